@@ -1,0 +1,462 @@
+"""Deck loading and validation.
+
+A deck is one YAML file::
+
+    deck: wo-core                 # optional; defaults to the file's stem
+    title: W_O — the output projection
+    description: ...
+    cards:
+      - id: wo-two-roles          # stable slug; progress keys on it
+        kind: recall              # recall | choice | red-flag | follow-up
+        prompt: ...
+        answer: ...
+        explain: ...              # why, in a short paragraph
+        analogy: ...
+        choices: [..., ...]       # choice / red-flag: 2-4 options, picked with a-d
+        correct: b                # the letter of the right option
+        demo: block-diagonal      # or a list of demo names
+        parent: wo-two-roles      # follow-up: the card it follows
+        tags: [roles]
+        sources: ["Voita et al. 2019, ..."]
+        bullets: [...]            # the 60-second bullets for `prep cram`
+
+Files are parsed with ``yaml.SafeLoader`` semantics, but every mapping remembers the line
+of each key, so that every error is reported as ``FILE:LINE: message``. All errors of all
+files are collected; nothing raises on bad input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+KINDS = ("recall", "choice", "red-flag", "follow-up")
+CARD_KEYS = frozenset(
+    {
+        "id",
+        "kind",
+        "prompt",
+        "answer",
+        "explain",
+        "analogy",
+        "choices",
+        "correct",
+        "demo",
+        "parent",
+        "tags",
+        "sources",
+        "bullets",
+    }
+)
+DECK_KEYS = frozenset({"deck", "title", "description", "cards"})
+CHOICE_LETTERS = "abcd"
+SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+
+
+@dataclass(frozen=True)
+class DeckError:
+    file: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Card:
+    id: str
+    kind: str
+    prompt: str
+    answer: str
+    deck: str
+    file: str = ""
+    line: int = 0
+    explain: str = ""
+    analogy: str = ""
+    choices: tuple[str, ...] = ()
+    correct: int | None = None  # index into choices
+    demos: tuple[str, ...] = ()
+    parent: str | None = None
+    tags: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    bullets: tuple[str, ...] = ()
+
+    @property
+    def demo(self) -> str | None:
+        """The first linked demo, or None."""
+        return self.demos[0] if self.demos else None
+
+    @property
+    def correct_letter(self) -> str | None:
+        return None if self.correct is None else CHOICE_LETTERS[self.correct]
+
+    @property
+    def content_hash(self) -> str:
+        """Hash of what the user is tested on; a change flags the card as edited."""
+        payload = json.dumps(
+            [self.kind, self.prompt, self.answer, list(self.choices), self.correct],
+            ensure_ascii=False,
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+@dataclass
+class DeckInfo:
+    name: str
+    title: str
+    description: str
+    file: str
+    card_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Collection:
+    """Every card of every loaded deck, in file order."""
+
+    cards: list[Card] = field(default_factory=list)
+    decks: dict[str, DeckInfo] = field(default_factory=dict)
+    errors: list[DeckError] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._by_id: dict[str, Card] = {c.id: c for c in self.cards}
+
+    def add(self, card: Card) -> None:
+        self.cards.append(card)
+        self._by_id[card.id] = card
+
+    def get(self, card_id: str) -> Card | None:
+        return self._by_id.get(card_id)
+
+    def __contains__(self, card_id: object) -> bool:
+        return card_id in self._by_id
+
+    def __len__(self) -> int:
+        return len(self.cards)
+
+    def in_deck(self, deck: str | None) -> list[Card]:
+        return [c for c in self.cards if deck is None or c.deck == deck]
+
+    def children(self, card_id: str) -> list[Card]:
+        return [c for c in self.cards if c.parent == card_id]
+
+    def cards_for_demo(self, name: str) -> list[Card]:
+        return [c for c in self.cards if name in c.demos]
+
+
+# --- YAML with line numbers ---------------------------------------------------------------
+
+
+class _LineDict(dict):
+    """A dict that remembers the 1-based line of itself and of each key."""
+
+    line: int = 0
+    key_lines: dict[Any, int]
+    duplicate_keys: list[tuple[Any, int]]
+
+
+class _LineLoader(yaml.SafeLoader):
+    pass
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _LineDict:
+    loader.flatten_mapping(node)
+    result = _LineDict()
+    result.line = node.start_mark.line + 1
+    result.key_lines = {}
+    result.duplicate_keys = []
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        line = key_node.start_mark.line + 1
+        try:
+            hash(key)
+        except TypeError:
+            key = str(key)
+        if key in result:
+            result.duplicate_keys.append((key, line))
+        result[key] = loader.construct_object(value_node, deep=True)
+        result.key_lines[key] = line
+    return result
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def display_path(path: Path | str) -> str:
+    """A path as the user would type it: relative to the working directory when inside it."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(p)
+
+
+# --- validation ---------------------------------------------------------------------------
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and value.strip() != ""
+
+
+def _str_list(value: Any) -> tuple[str, ...] | None:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(_text(v) for v in value):
+        return tuple(value)
+    return None
+
+
+def _why_not_text(value: Any) -> str:
+    items = value if isinstance(value, list) else [value]
+    for i, item in enumerate(items, 1):
+        if isinstance(item, bool):
+            return f" (item {i} is read as the boolean {item}: quote it, e.g. \"yes\")"
+        if not _text(item):
+            return f" (item {i} is {item!r})"
+    return ""
+
+
+def _parse_card(
+    raw: Any, deck: str, file: str, fallback_line: int, errors: list[DeckError]
+) -> Card | None:
+    def err(line: int, message: str) -> None:
+        errors.append(DeckError(file, line, message))
+
+    if not isinstance(raw, dict):
+        err(fallback_line, "a card must be a mapping of fields (id, kind, prompt, answer, ...)")
+        return None
+    line = getattr(raw, "line", fallback_line)
+    key_lines: dict[Any, int] = getattr(raw, "key_lines", {})
+
+    def at(key: str) -> int:
+        return key_lines.get(key, line)
+
+    card_id = raw.get("id")
+    label = f"card {card_id!r}" if _text(card_id) else "card"
+    ok = True
+    for key, key_line in getattr(raw, "duplicate_keys", []):
+        err(key_line, f"{label}: field {key!r} appears twice")
+        ok = False
+    for key in raw:
+        if key not in CARD_KEYS:
+            known = ", ".join(sorted(CARD_KEYS))
+            err(at(key), f"{label}: unknown field {key!r} (known fields: {known})")
+            ok = False
+    for key in ("id", "kind", "prompt", "answer"):
+        if key not in raw:
+            err(line, f"{label}: missing required field {key!r}")
+            ok = False
+        elif not _text(raw[key]):
+            err(at(key), f"{label}: field {key!r} must be non-empty text")
+            ok = False
+    if _text(card_id) and not SLUG.match(card_id):
+        err(at("id"), f"card id {card_id!r} is not a slug (lowercase letters, digits, dashes)")
+        ok = False
+    kind = raw.get("kind")
+    if _text(kind) and kind not in KINDS:
+        err(at("kind"), f"{label}: unknown kind {kind!r} (expected one of: {', '.join(KINDS)})")
+        ok = False
+    for key in ("explain", "analogy", "parent"):
+        if key in raw and not _text(raw[key]):
+            err(at(key), f"{label}: field {key!r} must be non-empty text")
+            ok = False
+    lists: dict[str, tuple[str, ...]] = {}
+    for key in ("tags", "sources", "bullets", "demo", "choices"):
+        if key in raw:
+            value = _str_list(raw[key])
+            if value is None:
+                err(at(key), f"{label}: field {key!r} must be text or a list of texts{_why_not_text(raw[key])}")
+                ok = False
+            else:
+                lists[key] = value
+
+    correct: int | None = None
+    if kind in ("choice", "red-flag"):
+        choices = lists.get("choices", ())
+        if "choices" not in raw:
+            err(line, f"{label}: a {kind} card needs 'choices' (2 to 4 options)")
+            ok = False
+        elif not 2 <= len(choices) <= len(CHOICE_LETTERS):
+            err(at("choices"), f"{label}: needs 2 to 4 choices, has {len(choices)}")
+            ok = False
+        letter = raw.get("correct")
+        if "correct" not in raw:
+            err(line, f"{label}: a {kind} card needs 'correct' (the letter of the right choice)")
+            ok = False
+        elif not (
+            isinstance(letter, str)
+            and len(letter) == 1
+            and letter.lower() in CHOICE_LETTERS[: max(len(choices), 1)]
+        ):
+            valid = ", ".join(CHOICE_LETTERS[: len(choices)]) or "a letter"
+            err(at("correct"), f"{label}: 'correct' is {letter!r}; expected one of {valid}")
+            ok = False
+        else:
+            correct = CHOICE_LETTERS.index(letter.lower())
+    else:
+        for key in ("choices", "correct"):
+            if key in raw and _text(kind):
+                err(at(key), f"{label}: {key!r} only belongs on choice and red-flag cards")
+                ok = False
+    if kind == "follow-up" and "parent" not in raw:
+        err(line, f"{label}: a follow-up card needs 'parent' (the id of the card it follows)")
+        ok = False
+    if not ok:
+        return None
+    return Card(
+        id=card_id,
+        kind=kind,
+        prompt=raw["prompt"].strip(),
+        answer=raw["answer"].strip(),
+        deck=deck,
+        file=file,
+        line=line,
+        explain=(raw.get("explain") or "").strip(),
+        analogy=(raw.get("analogy") or "").strip(),
+        choices=tuple(c.strip() for c in lists.get("choices", ())),
+        correct=correct,
+        demos=lists.get("demo", ()),
+        parent=raw.get("parent"),
+        tags=lists.get("tags", ()),
+        sources=lists.get("sources", ()),
+        bullets=lists.get("bullets", ()),
+    )
+
+
+def parse_deck_text(text: str, file: str, default_name: str) -> tuple[DeckInfo | None, list[Card], list[DeckError]]:
+    """Parse one deck's YAML text. Returns (info, cards, errors); never raises on bad input."""
+    errors: list[DeckError] = []
+    try:
+        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        problem = exc.problem or exc.context or "invalid YAML"
+        return None, [], [DeckError(file, line, f"YAML syntax error: {problem}")]
+    except yaml.YAMLError as exc:
+        return None, [], [DeckError(file, 1, f"YAML error: {exc}")]
+    if data is None:
+        return None, [], [DeckError(file, 1, "empty deck file (expected a mapping with 'cards')")]
+    if not isinstance(data, dict):
+        return None, [], [DeckError(file, 1, "a deck file must be a mapping with a 'cards' list")]
+    key_lines = getattr(data, "key_lines", {})
+    for key in data:
+        if key not in DECK_KEYS:
+            errors.append(
+                DeckError(file, key_lines.get(key, 1), f"unknown deck field {key!r} (known: {', '.join(sorted(DECK_KEYS))})")
+            )
+    name = data.get("deck", default_name)
+    if not (isinstance(name, str) and SLUG.match(name)):
+        errors.append(DeckError(file, key_lines.get("deck", 1), f"deck name {name!r} is not a slug"))
+        name = default_name
+    raw_cards = data.get("cards")
+    if not isinstance(raw_cards, list):
+        errors.append(DeckError(file, key_lines.get("cards", 1), "'cards' must be a list of cards"))
+        raw_cards = []
+    info = DeckInfo(
+        name=name,
+        title=str(data.get("title") or name),
+        description=str(data.get("description") or ""),
+        file=file,
+    )
+    cards = []
+    fallback = key_lines.get("cards", 1)
+    for raw in raw_cards:
+        card = _parse_card(raw, name, file, fallback, errors)
+        if card is not None:
+            cards.append(card)
+            info.card_ids.append(card.id)
+    return info, cards, errors
+
+
+def bundled_deck_files() -> list[Path]:
+    """The YAML decks shipped in the ``prep.questions`` package."""
+    from importlib.resources import files
+
+    root = files("prep.questions")
+    return sorted(
+        (Path(str(p)) for p in root.iterdir() if p.name.endswith((".yaml", ".yml"))),
+        key=lambda p: p.name,
+    )
+
+
+def deck_files_in(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted([*path.glob("*.yaml"), *path.glob("*.yml")])
+    return [path]
+
+
+def load_collection(
+    paths: Iterable[Path] | None = None,
+    *,
+    demo_names: Sequence[str] | None = None,
+    include_bundled: bool = True,
+) -> Collection:
+    """Load and validate decks: the bundled ones (unless told not to) plus ``paths``.
+
+    ``paths`` may name files or folders of ``*.yaml``. ``demo_names`` is the set of demos a
+    ``demo:`` field may name; None skips that check (engine stays free of torch, so the
+    caller passes ``prep.demos.registry.names()``). Invalid cards are left out and every
+    problem is in ``Collection.errors``.
+    """
+    files: list[Path] = list(bundled_deck_files()) if include_bundled else []
+    for p in paths or ():
+        files.extend(deck_files_in(Path(p)))
+    coll = Collection()
+    seen_files: set[Path] = set()
+    first_seen: dict[str, Card] = {}
+    for path in files:
+        key = path.resolve()
+        if key in seen_files:
+            continue
+        seen_files.add(key)
+        shown = display_path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            coll.errors.append(DeckError(shown, 1, "no such file"))
+            continue
+        except (OSError, UnicodeDecodeError) as exc:
+            coll.errors.append(DeckError(shown, 1, f"cannot read: {exc}"))
+            continue
+        info, cards, errors = parse_deck_text(text, shown, path.stem)
+        coll.errors.extend(errors)
+        if info is None:
+            continue
+        if info.name in coll.decks:
+            info.name = f"{info.name}-{len(coll.decks)}"
+        coll.decks[info.name] = info
+        for card in cards:
+            if card.id in first_seen:
+                other = first_seen[card.id]
+                coll.errors.append(
+                    DeckError(card.file, card.line, f"duplicate card id {card.id!r} (first defined at {other.file}:{other.line})")
+                )
+                continue
+            first_seen[card.id] = card
+            coll.add(card)
+    demo_set = set(demo_names) if demo_names is not None else None
+    for card in coll.cards:
+        if card.parent is not None and card.parent not in coll:
+            coll.errors.append(DeckError(card.file, card.line, f"card {card.id!r}: parent {card.parent!r} does not exist"))
+        if card.parent == card.id:
+            coll.errors.append(DeckError(card.file, card.line, f"card {card.id!r} is its own parent"))
+        if demo_set is not None:
+            for name in card.demos:
+                if name not in demo_set:
+                    from difflib import get_close_matches
+
+                    close = get_close_matches(name, sorted(demo_set), n=1)
+                    hint = f" (did you mean {close[0]!r}?)" if close else ""
+                    coll.errors.append(
+                        DeckError(card.file, card.line, f"card {card.id!r}: no demo named {name!r}{hint}")
+                    )
+    coll.errors.sort(key=lambda e: (e.file, e.line))
+    return coll

@@ -1,0 +1,187 @@
+"""FSRS-6 scheduling through the ``fsrs`` package (the scheduler Anki uses).
+
+We never write our own scheduling; this module only adapts fsrs to our stored card state and
+makes fuzzing *deterministic per review*: the fuzz for a review is drawn from a generator
+seeded by (seed, card id, review time), so the interval previewed on a rating button is the
+interval the rating actually gives, and tests can fix the seed.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+import fsrs
+from fsrs.scheduler import FUZZ_RANGES
+
+from prep.engine.timeutil import to_utc
+
+Rating = fsrs.Rating
+State = fsrs.State
+RATING_NAMES = {Rating.Again: "Again", Rating.Hard: "Hard", Rating.Good: "Good", Rating.Easy: "Easy"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """User-changeable settings, persisted in the database's meta table."""
+
+    desired_retention: float = 0.9
+    new_per_day: int = 20
+    review_limit: int = 200
+    leech_threshold: int = 8
+    learning_steps_min: tuple[float, ...] = (1.0, 10.0)
+    relearning_steps_min: tuple[float, ...] = (10.0,)
+    maximum_interval: int = 36500
+    parameters: tuple[float, ...] | None = None  # None: fsrs defaults
+
+    def to_dict(self) -> dict:
+        return {
+            "desired_retention": self.desired_retention,
+            "new_per_day": self.new_per_day,
+            "review_limit": self.review_limit,
+            "leech_threshold": self.leech_threshold,
+            "learning_steps_min": list(self.learning_steps_min),
+            "relearning_steps_min": list(self.relearning_steps_min),
+            "maximum_interval": self.maximum_interval,
+            "parameters": list(self.parameters) if self.parameters is not None else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Settings:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        for key in ("learning_steps_min", "relearning_steps_min", "parameters"):
+            if known.get(key) is not None:
+                known[key] = tuple(known[key])
+        return cls(**known)
+
+    def validated(self) -> Settings:
+        """Raise ValueError with a one-line message naming the bad value."""
+        if not 0.7 <= self.desired_retention <= 0.99:
+            raise ValueError(f"desired_retention must be between 0.7 and 0.99, got {self.desired_retention}")
+        for key in ("new_per_day", "review_limit", "leech_threshold", "maximum_interval"):
+            value = getattr(self, key)
+            if not isinstance(value, int) or value < 0:
+                raise ValueError(f"{key} must be a whole number >= 0, got {value!r}")
+        if self.leech_threshold < 1 or self.maximum_interval < 1:
+            raise ValueError("leech_threshold and maximum_interval must be at least 1")
+        if self.parameters is not None:
+            fsrs.Scheduler(parameters=self.parameters)  # fsrs validates the bounds
+        return self
+
+
+@dataclass(frozen=True)
+class CardState:
+    """The scheduling state of one card, as stored in the ``cards`` table."""
+
+    id: str
+    deck: str = ""
+    state: int = int(State.Learning)
+    step: int | None = 0
+    stability: float | None = None
+    difficulty: float | None = None
+    due: datetime | None = None
+    last_review: datetime | None = None
+    reps: int = 0
+    lapses: int = 0
+    leech: bool = False
+    content_hash: str = ""
+    changed: bool = False
+    removed: bool = False
+
+    @property
+    def is_new(self) -> bool:
+        return self.reps == 0
+
+    def to_fsrs(self, now: datetime) -> fsrs.Card:
+        return fsrs.Card(
+            card_id=zlib.crc32(self.id.encode()),
+            state=State(self.state),
+            step=self.step,
+            stability=self.stability,
+            difficulty=self.difficulty,
+            due=self.due or now,
+            last_review=self.last_review,
+        )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one rating does to a card: the new state and the interval until it is due."""
+
+    rating: Rating
+    state: CardState
+    interval: timedelta
+    lapsed: bool
+
+
+class _SeededFsrs(fsrs.Scheduler):
+    """fsrs.Scheduler whose fuzz comes from ``self.rng`` instead of the global ``random``."""
+
+    rng: random.Random
+
+    def _get_fuzzed_interval(self, *, interval: timedelta) -> timedelta:
+        interval_days = interval.days
+        if interval_days < 2.5:
+            return interval
+        delta = 1.0
+        for r in FUZZ_RANGES:
+            delta += r["factor"] * max(min(float(interval_days), r["end"]) - r["start"], 0.0)
+        min_ivl = max(2, round(interval_days - delta))
+        max_ivl = min(round(interval_days + delta), self.maximum_interval)
+        min_ivl = min(min_ivl, max_ivl)
+        days = self.rng.random() * (max_ivl - min_ivl + 1) + min_ivl
+        return timedelta(days=min(round(days), self.maximum_interval))
+
+
+@dataclass
+class Scheduler:
+    settings: Settings = field(default_factory=Settings)
+    enable_fuzzing: bool = True
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        s = self.settings
+        kwargs = {} if s.parameters is None else {"parameters": s.parameters}
+        self._fsrs = _SeededFsrs(
+            desired_retention=s.desired_retention,
+            learning_steps=tuple(timedelta(minutes=m) for m in s.learning_steps_min),
+            relearning_steps=tuple(timedelta(minutes=m) for m in s.relearning_steps_min),
+            maximum_interval=s.maximum_interval,
+            enable_fuzzing=self.enable_fuzzing,
+            **kwargs,
+        )
+
+    def retrievability(self, card: CardState, now: datetime) -> float:
+        if card.is_new:
+            return 0.0
+        return self._fsrs.get_card_retrievability(card.to_fsrs(now), to_utc(now))
+
+    def review(self, card: CardState, rating: Rating | int, now: datetime) -> Outcome:
+        now = to_utc(now)
+        rating = Rating(rating)
+        # Seeded by the card's own history, not the clock: the interval previewed on a
+        # button is the interval the same rating gives a moment later.
+        self._fsrs.rng = random.Random(f"{self.seed}:{card.id}:{card.reps}")
+        new_card, _log = self._fsrs.review_card(card.to_fsrs(now), rating, now)
+        lapsed = card.state == State.Review and rating == Rating.Again
+        lapses = card.lapses + (1 if lapsed else 0)
+        new_state = replace(
+            card,
+            state=int(new_card.state),
+            step=new_card.step,
+            stability=new_card.stability,
+            difficulty=new_card.difficulty,
+            due=new_card.due,
+            last_review=new_card.last_review,
+            reps=card.reps + 1,
+            lapses=lapses,
+            leech=card.leech or lapses >= self.settings.leech_threshold,
+            changed=False,
+        )
+        return Outcome(rating, new_state, new_card.due - now, lapsed)
+
+    def preview(self, card: CardState, now: datetime) -> dict[Rating, Outcome]:
+        """What each of the four ratings would do, computed before the user rates."""
+        return {r: self.review(card, r, now) for r in Rating}

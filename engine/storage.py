@@ -1,0 +1,496 @@
+"""Progress in SQLite, through sqlite-utils.
+
+Tables (schema version in ``meta``):
+
+- ``cards``: scheduling state per card id (a row exists once a card has been reviewed).
+- ``reviews``: the append-only log; each row keeps the card's state before (``prev``, NULL
+  for a new card) and after (``next``) as JSON, so undo restores the exact previous state.
+- ``demo_runs``: every demo run (name, device, passed, seconds, the full report).
+- ``meta``: schema version and settings.
+
+Every rating is committed in its own transaction the moment it is made (WAL, busy timeout),
+so a crash or a kill loses nothing that was rated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from prep.engine.scheduler import CardState, Settings
+from prep.engine.timeutil import fmt, parse, utcnow
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 5000
+
+
+class StoreError(Exception):
+    """A problem with the progress database, with a one-line message for the user."""
+
+
+def _import_sqlite_utils():
+    """Import sqlite_utils without letting it pull in pandas/numpy (~0.25 s) when they are
+    installed (fsrs's optimizer brings pandas). We never hand it DataFrames."""
+    if "sqlite_utils" in sys.modules or "pandas" in sys.modules:
+        import sqlite_utils
+
+        return sqlite_utils
+    saved = {name: sys.modules.get(name) for name in ("pandas", "numpy")}
+    try:
+        for name, mod in saved.items():
+            if mod is None:
+                sys.modules[name] = None  # type: ignore[assignment]  # makes `import` raise
+        import sqlite_utils
+    finally:
+        for name, mod in saved.items():
+            if mod is None:
+                sys.modules.pop(name, None)
+    return sqlite_utils
+
+
+def default_db_path() -> Path:
+    from platformdirs import user_data_path
+
+    return user_data_path("prep", appauthor=False) / "prep.db"
+
+
+def resolve_db_path(explicit: str | os.PathLike | None = None) -> Path:
+    """--db PATH, else $PREP_DB, else the user data dir."""
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get("PREP_DB")
+    if env:
+        return Path(env).expanduser()
+    return default_db_path()
+
+
+@dataclass(frozen=True)
+class Review:
+    id: int
+    card_id: str
+    rating: int
+    reviewed_at: datetime
+    duration_ms: int | None
+    prev: CardState | None
+    next: CardState
+
+
+def _state_to_json(s: CardState | None) -> str | None:
+    if s is None:
+        return None
+    d = asdict(s)
+    d["due"] = fmt(s.due)
+    d["last_review"] = fmt(s.last_review)
+    return json.dumps(d)
+
+
+def _state_from_json(text: str | None) -> CardState | None:
+    if text is None:
+        return None
+    d = json.loads(text)
+    d["due"] = parse(d.get("due"))
+    d["last_review"] = parse(d.get("last_review"))
+    return CardState(**d)
+
+
+_CARD_COLS = (
+    "id, deck, state, step, stability, difficulty, due, last_review, reps, lapses, leech, "
+    "content_hash, changed, removed"
+)
+
+
+def _row_to_state(row: tuple) -> CardState:
+    (cid, deck, state, step, stab, diff, due, last, reps, lapses, leech, chash, changed, removed) = row
+    return CardState(
+        id=cid,
+        deck=deck,
+        state=state,
+        step=step,
+        stability=stab,
+        difficulty=diff,
+        due=parse(due),
+        last_review=parse(last),
+        reps=reps,
+        lapses=lapses,
+        leech=bool(leech),
+        content_hash=chash or "",
+        changed=bool(changed),
+        removed=bool(removed),
+    )
+
+
+def _state_to_row(s: CardState) -> dict[str, Any]:
+    return {
+        "id": s.id,
+        "deck": s.deck,
+        "state": s.state,
+        "step": s.step,
+        "stability": s.stability,
+        "difficulty": s.difficulty,
+        "due": fmt(s.due),
+        "last_review": fmt(s.last_review),
+        "reps": s.reps,
+        "lapses": s.lapses,
+        "leech": int(s.leech),
+        "content_hash": s.content_hash,
+        "changed": int(s.changed),
+        "removed": int(s.removed),
+    }
+
+
+class Store:
+    """The progress database. Open with ``Store.open(path)`` or ``Store.memory()``."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path | None = None) -> None:
+        sqlite_utils = _import_sqlite_utils()
+        self.conn = conn
+        self.path = path
+        self.db = sqlite_utils.Database(conn)
+        self._migrate()
+
+    # --- opening ------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | os.PathLike | None = None) -> Store:
+        """Open (creating on first use) the database at ``path`` (see resolve_db_path)."""
+        target = resolve_db_path(path)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            return cls(conn, target)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{target}: cannot open the progress database: {exc}") from exc
+        except OSError as exc:
+            raise StoreError(f"{target}: cannot create the progress database: {exc}") from exc
+
+    @classmethod
+    def memory(cls) -> Store:
+        return cls(sqlite3.connect(":memory:", isolation_level=None), None)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One committed unit: BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error)."""
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"{self.path or ':memory:'}: database is busy ({exc}); try again") from exc
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+
+    # --- schema -------------------------------------------------------------------------
+
+    def schema_version(self) -> int:
+        if "meta" not in self.db.table_names():
+            return 0
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _migrate(self) -> None:
+        version = self.schema_version()
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: database schema v{version} is newer than this prep (v{SCHEMA_VERSION}); upgrade prep"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        with self.transaction():
+            for step in range(version, SCHEMA_VERSION):
+                _MIGRATIONS[step](self)
+            self.db["meta"].upsert({"key": "schema_version", "value": str(SCHEMA_VERSION)}, pk="key")
+
+    # --- settings -----------------------------------------------------------------------
+
+    def settings(self) -> Settings:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
+        return Settings.from_dict(json.loads(row[0])) if row else Settings()
+
+    def save_settings(self, settings: Settings) -> None:
+        settings.validated()
+        with self.transaction():
+            self.db["meta"].upsert({"key": "settings", "value": json.dumps(settings.to_dict())}, pk="key")
+
+    # --- cards --------------------------------------------------------------------------
+
+    def card(self, card_id: str) -> CardState | None:
+        row = self.conn.execute(f"SELECT {_CARD_COLS} FROM cards WHERE id = ?", (card_id,)).fetchone()
+        return _row_to_state(row) if row else None
+
+    def cards(self, ids: Iterable[str] | None = None) -> dict[str, CardState]:
+        if ids is None:
+            rows = self.conn.execute(f"SELECT {_CARD_COLS} FROM cards").fetchall()
+        else:
+            rows = []
+            id_list = list(ids)
+            for i in range(0, len(id_list), 900):
+                chunk = id_list[i : i + 900]
+                marks = ",".join("?" * len(chunk))
+                rows += self.conn.execute(f"SELECT {_CARD_COLS} FROM cards WHERE id IN ({marks})", chunk).fetchall()
+        return {r[0]: _row_to_state(r) for r in rows}
+
+    def seen_ids(self) -> set[str]:
+        return {r[0] for r in self.conn.execute("SELECT id FROM cards")}
+
+    def due_ids(self, now: datetime, *, limit: int | None = None, decks: Iterable[str] | None = None) -> list[str]:
+        """Ids of cards due at ``now``, most overdue first (uses the (removed, due) index)."""
+        sql = "SELECT id FROM cards WHERE removed = 0 AND due <= ?"
+        args: list[Any] = [fmt(now)]
+        if decks is not None:
+            deck_list = list(decks)
+            sql += f" AND deck IN ({','.join('?' * len(deck_list))})"
+            args += deck_list
+        sql += " ORDER BY due"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        return [r[0] for r in self.conn.execute(sql, args)]
+
+    def sync(self, cards: Iterable[Any]) -> dict[str, int]:
+        """Reconcile stored progress with the loaded deck cards (objects with id, deck and
+        content_hash): a card whose text changed keeps its progress and is marked changed;
+        a stored card missing from the decks keeps its history and is marked removed."""
+        present = {c.id: c for c in cards}
+        stored = {
+            r[0]: (r[1], r[2], r[3])
+            for r in self.conn.execute("SELECT id, content_hash, removed, deck FROM cards")
+        }
+        changed, removed, restored = [], [], []
+        for cid, (chash, was_removed, deck) in stored.items():
+            card = present.get(cid)
+            if card is None:
+                if not was_removed:
+                    removed.append(cid)
+                continue
+            if was_removed:
+                restored.append(cid)
+            if card.content_hash != chash:
+                changed.append((card.content_hash, card.deck, cid))
+            elif card.deck != deck:
+                changed.append((chash, card.deck, cid))
+        if changed or removed or restored:
+            with self.transaction():
+                self.conn.executemany("UPDATE cards SET removed = 1 WHERE id = ?", [(c,) for c in removed])
+                self.conn.executemany("UPDATE cards SET removed = 0 WHERE id = ?", [(c,) for c in restored])
+                self.conn.executemany(
+                    "UPDATE cards SET changed = (content_hash != ?) OR changed, content_hash = ?, deck = ? WHERE id = ?",
+                    [(h, h, d, c) for h, d, c in changed],
+                )
+        return {"changed": len(changed), "removed": len(removed), "restored": len(restored)}
+
+    # --- reviews ------------------------------------------------------------------------
+
+    def record_review(
+        self,
+        prev: CardState | None,
+        new: CardState,
+        rating: int,
+        reviewed_at: datetime,
+        duration_ms: int | None = None,
+    ) -> int:
+        """Write the new card state and the review in one committed transaction."""
+        with self.transaction():
+            self.db["cards"].upsert(_state_to_row(new), pk="id")
+            cur = self.conn.execute(
+                "INSERT INTO reviews (card_id, rating, reviewed_at, duration_ms, prev_state, prev, next) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    new.id,
+                    int(rating),
+                    fmt(reviewed_at),
+                    duration_ms,
+                    None if prev is None or prev.is_new else prev.state,
+                    _state_to_json(None if prev is None or prev.is_new else prev),
+                    _state_to_json(new),
+                ),
+            )
+            return int(cur.lastrowid)
+
+    def last_review(self) -> Review | None:
+        row = self.conn.execute(
+            "SELECT id, card_id, rating, reviewed_at, duration_ms, prev, next FROM reviews ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        return self._review(row) if row else None
+
+    @staticmethod
+    def _review(row: tuple) -> Review:
+        rid, cid, rating, at, dur, prev, nxt = row
+        return Review(rid, cid, rating, parse(at), dur, _state_from_json(prev), _state_from_json(nxt))
+
+    def undo_last(self) -> Review | None:
+        """Remove the newest review and restore the card's exact previous state (or remove
+        the card's row if it was new). Returns the undone review, or None if there is none."""
+        with self.transaction():
+            row = self.conn.execute(
+                "SELECT id, card_id, rating, reviewed_at, duration_ms, prev, next FROM reviews ORDER BY id DESC LIMIT 1"
+            ).fetchone()
+            if row is None:
+                return None
+            review = self._review(row)
+            self.conn.execute("DELETE FROM reviews WHERE id = ?", (review.id,))
+            if review.prev is None:
+                self.conn.execute("DELETE FROM cards WHERE id = ?", (review.card_id,))
+            else:
+                current = self.card(review.card_id)
+                restored = review.prev
+                if current is not None:
+                    # membership flags describe the deck now, not the card's history
+                    restored = CardState(
+                        **{**asdict(restored), "removed": current.removed, "deck": current.deck}
+                    )
+                self.db["cards"].upsert(_state_to_row(restored), pk="id")
+            return review
+
+    def reviews(self, since: datetime | None = None, card_id: str | None = None) -> list[Review]:
+        sql = "SELECT id, card_id, rating, reviewed_at, duration_ms, prev, next FROM reviews WHERE 1=1"
+        args: list[Any] = []
+        if since is not None:
+            sql += " AND reviewed_at >= ?"
+            args.append(fmt(since))
+        if card_id is not None:
+            sql += " AND card_id = ?"
+            args.append(card_id)
+        return [self._review(r) for r in self.conn.execute(sql + " ORDER BY id", args)]
+
+    def count_reviews(self, since: datetime | None = None, *, new_only: bool = False) -> int:
+        sql = "SELECT count(*) FROM reviews WHERE 1=1"
+        args: list[Any] = []
+        if since is not None:
+            sql += " AND reviewed_at >= ?"
+            args.append(fmt(since))
+        if new_only:
+            sql += " AND prev IS NULL"
+        return int(self.conn.execute(sql, args).fetchone()[0])
+
+    # --- demo runs ----------------------------------------------------------------------
+
+    def record_demo_run(
+        self,
+        *,
+        name: str,
+        device: str,
+        passed: bool,
+        seconds: float,
+        device_name: str | None = None,
+        dtype: str | None = None,
+        scale: str | None = None,
+        seed: int | None = None,
+        metrics: dict | None = None,
+        ran_at: datetime | None = None,
+    ) -> int:
+        with self.transaction():
+            cur = self.conn.execute(
+                "INSERT INTO demo_runs (name, device, device_name, dtype, scale, seed, passed, seconds, metrics, ran_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    name,
+                    device,
+                    device_name,
+                    dtype,
+                    scale,
+                    seed,
+                    int(bool(passed)),
+                    float(seconds),
+                    json.dumps(metrics or {}, default=str),
+                    fmt(ran_at or utcnow()),
+                ),
+            )
+            return int(cur.lastrowid)
+
+    def demo_runs(self) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            "SELECT id, name, device, device_name, dtype, scale, seed, passed, seconds, ran_at FROM demo_runs ORDER BY id"
+        ).fetchall()
+        keys = ("id", "name", "device", "device_name", "dtype", "scale", "seed", "passed", "seconds", "ran_at")
+        return [dict(zip(keys, r, strict=True)) | {"passed": bool(r[7])} for r in rows]
+
+
+def _migrate_v0_to_v1(store: Store) -> None:
+    db = store.db
+    db["meta"].create({"key": str, "value": str}, pk="key", if_not_exists=True)
+    db["cards"].create(
+        {
+            "id": str,
+            "deck": str,
+            "state": int,
+            "step": int,
+            "stability": float,
+            "difficulty": float,
+            "due": str,
+            "last_review": str,
+            "reps": int,
+            "lapses": int,
+            "leech": int,
+            "content_hash": str,
+            "changed": int,
+            "removed": int,
+        },
+        pk="id",
+        not_null={"deck", "state", "reps", "lapses", "leech", "changed", "removed"},
+        defaults={"reps": 0, "lapses": 0, "leech": 0, "changed": 0, "removed": 0, "deck": ""},
+        if_not_exists=True,
+    )
+    db["cards"].create_index(["removed", "due"], index_name="cards_removed_due", if_not_exists=True)
+    db["reviews"].create(
+        {
+            "id": int,
+            "card_id": str,
+            "rating": int,
+            "reviewed_at": str,
+            "duration_ms": int,
+            "prev_state": int,
+            "prev": str,
+            "next": str,
+        },
+        pk="id",
+        not_null={"card_id", "rating", "reviewed_at", "next"},
+        if_not_exists=True,
+    )
+    db["reviews"].create_index(["card_id"], index_name="reviews_card", if_not_exists=True)
+    db["reviews"].create_index(["reviewed_at"], index_name="reviews_at", if_not_exists=True)
+    db["demo_runs"].create(
+        {
+            "id": int,
+            "name": str,
+            "device": str,
+            "device_name": str,
+            "dtype": str,
+            "scale": str,
+            "seed": int,
+            "passed": int,
+            "seconds": float,
+            "metrics": str,
+            "ran_at": str,
+        },
+        pk="id",
+        not_null={"name", "device", "passed", "seconds", "ran_at"},
+        if_not_exists=True,
+    )
+    db["demo_runs"].create_index(["name"], index_name="demo_runs_name", if_not_exists=True)
+
+
+# _MIGRATIONS[v] upgrades a database from schema v to v + 1, inside one transaction.
+_MIGRATIONS = [_migrate_v0_to_v1]

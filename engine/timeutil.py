@@ -1,0 +1,67 @@
+"""UTC datetimes, one text format, and the injectable clock.
+
+Every datetime in the engine is aware and in ``timezone.utc`` exactly (fsrs rejects any other
+tzinfo). In SQLite they are stored as fixed-width text, so that string order is time order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+
+Clock = Callable[[], datetime]
+_FMT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def to_utc(dt: datetime) -> datetime:
+    """An aware datetime converted to timezone.utc exactly; a naive one is taken as UTC."""
+    if dt.tzinfo is None:
+        return dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc)
+
+
+def fmt(dt: datetime | None) -> str | None:
+    """Fixed-width UTC text (lexicographic order == time order)."""
+    if dt is None:
+        return None
+    return to_utc(dt).strftime(_FMT)
+
+
+def parse(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    return to_utc(datetime.fromisoformat(text))
+
+
+def day_start(now: datetime, rollover_hour: int = 4) -> datetime:
+    """Start of the user's study day containing ``now``: local time, rolling over at 4am
+    like Anki, returned in UTC."""
+    local = to_utc(now).astimezone()
+    start = local.replace(hour=rollover_hour, minute=0, second=0, microsecond=0)
+    if local < start:
+        start -= timedelta(days=1)
+    return to_utc(start)
+
+
+def human_interval(delta: timedelta) -> str:
+    """Short interval text for rating buttons: 45s, 10m, 3h, 4d, 2.5mo, 1.2y."""
+    seconds = max(0.0, delta.total_seconds())
+    if seconds < 60:
+        return f"{round(seconds)}s"
+    minutes = seconds / 60
+    if minutes < 60:
+        return f"{round(minutes)}m"
+    hours = minutes / 60
+    if hours < 24:
+        return f"{round(hours)}h"
+    days = hours / 24
+    if days < 30:
+        return f"{round(days)}d"
+    if days < 365:
+        months = days / 30.4
+        return f"{months:.1f}mo".replace(".0mo", "mo")
+    return f"{days / 365:.1f}y".replace(".0y", "y")
