@@ -193,7 +193,11 @@ _SETTING_TYPES = {
 @click.argument("value", required=False)
 @click.pass_obj
 def config(obj: Ctx, key: str | None, value: str | None) -> None:
-    """Show settings, or set one: prep config new_per_day 10."""
+    """Show settings, or set one: prep config new_per_day 10.
+
+    FSRS parameters: `prep config parameters` shows them, `prep config parameters default`
+    goes back to fsrs's defaults, `prep config parameters "w0,w1,...,w20"` sets all 21
+    (fit them to your own reviews with `prep optimize`)."""
     from dataclasses import replace
 
     with obj.store() as store:
@@ -202,8 +206,12 @@ def config(obj: Ctx, key: str | None, value: str | None) -> None:
             for k, v in settings.to_dict().items():
                 click.echo(f"{k} = {'default' if v is None else v}")
             return
+        if key == "parameters":
+            _config_parameters(store, settings, value)
+            return
         if key not in _SETTING_TYPES:
-            raise UsageError(f"unknown setting {key!r} (settings: {', '.join(_SETTING_TYPES)})")
+            known = ", ".join([*_SETTING_TYPES, "parameters"])
+            raise UsageError(f"unknown setting {key!r} (settings: {known})")
         if value is None:
             click.echo(f"{key} = {getattr(settings, key)}")
             return
@@ -214,6 +222,216 @@ def config(obj: Ctx, key: str | None, value: str | None) -> None:
             raise UsageError(f"{key}: {exc}" if str(exc) else f"{key}: bad value {value!r}") from None
         store.save_settings(updated)
         click.echo(f"{key} = {typed}")
+
+
+def _config_parameters(store, settings, value: str | None) -> None:  # noqa: ANN001
+    """`prep config parameters [default | "w0,w1,...,w20"]`."""
+    from dataclasses import replace
+
+    from prep.engine.optimize import current_parameters
+
+    if value is None:
+        shown = ", ".join(f"{w:.4f}" for w in current_parameters(settings))
+        origin = "fsrs defaults" if settings.parameters is None else "your own"
+        click.echo(f"parameters = {shown} ({origin})")
+        return
+    if value.strip().lower() in ("default", "defaults"):
+        store.save_settings(replace(settings, parameters=None))
+        click.echo("parameters = default (fsrs defaults)")
+        return
+    parts = value.replace(",", " ").split()
+    weights = []
+    for part in parts:
+        try:
+            weights.append(float(part))
+        except ValueError:
+            raise UsageError(f"parameters: {part!r} is not a number") from None
+    try:
+        updated = replace(settings, parameters=tuple(weights)).validated()
+    except ValueError as exc:
+        message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        raise UsageError(f"parameters: {message}") from None
+    store.save_settings(updated)
+    click.echo(f"parameters = {', '.join(f'{w:.4f}' for w in weights)} (your own)")
+
+
+_EXPORT_FORMATS = {".json": "json", ".csv": "csv", ".apkg": "apkg"}
+
+
+@main.command("export")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "csv", "apkg"]),
+    help="json, csv or apkg (default: from the file name's extension).",
+)
+@click.option("-o", "--output", metavar="FILE", required=True, help="The file to write.")
+@click.option("--deck", metavar="D", help="apkg only: just this deck.")
+@click.pass_obj
+def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None:
+    """Export your progress (json, csv) or the decks as an Anki package (apkg).
+
+    \b
+    json  one file: {"format": "prep-export", "version": 1, "exported_at",
+          "settings", "cards": [...], "reviews": [...], "demo_runs": [...]}
+    csv   FILE.csv is the review log, one row per review, with columns
+            card_id, reviewed_at (UTC ISO-8601), rating (1 Again .. 4 Easy),
+            duration_ms, prev_state (1 learning, 2 review, 3 relearning),
+            prev, next (the card state before/after, JSON)
+          beside it FILE.cards.csv holds the card states (id, deck, state, step,
+          stability, difficulty, due, last_review, reps, lapses, leech,
+          content_hash, changed, removed), FILE.demo_runs.csv the demo runs and
+          FILE.settings.csv the settings (key, JSON value).
+    apkg  the decks for Anki: one note per card (Front/Back), tags kept.
+
+    `prep import FILE` reads a json or csv export back; every file is written
+    whole or not at all.
+    """
+    from prep.engine.export import ExportError
+    from prep.engine.timeutil import utcnow
+
+    path = Path(output).expanduser()
+    if fmt is None:
+        fmt = _EXPORT_FORMATS.get(path.suffix.lower())
+        if fmt is None:
+            raise UsageError(
+                f"{output}: give --format json, csv or apkg (or name the file .json/.csv/.apkg)"
+            )
+    if deck is not None and fmt != "apkg":
+        raise UsageError("--deck only applies to --format apkg (progress exports hold everything)")
+    try:
+        if fmt == "apkg":
+            from prep.engine.anki import write_apkg
+
+            coll = obj.collection()
+            if deck is not None and deck not in coll.decks:
+                raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
+            notes = write_apkg(coll, path, deck=deck)
+            click.echo(f"Wrote {path}: {notes} note(s) for Anki (File > Import).")
+            return
+        from prep.engine.export import export_csv, export_json
+
+        with obj.store() as store:
+            if fmt == "json":
+                export_json(store, path, utcnow())
+                written = [path]
+            else:
+                written = export_csv(store, path)
+            n = store.count_reviews()
+        click.echo(f"Wrote {', '.join(str(p) for p in written)}: {n} review(s).")
+    except ExportError as exc:
+        raise UsageError(str(exc)) from None
+
+
+@main.command("import")
+@click.argument("file", metavar="FILE")
+@click.pass_obj
+def import_cmd(obj: Ctx, file: str) -> None:
+    """Import a json or csv export (from `prep export`) into this database.
+
+    All or nothing: on a corrupt file or a conflict (a card with a different review
+    history here) nothing changes. Importing the same file twice adds nothing twice."""
+    from prep.engine.export import ExportError, import_file
+    from prep.engine.storage import StoreError
+
+    with obj.store() as store:
+        try:
+            result = import_file(store, Path(file).expanduser())
+        except (ExportError, StoreError) as exc:
+            raise UsageError(str(exc)) from None
+    click.echo(f"Imported {file}: {result.summary()}.")
+
+
+@main.command()
+@click.option("--yes", "-y", is_flag=True, help="Save the new parameters without asking.")
+@click.option("--dry-run", is_flag=True, help="Show the new parameters; never save.")
+@click.pass_obj
+def optimize(obj: Ctx, yes: bool, dry_run: bool) -> None:
+    """Fit FSRS parameters to your own review log (fsrs's optimizer).
+
+    Needs 512 reviews made a day or more after the card's previous review. Shows the
+    old and new parameters and the estimated effect, then asks before saving
+    (`prep config parameters default` goes back to the defaults)."""
+    from dataclasses import replace
+
+    from prep.engine import optimize as opt
+    from prep.engine.timeutil import utcnow
+
+    with obj.store() as store:
+        settings = store.settings()
+        logs = opt.review_logs(store.reviews())
+        try:
+            n = opt.check_enough(logs)
+        except opt.OptimizeError as exc:
+            raise UsageError(str(exc)) from None
+        click.echo(f"Fitting FSRS parameters to {n} of your reviews...", err=True)
+        result = opt.fit(store)
+        click.echo(opt.render(result, settings, utcnow()))
+        if not result.changed:
+            click.echo("The fit gives the parameters you already have; nothing to save.")
+            return
+        if dry_run:
+            click.echo("Not saved (--dry-run).")
+            return
+        save = yes
+        if not yes:
+            try:
+                save = click.confirm("Save these parameters?", default=False)
+            except click.Abort:
+                save = False
+        if save:
+            store.save_settings(replace(settings, parameters=result.new))
+            click.echo("Saved. `prep config parameters default` goes back to the defaults.")
+        else:
+            click.echo("Not saved.")
+
+
+@main.command()
+@click.option("--deck", metavar="D", help="Only this deck.")
+@click.pass_obj
+def cram(obj: Ctx, deck: str | None) -> None:
+    """The 60-second bullets of each main card, for the way to the call."""
+    from prep.engine.cram import UnknownDeck, cram_sheet, render
+
+    coll = obj.collection(strict=False)
+    try:
+        sheet = cram_sheet(coll, deck)
+    except UnknownDeck as exc:
+        raise UsageError(str(exc)) from None
+    click.echo(render(sheet))
+
+
+@main.command()
+@click.option(
+    "--minutes",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    metavar="N",
+    help="Time for the whole chain (the main question counts double).",
+)
+@click.option("--deck", metavar="D", help="Pick the main question from this deck.")
+@click.option("--seed", type=int, metavar="N", help="Seed for picking the main question.")
+@click.option(
+    "--plain", is_flag=True, help="Line-oriented, on stdin/stdout (also used when not a terminal)."
+)
+@click.pass_obj
+def mock(obj: Ctx, minutes: float, deck: str | None, seed: int | None, plain: bool) -> None:
+    """A mock interview: a main question, then its follow-up chain, each with a visible
+    timer; answer (typed or aloud), reveal, grade yourself 1-4. Grades feed your schedule."""
+    from prep.engine.mock import MockError, MockInterview, run_mock_plain
+
+    coll = obj.collection()
+    with obj.store() as store:
+        try:
+            interview = MockInterview(store, coll, minutes=minutes, deck=deck, seed=seed)
+        except MockError as exc:
+            raise UsageError(str(exc)) from None
+        if plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
+            sys.exit(run_mock_plain(interview, sys.stdin, sys.stdout))
+        from prep.tui.screens.mock import run_mock
+
+        sys.exit(run_mock(interview))
 
 
 if __name__ == "__main__":

@@ -115,6 +115,9 @@ class DeckInfo:
     description: str
     file: str
     card_ids: list[str] = field(default_factory=list)
+    # (id, line) of every card entry that names an id, valid or not: duplicates are
+    # reported even when one of the two entries has other errors.
+    declared: list[tuple[str, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -369,6 +372,8 @@ def parse_deck_text(text: str, file: str, default_name: str) -> tuple[DeckInfo |
     cards = []
     fallback = key_lines.get("cards", 1)
     for raw in raw_cards:
+        if isinstance(raw, dict) and _text(raw.get("id")):
+            info.declared.append((raw["id"], getattr(raw, "line", fallback)))
         card = _parse_card(raw, name, file, fallback, errors)
         if card is not None:
             cards.append(card)
@@ -411,7 +416,7 @@ def load_collection(
         files.extend(deck_files_in(Path(p)))
     coll = Collection()
     seen_files: set[Path] = set()
-    first_seen: dict[str, Card] = {}
+    first_seen: dict[str, tuple[str, int]] = {}
     for path in files:
         key = path.resolve()
         if key in seen_files:
@@ -433,15 +438,20 @@ def load_collection(
         if info.name in coll.decks:
             info.name = f"{info.name}-{len(coll.decks)}"
         coll.decks[info.name] = info
-        for card in cards:
-            if card.id in first_seen:
-                other = first_seen[card.id]
+        duplicates: set[int] = set()
+        for card_id, line in info.declared:
+            if card_id in first_seen:
+                first_file, first_line = first_seen[card_id]
                 coll.errors.append(
-                    DeckError(card.file, card.line, f"duplicate card id {card.id!r} (first defined at {other.file}:{other.line})")
+                    DeckError(shown, line, f"duplicate card id {card_id!r} (first defined at {first_file}:{first_line})")
                 )
-                continue
-            first_seen[card.id] = card
-            coll.add(card)
+                duplicates.add(line)
+            else:
+                first_seen[card_id] = (shown, line)
+        for card in cards:
+            if card.line not in duplicates:
+                coll.add(card)
+        info.card_ids = [c for c in info.card_ids if c in coll]
     demo_set = set(demo_names) if demo_names is not None else None
     for card in coll.cards:
         if card.parent is not None and card.parent not in coll:
@@ -458,5 +468,16 @@ def load_collection(
                     coll.errors.append(
                         DeckError(card.file, card.line, f"card {card.id!r}: no demo named {name!r}{hint}")
                     )
+    for card in coll.cards:
+        chain, node = [card.id], card
+        while node is not None and node.parent is not None and node.parent != node.id:
+            if node.parent in chain:
+                if node.parent == card.id:  # report each cycle once, at its first card
+                    if card.id == min(chain):
+                        cycle = " -> ".join([*chain, card.id])
+                        coll.errors.append(DeckError(card.file, card.line, f"parent cycle: {cycle}"))
+                break
+            chain.append(node.parent)
+            node = coll.get(node.parent)
     coll.errors.sort(key=lambda e: (e.file, e.line))
     return coll

@@ -75,65 +75,73 @@ def compute(
     ]
 
     # Streak: consecutive study days with at least one review, ending today (or yesterday).
-    days = {
-        r[0]
-        for r in conn.execute(
-            f"SELECT DISTINCT date(reviewed_at, '{mod}') FROM reviews WHERE reviewed_at >= ?",
-            [fmt(today_start - timedelta(days=3650))],
+    # One indexed probe per day of the streak, instead of a scan of the whole log.
+    def studied(day_offset: int) -> bool:
+        start = today_start - timedelta(days=day_offset)
+        return (
+            conn.execute(
+                "SELECT 1 FROM reviews WHERE reviewed_at >= ? AND reviewed_at < ? LIMIT 1",
+                [fmt(start), fmt(start + timedelta(days=1))],
+            ).fetchone()
+            is not None
         )
-    }
-    streak = 0
-    cursor = today_date if today_date.isoformat() in days else today_date - timedelta(days=1)
-    while cursor.isoformat() in days:
-        streak += 1
-        cursor -= timedelta(days=1)
 
-    # Due counts and forecast (cards in the loaded decks only; removed cards are not served).
+    offset = 0 if studied(0) else 1
+    streak = 0
+    while studied(offset + streak):
+        streak += 1
+
+    # Due counts and forecast (removed cards are not served). One grouped, indexed query.
     def due_before(t: datetime) -> int:
         return conn.execute("SELECT count(*) FROM cards WHERE removed = 0 AND due <= ?", [fmt(t)]).fetchone()[0]
 
     end_today = today_start + timedelta(days=1)
-    due_today = due_before(end_today)
-    forecast = []
-    previous = due_today
-    for i in range(forecast_days):
-        day_end = end_today + timedelta(days=i)
-        count = due_before(day_end)
-        forecast.append(
-            {"date": (today_date + timedelta(days=i)).isoformat(), "due": count if i == 0 else count - previous}
-        )
-        previous = count
+    horizon = end_today + timedelta(days=max(forecast_days, 7) - 1)
+    by_day = dict(
+        conn.execute(
+            f"SELECT max(date(due, '{mod}'), ?) AS d, count(*) FROM cards WHERE removed = 0 AND due <= ? GROUP BY d",
+            [today_date.isoformat(), fmt(horizon)],
+        ).fetchall()
+    )  # overdue cards count as due today
+    days_ahead = [(today_date + timedelta(days=i)).isoformat() for i in range(max(forecast_days, 7))]
+    forecast = [{"date": d, "due": by_day.get(d, 0)} for d in days_ahead[:forecast_days]]
     due = {
         "now": due_before(now),
-        "today": due_today,
-        "tomorrow": forecast[1]["due"] if forecast_days > 1 else None,
-        "next_7_days": due_before(end_today + timedelta(days=6)),
+        "today": by_day.get(days_ahead[0], 0),
+        "tomorrow": by_day.get(days_ahead[1], 0),
+        "next_7_days": sum(by_day.get(d, 0) for d in days_ahead[:7]),
     }
 
     # Mastery per deck and per tag: seen / mature (stability >= 21 days) over the deck's cards.
-    states = {
-        r[0]: (r[1], r[2], r[3])
-        for r in conn.execute("SELECT id, stability, leech, lapses FROM cards WHERE removed = 0")
+    per_deck = {
+        r[0]: (r[1], r[2])
+        for r in conn.execute(
+            "SELECT deck, count(*), sum(coalesce(stability, 0) >= ?) FROM cards WHERE removed = 0 GROUP BY deck",
+            [MATURE_DAYS],
+        )
     }
 
-    def mastery(card_ids: list[str]) -> dict[str, Any]:
-        seen = [states[c] for c in card_ids if c in states]
-        mature = sum(1 for s in seen if (s[0] or 0) >= MATURE_DAYS)
+    def mastery(n_cards: int, seen: int, mature: int) -> dict[str, Any]:
         return {
-            "cards": len(card_ids),
-            "seen": len(seen),
+            "cards": n_cards,
+            "seen": seen,
             "mature": mature,
-            "mastery": (mature / len(card_ids)) if card_ids else 0.0,
+            "mastery": (mature / n_cards) if n_cards else 0.0,
         }
 
     decks = {
-        name: {"title": info.title, **mastery(info.card_ids)} for name, info in collection.decks.items()
+        name: {"title": info.title, **mastery(len(info.card_ids), *per_deck.get(name, (0, 0)))}
+        for name, info in collection.decks.items()
     }
     tag_cards: dict[str, list[str]] = {}
     for card in collection.cards:
         for tag in card.tags:
             tag_cards.setdefault(tag, []).append(card.id)
-    tags = {tag: mastery(ids) for tag, ids in sorted(tag_cards.items())}
+    tagged = store.cards({cid for ids in tag_cards.values() for cid in ids})
+    tags = {}
+    for tag, ids in sorted(tag_cards.items()):
+        states = [tagged[c] for c in ids if c in tagged and not tagged[c].removed]
+        tags[tag] = mastery(len(ids), len(states), sum((s.stability or 0) >= MATURE_DAYS for s in states))
 
     leeches = [r[0] for r in conn.execute("SELECT id FROM cards WHERE leech = 1 AND removed = 0 ORDER BY id")]
     changed = [r[0] for r in conn.execute("SELECT id FROM cards WHERE changed = 1 AND removed = 0 ORDER BY id")]
@@ -166,7 +174,10 @@ def compute(
         "forecast": forecast,
         "per_day": per_day,
         "streak_days": streak,
-        "cards": {"total": len(collection), "seen": sum(1 for c in collection.cards if c.id in states)},
+        "cards": {
+            "total": len(collection),
+            "seen": conn.execute("SELECT count(*) FROM cards WHERE removed = 0").fetchone()[0],
+        },
         "decks": decks,
         "tags": tags,
         "leeches": leeches,

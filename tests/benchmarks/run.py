@@ -1,0 +1,160 @@
+"""Benchmarks that print numbers, each beside a floor measured in the same run.
+
+    python tests/benchmarks/run.py [--cards 100000] [--reviews 1000000] [--repeat 7]
+
+Nothing here asserts: timed tests flake on a noisy machine. Read the ratios.
+Targets (from the issues): `prep --help` within 1.5x of the `import click` floor; queue
+building for 100k cards / 1M reviews under 20 ms; TUI first screen within 2x a minimal
+Textual app; TUI rating -> next card under 16 ms with 10k cards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PY = sys.executable
+PREP = str(Path(PY).with_name("prep"))
+
+
+def wall(cmd: list[str], repeat: int, env: dict | None = None) -> float:
+    """Median wall time of a command, in seconds (one warm-up run first)."""
+    subprocess.run(cmd, capture_output=True, env=env, check=False)
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        subprocess.run(cmd, capture_output=True, env=env, check=False)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def inproc(fn: Callable[[], object], repeat: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def make_large_db(path: Path, n_cards: int, n_reviews: int, now: datetime) -> list[str]:
+    """A progress database with n_cards card states and n_reviews log rows, spread over a year."""
+    from prep.engine.storage import Store
+    from prep.engine.timeutil import fmt
+
+    rng = random.Random(0)
+    ids = [f"card-{i:06d}" for i in range(n_cards)]
+    per_card = max(1, n_reviews // n_cards)
+    with Store.open(path) as store:
+        conn = store.conn
+        conn.execute("BEGIN")
+        card_rows, review_rows = [], []
+        state_json = json.dumps({"id": "x", "state": 2, "step": None, "stability": 10.0})
+        for cid in ids:
+            last = now - timedelta(days=rng.uniform(1, 30))  # every review is in the past
+            due = last + timedelta(days=rng.uniform(1, 60))  # some overdue, most not yet
+            card_rows.append(
+                (cid, f"deck-{int(cid[-6:]) % 20}", 2, None, rng.uniform(1, 200), rng.uniform(1, 10), fmt(due), fmt(last), per_card, 0, 0, "h", 0, 0)
+            )
+            for k in range(per_card):
+                at = last - timedelta(days=(per_card - k) * rng.uniform(1, 30))
+                review_rows.append((cid, rng.choice([1, 2, 3, 3, 3, 4]), fmt(at), 8000, 2 if k else None, None if k == 0 else state_json, state_json))
+        conn.executemany("INSERT INTO cards VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", card_rows)
+        conn.executemany(
+            "INSERT INTO reviews (card_id, rating, reviewed_at, duration_ms, prev_state, prev, next) VALUES (?,?,?,?,?,?,?)",
+            review_rows,
+        )
+        conn.execute("COMMIT")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return ids
+
+
+def big_collection(ids: list[str], extra_new: int):
+    from prep.engine.deck import Card, Collection
+
+    coll = Collection()
+    for cid in ids + [f"new-{i:06d}" for i in range(extra_new)]:
+        coll.add(Card(id=cid, kind="recall", prompt="p", answer="a", deck=f"deck-{len(coll) % 20}"))
+    return coll
+
+
+def row(label: str, seconds: float, floor: float | None = None, target: str = "") -> None:
+    ratio = f"{seconds / floor:6.2f}x" if floor else " " * 7
+    print(f"  {label:<46} {seconds * 1000:9.1f} ms  {ratio}  {target}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cards", type=int, default=100_000)
+    ap.add_argument("--reviews", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=7)
+    args = ap.parse_args()
+    now = datetime.now(timezone.utc)
+    tmp = Path(tempfile.mkdtemp(prefix="prep-bench-"))
+    env = {**os.environ, "PREP_DB": str(tmp / "empty.db")}
+
+    print(f"prep benchmarks on {os.cpu_count()} CPU(s), Python {sys.version.split()[0]}")
+    print("\nCommand start-up (median wall time of a fresh process; ratio to the click floor)")
+    floor_pass = wall([PY, "-c", "pass"], args.repeat, env)
+    floor_click = wall([PY, "-c", "import click"], args.repeat, env)
+    row("floor: python -c pass", floor_pass)
+    row("floor: python -c 'import click'", floor_click, floor_click)
+    row("prep --help", wall([PREP, "--help"], args.repeat, env), floor_click, "target <= 1.5x")
+    row("prep check (bundled decks)", wall([PREP, "check"], args.repeat, env), floor_click)
+    row("prep stats (empty database)", wall([PREP, "stats"], args.repeat, env), floor_click)
+
+    print(f"\nBuilding a database: {args.cards:,} cards, {args.reviews:,} reviews ...", flush=True)
+    t = time.perf_counter()
+    big = tmp / "big.db"
+    ids = make_large_db(big, args.cards, args.reviews, now)
+    print(f"  built in {time.perf_counter() - t:.1f} s ({big.stat().st_size / 1e6:.0f} MB)")
+
+    from prep.engine.session import build_queue
+    from prep.engine.storage import Store
+
+    coll = big_collection(ids, extra_new=1000)
+    with Store.open(big) as store:
+        floor_q = inproc(lambda: store.conn.execute("SELECT count(*) FROM cards WHERE removed = 0").fetchone(), args.repeat)
+        q = build_queue(store, coll, now)
+        print(f"\nQueue building, in process ({len(coll):,} cards in decks; queue: {len(q.due)} due + {len(q.new)} new)")
+        row("floor: SELECT count(*) over the cards table", floor_q)
+        seen = store.seen_ids()
+        row("build_queue (cold: reads seen ids)", inproc(lambda: build_queue(store, coll, now), args.repeat), floor_q, "target < 20 ms")
+        row(
+            "build_queue (session holds seen ids)",
+            inproc(lambda: build_queue(store, coll, now, seen=seen), args.repeat),
+            floor_q,
+            "target < 20 ms",
+        )
+
+    # `prep stats` syncs against the loaded decks (here: the bundled ones), so after its
+    # warm-up run the synthetic cards count as removed; the log is still all there.
+    env_big = {**os.environ, "PREP_DB": str(big)}
+    print("\nStats on the large database")
+    row("prep stats (subprocess)", wall([PREP, "stats"], max(3, args.repeat // 2), env_big), floor_click)
+    from prep.engine import stats
+
+    with Store.open(big) as store:
+        store.conn.execute("UPDATE cards SET removed = 0")
+        row("stats.compute (in process, all cards live)", inproc(lambda: stats.compute(store, coll, now), 3), floor_q)
+
+    tui = HERE / "tui_bench.py"
+    if tui.exists():
+        print("\nTerminal app", flush=True)
+        subprocess.run([PY, str(tui), "--repeat", str(args.repeat)], check=False)
+
+
+if __name__ == "__main__":
+    main()

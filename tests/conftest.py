@@ -1,0 +1,96 @@
+"""Shared fixtures: a fresh in-memory store, a temp database, a fixed UTC clock, a small deck."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from prep.engine.deck import Collection, load_collection
+from prep.engine.storage import Store
+
+FIXED_NOW = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+
+SMALL_DECK = """\
+deck: small
+title: A small test deck
+cards:
+  - id: roles
+    kind: recall
+    prompt: Name two roles of W_O beyond shape preservation.
+    answer: Cross-head mixing and per-head weighting.
+    explain: It is the only place heads mix before the residual add.
+    bullets: [mixing, weighting]
+  - id: pick-one
+    kind: choice
+    prompt: Which operation mixes heads?
+    answer: W_O (b); concat only stacks slices.
+    choices: [concat, W_O, softmax]
+    correct: b
+  - id: roles-follow
+    kind: follow-up
+    parent: roles
+    prompt: Could W_O be block-diagonal?
+    answer: Yes, but heads then never share a write direction.
+  - id: flag
+    kind: red-flag
+    prompt: "'W_O is just shape preservation.' What is wrong?"
+    answer: It ignores mixing (a).
+    choices: [It ignores mixing, Nothing, It is too slow]
+    correct: a
+"""
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Never touch the user's real database or decks from a test."""
+    monkeypatch.setenv("PREP_DB", str(tmp_path_factory.mktemp("db") / "default.db"))
+    monkeypatch.delenv("PREP_QUESTIONS", raising=False)
+
+
+@pytest.fixture
+def fresh_store() -> Store:
+    store = Store.memory()
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "prep.db"
+
+
+@pytest.fixture
+def small_deck_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "decks"
+    folder.mkdir()
+    (folder / "small.yaml").write_text(SMALL_DECK, encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def small_collection(small_deck_dir: Path) -> Collection:
+    coll = load_collection([small_deck_dir], include_bundled=False)
+    assert not coll.errors, coll.errors
+    return coll
+
+
+class Clock:
+    """A settable clock for sessions: ``clock.now`` is returned; ``advance`` moves it."""
+
+    def __init__(self, now: datetime = FIXED_NOW) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **kwargs: float) -> None:
+        from datetime import timedelta
+
+        self.now = self.now + timedelta(**kwargs)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()

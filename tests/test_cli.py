@@ -1,0 +1,158 @@
+"""The command line as a user meets it: exit codes, one-line errors, the plain session."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from prep.engine.cli import main
+from prep.engine.storage import Store
+
+PREP = [sys.executable, "-m", "prep.engine.cli"]
+
+
+def run_cli(*args: str, input: str | None = None, db: Path | None = None):
+    runner = CliRunner()
+    base = ["--db", str(db)] if db else []
+    return runner.invoke(main, [*base, *args], input=input, catch_exceptions=False)
+
+
+def test_every_command_has_help_and_is_in_the_readme() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    for name, command in main.commands.items():
+        assert command.help, f"`prep {name}` has no help text"
+        assert f"prep {name}" in readme, f"`prep {name}` is not documented in the README"
+        result = CliRunner().invoke(main, [name, "--help"])
+        assert result.exit_code == 0, result.output
+
+
+def test_check_bundled_decks_ok() -> None:
+    result = run_cli("check")
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("ok: ")
+
+
+def test_check_reports_errors_with_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("cards:\n  - id: x\n    kind: nope\n    prompt: p\n    answer: a\n")
+    result = subprocess.run([*PREP, "check", str(bad)], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "bad.yaml:3: card 'x': unknown kind 'nope'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_quiz_with_invalid_user_deck_exits_2_without_traceback(tmp_path: Path, db_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text("cards: [\n")
+    result = subprocess.run(
+        [*PREP, "--db", str(db_path), "--questions", str(tmp_path), "quiz", "--plain"],
+        capture_output=True,
+        text=True,
+        input="",
+    )
+    assert result.returncode == 2
+    assert "bad.yaml:" in result.stderr and "YAML syntax error" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_plain_session_end_to_end(small_deck_dir: Path, db_path: Path) -> None:
+    keys = "\n3\nb\n\n\n1\n"  # reveal+Good, pick b + take suggestion, reveal follow-up, Again
+    result = subprocess.run(
+        [*PREP, "--db", str(db_path), "--questions", str(small_deck_dir), "quiz", "--plain", "--deck", "small"],
+        capture_output=True,
+        text=True,
+        input=keys + "q\n",
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "[1/4] small · recall" in out
+    assert "1 Again 1m  2 Hard 6m  3 Good 10m" in out
+    assert "Right. Suggested rating: 3 Good." in out
+    assert "(follows: Name two roles of W_O" in out
+    with Store.open(db_path) as store:
+        ratings = [(r.card_id, r.rating) for r in store.reviews()]
+    assert ratings == [("roles", 3), ("pick-one", 3), ("roles-follow", 1)]
+
+
+def test_plain_undo_and_wrong_pick(small_deck_dir: Path, db_path: Path) -> None:
+    keys = "\n4\nu\n\n2\na\n\n"
+    result = subprocess.run(
+        [*PREP, "--db", str(db_path), "--questions", str(small_deck_dir), "quiz", "--plain", "--deck", "small"],
+        capture_output=True,
+        text=True,
+        input=keys,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Undone: roles is back" in result.stdout
+    assert "Not quite: the answer is b. Suggested rating: 1 Again." in result.stdout
+    with Store.open(db_path) as store:
+        assert [(r.card_id, r.rating) for r in store.reviews()] == [("roles", 2), ("pick-one", 1)]
+
+
+def test_unknown_deck_is_a_usage_error(small_deck_dir: Path, db_path: Path) -> None:
+    result = run_cli("--questions", str(small_deck_dir), "quiz", "--plain", "--deck", "nope", db=db_path)
+    assert result.exit_code == 2
+    assert "no deck named 'nope'" in result.output
+
+
+def test_stats_json_and_text(small_deck_dir: Path, db_path: Path) -> None:
+    run_cli("--questions", str(small_deck_dir), "quiz", "--plain", "--deck", "small", input="\n4\nq\n", db=db_path)
+    result = run_cli("--questions", str(small_deck_dir), "stats", "--json", db=db_path)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["reviews"] == {"today": 1, "total": 1}
+    assert data["streak_days"] == 1
+    assert data["decks"]["small"]["seen"] == 1
+    assert len(data["forecast"]) == 14 and len(data["per_day"]) == 30
+    text = run_cli("--questions", str(small_deck_dir), "stats", db=db_path).output
+    assert "today 1   total 1" in text
+    bad = run_cli("stats", "--since", "yesterday", db=db_path)
+    assert bad.exit_code == 2 and "--since 'yesterday' is not a date" in bad.output
+
+
+def test_config_show_set_and_reject(db_path: Path) -> None:
+    assert "new_per_day = 20" in run_cli("config", db=db_path).output
+    assert run_cli("config", "new_per_day", "5", db=db_path).exit_code == 0
+    assert "new_per_day = 5" in run_cli("config", "new_per_day", db=db_path).output
+    bad = run_cli("config", "new_per_day", "lots", db=db_path)
+    assert bad.exit_code == 2 and "new_per_day" in bad.output
+    bad = run_cli("config", "colour", "red", db=db_path)
+    assert bad.exit_code == 2 and "unknown setting 'colour'" in bad.output
+    with Store.open(db_path) as store:
+        assert store.settings().new_per_day == 5
+
+
+def test_unopenable_db_is_one_line_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    result = subprocess.run([*PREP, "--db", str(tmp_path / "file" / "x.db"), "stats"], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.startswith("prep: ") and "Traceback" not in result.stderr
+
+
+def test_db_from_environment(tmp_path: Path, small_deck_dir: Path) -> None:
+    env = {**os.environ, "PREP_DB": str(tmp_path / "env.db"), "PREP_QUESTIONS": str(small_deck_dir)}
+    result = subprocess.run([*PREP, "quiz", "--plain", "--deck", "small"], input="\n3\nq\n", capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    with Store.open(tmp_path / "env.db") as store:
+        assert store.count_reviews() == 1
+
+
+@pytest.mark.parametrize("command", [["--help"], ["stats"], ["check"], ["config"]])
+def test_light_commands_do_not_import_torch_or_textual(command: list[str], tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from prep.engine.cli import main\n"
+        "try:\n"
+        f"    main({command!r} if {command!r} == ['--help'] else ['--db', {str(tmp_path / 'x.db')!r}, *{command!r}])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = [m for m in ('torch', 'textual', 'pandas', 'numpy') if m in sys.modules]\n"
+        "print('HEAVY', heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert "HEAVY []" in out.stdout, out.stdout + out.stderr

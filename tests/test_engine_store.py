@@ -1,0 +1,256 @@
+"""Storage and sessions: immediate commits, exact undo, sync, queue order, consistency."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from prep.engine.deck import load_collection
+from prep.engine.scheduler import CardState, Rating, Scheduler, Settings
+from prep.engine.session import ReviewSession, build_queue
+from prep.engine.storage import SCHEMA_VERSION, Store, StoreError
+
+from tests.conftest import FIXED_NOW, SMALL_DECK, Clock
+
+
+def session(store, coll, clock, **kw) -> ReviewSession:
+    return ReviewSession(store, coll, clock=clock, scheduler=Scheduler(store.settings(), enable_fuzzing=False), **kw)
+
+
+def dump(store: Store) -> tuple[list, list]:
+    cards = store.conn.execute("SELECT * FROM cards ORDER BY id").fetchall()
+    reviews = store.conn.execute("SELECT * FROM reviews ORDER BY id").fetchall()
+    return cards, reviews
+
+
+def test_schema_created_with_version_and_wal(db_path: Path) -> None:
+    with Store.open(db_path) as store:
+        assert store.schema_version() == SCHEMA_VERSION
+        assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert store.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
+        assert {"cards", "reviews", "demo_runs", "meta"} <= set(store.db.table_names())
+
+
+def test_newer_schema_is_refused(db_path: Path) -> None:
+    with Store.open(db_path) as store:
+        store.conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match="newer than this prep"):
+        Store.open(db_path)
+
+
+def test_unopenable_path_is_a_store_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(StoreError, match="cannot"):
+        Store.open(tmp_path / "file" / "sub" / "prep.db")
+
+
+def test_garbage_file_is_a_store_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match="cannot open"):
+        Store.open(bad)
+
+
+def test_rating_is_committed_at_once(db_path: Path, small_collection, clock) -> None:
+    store = Store.open(db_path)
+    s = session(store, small_collection, clock)
+    s.rate(Rating.Good)
+    # a second connection sees the review before the first is closed: it was committed
+    other = sqlite3.connect(db_path)
+    assert other.execute("SELECT card_id, rating FROM reviews").fetchall() == [("roles", 3)]
+    other.close()
+    store.close()
+
+
+def test_undo_restores_exact_previous_state(fresh_store, small_collection, clock) -> None:
+    s = session(fresh_store, small_collection, clock)
+    empty = dump(fresh_store)
+    s.rate(Rating.Good)  # roles: new -> learning
+    after_one = dump(fresh_store)
+    card = s.current
+    s.rate(Rating.Easy)
+    assert s.undo().id == card.id
+    assert dump(fresh_store) == after_one
+    assert s.current.id == card.id
+    assert s.undo().id == "roles"
+    assert dump(fresh_store) == empty
+    assert s.undo() is None
+
+
+def test_undo_of_a_review_card_restores_its_schedule(fresh_store, small_collection, clock) -> None:
+    s = session(fresh_store, small_collection, clock, queue=["roles"])
+    s.rate(Rating.Easy)
+    before = fresh_store.card("roles")
+    clock.now = before.due + timedelta(hours=1)
+    s2 = session(fresh_store, small_collection, clock, queue=["roles"])
+    s2.rate(Rating.Again)
+    assert fresh_store.card("roles").lapses == 1
+    s2.undo()
+    assert fresh_store.card("roles") == before
+
+
+def test_queue_due_first_then_new_and_follow_up_after_parent(fresh_store, small_collection, clock) -> None:
+    q = build_queue(fresh_store, small_collection, clock())
+    assert q.due == [] and q.new == ["roles", "pick-one", "roles-follow", "flag"]
+    # without its parent in the queue (new limit 1), the follow-up waits
+    q = build_queue(fresh_store, small_collection, clock(), new_limit=3, deck="small")
+    assert q.new == ["roles", "pick-one", "roles-follow"]
+    s = session(fresh_store, small_collection, clock, queue=["pick-one", "flag"])
+    s.rate(Rating.Easy)
+    s.rate(Rating.Easy)
+    q = build_queue(fresh_store, small_collection, clock(), new_limit=5)
+    assert q.new == ["roles", "roles-follow"]  # roles-follow may follow roles in the same queue
+    q_no_parent = build_queue(fresh_store, small_collection, clock(), new_limit=5, deck="small", seen={"pick-one", "flag"})
+    assert "roles-follow" in q_no_parent.new
+    clock.advance(days=30)
+    q = build_queue(fresh_store, small_collection, clock())
+    assert q.due == ["pick-one", "flag"] or q.due == ["flag", "pick-one"]
+    # most overdue first
+    dues = [fresh_store.card(c).due for c in q.due]
+    assert dues == sorted(dues)
+
+
+def test_follow_up_not_served_before_parent_seen(fresh_store, small_collection, clock) -> None:
+    q = build_queue(fresh_store, small_collection, clock(), new_limit=10, seen=set())
+    assert q.new.index("roles-follow") > q.new.index("roles")
+    # remove the parent from the queue by making only the follow-up eligible
+    coll = load_collection([], include_bundled=False)
+    for card in small_collection.cards:
+        if card.id != "roles":
+            coll.add(card)
+    q = build_queue(fresh_store, coll, clock(), new_limit=10)
+    assert "roles-follow" not in q.new
+
+
+def test_new_per_day_counts_todays_new_cards(fresh_store, small_collection, clock) -> None:
+    fresh_store.save_settings(Settings(new_per_day=2))
+    s = session(fresh_store, small_collection, clock)
+    assert s.queue == ["roles", "pick-one"]
+    s.rate(Rating.Easy)
+    q = build_queue(fresh_store, small_collection, clock())
+    assert q.new == ["pick-one"]  # one new card left today
+
+
+def test_learning_card_comes_back_in_the_same_session(fresh_store, small_collection, clock) -> None:
+    s = session(fresh_store, small_collection, clock, queue=["roles"])
+    s.rate(Rating.Again)  # 1 minute step: within the learn-ahead window
+    assert s.queue == ["roles"] and s.total == 2
+    s.undo()
+    assert s.queue == ["roles"] and s.total == 1
+
+
+def test_edited_card_keeps_progress_and_is_flagged(tmp_path: Path, fresh_store, clock) -> None:
+    deck = tmp_path / "d.yaml"
+    deck.write_text(SMALL_DECK)
+    coll = load_collection([deck], include_bundled=False)
+    s = session(fresh_store, coll, clock, queue=["roles", "pick-one"])
+    s.rate(Rating.Good)
+    s.rate(Rating.Good)
+    deck.write_text(SMALL_DECK.replace("Cross-head mixing and per-head weighting.", "Mixing; weighting."))
+    coll2 = load_collection([deck], include_bundled=False)
+    assert fresh_store.sync(coll2.cards) == {"changed": 1, "removed": 0, "restored": 0}
+    state = fresh_store.card("roles")
+    assert state.changed and state.reps == 1
+    # a removed card keeps its history and is no longer served
+    deck.write_text(SMALL_DECK.split("  - id: pick-one")[0])
+    coll3 = load_collection([deck], include_bundled=False)
+    assert fresh_store.sync(coll3.cards)["removed"] == 1
+    clock.advance(days=400)
+    assert fresh_store.due_ids(clock()) == ["roles"]
+    assert "pick-one" not in build_queue(fresh_store, coll3, clock()).ids
+    assert fresh_store.card("pick-one").removed and fresh_store.card("pick-one").reps == 1
+    assert len(fresh_store.reviews(card_id="pick-one")) == 1
+    # back in the deck: restored, with its history
+    assert fresh_store.sync(coll2.cards)["restored"] == 1
+    assert sorted(fresh_store.due_ids(clock())) == ["pick-one", "roles"]
+
+
+def test_explicit_new_limit_and_review_limit(fresh_store, small_collection, clock) -> None:
+    assert build_queue(fresh_store, small_collection, clock(), new_limit=0).ids == []
+    s = session(fresh_store, small_collection, clock, limit=1)
+    assert s.total == 1
+
+
+def test_busy_database_gives_a_clear_error(db_path: Path, small_collection, clock) -> None:
+    store = Store.open(db_path)
+    store.conn.execute("PRAGMA busy_timeout = 50")
+    s = session(store, small_collection, clock)
+    blocker = sqlite3.connect(db_path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreError, match="busy"):
+            s.rate(Rating.Good)
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert s.current.id == "roles"  # nothing advanced
+    s.rate(Rating.Good)
+    assert store.count_reviews() == 1
+    store.close()
+
+
+def test_demo_runs_are_recorded(fresh_store) -> None:
+    fresh_store.record_demo_run(name="no-wo", device="cpu", passed=True, seconds=0.5, metrics={"x": 1})
+    (run,) = fresh_store.demo_runs()
+    assert run["name"] == "no-wo" and run["passed"] is True
+
+
+ACTIONS = st.lists(st.one_of(st.sampled_from([1, 2, 3, 4]), st.just("u"), st.just("wait")), max_size=25)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(actions=ACTIONS)
+def test_any_ratings_and_undos_keep_the_store_consistent(small_collection, actions) -> None:
+    store = Store.memory()
+    clock = Clock(FIXED_NOW)
+    s = session(store, small_collection, clock, new_limit=10)
+    snapshots = [dump(store)]
+    for action in actions:
+        if action == "wait":
+            clock.advance(days=3)
+            continue
+        if action == "u":
+            if s.undo() is not None:
+                snapshots.pop()
+                assert dump(store) == snapshots[-1]
+            continue
+        if s.finished:
+            s = session(store, small_collection, clock, new_limit=10, queue=[c.id for c in small_collection.cards])
+            s.done = []
+            snapshots = [dump(store)]
+        s.rate(Rating(action))
+        snapshots.append(dump(store))
+        # invariant: each card row's state is the `next` of its newest review
+        for (cid,) in store.conn.execute("SELECT id FROM cards"):
+            assert store.reviews(card_id=cid)[-1].next == replace(store.card(cid), changed=False)
+        assert store.count_reviews() == sum(r[0] for r in store.conn.execute("SELECT reps FROM cards"))
+    while s.undo() is not None:
+        pass
+    if not store.count_reviews():
+        assert dump(store) == ([], [])
+    store.close()
+
+
+def test_undo_everything_returns_to_empty(fresh_store, small_collection, clock) -> None:
+    s = session(fresh_store, small_collection, clock, new_limit=10)
+    for rating in [1, 3, 3, 4, 2, 1, 3, 4, 4, 3]:
+        if s.finished:
+            break
+        s.rate(rating)
+        clock.advance(minutes=15)
+    while s.undo() is not None:
+        pass
+    assert dump(fresh_store) == ([], [])
+
+
+def test_card_state_round_trips_through_json() -> None:
+    from prep.engine.storage import _state_from_json, _state_to_json
+
+    s = Scheduler(enable_fuzzing=False).review(CardState(id="x", deck="d"), Rating.Good, FIXED_NOW).state
+    assert _state_from_json(_state_to_json(s)) == s

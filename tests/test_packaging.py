@@ -1,0 +1,65 @@
+"""The bundled decks are found both from an editable install and from a built wheel."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import sysconfig
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBE = (
+    "from prep.engine.deck import bundled_deck_files, load_collection\n"
+    "import prep.engine, prep.questions\n"
+    "files = bundled_deck_files()\n"
+    "coll = load_collection()\n"
+    "print(prep.engine.__file__)\n"
+    "print(len(files), len(coll.cards))\n"
+)
+
+
+def test_editable_install_reads_the_repo_decks() -> None:
+    from prep.engine.deck import bundled_deck_files
+
+    files = bundled_deck_files()
+    assert files, "no bundled decks found through importlib.resources"
+    assert all(f.parent == ROOT / "questions" for f in files)
+
+
+@pytest.mark.slow
+def test_wheel_install_ships_the_decks(tmp_path: Path) -> None:
+    wheel_dir = tmp_path / "wheel"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheel_dir), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = wheel_dir.glob("prep-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    yamls = sorted(n for n in names if n.startswith("prep/questions/") and n.endswith(".yaml"))
+    assert yamls == sorted(f"prep/questions/{p.name}" for p in (ROOT / "questions").glob("*.yaml"))
+    assert "prep/tui/app.py" in names and "prep/demos/registry.py" in names
+    # A bare venv with the wheel unpacked (a pure-Python wheel needs nothing more) and this
+    # venv's dependencies on its path, but not the editable finder: prep comes from the wheel.
+    target = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=False).create(target)
+    site = Path(
+        subprocess.run(
+            [str(target / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
+    zipfile.ZipFile(wheel).extractall(site)
+    (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    out = subprocess.run(
+        [str(target / "bin" / "python"), "-c", PROBE], check=True, capture_output=True, text=True, cwd=tmp_path
+    ).stdout.split("\n")
+    assert out[0].startswith(str(site)), out
+    n_files, n_cards = map(int, out[1].split())
+    assert n_files == len(yamls) and n_cards > 0
