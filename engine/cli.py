@@ -45,11 +45,16 @@ class Ctx:
 
         coll = load_collection(self.questions, demo_names=demo_names())
         if coll.errors and not strict:
-            click.echo(f"prep: warning: {len(coll.errors)} deck error(s) ignored; see `prep check`", err=True)
+            click.echo(
+                f"prep: warning: {len(coll.errors)} deck error(s) ignored; see `prep check`",
+                err=True,
+            )
         if coll.errors and strict:
             for error in coll.errors:
                 click.echo(str(error), err=True)
-            raise UsageError(f"{len(coll.errors)} error(s) in the decks; fix them (see `prep check`)")
+            raise UsageError(
+                f"{len(coll.errors)} error(s) in the decks; fix them (see `prep check`)"
+            )
         return coll
 
 
@@ -67,7 +72,12 @@ def _questions_from_env() -> tuple[str, ...]:
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--db", metavar="PATH", envvar="PREP_DB", help="Progress database (env PREP_DB; default: user data dir).")
+@click.option(
+    "--db",
+    metavar="PATH",
+    envvar="PREP_DB",
+    help="Progress database (env PREP_DB; default: user data dir).",
+)
 @click.option(
     "--questions",
     "questions",
@@ -90,9 +100,19 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
 
 @main.command()
 @click.option("--deck", metavar="D", help="Only this deck.")
-@click.option("--new", "new", type=click.IntRange(min=0), metavar="N", help="New cards today (overrides the setting).")
-@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N cards this session.")
-@click.option("--plain", is_flag=True, help="Line-oriented session on stdin/stdout (screen readers, pipes).")
+@click.option(
+    "--new",
+    "new",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="New cards today (overrides the setting).",
+)
+@click.option(
+    "--limit", type=click.IntRange(min=1), metavar="N", help="At most N cards this session."
+)
+@click.option(
+    "--plain", is_flag=True, help="Line-oriented session on stdin/stdout (screen readers, pipes)."
+)
 @click.pass_obj
 def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: bool) -> None:
     """Review today's queue (the default command)."""
@@ -147,7 +167,9 @@ def check(obj: Ctx, paths: tuple[Path, ...]) -> None:
         kinds[card.kind] = kinds.get(card.kind, 0) + 1
     linked = sum(1 for c in coll.cards if c.demos)
     by_kind = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-    click.echo(f"ok: {len(coll.cards)} cards in {len(coll.decks)} deck(s) ({by_kind}); {linked} linked to demos")
+    click.echo(
+        f"ok: {len(coll.cards)} cards in {len(coll.decks)} deck(s) ({by_kind}); {linked} linked to demos"
+    )
 
 
 @main.command()
@@ -219,7 +241,9 @@ def config(obj: Ctx, key: str | None, value: str | None) -> None:
             typed = _SETTING_TYPES[key](value)
             updated = replace(settings, **{key: typed}).validated()
         except ValueError as exc:
-            raise UsageError(f"{key}: {exc}" if str(exc) else f"{key}: bad value {value!r}") from None
+            raise UsageError(
+                f"{key}: {exc}" if str(exc) else f"{key}: bad value {value!r}"
+            ) from None
         store.save_settings(updated)
         click.echo(f"{key} = {typed}")
 

@@ -220,7 +220,7 @@ def _why_not_text(value: Any) -> str:
     items = value if isinstance(value, list) else [value]
     for i, item in enumerate(items, 1):
         if isinstance(item, bool):
-            return f" (item {i} is read as the boolean {item}: quote it, e.g. \"yes\")"
+            return f' (item {i} is read as the boolean {item}: quote it, e.g. "yes")'
         if not _text(item):
             return f" (item {i} is {item!r})"
     return ""
@@ -275,7 +275,10 @@ def _parse_card(
         if key in raw:
             value = _str_list(raw[key])
             if value is None:
-                err(at(key), f"{label}: field {key!r} must be text or a list of texts{_why_not_text(raw[key])}")
+                err(
+                    at(key),
+                    f"{label}: field {key!r} must be text or a list of texts{_why_not_text(raw[key])}",
+                )
                 ok = False
             else:
                 lists[key] = value
@@ -333,7 +336,9 @@ def _parse_card(
     )
 
 
-def parse_deck_text(text: str, file: str, default_name: str) -> tuple[DeckInfo | None, list[Card], list[DeckError]]:
+def parse_deck_text(
+    text: str, file: str, default_name: str
+) -> tuple[DeckInfo | None, list[Card], list[DeckError]]:
     """Parse one deck's YAML text. Returns (info, cards, errors); never raises on bad input."""
     errors: list[DeckError] = []
     try:
@@ -353,11 +358,17 @@ def parse_deck_text(text: str, file: str, default_name: str) -> tuple[DeckInfo |
     for key in data:
         if key not in DECK_KEYS:
             errors.append(
-                DeckError(file, key_lines.get(key, 1), f"unknown deck field {key!r} (known: {', '.join(sorted(DECK_KEYS))})")
+                DeckError(
+                    file,
+                    key_lines.get(key, 1),
+                    f"unknown deck field {key!r} (known: {', '.join(sorted(DECK_KEYS))})",
+                )
             )
     name = data.get("deck", default_name)
     if not (isinstance(name, str) and SLUG.match(name)):
-        errors.append(DeckError(file, key_lines.get("deck", 1), f"deck name {name!r} is not a slug"))
+        errors.append(
+            DeckError(file, key_lines.get("deck", 1), f"deck name {name!r} is not a slug")
+        )
         name = default_name
     raw_cards = data.get("cards")
     if not isinstance(raw_cards, list):
@@ -443,7 +454,11 @@ def load_collection(
             if card_id in first_seen:
                 first_file, first_line = first_seen[card_id]
                 coll.errors.append(
-                    DeckError(shown, line, f"duplicate card id {card_id!r} (first defined at {first_file}:{first_line})")
+                    DeckError(
+                        shown,
+                        line,
+                        f"duplicate card id {card_id!r} (first defined at {first_file}:{first_line})",
+                    )
                 )
                 duplicates.add(line)
             else:
@@ -455,9 +470,15 @@ def load_collection(
     demo_set = set(demo_names) if demo_names is not None else None
     for card in coll.cards:
         if card.parent is not None and card.parent not in coll:
-            coll.errors.append(DeckError(card.file, card.line, f"card {card.id!r}: parent {card.parent!r} does not exist"))
+            coll.errors.append(
+                DeckError(
+                    card.file, card.line, f"card {card.id!r}: parent {card.parent!r} does not exist"
+                )
+            )
         if card.parent == card.id:
-            coll.errors.append(DeckError(card.file, card.line, f"card {card.id!r} is its own parent"))
+            coll.errors.append(
+                DeckError(card.file, card.line, f"card {card.id!r} is its own parent")
+            )
         if demo_set is not None:
             for name in card.demos:
                 if name not in demo_set:
@@ -466,16 +487,18 @@ def load_collection(
                     close = get_close_matches(name, sorted(demo_set), n=1)
                     hint = f" (did you mean {close[0]!r}?)" if close else ""
                     coll.errors.append(
-                        DeckError(card.file, card.line, f"card {card.id!r}: no demo named {name!r}{hint}")
+                        DeckError(
+                            card.file, card.line, f"card {card.id!r}: no demo named {name!r}{hint}"
+                        )
                     )
     for card in coll.cards:
         chain, node = [card.id], card
         while node is not None and node.parent is not None and node.parent != node.id:
             if node.parent in chain:
-                if node.parent == card.id:  # report each cycle once, at its first card
-                    if card.id == min(chain):
-                        cycle = " -> ".join([*chain, card.id])
-                        coll.errors.append(DeckError(card.file, card.line, f"parent cycle: {cycle}"))
+                # report each cycle once, at its smallest id
+                if node.parent == card.id and card.id == min(chain):
+                    cycle = " -> ".join([*chain, card.id])
+                    coll.errors.append(DeckError(card.file, card.line, f"parent cycle: {cycle}"))
                 break
             chain.append(node.parent)
             node = coll.get(node.parent)

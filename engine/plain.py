@@ -29,7 +29,9 @@ def rating_line(session: ReviewSession, suggested: Rating | None = None) -> str:
     parts = []
     for rating, outcome in session.preview().items():
         mark = "*" if rating == suggested else ""
-        parts.append(f"{int(rating)} {RATING_NAMES[rating]} {human_interval(outcome.interval)}{mark}")
+        parts.append(
+            f"{int(rating)} {RATING_NAMES[rating]} {human_interval(outcome.interval)}{mark}"
+        )
     return "  ".join(parts)
 
 
@@ -115,7 +117,9 @@ def _show_card(
             answer = str(int(suggested))
         if answer in ("1", "2", "3", "4"):
             outcome = session.rate(Rating(int(answer)))
-            say(f"Saved: {RATING_NAMES[outcome.rating]}, next in {human_interval(outcome.interval)}.")
+            say(
+                f"Saved: {RATING_NAMES[outcome.rating]}, next in {human_interval(outcome.interval)}."
+            )
             return
         if answer == "u":
             _undo(session, say)

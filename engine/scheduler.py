@@ -20,7 +20,12 @@ from prep.engine.timeutil import to_utc
 
 Rating = fsrs.Rating
 State = fsrs.State
-RATING_NAMES = {Rating.Again: "Again", Rating.Hard: "Hard", Rating.Good: "Good", Rating.Easy: "Easy"}
+RATING_NAMES = {
+    Rating.Again: "Again",
+    Rating.Hard: "Hard",
+    Rating.Good: "Good",
+    Rating.Easy: "Easy",
+}
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,9 @@ class Settings:
     def validated(self) -> Settings:
         """Raise ValueError with a one-line message naming the bad value."""
         if not 0.7 <= self.desired_retention <= 0.99:
-            raise ValueError(f"desired_retention must be between 0.7 and 0.99, got {self.desired_retention}")
+            raise ValueError(
+                f"desired_retention must be between 0.7 and 0.99, got {self.desired_retention}"
+            )
         for key in ("new_per_day", "review_limit", "leech_threshold", "maximum_interval"):
             value = getattr(self, key)
             if not isinstance(value, int) or value < 0:

@@ -44,13 +44,16 @@ def compute(
     if since is not None:
         since_sql, since_args = (" AND reviewed_at >= ?", [fmt(since)])
 
-    total = conn.execute("SELECT count(*) FROM reviews WHERE 1=1" + since_sql, since_args).fetchone()[0]
+    total = conn.execute(
+        "SELECT count(*) FROM reviews WHERE 1=1" + since_sql, since_args
+    ).fetchone()[0]
     today = store.count_reviews(today_start)
 
     # True retention: share of reviews of cards in the Review state that were not "Again".
     def retention(extra: str, args: list) -> dict[str, Any]:
         n, passed = conn.execute(
-            "SELECT count(*), coalesce(sum(rating > 1), 0) FROM reviews WHERE prev_state = ?" + extra,
+            "SELECT count(*), coalesce(sum(rating > 1), 0) FROM reviews WHERE prev_state = ?"
+            + extra,
             [int(State.Review), *args],
         ).fetchone()
         return {"reviews": n, "passed": passed, "rate": (passed / n) if n else None}
@@ -70,7 +73,10 @@ def compute(
     ).fetchall()
     per_day_map = {r[0]: r[1] for r in rows}
     per_day = [
-        {"date": (first_day + timedelta(days=i)).isoformat(), "reviews": per_day_map.get((first_day + timedelta(days=i)).isoformat(), 0)}
+        {
+            "date": (first_day + timedelta(days=i)).isoformat(),
+            "reviews": per_day_map.get((first_day + timedelta(days=i)).isoformat(), 0),
+        }
         for i in range(history_days)
     ]
 
@@ -93,7 +99,9 @@ def compute(
 
     # Due counts and forecast (removed cards are not served). One grouped, indexed query.
     def due_before(t: datetime) -> int:
-        return conn.execute("SELECT count(*) FROM cards WHERE removed = 0 AND due <= ?", [fmt(t)]).fetchone()[0]
+        return conn.execute(
+            "SELECT count(*) FROM cards WHERE removed = 0 AND due <= ?", [fmt(t)]
+        ).fetchone()[0]
 
     end_today = today_start + timedelta(days=1)
     horizon = end_today + timedelta(days=max(forecast_days, 7) - 1)
@@ -103,7 +111,9 @@ def compute(
             [today_date.isoformat(), fmt(horizon)],
         ).fetchall()
     )  # overdue cards count as due today
-    days_ahead = [(today_date + timedelta(days=i)).isoformat() for i in range(max(forecast_days, 7))]
+    days_ahead = [
+        (today_date + timedelta(days=i)).isoformat() for i in range(max(forecast_days, 7))
+    ]
     forecast = [{"date": d, "due": by_day.get(d, 0)} for d in days_ahead[:forecast_days]]
     due = {
         "now": due_before(now),
@@ -141,10 +151,18 @@ def compute(
     tags = {}
     for tag, ids in sorted(tag_cards.items()):
         states = [tagged[c] for c in ids if c in tagged and not tagged[c].removed]
-        tags[tag] = mastery(len(ids), len(states), sum((s.stability or 0) >= MATURE_DAYS for s in states))
+        tags[tag] = mastery(
+            len(ids), len(states), sum((s.stability or 0) >= MATURE_DAYS for s in states)
+        )
 
-    leeches = [r[0] for r in conn.execute("SELECT id FROM cards WHERE leech = 1 AND removed = 0 ORDER BY id")]
-    changed = [r[0] for r in conn.execute("SELECT id FROM cards WHERE changed = 1 AND removed = 0 ORDER BY id")]
+    leeches = [
+        r[0]
+        for r in conn.execute("SELECT id FROM cards WHERE leech = 1 AND removed = 0 ORDER BY id")
+    ]
+    changed = [
+        r[0]
+        for r in conn.execute("SELECT id FROM cards WHERE changed = 1 AND removed = 0 ORDER BY id")
+    ]
 
     # Demos verified: the latest run of each demo.
     demo_rows = conn.execute(
@@ -205,12 +223,16 @@ def render(stats: dict[str, Any]) -> str:
         f"{'Deck':<22}{'cards':>6}{'seen':>6}{'mature':>8}{'mastery':>9}",
     ]
     for name, m in stats["decks"].items():
-        lines.append(f"{name:<22}{m['cards']:>6}{m['seen']:>6}{m['mature']:>8}{_pct(m['mastery']):>9}")
+        lines.append(
+            f"{name:<22}{m['cards']:>6}{m['seen']:>6}{m['mature']:>8}{_pct(m['mastery']):>9}"
+        )
     if stats["leeches"]:
         lines += ["", f"Leeches      {', '.join(stats['leeches'])}"]
     demos = stats["demos"]
     lines += ["", f"Demos        {len(demos['verified'])} verified"]
     for run in demos["latest"]:
         mark = "PASS" if run["passed"] else "FAIL"
-        lines.append(f"  {mark}  {run['name']:<22} {run['device']:<5} {run['scale'] or '':<6} {run['ran_at'][:16]}")
+        lines.append(
+            f"  {mark}  {run['name']:<22} {run['device']:<5} {run['scale'] or '':<6} {run['ran_at'][:16]}"
+        )
     return "\n".join(lines)

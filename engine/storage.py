@@ -108,7 +108,22 @@ _CARD_COLS = (
 
 
 def _row_to_state(row: tuple) -> CardState:
-    (cid, deck, state, step, stab, diff, due, last, reps, lapses, leech, chash, changed, removed) = row
+    (
+        cid,
+        deck,
+        state,
+        step,
+        stab,
+        diff,
+        due,
+        last,
+        reps,
+        lapses,
+        leech,
+        chash,
+        changed,
+        removed,
+    ) = row
     return CardState(
         id=cid,
         deck=deck,
@@ -193,7 +208,9 @@ class Store:
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
-            raise StoreError(f"{self.path or ':memory:'}: database is busy ({exc}); try again") from exc
+            raise StoreError(
+                f"{self.path or ':memory:'}: database is busy ({exc}); try again"
+            ) from exc
         try:
             yield
         except BaseException:
@@ -221,7 +238,9 @@ class Store:
         with self.transaction():
             for step in range(version, SCHEMA_VERSION):
                 _MIGRATIONS[step](self)
-            self.db["meta"].upsert({"key": "schema_version", "value": str(SCHEMA_VERSION)}, pk="key")
+            self.db["meta"].upsert(
+                {"key": "schema_version", "value": str(SCHEMA_VERSION)}, pk="key"
+            )
 
     # --- settings -----------------------------------------------------------------------
 
@@ -232,12 +251,16 @@ class Store:
     def save_settings(self, settings: Settings) -> None:
         settings.validated()
         with self.transaction():
-            self.db["meta"].upsert({"key": "settings", "value": json.dumps(settings.to_dict())}, pk="key")
+            self.db["meta"].upsert(
+                {"key": "settings", "value": json.dumps(settings.to_dict())}, pk="key"
+            )
 
     # --- cards --------------------------------------------------------------------------
 
     def card(self, card_id: str) -> CardState | None:
-        row = self.conn.execute(f"SELECT {_CARD_COLS} FROM cards WHERE id = ?", (card_id,)).fetchone()
+        row = self.conn.execute(
+            f"SELECT {_CARD_COLS} FROM cards WHERE id = ?", (card_id,)
+        ).fetchone()
         return _row_to_state(row) if row else None
 
     def cards(self, ids: Iterable[str] | None = None) -> dict[str, CardState]:
@@ -249,13 +272,17 @@ class Store:
             for i in range(0, len(id_list), 900):
                 chunk = id_list[i : i + 900]
                 marks = ",".join("?" * len(chunk))
-                rows += self.conn.execute(f"SELECT {_CARD_COLS} FROM cards WHERE id IN ({marks})", chunk).fetchall()
+                rows += self.conn.execute(
+                    f"SELECT {_CARD_COLS} FROM cards WHERE id IN ({marks})", chunk
+                ).fetchall()
         return {r[0]: _row_to_state(r) for r in rows}
 
     def seen_ids(self) -> set[str]:
         return {r[0] for r in self.conn.execute("SELECT id FROM cards")}
 
-    def due_ids(self, now: datetime, *, limit: int | None = None, decks: Iterable[str] | None = None) -> list[str]:
+    def due_ids(
+        self, now: datetime, *, limit: int | None = None, decks: Iterable[str] | None = None
+    ) -> list[str]:
         """Ids of cards due at ``now``, most overdue first (uses the (removed, due) index)."""
         sql = "SELECT id FROM cards WHERE removed = 0 AND due <= ?"
         args: list[Any] = [fmt(now)]
@@ -293,8 +320,12 @@ class Store:
                 changed.append((chash, card.deck, cid))
         if changed or removed or restored:
             with self.transaction():
-                self.conn.executemany("UPDATE cards SET removed = 1 WHERE id = ?", [(c,) for c in removed])
-                self.conn.executemany("UPDATE cards SET removed = 0 WHERE id = ?", [(c,) for c in restored])
+                self.conn.executemany(
+                    "UPDATE cards SET removed = 1 WHERE id = ?", [(c,) for c in removed]
+                )
+                self.conn.executemany(
+                    "UPDATE cards SET removed = 0 WHERE id = ?", [(c,) for c in restored]
+                )
                 self.conn.executemany(
                     "UPDATE cards SET changed = (content_hash != ?) OR changed, content_hash = ?, deck = ? WHERE id = ?",
                     [(h, h, d, c) for h, d, c in changed],
@@ -338,7 +369,9 @@ class Store:
     @staticmethod
     def _review(row: tuple) -> Review:
         rid, cid, rating, at, dur, prev, nxt = row
-        return Review(rid, cid, rating, parse(at), dur, _state_from_json(prev), _state_from_json(nxt))
+        return Review(
+            rid, cid, rating, parse(at), dur, _state_from_json(prev), _state_from_json(nxt)
+        )
 
     def undo_last(self) -> Review | None:
         """Remove the newest review and restore the card's exact previous state (or remove
@@ -424,7 +457,18 @@ class Store:
         rows = self.conn.execute(
             "SELECT id, name, device, device_name, dtype, scale, seed, passed, seconds, ran_at FROM demo_runs ORDER BY id"
         ).fetchall()
-        keys = ("id", "name", "device", "device_name", "dtype", "scale", "seed", "passed", "seconds", "ran_at")
+        keys = (
+            "id",
+            "name",
+            "device",
+            "device_name",
+            "dtype",
+            "scale",
+            "seed",
+            "passed",
+            "seconds",
+            "ran_at",
+        )
         return [dict(zip(keys, r, strict=True)) | {"passed": bool(r[7])} for r in rows]
 
 

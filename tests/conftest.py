@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -10,7 +10,7 @@ import pytest
 from prep.engine.deck import Collection, load_collection
 from prep.engine.storage import Store
 
-FIXED_NOW = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+FIXED_NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 SMALL_DECK = """\
 deck: small
@@ -43,7 +43,9 @@ cards:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+def _isolated_env(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """Never touch the user's real database or decks from a test."""
     monkeypatch.setenv("PREP_DB", str(tmp_path_factory.mktemp("db") / "default.db"))
     monkeypatch.delenv("PREP_QUESTIONS", raising=False)

@@ -47,7 +47,9 @@ def test_check_reports_errors_with_exit_2(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_quiz_with_invalid_user_deck_exits_2_without_traceback(tmp_path: Path, db_path: Path) -> None:
+def test_quiz_with_invalid_user_deck_exits_2_without_traceback(
+    tmp_path: Path, db_path: Path
+) -> None:
     (tmp_path / "bad.yaml").write_text("cards: [\n")
     result = subprocess.run(
         [*PREP, "--db", str(db_path), "--questions", str(tmp_path), "quiz", "--plain"],
@@ -63,7 +65,17 @@ def test_quiz_with_invalid_user_deck_exits_2_without_traceback(tmp_path: Path, d
 def test_plain_session_end_to_end(small_deck_dir: Path, db_path: Path) -> None:
     keys = "\n3\nb\n\n\n1\n"  # reveal+Good, pick b + take suggestion, reveal follow-up, Again
     result = subprocess.run(
-        [*PREP, "--db", str(db_path), "--questions", str(small_deck_dir), "quiz", "--plain", "--deck", "small"],
+        [
+            *PREP,
+            "--db",
+            str(db_path),
+            "--questions",
+            str(small_deck_dir),
+            "quiz",
+            "--plain",
+            "--deck",
+            "small",
+        ],
         capture_output=True,
         text=True,
         input=keys + "q\n",
@@ -82,7 +94,17 @@ def test_plain_session_end_to_end(small_deck_dir: Path, db_path: Path) -> None:
 def test_plain_undo_and_wrong_pick(small_deck_dir: Path, db_path: Path) -> None:
     keys = "\n4\nu\n\n2\na\n\n"
     result = subprocess.run(
-        [*PREP, "--db", str(db_path), "--questions", str(small_deck_dir), "quiz", "--plain", "--deck", "small"],
+        [
+            *PREP,
+            "--db",
+            str(db_path),
+            "--questions",
+            str(small_deck_dir),
+            "quiz",
+            "--plain",
+            "--deck",
+            "small",
+        ],
         capture_output=True,
         text=True,
         input=keys,
@@ -95,13 +117,24 @@ def test_plain_undo_and_wrong_pick(small_deck_dir: Path, db_path: Path) -> None:
 
 
 def test_unknown_deck_is_a_usage_error(small_deck_dir: Path, db_path: Path) -> None:
-    result = run_cli("--questions", str(small_deck_dir), "quiz", "--plain", "--deck", "nope", db=db_path)
+    result = run_cli(
+        "--questions", str(small_deck_dir), "quiz", "--plain", "--deck", "nope", db=db_path
+    )
     assert result.exit_code == 2
     assert "no deck named 'nope'" in result.output
 
 
 def test_stats_json_and_text(small_deck_dir: Path, db_path: Path) -> None:
-    run_cli("--questions", str(small_deck_dir), "quiz", "--plain", "--deck", "small", input="\n4\nq\n", db=db_path)
+    run_cli(
+        "--questions",
+        str(small_deck_dir),
+        "quiz",
+        "--plain",
+        "--deck",
+        "small",
+        input="\n4\nq\n",
+        db=db_path,
+    )
     result = run_cli("--questions", str(small_deck_dir), "stats", "--json", db=db_path)
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
@@ -129,14 +162,22 @@ def test_config_show_set_and_reject(db_path: Path) -> None:
 
 def test_unopenable_db_is_one_line_exit_2(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
-    result = subprocess.run([*PREP, "--db", str(tmp_path / "file" / "x.db"), "stats"], capture_output=True, text=True)
+    result = subprocess.run(
+        [*PREP, "--db", str(tmp_path / "file" / "x.db"), "stats"], capture_output=True, text=True
+    )
     assert result.returncode == 2
     assert result.stderr.startswith("prep: ") and "Traceback" not in result.stderr
 
 
 def test_db_from_environment(tmp_path: Path, small_deck_dir: Path) -> None:
     env = {**os.environ, "PREP_DB": str(tmp_path / "env.db"), "PREP_QUESTIONS": str(small_deck_dir)}
-    result = subprocess.run([*PREP, "quiz", "--plain", "--deck", "small"], input="\n3\nq\n", capture_output=True, text=True, env=env)
+    result = subprocess.run(
+        [*PREP, "quiz", "--plain", "--deck", "small"],
+        input="\n3\nq\n",
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     with Store.open(tmp_path / "env.db") as store:
         assert store.count_reviews() == 1

@@ -37,7 +37,15 @@ class Reader:
 
 def test_kill_9_mid_session_keeps_every_saved_rating(small_deck_dir: Path, db_path: Path) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "prep.engine.cli", "--db", str(db_path), "--questions", str(small_deck_dir)]
+        [
+            sys.executable,
+            "-m",
+            "prep.engine.cli",
+            "--db",
+            str(db_path),
+            "--questions",
+            str(small_deck_dir),
+        ]
         + ["quiz", "--plain", "--deck", "small"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

@@ -91,9 +91,18 @@ def test_yaml_syntax_error_is_an_error_not_a_traceback(tmp_path: Path) -> None:
             "cards:\n  - id: a\n    kind: choice\n    prompt: p\n    answer: x\n    choices: [no, yes]\n    correct: a\n",
             "read as the boolean False: quote it",
         ),
-        ("cards:\n  - id: a\n    kind: recall\n    prompt: p\n    answer: x\n    correct: a\n", "only belongs on choice"),
-        ("cards:\n  - id: a\n    kind: follow-up\n    prompt: p\n    answer: x\n", "needs 'parent'"),
-        ("cards:\n  - id: a\n    kind: recall\n    prompt: p\n    answer: x\n    parent: a\n", "is its own parent"),
+        (
+            "cards:\n  - id: a\n    kind: recall\n    prompt: p\n    answer: x\n    correct: a\n",
+            "only belongs on choice",
+        ),
+        (
+            "cards:\n  - id: a\n    kind: follow-up\n    prompt: p\n    answer: x\n",
+            "needs 'parent'",
+        ),
+        (
+            "cards:\n  - id: a\n    kind: recall\n    prompt: p\n    answer: x\n    parent: a\n",
+            "is its own parent",
+        ),
     ],
 )
 def test_malformed_decks(tmp_path: Path, text: str, fragment: str) -> None:
@@ -113,8 +122,12 @@ cards:
 
 
 def test_duplicate_ids_across_files(tmp_path: Path) -> None:
-    (tmp_path / "one.yaml").write_text("cards:\n  - {id: same, kind: recall, prompt: p, answer: a}\n")
-    (tmp_path / "two.yaml").write_text("cards:\n  - {id: same, kind: recall, prompt: q, answer: b}\n")
+    (tmp_path / "one.yaml").write_text(
+        "cards:\n  - {id: same, kind: recall, prompt: p, answer: a}\n"
+    )
+    (tmp_path / "two.yaml").write_text(
+        "cards:\n  - {id: same, kind: recall, prompt: q, answer: b}\n"
+    )
     coll = load_collection([tmp_path], include_bundled=False)
     assert [str(e) for e in coll.errors] == [
         f"{coll.errors[0].file}:2: duplicate card id 'same' (first defined at {coll.cards[0].file}:2)"

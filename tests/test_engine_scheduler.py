@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from prep.engine.scheduler import CardState, Rating, Scheduler, Settings, State
 from prep.engine.timeutil import human_interval
 
-T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
 def intervals(s: Scheduler, card: CardState, now: datetime) -> dict[int, timedelta]:
@@ -79,7 +79,9 @@ def test_fuzz_is_seedable_and_on_by_default() -> None:
         seed: Scheduler(enable_fuzzing=True, seed=seed).review(card, Rating.Good, now).interval
         for seed in range(12)
     }
-    assert by_seed[3] == Scheduler(enable_fuzzing=True, seed=3).review(card, Rating.Good, now).interval
+    assert (
+        by_seed[3] == Scheduler(enable_fuzzing=True, seed=3).review(card, Rating.Good, now).interval
+    )
     assert len(set(by_seed.values())) > 1  # fuzz really varies with the seed
     unfuzzed = plain.review(card, Rating.Good, now).interval
     assert all(abs(v - unfuzzed) <= unfuzzed * 0.2 for v in by_seed.values())
@@ -89,7 +91,10 @@ def test_desired_retention_changes_intervals() -> None:
     card = Scheduler(enable_fuzzing=False).review(CardState(id="x"), Rating.Easy, T0).state
     lax = Scheduler(Settings(desired_retention=0.8), enable_fuzzing=False)
     strict = Scheduler(Settings(desired_retention=0.95), enable_fuzzing=False)
-    assert lax.review(card, Rating.Good, card.due).interval > strict.review(card, Rating.Good, card.due).interval
+    assert (
+        lax.review(card, Rating.Good, card.due).interval
+        > strict.review(card, Rating.Good, card.due).interval
+    )
 
 
 def test_leech_flag_after_threshold_lapses() -> None:
@@ -109,7 +114,7 @@ def test_non_utc_datetimes_are_converted_to_utc() -> None:
     s = Scheduler(enable_fuzzing=False)
     cest = tz(timedelta(hours=2))
     out = s.review(CardState(id="x"), Rating.Good, datetime(2026, 3, 2, 11, 0, tzinfo=cest))
-    assert out.state.last_review == T0 and out.state.last_review.tzinfo is timezone.utc
+    assert out.state.last_review == T0 and out.state.last_review.tzinfo is UTC
 
 
 @pytest.mark.parametrize(

@@ -15,12 +15,13 @@ from prep.engine.deck import load_collection
 from prep.engine.scheduler import CardState, Rating, Scheduler, Settings
 from prep.engine.session import ReviewSession, build_queue
 from prep.engine.storage import SCHEMA_VERSION, Store, StoreError
-
 from tests.conftest import FIXED_NOW, SMALL_DECK, Clock
 
 
 def session(store, coll, clock, **kw) -> ReviewSession:
-    return ReviewSession(store, coll, clock=clock, scheduler=Scheduler(store.settings(), enable_fuzzing=False), **kw)
+    return ReviewSession(
+        store, coll, clock=clock, scheduler=Scheduler(store.settings(), enable_fuzzing=False), **kw
+    )
 
 
 def dump(store: Store) -> tuple[list, list]:
@@ -95,7 +96,9 @@ def test_undo_of_a_review_card_restores_its_schedule(fresh_store, small_collecti
     assert fresh_store.card("roles") == before
 
 
-def test_queue_due_first_then_new_and_follow_up_after_parent(fresh_store, small_collection, clock) -> None:
+def test_queue_due_first_then_new_and_follow_up_after_parent(
+    fresh_store, small_collection, clock
+) -> None:
     q = build_queue(fresh_store, small_collection, clock())
     assert q.due == [] and q.new == ["roles", "pick-one", "roles-follow", "flag"]
     # without its parent in the queue (new limit 1), the follow-up waits
@@ -106,7 +109,9 @@ def test_queue_due_first_then_new_and_follow_up_after_parent(fresh_store, small_
     s.rate(Rating.Easy)
     q = build_queue(fresh_store, small_collection, clock(), new_limit=5)
     assert q.new == ["roles", "roles-follow"]  # roles-follow may follow roles in the same queue
-    q_no_parent = build_queue(fresh_store, small_collection, clock(), new_limit=5, deck="small", seen={"pick-one", "flag"})
+    q_no_parent = build_queue(
+        fresh_store, small_collection, clock(), new_limit=5, deck="small", seen={"pick-one", "flag"}
+    )
     assert "roles-follow" in q_no_parent.new
     clock.advance(days=30)
     q = build_queue(fresh_store, small_collection, clock())
@@ -152,7 +157,9 @@ def test_edited_card_keeps_progress_and_is_flagged(tmp_path: Path, fresh_store, 
     s = session(fresh_store, coll, clock, queue=["roles", "pick-one"])
     s.rate(Rating.Good)
     s.rate(Rating.Good)
-    deck.write_text(SMALL_DECK.replace("Cross-head mixing and per-head weighting.", "Mixing; weighting."))
+    deck.write_text(
+        SMALL_DECK.replace("Cross-head mixing and per-head weighting.", "Mixing; weighting.")
+    )
     coll2 = load_collection([deck], include_bundled=False)
     assert fresh_store.sync(coll2.cards) == {"changed": 1, "removed": 0, "restored": 0}
     state = fresh_store.card("roles")
@@ -196,15 +203,21 @@ def test_busy_database_gives_a_clear_error(db_path: Path, small_collection, cloc
 
 
 def test_demo_runs_are_recorded(fresh_store) -> None:
-    fresh_store.record_demo_run(name="no-wo", device="cpu", passed=True, seconds=0.5, metrics={"x": 1})
+    fresh_store.record_demo_run(
+        name="no-wo", device="cpu", passed=True, seconds=0.5, metrics={"x": 1}
+    )
     (run,) = fresh_store.demo_runs()
     assert run["name"] == "no-wo" and run["passed"] is True
 
 
-ACTIONS = st.lists(st.one_of(st.sampled_from([1, 2, 3, 4]), st.just("u"), st.just("wait")), max_size=25)
+ACTIONS = st.lists(
+    st.one_of(st.sampled_from([1, 2, 3, 4]), st.just("u"), st.just("wait")), max_size=25
+)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(actions=ACTIONS)
 def test_any_ratings_and_undos_keep_the_store_consistent(small_collection, actions) -> None:
     store = Store.memory()
@@ -221,7 +234,13 @@ def test_any_ratings_and_undos_keep_the_store_consistent(small_collection, actio
                 assert dump(store) == snapshots[-1]
             continue
         if s.finished:
-            s = session(store, small_collection, clock, new_limit=10, queue=[c.id for c in small_collection.cards])
+            s = session(
+                store,
+                small_collection,
+                clock,
+                new_limit=10,
+                queue=[c.id for c in small_collection.cards],
+            )
             s.done = []
             snapshots = [dump(store)]
         s.rate(Rating(action))
@@ -229,7 +248,9 @@ def test_any_ratings_and_undos_keep_the_store_consistent(small_collection, actio
         # invariant: each card row's state is the `next` of its newest review
         for (cid,) in store.conn.execute("SELECT id FROM cards"):
             assert store.reviews(card_id=cid)[-1].next == replace(store.card(cid), changed=False)
-        assert store.count_reviews() == sum(r[0] for r in store.conn.execute("SELECT reps FROM cards"))
+        assert store.count_reviews() == sum(
+            r[0] for r in store.conn.execute("SELECT reps FROM cards")
+        )
     while s.undo() is not None:
         pass
     if not store.count_reviews():
@@ -252,5 +273,32 @@ def test_undo_everything_returns_to_empty(fresh_store, small_collection, clock) 
 def test_card_state_round_trips_through_json() -> None:
     from prep.engine.storage import _state_from_json, _state_to_json
 
-    s = Scheduler(enable_fuzzing=False).review(CardState(id="x", deck="d"), Rating.Good, FIXED_NOW).state
+    s = (
+        Scheduler(enable_fuzzing=False)
+        .review(CardState(id="x", deck="d"), Rating.Good, FIXED_NOW)
+        .state
+    )
     assert _state_from_json(_state_to_json(s)) == s
+
+
+def test_migration_from_v1_keeps_data(db_path: Path) -> None:
+    import sqlite3 as sq
+
+    from prep.engine import storage
+
+    # build a schema-v1 database by hand, as the first release wrote it
+    conn = sq.connect(db_path, isolation_level=None)
+    store = Store.__new__(Store)
+    store.conn, store.path = conn, db_path
+    store.db = storage._import_sqlite_utils().Database(conn)
+    storage._migrate_v0_to_v1(store)
+    store.db["meta"].insert({"key": "schema_version", "value": "1"})
+    conn.execute(
+        "INSERT INTO reviews (card_id, rating, reviewed_at, next) VALUES ('a', 3, '2026-01-01T00:00:00.000000Z', '{}')"
+    )
+    conn.close()
+    with Store.open(db_path) as migrated:
+        assert migrated.schema_version() == SCHEMA_VERSION == 2
+        indexes = {i.name for i in migrated.db["reviews"].indexes}
+        assert "reviews_state_at" in indexes
+        assert migrated.count_reviews() == 1

@@ -34,7 +34,18 @@ def test_editable_install_reads_the_repo_decks() -> None:
 def test_wheel_install_ships_the_decks(tmp_path: Path) -> None:
     wheel_dir = tmp_path / "wheel"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheel_dir), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheel_dir),
+            str(ROOT),
+        ],
         check=True,
         capture_output=True,
     )
@@ -49,7 +60,11 @@ def test_wheel_install_ships_the_decks(tmp_path: Path) -> None:
     venv.EnvBuilder(with_pip=False).create(target)
     site = Path(
         subprocess.run(
-            [str(target / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            [
+                str(target / "bin" / "python"),
+                "-c",
+                "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+            ],
             check=True,
             capture_output=True,
             text=True,
@@ -58,7 +73,11 @@ def test_wheel_install_ships_the_decks(tmp_path: Path) -> None:
     zipfile.ZipFile(wheel).extractall(site)
     (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     out = subprocess.run(
-        [str(target / "bin" / "python"), "-c", PROBE], check=True, capture_output=True, text=True, cwd=tmp_path
+        [str(target / "bin" / "python"), "-c", PROBE],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
     ).stdout.split("\n")
     assert out[0].startswith(str(site)), out
     n_files, n_cards = map(int, out[1].split())

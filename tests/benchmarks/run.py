@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -66,11 +66,36 @@ def make_large_db(path: Path, n_cards: int, n_reviews: int, now: datetime) -> li
             last = now - timedelta(days=rng.uniform(1, 30))  # every review is in the past
             due = last + timedelta(days=rng.uniform(1, 60))  # some overdue, most not yet
             card_rows.append(
-                (cid, f"deck-{int(cid[-6:]) % 20}", 2, None, rng.uniform(1, 200), rng.uniform(1, 10), fmt(due), fmt(last), per_card, 0, 0, "h", 0, 0)
+                (
+                    cid,
+                    f"deck-{int(cid[-6:]) % 20}",
+                    2,
+                    None,
+                    rng.uniform(1, 200),
+                    rng.uniform(1, 10),
+                    fmt(due),
+                    fmt(last),
+                    per_card,
+                    0,
+                    0,
+                    "h",
+                    0,
+                    0,
+                )
             )
             for k in range(per_card):
                 at = last - timedelta(days=(per_card - k) * rng.uniform(1, 30))
-                review_rows.append((cid, rng.choice([1, 2, 3, 3, 3, 4]), fmt(at), 8000, 2 if k else None, None if k == 0 else state_json, state_json))
+                review_rows.append(
+                    (
+                        cid,
+                        rng.choice([1, 2, 3, 3, 3, 4]),
+                        fmt(at),
+                        8000,
+                        2 if k else None,
+                        None if k == 0 else state_json,
+                        state_json,
+                    )
+                )
         conn.executemany("INSERT INTO cards VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", card_rows)
         conn.executemany(
             "INSERT INTO reviews (card_id, rating, reviewed_at, duration_ms, prev_state, prev, next) VALUES (?,?,?,?,?,?,?)",
@@ -101,7 +126,7 @@ def main() -> None:
     ap.add_argument("--reviews", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     tmp = Path(tempfile.mkdtemp(prefix="prep-bench-"))
     env = {**os.environ, "PREP_DB": str(tmp / "empty.db")}
 
@@ -126,12 +151,22 @@ def main() -> None:
 
     coll = big_collection(ids, extra_new=1000)
     with Store.open(big) as store:
-        floor_q = inproc(lambda: store.conn.execute("SELECT count(*) FROM cards WHERE removed = 0").fetchone(), args.repeat)
+        floor_q = inproc(
+            lambda: store.conn.execute("SELECT count(*) FROM cards WHERE removed = 0").fetchone(),
+            args.repeat,
+        )
         q = build_queue(store, coll, now)
-        print(f"\nQueue building, in process ({len(coll):,} cards in decks; queue: {len(q.due)} due + {len(q.new)} new)")
+        print(
+            f"\nQueue building, in process ({len(coll):,} cards in decks; queue: {len(q.due)} due + {len(q.new)} new)"
+        )
         row("floor: SELECT count(*) over the cards table", floor_q)
         seen = store.seen_ids()
-        row("build_queue (cold: reads seen ids)", inproc(lambda: build_queue(store, coll, now), args.repeat), floor_q, "target < 20 ms")
+        row(
+            "build_queue (cold: reads seen ids)",
+            inproc(lambda: build_queue(store, coll, now), args.repeat),
+            floor_q,
+            "target < 20 ms",
+        )
         row(
             "build_queue (session holds seen ids)",
             inproc(lambda: build_queue(store, coll, now, seen=seen), args.repeat),
@@ -143,12 +178,20 @@ def main() -> None:
     # warm-up run the synthetic cards count as removed; the log is still all there.
     env_big = {**os.environ, "PREP_DB": str(big)}
     print("\nStats on the large database")
-    row("prep stats (subprocess)", wall([PREP, "stats"], max(3, args.repeat // 2), env_big), floor_click)
+    row(
+        "prep stats (subprocess)",
+        wall([PREP, "stats"], max(3, args.repeat // 2), env_big),
+        floor_click,
+    )
     from prep.engine import stats
 
     with Store.open(big) as store:
         store.conn.execute("UPDATE cards SET removed = 0")
-        row("stats.compute (in process, all cards live)", inproc(lambda: stats.compute(store, coll, now), 3), floor_q)
+        row(
+            "stats.compute (in process, all cards live)",
+            inproc(lambda: stats.compute(store, coll, now), 3),
+            floor_q,
+        )
 
     tui = HERE / "tui_bench.py"
     if tui.exists():
