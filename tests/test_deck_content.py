@@ -13,6 +13,7 @@ from collections import Counter
 from fractions import Fraction
 
 import pytest
+
 from prep.engine.deck import SLUG, Card, load_collection
 
 # The nine demos of issue 2. Used only when the demo registry cannot be imported yet.
