@@ -1,0 +1,451 @@
+"""`prep export --format json|csv` and `prep import`: round trips, idempotence, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from prep.engine import export as ex
+from prep.engine.cli import main
+from prep.engine.deck import Collection
+from prep.engine.scheduler import CardState, Rating, Scheduler, Settings
+from prep.engine.session import ReviewSession
+from prep.engine.storage import Store
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+def review_all(store: Store, coll: Collection, now: datetime, ratings: list[int]) -> None:
+    """One pass over today's queue at ``now`` (fuzz off), rating in turn from ``ratings``."""
+    session = ReviewSession(
+        store, coll, scheduler=Scheduler(store.settings(), enable_fuzzing=False), clock=lambda: now
+    )
+    i = 0
+    while not session.finished and i < len(ratings):
+        session.rate(Rating(ratings[i]), duration_ms=1000 + i)
+        i += 1
+
+
+def history(store: Store, coll: Collection, days: int = 3) -> None:
+    for d in range(days):
+        review_all(store, coll, T0 + timedelta(days=d * 3), [3, 1, 4, 2, 3, 3])
+    store.record_demo_run(
+        name="block-diagonal",
+        device="cpu",
+        passed=True,
+        seconds=0.25,
+        scale="small",
+        seed=0,
+        metrics={"max_off_block": 0.0, "note": "ünïcode"},
+        ran_at=T0,
+    )
+
+
+def snapshot(store: Store) -> dict:
+    """Everything stored, comparable across databases."""
+    return ex.collect(store)
+
+
+def cli(db: Path, *args: str, input: str | None = None):  # noqa: A002
+    return CliRunner().invoke(main, ["--db", str(db), *args], input=input)
+
+
+@pytest.fixture
+def filled(tmp_path: Path, small_collection: Collection) -> Store:
+    store = Store.open(tmp_path / "src.db")
+    history(store, small_collection)
+    yield store
+    store.close()
+
+
+# --- round trips ------------------------------------------------------------------------------
+
+
+def test_json_round_trip_is_lossless(filled: Store, tmp_path: Path) -> None:
+    out = tmp_path / "progress.json"
+    ex.export_json(filled, out, T0)
+    data = json.loads(out.read_text())
+    assert data["format"] == "prep-export" and data["version"] == 1
+    assert data["exported_at"] == "2026-03-02T09:00:00.000000Z"
+    assert len(data["reviews"]) == filled.count_reviews() > 4
+    assert set(data["reviews"][0]) == set(ex.REVIEW_COLUMNS)
+    assert isinstance(data["reviews"][-1]["next"], dict)
+    assert data["demo_runs"][0]["metrics"]["note"] == "ünïcode"
+
+    with Store.open(tmp_path / "dst.db") as dst:
+        result = ex.import_file(dst, out)
+        assert result.reviews_added == filled.count_reviews()
+        assert snapshot(dst) == snapshot(filled)
+        assert dst.reviews() == [r for r in filled.reviews()]  # same ids, states, times
+        again = tmp_path / "again.json"
+        ex.export_json(dst, again, T0)
+    assert again.read_text() == out.read_text()
+
+
+def test_csv_round_trip_is_lossless(filled: Store, tmp_path: Path) -> None:
+    filled.save_settings(Settings(desired_retention=0.85, new_per_day=7))
+    out = tmp_path / "log.csv"
+    written = ex.export_csv(filled, out)
+    assert [p.name for p in written] == [
+        "log.csv",
+        "log.cards.csv",
+        "log.demo_runs.csv",
+        "log.settings.csv",
+    ]
+    header = out.read_text().splitlines()[0]
+    assert header == ",".join(ex.REVIEW_COLUMNS)
+    assert (tmp_path / "log.cards.csv").read_text().splitlines()[0] == ",".join(ex.CARD_COLUMNS)
+
+    with Store.open(tmp_path / "dst.db") as dst:
+        ex.import_file(dst, out)
+        assert snapshot(dst) == snapshot(filled)
+        assert dst.settings() == filled.settings()
+        second = tmp_path / "second.csv"
+        ex.export_csv(dst, second)
+    for a, b in zip(written, ex.csv_paths(second).values(), strict=True):
+        assert a.read_text() == b.read_text()
+
+
+def test_import_twice_adds_nothing_twice(filled: Store, tmp_path: Path) -> None:
+    out = tmp_path / "p.json"
+    ex.export_json(filled, out, T0)
+    with Store.open(tmp_path / "dst.db") as dst:
+        ex.import_file(dst, out)
+        before = snapshot(dst)
+        result = ex.import_file(dst, out)
+        assert (result.reviews_added, result.cards_added, result.demo_runs_added) == (0, 0, 0)
+        assert result.reviews_skipped == filled.count_reviews()
+        assert snapshot(dst) == before
+        # the CSV form of the same data is recognised as the same too
+        ex.export_csv(filled, tmp_path / "p.csv")
+        result = ex.import_file(dst, tmp_path / "p.csv")
+        assert result.reviews_added == 0
+        assert snapshot(dst) == before
+
+
+def test_a_later_export_brings_an_earlier_import_up_to_date(
+    tmp_path: Path, small_collection: Collection
+) -> None:
+    with Store.open(tmp_path / "a.db") as a, Store.open(tmp_path / "b.db") as b:
+        review_all(a, small_collection, T0, [3, 3, 3, 3])
+        ex.export_json(a, tmp_path / "monday.json", T0)
+        review_all(a, small_collection, T0 + timedelta(days=5), [3, 2, 3, 4])
+        ex.export_json(a, tmp_path / "friday.json", T0)
+
+        ex.import_file(b, tmp_path / "monday.json")
+        result = ex.import_file(b, tmp_path / "friday.json")
+        assert result.cards_updated > 0 and result.reviews_added > 0
+        assert snapshot(b) == snapshot(a)
+        # and the older file, imported again, changes nothing (this database is newer)
+        result = ex.import_file(b, tmp_path / "monday.json")
+        assert result.reviews_added == 0 and result.cards_updated == 0
+        assert snapshot(b) == snapshot(a)
+
+
+# hypothesis: random review histories survive both formats unchanged.
+_event = st.tuples(
+    st.integers(0, 3),  # which card
+    st.sampled_from([1, 2, 3, 4]),  # rating
+    st.integers(1, 60 * 24 * 20),  # minutes since the previous review
+    st.one_of(st.none(), st.integers(0, 10**7)),  # duration_ms
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(events=st.lists(_event, max_size=25), retention=st.floats(0.7, 0.99))
+def test_round_trip_random_histories(tmp_path_factory, events, retention: float) -> None:
+    tmp = tmp_path_factory.mktemp("rt")
+    ids = ["alpha", "beta-2", "gamma", "δ-card"]
+    src = Store.memory()
+    src.save_settings(Settings(desired_retention=retention))
+    sched = Scheduler(src.settings(), enable_fuzzing=True, seed=3)
+    now = T0
+    for which, rating, minutes, duration in events:
+        now += timedelta(minutes=minutes)
+        prev = src.card(ids[which]) or CardState(id=ids[which], deck="d", content_hash="h")
+        out = sched.review(prev, rating, now)
+        src.record_review(None if prev.is_new else prev, out.state, rating, now, duration)
+    ex.export_json(src, tmp / "a.json", T0)
+    ex.export_csv(src, tmp / "a.csv")
+    for name in ("a.json", "a.csv"):
+        dst = Store.memory()
+        ex.import_file(dst, tmp / name)
+        assert snapshot(dst) == snapshot(src)
+        assert ex.import_file(dst, tmp / name).reviews_added == 0
+        dst.close()
+    src.close()
+
+
+def test_settings_are_imported_only_into_a_database_without_its_own(
+    filled: Store, tmp_path: Path
+) -> None:
+    filled.save_settings(Settings(new_per_day=3))
+    ex.export_json(filled, tmp_path / "p.json", T0)
+    with Store.open(tmp_path / "new.db") as fresh:
+        assert ex.import_file(fresh, tmp_path / "p.json").settings == "imported"
+        assert fresh.settings().new_per_day == 3
+    with Store.open(tmp_path / "own.db") as own:
+        own.save_settings(Settings(new_per_day=11))
+        assert ex.import_file(own, tmp_path / "p.json").settings == "kept"
+        assert own.settings().new_per_day == 11
+
+
+# --- bad input: clear errors, nothing stored changes -------------------------------------------
+
+
+def test_export_to_an_unwritable_path_is_a_clear_error(filled: Store, tmp_path: Path) -> None:
+    before = snapshot(filled)
+    for target in (tmp_path / "no" / "such" / "dir" / "p.json", tmp_path):
+        with pytest.raises(ex.ExportError) as err:
+            ex.export_json(filled, target, T0)
+        assert str(target) in str(err.value)
+    assert snapshot(filled) == before
+    assert list(tmp_path.glob(".*.tmp")) == []
+
+    result = cli(
+        Path(filled.path), "export", "--format", "csv", "-o", str(tmp_path / "nope" / "x.csv")
+    )
+    assert result.exit_code == 2
+    assert result.stderr.startswith("prep: cannot write ")
+    assert "nope" in result.stderr and "Traceback" not in result.output
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write into a read-only folder")
+def test_export_into_a_read_only_folder(filled: Store, tmp_path: Path) -> None:
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        with pytest.raises(ex.ExportError, match="cannot write"):
+            ex.export_json(filled, ro / "p.json", T0)
+    finally:
+        ro.chmod(0o700)
+
+
+def test_csv_export_is_all_or_nothing(filled: Store, tmp_path: Path) -> None:
+    # the cards file's name is taken by a folder: no file of the export is written
+    (tmp_path / "x.cards.csv").mkdir()
+    with pytest.raises(ex.ExportError, match=r"x\.cards\.csv"):
+        ex.export_csv(filled, tmp_path / "x.csv")
+    assert not (tmp_path / "x.csv").exists()
+    assert list(tmp_path.glob(".*.tmp")) == []
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("", "not a prep export (the file is empty)"),
+        (
+            '{"format": "prep-export", "version": 1, "cards": [',
+            "not a prep export (invalid JSON at line 1",
+        ),
+        ('{"hello": 1}', 'not a prep export (no "format": "prep-export" field)'),
+        (
+            '{"format": "prep-export", "version": 9, "cards": [], "reviews": []}',
+            "export version 9 is newer",
+        ),
+        ('{"format": "prep-export", "version": 1, "cards": []}', "no 'reviews' list"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "not a prep export (not UTF-8 text)"),
+    ],
+)
+def test_corrupt_json_is_a_clear_error(
+    filled: Store, tmp_path: Path, content, message: str
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(content if isinstance(content, bytes) else content.encode())
+    before = snapshot(filled)
+    with pytest.raises(ex.ExportError) as err:
+        ex.import_file(filled, bad)
+    assert str(err.value).startswith(f"{bad}: ")
+    assert message in str(err.value)
+    assert snapshot(filled) == before
+
+
+def test_truncated_export_changes_nothing(filled: Store, tmp_path: Path) -> None:
+    good = tmp_path / "good.json"
+    ex.export_json(filled, good, T0)
+    text = good.read_text()
+    bad = tmp_path / "bad.json"
+    bad.write_text(text[: len(text) * 2 // 3])
+    with Store.open(tmp_path / "dst.db") as dst:
+        dst.save_settings(Settings(new_per_day=5))
+        before = snapshot(dst)
+        result = cli(tmp_path / "dst.db", "import", str(bad))
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith(f"prep: {bad}: not a prep export (invalid JSON at line ")
+        assert "Traceback" not in result.output
+        assert snapshot(dst) == before
+
+
+def test_bad_value_names_the_row_and_the_value(filled: Store, tmp_path: Path) -> None:
+    ex.export_json(filled, tmp_path / "p.json", T0)
+    data = json.loads((tmp_path / "p.json").read_text())
+    data["reviews"][3]["rating"] = 7
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    with Store.open(tmp_path / "dst.db") as dst:
+        with pytest.raises(
+            ex.ExportError, match=r"bad\.json: reviews\[3\]: rating must be between 1 and 4, got 7"
+        ):
+            ex.import_file(dst, tmp_path / "bad.json")
+        assert dst.count_reviews() == 0 and dst.cards() == {}
+
+
+def test_truncated_csv_names_the_line(filled: Store, tmp_path: Path) -> None:
+    ex.export_csv(filled, tmp_path / "p.csv")
+    lines = (tmp_path / "p.csv").read_text().splitlines()
+    cut = lines[:4] + [lines[4][:25]]
+    (tmp_path / "p.csv").write_text("\n".join(cut))
+    with Store.open(tmp_path / "dst.db") as dst:
+        with pytest.raises(ex.ExportError, match=r"p\.csv:5: expected 7 fields, found \d"):
+            ex.import_file(dst, tmp_path / "p.csv")
+        assert dst.count_reviews() == 0
+
+
+def test_csv_without_its_cards_file(filled: Store, tmp_path: Path) -> None:
+    ex.export_csv(filled, tmp_path / "p.csv")
+    (tmp_path / "p.cards.csv").unlink()
+    with pytest.raises(ex.ExportError, match=r"p\.cards\.csv: no such file"):
+        ex.import_file(Store.memory(), tmp_path / "p.csv")
+
+
+def test_import_with_conflicting_ids_changes_nothing(
+    filled: Store, tmp_path: Path, small_collection: Collection
+) -> None:
+    out = tmp_path / "p.json"
+    ex.export_json(filled, out, T0)
+    db = tmp_path / "mine.db"
+    with Store.open(db) as mine:
+        # this database reviewed the same card ids, at other times: a different history
+        review_all(mine, small_collection, T0 - timedelta(days=1), [2, 2])
+        mine.record_demo_run(name="other", device="cpu", passed=False, seconds=1.0, ran_at=T0)
+        before = snapshot(mine)
+        conflicted = sorted(c["id"] for c in before["cards"])
+        with pytest.raises(ex.ExportError) as err:
+            ex.import_file(mine, out)
+        message = str(err.value)
+        assert "conflict: card" in message and "nothing imported" in message
+        assert any(repr(cid) in message for cid in conflicted)
+        assert snapshot(mine) == before
+    result = cli(db, "import", str(out))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"prep: {out}: conflict: card ")
+    with Store.open(db) as mine:
+        assert snapshot(mine) == before
+
+
+def test_same_review_time_with_different_data_is_a_conflict(filled: Store, tmp_path: Path) -> None:
+    out = tmp_path / "p.json"
+    ex.export_json(filled, out, T0)
+    data = json.loads(out.read_text())
+    first = data["reviews"][0]
+    data["reviews"][0]["duration_ms"] = 999_999
+    (tmp_path / "edited.json").write_text(json.dumps(data))
+    with Store.open(tmp_path / "dst.db") as dst:
+        ex.import_file(dst, out)
+        before = snapshot(dst)
+        with pytest.raises(
+            ex.ExportError,
+            match=rf"card {first['card_id']!r} already has a review at .* duration_ms",
+        ):
+            ex.import_file(dst, tmp_path / "edited.json")
+        assert snapshot(dst) == before
+
+
+def test_import_leaves_no_lock_or_open_transaction(filled: Store, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(
+        '{"format": "prep-export", "version": 1, "cards": [{"id": "x", "state": 9}], "reviews": []}'
+    )
+    db = tmp_path / "dst.db"
+    with (
+        Store.open(db) as dst,
+        pytest.raises(ex.ExportError, match=r"cards\[0\]: state must be between 1 and 3, got 9"),
+    ):
+        ex.import_file(dst, bad)
+    conn = sqlite3.connect(db)
+    conn.execute("BEGIN IMMEDIATE")  # would fail if the import had left the database locked
+    conn.rollback()
+    conn.close()
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+
+def test_cli_export_import_round_trip(filled: Store, tmp_path: Path) -> None:
+    src = Path(filled.path)
+    result = cli(src, "export", "-o", str(tmp_path / "p.json"))
+    assert result.exit_code == 0, result.output
+    assert "review(s)" in result.output
+    result = cli(tmp_path / "new.db", "import", str(tmp_path / "p.json"))
+    assert result.exit_code == 0, result.output
+    assert f"{filled.count_reviews()} review(s) added" in result.output
+    result = cli(tmp_path / "new.db", "import", str(tmp_path / "p.json"))
+    assert "0 review(s) added" in result.output and "already stored" in result.output
+
+
+def test_cli_format_is_needed_without_a_known_extension(tmp_path: Path) -> None:
+    result = cli(tmp_path / "p.db", "export", "-o", str(tmp_path / "p.txt"))
+    assert result.exit_code == 2
+    assert "give --format json, csv or apkg" in result.stderr
+
+
+def test_export_and_import_help_document_the_columns() -> None:
+    result = CliRunner().invoke(main, ["export", "--help"])
+    assert result.exit_code == 0
+    for column in (
+        "card_id",
+        "reviewed_at",
+        "rating",
+        "duration_ms",
+        "prev",
+        "next",
+        "FILE.cards.csv",
+    ):
+        assert column in result.output
+    result = CliRunner().invoke(main, ["import", "--help"])
+    assert result.exit_code == 0 and "nothing changes" in result.output
+
+
+# --- prep stats --json / --since (issue 6: progress the candidate can see) ---------------------
+
+
+def test_stats_json_has_what_the_stats_screen_shows_and_since_filters(
+    filled: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    try:
+        db = Path(filled.path)
+        result = cli(db, "stats", "--json")
+        assert result.exit_code == 0, result.output
+        stats = json.loads(result.output)
+        # every key tui/screens/stats.py reads
+        for key in (
+            "reviews", "true_retention", "due", "cards", "streak_days", "desired_retention",
+            "leeches", "per_day", "forecast", "decks", "tags", "demos",
+        ):  # fmt: skip
+            assert key in stats
+        assert stats["reviews"]["total"] == filled.count_reviews()
+        cut = T0 + timedelta(days=3)
+        later = sum(1 for r in filled.reviews() if r.reviewed_at >= cut)
+        assert 0 < later < filled.count_reviews()
+        result = cli(db, "stats", "--json", "--since", cut.date().isoformat())
+        stats = json.loads(result.output)
+        assert stats["since"] == "2026-03-05T00:00:00.000000Z"
+        assert stats["reviews"]["total"] == later
+    finally:
+        monkeypatch.undo()
+        time.tzset()
