@@ -1,0 +1,364 @@
+"""The Textual app: `prep` with no arguments (and `prep quiz`) opens it.
+
+The app owns the progress database (one connection, used only on the event loop's thread),
+the loaded collection and the clock; screens reach them through ``self.app``. Every rating
+is committed by the engine the moment it is made, so quitting at any point loses nothing.
+
+It never imports torch: demos run in a subprocess (``demo_command``) whose output is streamed
+into the demo screen.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sqlite3
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from prep.engine.deck import Collection, load_collection
+from prep.engine.scheduler import Scheduler, State
+from prep.engine.session import ReviewSession, build_queue
+from prep.engine.storage import Store, StoreError
+from prep.engine.timeutil import Clock, utcnow
+
+DemoCommand = Callable[[str], list[str]]
+
+# Screens another issue provides (issue 6). Each is opened with no arguments and reads what it
+# needs from the app (store, collection, selected_deck, clock, scheduler). Until the module
+# exists the key tells the user it is not available yet.
+OPTIONAL_SCREENS: dict[str, tuple[str, str, str]] = {
+    "cram": ("prep.tui.screens.cram", "CramScreen", "Cram: the 60-second bullets"),
+    "mock": ("prep.tui.screens.mock", "MockScreen", "Mock interview"),
+}
+
+
+def default_demo_command(name: str) -> list[str]:
+    """The subprocess that runs one demo and prints its report as one JSON object."""
+    return [sys.executable, "-m", "prep.demos", name, "--json"]
+
+
+def demo_infos() -> dict[str, str]:
+    """Demo name -> claim, from the torch-free registry ({} when demos are not installed)."""
+    try:
+        from prep.demos.registry import DEMOS
+    except ImportError:
+        return {}
+    return {name: info.claim for name, info in DEMOS.items()}
+
+
+def pick_theme(environ: dict[str, str] | os._Environ[str] = os.environ) -> str:
+    """$PREP_THEME, else light when the terminal says its background is light (COLORFGBG,
+    set by rxvt, Konsole, iTerm2 and others), else dark."""
+    explicit = environ.get("PREP_THEME")
+    if explicit:
+        return explicit
+    fgbg = environ.get("COLORFGBG", "")
+    background = fgbg.rsplit(";", 1)[-1]
+    if background.isdigit() and int(background) in (7, 15):
+        return "textual-light"
+    return "textual-dark"
+
+
+@dataclass(frozen=True)
+class DeckCounts:
+    """One row of the home screen: what Enter would serve today from this deck."""
+
+    name: str
+    title: str
+    cards: int
+    new: int
+    learning: int
+    due: int
+
+    @property
+    def total(self) -> int:
+        return self.new + self.learning + self.due
+
+
+class PrepApp(App[int]):
+    """prep's terminal app.
+
+    Everything that makes a run nondeterministic is injectable, so tests and snapshots can fix
+    it: ``store`` (else opened from ``db``), ``collection`` (else loaded from the bundled
+    decks plus ``questions``), ``clock``, ``scheduler`` (tests turn fuzzing off) and
+    ``demo_command`` (tests point it at a tiny script) and ``demos`` (name -> claim; default:
+    the registry).
+    """
+
+    TITLE = "prep"
+    SUB_TITLE = "W_O interview prep"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
+    BINDINGS = [
+        Binding("q", "quit", "Quit", tooltip="Quit (every rating is already saved)"),
+        Binding("question_mark", "help", "Help", tooltip="Every key"),
+        Binding("ctrl+p", "command_palette", "Commands", show=False, tooltip="Command palette"),
+    ]
+
+    def __init__(
+        self,
+        *,
+        db: str | None = None,
+        questions: Sequence[Path] = (),
+        deck: str | None = None,
+        new: int | None = None,
+        limit: int | None = None,
+        store: Store | None = None,
+        collection: Collection | None = None,
+        include_bundled: bool = True,
+        clock: Clock = utcnow,
+        scheduler: Scheduler | None = None,
+        demo_command: DemoCommand = default_demo_command,
+        demos: dict[str, str] | None = None,
+        theme: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.db = db
+        self.questions = [Path(q) for q in questions]
+        self.selected_deck = deck
+        self.new_limit = new
+        self.limit = limit
+        self.store: Store | None = store
+        self._owns_store = store is None
+        self._injected_collection = collection
+        self.collection: Collection = collection or Collection()
+        self.include_bundled = include_bundled
+        self.clock = clock
+        self._scheduler = scheduler
+        self.demo_command = demo_command
+        self.demos: dict[str, str] = demo_infos() if demos is None else demos
+        self.theme = theme or pick_theme()
+
+    # --- start-up and reload ------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        self.boot()
+
+    def load_collection(self) -> Collection:
+        if self._injected_collection is not None:
+            return self._injected_collection
+        return load_collection(
+            self.questions,
+            demo_names=sorted(self.demos) if self.demos else None,
+            include_bundled=self.include_bundled,
+        )
+
+    def boot(self, *, ignore_deck_errors: bool = False) -> None:
+        """Load the decks, open the database, then show home (or what went wrong)."""
+        from prep.tui.screens.errors import ErrorScreen
+        from prep.tui.screens.home import HomeScreen
+
+        self.collection = self.load_collection()
+        if self.collection.errors and not ignore_deck_errors:
+            self._show(ErrorScreen.deck_errors(self.collection))
+            return
+        if self.store is None:
+            try:
+                self.store = Store.open(self.db)
+            except StoreError as exc:
+                self._show(ErrorScreen.database(str(exc)))
+                return
+        try:
+            self.store.sync(self.collection.cards)
+        except (StoreError, sqlite3.Error) as exc:
+            self.notify(f"Could not update card states: {exc}", severity="warning")
+        if self.selected_deck is not None and self.selected_deck not in self.collection.decks:
+            self.notify(
+                f"No deck named {self.selected_deck!r}; showing all decks.", severity="warning"
+            )
+            self.selected_deck = None
+        self._show(HomeScreen())
+
+    def _show(self, screen: Screen) -> None:
+        """Replace whatever is on the stack above the default screen with ``screen``."""
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        self.push_screen(screen)
+
+    def action_reload(self) -> None:
+        """Reload the decks from disk (after fixing an error) and go home."""
+        self.boot()
+
+    def on_unmount(self) -> None:
+        if self.store is not None and self._owns_store:
+            self.store.close()
+
+    # --- what screens share -------------------------------------------------------------
+
+    @property
+    def scheduler(self) -> Scheduler:
+        if self._scheduler is None:
+            assert self.store is not None
+            self._scheduler = Scheduler(self.store.settings())
+        return self._scheduler
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    def deck_counts(self) -> list[DeckCounts]:
+        """New / learning / due per deck, as today's session would serve them; the first row
+        is all decks together."""
+        assert self.store is not None
+        now = self.now()
+        seen = self.store.seen_ids()
+        states = {cid: s.state for cid, s in self.store.cards().items()}
+        rows = []
+        decks: list[tuple[str | None, str, int]] = [(None, "All decks", len(self.collection))]
+        decks += [
+            (name, info.title, len(info.card_ids)) for name, info in self.collection.decks.items()
+        ]
+        for name, title, size in decks:
+            queue = build_queue(
+                self.store, self.collection, now, deck=name, new_limit=self.new_limit, seen=seen
+            )
+            learning = sum(
+                1 for cid in queue.due if states.get(cid) in (State.Learning, State.Relearning)
+            )
+            rows.append(
+                DeckCounts(
+                    name=name or "",
+                    title=title,
+                    cards=size,
+                    new=len(queue.new),
+                    learning=learning,
+                    due=len(queue.due) - learning,
+                )
+            )
+        return rows
+
+    def today(self) -> dict[str, int]:
+        """Reviews today and the streak, for the home screen."""
+        assert self.store is not None
+        from prep.engine.stats import compute
+
+        stats = compute(self.store, self.collection, self.now(), history_days=1, forecast_days=1)
+        return {"reviews": stats["reviews"]["today"], "streak": stats["streak_days"]}
+
+    def new_session(self, deck: str | None) -> ReviewSession:
+        assert self.store is not None
+        return ReviewSession(
+            self.store,
+            self.collection,
+            deck=deck,
+            new_limit=self.new_limit,
+            limit=self.limit,
+            scheduler=self.scheduler,
+            clock=self.clock,
+        )
+
+    # --- actions ------------------------------------------------------------------------
+
+    def action_start(self, deck: str | None = None) -> None:
+        """Start today's session (on ``deck``, else the selected deck)."""
+        from prep.tui.screens.review import ReviewScreen
+        from prep.tui.screens.summary import SummaryScreen
+
+        if self.store is None:
+            self.notify("The progress database is not open.", severity="error")
+            return
+        if deck is not None:
+            self.selected_deck = deck or None
+        try:
+            session = self.new_session(self.selected_deck)
+        except (StoreError, sqlite3.Error) as exc:
+            self.notify(f"Cannot start the session: {exc}", severity="error", timeout=8)
+            return
+        self._pop_to_home()
+        if session.finished:
+            self.push_screen(SummaryScreen(session))
+        else:
+            self.push_screen(ReviewScreen(session))
+
+    def _pop_to_home(self) -> None:
+        from prep.tui.screens.home import HomeScreen
+
+        while len(self.screen_stack) > 2 and not isinstance(self.screen, HomeScreen):
+            self.pop_screen()
+
+    def action_help(self) -> None:
+        from prep.tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_stats(self) -> None:
+        from prep.tui.screens.stats import StatsScreen
+
+        if self.store is not None and not isinstance(self.screen, StatsScreen):
+            self.push_screen(StatsScreen())
+
+    def action_demos(self) -> None:
+        from prep.tui.screens.demos import DemoListScreen
+
+        if not isinstance(self.screen, DemoListScreen):
+            self.push_screen(DemoListScreen())
+
+    def action_run_demo(self, name: str) -> None:
+        from prep.tui.screens.demo import DemoScreen
+
+        self.push_screen(DemoScreen(name))
+
+    def action_cram(self) -> None:
+        self.open_optional("cram")
+
+    def action_mock(self) -> None:
+        self.open_optional("mock")
+
+    def open_optional(self, key: str) -> None:
+        """Open a screen from issue 6 (cram, mock) if it is installed."""
+        module_name, class_name, title = OPTIONAL_SCREENS[key]
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            self.notify(f"{title} is not available in this version yet.", severity="warning")
+            return
+        screen_class = getattr(module, class_name)
+        if self.store is not None and not isinstance(self.screen, screen_class):
+            self.push_screen(screen_class())
+
+    def optional_available(self, key: str) -> bool:
+        from importlib.util import find_spec
+
+        return find_spec(OPTIONAL_SCREENS[key][0]) is not None
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield SystemCommand("Start today's session", "Review the cards due now", self.action_start)
+        yield SystemCommand(
+            "Statistics", "Reviews, retention, forecast, mastery", self.action_stats
+        )
+        yield SystemCommand("Demos", "Every demo and its last run", self.action_demos)
+        for key, (_module, _class, title) in OPTIONAL_SCREENS.items():
+            if self.optional_available(key):
+                yield SystemCommand(title, f"Open {key}", getattr(self, f"action_{key}"))
+        yield SystemCommand("Keys", "Every key, on every screen", self.action_help)
+        yield SystemCommand("Reload decks", "Read the deck files again", self.action_reload)
+        for name, claim in self.demos.items():
+            yield SystemCommand(
+                f"Run demo {name}", claim, lambda n=name: self.action_run_demo(n), discover=False
+            )
+        yield from super().get_system_commands(screen)
+
+
+def run(
+    *,
+    db: str | None,
+    questions: list[Path],
+    deck: str | None,
+    new: int | None,
+    limit: int | None,
+) -> int:
+    """Run the app (blocking); returns the process exit code."""
+    app = PrepApp(db=db, questions=questions, deck=deck, new=new, limit=limit)
+    result = app.run()
+    if app.return_code:
+        return app.return_code
+    return int(result or 0)

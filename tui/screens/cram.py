@@ -1,0 +1,119 @@
+"""Cram: the 60-second bullets of each main card, for the way to the call (`prep cram`).
+
+Self-contained: ``CramScreen(collection, deck=None)``, or ``CramScreen()`` inside the prep app,
+which then reads ``app.collection`` and ``app.selected_deck``. The data is
+prep.engine.cram.cram_sheet's, the same as `prep cram` prints.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from prep.engine.cram import CramDeck, cram_sheet
+from prep.engine.deck import Collection
+
+
+def sheet_text(sheet: list[CramDeck]) -> Text:
+    text = Text()
+    if not sheet:
+        text.append("No 60-second bullets yet: no main card has 'bullets'.", style="italic")
+        return text
+    for i, deck in enumerate(sheet):
+        if i:
+            text.append("\n")
+        text.append(f"{deck.title}\n", style="bold underline")
+        for item in deck.items:
+            text.append("\n")
+            text.append(f"{item.prompt}\n", style="bold")
+            for bullet in item.bullets:
+                text.append("  • ")
+                text.append(f"{bullet}\n")
+    return text
+
+
+class CramScreen(Screen):
+    """Every main card's bullets, grouped by deck; `a` switches between one deck and all."""
+
+    DEFAULT_CSS = """
+    CramScreen #cram-title {
+        height: 1;
+        background: $panel;
+        padding: 0 1;
+        text-style: bold;
+    }
+    CramScreen #cram-scroll {
+        height: 1fr;
+        padding: 1 2;
+    }
+    """
+
+    BINDINGS = [
+        Binding("escape", "back", "Back", tooltip="Back to where you were"),
+        Binding(
+            "a",
+            "toggle_all",
+            "All decks / this deck",
+            tooltip="Show every deck, or only the selected one",
+        ),
+        Binding("j", "scroll(1)", "Down", show=False, tooltip="Scroll down"),
+        Binding("k", "scroll(-1)", "Up", show=False, tooltip="Scroll up"),
+    ]
+
+    def __init__(self, collection: Collection | None = None, deck: str | None = None) -> None:
+        super().__init__()
+        self._collection = collection
+        self.deck = deck
+        self._deck_given = collection is not None
+        self.show_all = False
+
+    @property
+    def collection(self) -> Collection:
+        if self._collection is not None:
+            return self._collection
+        return getattr(self.app, "collection", None) or Collection()
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="cram-title")
+        with VerticalScroll(id="cram-scroll"):
+            yield Static(id="cram-sheet")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        if not self._deck_given and self.deck is None:
+            self.deck = getattr(self.app, "selected_deck", None)
+        self.show_all = self.deck is None
+        self.render_sheet()
+        self.query_one("#cram-scroll").focus()
+
+    def current_deck(self) -> str | None:
+        deck = None if self.show_all else self.deck
+        return deck if deck in self.collection.decks else None
+
+    def render_sheet(self) -> None:
+        deck = self.current_deck()
+        sheet = cram_sheet(self.collection, deck)
+        items = sum(len(d.items) for d in sheet)
+        where = f"deck {deck}" if deck else "all decks"
+        self.query_one("#cram-title", Static).update(
+            f"Cram · the 60-second bullets · {where} · {items} card(s)"
+        )
+        self.query_one("#cram-sheet", Static).update(sheet_text(sheet))
+
+    def action_toggle_all(self) -> None:
+        if self.deck is None:
+            self.notify("Showing every deck (no deck selected).")
+            return
+        self.show_all = not self.show_all
+        self.render_sheet()
+
+    def action_scroll(self, lines: int) -> None:
+        scroll = self.query_one("#cram-scroll", VerticalScroll)
+        scroll.scroll_relative(y=lines, animate=False)
+
+    def action_back(self) -> None:
+        self.dismiss()

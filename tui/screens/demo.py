@@ -1,0 +1,277 @@
+"""Run one demo live: a subprocess (the app never imports torch), its output streamed into a
+log, the checks shown as PASS/FAIL when it is done, the run recorded like a CLI run.
+
+Esc returns to the screen below (the card exactly as it was); a run still going is stopped.
+A demo that fails or crashes says so here, and the app keeps working.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sqlite3
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, RichLog, Static
+
+from prep.engine.deck import Card
+from prep.engine.storage import StoreError
+
+STREAM_LIMIT = 4 * 1024 * 1024  # one JSON report line can be long
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if value == 0.0:
+        return "0.0"
+    return f"{value:.4g}"
+
+
+def parse_report(line: str) -> dict[str, Any] | None:
+    """The demo's JSON report, if this output line is one."""
+    line = line.strip()
+    if not (line.startswith("{") and line.endswith("}")):
+        return None
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    if isinstance(data, dict) and "checks" in data and "passed" in data:
+        return data
+    return None
+
+
+class DemoScreen(Screen):
+    BINDINGS = [
+        Binding("escape", "back", "Back", tooltip="Back to where you were (stops a running demo)"),
+        Binding("r", "rerun", "Run again", tooltip="Run the demo again"),
+    ]
+
+    def __init__(self, name: str, *, card: Card | None = None) -> None:
+        super().__init__()
+        self.demo_name = name
+        self.card = card
+        self.report: dict[str, Any] | None = None
+        self.exit_code: int | None = None
+        self.running = False
+        self.recorded_id: int | None = None
+        self._process: asyncio.subprocess.Process | None = None
+        self.log_lines: list[str] = []  # what the log shows, as plain lines
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(id="demo-title")
+        yield Static(id="demo-claim")
+        yield RichLog(id="demo-log", wrap=True, markup=False, highlight=False)
+        table: DataTable = DataTable(id="checks", cursor_type="none", zebra_stripes=False)
+        yield table
+        yield Static(id="demo-status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        claim = self.app.demos.get(self.demo_name, "")
+        self.query_one("#demo-title", Static).update(
+            Text.assemble(("Demo ", "dim"), (self.demo_name, "bold"))
+        )
+        claim_widget = self.query_one("#demo-claim", Static)
+        claim_widget.update(Text(claim, style="italic"))
+        claim_widget.display = bool(claim)
+        table = self.query_one("#checks", DataTable)
+        table.add_column("", key="mark")
+        table.add_column("measured", key="measured")
+        table.add_column("expected", key="expected")
+        table.add_column("check", key="name")
+        self.start()
+
+    # --- running ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.report = None
+        self.exit_code = None
+        self.recorded_id = None
+        self.query_one("#checks", DataTable).clear()
+        self.query_one("#checks").display = False
+        self.query_one(RichLog).clear()
+        self.log_lines = []
+        self.set_status(Text(f"Running {self.demo_name} … (Esc stops it)", style="bold"))
+        self.running = True
+        self.refresh_bindings()
+        self.run_demo()
+
+    def write_line(self, line: str) -> None:
+        self.log_lines.append(line)
+        self.query_one(RichLog).write(Text(line))
+
+    def set_status(self, text: Text) -> None:
+        self.query_one("#demo-status", Static).update(text)
+
+    @work(exclusive=True, group="demo", exit_on_error=False)
+    async def run_demo(self) -> None:
+        log = self
+        command = self.app.demo_command(self.demo_name)
+        # The app records the run itself, in its own database (which may be --db, not
+        # $PREP_DB); `python -m prep.demos` would record it a second time when PREP_DB is set.
+        env = {k: v for k, v in os.environ.items() if k != "PREP_DB"}
+        env["PYTHONUNBUFFERED"] = "1"
+        log.write_line(f"» prep demo {self.demo_name} --json  (in a subprocess)")
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *command,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,  # one stream, in the order it was written
+                env=env,
+                limit=STREAM_LIMIT,
+            )
+        except OSError as exc:
+            log.write_line(f"cannot start {command[0]}: {exc}")
+            self.finish(None)
+            return
+        self._process = process
+
+        async def pump(stream: asyncio.StreamReader | None) -> None:
+            if stream is None:
+                return
+            while True:
+                try:
+                    raw = await stream.readline()
+                except ValueError:  # a line longer than STREAM_LIMIT
+                    raw = await stream.read(STREAM_LIMIT)
+                if not raw:
+                    return
+                line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+                report = parse_report(line)
+                if report is not None:
+                    self.report = report
+                    continue
+                log.write_line(line)
+
+        try:
+            await pump(process.stdout)
+            code = await process.wait()
+        except asyncio.CancelledError:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(process.wait(), 2)
+            raise
+        finally:
+            self._process = None
+        self.finish(code)
+
+    def finish(self, code: int | None) -> None:
+        self.running = False
+        self.exit_code = code
+        report = self.report
+        if report is None:
+            what = "could not start" if code is None else f"exited with code {code}"
+            self.set_status(
+                Text(
+                    f"CRASHED: the demo {what} without a report (see the log above).",
+                    style="bold red",
+                )
+            )
+            self.refresh_bindings()
+            return
+        self.show_checks(report)
+        self.log_report(report)
+        self.record(report)
+        checks = list(report.get("checks", [])) + list(report.get("contrast", []))
+        failed = sum(1 for c in checks if not c.get("passed"))
+        where = f"{report.get('device', '?')}, {_fmt(report.get('seconds', 0))} s"
+        saved = "recorded" if self.recorded_id is not None else "not recorded"
+        if report.get("passed") and not failed:
+            status = Text(
+                f"PASS: all {len(checks)} checks hold ({where}; {saved}).", style="bold green"
+            )
+        else:
+            status = Text(
+                f"FAIL: {failed} of {len(checks)} checks failed: the claim is not shown "
+                f"({where}; {saved}).",
+                style="bold red",
+            )
+        self.set_status(status)
+        self.refresh_bindings()
+
+    def log_report(self, report: dict[str, Any]) -> None:
+        log = self
+        sizes = " ".join(f"{k}={v}" for k, v in (report.get("sizes") or {}).items())
+        log.write_line(
+            f"{report.get('name', self.demo_name)}: {report.get('device_name') or report.get('device')}"
+            f" | {report.get('dtype', '')} | scale {report.get('scale', '')}"
+            f" | seed {report.get('seed', '')} | {_fmt(report.get('seconds', 0))} s"
+        )
+        if sizes:
+            log.write_line(f"sizes: {sizes}")
+        for note in report.get("notes") or []:
+            log.write_line(f"note: {note}")
+
+    def show_checks(self, report: dict[str, Any]) -> None:
+        table = self.query_one("#checks", DataTable)
+        table.clear()
+        label = report.get("contrast_label") or ""
+        sections = (
+            ("what the claim says", report.get("checks", [])),
+            (f"contrast: {label}" if label else "contrast", report.get("contrast", [])),
+        )
+        for section, checks in sections:
+            if not checks:
+                continue
+            table.add_row("", "", "", Text(section, style="bold italic"))
+            for check in checks:
+                ok = bool(check.get("passed"))
+                table.add_row(
+                    Text("PASS", style="bold green") if ok else Text("FAIL", style="bold red"),
+                    Text(_fmt(check.get("measured", "")), justify="right"),
+                    str(check.get("expected", "")),
+                    str(check.get("name", "")),
+                )
+        table.display = table.row_count > 0
+
+    def record(self, report: dict[str, Any]) -> None:
+        """Record the run in the progress database, as `prep demo` does."""
+        store = self.app.store
+        if store is None:
+            return
+        try:
+            self.recorded_id = store.record_demo_run(
+                name=str(report.get("name") or self.demo_name),
+                device=str(report.get("device") or "unknown"),
+                passed=bool(report.get("passed")),
+                seconds=float(report.get("seconds") or 0.0),
+                device_name=report.get("device_name"),
+                dtype=report.get("dtype"),
+                scale=report.get("scale"),
+                seed=report.get("seed"),
+                metrics=report,
+                ran_at=self.app.now(),
+            )
+        except (StoreError, sqlite3.Error, TypeError, ValueError) as exc:
+            self.notify(f"The run was not recorded: {exc}", severity="warning")
+
+    # --- actions ------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "rerun":
+            return not self.running
+        return True
+
+    def action_rerun(self) -> None:
+        if not self.running:
+            self.start()
+
+    def action_back(self) -> None:
+        if self.running:
+            self.workers.cancel_group(self, "demo")
+            self.notify(f"Stopped {self.demo_name}.")
+        self.dismiss()

@@ -1,0 +1,63 @@
+"""What went wrong before the app could start: deck errors (as `prep check` prints them) or a
+progress database that cannot be opened. r reloads after a fix; q quits."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from prep.engine.deck import Collection
+
+
+class ErrorScreen(Screen):
+    BINDINGS = [
+        Binding("r", "app.reload", "Reload", tooltip="Fix the problem, then reload"),
+        Binding(
+            "enter", "continue", "Continue anyway", tooltip="Continue without the broken cards"
+        ),
+    ]
+
+    def __init__(self, title: str, lines: list[str], *, can_continue: bool) -> None:
+        super().__init__()
+        self.title_text = title
+        self.lines = lines
+        self.can_continue = can_continue
+
+    @classmethod
+    def deck_errors(cls, collection: Collection) -> ErrorScreen:
+        n = len(collection.errors)
+        title = (
+            f"{n} error{'s' if n != 1 else ''} in the decks (what `prep check` reports). "
+            "Fix them and press r to reload, or q to quit."
+        )
+        if collection.cards:
+            title += f" Enter continues with the {len(collection.cards)} valid card(s)."
+        return cls(title, [str(e) for e in collection.errors], can_continue=bool(collection.cards))
+
+    @classmethod
+    def database(cls, message: str) -> ErrorScreen:
+        title = (
+            "The progress database cannot be opened. If another prep is writing to it, "
+            "wait and press r to retry; q quits."
+        )
+        return cls(title, [message], can_continue=False)
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(Text(self.title_text, style="bold"), id="error-title")
+        with VerticalScroll(id="error-list"):
+            yield Static(Text("\n".join(self.lines)), id="error-lines")
+        yield Footer()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "continue":
+            return self.can_continue
+        return True
+
+    def action_continue(self) -> None:
+        if self.can_continue:
+            self.app.boot(ignore_deck_errors=True)

@@ -1,0 +1,307 @@
+"""Mock interview: a main question, then its follow-up chain, each with a visible timer.
+
+Type the answer (or say it aloud) and press Enter to reveal; grade yourself 1-4 (the interval
+each grade gives is shown first); every grade is stored through the normal scheduler.
+
+Self-contained: ``MockScreen(collection, store, minutes=10, deck=None, seed=None, clock=...)``,
+``MockScreen(mock=MockInterview(...))``, or ``MockScreen()`` inside the prep app, which then
+reads ``app.collection``, ``app.store``, ``app.selected_deck``, ``app.clock`` and
+``app.scheduler``. ``run_mock(interview)`` runs the screen in a minimal app (`prep mock`).
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+
+from prep.engine.deck import CHOICE_LETTERS, Collection
+from prep.engine.mock import (
+    MockError,
+    MockInterview,
+    reveal_lines,
+    summary_lines,
+    took_text,
+)
+from prep.engine.scheduler import RATING_NAMES, Rating
+from prep.engine.storage import Store
+from prep.engine.timeutil import Clock, human_interval
+
+
+class MockScreen(Screen):
+    DEFAULT_CSS = """
+    MockScreen #mock-top {
+        height: 1;
+        background: $panel;
+        padding: 0 1;
+    }
+    MockScreen #mock-label {
+        width: 1fr;
+    }
+    MockScreen #mock-timer {
+        width: auto;
+        text-style: bold;
+    }
+    MockScreen #mock-timer.over {
+        color: $error;
+    }
+    MockScreen #mock-body {
+        height: 1fr;
+        padding: 1 2 0 2;
+    }
+    MockScreen #mock-prompt {
+        text-style: bold;
+        margin-bottom: 1;
+    }
+    MockScreen #mock-answer {
+        margin-bottom: 1;
+    }
+    MockScreen #mock-grades {
+        height: auto;
+        padding: 0 2;
+        background: $panel;
+    }
+    """
+
+    BINDINGS = [
+        Binding("escape", "back", "Back", tooltip="Leave the mock (grades given so far are saved)"),
+        Binding("ctrl+r", "reveal", "Reveal", tooltip="Stop the clock and show the answer"),
+        Binding("1", "grade(1)", "Again", tooltip="Grade Again (could not answer)"),
+        Binding("2", "grade(2)", "Hard", tooltip="Grade Hard"),
+        Binding("3", "grade(3)", "Good", tooltip="Grade Good"),
+        Binding("4", "grade(4)", "Easy", tooltip="Grade Easy"),
+        Binding(
+            "enter", "suggested", "Take suggestion", show=False, tooltip="Take the suggested grade"
+        ),
+    ]
+
+    def __init__(
+        self,
+        collection: Collection | None = None,
+        store: Store | None = None,
+        *,
+        minutes: float = 10.0,
+        deck: str | None = None,
+        seed: int | None = None,
+        clock: Clock | None = None,
+        mock: MockInterview | None = None,
+    ) -> None:
+        super().__init__()
+        self._collection = collection
+        self._store = store
+        self.minutes = minutes
+        self.deck = deck
+        self.seed = seed
+        self._clock = clock
+        self.mock: MockInterview | None = mock
+        self.error: str | None = None
+
+    # --- building -------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="mock-top"):
+            yield Static(id="mock-label")
+            yield Static(id="mock-timer")
+        with VerticalScroll(id="mock-body"):
+            yield Static(id="mock-prompt")
+            yield Input(
+                placeholder="Type your answer, or say it aloud; Enter reveals", id="mock-answer"
+            )
+            yield Static(id="mock-reveal")
+        yield Static(id="mock-grades")
+        yield Footer()
+
+    def _build(self) -> MockInterview:
+        app = self.app
+        store = self._store if self._store is not None else getattr(app, "store", None)
+        collection = self._collection
+        if collection is None:
+            collection = getattr(app, "collection", None)
+        if store is None or collection is None:
+            raise MockError("no progress database or decks loaded")
+        deck = self.deck if self.deck is not None else getattr(app, "selected_deck", None)
+        kwargs = {}
+        clock = self._clock or getattr(app, "clock", None)
+        if clock is not None:
+            kwargs["clock"] = clock
+        if self._store is None and hasattr(app, "scheduler"):
+            kwargs["scheduler"] = app.scheduler
+        return MockInterview(
+            store, collection, minutes=self.minutes, deck=deck, seed=self.seed, **kwargs
+        )
+
+    def on_mount(self) -> None:
+        if self.mock is None:
+            try:
+                self.mock = self._build()
+            except MockError as exc:
+                self.error = str(exc)
+        self.set_interval(0.5, self.tick)
+        self.show_step()
+
+    # --- showing --------------------------------------------------------------------------
+
+    @property
+    def revealed(self) -> bool:
+        step = self.mock.step if self.mock else None
+        return step is not None and step.revealed
+
+    def show_step(self) -> None:
+        label = self.query_one("#mock-label", Static)
+        prompt = self.query_one("#mock-prompt", Static)
+        answer = self.query_one("#mock-answer", Input)
+        reveal = self.query_one("#mock-reveal", Static)
+        grades = self.query_one("#mock-grades", Static)
+        mock = self.mock
+        if mock is None or mock.finished:
+            answer.display = False
+            grades.display = False
+            if mock is None:
+                label.update("Mock interview")
+                prompt.update(Text(self.error or "No mock interview.", style="bold"))
+                reveal.update("Esc goes back.")
+            else:
+                label.update("Mock interview · done")
+                lines = summary_lines(mock)
+                prompt.update(lines[0])
+                reveal.update("\n".join([*lines[1:], "", "Your grades are saved. Esc goes back."]))
+            self.tick()
+            self.refresh_bindings()
+            return
+        step = mock.step
+        assert step is not None
+        card = step.card
+        label.update(f"[{mock.index + 1}/{len(mock.steps)}] {mock.label()}")
+        text = Text(card.prompt, style="bold")
+        for letter, choice in zip(CHOICE_LETTERS, card.choices, strict=False):
+            text.append(f"\n  {letter}) ", style="bold")
+            text.append(choice, style="none")
+        prompt.update(text)
+        hint = (
+            f"Pick {CHOICE_LETTERS[0]}-{CHOICE_LETTERS[len(card.choices) - 1]} or type"
+            if card.choices
+            else "Type"
+        )
+        answer.placeholder = f"{hint} your answer, or say it aloud; Enter reveals"
+        answer.value = ""
+        answer.display = True
+        answer.disabled = False
+        reveal.update("")
+        grades.display = False
+        mock.start()
+        answer.focus()
+        self.tick()
+        self.refresh_bindings()
+
+    def tick(self) -> None:
+        timer = self.query_one("#mock-timer", Static)
+        mock = self.mock
+        if mock is None or mock.finished:
+            timer.update("")
+            return
+        step = mock.step
+        assert step is not None
+        timer.update(mock.timer_text())
+        timer.set_class(mock.elapsed() > step.budget_s, "over")
+
+    def show_reveal(self) -> None:
+        mock = self.mock
+        assert mock is not None and mock.step is not None
+        step = mock.step
+        answer = self.query_one("#mock-answer", Input)
+        answer.disabled = True
+        answer.display = False
+        text = Text()
+        if step.picked is not None:
+            right = step.picked == step.card.correct
+            verdict = "Right." if right else f"Not quite: the answer is {step.card.correct_letter}."
+            text.append(verdict + "\n\n", style="bold")
+        text.append(took_text(step) + "\n\n", style="bold red" if step.over_budget else "bold")
+        text.append("\n".join(reveal_lines(step)))
+        self.query_one("#mock-reveal", Static).update(text)
+        parts = []
+        for rating, outcome in mock.preview().items():
+            mark = " (suggested)" if rating == step.suggested else ""
+            parts.append(
+                f"{int(rating)} {RATING_NAMES[rating]} {human_interval(outcome.interval)}{mark}"
+            )
+        grades = self.query_one("#mock-grades", Static)
+        grades.update("Grade yourself:  " + "   ".join(parts))
+        grades.display = True
+        self.query_one("#mock-body").focus()
+        self.tick()
+        self.refresh_bindings()
+
+    # --- actions --------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        active = self.mock is not None and not self.mock.finished
+        if action == "reveal":
+            return active and not self.revealed
+        if action == "grade":
+            return active and self.revealed
+        if action == "suggested":
+            step = self.mock.step if active and self.mock else None
+            return step is not None and step.revealed and step.suggested is not None
+        return True
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_reveal()
+
+    def action_reveal(self) -> None:
+        mock = self.mock
+        if mock is None or mock.finished or self.revealed:
+            return
+        step = mock.step
+        assert step is not None
+        typed = self.query_one("#mock-answer", Input).value.strip()
+        letters = CHOICE_LETTERS[: len(step.card.choices)]
+        if letters and len(typed) == 1 and typed.lower() in letters:
+            mock.pick(letters.index(typed.lower()))
+        mock.reveal(typed)
+        self.show_reveal()
+
+    def action_grade(self, rating: int) -> None:
+        mock = self.mock
+        if mock is None or mock.finished or not self.revealed:
+            return
+        try:
+            outcome = mock.grade(Rating(rating))
+        except Exception as exc:  # a locked database: say so, nothing advances
+            self.notify(f"Could not save the grade: {exc}", severity="error")
+            return
+        self.notify(
+            f"Saved: {RATING_NAMES[outcome.rating]}, next review in {human_interval(outcome.interval)}."
+        )
+        self.show_step()
+
+    def action_suggested(self) -> None:
+        step = self.mock.step if self.mock else None
+        if step is not None and step.revealed and step.suggested is not None:
+            self.action_grade(int(step.suggested))
+
+    def action_back(self) -> None:
+        self.dismiss(self.mock.summary() if self.mock else None)
+
+
+class MockApp(App):
+    """A minimal app around MockScreen, for `prep mock` (exits when the screen is left)."""
+
+    TITLE = "prep mock"
+
+    def __init__(self, mock: MockInterview) -> None:
+        super().__init__()
+        self._mock = mock
+
+    def on_mount(self) -> None:
+        self.push_screen(MockScreen(mock=self._mock), callback=lambda _result: self.exit(0))
+
+
+def run_mock(mock: MockInterview) -> int:
+    """Run the mock interview in the terminal; returns the exit code."""
+    MockApp(mock).run()
+    return 0

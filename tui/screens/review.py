@@ -1,0 +1,312 @@
+"""Review: one card at a time; reveal, rate (1-4, with the interval each gives), undo.
+
+Choice and red-flag cards are picked with a-d first (the pick reveals the answer and suggests a
+rating; Enter takes it). Keys never collide: a-d only pick before the answer is shown, and `d`
+runs the linked demo only after. Every rating is committed by the engine before the next card
+is shown; a rating that cannot be saved (a locked database) is reported and nothing advances.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from rich.markdown import Markdown
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Button, Footer, Static
+
+from prep.engine.deck import CHOICE_LETTERS, Card
+from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
+from prep.engine.session import ReviewSession, choice_feedback
+from prep.engine.storage import StoreError
+from prep.engine.timeutil import human_interval
+from prep.tui.widgets.rating_bar import RatingBar
+
+KIND_LABELS = {
+    "recall": "recall",
+    "choice": "multiple choice",
+    "red-flag": "red flag: which answer signals junior thinking?",
+    "follow-up": "follow-up",
+}
+
+
+def markdown(text: str) -> Markdown:
+    return Markdown(text, code_theme="ansi_dark", hyperlinks=False)
+
+
+def back_markdown(card: Card) -> str:
+    """The answer side as Markdown: answer, why, analogy, sources."""
+    parts = []
+    if card.choices and card.correct is not None:
+        parts.append(f"**Correct: {card.correct_letter})** {card.choices[card.correct]}")
+    parts.append(card.answer)
+    if card.explain:
+        parts.append(f"**Why.** {card.explain}")
+    if card.analogy:
+        parts.append(f"**Analogy.** {card.analogy}")
+    if card.sources:
+        parts.append("*Sources:* " + "; ".join(card.sources))
+    return "\n\n".join(parts)
+
+
+class ReviewScreen(Screen):
+    BINDINGS = [
+        Binding("space", "reveal", "Show answer", tooltip="Show the answer"),
+        Binding(
+            "enter",
+            "primary",
+            "Next",
+            show=False,
+            tooltip="Show the answer, then take the suggested rating (Good on a recall card)",
+        ),
+        Binding("1", "rate(1)", "Again", show=False, tooltip="Rate Again (forgot)"),
+        Binding("2", "rate(2)", "Hard", show=False, tooltip="Rate Hard"),
+        Binding("3", "rate(3)", "Good", show=False, tooltip="Rate Good"),
+        Binding("4", "rate(4)", "Easy", show=False, tooltip="Rate Easy"),
+        Binding("a", "pick(0)", "Pick", key_display="a-d", tooltip="Pick choice a"),
+        Binding("b", "pick(1)", "Pick b", show=False, tooltip="Pick choice b"),
+        Binding("c", "pick(2)", "Pick c", show=False, tooltip="Pick choice c"),
+        Binding("d", "pick(3)", "Pick d", show=False, tooltip="Pick choice d (before the answer)"),
+        Binding(
+            "d",
+            "demo",
+            "Demo",
+            tooltip="Run the card's linked demo (on a four-choice card, d picks d until the answer)",
+        ),
+        Binding("u", "undo", "Undo", tooltip="Undo the last rating; its card comes back"),
+        Binding("escape", "home", "Home", tooltip="Back to home (progress is saved)"),
+    ]
+
+    def __init__(self, session: ReviewSession) -> None:
+        super().__init__()
+        self.session = session
+        self.card: Card | None = None
+        self.revealed = False
+        self.picked: int | None = None
+        self.suggested: Rating | None = None
+        self.preview: dict[Rating, Outcome] = {}
+        self._note: Text | None = None
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="topbar"):
+            yield Static(id="where")
+            yield Static(id="progress")
+        with VerticalScroll(id="card"):
+            yield Static(id="context")
+            yield Static(id="prompt")
+            yield Static(id="choices")
+            with Vertical(id="back"):
+                yield Static(id="answer")
+                yield Static(id="demo-link")
+        yield Static(id="hint")
+        with Horizontal(id="actions"):
+            reveal = Button("space  Show answer", id="reveal", variant="primary")
+            reveal.can_focus = False
+            yield reveal
+            yield RatingBar(id="ratings")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.show_card()
+
+    # --- showing ------------------------------------------------------------------------
+
+    def show_card(self) -> None:
+        """Show the session's current card, front side; or the summary when it is done."""
+        card = self.session.current
+        if card is None:
+            from prep.tui.screens.summary import SummaryScreen
+
+            self.app.switch_screen(SummaryScreen(self.session))
+            return
+        self.card = card
+        self.revealed = False
+        self.picked = None
+        self.suggested = None
+        self.preview = {}
+        self.query_one("#where", Static).update(
+            Text.assemble(
+                (card.deck, "bold"), "  ·  ", (KIND_LABELS.get(card.kind, card.kind), "italic")
+            )
+        )
+        self.query_one("#progress", Static).update(
+            f"{self.session.position} of {self.session.total}"
+        )
+        context = self.query_one("#context", Static)
+        parent = self.session.collection.get(card.parent) if card.parent else None
+        if parent is not None:
+            context.update(Text.assemble(("Follows: ", "bold"), parent.prompt))
+        context.display = parent is not None
+        self.query_one("#prompt", Static).update(markdown(card.prompt))
+        self.render_choices()
+        self.query_one("#back").display = False
+        self.query_one("#card", VerticalScroll).scroll_home(animate=False)
+        hint = self.front_hint()
+        if self._note is not None:
+            hint = Text.assemble(self._note, ("  ·  ", "dim"), hint)
+        self.set_hint(hint)
+        self._note = None
+        self.query_one("#reveal").display = True
+        self.query_one("#ratings").display = False
+        self.session.mark_shown()
+
+    def front_hint(self) -> Text:
+        assert self.card is not None
+        if self.card.choices:
+            last = CHOICE_LETTERS[len(self.card.choices) - 1]
+            return Text.assemble(
+                "Pick ", (f"a-{last}", "bold"), " or press ", ("space", "bold"), "."
+            )
+        return Text.assemble("Answer it out loud, then press ", ("space", "bold"), ".")
+
+    def set_hint(self, text: Text | str) -> None:
+        self.query_one("#hint", Static).update(text)
+
+    def render_choices(self) -> None:
+        widget = self.query_one("#choices", Static)
+        card = self.card
+        if card is None or not card.choices:
+            widget.display = False
+            return
+        widget.display = True
+        text = Text()
+        for i, choice in enumerate(card.choices):
+            letter = CHOICE_LETTERS[i]
+            mark, style = "  ", ""
+            if self.revealed:
+                if i == card.correct:
+                    mark, style = "✓ ", "bold green"
+                elif i == self.picked:
+                    mark, style = "✗ ", "bold red"
+                else:
+                    style = "dim"
+            if i:
+                text.append("\n")
+            text.append(mark, style=style)
+            text.append(f"{letter}) ", style="bold")
+            text.append(choice, style=style)
+        widget.update(text)
+
+    def reveal(self) -> None:
+        card = self.card
+        if card is None or self.revealed:
+            return
+        self.revealed = True
+        try:
+            self.preview = self.session.preview()
+        except (StoreError, sqlite3.Error) as exc:
+            self.preview = {}
+            self.notify(f"Cannot read this card's schedule: {exc}", severity="error")
+        self.render_choices()
+        self.query_one("#answer", Static).update(markdown(back_markdown(card)))
+        link = self.query_one("#demo-link", Static)
+        if card.demo:
+            claim = self.app.demos.get(card.demo, "")
+            line = Text.assemble(("d", "bold reverse"), "  run the demo ", (card.demo, "bold"))
+            if len(card.demos) > 1:
+                line.append(f" (also: {', '.join(card.demos[1:])})", style="dim")
+            if claim:
+                line.append(f"\n{claim}", style="dim")
+            link.update(line)
+        link.display = bool(card.demo)
+        self.query_one("#back").display = True
+        self.query_one("#reveal").display = False
+        bar = self.query_one(RatingBar)
+        bar.show_preview(self.preview, self.suggested)
+        bar.display = True
+        if self.picked is None:
+            self.set_hint(
+                Text.assemble("How well did you know it? ", ("1-4", "bold"), " (Enter = Good).")
+            )
+
+    # --- actions ------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # The footer's keys stay the same from card to card (refreshing it costs a frame per
+        # card); only the hidden keys depend on the card. `d` picks choice d while a
+        # four-choice card waits for a pick, and runs the demo otherwise.
+        if action == "pick" and parameters and parameters[0] != 0:
+            card = self.card
+            index = int(parameters[0])  # type: ignore[call-overload]
+            return card is not None and not self.revealed and index < len(card.choices)
+        return True
+
+    def action_reveal(self) -> None:
+        self.reveal()
+
+    def action_primary(self) -> None:
+        if not self.revealed:
+            self.reveal()
+        else:
+            self.action_rate(int(self.suggested or Rating.Good))
+
+    def action_pick(self, index: int) -> None:
+        card = self.card
+        if card is None or self.revealed or index >= len(card.choices):
+            return
+        right, suggested = choice_feedback(card, index)
+        self.picked = index
+        self.suggested = suggested
+        verdict = (
+            Text("✓ Right. ", style="bold green")
+            if right
+            else Text(f"✗ Not quite: the answer is {card.correct_letter}. ", style="bold red")
+        )
+        verdict.append("Suggested: ")
+        verdict.append(f"{int(suggested)} {RATING_NAMES[suggested]}", style="bold")
+        verdict.append(" (Enter takes it).")
+        self.set_hint(verdict)
+        self.reveal()
+
+    def action_rate(self, value: int) -> None:
+        if self.card is None or not self.revealed:
+            return
+        try:
+            outcome = self.session.rate(Rating(value))
+        except (StoreError, sqlite3.Error) as exc:
+            self.notify(
+                f"Not saved: {exc}. The card stays; rate again.", severity="error", timeout=8
+            )
+            return
+        self._note = Text.assemble(
+            ("Saved: ", "dim"),
+            (RATING_NAMES[outcome.rating], "bold"),
+            (f", next in {human_interval(outcome.interval)} (u undoes)", "dim"),
+        )
+        self.show_card()
+
+    def on_rating_bar_rated(self, event: RatingBar.Rated) -> None:
+        self.action_rate(int(event.rating))
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "reveal":
+            self.reveal()
+
+    def action_undo(self) -> None:
+        try:
+            card = self.session.undo()
+        except (StoreError, sqlite3.Error) as exc:
+            self.notify(f"Cannot undo: {exc}", severity="error", timeout=8)
+            return
+        if card is None:
+            self.notify("Nothing to undo in this session.")
+            return
+        self._note = Text("Undone: the card is back with its previous schedule", style="bold")
+        self.show_card()
+
+    def action_demo(self) -> None:
+        from prep.tui.screens.demo import DemoScreen
+
+        card = self.card
+        if card is None:
+            return
+        if card.demo is None:
+            self.notify("This card links no demo.")
+            return
+        self.app.push_screen(DemoScreen(card.demo, card=card))
+
+    def action_home(self) -> None:
+        self.dismiss()

@@ -1,0 +1,143 @@
+"""Stats: reviews per day (30 days), true retention, the 14-day due forecast, mastery per deck
+and tag, demos verified. The numbers are `prep stats`'s (prep.engine.stats.compute)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+from textual_plotext import PlotextPlot
+
+from prep.engine.storage import StoreError
+
+
+def pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.0f}%"
+
+
+def bar_chart(widget: PlotextPlot, labels: list[str], values: list[int], title: str) -> None:
+    plt = widget.plt
+    plt.clear_figure()
+    plt.title(title)
+    xs = list(range(len(values)))
+    plt.bar(xs, values, width=0.8, minimum=0)
+    step = max(1, len(labels) // 6)
+    ticks = xs[::step]
+    plt.xticks(ticks, [labels[i] for i in ticks])
+    top = max(values, default=0)
+    step = max(1, -(-top // 4))  # whole numbers, about four ticks
+    yticks = list(range(0, top + step, step)) if top else [0, 1]
+    plt.yticks(yticks)
+    widget.refresh()
+
+
+class StatsScreen(Screen):
+    BINDINGS = [
+        Binding("escape", "back", "Back", tooltip="Back"),
+        Binding("r", "refresh", "Refresh", tooltip="Compute the statistics again"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with VerticalScroll(id="stats"):
+            yield Static(id="stats-summary")
+            yield PlotextPlot(id="per-day")
+            yield PlotextPlot(id="forecast")
+            yield Static("Mastery per deck", classes="section")
+            yield DataTable(id="deck-mastery", cursor_type="none")
+            yield Static("Mastery per tag", classes="section")
+            yield DataTable(id="tag-mastery", cursor_type="none")
+            yield Static(id="stats-demos")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        for table_id, first in (("#deck-mastery", "Deck"), ("#tag-mastery", "Tag")):
+            table = self.query_one(table_id, DataTable)
+            for label in (first, "Cards", "Seen", "Mature", "Mastery"):
+                table.add_column(label, key=label.lower())
+        self.action_refresh()
+        self.query_one("#stats", VerticalScroll).focus()
+
+    def action_refresh(self) -> None:
+        from prep.engine.stats import compute
+
+        try:
+            stats = compute(self.app.store, self.app.collection, self.app.now())
+        except (StoreError, sqlite3.Error) as exc:
+            self.query_one("#stats-summary", Static).update(
+                Text(f"Cannot read progress: {exc}", style="bold red")
+            )
+            return
+        self.show(stats)
+
+    def show(self, stats: dict[str, Any]) -> None:
+        r = stats["reviews"]
+        tr = stats["true_retention"]
+        d = stats["due"]
+        cards = stats["cards"]
+        summary = Text()
+        summary.append("Reviews    ", style="bold")
+        summary.append(
+            f"today {r['today']}   total {r['total']}   streak {stats['streak_days']} day(s)\n"
+        )
+        summary.append("Retention  ", style="bold")
+        summary.append(
+            f"true {pct(tr['all']['rate'])} of {tr['all']['reviews']} review(s)   "
+            f"last 30 days {pct(tr['last_30_days']['rate'])}   "
+            f"target {pct(stats['desired_retention'])}\n"
+        )
+        summary.append("Due        ", style="bold")
+        summary.append(
+            f"now {d['now']}   today {d['today']}   tomorrow {d['tomorrow']}   "
+            f"next 7 days {d['next_7_days']}\n"
+        )
+        summary.append("Cards      ", style="bold")
+        summary.append(f"{cards['seen']} of {cards['total']} seen")
+        if stats["leeches"]:
+            summary.append(f"   leeches: {', '.join(stats['leeches'])}", style="red")
+        self.query_one("#stats-summary", Static).update(summary)
+
+        per_day = stats["per_day"]
+        bar_chart(
+            self.query_one("#per-day", PlotextPlot),
+            [p["date"][5:] for p in per_day],
+            [p["reviews"] for p in per_day],
+            "Reviews per day, last 30 days",
+        )
+        forecast = stats["forecast"]
+        bar_chart(
+            self.query_one("#forecast", PlotextPlot),
+            [f["date"][5:] for f in forecast],
+            [f["due"] for f in forecast],
+            "Due per day, next 14 days",
+        )
+        for table_id, rows in (("#deck-mastery", stats["decks"]), ("#tag-mastery", stats["tags"])):
+            table = self.query_one(table_id, DataTable)
+            table.clear()
+            for name, m in rows.items():
+                table.add_row(name, m["cards"], m["seen"], m["mature"], pct(m["mastery"]))
+
+        demos = stats["demos"]
+        text = Text()
+        text.append("Demos verified  ", style="bold")
+        text.append(f"{len(demos['verified'])} of {len(self.app.demos) or len(demos['latest'])}\n")
+        for run in demos["latest"]:
+            mark = (
+                Text("PASS", style="bold green")
+                if run["passed"]
+                else Text("FAIL", style="bold red")
+            )
+            text.append("  ")
+            text.append(mark)
+            when = (run["ran_at"] or "")[:16].replace("T", " ")
+            text.append(f"  {run['name']:<20} {run['device']:<5} {run['scale'] or '':<6} {when}\n")
+        self.query_one("#stats-demos", Static).update(text)
+
+    def action_back(self) -> None:
+        self.dismiss()

@@ -1,0 +1,89 @@
+"""End of session: cards reviewed, again-rate, time, and what is due next."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from prep.engine.scheduler import RATING_NAMES, Rating
+from prep.engine.session import ReviewSession
+from prep.engine.storage import StoreError
+from prep.engine.timeutil import human_interval
+
+
+def duration_text(seconds: float) -> str:
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    return f"{seconds // 60}m {seconds % 60:02d}s"
+
+
+class SummaryScreen(Screen):
+    BINDINGS = [
+        Binding("enter", "home", "Home", tooltip="Back to home"),
+        Binding("escape", "home", "Home", show=False, tooltip="Back to home"),
+        Binding("u", "undo", "Undo", tooltip="Undo the last rating and go back to its card"),
+        Binding("s", "app.stats", "Stats", tooltip="Statistics"),
+    ]
+
+    def __init__(self, session: ReviewSession) -> None:
+        super().__init__()
+        self.session = session
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Vertical(id="summary-box"):
+            yield Static(id="summary")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#summary", Static).update(self.summary_text())
+
+    def summary_text(self) -> Text:
+        try:
+            s = self.session.summary()
+        except (StoreError, sqlite3.Error) as exc:
+            return Text(f"Cannot read the summary: {exc}", style="bold red")
+        text = Text()
+        if s["reviewed"] == 0:
+            text.append("Nothing due right now.\n\n", style="bold")
+        else:
+            text.append("Session complete.\n\n", style="bold")
+            text.append(f"Cards reviewed   {s['reviewed']}\n")
+            text.append(f"Again-rate       {100 * s['again_rate']:.0f}%  ")
+            counts = self.session.stats.ratings
+            text.append(
+                "(" + ", ".join(f"{counts[int(r)]} {RATING_NAMES[r]}" for r in Rating) + ")\n",
+                style="dim",
+            )
+            text.append(f"Time             {duration_text(s['seconds'])}\n\n")
+        if s["next_due"] is not None:
+            wait = human_interval(s["next_due"] - self.session.clock())
+            text.append(f"Next card due in {wait}; ")
+            text.append(f"{s['due_by_tomorrow']} due by the end of tomorrow.\n")
+        else:
+            text.append("No reviews scheduled yet.\n")
+        text.append("\nEnter: home   u: undo the last rating   s: stats   q: quit", style="dim")
+        return text
+
+    def action_home(self) -> None:
+        self.dismiss()
+
+    def action_undo(self) -> None:
+        from prep.tui.screens.review import ReviewScreen
+
+        try:
+            card = self.session.undo()
+        except (StoreError, sqlite3.Error) as exc:
+            self.notify(f"Cannot undo: {exc}", severity="error", timeout=8)
+            return
+        if card is None:
+            self.notify("Nothing to undo in this session.")
+            return
+        self.app.switch_screen(ReviewScreen(self.session))
