@@ -88,9 +88,7 @@ class DemoScreen(Screen):
         claim_widget.display = bool(claim)
         table = self.query_one("#checks", DataTable)
         table.add_column("", key="mark")
-        table.add_column("measured", key="measured")
-        table.add_column("expected", key="expected")
-        table.add_column("check", key="name")
+        table.add_column("check: measured, against what", key="name")
         self.start()
 
     # --- running ------------------------------------------------------------------------
@@ -227,14 +225,20 @@ class DemoScreen(Screen):
         for section, checks in sections:
             if not checks:
                 continue
-            table.add_row("", "", "", Text(section, style="bold italic"))
+            table.add_row("", Text(section, style="bold italic"))
             for check in checks:
                 ok = bool(check.get("passed"))
+                # two lines per check, so nothing is cut off at 80 columns
+                detail = Text(str(check.get("name", "")))
+                detail.append(
+                    f"\nmeasured {_fmt(check.get('measured', ''))}, "
+                    f"expected {check.get('expected', '')}",
+                    style="dim",
+                )
                 table.add_row(
                     Text("PASS", style="bold green") if ok else Text("FAIL", style="bold red"),
-                    Text(_fmt(check.get("measured", "")), justify="right"),
-                    str(check.get("expected", "")),
-                    str(check.get("name", "")),
+                    detail,
+                    height=None,
                 )
         table.display = table.row_count > 0
 

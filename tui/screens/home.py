@@ -42,6 +42,9 @@ class HomeScreen(Screen):
     def on_screen_resume(self) -> None:
         self.refresh_counts()
 
+    def on_resize(self) -> None:
+        self.refresh_counts()
+
     def refresh_counts(self) -> None:
         table = self.query_one("#decks", DataTable)
         try:
@@ -58,6 +61,8 @@ class HomeScreen(Screen):
             label = Text(row.title, style="bold" if i == 0 else "")
             if row.name:
                 label.append(f"  {row.name}", style="dim")
+            # keep the count columns on screen at 80 columns: the deck label gives way
+            label.truncate(max(16, self.app.size.width - 44), overflow="ellipsis")
             theme = self.app.current_theme
             table.add_row(
                 label,
