@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from prep.engine.scheduler import Settings
-from prep.engine.storage import Store, _state_from_json, _state_to_json
+from prep.engine.storage import Store, state_from_json, state_to_json
 from prep.engine.timeutil import fmt, parse
 
 FORMAT = "prep-export"
@@ -330,13 +330,13 @@ def _state_json(value: Any, key: str, card_id: str, *, required: bool) -> str | 
     if not isinstance(value, dict):
         raise _Bad(f"{key} must be a card state object, got {type(value).__name__}")
     try:
-        state = _state_from_json(json.dumps(value))
+        state = state_from_json(json.dumps(value))
     except (TypeError, ValueError, AttributeError) as exc:
         raise _Bad(f"{key} is not a card state ({exc})") from None
     assert state is not None
     if state.id != card_id:
         raise _Bad(f"{key} belongs to card {state.id!r}, not {card_id!r}")
-    return _state_to_json(state)
+    return state_to_json(state)
 
 
 def _card_row(raw: dict[str, Any]) -> dict[str, Any]:
@@ -771,9 +771,7 @@ def import_data(store: Store, data: ExportData) -> ImportResult:
         if data.settings is not None:
             row = store.conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
             if row is None:
-                store.db["meta"].upsert(
-                    {"key": "settings", "value": json.dumps(data.settings)}, pk="key"
-                )
+                store.set_meta("settings", json.dumps(data.settings))
                 result.settings = "imported"
             elif Settings.from_dict(json.loads(row[0])).to_dict() == data.settings:
                 result.settings = "same"

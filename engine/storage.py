@@ -83,7 +83,7 @@ class Review:
     next: CardState
 
 
-def _state_to_json(s: CardState | None) -> str | None:
+def state_to_json(s: CardState | None) -> str | None:
     if s is None:
         return None
     d = asdict(s)
@@ -92,7 +92,7 @@ def _state_to_json(s: CardState | None) -> str | None:
     return json.dumps(d)
 
 
-def _state_from_json(text: str | None) -> CardState | None:
+def state_from_json(text: str | None) -> CardState | None:
     if text is None:
         return None
     d = json.loads(text)
@@ -142,7 +142,7 @@ def _row_to_state(row: tuple) -> CardState:
     )
 
 
-def _state_to_row(s: CardState) -> dict[str, Any]:
+def state_to_row(s: CardState) -> dict[str, Any]:
     return {
         "id": s.id,
         "deck": s.deck,
@@ -165,11 +165,37 @@ class Store:
     """The progress database. Open with ``Store.open(path)`` or ``Store.memory()``."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path | None = None) -> None:
-        sqlite_utils = _import_sqlite_utils()
         self.conn = conn
         self.path = path
-        self.db = sqlite_utils.Database(conn)
+        self._db = None
         self._migrate()
+
+    @property
+    def db(self):
+        """A sqlite_utils.Database on the same connection, for schema work and export.
+
+        Imported on first use: sqlite_utils (with dateutil) costs ~60 ms, and the paths a
+        user waits on (open, rate, undo, queue) are plain SQL."""
+        if self._db is None:
+            self._db = _import_sqlite_utils().Database(self.conn)
+        return self._db
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def put_card(self, state: CardState) -> None:
+        row = state_to_row(state)
+        cols = ", ".join(row)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in row if c != "id")
+        self.conn.execute(
+            f"INSERT INTO cards ({cols}) VALUES ({', '.join('?' * len(row))}) "
+            f"ON CONFLICT(id) DO UPDATE SET {updates}",
+            tuple(row.values()),
+        )
 
     # --- opening ------------------------------------------------------------------------
 
@@ -222,7 +248,10 @@ class Store:
     # --- schema -------------------------------------------------------------------------
 
     def schema_version(self) -> int:
-        if "meta" not in self.db.table_names():
+        has_meta = self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        ).fetchone()
+        if not has_meta:
             return 0
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         return int(row[0]) if row else 0
@@ -238,9 +267,7 @@ class Store:
         with self.transaction():
             for step in range(version, SCHEMA_VERSION):
                 _MIGRATIONS[step](self)
-            self.db["meta"].upsert(
-                {"key": "schema_version", "value": str(SCHEMA_VERSION)}, pk="key"
-            )
+            self.set_meta("schema_version", str(SCHEMA_VERSION))
 
     # --- settings -----------------------------------------------------------------------
 
@@ -251,9 +278,7 @@ class Store:
     def save_settings(self, settings: Settings) -> None:
         settings.validated()
         with self.transaction():
-            self.db["meta"].upsert(
-                {"key": "settings", "value": json.dumps(settings.to_dict())}, pk="key"
-            )
+            self.set_meta("settings", json.dumps(settings.to_dict()))
 
     # --- cards --------------------------------------------------------------------------
 
@@ -344,7 +369,7 @@ class Store:
     ) -> int:
         """Write the new card state and the review in one committed transaction."""
         with self.transaction():
-            self.db["cards"].upsert(_state_to_row(new), pk="id")
+            self.put_card(new)
             cur = self.conn.execute(
                 "INSERT INTO reviews (card_id, rating, reviewed_at, duration_ms, prev_state, prev, next) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -354,8 +379,8 @@ class Store:
                     fmt(reviewed_at),
                     duration_ms,
                     None if prev is None or prev.is_new else prev.state,
-                    _state_to_json(None if prev is None or prev.is_new else prev),
-                    _state_to_json(new),
+                    state_to_json(None if prev is None or prev.is_new else prev),
+                    state_to_json(new),
                 ),
             )
             return int(cur.lastrowid)
@@ -369,9 +394,7 @@ class Store:
     @staticmethod
     def _review(row: tuple) -> Review:
         rid, cid, rating, at, dur, prev, nxt = row
-        return Review(
-            rid, cid, rating, parse(at), dur, _state_from_json(prev), _state_from_json(nxt)
-        )
+        return Review(rid, cid, rating, parse(at), dur, state_from_json(prev), state_from_json(nxt))
 
     def undo_last(self) -> Review | None:
         """Remove the newest review and restore the card's exact previous state (or remove
@@ -394,7 +417,7 @@ class Store:
                     restored = CardState(
                         **{**asdict(restored), "removed": current.removed, "deck": current.deck}
                     )
-                self.db["cards"].upsert(_state_to_row(restored), pk="id")
+                self.put_card(restored)
             return review
 
     def reviews(self, since: datetime | None = None, card_id: str | None = None) -> list[Review]:

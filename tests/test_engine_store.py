@@ -271,14 +271,14 @@ def test_undo_everything_returns_to_empty(fresh_store, small_collection, clock) 
 
 
 def test_card_state_round_trips_through_json() -> None:
-    from prep.engine.storage import _state_from_json, _state_to_json
+    from prep.engine.storage import state_from_json, state_to_json
 
     s = (
         Scheduler(enable_fuzzing=False)
         .review(CardState(id="x", deck="d"), Rating.Good, FIXED_NOW)
         .state
     )
-    assert _state_from_json(_state_to_json(s)) == s
+    assert state_from_json(state_to_json(s)) == s
 
 
 def test_migration_from_v1_keeps_data(db_path: Path) -> None:
@@ -289,8 +289,7 @@ def test_migration_from_v1_keeps_data(db_path: Path) -> None:
     # build a schema-v1 database by hand, as the first release wrote it
     conn = sq.connect(db_path, isolation_level=None)
     store = Store.__new__(Store)
-    store.conn, store.path = conn, db_path
-    store.db = storage._import_sqlite_utils().Database(conn)
+    store.conn, store.path, store._db = conn, db_path, None
     storage._migrate_v0_to_v1(store)
     store.db["meta"].insert({"key": "schema_version", "value": "1"})
     conn.execute(

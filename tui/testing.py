@@ -212,10 +212,4 @@ def seed_due(store: Store, collection: Collection, now: datetime = NOW) -> None:
                 reps=3,
                 content_hash=card.content_hash,
             )
-            store.db["cards"].upsert(_row(state), pk="id")
-
-
-def _row(state) -> dict:
-    from prep.engine.storage import _state_to_row
-
-    return _state_to_row(state)
+            store.put_card(state)

@@ -1,0 +1,187 @@
+"""Terminal-app timings, each beside a minimal Textual app measured in the same run.
+
+    python tests/benchmarks/tui_bench.py [--repeat 5] [--cards 10000]
+
+Times are taken where a frame is written to the terminal (App._display), not around Pilot
+calls (Pilot's own idle waits dominate those). Targets: `prep` first screen within 2x the
+floor; rating -> next card under 16 ms with 10k cards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+T0 = time.perf_counter()
+
+
+def instrument(app, ready) -> None:
+    """Record the time of the first frame written once ``ready()`` holds, then exit."""
+    original = app._display
+
+    def display(screen, renderable) -> None:
+        original(screen, renderable)
+        if app.painted is None and ready():
+            app.painted = time.perf_counter() - T0
+            app.set_timer(0.2, app.exit)
+
+    app._display = display
+    app.painted = None
+
+
+def first_frame(mode: str, db: str) -> None:
+    """Child process: start -> first frame of `mode` (floor | home | card)."""
+    from textual.app import App
+
+    if mode == "floor":
+        from textual.widgets import Footer, Static
+
+        class Floor(App):
+            def compose(self):
+                yield Static("hello")
+                yield Footer()
+
+        app = Floor()
+        instrument(app, lambda: True)
+    else:
+        from prep.tui.app import PrepApp
+        from prep.tui.screens.home import HomeScreen
+
+        app = PrepApp(db=db, questions=[])
+
+        def ready() -> bool:
+            screen = app.screen
+            if mode == "home":
+                return isinstance(screen, HomeScreen) and screen.query_one("#decks").row_count > 0
+            if isinstance(screen, HomeScreen) and not getattr(app, "_started", False):
+                app._started = True
+                app.call_later(app.action_start)
+            # the review screen's module is imported by the app when the session starts
+            return type(screen).__name__ == "ReviewScreen" and screen.card is not None
+
+        instrument(app, ready)
+    app.run(headless=True, size=(80, 24))
+    print(f"{app.painted:.6f}")
+
+
+def frame_times(app) -> list[float]:
+    frames: list[float] = []
+    original = app._display
+
+    def display(screen, renderable) -> None:
+        original(screen, renderable)
+        frames.append(time.perf_counter())
+
+    app._display = display
+    return frames
+
+
+async def key_to_frame(pilot, frames, key, changed) -> float:
+    n = len(frames)
+    t0 = time.perf_counter()
+    await pilot.press(key)
+    while not changed() or len(frames) == n:
+        await asyncio.sleep(0)
+    return frames[n] - t0
+
+
+async def rating_to_next_card(n_cards: int, n: int) -> list[float]:
+    from prep.engine.storage import Store
+    from prep.tui.screens.review import ReviewScreen
+    from prep.tui.testing import big_collection, make_app, seed_due
+
+    store = Store.open(Path(tempfile.mkdtemp(prefix="prep-tui-bench-")) / "bench.db")
+    coll = big_collection(n_cards)
+    seed_due(store, coll)
+    app = make_app(store=store, collection=coll)
+    out = []
+    async with app.run_test(size=(80, 24)) as pilot:
+        frames = frame_times(app)
+        await pilot.press("enter")
+        screen = app.screen
+        assert isinstance(screen, ReviewScreen)
+        for _ in range(n):
+            await pilot.press("space")
+            await pilot.pause()
+            before = screen.card.id
+            out.append(await key_to_frame(pilot, frames, "3", lambda b=before: screen.card.id != b))
+            await pilot.pause()
+    return out
+
+
+async def floor_key_to_frame(n: int) -> list[float]:
+    from textual.app import App
+    from textual.widgets import Static
+
+    class Floor(App):
+        def compose(self):
+            yield Static("0", id="s")
+
+        def key_3(self) -> None:
+            s = self.query_one("#s", Static)
+            s.update(str(int(str(s.render())) + 1))
+
+    app = Floor()
+    out = []
+    async with app.run_test(size=(80, 24)) as pilot:
+        frames = frame_times(app)
+        for _ in range(n):
+            out.append(await key_to_frame(pilot, frames, "3", lambda: True))
+            await pilot.pause()
+    return out
+
+
+def row(label: str, seconds: float, floor: float | None = None, target: str = "") -> None:
+    ratio = f"{seconds / floor:6.2f}x" if floor else " " * 7
+    print(f"  {label:<46} {seconds * 1000:9.1f} ms  {ratio}  {target}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--cards", type=int, default=10_000)
+    ap.add_argument("--child", nargs=2, metavar=("MODE", "DB"))
+    args = ap.parse_args()
+    if args.child:
+        first_frame(*args.child)
+        return
+    db = str(Path(tempfile.mkdtemp(prefix="prep-tui-bench-")) / "first.db")
+
+    def median_child(mode: str) -> float:
+        runs = []
+        for _ in range(args.repeat + 1):  # the first run warms caches and creates the db
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", mode, db], capture_output=True, text=True
+            )
+            runs.append(float(out.stdout.strip().splitlines()[-1]))
+        return statistics.median(runs[1:])
+
+    floor = median_child("floor")
+    row("floor: minimal Textual app, first frame", floor, floor)
+    row("prep: home screen with deck counts", median_child("home"), floor, "target <= 2x")
+    row("prep: first card on screen", median_child("card"), floor)
+    n = max(20, args.repeat * 10)
+    key_floor = statistics.median(asyncio.run(floor_key_to_frame(n)))
+    row("floor: key -> next frame, minimal app", key_floor, key_floor)
+    samples = sorted(asyncio.run(rating_to_next_card(args.cards, n)))
+    row(
+        f"rating -> next card frame ({args.cards:,} cards), median",
+        statistics.median(samples),
+        key_floor,
+        "target < 16 ms",
+    )
+    row(
+        f"rating -> next card frame ({args.cards:,} cards), p95",
+        samples[int(0.95 * len(samples)) - 1],
+        key_floor,
+    )
+
+
+if __name__ == "__main__":
+    main()
