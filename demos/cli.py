@@ -1,0 +1,153 @@
+"""`prep demo NAME [--device D] [--scale S] [--seed N] [--json]` and `prep demo --list`.
+
+Exit codes: 0 every check holds, 1 a check failed, 2 a usage error. torch is imported only once
+a demo actually runs, so `--list` and usage errors stay fast and torch-free.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import importlib
+import sys
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+from prep.demos.registry import DEMOS, names
+
+PROG = "prep demo"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        """One line on stderr and exit 2, like argparse, without the usage block."""
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description="Run one demo that numerically checks a claim about W_O.",
+        epilog="Exit status: 0 every check holds, 1 a check failed, 2 usage error.",
+    )
+    parser.add_argument("name", nargs="?", metavar="NAME", help="demo to run (see --list)")
+    parser.add_argument("--list", action="store_true", help="list every demo and its claim")
+    parser.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda", "mps"),
+        default="auto",
+        help="auto = cuda, then mps, then cpu (default: auto)",
+    )
+    parser.add_argument(
+        "--scale",
+        choices=("small", "large"),
+        default="small",
+        help="small runs in about a second on a CPU; large uses production sizes (GPU)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object, no prose")
+    return parser
+
+
+def _cards(linked_cards: Callable[[str], list[str]] | None, name: str) -> list[str]:
+    if linked_cards is None:
+        return []
+    try:
+        return list(linked_cards(name))
+    except Exception as exc:  # a broken deck must not break the demo
+        print(f"{PROG}: warning: could not list the cards for {name}: {exc}", file=sys.stderr)
+        return []
+
+
+def print_list(linked_cards: Callable[[str], list[str]] | None = None) -> None:
+    width = max(len(n) for n in names())
+    indent = " " * (width + 2)
+    for info in DEMOS.values():
+        first = f"{info.name:<{width}}  "
+        print(textwrap.fill(info.claim, 100, initial_indent=first, subsequent_indent=indent))
+        cards = _cards(linked_cards, info.name)
+        if cards:
+            print(
+                textwrap.fill(
+                    ", ".join(cards),
+                    100,
+                    initial_indent=indent + "backs cards: ",
+                    subsequent_indent=indent + "  ",
+                )
+            )
+
+
+def unknown_name_message(name: str) -> str:
+    close = difflib.get_close_matches(name, names(), n=3, cutoff=0.5)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    return f"{PROG}: unknown demo {name!r}; {hint}(`{PROG} --list` shows all)"
+
+
+def record(db: str, report: Any) -> None:
+    """Append the run to the progress database; a failure here is only a warning."""
+    try:
+        from prep.engine.storage import Store
+
+        store = Store.open(db)
+        try:
+            store.record_demo_run(
+                name=report.name,
+                device=report.device,
+                device_name=report.device_name,
+                dtype=report.dtype,
+                scale=report.scale,
+                seed=report.seed,
+                passed=report.passed,
+                seconds=report.seconds,
+                metrics=report.to_dict(),
+            )
+        finally:
+            close = getattr(store, "close", None)
+            if callable(close):
+                close()
+    except Exception as exc:
+        print(f"{PROG}: warning: run not recorded in {db}: {exc}", file=sys.stderr)
+
+
+def main(
+    argv: list[str] | None = None,
+    *,
+    db: str | None = None,
+    linked_cards: Callable[[str], list[str]] | None = None,
+) -> int:
+    """Run the CLI; returns the exit code. `db` None means: do not record the run."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: 0 after --help, 2 on a usage error
+        return exc.code if isinstance(exc.code, int) else 2
+    if args.list:
+        print_list(linked_cards)
+        return 0
+    if args.name is None:
+        print(f"{PROG}: error: give a demo NAME or --list (see {PROG} --help)", file=sys.stderr)
+        return 2
+    if args.name not in DEMOS:
+        print(unknown_name_message(args.name), file=sys.stderr)
+        return 2
+
+    from prep.demos import harness  # imports torch
+
+    try:
+        choice = harness.select_device(args.device)
+    except harness.DeviceError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    if args.scale == "large" and choice.device.type == "cpu":
+        print(
+            f"{PROG}: note: --scale large is meant for a GPU; on cpu it may take minutes",
+            file=sys.stderr,
+        )
+    module = importlib.import_module(DEMOS[args.name].module)
+    report = module.run(scale=args.scale, device=choice, seed=args.seed)
+    report.cards = _cards(linked_cards, args.name)
+    print(report.to_json() if args.json else harness.render(report), flush=True)
+    if db is not None:
+        record(db, report)
+    return 0 if report.passed else 1

@@ -1,0 +1,378 @@
+"""What every demo shares: device choice, seeding, timing, checks and the report.
+
+A demo module provides `build(cfg, device, generator) -> setup`, `check(setup) -> list[Check]`
+(measures only, so a test can hand it a counterexample), `contrast(setup, generator)` (the same
+measurement on a variant where the claim would be false) and `run(scale, device, seed) -> Report`, which
+calls `run_demo` below.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import platform
+import textwrap
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from prep.demos._torch import torch
+from prep.demos.registry import DEMOS
+
+DEVICES = ("auto", "cpu", "cuda", "mps")
+SCALES = ("small", "large")
+
+
+class DeviceError(Exception):
+    """The requested device is not available; the message is one line for the user."""
+
+
+# --------------------------------------------------------------------------- devices
+
+
+@dataclass(frozen=True)
+class DeviceChoice:
+    device: torch.device
+    name: str  # "NVIDIA H200", "Apple MPS", or the CPU's name
+    reason: str  # "cuda: NVIDIA H200" / "no cuda or mps available, using cpu"
+
+
+def _mps_available() -> bool:
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps is not None and mps.is_available())
+
+
+def _cpu_name() -> str:
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def select_device(requested: str | DeviceChoice = "auto") -> DeviceChoice:
+    """auto = cuda, then mps, then cpu. Raises DeviceError when an explicit device is missing."""
+    if isinstance(requested, DeviceChoice):
+        return requested
+    if requested not in DEVICES:
+        raise DeviceError(f"unknown device {requested!r}; choose one of {', '.join(DEVICES)}")
+    if requested in ("auto", "cuda") and torch.cuda.is_available():
+        name = torch.cuda.get_device_name(0)
+        suffix = "" if requested == "auto" else " (requested)"
+        return DeviceChoice(torch.device("cuda"), name, f"cuda: {name}{suffix}")
+    if requested == "cuda":
+        build = f"cuda {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+        raise DeviceError(
+            f"--device cuda: torch.cuda.is_available() is False (torch {torch.__version__}, "
+            f"{build}); use --device auto or --device cpu"
+        )
+    if requested in ("auto", "mps") and _mps_available():
+        suffix = "" if requested == "auto" else " (requested)"
+        return DeviceChoice(torch.device("mps"), "Apple MPS", f"mps: Apple GPU{suffix}")
+    if requested == "mps":
+        raise DeviceError(
+            "--device mps: torch.backends.mps.is_available() is False; "
+            "use --device auto or --device cpu"
+        )
+    reason = "cpu (requested)" if requested == "cpu" else "no cuda or mps available, using cpu"
+    return DeviceChoice(torch.device("cpu"), _cpu_name(), reason)
+
+
+@contextlib.contextmanager
+def exact_fp32(device: torch.device) -> Iterator[None]:
+    """Disable TF32 on CUDA for the duration: the checks need true fp32 matmuls.
+
+    TF32 keeps 10 mantissa bits, so an fp32 allclose at rtol 1.3e-6 would fail for the wrong
+    reason. Elsewhere this is a no-op.
+    """
+    if device.type != "cuda":
+        yield
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # newer torch nudges towards the fp32_precision API
+        old = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+
+
+def make_generator(device: torch.device, seed: int) -> torch.Generator:
+    """A generator on `device` seeded with `seed`; also seeds the global RNGs."""
+    torch.manual_seed(seed)
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed)
+    return gen
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+# --------------------------------------------------------------------------- checks
+
+# torch.testing.assert_close's default (rtol, atol) per dtype.
+_ASSERT_CLOSE_DEFAULTS: dict[torch.dtype, tuple[float, float]] = {
+    torch.float16: (1e-3, 1e-5),
+    torch.bfloat16: (1.6e-2, 1e-5),
+    torch.float32: (1.3e-6, 1e-5),
+    torch.float64: (1e-7, 1e-7),
+}
+
+
+def tolerance(dtype: torch.dtype, inner_dim: int = 64) -> tuple[float, float]:
+    """(rtol, atol): assert_close's defaults for `dtype`, widened by sqrt(inner_dim / 64).
+
+    Two ways of summing the same inner_dim products differ by rounding error that grows like
+    sqrt(inner_dim) (a random walk of roundings), so a d_model-4096 reduction gets 8x the
+    assert_close default; up to inner_dim 64 the defaults apply unchanged.
+    """
+    rtol, atol = _ASSERT_CLOSE_DEFAULTS[dtype]
+    widen = max(1.0, math.sqrt(inner_dim / 64))
+    return rtol * widen, atol * widen
+
+
+@dataclass(frozen=True)
+class Check:
+    """One measurement against what the claim says it must be."""
+
+    name: str  # what was measured
+    measured: float | int
+    expected: str  # the rule it is held to, e.g. "== 0.0" or "allclose(rtol=1.3e-06, atol=1e-05)"
+    passed: bool
+    detail: str = ""  # shown on failure: the misconception that would make it fail
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _number(value: torch.Tensor | float | int) -> float:
+    if isinstance(value, torch.Tensor):
+        return float(value.detach().to("cpu", torch.float64).item())
+    return float(value)
+
+
+def exactly_zero(name: str, values: torch.Tensor, detail: str = "") -> Check:
+    """max |values| == 0.0, compared exactly (no tolerance: the claim is a structural zero)."""
+    measured = _number(values.abs().max()) if values.numel() else 0.0
+    return Check(name, measured, "== 0.0", measured == 0.0, detail)
+
+
+def equals(name: str, measured: int, expected: int, detail: str = "") -> Check:
+    return Check(name, int(measured), f"== {expected}", int(measured) == expected, detail)
+
+
+def at_most(name: str, measured: torch.Tensor | float, bound: float, detail: str = "") -> Check:
+    value = _number(measured)
+    return Check(name, value, f"<= {bound:g}", value <= bound, detail)
+
+
+def at_least(name: str, measured: torch.Tensor | float, bound: float, detail: str = "") -> Check:
+    value = _number(measured)
+    return Check(name, value, f">= {bound:g}", value >= bound, detail)
+
+
+def close(
+    name: str,
+    actual: torch.Tensor,
+    expected: torch.Tensor,
+    *,
+    rtol: float,
+    atol: float,
+    detail: str = "",
+) -> Check:
+    """assert_close's rule elementwise: |actual - expected| <= atol + rtol * |expected|.
+
+    `measured` is the largest |actual - expected|; NaN or inf anywhere fails.
+    """
+    actual = actual.detach().to(expected.dtype)
+    diff = (actual - expected.detach()).abs()
+    ok = bool(torch.isclose(actual, expected.detach(), rtol=rtol, atol=atol).all())
+    measured = _number(diff.max()) if diff.numel() else 0.0
+    rule = f"max |diff| within allclose(rtol={rtol:.2g}, atol={atol:.2g})"
+    return Check(name, measured, rule, ok, detail)
+
+
+def approx(
+    name: str, measured: torch.Tensor | float, target: float, *, rtol: float, detail: str = ""
+) -> Check:
+    """A scalar within rtol of target (relative: |measured - target| <= rtol * |target|)."""
+    value = _number(measured)
+    ok = math.isfinite(value) and abs(value - target) <= rtol * abs(target)
+    return Check(name, value, f"== {target:g} (rtol={rtol:g})", ok, detail)
+
+
+def relative_error(actual: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
+    """||actual - reference||_F / ||reference||_F, a scalar tensor."""
+    return (actual - reference).norm() / reference.norm()
+
+
+# --------------------------------------------------------------------------- report
+
+
+@dataclass
+class Report:
+    name: str
+    claim: str
+    device: str  # "cuda", "mps" or "cpu"
+    device_name: str
+    device_reason: str
+    dtype: str  # "float32"
+    scale: str
+    seed: int
+    sizes: dict[str, Any]
+    seconds: float
+    checks: list[Check]
+    contrast: list[Check]
+    contrast_label: str = ""  # what the contrast changes, e.g. "a dense W_O"
+    notes: list[str] = field(default_factory=list)
+    cards: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks) and all(c.passed for c in self.contrast)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "claim": self.claim,
+            "device": self.device,
+            "device_name": self.device_name,
+            "device_reason": self.device_reason,
+            "dtype": self.dtype,
+            "scale": self.scale,
+            "seed": self.seed,
+            "sizes": dict(self.sizes),
+            "seconds": round(self.seconds, 4),
+            "passed": self.passed,
+            "checks": [c.to_dict() for c in self.checks],
+            "contrast_label": self.contrast_label,
+            "contrast": [c.to_dict() for c in self.contrast],
+            "notes": list(self.notes),
+            "cards": list(self.cards),
+        }
+
+    def to_json(self) -> str:
+        """One JSON object (one line); the shape `prep demo NAME --json` prints."""
+        return json.dumps(self.to_dict())
+
+
+def _fmt(value: float | int) -> str:
+    if isinstance(value, int):
+        return str(value)
+    if value == 0.0:
+        return "0.0"
+    return f"{value:.6g}"
+
+
+def _check_lines(checks: list[Check]) -> list[str]:
+    lines = []
+    for c in checks:
+        mark = "PASS" if c.passed else "FAIL"
+        lines.append(f"  {mark}  {c.name}")
+        lines.append(f"        measured {_fmt(c.measured)}, expected {c.expected}")
+        if not c.passed and c.detail:
+            lines += textwrap.wrap(
+                c.detail, 96, initial_indent="        hint: ", subsequent_indent="              "
+            )
+    return lines
+
+
+def render(report: Report) -> str:
+    """The human report: claim, sizes and device, checks, contrast, cards, verdict."""
+    wrap = textwrap.TextWrapper(96, initial_indent="claim: ", subsequent_indent="       ")
+    sizes = " ".join(f"{k}={v}" for k, v in report.sizes.items())
+    lines = [
+        f"{report.name}: {'PASS' if report.passed else 'FAIL'}",
+        *wrap.wrap(report.claim),
+        *textwrap.wrap(sizes, 96, initial_indent="sizes: ", subsequent_indent="       "),
+        f"run:   {report.device_reason} | {report.dtype} | scale {report.scale} | "
+        f"seed {report.seed} | {report.seconds:.2f} s",
+        "",
+    ]
+    lines += ["checks:", *_check_lines(report.checks)]
+    if report.contrast:
+        label = f": {report.contrast_label}" if report.contrast_label else ""
+        lines += ["", f"contrast{label}", "(the claim would be false here; measured the same way)"]
+        lines += _check_lines(report.contrast)
+    if report.notes:
+        lines.append("")
+        for note in report.notes:
+            lines += textwrap.wrap(note, 96, initial_indent="note: ", subsequent_indent="      ")
+    if report.cards:
+        lines += ["", "backs cards: " + ", ".join(report.cards)]
+    total = len(report.checks) + len(report.contrast)
+    failed = sum(not c.passed for c in report.checks + report.contrast)
+    verdict = (
+        f"all {total} checks hold"
+        if not failed
+        else f"{failed} of {total} checks FAILED: the claim is not shown"
+    )
+    lines += ["", f"result: {verdict}"]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- running
+
+
+def run_demo(
+    name: str,
+    cfg: Any,
+    *,
+    scale: str,
+    device: str | DeviceChoice,
+    seed: int,
+    build: Callable[[Any, torch.device, torch.Generator], Any],
+    check: Callable[[Any], list[Check]],
+    contrast: Callable[[Any, torch.Generator], list[Check]],
+    contrast_label: str,
+    dtype: torch.dtype = torch.float32,
+    notes: list[str] | None = None,
+    device_override: Callable[[DeviceChoice], DeviceChoice] | None = None,
+) -> Report:
+    """Build, check and contrast one demo on one device, timed, with TF32 off on CUDA."""
+    choice = select_device(device)
+    if device_override is not None:
+        choice = device_override(choice)
+    dev = choice.device
+    sizes = dataclasses.asdict(cfg)
+    if hasattr(cfg, "d_head"):
+        sizes["d_head"] = cfg.d_head
+    with exact_fp32(dev):
+        synchronize(dev)
+        start = time.perf_counter()
+        gen = make_generator(dev, seed)
+        setup = build(cfg, dev, gen)
+        checks = check(setup)
+        contrast_checks = contrast(setup, gen)
+        synchronize(dev)
+        seconds = time.perf_counter() - start
+    return Report(
+        name=name,
+        claim=DEMOS[name].claim,
+        device=dev.type,
+        device_name=choice.name,
+        device_reason=choice.reason,
+        dtype=str(dtype).removeprefix("torch."),
+        scale=scale,
+        seed=seed,
+        sizes=sizes,
+        seconds=seconds,
+        checks=checks,
+        contrast=contrast_checks,
+        contrast_label=contrast_label,
+        notes=list(notes or []),
+    )
+
+
+def scale_config(configs: dict[str, Any], scale: str) -> Any:
+    if scale not in configs:
+        raise ValueError(f"unknown scale {scale!r}; choose one of {', '.join(configs)}")
+    return configs[scale]

@@ -1,0 +1,166 @@
+"""head-weighting: scaling one head is W_O's to do, but W_V^i can do it just as well.
+
+Head i's W_O block is W_O[i] of the per-head [n_heads, d_head, d_model] storage: rows
+i*d_head:(i+1)*d_head of the flattened (in, out) matrix, and the columns
+weight[:, i*d_head:(i+1)*d_head] of nn.Linear's (out, in) weight. Scaling the wrong axis (nn.Linear
+rows i*d_head:(i+1)*d_head, i.e. output dims) rescales every head's write into those dims instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prep.demos import attention as attn
+from prep.demos import harness
+from prep.demos._torch import torch
+from prep.demos.harness import Check, DeviceChoice, Report
+
+NAME = "head-weighting"
+DTYPE = torch.float32
+HEAD = 1  # the head being weighted
+SCALE_A = 0.3  # the weight a
+
+SCALES = {
+    "small": attn.Sizes(batch=2, seq_len=32, d_model=64, n_heads=8),
+    "large": attn.Sizes(batch=1, seq_len=2048, d_model=4096, n_heads=32),
+}
+
+
+@dataclass
+class Setup:
+    cfg: attn.Sizes
+    x: torch.Tensor  # (B, T, d_model)
+    w: attn.Weights  # W_Q, W_K, W_V: (n_heads, d_model, d_head); W_O: (n_heads, d_head, d_model)
+    scaled_w_o: torch.Tensor  # (n_heads*d_head, d_model) flat W_O with head HEAD's block * a
+    zeroed_w_o: torch.Tensor  # (n_heads*d_head, d_model) flat W_O with head HEAD's block * 0
+
+
+def scale_head_block(w_flat: torch.Tensor, head: int, d_head: int, a: float) -> torch.Tensor:
+    """Rows head*d_head:(head+1)*d_head of the (in, out) matrix = head's block."""
+    out = w_flat.clone()  # (n_heads*d_head, d_model)
+    out[head * d_head : (head + 1) * d_head] *= a
+    return out
+
+
+def scale_output_dims_bug(w_flat: torch.Tensor, head: int, d_head: int, a: float) -> torch.Tensor:
+    """The axis mix-up: scales output dims head*d_head:(head+1)*d_head, i.e. nn.Linear's rows."""
+    out = w_flat.clone()  # (n_heads*d_head, d_model)
+    out[:, head * d_head : (head + 1) * d_head] *= a
+    return out
+
+
+def build(cfg: attn.Sizes, device: torch.device, gen: torch.Generator) -> Setup:
+    x = attn.random_inputs(cfg, gen, DTYPE)  # (B, T, d_model)
+    w = attn.random_weights(cfg, gen, DTYPE)
+    w_flat = attn.flat(w.W_O)  # (n_heads*d_head, d_model)
+    return Setup(
+        cfg,
+        x,
+        w,
+        scale_head_block(w_flat, HEAD, cfg.d_head, SCALE_A),
+        scale_head_block(w_flat, HEAD, cfg.d_head, 0.0),
+    )
+
+
+def counterexample(cfg: attn.Sizes, device: torch.device, gen: torch.Generator) -> Setup:
+    setup = build(cfg, device, gen)
+    w_flat = attn.flat(setup.w.W_O)  # (n_heads*d_head, d_model)
+    setup.scaled_w_o = scale_output_dims_bug(w_flat, HEAD, cfg.d_head, SCALE_A)
+    setup.zeroed_w_o = scale_output_dims_bug(w_flat, HEAD, cfg.d_head, 0.0)
+    return setup
+
+
+def without_head(x: torch.Tensor, w: attn.Weights, head: int) -> torch.Tensor:
+    """The layer rebuilt with n_heads - 1 heads: head `head` removed from every weight."""
+    keep = [h for h in range(w.W_Q.shape[0]) if h != head]
+    z = attn.head_outputs(x, w.W_Q[keep], w.W_K[keep], w.W_V[keep])  # (B, T, n_heads-1, d_head)
+    return attn.project(z, w.W_O[keep])  # (B, T, d_model)
+
+
+def check(setup: Setup) -> list[Check]:
+    cfg, w, x = setup.cfg, setup.w, setup.x
+    rtol, atol = harness.tolerance(DTYPE, cfg.d_model)
+    z = attn.head_outputs(x, w.W_Q, w.W_K, w.W_V)  # (B, T, n_heads, d_head)
+    out = attn.project(z, w.W_O)  # (B, T, d_model)
+    write_i = z[:, :, HEAD] @ w.W_O[HEAD]  # (B, T, d_model) head i's write
+    out_scaled = attn.concat(z) @ setup.scaled_w_o  # (B, T, d_model)
+    out_zeroed = attn.concat(z) @ setup.zeroed_w_o  # (B, T, d_model)
+    w_v_scaled = w.W_V.clone()  # (n_heads, d_model, d_head)
+    w_v_scaled[HEAD] *= SCALE_A
+    z_v = attn.head_outputs(x, w.W_Q, w.W_K, w_v_scaled)  # (B, T, n_heads, d_head)
+    out_v = attn.project(z_v, w.W_O)  # (B, T, d_model) W_O untouched
+    axis_hint = (
+        "head i's block is rows i*d_head:(i+1)*d_head of the (in, out) matrix, i.e. nn.Linear "
+        "weight[:, i*d_head:(i+1)*d_head]; scaling weight's rows rescales output dims of every "
+        "head instead"
+    )
+    return [
+        harness.close(
+            f"W_O[{HEAD}] * a: output  vs  output - (1 - a) * head {HEAD}'s write",
+            out_scaled,
+            out - (1 - SCALE_A) * write_i,
+            rtol=rtol,
+            atol=atol,
+            detail=axis_hint,
+        ),
+        harness.close(
+            f"W_O[{HEAD}] * 0: output  vs  the layer with head {HEAD} removed",
+            out_zeroed,
+            without_head(x, w, HEAD),
+            rtol=rtol,
+            atol=atol,
+            detail=axis_hint,
+        ),
+        harness.close(
+            f"W_V^{HEAD} * a (W_O untouched)  vs  W_O[{HEAD}] * a",
+            out_v,
+            out_scaled,
+            rtol=rtol,
+            atol=atol,
+            detail="softmax weights do not depend on V, so head i's output z_i = A_i x W_V^i is "
+            "linear in W_V^i and the factor a passes straight through to its write",
+        ),
+    ]
+
+
+def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
+    """What per-head scaling cannot do: imitate a dense W_O's mixing."""
+    w, x = setup.w, setup.x
+    dh = setup.cfg.d_head
+    z = attn.head_outputs(x, w.W_Q, w.W_K, w.W_V)  # (B, T, n_heads, d_head)
+    target = attn.project(z, w.W_O)  # (B, T, d_model) dense W_O mixes the heads
+    fit = torch.empty_like(target)  # (B, T, d_model)
+    for h in range(setup.cfg.n_heads):
+        # Without W_O head h can only land in slice h; the best weight a_h by least squares.
+        zh, th = z[:, :, h], target[..., h * dh : (h + 1) * dh]  # (B, T, d_head) each
+        fit[..., h * dh : (h + 1) * dh] = (zh * th).sum() / (zh * zh).sum() * zh
+    return [
+        harness.at_least(
+            "best per-head weights a_h, no W_O, fitting a dense W_O layer: relative error",
+            harness.relative_error(fit, target),
+            0.5,
+        )
+    ]
+
+
+def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
+    cfg = harness.scale_config(SCALES, scale)
+    rtol, atol = harness.tolerance(DTYPE, cfg.d_model)
+    return harness.run_demo(
+        NAME,
+        cfg,
+        scale=scale,
+        device=device,
+        seed=seed,
+        build=build,
+        check=check,
+        contrast=contrast,
+        contrast_label="mixing, which per-head weights cannot imitate",
+        dtype=DTYPE,
+        notes=[
+            f"Head i = {HEAD}, a = {SCALE_A}. Tolerance rtol={rtol:.2g}, atol={atol:.2g} "
+            "(float32 assert_close defaults widened by sqrt(d_model/64)).",
+            "So weighting alone is not W_O's unique job; what only W_O provides is mixing "
+            "(see cross-head-mixing). It is still a natural place to learn the weights.",
+        ],
+    )

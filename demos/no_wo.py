@@ -1,0 +1,187 @@
+"""no-wo: without W_O (or with a permutation W_O) nothing mixes between heads.
+
+The sub-layer output is y = concat(z) @ W for W in {none, identity, permutation, dense}, with W the
+(in, out) = (d_model, d_model) matrix used as concat @ W (head h's rows are h*d_head:(h+1)*d_head).
+The Jacobian dy/dz_h is measured by reverse-mode autograd (torch.func.jacrev), never assumed.
+
+Jacobian size: for P token positions it has (P*d_model) x (P*n_heads*d_head) entries. At small
+scale P is every position of one sequence, so cross-token entries are measured too. At large scale
+a full Jacobian (T*d_model)^2 would be 2^46 entries, so P is a few positions: y is linear in z and
+acts token by token, so each token's block is the same matrix and the few measured positions (with
+their cross-token blocks) are representative.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prep.demos import attention as attn
+from prep.demos import harness
+from prep.demos._torch import torch
+from prep.demos.harness import Check, DeviceChoice, Report
+
+NAME = "no-wo"
+DTYPE = torch.float32
+
+
+@dataclass(frozen=True)
+class Config(attn.Sizes):
+    jacobian_tokens: int = 16  # token positions whose Jacobian is built (all of them when small)
+
+
+SCALES = {
+    "small": Config(batch=1, seq_len=16, d_model=64, n_heads=8, jacobian_tokens=16),
+    "large": Config(batch=1, seq_len=2048, d_model=4096, n_heads=32, jacobian_tokens=2),
+}
+
+
+@dataclass
+class Setup:
+    cfg: Config
+    z: torch.Tensor  # (P, n_heads, d_head) head outputs at the measured positions
+    mix: torch.Tensor | None  # (d_model, d_model) the "no W_O" layer's matrix; None = concat only
+    perm: torch.Tensor  # (d_model, d_model) a permutation matrix used as W_O
+
+
+def build(cfg: Config, device: torch.device, gen: torch.Generator) -> Setup:
+    x = attn.random_inputs(cfg, gen, DTYPE)  # (B, T, d_model)
+    w = attn.random_weights(cfg, gen, DTYPE)
+    z = attn.head_outputs(x, w.W_Q, w.W_K, w.W_V)  # (B, T, n_heads, d_head)
+    z = z[0, : cfg.jacobian_tokens]  # (P, n_heads, d_head)
+    order = torch.randperm(cfg.d_model, generator=gen, device=device)  # (d_model,)
+    perm = torch.eye(cfg.d_model, device=device, dtype=DTYPE)[order]  # (d_model, d_model)
+    return Setup(cfg, z, None, perm)
+
+
+def counterexample(cfg: Config, device: torch.device, gen: torch.Generator) -> Setup:
+    """A dense W_O where the claim expects none, and a dense one in place of the permutation."""
+    setup = build(cfg, device, gen)
+    setup.mix = attn.flat(attn.dense_w_o(cfg, gen, DTYPE))  # (d_model, d_model)
+    setup.perm = attn.flat(attn.dense_w_o(cfg, gen, DTYPE))  # (d_model, d_model)
+    return setup
+
+
+def jacobians(z: torch.Tensor, w: torch.Tensor | None) -> torch.Tensor:
+    """dy/dz for y = concat(z) @ w (or concat(z) when w is None), laid out per head.
+
+    Returns J with J[h, p, m, q, k] = d y[p, m] / d z[q, h, k]: (n_heads, P, d_model, P, d_head).
+    """
+
+    def layer(z_: torch.Tensor) -> torch.Tensor:
+        c = attn.concat(z_)  # (P, n_heads*d_head)
+        return c if w is None else c @ w  # (P, d_model)
+
+    jac = torch.func.jacrev(layer)(z)  # (P, d_model, P, n_heads, d_head)
+    return jac.permute(3, 0, 1, 2, 4)  # (n_heads, P, d_model, P, d_head)
+
+
+def _outside_own_slice(jac: torch.Tensor, d_head: int) -> torch.Tensor:
+    """Every entry of J_h except output dims in slice h at the same token: should be all zero."""
+    n_heads, n_pos, d_model = jac.shape[:3]
+    dev = jac.device
+    head_of_dim = torch.arange(d_model, device=dev) // d_head  # (d_model,)
+    own_slice = head_of_dim[None, :] == torch.arange(n_heads, device=dev)[:, None]  # (h, d)
+    same_token = torch.eye(n_pos, dtype=torch.bool, device=dev)  # (P, P)
+    keep = ~(own_slice[:, None, :, None, None] & same_token[None, :, None, :, None])  # (h,P,d,P,1)
+    return jac[keep.expand_as(jac)]  # (entries outside the own slice,)
+
+
+def _slice_block_minus_identity(jac: torch.Tensor, d_head: int) -> torch.Tensor:
+    """J_h restricted to slice h at the same token, minus the identity: all 0 without W_O."""
+    eye = torch.eye(d_head, device=jac.device, dtype=jac.dtype)  # (d_head, d_head)
+    blocks = [
+        jac[h, p, h * d_head : (h + 1) * d_head, p] - eye  # (d_head, d_head)
+        for h in range(jac.shape[0])
+        for p in range(jac.shape[1])
+    ]
+    return torch.stack(blocks)  # (n_heads*P, d_head, d_head)
+
+
+def _mixing_counts(jac: torch.Tensor) -> tuple[int, int, int]:
+    """(min and max output dims a head reaches, max head coordinates feeding one output dim)."""
+    same_token = torch.stack([jac[:, p, :, p] for p in range(jac.shape[1])], 1)  # (h,P,d,dh)
+    nonzero = same_token != 0  # (n_heads, P, d_model, d_head)
+    dims_per_head = nonzero.any(-1).any(1).sum(-1)  # (n_heads,)
+    feeding = nonzero.sum(dim=(0, 3)).amax()  # ()  head coordinates feeding one (token, dim)
+    return int(dims_per_head.min()), int(dims_per_head.max()), int(feeding)
+
+
+def check(setup: Setup) -> list[Check]:
+    cfg = setup.cfg
+    dh = cfg.d_head
+    jac_none = jacobians(setup.z, setup.mix)  # (n_heads, P, d_model, P, d_head)
+    eye = torch.eye(cfg.d_model, device=setup.z.device, dtype=DTYPE)  # (d_model, d_model)
+    jac_eye = jacobians(setup.z, eye)  # (n_heads, P, d_model, P, d_head)
+    jac_perm = jacobians(setup.z, setup.perm)  # (n_heads, P, d_model, P, d_head)
+    lo, hi, feeding = _mixing_counts(jac_perm)
+    return [
+        harness.exactly_zero(
+            "no W_O: max |dy/dz_i| outside slice i (all heads, all token pairs)",
+            _outside_own_slice(jac_none, dh),
+            "without W_O the output is concat(z): y[h*d_head + k] is z_h[k] and nothing else; a "
+            "nonzero here means some matrix mixed the heads after the concat",
+        ),
+        harness.exactly_zero(
+            "no W_O: max |dy/dz_i - I| inside slice i",
+            _slice_block_minus_identity(jac_none, dh),
+            "inside its own slice the concat copies head i unchanged, so the block is I",
+        ),
+        harness.exactly_zero(
+            "identity W_O: max |J - J(no W_O)|",
+            jac_eye - jac_none,
+            "an identity W_O is the same map as no W_O",
+        ),
+        harness.equals(
+            "permutation W_O: fewest output dims any head reaches",
+            lo,
+            dh,
+            "a permutation moves head i's d_head coordinates to d_head other dims, no more",
+        ),
+        harness.equals(
+            "permutation W_O: most output dims any head reaches",
+            hi,
+            dh,
+            "reaching more than d_head dims means W_O spreads a head: it is not a permutation",
+        ),
+        harness.equals(
+            "permutation W_O: most head coordinates feeding one output dim",
+            feeding,
+            1,
+            "each output dim of a permutation copies exactly one input coordinate; 2+ is mixing",
+        ),
+    ]
+
+
+def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
+    cfg = setup.cfg
+    dense = attn.flat(attn.dense_w_o(cfg, gen, DTYPE))  # (d_model, d_model)
+    lo, _, feeding = _mixing_counts(jacobians(setup.z, dense))
+    return [
+        harness.equals("dense W_O: fewest output dims any head reaches", lo, cfg.d_model),
+        harness.equals(
+            "dense W_O: most head coordinates feeding one output dim", feeding, cfg.d_model
+        ),
+    ]
+
+
+def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
+    cfg = harness.scale_config(SCALES, scale)
+    return harness.run_demo(
+        NAME,
+        cfg,
+        scale=scale,
+        device=device,
+        seed=seed,
+        build=build,
+        check=check,
+        contrast=contrast,
+        contrast_label="a dense W_O on the same head outputs",
+        dtype=DTYPE,
+        notes=[
+            f"Jacobians by reverse-mode autograd (torch.func.jacrev) at {cfg.jacobian_tokens} "
+            f"of {cfg.seq_len} token positions, cross-token entries included; the layer after "
+            "the heads is linear and token-wise, so every token's block is the same matrix.",
+            "Downstream layers can still read every slice; what is missing without W_O is two "
+            "heads writing to the same direction.",
+        ],
+    )

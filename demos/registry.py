@@ -1,0 +1,87 @@
+"""The demos: name, module and the one-sentence claim each one checks.
+
+Imported by `prep check`, `prep demo --list` and the TUI, so it must stay torch-free: it only names
+modules, it never imports them (tests/test_demos_cli.py checks this in a subprocess).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DemoInfo:
+    name: str  # the CLI name, e.g. "block-diagonal"
+    module: str  # dotted path of the module with run(scale, device, seed) -> Report
+    claim: str  # one sentence; the demo's checks measure exactly this
+
+
+def _info(name: str, claim: str) -> DemoInfo:
+    return DemoInfo(name=name, module="prep.demos." + name.replace("-", "_"), claim=claim)
+
+
+_ALL = [
+    _info(
+        "block-diagonal",
+        "With a block-diagonal W_O each head writes only inside its own d_head-wide slice of the "
+        "residual stream (exactly 0.0 everywhere else), its diagonal blocks hold only "
+        "d_model^2/n_heads nonzero parameters, and different heads' write subspaces are orthogonal, so no two heads "
+        "can write along a shared direction.",
+    ),
+    _info(
+        "no-wo",
+        "Without W_O the attention sub-layer's output is the concat itself, so its Jacobian with "
+        "respect to head i's output is zero outside slice i; an identity W_O changes nothing and "
+        "a permutation W_O only moves where each head's coordinates land, still mixing nothing.",
+    ),
+    _info(
+        "per-head-sum",
+        "concat(heads) @ W_O equals the sum over heads of head_h @ W_O[h] when W_O is stored as "
+        "[n_heads, d_head, d_model] and flattened head-major to (n_heads*d_head, d_model).",
+    ),
+    _info(
+        "cross-head-mixing",
+        "With a dense W_O two heads can write along the same residual direction (the largest "
+        "cosine between their write subspaces reaches 1 and their contributions add along it), "
+        "while with no W_O or a block-diagonal W_O that cosine is exactly 0 for every pair of "
+        "heads.",
+    ),
+    _info(
+        "head-weighting",
+        "Scaling head i's W_O block by a scales only head i's write by a, a = 0 matches the layer "
+        "with head i removed, and scaling W_V^i by a instead gives the same output, so per-head "
+        "magnitude weighting alone does not need W_O.",
+    ),
+    _info(
+        "importance-reparam",
+        "Scaling W_V^h by c and W_O^h by 1/c leaves the layer's output unchanged but divides head "
+        "h's W_O column-norm 'importance' by c, while the OV-circuit norm ||W_V^h W_O^h||_F stays "
+        "the same, so the norm of a head's W_O block alone does not measure how much it matters.",
+    ),
+    _info(
+        "ov-rank",
+        "Each head's OV circuit W_V^h W_O^h is a d_model x d_model matrix of rank at most "
+        "d_head = d_model/n_heads, while a generic d_model x d_model matrix has full rank d_model.",
+    ),
+    _info(
+        "fold-wo",
+        "W_O can be folded into per-head value projections W_V^h W_O^h with the same output up "
+        "to float rounding, at the cost of n_heads*d_model^2 parameters instead of 2*d_model^2, "
+        "but not into the next layer's projections, which read LayerNorm(residual + attention "
+        "output) where only the attention output went through W_O.",
+    ),
+    _info(
+        "learned-suppression",
+        "Training only W_O (AdamW with weight decay) on an attention layer whose heads have fixed "
+        "attention patterns leaves the W_O blocks of heads that attend to random tokens several "
+        "times smaller than those of heads that attend to the predictive token, although every "
+        "block starts with the same norm.",
+    ),
+]
+
+DEMOS: dict[str, DemoInfo] = {info.name: info for info in _ALL}
+
+
+def names() -> list[str]:
+    """Every demo name, in the stable order of `prep demo --list`."""
+    return list(DEMOS)
