@@ -174,7 +174,12 @@ def check(obj: Ctx, paths: tuple[Path, ...]) -> None:
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option("--since", metavar="DATE", help="Count reviews from this date (YYYY-MM-DD) on.")
+@click.option(
+    "--since",
+    metavar="DATE",
+    help="Total reviews and true retention from this date (YYYY-MM-DD) on; the daily "
+    "history, streak and forecast are unchanged.",
+)
 @click.pass_obj
 def stats(obj: Ctx, as_json: bool, since: str | None) -> None:
     """Progress: reviews, retention, due forecast, mastery per deck, streak, demos verified."""

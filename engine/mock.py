@@ -177,6 +177,7 @@ class MockInterview:
             scheduler=scheduler,
             clock=clock,
             queue=[s.card.id for s in self.steps],
+            requeue=False,  # a mock asks each question once
         )
         self._started: float | None = None
 
@@ -268,9 +269,6 @@ class MockInterview:
         outcome = self.session.rate(rating, duration_ms=int(step.elapsed_s * 1000))
         step.rating, step.interval = rating, outcome.interval
         self.index += 1
-        # A mock asks each question once: drop the learning-step re-queue the session adds.
-        self.session.queue = [s.card.id for s in self.steps[self.index :]]
-        self.session.total = len(self.steps)
         self._started = None
         if not self.finished:
             self.start()

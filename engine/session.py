@@ -101,8 +101,12 @@ class ReviewSession:
         scheduler: Scheduler | None = None,
         clock: Clock = utcnow,
         queue: Iterable[str] | None = None,
+        requeue: bool = True,
     ) -> None:
+        """``requeue``: show a learning card again this session when its next step is due
+        within the learn-ahead window (Anki's behaviour); a mock interview asks once."""
         self.store = store
+        self.requeue = requeue
         self.collection = collection
         self.clock = clock
         self.scheduler = scheduler or Scheduler(store.settings())
@@ -112,6 +116,7 @@ class ReviewSession:
             queue = build_queue(store, collection, now, deck=deck, new_limit=new_limit).ids
         self.queue: list[str] = list(queue)[: limit if limit is not None else None]
         self.done: list[str] = []  # ids rated in this session, in order (for undo)
+        self._requeued: list[bool] = []  # whether each of those ratings re-queued its card
         self.total = len(self.queue)
         self.stats = SessionStats(started=now)
         self._shown_at = time.monotonic()
@@ -171,9 +176,15 @@ class ReviewSession:
         self.stats.ratings[int(rating)] += 1
         self.stats.again += rating == Rating.Again
         self.stats.seconds += duration_ms / 1000
-        if outcome.state.due is not None and outcome.state.due <= now + LEARN_AHEAD:
+        requeued = (
+            self.requeue
+            and outcome.state.due is not None
+            and outcome.state.due <= now + LEARN_AHEAD
+        )
+        if requeued:
             self.queue.append(card.id)  # a learning step due soon: see it again this session
             self.total += 1
+        self._requeued.append(requeued)
         self.mark_shown()
         return outcome
 
@@ -187,9 +198,10 @@ class ReviewSession:
             return None  # the newest review is not ours (another session); don't touch it
         self.store.undo_last()
         card_id = self.done.pop()
-        # drop the learning-step re-queue this rating added, if any
-        if len(self.queue) > 0 and self.queue[-1] == card_id and card_id not in self.queue[:-1]:
-            self.queue.pop()
+        if self._requeued.pop():  # drop the learning-step re-queue this rating added
+            self.queue.reverse()
+            self.queue.remove(card_id)  # the last occurrence
+            self.queue.reverse()
             self.total -= 1
         self.queue.insert(0, card_id)
         self.stats.reviewed -= 1

@@ -213,9 +213,10 @@ def render(stats: dict[str, Any]) -> str:
     r = stats["reviews"]
     tr = stats["true_retention"]
     d = stats["due"]
+    since = f" since {stats['since'][:10]}" if stats.get("since") else ""
     lines = [
-        f"Reviews      today {r['today']}   total {r['total']}   streak {stats['streak_days']} day(s)",
-        f"Retention    true {_pct(tr['all']['rate'])} over {tr['all']['reviews']} review(s)"
+        f"Reviews      today {r['today']}   total{since} {r['total']}   streak {stats['streak_days']} day(s)",
+        f"Retention    true{since} {_pct(tr['all']['rate'])} over {tr['all']['reviews']} review(s)"
         f"   last 30 days {_pct(tr['last_30_days']['rate'])}   target {_pct(stats['desired_retention'])}",
         f"Due          now {d['now']}   today {d['today']}   tomorrow {d['tomorrow']}   next 7 days {d['next_7_days']}",
         f"Cards        {stats['cards']['seen']} of {stats['cards']['total']} seen",

@@ -197,3 +197,25 @@ def test_light_commands_do_not_import_torch_or_textual(command: list[str], tmp_p
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert "HEAVY []" in out.stdout, out.stdout + out.stderr
+
+
+def test_stats_since_filters_totals(small_deck_dir: Path, db_path: Path) -> None:
+    run_cli(
+        "--questions",
+        str(small_deck_dir),
+        "quiz",
+        "--plain",
+        "--deck",
+        "small",
+        input="\n4\nq\n",
+        db=db_path,
+    )
+    later = run_cli(
+        "--questions", str(small_deck_dir), "stats", "--json", "--since", "2999-01-01", db=db_path
+    )
+    data = json.loads(later.output)
+    assert data["reviews"]["total"] == 0 and data["reviews"]["today"] == 1
+    text = run_cli(
+        "--questions", str(small_deck_dir), "stats", "--since", "2000-01-01", db=db_path
+    ).output
+    assert "total since 2000-01-01 1" in text

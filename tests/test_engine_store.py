@@ -150,6 +150,25 @@ def test_learning_card_comes_back_in_the_same_session(fresh_store, small_collect
     assert s.queue == ["roles"] and s.total == 1
 
 
+def test_no_requeue_asks_once(fresh_store, small_collection, clock) -> None:
+    s = session(fresh_store, small_collection, clock, queue=["roles", "pick-one"], requeue=False)
+    s.rate(Rating.Again)
+    assert s.queue == ["pick-one"] and s.total == 2
+    s.undo()
+    assert s.queue == ["roles", "pick-one"]
+
+
+def test_undo_removes_only_its_own_requeue(fresh_store, small_collection, clock) -> None:
+    s = session(fresh_store, small_collection, clock, queue=["roles", "pick-one"])
+    s.rate(Rating.Again)  # roles re-queued at the end
+    s.rate(Rating.Easy)  # pick-one graduates: not re-queued
+    assert s.queue == ["roles"]
+    s.undo()
+    assert s.queue == ["pick-one", "roles"] and s.total == 3
+    s.undo()
+    assert s.queue == ["roles", "pick-one"] and s.total == 2
+
+
 def test_edited_card_keeps_progress_and_is_flagged(tmp_path: Path, fresh_store, clock) -> None:
     deck = tmp_path / "d.yaml"
     deck.write_text(SMALL_DECK)
@@ -241,7 +260,6 @@ def test_any_ratings_and_undos_keep_the_store_consistent(small_collection, actio
                 new_limit=10,
                 queue=[c.id for c in small_collection.cards],
             )
-            s.done = []
             snapshots = [dump(store)]
         s.rate(Rating(action))
         snapshots.append(dump(store))
