@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from prep.engine.deck import Card, Collection
-from prep.engine.scheduler import CardState, Outcome, Rating, Scheduler
+from prep.engine.scheduler import CardState, Outcome, Rating, Scheduler, State
 from prep.engine.storage import Store
 from prep.engine.timeutil import Clock, day_start, fmt, parse, utcnow
 
@@ -45,13 +45,19 @@ def build_queue(
     what was already done today. ``seen`` (ids with stored progress) may be passed in when
     the caller already holds it."""
     settings = store.settings()
+    today = day_start(now)
     if review_limit is None:
-        review_limit = settings.review_limit
+        # Anki's "maximum reviews/day": reviews of Review-state cards already done today
+        # count against it; learning and relearning steps are never capped.
+        done = store.count_reviews(today, prev_state=int(State.Review))
+        review_limit = max(0, settings.review_limit - done)
     if new_limit is None:
-        new_today = store.count_reviews(day_start(now), new_only=True)
+        new_today = store.count_reviews(today, new_only=True)
         new_limit = max(0, settings.new_per_day - new_today)
     decks = None if deck is None else [deck]
-    due = [cid for cid in store.due_ids(now, limit=review_limit, decks=decks) if cid in collection]
+    learning = store.due_ids(now, decks=decks, not_state=int(State.Review))
+    reviews = store.due_ids(now, decks=decks, state=int(State.Review), limit=review_limit)
+    due = [cid for cid in _merge_by_due(store, learning, reviews) if cid in collection]
     if seen is None:
         seen = store.seen_ids()
     new: list[str] = []
@@ -69,6 +75,14 @@ def build_queue(
             if len(new) >= new_limit:
                 break
     return Queue(due=due, new=new)
+
+
+def _merge_by_due(store: Store, a: list[str], b: list[str]) -> list[str]:
+    """Two most-overdue-first id lists merged into one, still most overdue first."""
+    if not a or not b:
+        return a or b
+    due = {cid: s.due for cid, s in store.cards([*a, *b]).items()}
+    return sorted([*a, *b], key=lambda cid: due[cid])
 
 
 @dataclass

@@ -306,11 +306,24 @@ class Store:
         return {r[0] for r in self.conn.execute("SELECT id FROM cards")}
 
     def due_ids(
-        self, now: datetime, *, limit: int | None = None, decks: Iterable[str] | None = None
+        self,
+        now: datetime,
+        *,
+        limit: int | None = None,
+        decks: Iterable[str] | None = None,
+        state: int | None = None,
+        not_state: int | None = None,
     ) -> list[str]:
-        """Ids of cards due at ``now``, most overdue first (uses the (removed, due) index)."""
+        """Ids of cards due at ``now``, most overdue first (uses the (removed, due) index),
+        optionally only those in (or not in) one fsrs state."""
         sql = "SELECT id FROM cards WHERE removed = 0 AND due <= ?"
         args: list[Any] = [fmt(now)]
+        if state is not None:
+            sql += " AND state = ?"
+            args.append(state)
+        if not_state is not None:
+            sql += " AND state != ?"
+            args.append(not_state)
         if decks is not None:
             deck_list = list(decks)
             sql += f" AND deck IN ({','.join('?' * len(deck_list))})"
@@ -431,7 +444,15 @@ class Store:
             args.append(card_id)
         return [self._review(r) for r in self.conn.execute(sql + " ORDER BY id", args)]
 
-    def count_reviews(self, since: datetime | None = None, *, new_only: bool = False) -> int:
+    def count_reviews(
+        self,
+        since: datetime | None = None,
+        *,
+        new_only: bool = False,
+        prev_state: int | None = None,
+    ) -> int:
+        """Reviews (since a time): all, only of new cards, or only of cards that were in one
+        fsrs state when reviewed."""
         sql = "SELECT count(*) FROM reviews WHERE 1=1"
         args: list[Any] = []
         if since is not None:
@@ -439,6 +460,9 @@ class Store:
             args.append(fmt(since))
         if new_only:
             sql += " AND prev IS NULL"
+        if prev_state is not None:
+            sql += " AND prev_state = ?"
+            args.append(prev_state)
         return int(self.conn.execute(sql, args).fetchone()[0])
 
     # --- demo runs ----------------------------------------------------------------------

@@ -319,3 +319,20 @@ def test_migration_from_v1_keeps_data(db_path: Path) -> None:
         indexes = {i.name for i in migrated.db["reviews"].indexes}
         assert "reviews_state_at" in indexes
         assert migrated.count_reviews() == 1
+
+
+def test_review_cap_counts_todays_reviews_but_not_learning_steps(
+    fresh_store, small_collection, clock
+) -> None:
+    s = session(fresh_store, small_collection, clock, queue=["roles", "pick-one", "flag"])
+    for _ in range(3):
+        s.rate(Rating.Easy)  # straight to Review, due in days
+    clock.advance(days=60)
+    fresh_store.save_settings(Settings(review_limit=2, new_per_day=0))
+    assert len(build_queue(fresh_store, small_collection, clock()).due) == 2
+    s = session(fresh_store, small_collection, clock)
+    s.rate(Rating.Again)  # a Review card lapses: counts against the cap, comes back relearning
+    q = build_queue(fresh_store, small_collection, clock() + timedelta(minutes=15))
+    # one Review-state review left under the cap, plus the relearning card (never capped)
+    assert len(q.due) == 2
+    assert fresh_store.card(s.done[0]).state == 3 and s.done[0] in q.due
