@@ -116,6 +116,9 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
 @click.pass_obj
 def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: bool) -> None:
     """Review today's queue (the default command)."""
+    if not plain and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        click.echo("prep: not a terminal; running the line-oriented session (--plain)", err=True)
+        plain = True
     if not plain:
         from prep.tui.app import run
 

@@ -219,3 +219,25 @@ def test_stats_since_filters_totals(small_deck_dir: Path, db_path: Path) -> None
         "--questions", str(small_deck_dir), "stats", "--since", "2000-01-01", db=db_path
     ).output
     assert "total since 2000-01-01 1" in text
+
+
+def test_no_terminal_falls_back_to_plain(small_deck_dir: Path, db_path: Path) -> None:
+    result = subprocess.run(
+        [
+            *PREP,
+            "--db",
+            str(db_path),
+            "--questions",
+            str(small_deck_dir),
+            "quiz",
+            "--deck",
+            "small",
+        ],
+        capture_output=True,
+        text=True,
+        input="\n3\nq\n",
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "not a terminal; running the line-oriented session" in result.stderr
+    assert "Saved: Good" in result.stdout
