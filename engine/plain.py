@@ -79,6 +79,11 @@ def _show_card(
 ) -> None:
     say("")
     say(card_header(session, card))
+    state = session.store.card(card.id)
+    if state is not None and state.changed:
+        say("(edited since you last reviewed it)")
+    if state is not None and state.leech:
+        say(f"(leech: forgotten {state.lapses} times; consider rewriting it)")
     if card.parent:
         parent = session.collection.get(card.parent)
         if parent is not None:

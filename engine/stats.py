@@ -229,6 +229,8 @@ def render(stats: dict[str, Any]) -> str:
         )
     if stats["leeches"]:
         lines += ["", f"Leeches      {', '.join(stats['leeches'])}"]
+    if stats["changed"]:
+        lines += [f"Edited       {', '.join(stats['changed'])} (text changed since last review)"]
     demos = stats["demos"]
     lines += ["", f"Demos        {len(demos['verified'])} verified"]
     for run in demos["latest"]:

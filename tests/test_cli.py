@@ -241,3 +241,32 @@ def test_no_terminal_falls_back_to_plain(small_deck_dir: Path, db_path: Path) ->
     assert result.returncode == 0, result.stderr
     assert "not a terminal; running the line-oriented session" in result.stderr
     assert "Saved: Good" in result.stdout
+
+
+def test_plain_flags_edited_cards(tmp_path: Path, db_path: Path) -> None:
+    from tests.conftest import SMALL_DECK
+
+    deck = tmp_path / "d"
+    deck.mkdir()
+    (deck / "small.yaml").write_text(SMALL_DECK)
+    run_cli(
+        "--questions", str(deck), "quiz", "--plain", "--deck", "small", input="\n1\nq\n", db=db_path
+    )
+    (deck / "small.yaml").write_text(
+        SMALL_DECK.replace("Cross-head mixing and per-head weighting.", "Mixing.")
+    )
+    out = run_cli(
+        "--questions",
+        str(deck),
+        "quiz",
+        "--plain",
+        "--deck",
+        "small",
+        "--new",
+        "0",
+        input="q\n",
+        db=db_path,
+    )
+    assert "(edited since you last reviewed it)" in out.output
+    stats = run_cli("--questions", str(deck), "stats", db=db_path).output
+    assert "Edited       roles" in stats
