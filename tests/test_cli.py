@@ -252,6 +252,8 @@ def test_plain_flags_edited_cards(tmp_path: Path, db_path: Path) -> None:
     run_cli(
         "--questions", str(deck), "quiz", "--plain", "--deck", "small", input="\n1\nq\n", db=db_path
     )
+    with Store.open(db_path) as store:  # make it due now (the CLI runs on the real clock)
+        store.conn.execute("UPDATE cards SET due = '2000-01-01T00:00:00.000000Z'")
     (deck / "small.yaml").write_text(
         SMALL_DECK.replace("Cross-head mixing and per-head weighting.", "Mixing.")
     )
