@@ -4,6 +4,10 @@ Head i's W_O block is W_O[i] of the per-head [n_heads, d_head, d_model] storage:
 i*d_head:(i+1)*d_head of the flattened (in, out) matrix, and the columns
 weight[:, i*d_head:(i+1)*d_head] of nn.Linear's (out, in) weight. Scaling the wrong axis (nn.Linear
 rows i*d_head:(i+1)*d_head, i.e. output dims) rescales every head's write into those dims instead.
+
+Mean-ablation replaces head i's output z_i by its mean over the data (here: every batch element and
+token). Head i enters the output only as z_i @ W_O[i], so that is the same as zeroing W_O[i] and
+adding the constant mean(z_i) @ W_O[i] to the output bias.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ class Setup:
     w: attn.Weights  # W_Q, W_K, W_V: (n_heads, d_model, d_head); W_O: (n_heads, d_head, d_model)
     scaled_w_o: torch.Tensor  # (n_heads*d_head, d_model) flat W_O with head HEAD's block * a
     zeroed_w_o: torch.Tensor  # (n_heads*d_head, d_model) flat W_O with head HEAD's block * 0
+    mean_bias: torch.Tensor  # (d_model,) output bias that mean-ablates head HEAD with zeroed_w_o
 
 
 def scale_head_block(w_flat: torch.Tensor, head: int, d_head: int, a: float) -> torch.Tensor:
@@ -53,13 +58,20 @@ def build(cfg: attn.Sizes, device: torch.device, gen: torch.Generator) -> Setup:
     x = attn.random_inputs(cfg, gen, DTYPE)  # (B, T, d_model)
     w = attn.random_weights(cfg, gen, DTYPE)
     w_flat = attn.flat(w.W_O)  # (n_heads*d_head, d_model)
+    z = attn.head_outputs(x, w.W_Q, w.W_K, w.W_V)  # (B, T, n_heads, d_head)
     return Setup(
         cfg,
         x,
         w,
         scale_head_block(w_flat, HEAD, cfg.d_head, SCALE_A),
         scale_head_block(w_flat, HEAD, cfg.d_head, 0.0),
+        mean_head_output(z, HEAD) @ w.W_O[HEAD],  # (d_model,)
     )
+
+
+def mean_head_output(z: torch.Tensor, head: int) -> torch.Tensor:
+    """mean(z_head) over the data: every batch element and token."""
+    return z[:, :, head].mean((0, 1))  # (d_head,)
 
 
 def counterexample(cfg: attn.Sizes, device: torch.device, gen: torch.Generator) -> Setup:
@@ -85,6 +97,8 @@ def check(setup: Setup) -> list[Check]:
     write_i = z[:, :, HEAD] @ w.W_O[HEAD]  # (B, T, d_model) head i's write
     out_scaled = attn.concat(z) @ setup.scaled_w_o  # (B, T, d_model)
     out_zeroed = attn.concat(z) @ setup.zeroed_w_o  # (B, T, d_model)
+    z_mean = z.clone()  # (B, T, n_heads, d_head)
+    z_mean[:, :, HEAD] = mean_head_output(z, HEAD)  # head i's output replaced by its mean
     w_v_scaled = w.W_V.clone()  # (n_heads, d_model, d_head)
     w_v_scaled[HEAD] *= SCALE_A
     z_v = attn.head_outputs(x, w.W_Q, w.W_K, w_v_scaled)  # (B, T, n_heads, d_head)
@@ -110,6 +124,16 @@ def check(setup: Setup) -> list[Check]:
             rtol=rtol,
             atol=atol,
             detail=axis_hint,
+        ),
+        harness.close(
+            f"W_O[{HEAD}] * 0 + bias mean(z_{HEAD}) @ W_O[{HEAD}]  vs  z_{HEAD} replaced by its mean",
+            out_zeroed + setup.mean_bias,
+            attn.project(z_mean, w.W_O),
+            rtol=rtol,
+            atol=atol,
+            detail="zeroing the block alone is zero-ablation: it also removes head i's average "
+            "write; mean-ablation puts that constant back as the bias mean(z_i) @ W_O[i] (the "
+            "head's own block, with the original, un-zeroed weights)",
         ),
         harness.close(
             f"W_V^{HEAD} * a (W_O untouched)  vs  W_O[{HEAD}] * a",

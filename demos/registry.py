@@ -26,7 +26,9 @@ _ALL = [
         "With a block-diagonal W_O each head writes only inside its own d_head-wide slice of the "
         "residual stream (exactly 0.0 everywhere else), its diagonal blocks hold only "
         "d_model^2/n_heads nonzero parameters, and different heads' write subspaces are orthogonal, so no two heads "
-        "can write along a shared direction.",
+        "can write along a shared direction, while each diagonal block B_h can be absorbed into "
+        "the value projection: W_V^h B_h with an identity W_O gives the same output up to float "
+        "rounding.",
     ),
     _info(
         "no-wo",
@@ -49,8 +51,9 @@ _ALL = [
     _info(
         "head-weighting",
         "Scaling head i's W_O block by a scales only head i's write by a, a = 0 matches the layer "
-        "with head i removed, and scaling W_V^i by a instead gives the same output, so per-head "
-        "magnitude weighting alone does not need W_O.",
+        "with head i removed, zeroing the block and adding mean(z_i) W_O^i to the output bias "
+        "matches replacing head i's output by its mean (mean-ablation), and scaling W_V^i by a "
+        "instead gives the same output, so per-head magnitude weighting alone does not need W_O.",
     ),
     _info(
         "importance-reparam",
@@ -76,6 +79,15 @@ _ALL = [
         "attention patterns leaves the W_O blocks of heads that attend to random tokens several "
         "times smaller than those of heads that attend to the predictive token, although every "
         "block starts with the same norm.",
+    ),
+    _info(
+        "param-share",
+        "Counted with numel() on real bias-free nn.Linear layers, W_O holds d_model^2 weights "
+        "whether the layer uses MHA, MQA or GQA, which makes it 1/(2 + 2*n_kv_heads/n_heads) of "
+        "the attention weights (1/4 for MHA, 16/33 for MQA and 2/5 for GQA with 8 KV heads, at "
+        "32 heads) and 1/12 of an MHA layer with a 4*d_model FFN, while a block-diagonal W_O has "
+        "d_model^2/n_heads nonzeros and folding into per-head W_V^h W_O^h takes n_heads*d_model^2 "
+        "weights instead of 2*d_model^2.",
     ),
 ]
 

@@ -27,6 +27,7 @@ EXPECTED_NAMES = [
     "ov-rank",
     "fold-wo",
     "learned-suppression",
+    "param-share",
 ]
 
 
@@ -94,8 +95,52 @@ def test_check_fails_on_counterexample(name: str) -> None:
 def test_block_diagonal_counterexample_fails_every_check() -> None:
     mod = module("block-diagonal")
     checks = mod.check(mod.counterexample(mod.SCALES["small"], CPU, harness.make_generator(CPU, 1)))
-    assert [c.passed for c in checks] == [False, False, False]
+    assert [c.passed for c in checks] == [False, False, False, False]
     assert checks[0].measured > 0.1  # a dense W_O writes clearly outside the slice
+
+
+def test_block_diagonal_one_off_diagonal_entry_cannot_be_absorbed() -> None:
+    """A single nonzero outside head 0's diagonal block already breaks W_V^h B_h absorption."""
+    mod = module("block-diagonal")
+    setup = mod.build(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0))
+    dh = setup.cfg.d_head
+    setup.W_O[0, 0, dh] = 0.5  # head 0 now writes into head 1's slice
+    absorbed = mod.check(setup)[3]
+    assert absorbed.name.startswith("W_V^h B_h with identity W_O")
+    assert not absorbed.passed and absorbed.detail and absorbed.measured > 1e-3
+
+
+@pytest.mark.parametrize("bias", ["zero", "other-head-block"])
+def test_head_weighting_mean_ablation_fails_with_the_wrong_bias(bias: str) -> None:
+    """Zero-ablation (no bias) or the mean pushed through the wrong block is not mean-ablation."""
+    mod = module("head-weighting")
+    setup = mod.build(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0))
+    if bias == "zero":
+        setup.mean_bias = torch.zeros_like(setup.mean_bias)  # (d_model,)
+    else:
+        z = attn.head_outputs(setup.x, setup.w.W_Q, setup.w.W_K, setup.w.W_V)  # (B,T,h,dh)
+        setup.mean_bias = mod.mean_head_output(z, mod.HEAD) @ setup.w.W_O[mod.HEAD + 1]
+    checks = mod.check(setup)
+    failed = [c.name for c in checks if not c.passed]
+    assert len(failed) == 1 and "mean" in failed[0], failed
+    assert all(c.detail for c in checks if not c.passed)
+
+
+def test_param_share_counterexample_fails_exactly_the_w_o_checks() -> None:
+    """Shrinking only the GQA module's W_O breaks its count, its width and its share."""
+    mod = module("param-share")
+    checks = mod.check(mod.counterexample(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0)))
+    failed = [c.name for c in checks if not c.passed]
+    assert len(failed) == 3 and all(n.startswith("GQA: W_O") for n in failed), failed
+    share = next(c for c in checks if c.name.startswith("GQA: W_O share"))
+    # W_O shrunk to d^2/4 out of W_Q d^2 + W_K, W_V d^2/4 each + W_O d^2/4 = 7 d^2/4: 1/7, not 2/5
+    assert share.measured == pytest.approx(1 / 7)
+
+
+def test_param_share_states_the_card_numbers(small_reports: dict[str, harness.Report]) -> None:
+    names = " | ".join(c.name + " " + c.expected for c in small_reports["param-share"].checks)
+    for shown in ("1/4", "16/33", "2/5", "1/12", "n_heads = 32", "n_heads/2 = 16"):
+        assert shown in names, shown
 
 
 def test_learned_suppression_is_deterministic_for_a_seed() -> None:
@@ -213,3 +258,26 @@ def test_property_ov_rank_at_most_d_head(s) -> None:
     cfg = mod.Config(d_model=n_heads * d_head, n_heads=n_heads, heads_checked=n_heads)
     checks = mod.check(mod.build(cfg, CPU, harness.make_generator(CPU, seed)))
     assert all(c.passed for c in checks), checks
+
+
+kv_sizes = st.integers(1, 6).flatmap(
+    lambda h: st.tuples(
+        st.just(h),  # n_heads
+        st.sampled_from([g for g in range(1, h + 1) if h % g == 0]),  # n_kv_heads
+        st.integers(1, 6),  # d_head
+        st.integers(0, 2**31 - 1),  # seed
+    )
+)
+
+
+@settings(max_examples=20, deadline=None)
+@given(kv_sizes)
+def test_property_param_share_counts_match_closed_forms(s) -> None:
+    n_heads, n_kv_heads, d_head, seed = s
+    mod = module("param-share")
+    cfg = mod.Config(d_model=n_heads * d_head, n_heads=n_heads, n_kv_heads=n_kv_heads)
+    checks = mod.check(mod.build(cfg, CPU, harness.make_generator(CPU, seed)))
+    assert all(c.passed for c in checks), [c for c in checks if not c.passed]
+    if n_kv_heads < n_heads:  # otherwise the "shrunk" W_O is the real one
+        bad = mod.check(mod.counterexample(cfg, CPU, harness.make_generator(CPU, seed)))
+        assert not all(c.passed for c in bad)
