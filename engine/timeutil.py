@@ -50,13 +50,13 @@ def day_start(now: datetime, rollover_hour: int = 4) -> datetime:
 def human_interval(delta: timedelta) -> str:
     """Short interval text for rating buttons: 45s, 10m, 3h, 4d, 2.5mo, 1.2y."""
     seconds = max(0.0, delta.total_seconds())
-    if seconds < 60:
+    if round(seconds) < 60:  # rounded first, so 23.9 hours reads 1d, not 24h
         return f"{round(seconds)}s"
     minutes = seconds / 60
-    if minutes < 60:
+    if round(minutes) < 60:
         return f"{round(minutes)}m"
     hours = minutes / 60
-    if hours < 24:
+    if round(hours) < 24:
         return f"{round(hours)}h"
     days = hours / 24
     if days < 30:

@@ -144,6 +144,10 @@ def test_settings_round_trip() -> None:
         (timedelta(days=4), "4d"),
         (timedelta(days=61), "2mo"),
         (timedelta(days=400), "1.1y"),
+        # rounded before the unit is chosen: 23.9 hours is "1d", not "24h"
+        (timedelta(hours=23.9), "1d"),
+        (timedelta(minutes=59.7), "1h"),
+        (timedelta(hours=23.4), "23h"),
     ],
 )
 def test_human_interval(delta: timedelta, text: str) -> None:

@@ -99,7 +99,13 @@ class PrepApp(App[int]):
     BINDINGS = [
         Binding("q", "quit", "Quit", tooltip="Quit (every rating is already saved)"),
         Binding("question_mark", "help", "Help", tooltip="Every key"),
-        Binding("ctrl+p", "command_palette", "Commands", show=False, tooltip="Command palette"),
+        Binding(
+            "ctrl+p",
+            "command_palette",
+            "Commands",
+            show=False,
+            tooltip="Command palette: start, stats, demos, run a demo, theme, reload",
+        ),
     ]
 
     def __init__(
@@ -345,7 +351,11 @@ class PrepApp(App[int]):
             yield SystemCommand(
                 f"Run demo {name}", claim, lambda n=name: self.action_run_demo(n), discover=False
             )
-        yield from super().get_system_commands(screen)
+        for command in super().get_system_commands(screen):
+            # Textual's own "Keys" (a side panel of the focused widget's keys) would sit
+            # beside ours under the same name
+            if command.title != "Keys":
+                yield command
 
 
 def run(

@@ -7,6 +7,8 @@ prep.engine.cram.cram_sheet's, the same as `prep cram` prints.
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -18,7 +20,9 @@ from prep.engine.cram import CramDeck, cram_sheet
 from prep.engine.deck import Collection
 
 
-def sheet_text(sheet: list[CramDeck]) -> Text:
+def sheet_text(sheet: list[CramDeck], width: int | None = None) -> Text:
+    """The sheet as text; with ``width``, each bullet wraps under its own text (a hanging
+    indent), not under the bullet."""
     text = Text()
     if not sheet:
         text.append("No 60-second bullets yet: no main card has 'bullets'.", style="italic")
@@ -32,6 +36,8 @@ def sheet_text(sheet: list[CramDeck]) -> Text:
             text.append(f"{item.prompt}\n", style="bold")
             for bullet in item.bullets:
                 text.append("  • ")
+                if width is not None:
+                    bullet = "\n    ".join(textwrap.wrap(bullet, max(20, width - 4)) or [""])
                 text.append(f"{bullet}\n")
     return text
 
@@ -102,7 +108,12 @@ class CramScreen(Screen):
         self.query_one("#cram-title", Static).update(
             f"Cram · the 60-second bullets · {where} · {items} card(s)"
         )
-        self.query_one("#cram-sheet", Static).update(sheet_text(sheet))
+        # the screen less the padding and the scrollbar
+        width = max(24, self.app.size.width - 6)
+        self.query_one("#cram-sheet", Static).update(sheet_text(sheet, width))
+
+    def on_resize(self) -> None:
+        self.render_sheet()
 
     def action_toggle_all(self) -> None:
         if self.deck is None:

@@ -1,6 +1,9 @@
 """Run one demo live: a subprocess (the app never imports torch), its output streamed into a
 log, the checks shown as PASS/FAIL when it is done, the run recorded like a CLI run.
 
+The claim, the log and the checks read as one page that scrolls (arrows, PgUp/PgDn), so at
+80x24 nothing is cut off; the status line stays at the bottom.
+
 Esc returns to the screen below (the card exactly as it was); a run still going is stopped.
 A demo that fails or crashes says so here, and the app keeps working.
 """
@@ -14,12 +17,14 @@ import os
 import sqlite3
 from typing import Any
 
+from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, RichLog, Static
+from textual.widgets import Footer, Static
 
 from prep.engine.deck import Card
 from prep.engine.storage import StoreError
@@ -69,12 +74,11 @@ class DemoScreen(Screen):
         self.log_lines: list[str] = []  # what the log shows, as plain lines
 
     def compose(self) -> ComposeResult:
-        yield Header()
         yield Static(id="demo-title")
-        yield Static(id="demo-claim")
-        yield RichLog(id="demo-log", wrap=True, markup=False, highlight=False)
-        table: DataTable = DataTable(id="checks", cursor_type="none", zebra_stripes=False)
-        yield table
+        with VerticalScroll(id="demo-body"):
+            yield Static(id="demo-claim")
+            yield Static(id="demo-log")
+            yield Static(id="checks")
         yield Static(id="demo-status")
         yield Footer()
 
@@ -86,9 +90,7 @@ class DemoScreen(Screen):
         claim_widget = self.query_one("#demo-claim", Static)
         claim_widget.update(Text(claim, style="italic"))
         claim_widget.display = bool(claim)
-        table = self.query_one("#checks", DataTable)
-        table.add_column("", key="mark")
-        table.add_column("check: measured, against what", key="name")
+        self.query_one("#demo-body").focus()
         self.start()
 
     # --- running ------------------------------------------------------------------------
@@ -97,10 +99,10 @@ class DemoScreen(Screen):
         self.report = None
         self.exit_code = None
         self.recorded_id = None
-        self.query_one("#checks", DataTable).clear()
+        self.query_one("#checks", Static).update("")
         self.query_one("#checks").display = False
-        self.query_one(RichLog).clear()
         self.log_lines = []
+        self.query_one("#demo-log", Static).update("")
         self.set_status(Text(f"Running {self.demo_name} … (Esc stops it)", style="bold"))
         self.running = True
         self.refresh_bindings()
@@ -108,7 +110,8 @@ class DemoScreen(Screen):
 
     def write_line(self, line: str) -> None:
         self.log_lines.append(line)
-        self.query_one(RichLog).write(Text(line))
+        self.query_one("#demo-log", Static).update(Text("\n".join(self.log_lines)))
+        self.query_one("#demo-body", VerticalScroll).scroll_end(animate=False)
 
     def set_status(self, text: Text) -> None:
         self.query_one("#demo-status", Static).update(text)
@@ -215,20 +218,24 @@ class DemoScreen(Screen):
             log.write_line(f"note: {note}")
 
     def show_checks(self, report: dict[str, Any]) -> None:
-        table = self.query_one("#checks", DataTable)
-        table.clear()
+        """PASS/FAIL per check, the claim's and then the contrast's; long names wrap."""
+        table = Table.grid(padding=(0, 1))
+        table.add_column(width=4, no_wrap=True)
+        table.add_column(ratio=1)
         label = report.get("contrast_label") or ""
         sections = (
             ("what the claim says", report.get("checks", [])),
             (f"contrast: {label}" if label else "contrast", report.get("contrast", [])),
         )
+        rows = 0
         for section, checks in sections:
             if not checks:
                 continue
+            if rows:
+                table.add_row("", "")
             table.add_row("", Text(section, style="bold italic"))
             for check in checks:
                 ok = bool(check.get("passed"))
-                # two lines per check, so nothing is cut off at 80 columns
                 detail = Text(str(check.get("name", "")))
                 detail.append(
                     f"\nmeasured {_fmt(check.get('measured', ''))}, "
@@ -238,9 +245,18 @@ class DemoScreen(Screen):
                 table.add_row(
                     Text("PASS", style="bold green") if ok else Text("FAIL", style="bold red"),
                     detail,
-                    height=None,
                 )
-        table.display = table.row_count > 0
+                rows += 1
+        widget = self.query_one("#checks", Static)
+        widget.update(table)
+        widget.display = rows > 0
+        if rows:
+            self.call_after_refresh(
+                self.query_one("#demo-body", VerticalScroll).scroll_to_widget,
+                widget,
+                animate=False,
+                top=True,
+            )
 
     def record(self, report: dict[str, Any]) -> None:
         """Record the run in the progress database, as `prep demo` does."""

@@ -13,6 +13,12 @@ from textual.widgets import DataTable, Footer, Header, Static
 from prep.engine.storage import StoreError
 
 
+class DemoTable(DataTable):
+    """The demo list; its Enter is listed in the footer (a plain DataTable hides it)."""
+
+    BINDINGS = [Binding("enter", "select_cursor", "Run", tooltip="Run the highlighted demo")]
+
+
 class DemoListScreen(Screen):
     BINDINGS = [
         Binding("enter", "run", "Run", tooltip="Run the highlighted demo"),
@@ -22,7 +28,7 @@ class DemoListScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(id="demos-intro")
-        yield DataTable(id="demo-table", cursor_type="row")
+        yield DemoTable(id="demo-table", cursor_type="row")
         yield Static(id="demo-claim-detail")
         yield Footer()
 
@@ -32,8 +38,8 @@ class DemoListScreen(Screen):
         table.add_column("Last run", key="last")
         table.add_column("Cards", key="cards")
         self.query_one("#demos-intro", Static).update(
-            "Each demo checks one claim in PyTorch and shows the contrast that would make it "
-            "false. Enter runs one (in a subprocess; the app keeps working)."
+            "Each demo checks one claim in PyTorch and the contrast that would make it false. "
+            "Enter runs the highlighted one."
             if self.app.demos
             else "No demos are installed."
         )

@@ -86,6 +86,9 @@ class HelpScreen(ModalScreen[None]):
                     continue
                 seen.add((label, what))
                 table.add_row(label, what)
+            if section == "Everywhere":
+                table.add_row("↑↓", "Move in a list; scroll a long card or page")
+                table.add_row("PgUp PgDn", "Scroll a page at a time")
         table.add_row("", "")
         table.add_row("", Text("Esc, ? or q closes this.", style="dim"))
         return table

@@ -13,6 +13,14 @@ from textual.widgets import DataTable, Footer, Header, Static
 from prep.engine.storage import StoreError
 
 
+class DeckTable(DataTable):
+    """The deck list; its Enter is listed in the footer (a plain DataTable hides it)."""
+
+    BINDINGS = [
+        Binding("enter", "select_cursor", "Start", tooltip="Start the highlighted deck's session")
+    ]
+
+
 class HomeScreen(Screen):
     BINDINGS = [
         Binding("enter", "start", "Start", tooltip="Start today's session on the highlighted deck"),
@@ -26,7 +34,7 @@ class HomeScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(id="today")
-        table: DataTable = DataTable(id="decks", cursor_type="row", zebra_stripes=False)
+        table: DataTable = DeckTable(id="decks", cursor_type="row", zebra_stripes=False)
         table.add_column("Deck", key="deck")
         table.add_column("New", key="new")
         table.add_column("Learning", key="learning")
@@ -38,6 +46,8 @@ class HomeScreen(Screen):
 
     def on_mount(self) -> None:
         self.refresh_counts()
+        # the counts are coloured from the theme: redraw them when it changes
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh_counts())
 
     def on_screen_resume(self) -> None:
         self.refresh_counts()
@@ -81,22 +91,18 @@ class HomeScreen(Screen):
         if total is None or total.total == 0:
             line.append("Nothing to review right now.", style="bold")
         else:
-            line.append(f"{total.total} card(s) today", style="bold")
-            line.append(f"  ({total.due} due, {total.learning} learning, {total.new} new)")
-        line.append(f"   streak {streak} day{'s' if streak != 1 else ''}")
-        line.append(f"   {today['reviews']} review{'s' if today['reviews'] != 1 else ''} today")
+            line.append(f"{total.total} to review", style="bold")
+            line.append(f": {total.due} due, {total.learning} learning, {total.new} new")
+        line.append(f" · streak {streak} day{'s' if streak != 1 else ''}")
+        line.append(f" · {today['reviews']} review{'s' if today['reviews'] != 1 else ''} today")
         self.query_one("#today", Static).update(line)
         howto = Text.assemble(
-            ("Enter", "bold"),
-            " starts today's session on the highlighted deck (",
             ("↑↓", "bold"),
-            " to choose).  ",
-            ("s", "bold"),
-            " stats  ",
-            ("d", "bold"),
-            " demos  ",
+            " choose a deck, ",
+            ("Enter", "bold"),
+            " starts its session. ",
             ("?", "bold"),
-            " every key",
+            " lists every key.",
         )
         self.query_one("#howto", Static).update(howto)
         table.focus()

@@ -30,6 +30,9 @@ from prep.engine.scheduler import RATING_NAMES, Rating
 from prep.engine.storage import Store
 from prep.engine.timeutil import Clock, human_interval
 
+# the labels reveal_lines starts its lines with, shown bold
+REVEAL_LABELS = {"Your answer", "Correct", "Answer", "Why", "Analogy", "In 60 seconds"}
+
 
 class MockScreen(Screen):
     DEFAULT_CSS = """
@@ -40,9 +43,12 @@ class MockScreen(Screen):
     }
     MockScreen #mock-label {
         width: 1fr;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
     }
     MockScreen #mock-timer {
         width: auto;
+        padding-left: 2;
         text-style: bold;
     }
     MockScreen #mock-timer.over {
@@ -74,7 +80,11 @@ class MockScreen(Screen):
         Binding("3", "grade(3)", "Good", tooltip="Grade Good"),
         Binding("4", "grade(4)", "Easy", tooltip="Grade Easy"),
         Binding(
-            "enter", "suggested", "Take suggestion", show=False, tooltip="Take the suggested grade"
+            "enter",
+            "suggested",
+            "Take suggestion",
+            show=False,
+            tooltip="Once revealed: take the suggested grade (Good when none is suggested)",
         ),
     ]
 
@@ -220,16 +230,25 @@ class MockScreen(Screen):
             verdict = "Right." if right else f"Not quite: the answer is {step.card.correct_letter}."
             text.append(verdict + "\n\n", style="bold")
         text.append(took_text(step) + "\n\n", style="bold red" if step.over_budget else "bold")
-        text.append("\n".join(reveal_lines(step)))
+        for i, line in enumerate(reveal_lines(step)):
+            if i:
+                text.append("\n")
+            label, sep, rest = line.partition(":")
+            if sep and label in REVEAL_LABELS:
+                text.append(label + sep, style="bold")
+                text.append(rest)
+            else:
+                text.append(line)
         self.query_one("#mock-reveal", Static).update(text)
         parts = []
         for rating, outcome in mock.preview().items():
-            mark = " (suggested)" if rating == step.suggested else ""
+            mark = "» " if rating == step.suggested else ""  # as on the rating bar
             parts.append(
-                f"{int(rating)} {RATING_NAMES[rating]} {human_interval(outcome.interval)}{mark}"
+                f"{mark}{int(rating)} {RATING_NAMES[rating]} {human_interval(outcome.interval)}"
             )
+        take = step.suggested or Rating.Good
         grades = self.query_one("#mock-grades", Static)
-        grades.update("Grade yourself:  " + "   ".join(parts))
+        grades.update(f"Grade 1-4 (Enter = {RATING_NAMES[take]}):  " + "   ".join(parts))
         grades.display = True
         self.query_one("#mock-body").focus()
         self.tick()
@@ -244,8 +263,7 @@ class MockScreen(Screen):
         if action == "grade":
             return active and self.revealed
         if action == "suggested":
-            step = self.mock.step if active and self.mock else None
-            return step is not None and step.revealed and step.suggested is not None
+            return active and self.revealed
         return True
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -280,9 +298,10 @@ class MockScreen(Screen):
         self.show_step()
 
     def action_suggested(self) -> None:
+        """Enter after the reveal: the suggested grade, else Good (as on the review screen)."""
         step = self.mock.step if self.mock else None
-        if step is not None and step.revealed and step.suggested is not None:
-            self.action_grade(int(step.suggested))
+        if step is not None and step.revealed:
+            self.action_grade(int(step.suggested or Rating.Good))
 
     def action_back(self) -> None:
         self.dismiss(self.mock.summary() if self.mock else None)

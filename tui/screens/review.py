@@ -2,8 +2,9 @@
 
 Choice and red-flag cards are picked with a-d first (the pick reveals the answer and suggests a
 rating; Enter takes it). Keys never collide: a-d only pick before the answer is shown, and `d`
-runs the linked demo only after. Every rating is committed by the engine before the next card
-is shown; a rating that cannot be saved (a locked database) is reported and nothing advances.
+runs the linked demo only after. The footer follows the card: it lists the keys that do
+something now. Every rating is committed by the engine before the next card is shown; a
+rating that cannot be saved (a locked database) is reported and nothing advances.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 
 from rich.markdown import Markdown
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -62,7 +64,7 @@ class ReviewScreen(Screen):
             show=False,
             tooltip="Show the answer, then take the suggested rating (Good on a recall card)",
         ),
-        Binding("1", "rate(1)", "Again", show=False, tooltip="Rate Again (forgot)"),
+        Binding("1", "rate(1)", "Rate", key_display="1-4", tooltip="Rate Again (forgot)"),
         Binding("2", "rate(2)", "Hard", show=False, tooltip="Rate Hard"),
         Binding("3", "rate(3)", "Good", show=False, tooltip="Rate Good"),
         Binding("4", "rate(4)", "Easy", show=False, tooltip="Rate Easy"),
@@ -74,7 +76,7 @@ class ReviewScreen(Screen):
             "d",
             "demo",
             "Demo",
-            tooltip="Run the card's linked demo (on a four-choice card, d picks d until the answer)",
+            tooltip="Run the card's linked demo, once the answer is shown",
         ),
         Binding("u", "undo", "Undo", tooltip="Undo the last rating; its card comes back"),
         Binding("escape", "home", "Home", tooltip="Back to home (progress is saved)"),
@@ -146,11 +148,12 @@ class ReviewScreen(Screen):
         self.query_one("#card", VerticalScroll).scroll_home(animate=False)
         hint = self.front_hint()
         if self._note is not None:
-            hint = Text.assemble(self._note, ("  ·  ", "dim"), hint)
+            hint = Text.assemble(self._note, (" · ", "dim"), hint)
         self.set_hint(hint)
         self._note = None
         self.query_one("#reveal").display = True
         self.query_one("#ratings").display = False
+        self.refresh_bindings()
         self.session.mark_shown()
 
     def front_hint(self) -> Text:
@@ -158,9 +161,9 @@ class ReviewScreen(Screen):
         if self.card.choices:
             last = CHOICE_LETTERS[len(self.card.choices) - 1]
             return Text.assemble(
-                "Pick ", (f"a-{last}", "bold"), " or press ", ("space", "bold"), "."
+                "Pick ", (f"a-{last}", "bold"), ", or ", ("space", "bold"), " shows the answer."
             )
-        return Text.assemble("Answer it out loud, then press ", ("space", "bold"), ".")
+        return Text.assemble("Say your answer, then ", ("space", "bold"), " shows it.")
 
     def set_hint(self, text: Text | str) -> None:
         self.query_one("#hint", Static).update(text)
@@ -172,23 +175,25 @@ class ReviewScreen(Screen):
             widget.display = False
             return
         widget.display = True
-        text = Text()
+        # a grid, so a long choice wraps under its own text, not under its letter
+        table = Table.grid(padding=(0, 1))
+        table.add_column(width=1, no_wrap=True)
+        table.add_column(no_wrap=True)
+        table.add_column(ratio=1)
         for i, choice in enumerate(card.choices):
             letter = CHOICE_LETTERS[i]
-            mark, style = "  ", ""
+            mark, style = "", ""
             if self.revealed:
                 if i == card.correct:
-                    mark, style = "✓ ", "bold green"
+                    mark, style = "✓", "bold green"
                 elif i == self.picked:
-                    mark, style = "✗ ", "bold red"
+                    mark, style = "✗", "bold red"
                 else:
                     style = "dim"
-            if i:
-                text.append("\n")
-            text.append(mark, style=style)
-            text.append(f"{letter}) ", style="bold")
-            text.append(choice, style=style)
-        widget.update(text)
+            table.add_row(
+                Text(mark, style=style), Text(f"{letter})", style="bold"), Text(choice, style=style)
+            )
+        widget.update(table)
 
     def reveal(self) -> None:
         card = self.card
@@ -221,17 +226,24 @@ class ReviewScreen(Screen):
             self.set_hint(
                 Text.assemble("How well did you know it? ", ("1-4", "bold"), " (Enter = Good).")
             )
+        self.refresh_bindings()
 
     # --- actions ------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # The footer's keys stay the same from card to card (refreshing it costs a frame per
-        # card); only the hidden keys depend on the card. `d` picks choice d while a
-        # four-choice card waits for a pick, and runs the demo otherwise.
-        if action == "pick" and parameters and parameters[0] != 0:
-            card = self.card
-            index = int(parameters[0])  # type: ignore[call-overload]
+        # The footer lists only what works now: space before the answer, 1-4 after it, a-d
+        # while a choice card waits for a pick, d once a card with a demo is revealed (on a
+        # four-choice card `d` picks choice d until then).
+        card = self.card
+        if action == "reveal":
+            return card is not None and not self.revealed
+        if action == "rate":
+            return card is not None and self.revealed
+        if action == "pick":
+            index = int(parameters[0]) if parameters else 0  # type: ignore[call-overload]
             return card is not None and not self.revealed and index < len(card.choices)
+        if action == "demo":
+            return card is not None and self.revealed and card.demo is not None
         return True
 
     def action_reveal(self) -> None:
@@ -267,8 +279,9 @@ class ReviewScreen(Screen):
         try:
             outcome = self.session.rate(Rating(value))
         except (StoreError, sqlite3.Error) as exc:
-            self.notify(
-                f"Not saved: {exc}. The card stays; rate again.", severity="error", timeout=8
+            self.notify(f"Not saved (the card stays): {exc}", severity="error", timeout=8)
+            self.set_hint(
+                Text.assemble(("Not saved", "bold red"), "; the card stays. Rate it again.")
             )
             return
         self._note = Text.assemble(
@@ -294,14 +307,14 @@ class ReviewScreen(Screen):
         if card is None:
             self.notify("Nothing to undo in this session.")
             return
-        self._note = Text("Undone: the card is back with its previous schedule", style="bold")
+        self._note = Text("Undone: the card is back as it was", style="bold")
         self.show_card()
 
     def action_demo(self) -> None:
         from prep.tui.screens.demo import DemoScreen
 
         card = self.card
-        if card is None:
+        if card is None or not self.revealed:
             return
         if card.demo is None:
             self.notify("This card links no demo.")

@@ -55,7 +55,10 @@ class SummaryScreen(Screen):
             text.append("Nothing due right now.\n\n", style="bold")
         else:
             text.append("Session complete.\n\n", style="bold")
-            text.append(f"Cards reviewed   {s['reviewed']}\n")
+            cards = len(set(self.session.done))
+            text.append(f"Reviews          {s['reviewed']}")
+            # a learning card comes back within the session: reviews can outnumber cards
+            text.append(f"  ({cards} card{'s' if cards != 1 else ''})\n", style="dim")
             text.append(f"Again-rate       {100 * s['again_rate']:.0f}%  ")
             counts = self.session.stats.ratings
             text.append(
