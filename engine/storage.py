@@ -25,10 +25,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from prep.engine.scheduler import CardState, Settings
+from prep.engine.scheduler import CardState, Settings, State
 from prep.engine.timeutil import fmt, parse, utcnow
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 5000
 
 
@@ -316,14 +316,20 @@ class Store:
     ) -> list[str]:
         """Ids of cards due at ``now``, most overdue first (uses the (removed, due) index),
         optionally only those in (or not in) one fsrs state."""
-        sql = "SELECT id FROM cards WHERE removed = 0 AND due <= ?"
+        by_state = state is not None or not_state is not None
+        # with a state filter, walk the per-state index: few cards are in learning, while the
+        # (removed, due) index would visit every overdue Review card to find them
+        index = " INDEXED BY cards_removed_state_due" if by_state else ""
+        sql = f"SELECT id FROM cards{index} WHERE removed = 0 AND due <= ?"
         args: list[Any] = [fmt(now)]
         if state is not None:
             sql += " AND state = ?"
             args.append(state)
         if not_state is not None:
-            sql += " AND state != ?"
-            args.append(not_state)
+            # as IN (...) so that SQLite takes one index range per state
+            others = [int(x) for x in State if x != not_state]
+            sql += f" AND state IN ({', '.join('?' * len(others))})"
+            args += others
         if decks is not None:
             deck_list = list(decks)
             sql += f" AND deck IN ({','.join('?' * len(deck_list))})"
@@ -595,5 +601,13 @@ def _migrate_v1_to_v2(store: Store) -> None:
     )
 
 
+def _migrate_v2_to_v3(store: Store) -> None:
+    # the queue asks for due cards by fsrs state (learning steps uncapped, reviews capped),
+    # most overdue first: an index range per state instead of a walk over every due card
+    store.db["cards"].create_index(
+        ["removed", "state", "due"], index_name="cards_removed_state_due", if_not_exists=True
+    )
+
+
 # _MIGRATIONS[v] upgrades a database from schema v to v + 1, inside one transaction.
-_MIGRATIONS = [_migrate_v0_to_v1, _migrate_v1_to_v2]
+_MIGRATIONS = [_migrate_v0_to_v1, _migrate_v1_to_v2, _migrate_v2_to_v3]
