@@ -23,6 +23,28 @@ def run_cli(*args: str, input: str | None = None, db: Path | None = None):
     return runner.invoke(main, [*base, *args], input=input, catch_exceptions=False)
 
 
+def plain_quiz(db: Path, decks: Path, keys: str, *extra: str) -> subprocess.CompletedProcess:
+    """`prep quiz --plain --deck small` in a real subprocess, fed ``keys`` on stdin."""
+    return subprocess.run(
+        [
+            *PREP,
+            "--db",
+            str(db),
+            "--questions",
+            str(decks),
+            "quiz",
+            "--plain",
+            "--deck",
+            "small",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        input=keys,
+        timeout=60,
+    )
+
+
 def test_every_command_has_help_and_is_in_the_readme() -> None:
     readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
     for name, command in main.commands.items():
@@ -64,22 +86,7 @@ def test_quiz_with_invalid_user_deck_exits_2_without_traceback(
 
 def test_plain_session_end_to_end(small_deck_dir: Path, db_path: Path) -> None:
     keys = "\n3\nb\n\n\n1\n"  # reveal+Good, pick b + take suggestion, reveal follow-up, Again
-    result = subprocess.run(
-        [
-            *PREP,
-            "--db",
-            str(db_path),
-            "--questions",
-            str(small_deck_dir),
-            "quiz",
-            "--plain",
-            "--deck",
-            "small",
-        ],
-        capture_output=True,
-        text=True,
-        input=keys + "q\n",
-    )
+    result = plain_quiz(db_path, small_deck_dir, keys + "q\n")
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "[1/4] small · recall" in out
@@ -93,22 +100,7 @@ def test_plain_session_end_to_end(small_deck_dir: Path, db_path: Path) -> None:
 
 def test_plain_undo_and_wrong_pick(small_deck_dir: Path, db_path: Path) -> None:
     keys = "\n4\nu\n\n2\na\n\n"
-    result = subprocess.run(
-        [
-            *PREP,
-            "--db",
-            str(db_path),
-            "--questions",
-            str(small_deck_dir),
-            "quiz",
-            "--plain",
-            "--deck",
-            "small",
-        ],
-        capture_output=True,
-        text=True,
-        input=keys,
-    )
+    result = plain_quiz(db_path, small_deck_dir, keys)
     assert result.returncode == 0, result.stderr
     assert "Undone: roles is back" in result.stdout
     assert "Not quite: the answer is b. Suggested rating: 1 Again." in result.stdout
