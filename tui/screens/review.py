@@ -299,13 +299,7 @@ class ReviewScreen(Screen):
             self.reveal()
 
     def action_undo(self) -> None:
-        try:
-            card = self.session.undo()
-        except (StoreError, sqlite3.Error) as exc:
-            self.notify(f"Cannot undo: {exc}", severity="error", timeout=8)
-            return
-        if card is None:
-            self.notify("Nothing to undo in this session.")
+        if undo_last_rating(self, self.session) is None:
             return
         self._note = Text("Undone: the card is back as it was", style="bold")
         self.show_card()
@@ -323,3 +317,16 @@ class ReviewScreen(Screen):
 
     def action_home(self) -> None:
         self.dismiss()
+
+
+def undo_last_rating(screen: Screen, session: ReviewSession) -> Card | None:
+    """Undo the session's last rating, telling the user when there is nothing to undo or
+    the database refused; returns the card that is back, or None."""
+    try:
+        card = session.undo()
+    except (StoreError, sqlite3.Error) as exc:
+        screen.notify(f"Cannot undo: {exc}", severity="error", timeout=8)
+        return None
+    if card is None:
+        screen.notify("Nothing to undo in this session.")
+    return card

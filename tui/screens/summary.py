@@ -79,14 +79,7 @@ class SummaryScreen(Screen):
         self.dismiss()
 
     def action_undo(self) -> None:
-        from prep.tui.screens.review import ReviewScreen
+        from prep.tui.screens.review import ReviewScreen, undo_last_rating
 
-        try:
-            card = self.session.undo()
-        except (StoreError, sqlite3.Error) as exc:
-            self.notify(f"Cannot undo: {exc}", severity="error", timeout=8)
-            return
-        if card is None:
-            self.notify("Nothing to undo in this session.")
-            return
-        self.app.switch_screen(ReviewScreen(self.session))
+        if undo_last_rating(self, self.session) is not None:
+            self.app.switch_screen(ReviewScreen(self.session))
