@@ -29,6 +29,14 @@ class Sizes:
         return self.d_model // self.n_heads
 
 
+def standard_scales(large_seq_len: int = 2048) -> dict[str, Sizes]:
+    """The sizes most demos run at: a CPU-second toy, and a 4096-wide, 32-head production layer."""
+    return {
+        "small": Sizes(batch=2, seq_len=32, d_model=64, n_heads=8),
+        "large": Sizes(batch=1, seq_len=large_seq_len, d_model=4096, n_heads=32),
+    }
+
+
 @dataclass
 class Weights:
     W_Q: Tensor  # (n_heads, d_model, d_head)
@@ -55,6 +63,16 @@ def random_weights(s: Sizes, gen: torch.Generator, dtype: torch.dtype = torch.fl
         W_V=randn((h, d, dh), gen, dtype) / d**0.5,  # (n_heads, d_model, d_head)
         W_O=dense_w_o(s, gen, dtype),  # (n_heads, d_head, d_model)
     )
+
+
+def random_layer(
+    s: Sizes, gen: torch.Generator, dtype: torch.dtype = torch.float32
+) -> tuple[Tensor, Weights, Tensor]:
+    """Random inputs x, then random weights w (in that order from gen), and the heads' outputs."""
+    x = random_inputs(s, gen, dtype)  # (B, T, d_model)
+    w = random_weights(s, gen, dtype)
+    z = head_outputs(x, w.W_Q, w.W_K, w.W_V)  # (B, T, n_heads, d_head)
+    return x, w, z
 
 
 def dense_w_o(s: Sizes, gen: torch.Generator, dtype: torch.dtype = torch.float32) -> Tensor:

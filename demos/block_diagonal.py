@@ -23,11 +23,8 @@ from prep.demos.harness import Check, DeviceChoice, Report
 
 NAME = "block-diagonal"
 DTYPE = torch.float32
-
-SCALES = {
-    "small": attn.Sizes(batch=2, seq_len=32, d_model=64, n_heads=8),
-    "large": attn.Sizes(batch=1, seq_len=2048, d_model=4096, n_heads=32),
-}
+CONTRAST_LABEL = "a dense W_O on the same head outputs"
+SCALES = attn.standard_scales()
 
 
 @dataclass
@@ -40,9 +37,7 @@ class Setup:
 
 
 def build(cfg: attn.Sizes, device: torch.device, gen: torch.Generator) -> Setup:
-    x = attn.random_inputs(cfg, gen, DTYPE)  # (B, T, d_model)
-    w = attn.random_weights(cfg, gen, DTYPE)
-    z = attn.head_outputs(x, w.W_Q, w.W_K, w.W_V)  # (B, T, n_heads, d_head)
+    x, w, z = attn.random_layer(cfg, gen, DTYPE)  # z: (B, T, n_heads, d_head)
     return Setup(cfg, z, attn.block_diagonal_w_o(cfg, gen, DTYPE), x, w)
 
 
@@ -166,25 +161,16 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
     ]
 
 
+NOTES = [
+    "The heads' outputs come from real causal softmax attention on random inputs; the "
+    "zeros are structural, so they are compared with == 0.0.",
+    "Heads still cannot share a write direction here: that needs the off-diagonal "
+    "blocks (see cross-head-mixing).",
+    "Absorbing B_h into W_V^h is exact in real arithmetic; in float32 it agrees within "
+    "the assert_close defaults widened by sqrt(d_model/64), as the products are summed "
+    "in another order.",
+]
+
+
 def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
-    return harness.run_demo(
-        NAME,
-        harness.scale_config(SCALES, scale),
-        scale=scale,
-        device=device,
-        seed=seed,
-        build=build,
-        check=check,
-        contrast=contrast,
-        contrast_label="a dense W_O on the same head outputs",
-        dtype=DTYPE,
-        notes=[
-            "The heads' outputs come from real causal softmax attention on random inputs; the "
-            "zeros are structural, so they are compared with == 0.0.",
-            "Heads still cannot share a write direction here: that needs the off-diagonal "
-            "blocks (see cross-head-mixing).",
-            "Absorbing B_h into W_V^h is exact in real arithmetic; in float32 it agrees within "
-            "the assert_close defaults widened by sqrt(d_model/64), as the products are summed "
-            "in another order.",
-        ],
-    )
+    return harness.run_module(__name__, scale, device, seed)

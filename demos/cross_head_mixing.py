@@ -19,12 +19,9 @@ from prep.demos.harness import Check, DeviceChoice, Report
 
 NAME = "cross-head-mixing"
 DTYPE = torch.float32
+CONTRAST_LABEL = "W_O without the shared direction"
+SCALES = attn.standard_scales()
 COSINE_ATOL = 1e-5  # float32: a cosine of 1 computes as 1 up to ~1e-6
-
-SCALES = {
-    "small": attn.Sizes(batch=2, seq_len=32, d_model=64, n_heads=8),
-    "large": attn.Sizes(batch=1, seq_len=2048, d_model=4096, n_heads=32),
-}
 
 
 @dataclass
@@ -55,9 +52,7 @@ def shared_direction_w_o(
 
 
 def build(cfg: attn.Sizes, device: torch.device, gen: torch.Generator) -> Setup:
-    x = attn.random_inputs(cfg, gen, DTYPE)  # (B, T, d_model)
-    w = attn.random_weights(cfg, gen, DTYPE)
-    z = attn.head_outputs(x, w.W_Q, w.W_K, w.W_V)  # (B, T, n_heads, d_head)
+    _, _, z = attn.random_layer(cfg, gen, DTYPE)  # z: (B, T, n_heads, d_head)
     shared, u = shared_direction_w_o(cfg, gen)
     none = attn.identity_w_o(cfg, device, DTYPE)  # (n_heads, d_head, d_model)
     return Setup(cfg, z, shared, u, none, attn.block_diagonal_w_o(cfg, gen, DTYPE))
@@ -153,23 +148,14 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
     ]
 
 
+NOTES = [
+    "Write subspace of head h = row space of W_O[h]; cosines of principal angles = "
+    "singular values of R_h^-T (W_O[h] W_O[g]^T) R_g^-1 from W_O[h]^T = Q_h R_h.",
+    f"A cosine of 1 is checked to within {COSINE_ATOL:g} (float32); the zeros exactly.",
+    "The sharing W_O is built by hand (heads 0 and 1 both write their coordinate 0 "
+    "along u): the claim is that a dense W_O can do this, which a trained model may use.",
+]
+
+
 def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
-    return harness.run_demo(
-        NAME,
-        harness.scale_config(SCALES, scale),
-        scale=scale,
-        device=device,
-        seed=seed,
-        build=build,
-        check=check,
-        contrast=contrast,
-        contrast_label="W_O without the shared direction",
-        dtype=DTYPE,
-        notes=[
-            "Write subspace of head h = row space of W_O[h]; cosines of principal angles = "
-            "singular values of R_h^-T (W_O[h] W_O[g]^T) R_g^-1 from W_O[h]^T = Q_h R_h.",
-            f"A cosine of 1 is checked to within {COSINE_ATOL:g} (float32); the zeros exactly.",
-            "The sharing W_O is built by hand (heads 0 and 1 both write their coordinate 0 "
-            "along u): the claim is that a dense W_O can do this, which a trained model may use.",
-        ],
-    )
+    return harness.run_module(__name__, scale, device, seed)

@@ -21,11 +21,8 @@ from prep.demos.harness import Check, DeviceChoice, Report
 
 NAME = "fold-wo"
 DTYPE = torch.float32
-
-SCALES = {
-    "small": attn.Sizes(batch=2, seq_len=32, d_model=64, n_heads=8),
-    "large": attn.Sizes(batch=1, seq_len=1024, d_model=4096, n_heads=32),
-}
+CONTRAST_LABEL = "no residual add and no LayerNorm"
+SCALES = attn.standard_scales(large_seq_len=1024)
 
 
 @dataclass
@@ -156,26 +153,17 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
     ]
 
 
-def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
-    cfg = harness.scale_config(SCALES, scale)
+def notes(cfg: attn.Sizes) -> list[str]:
     original, folded = flops(cfg)
-    return harness.run_demo(
-        NAME,
-        cfg,
-        scale=scale,
-        device=device,
-        seed=seed,
-        build=build,
-        check=check,
-        contrast=contrast,
-        contrast_label="no residual add and no LayerNorm",
-        dtype=DTYPE,
-        notes=[
-            f"Cost of folding: parameters {2 * cfg.d_model**2:,} -> "
-            f"{cfg.n_heads * cfg.d_model**2:,} ({cfg.n_heads / 2:g}x); FLOPs per sequence of "
-            f"{cfg.seq_len} tokens for V, A@V and O: {original:.3g} -> {folded:.3g} "
-            f"({folded / original:.1f}x), because every head now carries d_model-wide values.",
-            "The fold is exact in real arithmetic; in float32 it agrees to rounding "
-            "(tolerance widened by sqrt(d_model/64)).",
-        ],
-    )
+    return [
+        f"Cost of folding: parameters {2 * cfg.d_model**2:,} -> "
+        f"{cfg.n_heads * cfg.d_model**2:,} ({cfg.n_heads / 2:g}x); FLOPs per sequence of "
+        f"{cfg.seq_len} tokens for V, A@V and O: {original:.3g} -> {folded:.3g} "
+        f"({folded / original:.1f}x), because every head now carries d_model-wide values.",
+        "The fold is exact in real arithmetic; in float32 it agrees to rounding "
+        "(tolerance widened by sqrt(d_model/64)).",
+    ]
+
+
+def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
+    return harness.run_module(__name__, scale, device, seed)

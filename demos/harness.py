@@ -1,15 +1,18 @@
-"""What every demo shares: device choice, seeding, timing, checks and the report.
+"""What every demo shares: device choice, seeding, timing, checks, the report and the runner.
 
 A demo module provides `build(cfg, device, generator) -> setup`, `check(setup) -> list[Check]`
 (measures only, so a test can hand it a counterexample), `contrast(setup, generator)` (the same
-measurement on a variant where the claim would be false) and `run(scale, device, seed) -> Report`, which
-calls `run_demo` below.
+measurement on a variant where the claim would be false), `counterexample(cfg, device, generator)`
+and the constants `NAME`, `SCALES` ({"small": cfg, "large": cfg}), `DTYPE` and `CONTRAST_LABEL`,
+with its notes either as a list `NOTES` or as a function `notes(cfg) -> list[str]` when they
+quote the sizes. Its `run(scale, device, seed) -> Report` is `run_module(__name__, ...)` below.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import json
 import math
 import platform
@@ -18,6 +21,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 from prep.demos._torch import torch
@@ -322,6 +326,15 @@ def render(report: Report) -> str:
 # --------------------------------------------------------------------------- running
 
 
+def _device_for_dtype(choice: DeviceChoice, dtype: torch.dtype) -> DeviceChoice:
+    """mps has no float64: a float64 demo runs on the CPU there instead."""
+    if dtype != torch.float64 or choice.device.type != "mps":
+        return choice
+    return DeviceChoice(
+        torch.device("cpu"), _cpu_name(), "cpu: mps has no float64, which this demo needs"
+    )
+
+
 def run_demo(
     name: str,
     cfg: Any,
@@ -335,12 +348,9 @@ def run_demo(
     contrast_label: str,
     dtype: torch.dtype = torch.float32,
     notes: list[str] | None = None,
-    device_override: Callable[[DeviceChoice], DeviceChoice] | None = None,
 ) -> Report:
     """Build, check and contrast one demo on one device, timed, with TF32 off on CUDA."""
-    choice = select_device(device)
-    if device_override is not None:
-        choice = device_override(choice)
+    choice = _device_for_dtype(select_device(device), dtype)
     dev = choice.device
     sizes = dataclasses.asdict(cfg)
     if hasattr(cfg, "d_head"):
@@ -376,3 +386,28 @@ def scale_config(configs: dict[str, Any], scale: str) -> Any:
     if scale not in configs:
         raise ValueError(f"unknown scale {scale!r}; choose one of {', '.join(configs)}")
     return configs[scale]
+
+
+def run_module(
+    module: ModuleType | str, scale: str, device: str | DeviceChoice, seed: int
+) -> Report:
+    """`run_demo` for a demo module (or its dotted name), from the names it defines.
+
+    Everything is looked up when the demo runs, so a test may patch a module's `check` or `SCALES`.
+    """
+    mod = importlib.import_module(module) if isinstance(module, str) else module
+    cfg = scale_config(mod.SCALES, scale)
+    notes = mod.notes(cfg) if hasattr(mod, "notes") else mod.NOTES
+    return run_demo(
+        mod.NAME,
+        cfg,
+        scale=scale,
+        device=device,
+        seed=seed,
+        build=mod.build,
+        check=mod.check,
+        contrast=mod.contrast,
+        contrast_label=mod.CONTRAST_LABEL,
+        dtype=mod.DTYPE,
+        notes=notes,
+    )

@@ -21,13 +21,10 @@ from prep.demos.harness import Check, DeviceChoice, Report
 
 NAME = "head-weighting"
 DTYPE = torch.float32
+CONTRAST_LABEL = "mixing, which per-head weights cannot imitate"
+SCALES = attn.standard_scales()
 HEAD = 1  # the head being weighted
 SCALE_A = 0.3  # the weight a
-
-SCALES = {
-    "small": attn.Sizes(batch=2, seq_len=32, d_model=64, n_heads=8),
-    "large": attn.Sizes(batch=1, seq_len=2048, d_model=4096, n_heads=32),
-}
 
 
 @dataclass
@@ -55,10 +52,8 @@ def scale_output_dims_bug(w_flat: torch.Tensor, head: int, d_head: int, a: float
 
 
 def build(cfg: attn.Sizes, device: torch.device, gen: torch.Generator) -> Setup:
-    x = attn.random_inputs(cfg, gen, DTYPE)  # (B, T, d_model)
-    w = attn.random_weights(cfg, gen, DTYPE)
+    x, w, z = attn.random_layer(cfg, gen, DTYPE)  # z: (B, T, n_heads, d_head)
     w_flat = attn.flat(w.W_O)  # (n_heads*d_head, d_model)
-    z = attn.head_outputs(x, w.W_Q, w.W_K, w.W_V)  # (B, T, n_heads, d_head)
     return Setup(
         cfg,
         x,
@@ -167,24 +162,15 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
     ]
 
 
-def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
-    cfg = harness.scale_config(SCALES, scale)
+def notes(cfg: attn.Sizes) -> list[str]:
     rtol, atol = harness.tolerance(DTYPE, cfg.d_model)
-    return harness.run_demo(
-        NAME,
-        cfg,
-        scale=scale,
-        device=device,
-        seed=seed,
-        build=build,
-        check=check,
-        contrast=contrast,
-        contrast_label="mixing, which per-head weights cannot imitate",
-        dtype=DTYPE,
-        notes=[
-            f"Head i = {HEAD}, a = {SCALE_A}. Tolerance rtol={rtol:.2g}, atol={atol:.2g} "
-            "(float32 assert_close defaults widened by sqrt(d_model/64)).",
-            "So weighting alone is not W_O's unique job; what only W_O provides is mixing "
-            "(see cross-head-mixing). It is still a natural place to learn the weights.",
-        ],
-    )
+    return [
+        f"Head i = {HEAD}, a = {SCALE_A}. Tolerance rtol={rtol:.2g}, atol={atol:.2g} "
+        "(float32 assert_close defaults widened by sqrt(d_model/64)).",
+        "So weighting alone is not W_O's unique job; what only W_O provides is mixing "
+        "(see cross-head-mixing). It is still a natural place to learn the weights.",
+    ]
+
+
+def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
+    return harness.run_module(__name__, scale, device, seed)

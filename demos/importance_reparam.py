@@ -18,14 +18,11 @@ from prep.demos.harness import Check, DeviceChoice, Report
 
 NAME = "importance-reparam"
 DTYPE = torch.float32
+CONTRAST_LABEL = "W_O^h scaled alone, a real change"
+SCALES = attn.standard_scales()
 HEAD = 2  # the head being reparametrized
 C = 10.0  # W_V^h * C, W_O^h / C
 RATIO_RTOL = 1e-5  # ratios of norms in float32
-
-SCALES = {
-    "small": attn.Sizes(batch=2, seq_len=32, d_model=64, n_heads=8),
-    "large": attn.Sizes(batch=1, seq_len=2048, d_model=4096, n_heads=32),
-}
 
 
 @dataclass
@@ -135,24 +132,15 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
     ]
 
 
-def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
-    cfg = harness.scale_config(SCALES, scale)
+def notes(cfg: attn.Sizes) -> list[str]:
     rtol, atol = harness.tolerance(DTYPE, cfg.d_model)
-    return harness.run_demo(
-        NAME,
-        cfg,
-        scale=scale,
-        device=device,
-        seed=seed,
-        build=build,
-        check=check,
-        contrast=contrast,
-        contrast_label="W_O^h scaled alone, a real change",
-        dtype=DTYPE,
-        notes=[
-            f"Head h = {HEAD}, c = {C:g}. Output compared with rtol={rtol:.2g}, atol={atol:.2g}; "
-            f"norm ratios with rtol={RATIO_RTOL:g}.",
-            "Red flag: ranking heads by W_O norms alone. Score the OV circuit, or measure the "
-            "effect of ablating the head.",
-        ],
-    )
+    return [
+        f"Head h = {HEAD}, c = {C:g}. Output compared with rtol={rtol:.2g}, atol={atol:.2g}; "
+        f"norm ratios with rtol={RATIO_RTOL:g}.",
+        "Red flag: ranking heads by W_O norms alone. Score the OV circuit, or measure the "
+        "effect of ablating the head.",
+    ]
+
+
+def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
+    return harness.run_module(__name__, scale, device, seed)

@@ -25,6 +25,7 @@ from prep.demos.harness import Check, DeviceChoice, Report
 
 NAME = "learned-suppression"
 DTYPE = torch.float32
+CONTRAST_LABEL = "every head attends to the predictive token"
 MIN_RATIO = 3.0  # "several times smaller": smallest useful block / largest noise block
 
 
@@ -211,25 +212,16 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
     ]
 
 
+def notes(cfg: Config) -> list[str]:
+    return [
+        f"Task: predict token t-1. Heads 0..{cfg.n_useful - 1} attend to t-1, the other "
+        f"{cfg.n_heads - cfg.n_useful} to fixed random other positions. Only W_O trains "
+        f"(AdamW, lr {cfg.lr:g}, weight decay {cfg.weight_decay:g}, {cfg.steps} steps of "
+        f"batch {cfg.batch}); embeddings, W_V and unembedding are frozen.",
+        "Weight decay alone would shrink every block equally; the difference between the "
+        "useful and noise heads comes from the loss.",
+    ]
+
+
 def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
-    cfg = harness.scale_config(SCALES, scale)
-    return harness.run_demo(
-        NAME,
-        cfg,
-        scale=scale,
-        device=device,
-        seed=seed,
-        build=build,
-        check=check,
-        contrast=contrast,
-        contrast_label="every head attends to the predictive token",
-        dtype=DTYPE,
-        notes=[
-            f"Task: predict token t-1. Heads 0..{cfg.n_useful - 1} attend to t-1, the other "
-            f"{cfg.n_heads - cfg.n_useful} to fixed random other positions. Only W_O trains "
-            f"(AdamW, lr {cfg.lr:g}, weight decay {cfg.weight_decay:g}, {cfg.steps} steps of "
-            f"batch {cfg.batch}); embeddings, W_V and unembedding are frozen.",
-            "Weight decay alone would shrink every block equally; the difference between the "
-            "useful and noise heads comes from the loss.",
-        ],
-    )
+    return harness.run_module(__name__, scale, device, seed)

@@ -22,6 +22,7 @@ from prep.demos.harness import Check, DeviceChoice, Report
 
 NAME = "no-wo"
 DTYPE = torch.float32
+CONTRAST_LABEL = "a dense W_O on the same head outputs"
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,7 @@ class Setup:
 
 
 def build(cfg: Config, device: torch.device, gen: torch.Generator) -> Setup:
-    x = attn.random_inputs(cfg, gen, DTYPE)  # (B, T, d_model)
-    w = attn.random_weights(cfg, gen, DTYPE)
-    z = attn.head_outputs(x, w.W_Q, w.W_K, w.W_V)  # (B, T, n_heads, d_head)
+    _, _, z = attn.random_layer(cfg, gen, DTYPE)  # z: (B, T, n_heads, d_head)
     z = z[0, : cfg.jacobian_tokens]  # (P, n_heads, d_head)
     order = torch.randperm(cfg.d_model, generator=gen, device=device)  # (d_model,)
     perm = torch.eye(cfg.d_model, device=device, dtype=DTYPE)[order]  # (d_model, d_model)
@@ -164,24 +163,15 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
     ]
 
 
+def notes(cfg: Config) -> list[str]:
+    return [
+        f"Jacobians by reverse-mode autograd (torch.func.jacrev) at {cfg.jacobian_tokens} "
+        f"of {cfg.seq_len} token positions, cross-token entries included; the layer after "
+        "the heads is linear and token-wise, so every token's block is the same matrix.",
+        "Downstream layers can still read every slice; what is missing without W_O is two "
+        "heads writing to the same direction.",
+    ]
+
+
 def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
-    cfg = harness.scale_config(SCALES, scale)
-    return harness.run_demo(
-        NAME,
-        cfg,
-        scale=scale,
-        device=device,
-        seed=seed,
-        build=build,
-        check=check,
-        contrast=contrast,
-        contrast_label="a dense W_O on the same head outputs",
-        dtype=DTYPE,
-        notes=[
-            f"Jacobians by reverse-mode autograd (torch.func.jacrev) at {cfg.jacobian_tokens} "
-            f"of {cfg.seq_len} token positions, cross-token entries included; the layer after "
-            "the heads is linear and token-wise, so every token's block is the same matrix.",
-            "Downstream layers can still read every slice; what is missing without W_O is two "
-            "heads writing to the same direction.",
-        ],
-    )
+    return harness.run_module(__name__, scale, device, seed)

@@ -19,7 +19,8 @@ from prep.demos._torch import torch
 from prep.demos.harness import Check, DeviceChoice, Report
 
 NAME = "ov-rank"
-DTYPE = torch.float64
+DTYPE = torch.float64  # the harness runs float64 demos on the CPU where mps lacks it
+CONTRAST_LABEL = "full d_model x d_model matrices"
 
 
 @dataclass(frozen=True)
@@ -110,34 +111,16 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
     ]
 
 
-def _cpu_for_mps(choice: harness.DeviceChoice) -> harness.DeviceChoice:
-    if choice.device.type != "mps":
-        return choice
-    return harness.DeviceChoice(
-        torch.device("cpu"), harness._cpu_name(), "cpu: mps has no float64, which this demo needs"
-    )
+def notes(cfg: Config) -> list[str]:
+    return [
+        "Rank = singular values above sigma_max * d_model * eps(float64) "
+        "(torch.linalg.matrix_rank default). float64 keeps true zeros (~1e-16 sigma_max) "
+        "far below the smallest real singular values.",
+        f"OV ranks measured for {cfg.heads_checked} of {cfg.n_heads} heads (a "
+        f"{cfg.d_model} x {cfg.d_model} SVD each); the bound holds for every head by the "
+        "same factorization.",
+    ]
 
 
 def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
-    cfg = harness.scale_config(SCALES, scale)
-    return harness.run_demo(
-        NAME,
-        cfg,
-        scale=scale,
-        device=device,
-        seed=seed,
-        build=build,
-        check=check,
-        contrast=contrast,
-        contrast_label="full d_model x d_model matrices",
-        dtype=DTYPE,
-        device_override=_cpu_for_mps,
-        notes=[
-            "Rank = singular values above sigma_max * d_model * eps(float64) "
-            "(torch.linalg.matrix_rank default). float64 keeps true zeros (~1e-16 sigma_max) "
-            "far below the smallest real singular values.",
-            f"OV ranks measured for {cfg.heads_checked} of {cfg.n_heads} heads (a "
-            f"{cfg.d_model} x {cfg.d_model} SVD each); the bound holds for every head by the "
-            "same factorization.",
-        ],
-    )
+    return harness.run_module(__name__, scale, device, seed)

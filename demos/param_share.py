@@ -26,6 +26,7 @@ from prep.demos.harness import Check, DeviceChoice, Report
 
 NAME = "param-share"
 DTYPE = torch.float32
+CONTRAST_LABEL = "the common wrong counts, measured on the same modules"
 FFN_MULT = 4  # the FFN's hidden width is FFN_MULT * d_model
 PROBE_TOKENS = 8  # tokens in the forward pass that measures the concat width
 
@@ -310,25 +311,16 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
     ]
 
 
-def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
-    cfg = harness.scale_config(SCALES, scale)
+def notes(cfg: Config) -> list[str]:
     folded_gb = cfg.n_heads * cfg.d_model**2 * 4 / 1e9
-    return harness.run_demo(
-        NAME,
-        cfg,
-        scale=scale,
-        device=device,
-        seed=seed,
-        build=build,
-        check=check,
-        contrast=contrast,
-        contrast_label="the common wrong counts, measured on the same modules",
-        dtype=DTYPE,
-        notes=[
-            "Counts are numel() of real nn.Linear weights (bias=False) built on the device; "
-            "shares are exact Fractions of those integer counts, so nothing here is rounded. "
-            f"The MHA, MQA and GQA layers each run a forward pass on {PROBE_TOKENS} tokens first.",
-            f"The folded W_V^h W_O^h tensor is built for real: {folded_gb:.2g} GB of float32 "
-            "at these sizes.",
-        ],
-    )
+    return [
+        "Counts are numel() of real nn.Linear weights (bias=False) built on the device; "
+        "shares are exact Fractions of those integer counts, so nothing here is rounded. "
+        f"The MHA, MQA and GQA layers each run a forward pass on {PROBE_TOKENS} tokens first.",
+        f"The folded W_V^h W_O^h tensor is built for real: {folded_gb:.2g} GB of float32 "
+        "at these sizes.",
+    ]
+
+
+def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
+    return harness.run_module(__name__, scale, device, seed)

@@ -18,11 +18,8 @@ from prep.demos.harness import Check, DeviceChoice, Report
 
 NAME = "per-head-sum"
 DTYPE = torch.float32
-
-SCALES = {
-    "small": attn.Sizes(batch=2, seq_len=32, d_model=64, n_heads=8),
-    "large": attn.Sizes(batch=1, seq_len=2048, d_model=4096, n_heads=32),
-}
+CONTRAST_LABEL = "W_O flattened as (d_head, n_heads), the common layout bug"
+SCALES = attn.standard_scales()
 
 
 @dataclass
@@ -34,9 +31,7 @@ class Setup:
 
 
 def build(cfg: attn.Sizes, device: torch.device, gen: torch.Generator) -> Setup:
-    x = attn.random_inputs(cfg, gen, DTYPE)  # (B, T, d_model)
-    w = attn.random_weights(cfg, gen, DTYPE)
-    z = attn.head_outputs(x, w.W_Q, w.W_K, w.W_V)  # (B, T, n_heads, d_head)
+    _, w, z = attn.random_layer(cfg, gen, DTYPE)  # z: (B, T, n_heads, d_head)
     return Setup(cfg, z, w.W_O, attn.flat(w.W_O))
 
 
@@ -116,23 +111,14 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
     ]
 
 
-def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
-    cfg = harness.scale_config(SCALES, scale)
+def notes(cfg: attn.Sizes) -> list[str]:
     rtol, atol = harness.tolerance(DTYPE, cfg.d_model)
-    return harness.run_demo(
-        NAME,
-        cfg,
-        scale=scale,
-        device=device,
-        seed=seed,
-        build=build,
-        check=check,
-        contrast=contrast,
-        contrast_label="W_O flattened as (d_head, n_heads), the common layout bug",
-        dtype=DTYPE,
-        notes=[
-            f"Tolerance: assert_close's float32 defaults widened by sqrt(d_model/64): "
-            f"rtol={rtol:.2g}, atol={atol:.2g}. The two sides sum the same products in a "
-            "different order, so they agree to rounding, not bit for bit.",
-        ],
-    )
+    return [
+        f"Tolerance: assert_close's float32 defaults widened by sqrt(d_model/64): "
+        f"rtol={rtol:.2g}, atol={atol:.2g}. The two sides sum the same products in a "
+        "different order, so they agree to rounding, not bit for bit.",
+    ]
+
+
+def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
+    return harness.run_module(__name__, scale, device, seed)

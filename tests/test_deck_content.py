@@ -17,18 +17,7 @@ import pytest
 from prep.engine.deck import SLUG, Card, load_collection
 
 # The nine demos of issue 2 and param-share. Used only when the registry cannot be imported yet.
-FALLBACK_DEMO_NAMES = (
-    "block-diagonal",
-    "no-wo",
-    "per-head-sum",
-    "cross-head-mixing",
-    "head-weighting",
-    "importance-reparam",
-    "ov-rank",
-    "fold-wo",
-    "learned-suppression",
-    "param-share",
-)
+from tests.demo_names import DEMO_NAMES as FALLBACK_DEMO_NAMES
 
 
 def demo_names() -> list[str]:

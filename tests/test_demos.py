@@ -14,21 +14,11 @@ from prep.demos import attention as attn
 from prep.demos import harness
 from prep.demos._torch import torch
 from prep.demos.registry import DEMOS, names
+from tests.demo_names import DEMO_NAMES
 
 CPU = torch.device("cpu")
 
-EXPECTED_NAMES = [
-    "block-diagonal",
-    "no-wo",
-    "per-head-sum",
-    "cross-head-mixing",
-    "head-weighting",
-    "importance-reparam",
-    "ov-rank",
-    "fold-wo",
-    "learned-suppression",
-    "param-share",
-]
+EXPECTED_NAMES = list(DEMO_NAMES)
 
 
 def module(name: str):
