@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import TextIO
 
 from prep.engine.deck import CHOICE_LETTERS, Card, Collection
+from prep.engine.plain import LineIO, Quit
 from prep.engine.scheduler import RATING_NAMES, Outcome, Rating, Scheduler
 from prep.engine.session import ReviewSession, choice_feedback
 from prep.engine.storage import Store
@@ -353,28 +354,12 @@ def summary_lines(mock: MockInterview) -> list[str]:
     return lines
 
 
-class _Quit(Exception):
-    pass
-
-
 def run_mock_plain(mock: MockInterview, stdin: TextIO, stdout: TextIO) -> int:
     """The mock interview line by line: type an answer (or say it aloud) and press Enter to
     reveal; 1-4 grades; q (or end of input) quits. Grades are stored as they are given."""
 
-    def say(text: str = "") -> None:
-        stdout.write(text + "\n")
-        stdout.flush()
-
-    def ask(prompt: str) -> str:
-        stdout.write(prompt)
-        stdout.flush()
-        line = stdin.readline()
-        if line == "":
-            raise _Quit
-        text = line.strip()
-        if text.lower() in ("q", "quit", "exit"):
-            raise _Quit
-        return text
+    io = LineIO(stdin, stdout)
+    say, ask = io.say, io.ask
 
     follow = len(mock.steps) - 1
     say(
@@ -423,7 +408,7 @@ def run_mock_plain(mock: MockInterview, stdin: TextIO, stdout: TextIO) -> int:
                     )
                     break
                 say("Type 1 (Again), 2 (Hard), 3 (Good), 4 (Easy) or q.")
-    except _Quit:
+    except Quit:
         pass
     say("")
     for line in summary_lines(mock):

@@ -17,8 +17,31 @@ from prep.engine.session import ReviewSession, choice_feedback
 from prep.engine.timeutil import human_interval
 
 
-class _Quit(Exception):
-    pass
+class Quit(Exception):
+    """The user typed q (or input ended)."""
+
+
+class LineIO:
+    """Line-oriented terminal I/O shared by the plain quiz and the plain mock interview."""
+
+    def __init__(self, stdin: TextIO, stdout: TextIO) -> None:
+        self.stdin, self.stdout = stdin, stdout
+
+    def say(self, text: str = "") -> None:
+        self.stdout.write(text + "\n")
+        self.stdout.flush()
+
+    def ask(self, prompt: str) -> str:
+        """The stripped line typed at ``prompt``; raises Quit on q, quit, exit or end of input."""
+        self.stdout.write(prompt)
+        self.stdout.flush()
+        line = self.stdin.readline()
+        if line == "":  # end of input
+            raise Quit
+        text = line.strip()
+        if text.lower() in ("q", "quit", "exit"):
+            raise Quit
+        return text
 
 
 def card_header(session: ReviewSession, card: Card) -> str:
@@ -36,20 +59,11 @@ def rating_line(session: ReviewSession, suggested: Rating | None = None) -> str:
 
 
 def run_plain(session: ReviewSession, stdin: TextIO, stdout: TextIO) -> int:
-    def say(text: str = "") -> None:
-        stdout.write(text + "\n")
-        stdout.flush()
+    io = LineIO(stdin, stdout)
+    say = io.say
 
     def ask(prompt: str) -> str:
-        stdout.write(prompt)
-        stdout.flush()
-        line = stdin.readline()
-        if line == "":  # end of input
-            raise _Quit
-        answer = line.strip().lower()
-        if answer in ("q", "quit", "exit"):
-            raise _Quit
-        return answer
+        return io.ask(prompt).lower()
 
     if session.finished:
         say("Nothing due right now. Come back later, or study new cards with --new N.")
@@ -60,7 +74,7 @@ def run_plain(session: ReviewSession, stdin: TextIO, stdout: TextIO) -> int:
             card = session.current
             assert card is not None
             _show_card(session, card, say, ask)
-    except _Quit:
+    except Quit:
         pass
     s = session.summary()
     say("")
