@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -49,6 +50,16 @@ def _isolated_env(
     """Never touch the user's real database or decks from a test."""
     monkeypatch.setenv("PREP_DB", str(tmp_path_factory.mktemp("db") / "default.db"))
     monkeypatch.delenv("PREP_QUESTIONS", raising=False)
+
+
+@pytest.fixture
+def utc_local_time(monkeypatch: pytest.MonkeyPatch):
+    """Study days are local days; pin local time to UTC so dates are the same everywhere."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
 
 
 @pytest.fixture

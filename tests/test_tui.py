@@ -40,14 +40,7 @@ def async_test(fn):
     return wrapper
 
 
-@pytest.fixture(autouse=True)
-def _utc_local_time(monkeypatch: pytest.MonkeyPatch):
-    """Study days are local days; pin local time to UTC so dates are the same everywhere."""
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc_local_time")
 
 
 def text_of(app: PrepApp, selector: str) -> str:

@@ -18,13 +18,7 @@ from prep.tui.testing import add_history, fake_demo_command, make_app
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
 
 
-@pytest.fixture(autouse=True)
-def _utc_local_time(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc_local_time")
 
 
 @pytest.mark.parametrize("size", SIZES)
