@@ -25,6 +25,21 @@ class UsageError(click.ClickException):
         click.echo(f"prep: {self.format_message()}", err=True)
 
 
+class PrepGroup(click.Group):
+    """Any StoreError a command lets through (a read-only or busy database, a full disk) is a
+    one-line `prep: ...` error with exit 2, not a traceback."""
+
+    def invoke(self, ctx: click.Context):  # noqa: ANN201 - click's signature
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            # only when storage was imported can exc be a StoreError (keeps --help light)
+            storage = sys.modules.get("prep.engine.storage")
+            if storage is not None and isinstance(exc, storage.StoreError):
+                raise UsageError(str(exc)) from None
+            raise
+
+
 class Ctx:
     def __init__(self, db: str | None, questions: tuple[str, ...]) -> None:
         self.db = db
@@ -71,7 +86,11 @@ def _questions_from_env() -> tuple[str, ...]:
     return tuple(p for p in env.split(os.pathsep) if p)
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=PrepGroup,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.option(
     "--db",
     metavar="PATH",
@@ -195,7 +214,7 @@ def stats(obj: Ctx, as_json: bool, since: str | None) -> None:
 
         try:
             since_dt = to_utc(datetime.fromisoformat(since).astimezone())
-        except ValueError:
+        except (ValueError, OverflowError):  # OverflowError: no UTC form (year 0 or 10000)
             raise UsageError(f"--since {since!r} is not a date (expected YYYY-MM-DD)") from None
     coll = obj.collection(strict=False)
     with obj.store() as store:

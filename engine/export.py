@@ -103,6 +103,19 @@ def _json_or_none(text: str | None) -> Any:
 def collect(store: Store) -> dict[str, Any]:
     """Everything stored, as plain data (the content of the JSON export, minus the header)."""
     conn = store.conn
+    # one read transaction: a rating committed meanwhile (the app, another terminal) is then
+    # in both the cards and the reviews read here, or in neither
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN")
+    try:
+        return _collect(conn)
+    finally:
+        if own:
+            conn.execute("COMMIT")
+
+
+def _collect(conn) -> dict[str, Any]:  # noqa: ANN001 - sqlite3.Connection
     cards = [
         dict(zip(CARD_COLUMNS, row, strict=True))
         for row in conn.execute(f"SELECT {', '.join(CARD_COLUMNS)} FROM cards ORDER BY id")
@@ -255,6 +268,9 @@ def _opt_int(value: Any, key: str, *, lo: int | None = None, hi: int | None = No
     return _int(value, key, lo=lo, hi=hi)
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _int(value: Any, key: str, *, lo: int | None = None, hi: int | None = None) -> int:
     if isinstance(value, bool):
         value = int(value)
@@ -270,6 +286,10 @@ def _int(value: Any, key: str, *, lo: int | None = None, hi: int | None = None) 
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         bounds = f"between {lo} and {hi}" if hi is not None else f">= {lo}"
         raise _Bad(f"{key} must be {bounds}, got {value}")
+    # SQLite stores 64-bit ints: anything wider is refused here, not an OverflowError later
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        low = _INT64_MIN if lo is None else lo
+        raise _Bad(f"{key} must be between {low} and {_INT64_MAX}, got {value}")
     return value
 
 
@@ -302,7 +322,7 @@ def _time(value: Any, key: str, *, required: bool = False) -> str | None:
         raise _Bad(f"{key} must be a UTC time like 2026-03-02T09:00:00.000000Z, got {value!r}")
     try:
         return fmt(parse(value))
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: no UTC form (year 0 or 10000)
         raise _Bad(f"{key} is not a time: {value!r}") from None
 
 

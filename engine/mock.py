@@ -12,6 +12,7 @@ through the normal scheduler and is stored like a quiz review (a ReviewSession o
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable
@@ -155,6 +156,8 @@ class MockInterview:
     ) -> None:
         if not minutes > 0:
             raise MockError(f"--minutes must be more than 0, got {minutes}")
+        if not math.isfinite(minutes * 60):  # the clock texts need whole seconds
+            raise MockError(f"--minutes must be a finite number, got {minutes}")
         self.store = store
         self.collection = collection
         self.minutes = minutes

@@ -26,6 +26,8 @@ RATING_NAMES = {
     Rating.Good: "Good",
     Rating.Easy: "Easy",
 }
+MAX_COUNT = 1_000_000_000  # upper bound of the whole-number settings
+MAX_STEP_MIN = 36500 * 24 * 60  # a learning step of at most 100 years, in minutes
 
 
 @dataclass(frozen=True)
@@ -69,10 +71,21 @@ class Settings:
             )
         for key in ("new_per_day", "review_limit", "leech_threshold", "maximum_interval"):
             value = getattr(self, key)
-            if not isinstance(value, int) or value < 0:
-                raise ValueError(f"{key} must be a whole number >= 0, got {value!r}")
+            # bounded: the queue passes these to SQLite (LIMIT ?), which holds 64-bit ints
+            if not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+                raise ValueError(
+                    f"{key} must be a whole number between 0 and {MAX_COUNT}, got {value!r}"
+                )
         if self.leech_threshold < 1 or self.maximum_interval < 1:
             raise ValueError("leech_threshold and maximum_interval must be at least 1")
+        for key in ("learning_steps_min", "relearning_steps_min"):
+            for step in getattr(self, key):
+                ok = isinstance(step, int | float) and not isinstance(step, bool)
+                if not ok or not 0 < step <= MAX_STEP_MIN:  # (also refuses nan)
+                    raise ValueError(
+                        f"{key}: each step must be a number of minutes above 0 and at most "
+                        f"{MAX_STEP_MIN}, got {step!r}"
+                    )
         if self.parameters is not None:
             fsrs.Scheduler(parameters=self.parameters)  # fsrs validates the bounds
         return self

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from prep.engine.deck import Card, Collection
 from prep.engine.scheduler import CardState, Outcome, Rating, Scheduler, State
 from prep.engine.storage import Store
-from prep.engine.timeutil import Clock, day_start, fmt, parse, utcnow
+from prep.engine.timeutil import Clock, day_start, fmt, parse, study_day_start, utcnow
 
 LEARN_AHEAD = timedelta(minutes=20)
 
@@ -231,7 +231,7 @@ class ReviewSession:
         nxt = self.store.conn.execute(
             "SELECT min(due) FROM cards WHERE removed = 0 AND due > ?", (fmt(now),)
         ).fetchone()[0]
-        end_of_tomorrow = day_start(now) + timedelta(days=2)
+        end_of_tomorrow = study_day_start(now, 2)
         due_by_tomorrow = len(self.store.due_ids(end_of_tomorrow))
         return {
             "reviewed": self.stats.reviewed,

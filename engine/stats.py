@@ -12,16 +12,15 @@ from typing import Any
 from prep.engine.deck import Collection
 from prep.engine.scheduler import State
 from prep.engine.storage import Store
-from prep.engine.timeutil import day_start, fmt
+from prep.engine.timeutil import day_start, fmt, study_day_start
 
 MATURE_DAYS = 21.0  # Anki's threshold for a "mature" card
 
 
 def _day_modifier(now: datetime, rollover_hour: int = 4) -> str:
-    """SQLite date() modifier turning a UTC timestamp into the user's study day."""
-    offset = now.astimezone().utcoffset() or timedelta(0)
-    hours = offset.total_seconds() / 3600 - rollover_hour
-    return f"{hours:+.4f} hours"
+    """SQLite date() modifiers turning a UTC timestamp into the user's study day: local time
+    with the UTC offset in force at that timestamp (not today's: DST), less the rollover."""
+    return f"'localtime', '-{rollover_hour} hours'"
 
 
 def study_day(now: datetime, rollover_hour: int = 4) -> date:
@@ -58,7 +57,7 @@ def compute(
         ).fetchone()
         return {"reviews": n, "passed": passed, "rate": (passed / n) if n else None}
 
-    month_ago = fmt(today_start - timedelta(days=30))
+    month_ago = fmt(study_day_start(now, -30))
     true_retention = {
         "all": retention(since_sql, since_args),
         "last_30_days": retention(" AND reviewed_at >= ?", [month_ago]),
@@ -68,8 +67,8 @@ def compute(
     today_date = study_day(now)
     first_day = today_date - timedelta(days=history_days - 1)
     rows = conn.execute(
-        f"SELECT date(reviewed_at, '{mod}') AS d, count(*) FROM reviews WHERE reviewed_at >= ? GROUP BY d",
-        [fmt(today_start - timedelta(days=history_days))],
+        f"SELECT date(reviewed_at, {mod}) AS d, count(*) FROM reviews WHERE reviewed_at >= ? GROUP BY d",
+        [fmt(study_day_start(now, -history_days))],
     ).fetchall()
     per_day_map = {r[0]: r[1] for r in rows}
     per_day = [
@@ -83,11 +82,11 @@ def compute(
     # Streak: consecutive study days with at least one review, ending today (or yesterday).
     # One indexed probe per day of the streak, instead of a scan of the whole log.
     def studied(day_offset: int) -> bool:
-        start = today_start - timedelta(days=day_offset)
+        start, end = study_day_start(now, -day_offset), study_day_start(now, 1 - day_offset)
         return (
             conn.execute(
                 "SELECT 1 FROM reviews WHERE reviewed_at >= ? AND reviewed_at < ? LIMIT 1",
-                [fmt(start), fmt(start + timedelta(days=1))],
+                [fmt(start), fmt(end)],
             ).fetchone()
             is not None
         )
@@ -103,11 +102,10 @@ def compute(
             "SELECT count(*) FROM cards WHERE removed = 0 AND due <= ?", [fmt(t)]
         ).fetchone()[0]
 
-    end_today = today_start + timedelta(days=1)
-    horizon = end_today + timedelta(days=max(forecast_days, 7) - 1)
+    horizon = study_day_start(now, max(forecast_days, 7))
     by_day = dict(
         conn.execute(
-            f"SELECT max(date(due, '{mod}'), ?) AS d, count(*) FROM cards WHERE removed = 0 AND due <= ? GROUP BY d",
+            f"SELECT max(date(due, {mod}), ?) AS d, count(*) FROM cards WHERE removed = 0 AND due <= ? GROUP BY d",
             [today_date.isoformat(), fmt(horizon)],
         ).fetchall()
     )  # overdue cards count as due today

@@ -239,11 +239,22 @@ class Store:
             ) from exc
         try:
             yield
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        else:
             self.conn.execute("COMMIT")
+        except BaseException as exc:
+            # SQLite may already have rolled back (a full disk, an I/O error)
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError) and _is_write_error(exc):
+                raise self._write_error(exc) from exc
+            raise
+
+    def _write_error(self, exc: sqlite3.OperationalError) -> StoreError:
+        where = self.path or ":memory:"
+        if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_READONLY:
+            return StoreError(f"{where}: the progress database is read-only ({exc}); nothing saved")
+        if exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            return StoreError(f"{where}: database is busy ({exc}); try again")
+        return StoreError(f"{where}: cannot write the progress database ({exc}); nothing saved")
 
     # --- schema -------------------------------------------------------------------------
 
@@ -523,6 +534,22 @@ class Store:
             "ran_at",
         )
         return [dict(zip(keys, r, strict=True)) | {"passed": bool(r[7])} for r in rows]
+
+
+# What the user's file or disk refuses (not a bug in our SQL): reported as a StoreError.
+_WRITE_ERRORS = {
+    sqlite3.SQLITE_READONLY,
+    sqlite3.SQLITE_FULL,
+    sqlite3.SQLITE_IOERR,
+    sqlite3.SQLITE_BUSY,
+    sqlite3.SQLITE_LOCKED,
+    sqlite3.SQLITE_CANTOPEN,
+}
+
+
+def _is_write_error(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in _WRITE_ERRORS
 
 
 def _migrate_v0_to_v1(store: Store) -> None:

@@ -7,7 +7,7 @@ tzinfo). In SQLite they are stored as fixed-width text, so that string order is 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 
 Clock = Callable[[], datetime]
 _FMT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -40,11 +40,17 @@ def parse(text: str | None) -> datetime | None:
 def day_start(now: datetime, rollover_hour: int = 4) -> datetime:
     """Start of the user's study day containing ``now``: local time, rolling over at 4am
     like Anki, returned in UTC."""
+    return study_day_start(now, 0, rollover_hour)
+
+
+def study_day_start(now: datetime, days: int = 0, rollover_hour: int = 4) -> datetime:
+    """Start of the study day ``days`` after (before, when negative) the one containing
+    ``now``, in UTC. Local calendar arithmetic, so across a DST change a study day is 23 or
+    25 hours long and 4am stays 4am (``day_start(now) + timedelta(days=n)`` would drift)."""
     local = to_utc(now).astimezone()
-    start = local.replace(hour=rollover_hour, minute=0, second=0, microsecond=0)
-    if local < start:
-        start -= timedelta(days=1)
-    return to_utc(start)
+    day = local.date() + timedelta(days=days - (1 if local.hour < rollover_hour else 0))
+    # a naive local time: astimezone() gives it the UTC offset in force on that day
+    return to_utc(datetime.combine(day, time(rollover_hour)).astimezone())
 
 
 def human_interval(delta: timedelta) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -138,6 +139,9 @@ def test_stats_json_and_text(small_deck_dir: Path, db_path: Path) -> None:
     assert "today 1   total 1" in text
     bad = run_cli("stats", "--since", "yesterday", db=db_path)
     assert bad.exit_code == 2 and "--since 'yesterday' is not a date" in bad.output
+    # parses, but has no UTC form (year 10000): was an OverflowError traceback
+    bad = run_cli("stats", "--since", "9999-12-31T23:00:00-05:00", db=db_path)
+    assert bad.exit_code == 2 and "is not a date" in bad.output
 
 
 def test_config_show_set_and_reject(db_path: Path) -> None:
@@ -159,6 +163,27 @@ def test_unopenable_db_is_one_line_exit_2(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert result.stderr.startswith("prep: ") and "Traceback" not in result.stderr
+
+
+def test_read_only_db_is_one_line_exit_2(
+    db_path: Path, small_deck_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Store.open(db_path).close()
+
+    def open_read_only(cls, path=None):  # noqa: ANN001, ANN202 - as a chmod 444 file opens
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+        return cls(conn, Path(path))
+
+    monkeypatch.setattr(Store, "open", classmethod(open_read_only))
+    deck = ["--questions", str(small_deck_dir)]
+    for args, keys in [
+        (["config", "new_per_day", "5"], None),
+        ([*deck, "quiz", "--plain", "--deck", "small"], "\n3\nq\n"),
+        ([*deck, "mock", "--plain"], "\n3\nq\n"),
+    ]:
+        result = CliRunner().invoke(main, ["--db", str(db_path), *args], input=keys)
+        assert result.exit_code == 2, (args, result.output, result.exception)
+        assert result.stderr.startswith("prep: ") and "read-only" in result.stderr, args
 
 
 def test_db_from_environment(tmp_path: Path, small_deck_dir: Path) -> None:

@@ -123,6 +123,14 @@ def test_non_utc_datetimes_are_converted_to_utc() -> None:
         ({"desired_retention": 1.5}, "desired_retention"),
         ({"new_per_day": -1}, "new_per_day"),
         ({"parameters": (1.0,) * 3}, "parameters"),
+        # values the queue's SQL (LIMIT ?) or fsrs's timedelta steps cannot take: refused
+        # here, not a traceback on every later `prep quiz`
+        ({"review_limit": 10**23}, "review_limit"),
+        ({"new_per_day": 2**63}, "new_per_day"),
+        ({"learning_steps_min": ("a",)}, "learning_steps_min"),
+        ({"learning_steps_min": (1e300,)}, "learning_steps_min"),
+        ({"relearning_steps_min": (-5.0,)}, "relearning_steps_min"),
+        ({"relearning_steps_min": (float("nan"),)}, "relearning_steps_min"),
     ],
 )
 def test_settings_validation(bad: dict, message: str) -> None:
@@ -152,3 +160,32 @@ def test_settings_round_trip() -> None:
 )
 def test_human_interval(delta: timedelta, text: str) -> None:
     assert human_interval(delta) == text
+
+
+@pytest.fixture
+def new_york(monkeypatch: pytest.MonkeyPatch):
+    """Local time with DST changes (2026: EST->EDT on Mar 8, EDT->EST on Nov 1)."""
+    import time
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_study_day_starts_at_4am_local_across_dst_changes(new_york) -> None:  # noqa: ANN001
+    from prep.engine.timeutil import day_start, study_day_start
+
+    # 03:30 EDT on Mar 8 is still Mar 7's study day, which began at 04:00 EST (09:00 UTC)
+    assert day_start(datetime(2026, 3, 8, 7, 30, tzinfo=UTC)) == datetime(2026, 3, 7, 9, tzinfo=UTC)
+    # 03:30 EST on Nov 1 is still Oct 31's, which began at 04:00 EDT (08:00 UTC)
+    assert day_start(datetime(2026, 11, 1, 8, 30, tzinfo=UTC)) == datetime(
+        2026, 10, 31, 8, tzinfo=UTC
+    )
+    # whole study days from there on are 23 or 25 hours long across the change
+    noon = datetime(2026, 3, 9, 16, tzinfo=UTC)  # Mar 9, 12:00 EDT
+    assert study_day_start(noon) == datetime(2026, 3, 9, 8, tzinfo=UTC)
+    assert study_day_start(noon, -2) == datetime(2026, 3, 7, 9, tzinfo=UTC)
+    assert study_day_start(noon, 1) == datetime(2026, 3, 10, 8, tzinfo=UTC)
+    assert day_start(datetime(2026, 3, 2, 9, 0, tzinfo=UTC)).tzinfo is UTC

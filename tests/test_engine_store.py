@@ -221,6 +221,25 @@ def test_busy_database_gives_a_clear_error(db_path: Path, small_collection, cloc
     store.close()
 
 
+def read_only(path: Path) -> Store:
+    """The store as a user whose --db file is read-only gets it."""
+    return Store(sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None), path)
+
+
+def test_read_only_database_is_a_store_error(db_path: Path, small_collection, clock) -> None:
+    Store.open(db_path).close()
+    store = read_only(db_path)
+    s = session(store, small_collection, clock)
+    with pytest.raises(StoreError, match="read-only"):
+        s.rate(Rating.Good)
+    assert s.current.id == "roles"  # nothing advanced
+    assert not store.conn.in_transaction  # rolled back, so the next write can begin
+    with pytest.raises(StoreError, match="read-only"):
+        store.save_settings(Settings(new_per_day=3))
+    assert store.count_reviews() == 0 and store.settings() == Settings()
+    store.close()
+
+
 def test_demo_runs_are_recorded(fresh_store) -> None:
     fresh_store.record_demo_run(
         name="no-wo", device="cpu", passed=True, seconds=0.5, metrics={"x": 1}

@@ -301,6 +301,39 @@ def test_bad_value_names_the_row_and_the_value(filled: Store, tmp_path: Path) ->
         assert dst.count_reviews() == 0 and dst.cards() == {}
 
 
+@pytest.mark.parametrize(
+    ("table", "field", "value", "message"),
+    [
+        # SQLite holds 64-bit ints; a bigger one was an OverflowError traceback
+        ("cards", "reps", 10**20, "reps must be between 0 and"),
+        ("reviews", "duration_ms", 2**63, "duration_ms must be between 0 and"),
+        ("demo_runs", "seed", -(2**64), "seed must be between"),
+        # a time that parses but has no UTC form (year 0 or 10000) was an OverflowError
+        ("cards", "due", "0001-01-01T00:00:00+01:00", "due is not a time"),
+        ("reviews", "reviewed_at", "9999-12-31T23:59:59-01:00", "reviewed_at is not a time"),
+        ("settings", "learning_steps_min", ["a"], "learning_steps_min"),
+        ("settings", "review_limit", 10**23, "review_limit"),
+    ],
+)
+def test_out_of_range_values_are_clear_errors(
+    filled: Store, tmp_path: Path, table: str, field: str, value, message: str
+) -> None:
+    ex.export_json(filled, tmp_path / "p.json", T0)
+    data = json.loads((tmp_path / "p.json").read_text())
+    if table == "settings":
+        data["settings"] = {field: value}
+    else:
+        data[table][0][field] = value
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    dst = tmp_path / "dst.db"
+    result = cli(dst, "import", str(tmp_path / "bad.json"))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"prep: {tmp_path / 'bad.json'}: ")
+    assert message in result.stderr
+    with Store.open(dst) as store:
+        assert snapshot(store) == {"settings": None, "cards": [], "reviews": [], "demo_runs": []}
+
+
 def test_truncated_csv_names_the_line(filled: Store, tmp_path: Path) -> None:
     ex.export_csv(filled, tmp_path / "p.csv")
     lines = (tmp_path / "p.csv").read_text().splitlines()
@@ -449,3 +482,72 @@ def test_stats_json_has_what_the_stats_screen_shows_and_since_filters(
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_stats_days_follow_local_study_days_across_a_dst_change(
+    small_collection: Collection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each review is put on its own local study day (4am rollover) with the UTC offset it
+    was made under, not today's: New York moved from EST to EDT on 2026-03-08."""
+    import time
+
+    from prep.engine import stats as stats_mod
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        store = Store.memory()
+
+        def review(card_id: str, at: datetime, due: datetime | None = None) -> None:
+            new = CardState(id=card_id, deck="small", state=2, reps=1, stability=3.0, due=due or at)
+            store.record_review(None, new, Rating.Good, at)
+
+        review("roles", datetime(2026, 3, 10, 11, tzinfo=UTC))  # Mar 10, 07:00 EDT
+        review("dims", datetime(2026, 3, 9, 13, tzinfo=UTC))  # Mar 9, 09:00 EDT
+        review("mix", datetime(2026, 3, 8, 14, tzinfo=UTC))  # Mar 8, 10:00 EDT
+        # 03:30 EST on Mar 7: before the 4am rollover, so Mar 6's study day; Mar 7 had none
+        review("flag", datetime(2026, 3, 7, 8, 30, tzinfo=UTC))
+        now = datetime(2026, 3, 10, 16, tzinfo=UTC)
+        result = stats_mod.compute(store, small_collection, now)
+        per_day = {d["date"]: d["reviews"] for d in result["per_day"]}
+        assert per_day["2026-03-06"] == 1 and per_day["2026-03-07"] == 0
+        assert result["streak_days"] == 3  # Mar 8, 9, 10
+        # forecast from EST into EDT: due 04:30 EDT on Mar 9 is Mar 9's, not Mar 8's
+        store = Store.memory()
+        review(
+            "roles",
+            datetime(2026, 3, 5, 12, tzinfo=UTC),
+            due=datetime(2026, 3, 9, 8, 30, tzinfo=UTC),
+        )
+        result = stats_mod.compute(store, small_collection, datetime(2026, 3, 5, 13, tzinfo=UTC))
+        forecast = {d["date"]: d["due"] for d in result["forecast"]}
+        assert forecast["2026-03-09"] == 1 and forecast["2026-03-08"] == 0
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_export_is_one_snapshot_while_another_session_rates(
+    filled: Store, small_collection: Collection
+) -> None:
+    """`prep export` while the app is rating in another terminal: a rating is in both the
+    cards and the reviews of the export, or in neither."""
+    other = Store.open(filled.path)
+    fired = []
+
+    def meanwhile(sql: str) -> None:  # runs as each of collect's queries starts
+        if "FROM reviews ORDER BY id" in sql and not fired:
+            fired.append(sql)
+            review_all(other, small_collection, T0 + timedelta(days=3650), [3])
+
+    filled.conn.set_trace_callback(meanwhile)
+    try:
+        data = ex.collect(filled)
+    finally:
+        filled.conn.set_trace_callback(None)
+        other.close()
+    assert fired and filled.count_reviews() == len(data["reviews"]) + 1  # the rating happened
+    latest = {r["card_id"]: r["next"] for r in data["reviews"]}
+    for card in data["cards"]:
+        assert card["due"] == latest[card["id"]]["due"], card["id"]
+    assert not filled.conn.in_transaction
