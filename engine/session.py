@@ -131,6 +131,7 @@ class ReviewSession:
         self.queue: list[str] = list(queue)[: limit if limit is not None else None]
         self.done: list[str] = []  # ids rated in this session, in order (for undo)
         self._requeued: list[bool] = []  # whether each of those ratings re-queued its card
+        self._review_ids: list[int] = []  # the review rows those ratings wrote
         self.total = len(self.queue)
         self.stats = SessionStats(started=now)
         self._shown_at = time.monotonic()
@@ -183,7 +184,8 @@ class ReviewSession:
         outcome = self.scheduler.review(prev, rating, now)
         if duration_ms is None:
             duration_ms = int((time.monotonic() - self._shown_at) * 1000)
-        self.store.record_review(prev, outcome.state, rating, now, duration_ms)
+        review_id = self.store.record_review(prev, outcome.state, rating, now, duration_ms)
+        self._review_ids.append(review_id)
         self.queue.pop(0)
         self.done.append(card.id)
         self.stats.reviewed += 1
@@ -207,10 +209,10 @@ class ReviewSession:
         is put back in front. Returns the card, or None when there is nothing to undo."""
         if not self.done:
             return None
-        last = self.store.last_review()
-        if last is None or last.card_id != self.done[-1]:
-            return None  # the newest review is not ours (another session); don't touch it
-        self.store.undo_last()
+        last = self.store.undo_last(expected_id=self._review_ids[-1])
+        if last is None:
+            return None  # the newest review is not ours (another session's): leave it
+        self._review_ids.pop()
         card_id = self.done.pop()
         if self._requeued.pop():  # drop the learning-step re-queue this rating added
             self.queue.reverse()

@@ -426,14 +426,16 @@ class Store:
         rid, cid, rating, at, dur, prev, nxt = row
         return Review(rid, cid, rating, parse(at), dur, state_from_json(prev), state_from_json(nxt))
 
-    def undo_last(self) -> Review | None:
+    def undo_last(self, expected_id: int | None = None) -> Review | None:
         """Remove the newest review and restore the card's exact previous state (or remove
-        the card's row if it was new). Returns the undone review, or None if there is none."""
+        the card's row if it was new). Returns the undone review, or None if there is none —
+        or, with ``expected_id``, if the newest review is another one (say another session's
+        rating committed since): checked inside the same write transaction."""
         with self.transaction():
             row = self.conn.execute(
                 "SELECT id, card_id, rating, reviewed_at, duration_ms, prev, next FROM reviews ORDER BY id DESC LIMIT 1"
             ).fetchone()
-            if row is None:
+            if row is None or (expected_id is not None and row[0] != expected_id):
                 return None
             review = self._review(row)
             self.conn.execute("DELETE FROM reviews WHERE id = ?", (review.id,))

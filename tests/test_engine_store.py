@@ -356,3 +356,18 @@ def test_review_cap_counts_todays_reviews_but_not_learning_steps(
     # one Review-state review left under the cap, plus the relearning card (never capped)
     assert len(q.due) == 2
     assert fresh_store.card(s.done[0]).state == 3 and s.done[0] in q.due
+
+
+def test_undo_never_removes_another_sessions_rating(db_path: Path, small_collection, clock) -> None:
+    one, two = Store.open(db_path), Store.open(db_path)
+    a = session(one, small_collection, clock, queue=["roles"])
+    b = session(two, small_collection, clock, queue=["pick-one"])
+    a.rate(Rating.Good)
+    b.rate(Rating.Easy)  # another terminal rates after us
+    assert a.undo() is None  # ours is no longer the newest review: nothing is touched
+    assert [r.card_id for r in one.reviews()] == ["roles", "pick-one"]
+    assert b.undo().id == "pick-one"
+    assert a.undo().id == "roles"
+    assert one.count_reviews() == 0
+    one.close()
+    two.close()
