@@ -240,8 +240,9 @@ _SETTING_TYPES = {
 @main.command()
 @click.argument("key", required=False)
 @click.argument("value", required=False)
+@click.option("--reset", is_flag=True, help="Restore every setting to its default.")
 @click.pass_obj
-def config(obj: Ctx, key: str | None, value: str | None) -> None:
+def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
     """Show settings, or set one: prep config new_per_day 10.
 
     FSRS parameters: `prep config parameters` shows them, `prep config parameters default`
@@ -250,6 +251,12 @@ def config(obj: Ctx, key: str | None, value: str | None) -> None:
     from dataclasses import replace
 
     with obj.store() as store:
+        if reset:
+            from prep.engine.scheduler import Settings
+
+            store.save_settings(Settings())
+            click.echo("settings reset to their defaults")
+            return
         settings = store.settings()
         if key is None:
             for k, v in settings.to_dict().items():

@@ -283,8 +283,18 @@ class Store:
     # --- settings -----------------------------------------------------------------------
 
     def settings(self) -> Settings:
+        """The saved settings (defaults when none are saved). Settings saved by a hand edit or
+        an older prep that fail validation are a StoreError, never a crash later on."""
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
-        return Settings.from_dict(json.loads(row[0])) if row else Settings()
+        if row is None:
+            return Settings()
+        try:
+            return Settings.from_dict(json.loads(row[0])).validated()
+        except (ValueError, TypeError, AttributeError) as exc:  # JSONDecodeError is a ValueError
+            raise StoreError(
+                f"{self.path or ':memory:'}: the saved settings are invalid ({exc}); "
+                "`prep config --reset` restores the defaults"
+            ) from None
 
     def save_settings(self, settings: Settings) -> None:
         settings.validated()

@@ -289,3 +289,13 @@ def test_plain_flags_edited_cards(tmp_path: Path, db_path: Path) -> None:
     assert "(edited since you last reviewed it)" in out.output
     stats = run_cli("--questions", str(deck), "stats", db=db_path).output
     assert "Edited       roles" in stats
+
+
+def test_corrupt_saved_settings_are_a_clear_error_and_reset_fixes_them(db_path: Path) -> None:
+    with Store.open(db_path) as store:
+        store.set_meta("settings", '{"new_per_day": "lots"')  # truncated JSON, by hand
+    result = run_cli("stats", db=db_path)
+    assert result.exit_code == 2 and "the saved settings are invalid" in result.output
+    assert "prep config --reset" in result.output
+    assert run_cli("config", "--reset", db=db_path).exit_code == 0
+    assert "new_per_day = 20" in run_cli("config", db=db_path).output
