@@ -228,12 +228,19 @@ def stats(obj: Ctx, as_json: bool, since: str | None) -> None:
         click.echo(stats_mod.render(result))
 
 
+def _minutes(text: str) -> tuple[float, ...]:
+    """Learning steps as minutes, comma-separated: "1,10" (Anki's default is 1m 10m)."""
+    return tuple(float(part) for part in text.replace(" ", "").split(",") if part)
+
+
 _SETTING_TYPES = {
     "desired_retention": float,
     "new_per_day": int,
     "review_limit": int,
     "leech_threshold": int,
     "maximum_interval": int,
+    "learning_steps_min": _minutes,
+    "relearning_steps_min": _minutes,
 }
 
 
@@ -275,9 +282,10 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
             typed = _SETTING_TYPES[key](value)
             updated = replace(settings, **{key: typed}).validated()
         except ValueError as exc:
-            raise UsageError(
-                f"{key}: {exc}" if str(exc) else f"{key}: bad value {value!r}"
-            ) from None
+            message = str(exc) if str(exc).startswith(key) else f"{key}: {exc}"
+            if _SETTING_TYPES[key] is _minutes and "convert" in message:
+                message = f"{key}: {value!r} is not minutes like 1,10"
+            raise UsageError(message) from None
         store.save_settings(updated)
         click.echo(f"{key} = {typed}")
 

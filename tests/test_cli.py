@@ -299,3 +299,11 @@ def test_corrupt_saved_settings_are_a_clear_error_and_reset_fixes_them(db_path: 
     assert "prep config --reset" in result.output
     assert run_cli("config", "--reset", db=db_path).exit_code == 0
     assert "new_per_day = 20" in run_cli("config", db=db_path).output
+
+
+def test_config_learning_steps(db_path: Path) -> None:
+    assert run_cli("config", "learning_steps_min", "2, 15", db=db_path).exit_code == 0
+    with Store.open(db_path) as store:
+        assert store.settings().learning_steps_min == (2.0, 15.0)
+    bad = run_cli("config", "relearning_steps_min", "soon", db=db_path)
+    assert bad.exit_code == 2 and "relearning_steps_min" in bad.output
