@@ -278,13 +278,16 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
         if value is None:
             click.echo(f"{key} = {getattr(settings, key)}")
             return
+        convert = _SETTING_TYPES[key]
         try:
-            typed = _SETTING_TYPES[key](value)
+            typed = convert(value)
+        except ValueError:
+            expected = {int: "a whole number", float: "a number"}.get(convert, "minutes like 1,10")
+            raise UsageError(f"{key}: {value!r} is not {expected}") from None
+        try:
             updated = replace(settings, **{key: typed}).validated()
         except ValueError as exc:
             message = str(exc) if str(exc).startswith(key) else f"{key}: {exc}"
-            if _SETTING_TYPES[key] is _minutes and "convert" in message:
-                message = f"{key}: {value!r} is not minutes like 1,10"
             raise UsageError(message) from None
         store.save_settings(updated)
         click.echo(f"{key} = {typed}")
