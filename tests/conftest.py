@@ -52,14 +52,25 @@ def _isolated_env(
     monkeypatch.delenv("PREP_QUESTIONS", raising=False)
 
 
-@pytest.fixture
-def utc_local_time(monkeypatch: pytest.MonkeyPatch):
-    """Study days are local days; pin local time to UTC so dates are the same everywhere."""
-    monkeypatch.setenv("TZ", "UTC")
+def _pin_local_time(monkeypatch: pytest.MonkeyPatch, zone: str):
+    """Set the process's local time zone for one test, and restore it afterwards."""
+    monkeypatch.setenv("TZ", zone)
     time.tzset()
     yield
     monkeypatch.undo()
     time.tzset()
+
+
+@pytest.fixture
+def utc_local_time(monkeypatch: pytest.MonkeyPatch):
+    """Study days are local days; pin local time to UTC so dates are the same everywhere."""
+    yield from _pin_local_time(monkeypatch, "UTC")
+
+
+@pytest.fixture
+def new_york_local_time(monkeypatch: pytest.MonkeyPatch):
+    """Local time with DST changes (2026: EST->EDT on Mar 8, EDT->EST on Nov 1)."""
+    yield from _pin_local_time(monkeypatch, "America/New_York")
 
 
 @pytest.fixture

@@ -162,19 +162,7 @@ def test_human_interval(delta: timedelta, text: str) -> None:
     assert human_interval(delta) == text
 
 
-@pytest.fixture
-def new_york(monkeypatch: pytest.MonkeyPatch):
-    """Local time with DST changes (2026: EST->EDT on Mar 8, EDT->EST on Nov 1)."""
-    import time
-
-    monkeypatch.setenv("TZ", "America/New_York")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
-
-
-def test_study_day_starts_at_4am_local_across_dst_changes(new_york) -> None:  # noqa: ANN001
+def test_study_day_starts_at_4am_local_across_dst_changes(new_york_local_time) -> None:  # noqa: ANN001
     from prep.engine.timeutil import day_start, study_day_start
 
     # 03:30 EDT on Mar 8 is still Mar 7's study day, which began at 04:00 EST (09:00 UTC)

@@ -453,78 +453,62 @@ def test_export_and_import_help_document_the_columns() -> None:
 # --- prep stats --json / --since (issue 6: progress the candidate can see) ---------------------
 
 
-def test_stats_json_has_what_the_stats_screen_shows_and_since_filters(
-    filled: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import time
-
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    try:
-        db = Path(filled.path)
-        result = cli(db, "stats", "--json")
-        assert result.exit_code == 0, result.output
-        stats = json.loads(result.output)
-        # every key tui/screens/stats.py reads
-        for key in (
-            "reviews", "true_retention", "due", "cards", "streak_days", "desired_retention",
-            "leeches", "per_day", "forecast", "decks", "tags", "demos",
-        ):  # fmt: skip
-            assert key in stats
-        assert stats["reviews"]["total"] == filled.count_reviews()
-        cut = T0 + timedelta(days=3)
-        later = sum(1 for r in filled.reviews() if r.reviewed_at >= cut)
-        assert 0 < later < filled.count_reviews()
-        result = cli(db, "stats", "--json", "--since", cut.date().isoformat())
-        stats = json.loads(result.output)
-        assert stats["since"] == "2026-03-05T00:00:00.000000Z"
-        assert stats["reviews"]["total"] == later
-    finally:
-        monkeypatch.undo()
-        time.tzset()
+@pytest.mark.usefixtures("utc_local_time")
+def test_stats_json_has_what_the_stats_screen_shows_and_since_filters(filled: Store) -> None:
+    db = Path(filled.path)
+    result = cli(db, "stats", "--json")
+    assert result.exit_code == 0, result.output
+    stats = json.loads(result.output)
+    # every key tui/screens/stats.py reads
+    for key in (
+        "reviews", "true_retention", "due", "cards", "streak_days", "desired_retention",
+        "leeches", "per_day", "forecast", "decks", "tags", "demos",
+    ):  # fmt: skip
+        assert key in stats
+    assert stats["reviews"]["total"] == filled.count_reviews()
+    cut = T0 + timedelta(days=3)
+    later = sum(1 for r in filled.reviews() if r.reviewed_at >= cut)
+    assert 0 < later < filled.count_reviews()
+    result = cli(db, "stats", "--json", "--since", cut.date().isoformat())
+    stats = json.loads(result.output)
+    assert stats["since"] == "2026-03-05T00:00:00.000000Z"
+    assert stats["reviews"]["total"] == later
 
 
+@pytest.mark.usefixtures("new_york_local_time")
 def test_stats_days_follow_local_study_days_across_a_dst_change(
-    small_collection: Collection, monkeypatch: pytest.MonkeyPatch
+    small_collection: Collection,
 ) -> None:
     """Each review is put on its own local study day (4am rollover) with the UTC offset it
     was made under, not today's: New York moved from EST to EDT on 2026-03-08."""
-    import time
-
     from prep.engine import stats as stats_mod
 
-    monkeypatch.setenv("TZ", "America/New_York")
-    time.tzset()
-    try:
-        store = Store.memory()
+    store = Store.memory()
 
-        def review(card_id: str, at: datetime, due: datetime | None = None) -> None:
-            new = CardState(id=card_id, deck="small", state=2, reps=1, stability=3.0, due=due or at)
-            store.record_review(None, new, Rating.Good, at)
+    def review(card_id: str, at: datetime, due: datetime | None = None) -> None:
+        new = CardState(id=card_id, deck="small", state=2, reps=1, stability=3.0, due=due or at)
+        store.record_review(None, new, Rating.Good, at)
 
-        review("roles", datetime(2026, 3, 10, 11, tzinfo=UTC))  # Mar 10, 07:00 EDT
-        review("dims", datetime(2026, 3, 9, 13, tzinfo=UTC))  # Mar 9, 09:00 EDT
-        review("mix", datetime(2026, 3, 8, 14, tzinfo=UTC))  # Mar 8, 10:00 EDT
-        # 03:30 EST on Mar 7: before the 4am rollover, so Mar 6's study day; Mar 7 had none
-        review("flag", datetime(2026, 3, 7, 8, 30, tzinfo=UTC))
-        now = datetime(2026, 3, 10, 16, tzinfo=UTC)
-        result = stats_mod.compute(store, small_collection, now)
-        per_day = {d["date"]: d["reviews"] for d in result["per_day"]}
-        assert per_day["2026-03-06"] == 1 and per_day["2026-03-07"] == 0
-        assert result["streak_days"] == 3  # Mar 8, 9, 10
-        # forecast from EST into EDT: due 04:30 EDT on Mar 9 is Mar 9's, not Mar 8's
-        store = Store.memory()
-        review(
-            "roles",
-            datetime(2026, 3, 5, 12, tzinfo=UTC),
-            due=datetime(2026, 3, 9, 8, 30, tzinfo=UTC),
-        )
-        result = stats_mod.compute(store, small_collection, datetime(2026, 3, 5, 13, tzinfo=UTC))
-        forecast = {d["date"]: d["due"] for d in result["forecast"]}
-        assert forecast["2026-03-09"] == 1 and forecast["2026-03-08"] == 0
-    finally:
-        monkeypatch.undo()
-        time.tzset()
+    review("roles", datetime(2026, 3, 10, 11, tzinfo=UTC))  # Mar 10, 07:00 EDT
+    review("dims", datetime(2026, 3, 9, 13, tzinfo=UTC))  # Mar 9, 09:00 EDT
+    review("mix", datetime(2026, 3, 8, 14, tzinfo=UTC))  # Mar 8, 10:00 EDT
+    # 03:30 EST on Mar 7: before the 4am rollover, so Mar 6's study day; Mar 7 had none
+    review("flag", datetime(2026, 3, 7, 8, 30, tzinfo=UTC))
+    now = datetime(2026, 3, 10, 16, tzinfo=UTC)
+    result = stats_mod.compute(store, small_collection, now)
+    per_day = {d["date"]: d["reviews"] for d in result["per_day"]}
+    assert per_day["2026-03-06"] == 1 and per_day["2026-03-07"] == 0
+    assert result["streak_days"] == 3  # Mar 8, 9, 10
+    # forecast from EST into EDT: due 04:30 EDT on Mar 9 is Mar 9's, not Mar 8's
+    store = Store.memory()
+    review(
+        "roles",
+        datetime(2026, 3, 5, 12, tzinfo=UTC),
+        due=datetime(2026, 3, 9, 8, 30, tzinfo=UTC),
+    )
+    result = stats_mod.compute(store, small_collection, datetime(2026, 3, 5, 13, tzinfo=UTC))
+    forecast = {d["date"]: d["due"] for d in result["forecast"]}
+    assert forecast["2026-03-09"] == 1 and forecast["2026-03-08"] == 0
 
 
 def test_export_is_one_snapshot_while_another_session_rates(
