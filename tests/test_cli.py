@@ -24,6 +24,21 @@ def run_cli(*args: str, input: str | None = None, db: Path | None = None):
     return runner.invoke(main, [*base, *args], input=input, catch_exceptions=False)
 
 
+def review_first_card(decks: Path, db: Path, rating: str) -> None:
+    """Reveal the first card of the small deck, rate it, quit (in process, via click)."""
+    result = run_cli(
+        "--questions",
+        str(decks),
+        "quiz",
+        "--plain",
+        "--deck",
+        "small",
+        input=f"\n{rating}\nq\n",
+        db=db,
+    )
+    assert result.exit_code == 0, result.output
+
+
 def plain_quiz(db: Path, decks: Path, keys: str, *extra: str) -> subprocess.CompletedProcess:
     """`prep quiz --plain --deck small` in a real subprocess, fed ``keys`` on stdin."""
     return subprocess.run(
@@ -118,16 +133,7 @@ def test_unknown_deck_is_a_usage_error(small_deck_dir: Path, db_path: Path) -> N
 
 
 def test_stats_json_and_text(small_deck_dir: Path, db_path: Path) -> None:
-    run_cli(
-        "--questions",
-        str(small_deck_dir),
-        "quiz",
-        "--plain",
-        "--deck",
-        "small",
-        input="\n4\nq\n",
-        db=db_path,
-    )
+    review_first_card(small_deck_dir, db_path, "4")
     result = run_cli("--questions", str(small_deck_dir), "stats", "--json", db=db_path)
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
@@ -217,16 +223,7 @@ def test_light_commands_do_not_import_torch_or_textual(command: list[str], tmp_p
 
 
 def test_stats_since_filters_totals(small_deck_dir: Path, db_path: Path) -> None:
-    run_cli(
-        "--questions",
-        str(small_deck_dir),
-        "quiz",
-        "--plain",
-        "--deck",
-        "small",
-        input="\n4\nq\n",
-        db=db_path,
-    )
+    review_first_card(small_deck_dir, db_path, "4")
     later = run_cli(
         "--questions", str(small_deck_dir), "stats", "--json", "--since", "2999-01-01", db=db_path
     )
@@ -266,9 +263,7 @@ def test_plain_flags_edited_cards(tmp_path: Path, db_path: Path) -> None:
     deck = tmp_path / "d"
     deck.mkdir()
     (deck / "small.yaml").write_text(SMALL_DECK)
-    run_cli(
-        "--questions", str(deck), "quiz", "--plain", "--deck", "small", input="\n1\nq\n", db=db_path
-    )
+    review_first_card(deck, db_path, "1")
     with Store.open(db_path) as store:  # make it due now (the CLI runs on the real clock)
         store.conn.execute("UPDATE cards SET due = '2000-01-01T00:00:00.000000Z'")
     (deck / "small.yaml").write_text(
