@@ -530,9 +530,6 @@ class Store:
             return int(cur.lastrowid)
 
     def demo_runs(self) -> list[dict[str, Any]]:
-        rows = self.conn.execute(
-            "SELECT id, name, device, device_name, dtype, scale, seed, passed, seconds, ran_at FROM demo_runs ORDER BY id"
-        ).fetchall()
         keys = (
             "id",
             "name",
@@ -545,7 +542,9 @@ class Store:
             "seconds",
             "ran_at",
         )
-        return [dict(zip(keys, r, strict=True)) | {"passed": bool(r[7])} for r in rows]
+        rows = self.conn.execute(f"SELECT {', '.join(keys)} FROM demo_runs ORDER BY id")
+        runs = [dict(zip(keys, r, strict=True)) for r in rows]
+        return [run | {"passed": bool(run["passed"])} for run in runs]
 
 
 # What the user's file or disk refuses (not a bug in our SQL): reported as a StoreError.
