@@ -23,8 +23,9 @@ LEARN_AHEAD = timedelta(minutes=20)
 
 @dataclass
 class Queue:
-    due: list[str]
+    due: list[str]  # learning steps and reviews together, most overdue first
     new: list[str]
+    learning: int = 0  # how many of ``due`` are learning or relearning steps
 
     @property
     def ids(self) -> list[str]:
@@ -57,7 +58,9 @@ def build_queue(
     decks = None if deck is None else [deck]
     learning = store.due_ids(now, decks=decks, not_state=int(State.Review))
     reviews = store.due_ids(now, decks=decks, state=int(State.Review), limit=review_limit)
-    due = [cid for cid in _merge_by_due(store, learning, reviews) if cid in collection]
+    learning = [cid for cid in learning if cid in collection]
+    reviews = [cid for cid in reviews if cid in collection]
+    due = _merge_by_due(store, learning, reviews)
     if seen is None:
         seen = store.seen_ids()
     new: list[str] = []
@@ -74,7 +77,7 @@ def build_queue(
             queued.add(card.id)
             if len(new) >= new_limit:
                 break
-    return Queue(due=due, new=new)
+    return Queue(due=due, new=new, learning=len(learning))
 
 
 def _merge_by_due(store: Store, a: list[str], b: list[str]) -> list[str]:

@@ -371,3 +371,12 @@ def test_undo_never_removes_another_sessions_rating(db_path: Path, small_collect
     assert one.count_reviews() == 0
     one.close()
     two.close()
+
+
+def test_queue_counts_learning_steps_among_due(fresh_store, small_collection, clock) -> None:
+    s = session(fresh_store, small_collection, clock, queue=["roles", "pick-one"])
+    s.rate(Rating.Again)  # learning step, due in 1 minute
+    s.rate(Rating.Easy)  # straight to Review
+    clock.advance(days=30)
+    q = build_queue(fresh_store, small_collection, clock(), new_limit=0)
+    assert sorted(q.due) == ["pick-one", "roles"] and q.learning == 1

@@ -24,7 +24,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from prep.engine.deck import Collection, load_collection
-from prep.engine.scheduler import Scheduler, State
+from prep.engine.scheduler import Scheduler
 from prep.engine.session import ReviewSession, build_queue
 from prep.engine.storage import Store, StoreError
 from prep.engine.timeutil import Clock, utcnow
@@ -214,7 +214,6 @@ class PrepApp(App[int]):
         assert self.store is not None
         now = self.now()
         seen = self.store.seen_ids()
-        states = {cid: s.state for cid, s in self.store.cards().items()}
         rows = []
         decks: list[tuple[str | None, str, int]] = [(None, "All decks", len(self.collection))]
         decks += [
@@ -224,17 +223,14 @@ class PrepApp(App[int]):
             queue = build_queue(
                 self.store, self.collection, now, deck=name, new_limit=self.new_limit, seen=seen
             )
-            learning = sum(
-                1 for cid in queue.due if states.get(cid) in (State.Learning, State.Relearning)
-            )
             rows.append(
                 DeckCounts(
                     name=name or "",
                     title=title,
                     cards=size,
                     new=len(queue.new),
-                    learning=learning,
-                    due=len(queue.due) - learning,
+                    learning=queue.learning,
+                    due=len(queue.due) - queue.learning,
                 )
             )
         return rows
