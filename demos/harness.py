@@ -13,19 +13,21 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
-import json
 import math
 import platform
-import textwrap
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 from prep.demos._torch import torch
 from prep.demos.registry import DEMOS
+from prep.demos.report import IDENTITY, MEASUREMENT, Check, Report, render
+
+# Check, Report and render live in the torch-free report module; demos import them from here.
+__all__ = ["IDENTITY", "MEASUREMENT", "Check", "Report", "render"]
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
 SCALES = ("small", "large")
@@ -143,44 +145,48 @@ def tolerance(dtype: torch.dtype, inner_dim: int = 64) -> tuple[float, float]:
     return rtol * widen, atol * widen
 
 
-@dataclass(frozen=True)
-class Check:
-    """One measurement against what the claim says it must be."""
-
-    name: str  # what was measured
-    measured: float | int
-    expected: str  # the rule it is held to, e.g. "== 0.0" or "allclose(rtol=1.3e-06, atol=1e-05)"
-    passed: bool
-    detail: str = ""  # shown on failure: the misconception that would make it fail
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
 def _number(value: torch.Tensor | float | int) -> float:
     if isinstance(value, torch.Tensor):
         return float(value.detach().to("cpu", torch.float64).item())
     return float(value)
 
 
-def exactly_zero(name: str, values: torch.Tensor, detail: str = "") -> Check:
+def exactly_zero(
+    name: str, values: torch.Tensor, detail: str = "", *, kind: str = IDENTITY
+) -> Check:
     """max |values| == 0.0, compared exactly (no tolerance: the claim is a structural zero)."""
     measured = _number(values.abs().max()) if values.numel() else 0.0
-    return Check(name, measured, "== 0.0", measured == 0.0, detail)
+    return Check(name, measured, "== 0.0", measured == 0.0, detail, kind)
 
 
-def equals(name: str, measured: int, expected: int, detail: str = "") -> Check:
-    return Check(name, int(measured), f"== {expected}", int(measured) == expected, detail)
+def equals(
+    name: str, measured: int, expected: int, detail: str = "", *, kind: str = IDENTITY
+) -> Check:
+    return Check(name, int(measured), f"== {expected}", int(measured) == expected, detail, kind)
 
 
-def at_most(name: str, measured: torch.Tensor | float, bound: float, detail: str = "") -> Check:
+def at_most(
+    name: str,
+    measured: torch.Tensor | float,
+    bound: float,
+    detail: str = "",
+    *,
+    kind: str = IDENTITY,
+) -> Check:
     value = _number(measured)
-    return Check(name, value, f"<= {bound:g}", value <= bound, detail)
+    return Check(name, value, f"<= {bound:g}", value <= bound, detail, kind)
 
 
-def at_least(name: str, measured: torch.Tensor | float, bound: float, detail: str = "") -> Check:
+def at_least(
+    name: str,
+    measured: torch.Tensor | float,
+    bound: float,
+    detail: str = "",
+    *,
+    kind: str = IDENTITY,
+) -> Check:
     value = _number(measured)
-    return Check(name, value, f">= {bound:g}", value >= bound, detail)
+    return Check(name, value, f">= {bound:g}", value >= bound, detail, kind)
 
 
 def close(
@@ -191,6 +197,7 @@ def close(
     rtol: float,
     atol: float,
     detail: str = "",
+    kind: str = IDENTITY,
 ) -> Check:
     """assert_close's rule elementwise: |actual - expected| <= atol + rtol * |expected|.
 
@@ -201,126 +208,27 @@ def close(
     ok = bool(torch.isclose(actual, expected.detach(), rtol=rtol, atol=atol).all())
     measured = _number(diff.max()) if diff.numel() else 0.0
     rule = f"max |diff| within allclose(rtol={rtol:.2g}, atol={atol:.2g})"
-    return Check(name, measured, rule, ok, detail)
+    return Check(name, measured, rule, ok, detail, kind)
 
 
 def approx(
-    name: str, measured: torch.Tensor | float, target: float, *, rtol: float, detail: str = ""
+    name: str,
+    measured: torch.Tensor | float,
+    target: float,
+    *,
+    rtol: float,
+    detail: str = "",
+    kind: str = IDENTITY,
 ) -> Check:
     """A scalar within rtol of target (relative: |measured - target| <= rtol * |target|)."""
     value = _number(measured)
     ok = math.isfinite(value) and abs(value - target) <= rtol * abs(target)
-    return Check(name, value, f"== {target:g} (rtol={rtol:g})", ok, detail)
+    return Check(name, value, f"== {target:g} (rtol={rtol:g})", ok, detail, kind)
 
 
 def relative_error(actual: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
     """||actual - reference||_F / ||reference||_F, a scalar tensor."""
     return (actual - reference).norm() / reference.norm()
-
-
-# --------------------------------------------------------------------------- report
-
-
-@dataclass
-class Report:
-    name: str
-    claim: str
-    device: str  # "cuda", "mps" or "cpu"
-    device_name: str
-    device_reason: str
-    dtype: str  # "float32"
-    scale: str
-    seed: int
-    sizes: dict[str, Any]
-    seconds: float
-    checks: list[Check]
-    contrast: list[Check]
-    contrast_label: str = ""  # what the contrast changes, e.g. "a dense W_O"
-    notes: list[str] = field(default_factory=list)
-    cards: list[str] = field(default_factory=list)
-
-    @property
-    def passed(self) -> bool:
-        return all(c.passed for c in self.checks) and all(c.passed for c in self.contrast)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "claim": self.claim,
-            "device": self.device,
-            "device_name": self.device_name,
-            "device_reason": self.device_reason,
-            "dtype": self.dtype,
-            "scale": self.scale,
-            "seed": self.seed,
-            "sizes": dict(self.sizes),
-            "seconds": round(self.seconds, 4),
-            "passed": self.passed,
-            "checks": [c.to_dict() for c in self.checks],
-            "contrast_label": self.contrast_label,
-            "contrast": [c.to_dict() for c in self.contrast],
-            "notes": list(self.notes),
-            "cards": list(self.cards),
-        }
-
-    def to_json(self) -> str:
-        """One JSON object (one line); the shape `prep demo NAME --json` prints."""
-        return json.dumps(self.to_dict())
-
-
-def _fmt(value: float | int) -> str:
-    if isinstance(value, int):
-        return str(value)
-    if value == 0.0:
-        return "0.0"
-    return f"{value:.6g}"
-
-
-def _check_lines(checks: list[Check]) -> list[str]:
-    lines = []
-    for c in checks:
-        mark = "PASS" if c.passed else "FAIL"
-        lines.append(f"  {mark}  {c.name}")
-        lines.append(f"        measured {_fmt(c.measured)}, expected {c.expected}")
-        if not c.passed and c.detail:
-            lines += textwrap.wrap(
-                c.detail, 96, initial_indent="        hint: ", subsequent_indent="              "
-            )
-    return lines
-
-
-def render(report: Report) -> str:
-    """The human report: claim, sizes and device, checks, contrast, cards, verdict."""
-    wrap = textwrap.TextWrapper(96, initial_indent="claim: ", subsequent_indent="       ")
-    sizes = " ".join(f"{k}={v}" for k, v in report.sizes.items())
-    lines = [
-        f"{report.name}: {'PASS' if report.passed else 'FAIL'}",
-        *wrap.wrap(report.claim),
-        *textwrap.wrap(sizes, 96, initial_indent="sizes: ", subsequent_indent="       "),
-        f"run:   {report.device_reason} | {report.dtype} | scale {report.scale} | "
-        f"seed {report.seed} | {report.seconds:.2f} s",
-        "",
-    ]
-    lines += ["checks:", *_check_lines(report.checks)]
-    if report.contrast:
-        label = f": {report.contrast_label}" if report.contrast_label else ""
-        lines += ["", f"contrast{label}", "(the claim would be false here; measured the same way)"]
-        lines += _check_lines(report.contrast)
-    if report.notes:
-        lines.append("")
-        for note in report.notes:
-            lines += textwrap.wrap(note, 96, initial_indent="note: ", subsequent_indent="      ")
-    if report.cards:
-        lines += ["", "backs cards: " + ", ".join(report.cards)]
-    total = len(report.checks) + len(report.contrast)
-    failed = sum(not c.passed for c in report.checks + report.contrast)
-    verdict = (
-        f"all {total} checks hold"
-        if not failed
-        else f"{failed} of {total} checks FAILED: the claim is not shown"
-    )
-    lines += ["", f"result: {verdict}"]
-    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- running

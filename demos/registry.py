@@ -14,10 +14,18 @@ class DemoInfo:
     name: str  # the CLI name, e.g. "block-diagonal"
     module: str  # dotted path of the module with run(scale, device, seed) -> Report
     claim: str  # one sentence; the demo's checks measure exactly this
+    weights: str = "synthetic"  # one of WEIGHTS: where the weights it measures come from
 
 
-def _info(name: str, claim: str) -> DemoInfo:
-    return DemoInfo(name=name, module="prep.demos." + name.replace("-", "_"), claim=claim)
+# synthetic: random or hand-built weights; trained-here: trained by this project (the shipped
+# decoder, or a model the demo trains as it runs); pretrained: a real published checkpoint.
+WEIGHTS = ("synthetic", "trained-here", "pretrained")
+
+
+def _info(name: str, claim: str, weights: str = "synthetic") -> DemoInfo:
+    assert weights in WEIGHTS, weights
+    module = "prep.demos." + name.replace("-", "_")
+    return DemoInfo(name=name, module=module, claim=claim, weights=weights)
 
 
 _ALL = [
@@ -79,6 +87,7 @@ _ALL = [
         "attention patterns leaves the W_O blocks of heads that attend to random tokens several "
         "times smaller than those of heads that attend to the predictive token, although every "
         "block starts with the same norm.",
+        weights="trained-here",
     ),
     _info(
         "param-share",

@@ -183,8 +183,22 @@ def test_render_lists_every_check_with_its_verdict(small_reports) -> None:
     text = harness.render(report)
     assert report.claim.split()[0] in text
     for c in report.checks + report.contrast:
-        assert f"PASS  {c.name}" in text
+        assert f"PASS  [{c.kind}] {c.name}" in text
     assert "result: all" in text
+
+
+def test_report_round_trips_through_its_dict(small_reports) -> None:
+    """The TUI reads the subprocess's JSON back into the same type the demo returned."""
+    from prep.demos.report import Report
+
+    for report in small_reports.values():
+        again = Report.from_dict(json.loads(report.to_json()))
+        assert again.to_dict() == report.to_dict()
+
+
+def test_check_kind_is_identity_or_measurement() -> None:
+    with pytest.raises(ValueError, match="kind"):
+        harness.Check("x", 0.0, "== 0.0", True, kind="evidence")
 
 
 def test_render_shows_hint_on_failure() -> None:
@@ -204,7 +218,7 @@ def test_render_shows_hint_on_failure() -> None:
         contrast=[],
     )
     text = harness.render(report)
-    assert "FAIL  thing" in text and "hint: did you forget the mask?" in text
+    assert "FAIL  [identity] thing" in text and "hint: did you forget the mask?" in text
     assert not report.passed and "FAILED" in text
 
 

@@ -43,7 +43,8 @@ def test_json_and_human_output_agree(capsys: pytest.CaptureFixture[str]) -> None
     assert cli.main(["cross-head-mixing", "--device", "cpu", "--seed", "2"]) == 0
     human = capsys.readouterr().out
     for c in data["checks"] + data["contrast"]:
-        assert f"{'PASS' if c['passed'] else 'FAIL'}  {c['name']}" in human
+        mark = "PASS" if c["passed"] else "FAIL"
+        assert f"{mark}  [{c['kind']}] {c['name']}" in human
     assert human.count("PASS  ") == len(data["checks"]) + len(data["contrast"])
     assert data["claim"].split()[0] in human and "seed 2" in human
 
@@ -59,7 +60,7 @@ def test_failing_check_exits_1_and_teaches(
     monkeypatch.setattr(block_diagonal, "check", broken)
     assert cli.main(["block-diagonal", "--device", "cpu"]) == 1
     out = capsys.readouterr().out
-    assert "FAIL  max |write outside slice|" in out and "hint: dense W_O?" in out
+    assert "FAIL  [identity] max |write outside slice|" in out and "hint: dense W_O?" in out
     assert cli.main(["block-diagonal", "--device", "cpu", "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["passed"] is False
 

@@ -1,0 +1,194 @@
+"""The demo report: torch-free, so every front end can read, render and record it.
+
+`prep demo`, `python -m prep.demos` and the TUI's demo screen all speak this type: a demo returns
+a `Report`, `to_json()` is the `--json` contract, `Report.from_dict` reads it back (the TUI reads
+the subprocess's line this way), `render` is the human text. Nothing here imports torch.
+
+Every `Check` says what kind of evidence it is:
+- `identity`: true by construction, a unit test of the algebra. Worth showing, never evidence
+  about trained models.
+- `measurement`: measured on weights (trained, pretrained or random); it could have come out
+  otherwise.
+The default is `identity`, the modest label: a check claims to be evidence only when its demo
+says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any
+
+IDENTITY = "identity"
+MEASUREMENT = "measurement"
+KINDS = (IDENTITY, MEASUREMENT)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One measurement against what the claim says it must be."""
+
+    name: str  # what was measured
+    measured: float | int
+    expected: str  # the rule it is held to, e.g. "== 0.0" or "allclose(rtol=1.3e-06, atol=1e-05)"
+    passed: bool
+    detail: str = ""  # shown on failure: the misconception that would make it fail
+    kind: str = IDENTITY  # IDENTITY (true by construction) or MEASUREMENT (could fail)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"check {self.name!r}: kind must be one of {KINDS}, not {self.kind!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Check:
+        measured = data["measured"]
+        return cls(
+            name=str(data["name"]),
+            measured=measured if isinstance(measured, int | float) else float("nan"),
+            expected=str(data.get("expected", "")),
+            passed=bool(data["passed"]),
+            detail=str(data.get("detail", "")),
+            kind=data.get("kind", IDENTITY) if data.get("kind") in KINDS else IDENTITY,
+        )
+
+
+@dataclass
+class Report:
+    name: str
+    claim: str
+    device: str  # "cuda", "mps" or "cpu"
+    device_name: str
+    device_reason: str
+    dtype: str  # "float32"
+    scale: str
+    seed: int
+    sizes: dict[str, Any]
+    seconds: float
+    checks: list[Check]
+    contrast: list[Check]
+    contrast_label: str = ""  # what the contrast changes, e.g. "a dense W_O"
+    notes: list[str] = field(default_factory=list)
+    cards: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks) and all(c.passed for c in self.contrast)
+
+    def kind_counts(self) -> dict[str, int]:
+        """How many checks (contrast included) are identities and how many measurements."""
+        every = self.checks + self.contrast
+        return {kind: sum(c.kind == kind for c in every) for kind in KINDS}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "claim": self.claim,
+            "device": self.device,
+            "device_name": self.device_name,
+            "device_reason": self.device_reason,
+            "dtype": self.dtype,
+            "scale": self.scale,
+            "seed": self.seed,
+            "sizes": dict(self.sizes),
+            "seconds": round(self.seconds, 4),
+            "passed": self.passed,
+            "checks": [c.to_dict() for c in self.checks],
+            "contrast_label": self.contrast_label,
+            "contrast": [c.to_dict() for c in self.contrast],
+            "notes": list(self.notes),
+            "cards": list(self.cards),
+        }
+
+    def to_json(self) -> str:
+        """One JSON object (one line); the shape `prep demo NAME --json` prints (strict JSON)."""
+        return json.dumps(self.to_dict(), allow_nan=False, default=_no_nan)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Report:
+        """Read back what `to_dict` wrote (KeyError/TypeError/ValueError on another shape)."""
+        return cls(
+            name=str(data["name"]),
+            claim=str(data.get("claim", "")),
+            device=str(data.get("device", "")),
+            device_name=str(data.get("device_name", "")),
+            device_reason=str(data.get("device_reason", "")),
+            dtype=str(data.get("dtype", "")),
+            scale=str(data.get("scale", "")),
+            seed=int(data.get("seed", 0)),
+            sizes=dict(data.get("sizes", {})),
+            seconds=float(data.get("seconds", 0.0)),
+            checks=[Check.from_dict(c) for c in data.get("checks", [])],
+            contrast=[Check.from_dict(c) for c in data.get("contrast", [])],
+            contrast_label=str(data.get("contrast_label", "")),
+            notes=[str(n) for n in data.get("notes", [])],
+            cards=[str(c) for c in data.get("cards", [])],
+        )
+
+
+def _no_nan(value: Any) -> Any:
+    raise TypeError(f"not JSON serialisable: {value!r}")
+
+
+def fmt_value(value: float | int) -> str:
+    if isinstance(value, int):
+        return str(value)
+    if value == 0.0:
+        return "0.0"
+    if not math.isfinite(value):
+        return str(value)
+    return f"{value:.6g}"
+
+
+def _check_lines(checks: list[Check]) -> list[str]:
+    lines = []
+    for c in checks:
+        mark = "PASS" if c.passed else "FAIL"
+        lines.append(f"  {mark}  [{c.kind}] {c.name}")
+        lines.append(f"        measured {fmt_value(c.measured)}, expected {c.expected}")
+        if not c.passed and c.detail:
+            lines += textwrap.wrap(
+                c.detail, 96, initial_indent="        hint: ", subsequent_indent="              "
+            )
+    return lines
+
+
+def render(report: Report) -> str:
+    """The human report: claim, sizes and device, checks, contrast, cards, verdict."""
+    wrap = textwrap.TextWrapper(96, initial_indent="claim: ", subsequent_indent="       ")
+    sizes = " ".join(f"{k}={v}" for k, v in report.sizes.items())
+    lines = [
+        f"{report.name}: {'PASS' if report.passed else 'FAIL'}",
+        *wrap.wrap(report.claim),
+        *textwrap.wrap(sizes, 96, initial_indent="sizes: ", subsequent_indent="       "),
+        f"run:   {report.device_reason} | {report.dtype} | scale {report.scale} | "
+        f"seed {report.seed} | {report.seconds:.2f} s",
+        "",
+    ]
+    lines += ["checks:", *_check_lines(report.checks)]
+    if report.contrast:
+        label = f": {report.contrast_label}" if report.contrast_label else ""
+        lines += ["", f"contrast{label}", "(the claim would be false here; measured the same way)"]
+        lines += _check_lines(report.contrast)
+    if report.notes:
+        lines.append("")
+        for note in report.notes:
+            lines += textwrap.wrap(note, 96, initial_indent="note: ", subsequent_indent="      ")
+    if report.cards:
+        lines += ["", "backs cards: " + ", ".join(report.cards)]
+    total = len(report.checks) + len(report.contrast)
+    failed = sum(not c.passed for c in report.checks + report.contrast)
+    counts = report.kind_counts()
+    kinds = f"{counts[MEASUREMENT]} measurement(s), {counts[IDENTITY]} identity check(s)"
+    verdict = (
+        f"all {total} checks hold ({kinds})"
+        if not failed
+        else f"{failed} of {total} checks FAILED: the claim is not shown"
+    )
+    lines += ["", f"result: {verdict}"]
+    return "\n".join(lines)
