@@ -14,7 +14,9 @@ import contextlib
 import dataclasses
 import importlib
 import math
+import os
 import platform
+import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -233,6 +235,20 @@ def relative_error(actual: torch.Tensor, reference: torch.Tensor) -> torch.Tenso
 
 # --------------------------------------------------------------------------- running
 
+PROGRESS_PREFIX = "progress: "
+
+
+def progress(message: str) -> None:
+    """One line on stderr saying what the demo is doing now ("loading all-MiniLM-L6-v2").
+
+    Printed when stderr is a terminal (a person waits on `prep demo`) or when PREP_DEMO_PROGRESS=1:
+    front ends that run a demo in a subprocess (the TUI's demo screen) set it, read stderr line by
+    line and show the latest `progress: ...` line while the demo runs. stdout stays the report.
+    """
+    wanted = os.environ.get("PREP_DEMO_PROGRESS") == "1" or sys.stderr.isatty()
+    if wanted:
+        print(PROGRESS_PREFIX + message, file=sys.stderr, flush=True)
+
 
 def _device_for_dtype(choice: DeviceChoice, dtype: torch.dtype) -> DeviceChoice:
     """mps has no float64: a float64 demo runs on the CPU there instead."""
@@ -267,8 +283,11 @@ def run_demo(
         synchronize(dev)
         start = time.perf_counter()
         gen = make_generator(dev, seed)
+        progress(f"building {name} on {dev.type}")
         setup = build(cfg, dev, gen)
+        progress("measuring the claim")
         checks = check(setup)
+        progress("measuring the contrast")
         contrast_checks = contrast(setup, gen)
         synchronize(dev)
         seconds = time.perf_counter() - start
