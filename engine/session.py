@@ -246,9 +246,3 @@ class ReviewSession:
             "next_due": parse(nxt),
             "due_by_tomorrow": due_by_tomorrow,
         }
-
-
-def choice_feedback(card: Card, picked: int) -> tuple[bool, Rating]:
-    """For choice and red-flag cards: was the pick right, and the rating we suggest."""
-    right = card.correct is not None and picked == card.correct
-    return right, (Rating.Good if right else Rating.Again)

@@ -161,6 +161,20 @@ def state_to_row(s: CardState) -> dict[str, Any]:
     }
 
 
+_DEMO_RUN_KEYS = (
+    "id",
+    "name",
+    "device",
+    "device_name",
+    "dtype",
+    "scale",
+    "seed",
+    "passed",
+    "seconds",
+    "ran_at",
+)
+
+
 class Store:
     """The progress database. Open with ``Store.open(path)`` or ``Store.memory()``."""
 
@@ -529,22 +543,20 @@ class Store:
             )
             return int(cur.lastrowid)
 
-    def demo_runs(self) -> list[dict[str, Any]]:
-        keys = (
-            "id",
-            "name",
-            "device",
-            "device_name",
-            "dtype",
-            "scale",
-            "seed",
-            "passed",
-            "seconds",
-            "ran_at",
+    def demo_runs(self, *, latest: bool = False) -> list[dict[str, Any]]:
+        """Every demo run, oldest first; with ``latest``, only each demo's newest run, by
+        name."""
+        where = " WHERE id IN (SELECT max(id) FROM demo_runs GROUP BY name)" if latest else ""
+        order = "name" if latest else "id"
+        rows = self.conn.execute(
+            f"SELECT {', '.join(_DEMO_RUN_KEYS)} FROM demo_runs{where} ORDER BY {order}"
         )
-        rows = self.conn.execute(f"SELECT {', '.join(keys)} FROM demo_runs ORDER BY id")
-        runs = [dict(zip(keys, r, strict=True)) for r in rows]
+        runs = [dict(zip(_DEMO_RUN_KEYS, r, strict=True)) for r in rows]
         return [run | {"passed": bool(run["passed"])} for run in runs]
+
+    def latest_demo_runs(self) -> dict[str, dict[str, Any]]:
+        """Each demo's newest run, by demo name."""
+        return {run["name"]: run for run in self.demo_runs(latest=True)}
 
 
 # What the user's file or disk refuses (not a bug in our SQL): reported as a StoreError.

@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from prep.engine import export as ex
-from prep.engine.cli import main
 from prep.engine.deck import Collection
 from prep.engine.scheduler import CardState, Rating, Scheduler, Settings
 from prep.engine.session import ReviewSession
 from prep.engine.storage import Store
+from prep.tui.cli import main
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
