@@ -305,13 +305,11 @@ def test_config_learning_steps(db_path: Path) -> None:
 
 
 def test_prep_demo_records_the_run(tmp_path: Path, db_path: Path) -> None:
-    from prep.engine.export import collect
-
     result = run_cli("demo", "per-head-sum", "--device", "cpu", "--json", db=db_path)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     with Store.open(db_path) as store:
-        (run,) = collect(store)["demo_runs"]
+        (run,) = store.dump()["demo_runs"]
     assert (run["name"], run["passed"], run["seed"]) == ("per-head-sum", 1, 0)
     assert (run["device"], run["scale"], run["dtype"]) == ("cpu", "small", "float32")
     assert run["metrics"]["checks"] == data["checks"]

@@ -226,10 +226,9 @@ class PrepApp(App[int]):
     def today(self) -> dict[str, int]:
         """Reviews today and the streak, for the home screen."""
         assert self.store is not None
-        from prep.engine.stats import compute
+        from prep.engine.stats import today
 
-        stats = compute(self.store, self.collection, self.now(), history_days=1, forecast_days=1)
-        return {"reviews": stats["reviews"]["today"], "streak": stats["streak_days"]}
+        return today(self.store, self.now())
 
     def new_session(self, deck: str | None) -> ReviewSession:
         assert self.store is not None

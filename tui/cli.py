@@ -420,13 +420,13 @@ def import_cmd(obj: Ctx, file: str) -> None:
 
     All or nothing: on a corrupt file or a conflict (a card with a different review
     history here) nothing changes. Importing the same file twice adds nothing twice."""
-    from prep.engine.export import ExportError, import_file
-    from prep.engine.storage import StoreError
+    from prep.engine.export import ExportError
+    from prep.engine.importer import import_file
 
     with obj.store() as store:
         try:
             result = import_file(store, Path(file).expanduser())
-        except (ExportError, StoreError) as exc:
+        except ExportError as exc:
             raise UsageError(str(exc)) from None
     click.echo(f"Imported {file}: {result.summary()}.")
 
