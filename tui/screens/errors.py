@@ -7,13 +7,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from prep.engine.deck import Collection
+from prep.tui.base import PrepScreen
 
 
-class ErrorScreen(Screen):
+class ErrorScreen(PrepScreen):
     BINDINGS = [
         Binding("r", "app.reload", "Reload", tooltip="Fix the problem, then reload"),
         Binding(
@@ -60,4 +60,4 @@ class ErrorScreen(Screen):
 
     def action_continue(self) -> None:
         if self.can_continue:
-            self.app.boot(ignore_deck_errors=True)
+            self.prep.boot(ignore_deck_errors=True)

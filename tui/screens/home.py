@@ -5,10 +5,10 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from prep.engine.storage import StoreError
+from prep.tui.base import PrepScreen
 
 
 class DeckTable(DataTable):
@@ -19,7 +19,7 @@ class DeckTable(DataTable):
     ]
 
 
-class HomeScreen(Screen):
+class HomeScreen(PrepScreen):
     BINDINGS = [
         Binding("enter", "start", "Start", tooltip="Start today's session on the highlighted deck"),
         Binding("s", "app.stats", "Stats", tooltip="Statistics"),
@@ -45,7 +45,7 @@ class HomeScreen(Screen):
     def on_mount(self) -> None:
         self.refresh_counts()
         # the counts are coloured from the theme: redraw them when it changes
-        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh_counts())
+        self.prep.theme_changed_signal.subscribe(self, lambda _theme: self.refresh_counts())
 
     def on_screen_resume(self) -> None:
         self.refresh_counts()
@@ -56,8 +56,8 @@ class HomeScreen(Screen):
     def refresh_counts(self) -> None:
         table = self.query_one("#decks", DataTable)
         try:
-            rows = self.app.deck_counts()
-            today = self.app.today()
+            rows = self.prep.deck_counts()
+            today = self.prep.today()
         except StoreError as exc:
             self.query_one("#today", Static).update(
                 Text(f"Cannot read progress: {exc}", style="bold red")
@@ -70,8 +70,8 @@ class HomeScreen(Screen):
             if row.name:
                 label.append(f"  {row.name}", style="dim")
             # keep the count columns on screen at 80 columns: the deck label gives way
-            label.truncate(max(16, self.app.size.width - 44), overflow="ellipsis")
-            theme = self.app.current_theme
+            label.truncate(max(16, self.prep.size.width - 44), overflow="ellipsis")
+            theme = self.prep.current_theme
             table.add_row(
                 label,
                 _count(row.new, theme.primary),
@@ -80,7 +80,7 @@ class HomeScreen(Screen):
                 Text(str(row.cards), style="dim"),
                 key=row.name,
             )
-            if row.name and row.name == self.app.selected_deck:
+            if row.name and row.name == self.prep.selected_deck:
                 selected = i
         table.move_cursor(row=selected)
         total = rows[0] if rows else None
@@ -107,14 +107,14 @@ class HomeScreen(Screen):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        self.app.action_start(event.row_key.value or "")
+        self.prep.action_start(event.row_key.value or "")
 
     def action_start(self) -> None:
         table = self.query_one("#decks", DataTable)
         deck = ""
         if table.row_count:
             deck = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value or ""
-        self.app.action_start(deck)
+        self.prep.action_start(deck)
 
 
 def _count(n: int, color: str) -> Text:

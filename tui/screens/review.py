@@ -19,10 +19,18 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Static
 
 from prep.engine.deck import CHOICE_LETTERS, Card
-from prep.engine.present import choice_verdict, human_interval, rating_name
+from prep.engine.present import (
+    DemoLink,
+    Section,
+    answer_sections,
+    choice_verdict,
+    human_interval,
+    rating_name,
+)
 from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
 from prep.engine.session import ReviewSession
 from prep.engine.storage import StoreError
+from prep.tui.base import PrepScreen
 from prep.tui.widgets.rating_bar import RatingBar
 
 KIND_LABELS = {
@@ -37,22 +45,36 @@ def markdown(text: str) -> Markdown:
     return Markdown(text, code_theme="ansi_dark", hyperlinks=False)
 
 
-def back_markdown(card: Card) -> str:
-    """The answer side as Markdown: answer, why, analogy, sources."""
+def back_markdown(sections: list[Section]) -> str:
+    """The answer side as Markdown; the demos section is left to the demo link below it."""
     parts = []
-    if card.choices and card.correct is not None:
-        parts.append(f"**Correct: {card.correct_letter})** {card.choices[card.correct]}")
-    parts.append(card.answer)
-    if card.explain:
-        parts.append(f"**Why.** {card.explain}")
-    if card.analogy:
-        parts.append(f"**Analogy.** {card.analogy}")
-    if card.sources:
-        parts.append("*Sources:* " + "; ".join(card.sources))
+    for section in sections:
+        if section.key == "answer":
+            parts.append(section.text)
+        elif section.key == "correct":
+            parts.append(f"**{section.label}: {section.text}**")
+        elif section.key == "bullets":
+            parts.append(f"**{section.label}:**\n\n" + "\n".join(f"- {b}" for b in section.items))
+        elif section.key == "sources":
+            parts.append(f"*{section.label}:* " + "; ".join(section.items))
+        elif section.key != "demos":  # why, analogy
+            parts.append(f"**{section.label}.** {section.text}")
     return "\n\n".join(parts)
 
 
-class ReviewScreen(Screen):
+def demo_line(links: tuple[DemoLink, ...]) -> Text:
+    """`d  run the demo NAME`, its latest run, the other demos, and the claim."""
+    first = links[0]
+    line = Text.assemble(("d", "bold reverse"), "  run the demo ", (first.name, "bold"))
+    line.append(f"  ({first.last_run()})", style="dim")
+    if len(links) > 1:
+        line.append(f"\nalso: {', '.join(link.name for link in links[1:])}", style="dim")
+    if first.claim:
+        line.append(f"\n{first.claim}", style="dim")
+    return line
+
+
+class ReviewScreen(PrepScreen):
     BINDINGS = [
         Binding("space", "reveal", "Show answer", tooltip="Show the answer"),
         Binding(
@@ -120,7 +142,7 @@ class ReviewScreen(Screen):
         if card is None:
             from prep.tui.screens.summary import SummaryScreen
 
-            self.app.switch_screen(SummaryScreen(self.session))
+            self.prep.switch_screen(SummaryScreen(self.session))
             return
         self.card = card
         self.revealed = False
@@ -204,17 +226,17 @@ class ReviewScreen(Screen):
             self.preview = {}
             self.notify(f"Cannot read this card's schedule: {exc}", severity="error")
         self.render_choices()
-        self.query_one("#answer", Static).update(markdown(back_markdown(card)))
+        try:
+            runs = self.session.store.latest_demo_runs() if card.demos else {}
+        except StoreError:
+            runs = {}
+        sections = answer_sections(card, self.prep.demos, runs)
+        self.query_one("#answer", Static).update(markdown(back_markdown(sections)))
         link = self.query_one("#demo-link", Static)
-        if card.demo:
-            claim = self.app.demos.get(card.demo, "")
-            line = Text.assemble(("d", "bold reverse"), "  run the demo ", (card.demo, "bold"))
-            if len(card.demos) > 1:
-                line.append(f" (also: {', '.join(card.demos[1:])})", style="dim")
-            if claim:
-                line.append(f"\n{claim}", style="dim")
-            link.update(line)
-        link.display = bool(card.demo)
+        demos = next((s.demos for s in sections if s.key == "demos"), ())
+        if demos:
+            link.update(demo_line(demos))
+        link.display = bool(demos)
         self.query_one("#back").display = True
         self.query_one("#reveal").display = False
         bar = self.query_one(RatingBar)
@@ -310,7 +332,7 @@ class ReviewScreen(Screen):
         if card.demo is None:
             self.notify("This card links no demo.")
             return
-        self.app.push_screen(DemoScreen(card.demo, card=card))
+        self.prep.push_screen(DemoScreen(card.demo, card=card))
 
     def action_home(self) -> None:
         self.dismiss()

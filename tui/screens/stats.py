@@ -9,11 +9,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 from textual_plotext import PlotextPlot
 
 from prep.engine.storage import StoreError
+from prep.tui.base import PrepScreen
 
 
 def pct(x: float | None) -> str:
@@ -36,7 +36,7 @@ def bar_chart(widget: PlotextPlot, labels: list[str], values: list[int], title: 
     widget.refresh()
 
 
-class StatsScreen(Screen):
+class StatsScreen(PrepScreen):
     BINDINGS = [
         Binding("escape", "back", "Back", tooltip="Back"),
         Binding("r", "refresh", "Refresh", tooltip="Compute the statistics again"),
@@ -67,7 +67,7 @@ class StatsScreen(Screen):
         from prep.engine.stats import compute
 
         try:
-            stats = compute(self.app.store, self.app.collection, self.app.now())
+            stats = compute(self.prep.store, self.prep.collection, self.prep.now())
         except StoreError as exc:
             self.query_one("#stats-summary", Static).update(
                 Text(f"Cannot read progress: {exc}", style="bold red")
@@ -125,7 +125,7 @@ class StatsScreen(Screen):
         demos = stats["demos"]
         text = Text()
         text.append("Demos verified  ", style="bold")
-        text.append(f"{len(demos['verified'])} of {len(self.app.demos) or len(demos['latest'])}\n")
+        text.append(f"{len(demos['verified'])} of {len(self.prep.demos) or len(demos['latest'])}\n")
         for run in demos["latest"]:
             mark = (
                 Text("PASS", style="bold green")
