@@ -346,7 +346,7 @@ def parse_deck_text(
     """Parse one deck's YAML text. Returns (info, cards, errors); never raises on bad input."""
     errors: list[DeckError] = []
     try:
-        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
+        data = yaml.load(text, Loader=_LineLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1

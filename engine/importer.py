@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from prep.engine.export import FORMAT, VERSION, ExportError, csv_paths
+from prep.engine.present import count
 from prep.engine.scheduler import Settings
 from prep.engine.schema import CARD_COLUMNS, DEMO_RUN_COLUMNS, REVIEW_COLUMNS, SCHEDULE_COLUMNS
 from prep.engine.storage import Store, state_from_json, state_to_json
@@ -399,13 +400,16 @@ class ImportResult:
     settings: str = "none"  # "imported", "same", "kept" (the database's differ), "none"
 
     def summary(self) -> str:
-        text = f"{self.cards_added} card state(s) added"
+        text = f"{count(self.cards_added, 'card state')} added"
         if self.cards_updated:
             text += f", {self.cards_updated} brought up to date"
-        text += f", {self.reviews_added} review(s) added, {self.demo_runs_added} demo run(s) added"
+        text += (
+            f", {count(self.reviews_added, 'review')} added, "
+            f"{count(self.demo_runs_added, 'demo run')} added"
+        )
         skipped = self.cards_kept + self.reviews_skipped + self.demo_runs_skipped
         if skipped:
-            text += f"; {skipped} row(s) already stored (skipped)"
+            text += f"; {count(skipped, 'row')} already stored (skipped)"
         if self.settings == "imported":
             text += "; settings imported"
         elif self.settings == "kept":

@@ -167,7 +167,7 @@ def first_intervals(
 
 
 def render(result: FitResult, settings: Settings, now: datetime) -> str:
-    from prep.engine.present import human_interval
+    from prep.engine.present import human_interval, percent
 
     lines = [
         f"Fitted on {result.trainable} of your {result.reviews} reviews in {result.seconds:.1f}s.",
@@ -192,7 +192,7 @@ def render(result: FitResult, settings: Settings, now: datetime) -> str:
     show = ", ".join
     lines.append(
         f"  a new card answered Good each time it is due (desired retention "
-        f"{100 * settings.desired_retention:.0f}%):"
+        f"{percent(settings.desired_retention)}):"
     )
     lines.append(f"    old: {show(human_interval(v) for v in old_iv.values())}")
     lines.append(f"    new: {show(human_interval(v) for v in new_iv.values())}")

@@ -11,6 +11,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from prep.engine.deck import Collection
+from prep.engine.present import count, percent
 from prep.engine.storage import Store
 from prep.engine.timeutil import day_start, fmt, study_day_start
 
@@ -133,10 +134,6 @@ def compute(
     }
 
 
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.0f}%"
-
-
 def render(stats: dict[str, Any]) -> str:
     """The human form of `prep stats`."""
     r = stats["reviews"]
@@ -144,9 +141,9 @@ def render(stats: dict[str, Any]) -> str:
     d = stats["due"]
     since = f" since {stats['since'][:10]}" if stats.get("since") else ""
     lines = [
-        f"Reviews      today {r['today']}   total{since} {r['total']}   streak {stats['streak_days']} day(s)",
-        f"Retention    true{since} {_pct(tr['all']['rate'])} over {tr['all']['reviews']} review(s)"
-        f"   last 30 days {_pct(tr['last_30_days']['rate'])}   target {_pct(stats['desired_retention'])}",
+        f"Reviews      today {r['today']}   total{since} {r['total']}   streak {count(stats['streak_days'], 'day')}",
+        f"Retention    true{since} {percent(tr['all']['rate'])} over {count(tr['all']['reviews'], 'review')}"
+        f"   last 30 days {percent(tr['last_30_days']['rate'])}   target {percent(stats['desired_retention'])}",
         f"Due          now {d['now']}   today {d['today']}   tomorrow {d['tomorrow']}   next 7 days {d['next_7_days']}",
         f"Cards        {stats['cards']['seen']} of {stats['cards']['total']} seen",
         "",
@@ -154,7 +151,7 @@ def render(stats: dict[str, Any]) -> str:
     ]
     for name, m in stats["decks"].items():
         lines.append(
-            f"{name:<22}{m['cards']:>6}{m['seen']:>6}{m['mature']:>8}{_pct(m['mastery']):>9}"
+            f"{name:<22}{m['cards']:>6}{m['seen']:>6}{m['mature']:>8}{percent(m['mastery']):>9}"
         )
     if stats["leeches"]:
         lines += ["", f"Leeches      {', '.join(stats['leeches'])}"]

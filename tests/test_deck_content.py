@@ -14,18 +14,9 @@ from fractions import Fraction
 
 import pytest
 
+from prep.demos.registry import names as demo_names
 from prep.engine.deck import SLUG, Card, load_collection
-
-# The nine demos of issue 2 and param-share. Used only when the registry cannot be imported yet.
-from tests.demo_names import DEMO_NAMES as FALLBACK_DEMO_NAMES
-
-
-def demo_names() -> list[str]:
-    try:
-        from prep.demos.registry import names
-    except ImportError:
-        return list(FALLBACK_DEMO_NAMES)
-    return list(names())
+from tests.demo_names import DEMO_NAMES
 
 
 @pytest.fixture(scope="module")
@@ -59,14 +50,14 @@ def test_bundled_decks_load_without_errors(collection):
 
 
 def test_every_linked_demo_is_registered(cards):
-    # Independent of the registry: a card may only link a demo that issue 2 defines.
-    unknown = {(c.id, d) for c in cards for d in c.demos if d not in FALLBACK_DEMO_NAMES}
+    # Independent of the registry: a card may only link a demo named in tests/demo_names.py.
+    unknown = {(c.id, d) for c in cards for d in c.demos if d not in DEMO_NAMES}
     assert not unknown, f"cards link demos that do not exist: {sorted(unknown)}"
 
 
 def test_every_demo_is_linked_by_some_card(cards):
     linked = {d for c in cards for d in c.demos}
-    missing = set(FALLBACK_DEMO_NAMES) - linked
+    missing = set(DEMO_NAMES) - linked
     assert not missing, f"no card links these demos: {sorted(missing)}"
 
 
@@ -177,7 +168,7 @@ SEED_POINTS: list[dict] = [
         "patterns": [r"Olsson et al\. 2022, 'In-context Learning and Induction Heads'"],
         "field": "sources",
     },
-    # the expert corrections the issue asks for, taught as follow-ups
+    # the expert corrections, taught as follow-ups
     {
         "id": "expert-magnitude-survives-via-wv",
         "patterns": [r"scaling W_V\^h by a", r"exactly", r"write direction"],

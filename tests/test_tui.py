@@ -391,11 +391,11 @@ async def test_help_stats_palette(tmp_path: Path) -> None:
         await pilot.press("escape", "s")
         assert isinstance(app.screen, StatsScreen)
         summary = text_of(app, "#stats-summary")
-        assert "total 30" in summary and "streak 6 day(s)" in summary
+        assert "total 30" in summary and "streak 6 days" in summary
         assert "Demos verified  1 of 2" in text_of(app, "#stats-demos")
-        await pilot.press("escape", "c")  # cram (issue 6)
+        await pilot.press("escape", "c")  # cram
         assert type(app.screen).__name__ == "CramScreen"
-        await pilot.press("escape", "m")  # mock interview (issue 6)
+        await pilot.press("escape", "m")  # mock interview
         assert type(app.screen).__name__ == "MockScreen"
         await pilot.press("escape")
         assert isinstance(app.screen, HomeScreen)

@@ -63,18 +63,19 @@ class Ctx:
         """The bundled decks plus --questions/PREP_QUESTIONS. With ``strict``, any deck error
         is printed as FILE:LINE: message and the command exits 2."""
         from prep.engine.deck import load_collection
+        from prep.engine.present import count
 
         coll = load_collection(self.questions, demo_names=demo_names())
         if coll.errors and not strict:
             click.echo(
-                f"prep: warning: {len(coll.errors)} deck error(s) ignored; see `prep check`",
+                f"prep: warning: {count(len(coll.errors), 'deck error')} ignored; see `prep check`",
                 err=True,
             )
         if coll.errors and strict:
             for error in coll.errors:
                 click.echo(str(error), err=True)
             raise UsageError(
-                f"{len(coll.errors)} error(s) in the decks; fix them (see `prep check`)"
+                f"{count(len(coll.errors), 'error')} in the decks; fix them (see `prep check`)"
             )
         return coll
 
@@ -198,6 +199,7 @@ def check(obj: Ctx, paths: tuple[Path, ...]) -> None:
 
     Errors are printed as FILE:LINE: message (all at once), exit 2."""
     from prep.engine.deck import load_collection
+    from prep.engine.present import count
 
     coll = load_collection([*obj.questions, *paths], demo_names=demo_names())
     for error in coll.errors:
@@ -210,7 +212,8 @@ def check(obj: Ctx, paths: tuple[Path, ...]) -> None:
     linked = sum(1 for c in coll.cards if c.demos)
     by_kind = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     click.echo(
-        f"ok: {len(coll.cards)} cards in {len(coll.decks)} deck(s) ({by_kind}); {linked} linked to demos"
+        f"ok: {count(len(coll.cards), 'card')} in {count(len(coll.decks), 'deck')} ({by_kind}); "
+        f"{linked} linked to demos"
     )
 
 
@@ -377,6 +380,7 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
     whole or not at all.
     """
     from prep.engine.export import ExportError
+    from prep.engine.present import count
     from prep.engine.timeutil import utcnow
 
     path = Path(output).expanduser()
@@ -396,7 +400,7 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
             if deck is not None and deck not in coll.decks:
                 raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
             notes = write_apkg(coll, path, deck=deck)
-            click.echo(f"Wrote {path}: {notes} note(s) for Anki (File > Import).")
+            click.echo(f"Wrote {path}: {count(notes, 'note')} for Anki (File > Import).")
             return
         from prep.engine.export import export_csv, export_json
 
@@ -407,7 +411,7 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
             else:
                 written = export_csv(store, path)
             n = store.count_reviews()
-        click.echo(f"Wrote {', '.join(str(p) for p in written)}: {n} review(s).")
+        click.echo(f"Wrote {', '.join(str(p) for p in written)}: {count(n, 'review')}.")
     except ExportError as exc:
         raise UsageError(str(exc)) from None
 

@@ -17,6 +17,7 @@ from textual.widgets import Footer, Static
 
 from prep.engine.cram import CramDeck, cram_sheet
 from prep.engine.deck import Collection
+from prep.engine.present import count
 from prep.tui.base import PrepScreen
 
 
@@ -106,7 +107,7 @@ class CramScreen(PrepScreen):
         items = sum(len(d.items) for d in sheet)
         where = f"deck {deck}" if deck else "all decks"
         self.query_one("#cram-title", Static).update(
-            f"Cram · the 60-second bullets · {where} · {items} card(s)"
+            f"Cram · the 60-second bullets · {where} · {count(items, 'card')}"
         )
         # the screen less the padding and the scrollbar
         width = max(24, self.app.size.width - 6)

@@ -10,6 +10,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Footer, Header, Static
 
 from prep.engine.deck import Collection
+from prep.engine.present import count
 from prep.tui.base import PrepScreen
 
 
@@ -31,11 +32,11 @@ class ErrorScreen(PrepScreen):
     def deck_errors(cls, collection: Collection) -> ErrorScreen:
         n = len(collection.errors)
         title = (
-            f"{n} error{'s' if n != 1 else ''} in the decks (what `prep check` reports). "
+            f"{count(n, 'error')} in the decks (what `prep check` reports). "
             "Fix them and press r to reload, or q to quit."
         )
         if collection.cards:
-            title += f" Enter continues with the {len(collection.cards)} valid card(s)."
+            title += f" Enter continues with the {count(len(collection.cards), 'valid card')}."
         return cls(title, [str(e) for e in collection.errors], can_continue=bool(collection.cards))
 
     @classmethod

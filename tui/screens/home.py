@@ -7,6 +7,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, Static
 
+from prep.engine.present import count
 from prep.engine.storage import StoreError
 from prep.tui.base import PrepScreen
 
@@ -91,8 +92,8 @@ class HomeScreen(PrepScreen):
         else:
             line.append(f"{total.total} to review", style="bold")
             line.append(f": {total.due} due, {total.learning} learning, {total.new} new")
-        line.append(f" · streak {streak} day{'s' if streak != 1 else ''}")
-        line.append(f" · {today['reviews']} review{'s' if today['reviews'] != 1 else ''} today")
+        line.append(f" · streak {count(streak, 'day')}")
+        line.append(f" · {count(today['reviews'], 'review')} today")
         self.query_one("#today", Static).update(line)
         howto = Text.assemble(
             ("↑↓", "bold"),

@@ -12,12 +12,9 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static
 from textual_plotext import PlotextPlot
 
+from prep.engine.present import count, percent
 from prep.engine.storage import StoreError
 from prep.tui.base import PrepScreen
-
-
-def pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.0f}%"
 
 
 def bar_chart(widget: PlotextPlot, labels: list[str], values: list[int], title: str) -> None:
@@ -83,13 +80,13 @@ class StatsScreen(PrepScreen):
         summary = Text()
         summary.append("Reviews    ", style="bold")
         summary.append(
-            f"today {r['today']}   total {r['total']}   streak {stats['streak_days']} day(s)\n"
+            f"today {r['today']}   total {r['total']}   streak {count(stats['streak_days'], 'day')}\n"
         )
         summary.append("Retention  ", style="bold")
         summary.append(
-            f"true {pct(tr['all']['rate'])} of {tr['all']['reviews']} review(s)   "
-            f"last 30 days {pct(tr['last_30_days']['rate'])}   "
-            f"target {pct(stats['desired_retention'])}\n"
+            f"true {percent(tr['all']['rate'])} of {count(tr['all']['reviews'], 'review')}   "
+            f"last 30 days {percent(tr['last_30_days']['rate'])}   "
+            f"target {percent(stats['desired_retention'])}\n"
         )
         summary.append("Due        ", style="bold")
         summary.append(
@@ -120,7 +117,7 @@ class StatsScreen(PrepScreen):
             table = self.query_one(table_id, DataTable)
             table.clear()
             for name, m in rows.items():
-                table.add_row(name, m["cards"], m["seen"], m["mature"], pct(m["mastery"]))
+                table.add_row(name, m["cards"], m["seen"], m["mature"], percent(m["mastery"]))
 
         demos = stats["demos"]
         text = Text()
