@@ -180,8 +180,12 @@ def check(setup: Setup) -> list[Check]:
     cfg = setup.cfg
     rtol, atol = harness.tolerance(DTYPE, cfg.d_model)
     reference = single_process(setup.x, setup.w, setup.b_O).cpu()  # (B, T, d_model)
+    assert cfg.n_heads % setup.world_size == 0, "world_size must divide n_heads"
     harness.progress(f"starting {setup.world_size} processes ({setup.backend})")
     outs, error = run_distributed(setup)
+    if error:  # e.g. the free port was taken before the rendezvous bound it: try once more
+        harness.progress(f"retrying once after: {error}")
+        outs, error = run_distributed(setup)
     if error or any(o is None for o in outs):
         return [
             Check(
