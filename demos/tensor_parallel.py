@@ -18,6 +18,8 @@ import datetime
 import io
 import os
 import socket
+import subprocess
+import sys
 import tempfile
 import traceback
 from dataclasses import dataclass
@@ -126,11 +128,21 @@ def _worker(rank: int, world_size: int, port: int, folder: str, backend: str) ->
         torch.save({"out": None, "error": traceback.format_exc()}, out_file)
 
 
-def run_distributed(setup: Setup) -> tuple[list[torch.Tensor | None], str]:
-    """Start world_size processes, wait (with a timeout), and return each rank's output."""
-    import multiprocessing
+def _loopback_env() -> dict[str, str]:
+    """The workers' environment: gloo on the loopback interface unless the user chose one."""
+    env = dict(os.environ)
+    loopback = [name for _, name in socket.if_nameindex() if name.startswith("lo")]
+    if loopback and "GLOO_SOCKET_IFNAME" not in env:
+        env["GLOO_SOCKET_IFNAME"] = loopback[0]
+    return env
 
-    ctx = multiprocessing.get_context("spawn")
+
+def run_distributed(setup: Setup) -> tuple[list[torch.Tensor | None], str]:
+    """Start world_size worker processes, wait (with a timeout), and return each rank's output.
+
+    Workers are fresh interpreters (`python -m prep.demos.tensor_parallel RANK ...`), like
+    torchrun's, so they do not depend on how the parent was started (a file, -m, stdin, a REPL).
+    """
     w = setup.w
     with tempfile.TemporaryDirectory(prefix="prep-tp-") as folder:
         inputs = {
@@ -140,33 +152,40 @@ def run_distributed(setup: Setup) -> tuple[list[torch.Tensor | None], str]:
             "bias_on_every_rank": setup.bias_on_every_rank,
         }
         (Path(folder) / "inputs.pt").write_bytes(_to_bytes(inputs))
-        env = {"GLOO_SOCKET_IFNAME": "lo" if "lo" in dict(socket.if_nameindex()).values() else ""}
-        old = {k: os.environ.get(k) for k in env}
-        os.environ.update({k: v for k, v in env.items() if v and k not in os.environ})
         port = _free_port()
-        procs = [
-            ctx.Process(target=_worker, args=(r, setup.world_size, port, folder, setup.backend))
-            for r in range(setup.world_size)
-        ]
-        try:
-            for p in procs:
-                p.start()
-            for p in procs:
-                p.join(TIMEOUT_S)
-        finally:
-            for p in procs:
-                if p.is_alive():
-                    p.kill()
-                    p.join(5)
-            for k, v in old.items():
-                if v is None:
-                    os.environ.pop(k, None)
-        outs: list[torch.Tensor | None] = []
+        env = _loopback_env()
+        procs: list[tuple[subprocess.Popen, io.BufferedWriter]] = []
         errors = []
-        for r, p in enumerate(procs):
+        try:
+            for r in range(setup.world_size):
+                args = [str(r), str(setup.world_size), str(port), folder, setup.backend]
+                log = open(Path(folder) / f"rank{r}.log", "wb")  # noqa: SIM115 closed below
+                try:
+                    cmd = [sys.executable, "-m", "prep.demos.tensor_parallel", *args]
+                    p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+                except OSError as e:
+                    log.close()
+                    errors.append(f"could not start rank {r}: {e}")
+                    break
+                procs.append((p, log))
+            for p, _ in procs:
+                try:
+                    p.wait(TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    break
+        finally:
+            for p, log in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait(5)
+                log.close()
+        outs: list[torch.Tensor | None] = []
+        for r, (p, _) in enumerate(procs):
             f = Path(folder) / f"rank{r}.pt"
             if not f.exists():
-                errors.append(f"rank {r} wrote no result (exit code {p.exitcode})")
+                tail = (Path(folder) / f"rank{r}.log").read_text(errors="replace").strip()
+                last = tail.splitlines()[-1] if tail else "no output"
+                errors.append(f"rank {r} wrote no result (exit code {p.returncode}): {last}")
                 outs.append(None)
                 continue
             res = torch.load(f, weights_only=False)
@@ -247,8 +266,9 @@ def notes(cfg: attn.Sizes) -> list[str]:
     return [
         f"Communication: one all-reduce of B*T*d_model = {n:,} floats per layer forward; "
         "nothing is exchanged between the heads before W_O.",
-        "Processes: started with the spawn method, rendezvous on a free port of 127.0.0.1, "
-        f"{TIMEOUT_S:g} s timeout; gloo on CPU, NCCL when there is one GPU per rank.",
+        "Processes: one fresh interpreter per rank (python -m prep.demos.tensor_parallel), "
+        f"rendezvous on a free port of 127.0.0.1, {TIMEOUT_S:g} s timeout, killed if still "
+        "running; gloo on CPU (loopback), NCCL when there is one GPU per rank.",
         "Tolerance: float32 defaults widened by sqrt(d_model/64): the all-reduce sums the "
         "heads' writes in a different order from the single-process matmul.",
     ]
@@ -256,3 +276,8 @@ def notes(cfg: attn.Sizes) -> list[str]:
 
 def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
     return harness.run_module(__name__, scale, device, seed)
+
+
+if __name__ == "__main__":  # a worker rank, started by run_distributed
+    _rank, _world, _port, _folder, _backend = sys.argv[1:6]
+    _worker(int(_rank), int(_world), int(_port), _folder, _backend)
