@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime
 import io
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -98,8 +99,14 @@ def _to_bytes(obj: object) -> bytes:
     return buf.getvalue()
 
 
-def _worker(rank: int, world_size: int, port: int, folder: str, backend: str) -> None:
-    """One rank: load the inputs, shard, compute the partial write, all-reduce, save the result."""
+def _worker(
+    rank: int, world_size: int, port: int, folder: str, backend: str, parent: int = 0
+) -> None:
+    """One rank: load the inputs, shard, compute the partial write, all-reduce, save the result.
+
+    If the parent is gone when the rank finishes (a front end killed the demo), the rank removes
+    the exchange folder itself, since the parent can no longer.
+    """
     out_file = Path(folder) / f"rank{rank}.pt"
     try:
         data = torch.load(Path(folder) / "inputs.pt", weights_only=False)
@@ -126,6 +133,9 @@ def _worker(rank: int, world_size: int, port: int, folder: str, backend: str) ->
             torch.distributed.destroy_process_group()
     except Exception:  # reported by the parent as a failed check, with the traceback's last line
         torch.save({"out": None, "error": traceback.format_exc()}, out_file)
+    finally:
+        if parent and os.getppid() != parent:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _loopback_env() -> dict[str, str]:
@@ -159,6 +169,7 @@ def run_distributed(setup: Setup) -> tuple[list[torch.Tensor | None], str]:
         try:
             for r in range(setup.world_size):
                 args = [str(r), str(setup.world_size), str(port), folder, setup.backend]
+                args.append(str(os.getpid()))
                 log = open(Path(folder) / f"rank{r}.log", "wb")  # noqa: SIM115 closed below
                 try:
                     cmd = [sys.executable, "-m", "prep.demos.tensor_parallel", *args]
@@ -279,5 +290,5 @@ def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0)
 
 
 if __name__ == "__main__":  # a worker rank, started by run_distributed
-    _rank, _world, _port, _folder, _backend = sys.argv[1:6]
-    _worker(int(_rank), int(_world), int(_port), _folder, _backend)
+    _rank, _world, _port, _folder, _backend, _parent = sys.argv[1:7]
+    _worker(int(_rank), int(_world), int(_port), _folder, _backend, int(_parent))
