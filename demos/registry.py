@@ -98,6 +98,52 @@ _ALL = [
         "d_model^2/n_heads nonzeros and folding into per-head W_V^h W_O^h takes n_heads*d_model^2 "
         "weights instead of 2*d_model^2.",
     ),
+    _info(
+        "tensor-parallel",
+        "Sharding the heads across processes (W_Q, W_K, W_V split by columns, W_O split by input "
+        "rows, the output bias added on one rank) and summing the ranks' partial writes with one "
+        "torch.distributed all-reduce gives the single-process layer's output up to float "
+        "rounding, while one rank's partial write alone does not.",
+    ),
+    _info(
+        "mla-absorb",
+        "In multi-head latent attention the value up-projection W_UV^h folds into W_O^h and the "
+        "key up-projection W_UK^h into the query, so attention can run on the cached latent "
+        "alone with the same output up to float rounding; the cache holds d_c numbers per token "
+        "instead of 2*n_heads*d_head, and a decode step is faster than up-projecting the "
+        "cached latents every step, while with RoPE on the keys the key absorption breaks.",
+    ),
+    _info(
+        "fold-bias-ln",
+        "Because every attention row sums to 1, a value bias b_V^h passes through attention "
+        "unchanged and folds into the output bias as b_O + sum_h b_V^h W_O^h, and a LayerNorm's "
+        "gain and bias fold into the next projection (diag(gamma) W_Q, beta W_Q + b_Q), both "
+        "with the same output up to float rounding, while with attention weights that do not sum "
+        "to 1 (sigmoid attention, or a gate after attention) the bias fold fails.",
+    ),
+    _info(
+        "scale-migration",
+        "Dividing value channels by per-channel scales s (W_V diag(s)^-1) and multiplying the "
+        "matching rows of W_O by s leaves the layer's output unchanged up to float rounding, "
+        "while the per-channel ranges of W_O's input change: with SmoothQuant's s the outlier "
+        "channels shrink and an 8-bit quantised W_O matmul loses less accuracy; through a GELU "
+        "the same migration changes the output.",
+    ),
+    _info(
+        "lora-wo",
+        "A LoRA update on the output projection, W_O + (alpha/r) B A, gives the same output merged "
+        "into the weight as applied beside it, is exactly zero at initialisation (B = 0), has "
+        "rank r, and confines every head's change of write to the same r-dimensional subspace, "
+        "with r*(d_in + d_out) trainable parameters instead of d_model^2.",
+    ),
+    _info(
+        "residual-growth",
+        "In a pre-LN stack at GPT-2's 0.02 initialisation the variance the blocks add to the "
+        "residual stream grows about linearly with depth, while scaling the residual-output "
+        "projections (W_O and the MLP's output) by 1/sqrt(N) keeps the added variance roughly "
+        "independent of depth, and zero-initialised output projections leave the residual stream "
+        "exactly equal to the embedding.",
+    ),
 ]
 
 DEMOS: dict[str, DemoInfo] = {info.name: info for info in _ALL}

@@ -15,4 +15,10 @@ DEMO_NAMES = (
     "fold-wo",
     "learned-suppression",
     "param-share",
+    "tensor-parallel",
+    "mla-absorb",
+    "fold-bias-ln",
+    "scale-migration",
+    "lora-wo",
+    "residual-growth",
 )
