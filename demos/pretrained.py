@@ -146,7 +146,7 @@ class Real:
         return Sentences(ids, mask, len(texts) // 2)
 
     def forward(self, s: Sentences) -> Tensor:
-        out = self.model(input_ids=s.input_ids, attention_mask=s.mask)
+        out = self.model(input_ids=s.input_ids, attention_mask=s.mask, use_cache=False)
         return out.last_hidden_state  # (N, T, d_model)
 
     def capture(self, s: Sentences) -> Capture:
@@ -410,8 +410,11 @@ def run_real(
     seed: int,
     model: str | None = None,
     real: Real | None = None,
+    setup: Any = None,
 ) -> Report:
     """Load the checkpoint once (unless `real` is given), then build, check and contrast.
+
+    A `setup` already built by mod.build(cfg, real, gen) is measured as it is (tests share one).
 
     A real demo module provides NAME, SCALES, DTYPE, CONTRAST_LABEL, build(cfg, real, gen),
     check(setup), contrast(setup, gen), counterexample(cfg, real, gen) and notes(setup).
@@ -432,7 +435,8 @@ def run_real(
             raise ModelError(f"the loaded model is on {real.device}, not {dev}")
         gen = harness.make_generator(dev, seed)
         harness.progress(f"measuring {mod.NAME} on {real.name} ({dev.type})")
-        setup = mod.build(cfg, real, gen)
+        if setup is None:
+            setup = mod.build(cfg, real, gen)
         checks = mod.check(setup)
         harness.progress("measuring the contrast")
         contrast_checks = mod.contrast(setup, gen)

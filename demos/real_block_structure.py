@@ -22,6 +22,7 @@ Two measurements per layer of a real checkpoint, with their pass bars argued bef
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from prep.demos import pretrained as pt
@@ -54,12 +55,16 @@ class Setup:
     cfg: Config
     real: pt.Real
     W_O: list[torch.Tensor]  # per layer (n_heads, d_head, d_model), float32
-    seed: int  # for the nulls, drawn from the run's generator
+    seed: int  # for the permutation nulls, drawn from the run's generator
+    null: torch.Tensor  # (gaussian_draws,) the overlap of Gaussian W_O of this shape
 
 
 def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
     w_o = [real.weights(layer).W_O.detach().clone() for layer in range(real.n_layers)]
-    return Setup(cfg, real, w_o, int(torch.randint(2**31, (1,), generator=gen, device=gen.device)))
+    seed = int(torch.randint(2**31, (1,), generator=gen, device=gen.device))
+    # Every layer's W_O has the same shape and the statistic ignores scale: one null for all.
+    null = gaussian_null(w_o[0], cfg.gaussian_draws, torch.Generator().manual_seed(seed + 1))
+    return Setup(cfg, real, w_o, seed, null)
 
 
 def block_diagonal(w_o: torch.Tensor) -> torch.Tensor:
@@ -73,9 +78,12 @@ def block_diagonal(w_o: torch.Tensor) -> torch.Tensor:
 
 def counterexample(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
     """Every layer's W_O with its off-diagonal blocks zeroed: block structure by construction."""
-    setup = build(cfg, real, gen)
-    setup.W_O = [block_diagonal(w) for w in setup.W_O]
-    return setup
+    return break_claim(build(cfg, real, gen))
+
+
+def break_claim(setup: Setup) -> Setup:
+    """A copy with every layer's W_O block-diagonal (off-diagonal blocks zeroed)."""
+    return dataclasses.replace(setup, W_O=[block_diagonal(w) for w in setup.W_O])
 
 
 def diagonal_share(w_o: torch.Tensor) -> torch.Tensor:
@@ -163,18 +171,16 @@ def overlap_check(layer: str, w_o: torch.Tensor, null: torch.Tensor) -> Check:
 def check(setup: Setup) -> list[Check]:
     gen = torch.Generator().manual_seed(setup.seed)
     shares = [share_check(f"layer {i}", w, setup.cfg, gen) for i, w in enumerate(setup.W_O)]
-    # Every layer's W_O has the same shape, and the statistic ignores scale: one null for all.
-    null = gaussian_null(setup.W_O[0], setup.cfg.gaussian_draws, gen)
-    overlaps = [overlap_check(f"layer {i}", w, null) for i, w in enumerate(setup.W_O)]
+    overlaps = [overlap_check(f"layer {i}", w, setup.null) for i, w in enumerate(setup.W_O)]
     return shares + overlaps
 
 
 def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
-    cpu = torch.Generator().manual_seed(setup.seed + 1)
+    cpu = torch.Generator().manual_seed(setup.seed + 2)
     w0 = setup.W_O[0].detach().cpu()
     blocky = share_check("block-diagonal layer 0", block_diagonal(w0), setup.cfg, cpu)
     gauss = torch.randn(w0.shape, generator=cpu)
-    overlap = overlap_check("Gaussian W_O", gauss, gaussian_null(w0, setup.cfg.gaussian_draws, cpu))
+    overlap = overlap_check("a fresh Gaussian W_O", gauss, setup.null)
     return [
         Check(
             blocky.name,

@@ -35,6 +35,7 @@ per layer in the notes (no pass bar: they are context for the cards, not part of
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from prep.demos import harness
@@ -193,10 +194,14 @@ def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
 
 
 def counterexample(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
-    """Reparameterised so W_O norms follow the zero-ablation ranking (same function), and the
-    activation-aware scores handed to the wrong heads (reversed head order)."""
-    setup = build(cfg, real, gen)
-    twin = pt.in_float64(real)
+    return break_claim(build(cfg, real, gen))
+
+
+def break_claim(setup: Setup) -> Setup:
+    """A copy reparameterised so W_O norms follow the zero-ablation ranking (same function),
+    with the activation-aware scores handed to the wrong heads (reversed head order)."""
+    setup = dataclasses.replace(setup)
+    twin = pt.in_float64(setup.real)
     norms = []
     for layer in range(twin.n_layers):
         old = twin.weights(layer).W_O.norm(dim=(1, 2))  # (n_heads,)

@@ -11,6 +11,7 @@ mass) is reported per head beside the same number for Gaussian factors of the sa
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from prep.demos import harness
@@ -78,9 +79,12 @@ def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
 
 def counterexample(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
     """Every layer's head 0 with W_V^0 projected off one direction: rank d_head - 1."""
-    setup = build(cfg, real, gen)
-    setup.ov = [drop_direction(ov) for ov in setup.ov]
-    return setup
+    return break_claim(build(cfg, real, gen))
+
+
+def break_claim(setup: Setup) -> Setup:
+    """A copy in which every layer's head 0 lost one direction."""
+    return dataclasses.replace(setup, ov=[drop_direction(ov) for ov in setup.ov])
 
 
 def drop_direction(ov: torch.Tensor) -> torch.Tensor:

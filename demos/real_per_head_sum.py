@@ -14,6 +14,7 @@ model, which is what every other real-* demo relies on.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from prep.demos import harness
@@ -59,9 +60,12 @@ def layout_bug(w_o: torch.Tensor) -> torch.Tensor:
 
 
 def counterexample(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
-    setup = build(cfg, real, gen)
-    setup.W_O = [layout_bug(w) for w in setup.W_O]
-    return setup
+    return break_claim(build(cfg, real, gen))
+
+
+def break_claim(setup: Setup) -> Setup:
+    """A copy whose per-head W_O blocks are read with the layout bug."""
+    return dataclasses.replace(setup, W_O=[layout_bug(w) for w in setup.W_O])
 
 
 def layer_sum(setup: Setup, layer: int, w_o: torch.Tensor) -> torch.Tensor:

@@ -6,6 +6,8 @@ modules, it never imports them (tests/test_demos_cli.py checks this in a subproc
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 from dataclasses import dataclass
 
 
@@ -139,3 +141,30 @@ DEMOS: dict[str, DemoInfo] = {info.name: info for info in _ALL}
 def names() -> list[str]:
     """Every demo name, in the stable order of `prep demo --list`."""
     return list(DEMOS)
+
+
+def check_kinds(name: str) -> dict[str, int] | None:
+    """The demo module's declared CHECK_KINDS ({"identity": n, "measurement": m}), or None.
+
+    Read from the module's source without importing it (an import would load torch):
+    `prep demo --list` stays torch-free. tests/test_demo_kinds.py holds every declaration equal to
+    what a small run of the demo produces (checks and contrast together). For the real-weight
+    demos the counts are those of the shipped all-MiniLM-L6-v2 (they grow with --model's layers).
+    """
+    spec = importlib.util.find_spec(DEMOS[name].module)
+    if spec is None or spec.origin is None:
+        return None
+    with open(spec.origin, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), spec.origin)
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "CHECK_KINDS" for t in node.targets)
+            and isinstance(node.value, ast.Dict)
+        ):
+            out: dict[str, int] = {}
+            for key, value in zip(node.value.keys, node.value.values, strict=True):
+                kind = key.id.lower() if isinstance(key, ast.Name) else ast.literal_eval(key)
+                out[str(kind)] = int(ast.literal_eval(value))
+            return {"identity": out.get("identity", 0), "measurement": out.get("measurement", 0)}
+    return None

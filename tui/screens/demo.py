@@ -30,6 +30,7 @@ from prep.engine.deck import Card
 from prep.engine.storage import StoreError
 
 STREAM_LIMIT = 4 * 1024 * 1024  # one JSON report line can be long
+PROGRESS_PREFIX = "progress: "  # harness.progress's lines (the TUI never imports the harness)
 
 
 def _fmt(value: Any) -> str:
@@ -124,6 +125,7 @@ class DemoScreen(Screen):
         # $PREP_DB); `python -m prep.demos` would record it a second time when PREP_DB is set.
         env = {k: v for k, v in os.environ.items() if k != "PREP_DB"}
         env["PYTHONUNBUFFERED"] = "1"
+        env["PREP_DEMO_PROGRESS"] = "1"  # "progress: ..." lines (loading a model) on stderr
         log.write_line(f"» prep demo {self.demo_name} --json  (in a subprocess)")
         try:
             process = await asyncio.create_subprocess_exec(
@@ -155,6 +157,11 @@ class DemoScreen(Screen):
                 if report is not None:
                     self.report = report
                     continue
+                if line.startswith(PROGRESS_PREFIX):
+                    step = line.removeprefix(PROGRESS_PREFIX)
+                    self.set_status(
+                        Text(f"Running {self.demo_name}: {step} … (Esc stops it)", style="bold")
+                    )
                 log.write_line(line)
 
         try:
@@ -174,6 +181,11 @@ class DemoScreen(Screen):
         self.running = False
         self.exit_code = code
         report = self.report
+        if report is None and code == 2 and self.log_lines:
+            # a usage error: one line saying why (e.g. how to install the `real` extra)
+            self.set_status(Text(self.log_lines[-1], style="bold red"))
+            self.refresh_bindings()
+            return
         if report is None:
             what = "could not start" if code is None else f"exited with code {code}"
             self.set_status(
@@ -236,7 +248,9 @@ class DemoScreen(Screen):
             table.add_row("", Text(section, style="bold italic"))
             for check in checks:
                 ok = bool(check.get("passed"))
-                detail = Text(str(check.get("name", "")))
+                kind = check.get("kind") or "identity"
+                detail = Text(f"[{kind}] ", style="dim" if kind == "identity" else "bold")
+                detail.append(str(check.get("name", "")))
                 detail.append(
                     f"\nmeasured {_fmt(check.get('measured', ''))}, "
                     f"expected {check.get('expected', '')}",
