@@ -265,16 +265,22 @@ def model_dir(model: str | None) -> str:
 @contextlib.contextmanager
 def _quiet_transformers() -> Iterator[None]:
     """No progress bars or load reports on stdout/stderr: the report is the output."""
+    import logging
+
     from transformers.utils import logging as hf_logging
 
     old = hf_logging.get_verbosity()
+    hub = logging.getLogger("huggingface_hub")  # its retry messages when there is no network
+    old_hub = hub.level
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+    hub.setLevel(logging.ERROR)
     try:
         yield
     finally:
         hf_logging.set_verbosity(old)
         hf_logging.enable_progress_bar()
+        hub.setLevel(old_hub)
 
 
 def load(model: str | None, device: torch.device) -> Real:
@@ -469,6 +475,22 @@ def run_real(
         contrast_label=mod.CONTRAST_LABEL,
         notes=notes,
     )
+
+
+def runner(module_name: str) -> Callable[..., Report]:
+    """A real demo module's `run(scale, device, seed, model=None, real=None)`."""
+
+    def run(
+        scale: str = "small",
+        device: str | DeviceChoice = "cpu",
+        seed: int = 0,
+        model: str | None = None,
+        real: Real | None = None,
+    ) -> Report:
+        return run_real(module_name, scale, device, seed, model=model, real=real)
+
+    run.__doc__ = f"Run {module_name} once: load the checkpoint (unless `real` is given), measure."
+    return run
 
 
 def measurement(name: str, value: float, expected: str, ok: bool, detail: str) -> Check:

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from prep.demos import harness
 from prep.demos import pretrained as pt
 from prep.demos._torch import torch
-from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, MEASUREMENT, Check
 
 NAME = "real-importance"
 DTYPE = torch.float32
@@ -310,16 +310,9 @@ def notes(setup: Setup) -> list[str]:
         for label, score in (("W_O-norm", setup.wo_norm), ("act", setup.act), ("grad", setup.grad)):
             for target_label, target in (("zero", setup.zero), ("mean", setup.mean)):
                 rho, p = rho_p(score[layer], target[layer], setup, gen)
-                parts.append(f"{label}~{target_label} {rho:+.2f} (p {p:.3f})")
+                parts.append(f"{label}~{target_label} {rho:+.2f} (p {p:.2g})")
         lines.append(f"layer {layer}: " + "; ".join(parts))
     return lines
 
 
-def run(
-    scale: str = "small",
-    device: str | DeviceChoice = "cpu",
-    seed: int = 0,
-    model: str | None = None,
-    real: pt.Real | None = None,
-) -> Report:
-    return pt.run_real(__name__, scale, device, seed, model=model, real=real)
+run = pt.runner(__name__)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from prep.demos import harness
 from prep.demos import pretrained as pt
 from prep.demos._torch import torch
-from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, MEASUREMENT, Check
 
 NAME = "real-per-head-sum"
 DTYPE = torch.float64
@@ -117,11 +117,4 @@ def notes(setup: Setup) -> list[str]:
     ]
 
 
-def run(
-    scale: str = "small",
-    device: str | DeviceChoice = "cpu",
-    seed: int = 0,
-    model: str | None = None,
-    real: pt.Real | None = None,
-) -> Report:
-    return pt.run_real(__name__, scale, device, seed, model=model, real=real)
+run = pt.runner(__name__)
