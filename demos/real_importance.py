@@ -199,7 +199,7 @@ def counterexample(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
 
 def break_claim(setup: Setup) -> Setup:
     """A copy reparameterised so W_O norms follow the zero-ablation ranking (same function),
-    with the activation-aware scores handed to the wrong heads (reversed head order)."""
+    with activation-aware scores that rank the heads backwards (largest and smallest swapped)."""
     setup = dataclasses.replace(setup)
     twin = pt.in_float64(setup.real)
     norms = []
@@ -209,7 +209,9 @@ def break_claim(setup: Setup) -> Setup:
         pt.reparameterise(twin, layer, old / rank)  # now ||W_O^h|| = rank of h's effect
         norms.append(twin.weights(layer).W_O.norm(dim=(1, 2)).detach().cpu())
     setup.wo_norm = torch.stack(norms)  # (n_layers, n_heads), same function as the model
-    setup.act = setup.act.flip(-1)  # the activation-aware scores handed to the wrong heads
+    # a score that ranks every layer's heads backwards: the same values, largest <-> smallest
+    top, bottom = setup.act.amax(-1, keepdim=True), setup.act.amin(-1, keepdim=True)
+    setup.act = top + bottom - setup.act
     setup.wo_after = setup.wo_norm[setup.reparam_layer]
     return setup
 
