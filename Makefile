@@ -36,7 +36,7 @@ ifeq ($(TORCH_AUTO):$(HAS_GPU),yes:)
 else
 	$(PIP) "$(TORCH_SPEC)"
 endif
-	$(PIP) -e ".[dev]"
+	$(PIP) -e ".[dev,real]"
 	touch $@
 
 run: $(VENV)/.installed

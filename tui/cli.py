@@ -163,7 +163,7 @@ def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: 
 @click.pass_obj
 def demo(obj: Ctx, args: tuple[str, ...]) -> None:
     """Run one demo: prep demo NAME [--device auto|cpu|cuda|mps] [--scale small|large]
-    [--seed N] [--json]; `prep demo --list` lists them."""
+    [--seed N] [--json] [--model PATH_OR_NAME]; `prep demo --list [--json]` lists them."""
     from prep.demos.cli import run as run_demo
 
     def linked_cards(name: str) -> list[str]:

@@ -95,7 +95,7 @@ report = {
     "contrast_label": "a dense W_O",
     "contrast": [
         {"name": "max |write outside slice|", "measured": 0.8123, "expected": ">= 0.01",
-         "passed": True, "detail": ""},
+         "passed": True, "detail": "", "kind": "measurement"},
     ],
     "notes": [], "cards": ["two-roles"],
 }

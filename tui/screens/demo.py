@@ -30,6 +30,7 @@ from prep.tui.base import PrepScreen
 from prep.tui.runs import record_run
 
 STREAM_LIMIT = 4 * 1024 * 1024  # one JSON report line can be long
+PROGRESS_PREFIX = "progress: "  # harness.progress's lines (the TUI never imports the harness)
 
 
 def _fmt(value: float | int) -> str:
@@ -125,6 +126,7 @@ class DemoScreen(PrepScreen):
         # $PREP_DB); `python -m prep.demos` would record it a second time when PREP_DB is set.
         env = {k: v for k, v in os.environ.items() if k != "PREP_DB"}
         env["PYTHONUNBUFFERED"] = "1"
+        env["PREP_DEMO_PROGRESS"] = "1"  # "progress: ..." lines (loading a model) on stderr
         log.write_line(f"» prep demo {self.demo_name} --json  (in a subprocess)")
         try:
             process = await asyncio.create_subprocess_exec(
@@ -156,6 +158,11 @@ class DemoScreen(PrepScreen):
                 if report is not None:
                     self.report = report
                     continue
+                if line.startswith(PROGRESS_PREFIX):
+                    step = line.removeprefix(PROGRESS_PREFIX)
+                    self.set_status(
+                        Text(f"Running {self.demo_name}: {step} … (Esc stops it)", style="bold")
+                    )
                 log.write_line(line)
 
         try:
@@ -175,6 +182,11 @@ class DemoScreen(PrepScreen):
         self.running = False
         self.exit_code = code
         report = self.report
+        if report is None and code == 2 and self.log_lines:
+            # a usage error: one line saying why (e.g. how to install the `real` extra)
+            self.set_status(Text(self.log_lines[-1], style="bold red"))
+            self.refresh_bindings()
+            return
         if report is None:
             what = "could not start" if code is None else f"exited with code {code}"
             self.set_status(
@@ -235,7 +247,10 @@ class DemoScreen(PrepScreen):
                 table.add_row("", "")
             table.add_row("", Text(section, style="bold italic"))
             for check in checks:
-                detail = Text(check.name)
+                detail = Text(
+                    f"[{check.kind}] ", style="dim" if check.kind == "identity" else "bold"
+                )
+                detail.append(check.name)
                 detail.append(
                     f"\nmeasured {_fmt(check.measured)}, expected {check.expected}",
                     style="dim",
