@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prep.tui.cli import main
 from prep.engine.deck import CARD_KEYS, DECK_KEYS, load_collection
+from prep.tui.cli import main
 from tests.conftest import SMALL_DECK
 
 # What a deck's load may cost, whatever the file: decks here are at most a few kB, and
