@@ -183,11 +183,19 @@ class ReviewSession:
             raise RuntimeError("no card to rate: the session is finished")
         rating = Rating(rating)
         now = self.clock()
-        prev = self.state_of(card)
-        outcome = self.scheduler.review(prev, rating, now)
         if duration_ms is None:
             duration_ms = int((time.monotonic() - self._shown_at) * 1000)
-        review_id = self.store.record_review(prev, outcome.state, rating, now, duration_ms)
+        outcomes: list[Outcome] = []
+
+        def decide(prev: CardState) -> CardState:
+            outcomes.append(self.scheduler.review(prev, rating, now))
+            return outcomes[-1].state
+
+        # the state is read inside the write transaction: another terminal rating this card
+        # at the same moment is serialised before or after us, never interleaved
+        fresh = CardState(id=card.id, deck=card.deck, content_hash=card.content_hash)
+        review_id, _prev, _new = self.store.rate_card(fresh, decide, rating, now, duration_ms)
+        outcome = outcomes[-1]
         self._review_ids.append(review_id)
         self.queue.pop(0)
         self.done.append(card.id)

@@ -252,15 +252,26 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """One committed unit: BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error)."""
+        """One committed unit: BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error). Inside another
+        transaction() it joins that one (the outer one commits or rolls back)."""
+        if getattr(self, "_tx_depth", 0):
+            self._tx_depth += 1
+            try:
+                yield
+            finally:
+                self._tx_depth -= 1
+            return
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             raise self._error(exc) from exc
+        self._tx_depth = 1
         try:
             yield
+            self._tx_depth = 0
             self.conn.execute("COMMIT")
         except BaseException as exc:
+            self._tx_depth = 0
             # SQLite may already have rolled back (a full disk, an I/O error)
             if self.conn.in_transaction:
                 with suppress(sqlite3.Error):
@@ -455,6 +466,24 @@ class Store:
                 ),
             )
             return int(cur.lastrowid)
+
+    def rate_card(
+        self,
+        fresh: CardState,
+        decide: Callable[[CardState], CardState],
+        rating: int,
+        reviewed_at: datetime,
+        duration_ms: int | None = None,
+    ) -> tuple[int, CardState, CardState]:
+        """Rate a card: read its stored state (``fresh`` when it has none), let ``decide``
+        compute the next one, and write both, all inside one write transaction. Two sessions
+        rating the same card serialise: the second reads the first one's result, so the review
+        log stays a chain (each review's prev is the previous review's next) and ``reps``
+        counts the reviews. Returns (review id, prev, next)."""
+        with self.transaction():
+            prev = self.card(fresh.id) or fresh
+            new = decide(prev)
+            return self.record_review(prev, new, rating, reviewed_at, duration_ms), prev, new
 
     def last_review(self) -> Review | None:
         row = self.conn.execute(
