@@ -67,7 +67,7 @@ MAX_DECK_BYTES = 2 * 1024 * 1024
 MAX_DEPTH = 32
 # Control characters (C0 and C1, DEL) other than newline and tab: ESC starts the terminal
 # escape sequences (CSI, OSC) that recolour or retitle a terminal when a card is printed.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def quoted(value: Any, limit: int = 60) -> str:
@@ -86,7 +86,7 @@ def _one_line(text: str, limit: int = 160) -> str:
 
 def _control_problem(text: str) -> str | None:
     """Why ``text`` may not be shown on a terminal, or None when it may."""
-    match = _CONTROL.search(text)
+    match = CONTROL.search(text)
     if match is None:
         return None
     char = match.group()
@@ -321,7 +321,7 @@ def display_path(path: Path | str) -> str:
     except (ValueError, OSError):
         pass
     # a file name is printed on the user's terminal too: escape what would control it
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], shown)
+    return CONTROL.sub(lambda m: repr(m.group())[1:-1], shown)
 
 
 # --- validation ---------------------------------------------------------------------------

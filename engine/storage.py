@@ -44,7 +44,12 @@ _COLUMNS: dict[str, tuple[str, ...]] = {
 
 
 class StoreError(Exception):
-    """A problem with the progress database, with a one-line message for the user."""
+    """A problem with the progress database, with a one-line message for the user.
+    ``retryable``: the same write may succeed if tried again (busy, a full disk)."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 def _import_sqlite_utils():
@@ -288,14 +293,17 @@ class Store:
         if primary == sqlite3.SQLITE_READONLY:
             return StoreError(f"{where}: the progress database is read-only ({exc}); nothing saved")
         if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-            return StoreError(f"{where}: database is busy ({exc}); try again")
+            return StoreError(f"{where}: database is busy ({exc}); try again", retryable=True)
         if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
             return StoreError(
                 f"{where}: the progress database is damaged ({exc}); restore it from a "
                 "backup or a `prep export` file"
             )
         if primary in _WRITE_ERRORS:
-            return StoreError(f"{where}: cannot write the progress database ({exc}); nothing saved")
+            return StoreError(
+                f"{where}: cannot write the progress database ({exc}); nothing saved",
+                retryable=True,
+            )
         return StoreError(f"{where}: the progress database failed: {exc}")
 
     # --- schema -------------------------------------------------------------------------
