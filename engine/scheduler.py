@@ -28,6 +28,7 @@ RATING_NAMES = {
 }
 MAX_COUNT = 1_000_000_000  # upper bound of the whole-number settings
 MAX_STEP_MIN = 36500 * 24 * 60  # a learning step of at most 100 years, in minutes
+MAX_INTERVAL_DAYS = 36500  # fsrs's own default maximum: 100 years
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,11 @@ class Settings:
                 )
         if self.leech_threshold < 1 or self.maximum_interval < 1:
             raise ValueError("leech_threshold and maximum_interval must be at least 1")
+        if self.maximum_interval > MAX_INTERVAL_DAYS:  # past this, due dates overflow
+            raise ValueError(
+                f"maximum_interval must be at most {MAX_INTERVAL_DAYS} days (100 years), "
+                f"got {self.maximum_interval}"
+            )
         for key in ("learning_steps_min", "relearning_steps_min"):
             for step in getattr(self, key):
                 ok = isinstance(step, int | float) and not isinstance(step, bool)

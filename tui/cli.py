@@ -7,6 +7,7 @@ torch or textual.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -51,11 +52,13 @@ class Ctx:
         self.db = db
         self.questions = [Path(q) for q in questions]
 
-    def store(self):
+    def store(self, *, reading: bool = False):
+        """The progress database; ``reading``: the command only reads it (stats, export), so
+        a read-only database or folder, or a hand-edited schema version, does not stop it."""
         from prep.engine.storage import Store, StoreError
 
         try:
-            return Store.open(self.db)
+            return Store.open(self.db, reading=reading)
         except StoreError as exc:
             raise UsageError(str(exc)) from exc
 
@@ -65,6 +68,8 @@ class Ctx:
         from prep.engine.deck import load_collection
 
         coll = load_collection(self.questions, demo_names=demo_names())
+        for warning in coll.warnings:
+            click.echo(f"prep: warning: {warning.file}: {warning.message}", err=True)
         if coll.errors and not strict:
             click.echo(
                 f"prep: warning: {len(coll.errors)} deck error(s) ignored; see `prep check`",
@@ -200,6 +205,8 @@ def check(obj: Ctx, paths: tuple[Path, ...]) -> None:
     from prep.engine.deck import load_collection
 
     coll = load_collection([*obj.questions, *paths], demo_names=demo_names())
+    for warning in coll.warnings:
+        click.echo(f"warning: {warning.file}: {warning.message}", err=True)
     for error in coll.errors:
         click.echo(str(error), err=True)
     if coll.errors:
@@ -237,8 +244,9 @@ def stats(obj: Ctx, as_json: bool, since: str | None) -> None:
         except (ValueError, OverflowError):  # OverflowError: no UTC form (year 0 or 10000)
             raise UsageError(f"--since {since!r} is not a date (expected YYYY-MM-DD)") from None
     coll = obj.collection(strict=False)
-    with obj.store() as store:
-        store.sync(coll.cards)
+    with obj.store(reading=True) as store:
+        if not store.read_only:
+            store.sync(coll.cards)
         result = stats_mod.compute(store, coll, utcnow(), since=since_dt)
     if as_json:
         import json
@@ -264,7 +272,7 @@ _SETTING_TYPES = {
 }
 
 
-@main.command()
+@main.command(context_settings={"ignore_unknown_options": True})  # `new_per_day -1` is a value
 @click.argument("key", required=False)
 @click.argument("value", required=False)
 @click.option("--reset", is_flag=True, help="Restore every setting to its default.")
@@ -354,7 +362,9 @@ _EXPORT_FORMATS = {".json": "json", ".csv": "csv", ".apkg": "apkg"}
     type=click.Choice(["json", "csv", "apkg"]),
     help="json, csv or apkg (default: from the file name's extension).",
 )
-@click.option("-o", "--output", metavar="FILE", required=True, help="The file to write.")
+@click.option(
+    "-o", "--output", metavar="FILE", required=True, help="The file to write (- for stdout)."
+)
 @click.option("--deck", metavar="D", help="apkg only: just this deck.")
 @click.pass_obj
 def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None:
@@ -374,11 +384,14 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
     apkg  the decks for Anki: one note per card (Front/Back), tags kept.
 
     `prep import FILE` reads a json or csv export back; every file is written
-    whole or not at all.
+    whole or not at all. `-o -` writes json (or apkg) to standard output; a
+    device or FIFO (/dev/null, a pipe) is written directly, never replaced;
+    a symlink is followed; an existing file keeps its mode and hard links.
     """
     from prep.engine.export import ExportError
     from prep.engine.timeutil import utcnow
 
+    to_stdout = output == "-"
     path = Path(output).expanduser()
     if fmt is None:
         fmt = _EXPORT_FORMATS.get(path.suffix.lower())
@@ -388,6 +401,13 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
             )
     if deck is not None and fmt != "apkg":
         raise UsageError("--deck only applies to --format apkg (progress exports hold everything)")
+    if to_stdout and fmt == "csv":
+        raise UsageError("-o -: a csv export is four files; give a file name (or --format json)")
+    if to_stdout and fmt == "apkg" and sys.stdout.isatty():
+        raise UsageError("-o -: an apkg is binary; redirect it to a file, or give a file name")
+    # with -o - the export is standard output: the report goes to stderr
+    report = (lambda text: click.echo(text, err=True)) if to_stdout else click.echo
+    shown = "standard output" if to_stdout else str(path)
     try:
         if fmt == "apkg":
             from prep.engine.anki import write_apkg
@@ -396,18 +416,18 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
             if deck is not None and deck not in coll.decks:
                 raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
             notes = write_apkg(coll, path, deck=deck)
-            click.echo(f"Wrote {path}: {notes} note(s) for Anki (File > Import).")
+            report(f"Wrote {shown}: {notes} note(s) for Anki (File > Import).")
             return
         from prep.engine.export import export_csv, export_json
 
-        with obj.store() as store:
+        with obj.store(reading=True) as store:
             if fmt == "json":
                 export_json(store, path, utcnow())
-                written = [path]
+                written = [shown]
             else:
-                written = export_csv(store, path)
+                written = [str(p) for p in export_csv(store, path)]
             n = store.count_reviews()
-        click.echo(f"Wrote {', '.join(str(p) for p in written)}: {n} review(s).")
+        report(f"Wrote {', '.join(written)}: {n} review(s).")
     except ExportError as exc:
         raise UsageError(str(exc)) from None
 
@@ -524,5 +544,84 @@ def mock(obj: Ctx, minutes: float, deck: str | None, seed: int | None, plain: bo
         sys.exit(run_mock(interview))
 
 
+def _prepare_streams() -> bool:
+    """Make the standard streams safe to use; False when standard output is closed.
+
+    A closed stdin reads as empty input (like ``< /dev/null``); an output encoding that
+    cannot show a character (an ASCII-only locale) shows ``?`` instead of failing."""
+    if sys.stdin is None:
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - for the whole run
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
+    return sys.stdout is not None
+
+
+def _silence_stdout() -> None:
+    """After a failed write to stdout, make the final flush at exit a no-op (no second
+    error, no 'Exception ignored' traceback)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _say(message: str) -> None:
+    if sys.stderr is not None:
+        with contextlib.suppress(OSError, ValueError):
+            print(f"prep: {message}", file=sys.stderr, flush=True)
+
+
+def run(argv: list[str] | None = None) -> None:
+    """The `prep` command (the console script): `main` with a boundary around it. Whatever
+    happens, the process ends with one line and an exit code, never a traceback: 130 on
+    Ctrl-C, 2 when standard output is closed or cannot be written (a full disk)."""
+    import errno
+
+    if not _prepare_streams():
+        _say("standard output is closed; nothing can be shown")
+        sys.exit(EXIT_USAGE)
+    try:
+        code = main.main(args=argv, prog_name="prep", standalone_mode=False)
+        code = code if isinstance(code, int) else 0
+    except click.exceptions.Abort as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            _say("interrupted")
+            code = 130
+        else:
+            _say("aborted")
+            code = 1
+    except KeyboardInterrupt:
+        _say("interrupted")
+        code = 130
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        code = exc.exit_code
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:  # the reader went away (`prep stats | head -1`)
+            _silence_stdout()
+            sys.exit(1)
+        where = exc.filename if exc.filename else "cannot write the output"
+        _say(f"{where}: {exc.strerror or exc}")
+        _silence_stdout()
+        code = EXIT_USAGE
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        if exc.errno != errno.EPIPE:
+            _say(f"cannot write the output: {exc.strerror or exc}")
+            code = EXIT_USAGE
+        _silence_stdout()
+    except ValueError:  # closed by the command
+        pass
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    main()
+    run()
