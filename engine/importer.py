@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from prep.engine.deck import CONTROL, SLUG
-from prep.engine.export import FORMAT, VERSION, ExportError, csv_paths
+from prep.engine.export import FORMAT, VERSION, ExportError, csv_paths, unneutralise_cell
 from prep.engine.scheduler import CardState, Settings, state_problem
 from prep.engine.schema import CARD_COLUMNS, DEMO_RUN_COLUMNS, REVIEW_COLUMNS, SCHEDULE_COLUMNS
 from prep.engine.storage import Store, state_from_json, state_to_json
@@ -429,6 +429,7 @@ def _read_csv(
                     f"{path}:{line}: expected {len(header)} fields, found {len(record)}"
                     " (the file may be truncated)"
                 )
+            record = [unneutralise_cell(cell) for cell in record]  # see export.neutralise_cell
             try:
                 out.append(parse_row(dict(zip(header, record, strict=True))))
             except _Bad as exc:

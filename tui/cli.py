@@ -247,7 +247,7 @@ def stats(obj: Ctx, as_json: bool, since: str | None) -> None:
     with obj.store(reading=True) as store:
         if not store.read_only:
             store.sync(coll.cards)
-        result = stats_mod.compute(store, coll, utcnow(), since=since_dt)
+        result = stats_mod.compute(store, coll, utcnow(), since=since_dt, known_demos=demo_names())
     if as_json:
         import json
 

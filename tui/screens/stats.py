@@ -67,7 +67,12 @@ class StatsScreen(Screen):
         from prep.engine.stats import compute
 
         try:
-            stats = compute(self.app.store, self.app.collection, self.app.now())
+            stats = compute(
+                self.app.store,
+                self.app.collection,
+                self.app.now(),
+                known_demos=self.app.demos or None,
+            )
         except StoreError as exc:
             self.query_one("#stats-summary", Static).update(
                 Text(f"Cannot read progress: {exc}", style="bold red")
@@ -127,11 +132,12 @@ class StatsScreen(Screen):
         text.append("Demos verified  ", style="bold")
         text.append(f"{len(demos['verified'])} of {len(self.app.demos) or len(demos['latest'])}\n")
         for run in demos["latest"]:
-            mark = (
-                Text("PASS", style="bold green")
-                if run["passed"]
-                else Text("FAIL", style="bold red")
-            )
+            if not run.get("known", True):
+                mark = Text("????", style="dim")  # imported, of a demo this prep does not have
+            elif run["passed"]:
+                mark = Text("PASS", style="bold green")
+            else:
+                mark = Text("FAIL", style="bold red")
             text.append("  ")
             text.append(mark)
             when = (run["ran_at"] or "")[:16].replace("T", " ")
