@@ -451,6 +451,49 @@ def import_cmd(obj: Ctx, file: str) -> None:
     click.echo(f"Imported {file}: {result.summary()}.")
 
 
+class _ProgressLine:
+    """Progress of long work on stderr: one line redrawn in place on a terminal (at most five
+    times a second), else a line at every tenth, so a log or a pipe shows it too."""
+
+    def __init__(self, label: str) -> None:
+        import time
+
+        self.label = label
+        self.clock = time.monotonic
+        self.started = self.clock()
+        self.drawn_at = -1.0
+        self.shown = -1  # the last tenth printed (not a terminal)
+        self.tty = sys.stderr is not None and sys.stderr.isatty()
+
+    def text(self, fraction: float) -> str:
+        from datetime import timedelta
+
+        from prep.engine.present import human_interval
+
+        elapsed = self.clock() - self.started
+        line = f"{self.label}: {100 * fraction:3.0f}%  {human_interval(timedelta(seconds=elapsed))}"
+        if 0.02 < fraction < 1:
+            left = elapsed * (1 - fraction) / fraction
+            line += f", about {human_interval(timedelta(seconds=left))} left"
+        return line
+
+    def __call__(self, fraction: float) -> None:
+        if self.tty:
+            now = self.clock()
+            if now - self.drawn_at >= 0.2 or fraction >= 1:
+                self.drawn_at = now
+                click.echo("\r\x1b[2K" + self.text(fraction), err=True, nl=False)
+            return
+        tenth = int(fraction * 10)
+        if tenth > self.shown:
+            self.shown = tenth
+            click.echo(self.text(fraction), err=True)
+
+    def done(self) -> None:
+        if self.tty and self.drawn_at >= 0:
+            click.echo("", err=True)
+
+
 @main.command()
 @click.option("--yes", "-y", is_flag=True, help="Save the new parameters without asking.")
 @click.option("--dry-run", is_flag=True, help="Show the new parameters; never save.")
@@ -474,7 +517,9 @@ def optimize(obj: Ctx, yes: bool, dry_run: bool) -> None:
         except opt.OptimizeError as exc:
             raise UsageError(str(exc)) from None
         click.echo(f"Fitting FSRS parameters to {n} of your reviews...", err=True)
-        result = opt.fit(store)
+        meter = _ProgressLine("Fitting")
+        result = opt.fit(store, progress=meter)
+        meter.done()
         click.echo(opt.render(result, settings, utcnow()))
         if not result.changed:
             click.echo("The fit gives the parameters you already have; nothing to save.")
