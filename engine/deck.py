@@ -566,10 +566,10 @@ def deck_files_in(path: Path) -> list[Path]:
     return [path]
 
 
-def read_deck_file(path: Path) -> str:
-    """The text of one deck file. Raises OSError (with a message for the user) unless it is a
-    regular file of at most MAX_DECK_BYTES of UTF-8: a FIFO or a device such as /dev/zero is
-    refused at once (opened without blocking, checked before any byte is read)."""
+def read_regular_file(path: Path | str, max_bytes: int, what: str = "a deck") -> bytes:
+    """The bytes of a regular file of at most ``max_bytes``. Raises OSError (with a message
+    for the user) otherwise: a FIFO or a device such as /dev/zero is refused at once (opened
+    without blocking, checked before any byte is read); so is a symbolic link loop."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
@@ -577,26 +577,29 @@ def read_deck_file(path: Path) -> str:
         if exc.errno == errno.ELOOP:
             raise OSError(exc.errno, "a symbolic link loop") from None
         raise
+    limit = f"{what} is at most {max_bytes / 1024 / 1024:g} MB"
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
-            raise OSError(errno.EISDIR, "is a folder, not a deck file")
+            raise OSError(errno.EISDIR, f"is a folder, not {what} file")
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket)")
-        if info.st_size > MAX_DECK_BYTES:
-            raise OSError(
-                errno.EFBIG,
-                f"{info.st_size} bytes; a deck is at most {MAX_DECK_BYTES // 1024 // 1024} MB",
-            )
+        if info.st_size > max_bytes:
+            raise OSError(errno.EFBIG, f"{info.st_size} bytes; {limit}")
         chunks, size = [], 0
         while chunk := os.read(fd, 1 << 16):
             size += len(chunk)
-            if size > MAX_DECK_BYTES:  # grew while we read
-                raise OSError(errno.EFBIG, f"a deck is at most {MAX_DECK_BYTES // 1024 // 1024} MB")
+            if size > max_bytes:  # grew while we read
+                raise OSError(errno.EFBIG, limit)
             chunks.append(chunk)
     finally:
         os.close(fd)
-    data = b"".join(chunks)
+    return b"".join(chunks)
+
+
+def read_deck_file(path: Path) -> str:
+    """The text of one deck file (see read_regular_file; at most MAX_DECK_BYTES of UTF-8)."""
+    data = read_regular_file(path, MAX_DECK_BYTES)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

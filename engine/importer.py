@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prep.engine.deck import CONTROL, SLUG
+from prep.engine.deck import CONTROL, SLUG, read_regular_file
 from prep.engine.export import FORMAT, VERSION, ExportError, csv_paths, unneutralise_cell
 from prep.engine.scheduler import CardState, Settings, state_problem
 from prep.engine.schema import CARD_COLUMNS, DEMO_RUN_COLUMNS, REVIEW_COLUMNS, SCHEDULE_COLUMNS
@@ -333,9 +333,14 @@ def _not_export(path: Path, why: str) -> ExportError:
     return ExportError(f"{path}: not a prep export ({why})")
 
 
+# An export of a very long history is tens of MB; a file past this is not one of ours, and
+# reading it whole would only cost memory.
+MAX_EXPORT_BYTES = 512 * 1024 * 1024
+
+
 def _read_text(path: Path) -> str:
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path, MAX_EXPORT_BYTES, "an export")
     except FileNotFoundError:
         raise ExportError(f"{path}: no such file") from None
     except IsADirectoryError:

@@ -9,6 +9,7 @@ card without stability, and every later session crashed on reveal (issue 10, ite
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -241,3 +242,17 @@ def test_plain_session_lets_the_user_retry_when_the_database_is_busy(
     assert "rate it again" in result.output and "Saved: Good" in result.output
     with Store.open(db) as store:
         assert store.count_reviews() == 1
+
+
+@pytest.mark.timeout(20)
+def test_import_refuses_fifos_and_devices_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)  # no writer: reading it would block forever
+    zero = tmp_path / "zero.json"
+    zero.symlink_to("/dev/zero")  # reading it would fill the memory
+    for path in (fifo, zero):
+        with Store.memory() as store, pytest.raises(ExportError) as info:
+            importer.import_file(store, path)
+        assert str(info.value) == (
+            f"{path}: cannot read: not a regular file (a device, FIFO or socket)"
+        )
