@@ -26,6 +26,7 @@ import csv
 import io
 import json
 import math
+import os
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
@@ -155,7 +156,14 @@ def export_json(store: Store, path: Path, now: datetime) -> None:
 
 
 def export_csv(store: Store, path: Path) -> list[Path]:
-    """Write the CSV export; returns the files written (reviews file first)."""
+    """Write the CSV export; returns the files written (reviews file first). The other three
+    files are named after ``path``, so ``path`` must be a file (or not exist yet): beside a
+    device, a FIFO or standard output (/dev/null.cards.csv) they would be files nobody named."""
+    if str(path) == "-" or (os.path.exists(path) and not os.path.isfile(path)):
+        raise ExportError(
+            f"{path}: a csv export is four files named after it; give a file name "
+            "(or --format json)"
+        )
     paths = csv_paths(Path(path))
     parts = to_csv(store)
     _write({paths[k]: parts[k] for k in paths})

@@ -252,3 +252,11 @@ def test_a_questions_folder_without_decks_warns(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["--questions", str(empty), "check"])
     assert result.exit_code == 0
     assert result.stderr == f"warning: {empty}: no deck here (no *.yaml or *.yml files)\n"
+
+
+def test_csv_export_to_a_device_is_refused_and_creates_nothing(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    done = prep(tmp_path / "p.db", "export", "--format", "csv", "-o", str(fifo))
+    assert done.returncode == 2 and "four files named after it" in one_line(done.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.db", "pipe"]  # no pipe.cards.csv

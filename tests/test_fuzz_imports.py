@@ -87,7 +87,8 @@ def mutated_export(draw: st.DrawFn) -> str:
         row = rows[draw(st.integers(0, len(rows) - 1))]
         target = row
         if table == "reviews" and draw(st.booleans()) and isinstance(row.get("next"), dict):
-            target = row["next"] if row["prev"] is None or draw(st.booleans()) else row["prev"]
+            prev = row.get("prev")
+            target = row["next"] if not isinstance(prev, dict) or draw(st.booleans()) else prev
         key = draw(st.sampled_from(sorted(target) + ["extra"]))
         if draw(st.integers(0, 5)) == 0:
             target.pop(key, None)
