@@ -41,6 +41,12 @@ def prep(
     )
 
 
+def review_one(db: Path, decks: Path, env: dict) -> subprocess.CompletedProcess:
+    """`prep quiz --plain` on the small deck: reveal, rate Good, quit."""
+    args = ["--questions", str(decks), "quiz", "--plain", "--deck", "small"]
+    return prep(db, *args, input="\n3\nq\n", env=env)
+
+
 def one_line(stderr: str) -> str:
     assert "Traceback" not in stderr, stderr
     lines = stderr.strip().splitlines()
@@ -92,17 +98,7 @@ def test_stdout_on_a_full_disk(tmp_path: Path) -> None:
 
 
 def test_ascii_only_output_encoding(tmp_path: Path, small_deck_dir: Path) -> None:
-    done = prep(
-        tmp_path / "p.db",
-        "--questions",
-        str(small_deck_dir),
-        "quiz",
-        "--plain",
-        "--deck",
-        "small",
-        input="\n3\nq\n",
-        env={"PYTHONIOENCODING": "ascii"},
-    )
+    done = review_one(tmp_path / "p.db", small_deck_dir, env={"PYTHONIOENCODING": "ascii"})
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert "small ? recall" in done.stdout  # the middle dot, shown as ? instead of a crash
@@ -138,17 +134,7 @@ def test_invalid_tz(tmp_path: Path, small_deck_dir: Path) -> None:
     env = {"TZ": "Nowhere/Bogus"}
     done = prep(tmp_path / "p.db", "stats", env=env)
     assert done.returncode == 0 and "Traceback" not in done.stderr
-    done = prep(
-        tmp_path / "p.db",
-        "--questions",
-        str(small_deck_dir),
-        "quiz",
-        "--plain",
-        "--deck",
-        "small",
-        input="\n3\nq\n",
-        env=env,
-    )
+    done = review_one(tmp_path / "p.db", small_deck_dir, env=env)
     assert done.returncode == 0 and "Saved: Good" in done.stdout, done.stderr
 
 

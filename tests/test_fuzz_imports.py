@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import os
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -20,41 +20,23 @@ from hypothesis import strategies as st
 
 from prep.engine import export as ex
 from prep.engine import importer
-from prep.engine.deck import load_collection
+from prep.engine.deck import Collection, parse_deck_text
 from prep.engine.export import ExportError
-from prep.engine.scheduler import Rating, Scheduler, state_problem
-from prep.engine.session import ReviewSession
+from prep.engine.scheduler import state_problem
 from prep.engine.storage import Store
 from prep.tui.cli import main
-from tests.conftest import SMALL_DECK
+from tests.conftest import SMALL_DECK, reviewed_store
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
 def _reviewed_store() -> Store:
-    import tempfile
-
-    folder = Path(tempfile.mkdtemp(prefix="prep-fuzz-"))
-    (folder / "small.yaml").write_text(SMALL_DECK, encoding="utf-8")
-    coll = load_collection([folder], include_bundled=False)
-    store = Store.memory()
-    for day, rating in ((0, 3), (2, 1), (5, 4)):
-        now = T0 + timedelta(days=day)
-        session = ReviewSession(
-            store,
-            coll,
-            scheduler=Scheduler(store.settings(), enable_fuzzing=False),
-            clock=lambda now=now: now,
-            requeue=False,
-        )
-        while not session.finished:
-            session.rate(Rating(rating), duration_ms=700)
+    info, cards, errors = parse_deck_text(SMALL_DECK, "small.yaml", "small")
+    assert info is not None and not errors
+    store = reviewed_store(Collection(cards=cards), days=((0, 3), (2, 1), (5, 4)))
     store.record_demo_run(
         name="block-diagonal", device="cpu", passed=True, seconds=0.5, metrics={"x": 1.0}, ran_at=T0
     )
-    for path in folder.iterdir():
-        path.unlink()
-    folder.rmdir()
     return store
 
 

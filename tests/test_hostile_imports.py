@@ -20,29 +20,13 @@ from prep.engine import export as ex
 from prep.engine import importer
 from prep.engine.deck import Collection
 from prep.engine.export import ExportError
-from prep.engine.scheduler import CardState, Rating, Scheduler
+from prep.engine.scheduler import CardState, Rating
 from prep.engine.session import ReviewSession
 from prep.engine.storage import Store, StoreError
 from prep.tui.cli import main
+from tests.conftest import reviewed_store
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-
-
-def reviewed_store(collection: Collection) -> Store:
-    """Every card of ``collection`` reviewed twice (so there are review-state cards)."""
-    store = Store.memory()
-    for day, rating in ((0, 3), (3, 3)):
-        now = T0 + timedelta(days=day)
-        session = ReviewSession(
-            store,
-            collection,
-            scheduler=Scheduler(store.settings(), enable_fuzzing=False),
-            clock=lambda now=now: now,
-            requeue=False,
-        )
-        while not session.finished:
-            session.rate(Rating(rating), duration_ms=500)
-    return store
 
 
 @pytest.fixture
