@@ -56,6 +56,12 @@ _OWN_FDS = {
 }
 
 
+def is_stdout(target: str | os.PathLike[str]) -> bool:
+    """Whether ``target`` names this process's standard output (``-``, /dev/stdout, ...)."""
+    name = os.fspath(target)
+    return name == STDOUT or _OWN_FDS.get(os.path.normpath(os.path.abspath(name))) == 1
+
+
 class WriteError(Exception):
     """A file could not be written; the message is one line for the user."""
 

@@ -211,12 +211,16 @@ def test_read_only_database_and_folder_still_allow_stats_and_export() -> None:
 # --- prep export: the files we write (item 1, at the command line) ------------------------
 
 
-def test_export_dash_is_stdout_and_the_report_goes_to_stderr(tmp_path: Path) -> None:
-    done = prep(tmp_path / "p.db", "export", "--format", "json", "-o", "-", cwd=tmp_path)
+@pytest.mark.parametrize("name", ["-", "/dev/stdout"])
+def test_export_to_stdout_keeps_the_report_on_stderr(tmp_path: Path, name: str) -> None:
+    done = prep(tmp_path / "p.db", "export", "--format", "json", "-o", name, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["format"] == "prep-export"
+    assert json.loads(done.stdout)["format"] == "prep-export"  # nothing else on stdout
     assert done.stderr == "Wrote standard output: 0 review(s).\n"
-    assert not (tmp_path / "-").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.db"]  # no file named "-"
+
+
+def test_csv_export_to_stdout_is_refused(tmp_path: Path) -> None:
     done = prep(tmp_path / "p.db", "export", "--format", "csv", "-o", "-", cwd=tmp_path)
     assert done.returncode == 2 and "four files" in one_line(done.stderr)
 

@@ -388,10 +388,11 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
     device or FIFO (/dev/null, a pipe) is written directly, never replaced;
     a symlink is followed; an existing file keeps its mode and hard links.
     """
+    from prep.engine.atomic import is_stdout
     from prep.engine.export import ExportError
     from prep.engine.timeutil import utcnow
 
-    to_stdout = output == "-"
+    to_stdout = is_stdout(output)  # "-" or /dev/stdout: the report goes to stderr
     path = Path(output).expanduser()
     if fmt is None:
         fmt = _EXPORT_FORMATS.get(path.suffix.lower())
@@ -402,10 +403,13 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
     if deck is not None and fmt != "apkg":
         raise UsageError("--deck only applies to --format apkg (progress exports hold everything)")
     if to_stdout and fmt == "csv":
-        raise UsageError("-o -: a csv export is four files; give a file name (or --format json)")
+        raise UsageError(
+            f"-o {output}: a csv export is four files; give a file name (or --format json)"
+        )
     if to_stdout and fmt == "apkg" and sys.stdout.isatty():
-        raise UsageError("-o -: an apkg is binary; redirect it to a file, or give a file name")
-    # with -o - the export is standard output: the report goes to stderr
+        raise UsageError(
+            f"-o {output}: an apkg is binary; redirect it to a file, or give a file name"
+        )
     report = (lambda text: click.echo(text, err=True)) if to_stdout else click.echo
     shown = "standard output" if to_stdout else str(path)
     try:
