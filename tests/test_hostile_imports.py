@@ -119,7 +119,7 @@ def test_bad_review_states_are_refused(tmp_path: Path, export: dict, side: str, 
 @pytest.mark.parametrize(
     ("text", "why"),
     [
-        ('{"format": "prep-export", "version": 1, "x": ' + "[" * 100_000, "nested more than 64"),
+        ('{"format": "prep-export", "version": 1, "x": ' + "[" * 100_000, "nested too deeply"),
         ('{"format": "prep-export", "version": ' + "9" * 5000 + "}", "not a prep export"),
         ('{"format": "prep-export", "version": 1, "cards": [], "reviews": [], "x": NaN}', "NaN"),
         (
@@ -131,6 +131,24 @@ def test_bad_review_states_are_refused(tmp_path: Path, export: dict, side: str, 
 def test_hostile_json_is_one_line(tmp_path: Path, text: str, why: str) -> None:
     _store, message = import_text(tmp_path, text)
     assert why in message, message
+
+
+def test_deep_metrics_are_refused(tmp_path: Path, export: dict) -> None:
+    deep: object = 1
+    for _ in range(100):
+        deep = [deep]
+    export["demo_runs"] = [
+        {
+            "name": "block-diagonal",
+            "device": "cpu",
+            "passed": True,
+            "seconds": 1.0,
+            "ran_at": "2026-03-02T09:00:00.000000Z",
+            "metrics": {"x": deep},
+        }
+    ]
+    _store, message = import_text(tmp_path, json.dumps(export))
+    assert "demo_runs[0]: metrics nested more than 64 levels deep" in message, message
 
 
 def test_5000_digit_number_in_a_card_is_one_line(tmp_path: Path, export: dict) -> None:
