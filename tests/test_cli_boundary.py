@@ -250,3 +250,25 @@ def test_csv_export_to_a_device_is_refused_and_creates_nothing(tmp_path: Path) -
     done = prep(tmp_path / "p.db", "export", "--format", "csv", "-o", str(fifo))
     assert done.returncode == 2 and "four files named after it" in one_line(done.stderr)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.db", "pipe"]  # no pipe.cards.csv
+
+
+def test_a_bug_is_one_line_exit_70_and_debug_shows_it(tmp_path: Path) -> None:
+    # a command that fails in a way nobody planned for: stats on a store whose query breaks
+    code = (
+        "import sys\n"
+        "from prep.engine import stats\n"
+        "def broken(*a, **k): raise TypeError('unplanned')\n"
+        "stats.compute = broken\n"
+        "from prep.tui.cli import run\n"
+        f"run(['--db', {str(tmp_path / 'p.db')!r}, 'stats'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 70
+    assert one_line(done.stderr).startswith("prep: internal error (TypeError: unplanned)")
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PREP_DEBUG": "1"},
+    )
+    assert done.returncode == 1 and "Traceback" in done.stderr

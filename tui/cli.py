@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from prep.engine.storage import Store
 
 EXIT_USAGE = 2
+EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in prep, not bad input (1 means a demo check failed)
 
 
 class UsageError(click.ClickException):
@@ -626,7 +627,8 @@ def _say(message: str) -> None:
 def run(argv: list[str] | None = None) -> None:
     """The `prep` command (the console script): `main` with a boundary around it. Whatever
     happens, the process ends with one line and an exit code, never a traceback: 130 on
-    Ctrl-C, 2 when standard output is closed or cannot be written (a full disk)."""
+    Ctrl-C, 2 when standard output is closed or cannot be written (a full disk), 70 on a bug
+    of ours (PREP_DEBUG=1 shows its traceback)."""
     import errno
 
     if not _prepare_streams():
@@ -660,6 +662,15 @@ def run(argv: list[str] | None = None) -> None:
         code = EXIT_USAGE
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except Exception as exc:  # a bug of ours: one line, the traceback on request
+        if os.environ.get("PREP_DEBUG"):
+            raise
+        detail = " ".join(str(exc).split())[:200]
+        _say(
+            f"internal error ({type(exc).__name__}: {detail}); nothing is lost. "
+            "PREP_DEBUG=1 shows the traceback for a bug report"
+        )
+        code = EXIT_INTERNAL
     try:
         sys.stdout.flush()
     except OSError as exc:
