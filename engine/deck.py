@@ -79,6 +79,15 @@ def quoted(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_ANY_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def one_line_safe(text: str) -> str:
+    """``text`` with every control character (newline and tab too) written as its escape:
+    safe to print as one line on a terminal."""
+    return _ANY_CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def _one_line(text: str, limit: int = 160) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -320,8 +329,9 @@ def display_path(path: Path | str) -> str:
                 break
     except (ValueError, OSError):
         pass
-    # a file name is printed on the user's terminal too: escape what would control it
-    return CONTROL.sub(lambda m: repr(m.group())[1:-1], shown)
+    # a file name is printed on the user's terminal too, in a one-line message: escape what
+    # would control the terminal or break the line
+    return one_line_safe(shown)
 
 
 # --- validation ---------------------------------------------------------------------------

@@ -272,3 +272,11 @@ def test_a_bug_is_one_line_exit_70_and_debug_shows_it(tmp_path: Path) -> None:
         env={**os.environ, "PREP_DEBUG": "1"},
     )
     assert done.returncode == 1 and "Traceback" in done.stderr
+
+
+def test_a_hostile_file_name_stays_one_line(tmp_path: Path) -> None:
+    name = tmp_path / "missing\nfolder\x1b]0;x\x07" / "out.json"
+    result = CliRunner().invoke(main, ["--db", str(tmp_path / "p.db"), "export", "-o", str(name)])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "\x1b" not in result.stderr
+    assert "missing\\nfolder\\x1b]0;x\\x07" in result.stderr

@@ -222,3 +222,10 @@ def test_a_hostile_file_name_is_escaped(tmp_path: Path) -> None:
         "\\x1b]0;x\\x07.yaml:1: deck name '\\x1b]0;x\\x07' is not a slug",
         "\\x1b]0;x\\x07.yaml:1: 'cards' must be a list of cards",
     ]
+
+
+def test_a_newline_in_a_file_name_stays_one_line(tmp_path: Path) -> None:
+    f = tmp_path / "two\nlines.yaml"
+    f.write_text("cards: 3\n", encoding="utf-8")
+    errs = [str(e) for e in load(f).errors]
+    assert errs and all("\n" not in e and e.startswith("two\\nlines.yaml:1: ") for e in errs)

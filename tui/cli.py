@@ -30,7 +30,9 @@ class UsageError(click.ClickException):
     exit_code = EXIT_USAGE
 
     def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"prep: {self.format_message()}", err=True)
+        from prep.engine.deck import one_line_safe  # a name may hold a newline or an escape
+
+        click.echo(f"prep: {one_line_safe(self.format_message())}", err=True)
 
 
 class PrepGroup(click.Group):
