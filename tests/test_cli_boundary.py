@@ -130,7 +130,15 @@ def test_negative_value_is_a_value_not_an_option(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("tz", ["UTC+25", "<+99>-99"])
+def test_a_time_zone_offset_of_a_day_or_more_is_one_line(tmp_path: Path, tz: str) -> None:
+    done = prep(tmp_path / "p.db", "stats", env={"TZ": tz})
+    assert done.returncode == 2
+    assert one_line(done.stderr).startswith(f"prep: TZ={tz!r} is not a usable time zone (")
+
+
 def test_invalid_tz(tmp_path: Path, small_deck_dir: Path) -> None:
+    # an unknown zone name: the C library (and so Python) takes it as UTC
     env = {"TZ": "Nowhere/Bogus"}
     done = prep(tmp_path / "p.db", "stats", env=env)
     assert done.returncode == 0 and "Traceback" not in done.stderr

@@ -87,6 +87,19 @@ class Ctx:
         return coll
 
 
+def _check_local_time() -> None:
+    """Study days follow local time; a TZ the C library accepts but Python cannot use (an
+    offset of a day or more, like TZ=UTC+25) is a one-line error here, not a crash later."""
+    from datetime import datetime
+
+    try:
+        datetime.now().astimezone()
+    except (ValueError, OverflowError, OSError) as exc:
+        tz = os.environ.get("TZ")
+        where = f"TZ={tz[:40]!r}" if tz is not None else "the local time zone"
+        raise UsageError(f"{where} is not a usable time zone ({exc}); fix or unset it") from None
+
+
 def demo_names() -> list[str]:
     from prep.demos.registry import names
 
@@ -124,6 +137,7 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
 
     Run `prep` alone to open today's queue in the terminal app.
     """
+    _check_local_time()
     ctx.obj = Ctx(db, questions or _questions_from_env())
     if ctx.invoked_subcommand is None:
         ctx.invoke(quiz)
