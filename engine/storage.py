@@ -251,6 +251,10 @@ class Store:
         be written is then opened read-only instead of refused, and a schema version that
         cannot be read does not stop it."""
         target = resolve_db_path(path)
+        if target.exists() and not target.is_file():
+            # SQLite would take /dev/null for an empty database and make /dev/null-wal beside it
+            what = "a folder" if target.is_dir() else "not a regular file (a device or FIFO)"
+            raise StoreError(f"{target}: is {what}; --db names the database file")
         conn = None
         try:
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -288,3 +288,14 @@ def test_a_hostile_file_name_stays_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1 and "\x1b" not in result.stderr
     assert "missing\\nfolder\\x1b]0;x\\x07" in result.stderr
+
+
+def test_db_that_is_not_a_regular_file_is_refused_before_sqlite_touches_it(
+    tmp_path: Path,
+) -> None:
+    fifo = tmp_path / "fifo.db"
+    os.mkfifo(fifo)  # SQLite would block on it; a device like /dev/null it would "open"
+    for target, what in ((fifo, "not a regular file"), (tmp_path, "a folder")):
+        result = CliRunner().invoke(main, ["--db", str(target), "stats"])
+        assert result.exit_code == 2 and what in result.stderr, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo.db"]  # no -wal, no -shm
