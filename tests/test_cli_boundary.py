@@ -299,3 +299,20 @@ def test_db_that_is_not_a_regular_file_is_refused_before_sqlite_touches_it(
         result = CliRunner().invoke(main, ["--db", str(target), "stats"])
         assert result.exit_code == 2 and what in result.stderr, result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo.db"]  # no -wal, no -shm
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["quiz", "--limit", "0"],
+            "prep: Invalid value for '--limit': 0 is not in the range x>=1.",
+        ),
+        (["nope"], "prep: No such command 'nope'."),
+        (["stats", "--bogus"], "prep: No such option '--bogus'. (see `prep stats --help`)"),
+    ],
+)
+def test_click_usage_errors_are_one_line(tmp_path: Path, args: list[str], line: str) -> None:
+    done = prep(tmp_path / "p.db", *args)
+    assert done.returncode == 2
+    assert one_line(done.stderr).startswith(line), done.stderr

@@ -665,6 +665,12 @@ def run(argv: list[str] | None = None) -> None:
         code = 130
     except click.exceptions.Exit as exc:
         code = exc.exit_code
+    except click.UsageError as exc:  # click's own (a bad option): one line, not a usage block
+        from prep.engine.deck import one_line_safe
+
+        where = exc.ctx.command_path if exc.ctx is not None else "prep"
+        _say(f"{one_line_safe(exc.format_message())} (see `{where} --help`)")
+        code = exc.exit_code
     except click.ClickException as exc:
         exc.show()
         code = exc.exit_code
