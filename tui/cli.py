@@ -176,6 +176,7 @@ def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: 
         raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
     with obj.store() as store:
         session = ReviewSession(store, coll, deck=deck, new_limit=new, limit=limit)
+        _need_stdin()
         sys.exit(run_plain(session, sys.stdin, sys.stdout))
 
 
@@ -604,18 +605,31 @@ def mock(obj: Ctx, minutes: float, deck: str | None, seed: int | None, plain: bo
         except MockError as exc:
             raise UsageError(str(exc)) from None
         if plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
+            _need_stdin()
             sys.exit(run_mock_plain(interview, sys.stdin, sys.stdout))
         from prep.tui.screens.mock import run_mock
 
         sys.exit(run_mock(interview))
 
 
+_stdin_closed = False
+
+
+def _need_stdin() -> None:
+    """The line modes read the answers from stdin: a closed one is a one-line error."""
+    if _stdin_closed:
+        raise UsageError("standard input is closed; the line mode reads your answers from it")
+
+
 def _prepare_streams() -> bool:
     """Make the standard streams safe to use; False when standard output is closed.
 
-    A closed stdin reads as empty input (like ``< /dev/null``); an output encoding that
-    cannot show a character (an ASCII-only locale) shows ``?`` instead of failing."""
+    A closed stdin reads as empty input (like ``< /dev/null``) for the commands that do not
+    need it; an output encoding that cannot show a character (an ASCII-only locale) shows
+    ``?`` instead of failing."""
+    global _stdin_closed
     if sys.stdin is None:
+        _stdin_closed = True
         sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - for the whole run
     for stream in (sys.stdout, sys.stderr):
         if stream is not None and hasattr(stream, "reconfigure"):
