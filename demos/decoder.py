@@ -128,8 +128,15 @@ def forward(
     return x @ params["W_U"] + params["b_U"], cache  # (B, T, vocab)
 
 
-def copy_batch(cfg: DecoderConfig, batch: int, gen: torch.Generator) -> tuple[Tensor, Tensor]:
-    """(tokens (B, n_ctx), predictable (B, n_ctx) bool) for the repeated-chunk copying task.
+@dataclass
+class Batch:
+    tokens: Tensor  # (B, n_ctx)
+    predictable: Tensor  # (B, n_ctx) bool: the next token can be copied from the first copy
+    chunk: Tensor  # (B,) the repeated chunk's length L: position t's earlier copy is t - L
+
+
+def copy_batch(cfg: DecoderConfig, batch: int, gen: torch.Generator) -> Batch:
+    """A batch of the repeated-chunk copying task.
 
     predictable[b, t] is True where the next token tokens[b, t+1] is the one after the earlier
     occurrence of tokens[b, t] in the first copy: positions P+L .. P+2L-2 of the second copy.
@@ -145,7 +152,7 @@ def copy_batch(cfg: DecoderConfig, batch: int, gen: torch.Generator) -> tuple[Te
     source = torch.where(second, pos - L, pos)  # (B, T) where each token is read from
     tokens = tokens.gather(1, source)  # (B, T) chunk repeated right after itself
     predictable = (pos >= P + L) & (pos <= P + 2 * L - 2)  # (B, T)
-    return tokens, predictable
+    return Batch(tokens, predictable, L[:, 0])
 
 
 def next_token_loss(logits: Tensor, tokens: Tensor) -> Tensor:
@@ -195,3 +202,112 @@ def load(
 
 def config_dict(cfg: DecoderConfig) -> dict:
     return asdict(cfg)
+
+
+# --------------------------------------------------------------------------- measurements
+
+
+def prev_token_scores(pattern: Tensor) -> Tensor:
+    """Mean attention from position t to t-1 (t >= 1), per head: pattern (B, h, T, T) -> (h,)."""
+    return pattern.diagonal(offset=-1, dim1=-2, dim2=-1).mean((0, 2))  # (n_heads,)
+
+
+def induction_scores(pattern: Tensor, data: Batch) -> Tensor:
+    """Mean attention from each predictable position t to t - L + 1, the token after the earlier
+    occurrence of tokens[t] (what an induction head attends to), per head: (n_heads,)."""
+    seq = pattern.shape[-1]
+    b, t = data.predictable.nonzero(as_tuple=True)  # (N,), (N,)
+    key = t - data.chunk[b] + 1  # (N,)
+    assert bool((key >= 0).all()) and bool((key < seq).all())
+    return pattern[b, :, t, key].mean(0)  # (n_heads,)
+
+
+def head_means(cache: Cache) -> list[Tensor]:
+    """Each layer's head outputs averaged over batch and positions: (n_heads, d_head) per layer."""
+    return [z.mean((0, 1)) for z in cache.z]
+
+
+def ablated_logits(
+    params: dict[str, Tensor], data: Batch, cache: Cache, heads: list[tuple[int, int]]
+) -> Tensor:
+    """Logits with each (layer, head) in `heads` mean-ablated (its output z replaced by its mean
+    over this batch): (B, T, vocab)."""
+    means = head_means(cache)
+    logits, _ = forward(params, data.tokens, ablate={(ly, h): means[ly][h] for ly, h in heads})
+    return logits
+
+
+def ov_circuit(params: dict[str, Tensor], layer: int, head: int) -> Tensor:
+    """The full OV circuit W_E W_V^h W_O^h W_U of one head: (vocab, vocab), row = source token."""
+    w = layer_params(params, layer)
+    return params["W_E"] @ w["W_V"][head] @ w["W_O"][head] @ params["W_U"]  # (vocab, vocab)
+
+
+def ov_eigenvalues(params: dict[str, Tensor], layer: int, head: int) -> Tensor:
+    """The d_head (generically nonzero) eigenvalues of the full OV circuit, complex: (d_head,).
+
+    W_E W_V W_O W_U has rank <= d_head; its nonzero eigenvalues are those of the cyclic
+    permutation W_O W_U W_E W_V (d_head x d_head), which is cheap and well conditioned.
+    """
+    w = layer_params(params, layer)
+    small = w["W_O"][head] @ params["W_U"] @ params["W_E"] @ w["W_V"][head]  # (d_head, d_head)
+    return torch.linalg.eigvals(small)  # (d_head,) complex
+
+
+def composition_score(left: Tensor, right: Tensor) -> Tensor:
+    """||left @ right||_F / (||left||_F ||right||_F) (Elhage et al. 2021), a scalar in [0, 1]."""
+    return (left @ right).norm() / (left.norm() * right.norm())
+
+
+def k_composition(params: dict[str, Tensor], writer: tuple[int, int], reader: tuple[int, int]):
+    """How much `reader`'s keys read what `writer` writes: composition score of
+    W_OV^writer (d_model x d_model) with W_K^reader W_Q^reader^T, i.e. of the term
+    x_q W_Q W_K^T (x_k W_OV)^T in the reader's attention score."""
+    (lw, hw), (lr, hr) = writer, reader
+    w, r = layer_params(params, lw), layer_params(params, lr)
+    ov = w["W_V"][hw] @ w["W_O"][hw]  # (d_model, d_model)
+    kq = r["W_K"][hr] @ r["W_Q"][hr].T  # (d_model, d_model)
+    return composition_score(ov, kq)
+
+
+@dataclass
+class Observed:
+    """A decoder run on a fresh batch of the copying task: what every decoder demo measures."""
+
+    cfg: DecoderConfig
+    params: dict[str, Tensor]
+    data: Batch
+    logits: Tensor  # (B, T, vocab)
+    cache: Cache
+
+    @property
+    def accuracy(self) -> float:
+        return float(in_context_accuracy(self.logits, self.data.tokens, self.data.predictable))
+
+    def accuracy_without(self, heads: list[tuple[int, int]]) -> float:
+        """In-context accuracy with `heads` mean-ablated."""
+        logits = ablated_logits(self.params, self.data, self.cache, heads)  # (B, T, vocab)
+        return float(in_context_accuracy(logits, self.data.tokens, self.data.predictable))
+
+
+def observe(
+    cfg: DecoderConfig, params: dict[str, Tensor], n_sequences: int, gen: torch.Generator
+) -> Observed:
+    data = copy_batch(cfg, n_sequences, gen)
+    with torch.no_grad():
+        logits, cache = forward(params, data.tokens)  # (B, T, vocab)
+    return Observed(cfg, params, data, logits, cache)
+
+
+def untrained(cfg: DecoderConfig, gen: torch.Generator, dtype: torch.dtype) -> dict[str, Tensor]:
+    """The decoder at initialisation (the training script's init), on gen's device."""
+    return {k: v.to(dtype) for k, v in init_params(cfg, gen).items()}
+
+
+def shuffled(params: dict[str, Tensor], gen: torch.Generator) -> dict[str, Tensor]:
+    """Every tensor's entries randomly permuted: same values and norms, no learned structure."""
+    out = {}
+    for k, v in params.items():
+        order = torch.randperm(v.numel(), generator=gen, device=gen.device)  # (numel,)
+        out[k] = v.flatten()[order].reshape(v.shape)
+    return out

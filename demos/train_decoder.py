@@ -49,12 +49,14 @@ def evaluate(params: dict, cfg: DecoderConfig, batch: int, seed: int) -> dict[st
     """Held-out loss and in-context accuracy on `batch` fresh sequences from `seed`."""
     dev = params["W_E"].device
     gen = torch.Generator(device=dev).manual_seed(seed)
-    tokens, predictable = decoder.copy_batch(cfg, batch, gen)  # (B, T) each
+    data = decoder.copy_batch(cfg, batch, gen)
     with torch.no_grad():
-        logits, _ = decoder.forward(params, tokens)  # (B, T, vocab)
+        logits, _ = decoder.forward(params, data.tokens)  # (B, T, vocab)
     return {
-        "heldout_loss": float(decoder.next_token_loss(logits, tokens)),
-        "in_context_accuracy": float(decoder.in_context_accuracy(logits, tokens, predictable)),
+        "heldout_loss": float(decoder.next_token_loss(logits, data.tokens)),
+        "in_context_accuracy": float(
+            decoder.in_context_accuracy(logits, data.tokens, data.predictable)
+        ),
     }
 
 
@@ -69,7 +71,7 @@ def train(
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, tc.lr, total_steps=tc.steps, pct_start=0.1)
     loss = torch.zeros(())
     for step in range(tc.steps):
-        tokens, _ = decoder.copy_batch(tc.model, tc.batch, gen)  # (B, T)
+        tokens = decoder.copy_batch(tc.model, tc.batch, gen).tokens  # (B, T)
         logits, _ = decoder.forward(params, tokens)  # (B, T, vocab)
         loss = decoder.next_token_loss(logits, tokens)
         opt.zero_grad(set_to_none=True)

@@ -14,5 +14,8 @@ DEMO_NAMES = (
     "ov-rank",
     "fold-wo",
     "learned-suppression",
+    "dla",
+    "induction",
+    "ov-copying",
     "param-share",
 )
