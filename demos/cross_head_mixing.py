@@ -228,6 +228,15 @@ def check(setup: Setup) -> list[Check]:
             detail="a reader sums every head's contribution along its direction with or without "
             "W_O; only writing into a shared direction needs W_O",
         ),
+        harness.close(
+            "random dense W_O: cosines of W_O[h]  vs  of M_h W_O[h] (random invertible M_h)",
+            principal_cosines(torch.einsum("hij,hjm->him", setup.mix, setup.dense)),
+            principal_cosines(setup.dense),
+            rtol=0.0,
+            atol=INVARIANCE_ATOL,
+            detail="principal angles depend only on the row spaces, which a change of basis "
+            "inside a head leaves alone; raw row dot products would change",
+        ),
         *_partial(
             f"random dense W_O (Wachter edge {edge:.3f})",
             principal_cosines(setup.dense),
