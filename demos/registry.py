@@ -110,12 +110,12 @@ _ALL = [
     ),
     _info(
         "induction",
-        "The shipped 2-layer attention-only decoder, trained here on repeated random chunks, has "
-        "a layer-0 head that mostly attends to the previous token and a layer-1 head that mostly "
-        "attends to the token after the earlier occurrence of the current one; their "
-        "K-composition score beats every shuffled-weight score, and mean-ablating that layer-1 "
-        "head costs at least 0.2 of in-context accuracy while the least-inducting layer-1 head "
-        "costs at most a quarter of that.",
+        "The shipped 2-layer attention-only decoder, trained here on repeated random chunks, "
+        "copies in context through redundant induction heads: layer-1 heads that put at least "
+        "half their attention on the token after the earlier occurrence of the current one, "
+        "whose keys K-compose with the layer-0 head that attends most to t-1 above every "
+        "shuffled-weight score; mean-ablating them together costs at least 0.2 of in-context "
+        "accuracy, while any single one costs less.",
         weights="trained-here",
     ),
     _info(
