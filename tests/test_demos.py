@@ -86,14 +86,17 @@ def test_check_fails_on_counterexample(name: str) -> None:
 def test_block_diagonal_counterexample_fails_every_check() -> None:
     mod = module("block-diagonal")
     checks = mod.check(mod.counterexample(mod.SCALES["small"], CPU, harness.make_generator(CPU, 1)))
-    assert [c.passed for c in checks] == [False, False, False, False]
+    # the four identities and the untrained dense student; the block-diagonal student's check
+    # has its own counterexample in test_decoder_demos.py
+    assert [c.passed for c in checks[:5]] == [False] * 5
     assert checks[0].measured > 0.1  # a dense W_O writes clearly outside the slice
 
 
 def test_block_diagonal_one_off_diagonal_entry_cannot_be_absorbed() -> None:
     """A single nonzero outside head 0's diagonal block already breaks W_V^h B_h absorption."""
     mod = module("block-diagonal")
-    setup = mod.build(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0))
+    no_training = dataclasses.replace(mod.TRAIN, steps=0, seeds=1)
+    setup = mod.build(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0), no_training)
     dh = setup.cfg.d_head
     setup.W_O[0, 0, dh] = 0.5  # head 0 now writes into head 1's slice
     absorbed = mod.check(setup)[3]
