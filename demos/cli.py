@@ -144,8 +144,14 @@ def main(
             f"{PROG}: note: --scale large is meant for a GPU; on cpu it may take minutes",
             file=sys.stderr,
         )
+    from prep.demos.decoder import WeightsError
+
     module = importlib.import_module(DEMOS[args.name].module)
-    report = module.run(scale=args.scale, device=choice, seed=args.seed)
+    try:
+        report = module.run(scale=args.scale, device=choice, seed=args.seed)
+    except WeightsError as exc:  # the shipped decoder's files are missing or malformed
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
     report.cards = _cards(linked_cards, args.name)
     print(report.to_json() if args.json else harness.render(report), flush=True)
     if db is not None:

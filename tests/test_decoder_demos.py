@@ -70,6 +70,16 @@ def test_load_names_a_missing_file(tmp_path) -> None:
         decoder.load(tmp_path / "none.safetensors")
 
 
+def test_demo_without_weights_exits_2_with_one_line(tmp_path, monkeypatch, capsys) -> None:
+    from prep.demos import cli
+
+    monkeypatch.setattr(decoder, "SHIPPED", tmp_path / "missing.safetensors")
+    monkeypatch.setattr(decoder.load, "__defaults__", (tmp_path / "missing.safetensors", "cpu"))
+    assert cli.main(["induction", "--device", "cpu"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "missing.safetensors" in err[0] and "not found" in err[0]
+
+
 def test_copy_batch_repeats_the_chunk() -> None:
     cfg = decoder.DecoderConfig()
     data = decoder.copy_batch(cfg, 64, torch.Generator().manual_seed(0))

@@ -54,6 +54,8 @@ def test_wheel_install_ships_the_decks(tmp_path: Path) -> None:
     yamls = sorted(n for n in names if n.startswith("prep/questions/") and n.endswith(".yaml"))
     assert yamls == sorted(f"prep/questions/{p.name}" for p in (ROOT / "questions").glob("*.yaml"))
     assert "prep/tui/app.py" in names and "prep/demos/registry.py" in names
+    assert "prep/demos/weights/decoder.safetensors" in names  # the shipped decoder
+    assert "prep/demos/weights/decoder.json" in names
     # A bare venv with the wheel unpacked (a pure-Python wheel needs nothing more) and this
     # venv's dependencies on its path, but not the editable finder: prep comes from the wheel.
     target = tmp_path / "venv"
