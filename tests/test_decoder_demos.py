@@ -291,8 +291,8 @@ def test_block_diagonal_trained_checks_fail_with_the_students_swapped() -> None:
     assert all(not c.passed for c in checks)
 
 
-def test_no_wo_and_ov_rank_counterexamples_fail_every_check() -> None:
-    for name in ("no-wo", "ov-rank"):
+def test_no_wo_ov_rank_head_weighting_counterexamples_fail_every_check() -> None:
+    for name in ("no-wo", "ov-rank", "head-weighting"):
         mod = module(name)
         setup = mod.counterexample(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0))
         checks = mod.check(setup)
