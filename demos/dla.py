@@ -29,7 +29,8 @@ Pass bars (argued before the first run on the shipped weights):
   (layer-1 heads write straight into the residual the unembedding reads, so direct and total
   effect should rank them the same);
 - the induction head's DLA is at least half of its ablation effect ("mostly direct");
-- the previous-token head's |DLA| is at most a quarter of its ablation effect ("mostly indirect").
+- the previous-token head's (the layer-0 head with the most attention on t-1) |DLA| is at most a
+  quarter of its ablation effect ("mostly indirect").
 """
 
 from __future__ import annotations
@@ -173,7 +174,7 @@ def check(setup: Setup) -> list[Check]:
             kind=MEASUREMENT,
         ),
         harness.at_most(
-            f"previous-token head L0H{setup.prev}: |DLA| / ablation effect",
+            f"L0H{setup.prev} (most attention on t-1 in layer 0): |DLA| / ablation effect",
             abs(setup.dla[prev]) / setup.ablation[prev]
             if setup.ablation[prev] > 0
             else float("nan"),

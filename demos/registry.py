@@ -105,8 +105,9 @@ _ALL = [
         "In the shipped decoder (no LayerNorm) the logits are exactly the sum of the direct path, "
         "each head's z_h W_O^h W_U and the biases; on the copying task the layer-1 head with the "
         "largest direct attribution is the one whose mean-ablation costs most, the induction "
-        "head's attribution is at least half its ablation effect, and the previous-token head's "
-        "is at most a quarter of its effect, which runs through the induction head.",
+        "head's attribution is at least half its ablation effect, and that of the layer-0 head "
+        "with the most attention on t-1 is at most a quarter of its effect, which runs through "
+        "the layer-1 heads.",
         weights="trained-here",
     ),
     _info(
