@@ -1,7 +1,7 @@
 """Train the shipped attention-only decoder on the repeated-chunk copying task.
 
     python -m prep.demos.train_decoder                 # the shipped model: demos/weights/decoder.*
-    python -m prep.demos.train_decoder --scale large --device cuda --out big.safetensors
+    python -m prep.demos.train_decoder --scale large --device cuda    # weights/decoder-large.*
     python -m prep.demos.train_decoder --steps 50 --out /tmp/d.safetensors   # a quick run
 
 Fixed seed, AdamW, batches drawn from a generator on the training device, so a seed and a device
@@ -43,6 +43,9 @@ SCALES = {
         steps=20000, batch=256, lr=1e-3, weight_decay=0.01, eval_batch=1024,
     ),
 }  # fmt: skip
+
+
+LARGE_OUT = decoder.WEIGHTS_DIR / "decoder-large.safetensors"  # never the shipped small model
 
 
 def evaluate(params: dict, cfg: DecoderConfig, batch: int, seed: int) -> dict[str, float]:
@@ -109,7 +112,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, help="override the scale's number of steps")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps"])
-    parser.add_argument("--out", type=Path, default=decoder.SHIPPED, help="safetensors path")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="safetensors path (default: the shipped weights/decoder.safetensors for --scale "
+        "small, weights/decoder-large.safetensors for --scale large)",
+    )
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         print("error: --device cuda: torch.cuda.is_available() is False", file=sys.stderr)
@@ -120,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     tc = SCALES[args.scale]
     if args.steps is not None:
         tc = TrainConfig(tc.model, args.steps, tc.batch, tc.lr, tc.weight_decay, tc.eval_batch)
+    if args.out is None:
+        args.out = decoder.SHIPPED if args.scale == "small" else LARGE_OUT
     params, meta = train(tc, args.seed, torch.device(args.device), log_every=max(tc.steps // 10, 1))
     decoder.save(params, meta, args.out)
     print(

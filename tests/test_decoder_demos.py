@@ -65,6 +65,11 @@ def test_training_script_rejects_bad_steps(tmp_path, capsys) -> None:
     assert not (tmp_path / "x.safetensors").exists()
 
 
+def test_large_scale_never_overwrites_the_shipped_model() -> None:
+    assert train_decoder.LARGE_OUT != decoder.SHIPPED
+    assert train_decoder.LARGE_OUT.parent == decoder.SHIPPED.parent
+
+
 def test_load_names_a_missing_file(tmp_path) -> None:
     with pytest.raises(decoder.WeightsError, match="not found"):
         decoder.load(tmp_path / "none.safetensors")
