@@ -196,6 +196,8 @@ def _run_demo(
             f"{PROG}: note: --scale large is meant for a GPU; on cpu it may take minutes",
             file=sys.stderr,
         )
+    from prep.demos.decoder import WeightsError
+
     module = importlib.import_module(DEMOS[args.name].module)
     report: Report
     if DEMOS[args.name].weights == "pretrained":
@@ -207,7 +209,11 @@ def _run_demo(
             print(f"{PROG} {args.name}: {exc}", file=sys.stderr)
             return 2, None
     else:
-        report = module.run(scale=args.scale, device=choice, seed=args.seed)
+        try:
+            report = module.run(scale=args.scale, device=choice, seed=args.seed)
+        except WeightsError as exc:  # the shipped decoder's files are missing or malformed
+            print(f"{PROG}: {exc}", file=sys.stderr)
+            return 2, None
     report.cards = _cards(linked_cards, args.name)
     print(report.to_json() if args.json else render(report), flush=True)
     return (0 if report.passed else 1), report
