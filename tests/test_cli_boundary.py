@@ -233,7 +233,7 @@ def test_export_to_stdout_keeps_the_report_on_stderr(tmp_path: Path, name: str) 
     done = prep(tmp_path / "p.db", "export", "--format", "json", "-o", name, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["format"] == "prep-export"  # nothing else on stdout
-    assert done.stderr == "Wrote standard output: 0 review(s).\n"
+    assert done.stderr == "Wrote standard output: 0 reviews.\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.db"]  # no file named "-"
 
 
