@@ -32,6 +32,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1  # what torch.manual_seed and the run log hold
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number") from None
+    if not SEED_MIN <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"must be between {SEED_MIN} and {SEED_MAX} (64 bits)")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
@@ -52,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="small",
         help="small runs in about a second on a CPU; large uses production sizes (GPU)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    parser.add_argument("--seed", type=_seed, default=0, help="random seed (default: 0)")
     parser.add_argument("--json", action="store_true", help="print one JSON object, no prose")
     parser.add_argument(
         "--model",
@@ -161,6 +174,16 @@ def run(
         print(f"{PROG} {args.name}: {missing}", file=sys.stderr)
         return 2, None
 
+    try:
+        return _run_demo(args, linked_cards)
+    except KeyboardInterrupt:  # 130 as a shell reports Ctrl-C; 1 would mean a check failed
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130, None
+
+
+def _run_demo(
+    args: argparse.Namespace, linked_cards: LinkedCards | None
+) -> tuple[int, Report | None]:
     from prep.demos import harness  # imports torch
 
     try:
@@ -173,9 +196,11 @@ def run(
             f"{PROG}: note: --scale large is meant for a GPU; on cpu it may take minutes",
             file=sys.stderr,
         )
+    from prep.demos.decoder import WeightsError
+
     module = importlib.import_module(DEMOS[args.name].module)
     report: Report
-    if real:
+    if DEMOS[args.name].weights == "pretrained":
         from prep.demos.pretrained import ModelError
 
         try:
@@ -184,7 +209,11 @@ def run(
             print(f"{PROG} {args.name}: {exc}", file=sys.stderr)
             return 2, None
     else:
-        report = module.run(scale=args.scale, device=choice, seed=args.seed)
+        try:
+            report = module.run(scale=args.scale, device=choice, seed=args.seed)
+        except WeightsError as exc:  # the shipped decoder's files are missing or malformed
+            print(f"{PROG}: {exc}", file=sys.stderr)
+            return 2, None
     report.cards = _cards(linked_cards, args.name)
     print(report.to_json() if args.json else render(report), flush=True)
     return (0 if report.passed else 1), report

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from prep.engine.deck import Card, Collection
-from prep.engine.scheduler import CardState, Outcome, Rating, Scheduler, State
+from prep.engine.scheduler import CardState, Outcome, Rating, Scheduler, State, state_problem
 from prep.engine.storage import Store
 from prep.engine.timeutil import Clock, day_start, study_day_start, utcnow
 
@@ -136,6 +136,9 @@ class ReviewSession:
         self._requeued: list[bool] = []  # whether each of those ratings re-queued its card
         self._review_ids: list[int] = []  # the review rows those ratings wrote
         self.total = len(self.queue)
+        self.skipped: list[tuple[str, str]] = []  # (card id, why) of cards left out
+        self.notices: list[str] = []
+        self._schedulable: set[str] = set()
         self.stats = SessionStats(started=now)
         self._shown_at = time.monotonic()
 
@@ -145,10 +148,33 @@ class ReviewSession:
     def current(self) -> Card | None:
         while self.queue:
             card = self.collection.get(self.queue[0])
-            if card is not None:
+            if card is not None and (card.id in self._schedulable or self._schedulable_now(card)):
                 return card
-            self.queue.pop(0)  # removed from the decks since the queue was built
+            self.queue.pop(0)  # removed from the decks since the queue was built, or unusable
         return None
+
+    def _schedulable_now(self, card: Card) -> bool:
+        """Whether the scheduler can rate this card's stored state. A state it rejects (from a
+        hand-edited database, or an import before imports were validated) skips the card with
+        a notice instead of crashing the session when the answer is revealed."""
+        state = self.state_of(card)
+        why = state_problem(state)
+        if why is None:
+            try:
+                self.scheduler.preview(state, self.clock())
+            except (ArithmeticError, AssertionError, TypeError, ValueError) as exc:
+                why = f"the scheduler cannot rate it ({type(exc).__name__}: {exc})"
+        if why is not None:
+            self.skipped.append((card.id, why))
+            self.notices.append(f"Skipped card {card.id}: its stored state is unusable: {why}")
+            return False
+        self._schedulable.add(card.id)
+        return True
+
+    def take_notices(self) -> list[str]:
+        """Messages for the user since the last call (cards skipped, and why)."""
+        notices, self.notices = self.notices, []
+        return notices
 
     @property
     def finished(self) -> bool:
@@ -183,11 +209,19 @@ class ReviewSession:
             raise RuntimeError("no card to rate: the session is finished")
         rating = Rating(rating)
         now = self.clock()
-        prev = self.state_of(card)
-        outcome = self.scheduler.review(prev, rating, now)
         if duration_ms is None:
             duration_ms = int((time.monotonic() - self._shown_at) * 1000)
-        review_id = self.store.record_review(prev, outcome.state, rating, now, duration_ms)
+        outcomes: list[Outcome] = []
+
+        def decide(prev: CardState) -> CardState:
+            outcomes.append(self.scheduler.review(prev, rating, now))
+            return outcomes[-1].state
+
+        # the state is read inside the write transaction: another terminal rating this card
+        # at the same moment is serialised before or after us, never interleaved
+        fresh = CardState(id=card.id, deck=card.deck, content_hash=card.content_hash)
+        review_id, _prev, _new = self.store.rate_card(fresh, decide, rating, now, duration_ms)
+        outcome = outcomes[-1]
         self._review_ids.append(review_id)
         self.queue.pop(0)
         self.done.append(card.id)

@@ -7,6 +7,7 @@ Days are the user's study days (local time, rolling over at 4am like Anki).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -50,7 +51,12 @@ def compute(
     since: datetime | None = None,
     history_days: int = 30,
     forecast_days: int = 14,
+    known_demos: Iterable[str] | None = None,
 ) -> dict[str, Any]:
+    """Every number `prep stats` shows. ``known_demos``: the names of the demos this prep has
+    (the caller's registry; engine knows no demos). A run of any other name (say, imported
+    from a file) is listed as unknown and never counted as verified."""
+
     def retention(start: datetime | None) -> dict[str, Any]:
         n, passed = store.retention_counts(start)
         return {"reviews": n, "passed": passed, "rate": (passed / n) if n else None}
@@ -110,7 +116,11 @@ def compute(
 
     # Demos verified: the latest run of each demo.
     keys = ("name", "device", "device_name", "scale", "passed", "seconds", "ran_at")
-    demos = [{k: run[k] for k in keys} for run in store.demo_runs(latest=True)]
+    known = None if known_demos is None else set(known_demos)
+    demos = [
+        {**{k: run[k] for k in keys}, "known": known is None or run["name"] in known}
+        for run in store.demo_runs(latest=True)
+    ]
 
     return {
         "now": fmt(now),
@@ -130,7 +140,10 @@ def compute(
         "tags": tags,
         "leeches": store.flagged("leech"),
         "changed": store.flagged("changed"),
-        "demos": {"verified": sorted(d["name"] for d in demos if d["passed"]), "latest": demos},
+        "demos": {
+            "verified": sorted(d["name"] for d in demos if d["passed"] and d["known"]),
+            "latest": demos,
+        },
     }
 
 
@@ -160,8 +173,9 @@ def render(stats: dict[str, Any]) -> str:
     demos = stats["demos"]
     lines += ["", f"Demos        {len(demos['verified'])} verified"]
     for run in demos["latest"]:
-        mark = "PASS" if run["passed"] else "FAIL"
-        lines.append(
-            f"  {mark}  {run['name']:<22} {run['device']:<5} {run['scale'] or '':<6} {run['ran_at'][:16]}"
-        )
+        mark = ("PASS" if run["passed"] else "FAIL") if run.get("known", True) else "????"
+        line = f"  {mark}  {run['name']:<22} {run['device']:<5} {run['scale'] or '':<6} {run['ran_at'][:16]}"
+        if not run.get("known", True):
+            line += "  (no such demo here: not verified)"
+        lines.append(line)
     return "\n".join(lines)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import math
@@ -85,14 +86,17 @@ def test_check_fails_on_counterexample(name: str) -> None:
 def test_block_diagonal_counterexample_fails_every_check() -> None:
     mod = module("block-diagonal")
     checks = mod.check(mod.counterexample(mod.SCALES["small"], CPU, harness.make_generator(CPU, 1)))
-    assert [c.passed for c in checks] == [False, False, False, False]
+    # the four identities and the untrained dense student; the block-diagonal student's check
+    # has its own counterexample in test_decoder_demos.py
+    assert [c.passed for c in checks[:5]] == [False] * 5
     assert checks[0].measured > 0.1  # a dense W_O writes clearly outside the slice
 
 
 def test_block_diagonal_one_off_diagonal_entry_cannot_be_absorbed() -> None:
     """A single nonzero outside head 0's diagonal block already breaks W_V^h B_h absorption."""
     mod = module("block-diagonal")
-    setup = mod.build(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0))
+    no_training = dataclasses.replace(mod.TRAIN, steps=0, seeds=1)
+    setup = mod.build(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0), no_training)
     dh = setup.cfg.d_head
     setup.W_O[0, 0, dh] = 0.5  # head 0 now writes into head 1's slice
     absorbed = mod.check(setup)[3]
@@ -135,9 +139,10 @@ def test_param_share_states_the_card_numbers(small_reports: dict[str, harness.Re
 
 def test_learned_suppression_is_deterministic_for_a_seed() -> None:
     mod = module("learned-suppression")
-    a = mod.run(seed=3)
-    b = mod.run(seed=3)
-    assert [c.measured for c in a.checks] == [c.measured for c in b.checks]
+    cfg = dataclasses.replace(mod.SCALES["small"], steps=20)
+    a = mod.train(cfg, harness.make_generator(CPU, 3))
+    b = mod.train(cfg, harness.make_generator(CPU, 3))
+    assert torch.equal(a.ov_final, b.ov_final) and a.loss_final == b.loss_final
 
 
 def test_exact_zeros_are_reported_exactly(small_reports: dict[str, harness.Report]) -> None:
@@ -254,8 +259,10 @@ def test_property_block_diagonal_writes_exactly_zero_outside_slice(s) -> None:
     n_heads, d_head, seed = s
     mod = module("block-diagonal")
     cfg = attn.Sizes(batch=1, seq_len=5, d_model=n_heads * d_head, n_heads=n_heads)
-    checks = mod.check(mod.build(cfg, CPU, harness.make_generator(CPU, seed)))
-    assert all(c.passed for c in checks), checks
+    no_training = dataclasses.replace(mod.TRAIN, steps=0, seeds=1)  # the identities only
+    checks = mod.check(mod.build(cfg, CPU, harness.make_generator(CPU, seed), no_training))
+    identities = [c for c in checks if c.kind == harness.IDENTITY]
+    assert len(identities) == 4 and all(c.passed for c in identities), checks
 
 
 @settings(max_examples=20, deadline=None)

@@ -151,6 +151,8 @@ class PrepApp(App[int]):
         from prep.tui.screens.home import HomeScreen
 
         self.collection = self.load_collection()
+        for warning in self.collection.warnings:
+            self.notify(str(warning), title="Decks", severity="warning", timeout=8)
         if self.collection.errors and not ignore_deck_errors:
             self._show(ErrorScreen.deck_errors(self.collection))
             return

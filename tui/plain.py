@@ -27,6 +27,7 @@ from prep.engine.present import (
 )
 from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
 from prep.engine.session import ReviewSession
+from prep.engine.storage import StoreError
 
 
 class Quit(Exception):
@@ -82,6 +83,8 @@ class PlainQuiz:
     def run(self) -> int:
         session, say = self.session, self.io.say
         if session.finished:
+            for notice in session.take_notices():
+                say(notice)
             say("Nothing due right now. Come back later, or study new cards with --new N.")
             return 0
         say(
@@ -91,10 +94,14 @@ class PlainQuiz:
         try:
             while not session.finished:
                 card = session.current
+                for notice in session.take_notices():
+                    say(notice)
                 assert card is not None
                 self.show_card(card)
         except Quit:
             pass
+        for notice in session.take_notices():
+            say(notice)
         s = session.summary()
         say("")
         say(
@@ -156,7 +163,14 @@ class PlainQuiz:
             if answer == "" and suggested is not None:
                 answer = str(int(suggested))
             if answer in ("1", "2", "3", "4"):
-                outcome = session.rate(Rating(int(answer)))
+                try:
+                    outcome = session.rate(Rating(int(answer)))
+                except StoreError as exc:
+                    if not exc.retryable:  # read-only: no retry will save it
+                        raise
+                    # busy (another terminal holds the lock), a full disk: as the TUI does
+                    say(f"Not saved: {exc}. The card stays; rate it again, or q to quit.")
+                    continue
                 say(
                     f"Saved: {RATING_NAMES[outcome.rating]}, "
                     f"next in {human_interval(outcome.interval)}."

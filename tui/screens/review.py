@@ -139,6 +139,8 @@ class ReviewScreen(PrepScreen):
     def show_card(self) -> None:
         """Show the session's current card, front side; or the summary when it is done."""
         card = self.session.current
+        for notice in self.session.take_notices():
+            self.notify(notice, severity="warning", timeout=10)
         if card is None:
             from prep.tui.screens.summary import SummaryScreen
 

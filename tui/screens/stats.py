@@ -64,7 +64,12 @@ class StatsScreen(PrepScreen):
         from prep.engine.stats import compute
 
         try:
-            stats = compute(self.prep.store, self.prep.collection, self.prep.now())
+            stats = compute(
+                self.prep.store,
+                self.prep.collection,
+                self.prep.now(),
+                known_demos=self.prep.demos or None,
+            )
         except StoreError as exc:
             self.query_one("#stats-summary", Static).update(
                 Text(f"Cannot read progress: {exc}", style="bold red")
@@ -124,11 +129,12 @@ class StatsScreen(PrepScreen):
         text.append("Demos verified  ", style="bold")
         text.append(f"{len(demos['verified'])} of {len(self.prep.demos) or len(demos['latest'])}\n")
         for run in demos["latest"]:
-            mark = (
-                Text("PASS", style="bold green")
-                if run["passed"]
-                else Text("FAIL", style="bold red")
-            )
+            if not run.get("known", True):
+                mark = Text("????", style="dim")  # imported, of a demo this prep does not have
+            elif run["passed"]:
+                mark = Text("PASS", style="bold green")
+            else:
+                mark = Text("FAIL", style="bold red")
             text.append("  ")
             text.append(mark)
             when = (run["ran_at"] or "")[:16].replace("T", " ")
