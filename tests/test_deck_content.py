@@ -55,22 +55,9 @@ def test_every_linked_demo_is_registered(cards):
     assert not unknown, f"cards link demos that do not exist: {sorted(unknown)}"
 
 
-# Demos added by issue 12 whose card links the deck's owner applies at merge (the card changes are
-# in i12's report); remove a name from here once a card links it.
-PENDING_CARD_LINKS = {
-    "dla",
-    "induction",
-    "ov-copying",
-    "real-block-structure",
-    "real-importance",
-    "real-ov-rank",
-    "real-per-head-sum",
-}
-
-
 def test_every_demo_is_linked_by_some_card(cards):
     linked = {d for c in cards for d in c.demos}
-    missing = set(DEMO_NAMES) - linked - (PENDING_CARD_LINKS - linked)
+    missing = set(DEMO_NAMES) - linked
     assert not missing, f"no card links these demos: {sorted(missing)}"
 
 
