@@ -19,11 +19,14 @@ from dataclasses import dataclass, replace
 from prep.demos import attention as attn
 from prep.demos import harness
 from prep.demos._torch import torch
-from prep.demos.harness import MEASUREMENT, Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
 
 NAME = "block-diagonal"
 DTYPE = torch.float32
 CONTRAST_LABEL = "a dense W_O on the same head outputs"
+# The structural zeros, the nonzero count, orthogonality and absorption, and the dense
+# contrast's four, follow from how W_O is built; the two trained students' errors are measured.
+CHECK_KINDS = {IDENTITY: 8, MEASUREMENT: 2}
 SCALES = attn.standard_scales()
 
 

@@ -21,11 +21,13 @@ from dataclasses import dataclass
 from prep.demos import attention as attn
 from prep.demos import harness
 from prep.demos._torch import torch
-from prep.demos.harness import Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
 
 NAME = "fold-bias-ln"
 DTYPE = torch.float32
 CONTRAST_LABEL = "attention weights that do not sum to 1 (sigmoid attention; a gate after it)"
+# Both folds and both contrasts (attention rows not summing to 1) are algebra.
+CHECK_KINDS = {IDENTITY: 4, MEASUREMENT: 0}
 SCALES = attn.standard_scales(large_seq_len=1024)
 
 

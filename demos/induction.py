@@ -39,11 +39,13 @@ from dataclasses import dataclass
 
 from prep.demos import decoder, harness
 from prep.demos._torch import torch
-from prep.demos.harness import MEASUREMENT, Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
 
 NAME = "induction"
 DTYPE = torch.float32
 CONTRAST_LABEL = "the same decoder untrained (its initial weights)"
+# All measured on the shipped decoder (4 checks) and its untrained initialisation (3).
+CHECK_KINDS = {IDENTITY: 0, MEASUREMENT: 7}
 ATTENTION_BAR = 0.5
 DROP_BAR = 0.2
 

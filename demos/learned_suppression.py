@@ -40,11 +40,14 @@ from dataclasses import dataclass, replace
 from prep.demos import attention as attn
 from prep.demos import harness
 from prep.demos._torch import torch
-from prep.demos.harness import MEASUREMENT, Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
 
 NAME = "learned-suppression"
 DTYPE = torch.float32
 CONTRAST_LABEL = "every head attends to the predictive token (heads n_useful.. keep the label)"
+# Everything is measured on trained weights: 3 checks per optimiser (SGD+wd, SGD, AdamW) and
+# the all-heads-useful contrast, at every scale.
+CHECK_KINDS = {IDENTITY: 0, MEASUREMENT: 10}
 # Pass bars, argued before any run of this version: the claim is directional against each head's
 # own starting norm, so the bar is the claim itself. Every noise head in every seed must end with
 # ||OV|| / ||OV at init|| < 1 and every useful head > 1: a single exception means the effect is

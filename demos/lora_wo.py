@@ -16,11 +16,14 @@ from dataclasses import dataclass
 from prep.demos import attention as attn
 from prep.demos import harness
 from prep.demos._torch import torch
-from prep.demos.harness import Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
 
 NAME = "lora-wo"
 DTYPE = torch.float64  # matrix_rank needs clean singular values
 CONTRAST_LABEL = "a full fine-tune of W_O (a dense update)"
+# Merge, zero init, update ranks, adapter parameter count and the dense-update contrast are
+# all algebra.
+CHECK_KINDS = {IDENTITY: 7, MEASUREMENT: 0}
 RANK = 4
 ALPHA = 8.0
 

@@ -18,11 +18,14 @@ from dataclasses import dataclass
 from prep.demos import attention as attn
 from prep.demos import decoder, harness
 from prep.demos._torch import torch
-from prep.demos.harness import MEASUREMENT, Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
 
 NAME = "no-wo"
 DTYPE = torch.float32
 CONTRAST_LABEL = "a dense W_O on the same head outputs"
+# Jacobians of no/identity/permutation W_O and the dense contrast are algebra; one measured
+# spread per layer of the shipped decoder (2 layers, whatever the scale).
+CHECK_KINDS = {IDENTITY: 8, MEASUREMENT: 2}
 
 
 @dataclass(frozen=True)

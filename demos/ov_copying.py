@@ -39,11 +39,13 @@ from dataclasses import dataclass
 
 from prep.demos import decoder, harness
 from prep.demos._torch import torch
-from prep.demos.harness import MEASUREMENT, Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
 
 NAME = "ov-copying"
 DTYPE = torch.float64  # eigenvalues of a product of five matrices: keep rounding out of the way
 CONTRAST_LABEL = "random Gaussian weights with the trained tensors' standard deviations"
+# All measured: 3 on the shipped decoder's induction head, 3 on random weights (the contrast).
+CHECK_KINDS = {IDENTITY: 0, MEASUREMENT: 6}
 POSITIVE_BAR = 0.75
 MASS_BAR = 0.5
 COPY_BAR = 0.5

@@ -16,11 +16,14 @@ from dataclasses import dataclass
 from prep.demos import attention as attn
 from prep.demos import decoder, harness
 from prep.demos._torch import torch
-from prep.demos.harness import MEASUREMENT, Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
 
 NAME = "ov-rank"
 DTYPE = torch.float64  # the harness runs float64 demos on the CPU where mps lacks it
 CONTRAST_LABEL = "full d_model x d_model matrices"
+# The rank bound and its gap, and the full-rank contrasts, are algebra (generic matrices);
+# two ranks per layer of the shipped 2-layer decoder are measured, at every scale.
+CHECK_KINDS = {IDENTITY: 4, MEASUREMENT: 4}
 
 
 @dataclass(frozen=True)

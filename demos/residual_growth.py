@@ -21,11 +21,14 @@ from dataclasses import dataclass
 from prep.demos import attention as attn
 from prep.demos import harness
 from prep.demos._torch import torch
-from prep.demos.harness import Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
 
 NAME = "residual-growth"
 DTYPE = torch.float32
 CONTRAST_LABEL = "post-LN (LayerNorm after each residual add)"
+# The variance-growth bars on random init are measured; zero-init W_O leaving the residual
+# unchanged and post-LN's renormalised RMS (the contrast) follow by construction.
+CHECK_KINDS = {IDENTITY: 2, MEASUREMENT: 4}
 STD = 0.02  # GPT-2's initialiser
 
 

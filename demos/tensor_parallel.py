@@ -29,11 +29,15 @@ from pathlib import Path
 from prep.demos import attention as attn
 from prep.demos import harness
 from prep.demos._torch import torch
-from prep.demos.harness import Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
 
 NAME = "tensor-parallel"
 DTYPE = torch.float32
 CONTRAST_LABEL = "one rank's partial write before the all-reduce"
+# Algebra: the all-reduce equality, one rank-agreement check per rank after rank 0
+# (WORLD_SIZE = 2 at every scale) and the partial-write contrast. A failed distributed run
+# returns one failing check instead.
+CHECK_KINDS = {IDENTITY: 3, MEASUREMENT: 0}
 SCALES = attn.standard_scales(large_seq_len=1024)
 WORLD_SIZE = 2
 TIMEOUT_S = 120.0  # rendezvous, all-reduce and join each get this long before the run is failed
