@@ -107,6 +107,12 @@ class HomeScreen(Screen):
         self.query_one("#howto", Static).update(howto)
         table.focus()
 
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The highlighted row is the selected deck: Enter, c (cram) and m (mock) act on it,
+        and it stays highlighted when you come back (the first row is all decks)."""
+        event.stop()
+        self.app.selected_deck = event.row_key.value or None
+
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
         self.app.action_start(event.row_key.value or "")
