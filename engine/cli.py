@@ -81,6 +81,15 @@ def demo_names() -> list[str] | None:
     return names()
 
 
+def line_mode_reason() -> str | None:
+    """Why the full-screen app cannot run here (so the line mode runs instead), or None."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return "not a terminal"
+    if os.environ.get("TERM", "") in ("dumb", "unknown"):
+        return f"TERM={os.environ['TERM']} cannot draw the full-screen app"
+    return None
+
+
 def _questions_from_env() -> tuple[str, ...]:
     env = os.environ.get("PREP_QUESTIONS", "")
     return tuple(p for p in env.split(os.pathsep) if p)
@@ -135,8 +144,9 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
 @click.pass_obj
 def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: bool) -> None:
     """Review today's queue (the default command)."""
-    if not plain and not (sys.stdin.isatty() and sys.stdout.isatty()):
-        click.echo("prep: not a terminal; running the line-oriented session (--plain)", err=True)
+    reason = None if plain else line_mode_reason()
+    if reason is not None:
+        click.echo(f"prep: {reason}; running the line-oriented session (--plain)", err=True)
         plain = True
     if not plain:
         from prep.tui.app import run
@@ -530,7 +540,10 @@ def mock(obj: Ctx, minutes: float, deck: str | None, seed: int | None, plain: bo
             interview = MockInterview(store, coll, minutes=minutes, deck=deck, seed=seed)
         except MockError as exc:
             raise UsageError(str(exc)) from None
-        if plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
+        reason = None if plain else line_mode_reason()
+        if reason is not None:
+            click.echo(f"prep: {reason}; running the line-oriented mock (--plain)", err=True)
+        if plain or reason is not None:
             sys.exit(run_mock_plain(interview, sys.stdin, sys.stdout))
         from prep.tui.screens.mock import run_mock
 

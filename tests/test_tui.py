@@ -366,7 +366,8 @@ async def test_help_stats_palette(tmp_path: Path) -> None:
         from rich.console import Console
 
         console = Console(width=100, record=True, file=io.StringIO())
-        console.print(app.screen.keys_table())
+        for _screen, table in app.screen.tables():
+            console.print(table)
         keys = [line.split()[0] for line in console.export_text().splitlines() if line.strip()]
         for expected in (
             "space",

@@ -52,3 +52,92 @@ async def test_c_m_and_enter_act_on_the_highlighted_deck_and_the_cursor_stays(
         assert isinstance(app.screen, HomeScreen)
         assert table.cursor_row == 0
         assert app.selected_deck is None
+
+
+def _run_in_pty(argv: list[str], env: dict[str, str], keys: bytes, timeout: float = 30) -> str:
+    """Run ``argv`` with a pseudo-terminal as stdin/stdout (isatty() is true), type ``keys``
+    once it has printed its first line, and return everything it wrote."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import time
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        argv, stdin=follower, stdout=follower, stderr=follower, env=env, close_fds=True
+    )
+    os.close(follower)
+    out = b""
+    sent = False
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 0.1)
+            if ready:
+                try:
+                    chunk = os.read(leader, 4096)
+                except OSError:  # the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                out += chunk
+                if not sent and b"\n" in out:
+                    os.write(leader, keys)
+                    sent = True
+            elif proc.poll() is not None:
+                break
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        os.close(leader)
+    return out.decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("term", ["dumb", "xterm-256color"])
+def test_term_dumb_runs_the_line_mode(tmp_path: Path, small_deck_dir: Path, term: str) -> None:
+    import os
+    import sys
+
+    prep = Path(sys.executable).with_name("prep")
+    env = {**os.environ, "TERM": term, "PREP_DB": str(tmp_path / "p.db")}
+    argv = [str(prep), "--questions", str(small_deck_dir), "quiz", "--deck", "small"]
+    if term == "dumb":
+        out = _run_in_pty(argv, env, b"q\n")
+        assert "TERM=dumb cannot draw the full-screen app; running the line-oriented" in out
+        assert "Press Enter to reveal" in out or "Pick a-" in out
+        assert "\x1b[?1049h" not in out  # never switched to the full-screen buffer
+    else:  # the contrast: a real terminal type gets the full-screen app
+        out = _run_in_pty(argv, env, b"q")
+        assert "line-oriented" not in out
+        assert "\x1b[?1049h" in out
+
+
+@async_test
+async def test_help_opens_at_this_screens_section_and_ctrl_c_quits() -> None:
+    from textual.containers import VerticalScroll
+
+    from prep.tui.screens.help import HelpScreen
+
+    def section_on_top(name: str) -> bool:
+        scroll = app.screen.query_one("#help", VerticalScroll)
+        section = app.screen.query_one(f"#help-{name}")
+        return scroll.scroll_y > 0 and section.region.y - scroll.region.y <= 1
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.pause()
+        assert section_on_top("HomeScreen") and not section_on_top("ReviewScreen")
+        await pilot.press("escape", "enter", "question_mark")  # help from the review screen
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.pause()
+        assert section_on_top("ReviewScreen")
+        await pilot.press("escape")
+        assert isinstance(app.screen, ReviewScreen)
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+    assert app.return_code == 0
+    assert not app.is_running

@@ -96,8 +96,10 @@ class PrepApp(App[int]):
     TITLE = "prep"
     SUB_TITLE = "W_O interview prep"
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
+    # One convention on every screen: Esc goes back one screen (it closes help, stops a demo),
+    # q quits prep from anywhere (every rating is already saved), and so does ctrl+c.
     BINDINGS = [
-        Binding("q", "quit", "Quit", tooltip="Quit (every rating is already saved)"),
+        Binding("q", "quit", "Quit", tooltip="Quit prep from any screen (every rating is saved)"),
         Binding("question_mark", "help", "Help", tooltip="Every key"),
         Binding(
             "ctrl+p",
@@ -285,10 +287,16 @@ class PrepApp(App[int]):
             self.pop_screen()
 
     def action_help(self) -> None:
+        """Help, opened at the section of the screen you are on."""
         from prep.tui.screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(at=type(self.screen).__name__))
+
+    def action_help_quit(self) -> None:
+        """ctrl+c (when no text is selected to copy) quits, as in any terminal program;
+        Textual's default only says which key quits."""
+        self.exit()
 
     def action_stats(self) -> None:
         from prep.tui.screens.stats import StatsScreen
