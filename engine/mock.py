@@ -352,9 +352,16 @@ def summary_lines(mock: MockInterview) -> list[str]:
         rating = RATING_NAMES[step.rating] if step.rating is not None else "not graded"
         took = clock_text(step.elapsed_s) if step.elapsed_s is not None else "-"
         lines.append(
-            f"  {i}. {'  ' * step.depth}{step.card.id}: {took} of {clock_text(step.budget_s)}, {rating}"
+            f"  {i}. {'  ' * step.depth}{question_line(step.card.prompt)}: "
+            f"{took} of {clock_text(step.budget_s)}, {rating}"
         )
     return lines
+
+
+def question_line(prompt: str, width: int = 60) -> str:
+    """A question's first line as plain text (no ** emphasis), cut to ``width`` characters."""
+    first = " ".join(prompt.split("\n", 1)[0].replace("**", "").split())
+    return first if len(first) <= width else first[: width - 1].rstrip() + "…"
 
 
 def run_mock_plain(mock: MockInterview, stdin: TextIO, stdout: TextIO) -> int:

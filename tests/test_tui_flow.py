@@ -141,3 +141,47 @@ async def test_help_opens_at_this_screens_section_and_ctrl_c_quits() -> None:
         await pilot.pause()
     assert app.return_code == 0
     assert not app.is_running
+
+
+@async_test
+async def test_mock_asks_before_discarding_a_typed_answer_and_says_saved_in_place() -> None:
+    from textual.widgets import Input
+
+    from prep.engine.storage import Store
+    from prep.tui.screens.confirm import Confirm
+    from prep.tui.screens.mock import MockScreen
+    from tests.test_tui import text_of
+
+    store = Store.memory()
+    app = make_app(store=store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("down", "m")  # wo-core: two-roles, then its follow-up
+        screen = app.screen
+        assert isinstance(screen, MockScreen)
+        await pilot.press(*"mixes heads", "escape")
+        assert isinstance(app.screen, Confirm)
+        await pilot.press("n")  # stay: the answer is still there
+        assert app.screen is screen
+        assert screen.query_one("#mock-answer", Input).value == "mixes heads"
+        await pilot.press("enter", "3")  # reveal, grade Good
+        await pilot.pause()
+        assert [r.rating for r in store.reviews()] == [3]
+        # the grade is confirmed where the answer will appear, not in a toast over the grades
+        assert "Saved: Good, next review in" in text_of(app, "#mock-reveal")
+        assert not app._notifications
+        await pilot.press("enter", "4")  # the follow-up, answered aloud
+        await pilot.pause()
+        summary = text_of(app, "#mock-reveal")
+        assert (
+            "What are the two roles of `W_O` in multi-head attention?: " in summary
+        )  # questions, not card ids
+        assert "two-roles" not in summary and "identity-wo" not in summary
+        await pilot.press("escape")  # nothing typed to lose: no question
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen)
+    # with a typed answer, y leaves
+    app = make_app(store=Store.memory())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("down", "m", *"x", "escape", "y")
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen)
