@@ -13,6 +13,8 @@ from pathlib import Path
 
 import click
 
+from prep.engine.timeutil import plural
+
 EXIT_USAGE = 2
 
 
@@ -61,14 +63,14 @@ class Ctx:
         coll = load_collection(self.questions, demo_names=demo_names())
         if coll.errors and not strict:
             click.echo(
-                f"prep: warning: {len(coll.errors)} deck error(s) ignored; see `prep check`",
+                f"prep: warning: {plural(len(coll.errors), 'deck error')} ignored; see `prep check`",
                 err=True,
             )
         if coll.errors and strict:
             for error in coll.errors:
                 click.echo(str(error), err=True)
             raise UsageError(
-                f"{len(coll.errors)} error(s) in the decks; fix them (see `prep check`)"
+                f"{plural(len(coll.errors), 'error')} in the decks; fix them (see `prep check`)"
             )
         return coll
 
@@ -234,7 +236,7 @@ def check(obj: Ctx, paths: tuple[Path, ...]) -> None:
     linked = sum(1 for c in coll.cards if c.demos)
     by_kind = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     click.echo(
-        f"ok: {len(coll.cards)} cards in {len(coll.decks)} deck(s) ({by_kind}); {linked} linked to demos"
+        f"ok: {len(coll.cards)} cards in {plural(len(coll.decks), 'deck')} ({by_kind}); {linked} linked to demos"
     )
 
 
@@ -420,7 +422,7 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
             if deck is not None and deck not in coll.decks:
                 raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
             notes = write_apkg(coll, path, deck=deck)
-            click.echo(f"Wrote {path}: {notes} note(s) for Anki (File > Import).")
+            click.echo(f"Wrote {path}: {plural(notes, 'note')} for Anki (File > Import).")
             return
         from prep.engine.export import export_csv, export_json
 
@@ -431,7 +433,7 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
             else:
                 written = export_csv(store, path)
             n = store.count_reviews()
-        click.echo(f"Wrote {', '.join(str(p) for p in written)}: {n} review(s).")
+        click.echo(f"Wrote {', '.join(str(p) for p in written)}: {plural(n, 'review')}.")
     except ExportError as exc:
         raise UsageError(str(exc)) from None
 

@@ -25,7 +25,7 @@ from prep.engine.plain import LineIO, Quit
 from prep.engine.scheduler import RATING_NAMES, Outcome, Rating, Scheduler
 from prep.engine.session import ReviewSession, choice_feedback
 from prep.engine.storage import Store
-from prep.engine.timeutil import Clock, human_interval, utcnow
+from prep.engine.timeutil import Clock, human_interval, plural, spoken_interval, utcnow
 
 MAIN_WEIGHT = 2  # the main question's share of the time, relative to one follow-up
 
@@ -344,7 +344,7 @@ def reveal_lines(step: MockStep) -> list[str]:
 def summary_lines(mock: MockInterview) -> list[str]:
     s = mock.summary()
     lines = [
-        f"Mock over: {s['graded']} of {s['questions']} question(s) graded in "
+        f"Mock over: {s['graded']} of {plural(s['questions'], 'question')} graded in "
         f"{clock_text(s['seconds'])} (budget {clock_text(s['budget_seconds'])}); "
         f"{s['over_budget']} over their time."
     ]
@@ -373,7 +373,7 @@ def run_mock_plain(mock: MockInterview, stdin: TextIO, stdout: TextIO) -> int:
 
     follow = len(mock.steps) - 1
     say(
-        f"Mock interview: 1 main question and {follow} follow-up(s), {clock_text(mock.total_budget_s)} in all."
+        f"Mock interview: 1 main question and {plural(follow, 'follow-up')}, {clock_text(mock.total_budget_s)} in all."
     )
     say("Answer aloud or type it; Enter reveals; then grade yourself 1-4. q quits.")
     try:
@@ -414,7 +414,7 @@ def run_mock_plain(mock: MockInterview, stdin: TextIO, stdout: TextIO) -> int:
                 if grade in ("1", "2", "3", "4"):
                     outcome = mock.grade(int(grade))
                     say(
-                        f"Saved: {RATING_NAMES[outcome.rating]}, next review in {human_interval(outcome.interval)}."
+                        f"Saved: {RATING_NAMES[outcome.rating]}, next review in {spoken_interval(outcome.interval)}."
                     )
                     break
                 say("Type 1 (Again), 2 (Hard), 3 (Good), 4 (Easy) or q.")

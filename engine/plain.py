@@ -14,7 +14,7 @@ from typing import TextIO
 from prep.engine.deck import CHOICE_LETTERS, Card
 from prep.engine.scheduler import RATING_NAMES, Rating
 from prep.engine.session import ReviewSession, choice_feedback
-from prep.engine.timeutil import human_interval
+from prep.engine.timeutil import human_interval, plural, spoken_interval
 
 
 class Quit(Exception):
@@ -68,7 +68,9 @@ def run_plain(session: ReviewSession, stdin: TextIO, stdout: TextIO) -> int:
     if session.finished:
         say("Nothing due right now. Come back later, or study new cards with --new N.")
         return 0
-    say(f"{session.total} card(s) in this session. Enter reveals, 1-4 rate, u undoes, q quits.")
+    say(
+        f"{plural(session.total, 'card')} in this session. Enter reveals, 1-4 rate, u undoes, q quits."
+    )
     try:
         while not session.finished:
             card = session.current
@@ -83,7 +85,7 @@ def run_plain(session: ReviewSession, stdin: TextIO, stdout: TextIO) -> int:
         f"{s['seconds']:.0f}s."
     )
     if s["next_due"] is not None:
-        wait = human_interval(s["next_due"] - session.clock())
+        wait = spoken_interval(s["next_due"] - session.clock())
         say(f"Next card due in {wait}; {s['due_by_tomorrow']} due by the end of tomorrow.")
     return 0
 
@@ -137,7 +139,7 @@ def _show_card(
         if answer in ("1", "2", "3", "4"):
             outcome = session.rate(Rating(int(answer)))
             say(
-                f"Saved: {RATING_NAMES[outcome.rating]}, next in {human_interval(outcome.interval)}."
+                f"Saved: {RATING_NAMES[outcome.rating]}, next in {spoken_interval(outcome.interval)}."
             )
             return
         if answer == "u":

@@ -12,7 +12,7 @@ from typing import Any
 from prep.engine.deck import Collection
 from prep.engine.scheduler import State
 from prep.engine.storage import Store
-from prep.engine.timeutil import day_start, fmt, study_day_start
+from prep.engine.timeutil import day_start, fmt, plural, study_day_start
 
 MATURE_DAYS = 21.0  # Anki's threshold for a "mature" card
 
@@ -213,8 +213,8 @@ def render(stats: dict[str, Any]) -> str:
     d = stats["due"]
     since = f" since {stats['since'][:10]}" if stats.get("since") else ""
     lines = [
-        f"Reviews      today {r['today']}   total{since} {r['total']}   streak {stats['streak_days']} day(s)",
-        f"Retention    true{since} {_pct(tr['all']['rate'])} over {tr['all']['reviews']} review(s)"
+        f"Reviews      today {r['today']}   total{since} {r['total']}   streak {plural(stats['streak_days'], 'day')}",
+        f"Retention    true{since} {_pct(tr['all']['rate'])} over {plural(tr['all']['reviews'], 'review')}"
         f"   last 30 days {_pct(tr['last_30_days']['rate'])}   target {_pct(stats['desired_retention'])}",
         f"Due          now {d['now']}   today {d['today']}   tomorrow {d['tomorrow']}   next 7 days {d['next_7_days']}",
         f"Cards        {stats['cards']['seen']} of {stats['cards']['total']} seen",

@@ -71,3 +71,19 @@ def human_interval(delta: timedelta) -> str:
         months = days / 30.4
         return f"{months:.1f}mo".replace(".0mo", "mo")
     return f"{days / 365:.1f}y".replace(".0y", "y")
+
+
+def plural(n: int, noun: str, many: str | None = None) -> str:
+    """``1 day``, ``2 days``, ``0 cards`` (``many`` for irregular plurals)."""
+    return f"{n} {noun if n == 1 else (many or noun + 's')}"
+
+
+_UNIT_WORDS = {"s": "second", "m": "minute", "h": "hour", "d": "day", "mo": "month", "y": "year"}
+
+
+def spoken_interval(delta: timedelta) -> str:
+    """The interval of ``human_interval`` in words, for sentences: 1 day, 2 days, 2.5 months."""
+    short = human_interval(delta)
+    number = short.rstrip("smhdoy")
+    word = _UNIT_WORDS[short[len(number) :]]
+    return f"{number} {word}" + ("" if number == "1" else "s")

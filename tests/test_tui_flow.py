@@ -185,3 +185,63 @@ async def test_mock_asks_before_discarding_a_typed_answer_and_says_saved_in_plac
         await pilot.press("down", "m", *"x", "escape", "y")
         await pilot.pause()
         assert isinstance(app.screen, HomeScreen)
+
+
+def test_intervals_and_counts_in_words() -> None:
+    from datetime import timedelta
+
+    from prep.engine.timeutil import plural, spoken_interval
+
+    assert [plural(n, "day") for n in (0, 1, 2)] == ["0 days", "1 day", "2 days"]
+    assert spoken_interval(timedelta(days=1)) == "1 day"
+    assert spoken_interval(timedelta(hours=47)) == "2 days"
+    assert spoken_interval(timedelta(minutes=10)) == "10 minutes"
+    assert spoken_interval(timedelta(days=45)) == "1.5 months"
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_deck_names_use_the_width_at_80_columns(width: int) -> None:
+    from prep.engine.deck import parse_deck_text
+    from prep.tui.testing import fixed_collection
+
+    coll = fixed_collection()
+    title = "A deck whose title runs long - parameters, folding, pruning and importance"
+    info, cards, errors = parse_deck_text(
+        f"deck: long\ntitle: {title}\ncards:\n  - id: x\n    kind: recall\n"
+        "    prompt: Q?\n    answer: A.\n",
+        "long.yaml",
+        "long",
+    )
+    assert not errors
+    coll.decks[info.name] = info
+    for card in cards:
+        coll.add(card)
+
+    async def run() -> None:
+        app = make_app(collection=coll)
+        async with app.run_test(size=(width, 24)) as pilot:
+            await pilot.pause()
+            table = app.screen.query_one("#decks", DataTable)
+            label = str(table.get_row_at(3)[0])
+            # every count column stays on screen and the label takes the rest
+            assert table.virtual_size.width <= table.size.width
+            if width == 80:
+                assert label.endswith("…") and len(label) >= 43
+            else:
+                assert label == f"{title}  long"
+
+    import asyncio
+
+    asyncio.run(run())
+
+
+@async_test
+async def test_card_text_keeps_a_readable_measure_on_a_wide_terminal() -> None:
+    app = make_app()
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.press("enter", "space")
+        await pilot.pause()
+        assert isinstance(app.screen, ReviewScreen)
+        for selector in ("#prompt", "#answer", "#back"):
+            assert app.screen.query_one(selector).size.width <= 100
+        assert app.screen.query_one("#actions").size.width > 150  # the buttons still spread

@@ -18,6 +18,9 @@ from textual.widgets import Footer, Static
 
 from prep.engine.cram import CramDeck, cram_sheet
 from prep.engine.deck import Collection
+from prep.engine.timeutil import plural
+
+MEASURE = 100  # the longest line on a wide terminal: a readable measure
 
 
 def sheet_text(sheet: list[CramDeck], width: int | None = None) -> Text:
@@ -106,10 +109,10 @@ class CramScreen(Screen):
         items = sum(len(d.items) for d in sheet)
         where = f"deck {deck}" if deck else "all decks"
         self.query_one("#cram-title", Static).update(
-            f"Cram · the 60-second bullets · {where} · {items} card(s)"
+            f"Cram · the 60-second bullets · {where} · {plural(items, 'card')}"
         )
         # the screen less the padding and the scrollbar
-        width = max(24, self.app.size.width - 6)
+        width = max(24, min(MEASURE, self.app.size.width - 6))
         self.query_one("#cram-sheet", Static).update(sheet_text(sheet, width))
 
     def on_resize(self) -> None:

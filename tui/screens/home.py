@@ -67,12 +67,19 @@ class HomeScreen(Screen):
             return
         table.clear()
         selected = 0
+        # the count columns keep their width; the deck label gets the rest of the line
+        # (less the table's margin, each cell's padding and a scrollbar's width)
+        counts = [(str(r.new), str(r.learning), str(r.due), str(r.cards)) for r in rows]
+        widths = [
+            max([len(header), *(len(c[i]) for c in counts)])
+            for i, header in enumerate(("New", "Learning", "Due", "Cards"))
+        ]
+        room = self.app.size.width - 4 - 2 * (len(widths) + 1) - sum(widths) - 2
         for i, row in enumerate(rows):
             label = Text(row.title, style="bold" if i == 0 else "")
             if row.name:
                 label.append(f"  {row.name}", style="dim")
-            # keep the count columns on screen at 80 columns: the deck label gives way
-            label.truncate(max(16, self.app.size.width - 44), overflow="ellipsis")
+            label.truncate(max(16, room), overflow="ellipsis")
             theme = self.app.current_theme
             table.add_row(
                 label,

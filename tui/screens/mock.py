@@ -28,7 +28,7 @@ from prep.engine.mock import (
 )
 from prep.engine.scheduler import RATING_NAMES, Rating
 from prep.engine.storage import Store
-from prep.engine.timeutil import Clock, human_interval
+from prep.engine.timeutil import Clock, human_interval, spoken_interval
 
 # the labels reveal_lines starts its lines with, shown bold
 REVEAL_LABELS = {"Your answer", "Correct", "Answer", "Why", "Analogy", "In 60 seconds"}
@@ -297,7 +297,7 @@ class MockScreen(Screen):
         saved = Text.assemble(
             ("Saved: ", "dim"),
             (RATING_NAMES[outcome.rating], "bold"),
-            (f", next review in {human_interval(outcome.interval)}.", "dim"),
+            (f", next review in {spoken_interval(outcome.interval)}.", "dim"),
         )
         if self.mock is not None and not self.mock.finished:
             self.query_one("#mock-reveal", Static).update(saved)

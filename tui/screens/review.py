@@ -24,7 +24,7 @@ from prep.engine.deck import CHOICE_LETTERS, Card
 from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
 from prep.engine.session import ReviewSession, choice_feedback
 from prep.engine.storage import StoreError
-from prep.engine.timeutil import human_interval
+from prep.engine.timeutil import spoken_interval
 from prep.tui.widgets.rating_bar import RatingBar
 
 KIND_LABELS = {
@@ -287,7 +287,7 @@ class ReviewScreen(Screen):
         self._note = Text.assemble(
             ("Saved: ", "dim"),
             (RATING_NAMES[outcome.rating], "bold"),
-            (f", next in {human_interval(outcome.interval)} (u undoes)", "dim"),
+            (f", next in {spoken_interval(outcome.interval)} (u undoes)", "dim"),
         )
         self.show_card()
 

@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from textual_plotext import PlotextPlot
 
 from prep.engine.storage import StoreError
+from prep.engine.timeutil import plural
 
 
 def pct(x: float | None) -> str:
@@ -84,11 +85,11 @@ class StatsScreen(Screen):
         summary = Text()
         summary.append("Reviews    ", style="bold")
         summary.append(
-            f"today {r['today']}   total {r['total']}   streak {stats['streak_days']} day(s)\n"
+            f"today {r['today']}   total {r['total']}   streak {plural(stats['streak_days'], 'day')}\n"
         )
         summary.append("Retention  ", style="bold")
         summary.append(
-            f"true {pct(tr['all']['rate'])} of {tr['all']['reviews']} review(s)   "
+            f"true {pct(tr['all']['rate'])} of {plural(tr['all']['reviews'], 'review')}   "
             f"last 30 days {pct(tr['last_30_days']['rate'])}   "
             f"target {pct(stats['desired_retention'])}\n"
         )

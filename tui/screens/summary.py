@@ -14,7 +14,7 @@ from textual.widgets import Footer, Header, Static
 from prep.engine.scheduler import RATING_NAMES, Rating
 from prep.engine.session import ReviewSession
 from prep.engine.storage import StoreError
-from prep.engine.timeutil import human_interval
+from prep.engine.timeutil import spoken_interval
 
 
 def duration_text(seconds: float) -> str:
@@ -67,7 +67,7 @@ class SummaryScreen(Screen):
             )
             text.append(f"Time             {duration_text(s['seconds'])}\n\n")
         if s["next_due"] is not None:
-            wait = human_interval(s["next_due"] - self.session.clock())
+            wait = spoken_interval(s["next_due"] - self.session.clock())
             text.append(f"Next card due in {wait}; ")
             text.append(f"{s['due_by_tomorrow']} due by the end of tomorrow.\n")
         else:
