@@ -123,7 +123,13 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
 
     Run `prep` alone to open today's queue in the terminal app.
     """
-    ctx.obj = Ctx(db, questions or _questions_from_env())
+    given = "--questions"
+    if not questions:
+        questions, given = _questions_from_env(), "PREP_QUESTIONS"
+    for folder in questions:
+        if not Path(folder).expanduser().exists():
+            raise UsageError(f"{given} {folder}: no such folder or file (it names your own decks)")
+    ctx.obj = Ctx(db, questions)
     if ctx.invoked_subcommand is None:
         ctx.invoke(quiz)
 

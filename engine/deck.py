@@ -67,6 +67,8 @@ class DeckError:
     message: str
 
     def __str__(self) -> str:
+        if self.line <= 0:  # about the file as a whole (it is missing)
+            return f"{self.file}: {self.message}"
         return f"{self.file}:{self.line}: {self.message}"
 
 
@@ -220,6 +222,16 @@ def _str_list(value: Any) -> tuple[str, ...] | None:
     return None
 
 
+def _scalar_hint(key: str, value: Any) -> str:
+    """Why YAML did not read a value as text: yes/no/on/off are booleans, 12 a number."""
+    if isinstance(value, bool):
+        word = "yes" if value else "no"
+        return f' (YAML read it as the boolean {value}: quote it, e.g. {key}: "{word}")'
+    if isinstance(value, int | float):
+        return f' (YAML read it as the number {value}: quote it, e.g. {key}: "{value}")'
+    return ""
+
+
 def _why_not_text(value: Any) -> str:
     items = value if isinstance(value, list) else [value]
     for i, item in enumerate(items, 1):
@@ -261,7 +273,10 @@ def _parse_card(
             err(line, f"{label}: missing required field {key!r}")
             ok = False
         elif not _text(raw[key]):
-            err(at(key), f"{label}: field {key!r} must be non-empty text")
+            err(
+                at(key),
+                f"{label}: field {key!r} must be non-empty text{_scalar_hint(key, raw[key])}",
+            )
             ok = False
     if _text(card_id) and not SLUG.match(card_id):
         err(at("id"), f"card id {card_id!r} is not a slug (lowercase letters, digits, dashes)")
@@ -272,7 +287,10 @@ def _parse_card(
         ok = False
     for key in ("explain", "analogy", "parent"):
         if key in raw and not _text(raw[key]):
-            err(at(key), f"{label}: field {key!r} must be non-empty text")
+            err(
+                at(key),
+                f"{label}: field {key!r} must be non-empty text{_scalar_hint(key, raw[key])}",
+            )
             ok = False
     lists: dict[str, tuple[str, ...]] = {}
     for key in ("tags", "sources", "bullets", "demo", "choices"):
@@ -351,6 +369,11 @@ def parse_deck_text(
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
         problem = exc.problem or exc.context or "invalid YAML"
+        if exc.context_mark is not None and "quoted scalar" in (exc.context or ""):
+            # the scanner notices only where the text ends: name where the quote opened
+            quote = text[exc.context_mark.index] if exc.context_mark.index < len(text) else '"'
+            line = exc.context_mark.line + 1
+            problem = f"unclosed {quote} quote (the text quoted here never ends)"
         return None, [], [DeckError(file, line, f"YAML syntax error: {problem}")]
     except yaml.YAMLError as exc:
         return None, [], [DeckError(file, 1, f"YAML error: {exc}")]
@@ -441,7 +464,7 @@ def load_collection(
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            coll.errors.append(DeckError(shown, 1, "no such file"))
+            coll.errors.append(DeckError(shown, 0, "no such file or folder"))
             continue
         except (OSError, UnicodeDecodeError) as exc:
             coll.errors.append(DeckError(shown, 1, f"cannot read: {exc}"))
@@ -506,5 +529,32 @@ def load_collection(
                 break
             chain.append(node.parent)
             node = coll.get(node.parent)
+    _drop_unservable(coll)
     coll.errors.sort(key=lambda e: (e.file, e.line))
     return coll
+
+
+def _drop_unservable(coll: Collection) -> None:
+    """Leave out follow-ups that can never be served: a follow-up waits for its parent, so
+    one whose parent is missing, itself, or in a cycle (and every card below it) would wait
+    forever. Each is already an error above; leaving it out keeps 'valid cards' true."""
+    servable: dict[str, bool] = {}
+
+    def ok(card_id: str, seen: frozenset[str] = frozenset()) -> bool:
+        if card_id in servable:
+            return servable[card_id]
+        card = coll.get(card_id)
+        if card is None or card_id in seen:
+            return False
+        result = card.parent is None or ok(card.parent, seen | {card_id})
+        servable[card_id] = result
+        return result
+
+    keep = [c for c in coll.cards if ok(c.id)]
+    if len(keep) == len(coll.cards):
+        return
+    dropped = {c.id for c in coll.cards} - {c.id for c in keep}
+    coll.cards[:] = keep
+    coll.__post_init__()
+    for info in coll.decks.values():
+        info.card_ids = [c for c in info.card_ids if c not in dropped]
