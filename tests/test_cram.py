@@ -10,9 +10,9 @@ from click.testing import CliRunner
 from textual.app import App
 from textual.widgets import Static
 
-from prep.engine.cli import main
 from prep.engine.cram import UnknownDeck, cram_sheet, render
 from prep.engine.deck import Collection, load_collection
+from prep.tui.cli import main
 from prep.tui.screens.cram import CramScreen
 
 SECOND = """\
@@ -110,7 +110,7 @@ def test_screen_shows_the_sheet_and_escape_goes_back(coll: Collection) -> None:
             screen = app.screen
             assert isinstance(screen, CramScreen)
             title = str(screen.query_one("#cram-title", Static).render())
-            assert "deck second" in title and "1 card(s)" in title
+            assert "deck second" in title and title.endswith("· 1 card")
             sheet = str(screen.query_one("#cram-sheet", Static).render())
             assert "Why does W_O exist at all?" in sheet and "W_O mixes" in sheet
             assert "mixing" not in sheet
@@ -131,7 +131,7 @@ def test_screen_inside_the_prep_app_reads_the_app() -> None:
         app = make_app()
         async with app.run_test(size=(100, 30)) as pilot:
             await pilot.pause()
-            app.open_optional("cram")
+            app.action_cram()
             await pilot.pause()
             assert isinstance(app.screen, CramScreen)
             # the test deck has no bullets: the screen says so instead of failing

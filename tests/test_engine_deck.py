@@ -211,7 +211,7 @@ def test_a_follow_up_that_can_never_be_served_is_an_error_and_left_out(tmp_path:
 def test_a_missing_questions_folder_is_one_clear_line(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from prep.engine.cli import main
+    from prep.tui.cli import main
 
     result = CliRunner().invoke(main, ["--questions", str(tmp_path / "nope"), "check"])
     assert result.exit_code == 2

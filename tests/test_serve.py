@@ -53,7 +53,7 @@ def prep_executable() -> list[str]:
     script = Path(sys.executable).with_name("prep")
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-c", "import sys; from prep.engine.cli import main; sys.exit(main())"]
+    return [sys.executable, "-c", "import sys; from prep.tui.cli import main; sys.exit(main())"]
 
 
 def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> None:
@@ -235,7 +235,7 @@ def test_serve_studies_in_a_browser(tmp_path: Path, small_deck_dir: Path, browse
 def test_serve_binds_loopback_unless_told(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from prep.engine.cli import main
+    from prep.tui.cli import main
 
     assert main.commands["serve"].params[0].default == "127.0.0.1"
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")

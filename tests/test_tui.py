@@ -106,7 +106,7 @@ async def test_whole_session_is_stored(tmp_path: Path) -> None:
         await pilot.press("3")
         assert reviews(db) == [("two-roles", 3)]
         assert screen.card.id == "wo-shape"
-        assert "Saved: Good, next in 10m" in text_of(app, "#hint")
+        assert "Saved: Good, next in 10 minutes" in text_of(app, "#hint")
 
         # undo: the card is back on screen and nothing is stored
         await pilot.press("u")
@@ -392,7 +392,7 @@ async def test_help_stats_palette(tmp_path: Path) -> None:
         await pilot.press("escape", "s")
         assert isinstance(app.screen, StatsScreen)
         summary = text_of(app, "#stats-summary")
-        assert "total 30" in summary and "streak 6 day(s)" in summary
+        assert "total 30" in summary and "streak 6 days" in summary
         assert "Demos verified  1 of 2" in text_of(app, "#stats-demos")
         await pilot.press("escape", "c")  # cram (issue 6)
         assert type(app.screen).__name__ == "CramScreen"
@@ -406,7 +406,9 @@ async def test_help_stats_palette(tmp_path: Path) -> None:
 
 
 def test_parse_report() -> None:
-    assert parse_report('{"checks": [], "passed": true}') == {"checks": [], "passed": True}
+    report = parse_report('{"name": "x", "checks": [], "passed": true}')
+    assert report is not None and report.name == "x" and report.checks == [] and report.passed
+    assert parse_report('{"checks": [], "passed": true}') is None  # no name: not a report
     assert parse_report("{not json}") is None
     assert parse_report("[1, 2]") is None
     assert parse_report('{"other": 1}') is None

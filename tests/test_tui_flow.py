@@ -190,9 +190,9 @@ async def test_mock_asks_before_discarding_a_typed_answer_and_says_saved_in_plac
 def test_intervals_and_counts_in_words() -> None:
     from datetime import timedelta
 
-    from prep.engine.timeutil import plural, spoken_interval
+    from prep.engine.present import count, spoken_interval
 
-    assert [plural(n, "day") for n in (0, 1, 2)] == ["0 days", "1 day", "2 days"]
+    assert [count(n, "day") for n in (0, 1, 2)] == ["0 days", "1 day", "2 days"]
     assert spoken_interval(timedelta(days=1)) == "1 day"
     assert spoken_interval(timedelta(hours=47)) == "2 days"
     assert spoken_interval(timedelta(minutes=10)) == "10 minutes"

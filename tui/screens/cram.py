@@ -18,7 +18,7 @@ from textual.widgets import Footer, Static
 
 from prep.engine.cram import CramDeck, cram_sheet
 from prep.engine.deck import Collection
-from prep.engine.timeutil import plural
+from prep.engine.present import count
 
 MEASURE = 100  # the longest line on a wide terminal: a readable measure
 
@@ -109,7 +109,7 @@ class CramScreen(Screen):
         items = sum(len(d.items) for d in sheet)
         where = f"deck {deck}" if deck else "all decks"
         self.query_one("#cram-title", Static).update(
-            f"Cram · the 60-second bullets · {where} · {plural(items, 'card')}"
+            f"Cram · the 60-second bullets · {where} · {count(items, 'card')}"
         )
         # the screen less the padding and the scrollbar
         width = max(24, min(MEASURE, self.app.size.width - 6))

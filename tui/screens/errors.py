@@ -11,7 +11,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from prep.engine.deck import Collection
-from prep.engine.timeutil import plural
+from prep.engine.present import count
 
 
 class ErrorScreen(Screen):
@@ -36,7 +36,7 @@ class ErrorScreen(Screen):
             "Fix them and press r to reload, or q to quit."
         )
         if collection.cards:
-            title += f" Enter continues with the {plural(len(collection.cards), 'valid card')}."
+            title += f" Enter continues with the {count(len(collection.cards), 'valid card')}."
         return cls(title, [str(e) for e in collection.errors], can_continue=bool(collection.cards))
 
     @classmethod

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -15,11 +13,13 @@ from textual.widgets import Static
 
 def _sections() -> list[tuple[str, str, list[Binding]]]:
     """(title, screen class name, bindings) for every section, in order."""
-    from prep.tui.app import OPTIONAL_SCREENS, PrepApp
+    from prep.tui.app import PrepApp
+    from prep.tui.screens.cram import CramScreen
     from prep.tui.screens.demo import DemoScreen
     from prep.tui.screens.demos import DemoListScreen
     from prep.tui.screens.errors import ErrorScreen
     from prep.tui.screens.home import HomeScreen
+    from prep.tui.screens.mock import MockScreen
     from prep.tui.screens.review import ReviewScreen
     from prep.tui.screens.stats import StatsScreen
     from prep.tui.screens.summary import SummaryScreen
@@ -27,14 +27,6 @@ def _sections() -> list[tuple[str, str, list[Binding]]]:
     def bindings(cls: type) -> list[Binding]:
         return [b for b in cls.BINDINGS if isinstance(b, Binding)]
 
-    optional = []
-    for module_name, class_name, title in OPTIONAL_SCREENS.values():
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError:
-            continue
-        cls = getattr(module, class_name)
-        optional.append((title.split(":")[0], cls.__name__, bindings(cls)))
     screens = [
         ("Home", HomeScreen),
         ("Review", ReviewScreen),
@@ -42,11 +34,12 @@ def _sections() -> list[tuple[str, str, list[Binding]]]:
         ("Demo", DemoScreen),
         ("Demo list", DemoListScreen),
         ("Stats", StatsScreen),
+        ("Cram", CramScreen),
+        ("Mock interview", MockScreen),
     ]
     return [
         ("Everywhere", PrepApp.__name__, bindings(PrepApp)),
         *[(title, cls.__name__, bindings(cls)) for title, cls in screens],
-        *optional,
         ("Deck or database errors", ErrorScreen.__name__, bindings(ErrorScreen)),
     ]
 

@@ -3,7 +3,6 @@ and tag, demos verified. The numbers are `prep stats`'s (prep.engine.stats.compu
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from rich.text import Text
@@ -14,8 +13,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 from textual_plotext import PlotextPlot
 
+from prep.engine.present import count
 from prep.engine.storage import StoreError
-from prep.engine.timeutil import plural
 
 
 def pct(x: float | None) -> str:
@@ -70,7 +69,7 @@ class StatsScreen(Screen):
 
         try:
             stats = compute(self.app.store, self.app.collection, self.app.now())
-        except (StoreError, sqlite3.Error) as exc:
+        except StoreError as exc:
             self.query_one("#stats-summary", Static).update(
                 Text(f"Cannot read progress: {exc}", style="bold red")
             )
@@ -85,11 +84,11 @@ class StatsScreen(Screen):
         summary = Text()
         summary.append("Reviews    ", style="bold")
         summary.append(
-            f"today {r['today']}   total {r['total']}   streak {plural(stats['streak_days'], 'day')}\n"
+            f"today {r['today']}   total {r['total']}   streak {count(stats['streak_days'], 'day')}\n"
         )
         summary.append("Retention  ", style="bold")
         summary.append(
-            f"true {pct(tr['all']['rate'])} of {plural(tr['all']['reviews'], 'review')}   "
+            f"true {pct(tr['all']['rate'])} of {count(tr['all']['reviews'], 'review')}   "
             f"last 30 days {pct(tr['last_30_days']['rate'])}   "
             f"target {pct(stats['desired_retention'])}\n"
         )
