@@ -16,9 +16,9 @@ from datetime import datetime, timedelta
 from prep.engine.deck import Card, Collection
 from prep.engine.scheduler import CardState, Outcome, Rating, Scheduler, State
 from prep.engine.storage import Store
-from prep.engine.timeutil import Clock, day_start, study_day_start, utcnow
+from prep.engine.timeutil import Clock, day_start, fmt, study_day_start, utcnow
 
-LEARN_AHEAD = timedelta(minutes=20)
+LEARN_AHEAD = timedelta(minutes=20)  # a rating whose next step is due within it is re-shown
 
 
 @dataclass
@@ -26,6 +26,7 @@ class Queue:
     due: list[str]  # learning steps and reviews together, most overdue first
     new: list[str]
     learning: int = 0  # how many of ``due`` are learning or relearning steps
+    learning_ids: frozenset[str] = frozenset()  # which ones
 
     @property
     def ids(self) -> list[str]:
@@ -54,7 +55,7 @@ def build_queue(
         review_limit = max(0, settings.review_limit - done)
     if new_limit is None:
         new_today = store.count_reviews(today, new_only=True)
-        new_limit = max(0, settings.new_per_day - new_today)
+        new_limit = max(0, settings.new_per_day + extra_new_today(store, now) - new_today)
     decks = None if deck is None else [deck]
     learning = store.due_ids(now, decks=decks, not_state=int(State.Review))
     reviews = store.due_ids(now, decks=decks, state=int(State.Review), limit=review_limit)
@@ -63,21 +64,121 @@ def build_queue(
     due = _merge_by_due(store, learning, reviews)
     if seen is None:
         seen = store.seen_ids()
+    new = _new_cards(collection, seen, new_limit, deck) if new_limit > 0 else []
+    return Queue(due=due, new=new, learning=len(learning), learning_ids=frozenset(learning))
+
+
+def _new_cards(collection: Collection, seen: set[str], limit: int, deck: str | None) -> list[str]:
+    """Up to ``limit`` unseen cards, taking one from each deck in turn (so a day's new cards
+    mix decks, and with them recall, choice, red-flag and follow-up cards), in deck order
+    within a deck. A follow-up waits until its parent is seen or queued before it."""
+    names = [deck] if deck is not None else list(collection.decks)
+    pending = {
+        name: [cid for cid in collection.decks[name].card_ids if cid not in seen]
+        for name in names
+        if name in collection.decks
+    }
     new: list[str] = []
     queued: set[str] = set()
-    if new_limit > 0:
-        for card in collection.cards:
-            if deck is not None and card.deck != deck:
-                continue
-            if card.id in seen:
-                continue
-            if card.parent is not None and card.parent not in seen and card.parent not in queued:
-                continue
-            new.append(card.id)
-            queued.add(card.id)
-            if len(new) >= new_limit:
+    progress = True
+    while len(new) < limit and progress:
+        progress = False
+        for name in names:
+            for i, cid in enumerate(pending.get(name, ())):
+                card = collection.get(cid)
+                if card is None:
+                    continue
+                if (
+                    card.parent is not None
+                    and card.parent not in seen
+                    and card.parent not in queued
+                ):
+                    continue
+                new.append(cid)
+                queued.add(cid)
+                del pending[name][i]
+                progress = True
                 break
-    return Queue(due=due, new=new, learning=len(learning))
+            if len(new) >= limit:
+                break
+    return new
+
+
+EXTRA_NEW_KEY = "extra_new_today"
+
+
+def extra_new_today(store: Store, now: datetime) -> int:
+    """New cards added to today's limit with "study more" (0 on any other day)."""
+    raw = store.get_meta(EXTRA_NEW_KEY)
+    if not raw:
+        return 0
+    day, _, n = raw.partition(" ")
+    return int(n) if day == fmt(day_start(now)) and n.isdigit() else 0
+
+
+def add_new_today(store: Store, now: datetime, n: int) -> int:
+    """Anki's custom study "increase today's new card limit": ``n`` more new cards today
+    only. Returns today's extra in all."""
+    total = extra_new_today(store, now) + n
+    with store.transaction():
+        store.set_meta(EXTRA_NEW_KEY, f"{fmt(day_start(now))} {total}")
+    return total
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Why a deck shows nothing (or less than is waiting): today's limits and what they hold
+    back, for a line like "daily new-card limit reached (20 today): 26 new cards wait"."""
+
+    new_per_day: int  # the limit in force today (the setting plus "study more")
+    new_done: int  # new cards studied today
+    new_waiting: int  # unseen cards the limit holds back
+    review_limit: int
+    reviews_done: int
+    reviews_waiting: bool  # due reviews beyond today's review limit
+
+    @property
+    def new_reached(self) -> bool:
+        return self.new_waiting > 0 and self.new_done >= self.new_per_day
+
+    @property
+    def reviews_reached(self) -> bool:
+        return self.reviews_waiting
+
+
+def limits_today(
+    store: Store, collection: Collection, now: datetime, queue: Queue, deck: str | None = None
+) -> Limits:
+    """Today's limits beside ``queue`` (built for ``deck``): what they hold back."""
+    settings = store.settings()
+    today = day_start(now)
+    new_done = store.count_reviews(today, new_only=True)
+    reviews_done = store.count_reviews(today, prev_state=int(State.Review))
+    seen = store.seen_ids()
+    ids = collection.in_deck(deck)
+    unseen = sum(1 for c in ids if c.id not in seen)
+    decks = None if deck is None else [deck]
+    capped = len(queue.due) - queue.learning
+    beyond = store.due_ids(now, decks=decks, state=int(State.Review), limit=capped + 1)
+    return Limits(
+        new_per_day=settings.new_per_day + extra_new_today(store, now),
+        new_done=new_done,
+        new_waiting=max(0, unseen - len(queue.new)),
+        review_limit=settings.review_limit,
+        reviews_done=reviews_done,
+        reviews_waiting=len([c for c in beyond if c in collection]) > capped,
+    )
+
+
+def review_ahead_ids(
+    store: Store, collection: Collection, now: datetime, days: int = 1, deck: str | None = None
+) -> list[str]:
+    """Anki's custom study "review ahead": review cards due within ``days`` days (not yet
+    due), soonest first."""
+    decks = None if deck is None else [deck]
+    later = store.due_ids(now + timedelta(days=days), decks=decks, state=int(State.Review))
+    due_now = set(store.due_ids(now, decks=decks, state=int(State.Review)))
+    return [cid for cid in later if cid not in due_now and cid in collection]
 
 
 def _merge_by_due(store: Store, a: list[str], b: list[str]) -> list[str]:
@@ -131,24 +232,81 @@ class ReviewSession:
         store.sync(collection.cards)
         if queue is None:
             queue = build_queue(store, collection, now, deck=deck, new_limit=new_limit).ids
+        learning_ids: frozenset[str] | None = None
+        if queue is None:
+            built = build_queue(store, collection, now, deck=deck, new_limit=new_limit)
+            queue, new_ids, learning_ids = built.ids, set(built.new), built.learning_ids
         self.queue: list[str] = list(queue)[: limit if limit is not None else None]
+        if learning_ids is None:  # a queue given by the caller: ask the store what each is
+            states = store.cards(self.queue)
+            new_ids = {cid for cid in self.queue if cid not in states}
+            learning_ids = frozenset(
+                cid for cid, st in states.items() if st.state != int(State.Review)
+            )
+        # what each queued card is, for Anki's three numbers (new / learning / due)
+        self.kind_of: dict[str, str] = {
+            cid: "new" if cid in new_ids else "learning" if cid in learning_ids else "review"
+            for cid in self.queue
+        }
+        # learning cards rated this session, waiting for their next step: (due, id), soonest
+        # first. One is served when due; early (within the learn-ahead limit) only when
+        # nothing else is left.
+        self.learning: list[tuple[datetime, str]] = []
+        self.learn_ahead = timedelta(minutes=store.settings().learn_ahead_min)
         self.done: list[str] = []  # ids rated in this session, in order (for undo)
         self._requeued: list[bool] = []  # whether each of those ratings re-queued its card
         self._review_ids: list[int] = []  # the review rows those ratings wrote
+        self._from_learning: list[tuple[datetime, str] | None] = []  # where each rated card was
         self.total = len(self.queue)
         self.stats = SessionStats(started=now)
         self._shown_at = time.monotonic()
 
     # --- the current card ---------------------------------------------------------------
 
+    def _next(self) -> tuple[Card, tuple[datetime, str] | None] | None:
+        """The card to show now and, when it is a waiting learning card, its entry: a learning
+        card whose step is due first, then the queue, then (nothing else left) the soonest
+        learning card within the learn-ahead limit, shown early."""
+        now = self.clock()
+        while self.queue and self.collection.get(self.queue[0]) is None:
+            self.queue.pop(0)  # removed from the decks since the queue was built
+        self.learning = [e for e in self.learning if self.collection.get(e[1]) is not None]
+        if self.learning and self.learning[0][0] <= now:
+            return self.collection.get(self.learning[0][1]), self.learning[0]
+        if self.queue:
+            return self.collection.get(self.queue[0]), None
+        if self.learning and self.learning[0][0] <= now + self.learn_ahead:
+            return self.collection.get(self.learning[0][1]), self.learning[0]
+        return None
+
     @property
     def current(self) -> Card | None:
-        while self.queue:
-            card = self.collection.get(self.queue[0])
-            if card is not None:
-                return card
-            self.queue.pop(0)  # removed from the decks since the queue was built
-        return None
+        found = self._next()
+        return found[0] if found else None
+
+    @property
+    def early(self) -> timedelta | None:
+        """How long before its step is due the current card is shown (learn-ahead), or None
+        when it is not early."""
+        found = self._next()
+        if found is None or found[1] is None:
+            return None
+        ahead = found[1][0] - self.clock()
+        return ahead if ahead > timedelta(0) else None
+
+    def counts(self) -> tuple[int, int, int]:
+        """Anki's three numbers: new, learning and due (review) cards left in this session."""
+        kinds = [self.kind_of.get(cid, "review") for cid in self.queue]
+        return (
+            kinds.count("new"),
+            kinds.count("learning") + len(self.learning),
+            kinds.count("review"),
+        )
+
+    @property
+    def waiting(self) -> datetime | None:
+        """When the next learning card of this session is due, if one is waiting."""
+        return self.learning[0][0] if self.learning else None
 
     @property
     def finished(self) -> bool:
@@ -178,9 +336,10 @@ class ReviewSession:
     # --- rating and undo ----------------------------------------------------------------
 
     def rate(self, rating: Rating | int, duration_ms: int | None = None) -> Outcome:
-        card = self.current
-        if card is None:
+        found = self._next()
+        if found is None:
             raise RuntimeError("no card to rate: the session is finished")
+        card, entry = found
         rating = Rating(rating)
         now = self.clock()
         prev = self.state_of(card)
@@ -189,7 +348,11 @@ class ReviewSession:
             duration_ms = int((time.monotonic() - self._shown_at) * 1000)
         review_id = self.store.record_review(prev, outcome.state, rating, now, duration_ms)
         self._review_ids.append(review_id)
-        self.queue.pop(0)
+        if entry is None:
+            self.queue.pop(0)
+        else:
+            self.learning.remove(entry)
+        self._from_learning.append(entry)
         self.done.append(card.id)
         self.stats.reviewed += 1
         self.stats.ratings[int(rating)] += 1
@@ -198,10 +361,12 @@ class ReviewSession:
         requeued = (
             self.requeue
             and outcome.state.due is not None
-            and outcome.state.due <= now + LEARN_AHEAD
+            and outcome.state.due <= now + max(LEARN_AHEAD, self.learn_ahead)
         )
-        if requeued:
-            self.queue.append(card.id)  # a learning step due soon: see it again this session
+        if requeued:  # a learning step due soon: see it again this session
+            assert outcome.state.due is not None
+            self.learning.append((outcome.state.due, card.id))
+            self.learning.sort()
             self.total += 1
         self._requeued.append(requeued)
         self.mark_shown()
@@ -218,11 +383,11 @@ class ReviewSession:
         self._review_ids.pop()
         card_id = self.done.pop()
         if self._requeued.pop():  # drop the learning-step re-queue this rating added
-            self.queue.reverse()
-            self.queue.remove(card_id)  # the last occurrence
-            self.queue.reverse()
+            self.learning = [e for e in self.learning if e[1] != card_id]
             self.total -= 1
-        self.queue.insert(0, card_id)
+        if self._from_learning.pop() is not None:
+            self.kind_of[card_id] = "learning"
+        self.queue.insert(0, card_id)  # back in front, as Anki's undo does
         self.stats.reviewed -= 1
         self.stats.ratings[last.rating] -= 1
         self.stats.again -= last.rating == Rating.Again

@@ -209,6 +209,10 @@ class Store:
             (key, value),
         )
 
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
     def put_card(self, state: CardState) -> None:
         row = state_to_row(state)
         cols = ", ".join(row)

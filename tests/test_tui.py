@@ -83,11 +83,11 @@ async def test_whole_session_is_stored(tmp_path: Path) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert isinstance(app.screen, HomeScreen)
-        await pilot.press("enter")
+        await pilot.press("down", "enter")  # the wo-core deck: one card of each kind
         screen = app.screen
         assert isinstance(screen, ReviewScreen)
         assert screen.card.id == "two-roles"
-        assert text_of(app, "#progress") == "1 of 5"
+        assert text_of(app, "#progress") == "new 4 · learning 0 · due 0"
         assert not screen.query_one("#back").display
         # the footer lists what works now: no picks on a recall card, no demo before the answer
         assert footer_keys(app) == ["space", "u", "escape", "q", "question_mark"]
@@ -167,7 +167,7 @@ async def test_end_of_session_summary_and_undo_from_it(tmp_path: Path) -> None:
         assert "Next card due in" in summary
         await pilot.press("u")
         assert isinstance(app.screen, ReviewScreen)
-        assert app.screen.card.id == "wo-shape"
+        assert app.screen.card.id == "per-head-sum"  # new cards alternate decks
         await pilot.press("space", "4")
         assert isinstance(app.screen, SummaryScreen)
         await pilot.press("enter")
@@ -195,7 +195,7 @@ async def test_home_counts_and_deck_choice(tmp_path: Path) -> None:
         await pilot.press("down", "down", "enter")
         assert isinstance(app.screen, ReviewScreen)
         assert app.screen.card.id == "per-head-sum"
-        assert text_of(app, "#progress") == "1 of 1"
+        assert text_of(app, "#progress") == "new 1 · learning 0 · due 0"
         await pilot.press("escape")
         assert isinstance(app.screen, HomeScreen)
 
@@ -249,7 +249,7 @@ async def test_failing_or_crashing_demo_keeps_the_app_working(tmp_path: Path, mo
         await pilot.press("r")  # run again
         await wait_until(pilot, lambda: not demo.running)
         await pilot.press("escape", "3")
-        assert isinstance(app.screen, ReviewScreen) and app.screen.card.id == "wo-shape"
+        assert isinstance(app.screen, ReviewScreen) and app.screen.card.id == "per-head-sum"
 
 
 @async_test
@@ -285,7 +285,7 @@ async def test_locked_database_does_not_advance_or_crash(tmp_path: Path) -> None
         other.execute("ROLLBACK")
         other.close()
         await pilot.press("3")
-        assert app.screen.card.id == "wo-shape"
+        assert app.screen.card.id == "per-head-sum"
     assert reviews(db) == [("two-roles", 3)]
 
 
@@ -508,7 +508,7 @@ async def test_long_text_wraps_under_itself_at_80_columns(tmp_path: Path) -> Non
 
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("enter", "space", "3")  # on to the choice card
+        await pilot.press("down", "enter", "space", "3")  # wo-core: on to the choice card
         assert app.screen.card.choices
         await pilot.press("b")
         console = Console(width=24, color_system=None)

@@ -245,3 +245,83 @@ async def test_card_text_keeps_a_readable_measure_on_a_wide_terminal() -> None:
         for selector in ("#prompt", "#answer", "#back"):
             assert app.screen.query_one(selector).size.width <= 100
         assert app.screen.query_one("#actions").size.width > 150  # the buttons still spread
+
+
+def test_new_cards_mix_decks_and_wait_for_their_parent(small_collection, fresh_store, clock):
+    from prep.engine.session import build_queue
+    from prep.tui.testing import fixed_collection
+
+    coll = fixed_collection()  # wo-core (recall, choice, follow-up, red-flag), wo-sums (recall)
+    queue = build_queue(fresh_store, coll, clock(), new_limit=3)
+    assert queue.new == ["two-roles", "per-head-sum", "wo-shape"]  # one deck, then the other
+    queue = build_queue(fresh_store, coll, clock(), new_limit=10)
+    assert queue.new.index("identity-wo") > queue.new.index("two-roles")
+    assert sorted(queue.new) == sorted(c.id for c in coll.cards)
+
+
+def test_the_limit_is_named_and_study_more_adds_new_cards_today(tmp_path: Path, clock) -> None:
+    from prep.engine.scheduler import Rating, Settings
+    from prep.engine.session import ReviewSession, add_new_today, build_queue, limits_today
+    from prep.engine.storage import Store
+    from prep.tui.testing import fixed_collection
+
+    store = Store.memory()
+    store.save_settings(Settings(new_per_day=2))
+    coll = fixed_collection()
+    session = ReviewSession(store, coll, clock=clock)
+    while not session.finished:
+        session.rate(Rating.Easy)
+    queue = build_queue(store, coll, clock())
+    assert queue.new == []
+    limits = limits_today(store, coll, clock(), queue)
+    assert limits.new_reached and limits.new_waiting == 3 and limits.new_done == 2
+    from prep.engine.present import limit_lines
+
+    assert limit_lines(limits) == [
+        "Daily new-card limit reached (2 of 2 today); 3 unseen cards wait."
+    ]
+    assert add_new_today(store, clock(), 10) == 10
+    assert len(build_queue(store, coll, clock()).new) == 3
+    clock.advance(days=1)  # "study more" is for today only
+    assert len(build_queue(store, coll, clock()).new) == 2
+
+
+@async_test
+async def test_study_more_from_home_and_review_ahead() -> None:
+    from prep.engine.scheduler import Rating, Settings
+    from prep.engine.storage import Store
+    from prep.tui.screens.study_more import StudyMore
+    from prep.tui.testing import NOW
+    from tests.conftest import Clock
+    from tests.test_tui import text_of
+
+    store = Store.memory()
+    store.save_settings(Settings(new_per_day=1))
+    clock = Clock(NOW)
+    app = make_app(store=store, clock=clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("enter", "space", "4")  # the one new card of the day: Easy, 8 days
+        await pilot.pause()
+        assert "Daily new-card limit reached (1 of 1 today); 4 unseen cards wait." in text_of(
+            app, "#summary"
+        )
+        await pilot.press("n")
+        assert isinstance(app.screen, StudyMore)
+        await pilot.press("1")  # 10 more new cards today
+        await pilot.pause()
+        assert isinstance(app.screen, ReviewScreen)
+        assert app.screen.session.counts()[0] == 4
+        await pilot.press("escape")
+        await pilot.pause()
+        assert "limit reached" not in text_of(app, "#howto")
+        # review ahead: two days later the Easy card is due within the week: study it now
+        clock.advance(days=2)
+        await pilot.press("n")
+        assert "next 7 days (1)" in text_of(app, "#more-text")
+        await pilot.press("2")
+        await pilot.pause()
+        assert isinstance(app.screen, ReviewScreen)
+        assert app.screen.session.counts() == (0, 0, 1)
+        await pilot.press("space", "3")
+        await pilot.pause()
+    assert [r.rating for r in store.reviews()] == [int(Rating.Easy), int(Rating.Good)]

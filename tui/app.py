@@ -23,7 +23,14 @@ from textual.screen import Screen
 
 from prep.engine.deck import Collection, load_collection
 from prep.engine.scheduler import Scheduler
-from prep.engine.session import ReviewSession, build_queue
+from prep.engine.session import (
+    Limits,
+    ReviewSession,
+    add_new_today,
+    build_queue,
+    limits_today,
+    review_ahead_ids,
+)
 from prep.engine.storage import Store, StoreError
 from prep.engine.timeutil import Clock, utcnow
 
@@ -231,6 +238,56 @@ class PrepApp(App[int]):
         from prep.engine.stats import today
 
         return today(self.store, self.now())
+
+    def limits(self, deck: str | None) -> Limits:
+        """Today's limits for ``deck`` and what they hold back (for "limit reached" lines)."""
+        assert self.store is not None
+        now = self.now()
+        queue = build_queue(self.store, self.collection, now, deck=deck, new_limit=self.new_limit)
+        return limits_today(self.store, self.collection, now, queue, deck)
+
+    def action_study_more(self) -> None:
+        """Anki's custom study: more new cards today, or review cards due tomorrow now."""
+        from prep.tui.screens.review import ReviewScreen
+        from prep.tui.screens.study_more import AHEAD_DAYS, EXTRA_NEW, StudyMore
+
+        if self.store is None:
+            return
+        deck = self.selected_deck
+        try:
+            limits = self.limits(deck)
+            ahead = review_ahead_ids(self.store, self.collection, self.now(), AHEAD_DAYS, deck)
+        except StoreError as exc:
+            self.notify(f"Cannot read progress: {exc}", severity="error", timeout=8)
+            return
+
+        def chosen(choice: str | None) -> None:
+            assert self.store is not None
+            if choice == "new":
+                if limits.new_waiting == 0 and not limits.new_reached:
+                    self.notify("No unseen cards wait in this deck.")
+                    return
+                try:
+                    add_new_today(self.store, self.now(), EXTRA_NEW)
+                except StoreError as exc:
+                    self.notify(f"Not saved: {exc}", severity="error", timeout=8)
+                    return
+                self.action_start(deck or "")
+            elif choice == "ahead":
+                if not ahead:
+                    self.notify(f"No review card is due in the next {AHEAD_DAYS} days.")
+                    return
+                session = ReviewSession(
+                    self.store,
+                    self.collection,
+                    queue=ahead,
+                    scheduler=self.scheduler,
+                    clock=self.clock,
+                )
+                self._pop_to_home()
+                self.push_screen(ReviewScreen(session))
+
+        self.push_screen(StudyMore(limits.new_waiting, len(ahead)), chosen)
 
     def new_session(self, deck: str | None) -> ReviewSession:
         assert self.store is not None

@@ -311,6 +311,7 @@ _SETTING_TYPES = {
     "review_limit": int,
     "leech_threshold": int,
     "maximum_interval": int,
+    "learn_ahead_min": int,
     "learning_steps_min": _minutes,
     "relearning_steps_min": _minutes,
 }

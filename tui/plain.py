@@ -18,7 +18,9 @@ from prep.engine.present import (
     choice_verdict,
     clock_text,
     count,
+    counts_text,
     duration_text,
+    early_text,
     first_line,
     percent,
     rating_choices,
@@ -111,7 +113,10 @@ class PlainQuiz:
     def show_card(self, card: Card) -> None:
         session, say, ask = self.session, self.io.say, self.ask
         say("")
-        say(f"[{session.position}/{session.total}] {card.deck} · {card.kind}")
+        say(f"[{counts_text(session.counts())}] {card.deck} · {card.kind}")
+        early = session.early
+        if early is not None:
+            say(f"({early_text(early)}; nothing else is left)")
         state = session.store.card(card.id)
         if state is not None and state.changed:
             say("(edited since you last reviewed it)")

@@ -8,6 +8,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
+from prep.engine.present import limit_lines
 from prep.engine.storage import StoreError
 
 
@@ -26,6 +27,12 @@ class HomeScreen(Screen):
         Binding("d", "app.demos", "Demos", tooltip="Every demo; run one"),
         Binding("c", "app.cram", "Cram", tooltip="Cram: the 60-second bullets"),
         Binding("m", "app.mock", "Mock", tooltip="Mock interview"),
+        Binding(
+            "n",
+            "app.study_more",
+            "Study more",
+            tooltip="More new cards today, or review ahead (Anki's custom study)",
+        ),
         Binding("r", "app.reload", "Reload", show=False, tooltip="Read the deck files again"),
     ]
 
@@ -101,22 +108,41 @@ class HomeScreen(Screen):
         line.append(f" · streak {streak} day{'s' if streak != 1 else ''}")
         line.append(f" · {today['reviews']} review{'s' if today['reviews'] != 1 else ''} today")
         self.query_one("#today", Static).update(line)
-        howto = Text.assemble(
-            ("↑↓", "bold"),
-            " choose a deck, ",
-            ("Enter", "bold"),
-            " starts its session. ",
-            ("?", "bold"),
-            " lists every key.",
+        self.refresh_howto()
+        table.focus()
+
+    def refresh_howto(self) -> None:
+        """The keys line, after any daily limit that holds cards back for the selected deck."""
+        howto = Text()
+        try:
+            reasons = limit_lines(self.app.limits(self.app.selected_deck))
+        except StoreError:
+            reasons = []
+        for reason in reasons:
+            howto.append(reason + " ", style="bold")
+        if reasons:
+            howto.append_text(Text.assemble(("n", "bold"), " studies more.\n"))
+        howto.append_text(
+            Text.assemble(
+                ("↑↓", "bold"),
+                " choose a deck, ",
+                ("Enter", "bold"),
+                " starts its session, ",
+                ("n", "bold"),
+                " studies more. ",
+                ("?", "bold"),
+                " lists every key.",
+            )
         )
         self.query_one("#howto", Static).update(howto)
-        table.focus()
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The highlighted row is the selected deck: Enter, c (cram) and m (mock) act on it,
         and it stays highlighted when you come back (the first row is all decks)."""
         event.stop()
-        self.app.selected_deck = event.row_key.value or None
+        if self.app.selected_deck != (event.row_key.value or None):
+            self.app.selected_deck = event.row_key.value or None
+            self.refresh_howto()  # the limit line follows the deck
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Static
 
 from prep.engine.deck import CHOICE_LETTERS, Card
-from prep.engine.present import choice_verdict, rating_name, spoken_interval
+from prep.engine.present import choice_verdict, early_text, rating_name, spoken_interval
 from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
 from prep.engine.session import ReviewSession
 from prep.engine.storage import StoreError
@@ -132,9 +132,7 @@ class ReviewScreen(Screen):
                 (card.deck, "bold"), "  ·  ", (KIND_LABELS.get(card.kind, card.kind), "italic")
             )
         )
-        self.query_one("#progress", Static).update(
-            f"{self.session.position} of {self.session.total}"
-        )
+        self.query_one("#progress", Static).update(self.progress_text())
         context = self.query_one("#context", Static)
         parent = self.session.collection.get(card.parent) if card.parent else None
         if parent is not None:
@@ -153,6 +151,26 @@ class ReviewScreen(Screen):
         self.query_one("#ratings").display = False
         self.refresh_bindings()
         self.session.mark_shown()
+
+    def progress_text(self) -> Text:
+        """Anki's three numbers (new / learning / due left, the current card included), and
+        a label when a learning card is shown before its step is due."""
+        new, learning, due = self.session.counts()
+        theme = self.app.current_theme
+        text = Text()
+        early = self.session.early
+        if early is not None:
+            text.append(early_text(early) + "   ", style=f"bold {theme.warning or 'yellow'}")
+        for label, n, color in (
+            ("new", new, theme.primary),
+            ("learning", learning, theme.warning or theme.primary),
+            ("due", due, theme.success or theme.primary),
+        ):
+            if label != "new":
+                text.append(" · ", style="dim")
+            text.append(f"{label} ")
+            text.append(str(n), style=f"bold {color}" if n else "dim")
+        return text
 
     def front_hint(self) -> Text:
         assert self.card is not None
