@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from prep.engine.deck import Card, Collection
 from prep.engine.scheduler import CardState, Outcome, Rating, Scheduler, State
-from prep.engine.storage import Store
+from prep.engine.storage import Mark, Store
 from prep.engine.timeutil import Clock, day_start, fmt, study_day_start, utcnow
 
 LEARN_AHEAD = timedelta(minutes=20)  # a rating whose next step is due within it is re-shown
@@ -57,13 +57,19 @@ def build_queue(
         new_today = store.count_reviews(today, new_only=True)
         new_limit = max(0, settings.new_per_day + extra_new_today(store, now) - new_today)
     decks = None if deck is None else [deck]
+    hidden = store.hidden_ids(now)  # suspended, or buried until a later day (a few ids)
     learning = store.due_ids(now, decks=decks, not_state=int(State.Review))
-    reviews = store.due_ids(now, decks=decks, state=int(State.Review), limit=review_limit)
-    learning = [cid for cid in learning if cid in collection]
-    reviews = [cid for cid in reviews if cid in collection]
+    reviews = store.due_ids(
+        now, decks=decks, state=int(State.Review), limit=review_limit + len(hidden)
+    )
+    learning = [cid for cid in learning if cid in collection and cid not in hidden]
+    reviews = [cid for cid in reviews if cid in collection and cid not in hidden]
+    reviews = reviews[:review_limit]
     due = _merge_by_due(store, learning, reviews)
     if seen is None:
         seen = store.seen_ids()
+    if hidden:
+        seen = seen | hidden  # never served as new either
     new = _new_cards(collection, seen, new_limit, deck) if new_limit > 0 else []
     return Queue(due=due, new=new, learning=len(learning), learning_ids=frozenset(learning))
 
@@ -257,6 +263,8 @@ class ReviewSession:
         self._requeued: list[bool] = []  # whether each of those ratings re-queued its card
         self._review_ids: list[int] = []  # the review rows those ratings wrote
         self._from_learning: list[tuple[datetime, str] | None] = []  # where each rated card was
+        # undo goes back through ratings and marks alike: "rate", or the mark before a change
+        self._history: list[str | tuple[str, Mark, tuple[datetime, str] | None]] = []
         self.total = len(self.queue)
         self.stats = SessionStats(started=now)
         self._shown_at = time.monotonic()
@@ -353,6 +361,7 @@ class ReviewSession:
         else:
             self.learning.remove(entry)
         self._from_learning.append(entry)
+        self._history.append("rate")
         self.done.append(card.id)
         self.stats.reviewed += 1
         self.stats.ratings[int(rating)] += 1
@@ -372,15 +381,51 @@ class ReviewSession:
         self.mark_shown()
         return outcome
 
+    def set_mark(self, change: str) -> Mark:
+        """Suspend, bury or flag (toggle) the current card, stored at once and undoable like a
+        rating. A suspended or buried card leaves this session; a flagged one stays."""
+        found = self._next()
+        if found is None:
+            raise RuntimeError("no card to mark: the session is finished")
+        card, entry = found
+        before = self.store.mark(card.id)
+        if change == "suspend":
+            after = replace(before, suspended=True)
+        elif change == "bury":
+            after = replace(before, buried_until=study_day_start(self.clock(), 1))
+        elif change == "flag":
+            after = replace(before, flagged=not before.flagged)
+        else:
+            raise ValueError(f"unknown mark {change!r}")
+        self.store.set_mark(card.id, after)
+        if change != "flag":
+            if entry is None:
+                self.queue.pop(0)
+            else:
+                self.learning.remove(entry)
+        self._history.append((card.id, before, entry if change != "flag" else ("keep", card.id)))
+        return after
+
     def undo(self) -> Card | None:
-        """Undo this session's last rating: the stored state is restored exactly and the card
-        is put back in front. Returns the card, or None when there is nothing to undo."""
+        """Undo this session's last rating or mark: a rating's stored state is restored
+        exactly, a mark is cleared back to what it was, and the card is put back in front.
+        Returns the card, or None when there is nothing to undo."""
+        if self._history and self._history[-1] != "rate":
+            card_id, before, entry = self._history.pop()  # type: ignore[misc]
+            self.store.set_mark(card_id, before)
+            if entry != ("keep", card_id):  # it had left the session: back in front
+                if entry is not None:
+                    self.kind_of[card_id] = "learning"
+                self.queue.insert(0, card_id)
+            return self.collection.get(card_id)
         if not self.done:
             return None
         last = self.store.undo_last(expected_id=self._review_ids[-1])
         if last is None:
             return None  # the newest review is not ours (another session's): leave it
         self._review_ids.pop()
+        if self._history:
+            self._history.pop()
         card_id = self.done.pop()
         if self._requeued.pop():  # drop the learning-step re-queue this rating added
             self.learning = [e for e in self.learning if e[1] != card_id]

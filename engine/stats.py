@@ -126,12 +126,18 @@ def compute(
         "per_day": per_day,
         "streak_days": streak_days(store, now),
         "cards": {"total": len(collection), "seen": store.count_cards()},
+        "marks": store.mark_counts(now),  # suspended, buried, flagged (from the review screen)
         "decks": decks,
         "tags": tags,
         "leeches": store.flagged("leech"),
         "changed": store.flagged("changed"),
         "demos": {"verified": sorted(d["name"] for d in demos if d["passed"]), "latest": demos},
     }
+
+
+def marks_text(marks: dict[str, int]) -> str:
+    """``2 suspended · 1 buried · 3 flagged``."""
+    return " · ".join(f"{marks[k]} {k}" for k in ("suspended", "buried", "flagged"))
 
 
 def _pct(x: float | None) -> str:
@@ -149,7 +155,8 @@ def render(stats: dict[str, Any]) -> str:
         f"Retention    true{since} {_pct(tr['all']['rate'])} over {count(tr['all']['reviews'], 'review')}"
         f"   last 30 days {_pct(tr['last_30_days']['rate'])}   target {_pct(stats['desired_retention'])}",
         f"Due          now {d['now']}   today {d['today']}   tomorrow {d['tomorrow']}   next 7 days {d['next_7_days']}",
-        f"Cards        {stats['cards']['seen']} of {stats['cards']['total']} seen",
+        f"Cards        {stats['cards']['seen']} of {stats['cards']['total']} seen   "
+        + marks_text(stats["marks"]),
         "",
         f"{'Deck':<22}{'cards':>6}{'seen':>6}{'mature':>8}{'mastery':>9}",
     ]

@@ -84,6 +84,16 @@ def resolve_db_path(explicit: str | os.PathLike | None = None) -> Path:
 
 
 @dataclass(frozen=True)
+class Mark:
+    """Anki's marks on one card: suspended (never served until unsuspended), buried (left out
+    until ``buried_until``, the next study day) and flagged (served as usual, listed)."""
+
+    suspended: bool = False
+    buried_until: datetime | None = None
+    flagged: bool = False
+
+
+@dataclass(frozen=True)
 class Review:
     id: int
     card_id: str
@@ -208,6 +218,73 @@ class Store:
             "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, value),
         )
+
+    # --- marks: suspend, bury, flag (Anki's) --------------------------------------------
+    #
+    # One small table, created on the first mark (so marking needs no schema version of its
+    # own): a row per marked card; a card with no mark has no row.
+
+    _MARKS_SQL = (
+        "CREATE TABLE IF NOT EXISTS card_marks (card_id TEXT PRIMARY KEY, "
+        "suspended INTEGER NOT NULL DEFAULT 0, buried_until TEXT, "
+        "flagged INTEGER NOT NULL DEFAULT 0)"
+    )
+
+    def _has_marks(self) -> bool:
+        return (
+            self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'card_marks'"
+            ).fetchone()
+            is not None
+        )
+
+    def mark(self, card_id: str) -> Mark:
+        """The card's suspend / bury / flag state (all clear when never marked)."""
+        if not self._has_marks():
+            return Mark()
+        row = self.conn.execute(
+            "SELECT suspended, buried_until, flagged FROM card_marks WHERE card_id = ?",
+            (card_id,),
+        ).fetchone()
+        if row is None:
+            return Mark()
+        return Mark(suspended=bool(row[0]), buried_until=parse(row[1]), flagged=bool(row[2]))
+
+    def set_mark(self, card_id: str, mark: Mark) -> None:
+        """Store ``mark`` for the card (committed at once); an all-clear mark deletes the row."""
+        with self.transaction():
+            self.conn.execute(self._MARKS_SQL)
+            if mark == Mark():
+                self.conn.execute("DELETE FROM card_marks WHERE card_id = ?", (card_id,))
+                return
+            self.conn.execute(
+                "INSERT INTO card_marks (card_id, suspended, buried_until, flagged) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT(card_id) DO UPDATE SET "
+                "suspended = excluded.suspended, buried_until = excluded.buried_until, "
+                "flagged = excluded.flagged",
+                (card_id, int(mark.suspended), fmt(mark.buried_until), int(mark.flagged)),
+            )
+
+    def hidden_ids(self, now: datetime) -> set[str]:
+        """Cards the queue leaves out at ``now``: suspended, or buried until later."""
+        if not self._has_marks():
+            return set()
+        rows = self.conn.execute(
+            "SELECT card_id FROM card_marks WHERE suspended = 1 OR buried_until > ?",
+            (fmt(now),),
+        )
+        return {r[0] for r in rows}
+
+    def mark_counts(self, now: datetime) -> dict[str, int]:
+        """How many cards are suspended, buried (until later than ``now``) and flagged."""
+        if not self._has_marks():
+            return {"suspended": 0, "buried": 0, "flagged": 0}
+        row = self.conn.execute(
+            "SELECT COALESCE(SUM(suspended), 0), COALESCE(SUM(buried_until > ?), 0), "
+            "COALESCE(SUM(flagged), 0) FROM card_marks",
+            (fmt(now),),
+        ).fetchone()
+        return {"suspended": row[0], "buried": row[1], "flagged": row[2]}
 
     def get_meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

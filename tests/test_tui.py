@@ -98,7 +98,7 @@ async def test_whole_session_is_stored(tmp_path: Path) -> None:
         await pilot.press("space")
         assert screen.revealed and screen.query_one("#back").display
         assert "block-diagonal" in text_of(app, "#demo-link")
-        assert footer_keys(app) == ["1-4", "d", "u", "escape", "q", "question_mark"]
+        assert footer_keys(app) == ["space", "1-4", "d", "u", "escape", "q", "question_mark"]
         labels = [str(b.label) for b in screen.query(Button) if b.id and b.id.startswith("rate-")]
         assert labels == ["1 Again 1m", "2 Hard 6m", "3 Good 10m", "4 Easy 8d"]
 
@@ -120,7 +120,7 @@ async def test_whole_session_is_stored(tmp_path: Path) -> None:
         # choice card: a wrong pick shows right/wrong and suggests Again; Enter takes it
         assert screen.card.id == "wo-shape"
         assert "Pick a-c, or space shows the answer" in text_of(app, "#hint")
-        assert footer_keys(app)[:2] == ["space", "a-d"]
+        assert footer_keys(app)[:2] == ["space", "a-c"]  # three choices
         await pilot.press("1")  # ratings do nothing before the answer is shown
         assert reviews(db) == [("two-roles", 4)]
         await pilot.press("b")

@@ -325,3 +325,80 @@ async def test_study_more_from_home_and_review_ahead() -> None:
         await pilot.press("space", "3")
         await pilot.pause()
     assert [r.rating for r in store.reviews()] == [int(Rating.Easy), int(Rating.Good)]
+
+
+@async_test
+async def test_space_rates_good_and_a_three_choice_card_says_a_c() -> None:
+    from prep.engine.storage import Store
+    from tests.test_tui import footer_keys
+
+    store = Store.memory()
+    app = make_app(store=store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("down", "enter")  # wo-core: recall, then a three-choice card
+        await pilot.press("space", "space")  # reveal, then Good
+        await pilot.pause()
+        assert [(r.card_id, r.rating) for r in store.reviews()] == [("two-roles", 3)]
+        assert app.screen.card.id == "wo-shape" and len(app.screen.card.choices) == 3
+        assert "a-c" in footer_keys(app) and "a-d" not in footer_keys(app)
+        await pilot.press("d")  # no choice d: nothing happens
+        assert not app.screen.revealed
+        await pilot.press("b", "space")  # a wrong pick suggests Again; space takes it
+        await pilot.pause()
+        assert [r.rating for r in store.reviews()] == [3, 1]
+
+
+def test_suspend_bury_flag_are_stored_undoable_and_honoured(fresh_store, small_collection, clock):
+    from prep.engine.session import ReviewSession, build_queue
+    from prep.engine.stats import compute
+
+    s = ReviewSession(fresh_store, small_collection, clock=clock, new_limit=10)
+    assert s.current.id == "roles"
+    s.set_mark("suspend")
+    assert fresh_store.mark("roles").suspended and s.current.id == "pick-one"
+    s.set_mark("flag")  # flagged: stays in the session
+    assert s.current.id == "pick-one" and fresh_store.mark("pick-one").flagged
+    s.set_mark("bury")
+    assert fresh_store.mark("pick-one").buried_until > clock()
+    queue = build_queue(fresh_store, small_collection, clock(), new_limit=10)
+    assert "roles" not in queue.ids and "pick-one" not in queue.ids
+    marks = compute(fresh_store, small_collection, clock())["marks"]
+    assert marks == {"suspended": 1, "buried": 1, "flagged": 1}
+    # undo goes back through the marks, one at a time
+    assert s.undo().id == "pick-one" and fresh_store.mark("pick-one").buried_until is None
+    assert s.current.id == "pick-one"
+    assert s.undo().id == "pick-one" and not fresh_store.mark("pick-one").flagged
+    assert s.undo().id == "roles" and not fresh_store.mark("roles").suspended
+    assert s.current.id == "roles"
+    # a buried card is back on the next study day; a suspended one is not
+    s.set_mark("bury")
+    s.set_mark("suspend")
+    clock.advance(days=1)
+    ids = build_queue(fresh_store, small_collection, clock(), new_limit=10).ids
+    assert "roles" in ids and "pick-one" not in ids
+
+
+@async_test
+async def test_marks_from_the_review_screen_and_bullets_on_the_back(small_collection) -> None:
+    from prep.engine.storage import Store
+    from tests.test_tui import text_of
+
+    store = Store.memory()
+    app = make_app(store=store, collection=small_collection)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("enter")
+        assert app.screen.card.id == "roles"
+        await pilot.press("space")
+        answer = text_of(app, "#answer")
+        assert "In 60 seconds" in answer and "mixing" in answer and "weighting" in answer
+        await pilot.press("f")
+        assert "⚑ flagged" in text_of(app, "#where") and store.mark("roles").flagged
+        await pilot.press("minus")  # bury: on to the next card
+        assert app.screen.card.id != "roles" and store.mark("roles").buried_until is not None
+        assert "buried until tomorrow" in text_of(app, "#hint")
+        await pilot.press("at")  # suspend this one
+        suspended = [c.id for c in small_collection.cards if store.mark(c.id).suspended]
+        assert len(suspended) == 1
+        await pilot.press("u", "u")  # both marks undone, in order
+        assert app.screen.card.id == "roles" and store.mark("roles").buried_until is None
+        assert not any(store.mark(c.id).suspended for c in small_collection.cards)

@@ -47,7 +47,7 @@ def _sections() -> list[tuple[str, str, list[Binding]]]:
 def key_label(binding: Binding) -> str:
     names = {"question_mark": "?", "space": "space", "enter": "Enter", "escape": "Esc"}
     key = binding.key
-    if binding.key_display and binding.action.startswith("pick"):
+    if binding.key_display and (binding.action.startswith("pick") or len(binding.key_display) == 1):
         return binding.key_display
     return names.get(key, key.replace("ctrl+", "Ctrl+"))
 
@@ -99,7 +99,7 @@ class HelpScreen(ModalScreen[None]):
         table.add_row("", Text(section, style="bold underline"))
         seen: set[tuple[str, str]] = set()
         for binding in bindings:
-            if binding.action.startswith("pick") and binding.key != "a":
+            if binding.action.startswith("pick") and binding.key_display != "a-d":
                 continue  # a-d is one row
             label = key_label(binding)
             what = binding.tooltip or binding.description

@@ -19,7 +19,13 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Static
 
 from prep.engine.deck import CHOICE_LETTERS, Card
-from prep.engine.present import choice_verdict, early_text, rating_name, spoken_interval
+from prep.engine.present import (
+    answer_sections,
+    choice_verdict,
+    early_text,
+    rating_name,
+    spoken_interval,
+)
 from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
 from prep.engine.session import ReviewSession
 from prep.engine.storage import StoreError
@@ -38,23 +44,36 @@ def markdown(text: str) -> Markdown:
 
 
 def back_markdown(card: Card) -> str:
-    """The answer side as Markdown: answer, why, analogy, sources."""
+    """The answer side as Markdown (engine.present's sections; the demos have their own
+    line): correct option, answer, why, analogy, the 60-second bullets, sources."""
     parts = []
-    if card.choices and card.correct is not None:
-        parts.append(f"**Correct: {card.correct_letter})** {card.choices[card.correct]}")
-    parts.append(card.answer)
-    if card.explain:
-        parts.append(f"**Why.** {card.explain}")
-    if card.analogy:
-        parts.append(f"**Analogy.** {card.analogy}")
-    if card.sources:
-        parts.append("*Sources:* " + "; ".join(card.sources))
+    for section in answer_sections(card):
+        if section.key == "correct":
+            letter, _, rest = section.text.partition(" ")
+            parts.append(f"**{section.label}: {letter}** {rest}")
+        elif section.key == "answer":
+            parts.append(section.text)
+        elif section.key == "bullets":
+            items = "\n".join(f"- {item}" for item in section.items)
+            parts.append(f"**{section.label}.**\n\n{items}")
+        elif section.key == "sources":
+            parts.append(f"*{section.label}:* " + "; ".join(section.items))
+        elif section.key != "demos":
+            parts.append(f"**{section.label}.** {section.text}")
     return "\n\n".join(parts)
 
 
 class ReviewScreen(Screen):
     BINDINGS = [
         Binding("space", "reveal", "Show answer", tooltip="Show the answer"),
+        Binding("space", "take('good')", "Good", tooltip="Once the answer is shown: rate Good"),
+        Binding(
+            "space",
+            "take('suggested')",
+            "Take suggestion",
+            show=True,
+            tooltip="After a pick: take the suggested rating (as Enter does)",
+        ),
         Binding(
             "enter",
             "primary",
@@ -66,7 +85,10 @@ class ReviewScreen(Screen):
         Binding("2", "rate(2)", "Hard", show=False, tooltip="Rate Hard"),
         Binding("3", "rate(3)", "Good", show=False, tooltip="Rate Good"),
         Binding("4", "rate(4)", "Easy", show=False, tooltip="Rate Easy"),
-        Binding("a", "pick(0)", "Pick", key_display="a-d", tooltip="Pick choice a"),
+        # one "a" binding per number of choices, so the footer says a-b, a-c or a-d
+        Binding("a", "pick(0, 4)", "Pick", key_display="a-d", tooltip="Pick choice a"),
+        Binding("a", "pick(0, 3)", "Pick", key_display="a-c", tooltip="Pick choice a"),
+        Binding("a", "pick(0, 2)", "Pick", key_display="a-b", tooltip="Pick choice a"),
         Binding("b", "pick(1)", "Pick b", show=False, tooltip="Pick choice b"),
         Binding("c", "pick(2)", "Pick c", show=False, tooltip="Pick choice c"),
         Binding("d", "pick(3)", "Pick d", show=False, tooltip="Pick choice d (before the answer)"),
@@ -76,7 +98,30 @@ class ReviewScreen(Screen):
             "Demo",
             tooltip="Run the card's linked demo, once the answer is shown",
         ),
-        Binding("u", "undo", "Undo", tooltip="Undo the last rating; its card comes back"),
+        Binding("u", "undo", "Undo", tooltip="Undo the last rating or mark; its card comes back"),
+        Binding(
+            "at",
+            "mark('suspend')",
+            "Suspend",
+            show=False,
+            key_display="@",
+            tooltip="Suspend the card: never served until you undo it (Anki's @)",
+        ),
+        Binding(
+            "minus",
+            "mark('bury')",
+            "Bury",
+            show=False,
+            key_display="-",
+            tooltip="Bury the card until tomorrow (Anki's -)",
+        ),
+        Binding(
+            "f",
+            "mark('flag')",
+            "Flag",
+            show=False,
+            tooltip="Flag the card (or unflag it); flagged cards are listed in stats",
+        ),
         Binding("escape", "home", "Home", tooltip="Back to home (progress is saved)"),
     ]
 
@@ -127,11 +172,7 @@ class ReviewScreen(Screen):
         self.picked = None
         self.suggested = None
         self.preview = {}
-        self.query_one("#where", Static).update(
-            Text.assemble(
-                (card.deck, "bold"), "  ·  ", (KIND_LABELS.get(card.kind, card.kind), "italic")
-            )
-        )
+        self.query_one("#where", Static).update(self.where_text(card))
         self.query_one("#progress", Static).update(self.progress_text())
         context = self.query_one("#context", Static)
         parent = self.session.collection.get(card.parent) if card.parent else None
@@ -151,6 +192,18 @@ class ReviewScreen(Screen):
         self.query_one("#ratings").display = False
         self.refresh_bindings()
         self.session.mark_shown()
+
+    def where_text(self, card: Card) -> Text:
+        text = Text.assemble(
+            (card.deck, "bold"), "  ·  ", (KIND_LABELS.get(card.kind, card.kind), "italic")
+        )
+        try:
+            flagged = self.session.store.mark(card.id).flagged
+        except StoreError:
+            flagged = False
+        if flagged:
+            text.append("  ·  ⚑ flagged", style=f"bold {self.app.current_theme.error or 'red'}")
+        return text
 
     def progress_text(self) -> Text:
         """Anki's three numbers (new / learning / due left, the current card included), and
@@ -255,8 +308,13 @@ class ReviewScreen(Screen):
             return card is not None and not self.revealed
         if action == "rate":
             return card is not None and self.revealed
+        if action == "take":  # labelled Good, or "Take suggestion" after a wrong pick
+            good = self.suggested in (None, Rating.Good)
+            return card is not None and self.revealed and good == (parameters == ("good",))
         if action == "pick":
             index = int(parameters[0]) if parameters else 0  # type: ignore[call-overload]
+            if len(parameters) > 1 and card is not None and len(card.choices) != parameters[1]:
+                return False  # the "a" binding for another number of choices
             return card is not None and not self.revealed and index < len(card.choices)
         if action == "demo":
             return card is not None and self.revealed and card.demo is not None
@@ -271,7 +329,33 @@ class ReviewScreen(Screen):
         else:
             self.action_rate(int(self.suggested or Rating.Good))
 
-    def action_pick(self, index: int) -> None:
+    def action_take(self, _label: str = "good") -> None:
+        """Space on a revealed card: Good, or the suggested rating after a pick (as Enter)."""
+        if self.revealed:
+            self.action_rate(int(self.suggested or Rating.Good))
+
+    def action_mark(self, change: str) -> None:
+        """Suspend, bury or flag the card (stored at once; u undoes it)."""
+        if self.card is None:
+            return
+        try:
+            mark = self.session.set_mark(change)
+        except StoreError as exc:
+            self.notify(f"Not saved: {exc}", severity="error", timeout=8)
+            return
+        if change == "flag":
+            self.notify("Flagged (listed in stats)." if mark.flagged else "Flag removed.")
+            self.query_one("#where", Static).update(self.where_text(self.card))
+            return
+        what = (
+            "suspended: never served until unsuspended"
+            if change == "suspend"
+            else ("buried until tomorrow")
+        )
+        self._note = Text.assemble((f"{self.card.id} {what}", "bold"), (" (u undoes)", "dim"))
+        self.show_card()
+
+    def action_pick(self, index: int, _choices: int | None = None) -> None:
         card = self.card
         if card is None or self.revealed or index >= len(card.choices):
             return
