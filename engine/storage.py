@@ -44,7 +44,26 @@ _COLUMNS: dict[str, tuple[str, ...]] = {
 
 
 class StoreError(Exception):
-    """A problem with the progress database, with a one-line message for the user."""
+    """A problem with the progress database, with a one-line message for the user.
+
+    ``kind`` says what went wrong, so a front end can say what to do: "read-only" (the file
+    or its folder cannot be written), "busy" (another prep holds a write lock), "damaged",
+    "write" (a full disk, an I/O error) or "other"."""
+
+    def __init__(self, message: str, kind: str = "other") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def _not_writable(target: Path) -> str | None:
+    """Which of the database file and its folder cannot be written, in words, or None.
+    (SQLite in WAL mode also creates FILE-wal and FILE-shm beside the file.)"""
+    if target.exists() and not os.access(target, os.W_OK):
+        return f"the file {target} is read-only"
+    folder = target.parent
+    if folder.exists() and not os.access(folder, os.W_OK | os.X_OK):
+        return f"the folder {folder} is read-only (SQLite writes {target.name}-wal beside it)"
+    return None
 
 
 def _import_sqlite_utils():
@@ -313,10 +332,23 @@ class Store:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             return cls(conn, target)
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{target}: cannot open the progress database: {exc}") from exc
-        except OSError as exc:
-            raise StoreError(f"{target}: cannot create the progress database: {exc}") from exc
+        except (sqlite3.DatabaseError, OSError) as exc:
+            verb = "open" if isinstance(exc, sqlite3.DatabaseError) else "create"
+            readonly = _not_writable(target)
+            if readonly is None and isinstance(exc, PermissionError):
+                readonly = f"{exc.filename or target.parent} cannot be written"
+            if readonly is None and "readonly" in str(exc).replace("-", "").replace(" ", ""):
+                readonly = f"{target} cannot be written"
+            if readonly is not None:
+                raise StoreError(
+                    f"{target}: cannot {verb} the progress database: {readonly}. Make it "
+                    "writable, or keep your progress elsewhere with --db PATH (or PREP_DB)",
+                    kind="read-only",
+                ) from exc
+            raise StoreError(
+                f"{target}: cannot {verb} the progress database: {exc}",
+                kind="busy" if "locked" in str(exc) else "other",
+            ) from exc
 
     @classmethod
     def memory(cls) -> Store:
@@ -356,16 +388,28 @@ class Store:
         code = getattr(exc, "sqlite_errorcode", None)
         primary = None if code is None else code & 0xFF
         if primary == sqlite3.SQLITE_READONLY:
-            return StoreError(f"{where}: the progress database is read-only ({exc}); nothing saved")
+            why = (_not_writable(self.path) if self.path else None) or str(exc)
+            return StoreError(
+                f"{where}: the progress database is read-only ({why}); nothing saved. Make "
+                "it writable, or use --db PATH for another file",
+                kind="read-only",
+            )
         if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-            return StoreError(f"{where}: database is busy ({exc}); try again")
+            return StoreError(
+                f"{where}: database is busy: another prep is writing to it ({exc}); try again",
+                kind="busy",
+            )
         if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
             return StoreError(
                 f"{where}: the progress database is damaged ({exc}); restore it from a "
-                "backup or a `prep export` file"
+                "backup or a `prep export` file",
+                kind="damaged",
             )
         if primary in _WRITE_ERRORS:
-            return StoreError(f"{where}: cannot write the progress database ({exc}); nothing saved")
+            return StoreError(
+                f"{where}: cannot write the progress database ({exc}); nothing saved",
+                kind="write",
+            )
         return StoreError(f"{where}: the progress database failed: {exc}")
 
     # --- schema -------------------------------------------------------------------------

@@ -402,3 +402,50 @@ async def test_marks_from_the_review_screen_and_bullets_on_the_back(small_collec
         await pilot.press("u", "u")  # both marks undone, in order
         assert app.screen.card.id == "roles" and store.mark("roles").buried_until is None
         assert not any(store.mark(c.id).suspended for c in small_collection.cards)
+
+
+@async_test
+async def test_a_folder_that_cannot_be_written_says_so_and_what_to_do(tmp_path: Path) -> None:
+    import pytest as _pytest
+
+    from prep.tui.app import PrepApp
+    from prep.tui.screens.errors import ErrorScreen
+    from prep.tui.testing import write_decks
+    from tests.test_tui import text_of
+
+    folder = tmp_path / "locked"
+    real_mkdir = Path.mkdir
+
+    def mkdir(self: Path, *args, **kwargs) -> None:
+        if self == folder:  # as a user without write permission on tmp_path would see
+            raise PermissionError(13, "Permission denied", str(folder))
+        real_mkdir(self, *args, **kwargs)
+
+    with _pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Path, "mkdir", mkdir)
+        app = PrepApp(
+            db=str(folder / "prep.db"),
+            questions=[write_decks(tmp_path / "q")],
+            include_bundled=False,
+            demos={},
+        )
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            assert isinstance(app.screen, ErrorScreen)
+            title = text_of(app, "#error-title")
+            assert "read-only" in title and "--db PATH" in title
+            assert "another prep is writing" not in title
+            assert f"{folder} cannot be written" in text_of(app, "#error-lines")
+
+
+def test_a_read_only_file_is_named(tmp_path: Path, monkeypatch) -> None:
+    from prep.engine import storage
+
+    db = tmp_path / "prep.db"
+    storage.Store.open(db).close()
+    monkeypatch.setattr(storage.os, "access", lambda path, mode: Path(path) != db)
+    assert storage._not_writable(db) == f"the file {db} is read-only"
+    monkeypatch.setattr(storage.os, "access", lambda path, mode: Path(path) != tmp_path)
+    assert storage._not_writable(db).startswith(f"the folder {tmp_path} is read-only")
+    monkeypatch.undo()
+    assert storage._not_writable(db) is None

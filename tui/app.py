@@ -166,7 +166,7 @@ class PrepApp(App[int]):
             try:
                 self.store = Store.open(self.db)
             except StoreError as exc:
-                self._show(ErrorScreen.database(str(exc)))
+                self._show(ErrorScreen.database(str(exc), exc.kind))
                 return
         try:
             self.store.sync(self.collection.cards)
