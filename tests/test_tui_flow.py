@@ -449,3 +449,97 @@ def test_a_read_only_file_is_named(tmp_path: Path, monkeypatch) -> None:
     assert storage._not_writable(db).startswith(f"the folder {tmp_path} is read-only")
     monkeypatch.undo()
     assert storage._not_writable(db) is None
+
+
+STREAMING_DEMO = """\
+import json, pathlib, sys, time
+name, folder = sys.argv[1], pathlib.Path(sys.argv[2])
+
+def wait_for(flag):  # the test says when to go on
+    deadline = time.monotonic() + 30
+    while not (folder / flag).exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+print("progress: building the model", file=sys.stderr, flush=True)
+print("progress: measuring 12 checks", file=sys.stderr, flush=True)
+wait_for("report")
+checks = [{"name": f"check {i}: a long name that wraps at eighty columns for sure, twice over",
+           "measured": 0.0, "expected": "== 0.0", "passed": True, "detail": ""}
+          for i in range(12)]
+report = {"name": name, "claim": "c", "device": "cpu", "device_name": "cpu", "dtype": "float32",
+          "scale": "small", "seed": 0, "sizes": {}, "seconds": 0.5, "passed": True,
+          "checks": checks, "contrast_label": "", "contrast": [], "notes": [], "cards": []}
+print(json.dumps(report), flush=True)
+wait_for("exit")  # still running after its report
+"""
+
+
+@async_test
+async def test_demo_streams_progress_shows_checks_at_once_and_scrolls_to_the_end(
+    tmp_path: Path,
+) -> None:
+    import sys
+
+    from textual.containers import VerticalScroll
+
+    from prep.tui.screens.demo import DemoScreen
+    from tests.test_tui import text_of, wait_until
+
+    script = tmp_path / "streaming.py"
+    script.write_text(STREAMING_DEMO, encoding="utf-8")
+    app = make_app(demo_command=lambda name: [sys.executable, str(script), name, str(tmp_path)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("down", "enter", "space", "d")
+        demo = app.screen
+        assert isinstance(demo, DemoScreen)
+        await wait_until(pilot, lambda: "measuring 12 checks" in text_of(app, "#demo-status"))
+        status = text_of(app, "#demo-status")
+        assert "Running block-diagonal" in status and " s · " in status  # elapsed time
+        assert "progress: building the model" in demo.log_lines
+        assert not demo.query_one("#checks").display
+        (tmp_path / "report").touch()
+        # the checks are on screen as soon as the report arrives, before the process ends
+        await wait_until(pilot, lambda: demo.query_one("#checks").display)
+        assert demo.running
+        (tmp_path / "exit").touch()
+        await wait_until(pilot, lambda: not demo.running)
+        await pilot.pause()
+        body = demo.query_one("#demo-body", VerticalScroll)
+        assert body.max_scroll_y > 0 and body.scroll_y == body.max_scroll_y  # the real end
+        assert text_of(app, "#demo-status").startswith("PASS: all 12 checks hold")
+
+
+@async_test
+async def test_a_card_with_several_demos_asks_which() -> None:
+    from prep.engine.deck import parse_deck_text
+    from prep.tui.screens.demo import DemoScreen
+    from prep.tui.screens.demo_pick import DemoPick
+    from tests.test_tui import text_of
+
+    info, cards, errors = parse_deck_text(
+        "deck: two\ncards:\n  - id: both\n    kind: recall\n    prompt: Q?\n    answer: A.\n"
+        "    demo: [block-diagonal, per-head-sum]\n",
+        "two.yaml",
+        "two",
+    )
+    assert not errors
+    from prep.engine.deck import Collection
+
+    coll = Collection()
+    coll.decks[info.name] = info
+    for card in cards:
+        coll.add(card)
+    app = make_app(collection=coll)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("enter", "space")
+        assert "run one of 2 demos" in text_of(app, "#demo-link")
+        await pilot.press("d")
+        assert isinstance(app.screen, DemoPick)
+        await pilot.press("escape")
+        assert isinstance(app.screen, ReviewScreen)
+        await pilot.press("d", "2")
+        await pilot.pause()
+        assert isinstance(app.screen, DemoScreen) and app.screen.demo_name == "per-head-sum"
+        await pilot.press("escape", "d", "down", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DemoScreen) and app.screen.demo_name == "per-head-sum"

@@ -279,11 +279,15 @@ class ReviewScreen(Screen):
         link = self.query_one("#demo-link", Static)
         if card.demo:
             claim = self.app.demos.get(card.demo, "")
-            line = Text.assemble(("d", "bold reverse"), "  run the demo ", (card.demo, "bold"))
-            if len(card.demos) > 1:
-                line.append(f" (also: {', '.join(card.demos[1:])})", style="dim")
-            if claim:
-                line.append(f"\n{claim}", style="dim")
+            if len(card.demos) > 1:  # d asks which one
+                line = Text.assemble(
+                    ("d", "bold reverse"), f"  run one of {len(card.demos)} demos: "
+                )
+                line.append(", ".join(card.demos), style="bold")
+            else:
+                line = Text.assemble(("d", "bold reverse"), "  run the demo ", (card.demo, "bold"))
+                if claim:
+                    line.append(f"\n{claim}", style="dim")
             link.update(line)
         link.display = bool(card.demo)
         self.query_one("#back").display = True
@@ -412,7 +416,17 @@ class ReviewScreen(Screen):
         if card.demo is None:
             self.notify("This card links no demo.")
             return
-        self.app.push_screen(DemoScreen(card.demo, card=card))
+        if len(card.demos) == 1:
+            self.app.push_screen(DemoScreen(card.demo, card=card))
+            return
+        from prep.tui.screens.demo_pick import DemoPick
+
+        def run(name: str | None) -> None:
+            if name is not None:
+                self.app.push_screen(DemoScreen(name, card=card))
+
+        choices = [(name, self.app.demos.get(name, "")) for name in card.demos]
+        self.app.push_screen(DemoPick(choices), run)
 
     def action_home(self) -> None:
         self.dismiss()
