@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -304,6 +304,36 @@ class Store:
             (fmt(now),),
         ).fetchone()
         return {"suspended": row[0], "buried": row[1], "flagged": row[2]}
+
+    # --- who else has the database open ----------------------------------------------------
+    #
+    # Each open app keeps a heartbeat row in meta ("open:HOST:PID" -> UTC time), so a second
+    # app on the same database can tell the user. Rows older than OPEN_STALE are ignored.
+
+    OPEN_STALE = timedelta(minutes=2)
+
+    def set_busy_timeout(self, ms: int) -> None:
+        """How long a statement waits for another writer's lock before failing as busy (a front
+        end that retries without blocking its screen sets it short)."""
+        self.conn.execute(f"PRAGMA busy_timeout = {int(ms)}")
+
+    def announce(self, instance: str, now: datetime) -> list[str]:
+        """Record ``instance`` as open now; return the other instances open (fresh heartbeat)."""
+        with self.transaction():
+            self.conn.execute(
+                "DELETE FROM meta WHERE key LIKE 'open:%' AND value < ?",
+                (fmt(now - timedelta(days=1)),),
+            )
+            self.set_meta(f"open:{instance}", fmt(now))
+        rows = self.conn.execute(
+            "SELECT key FROM meta WHERE key LIKE 'open:%' AND key != ? AND value >= ?",
+            (f"open:{instance}", fmt(now - self.OPEN_STALE)),
+        )
+        return [r[0].removeprefix("open:") for r in rows]
+
+    def depart(self, instance: str) -> None:
+        with self.transaction():
+            self.conn.execute("DELETE FROM meta WHERE key = ?", (f"open:{instance}",))
 
     def get_meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

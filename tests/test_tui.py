@@ -276,16 +276,25 @@ async def test_locked_database_does_not_advance_or_crash(tmp_path: Path) -> None
     app = make_app(store=store)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("enter", "space")
+        screen = app.screen
+        screen.RETRY_SECONDS = 0.6
         other = sqlite3.connect(db, isolation_level=None)
         other.execute("BEGIN EXCLUSIVE")
         await pilot.press("3")
-        assert app.screen.card.id == "two-roles" and app.screen.revealed
+        # the screen stays live and says what is happening while it retries
+        await wait_until(pilot, lambda: "the database is busy" in text_of(app, "#hint"))
+        assert screen.card.id == "two-roles" and screen.revealed and screen.saving
+        await wait_until(pilot, lambda: not screen.saving)  # gave up after RETRY_SECONDS
+        assert screen.card.id == "two-roles" and screen.revealed
         assert any("Not saved" in str(n.message) for n in app._notifications)
         assert "Not saved; the card stays" in text_of(app, "#hint")
+        # rate again; the other writer lets go while it retries: saved without another key
+        screen.RETRY_SECONDS = 20
+        await pilot.press("3")
+        await wait_until(pilot, lambda: screen.saving)
         other.execute("ROLLBACK")
         other.close()
-        await pilot.press("3")
-        assert app.screen.card.id == "per-head-sum"
+        await wait_until(pilot, lambda: screen.card.id == "per-head-sum")
     assert reviews(db) == [("two-roles", 3)]
 
 

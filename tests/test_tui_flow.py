@@ -543,3 +543,46 @@ async def test_a_card_with_several_demos_asks_which() -> None:
         await pilot.press("escape", "d", "down", "enter")
         await pilot.pause()
         assert isinstance(app.screen, DemoScreen) and app.screen.demo_name == "per-head-sum"
+
+
+@async_test
+async def test_a_second_prep_on_the_database_is_told_and_undo_stays_honest(
+    tmp_path: Path,
+) -> None:
+    from prep.engine.scheduler import Rating
+    from prep.engine.session import ReviewSession
+    from prep.engine.storage import Store
+    from prep.engine.timeutil import utcnow
+    from prep.tui.testing import NOW
+    from tests.test_tui import text_of
+
+    db = tmp_path / "prep.db"
+    other = Store.open(db)
+    other.announce("elsewhere:1", utcnow())  # another prep, open a moment ago
+    app = make_app(store=Store.open(db))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert any(
+            "Another prep has this database open" in str(n.message) for n in app._notifications
+        )
+        await pilot.press("down", "enter", "space", "3")  # our rating: two-roles, Good
+        await pilot.pause()
+        assert "(u undoes)" in text_of(app, "#hint")
+        # the other prep rates a card after ours
+        coll = app.collection
+        ReviewSession(other, coll, queue=["per-head-sum"], clock=lambda: NOW).rate(Rating.Easy)
+        await pilot.press("u")
+        assert any("another prep has rated" in str(n.message) for n in app._notifications)
+        assert "Undo is not possible now" in text_of(app, "#hint")
+        assert app.screen.card.id == "wo-shape"  # nothing moved back
+    with Store.open(db) as store:
+        assert [(r.card_id, r.rating) for r in store.reviews()] == [
+            ("two-roles", 3),
+            ("per-head-sum", 4),
+        ]
+        assert not any(k.startswith("open:") and "elsewhere" not in k for k in store_keys(store))
+    other.close()
+
+
+def store_keys(store) -> list[str]:  # noqa: ANN001
+    return [r[0] for r in store.conn.execute("SELECT key FROM meta")]

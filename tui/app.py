@@ -10,7 +10,9 @@ into the demo screen.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -20,6 +22,7 @@ from pathlib import Path
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.timer import Timer
 
 from prep.engine.deck import Collection, load_collection
 from prep.engine.scheduler import Scheduler
@@ -35,6 +38,10 @@ from prep.engine.storage import Store, StoreError
 from prep.engine.timeutil import Clock, utcnow
 
 DemoCommand = Callable[[str], list[str]]
+
+# The app never waits long on another writer's lock: a statement gives up after this, and the
+# screen retries on a timer (the screen stays live) and says what is happening.
+UI_BUSY_TIMEOUT_MS = 100
 
 
 def default_demo_command(name: str) -> list[str]:
@@ -138,6 +145,9 @@ class PrepApp(App[int]):
         self.demo_command = demo_command
         self.demos: dict[str, str] = demo_infos() if demos is None else demos
         self.theme = theme or pick_theme()
+        self.instance = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self._told_others = False
+        self._heartbeat: Timer | None = None
 
     # --- start-up and reload ------------------------------------------------------------
 
@@ -168,6 +178,8 @@ class PrepApp(App[int]):
             except StoreError as exc:
                 self._show(ErrorScreen.database(str(exc), exc.kind))
                 return
+        self.store.set_busy_timeout(UI_BUSY_TIMEOUT_MS)  # screens retry instead of freezing
+        self.announce()
         try:
             self.store.sync(self.collection.cards)
         except StoreError as exc:
@@ -178,6 +190,27 @@ class PrepApp(App[int]):
             )
             self.selected_deck = None
         self._show(HomeScreen())
+
+    def announce(self) -> None:
+        """Say so when another prep has this database open (both can study; each one's undo
+        covers only its own ratings), and keep our own heartbeat fresh."""
+        if self.store is None:
+            return
+        try:
+            others = self.store.announce(self.instance, utcnow())
+        except StoreError:
+            return  # a read-only or busy database: the screens say so when it matters
+        if others and not self._told_others:
+            self._told_others = True
+            self.notify(
+                "Another prep has this database open. Both can study: every rating is kept, "
+                "and u undoes only this window's own ratings.",
+                title="Open twice",
+                severity="warning",
+                timeout=12,
+            )
+        if self._heartbeat is None:
+            self._heartbeat = self.set_interval(30, self.announce)
 
     def _show(self, screen: Screen) -> None:
         """Replace whatever is on the stack above the default screen with ``screen``."""
@@ -190,6 +223,9 @@ class PrepApp(App[int]):
         self.boot()
 
     def on_unmount(self) -> None:
+        if self.store is not None:
+            with contextlib.suppress(StoreError):
+                self.store.depart(self.instance)
         if self.store is not None and self._owns_store:
             self.store.close()
 

@@ -9,9 +9,13 @@ rating that cannot be saved (a locked database) is reported and nothing advances
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -64,6 +68,8 @@ def back_markdown(card: Card) -> str:
 
 
 class ReviewScreen(Screen):
+    RETRY_SECONDS = 10.0  # how long a rating retries while another prep holds the lock
+
     BINDINGS = [
         Binding("space", "reveal", "Show answer", tooltip="Show the answer"),
         Binding("space", "take('good')", "Good", tooltip="Once the answer is shown: rate Good"),
@@ -134,6 +140,7 @@ class ReviewScreen(Screen):
         self.suggested: Rating | None = None
         self.preview: dict[Rating, Outcome] = {}
         self._note: Text | None = None
+        self.saving = False  # a rating is being committed (retrying while the db is busy)
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="topbar"):
@@ -340,7 +347,7 @@ class ReviewScreen(Screen):
 
     def action_mark(self, change: str) -> None:
         """Suspend, bury or flag the card (stored at once; u undoes it)."""
-        if self.card is None:
+        if self.card is None or self.saving:
             return
         try:
             mark = self.session.set_mark(change)
@@ -377,16 +384,38 @@ class ReviewScreen(Screen):
         self.reveal()
 
     def action_rate(self, value: int) -> None:
-        if self.card is None or not self.revealed:
+        if self.card is None or not self.revealed or self.saving:
             return
+        self.saving = True
+        self.save_rating(value)
+
+    @work(exclusive=True, group="save", exit_on_error=False)
+    async def save_rating(self, value: int) -> None:
+        """Commit the rating; while another prep holds the write lock, retry on a timer (the
+        screen stays live and says so) for up to RETRY_SECONDS, then give up saying so."""
+        deadline = time.monotonic() + self.RETRY_SECONDS
         try:
-            outcome = self.session.rate(Rating(value))
-        except StoreError as exc:
-            self.notify(f"Not saved (the card stays): {exc}", severity="error", timeout=8)
-            self.set_hint(
-                Text.assemble(("Not saved", "bold red"), "; the card stays. Rate it again.")
-            )
-            return
+            while True:
+                try:
+                    outcome = self.session.rate(Rating(value))
+                    break
+                except StoreError as exc:
+                    if exc.kind == "busy" and time.monotonic() < deadline:
+                        self.set_hint(
+                            Text.assemble(
+                                ("Saving… ", "bold"),
+                                "the database is busy (another prep is writing); retrying.",
+                            )
+                        )
+                        await asyncio.sleep(0.2)
+                        continue
+                    self.notify(f"Not saved (the card stays): {exc}", severity="error", timeout=8)
+                    self.set_hint(
+                        Text.assemble(("Not saved", "bold red"), "; the card stays. Rate it again.")
+                    )
+                    return
+        finally:
+            self.saving = False
         self._note = Text.assemble(
             ("Saved: ", "dim"),
             (RATING_NAMES[outcome.rating], "bold"),
@@ -402,6 +431,8 @@ class ReviewScreen(Screen):
             self.reveal()
 
     def action_undo(self) -> None:
+        if self.saving:
+            return
         if undo_last_rating(self, self.session) is None:
             return
         self._note = Text("Undone: the card is back as it was", style="bold")
@@ -440,6 +471,15 @@ def undo_last_rating(screen: Screen, session: ReviewSession) -> Card | None:
     except StoreError as exc:
         screen.notify(f"Cannot undo: {exc}", severity="error", timeout=8)
         return None
-    if card is None:
+    if card is None and session.done:
+        # the newest review in the database is another prep's: undoing ours would skip it
+        screen.notify(
+            "Cannot undo: another prep has rated a card since your last rating; yours stays saved.",
+            severity="warning",
+            timeout=8,
+        )
+        if isinstance(screen, ReviewScreen):
+            screen.set_hint(Text("Undo is not possible now: another prep rated since.", "dim"))
+    elif card is None:
         screen.notify("Nothing to undo in this session.")
     return card
