@@ -558,7 +558,7 @@ async def test_a_second_prep_on_the_database_is_told_and_undo_stays_honest(
 
     db = tmp_path / "prep.db"
     other = Store.open(db)
-    other.announce("elsewhere:1", utcnow())  # another prep, open a moment ago
+    other.announce("elsewhere:1:0", utcnow())  # another prep (another host), open just now
     app = make_app(store=Store.open(db))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()

@@ -56,6 +56,22 @@ def demo_infos() -> dict[str, str]:
     return {name: info.claim for name, info in DEMOS.items()}
 
 
+def _alive(instance: str) -> bool:
+    """Whether the prep that wrote heartbeat ``instance`` (HOST:PID:...) may still run: on
+    this host its process must exist (a killed prep leaves a fresh-looking row behind)."""
+    host, _, rest = instance.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: it exists
+    return True
+
+
 def pick_theme(environ: dict[str, str] | os._Environ[str] = os.environ) -> str:
     """$PREP_THEME, else light when the terminal says its background is light (COLORFGBG,
     set by rxvt, Konsole, iTerm2 and others), else dark."""
@@ -197,7 +213,7 @@ class PrepApp(App[int]):
         if self.store is None:
             return
         try:
-            others = self.store.announce(self.instance, utcnow())
+            others = [i for i in self.store.announce(self.instance, utcnow()) if _alive(i)]
         except StoreError:
             return  # a read-only or busy database: the screens say so when it matters
         if others and not self._told_others:

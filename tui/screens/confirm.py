@@ -15,8 +15,8 @@ class Confirm(ModalScreen[bool]):
         align: center middle;
     }
     Confirm #confirm-box {
-        width: auto;
-        max-width: 70;
+        width: 64;
+        max-width: 95%;
         height: auto;
         border: round $warning;
         background: $surface;

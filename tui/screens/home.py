@@ -30,7 +30,7 @@ class HomeScreen(Screen):
         Binding(
             "n",
             "app.study_more",
-            "Study more",
+            "More",
             tooltip="More new cards today, or review ahead (Anki's custom study)",
         ),
         Binding("r", "app.reload", "Reload", show=False, tooltip="Read the deck files again"),

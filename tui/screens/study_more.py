@@ -23,8 +23,8 @@ class StudyMore(ModalScreen[str | None]):
         align: center middle;
     }
     StudyMore #more-box {
-        width: auto;
-        max-width: 72;
+        width: 72;
+        max-width: 95%;
         height: auto;
         border: round $primary;
         background: $surface;
