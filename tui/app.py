@@ -25,6 +25,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 
 from prep.engine.deck import Collection, load_collection
+from prep.engine.present import limit_lines
 from prep.engine.scheduler import Scheduler
 from prep.engine.session import (
     Limits,
@@ -297,6 +298,14 @@ class PrepApp(App[int]):
         now = self.now()
         queue = build_queue(self.store, self.collection, now, deck=deck, new_limit=self.new_limit)
         return limits_today(self.store, self.collection, now, queue, deck)
+
+    def limit_reasons(self) -> list[str]:
+        """The daily limits holding cards back for the selected deck, one line each ([] when
+        none, or when the database cannot be read: the screens report that themselves)."""
+        try:
+            return limit_lines(self.limits(self.selected_deck))
+        except StoreError:
+            return []
 
     def action_study_more(self) -> None:
         """Anki's custom study: more new cards today, or review cards due tomorrow now."""

@@ -8,7 +8,6 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from prep.engine.present import limit_lines
 from prep.engine.storage import StoreError
 
 
@@ -114,10 +113,7 @@ class HomeScreen(Screen):
     def refresh_howto(self) -> None:
         """The keys line, after any daily limit that holds cards back for the selected deck."""
         howto = Text()
-        try:
-            reasons = limit_lines(self.app.limits(self.app.selected_deck))
-        except StoreError:
-            reasons = []
+        reasons = self.app.limit_reasons()
         for reason in reasons:
             howto.append(reason + " ", style="bold")
         if reasons:

@@ -9,7 +9,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from prep.engine.present import count, duration_text, limit_lines, percent, spoken_interval
+from prep.engine.present import count, duration_text, percent, spoken_interval
 from prep.engine.scheduler import RATING_NAMES, Rating
 from prep.engine.session import ReviewSession
 from prep.engine.storage import StoreError
@@ -65,10 +65,7 @@ class SummaryScreen(Screen):
             text.append(f"A learning card comes back in {wait}", style="bold")
             text.append(f" (more than the {ahead:.0f}-minute learn-ahead limit away);")
             text.append(" start again from home then.\n")
-        try:
-            reasons = limit_lines(self.app.limits(self.app.selected_deck))
-        except StoreError:
-            reasons = []
+        reasons = self.app.limit_reasons()
         for reason in reasons:
             text.append(reason + "\n", style="bold")
         if reasons:
