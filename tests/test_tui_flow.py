@@ -586,3 +586,19 @@ async def test_a_second_prep_on_the_database_is_told_and_undo_stays_honest(
 
 def store_keys(store) -> list[str]:  # noqa: ANN001
     return [r[0] for r in store.conn.execute("SELECT key FROM meta")]
+
+
+def test_ctrl_c_in_the_line_mode_quits_with_the_summary(fresh_store, small_collection, clock):
+    import io
+
+    from prep.engine.session import ReviewSession
+    from prep.tui.plain import run_plain
+
+    class CtrlC(io.StringIO):
+        def readline(self, *args) -> str:  # noqa: ANN002
+            raise KeyboardInterrupt
+
+    out = io.StringIO()
+    session = ReviewSession(fresh_store, small_collection, clock=clock)
+    assert run_plain(session, CtrlC(), out) == 0
+    assert "Session over: 0 reviewed" in out.getvalue()

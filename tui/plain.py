@@ -48,10 +48,15 @@ class LineIO:
         self.stdout.flush()
 
     def ask(self, prompt: str) -> str:
-        """The stripped line typed at ``prompt``; raises Quit on q, quit, exit or end of input."""
+        """The stripped line typed at ``prompt``; raises Quit on q, quit, exit, ctrl+c or end
+        of input (every rating is already saved, so ctrl+c quits like q, with the summary)."""
         self.stdout.write(prompt)
         self.stdout.flush()
-        line = self.stdin.readline()
+        try:
+            line = self.stdin.readline()
+        except KeyboardInterrupt:
+            self.stdout.write("\n")
+            raise Quit from None
         if line == "":  # end of input
             raise Quit
         text = line.strip()
