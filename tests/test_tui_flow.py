@@ -602,3 +602,22 @@ def test_ctrl_c_in_the_line_mode_quits_with_the_summary(fresh_store, small_colle
     session = ReviewSession(fresh_store, small_collection, clock=clock)
     assert run_plain(session, CtrlC(), out) == 0
     assert "Session over: 0 reviewed" in out.getvalue()
+
+
+def test_the_review_limit_is_named_too(fresh_store, clock) -> None:
+    from prep.engine.present import limit_lines
+    from prep.engine.scheduler import Settings
+    from prep.engine.session import build_queue, limits_today
+    from prep.tui.testing import fixed_collection, seed_due
+
+    coll = fixed_collection()
+    seed_due(fresh_store, coll, clock())  # every card a due review
+    fresh_store.save_settings(Settings(review_limit=2))
+    queue = build_queue(fresh_store, coll, clock())
+    assert len(queue.due) == 2
+    limits = limits_today(fresh_store, coll, clock(), queue)
+    assert limits.reviews_reached and not limits.new_reached
+    assert limit_lines(limits)[0].startswith("Daily review limit reached (2); more reviews are due")
+    fresh_store.save_settings(Settings(review_limit=10))
+    queue = build_queue(fresh_store, coll, clock())
+    assert not limits_today(fresh_store, coll, clock(), queue).reviews_reached
