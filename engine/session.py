@@ -153,14 +153,21 @@ class Limits:
 
 
 def limits_today(
-    store: Store, collection: Collection, now: datetime, queue: Queue, deck: str | None = None
+    store: Store,
+    collection: Collection,
+    now: datetime,
+    queue: Queue,
+    deck: str | None = None,
+    seen: set[str] | None = None,
 ) -> Limits:
-    """Today's limits beside ``queue`` (built for ``deck``): what they hold back."""
+    """Today's limits beside ``queue`` (built for ``deck``): what they hold back. ``seen``
+    (ids with stored progress) may be passed in when the caller already holds it."""
     settings = store.settings()
     today = day_start(now)
     new_done = store.count_reviews(today, new_only=True)
     reviews_done = store.count_reviews(today, prev_state=int(State.Review))
-    seen = store.seen_ids()
+    if seen is None:
+        seen = store.seen_ids()
     ids = collection.in_deck(deck)
     unseen = sum(1 for c in ids if c.id not in seen)
     decks = None if deck is None else [deck]

@@ -296,8 +296,11 @@ class PrepApp(App[int]):
         """Today's limits for ``deck`` and what they hold back (for "limit reached" lines)."""
         assert self.store is not None
         now = self.now()
-        queue = build_queue(self.store, self.collection, now, deck=deck, new_limit=self.new_limit)
-        return limits_today(self.store, self.collection, now, queue, deck)
+        seen = self.store.seen_ids()  # read once for both
+        queue = build_queue(
+            self.store, self.collection, now, deck=deck, new_limit=self.new_limit, seen=seen
+        )
+        return limits_today(self.store, self.collection, now, queue, deck, seen)
 
     def limit_reasons(self) -> list[str]:
         """The daily limits holding cards back for the selected deck, one line each ([] when
@@ -440,6 +443,9 @@ class PrepApp(App[int]):
         yield SystemCommand("Demos", "Every demo and its last run", self.action_demos)
         yield SystemCommand("Cram: the 60-second bullets", "Open cram", self.action_cram)
         yield SystemCommand("Mock interview", "Open mock", self.action_mock)
+        yield SystemCommand(
+            "Study more", "More new cards today, or review ahead", self.action_study_more
+        )
         yield SystemCommand("Keys", "Every key, on every screen", self.action_help)
         yield SystemCommand("Reload decks", "Read the deck files again", self.action_reload)
         for name, claim in self.demos.items():

@@ -35,6 +35,10 @@ class HomeScreen(Screen):
         Binding("r", "app.reload", "Reload", show=False, tooltip="Read the deck files again"),
     ]
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._reasons: dict[str | None, list[str]] = {}  # limit lines per deck, this refresh
+
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(id="today")
@@ -60,6 +64,7 @@ class HomeScreen(Screen):
         self.refresh_counts()
 
     def refresh_counts(self) -> None:
+        self._reasons.clear()
         table = self.query_one("#decks", DataTable)
         try:
             rows = self.app.deck_counts()
@@ -113,7 +118,10 @@ class HomeScreen(Screen):
     def refresh_howto(self) -> None:
         """The keys line, after any daily limit that holds cards back for the selected deck."""
         howto = Text()
-        reasons = self.app.limit_reasons()
+        deck = self.app.selected_deck
+        if deck not in self._reasons:  # once per deck per refresh, not per arrow key
+            self._reasons[deck] = self.app.limit_reasons()
+        reasons = self._reasons[deck]
         for reason in reasons:
             howto.append(reason + " ", style="bold")
         if reasons:
