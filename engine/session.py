@@ -75,34 +75,30 @@ def build_queue(
 
 
 def _new_cards(collection: Collection, seen: set[str], limit: int, deck: str | None) -> list[str]:
-    """Up to ``limit`` unseen cards, taking one from each deck in turn (so a day's new cards
-    mix decks, and with them recall, choice, red-flag and follow-up cards), in deck order
-    within a deck. A follow-up waits until its parent is seen or queued before it."""
+    """Up to ``limit`` unseen cards, taking one from each (deck, kind) group in turn, so a
+    day's new cards mix decks and recall, choice, red-flag and follow-up cards; file order
+    within a group. A follow-up waits until its parent is seen or queued before it."""
     names = [deck] if deck is not None else list(collection.decks)
-    pending = {
-        name: [cid for cid in collection.decks[name].card_ids if cid not in seen]
-        for name in names
-        if name in collection.decks
-    }
+    groups: dict[tuple[str, str], list[str]] = {}  # insertion order: first appearance
+    for name in names:
+        info = collection.decks.get(name)
+        for cid in info.card_ids if info is not None else ():
+            card = collection.get(cid)
+            if card is not None and cid not in seen:
+                groups.setdefault((name, card.kind), []).append(cid)
     new: list[str] = []
     queued: set[str] = set()
     progress = True
     while len(new) < limit and progress:
         progress = False
-        for name in names:
-            for i, cid in enumerate(pending.get(name, ())):
-                card = collection.get(cid)
-                if card is None:
-                    continue
-                if (
-                    card.parent is not None
-                    and card.parent not in seen
-                    and card.parent not in queued
-                ):
+        for pending in groups.values():
+            for i, cid in enumerate(pending):
+                parent = collection.get(cid).parent  # type: ignore[union-attr]
+                if parent is not None and parent not in seen and parent not in queued:
                     continue
                 new.append(cid)
                 queued.add(cid)
-                del pending[name][i]
+                del pending[i]
                 progress = True
                 break
             if len(new) >= limit:

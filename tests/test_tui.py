@@ -167,7 +167,7 @@ async def test_end_of_session_summary_and_undo_from_it(tmp_path: Path) -> None:
         assert "Next card due in" in summary
         await pilot.press("u")
         assert isinstance(app.screen, ReviewScreen)
-        assert app.screen.card.id == "per-head-sum"  # new cards alternate decks
+        assert app.screen.card.id == "wo-shape"  # new cards alternate decks and kinds
         await pilot.press("space", "4")
         assert isinstance(app.screen, SummaryScreen)
         await pilot.press("enter")
@@ -249,7 +249,7 @@ async def test_failing_or_crashing_demo_keeps_the_app_working(tmp_path: Path, mo
         await pilot.press("r")  # run again
         await wait_until(pilot, lambda: not demo.running)
         await pilot.press("escape", "3")
-        assert isinstance(app.screen, ReviewScreen) and app.screen.card.id == "per-head-sum"
+        assert isinstance(app.screen, ReviewScreen) and app.screen.card.id == "wo-shape"
 
 
 @async_test
@@ -294,7 +294,7 @@ async def test_locked_database_does_not_advance_or_crash(tmp_path: Path) -> None
         await wait_until(pilot, lambda: screen.saving)
         other.execute("ROLLBACK")
         other.close()
-        await wait_until(pilot, lambda: screen.card.id == "per-head-sum")
+        await wait_until(pilot, lambda: screen.card.id == "wo-shape")
     assert reviews(db) == [("two-roles", 3)]
 
 

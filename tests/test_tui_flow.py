@@ -248,15 +248,25 @@ async def test_card_text_keeps_a_readable_measure_on_a_wide_terminal() -> None:
 
 
 def test_new_cards_mix_decks_and_wait_for_their_parent(small_collection, fresh_store, clock):
+    from collections import Counter
+
+    from prep.engine.deck import load_collection
     from prep.engine.session import build_queue
     from prep.tui.testing import fixed_collection
 
     coll = fixed_collection()  # wo-core (recall, choice, follow-up, red-flag), wo-sums (recall)
-    queue = build_queue(fresh_store, coll, clock(), new_limit=3)
-    assert queue.new == ["two-roles", "per-head-sum", "wo-shape"]  # one deck, then the other
     queue = build_queue(fresh_store, coll, clock(), new_limit=10)
-    assert queue.new.index("identity-wo") > queue.new.index("two-roles")
-    assert sorted(queue.new) == sorted(c.id for c in coll.cards)
+    # one card of each (deck, kind) in turn; the follow-up after its parent
+    assert queue.new == ["two-roles", "wo-shape", "identity-wo", "reshape-flag", "per-head-sum"]
+    # the bundled decks: day 1 (20 new) has every kind, not 14 core cards then 6 follow-ups
+    bundled = load_collection([])
+    queue = build_queue(fresh_store, bundled, clock(), new_limit=20)
+    kinds = Counter(bundled.get(cid).kind for cid in queue.new)
+    assert set(kinds) == {"recall", "choice", "red-flag", "follow-up"}, kinds
+    assert len({bundled.get(cid).deck for cid in queue.new}) == len(bundled.decks)
+    for cid in queue.new:  # every follow-up's parent is seen or earlier in the queue
+        parent = bundled.get(cid).parent
+        assert parent is None or queue.new.index(parent) < queue.new.index(cid)
 
 
 def test_the_limit_is_named_and_study_more_adds_new_cards_today(tmp_path: Path, clock) -> None:
