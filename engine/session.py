@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from prep.engine.deck import Card, Collection
-from prep.engine.scheduler import CardState, Outcome, Rating, Scheduler, State
+from prep.engine.scheduler import CardState, Outcome, Rating, Scheduler, State, state_problem
 from prep.engine.storage import Mark, Store
 from prep.engine.timeutil import Clock, day_start, fmt, study_day_start, utcnow
 
@@ -78,14 +78,10 @@ def _new_cards(collection: Collection, seen: set[str], limit: int, deck: str | N
     """Up to ``limit`` unseen cards, taking one from each (deck, kind) group in turn, so a
     day's new cards mix decks and recall, choice, red-flag and follow-up cards; file order
     within a group. A follow-up waits until its parent is seen or queued before it."""
-    names = [deck] if deck is not None else list(collection.decks)
     groups: dict[tuple[str, str], list[str]] = {}  # insertion order: first appearance
-    for name in names:
-        info = collection.decks.get(name)
-        for cid in info.card_ids if info is not None else ():
-            card = collection.get(cid)
-            if card is not None and cid not in seen:
-                groups.setdefault((name, card.kind), []).append(cid)
+    for card in collection.in_deck(deck):  # every card, with or without its deck's info
+        if card.id not in seen:
+            groups.setdefault((card.deck, card.kind), []).append(card.id)
     new: list[str] = []
     queued: set[str] = set()
     progress = True
@@ -239,8 +235,6 @@ class ReviewSession:
         self.scheduler = scheduler or Scheduler(store.settings())
         now = clock()
         store.sync(collection.cards)
-        if queue is None:
-            queue = build_queue(store, collection, now, deck=deck, new_limit=new_limit).ids
         learning_ids: frozenset[str] | None = None
         if queue is None:
             built = build_queue(store, collection, now, deck=deck, new_limit=new_limit)
@@ -269,6 +263,9 @@ class ReviewSession:
         # undo goes back through ratings and marks alike: "rate", or the mark before a change
         self._history: list[str | tuple[str, Mark, tuple[datetime, str] | None]] = []
         self.total = len(self.queue)
+        self.skipped: list[tuple[str, str]] = []  # (card id, why) of cards left out
+        self.notices: list[str] = []
+        self._schedulable: set[str] = set()
         self.stats = SessionStats(started=now)
         self._shown_at = time.monotonic()
 
@@ -279,8 +276,11 @@ class ReviewSession:
         card whose step is due first, then the queue, then (nothing else left) the soonest
         learning card within the learn-ahead limit, shown early."""
         now = self.clock()
-        while self.queue and self.collection.get(self.queue[0]) is None:
-            self.queue.pop(0)  # removed from the decks since the queue was built
+        while self.queue:
+            card = self.collection.get(self.queue[0])
+            if card is not None and (card.id in self._schedulable or self._schedulable_now(card)):
+                break
+            self.queue.pop(0)  # removed from the decks since the queue was built, or unusable
         self.learning = [e for e in self.learning if self.collection.get(e[1]) is not None]
         if self.learning and self.learning[0][0] <= now:
             return self.collection.get(self.learning[0][1]), self.learning[0]
@@ -289,6 +289,29 @@ class ReviewSession:
         if self.learning and self.learning[0][0] <= now + self.learn_ahead:
             return self.collection.get(self.learning[0][1]), self.learning[0]
         return None
+
+    def _schedulable_now(self, card: Card) -> bool:
+        """Whether the scheduler can rate this card's stored state. A state it rejects (from a
+        hand-edited database, or an import before imports were validated) skips the card with
+        a notice instead of crashing the session when the answer is revealed."""
+        state = self.state_of(card)
+        why = state_problem(state)
+        if why is None:
+            try:
+                self.scheduler.preview(state, self.clock())
+            except (ArithmeticError, AssertionError, TypeError, ValueError) as exc:
+                why = f"the scheduler cannot rate it ({type(exc).__name__}: {exc})"
+        if why is not None:
+            self.skipped.append((card.id, why))
+            self.notices.append(f"Skipped card {card.id}: its stored state is unusable: {why}")
+            return False
+        self._schedulable.add(card.id)
+        return True
+
+    def take_notices(self) -> list[str]:
+        """Messages for the user since the last call (cards skipped, and why)."""
+        notices, self.notices = self.notices, []
+        return notices
 
     @property
     def current(self) -> Card | None:
@@ -353,11 +376,19 @@ class ReviewSession:
         card, entry = found
         rating = Rating(rating)
         now = self.clock()
-        prev = self.state_of(card)
-        outcome = self.scheduler.review(prev, rating, now)
         if duration_ms is None:
             duration_ms = int((time.monotonic() - self._shown_at) * 1000)
-        review_id = self.store.record_review(prev, outcome.state, rating, now, duration_ms)
+        outcomes: list[Outcome] = []
+
+        def decide(prev: CardState) -> CardState:
+            outcomes.append(self.scheduler.review(prev, rating, now))
+            return outcomes[-1].state
+
+        # the state is read inside the write transaction: another terminal rating this card
+        # at the same moment is serialised before or after us, never interleaved
+        fresh = CardState(id=card.id, deck=card.deck, content_hash=card.content_hash)
+        review_id, _prev, _new = self.store.rate_card(fresh, decide, rating, now, duration_ms)
+        outcome = outcomes[-1]
         self._review_ids.append(review_id)
         if entry is None:
             self.queue.pop(0)

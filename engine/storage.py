@@ -48,11 +48,13 @@ class StoreError(Exception):
 
     ``kind`` says what went wrong, so a front end can say what to do: "read-only" (the file
     or its folder cannot be written), "busy" (another prep holds a write lock), "damaged",
-    "write" (a full disk, an I/O error) or "other"."""
+    "write" (a full disk, an I/O error) or "other". ``retryable``: the same write may succeed
+    if tried again (busy, a full disk)."""
 
-    def __init__(self, message: str, kind: str = "other") -> None:
+    def __init__(self, message: str, kind: str = "other", *, retryable: bool = False) -> None:
         super().__init__(message)
         self.kind = kind
+        self.retryable = retryable
 
 
 def _not_writable(target: Path) -> str | None:
@@ -212,14 +214,31 @@ def state_to_row(s: CardState) -> dict[str, Any]:
 _DEMO_RUN_KEYS = ("id", *(c for c in DEMO_RUN_COLUMNS if c != "metrics"))
 
 
+def _cannot_write(exc: BaseException) -> bool:
+    """Whether opening failed only because the database or its folder cannot be written."""
+    if isinstance(exc, StoreError):
+        return "read-only" in str(exc) or "readonly" in str(exc)
+    if isinstance(exc, sqlite3.DatabaseError):
+        code = getattr(exc, "sqlite_errorcode", None)
+        primary = None if code is None else code & 0xFF
+        return primary in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM)
+    return isinstance(exc, PermissionError)
+
+
 class Store:
     """The progress database. Open with ``Store.open(path)`` or ``Store.memory()``."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path | None = None) -> None:
+    read_only = False  # opened with Store.open(reading=True) where writing is not possible
+
+    def __init__(
+        self, conn: sqlite3.Connection, path: Path | None = None, *, lenient: bool = False
+    ) -> None:
+        """``lenient``: a schema version that cannot be read (a hand edit) does not stop a
+        reader; the tables are read as they are (export is the rescue path)."""
         self.conn = conn
         self.path = path
         self._db = None
-        self._migrate()
+        self._migrate(lenient=lenient)
 
     @property
     def db(self):
@@ -352,17 +371,32 @@ class Store:
     # --- opening ------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | os.PathLike | None = None) -> Store:
-        """Open (creating on first use) the database at ``path`` (see resolve_db_path)."""
+    def open(cls, path: str | os.PathLike | None = None, *, reading: bool = False) -> Store:
+        """Open (creating on first use) the database at ``path`` (see resolve_db_path).
+
+        ``reading``: the caller only reads (stats, export). A database or folder that cannot
+        be written is then opened read-only instead of refused, and a schema version that
+        cannot be read does not stop it."""
         target = resolve_db_path(path)
+        if target.exists() and not target.is_file():
+            # SQLite would take /dev/null for an empty database and make /dev/null-wal beside it
+            what = "a folder" if target.is_dir() else "not a regular file (a device or FIFO)"
+            raise StoreError(f"{target}: is {what}; --db names the database file")
+        conn = None
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-            return cls(conn, target)
-        except (sqlite3.DatabaseError, OSError) as exc:
+            return cls(conn, target, lenient=reading)
+        except (sqlite3.DatabaseError, StoreError, OSError) as exc:
+            if conn is not None:
+                conn.close()
+            if reading and target.is_file() and _cannot_write(exc):
+                return cls._open_read_only(target)
+            if isinstance(exc, StoreError):
+                raise
             verb = "open" if isinstance(exc, sqlite3.DatabaseError) else "create"
             readonly = _not_writable(target)
             if readonly is None and isinstance(exc, PermissionError):
@@ -381,6 +415,42 @@ class Store:
             ) from exc
 
     @classmethod
+    def _open_read_only(cls, target: Path) -> Store:
+        """The database opened for reading only (a read-only file or folder)."""
+        from urllib.parse import quote
+
+        last: Exception | None = None
+        # immutable=1 when even the WAL index cannot be made (a read-only folder)
+        for query in ("mode=ro", "mode=ro&immutable=1"):
+            conn = sqlite3.connect(
+                f"file:{quote(str(target))}?{query}",
+                uri=True,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+            )
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # can we read?
+                store = cls.__new__(cls)
+                store.conn, store.path, store._db, store.read_only = conn, target, None, True
+                try:
+                    version = store.schema_version()
+                except StoreError:
+                    version = SCHEMA_VERSION  # read the tables as they are
+                if version != SCHEMA_VERSION:
+                    conn.close()
+                    raise StoreError(
+                        f"{target}: the progress database is read-only and needs an upgrade "
+                        f"(schema v{version}, this prep uses v{SCHEMA_VERSION}); make it writable",
+                        kind="read-only",
+                    )
+                return store
+            except sqlite3.DatabaseError as exc:
+                conn.close()
+                last = exc
+        raise StoreError(f"{target}: cannot open the progress database: {last}") from last
+
+    @classmethod
     def memory(cls) -> Store:
         return cls(sqlite3.connect(":memory:", isolation_level=None), None)
 
@@ -395,15 +465,26 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """One committed unit: BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error)."""
+        """One committed unit: BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error). Inside another
+        transaction() it joins that one (the outer one commits or rolls back)."""
+        if getattr(self, "_tx_depth", 0):
+            self._tx_depth += 1
+            try:
+                yield
+            finally:
+                self._tx_depth -= 1
+            return
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             raise self._error(exc) from exc
+        self._tx_depth = 1
         try:
             yield
+            self._tx_depth = 0
             self.conn.execute("COMMIT")
         except BaseException as exc:
+            self._tx_depth = 0
             # SQLite may already have rolled back (a full disk, an I/O error)
             if self.conn.in_transaction:
                 with suppress(sqlite3.Error):
@@ -428,6 +509,7 @@ class Store:
             return StoreError(
                 f"{where}: database is busy: another prep is writing to it ({exc}); try again",
                 kind="busy",
+                retryable=True,
             )
         if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
             return StoreError(
@@ -439,6 +521,7 @@ class Store:
             return StoreError(
                 f"{where}: cannot write the progress database ({exc}); nothing saved",
                 kind="write",
+                retryable=True,
             )
         return StoreError(f"{where}: the progress database failed: {exc}")
 
@@ -451,10 +534,25 @@ class Store:
         if not has_meta:
             return 0
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        return int(row[0]) if row else 0
+        if row is None:
+            return 0
+        try:
+            return int(row[0])
+        except (TypeError, ValueError):
+            raise StoreError(
+                f"{self.path or ':memory:'}: the schema version in the database is "
+                f"{str(row[0])[:40]!r}, not a number (edited by hand?); `prep export` still "
+                "reads it",
+                kind="damaged",
+            ) from None
 
-    def _migrate(self) -> None:
-        version = self.schema_version()
+    def _migrate(self, *, lenient: bool = False) -> None:
+        try:
+            version = self.schema_version()
+        except StoreError:
+            if lenient:
+                return  # a reader reads the tables as they are
+            raise
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"{self.path}: database schema v{version} is newer than this prep (v{SCHEMA_VERSION}); upgrade prep"
@@ -610,6 +708,24 @@ class Store:
                 ),
             )
             return int(cur.lastrowid)
+
+    def rate_card(
+        self,
+        fresh: CardState,
+        decide: Callable[[CardState], CardState],
+        rating: int,
+        reviewed_at: datetime,
+        duration_ms: int | None = None,
+    ) -> tuple[int, CardState, CardState]:
+        """Rate a card: read its stored state (``fresh`` when it has none), let ``decide``
+        compute the next one, and write both, all inside one write transaction. Two sessions
+        rating the same card serialise: the second reads the first one's result, so the review
+        log stays a chain (each review's prev is the previous review's next) and ``reps``
+        counts the reviews. Returns (review id, prev, next)."""
+        with self.transaction():
+            prev = self.card(fresh.id) or fresh
+            new = decide(prev)
+            return self.record_review(prev, new, rating, reviewed_at, duration_ms), prev, new
 
     def last_review(self) -> Review | None:
         row = self.conn.execute(
@@ -844,7 +960,13 @@ class Store:
     def saved_settings(self) -> dict[str, Any] | None:
         """The settings as saved (a dict, unvalidated), or None when none were saved."""
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
-        return None if row is None else json.loads(row[0])
+        if row is None:
+            return None
+        try:
+            value = json.loads(row[0])
+        except (TypeError, ValueError):
+            return None  # unreadable (a hand edit): `prep config --reset` says so; export goes on
+        return value if isinstance(value, dict) else None
 
     def card_row(self, card_id: str) -> dict[str, Any] | None:
         """The stored row of one card (columns as in schema.CARD_COLUMNS)."""

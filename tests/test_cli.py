@@ -176,7 +176,7 @@ def test_read_only_db_is_one_line_exit_2(
 ) -> None:
     Store.open(db_path).close()
 
-    def open_read_only(cls, path=None):  # noqa: ANN001, ANN202 - as a chmod 444 file opens
+    def open_read_only(cls, path=None, **_options):
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
         return cls(conn, Path(path))
 

@@ -219,6 +219,7 @@ async def test_demo_runs_streams_records_and_returns_to_the_card(tmp_path: Path)
         assert checks.count("PASS") == 3 and "FAIL" not in checks
         assert checks.index("what the claim says") < checks.index("contrast: a dense W_O")
         assert "measured 0.8123, expected >= 0.01" in checks
+        assert checks.count("[identity]") == 2 and checks.count("[measurement]") == 1
         assert text_of(app, "#demo-status").startswith("PASS: all 3 checks hold")
         runs = store.demo_runs()
         assert [(r["name"], r["passed"], r["device"]) for r in runs] == [
@@ -403,9 +404,9 @@ async def test_help_stats_palette(tmp_path: Path) -> None:
         summary = text_of(app, "#stats-summary")
         assert "total 30" in summary and "streak 6 days" in summary
         assert "Demos verified  1 of 2" in text_of(app, "#stats-demos")
-        await pilot.press("escape", "c")  # cram (issue 6)
+        await pilot.press("escape", "c")  # cram
         assert type(app.screen).__name__ == "CramScreen"
-        await pilot.press("escape", "m")  # mock interview (issue 6)
+        await pilot.press("escape", "m")  # mock interview
         assert type(app.screen).__name__ == "MockScreen"
         await pilot.press("escape")
         assert isinstance(app.screen, HomeScreen)
@@ -527,3 +528,25 @@ async def test_long_text_wraps_under_itself_at_80_columns(tmp_path: Path) -> Non
         # "✓ a) (d_model, n_heads *" then "     d_head)": under the text, not the letter
         assert lines[0].startswith("✓ a) (d_model")
         assert lines[1].startswith("     ") and lines[1].strip() == "d_head)"
+
+
+@async_test
+async def test_demo_screen_shows_progress_and_a_usage_error_line(tmp_path: Path) -> None:
+    """A real-weight demo without the `real` extra exits 2 with one line: the status shows it."""
+    script = tmp_path / "needs_extra.py"
+    hint = "prep demo real-ov-rank: the real-weight demos need the optional `real` extra"
+    script.write_text(
+        "import os, sys\n"
+        "assert os.environ.get('PREP_DEMO_PROGRESS') == '1'\n"
+        "print('progress: loading all-MiniLM-L6-v2', file=sys.stderr, flush=True)\n"
+        f"print({hint!r}, file=sys.stderr, flush=True)\n"
+        "sys.exit(2)\n"
+    )
+    app = make_app(demo_command=lambda name: [sys.executable, str(script)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("enter", "space", "d")
+        demo = app.screen
+        await wait_until(pilot, lambda: not demo.running)
+        assert "progress: loading all-MiniLM-L6-v2" in demo.log_lines
+        assert text_of(app, "#demo-status") == hint
+        assert app.store.demo_runs() == []

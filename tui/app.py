@@ -1,7 +1,8 @@
 """The Textual app: `prep` with no arguments (and `prep quiz`) opens it.
 
 The app owns the progress database (one connection, used only on the event loop's thread),
-the loaded collection and the clock; screens reach them through ``self.app``. Every rating
+the loaded collection and the clock; screens (tui/base.py's PrepScreen) reach them through
+``self.prep``, the app typed as PrepApp. Every rating
 is committed by the engine the moment it is made, so quitting at any point loses nothing.
 
 It never imports torch: demos run in a subprocess (``demo_command``) whose output is streamed
@@ -186,6 +187,8 @@ class PrepApp(App[int]):
         from prep.tui.screens.home import HomeScreen
 
         self.collection = self.load_collection()
+        for warning in self.collection.warnings:
+            self.notify(str(warning), title="Decks", severity="warning", timeout=8)
         if self.collection.errors and not ignore_deck_errors:
             self._show(ErrorScreen.deck_errors(self.collection))
             return

@@ -31,6 +31,7 @@ from prep.engine.present import (
 )
 from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
 from prep.engine.session import ReviewSession
+from prep.engine.storage import StoreError
 
 
 class Quit(Exception):
@@ -91,6 +92,8 @@ class PlainQuiz:
     def run(self) -> int:
         session, say = self.session, self.io.say
         if session.finished:
+            for notice in session.take_notices():
+                say(notice)
             say("Nothing due right now. Come back later, or study new cards with --new N.")
             return 0
         say(
@@ -100,10 +103,14 @@ class PlainQuiz:
         try:
             while not session.finished:
                 card = session.current
+                for notice in session.take_notices():
+                    say(notice)
                 assert card is not None
                 self.show_card(card)
         except Quit:
             pass
+        for notice in session.take_notices():
+            say(notice)
         s = session.summary()
         say("")
         say(
@@ -168,7 +175,14 @@ class PlainQuiz:
             if answer == "" and suggested is not None:
                 answer = str(int(suggested))
             if answer in ("1", "2", "3", "4"):
-                outcome = session.rate(Rating(int(answer)))
+                try:
+                    outcome = session.rate(Rating(int(answer)))
+                except StoreError as exc:
+                    if not exc.retryable:  # read-only: no retry will save it
+                        raise
+                    # busy (another terminal holds the lock), a full disk: as the TUI does
+                    say(f"Not saved: {exc}. The card stays; rate it again, or q to quit.")
+                    continue
                 say(
                     f"Saved: {RATING_NAMES[outcome.rating]}, "
                     f"next in {spoken_interval(outcome.interval)}."

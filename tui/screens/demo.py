@@ -217,6 +217,11 @@ class DemoScreen(PrepScreen):
         if self._ticker is not None:
             self._ticker.stop()
         report = self.report
+        if report is None and code == 2 and self.log_lines:
+            # a usage error: one line saying why (e.g. how to install the `real` extra)
+            self.set_status(Text(self.log_lines[-1], style="bold red"))
+            self.refresh_bindings()
+            return
         if report is None:
             what = "could not start" if code is None else f"exited with code {code}"
             self.set_status(
@@ -276,7 +281,10 @@ class DemoScreen(PrepScreen):
                 table.add_row("", "")
             table.add_row("", Text(section, style="bold italic"))
             for check in checks:
-                detail = Text(check.name)
+                detail = Text(
+                    f"[{check.kind}] ", style="dim" if check.kind == "identity" else "bold"
+                )
+                detail.append(check.name)
                 detail.append(
                     f"\nmeasured {_fmt(check.measured)}, expected {check.expected}",
                     style="dim",

@@ -7,14 +7,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from prep.engine.deck import Collection
 from prep.engine.present import count
+from prep.tui.base import PrepScreen
 
 
-class ErrorScreen(Screen):
+class ErrorScreen(PrepScreen):
     BINDINGS = [
         Binding("r", "app.reload", "Reload", tooltip="Fix the problem, then reload"),
         Binding(
@@ -32,7 +32,7 @@ class ErrorScreen(Screen):
     def deck_errors(cls, collection: Collection) -> ErrorScreen:
         n = len(collection.errors)
         title = (
-            f"{n} error{'s' if n != 1 else ''} in the decks (what `prep check` reports). "
+            f"{count(n, 'error')} in the decks (what `prep check` reports). "
             "Fix them and press r to reload, or q to quit."
         )
         if collection.cards:
@@ -66,4 +66,4 @@ class ErrorScreen(Screen):
 
     def action_continue(self) -> None:
         if self.can_continue:
-            self.app.boot(ignore_deck_errors=True)
+            self.prep.boot(ignore_deck_errors=True)

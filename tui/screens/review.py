@@ -24,6 +24,8 @@ from textual.widgets import Button, Footer, Static
 
 from prep.engine.deck import CHOICE_LETTERS, Card
 from prep.engine.present import (
+    DemoLink,
+    Section,
     answer_sections,
     choice_verdict,
     early_text,
@@ -33,6 +35,7 @@ from prep.engine.present import (
 from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
 from prep.engine.session import ReviewSession
 from prep.engine.storage import StoreError
+from prep.tui.base import PrepScreen
 from prep.tui.widgets.rating_bar import RatingBar
 
 KIND_LABELS = {
@@ -47,29 +50,40 @@ def markdown(text: str) -> Markdown:
     return Markdown(text, code_theme="ansi_dark", hyperlinks=False)
 
 
-def back_markdown(card: Card) -> str:
-    """The answer side as Markdown (engine.present's sections; the demos have their own
-    line): correct option, answer, why, analogy, the 60-second bullets, sources."""
+def back_markdown(sections: list[Section]) -> str:
+    """The answer side as Markdown; the demos section is left to the demo link below it."""
     parts = []
-    for section in answer_sections(card):
-        if section.key == "correct":
-            letter, _, rest = section.text.partition(" ")
-            parts.append(f"**{section.label}: {letter}** {rest}")
-        elif section.key == "answer":
+    for section in sections:
+        if section.key == "answer":
             parts.append(section.text)
+        elif section.key == "correct":
+            parts.append(f"**{section.label}: {section.text}**")
         elif section.key == "bullets":
-            items = "\n".join(f"- {item}" for item in section.items)
-            parts.append(f"**{section.label}.**\n\n{items}")
+            parts.append(f"**{section.label}:**\n\n" + "\n".join(f"- {b}" for b in section.items))
         elif section.key == "sources":
             parts.append(f"*{section.label}:* " + "; ".join(section.items))
-        elif section.key != "demos":
+        elif section.key != "demos":  # why, analogy
             parts.append(f"**{section.label}.** {section.text}")
     return "\n\n".join(parts)
 
 
-class ReviewScreen(Screen):
-    RETRY_SECONDS = 10.0  # how long a rating retries while another prep holds the lock
+def demo_line(links: tuple[DemoLink, ...]) -> Text:
+    """`d  run the demo NAME`, its latest run and its claim; with several demos, their names
+    (d asks which one)."""
+    if len(links) > 1:
+        line = Text.assemble(("d", "bold reverse"), f"  run one of {len(links)} demos: ")
+        line.append(", ".join(link.name for link in links), style="bold")
+        return line
+    first = links[0]
+    line = Text.assemble(("d", "bold reverse"), "  run the demo ", (first.name, "bold"))
+    line.append(f"  ({first.last_run()})", style="dim")
+    if first.claim:
+        line.append(f"\n{first.claim}", style="dim")
+    return line
 
+
+class ReviewScreen(PrepScreen):
+    RETRY_SECONDS = 10.0  # how long a rating retries while another prep holds the lock
     BINDINGS = [
         Binding("space", "reveal", "Show answer", tooltip="Show the answer"),
         Binding("space", "take('good')", "Good", tooltip="Once the answer is shown: rate Good"),
@@ -169,10 +183,12 @@ class ReviewScreen(Screen):
     def show_card(self) -> None:
         """Show the session's current card, front side; or the summary when it is done."""
         card = self.session.current
+        for notice in self.session.take_notices():
+            self.notify(notice, severity="warning", timeout=10)
         if card is None:
             from prep.tui.screens.summary import SummaryScreen
 
-            self.app.switch_screen(SummaryScreen(self.session))
+            self.prep.switch_screen(SummaryScreen(self.session))
             return
         self.card = card
         self.revealed = False
@@ -282,21 +298,17 @@ class ReviewScreen(Screen):
             self.preview = {}
             self.notify(f"Cannot read this card's schedule: {exc}", severity="error")
         self.render_choices()
-        self.query_one("#answer", Static).update(markdown(back_markdown(card)))
+        try:
+            runs = self.session.store.latest_demo_runs() if card.demos else {}
+        except StoreError:
+            runs = {}
+        sections = answer_sections(card, self.prep.demos, runs)
+        self.query_one("#answer", Static).update(markdown(back_markdown(sections)))
         link = self.query_one("#demo-link", Static)
-        if card.demo:
-            claim = self.app.demos.get(card.demo, "")
-            if len(card.demos) > 1:  # d asks which one
-                line = Text.assemble(
-                    ("d", "bold reverse"), f"  run one of {len(card.demos)} demos: "
-                )
-                line.append(", ".join(card.demos), style="bold")
-            else:
-                line = Text.assemble(("d", "bold reverse"), "  run the demo ", (card.demo, "bold"))
-                if claim:
-                    line.append(f"\n{claim}", style="dim")
-            link.update(line)
-        link.display = bool(card.demo)
+        demos = next((s.demos for s in sections if s.key == "demos"), ())
+        if demos:
+            link.update(demo_line(demos))
+        link.display = bool(demos)
         self.query_one("#back").display = True
         self.query_one("#reveal").display = False
         bar = self.query_one(RatingBar)
@@ -448,16 +460,16 @@ class ReviewScreen(Screen):
             self.notify("This card links no demo.")
             return
         if len(card.demos) == 1:
-            self.app.push_screen(DemoScreen(card.demo, card=card))
+            self.prep.push_screen(DemoScreen(card.demo, card=card))
             return
         from prep.tui.screens.demo_pick import DemoPick
 
         def run(name: str | None) -> None:
             if name is not None:
-                self.app.push_screen(DemoScreen(name, card=card))
+                self.prep.push_screen(DemoScreen(name, card=card))
 
-        choices = [(name, self.app.demos.get(name, "")) for name in card.demos]
-        self.app.push_screen(DemoPick(choices), run)
+        choices = [(name, self.prep.demos.get(name, "")) for name in card.demos]
+        self.prep.push_screen(DemoPick(choices), run)
 
     def action_home(self) -> None:
         self.dismiss()

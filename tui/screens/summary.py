@@ -6,16 +6,16 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from prep.engine.present import count, duration_text, percent, spoken_interval
 from prep.engine.scheduler import RATING_NAMES, Rating
 from prep.engine.session import ReviewSession
 from prep.engine.storage import StoreError
+from prep.tui.base import PrepScreen
 
 
-class SummaryScreen(Screen):
+class SummaryScreen(PrepScreen):
     BINDINGS = [
         Binding("enter", "home", "Home", tooltip="Back to home"),
         Binding("escape", "home", "Home", show=False, tooltip="Back to home"),
@@ -65,7 +65,7 @@ class SummaryScreen(Screen):
             text.append(f"A learning card comes back in {wait}", style="bold")
             text.append(f" (more than the {ahead:.0f}-minute learn-ahead limit away);")
             text.append(" start again from home then.\n")
-        reasons = self.app.limit_reasons()
+        reasons = self.prep.limit_reasons()
         for reason in reasons:
             text.append(reason + "\n", style="bold")
         if reasons:
@@ -89,4 +89,4 @@ class SummaryScreen(Screen):
         from prep.tui.screens.review import ReviewScreen, undo_last_rating
 
         if undo_last_rating(self, self.session) is not None:
-            self.app.switch_screen(ReviewScreen(self.session))
+            self.prep.switch_screen(ReviewScreen(self.session))
