@@ -110,6 +110,8 @@ class DeckError:
     message: str
 
     def __str__(self) -> str:
+        if self.line <= 0:  # about the file as a whole (it is missing)
+            return f"{self.file}: {self.message}"
         return f"{self.file}:{self.line}: {self.message}"
 
 
@@ -349,6 +351,16 @@ def _str_list(value: Any) -> tuple[str, ...] | None:
     return None
 
 
+def _scalar_hint(key: str, value: Any) -> str:
+    """Why YAML did not read a value as text: yes/no/on/off are booleans, 12 a number."""
+    if isinstance(value, bool):
+        word = "yes" if value else "no"
+        return f' (YAML read it as the boolean {value}: quote it, e.g. {key}: "{word}")'
+    if isinstance(value, int | float):
+        return f' (YAML read it as the number {value}: quote it, e.g. {key}: "{value}")'
+    return ""
+
+
 def _why_not_text(value: Any) -> str:
     items = value if isinstance(value, list) else [value]
     for i, item in enumerate(items, 1):
@@ -390,7 +402,10 @@ def _parse_card(
             err(line, f"{label}: missing required field {key!r}")
             ok = False
         elif not _text(raw[key]):
-            err(at(key), f"{label}: field {key!r} must be non-empty text")
+            err(
+                at(key),
+                f"{label}: field {key!r} must be non-empty text{_scalar_hint(key, raw[key])}",
+            )
             ok = False
     if _text(card_id) and not SLUG.match(card_id):
         err(
@@ -407,7 +422,10 @@ def _parse_card(
         ok = False
     for key in ("explain", "analogy", "parent"):
         if key in raw and not _text(raw[key]):
-            err(at(key), f"{label}: field {key!r} must be non-empty text")
+            err(
+                at(key),
+                f"{label}: field {key!r} must be non-empty text{_scalar_hint(key, raw[key])}",
+            )
             ok = False
     lists: dict[str, tuple[str, ...]] = {}
     for key in ("tags", "sources", "bullets", "demo", "choices"):
@@ -498,6 +516,11 @@ def parse_deck_text(
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
         problem = _one_line(exc.problem or exc.context or "invalid YAML")
+        if exc.context_mark is not None and "quoted scalar" in (exc.context or ""):
+            # the scanner notices only where the text ends: name where the quote opened
+            quote = text[exc.context_mark.index] if exc.context_mark.index < len(text) else '"'
+            line = exc.context_mark.line + 1
+            problem = f"unclosed {quote} quote (the text quoted here never ends)"
         return None, [], [DeckError(file, line, f"YAML syntax error: {problem}")]
     except yaml.YAMLError as exc:
         return None, [], [DeckError(file, 1, f"YAML error: {_one_line(str(exc))}")]
@@ -652,7 +675,7 @@ def load_collection(
         try:
             text = read_deck_file(path)
         except FileNotFoundError:
-            coll.errors.append(DeckError(shown, 1, "no such file"))
+            coll.errors.append(DeckError(shown, 0, "no such file or folder"))
             continue
         except OSError as exc:
             line = getattr(exc, "line", 1)
@@ -731,5 +754,42 @@ def load_collection(
                 break
             chain.append(node.parent)
             node = coll.get(node.parent)
+    _drop_unservable(coll)
     coll.errors.sort(key=lambda e: (e.file, e.line))
     return coll
+
+
+def _drop_unservable(coll: Collection) -> None:
+    """Leave out follow-ups that can never be served: a follow-up waits for its parent, so
+    one whose parent is missing, itself, or in a cycle (and every card below it) would wait
+    forever. Each is already an error above; leaving it out keeps 'valid cards' true."""
+    servable: dict[str, bool] = {}
+    for card in coll.cards:  # walk up each chain once, without recursion (chains may be long)
+        path: list[str] = []
+        on_path: set[str] = set()
+        node_id: str | None = card.id
+        while True:
+            if node_id in servable:
+                result = servable[node_id]
+                break
+            node = coll.get(node_id) if node_id is not None else None
+            if node is None or node.id in on_path:
+                result = False  # a missing parent, or a cycle
+                break
+            path.append(node.id)
+            on_path.add(node.id)
+            if node.parent is None:
+                result = True
+                break
+            node_id = node.parent
+        for cid in path:
+            servable[cid] = result
+
+    keep = [c for c in coll.cards if servable[c.id]]
+    if len(keep) == len(coll.cards):
+        return
+    dropped = {c.id for c in coll.cards} - {c.id for c in keep}
+    coll.cards[:] = keep
+    coll.__post_init__()
+    for info in coll.decks.values():
+        info.card_ids = [c for c in info.card_ids if c not in dropped]

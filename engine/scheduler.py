@@ -43,6 +43,9 @@ class Settings:
     relearning_steps_min: tuple[float, ...] = (10.0,)
     maximum_interval: int = 36500
     parameters: tuple[float, ...] | None = None  # None: fsrs defaults
+    # Anki's learn-ahead limit: when nothing else is left, a learning card due within this
+    # many minutes is shown early (and labelled so) instead of ending the session
+    learn_ahead_min: int = 20
 
     def to_dict(self) -> dict:
         return {
@@ -54,6 +57,7 @@ class Settings:
             "relearning_steps_min": list(self.relearning_steps_min),
             "maximum_interval": self.maximum_interval,
             "parameters": list(self.parameters) if self.parameters is not None else None,
+            "learn_ahead_min": self.learn_ahead_min,
         }
 
     @classmethod
@@ -70,7 +74,13 @@ class Settings:
             raise ValueError(
                 f"desired_retention must be between 0.7 and 0.99, got {self.desired_retention}"
             )
-        for key in ("new_per_day", "review_limit", "leech_threshold", "maximum_interval"):
+        for key in (
+            "new_per_day",
+            "review_limit",
+            "leech_threshold",
+            "maximum_interval",
+            "learn_ahead_min",
+        ):
             value = getattr(self, key)
             # bounded: the queue passes these to SQLite (LIMIT ?), which holds 64-bit ints
             if not isinstance(value, int) or not 0 <= value <= MAX_COUNT:

@@ -136,6 +136,7 @@ def compute(
         "per_day": per_day,
         "streak_days": streak_days(store, now),
         "cards": {"total": len(collection), "seen": store.count_cards()},
+        "marks": store.mark_counts(now),  # suspended, buried, flagged (from the review screen)
         "decks": decks,
         "tags": tags,
         "leeches": store.flagged("leech"),
@@ -145,6 +146,11 @@ def compute(
             "latest": demos,
         },
     }
+
+
+def marks_text(marks: dict[str, int]) -> str:
+    """``2 suspended · 1 buried · 3 flagged``."""
+    return " · ".join(f"{marks[k]} {k}" for k in ("suspended", "buried", "flagged"))
 
 
 def render(stats: dict[str, Any]) -> str:
@@ -158,7 +164,8 @@ def render(stats: dict[str, Any]) -> str:
         f"Retention    true{since} {percent(tr['all']['rate'])} over {count(tr['all']['reviews'], 'review')}"
         f"   last 30 days {percent(tr['last_30_days']['rate'])}   target {percent(stats['desired_retention'])}",
         f"Due          now {d['now']}   today {d['today']}   tomorrow {d['tomorrow']}   next 7 days {d['next_7_days']}",
-        f"Cards        {stats['cards']['seen']} of {stats['cards']['total']} seen",
+        f"Cards        {stats['cards']['seen']} of {stats['cards']['total']} seen   "
+        + marks_text(stats["marks"]),
         "",
         f"{'Deck':<22}{'cards':>6}{'seen':>6}{'mature':>8}{'mastery':>9}",
     ]

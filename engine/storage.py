@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -45,11 +45,27 @@ _COLUMNS: dict[str, tuple[str, ...]] = {
 
 class StoreError(Exception):
     """A problem with the progress database, with a one-line message for the user.
-    ``retryable``: the same write may succeed if tried again (busy, a full disk)."""
 
-    def __init__(self, message: str, *, retryable: bool = False) -> None:
+    ``kind`` says what went wrong, so a front end can say what to do: "read-only" (the file
+    or its folder cannot be written), "busy" (another prep holds a write lock), "damaged",
+    "write" (a full disk, an I/O error) or "other". ``retryable``: the same write may succeed
+    if tried again (busy, a full disk)."""
+
+    def __init__(self, message: str, kind: str = "other", *, retryable: bool = False) -> None:
         super().__init__(message)
+        self.kind = kind
         self.retryable = retryable
+
+
+def _not_writable(target: Path) -> str | None:
+    """Which of the database file and its folder cannot be written, in words, or None.
+    (SQLite in WAL mode also creates FILE-wal and FILE-shm beside the file.)"""
+    if target.exists() and not os.access(target, os.W_OK):
+        return f"the file {target} is read-only"
+    folder = target.parent
+    if folder.exists() and not os.access(folder, os.W_OK | os.X_OK):
+        return f"the folder {folder} is read-only (SQLite writes {target.name}-wal beside it)"
+    return None
 
 
 def _import_sqlite_utils():
@@ -86,6 +102,16 @@ def resolve_db_path(explicit: str | os.PathLike | None = None) -> Path:
     if env:
         return Path(env).expanduser()
     return default_db_path()
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Anki's marks on one card: suspended (never served until unsuspended), buried (left out
+    until ``buried_until``, the next study day) and flagged (served as usual, listed)."""
+
+    suspended: bool = False
+    buried_until: datetime | None = None
+    flagged: bool = False
 
 
 @dataclass(frozen=True)
@@ -231,6 +257,107 @@ class Store:
             (key, value),
         )
 
+    # --- marks: suspend, bury, flag (Anki's) --------------------------------------------
+    #
+    # One small table, created on the first mark (so marking needs no schema version of its
+    # own): a row per marked card; a card with no mark has no row.
+
+    _MARKS_SQL = (
+        "CREATE TABLE IF NOT EXISTS card_marks (card_id TEXT PRIMARY KEY, "
+        "suspended INTEGER NOT NULL DEFAULT 0, buried_until TEXT, "
+        "flagged INTEGER NOT NULL DEFAULT 0)"
+    )
+
+    def _has_marks(self) -> bool:
+        return (
+            self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'card_marks'"
+            ).fetchone()
+            is not None
+        )
+
+    def mark(self, card_id: str) -> Mark:
+        """The card's suspend / bury / flag state (all clear when never marked)."""
+        if not self._has_marks():
+            return Mark()
+        row = self.conn.execute(
+            "SELECT suspended, buried_until, flagged FROM card_marks WHERE card_id = ?",
+            (card_id,),
+        ).fetchone()
+        if row is None:
+            return Mark()
+        return Mark(suspended=bool(row[0]), buried_until=parse(row[1]), flagged=bool(row[2]))
+
+    def set_mark(self, card_id: str, mark: Mark) -> None:
+        """Store ``mark`` for the card (committed at once); an all-clear mark deletes the row."""
+        with self.transaction():
+            self.conn.execute(self._MARKS_SQL)
+            if mark == Mark():
+                self.conn.execute("DELETE FROM card_marks WHERE card_id = ?", (card_id,))
+                return
+            self.conn.execute(
+                "INSERT INTO card_marks (card_id, suspended, buried_until, flagged) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT(card_id) DO UPDATE SET "
+                "suspended = excluded.suspended, buried_until = excluded.buried_until, "
+                "flagged = excluded.flagged",
+                (card_id, int(mark.suspended), fmt(mark.buried_until), int(mark.flagged)),
+            )
+
+    def hidden_ids(self, now: datetime) -> set[str]:
+        """Cards the queue leaves out at ``now``: suspended, or buried until later."""
+        if not self._has_marks():
+            return set()
+        rows = self.conn.execute(
+            "SELECT card_id FROM card_marks WHERE suspended = 1 OR buried_until > ?",
+            (fmt(now),),
+        )
+        return {r[0] for r in rows}
+
+    def mark_counts(self, now: datetime) -> dict[str, int]:
+        """How many cards are suspended, buried (until later than ``now``) and flagged."""
+        if not self._has_marks():
+            return {"suspended": 0, "buried": 0, "flagged": 0}
+        row = self.conn.execute(
+            "SELECT COALESCE(SUM(suspended), 0), COALESCE(SUM(buried_until > ?), 0), "
+            "COALESCE(SUM(flagged), 0) FROM card_marks",
+            (fmt(now),),
+        ).fetchone()
+        return {"suspended": row[0], "buried": row[1], "flagged": row[2]}
+
+    # --- who else has the database open ----------------------------------------------------
+    #
+    # Each open app keeps a heartbeat row in meta ("open:HOST:PID" -> UTC time), so a second
+    # app on the same database can tell the user. Rows older than OPEN_STALE are ignored.
+
+    OPEN_STALE = timedelta(minutes=2)
+
+    def set_busy_timeout(self, ms: int) -> None:
+        """How long a statement waits for another writer's lock before failing as busy (a front
+        end that retries without blocking its screen sets it short)."""
+        self.conn.execute(f"PRAGMA busy_timeout = {int(ms)}")
+
+    def announce(self, instance: str, now: datetime) -> list[str]:
+        """Record ``instance`` as open now; return the other instances open (fresh heartbeat)."""
+        with self.transaction():
+            self.conn.execute(
+                "DELETE FROM meta WHERE key LIKE 'open:%' AND value < ?",
+                (fmt(now - timedelta(days=1)),),
+            )
+            self.set_meta(f"open:{instance}", fmt(now))
+        rows = self.conn.execute(
+            "SELECT key FROM meta WHERE key LIKE 'open:%' AND key != ? AND value >= ?",
+            (f"open:{instance}", fmt(now - self.OPEN_STALE)),
+        )
+        return [r[0].removeprefix("open:") for r in rows]
+
+    def depart(self, instance: str) -> None:
+        with self.transaction():
+            self.conn.execute("DELETE FROM meta WHERE key = ?", (f"open:{instance}",))
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
     def put_card(self, state: CardState) -> None:
         row = state_to_row(state)
         cols = ", ".join(row)
@@ -270,9 +397,22 @@ class Store:
                 return cls._open_read_only(target)
             if isinstance(exc, StoreError):
                 raise
-            if isinstance(exc, OSError):
-                raise StoreError(f"{target}: cannot create the progress database: {exc}") from exc
-            raise StoreError(f"{target}: cannot open the progress database: {exc}") from exc
+            verb = "open" if isinstance(exc, sqlite3.DatabaseError) else "create"
+            readonly = _not_writable(target)
+            if readonly is None and isinstance(exc, PermissionError):
+                readonly = f"{exc.filename or target.parent} cannot be written"
+            if readonly is None and "readonly" in str(exc).replace("-", "").replace(" ", ""):
+                readonly = f"{target} cannot be written"
+            if readonly is not None:
+                raise StoreError(
+                    f"{target}: cannot {verb} the progress database: {readonly}. Make it "
+                    "writable, or keep your progress elsewhere with --db PATH (or PREP_DB)",
+                    kind="read-only",
+                ) from exc
+            raise StoreError(
+                f"{target}: cannot {verb} the progress database: {exc}",
+                kind="busy" if "locked" in str(exc) else "other",
+            ) from exc
 
     @classmethod
     def _open_read_only(cls, target: Path) -> Store:
@@ -301,7 +441,8 @@ class Store:
                     conn.close()
                     raise StoreError(
                         f"{target}: the progress database is read-only and needs an upgrade "
-                        f"(schema v{version}, this prep uses v{SCHEMA_VERSION}); make it writable"
+                        f"(schema v{version}, this prep uses v{SCHEMA_VERSION}); make it writable",
+                        kind="read-only",
                     )
                 return store
             except sqlite3.DatabaseError as exc:
@@ -358,17 +499,28 @@ class Store:
         code = getattr(exc, "sqlite_errorcode", None)
         primary = None if code is None else code & 0xFF
         if primary == sqlite3.SQLITE_READONLY:
-            return StoreError(f"{where}: the progress database is read-only ({exc}); nothing saved")
+            why = (_not_writable(self.path) if self.path else None) or str(exc)
+            return StoreError(
+                f"{where}: the progress database is read-only ({why}); nothing saved. Make "
+                "it writable, or use --db PATH for another file",
+                kind="read-only",
+            )
         if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-            return StoreError(f"{where}: database is busy ({exc}); try again", retryable=True)
+            return StoreError(
+                f"{where}: database is busy: another prep is writing to it ({exc}); try again",
+                kind="busy",
+                retryable=True,
+            )
         if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
             return StoreError(
                 f"{where}: the progress database is damaged ({exc}); restore it from a "
-                "backup or a `prep export` file"
+                "backup or a `prep export` file",
+                kind="damaged",
             )
         if primary in _WRITE_ERRORS:
             return StoreError(
                 f"{where}: cannot write the progress database ({exc}); nothing saved",
+                kind="write",
                 retryable=True,
             )
         return StoreError(f"{where}: the progress database failed: {exc}")
@@ -390,7 +542,8 @@ class Store:
             raise StoreError(
                 f"{self.path or ':memory:'}: the schema version in the database is "
                 f"{str(row[0])[:40]!r}, not a number (edited by hand?); `prep export` still "
-                "reads it"
+                "reads it",
+                kind="damaged",
             ) from None
 
     def _migrate(self, *, lenient: bool = False) -> None:

@@ -107,6 +107,15 @@ def demo_names() -> list[str]:
     return names()
 
 
+def line_mode_reason() -> str | None:
+    """Why the full-screen app cannot run here (so the line mode runs instead), or None."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return "not a terminal"
+    if os.environ.get("TERM", "") in ("dumb", "unknown"):
+        return f"TERM={os.environ['TERM']} cannot draw the full-screen app"
+    return None
+
+
 def _questions_from_env() -> tuple[str, ...]:
     env = os.environ.get("PREP_QUESTIONS", "")
     return tuple(p for p in env.split(os.pathsep) if p)
@@ -139,7 +148,13 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
     Run `prep` alone to open today's queue in the terminal app.
     """
     _check_local_time()
-    ctx.obj = Ctx(db, questions or _questions_from_env())
+    given = "--questions"
+    if not questions:
+        questions, given = _questions_from_env(), "PREP_QUESTIONS"
+    for folder in questions:
+        if not Path(folder).expanduser().exists():
+            raise UsageError(f"{given} {folder}: no such folder or file (it names your own decks)")
+    ctx.obj = Ctx(db, questions)
     if ctx.invoked_subcommand is None:
         ctx.invoke(quiz)
 
@@ -162,8 +177,10 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
 @click.pass_obj
 def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: bool) -> None:
     """Review today's queue (the default command)."""
-    if not plain and not (sys.stdin.isatty() and sys.stdout.isatty()):
-        click.echo("prep: not a terminal; running the line-oriented session (--plain)", err=True)
+    reason = None if plain else line_mode_reason()
+    if reason is not None:
+        _need_stdin()
+        click.echo(f"prep: {reason}; running the line-oriented session (--plain)", err=True)
         plain = True
     if not plain:
         from prep.tui.app import run
@@ -179,6 +196,40 @@ def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: 
         session = ReviewSession(store, coll, deck=deck, new_limit=new, limit=limit)
         _need_stdin()
         sys.exit(run_plain(session, sys.stdin, sys.stdout))
+
+
+@main.command()
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on (loopback: only this machine can open the page).",
+)
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, metavar="N")
+@click.pass_obj
+def serve(obj: Ctx, host: str, port: int) -> None:
+    """The same app in a browser (textual-serve): open http://HOST:PORT and study."""
+    import socket
+
+    from prep.engine.storage import resolve_db_path
+    from prep.tui.serve import is_loopback
+    from prep.tui.serve import serve as run_server
+
+    with obj.store():  # a database that cannot open is one line here, not a blank page
+        pass
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    if not is_loopback(host):
+        click.echo(
+            f"prep: warning: listening on {host}: anyone who can reach this machine on port "
+            f"{port} can study with (and change) your progress database",
+            err=True,
+        )
+    db = str(resolve_db_path(obj.db).resolve())
+    run_server(db=db, questions=obj.questions, host=host, port=port)
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
@@ -288,6 +339,7 @@ _SETTING_TYPES = {
     "review_limit": int,
     "leech_threshold": int,
     "maximum_interval": int,
+    "learn_ahead_min": int,
     "learning_steps_min": _minutes,
     "relearning_steps_min": _minutes,
 }
@@ -608,7 +660,11 @@ def mock(obj: Ctx, minutes: float, deck: str | None, seed: int | None, plain: bo
             interview = MockInterview(store, coll, minutes=minutes, deck=deck, seed=seed)
         except MockError as exc:
             raise UsageError(str(exc)) from None
-        if plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
+        reason = None if plain else line_mode_reason()
+        if reason is not None:
+            _need_stdin()
+            click.echo(f"prep: {reason}; running the line-oriented mock (--plain)", err=True)
+        if plain or reason is not None:
             _need_stdin()
             sys.exit(run_mock_plain(interview, sys.stdin, sys.stdout))
         from prep.tui.screens.mock import run_mock

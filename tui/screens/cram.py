@@ -20,6 +20,8 @@ from prep.engine.deck import Collection
 from prep.engine.present import count
 from prep.tui.base import PrepScreen
 
+MEASURE = 100  # the longest line on a wide terminal: a readable measure
+
 
 def sheet_text(sheet: list[CramDeck], width: int | None = None) -> Text:
     """The sheet as text; with ``width``, each bullet wraps under its own text (a hanging
@@ -110,7 +112,7 @@ class CramScreen(PrepScreen):
             f"Cram · the 60-second bullets · {where} · {count(items, 'card')}"
         )
         # the screen less the padding and the scrollbar
-        width = max(24, self.app.size.width - 6)
+        width = max(24, min(MEASURE, self.app.size.width - 6))
         self.query_one("#cram-sheet", Static).update(sheet_text(sheet, width))
 
     def on_resize(self) -> None:

@@ -40,12 +40,17 @@ class ErrorScreen(PrepScreen):
         return cls(title, [str(e) for e in collection.errors], can_continue=bool(collection.cards))
 
     @classmethod
-    def database(cls, message: str) -> ErrorScreen:
-        title = (
-            "The progress database cannot be opened. If another prep is writing to it, "
-            "wait and press r to retry; q quits."
-        )
-        return cls(title, [message], can_continue=False)
+    def database(cls, message: str, kind: str = "other") -> ErrorScreen:
+        """What went wrong opening the database (``kind`` from StoreError) and what to do."""
+        todo = {
+            "read-only": "It is read-only, so nothing could be saved: make the file and its "
+            "folder writable (or start prep with --db PATH for another file), then press r "
+            "to retry; q quits.",
+            "busy": "Another prep is writing to it: wait a moment and press r to retry; q quits.",
+            "damaged": "It is damaged: restore it from a backup or a `prep export` file (or "
+            "start prep with --db PATH for a new one); q quits.",
+        }.get(kind, "Fix what the line below says, then press r to retry; q quits.")
+        return cls(f"The progress database cannot be opened. {todo}", [message], can_continue=False)
 
     def compose(self) -> ComposeResult:
         yield Header()

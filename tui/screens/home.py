@@ -27,8 +27,18 @@ class HomeScreen(PrepScreen):
         Binding("d", "app.demos", "Demos", tooltip="Every demo; run one"),
         Binding("c", "app.cram", "Cram", tooltip="Cram: the 60-second bullets"),
         Binding("m", "app.mock", "Mock", tooltip="Mock interview"),
+        Binding(
+            "n",
+            "app.study_more",
+            "More",
+            tooltip="More new cards today, or review ahead (Anki's custom study)",
+        ),
         Binding("r", "app.reload", "Reload", show=False, tooltip="Read the deck files again"),
     ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._reasons: dict[str | None, list[str]] = {}  # limit lines per deck, this refresh
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -55,6 +65,7 @@ class HomeScreen(PrepScreen):
         self.refresh_counts()
 
     def refresh_counts(self) -> None:
+        self._reasons.clear()
         table = self.query_one("#decks", DataTable)
         try:
             rows = self.prep.deck_counts()
@@ -66,12 +77,19 @@ class HomeScreen(PrepScreen):
             return
         table.clear()
         selected = 0
+        # the count columns keep their width; the deck label gets the rest of the line
+        # (less the table's margin, each cell's padding and a scrollbar's width)
+        counts = [(str(r.new), str(r.learning), str(r.due), str(r.cards)) for r in rows]
+        widths = [
+            max([len(header), *(len(c[i]) for c in counts)])
+            for i, header in enumerate(("New", "Learning", "Due", "Cards"))
+        ]
+        room = self.app.size.width - 4 - 2 * (len(widths) + 1) - sum(widths) - 2
         for i, row in enumerate(rows):
             label = Text(row.title, style="bold" if i == 0 else "")
             if row.name:
                 label.append(f"  {row.name}", style="dim")
-            # keep the count columns on screen at 80 columns: the deck label gives way
-            label.truncate(max(16, self.prep.size.width - 44), overflow="ellipsis")
+            label.truncate(max(16, room), overflow="ellipsis")
             theme = self.prep.current_theme
             table.add_row(
                 label,
@@ -95,16 +113,41 @@ class HomeScreen(PrepScreen):
         line.append(f" · streak {count(streak, 'day')}")
         line.append(f" · {count(today['reviews'], 'review')} today")
         self.query_one("#today", Static).update(line)
-        howto = Text.assemble(
-            ("↑↓", "bold"),
-            " choose a deck, ",
-            ("Enter", "bold"),
-            " starts its session. ",
-            ("?", "bold"),
-            " lists every key.",
+        self.refresh_howto()
+        table.focus()
+
+    def refresh_howto(self) -> None:
+        """The keys line, after any daily limit that holds cards back for the selected deck."""
+        howto = Text()
+        deck = self.prep.selected_deck
+        if deck not in self._reasons:  # once per deck per refresh, not per arrow key
+            self._reasons[deck] = self.prep.limit_reasons()
+        reasons = self._reasons[deck]
+        for reason in reasons:
+            howto.append(reason + " ", style="bold")
+        if reasons:
+            howto.append_text(Text.assemble(("n", "bold"), " studies more.\n"))
+        howto.append_text(
+            Text.assemble(
+                ("↑↓", "bold"),
+                " choose a deck, ",
+                ("Enter", "bold"),
+                " starts its session, ",
+                ("n", "bold"),
+                " studies more. ",
+                ("?", "bold"),
+                " lists every key.",
+            )
         )
         self.query_one("#howto", Static).update(howto)
-        table.focus()
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The highlighted row is the selected deck: Enter, c (cram) and m (mock) act on it,
+        and it stays highlighted when you come back (the first row is all decks)."""
+        event.stop()
+        if self.prep.selected_deck != (event.row_key.value or None):
+            self.prep.selected_deck = event.row_key.value or None
+            self.refresh_howto()  # the limit line follows the deck
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from textual_plotext import PlotextPlot
 
 from prep.engine.present import count, percent
+from prep.engine.stats import marks_text
 from prep.engine.storage import StoreError
 from prep.tui.base import PrepScreen
 
@@ -100,6 +101,7 @@ class StatsScreen(PrepScreen):
         )
         summary.append("Cards      ", style="bold")
         summary.append(f"{cards['seen']} of {cards['total']} seen")
+        summary.append(f"   {marks_text(stats['marks'])}", style="dim")
         if stats["leeches"]:
             summary.append(f"   leeches: {', '.join(stats['leeches'])}", style="red")
         self.query_one("#stats-summary", Static).update(summary)
