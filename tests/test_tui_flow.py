@@ -3,6 +3,7 @@ acts on, one back/quit convention, help at the current screen's section, the moc
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -403,6 +404,11 @@ async def test_marks_from_the_review_screen_and_bullets_on_the_back(small_collec
         assert "In 60 seconds" in answer and "mixing" in answer and "weighting" in answer
         await pilot.press("f")
         assert "⚑ flagged" in text_of(app, "#where") and store.mark("roles").flagged
+        # The toast says what stats does with a flag: it counts it (no list of flagged cards).
+        told = [str(n.message) for n in app._notifications]
+        assert any(m.startswith("Flagged (stats counts it") for m in told), told
+        assert not any("listed" in m for m in told)
+        assert store.mark_counts(datetime.now(UTC))["flagged"] == 1
         await pilot.press("minus")  # bury: on to the next card
         assert app.screen.card.id != "roles" and store.mark("roles").buried_until is not None
         assert "buried until tomorrow" in text_of(app, "#hint")

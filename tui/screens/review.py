@@ -140,7 +140,7 @@ class ReviewScreen(PrepScreen):
             "mark('flag')",
             "Flag",
             show=False,
-            tooltip="Flag the card (or unflag it); flagged cards are listed in stats",
+            tooltip="Flag the card (or unflag it); stats counts the flagged cards",
         ),
         Binding("escape", "home", "Home", tooltip="Back to home (progress is saved)"),
     ]
@@ -367,7 +367,7 @@ class ReviewScreen(PrepScreen):
             self.notify(f"Not saved: {exc}", severity="error", timeout=8)
             return
         if change == "flag":
-            self.notify("Flagged (listed in stats)." if mark.flagged else "Flag removed.")
+            self.notify("Flagged (stats counts it; f again unflags)." if mark.flagged else "Flag removed.")
             self.query_one("#where", Static).update(self.where_text(self.card))
             return
         what = (
