@@ -413,6 +413,9 @@ async def test_marks_from_the_review_screen_and_bullets_on_the_back(small_collec
         assert app.screen.card.id != "roles" and store.mark("roles").buried_until is not None
         assert "buried until tomorrow" in text_of(app, "#hint")
         await pilot.press("at")  # suspend this one
+        # Only undo brings a suspended card back: the note must not promise an "unsuspend".
+        hint = text_of(app, "#hint")
+        assert "suspended: not served again" in hint and "(u undoes)" in hint, hint
         suspended = [c.id for c in small_collection.cards if store.mark(c.id).suspended]
         assert len(suspended) == 1
         await pilot.press("u", "u")  # both marks undone, in order

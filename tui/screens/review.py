@@ -367,14 +367,12 @@ class ReviewScreen(PrepScreen):
             self.notify(f"Not saved: {exc}", severity="error", timeout=8)
             return
         if change == "flag":
-            self.notify("Flagged (stats counts it; f again unflags)." if mark.flagged else "Flag removed.")
+            self.notify(
+                "Flagged (stats counts it; f again unflags)." if mark.flagged else "Flag removed."
+            )
             self.query_one("#where", Static).update(self.where_text(self.card))
             return
-        what = (
-            "suspended: never served until unsuspended"
-            if change == "suspend"
-            else ("buried until tomorrow")
-        )
+        what = "suspended: not served again" if change == "suspend" else ("buried until tomorrow")
         self._note = Text.assemble((f"{self.card.id} {what}", "bold"), (" (u undoes)", "dim"))
         self.show_card()
 
