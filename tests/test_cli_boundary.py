@@ -228,9 +228,13 @@ def test_read_only_database_and_folder_still_allow_stats_and_export() -> None:
 # --- prep export: the files we write (item 1, at the command line) ------------------------
 
 
+@pytest.mark.parametrize("fmt", [["--format", "json"], []], ids=["json", "no-format"])
 @pytest.mark.parametrize("name", ["-", "/dev/stdout"])
-def test_export_to_stdout_keeps_the_report_on_stderr(tmp_path: Path, name: str) -> None:
-    done = prep(tmp_path / "p.db", "export", "--format", "json", "-o", name, cwd=tmp_path)
+def test_export_to_stdout_keeps_the_report_on_stderr(
+    tmp_path: Path, name: str, fmt: list[str]
+) -> None:
+    # Without --format, stdout is json (README: "`-o -` writes to stdout"); it has no extension.
+    done = prep(tmp_path / "p.db", "export", *fmt, "-o", name, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["format"] == "prep-export"  # nothing else on stdout
     assert done.stderr == "Wrote standard output: 0 reviews.\n"

@@ -469,7 +469,8 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
     to_stdout = is_stdout(output)  # "-" or /dev/stdout: the report goes to stderr
     path = Path(output).expanduser()
     if fmt is None:
-        fmt = _EXPORT_FORMATS.get(path.suffix.lower())
+        # `-o -` alone is json, as the help and README say (stdout has no extension to go by)
+        fmt = "json" if to_stdout else _EXPORT_FORMATS.get(path.suffix.lower())
         if fmt is None:
             raise UsageError(
                 f"{output}: give --format json, csv or apkg (or name the file .json/.csv/.apkg)"
