@@ -544,3 +544,22 @@ def test_longest_option_is_not_a_giveaway(cards):
         > max(len(o) for i, o in enumerate(c.choices) if i != c.correct)
     ]
     assert len(longest) <= len(picks) // 2, f"right option is strictly longest in {longest}"
+
+
+# Hugging Face's q/k/v/o_proj are nn.Linear: .weight is (out, in). A value channel is a row of
+# v_proj.weight and an input channel of o_proj is a column of o_proj.weight; the answers say so
+# ("row j of v_proj.weight"), so a bullet or choice in the x·W convention ("o_proj rows",
+# "v_proj column j") contradicts its own card.
+_PROJ_LAYOUT_SLIPS = re.compile(
+    r"o_proj(?:\.weight)?(?:'s)?\s+(?:input\s+)?rows?\b"
+    r"|[qkv]_proj(?:\.weight)?(?:'s)?\s+(?:output\s+)?columns?\b"
+)
+
+
+def test_proj_rows_and_columns_follow_the_weight_layout(cards):
+    slips = [
+        f"{card.id}: {m.group(0)!r}"
+        for card in cards
+        for m in _PROJ_LAYOUT_SLIPS.finditer(" ".join(card_text(card).split()))
+    ]
+    assert not slips, slips
