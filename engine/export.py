@@ -1,7 +1,8 @@
 """Export progress to JSON or CSV (`prep export`); engine/importer.py reads it back.
 
 The export holds everything stored: the card states, the review log (with each review's
-previous and next state), the demo runs and the settings. Importing it into an empty database
+previous and next state), the demo runs, the marks (suspended, buried, flagged cards) and the
+settings. Importing it into an empty database
 restores it without loss; exporting again gives the same content (only ``exported_at``
 differs).
 
@@ -11,12 +12,13 @@ JSON (one file)::
      "settings": {...} | null,          # null: the database never saved settings
      "cards": [{CARD_COLUMNS...}],        # ordered by id
      "reviews": [{REVIEW_COLUMNS...}],    # in log order; prev/next are state objects
-     "demo_runs": [{DEMO_RUN_COLUMNS...}]}  # in run order; metrics is an object
+     "demo_runs": [{DEMO_RUN_COLUMNS...}],  # in run order; metrics is an object
+     "marks": [{MARK_COLUMNS...}]}       # ordered by card_id; absent in older exports
 
 CSV (one table per file, UTF-8, a header row; empty cell = no value): ``FILE.csv`` is the
 review log (the table a spreadsheet user wants), with the card states beside it in
-``FILE.cards.csv``, the demo runs in ``FILE.demo_runs.csv`` and the settings in
-``FILE.settings.csv`` (columns key,value; the value is JSON). ``prev``/``next``/``metrics``
+``FILE.cards.csv``, the demo runs in ``FILE.demo_runs.csv``, the marks in ``FILE.marks.csv``
+and the settings in ``FILE.settings.csv`` (columns key,value; the value is JSON). ``prev``/``next``/``metrics``
 are JSON text in their cells. The columns are engine/schema.py's, in that order.
 """
 
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from prep.engine.atomic import WriteError, write_files
-from prep.engine.schema import CARD_COLUMNS, DEMO_RUN_COLUMNS, REVIEW_COLUMNS
+from prep.engine.schema import CARD_COLUMNS, DEMO_RUN_COLUMNS, MARK_COLUMNS, REVIEW_COLUMNS
 from prep.engine.storage import Store
 from prep.engine.timeutil import fmt
 
@@ -44,6 +46,7 @@ __all__ = [
     "CARD_COLUMNS",
     "DEMO_RUN_COLUMNS",
     "FORMAT",
+    "MARK_COLUMNS",
     "REVIEW_COLUMNS",
     "VERSION",
     "ExportError",
@@ -117,12 +120,14 @@ def _csv_text(columns: Iterable[str], rows: Iterable[dict[str, Any]], json_cols:
 
 
 def csv_paths(path: Path) -> dict[str, Path]:
-    """The files of a CSV export named ``path`` (FILE.csv): reviews, cards, demo runs, settings."""
+    """The files of a CSV export named ``path`` (FILE.csv): reviews, cards, demo runs, marks,
+    settings."""
     stem = path.name[: -len(".csv")] if path.name.lower().endswith(".csv") else path.name
     return {
         "reviews": path,
         "cards": path.with_name(f"{stem}.cards.csv"),
         "demo_runs": path.with_name(f"{stem}.demo_runs.csv"),
+        "marks": path.with_name(f"{stem}.marks.csv"),
         "settings": path.with_name(f"{stem}.settings.csv"),
     }
 
@@ -140,6 +145,7 @@ def to_csv(store: Store) -> dict[str, str]:
         "reviews": _csv_text(REVIEW_COLUMNS, data["reviews"], {"prev", "next"}),
         "cards": _csv_text(CARD_COLUMNS, data["cards"], set()),
         "demo_runs": _csv_text(DEMO_RUN_COLUMNS, data["demo_runs"], {"metrics"}),
+        "marks": _csv_text(MARK_COLUMNS, data["marks"], set()),
         "settings": _csv_text(("key", "value"), settings_rows, set()),
     }
 
@@ -156,12 +162,12 @@ def export_json(store: Store, path: Path, now: datetime) -> None:
 
 
 def export_csv(store: Store, path: Path) -> list[Path]:
-    """Write the CSV export; returns the files written (reviews file first). The other three
+    """Write the CSV export; returns the files written (reviews file first). The other four
     files are named after ``path``, so ``path`` must be a file (or not exist yet): beside a
     device, a FIFO or standard output (/dev/null.cards.csv) they would be files nobody named."""
     if str(path) == "-" or (os.path.exists(path) and not os.path.isfile(path)):
         raise ExportError(
-            f"{path}: a csv export is four files named after it; give a file name "
+            f"{path}: a csv export is five files named after it; give a file name "
             "(or --format json)"
         )
     paths = csv_paths(Path(path))

@@ -6,7 +6,10 @@ same data (same card and time) is skipped, as is a card state or demo run alread
 unchanged. A review for the same card and time with different data, or a card whose stored
 state differs from the file's (and is not simply newer, from reviews made after the export),
 is a conflict: the import stops with an error naming the card and nothing is changed.
-Settings are taken from the file only when the database has none saved.
+Settings are taken from the file only when the database has none saved. Marks (suspended,
+buried, flagged) are added for cards with no mark here and skipped where the same mark is
+stored; a card marked differently here is a conflict (this database's marks may be newer,
+and a mark has no history to tell).
 """
 
 from __future__ import annotations
@@ -24,8 +27,14 @@ from prep.engine.deck import CONTROL, SLUG, read_regular_file
 from prep.engine.export import FORMAT, VERSION, ExportError, csv_paths, unneutralise_cell
 from prep.engine.present import count
 from prep.engine.scheduler import CardState, Settings, state_problem
-from prep.engine.schema import CARD_COLUMNS, DEMO_RUN_COLUMNS, REVIEW_COLUMNS, SCHEDULE_COLUMNS
-from prep.engine.storage import Store, state_from_json, state_to_json
+from prep.engine.schema import (
+    CARD_COLUMNS,
+    DEMO_RUN_COLUMNS,
+    MARK_COLUMNS,
+    REVIEW_COLUMNS,
+    SCHEDULE_COLUMNS,
+)
+from prep.engine.storage import Mark, Store, state_from_json, state_to_json
 from prep.engine.timeutil import fmt, parse
 
 # --- reading an export ---------------------------------------------------------------------
@@ -297,6 +306,15 @@ def _demo_run_row(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _mark_row(raw: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "card_id": _slug(_req(raw, "card_id"), "card_id"),
+        "suspended": _flag(raw.get("suspended") or 0, "suspended"),
+        "buried_until": _time(raw.get("buried_until"), "buried_until"),
+        "flagged": _flag(raw.get("flagged") or 0, "flagged"),
+    }
+
+
 def _settings(raw: Any) -> dict[str, Any] | None:
     if raw is None:
         return None
@@ -321,6 +339,7 @@ class ExportData:
     cards: list[dict[str, Any]]
     reviews: list[dict[str, Any]]
     demo_runs: list[dict[str, Any]]
+    marks: list[dict[str, Any]]  # none from older exports
 
 
 def _not_export(path: Path, why: str) -> ExportError:
@@ -395,6 +414,7 @@ def read_json(path: Path) -> ExportData:
         cards=_rows(path, data["cards"], _card_row, "cards"),
         reviews=_rows(path, data["reviews"], _review_row, "reviews"),
         demo_runs=_rows(path, data.get("demo_runs", []), _demo_run_row, "demo_runs"),
+        marks=_rows(path, data.get("marks", []), _mark_row, "marks"),
     )
 
 
@@ -455,6 +475,9 @@ def read_csv(path: Path) -> ExportData:
     runs: list[dict[str, Any]] = []
     if paths["demo_runs"].exists():
         runs = _read_csv(paths["demo_runs"], DEMO_RUN_COLUMNS, _demo_run_row)
+    marks: list[dict[str, Any]] = []
+    if paths["marks"].exists():  # older exports have no marks file
+        marks = _read_csv(paths["marks"], MARK_COLUMNS, _mark_row)
     settings = None
     if paths["settings"].exists():
         pairs = _read_csv(paths["settings"], ("key", "value"), lambda r: r)
@@ -470,7 +493,7 @@ def read_csv(path: Path) -> ExportData:
             settings = _settings(raw) if raw else None  # header only: no settings saved
         except _Bad as exc:
             raise ExportError(f"{paths['settings']}: {exc}") from None
-    return ExportData(str(path), settings, cards, reviews, runs)
+    return ExportData(str(path), settings, cards, reviews, runs, marks)
 
 
 def read_export(path: Path) -> ExportData:
@@ -503,6 +526,8 @@ class ImportResult:
     reviews_skipped: int = 0  # already stored
     demo_runs_added: int = 0
     demo_runs_skipped: int = 0
+    marks_added: int = 0
+    marks_skipped: int = 0  # the same mark already stored
     settings: str = "none"  # "imported", "same", "kept" (the database's differ), "none"
 
     def summary(self) -> str:
@@ -513,7 +538,10 @@ class ImportResult:
             f", {count(self.reviews_added, 'review')} added, "
             f"{count(self.demo_runs_added, 'demo run')} added"
         )
+        if self.marks_added:
+            text += f", {count(self.marks_added, 'mark')} added"
         skipped = self.cards_kept + self.reviews_skipped + self.demo_runs_skipped
+        skipped += self.marks_skipped
         if skipped:
             text += f"; {count(skipped, 'row')} already stored (skipped)"
         if self.settings == "imported":
@@ -555,6 +583,22 @@ def _check_file(data: ExportData) -> None:
                 f"{r['reviewed_at']} appears twice"
             )
         keys.add(key)
+    marked: set[str] = set()
+    for i, m in enumerate(data.marks):
+        if m["card_id"] in marked:
+            raise ExportError(f"{src}: marks[{i}]: card {m['card_id']!r} is marked twice")
+        marked.add(m["card_id"])
+
+
+def _mark(row: dict[str, Any]) -> Mark:
+    return Mark(bool(row["suspended"]), parse(row["buried_until"]), bool(row["flagged"]))
+
+
+def _mark_words(mark: Mark) -> str:
+    words = [w for w, on in (("suspended", mark.suspended), ("flagged", mark.flagged)) if on]
+    if mark.buried_until is not None:
+        words.append(f"buried until {fmt(mark.buried_until)}")
+    return ", ".join(words) or "no mark"
 
 
 def import_data(store: Store, data: ExportData) -> ImportResult:
@@ -623,6 +667,21 @@ def import_data(store: Store, data: ExportData) -> ImportResult:
                 continue
             store.insert_row("demo_runs", run)
             result.demo_runs_added += 1
+        for row in data.marks:
+            cid, mark = row["card_id"], _mark(row)
+            if mark == Mark():
+                continue  # marks nothing (an export never holds one)
+            here = store.mark(cid)
+            if here == mark:
+                result.marks_skipped += 1
+            elif here == Mark():
+                store.set_mark(cid, mark)
+                result.marks_added += 1
+            else:
+                raise ExportError(
+                    f"{src}: conflict: card {cid!r} is marked differently here "
+                    f"({_mark_words(here)}; the file: {_mark_words(mark)}); nothing imported"
+                )
         if data.settings is not None:
             saved = store.saved_settings()
             if saved is None:

@@ -56,6 +56,12 @@ DEMO_RUN_COLUMNS = (
     "metrics",  # the demo's report, JSON
     "ran_at",  # UTC ISO-8601
 )
+MARK_COLUMNS = (
+    "card_id",
+    "suspended",  # 1 when suspended (never served until unsuspended)
+    "buried_until",  # UTC ISO-8601: left out of the queue until then (empty: not buried)
+    "flagged",  # 1 when flagged
+)
 # Fields that describe a card's schedule (deck, content_hash, changed and removed describe the
 # local decks and are reconciled by Store.sync).
 SCHEDULE_COLUMNS = (

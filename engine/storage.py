@@ -324,6 +324,29 @@ class Store:
         ).fetchone()
         return {"suspended": row[0], "buried": row[1], "flagged": row[2]}
 
+    # The export's form of a mark (engine/export.py, engine/importer.py): card_id, suspended
+    # (0/1), buried_until (UTC text or None), flagged (0/1), as stored.
+
+    def mark_rows(self, card_id: str | None = None) -> list[dict[str, Any]]:
+        """Every stored mark (or ``card_id``'s), in id order, as exported."""
+        if not self._has_marks():
+            return []
+        where, args = ("WHERE card_id = ?", [card_id]) if card_id is not None else ("", [])
+        rows = self.conn.execute(
+            "SELECT card_id, suspended, buried_until, flagged FROM card_marks "
+            f"{where} ORDER BY card_id",
+            args,
+        )
+        keys = ("card_id", "suspended", "buried_until", "flagged")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
+    def marks(self) -> dict[str, Mark]:
+        """Every card with a stored mark, by id (in id order); a bury may have expired."""
+        return {
+            r["card_id"]: Mark(bool(r["suspended"]), parse(r["buried_until"]), bool(r["flagged"]))
+            for r in self.mark_rows()
+        }
+
     # --- who else has the database open ----------------------------------------------------
     #
     # Each open app keeps a heartbeat row in meta ("open:HOST:PID" -> UTC time), so a second
@@ -927,7 +950,7 @@ class Store:
 
     def dump(self) -> dict[str, Any]:
         """Everything stored, as plain data: settings (None when never saved), cards,
-        reviews (prev/next as objects) and demo runs (metrics as an object), in one read
+        reviews (prev/next as objects), demo runs (metrics as an object) and marks, in one read
         transaction (a rating committed meanwhile is in both cards and reviews, or neither)."""
         own = not self.conn.in_transaction
         if own:
@@ -947,6 +970,7 @@ class Store:
                 "cards": cards,
                 "reviews": reviews,
                 "demo_runs": runs,
+                "marks": self.mark_rows(),
             }
         finally:
             if own:

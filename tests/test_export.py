@@ -99,6 +99,7 @@ def test_csv_round_trip_is_lossless(filled: Store, tmp_path: Path) -> None:
         "log.csv",
         "log.cards.csv",
         "log.demo_runs.csv",
+        "log.marks.csv",
         "log.settings.csv",
     ]
     header = out.read_text().splitlines()[0]
@@ -332,7 +333,8 @@ def test_out_of_range_values_are_clear_errors(
     assert result.stderr.startswith(f"prep: {tmp_path / 'bad.json'}: ")
     assert message in result.stderr
     with Store.open(dst) as store:
-        assert snapshot(store) == {"settings": None, "cards": [], "reviews": [], "demo_runs": []}
+        empty = {"settings": None, "cards": [], "reviews": [], "demo_runs": [], "marks": []}
+        assert snapshot(store) == empty
 
 
 def test_truncated_csv_names_the_line(filled: Store, tmp_path: Path) -> None:

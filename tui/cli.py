@@ -479,7 +479,7 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
         raise UsageError("--deck only applies to --format apkg (progress exports hold everything)")
     if to_stdout and fmt == "csv":
         raise UsageError(
-            f"-o {output}: a csv export is four files; give a file name (or --format json)"
+            f"-o {output}: a csv export is five files; give a file name (or --format json)"
         )
     if to_stdout and fmt == "apkg" and sys.stdout.isatty():
         raise UsageError(
@@ -528,6 +528,75 @@ def import_cmd(obj: Ctx, file: str) -> None:
         except ExportError as exc:
             raise UsageError(str(exc)) from None
     click.echo(f"Imported {file}: {result.summary()}.")
+
+
+@main.command("marks")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_obj
+def marks_cmd(obj: Ctx, as_json: bool) -> None:
+    """List the suspended, buried and flagged cards (the review screen's @, - and f):
+    id, deck, marks and the prompt's first line. `prep unmark CARD_ID...` clears them."""
+    from prep.engine.marks import marked_cards
+    from prep.engine.present import count, shorten
+    from prep.engine.timeutil import utcnow
+
+    coll = obj.collection(strict=False)
+    with obj.store(reading=True) as store:
+        cards = marked_cards(store, coll, utcnow())
+    totals = {k: sum(k in c.kinds for c in cards) for k in ("suspended", "buried", "flagged")}
+    if as_json:
+        import json
+
+        click.echo(json.dumps({"cards": [c.to_dict() for c in cards], "counts": totals}, indent=2))
+        return
+    if not cards:
+        click.echo("No suspended, buried or flagged cards.")
+        return
+    rows = []
+    for c in cards:
+        words = ["suspended"] if c.suspended else []
+        if c.buried_until is not None:
+            words.append(f"buried until {c.buried_until.astimezone():%Y-%m-%d %H:%M}")
+        if c.flagged:
+            words.append("flagged")
+        rows.append((c.card_id, c.deck or "-", ", ".join(words), c.prompt or "(in no deck)"))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for r in rows:
+        left = "  ".join(text.ljust(w) for text, w in zip(r, widths, strict=False))
+        click.echo(f"{left}  {shorten(r[3], 60)}")
+    click.echo(
+        f"{count(len(cards), 'card')}: "
+        + " · ".join(f"{totals[k]} {k}" for k in ("suspended", "buried", "flagged"))
+        + ". `prep unmark CARD_ID...` clears them."
+    )
+
+
+@main.command()
+@click.argument("card_ids", nargs=-1, required=True, metavar="CARD_ID...")
+@click.option("--suspend", is_flag=True, help="Unsuspend (the card is served again).")
+@click.option("--bury", is_flag=True, help="Unbury (the card is served again today).")
+@click.option("--flag", is_flag=True, help="Unflag.")
+@click.pass_obj
+def unmark(obj: Ctx, card_ids: tuple[str, ...], suspend: bool, bury: bool, flag: bool) -> None:
+    """Clear the marks of cards: with no option all of them (suspended, buried, flagged),
+    else only those named. `prep marks` lists the marked cards."""
+    from prep.engine.marks import UnknownCard
+    from prep.engine.marks import unmark as clear
+    from prep.engine.timeutil import utcnow
+
+    chosen = [k for k, on in (("suspended", suspend), ("buried", bury), ("flagged", flag)) if on]
+    coll = obj.collection(strict=False)
+    with obj.store() as store:
+        try:
+            done = clear(
+                store, coll, card_ids, utcnow(), chosen or ("suspended", "buried", "flagged")
+            )
+        except UnknownCard as exc:
+            raise UsageError(str(exc)) from None
+    undo = {"suspended": "unsuspended", "buried": "unburied", "flagged": "unflagged"}
+    for cid, cleared in done:
+        what = ", ".join(undo[k] for k in cleared) if cleared else "nothing to clear"
+        click.echo(f"{cid}: {what}")
 
 
 class _ProgressLine:
