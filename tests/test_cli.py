@@ -206,7 +206,9 @@ def test_db_from_environment(tmp_path: Path, small_deck_dir: Path) -> None:
         assert store.count_reviews() == 1
 
 
-@pytest.mark.parametrize("command", [["--help"], ["stats"], ["check"], ["config"]])
+@pytest.mark.parametrize(
+    "command", [["--help"], ["stats"], ["check"], ["config"], ["marks"], ["unmark", "roles"]]
+)
 def test_light_commands_do_not_import_torch_or_textual(command: list[str], tmp_path: Path) -> None:
     code = (
         "import sys\n"

@@ -447,6 +447,7 @@ def test_export_and_import_help_document_the_columns() -> None:
         "prev",
         "next",
         "FILE.cards.csv",
+        "FILE.marks.csv",
     ):
         assert column in result.output
     result = CliRunner().invoke(main, ["import", "--help"])

@@ -445,15 +445,18 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
 
     \b
     json  one file: {"format": "prep-export", "version": 1, "exported_at",
-          "settings", "cards": [...], "reviews": [...], "demo_runs": [...]}
+          "settings", "cards": [...], "reviews": [...], "demo_runs": [...],
+          "marks": [...]}
     csv   FILE.csv is the review log, one row per review, with columns
             card_id, reviewed_at (UTC ISO-8601), rating (1 Again .. 4 Easy),
             duration_ms, prev_state (1 learning, 2 review, 3 relearning),
             prev, next (the card state before/after, JSON)
           beside it FILE.cards.csv holds the card states (id, deck, state, step,
           stability, difficulty, due, last_review, reps, lapses, leech,
-          content_hash, changed, removed), FILE.demo_runs.csv the demo runs and
-          FILE.settings.csv the settings (key, JSON value).
+          content_hash, changed, removed), FILE.demo_runs.csv the demo runs,
+          FILE.marks.csv the suspended, buried and flagged cards (card_id,
+          suspended, buried_until, flagged) and FILE.settings.csv the settings
+          (key, JSON value).
     apkg  the decks for Anki: one note per card (Front/Back), tags kept.
 
     `prep import FILE` reads a json or csv export back; every file is written
@@ -518,7 +521,8 @@ def import_cmd(obj: Ctx, file: str) -> None:
     """Import a json or csv export (from `prep export`) into this database.
 
     All or nothing: on a corrupt file or a conflict (a card with a different review
-    history here) nothing changes. Importing the same file twice adds nothing twice."""
+    history here, or marked differently here) nothing changes. Importing the same file
+    twice adds nothing twice."""
     from prep.engine.export import ExportError
     from prep.engine.importer import import_file
 
