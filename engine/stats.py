@@ -137,6 +137,7 @@ def compute(
         "streak_days": streak_days(store, now),
         "cards": {"total": len(collection), "seen": store.count_cards()},
         "marks": store.mark_counts(now),  # suspended, buried, flagged (from the review screen)
+        "marked": marked_ids(store),  # the suspended and the flagged cards' ids
         "decks": decks,
         "tags": tags,
         "leeches": store.flagged("leech"),
@@ -145,6 +146,15 @@ def compute(
             "verified": sorted(d["name"] for d in demos if d["passed"] and d["known"]),
             "latest": demos,
         },
+    }
+
+
+def marked_ids(store: Store) -> dict[str, list[str]]:
+    """The ids of the suspended and of the flagged cards (`prep marks` lists them all)."""
+    marks = store.marks()
+    return {
+        "suspended": [cid for cid, m in marks.items() if m.suspended],
+        "flagged": [cid for cid, m in marks.items() if m.flagged],
     }
 
 
@@ -173,10 +183,18 @@ def render(stats: dict[str, Any]) -> str:
         lines.append(
             f"{name:<22}{m['cards']:>6}{m['seen']:>6}{m['mature']:>8}{percent(m['mastery']):>9}"
         )
+    listed = []
     if stats["leeches"]:
-        lines += ["", f"Leeches      {', '.join(stats['leeches'])}"]
+        listed.append(f"Leeches      {', '.join(stats['leeches'])}")
+    for kind in ("suspended", "flagged"):  # (`prep marks` shows each with its deck and prompt)
+        if stats["marked"][kind]:
+            listed.append(f"{kind.capitalize():<13}{', '.join(stats['marked'][kind])}")
     if stats["changed"]:
-        lines += [f"Edited       {', '.join(stats['changed'])} (text changed since last review)"]
+        listed.append(
+            f"Edited       {', '.join(stats['changed'])} (text changed since last review)"
+        )
+    if listed:
+        lines += ["", *listed]
     demos = stats["demos"]
     lines += ["", f"Demos        {len(demos['verified'])} verified"]
     for run in demos["latest"]:

@@ -257,3 +257,32 @@ def test_prep_unmark_an_unknown_card_is_one_line_and_changes_nothing(
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
     assert marked.mark_rows() == before  # roles kept its marks: nothing changed
     assert cli(db, small_deck_dir, "unmark").exit_code == 2  # an id is required
+
+
+# --- the stats screen and `prep stats` list the suspended and the flagged cards ---------------
+
+
+def test_stats_lists_suspended_and_flagged_cards(marked: Store, small_deck_dir: Path) -> None:
+    from prep.tui.screens.stats import StatsScreen
+    from prep.tui.testing import make_app
+    from tests.test_tui import async_test, text_of
+
+    text = cli(Path(marked.path), small_deck_dir, "stats").output
+    assert "\nSuspended    roles\n" in text and "\nFlagged      flag, roles\n" in text
+    data = json.loads(cli(Path(marked.path), small_deck_dir, "stats", "--json").output)
+    assert data["marked"] == {"suspended": ["roles"], "flagged": ["flag", "roles"]}
+
+    @async_test
+    async def drive() -> None:
+        app = make_app(store=marked, collection=Collection())
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("s")
+            assert isinstance(app.screen, StatsScreen)
+            summary = text_of(app, "#stats-summary")
+            assert "Suspended  roles" in summary and "Flagged    flag, roles" in summary
+
+    drive()
+    marked.set_mark("roles", Mark())
+    marked.set_mark("flag", Mark())
+    text = cli(Path(marked.path), small_deck_dir, "stats").output
+    assert "Suspended" not in text and "Flagged" not in text

@@ -404,18 +404,17 @@ async def test_marks_from_the_review_screen_and_bullets_on_the_back(small_collec
         assert "In 60 seconds" in answer and "mixing" in answer and "weighting" in answer
         await pilot.press("f")
         assert "⚑ flagged" in text_of(app, "#where") and store.mark("roles").flagged
-        # The toast says what stats does with a flag: it counts it (no list of flagged cards).
+        # The toast says where flagged cards are listed (stats and `prep marks`).
         told = [str(n.message) for n in app._notifications]
-        assert any(m.startswith("Flagged (stats counts it") for m in told), told
-        assert not any("listed" in m for m in told)
+        assert any(m.startswith("Flagged (stats and `prep marks` list it") for m in told), told
         assert store.mark_counts(datetime.now(UTC))["flagged"] == 1
         await pilot.press("minus")  # bury: on to the next card
         assert app.screen.card.id != "roles" and store.mark("roles").buried_until is not None
         assert "buried until tomorrow" in text_of(app, "#hint")
         await pilot.press("at")  # suspend this one
-        # Only undo brings a suspended card back: the note must not promise an "unsuspend".
+        # Undo, or later `prep unmark`, brings a suspended card back: the note says both.
         hint = text_of(app, "#hint")
-        assert "suspended: not served again" in hint and "(u undoes)" in hint, hint
+        assert "not served until `prep unmark`" in hint and "(u undoes)" in hint, hint
         suspended = [c.id for c in small_collection.cards if store.mark(c.id).suspended]
         assert len(suspended) == 1
         await pilot.press("u", "u")  # both marks undone, in order

@@ -125,7 +125,7 @@ class ReviewScreen(PrepScreen):
             "Suspend",
             show=False,
             key_display="@",
-            tooltip="Suspend the card: never served until you undo it (Anki's @)",
+            tooltip="Suspend the card: not served until you undo it or `prep unmark` it (Anki's @)",
         ),
         Binding(
             "minus",
@@ -140,7 +140,7 @@ class ReviewScreen(PrepScreen):
             "mark('flag')",
             "Flag",
             show=False,
-            tooltip="Flag the card (or unflag it); stats counts the flagged cards",
+            tooltip="Flag the card (or unflag it); stats and `prep marks` list the flagged cards",
         ),
         Binding("escape", "home", "Home", tooltip="Back to home (progress is saved)"),
     ]
@@ -368,11 +368,17 @@ class ReviewScreen(PrepScreen):
             return
         if change == "flag":
             self.notify(
-                "Flagged (stats counts it; f again unflags)." if mark.flagged else "Flag removed."
+                "Flagged (stats and `prep marks` list it; f again unflags)."
+                if mark.flagged
+                else "Flag removed."
             )
             self.query_one("#where", Static).update(self.where_text(self.card))
             return
-        what = "suspended: not served again" if change == "suspend" else ("buried until tomorrow")
+        what = (
+            "suspended: not served until `prep unmark`"
+            if change == "suspend"
+            else "buried until tomorrow"
+        )
         self._note = Text.assemble((f"{self.card.id} {what}", "bold"), (" (u undoes)", "dim"))
         self.show_card()
 

@@ -104,6 +104,10 @@ class StatsScreen(PrepScreen):
         summary.append(f"   {marks_text(stats['marks'])}", style="dim")
         if stats["leeches"]:
             summary.append(f"   leeches: {', '.join(stats['leeches'])}", style="red")
+        for kind, style in (("suspended", "yellow"), ("flagged", "red")):
+            if stats["marked"][kind]:
+                summary.append(f"\n{kind.capitalize():<11}", style="bold")
+                summary.append(", ".join(stats["marked"][kind]), style=style)
         self.query_one("#stats-summary", Static).update(summary)
 
         per_day = stats["per_day"]
