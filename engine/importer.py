@@ -9,7 +9,7 @@ is a conflict: the import stops with an error naming the card and nothing is cha
 Settings are taken from the file only when the database has none saved. Marks (suspended,
 buried, flagged) are added for cards with no mark here and skipped where the same mark is
 stored; a card marked differently here is a conflict (this database's marks may be newer,
-and a mark has no history to tell).
+and a mark has no history to tell). A bury that has run out counts as no mark.
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ import json
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from prep.engine.deck import CONTROL, SLUG, read_regular_file
 from prep.engine.export import FORMAT, VERSION, ExportError, csv_paths, unneutralise_cell
+from prep.engine.marks import in_force
 from prep.engine.present import count
 from prep.engine.scheduler import CardState, Settings, state_problem
 from prep.engine.schema import (
@@ -35,7 +37,7 @@ from prep.engine.schema import (
     SCHEDULE_COLUMNS,
 )
 from prep.engine.storage import Mark, Store, state_from_json, state_to_json
-from prep.engine.timeutil import fmt, parse
+from prep.engine.timeutil import fmt, parse, utcnow
 
 # --- reading an export ---------------------------------------------------------------------
 
@@ -601,8 +603,10 @@ def _mark_words(mark: Mark) -> str:
     return ", ".join(words) or "no mark"
 
 
-def import_data(store: Store, data: ExportData) -> ImportResult:
-    """Import into ``store`` in one transaction: everything, or (on any conflict) nothing."""
+def import_data(store: Store, data: ExportData, now: datetime | None = None) -> ImportResult:
+    """Import into ``store`` in one transaction: everything, or (on any conflict) nothing.
+    ``now`` (default: the clock) tells a bury in force from one that ran out."""
+    now = now or utcnow()
     _check_file(data)
     result = ImportResult()
     src = data.source
@@ -674,9 +678,11 @@ def import_data(store: Store, data: ExportData) -> ImportResult:
             here = store.mark(cid)
             if here == mark:
                 result.marks_skipped += 1
-            elif here == Mark():
+            elif in_force(here, now) == Mark():  # (a bury that ran out is no mark)
                 store.set_mark(cid, mark)
                 result.marks_added += 1
+            elif in_force(here, now) == in_force(mark, now):
+                result.marks_skipped += 1  # they differ only in a bury that ran out
             else:
                 raise ExportError(
                     f"{src}: conflict: card {cid!r} is marked differently here "

@@ -45,7 +45,7 @@ class MarkedCard:
         }
 
 
-def _live(mark: Mark, now: datetime) -> Mark:
+def in_force(mark: Mark, now: datetime) -> Mark:
     """``mark`` without a bury that ran out by ``now``."""
     if mark.buried_until is not None and mark.buried_until <= now:
         return Mark(mark.suspended, None, mark.flagged)
@@ -56,7 +56,7 @@ def marked_cards(store: Store, coll: Collection, now: datetime) -> list[MarkedCa
     """Every card suspended, buried (until later than ``now``) or flagged, in id order."""
     out = []
     for cid, stored in store.marks().items():
-        mark = _live(stored, now)
+        mark = in_force(stored, now)
         if mark == Mark():
             continue
         card = coll.get(cid)
@@ -98,7 +98,7 @@ def unmark(
     with store.transaction():
         for cid in ids:
             before = marks.get(cid, Mark())
-            live = _live(before, now)
+            live = in_force(before, now)
             after = Mark(
                 suspended=live.suspended and "suspended" not in kinds,
                 buried_until=None if "buried" in kinds else live.buried_until,

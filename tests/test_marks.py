@@ -167,7 +167,12 @@ def test_a_differing_mark_is_a_conflict_naming_the_card(marked: Store, tmp_path:
         ):
             importer.import_file(dst, out)
         assert dst.dump() == before
-    # into a fresh database with a different mark on one card: nothing at all is imported
+    # a bury here that ran out is no mark: the file's flag is imported, no conflict
+    with Store.open(tmp_path / "stale.db") as stale:
+        stale.set_mark("flag", Mark(buried_until=T0))
+        assert importer.import_file(stale, out).marks_added == 3
+        assert stale.mark("flag") == Mark(flagged=True)
+        # into a fresh database with a different mark on one card: nothing at all is imported
     with Store.open(tmp_path / "other.db") as other:
         other.set_mark("flag", Mark(suspended=True))
         with pytest.raises(ex.ExportError, match=r"card 'flag' is marked differently"):
