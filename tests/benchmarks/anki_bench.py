@@ -259,6 +259,7 @@ def main() -> None:
         help="add 1M cards (2 reviews each; prep only) to the growth table; built once",
     )
     ap.add_argument("--out", type=Path, default=ROOT / "bench-out")
+    ap.add_argument("--work", type=Path, help="scratch copies (default: OUT/work)")
     args = ap.parse_args()
     try:
         import anki  # noqa: F401
@@ -268,17 +269,18 @@ def main() -> None:
         have_anki = False
         print("anki is not installed (pip install -e '.[bench]'): prep's numbers only")
     print(f"prep vs Anki on {os.cpu_count()} CPU(s), Python {sys.version.split()[0]}", flush=True)
+    work = args.work or args.out / "work"
     sizes = [int(s) for s in args.sizes.split(",") if s]
     results = []
     for n in sizes:
         m = gencoll.build(args.out, n, args.reviews_per_card, anki=have_anki)
         repeat = args.repeat if n <= 10_000 else max(3, args.repeat // 2)
         print(f"measuring {n:,} cards ...", flush=True)
-        results.append(measure(m, args.out / "work", repeat, anki=have_anki, answers=args.answers))
+        results.append(measure(m, work, repeat, anki=have_anki, answers=args.answers))
     if args.million:
         m = gencoll.build(args.out, 1_000_000, 2, anki=False)
         print("measuring 1,000,000 cards (prep only) ...", flush=True)
-        results.append(measure(m, args.out / "work", 2, anki=False, answers=0))
+        results.append(measure(m, work, 2, anki=False, answers=0))
     report(results)
 
 

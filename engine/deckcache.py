@@ -1,0 +1,342 @@
+"""Parsed, validated decks cached in the progress database, so that opening prep costs what
+changed, not how much exists.
+
+Prep writes nothing but its database and the files the user names, so the cache lives in the
+database, in tables the store owns (``deck_files``, ``deck_cards``). A deck file is re-parsed
+only when it changed:
+
+- its path, size and ``mtime_ns`` match the cached entry, and the file was last modified at
+  least ``RACY_NS`` before the entry was written -> the cached parse is used without reading
+  the file (git's "racily clean" rule: an edit within the same clock tick as the cache
+  write could keep size and mtime, so such a file is always read);
+- otherwise the file is read and hashed (sha256): the same hash -> the cached parse is used
+  and the entry's size and mtime are refreshed (``touch`` re-parses nothing); a different
+  hash -> the file is parsed and validated again and its entry replaced.
+
+The checks across files (duplicate ids, missing parents, parent cycles, unknown demos) run
+again whenever the set of files, any file's content or the list of demos changed; otherwise
+their result is read back with the cards. Cards are not built at open: the collection holds a
+light outline (id, deck, parent) and builds a Card from its cached fields the first time it
+is asked for (``get``), or all at once when a caller walks ``cards``.
+
+Progress is reconciled with the decks (the store's sync) only when the decks changed since
+the last sync, in SQL against the cached outline, never by hashing every card.
+
+``prep check`` does not use the cache: it parses and validates every file.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prep.engine.deck import (
+    Card,
+    Collection,
+    DeckError,
+    DeckInfo,
+    assemble,
+    bundled_deck_files,
+    deck_files_in,
+    display_path,
+    parse_deck_text,
+    read_deck_text,
+)
+
+RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's mtime tick we expect
+
+# The Card fields kept in the cache, in this order (``line``, ``deck`` and ``file`` are
+# columns of their own).
+_FIELDS = (
+    "kind",
+    "prompt",
+    "answer",
+    "explain",
+    "analogy",
+    "choices",
+    "correct",
+    "demos",
+    "tags",
+    "sources",
+    "bullets",
+)
+_TUPLES = frozenset({"choices", "demos", "tags", "sources", "bullets"})
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Parsing a big deck allocates a million small objects, none of them garbage: the cyclic
+    collector would walk them again and again (it doubled the YAML load at 100k cards)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+@dataclass(frozen=True, slots=True)
+class CardRef:
+    """What the checks across files and the queue need of a card, without its text."""
+
+    id: str
+    deck: str
+    parent: str | None
+    demos: tuple[str, ...]
+    file: str
+    line: int
+
+
+def card_fields(card: Card) -> str:
+    """The cached form of a card's content (JSON list in ``_FIELDS`` order)."""
+    return json.dumps([getattr(card, f) for f in _FIELDS], ensure_ascii=False)
+
+
+def card_from_fields(
+    data: str, *, card_id: str, deck: str, parent: str | None, file: str, line: int
+) -> Card:
+    values = json.loads(data)
+    kw: dict[str, Any] = {
+        f: tuple(v) if f in _TUPLES else v for f, v in zip(_FIELDS, values, strict=True)
+    }
+    return Card(id=card_id, deck=deck, parent=parent, file=file, line=line, **kw)
+
+
+class CachedCollection(Collection):
+    """A Collection over the deck cache: outline in memory, each Card built on first use."""
+
+    def __init__(
+        self,
+        store: Any,
+        refs: list[CardRef],
+        decks: dict[str, DeckInfo],
+        errors: list[DeckError],
+        files: dict[str, str],
+    ) -> None:
+        # Collection's own fields, but ``cards`` is built on demand (see the property)
+        self.decks = decks
+        self.errors = errors
+        self._store = store
+        self._refs = refs
+        self._ref_by_id = {r.id: r for r in refs}
+        self._files = files  # shown name -> cache key (resolved path)
+        self._built: dict[str, Card] = {}
+        self._all: list[Card] | None = None
+
+    @property  # type: ignore[override]
+    def cards(self) -> list[Card]:
+        if self._all is None:
+            by_file: dict[str, dict[int, str]] = {}
+            for key, line, data in self._store.deck_cache_card_data(list(self._files.values())):
+                by_file.setdefault(key, {})[line] = data
+            out = []
+            for r in self._refs:
+                card = self._built.get(r.id)
+                if card is None:
+                    card = self._build(r, by_file[self._files[r.file]][r.line])
+                out.append(card)
+            self._all = out
+        return self._all
+
+    def _build(self, ref: CardRef, data: str) -> Card:
+        card = card_from_fields(
+            data, card_id=ref.id, deck=ref.deck, parent=ref.parent, file=ref.file, line=ref.line
+        )
+        self._built[ref.id] = card
+        return card
+
+    def add(self, card: Card) -> None:
+        raise TypeError("a cached collection is read-only; load_collection() builds one to edit")
+
+    def get(self, card_id: str) -> Card | None:
+        card = self._built.get(card_id)
+        if card is not None:
+            return card
+        ref = self._ref_by_id.get(card_id)
+        if ref is None:
+            return None
+        data = self._store.deck_cache_card(self._files[ref.file], ref.line)
+        return self._build(ref, data)
+
+    def __contains__(self, card_id: object) -> bool:
+        return card_id in self._ref_by_id
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+    def outline(self) -> Iterator[tuple[str, str, str | None]]:
+        return ((r.id, r.deck, r.parent) for r in self._refs)
+
+    def children(self, card_id: str) -> list[Card]:
+        return [c for r in self._refs if r.parent == card_id and (c := self.get(r.id))]
+
+    def cards_for_demo(self, name: str) -> list[Card]:
+        return [c for r in self._refs if name in r.demos and (c := self.get(r.id))]
+
+    def in_deck(self, deck: str | None) -> list[Card]:
+        return [c for r in self._refs if deck is None or r.deck == deck if (c := self.get(r.id))]
+
+    def sync(self, store: Any) -> None:
+        """Nothing to do: ``load`` reconciled the store with these decks when they changed."""
+
+
+def _parse(text: str, shown: str, stem: str):
+    with gc_paused():
+        return parse_deck_text(text, shown, stem)
+
+
+def load(
+    store: Any,
+    paths: Iterable[Path] | None = None,
+    *,
+    demo_names: Sequence[str] | None = None,
+    include_bundled: bool = True,
+) -> Collection:
+    """``deck.load_collection`` through the cache in ``store`` (same cards, errors, order),
+    and the store's progress reconciled with the decks if they changed since the last time."""
+    files: list[Path] = list(bundled_deck_files()) if include_bundled else []
+    for p in paths or ():
+        files.extend(deck_files_in(Path(p)))
+    cached = store.deck_cache_files()
+    now_ns = time.time_ns()
+    order: list[tuple[str, str]] = []  # (cache key, shown) of each readable deck file
+    read_errors: list[DeckError] = []
+    seen: set[str] = set()
+    digest = hashlib.sha256()
+    for path in files:
+        key = str(path.resolve())
+        if key in seen:
+            continue
+        seen.add(key)
+        shown = display_path(path)
+        entry = cached.get(key)
+        try:
+            st = path.stat()
+        except OSError:
+            st = None
+        if (
+            st is not None
+            and entry is not None
+            and entry["shown"] == shown
+            and (entry["size"], entry["mtime_ns"]) == (st.st_size, st.st_mtime_ns)
+            and entry["checked_ns"] - st.st_mtime_ns >= RACY_NS
+        ):
+            sha = entry["sha256"]
+        else:
+            text, error = read_deck_text(path, shown)
+            if error is not None:
+                read_errors.append(error)
+                continue
+            assert text is not None and st is not None
+            sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            if entry is not None and entry["sha256"] == sha and entry["shown"] == shown:
+                store.deck_cache_touch(key, st.st_size, st.st_mtime_ns, now_ns)
+            else:
+                info, cards, errors = _parse(text, shown, path.stem)
+                store.deck_cache_put(
+                    key,
+                    shown=shown,
+                    size=st.st_size,
+                    mtime_ns=st.st_mtime_ns,
+                    sha256=sha,
+                    checked_ns=now_ns,
+                    info=None if info is None else _info_json(info),
+                    errors=[(e.line, e.message) for e in errors],
+                    cards=[
+                        (c.line, c.id, c.deck, c.parent, ",".join(c.demos), card_fields(c))
+                        for c in cards
+                    ],
+                )
+        digest.update(f"{key}\0{shown}\0{sha}\n".encode())
+        order.append((key, shown))
+    digest.update(json.dumps(sorted(demo_names) if demo_names is not None else None).encode())
+    state_key = digest.hexdigest()
+
+    keys = [k for k, _ in order]
+    parsed = store.deck_cache_parsed(keys)  # key -> (info json | None, errors)
+    refs_by_file: dict[str, list[CardRef]] = {k: [] for k in keys}
+    shown_of = dict(order)
+    for key, line, cid, deck, parent, demos in store.deck_cache_outline(keys):
+        refs_by_file[key].append(
+            CardRef(cid, deck, parent, tuple(demos.split(",")) if demos else (), shown_of[key], line)
+        )
+    assembled = store.deck_cache_assembly(state_key)
+    if assembled is None:
+        coll = Collection()
+        coll.errors.extend(read_errors)
+        assemble(
+            coll,
+            (
+                (shown, *_info_and_errors(parsed[key], shown), refs_by_file[key])
+                for key, shown in order
+            ),
+            demo_names,
+        )
+        excluded = [
+            (r.file, r.line) for key in keys for r in refs_by_file[key] if coll.get(r.id) is not r
+        ]
+        renamed = {info.file: name for name, info in coll.decks.items()}
+        store.deck_cache_save_assembly(
+            state_key,
+            {
+                "errors": [[e.file, e.line, e.message] for e in coll.errors],
+                "excluded": excluded,
+                "renamed": renamed,
+            },
+        )
+        assembled = store.deck_cache_assembly(state_key)
+    excluded_set = {tuple(x) for x in assembled["excluded"]}
+    decks: dict[str, DeckInfo] = {}
+    refs: list[CardRef] = []
+    for key, shown in order:
+        info, _ = _info_and_errors(parsed[key], shown)
+        if info is None:
+            continue
+        info.name = assembled["renamed"].get(shown, info.name)
+        kept = [r for r in refs_by_file[key] if (r.file, r.line) not in excluded_set]
+        info.card_ids = [r.id for r in kept]
+        decks[info.name] = info
+        refs.extend(kept)
+    errors = [DeckError(f, line, m) for f, line, m in assembled["errors"]]
+    coll = CachedCollection(store, refs, decks, errors, {shown: key for key, shown in order})
+    if store.deck_sync_key() != state_key:
+        store.sync_with_deck_cache(keys, state_key)
+    return coll
+
+
+def _info_json(info: DeckInfo) -> str:
+    return json.dumps(
+        {
+            "name": info.name,
+            "title": info.title,
+            "description": info.description,
+            "declared": info.declared,
+        },
+        ensure_ascii=False,
+    )
+
+
+def _info_and_errors(
+    entry: tuple[str | None, list[tuple[int, str]]], shown: str
+) -> tuple[DeckInfo | None, list[DeckError]]:
+    info_json, errors = entry
+    deck_errors = [DeckError(shown, line, message) for line, message in errors]
+    if info_json is None:
+        return None, deck_errors
+    d = json.loads(info_json)
+    info = DeckInfo(
+        name=d["name"],
+        title=d["title"],
+        description=d["description"],
+        file=shown,
+        declared=[(cid, line) for cid, line in d["declared"]],
+    )
+    return info, deck_errors
