@@ -1,7 +1,8 @@
 """`prep demo NAME [--device D] [--scale S] [--seed N] [--json]` and `prep demo --list`.
 
 Exit codes: 0 every check holds, 1 a check failed, 2 a usage error. torch is imported only once
-a demo actually runs, so `--list` and usage errors stay fast and torch-free.
+a demo actually runs, so `--list` and usage errors stay fast and torch-free. `run` hands the
+report back: the front end that called it records the run (`prep demo` in prep.tui.cli).
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import importlib
 import sys
 import textwrap
 from collections.abc import Callable
-from typing import Any
 
 from prep.demos.registry import DEMOS, names
+from prep.demos.report import Report, render
 
 PROG = "prep demo"
+LinkedCards = Callable[[str], list[str]]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -50,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _cards(linked_cards: Callable[[str], list[str]] | None, name: str) -> list[str]:
+def _cards(linked_cards: LinkedCards | None, name: str) -> list[str]:
     if linked_cards is None:
         return []
     try:
@@ -60,7 +62,7 @@ def _cards(linked_cards: Callable[[str], list[str]] | None, name: str) -> list[s
         return []
 
 
-def print_list(linked_cards: Callable[[str], list[str]] | None = None) -> None:
+def print_list(linked_cards: LinkedCards | None = None) -> None:
     width = max(len(n) for n in names())
     indent = " " * (width + 2)
     for info in DEMOS.values():
@@ -84,53 +86,31 @@ def unknown_name_message(name: str) -> str:
     return f"{PROG}: unknown demo {name!r}; {hint}(`{PROG} --list` shows all)"
 
 
-def record(db: str, report: Any) -> None:
-    """Append the run to the progress database; a failure here is only a warning."""
-    try:
-        from prep.engine.storage import Store
-
-        store = Store.open(db)
-        try:
-            store.record_demo_run(
-                name=report.name,
-                device=report.device,
-                device_name=report.device_name,
-                dtype=report.dtype,
-                scale=report.scale,
-                seed=report.seed,
-                passed=report.passed,
-                seconds=report.seconds,
-                metrics=report.to_dict(),
-            )
-        finally:
-            close = getattr(store, "close", None)
-            if callable(close):
-                close()
-    except Exception as exc:
-        print(f"{PROG}: warning: run not recorded in {db}: {exc}", file=sys.stderr)
+def main(argv: list[str] | None = None, *, linked_cards: LinkedCards | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    return run(argv, linked_cards=linked_cards)[0]
 
 
-def main(
-    argv: list[str] | None = None,
-    *,
-    db: str | None = None,
-    linked_cards: Callable[[str], list[str]] | None = None,
-) -> int:
-    """Run the CLI; returns the exit code. `db` None means: do not record the run."""
+def run(
+    argv: list[str] | None = None, *, linked_cards: LinkedCards | None = None
+) -> tuple[int, Report | None]:
+    """Run the CLI; returns the exit code and the report of the demo that ran (None after
+    --list, --help or a usage error). Recording the run is the caller's: demos know nothing of
+    the progress database."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: 0 after --help, 2 on a usage error
-        return exc.code if isinstance(exc.code, int) else 2
+        return (exc.code if isinstance(exc.code, int) else 2), None
     if args.list:
         print_list(linked_cards)
-        return 0
+        return 0, None
     if args.name is None:
         print(f"{PROG}: error: give a demo NAME or --list (see {PROG} --help)", file=sys.stderr)
-        return 2
+        return 2, None
     if args.name not in DEMOS:
         print(unknown_name_message(args.name), file=sys.stderr)
-        return 2
+        return 2, None
 
     from prep.demos import harness  # imports torch
 
@@ -138,16 +118,14 @@ def main(
         choice = harness.select_device(args.device)
     except harness.DeviceError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
+        return 2, None
     if args.scale == "large" and choice.device.type == "cpu":
         print(
             f"{PROG}: note: --scale large is meant for a GPU; on cpu it may take minutes",
             file=sys.stderr,
         )
     module = importlib.import_module(DEMOS[args.name].module)
-    report = module.run(scale=args.scale, device=choice, seed=args.seed)
+    report: Report = module.run(scale=args.scale, device=choice, seed=args.seed)
     report.cards = _cards(linked_cards, args.name)
-    print(report.to_json() if args.json else harness.render(report), flush=True)
-    if db is not None:
-        record(db, report)
-    return 0 if report.passed else 1
+    print(report.to_json() if args.json else render(report), flush=True)
+    return (0 if report.passed else 1), report

@@ -24,7 +24,9 @@ from pathlib import Path
 
 import genanki
 
+from prep.engine.atomic import WriteError, write_files
 from prep.engine.deck import CHOICE_LETTERS, Card, Collection
+from prep.engine.export import ExportError
 
 MODEL_NAME = "prep W_O card"
 DECK_PREFIX = "prep"
@@ -132,8 +134,6 @@ def write_apkg(
 ) -> int:
     """Write the package to ``path`` (via a temporary file, so a failure leaves nothing
     behind). Returns the number of notes. Raises ExportError when the path is unwritable."""
-    from prep.engine.export import write_files
-
     package = build_package(collection, deck)
     notes = sum(len(d.notes) for d in package.decks)
 
@@ -154,5 +154,8 @@ def write_apkg(
                 zf.write(db_path, "collection.anki2")
                 zf.writestr("media", "{}")
 
-    write_files({Path(path): write})
+    try:
+        write_files({Path(path): write})
+    except WriteError as exc:
+        raise ExportError(str(exc)) from None
     return notes

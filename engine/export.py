@@ -1,4 +1,4 @@
-"""Export progress to JSON or CSV, and import it back (`prep export`, `prep import`).
+"""Export progress to JSON or CSV (`prep export`); engine/importer.py reads it back.
 
 The export holds everything stored: the card states, the review log (with each review's
 previous and next state), the demo runs and the settings. Importing it into an empty database
@@ -17,14 +17,7 @@ CSV (one table per file, UTF-8, a header row; empty cell = no value): ``FILE.csv
 review log (the table a spreadsheet user wants), with the card states beside it in
 ``FILE.cards.csv``, the demo runs in ``FILE.demo_runs.csv`` and the settings in
 ``FILE.settings.csv`` (columns key,value; the value is JSON). ``prev``/``next``/``metrics``
-are JSON text in their cells.
-
-Importing is all or nothing (one transaction) and idempotent: a review already stored with the
-same data (same card and time) is skipped, as is a card state or demo run already stored
-unchanged. A review for the same card and time with different data, or a card whose stored
-state differs from the file's (and is not simply newer, from reviews made after the export),
-is a conflict: the import stops with an error naming the card and nothing is changed.
-Settings are taken from the file only when the database has none saved.
+are JSON text in their cells. The columns are engine/schema.py's, in that order.
 """
 
 from __future__ import annotations
@@ -32,112 +25,40 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
-import os
-import tempfile
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from prep.engine.scheduler import Settings
-from prep.engine.storage import Store, state_from_json, state_to_json
-from prep.engine.timeutil import fmt, parse
+from prep.engine.atomic import WriteError, write_files
+from prep.engine.schema import CARD_COLUMNS, DEMO_RUN_COLUMNS, REVIEW_COLUMNS
+from prep.engine.storage import Store
+from prep.engine.timeutil import fmt
 
 FORMAT = "prep-export"
 VERSION = 1
 
-# Column order of each table in the export (and of the CSV headers). Documented in the
-# `prep export --help` text and in the module docstring above.
-CARD_COLUMNS = (
-    "id",  # card id (the slug in the deck file)
-    "deck",  # deck name when last synced
-    "state",  # fsrs state: 1 learning, 2 review, 3 relearning
-    "step",  # learning step index (empty in the review state)
-    "stability",  # FSRS stability, days
-    "difficulty",  # FSRS difficulty, 1..10
-    "due",  # next due time, UTC ISO-8601
-    "last_review",  # last review time, UTC ISO-8601
-    "reps",  # number of reviews
-    "lapses",  # times forgotten after graduating
-    "leech",  # 1 when lapses reached the leech threshold
-    "content_hash",  # hash of the card text when last synced
-    "changed",  # 1 when the card text changed since the last review
-    "removed",  # 1 when the card is no longer in any deck
-)
-REVIEW_COLUMNS = (
-    "card_id",
-    "reviewed_at",  # UTC ISO-8601
-    "rating",  # 1 Again, 2 Hard, 3 Good, 4 Easy
-    "duration_ms",  # time from showing the card to rating it
-    "prev_state",  # fsrs state before the review (empty for a new card)
-    "prev",  # card state before the review, JSON (empty for a new card)
-    "next",  # card state after the review, JSON
-)
-DEMO_RUN_COLUMNS = (
-    "name",
-    "device",
-    "device_name",
-    "dtype",
-    "scale",
-    "seed",
-    "passed",  # 1 when every check held
-    "seconds",
-    "metrics",  # the demo's report, JSON
-    "ran_at",  # UTC ISO-8601
-)
+__all__ = [
+    "CARD_COLUMNS",
+    "DEMO_RUN_COLUMNS",
+    "FORMAT",
+    "REVIEW_COLUMNS",
+    "VERSION",
+    "ExportError",
+    "csv_paths",
+    "export_csv",
+    "export_json",
+    "to_csv",
+    "to_json",
+]
 
 
 class ExportError(Exception):
     """Bad export file, unwritable target or an import conflict; a one-line message."""
 
 
-# --- building the export -------------------------------------------------------------------
-
-
-def _json_or_none(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
-
-
-def collect(store: Store) -> dict[str, Any]:
-    """Everything stored, as plain data (the content of the JSON export, minus the header)."""
-    conn = store.conn
-    # one read transaction: a rating committed meanwhile (the app, another terminal) is then
-    # in both the cards and the reviews read here, or in neither
-    own = not conn.in_transaction
-    if own:
-        conn.execute("BEGIN")
-    try:
-        return _collect(conn)
-    finally:
-        if own:
-            conn.execute("COMMIT")
-
-
-def _collect(conn) -> dict[str, Any]:  # noqa: ANN001 - sqlite3.Connection
-    cards = [
-        dict(zip(CARD_COLUMNS, row, strict=True))
-        for row in conn.execute(f"SELECT {', '.join(CARD_COLUMNS)} FROM cards ORDER BY id")
-    ]
-    reviews = []
-    for row in conn.execute(f"SELECT {', '.join(REVIEW_COLUMNS)} FROM reviews ORDER BY id"):
-        r = dict(zip(REVIEW_COLUMNS, row, strict=True))
-        r["prev"] = _json_or_none(r["prev"])
-        r["next"] = _json_or_none(r["next"])
-        reviews.append(r)
-    runs = []
-    for row in conn.execute(f"SELECT {', '.join(DEMO_RUN_COLUMNS)} FROM demo_runs ORDER BY id"):
-        r = dict(zip(DEMO_RUN_COLUMNS, row, strict=True))
-        r["metrics"] = _json_or_none(r["metrics"])
-        runs.append(r)
-    row = conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
-    settings = json.loads(row[0]) if row else None
-    return {"settings": settings, "cards": cards, "reviews": reviews, "demo_runs": runs}
-
-
 def to_json(store: Store, now: datetime) -> str:
-    data = {"format": FORMAT, "version": VERSION, "exported_at": fmt(now), **collect(store)}
+    data = {"format": FORMAT, "version": VERSION, "exported_at": fmt(now), **store.dump()}
     return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
 
 
@@ -175,7 +96,7 @@ def csv_paths(path: Path) -> dict[str, Path]:
 
 def to_csv(store: Store) -> dict[str, str]:
     """The CSV export as {part: text} (parts as in csv_paths)."""
-    data = collect(store)
+    data = store.dump()
     settings = data["settings"]
     settings_rows = (
         []
@@ -190,615 +111,20 @@ def to_csv(store: Store) -> dict[str, str]:
     }
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def write_files(files: dict[Path, str | bytes | Callable[[Path], None]]) -> None:
-    """Write every file or none: each goes to a temporary file beside its target first, and
-    only when all are written are they renamed into place. A value may be text, bytes, or a
-    function that writes the file at the path it is given."""
-    temps: list[tuple[Path, Path]] = []
+def _write(files: dict[Path, str]) -> None:
     try:
-        for target, content in files.items():
-            target = Path(target)
-            if target.is_dir():
-                raise ExportError(f"{target}: is a folder; give a file name")
-            try:
-                fd, tmp_name = tempfile.mkstemp(
-                    prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
-                )
-            except FileNotFoundError:
-                raise ExportError(f"cannot write {target}: no folder {target.parent}") from None
-            except OSError as exc:
-                raise ExportError(f"cannot write {target}: {exc.strerror or exc}") from None
-            tmp = Path(tmp_name)
-            temps.append((tmp, target))
-            try:
-                if callable(content):
-                    os.close(fd)
-                    content(tmp)
-                else:
-                    data = content.encode("utf-8") if isinstance(content, str) else content
-                    with os.fdopen(fd, "wb") as fh:
-                        fh.write(data)
-            except OSError as exc:
-                raise ExportError(f"cannot write {target}: {exc.strerror or exc}") from None
-        for tmp, target in temps:
-            try:
-                os.chmod(tmp, 0o666 & ~_umask())  # as open() would have made it
-                os.replace(tmp, target)
-            except OSError as exc:
-                raise ExportError(f"cannot write {target}: {exc.strerror or exc}") from None
-    finally:
-        for tmp, _ in temps:
-            tmp.unlink(missing_ok=True)
+        write_files(files)
+    except WriteError as exc:
+        raise ExportError(str(exc)) from None
 
 
 def export_json(store: Store, path: Path, now: datetime) -> None:
-    write_files({Path(path): to_json(store, now)})
+    _write({Path(path): to_json(store, now)})
 
 
 def export_csv(store: Store, path: Path) -> list[Path]:
     """Write the CSV export; returns the files written (reviews file first)."""
     paths = csv_paths(Path(path))
     parts = to_csv(store)
-    write_files({paths[k]: parts[k] for k in paths})
+    _write({paths[k]: parts[k] for k in paths})
     return list(paths.values())
-
-
-# --- reading an export ---------------------------------------------------------------------
-
-
-class _Bad(Exception):
-    """A bad value; the reader adds where it was."""
-
-
-def _req(row: dict[str, Any], key: str) -> Any:
-    if key not in row:
-        raise _Bad(f"missing field {key!r}")
-    return row[key]
-
-
-def _opt_int(value: Any, key: str, *, lo: int | None = None, hi: int | None = None) -> int | None:
-    if value is None or value == "":
-        return None
-    return _int(value, key, lo=lo, hi=hi)
-
-
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-def _int(value: Any, key: str, *, lo: int | None = None, hi: int | None = None) -> int:
-    if isinstance(value, bool):
-        value = int(value)
-    if isinstance(value, str):
-        try:
-            value = int(value.strip())
-        except ValueError:
-            raise _Bad(f"{key} must be a whole number, got {value!r}") from None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if not isinstance(value, int):
-        raise _Bad(f"{key} must be a whole number, got {value!r}")
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
-        bounds = f"between {lo} and {hi}" if hi is not None else f">= {lo}"
-        raise _Bad(f"{key} must be {bounds}, got {value}")
-    # SQLite stores 64-bit ints: anything wider is refused here, not an OverflowError later
-    if not _INT64_MIN <= value <= _INT64_MAX:
-        low = _INT64_MIN if lo is None else lo
-        raise _Bad(f"{key} must be between {low} and {_INT64_MAX}, got {value}")
-    return value
-
-
-def _opt_float(value: Any, key: str) -> float | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool):
-        raise _Bad(f"{key} must be a number, got {value!r}")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise _Bad(f"{key} must be a number, got {value!r}") from None
-    if not math.isfinite(number):
-        raise _Bad(f"{key} must be a finite number, got {value!r}")
-    return number
-
-
-def _flag(value: Any, key: str) -> int:
-    if isinstance(value, bool):
-        return int(value)
-    return _int(value, key, lo=0, hi=1)
-
-
-def _time(value: Any, key: str, *, required: bool = False) -> str | None:
-    if value is None or value == "":
-        if required:
-            raise _Bad(f"missing {key}")
-        return None
-    if not isinstance(value, str):
-        raise _Bad(f"{key} must be a UTC time like 2026-03-02T09:00:00.000000Z, got {value!r}")
-    try:
-        return fmt(parse(value))
-    except (ValueError, OverflowError):  # OverflowError: no UTC form (year 0 or 10000)
-        raise _Bad(f"{key} is not a time: {value!r}") from None
-
-
-def _text(value: Any, key: str, *, required: bool = False) -> str | None:
-    if value is None or (value == "" and required):
-        if required:
-            raise _Bad(f"missing {key}")
-        return None
-    if not isinstance(value, str):
-        raise _Bad(f"{key} must be text, got {value!r}")
-    return value
-
-
-def _state_json(value: Any, key: str, card_id: str, *, required: bool) -> str | None:
-    """A prev/next state (object, or JSON text from CSV) -> the canonical stored text."""
-    if value is None or value == "":
-        if required:
-            raise _Bad(f"missing {key} (the card state after the review)")
-        return None
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise _Bad(f"{key} is not valid JSON ({exc.msg})") from None
-    if not isinstance(value, dict):
-        raise _Bad(f"{key} must be a card state object, got {type(value).__name__}")
-    try:
-        state = state_from_json(json.dumps(value))
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise _Bad(f"{key} is not a card state ({exc})") from None
-    assert state is not None
-    if state.id != card_id:
-        raise _Bad(f"{key} belongs to card {state.id!r}, not {card_id!r}")
-    return state_to_json(state)
-
-
-def _card_row(raw: dict[str, Any]) -> dict[str, Any]:
-    cid = _text(_req(raw, "id"), "id", required=True)
-    return {
-        "id": cid,
-        "deck": _text(raw.get("deck"), "deck") or "",
-        "state": _int(_req(raw, "state"), "state", lo=1, hi=3),
-        "step": _opt_int(raw.get("step"), "step", lo=0),
-        "stability": _opt_float(raw.get("stability"), "stability"),
-        "difficulty": _opt_float(raw.get("difficulty"), "difficulty"),
-        "due": _time(raw.get("due"), "due"),
-        "last_review": _time(raw.get("last_review"), "last_review"),
-        "reps": _int(raw.get("reps", 0), "reps", lo=0),
-        "lapses": _int(raw.get("lapses", 0), "lapses", lo=0),
-        "leech": _flag(raw.get("leech", 0), "leech"),
-        "content_hash": _text(raw.get("content_hash"), "content_hash"),
-        "changed": _flag(raw.get("changed", 0), "changed"),
-        "removed": _flag(raw.get("removed", 0), "removed"),
-    }
-
-
-def _review_row(raw: dict[str, Any]) -> dict[str, Any]:
-    cid = _text(_req(raw, "card_id"), "card_id", required=True)
-    assert cid is not None
-    return {
-        "card_id": cid,
-        "reviewed_at": _time(_req(raw, "reviewed_at"), "reviewed_at", required=True),
-        "rating": _int(_req(raw, "rating"), "rating", lo=1, hi=4),
-        "duration_ms": _opt_int(raw.get("duration_ms"), "duration_ms", lo=0),
-        "prev_state": _opt_int(raw.get("prev_state"), "prev_state", lo=1, hi=3),
-        "prev": _state_json(raw.get("prev"), "prev", cid, required=False),
-        "next": _state_json(_req(raw, "next"), "next", cid, required=True),
-    }
-
-
-def _demo_run_row(raw: dict[str, Any]) -> dict[str, Any]:
-    metrics = raw.get("metrics")
-    if isinstance(metrics, str) and metrics != "":
-        try:
-            metrics = json.loads(metrics)
-        except json.JSONDecodeError as exc:
-            raise _Bad(f"metrics is not valid JSON ({exc.msg})") from None
-    seconds = _opt_float(_req(raw, "seconds"), "seconds")
-    if seconds is None:
-        raise _Bad("missing seconds")
-    return {
-        "name": _text(_req(raw, "name"), "name", required=True),
-        "device": _text(_req(raw, "device"), "device", required=True),
-        "device_name": _text(raw.get("device_name") or None, "device_name"),
-        "dtype": _text(raw.get("dtype") or None, "dtype"),
-        "scale": _text(raw.get("scale") or None, "scale"),
-        "seed": _opt_int(raw.get("seed"), "seed"),
-        "passed": _flag(_req(raw, "passed"), "passed"),
-        "seconds": seconds,
-        "metrics": None if metrics in (None, "") else json.dumps(metrics, default=str),
-        "ran_at": _time(_req(raw, "ran_at"), "ran_at", required=True),
-    }
-
-
-def _settings(raw: Any) -> dict[str, Any] | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        raise _Bad(f"settings must be an object, got {type(raw).__name__}")
-    unknown = sorted(set(raw) - set(Settings.__dataclass_fields__))
-    if unknown:
-        raise _Bad(f"unknown setting {unknown[0]!r}")
-    try:
-        settings = Settings.from_dict(raw).validated()
-    except (TypeError, ValueError) as exc:
-        raise _Bad(f"settings: {exc}") from None
-    return settings.to_dict()
-
-
-@dataclass
-class ExportData:
-    """A parsed, validated export (rows ready to insert)."""
-
-    source: str
-    settings: dict[str, Any] | None
-    cards: list[dict[str, Any]]
-    reviews: list[dict[str, Any]]
-    demo_runs: list[dict[str, Any]]
-
-
-def _not_export(path: Path, why: str) -> ExportError:
-    return ExportError(f"{path}: not a prep export ({why})")
-
-
-def _read_text(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ExportError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ExportError(f"{path}: is a folder, not an export file") from None
-    except OSError as exc:
-        raise ExportError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise _not_export(path, "not UTF-8 text") from None
-
-
-def _rows(
-    path: Path, items: Any, parse_row: Callable[[dict[str, Any]], dict[str, Any]], what: str
-) -> list[dict[str, Any]]:
-    if not isinstance(items, list):
-        raise _not_export(path, f"{what!r} must be a list")
-    out = []
-    for i, item in enumerate(items):
-        if not isinstance(item, dict):
-            raise ExportError(f"{path}: {what}[{i}]: must be an object")
-        try:
-            out.append(parse_row(item))
-        except _Bad as exc:
-            raise ExportError(f"{path}: {what}[{i}]: {exc}") from None
-    return out
-
-
-def read_json(path: Path) -> ExportData:
-    path = Path(path)
-    text = _read_text(path)
-    if not text.strip():
-        raise _not_export(path, "the file is empty")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _not_export(
-            path, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-        ) from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise _not_export(path, f'no "format": "{FORMAT}" field')
-    version = data.get("version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise _not_export(path, f"bad version {version!r}")
-    if version > VERSION:
-        raise ExportError(
-            f"{path}: export version {version} is newer than this prep reads ({VERSION}); "
-            "upgrade prep"
-        )
-    for key in ("cards", "reviews"):
-        if key not in data:
-            raise _not_export(path, f"no {key!r} list; the file may be truncated")
-    try:
-        settings = _settings(data.get("settings"))
-    except _Bad as exc:
-        raise ExportError(f"{path}: {exc}") from None
-    return ExportData(
-        source=str(path),
-        settings=settings,
-        cards=_rows(path, data["cards"], _card_row, "cards"),
-        reviews=_rows(path, data["reviews"], _review_row, "reviews"),
-        demo_runs=_rows(path, data.get("demo_runs", []), _demo_run_row, "demo_runs"),
-    )
-
-
-def _read_csv(
-    path: Path,
-    columns: tuple[str, ...],
-    parse_row: Callable[[dict[str, Any]], dict[str, Any]],
-    *,
-    required_columns: Iterable[str] | None = None,
-) -> list[dict[str, Any]]:
-    text = _read_text(path)
-    if not text.strip():
-        raise _not_export(path, "the file is empty")
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        header = next(reader)
-    except csv.Error as exc:
-        raise _not_export(path, f"line 1: {exc}") from None
-    header = [h.strip() for h in header]
-    missing = [c for c in (required_columns or columns) if c not in header]
-    if missing:
-        raise _not_export(path, f"line 1: the header lacks column(s) {', '.join(missing)}")
-    out = []
-    try:
-        for record in reader:
-            line = reader.line_num
-            if not record:
-                continue
-            if len(record) != len(header):
-                raise ExportError(
-                    f"{path}:{line}: expected {len(header)} fields, found {len(record)}"
-                    " (the file may be truncated)"
-                )
-            try:
-                out.append(parse_row(dict(zip(header, record, strict=True))))
-            except _Bad as exc:
-                raise ExportError(f"{path}:{line}: {exc}") from None
-    except csv.Error as exc:
-        raise _not_export(path, f"line {reader.line_num}: {exc}") from None
-    return out
-
-
-def read_csv(path: Path) -> ExportData:
-    """Read a CSV export: ``path`` is the review log (FILE.csv; FILE.cards.csv also works)."""
-    path = Path(path)
-    if path.name.lower().endswith(".cards.csv"):
-        path = path.with_name(path.name[: -len(".cards.csv")] + ".csv")
-    paths = csv_paths(path)
-    for key in ("reviews", "cards"):
-        if not paths[key].exists():
-            raise ExportError(
-                f"{paths[key]}: no such file (a CSV export is {paths['reviews'].name} "
-                f"with {paths['cards'].name} beside it)"
-            )
-    reviews = _read_csv(paths["reviews"], REVIEW_COLUMNS, _review_row)
-    cards = _read_csv(paths["cards"], CARD_COLUMNS, _card_row)
-    runs: list[dict[str, Any]] = []
-    if paths["demo_runs"].exists():
-        runs = _read_csv(paths["demo_runs"], DEMO_RUN_COLUMNS, _demo_run_row)
-    settings = None
-    if paths["settings"].exists():
-        pairs = _read_csv(paths["settings"], ("key", "value"), lambda r: r)
-        raw: dict[str, Any] = {}
-        for i, pair in enumerate(pairs):
-            try:
-                raw[pair["key"]] = json.loads(pair["value"])
-            except json.JSONDecodeError:
-                raise ExportError(
-                    f"{paths['settings']}: row {i + 1}: value of {pair['key']!r} is not JSON"
-                ) from None
-        try:
-            settings = _settings(raw) if raw else None  # header only: no settings saved
-        except _Bad as exc:
-            raise ExportError(f"{paths['settings']}: {exc}") from None
-    return ExportData(str(path), settings, cards, reviews, runs)
-
-
-def read_export(path: Path) -> ExportData:
-    """Read a JSON or CSV export, told apart by extension, else by content."""
-    path = Path(path)
-    name = path.name.lower()
-    if name.endswith(".json"):
-        return read_json(path)
-    if name.endswith(".csv"):
-        return read_csv(path)
-    head = _read_text(path).lstrip()[:1]
-    if head == "{":
-        return read_json(path)
-    if head == "":
-        raise _not_export(path, "the file is empty")
-    if _read_text(path).startswith(REVIEW_COLUMNS[0]):
-        return read_csv(path)
-    raise _not_export(path, "neither a JSON export nor a CSV review log")
-
-
-# --- importing ----------------------------------------------------------------------------
-
-
-@dataclass
-class ImportResult:
-    cards_added: int = 0
-    cards_updated: int = 0  # stored state was older: the file continues its history
-    cards_kept: int = 0  # already stored, same or newer state
-    reviews_added: int = 0
-    reviews_skipped: int = 0  # already stored
-    demo_runs_added: int = 0
-    demo_runs_skipped: int = 0
-    settings: str = "none"  # "imported", "same", "kept" (the database's differ), "none"
-
-    def summary(self) -> str:
-        text = f"{self.cards_added} card state(s) added"
-        if self.cards_updated:
-            text += f", {self.cards_updated} brought up to date"
-        text += f", {self.reviews_added} review(s) added, {self.demo_runs_added} demo run(s) added"
-        skipped = self.cards_kept + self.reviews_skipped + self.demo_runs_skipped
-        if skipped:
-            text += f"; {skipped} row(s) already stored (skipped)"
-        if self.settings == "imported":
-            text += "; settings imported"
-        elif self.settings == "kept":
-            text += "; settings kept (this database has its own)"
-        return text
-
-
-# Fields that describe a card's schedule (deck, content_hash, changed and removed describe the
-# local decks and are reconciled by Store.sync, so they never conflict).
-_SCHED_FIELDS = (
-    "state",
-    "step",
-    "stability",
-    "difficulty",
-    "due",
-    "last_review",
-    "reps",
-    "lapses",
-    "leech",
-)
-
-
-def _fetch(
-    store: Store, table: str, columns: tuple[str, ...], where: str, args: Iterable[Any]
-) -> dict[str, Any] | None:
-    row = store.conn.execute(
-        f"SELECT {', '.join(columns)} FROM {table} WHERE {where}", list(args)
-    ).fetchone()
-    return None if row is None else dict(zip(columns, row, strict=True))
-
-
-def _differences(a: dict[str, Any], b: dict[str, Any], keys: Iterable[str]) -> list[str]:
-    return [k for k in keys if a.get(k) != b.get(k)]
-
-
-def _insert(store: Store, table: str, columns: tuple[str, ...], row: dict[str, Any]) -> None:
-    store.conn.execute(
-        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-        [row[c] for c in columns],
-    )
-
-
-def _review_key(r: dict[str, Any]) -> tuple[str, str, str | None]:
-    """A review's identity: the card, the time and the state it was reviewed from. (Two
-    reviews of one card can share a time, e.g. under a fixed clock; they never share the
-    state they start from as well.)"""
-    return (r["card_id"], r["reviewed_at"], r["prev"])
-
-
-def _check_file(data: ExportData) -> None:
-    src = data.source
-    seen: set[str] = set()
-    for i, c in enumerate(data.cards):
-        if c["id"] in seen:
-            raise ExportError(f"{src}: cards[{i}]: card {c['id']!r} appears twice")
-        seen.add(c["id"])
-    keys: set[tuple[str, str, str | None]] = set()
-    for i, r in enumerate(data.reviews):
-        if r["card_id"] not in seen:
-            raise ExportError(
-                f"{src}: reviews[{i}]: card {r['card_id']!r} is reviewed but has no card state "
-                "in the export"
-            )
-        key = _review_key(r)
-        if key in keys:
-            raise ExportError(
-                f"{src}: reviews[{i}]: the same review of card {r['card_id']!r} at "
-                f"{r['reviewed_at']} appears twice"
-            )
-        keys.add(key)
-
-
-def import_data(store: Store, data: ExportData) -> ImportResult:
-    """Import into ``store`` in one transaction: everything, or (on any conflict) nothing."""
-    _check_file(data)
-    result = ImportResult()
-    src = data.source
-    file_keys: dict[str, set[tuple]] = {}
-    for r in data.reviews:
-        file_keys.setdefault(r["card_id"], set()).add(_review_key(r))
-    with store.transaction():
-        new_reviews = []
-        for r in data.reviews:
-            stored = _fetch(
-                store,
-                "reviews",
-                REVIEW_COLUMNS,
-                "card_id = ? AND reviewed_at = ? AND prev IS ?",
-                _review_key(r),
-            )
-            if stored is None:
-                new_reviews.append(r)
-                continue
-            diff = _differences(stored, r, REVIEW_COLUMNS)
-            if diff:
-                raise ExportError(
-                    f"{src}: conflict: card {r['card_id']!r} already has a review at "
-                    f"{r['reviewed_at']} with different {', '.join(diff)}; nothing imported"
-                )
-            result.reviews_skipped += 1
-        for card in data.cards:
-            cid = card["id"]
-            stored = _fetch(store, "cards", CARD_COLUMNS, "id = ?", (cid,))
-            here = {
-                (cid, at, prev)
-                for at, prev in store.conn.execute(
-                    "SELECT reviewed_at, prev FROM reviews WHERE card_id = ?", (cid,)
-                )
-            }
-            there = file_keys.get(cid, set())
-            if stored is None:
-                if here:
-                    raise ExportError(
-                        f"{src}: conflict: card {cid!r} has reviews here but no state; "
-                        "nothing imported"
-                    )
-                _insert(store, "cards", CARD_COLUMNS, card)
-                result.cards_added += 1
-                continue
-            diff = _differences(stored, card, _SCHED_FIELDS)
-            if not diff:
-                result.cards_kept += 1
-            elif there < here:
-                result.cards_kept += 1  # reviewed here since the export: this state is newer
-            elif here < there:
-                # the file continues this card's history: bring its schedule up to date
-                sets = ", ".join(f"{k} = ?" for k in _SCHED_FIELDS)
-                store.conn.execute(
-                    f"UPDATE cards SET {sets} WHERE id = ?",
-                    [*(card[k] for k in _SCHED_FIELDS), cid],
-                )
-                result.cards_updated += 1
-            else:
-                raise ExportError(
-                    f"{src}: conflict: card {cid!r} has a different review history here "
-                    f"({', '.join(diff)} differ); nothing imported"
-                )
-        for r in new_reviews:
-            _insert(store, "reviews", REVIEW_COLUMNS, r)
-            result.reviews_added += 1
-        for run in data.demo_runs:
-            stored = _fetch(
-                store,
-                "demo_runs",
-                DEMO_RUN_COLUMNS,
-                "name = ? AND ran_at = ?",
-                (run["name"], run["ran_at"]),
-            )
-            if stored is not None:
-                diff = _differences(stored, run, DEMO_RUN_COLUMNS)
-                if diff:
-                    raise ExportError(
-                        f"{src}: conflict: demo {run['name']!r} already has a run at {run['ran_at']} "
-                        f"with different {', '.join(diff)}; nothing imported"
-                    )
-                result.demo_runs_skipped += 1
-                continue
-            _insert(store, "demo_runs", DEMO_RUN_COLUMNS, run)
-            result.demo_runs_added += 1
-        if data.settings is not None:
-            row = store.conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
-            if row is None:
-                store.set_meta("settings", json.dumps(data.settings))
-                result.settings = "imported"
-            elif Settings.from_dict(json.loads(row[0])).to_dict() == data.settings:
-                result.settings = "same"
-            else:
-                result.settings = "kept"
-    return result
-
-
-def import_file(store: Store, path: Path) -> ImportResult:
-    return import_data(store, read_export(Path(path)))

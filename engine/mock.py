@@ -6,8 +6,8 @@ broken by a seeded random choice), then its follow-up chain depth-first, each wi
 The candidate answers aloud or types, reveals, and grades themselves 1-4; each grade goes
 through the normal scheduler and is stored like a quiz review (a ReviewSession over the chain).
 
-`MockInterview` is the state machine both front ends drive: `run_mock_plain` here
-(line-oriented, like `prep quiz --plain`) and the TUI's MockScreen (tui/screens/mock.py).
+`MockInterview` is the state machine both front ends drive: the line mode's `run_mock_plain`
+(tui/plain.py, like `prep quiz --plain`) and the TUI's MockScreen (tui/screens/mock.py).
 """
 
 from __future__ import annotations
@@ -18,37 +18,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TextIO
 
-from prep.engine.deck import CHOICE_LETTERS, Card, Collection
-from prep.engine.plain import LineIO, Quit
+from prep.engine.deck import Card, Collection
+from prep.engine.present import Verdict, choice_verdict, clock_text, first_line, shorten
 from prep.engine.scheduler import RATING_NAMES, Outcome, Rating, Scheduler
-from prep.engine.session import ReviewSession, choice_feedback
+from prep.engine.session import ReviewSession
 from prep.engine.storage import Store
-from prep.engine.timeutil import Clock, human_interval, utcnow
+from prep.engine.timeutil import Clock, utcnow
 
 MAIN_WEIGHT = 2  # the main question's share of the time, relative to one follow-up
 
 
 class MockError(ValueError):
     """No mock interview can be built (unknown deck, no card with follow-ups)."""
-
-
-def clock_text(seconds: float) -> str:
-    """m:ss (h:mm:ss past an hour)."""
-    s = max(0, int(seconds))
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
-
-
-def shorten(text: str, width: int = 60) -> str:
-    """One line of at most ``width`` characters, cut at a word with an ellipsis."""
-    text = " ".join(text.split())
-    if len(text) <= width:
-        return text
-    cut = text[: width - 1].rsplit(" ", 1)[0]
-    return cut.rstrip(",;:") + "…"
 
 
 def main_candidates(collection: Collection, deck: str | None = None) -> list[Card]:
@@ -118,6 +100,7 @@ class MockStep:
     budget_s: float
     answer: str = ""
     picked: int | None = None  # choice cards: the option picked
+    verdict: Verdict | None = None  # ... and what the pick means
     suggested: Rating | None = None
     elapsed_s: float | None = None  # frozen at reveal
     rating: Rating | None = None
@@ -216,7 +199,7 @@ class MockInterview:
         if step.depth == 0:
             return "Main question"
         parent = self.collection.get(step.card.parent or "")
-        first = parent.prompt.strip().splitlines()[0] if parent else ""
+        first = first_line(parent.prompt) if parent else ""
         return f"Follow-up to: {shorten(first)}" if first else "Follow-up"
 
     # --- the clock -------------------------------------------------------------------------
@@ -246,14 +229,14 @@ class MockInterview:
 
     # --- answering -------------------------------------------------------------------------
 
-    def pick(self, index: int) -> tuple[bool, Rating]:
-        """On a choice / red-flag card: pick option ``index``; returns (right, suggested)."""
+    def pick(self, index: int) -> Verdict:
+        """On a choice / red-flag card: pick option ``index``; returns the verdict."""
         step = self._require(revealed=False)
         if not step.card.choices or not 0 <= index < len(step.card.choices):
             raise ValueError(f"no option {index} on card {step.card.id!r}")
-        right, suggested = choice_feedback(step.card, index)
-        step.picked, step.suggested = index, suggested
-        return right, suggested
+        verdict = choice_verdict(step.card, index)
+        step.picked, step.verdict, step.suggested = index, verdict, verdict.suggested
+        return verdict
 
     def reveal(self, answer: str = "") -> float:
         """Stop the clock and keep the typed answer; returns the seconds taken."""
@@ -309,111 +292,3 @@ class MockInterview:
                 for s in self.steps
             ],
         }
-
-
-def took_text(step: MockStep) -> str:
-    """ "You took 1:12 of 2:00." (+ how far over)."""
-    assert step.elapsed_s is not None
-    text = f"You took {clock_text(step.elapsed_s)} of {clock_text(step.budget_s)}"
-    if step.over_budget:
-        text += f", {clock_text(step.elapsed_s - step.budget_s)} over"
-    return text + "."
-
-
-def reveal_lines(step: MockStep) -> list[str]:
-    """What is shown at reveal (plain text; the TUI shows the same lines)."""
-    card = step.card
-    lines = []
-    if step.answer:
-        lines.append(f"Your answer: {step.answer}")
-    if card.choices and card.correct is not None:
-        lines.append(f"Correct: {CHOICE_LETTERS[card.correct]}) {card.choices[card.correct]}")
-    lines.append(f"Answer: {card.answer}")
-    if card.explain:
-        lines.append(f"Why: {card.explain}")
-    if card.analogy:
-        lines.append(f"Analogy: {card.analogy}")
-    if card.bullets:
-        lines.append("In 60 seconds:")
-        lines.extend(f"  - {b}" for b in card.bullets)
-    for name in card.demos:
-        lines.append(f"Check it: prep demo {name}")
-    return lines
-
-
-def summary_lines(mock: MockInterview) -> list[str]:
-    s = mock.summary()
-    lines = [
-        f"Mock over: {s['graded']} of {s['questions']} question(s) graded in "
-        f"{clock_text(s['seconds'])} (budget {clock_text(s['budget_seconds'])}); "
-        f"{s['over_budget']} over their time."
-    ]
-    for i, step in enumerate(mock.steps, 1):
-        rating = RATING_NAMES[step.rating] if step.rating is not None else "not graded"
-        took = clock_text(step.elapsed_s) if step.elapsed_s is not None else "-"
-        lines.append(
-            f"  {i}. {'  ' * step.depth}{step.card.id}: {took} of {clock_text(step.budget_s)}, {rating}"
-        )
-    return lines
-
-
-def run_mock_plain(mock: MockInterview, stdin: TextIO, stdout: TextIO) -> int:
-    """The mock interview line by line: type an answer (or say it aloud) and press Enter to
-    reveal; 1-4 grades; q (or end of input) quits. Grades are stored as they are given."""
-
-    io = LineIO(stdin, stdout)
-    say, ask = io.say, io.ask
-
-    follow = len(mock.steps) - 1
-    say(
-        f"Mock interview: 1 main question and {follow} follow-up(s), {clock_text(mock.total_budget_s)} in all."
-    )
-    say("Answer aloud or type it; Enter reveals; then grade yourself 1-4. q quits.")
-    try:
-        while not mock.finished:
-            step = mock.step
-            assert step is not None
-            card = step.card
-            say("")
-            say(
-                f"[{mock.index + 1}/{len(mock.steps)}] {mock.label()}  ·  budget {clock_text(step.budget_s)}, the clock is running"
-            )
-            say(card.prompt)
-            letters = CHOICE_LETTERS[: len(card.choices)]
-            for letter, choice in zip(letters, card.choices, strict=False):
-                say(f"  {letter}) {choice}")
-            mock.start()
-            hint = f"pick {letters[0]}-{letters[-1]}, or " if letters else ""
-            answer = ask(f"Your answer ({hint}type it, or say it aloud; Enter reveals): ")
-            if letters and len(answer) == 1 and answer.lower() in letters:
-                right, suggested = mock.pick(letters.index(answer.lower()))
-                verdict = "Right." if right else f"Not quite: the answer is {card.correct_letter}."
-                say(f"{verdict} Suggested grade: {int(suggested)} {RATING_NAMES[suggested]}.")
-            mock.reveal(answer)
-            say("")
-            say(took_text(step))
-            for line in reveal_lines(step):
-                say(line)
-            while True:
-                parts = [
-                    f"{int(r)} {RATING_NAMES[r]} {human_interval(o.interval)}{'*' if r == step.suggested else ''}"
-                    for r, o in mock.preview().items()
-                ]
-                say("  ".join(parts))
-                extra = " (Enter takes the suggestion)" if step.suggested else ""
-                grade = ask(f"Grade yourself 1-4{extra}, q quits: ")
-                if grade == "" and step.suggested is not None:
-                    grade = str(int(step.suggested))
-                if grade in ("1", "2", "3", "4"):
-                    outcome = mock.grade(int(grade))
-                    say(
-                        f"Saved: {RATING_NAMES[outcome.rating]}, next review in {human_interval(outcome.interval)}."
-                    )
-                    break
-                say("Type 1 (Again), 2 (Hard), 3 (Good), 4 (Easy) or q.")
-    except Quit:
-        pass
-    say("")
-    for line in summary_lines(mock):
-        say(line)
-    return 0

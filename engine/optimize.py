@@ -167,7 +167,7 @@ def first_intervals(
 
 
 def render(result: FitResult, settings: Settings, now: datetime) -> str:
-    from prep.engine.timeutil import human_interval
+    from prep.engine.present import human_interval
 
     lines = [
         f"Fitted on {result.trainable} of your {result.reviews} reviews in {result.seconds:.1f}s.",

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from prep.engine.deck import Card, Collection
 from prep.engine.scheduler import CardState, Outcome, Rating, Scheduler, State
 from prep.engine.storage import Store
-from prep.engine.timeutil import Clock, day_start, fmt, parse, study_day_start, utcnow
+from prep.engine.timeutil import Clock, day_start, study_day_start, utcnow
 
 LEARN_AHEAD = timedelta(minutes=20)
 
@@ -233,9 +233,6 @@ class ReviewSession:
     def summary(self) -> dict:
         """End-of-session summary: cards, again-rate, time, what is due next."""
         now = self.clock()
-        nxt = self.store.conn.execute(
-            "SELECT min(due) FROM cards WHERE removed = 0 AND due > ?", (fmt(now),)
-        ).fetchone()[0]
         end_of_tomorrow = study_day_start(now, 2)
         due_by_tomorrow = len(self.store.due_ids(end_of_tomorrow))
         return {
@@ -243,12 +240,6 @@ class ReviewSession:
             "again": self.stats.again,
             "again_rate": self.stats.again_rate,
             "seconds": round(self.stats.seconds, 1),
-            "next_due": parse(nxt),
+            "next_due": self.store.next_due(now),
             "due_by_tomorrow": due_by_tomorrow,
         }
-
-
-def choice_feedback(card: Card, picked: int) -> tuple[bool, Rating]:
-    """For choice and red-flag cards: was the pick right, and the rating we suggest."""
-    right = card.correct is not None and picked == card.correct
-    return right, (Rating.Good if right else Rating.Again)

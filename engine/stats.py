@@ -1,6 +1,7 @@
 """Progress statistics: what `prep stats` prints and the TUI's stats screen shows.
 
-Everything is computed in SQL over indexed columns so it stays quick on a large log.
+Everything is asked of the store, whose queries run over indexed columns so it stays quick
+on a large log.
 Days are the user's study days (local time, rolling over at 4am like Anki).
 """
 
@@ -10,21 +11,34 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from prep.engine.deck import Collection
-from prep.engine.scheduler import State
 from prep.engine.storage import Store
 from prep.engine.timeutil import day_start, fmt, study_day_start
 
 MATURE_DAYS = 21.0  # Anki's threshold for a "mature" card
 
 
-def _day_modifier(now: datetime, rollover_hour: int = 4) -> str:
-    """SQLite date() modifiers turning a UTC timestamp into the user's study day: local time
-    with the UTC offset in force at that timestamp (not today's: DST), less the rollover."""
-    return f"'localtime', '-{rollover_hour} hours'"
-
-
 def study_day(now: datetime, rollover_hour: int = 4) -> date:
     return (day_start(now, rollover_hour) + timedelta(hours=12)).astimezone().date()
+
+
+def streak_days(store: Store, now: datetime) -> int:
+    """Consecutive study days with at least one review, ending today (or yesterday, when
+    today has none yet): one indexed probe per day of the streak."""
+
+    def studied(day_offset: int) -> bool:
+        start, end = study_day_start(now, -day_offset), study_day_start(now, 1 - day_offset)
+        return store.reviewed_between(start, end)
+
+    offset = 0 if studied(0) else 1
+    streak = 0
+    while studied(offset + streak):
+        streak += 1
+    return streak
+
+
+def today(store: Store, now: datetime) -> dict[str, int]:
+    """Reviews today and the streak: the home screen's line, without the rest of compute."""
+    return {"reviews": store.count_reviews(day_start(now)), "streak": streak_days(store, now)}
 
 
 def compute(
@@ -36,98 +50,38 @@ def compute(
     history_days: int = 30,
     forecast_days: int = 14,
 ) -> dict[str, Any]:
-    conn = store.conn
-    today_start = day_start(now)
-    mod = _day_modifier(now)
-    since_sql, since_args = ("", [])
-    if since is not None:
-        since_sql, since_args = (" AND reviewed_at >= ?", [fmt(since)])
-
-    total = conn.execute(
-        "SELECT count(*) FROM reviews WHERE 1=1" + since_sql, since_args
-    ).fetchone()[0]
-    today = store.count_reviews(today_start)
-
-    # True retention: share of reviews of cards in the Review state that were not "Again".
-    def retention(extra: str, args: list) -> dict[str, Any]:
-        n, passed = conn.execute(
-            "SELECT count(*), coalesce(sum(rating > 1), 0) FROM reviews WHERE prev_state = ?"
-            + extra,
-            [int(State.Review), *args],
-        ).fetchone()
+    def retention(start: datetime | None) -> dict[str, Any]:
+        n, passed = store.retention_counts(start)
         return {"reviews": n, "passed": passed, "rate": (passed / n) if n else None}
 
-    month_ago = fmt(study_day_start(now, -30))
     true_retention = {
-        "all": retention(since_sql, since_args),
-        "last_30_days": retention(" AND reviewed_at >= ?", [month_ago]),
+        "all": retention(since),
+        "last_30_days": retention(study_day_start(now, -30)),
     }
 
     # Reviews per study day for the last `history_days` days (oldest first).
     today_date = study_day(now)
     first_day = today_date - timedelta(days=history_days - 1)
-    rows = conn.execute(
-        f"SELECT date(reviewed_at, {mod}) AS d, count(*) FROM reviews WHERE reviewed_at >= ? GROUP BY d",
-        [fmt(study_day_start(now, -history_days))],
-    ).fetchall()
-    per_day_map = {r[0]: r[1] for r in rows}
-    per_day = [
-        {
-            "date": (first_day + timedelta(days=i)).isoformat(),
-            "reviews": per_day_map.get((first_day + timedelta(days=i)).isoformat(), 0),
-        }
-        for i in range(history_days)
-    ]
+    per_day_map = store.reviews_per_day(study_day_start(now, -history_days))
+    days = [(first_day + timedelta(days=i)).isoformat() for i in range(history_days)]
+    per_day = [{"date": d, "reviews": per_day_map.get(d, 0)} for d in days]
 
-    # Streak: consecutive study days with at least one review, ending today (or yesterday).
-    # One indexed probe per day of the streak, instead of a scan of the whole log.
-    def studied(day_offset: int) -> bool:
-        start, end = study_day_start(now, -day_offset), study_day_start(now, 1 - day_offset)
-        return (
-            conn.execute(
-                "SELECT 1 FROM reviews WHERE reviewed_at >= ? AND reviewed_at < ? LIMIT 1",
-                [fmt(start), fmt(end)],
-            ).fetchone()
-            is not None
-        )
-
-    offset = 0 if studied(0) else 1
-    streak = 0
-    while studied(offset + streak):
-        streak += 1
-
-    # Due counts and forecast (removed cards are not served). One grouped, indexed query.
-    def due_before(t: datetime) -> int:
-        return conn.execute(
-            "SELECT count(*) FROM cards WHERE removed = 0 AND due <= ?", [fmt(t)]
-        ).fetchone()[0]
-
+    # Due counts and forecast (removed cards are not served; overdue cards count as today's).
     horizon = study_day_start(now, max(forecast_days, 7))
-    by_day = dict(
-        conn.execute(
-            f"SELECT max(date(due, {mod}), ?) AS d, count(*) FROM cards WHERE removed = 0 AND due <= ? GROUP BY d",
-            [today_date.isoformat(), fmt(horizon)],
-        ).fetchall()
-    )  # overdue cards count as due today
+    by_day = store.due_per_day(horizon, today_date.isoformat())
     days_ahead = [
         (today_date + timedelta(days=i)).isoformat() for i in range(max(forecast_days, 7))
     ]
     forecast = [{"date": d, "due": by_day.get(d, 0)} for d in days_ahead[:forecast_days]]
     due = {
-        "now": due_before(now),
+        "now": store.count_due(now),
         "today": by_day.get(days_ahead[0], 0),
         "tomorrow": by_day.get(days_ahead[1], 0),
         "next_7_days": sum(by_day.get(d, 0) for d in days_ahead[:7]),
     }
 
     # Mastery per deck and per tag: seen / mature (stability >= 21 days) over the deck's cards.
-    per_deck = {
-        r[0]: (r[1], r[2])
-        for r in conn.execute(
-            "SELECT deck, count(*), sum(coalesce(stability, 0) >= ?) FROM cards WHERE removed = 0 GROUP BY deck",
-            [MATURE_DAYS],
-        )
-    }
+    per_deck = store.deck_progress(MATURE_DAYS)
 
     def mastery(n_cards: int, seen: int, mature: int) -> dict[str, Any]:
         return {
@@ -153,51 +107,28 @@ def compute(
             len(ids), len(states), sum((s.stability or 0) >= MATURE_DAYS for s in states)
         )
 
-    leeches = [
-        r[0]
-        for r in conn.execute("SELECT id FROM cards WHERE leech = 1 AND removed = 0 ORDER BY id")
-    ]
-    changed = [
-        r[0]
-        for r in conn.execute("SELECT id FROM cards WHERE changed = 1 AND removed = 0 ORDER BY id")
-    ]
-
     # Demos verified: the latest run of each demo.
-    demo_rows = conn.execute(
-        "SELECT name, device, device_name, scale, passed, seconds, ran_at FROM demo_runs "
-        "WHERE id IN (SELECT max(id) FROM demo_runs GROUP BY name) ORDER BY name"
-    ).fetchall()
-    demos = [
-        {
-            "name": r[0],
-            "device": r[1],
-            "device_name": r[2],
-            "scale": r[3],
-            "passed": bool(r[4]),
-            "seconds": r[5],
-            "ran_at": r[6],
-        }
-        for r in demo_rows
-    ]
+    keys = ("name", "device", "device_name", "scale", "passed", "seconds", "ran_at")
+    demos = [{k: run[k] for k in keys} for run in store.demo_runs(latest=True)]
 
     return {
         "now": fmt(now),
         "since": fmt(since),
-        "reviews": {"today": today, "total": total},
+        "reviews": {
+            "today": store.count_reviews(day_start(now)),
+            "total": store.count_reviews(since),
+        },
         "true_retention": true_retention,
         "desired_retention": store.settings().desired_retention,
         "due": due,
         "forecast": forecast,
         "per_day": per_day,
-        "streak_days": streak,
-        "cards": {
-            "total": len(collection),
-            "seen": conn.execute("SELECT count(*) FROM cards WHERE removed = 0").fetchone()[0],
-        },
+        "streak_days": streak_days(store, now),
+        "cards": {"total": len(collection), "seen": store.count_cards()},
         "decks": decks,
         "tags": tags,
-        "leeches": leeches,
-        "changed": changed,
+        "leeches": store.flagged("leech"),
+        "changed": store.flagged("changed"),
         "demos": {"verified": sorted(d["name"] for d in demos if d["passed"]), "latest": demos},
     }
 

@@ -1,12 +1,9 @@
-"""Progress in SQLite, through sqlite-utils.
+"""Progress in SQLite: the store owns the database, and every SQL statement prep runs is here.
 
-Tables (schema version in ``meta``):
-
-- ``cards``: scheduling state per card id (a row exists once a card has been reviewed).
-- ``reviews``: the append-only log; each row keeps the card's state before (``prev``, NULL
-  for a new card) and after (``next``) as JSON, so undo restores the exact previous state.
-- ``demo_runs``: every demo run (name, device, passed, seconds, the full report).
-- ``meta``: schema version and settings.
+Callers ask it (``store.card(id)``, ``store.count_due(now)``, ``store.dump()``); the tables and
+their migrations are in engine/schema.py. Any sqlite3 error (a locked, read-only, full or
+damaged database) leaves the store as a `StoreError` with a one-line message, so front ends
+catch one type.
 
 Every rating is committed in its own transaction the moment it is made (WAL, busy timeout),
 so a crash or a kill loses nothing that was rated.
@@ -14,22 +11,36 @@ so a crash or a kill loses nothing that was rated.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
 import sys
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 from prep.engine.scheduler import CardState, Settings, State
+from prep.engine.schema import (
+    CARD_COLUMNS,
+    DEMO_RUN_COLUMNS,
+    MIGRATIONS,
+    REVIEW_COLUMNS,
+    SCHEDULE_COLUMNS,
+    SCHEMA_VERSION,
+)
 from prep.engine.timeutil import fmt, parse, utcnow
 
-SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 5000
+Table = Literal["cards", "reviews", "demo_runs"]
+_COLUMNS: dict[str, tuple[str, ...]] = {
+    "cards": CARD_COLUMNS,
+    "reviews": REVIEW_COLUMNS,
+    "demo_runs": DEMO_RUN_COLUMNS,
+}
 
 
 class StoreError(Exception):
@@ -83,6 +94,16 @@ class Review:
     next: CardState
 
 
+def _json_or_none(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _day_modifier(rollover_hour: int) -> str:
+    """SQLite date() modifiers turning a UTC timestamp into the user's study day: local time
+    with the UTC offset in force at that timestamp (not today's: DST), less the rollover."""
+    return f"'localtime', '-{int(rollover_hour)} hours'"
+
+
 def state_to_json(s: CardState | None) -> str | None:
     if s is None:
         return None
@@ -101,10 +122,8 @@ def state_from_json(text: str | None) -> CardState | None:
     return CardState(**d)
 
 
-_CARD_COLS = (
-    "id, deck, state, step, stability, difficulty, due, last_review, reps, lapses, leech, "
-    "content_hash, changed, removed"
-)
+_CARD_COLS = ", ".join(CARD_COLUMNS)
+_REVIEW_COLS = "id, card_id, rating, reviewed_at, duration_ms, prev, next"
 
 
 def _row_to_state(row: tuple) -> CardState:
@@ -159,6 +178,9 @@ def state_to_row(s: CardState) -> dict[str, Any]:
         "changed": int(s.changed),
         "removed": int(s.removed),
     }
+
+
+_DEMO_RUN_KEYS = ("id", *(c for c in DEMO_RUN_COLUMNS if c != "metrics"))
 
 
 class Store:
@@ -233,28 +255,37 @@ class Store:
         """One committed unit: BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error)."""
         try:
             self.conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise StoreError(
-                f"{self.path or ':memory:'}: database is busy ({exc}); try again"
-            ) from exc
+        except sqlite3.Error as exc:
+            raise self._error(exc) from exc
         try:
             yield
             self.conn.execute("COMMIT")
         except BaseException as exc:
             # SQLite may already have rolled back (a full disk, an I/O error)
             if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.OperationalError) and _is_write_error(exc):
-                raise self._write_error(exc) from exc
+                with suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
+            if _is_database_error(exc):
+                raise self._error(exc) from exc  # type: ignore[arg-type]
             raise
 
-    def _write_error(self, exc: sqlite3.OperationalError) -> StoreError:
+    def _error(self, exc: sqlite3.Error) -> StoreError:
+        """The one-line StoreError for what SQLite refused."""
         where = self.path or ":memory:"
-        if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_READONLY:
+        code = getattr(exc, "sqlite_errorcode", None)
+        primary = None if code is None else code & 0xFF
+        if primary == sqlite3.SQLITE_READONLY:
             return StoreError(f"{where}: the progress database is read-only ({exc}); nothing saved")
-        if exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
             return StoreError(f"{where}: database is busy ({exc}); try again")
-        return StoreError(f"{where}: cannot write the progress database ({exc}); nothing saved")
+        if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+            return StoreError(
+                f"{where}: the progress database is damaged ({exc}); restore it from a "
+                "backup or a `prep export` file"
+            )
+        if primary in _WRITE_ERRORS:
+            return StoreError(f"{where}: cannot write the progress database ({exc}); nothing saved")
+        return StoreError(f"{where}: the progress database failed: {exc}")
 
     # --- schema -------------------------------------------------------------------------
 
@@ -277,7 +308,7 @@ class Store:
             return
         with self.transaction():
             for step in range(version, SCHEMA_VERSION):
-                _MIGRATIONS[step](self)
+                MIGRATIONS[step](self.db)
             self.set_meta("schema_version", str(SCHEMA_VERSION))
 
     # --- settings -----------------------------------------------------------------------
@@ -427,7 +458,7 @@ class Store:
 
     def last_review(self) -> Review | None:
         row = self.conn.execute(
-            "SELECT id, card_id, rating, reviewed_at, duration_ms, prev, next FROM reviews ORDER BY id DESC LIMIT 1"
+            f"SELECT {_REVIEW_COLS} FROM reviews ORDER BY id DESC LIMIT 1"
         ).fetchone()
         return self._review(row) if row else None
 
@@ -443,7 +474,7 @@ class Store:
         rating committed since): checked inside the same write transaction."""
         with self.transaction():
             row = self.conn.execute(
-                "SELECT id, card_id, rating, reviewed_at, duration_ms, prev, next FROM reviews ORDER BY id DESC LIMIT 1"
+                f"SELECT {_REVIEW_COLS} FROM reviews ORDER BY id DESC LIMIT 1"
             ).fetchone()
             if row is None or (expected_id is not None and row[0] != expected_id):
                 return None
@@ -463,7 +494,7 @@ class Store:
             return review
 
     def reviews(self, since: datetime | None = None, card_id: str | None = None) -> list[Review]:
-        sql = "SELECT id, card_id, rating, reviewed_at, duration_ms, prev, next FROM reviews WHERE 1=1"
+        sql = f"SELECT {_REVIEW_COLS} FROM reviews WHERE 1=1"
         args: list[Any] = []
         if since is not None:
             sql += " AND reviewed_at >= ?"
@@ -529,25 +560,179 @@ class Store:
             )
             return int(cur.lastrowid)
 
-    def demo_runs(self) -> list[dict[str, Any]]:
-        keys = (
-            "id",
-            "name",
-            "device",
-            "device_name",
-            "dtype",
-            "scale",
-            "seed",
-            "passed",
-            "seconds",
-            "ran_at",
+    def demo_runs(self, *, latest: bool = False) -> list[dict[str, Any]]:
+        """Every demo run, oldest first; with ``latest``, only each demo's newest run, by
+        name."""
+        where = " WHERE id IN (SELECT max(id) FROM demo_runs GROUP BY name)" if latest else ""
+        order = "name" if latest else "id"
+        rows = self.conn.execute(
+            f"SELECT {', '.join(_DEMO_RUN_KEYS)} FROM demo_runs{where} ORDER BY {order}"
         )
-        rows = self.conn.execute(f"SELECT {', '.join(keys)} FROM demo_runs ORDER BY id")
-        runs = [dict(zip(keys, r, strict=True)) for r in rows]
+        runs = [dict(zip(_DEMO_RUN_KEYS, r, strict=True)) for r in rows]
         return [run | {"passed": bool(run["passed"])} for run in runs]
 
+    def latest_demo_runs(self) -> dict[str, dict[str, Any]]:
+        """Each demo's newest run, by demo name."""
+        return {run["name"]: run for run in self.demo_runs(latest=True)}
 
-# What the user's file or disk refuses (not a bug in our SQL): reported as a StoreError.
+    # --- counts for stats and the home screen ---------------------------------------------
+
+    def count_cards(self) -> int:
+        """Cards with stored progress that are still in the decks."""
+        return int(self.conn.execute("SELECT count(*) FROM cards WHERE removed = 0").fetchone()[0])
+
+    def count_due(self, at: datetime) -> int:
+        """Cards due at ``at`` (removed cards are not served)."""
+        return int(
+            self.conn.execute(
+                "SELECT count(*) FROM cards WHERE removed = 0 AND due <= ?", [fmt(at)]
+            ).fetchone()[0]
+        )
+
+    def next_due(self, after: datetime) -> datetime | None:
+        """The first due time after ``after`` (None when nothing is scheduled)."""
+        row = self.conn.execute(
+            "SELECT min(due) FROM cards WHERE removed = 0 AND due > ?", (fmt(after),)
+        ).fetchone()
+        return parse(row[0])
+
+    def retention_counts(self, since: datetime | None = None) -> tuple[int, int]:
+        """Reviews of cards in the Review state (since a time) and how many were not Again:
+        true retention."""
+        sql = "SELECT count(*), coalesce(sum(rating > 1), 0) FROM reviews WHERE prev_state = ?"
+        args: list[Any] = [int(State.Review)]
+        if since is not None:
+            sql += " AND reviewed_at >= ?"
+            args.append(fmt(since))
+        n, passed = self.conn.execute(sql, args).fetchone()
+        return int(n), int(passed)
+
+    def reviewed_between(self, start: datetime, end: datetime) -> bool:
+        """Whether any review was made in [start, end) (one indexed probe)."""
+        row = self.conn.execute(
+            "SELECT 1 FROM reviews WHERE reviewed_at >= ? AND reviewed_at < ? LIMIT 1",
+            [fmt(start), fmt(end)],
+        ).fetchone()
+        return row is not None
+
+    def reviews_per_day(self, since: datetime, rollover_hour: int = 4) -> dict[str, int]:
+        """Reviews per study day (local date, the day rolling over at ``rollover_hour``) from
+        ``since`` on: {"2026-03-02": 12, ...}."""
+        rows = self.conn.execute(
+            f"SELECT date(reviewed_at, {_day_modifier(rollover_hour)}) AS d, count(*) "
+            "FROM reviews WHERE reviewed_at >= ? GROUP BY d",
+            [fmt(since)],
+        )
+        return {d: n for d, n in rows}
+
+    def due_per_day(self, until: datetime, today: str, rollover_hour: int = 4) -> dict[str, int]:
+        """Cards due per study day up to ``until``; overdue cards count on ``today`` (an ISO
+        date). One grouped, indexed query."""
+        rows = self.conn.execute(
+            f"SELECT max(date(due, {_day_modifier(rollover_hour)}), ?) AS d, count(*) "
+            "FROM cards WHERE removed = 0 AND due <= ? GROUP BY d",
+            [today, fmt(until)],
+        )
+        return {d: n for d, n in rows}
+
+    def deck_progress(self, mature_days: float) -> dict[str, tuple[int, int]]:
+        """Per deck: (cards seen, cards whose stability reaches ``mature_days``)."""
+        rows = self.conn.execute(
+            "SELECT deck, count(*), sum(coalesce(stability, 0) >= ?) FROM cards "
+            "WHERE removed = 0 GROUP BY deck",
+            [mature_days],
+        )
+        return {deck: (int(seen), int(mature)) for deck, seen, mature in rows}
+
+    def flagged(self, flag: Literal["leech", "changed"]) -> list[str]:
+        """Ids of live cards marked as leeches, or whose text changed since their last review."""
+        column = {"leech": "leech", "changed": "changed"}[flag]
+        rows = self.conn.execute(
+            f"SELECT id FROM cards WHERE {column} = 1 AND removed = 0 ORDER BY id"
+        )
+        return [r[0] for r in rows]
+
+    # --- export and import ----------------------------------------------------------------
+
+    def dump(self) -> dict[str, Any]:
+        """Everything stored, as plain data: settings (None when never saved), cards,
+        reviews (prev/next as objects) and demo runs (metrics as an object), in one read
+        transaction (a rating committed meanwhile is in both cards and reviews, or neither)."""
+        own = not self.conn.in_transaction
+        if own:
+            self.conn.execute("BEGIN")
+        try:
+            cards = self._rows("cards", "ORDER BY id")
+            reviews = [
+                r | {"prev": _json_or_none(r["prev"]), "next": _json_or_none(r["next"])}
+                for r in self._rows("reviews", "ORDER BY id")
+            ]
+            runs = [
+                r | {"metrics": _json_or_none(r["metrics"])}
+                for r in self._rows("demo_runs", "ORDER BY id")
+            ]
+            return {
+                "settings": self.saved_settings(),
+                "cards": cards,
+                "reviews": reviews,
+                "demo_runs": runs,
+            }
+        finally:
+            if own:
+                self.conn.execute("COMMIT")
+
+    def _rows(self, table: Table, tail: str = "", args: Iterable[Any] = ()) -> list[dict[str, Any]]:
+        columns = _COLUMNS[table]
+        rows = self.conn.execute(f"SELECT {', '.join(columns)} FROM {table} {tail}", list(args))
+        return [dict(zip(columns, row, strict=True)) for row in rows]
+
+    def saved_settings(self) -> dict[str, Any] | None:
+        """The settings as saved (a dict, unvalidated), or None when none were saved."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def card_row(self, card_id: str) -> dict[str, Any] | None:
+        """The stored row of one card (columns as in schema.CARD_COLUMNS)."""
+        rows = self._rows("cards", "WHERE id = ?", [card_id])
+        return rows[0] if rows else None
+
+    def review_row(self, card_id: str, reviewed_at: str, prev: str | None) -> dict[str, Any] | None:
+        """The stored review of ``card_id`` at ``reviewed_at`` from state ``prev`` (JSON)."""
+        rows = self._rows(
+            "reviews",
+            "WHERE card_id = ? AND reviewed_at = ? AND prev IS ?",
+            [card_id, reviewed_at, prev],
+        )
+        return rows[0] if rows else None
+
+    def review_keys(self, card_id: str) -> set[tuple[str, str, str | None]]:
+        """(card id, time, previous state JSON) of every stored review of ``card_id``."""
+        rows = self.conn.execute(
+            "SELECT reviewed_at, prev FROM reviews WHERE card_id = ?", (card_id,)
+        )
+        return {(card_id, at, prev) for at, prev in rows}
+
+    def demo_run_row(self, name: str, ran_at: str) -> dict[str, Any] | None:
+        rows = self._rows("demo_runs", "WHERE name = ? AND ran_at = ?", [name, ran_at])
+        return rows[0] if rows else None
+
+    def insert_row(self, table: Table, row: dict[str, Any]) -> None:
+        """Insert one row as exported (columns as in engine/schema.py), e.g. by an import."""
+        columns = _COLUMNS[table]
+        self.conn.execute(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+            [row[c] for c in columns],
+        )
+
+    def update_schedule(self, card_id: str, row: dict[str, Any]) -> None:
+        """Set a card's schedule fields (schema.SCHEDULE_COLUMNS) from ``row``."""
+        sets = ", ".join(f"{k} = ?" for k in SCHEDULE_COLUMNS)
+        self.conn.execute(
+            f"UPDATE cards SET {sets} WHERE id = ?", [*(row[k] for k in SCHEDULE_COLUMNS), card_id]
+        )
+
+
+# What the user's file or disk refuses (not a bug in our SQL).
 _WRITE_ERRORS = {
     sqlite3.SQLITE_READONLY,
     sqlite3.SQLITE_FULL,
@@ -558,94 +743,32 @@ _WRITE_ERRORS = {
 }
 
 
-def _is_write_error(exc: sqlite3.OperationalError) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    return code is not None and code & 0xFF in _WRITE_ERRORS
-
-
-def _migrate_v0_to_v1(store: Store) -> None:
-    db = store.db
-    db["meta"].create({"key": str, "value": str}, pk="key", if_not_exists=True)
-    db["cards"].create(
-        {
-            "id": str,
-            "deck": str,
-            "state": int,
-            "step": int,
-            "stability": float,
-            "difficulty": float,
-            "due": str,
-            "last_review": str,
-            "reps": int,
-            "lapses": int,
-            "leech": int,
-            "content_hash": str,
-            "changed": int,
-            "removed": int,
-        },
-        pk="id",
-        not_null={"deck", "state", "reps", "lapses", "leech", "changed", "removed"},
-        defaults={"reps": 0, "lapses": 0, "leech": 0, "changed": 0, "removed": 0, "deck": ""},
-        if_not_exists=True,
-    )
-    db["cards"].create_index(["removed", "due"], index_name="cards_removed_due", if_not_exists=True)
-    db["reviews"].create(
-        {
-            "id": int,
-            "card_id": str,
-            "rating": int,
-            "reviewed_at": str,
-            "duration_ms": int,
-            "prev_state": int,
-            "prev": str,
-            "next": str,
-        },
-        pk="id",
-        not_null={"card_id", "rating", "reviewed_at", "next"},
-        if_not_exists=True,
-    )
-    db["reviews"].create_index(["card_id"], index_name="reviews_card", if_not_exists=True)
-    db["reviews"].create_index(["reviewed_at"], index_name="reviews_at", if_not_exists=True)
-    db["demo_runs"].create(
-        {
-            "id": int,
-            "name": str,
-            "device": str,
-            "device_name": str,
-            "dtype": str,
-            "scale": str,
-            "seed": int,
-            "passed": int,
-            "seconds": float,
-            "metrics": str,
-            "ran_at": str,
-        },
-        pk="id",
-        not_null={"name", "device", "passed", "seconds", "ran_at"},
-        if_not_exists=True,
-    )
-    db["demo_runs"].create_index(["name"], index_name="demo_runs_name", if_not_exists=True)
-
-
-def _migrate_v1_to_v2(store: Store) -> None:
-    # true retention counts reviews by the state they were made in: a covering index keeps
-    # `prep stats` quick on a log of a million reviews
-    store.db["reviews"].create_index(
-        ["prev_state", "reviewed_at", "rating"], index_name="reviews_state_at", if_not_exists=True
-    )
-    # mastery per deck is a grouped count over live cards
-    store.db["cards"].create_index(
-        ["removed", "deck", "stability"], index_name="cards_removed_deck", if_not_exists=True
+def _is_database_error(exc: BaseException) -> bool:
+    """An error of the database (locked, read-only, full, damaged, a constraint), as opposed
+    to a misuse of the sqlite3 module (a closed connection, a wrong binding: a bug)."""
+    return isinstance(exc, sqlite3.Error) and not isinstance(
+        exc, sqlite3.ProgrammingError | sqlite3.InterfaceError
     )
 
 
-def _migrate_v2_to_v3(store: Store) -> None:
-    # the queue asks for due cards by fsrs state (learning steps uncapped, reviews capped),
-    # most overdue first: an index range per state instead of a walk over every due card
-    store.db["cards"].create_index(
-        ["removed", "state", "due"], index_name="cards_removed_state_due", if_not_exists=True
-    )
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-# _MIGRATIONS[v] upgrades a database from schema v to v + 1, inside one transaction.
-_MIGRATIONS = [_migrate_v0_to_v1, _migrate_v1_to_v2, _migrate_v2_to_v3]
+def _guarded(method: F) -> F:
+    @functools.wraps(method)
+    def wrapper(self: Store, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            if not _is_database_error(exc):
+                raise
+            raise self._error(exc) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+# Every public method of Store turns sqlite3's errors into StoreError (transaction() does it
+# itself: it is a context manager).
+for _name, _value in list(vars(Store).items()):
+    if not _name.startswith("_") and _name != "transaction" and callable(_value):
+        setattr(Store, _name, _guarded(_value))

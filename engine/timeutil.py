@@ -51,23 +51,3 @@ def study_day_start(now: datetime, days: int = 0, rollover_hour: int = 4) -> dat
     day = local.date() + timedelta(days=days - (1 if local.hour < rollover_hour else 0))
     # a naive local time: astimezone() gives it the UTC offset in force on that day
     return to_utc(datetime.combine(day, time(rollover_hour)).astimezone())
-
-
-def human_interval(delta: timedelta) -> str:
-    """Short interval text for rating buttons: 45s, 10m, 3h, 4d, 2.5mo, 1.2y."""
-    seconds = max(0.0, delta.total_seconds())
-    if round(seconds) < 60:  # rounded first, so 23.9 hours reads 1d, not 24h
-        return f"{round(seconds)}s"
-    minutes = seconds / 60
-    if round(minutes) < 60:
-        return f"{round(minutes)}m"
-    hours = minutes / 60
-    if round(hours) < 24:
-        return f"{round(hours)}h"
-    days = hours / 24
-    if days < 30:
-        return f"{round(days)}d"
-    if days < 365:
-        months = days / 30.4
-        return f"{months:.1f}mo".replace(".0mo", "mo")
-    return f"{days / 365:.1f}y".replace(".0y", "y")

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from prep.engine import anki
-from prep.engine.cli import main
 from prep.engine.deck import Collection, load_collection
 from prep.engine.export import ExportError
+from prep.tui.cli import main
 
 FIELD_SEP = "\x1f"
 

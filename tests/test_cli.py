@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from prep.engine.cli import main
 from prep.engine.storage import Store
+from prep.tui.cli import main
 
-PREP = [sys.executable, "-m", "prep.engine.cli"]
+PREP = [sys.executable, "-m", "prep.tui.cli"]
 
 
 def run_cli(*args: str, input: str | None = None, db: Path | None = None):
@@ -210,7 +210,7 @@ def test_db_from_environment(tmp_path: Path, small_deck_dir: Path) -> None:
 def test_light_commands_do_not_import_torch_or_textual(command: list[str], tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "from prep.engine.cli import main\n"
+        "from prep.tui.cli import main\n"
         "try:\n"
         f"    main({command!r} if {command!r} == ['--help'] else ['--db', {str(tmp_path / 'x.db')!r}, *{command!r}])\n"
         "except SystemExit:\n"
@@ -302,3 +302,22 @@ def test_config_learning_steps(db_path: Path) -> None:
         assert store.settings().learning_steps_min == (2.0, 15.0)
     bad = run_cli("config", "relearning_steps_min", "soon", db=db_path)
     assert bad.exit_code == 2 and "relearning_steps_min" in bad.output
+
+
+def test_prep_demo_records_the_run(tmp_path: Path, db_path: Path) -> None:
+    result = run_cli("demo", "per-head-sum", "--device", "cpu", "--json", db=db_path)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    with Store.open(db_path) as store:
+        (run,) = store.dump()["demo_runs"]
+    assert (run["name"], run["passed"], run["seed"]) == ("per-head-sum", 1, 0)
+    assert (run["device"], run["scale"], run["dtype"]) == ("cpu", "small", "float32")
+    assert run["metrics"]["checks"] == data["checks"]
+
+
+def test_prep_demo_that_cannot_record_warns_and_keeps_its_exit_code(tmp_path: Path) -> None:
+    result = run_cli("demo", "per-head-sum", "--device", "cpu", db=tmp_path)  # a folder
+    assert result.exit_code == 0
+    assert "PASS" in result.stdout
+    (warning,) = result.stderr.strip().splitlines()
+    assert warning.startswith("prep demo: warning: run not recorded")

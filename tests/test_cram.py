@@ -10,9 +10,9 @@ from click.testing import CliRunner
 from textual.app import App
 from textual.widgets import Static
 
-from prep.engine.cli import main
 from prep.engine.cram import UnknownDeck, cram_sheet, render
 from prep.engine.deck import Collection, load_collection
+from prep.tui.cli import main
 from prep.tui.screens.cram import CramScreen
 
 SECOND = """\
@@ -131,7 +131,7 @@ def test_screen_inside_the_prep_app_reads_the_app() -> None:
         app = make_app()
         async with app.run_test(size=(100, 30)) as pilot:
             await pilot.pause()
-            app.open_optional("cram")
+            app.action_cram()
             await pilot.pause()
             assert isinstance(app.screen, CramScreen)
             # the test deck has no bullets: the screen says so instead of failing

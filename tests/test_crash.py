@@ -40,7 +40,7 @@ def test_kill_9_mid_session_keeps_every_saved_rating(small_deck_dir: Path, db_pa
         [
             sys.executable,
             "-m",
-            "prep.engine.cli",
+            "prep.tui.cli",
             "--db",
             str(db_path),
             "--questions",

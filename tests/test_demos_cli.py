@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import types
 
 import pytest
 
@@ -126,38 +125,12 @@ def test_large_on_cpu_prints_a_note(
     assert json.loads(captured.out)["scale"] == "large"
 
 
-class FakeStore:
-    calls: list[dict] = []
-
-    @classmethod
-    def open(cls, path: str) -> FakeStore:
-        cls.calls.append({"path": path})
-        return cls()
-
-    def record_demo_run(self, **kwargs) -> None:
-        self.calls.append(kwargs)
-
-
-def test_run_is_recorded(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    FakeStore.calls = []
-    fake = types.ModuleType("prep.engine.storage")
-    fake.Store = FakeStore  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "prep.engine.storage", fake)
-    assert cli.main(["per-head-sum", "--device", "cpu", "--json"], db="/tmp/x.db") == 0
+def test_run_hands_back_the_report_it_printed(capsys) -> None:
+    code, report = cli.run(["per-head-sum", "--device", "cpu", "--json"])
     data = json.loads(capsys.readouterr().out)
-    assert FakeStore.calls[0] == {"path": "/tmp/x.db"}
-    rec = FakeStore.calls[1]
-    assert rec["name"] == "per-head-sum" and rec["passed"] is True and rec["seed"] == 0
-    assert rec["device"] == "cpu" and rec["scale"] == "small" and rec["dtype"] == "float32"
-    assert rec["metrics"]["checks"] == data["checks"]
-
-
-def test_broken_store_warns_but_keeps_exit_code(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    fake = types.ModuleType("prep.engine.storage")  # no Store at all
-    monkeypatch.setitem(sys.modules, "prep.engine.storage", fake)
-    assert cli.main(["per-head-sum", "--device", "cpu"], db="/tmp/x.db") == 0
-    err = capsys.readouterr().err
-    assert "warning" in err and len(err.strip().splitlines()) == 1
+    assert code == 0 and report is not None and report.passed
+    assert report.to_dict()["checks"] == data["checks"]
+    assert cli.run(["--list"]) == (0, None) and cli.run(["nope"])[1] is None
 
 
 def test_registry_and_cli_import_without_torch() -> None:

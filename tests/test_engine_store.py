@@ -321,13 +321,13 @@ def test_card_state_round_trips_through_json() -> None:
 def test_migration_from_v1_keeps_data(db_path: Path) -> None:
     import sqlite3 as sq
 
-    from prep.engine import storage
+    from prep.engine import schema
 
     # build a schema-v1 database by hand, as the first release wrote it
     conn = sq.connect(db_path, isolation_level=None)
     store = Store.__new__(Store)
     store.conn, store.path, store._db = conn, db_path, None
-    storage._migrate_v0_to_v1(store)
+    schema.MIGRATIONS[0](store.db)
     store.db["meta"].insert({"key": "schema_version", "value": "1"})
     conn.execute(
         "INSERT INTO reviews (card_id, rating, reviewed_at, next) VALUES ('a', 3, '2026-01-01T00:00:00.000000Z', '{}')"
@@ -380,3 +380,22 @@ def test_queue_counts_learning_steps_among_due(fresh_store, small_collection, cl
     clock.advance(days=30)
     q = build_queue(fresh_store, small_collection, clock(), new_limit=0)
     assert sorted(q.due) == ["pick-one", "roles"] and q.learning == 1
+
+
+def test_a_damaged_database_is_a_store_error(db_path: Path, small_collection, clock) -> None:
+    """A malformed disk image leaves the store as StoreError (front ends catch one type)."""
+    with Store.open(db_path) as store:
+        for i in range(300):
+            store.record_demo_run(name=f"demo-{i}", device="cpu", passed=True, seconds=1.0)
+    data = bytearray(db_path.read_bytes())
+    page = 4096
+    assert len(data) > 3 * page
+    data[2 * page :] = b"\xff" * (len(data) - 2 * page)  # every page after the second
+    db_path.write_bytes(bytes(data))
+    with pytest.raises(StoreError, match="damaged|malformed|not a database"):
+        store = Store.open(db_path)
+        try:
+            store.demo_runs()
+            store.dump()
+        finally:
+            store.close()

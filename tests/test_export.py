@@ -14,11 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from prep.engine import export as ex
-from prep.engine.cli import main
+from prep.engine import importer
 from prep.engine.deck import Collection
 from prep.engine.scheduler import CardState, Rating, Scheduler, Settings
 from prep.engine.session import ReviewSession
 from prep.engine.storage import Store
+from prep.tui.cli import main
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -51,7 +52,7 @@ def history(store: Store, coll: Collection, days: int = 3) -> None:
 
 def snapshot(store: Store) -> dict:
     """Everything stored, comparable across databases."""
-    return ex.collect(store)
+    return store.dump()
 
 
 def cli(db: Path, *args: str, input: str | None = None):  # noqa: A002
@@ -81,7 +82,7 @@ def test_json_round_trip_is_lossless(filled: Store, tmp_path: Path) -> None:
     assert data["demo_runs"][0]["metrics"]["note"] == "ünïcode"
 
     with Store.open(tmp_path / "dst.db") as dst:
-        result = ex.import_file(dst, out)
+        result = importer.import_file(dst, out)
         assert result.reviews_added == filled.count_reviews()
         assert snapshot(dst) == snapshot(filled)
         assert dst.reviews() == [r for r in filled.reviews()]  # same ids, states, times
@@ -105,7 +106,7 @@ def test_csv_round_trip_is_lossless(filled: Store, tmp_path: Path) -> None:
     assert (tmp_path / "log.cards.csv").read_text().splitlines()[0] == ",".join(ex.CARD_COLUMNS)
 
     with Store.open(tmp_path / "dst.db") as dst:
-        ex.import_file(dst, out)
+        importer.import_file(dst, out)
         assert snapshot(dst) == snapshot(filled)
         assert dst.settings() == filled.settings()
         second = tmp_path / "second.csv"
@@ -118,15 +119,15 @@ def test_import_twice_adds_nothing_twice(filled: Store, tmp_path: Path) -> None:
     out = tmp_path / "p.json"
     ex.export_json(filled, out, T0)
     with Store.open(tmp_path / "dst.db") as dst:
-        ex.import_file(dst, out)
+        importer.import_file(dst, out)
         before = snapshot(dst)
-        result = ex.import_file(dst, out)
+        result = importer.import_file(dst, out)
         assert (result.reviews_added, result.cards_added, result.demo_runs_added) == (0, 0, 0)
         assert result.reviews_skipped == filled.count_reviews()
         assert snapshot(dst) == before
         # the CSV form of the same data is recognised as the same too
         ex.export_csv(filled, tmp_path / "p.csv")
-        result = ex.import_file(dst, tmp_path / "p.csv")
+        result = importer.import_file(dst, tmp_path / "p.csv")
         assert result.reviews_added == 0
         assert snapshot(dst) == before
 
@@ -140,12 +141,12 @@ def test_a_later_export_brings_an_earlier_import_up_to_date(
         review_all(a, small_collection, T0 + timedelta(days=5), [3, 2, 3, 4])
         ex.export_json(a, tmp_path / "friday.json", T0)
 
-        ex.import_file(b, tmp_path / "monday.json")
-        result = ex.import_file(b, tmp_path / "friday.json")
+        importer.import_file(b, tmp_path / "monday.json")
+        result = importer.import_file(b, tmp_path / "friday.json")
         assert result.cards_updated > 0 and result.reviews_added > 0
         assert snapshot(b) == snapshot(a)
         # and the older file, imported again, changes nothing (this database is newer)
-        result = ex.import_file(b, tmp_path / "monday.json")
+        result = importer.import_file(b, tmp_path / "monday.json")
         assert result.reviews_added == 0 and result.cards_updated == 0
         assert snapshot(b) == snapshot(a)
 
@@ -179,9 +180,9 @@ def test_round_trip_random_histories(tmp_path_factory, events, retention: float)
     ex.export_csv(src, tmp / "a.csv")
     for name in ("a.json", "a.csv"):
         dst = Store.memory()
-        ex.import_file(dst, tmp / name)
+        importer.import_file(dst, tmp / name)
         assert snapshot(dst) == snapshot(src)
-        assert ex.import_file(dst, tmp / name).reviews_added == 0
+        assert importer.import_file(dst, tmp / name).reviews_added == 0
         dst.close()
     src.close()
 
@@ -192,11 +193,11 @@ def test_settings_are_imported_only_into_a_database_without_its_own(
     filled.save_settings(Settings(new_per_day=3))
     ex.export_json(filled, tmp_path / "p.json", T0)
     with Store.open(tmp_path / "new.db") as fresh:
-        assert ex.import_file(fresh, tmp_path / "p.json").settings == "imported"
+        assert importer.import_file(fresh, tmp_path / "p.json").settings == "imported"
         assert fresh.settings().new_per_day == 3
     with Store.open(tmp_path / "own.db") as own:
         own.save_settings(Settings(new_per_day=11))
-        assert ex.import_file(own, tmp_path / "p.json").settings == "kept"
+        assert importer.import_file(own, tmp_path / "p.json").settings == "kept"
         assert own.settings().new_per_day == 11
 
 
@@ -266,7 +267,7 @@ def test_corrupt_json_is_a_clear_error(
     bad.write_bytes(content if isinstance(content, bytes) else content.encode())
     before = snapshot(filled)
     with pytest.raises(ex.ExportError) as err:
-        ex.import_file(filled, bad)
+        importer.import_file(filled, bad)
     assert str(err.value).startswith(f"{bad}: ")
     assert message in str(err.value)
     assert snapshot(filled) == before
@@ -297,7 +298,7 @@ def test_bad_value_names_the_row_and_the_value(filled: Store, tmp_path: Path) ->
         with pytest.raises(
             ex.ExportError, match=r"bad\.json: reviews\[3\]: rating must be between 1 and 4, got 7"
         ):
-            ex.import_file(dst, tmp_path / "bad.json")
+            importer.import_file(dst, tmp_path / "bad.json")
         assert dst.count_reviews() == 0 and dst.cards() == {}
 
 
@@ -341,7 +342,7 @@ def test_truncated_csv_names_the_line(filled: Store, tmp_path: Path) -> None:
     (tmp_path / "p.csv").write_text("\n".join(cut))
     with Store.open(tmp_path / "dst.db") as dst:
         with pytest.raises(ex.ExportError, match=r"p\.csv:5: expected 7 fields, found \d"):
-            ex.import_file(dst, tmp_path / "p.csv")
+            importer.import_file(dst, tmp_path / "p.csv")
         assert dst.count_reviews() == 0
 
 
@@ -349,7 +350,7 @@ def test_csv_without_its_cards_file(filled: Store, tmp_path: Path) -> None:
     ex.export_csv(filled, tmp_path / "p.csv")
     (tmp_path / "p.cards.csv").unlink()
     with pytest.raises(ex.ExportError, match=r"p\.cards\.csv: no such file"):
-        ex.import_file(Store.memory(), tmp_path / "p.csv")
+        importer.import_file(Store.memory(), tmp_path / "p.csv")
 
 
 def test_import_with_conflicting_ids_changes_nothing(
@@ -365,7 +366,7 @@ def test_import_with_conflicting_ids_changes_nothing(
         before = snapshot(mine)
         conflicted = sorted(c["id"] for c in before["cards"])
         with pytest.raises(ex.ExportError) as err:
-            ex.import_file(mine, out)
+            importer.import_file(mine, out)
         message = str(err.value)
         assert "conflict: card" in message and "nothing imported" in message
         assert any(repr(cid) in message for cid in conflicted)
@@ -385,13 +386,13 @@ def test_same_review_time_with_different_data_is_a_conflict(filled: Store, tmp_p
     data["reviews"][0]["duration_ms"] = 999_999
     (tmp_path / "edited.json").write_text(json.dumps(data))
     with Store.open(tmp_path / "dst.db") as dst:
-        ex.import_file(dst, out)
+        importer.import_file(dst, out)
         before = snapshot(dst)
         with pytest.raises(
             ex.ExportError,
             match=rf"card {first['card_id']!r} already has a review at .* duration_ms",
         ):
-            ex.import_file(dst, tmp_path / "edited.json")
+            importer.import_file(dst, tmp_path / "edited.json")
         assert snapshot(dst) == before
 
 
@@ -405,7 +406,7 @@ def test_import_leaves_no_lock_or_open_transaction(filled: Store, tmp_path: Path
         Store.open(db) as dst,
         pytest.raises(ex.ExportError, match=r"cards\[0\]: state must be between 1 and 3, got 9"),
     ):
-        ex.import_file(dst, bad)
+        importer.import_file(dst, bad)
     conn = sqlite3.connect(db)
     conn.execute("BEGIN IMMEDIATE")  # would fail if the import had left the database locked
     conn.rollback()
@@ -519,14 +520,14 @@ def test_export_is_one_snapshot_while_another_session_rates(
     other = Store.open(filled.path)
     fired = []
 
-    def meanwhile(sql: str) -> None:  # runs as each of collect's queries starts
+    def meanwhile(sql: str) -> None:  # runs as each of dump's queries starts
         if "FROM reviews ORDER BY id" in sql and not fired:
             fired.append(sql)
             review_all(other, small_collection, T0 + timedelta(days=3650), [3])
 
     filled.conn.set_trace_callback(meanwhile)
     try:
-        data = ex.collect(filled)
+        data = filled.dump()
     finally:
         filled.conn.set_trace_callback(None)
         other.close()

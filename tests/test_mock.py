@@ -13,18 +13,13 @@ from click.testing import CliRunner
 from textual.app import App
 from textual.widgets import Input, Static
 
-from prep.engine.cli import main
 from prep.engine.deck import Collection, load_collection
-from prep.engine.mock import (
-    MockError,
-    MockInterview,
-    clock_text,
-    follow_up_chain,
-    pick_main,
-    run_mock_plain,
-)
+from prep.engine.mock import MockError, MockInterview, follow_up_chain, pick_main
+from prep.engine.present import clock_text
 from prep.engine.scheduler import CardState, Rating, Scheduler
 from prep.engine.storage import Store
+from prep.tui.cli import main
+from prep.tui.plain import run_mock_plain
 from prep.tui.screens.mock import MockScreen
 
 INTERVIEW = """\
@@ -211,7 +206,7 @@ def test_plain_mock(fresh_store: Store, coll: Collection, clock) -> None:  # noq
     out = io.StringIO()
     run_mock_plain(mock, Stdin("it normalises\n3\n\nx\n2\n"), out)
     text = out.getvalue()
-    assert "Mock interview: 1 main question and 1 follow-up(s), 2:00 in all." in text
+    assert "Mock interview: 1 main question and 1 follow-up, 2:00 in all." in text
     assert "[1/2] Main question  ·  budget 1:20, the clock is running" in text
     assert "You took 0:40 of 1:20." in text
     assert "Your answer: it normalises" in text
@@ -219,7 +214,7 @@ def test_plain_mock(fresh_store: Store, coll: Collection, clock) -> None:  # noq
     assert "[2/2] Follow-up to: What does the softmax do?" in text
     assert "You took 0:40 of 0:40." in text
     assert "Type 1 (Again), 2 (Hard), 3 (Good), 4 (Easy) or q." in text  # the stray "x"
-    assert "Mock over: 2 of 2 question(s) graded" in text
+    assert "Mock over: 2 of 2 questions graded" in text
     assert [(r.card_id, r.rating) for r in fresh_store.reviews()] == [
         ("other-main", 3),
         ("other-follow", 2),
@@ -230,7 +225,7 @@ def test_plain_mock_quit_keeps_what_was_graded(fresh_store: Store, coll: Collect
     mock = make_mock(fresh_store, coll, clock, main_id="why-wo")
     out = io.StringIO()
     run_mock_plain(mock, io.StringIO("\n4\n\nq\n"), out)
-    assert "Mock over: 1 of 4 question(s) graded" in out.getvalue()
+    assert "Mock over: 1 of 4 questions graded" in out.getvalue()
     assert [r.card_id for r in fresh_store.reviews()] == ["why-wo"]
 
 
@@ -326,7 +321,7 @@ def test_screen_inside_the_prep_app(tmp_path: Path) -> None:
         app = make_app(store=store)
         async with app.run_test(size=(100, 30)) as pilot:
             await pilot.pause()
-            app.open_optional("mock")
+            app.action_mock()
             await pilot.pause()
             screen = app.screen
             assert isinstance(screen, MockScreen)

@@ -15,9 +15,9 @@ from click.testing import CliRunner
 from fsrs.scheduler import DEFAULT_PARAMETERS
 
 from prep.engine import optimize as opt
-from prep.engine.cli import main
 from prep.engine.scheduler import CardState, Scheduler, Settings
 from prep.engine.storage import Store
+from prep.tui.cli import main
 
 T0 = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
 
@@ -216,8 +216,8 @@ def test_config_parameters(tmp_path: Path) -> None:
 def test_light_commands_do_not_import_torch_pandas_or_textual() -> None:
     code = (
         "import sys\n"
-        "import prep.engine.cli, prep.engine.export, prep.engine.optimize, prep.engine.cram\n"
-        "import prep.engine.mock, prep.engine.anki\n"
+        "import prep.tui.cli, prep.engine.export, prep.engine.optimize, prep.engine.cram\n"
+        "import prep.engine.mock, prep.engine.anki, prep.tui.plain\n"
         "heavy = [m for m in ('torch', 'pandas', 'textual') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )

@@ -12,6 +12,22 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+FOLDERS = ("engine", "tui", "demos", "questions")
+
+
+def shipped_files() -> list[str]:
+    """What the wheel must hold: every module and package-data file of the four folders, as
+    paths inside the wheel (prep/tui/app.py)."""
+    data = {"questions": ("*.yaml",), "tui": ("*.tcss",), "demos": ("weights/*", "data/*")}
+    out = []
+    for folder in FOLDERS:
+        base = ROOT / folder
+        files = [p for p in base.rglob("*.py") if "__pycache__" not in p.parts]
+        files += [p for pattern in data.get(folder, ()) for p in base.glob(pattern) if p.is_file()]
+        out += [f"prep/{folder}/{p.relative_to(base).as_posix()}" for p in files]
+    return sorted(out)
+
+
 PROBE = (
     "from prep.engine.deck import bundled_deck_files, load_collection\n"
     "import prep.engine, prep.questions\n"
@@ -28,6 +44,16 @@ def test_editable_install_reads_the_repo_decks() -> None:
     files = bundled_deck_files()
     assert files, "no bundled decks found through importlib.resources"
     assert all(f.parent == ROOT / "questions" for f in files)
+
+
+def test_every_folder_with_modules_is_a_package() -> None:
+    """setup.py finds packages by their __init__.py: a folder of modules without one would be
+    left out of the wheel while it still imports from the editable install."""
+    for folder in FOLDERS:
+        for module in (ROOT / folder).rglob("*.py"):
+            if "__pycache__" in module.parts:
+                continue
+            assert (module.parent / "__init__.py").exists(), f"{module.parent} has no __init__.py"
 
 
 @pytest.mark.slow
@@ -53,7 +79,8 @@ def test_wheel_install_ships_the_decks(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     yamls = sorted(n for n in names if n.startswith("prep/questions/") and n.endswith(".yaml"))
     assert yamls == sorted(f"prep/questions/{p.name}" for p in (ROOT / "questions").glob("*.yaml"))
-    assert "prep/tui/app.py" in names and "prep/demos/registry.py" in names
+    missing = sorted(set(shipped_files()) - set(names))
+    assert not missing, f"not in the wheel: {missing}"
     # A bare venv with the wheel unpacked (a pure-Python wheel needs nothing more) and this
     # venv's dependencies on its path, but not the editable finder: prep comes from the wheel.
     target = tmp_path / "venv"

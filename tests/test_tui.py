@@ -405,7 +405,9 @@ async def test_help_stats_palette(tmp_path: Path) -> None:
 
 
 def test_parse_report() -> None:
-    assert parse_report('{"checks": [], "passed": true}') == {"checks": [], "passed": True}
+    report = parse_report('{"name": "x", "checks": [], "passed": true}')
+    assert report is not None and report.name == "x" and report.checks == [] and report.passed
+    assert parse_report('{"checks": [], "passed": true}') is None  # no name: not a report
     assert parse_report("{not json}") is None
     assert parse_report("[1, 2]") is None
     assert parse_report('{"other": 1}') is None

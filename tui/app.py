@@ -10,9 +10,7 @@ into the demo screen.
 
 from __future__ import annotations
 
-import importlib
 import os
-import sqlite3
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -31,14 +29,6 @@ from prep.engine.timeutil import Clock, utcnow
 
 DemoCommand = Callable[[str], list[str]]
 
-# Screens another issue provides (issue 6). Each is opened with no arguments and reads what it
-# needs from the app (store, collection, selected_deck, clock, scheduler). Until the module
-# exists the key tells the user it is not available yet.
-OPTIONAL_SCREENS: dict[str, tuple[str, str, str]] = {
-    "cram": ("prep.tui.screens.cram", "CramScreen", "Cram: the 60-second bullets"),
-    "mock": ("prep.tui.screens.mock", "MockScreen", "Mock interview"),
-}
-
 
 def default_demo_command(name: str) -> list[str]:
     """The subprocess that runs one demo and prints its report as one JSON object."""
@@ -46,11 +36,9 @@ def default_demo_command(name: str) -> list[str]:
 
 
 def demo_infos() -> dict[str, str]:
-    """Demo name -> claim, from the torch-free registry ({} when demos are not installed)."""
-    try:
-        from prep.demos.registry import DEMOS
-    except ImportError:
-        return {}
+    """Demo name -> claim, from the torch-free registry."""
+    from prep.demos.registry import DEMOS
+
     return {name: info.claim for name, info in DEMOS.items()}
 
 
@@ -173,7 +161,7 @@ class PrepApp(App[int]):
                 return
         try:
             self.store.sync(self.collection.cards)
-        except (StoreError, sqlite3.Error) as exc:
+        except StoreError as exc:
             self.notify(f"Could not update card states: {exc}", severity="warning")
         if self.selected_deck is not None and self.selected_deck not in self.collection.decks:
             self.notify(
@@ -238,10 +226,9 @@ class PrepApp(App[int]):
     def today(self) -> dict[str, int]:
         """Reviews today and the streak, for the home screen."""
         assert self.store is not None
-        from prep.engine.stats import compute
+        from prep.engine.stats import today
 
-        stats = compute(self.store, self.collection, self.now(), history_days=1, forecast_days=1)
-        return {"reviews": stats["reviews"]["today"], "streak": stats["streak_days"]}
+        return today(self.store, self.now())
 
     def new_session(self, deck: str | None) -> ReviewSession:
         assert self.store is not None
@@ -269,7 +256,7 @@ class PrepApp(App[int]):
             self.selected_deck = deck or None
         try:
             session = self.new_session(self.selected_deck)
-        except (StoreError, sqlite3.Error) as exc:
+        except StoreError as exc:
             self.notify(f"Cannot start the session: {exc}", severity="error", timeout=8)
             return
         self._pop_to_home()
@@ -308,29 +295,16 @@ class PrepApp(App[int]):
         self.push_screen(DemoScreen(name))
 
     def action_cram(self) -> None:
-        self.open_optional("cram")
+        from prep.tui.screens.cram import CramScreen
+
+        if not isinstance(self.screen, CramScreen):
+            self.push_screen(CramScreen())
 
     def action_mock(self) -> None:
-        self.open_optional("mock")
+        from prep.tui.screens.mock import MockScreen
 
-    def open_optional(self, key: str) -> None:
-        """Open a screen from issue 6 (cram, mock) if it is installed."""
-        module_name, class_name, title = OPTIONAL_SCREENS[key]
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            self.notify(f"{title} is not available in this version yet.", severity="warning")
-            return
-        screen_class = getattr(module, class_name)
-        if self.store is not None and not isinstance(self.screen, screen_class):
-            self.push_screen(screen_class())
-
-    def optional_available(self, key: str) -> bool:
-        from importlib.util import find_spec
-
-        return find_spec(OPTIONAL_SCREENS[key][0]) is not None
+        if self.store is not None and not isinstance(self.screen, MockScreen):
+            self.push_screen(MockScreen())
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield SystemCommand("Start today's session", "Review the cards due now", self.action_start)
@@ -338,9 +312,8 @@ class PrepApp(App[int]):
             "Statistics", "Reviews, retention, forecast, mastery", self.action_stats
         )
         yield SystemCommand("Demos", "Every demo and its last run", self.action_demos)
-        for key, (_module, _class, title) in OPTIONAL_SCREENS.items():
-            if self.optional_available(key):
-                yield SystemCommand(title, f"Open {key}", getattr(self, f"action_{key}"))
+        yield SystemCommand("Cram: the 60-second bullets", "Open cram", self.action_cram)
+        yield SystemCommand("Mock interview", "Open mock", self.action_mock)
         yield SystemCommand("Keys", "Every key, on every screen", self.action_help)
         yield SystemCommand("Reload decks", "Read the deck files again", self.action_reload)
         for name, claim in self.demos.items():

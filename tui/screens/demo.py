@@ -14,8 +14,6 @@ import asyncio
 import contextlib
 import json
 import os
-import sqlite3
-from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -23,18 +21,18 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from prep.demos.report import Check, Report
 from prep.engine.deck import Card
 from prep.engine.storage import StoreError
+from prep.tui.base import PrepScreen
+from prep.tui.runs import record_run
 
 STREAM_LIMIT = 4 * 1024 * 1024  # one JSON report line can be long
 
 
-def _fmt(value: Any) -> str:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return str(value)
+def _fmt(value: float | int) -> str:
     if isinstance(value, int):
         return str(value)
     if value == 0.0:
@@ -42,8 +40,8 @@ def _fmt(value: Any) -> str:
     return f"{value:.4g}"
 
 
-def parse_report(line: str) -> dict[str, Any] | None:
-    """The demo's JSON report, if this output line is one."""
+def parse_report(line: str) -> Report | None:
+    """The demo's report, if this output line is its JSON (`prep demo NAME --json`)."""
     line = line.strip()
     if not (line.startswith("{") and line.endswith("}")):
         return None
@@ -51,12 +49,15 @@ def parse_report(line: str) -> dict[str, Any] | None:
         data = json.loads(line)
     except ValueError:
         return None
-    if isinstance(data, dict) and "checks" in data and "passed" in data:
-        return data
-    return None
+    if not (isinstance(data, dict) and "checks" in data and "passed" in data):
+        return None
+    try:
+        return Report.from_dict(data)
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
-class DemoScreen(Screen):
+class DemoScreen(PrepScreen):
     BINDINGS = [
         Binding("escape", "back", "Back", tooltip="Back to where you were (stops a running demo)"),
         Binding("r", "rerun", "Run again", tooltip="Run the demo again"),
@@ -66,7 +67,7 @@ class DemoScreen(Screen):
         super().__init__()
         self.demo_name = name
         self.card = card
-        self.report: dict[str, Any] | None = None
+        self.report: Report | None = None
         self.exit_code: int | None = None
         self.running = False
         self.recorded_id: int | None = None
@@ -83,7 +84,7 @@ class DemoScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        claim = self.app.demos.get(self.demo_name, "")
+        claim = self.prep.demos.get(self.demo_name, "")
         self.query_one("#demo-title", Static).update(
             Text.assemble(("Demo ", "dim"), (self.demo_name, "bold"))
         )
@@ -119,7 +120,7 @@ class DemoScreen(Screen):
     @work(exclusive=True, group="demo", exit_on_error=False)
     async def run_demo(self) -> None:
         log = self
-        command = self.app.demo_command(self.demo_name)
+        command = self.prep.demo_command(self.demo_name)
         # The app records the run itself, in its own database (which may be --db, not
         # $PREP_DB); `python -m prep.demos` would record it a second time when PREP_DB is set.
         env = {k: v for k, v in os.environ.items() if k != "PREP_DB"}
@@ -187,11 +188,11 @@ class DemoScreen(Screen):
         self.show_checks(report)
         self.log_report(report)
         self.record(report)
-        checks = list(report.get("checks", [])) + list(report.get("contrast", []))
-        failed = sum(1 for c in checks if not c.get("passed"))
-        where = f"{report.get('device', '?')}, {_fmt(report.get('seconds', 0))} s"
+        checks = report.checks + report.contrast
+        failed = sum(1 for c in checks if not c.passed)
+        where = f"{report.device or '?'}, {_fmt(report.seconds)} s"
         saved = "recorded" if self.recorded_id is not None else "not recorded"
-        if report.get("passed") and not failed:
+        if report.passed and not failed:
             status = Text(
                 f"PASS: all {len(checks)} checks hold ({where}; {saved}).", style="bold green"
             )
@@ -204,28 +205,27 @@ class DemoScreen(Screen):
         self.set_status(status)
         self.refresh_bindings()
 
-    def log_report(self, report: dict[str, Any]) -> None:
-        log = self
-        sizes = " ".join(f"{k}={v}" for k, v in (report.get("sizes") or {}).items())
-        log.write_line(
-            f"{report.get('name', self.demo_name)}: {report.get('device_name') or report.get('device')}"
-            f" | {report.get('dtype', '')} | scale {report.get('scale', '')}"
-            f" | seed {report.get('seed', '')} | {_fmt(report.get('seconds', 0))} s"
+    def log_report(self, report: Report) -> None:
+        sizes = " ".join(f"{k}={v}" for k, v in report.sizes.items())
+        self.write_line(
+            f"{report.name or self.demo_name}: {report.device_name or report.device}"
+            f" | {report.dtype} | scale {report.scale}"
+            f" | seed {report.seed} | {_fmt(report.seconds)} s"
         )
         if sizes:
-            log.write_line(f"sizes: {sizes}")
-        for note in report.get("notes") or []:
-            log.write_line(f"note: {note}")
+            self.write_line(f"sizes: {sizes}")
+        for note in report.notes:
+            self.write_line(f"note: {note}")
 
-    def show_checks(self, report: dict[str, Any]) -> None:
+    def show_checks(self, report: Report) -> None:
         """PASS/FAIL per check, the claim's and then the contrast's; long names wrap."""
         table = Table.grid(padding=(0, 1))
         table.add_column(width=4, no_wrap=True)
         table.add_column(ratio=1)
-        label = report.get("contrast_label") or ""
-        sections = (
-            ("what the claim says", report.get("checks", [])),
-            (f"contrast: {label}" if label else "contrast", report.get("contrast", [])),
+        label = report.contrast_label
+        sections: tuple[tuple[str, list[Check]], ...] = (
+            ("what the claim says", report.checks),
+            (f"contrast: {label}" if label else "contrast", report.contrast),
         )
         rows = 0
         for section, checks in sections:
@@ -235,15 +235,15 @@ class DemoScreen(Screen):
                 table.add_row("", "")
             table.add_row("", Text(section, style="bold italic"))
             for check in checks:
-                ok = bool(check.get("passed"))
-                detail = Text(str(check.get("name", "")))
+                detail = Text(check.name)
                 detail.append(
-                    f"\nmeasured {_fmt(check.get('measured', ''))}, "
-                    f"expected {check.get('expected', '')}",
+                    f"\nmeasured {_fmt(check.measured)}, expected {check.expected}",
                     style="dim",
                 )
                 table.add_row(
-                    Text("PASS", style="bold green") if ok else Text("FAIL", style="bold red"),
+                    Text("PASS", style="bold green")
+                    if check.passed
+                    else Text("FAIL", style="bold red"),
                     detail,
                 )
                 rows += 1
@@ -258,25 +258,14 @@ class DemoScreen(Screen):
                 top=True,
             )
 
-    def record(self, report: dict[str, Any]) -> None:
+    def record(self, report: Report) -> None:
         """Record the run in the progress database, as `prep demo` does."""
-        store = self.app.store
+        store = self.prep.store
         if store is None:
             return
         try:
-            self.recorded_id = store.record_demo_run(
-                name=str(report.get("name") or self.demo_name),
-                device=str(report.get("device") or "unknown"),
-                passed=bool(report.get("passed")),
-                seconds=float(report.get("seconds") or 0.0),
-                device_name=report.get("device_name"),
-                dtype=report.get("dtype"),
-                scale=report.get("scale"),
-                seed=report.get("seed"),
-                metrics=report,
-                ran_at=self.app.now(),
-            )
-        except (StoreError, sqlite3.Error, TypeError, ValueError) as exc:
+            self.recorded_id = record_run(store, report, ran_at=self.prep.now())
+        except StoreError as exc:
             self.notify(f"The run was not recorded: {exc}", severity="warning")
 
     # --- actions ------------------------------------------------------------------------

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -56,7 +54,7 @@ class DemoListScreen(Screen):
             try:
                 for run in self.app.store.demo_runs():
                     latest[run["name"]] = run
-            except (StoreError, sqlite3.Error):
+            except StoreError:
                 pass
         row = table.cursor_row
         table.clear()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -14,11 +12,13 @@ from textual.widgets import Static
 
 
 def _sections() -> list[tuple[str, list[Binding]]]:
-    from prep.tui.app import OPTIONAL_SCREENS, PrepApp
+    from prep.tui.app import PrepApp
+    from prep.tui.screens.cram import CramScreen
     from prep.tui.screens.demo import DemoScreen
     from prep.tui.screens.demos import DemoListScreen
     from prep.tui.screens.errors import ErrorScreen
     from prep.tui.screens.home import HomeScreen
+    from prep.tui.screens.mock import MockScreen
     from prep.tui.screens.review import ReviewScreen
     from prep.tui.screens.stats import StatsScreen
     from prep.tui.screens.summary import SummaryScreen
@@ -26,13 +26,6 @@ def _sections() -> list[tuple[str, list[Binding]]]:
     def bindings(cls: type) -> list[Binding]:
         return [b for b in cls.BINDINGS if isinstance(b, Binding)]
 
-    optional = []
-    for module_name, class_name, title in OPTIONAL_SCREENS.values():
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError:
-            continue
-        optional.append((title.split(":")[0], bindings(getattr(module, class_name))))
     return [
         ("Everywhere", bindings(PrepApp)),
         ("Home", bindings(HomeScreen)),
@@ -41,7 +34,8 @@ def _sections() -> list[tuple[str, list[Binding]]]:
         ("Demo", bindings(DemoScreen)),
         ("Demo list", bindings(DemoListScreen)),
         ("Stats", bindings(StatsScreen)),
-        *optional,
+        ("Cram", bindings(CramScreen)),
+        ("Mock interview", bindings(MockScreen)),
         ("Deck or database errors", bindings(ErrorScreen)),
     ]
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -60,7 +58,7 @@ class HomeScreen(Screen):
         try:
             rows = self.app.deck_counts()
             today = self.app.today()
-        except (StoreError, sqlite3.Error) as exc:
+        except StoreError as exc:
             self.query_one("#today", Static).update(
                 Text(f"Cannot read progress: {exc}", style="bold red")
             )

@@ -5,8 +5,7 @@ each grade gives is shown first); every grade is stored through the normal sched
 
 Self-contained: ``MockScreen(collection, store, minutes=10, deck=None, seed=None, clock=...)``,
 ``MockScreen(mock=MockInterview(...))``, or ``MockScreen()`` inside the prep app, which then
-reads ``app.collection``, ``app.store``, ``app.selected_deck``, ``app.clock`` and
-``app.scheduler``. ``run_mock(interview)`` runs the screen in a minimal app (`prep mock`).
+reads the app's collection, store, selected deck, clock and scheduler. ``run_mock(interview)`` runs the screen in a minimal app (`prep mock`).
 """
 
 from __future__ import annotations
@@ -15,26 +14,24 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from prep.engine.deck import CHOICE_LETTERS, Collection
-from prep.engine.mock import (
-    MockError,
-    MockInterview,
-    reveal_lines,
-    summary_lines,
-    took_text,
+from prep.engine.mock import MockError, MockInterview
+from prep.engine.present import (
+    answer_sections,
+    human_interval,
+    rating_choices,
+    section_parts,
 )
 from prep.engine.scheduler import RATING_NAMES, Rating
-from prep.engine.storage import Store
-from prep.engine.timeutil import Clock, human_interval
+from prep.engine.storage import Store, StoreError
+from prep.engine.timeutil import Clock
+from prep.tui.base import PrepScreen
+from prep.tui.plain import mock_summary_lines, took_text
 
-# the labels reveal_lines starts its lines with, shown bold
-REVEAL_LABELS = {"Your answer", "Correct", "Answer", "Why", "Analogy", "In 60 seconds"}
 
-
-class MockScreen(Screen):
+class MockScreen(PrepScreen):
     DEFAULT_CSS = """
     MockScreen #mock-top {
         height: 1;
@@ -108,6 +105,7 @@ class MockScreen(Screen):
         self._clock = clock
         self.mock: MockInterview | None = mock
         self.error: str | None = None
+        self.runs: dict[str, dict] = {}  # demo name -> its latest run, for the answer side
 
     # --- building -------------------------------------------------------------------------
 
@@ -125,30 +123,39 @@ class MockScreen(Screen):
         yield Footer()
 
     def _build(self) -> MockInterview:
-        app = self.app
-        store = self._store if self._store is not None else getattr(app, "store", None)
-        collection = self._collection
-        if collection is None:
-            collection = getattr(app, "collection", None)
-        if store is None or collection is None:
-            raise MockError("no progress database or decks loaded")
-        deck = self.deck if self.deck is not None else getattr(app, "selected_deck", None)
-        kwargs = {}
-        clock = self._clock or getattr(app, "clock", None)
-        if clock is not None:
-            kwargs["clock"] = clock
-        if self._store is None and hasattr(app, "scheduler"):
-            kwargs["scheduler"] = app.scheduler
+        if self._store is not None and self._collection is not None:
+            return MockInterview(
+                self._store,
+                self._collection,
+                minutes=self.minutes,
+                deck=self.deck,
+                seed=self.seed,
+                **({"clock": self._clock} if self._clock is not None else {}),
+            )
+        app = self.prep
+        if app.store is None:
+            raise MockError("no progress database loaded")
         return MockInterview(
-            store, collection, minutes=self.minutes, deck=deck, seed=self.seed, **kwargs
+            app.store,
+            self._collection or app.collection,
+            minutes=self.minutes,
+            deck=self.deck if self.deck is not None else app.selected_deck,
+            seed=self.seed,
+            clock=self._clock or app.clock,
+            scheduler=app.scheduler,
         )
 
     def on_mount(self) -> None:
         if self.mock is None:
             try:
                 self.mock = self._build()
-            except MockError as exc:
+            except (MockError, StoreError) as exc:
                 self.error = str(exc)
+        if self.mock is not None:
+            try:
+                self.runs = self.mock.store.latest_demo_runs()
+            except StoreError:
+                self.runs = {}
         self.set_interval(0.5, self.tick)
         self.show_step()
 
@@ -175,7 +182,7 @@ class MockScreen(Screen):
                 reveal.update("Esc goes back.")
             else:
                 label.update("Mock interview · done")
-                lines = summary_lines(mock)
+                lines = mock_summary_lines(mock)
                 prompt.update(lines[0])
                 reveal.update("\n".join([*lines[1:], "", "Your grades are saved. Esc goes back."]))
             self.tick()
@@ -225,27 +232,24 @@ class MockScreen(Screen):
         answer.disabled = True
         answer.display = False
         text = Text()
-        if step.picked is not None:
-            right = step.picked == step.card.correct
-            verdict = "Right." if right else f"Not quite: the answer is {step.card.correct_letter}."
-            text.append(verdict + "\n\n", style="bold")
+        if step.verdict is not None:
+            text.append(step.verdict.text + "\n\n", style="bold")
         text.append(took_text(step) + "\n\n", style="bold red" if step.over_budget else "bold")
-        for i, line in enumerate(reveal_lines(step)):
+        lines: list[tuple[str, str]] = []
+        if step.answer:
+            lines.append(("Your answer: ", step.answer))
+        for section in answer_sections(step.card, runs=self.runs):
+            lines.extend(section_parts(section))
+        for i, (label, rest) in enumerate(lines):
             if i:
                 text.append("\n")
-            label, sep, rest = line.partition(":")
-            if sep and label in REVEAL_LABELS:
-                text.append(label + sep, style="bold")
-                text.append(rest)
-            else:
-                text.append(line)
+            text.append(label, style="bold")
+            text.append(rest)
         self.query_one("#mock-reveal", Static).update(text)
-        parts = []
-        for rating, outcome in mock.preview().items():
-            mark = "» " if rating == step.suggested else ""  # as on the rating bar
-            parts.append(
-                f"{mark}{int(rating)} {RATING_NAMES[rating]} {human_interval(outcome.interval)}"
-            )
+        parts = [
+            ("» " if suggested else "") + label  # as on the rating bar
+            for _rating, label, suggested in rating_choices(mock.preview(), step.suggested)
+        ]
         take = step.suggested or Rating.Good
         grades = self.query_one("#mock-grades", Static)
         grades.update(f"Grade 1-4 (Enter = {RATING_NAMES[take]}):  " + "   ".join(parts))
@@ -289,7 +293,7 @@ class MockScreen(Screen):
             return
         try:
             outcome = mock.grade(Rating(rating))
-        except Exception as exc:  # a locked database: say so, nothing advances
+        except StoreError as exc:  # a locked database: say so, nothing advances
             self.notify(f"Could not save the grade: {exc}", severity="error")
             return
         self.notify(

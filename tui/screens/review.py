@@ -9,8 +9,6 @@ rating that cannot be saved (a locked database) is reported and nothing advances
 
 from __future__ import annotations
 
-import sqlite3
-
 from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
@@ -21,10 +19,10 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Static
 
 from prep.engine.deck import CHOICE_LETTERS, Card
+from prep.engine.present import choice_verdict, human_interval, rating_name
 from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
-from prep.engine.session import ReviewSession, choice_feedback
+from prep.engine.session import ReviewSession
 from prep.engine.storage import StoreError
-from prep.engine.timeutil import human_interval
 from prep.tui.widgets.rating_bar import RatingBar
 
 KIND_LABELS = {
@@ -202,7 +200,7 @@ class ReviewScreen(Screen):
         self.revealed = True
         try:
             self.preview = self.session.preview()
-        except (StoreError, sqlite3.Error) as exc:
+        except StoreError as exc:
             self.preview = {}
             self.notify(f"Cannot read this card's schedule: {exc}", severity="error")
         self.render_choices()
@@ -259,18 +257,17 @@ class ReviewScreen(Screen):
         card = self.card
         if card is None or self.revealed or index >= len(card.choices):
             return
-        right, suggested = choice_feedback(card, index)
+        verdict = choice_verdict(card, index)
         self.picked = index
-        self.suggested = suggested
-        verdict = (
-            Text("✓ Right. ", style="bold green")
-            if right
-            else Text(f"✗ Not quite: the answer is {card.correct_letter}. ", style="bold red")
+        self.suggested = verdict.suggested
+        hint = Text(
+            f"{'✓' if verdict.right else '✗'} {verdict.text} ",
+            style="bold green" if verdict.right else "bold red",
         )
-        verdict.append("Suggested: ")
-        verdict.append(f"{int(suggested)} {RATING_NAMES[suggested]}", style="bold")
-        verdict.append(" (Enter takes it).")
-        self.set_hint(verdict)
+        hint.append("Suggested: ")
+        hint.append(rating_name(verdict.suggested), style="bold")
+        hint.append(" (Enter takes it).")
+        self.set_hint(hint)
         self.reveal()
 
     def action_rate(self, value: int) -> None:
@@ -278,7 +275,7 @@ class ReviewScreen(Screen):
             return
         try:
             outcome = self.session.rate(Rating(value))
-        except (StoreError, sqlite3.Error) as exc:
+        except StoreError as exc:
             self.notify(f"Not saved (the card stays): {exc}", severity="error", timeout=8)
             self.set_hint(
                 Text.assemble(("Not saved", "bold red"), "; the card stays. Rate it again.")
@@ -324,7 +321,7 @@ def undo_last_rating(screen: Screen, session: ReviewSession) -> Card | None:
     the database refused; returns the card that is back, or None."""
     try:
         card = session.undo()
-    except (StoreError, sqlite3.Error) as exc:
+    except StoreError as exc:
         screen.notify(f"Cannot undo: {exc}", severity="error", timeout=8)
         return None
     if card is None:

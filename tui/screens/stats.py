@@ -3,7 +3,6 @@ and tag, demos verified. The numbers are `prep stats`'s (prep.engine.stats.compu
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from rich.text import Text
@@ -69,7 +68,7 @@ class StatsScreen(Screen):
 
         try:
             stats = compute(self.app.store, self.app.collection, self.app.now())
-        except (StoreError, sqlite3.Error) as exc:
+        except StoreError as exc:
             self.query_one("#stats-summary", Static).update(
                 Text(f"Cannot read progress: {exc}", style="bold red")
             )

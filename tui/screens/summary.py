@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -11,17 +9,10 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from prep.engine.present import count, duration_text, human_interval, percent
 from prep.engine.scheduler import RATING_NAMES, Rating
 from prep.engine.session import ReviewSession
 from prep.engine.storage import StoreError
-from prep.engine.timeutil import human_interval
-
-
-def duration_text(seconds: float) -> str:
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds}s"
-    return f"{seconds // 60}m {seconds % 60:02d}s"
 
 
 class SummaryScreen(Screen):
@@ -48,7 +39,7 @@ class SummaryScreen(Screen):
     def summary_text(self) -> Text:
         try:
             s = self.session.summary()
-        except (StoreError, sqlite3.Error) as exc:
+        except StoreError as exc:
             return Text(f"Cannot read the summary: {exc}", style="bold red")
         text = Text()
         if s["reviewed"] == 0:
@@ -58,8 +49,8 @@ class SummaryScreen(Screen):
             cards = len(set(self.session.done))
             text.append(f"Reviews          {s['reviewed']}")
             # a learning card comes back within the session: reviews can outnumber cards
-            text.append(f"  ({cards} card{'s' if cards != 1 else ''})\n", style="dim")
-            text.append(f"Again-rate       {100 * s['again_rate']:.0f}%  ")
+            text.append(f"  ({count(cards, 'card')})\n", style="dim")
+            text.append(f"Again-rate       {percent(s['again_rate'])}  ")
             counts = self.session.stats.ratings
             text.append(
                 "(" + ", ".join(f"{counts[int(r)]} {RATING_NAMES[r]}" for r in Rating) + ")\n",

@@ -7,8 +7,8 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Button
 
-from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
-from prep.engine.timeutil import human_interval
+from prep.engine.present import rating_label
+from prep.engine.scheduler import Outcome, Rating
 
 VARIANTS = {
     Rating.Again: "error",
@@ -38,8 +38,7 @@ class RatingBar(Horizontal):
 
     @staticmethod
     def label(rating: Rating, outcome: Outcome | None) -> str:
-        interval = "" if outcome is None else f" {human_interval(outcome.interval)}"
-        return f"{int(rating)} {RATING_NAMES[rating]}{interval}"
+        return rating_label(rating, outcome)
 
     def show_preview(self, preview: dict[Rating, Outcome], suggested: Rating | None) -> None:
         for rating in Rating:

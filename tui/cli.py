@@ -10,8 +10,14 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from prep.demos.report import Report
+    from prep.engine.scheduler import Settings
+    from prep.engine.storage import Store
 
 EXIT_USAGE = 2
 
@@ -21,7 +27,7 @@ class UsageError(click.ClickException):
 
     exit_code = EXIT_USAGE
 
-    def show(self, file=None) -> None:  # noqa: ANN001 - click's signature
+    def show(self, file: IO[Any] | None = None) -> None:
         click.echo(f"prep: {self.format_message()}", err=True)
 
 
@@ -29,7 +35,7 @@ class PrepGroup(click.Group):
     """Any StoreError a command lets through (a read-only or busy database, a full disk) is a
     one-line `prep: ...` error with exit 2, not a traceback."""
 
-    def invoke(self, ctx: click.Context):  # noqa: ANN201 - click's signature
+    def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except Exception as exc:
@@ -73,11 +79,9 @@ class Ctx:
         return coll
 
 
-def demo_names() -> list[str] | None:
-    try:
-        from prep.demos.registry import names
-    except ImportError:
-        return None
+def demo_names() -> list[str]:
+    from prep.demos.registry import names
+
     return names()
 
 
@@ -142,8 +146,8 @@ def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: 
         from prep.tui.app import run
 
         sys.exit(run(db=obj.db, questions=obj.questions, deck=deck, new=new, limit=limit))
-    from prep.engine.plain import run_plain
     from prep.engine.session import ReviewSession
+    from prep.tui.plain import run_plain
 
     coll = obj.collection()
     if deck is not None and deck not in coll.decks:
@@ -159,15 +163,31 @@ def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: 
 def demo(obj: Ctx, args: tuple[str, ...]) -> None:
     """Run one demo: prep demo NAME [--device auto|cpu|cuda|mps] [--scale small|large]
     [--seed N] [--json]; `prep demo --list` lists them."""
-    from prep.demos.cli import main as demo_main
+    from prep.demos.cli import run as run_demo
 
     def linked_cards(name: str) -> list[str]:
         coll = obj.collection(strict=False)
         return [c.id for c in coll.cards_for_demo(name)]
 
-    from prep.engine.storage import resolve_db_path
+    code, report = run_demo(list(args), linked_cards=linked_cards)
+    if report is not None:
+        _record(obj.db, report)
+    sys.exit(code)
 
-    sys.exit(demo_main(list(args), db=str(resolve_db_path(obj.db)), linked_cards=linked_cards))
+
+def _record(db: str | None, report: Report) -> None:
+    """Record the run in the progress database; a failure here is only a warning (the demo's
+    own verdict and exit code stand)."""
+    from prep.engine.storage import Store, StoreError, resolve_db_path
+    from prep.tui.runs import record_run
+
+    try:
+        with Store.open(db) as store:
+            record_run(store, report)
+    except StoreError as exc:
+        click.echo(
+            f"prep demo: warning: run not recorded in {resolve_db_path(db)}: {exc}", err=True
+        )
 
 
 @main.command()
@@ -293,7 +313,7 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
         click.echo(f"{key} = {typed}")
 
 
-def _config_parameters(store, settings, value: str | None) -> None:  # noqa: ANN001
+def _config_parameters(store: Store, settings: Settings, value: str | None) -> None:
     """`prep config parameters [default | "w0,w1,...,w20"]`."""
     from dataclasses import replace
 
@@ -400,13 +420,13 @@ def import_cmd(obj: Ctx, file: str) -> None:
 
     All or nothing: on a corrupt file or a conflict (a card with a different review
     history here) nothing changes. Importing the same file twice adds nothing twice."""
-    from prep.engine.export import ExportError, import_file
-    from prep.engine.storage import StoreError
+    from prep.engine.export import ExportError
+    from prep.engine.importer import import_file
 
     with obj.store() as store:
         try:
             result = import_file(store, Path(file).expanduser())
-        except (ExportError, StoreError) as exc:
+        except ExportError as exc:
             raise UsageError(str(exc)) from None
     click.echo(f"Imported {file}: {result.summary()}.")
 
@@ -488,7 +508,8 @@ def cram(obj: Ctx, deck: str | None) -> None:
 def mock(obj: Ctx, minutes: float, deck: str | None, seed: int | None, plain: bool) -> None:
     """A mock interview: a main question, then its follow-up chain, each with a visible
     timer; answer (typed or aloud), reveal, grade yourself 1-4. Grades feed your schedule."""
-    from prep.engine.mock import MockError, MockInterview, run_mock_plain
+    from prep.engine.mock import MockError, MockInterview
+    from prep.tui.plain import run_mock_plain
 
     coll = obj.collection()
     with obj.store() as store:

@@ -1,0 +1,133 @@
+"""The arrows of DESIGN.md, held by parsing every module (function bodies included).
+
+engine/  imports nothing of prep.tui or prep.demos, nor click, textual or torch;
+demos/   imports nothing of prep.engine or prep.tui;
+tui/     never imports torch (demos run in a subprocess, or through prep.demos.cli).
+
+The one exception: `prep optimize` reaches torch through fsrs's Optimizer, in
+engine/optimize.py only (fsrs is a dependency of the engine; the import of fsrs.optimizer is
+what pulls torch in, and it happens only when the user runs the optimizer).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FOLDERS = {"engine": "prep.engine", "tui": "prep.tui", "demos": "prep.demos"}
+
+FORBIDDEN = {
+    "engine": ("prep.tui", "prep.demos", "click", "textual", "torch"),
+    "demos": ("prep.engine", "prep.tui"),
+    "tui": ("torch",),
+}
+# (module file, imported name): the documented exceptions
+ALLOWED = {("engine/optimize.py", "fsrs.optimizer")}
+# imports that reach a forbidden package indirectly (checked like the package itself)
+REACHES = {"fsrs.optimizer": "torch", "fsrs.Optimizer": "torch", "textual_plotext": "textual"}
+
+
+def modules(folder: str) -> list[Path]:
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+def imported_names(path: Path) -> list[tuple[int, str]]:
+    """Every module an import statement anywhere in ``path`` names (relative imports
+    resolved), with its line; plus `importlib.import_module("...")` with a literal name."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    folder = path.relative_to(ROOT).parts[0]
+    package = ".".join((FOLDERS[folder], *path.parent.relative_to(ROOT / folder).parts))
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            found.append((node.lineno, module))
+            found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute | ast.Name)
+            and getattr(node.func, "attr", getattr(node.func, "id", ""))
+            in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found.append((node.lineno, node.args[0].value))
+    return found
+
+
+def _hits(name: str, forbidden: tuple[str, ...]) -> str | None:
+    reached = REACHES.get(name)
+    for target in (name, reached):
+        if target is None:
+            continue
+        for bad in forbidden:
+            if target == bad or target.startswith(bad + "."):
+                return bad
+    return None
+
+
+def violations(folder: str) -> list[str]:
+    out = []
+    for path in modules(folder):
+        rel = path.relative_to(ROOT).as_posix()
+        for line, name in imported_names(path):
+            bad = _hits(name, FORBIDDEN[folder])
+            if bad and (rel, name) not in ALLOWED:
+                out.append(f"{rel}:{line}: imports {name} ({folder}/ must not import {bad})")
+    return out
+
+
+@pytest.mark.parametrize("folder", sorted(FORBIDDEN))
+def test_no_forbidden_import(folder: str) -> None:
+    assert modules(folder), f"no modules found under {folder}/"
+    assert violations(folder) == []
+
+
+def test_the_check_sees_imports_inside_functions(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """A counterexample: a lazy import in a function body of an engine module is caught, as
+    are a relative import of the TUI and importlib with a literal name."""
+    fake_root = tmp_path
+    (fake_root / "engine").mkdir()
+    (fake_root / "engine" / "bad.py").write_text(
+        "import json\n"
+        "def f():\n"
+        "    from prep.tui.app import PrepApp\n"
+        "    import torch.nn\n"
+        "def g():\n"
+        "    from ..tui import cli\n"
+        "    import importlib\n"
+        "    importlib.import_module('textual.app')\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(f"{__name__}.ROOT", fake_root)
+    found = violations("engine")
+    assert [v.split(": imports ")[1].split(" (")[0] for v in found] == [
+        "prep.tui.app",
+        "prep.tui.app.PrepApp",
+        "torch.nn",
+        "prep.tui",
+        "prep.tui.cli",
+        "textual.app",
+    ]
+
+
+def test_the_exception_is_only_where_it_is_documented() -> None:
+    """fsrs.optimizer (which imports torch) appears in engine/optimize.py and nowhere else."""
+    users = [
+        path.relative_to(ROOT).as_posix()
+        for folder in FOLDERS
+        for path in modules(folder)
+        if any(name.startswith("fsrs.optimizer") for _line, name in imported_names(path))
+    ]
+    assert users == ["engine/optimize.py"]

@@ -1,0 +1,24 @@
+"""The typed way from a screen to the app (posting's ``cast("Posting", self.app)`` habit).
+
+Every prep screen derives from `PrepScreen` and reads the store, the decks, the clock and the
+scheduler through ``self.prep``, so a type checker (and a reader) knows what it gets.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Generic, TypeVar, cast
+
+from textual.screen import Screen
+
+if TYPE_CHECKING:
+    from prep.tui.app import PrepApp
+
+ResultType = TypeVar("ResultType")
+
+
+class PrepScreen(Screen[ResultType], Generic[ResultType]):
+    """A screen of the prep app."""
+
+    @property
+    def prep(self) -> PrepApp:
+        return cast("PrepApp", self.app)

@@ -1,0 +1,271 @@
+"""The line mode: `prep quiz --plain` and `prep mock --plain` on stdin/stdout.
+
+For screen readers, pipes and dumb terminals, and the thing end-to-end tests drive.
+Quiz: Enter reveals; on a choice or red-flag card a-d picks first; 1-4 rates (Enter takes the
+suggested rating after a pick); u undoes the last rating; q (or end of input) quits.
+Mock: type an answer (or say it aloud), Enter reveals, 1-4 grades, q quits.
+Every rating is committed to the database before the next card is printed.
+"""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from prep.engine.deck import CHOICE_LETTERS, Card
+from prep.engine.mock import MockInterview, MockStep
+from prep.engine.present import (
+    answer_sections,
+    choice_verdict,
+    clock_text,
+    count,
+    duration_text,
+    human_interval,
+    percent,
+    rating_choices,
+    rating_name,
+    section_lines,
+)
+from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
+from prep.engine.session import ReviewSession
+
+
+class Quit(Exception):
+    """The user typed q (or input ended)."""
+
+
+class LineIO:
+    """Line-oriented terminal I/O shared by the plain quiz and the plain mock interview."""
+
+    def __init__(self, stdin: TextIO, stdout: TextIO) -> None:
+        self.stdin, self.stdout = stdin, stdout
+
+    def say(self, text: str = "") -> None:
+        self.stdout.write(text + "\n")
+        self.stdout.flush()
+
+    def ask(self, prompt: str) -> str:
+        """The stripped line typed at ``prompt``; raises Quit on q, quit, exit or end of input."""
+        self.stdout.write(prompt)
+        self.stdout.flush()
+        line = self.stdin.readline()
+        if line == "":  # end of input
+            raise Quit
+        text = line.strip()
+        if text.lower() in ("q", "quit", "exit"):
+            raise Quit
+        return text
+
+
+def rating_line(preview: dict[Rating, Outcome], suggested: Rating | None = None) -> str:
+    """``1 Again 1m  2 Hard 6m  3 Good 10m*  4 Easy 4d`` (* marks the suggested rating)."""
+    return "  ".join(
+        label + ("*" if mark else "") for _r, label, mark in rating_choices(preview, suggested)
+    )
+
+
+def _reveal_lines(card: Card, runs: dict[str, dict]) -> list[str]:
+    return section_lines(answer_sections(card, runs=runs))
+
+
+# --- prep quiz --plain ----------------------------------------------------------------------
+
+
+class PlainQuiz:
+    def __init__(self, session: ReviewSession, io: LineIO) -> None:
+        self.session = session
+        self.io = io
+        self.runs = session.store.latest_demo_runs()
+
+    def ask(self, prompt: str) -> str:
+        return self.io.ask(prompt).lower()
+
+    def run(self) -> int:
+        session, say = self.session, self.io.say
+        if session.finished:
+            say("Nothing due right now. Come back later, or study new cards with --new N.")
+            return 0
+        say(
+            f"{count(session.total, 'card')} in this session. "
+            "Enter reveals, 1-4 rate, u undoes, q quits."
+        )
+        try:
+            while not session.finished:
+                card = session.current
+                assert card is not None
+                self.show_card(card)
+        except Quit:
+            pass
+        s = session.summary()
+        say("")
+        say(
+            f"Session over: {s['reviewed']} reviewed, again-rate {percent(s['again_rate'])}, "
+            f"{duration_text(s['seconds'])}."
+        )
+        if s["next_due"] is not None:
+            wait = human_interval(s["next_due"] - session.clock())
+            say(f"Next card due in {wait}; {s['due_by_tomorrow']} due by the end of tomorrow.")
+        return 0
+
+    def show_card(self, card: Card) -> None:
+        session, say, ask = self.session, self.io.say, self.ask
+        say("")
+        say(f"[{session.position}/{session.total}] {card.deck} · {card.kind}")
+        state = session.store.card(card.id)
+        if state is not None and state.changed:
+            say("(edited since you last reviewed it)")
+        if state is not None and state.leech:
+            say(f"(leech: forgotten {count(state.lapses, 'time')}; consider rewriting it)")
+        if card.parent:
+            parent = session.collection.get(card.parent)
+            if parent is not None:
+                say(f"(follows: {parent.prompt.splitlines()[0]})")
+        say(card.prompt)
+        session.mark_shown()
+        suggested: Rating | None = None
+        letters = CHOICE_LETTERS[: len(card.choices)]
+        if card.choices:
+            for letter, choice in zip(letters, card.choices, strict=False):
+                say(f"  {letter}) {choice}")
+            while True:
+                answer = ask(
+                    f"Pick {letters[0]}-{letters[-1]} (Enter reveals, u undoes, q quits): "
+                )
+                if answer == "u":
+                    self.undo()
+                    return
+                if answer == "":
+                    break
+                if len(answer) == 1 and answer in letters:
+                    verdict = choice_verdict(card, letters.index(answer))
+                    suggested = verdict.suggested
+                    say(f"{verdict.text} Suggested rating: {rating_name(suggested)}.")
+                    break
+                say(f"Type a letter {letters[0]}-{letters[-1]}, Enter, u or q.")
+        else:
+            answer = ask("Press Enter to reveal (u undoes, q quits): ")
+            if answer == "u":
+                self.undo()
+                return
+        say("")
+        for line in _reveal_lines(card, self.runs):
+            say(line)
+        while True:
+            say(rating_line(session.preview(), suggested))
+            hint = " (Enter takes the suggestion)" if suggested else ""
+            answer = ask(f"Rate 1-4{hint}, u undoes, q quits: ")
+            if answer == "" and suggested is not None:
+                answer = str(int(suggested))
+            if answer in ("1", "2", "3", "4"):
+                outcome = session.rate(Rating(int(answer)))
+                say(
+                    f"Saved: {RATING_NAMES[outcome.rating]}, "
+                    f"next in {human_interval(outcome.interval)}."
+                )
+                return
+            if answer == "u":
+                self.undo()
+                return
+            say("Type 1 (Again), 2 (Hard), 3 (Good), 4 (Easy), u or q.")
+
+    def undo(self) -> None:
+        card = self.session.undo()
+        if card is None:
+            self.io.say("Nothing to undo in this session.")
+        else:
+            self.io.say(f"Undone: {card.id} is back, with its previous schedule.")
+
+
+def run_plain(session: ReviewSession, stdin: TextIO, stdout: TextIO) -> int:
+    """The review session line by line; returns the exit code."""
+    return PlainQuiz(session, LineIO(stdin, stdout)).run()
+
+
+# --- prep mock --plain ----------------------------------------------------------------------
+
+
+def took_text(step: MockStep) -> str:
+    """``You took 1:12 of 2:00.`` (and how far over the budget)."""
+    assert step.elapsed_s is not None
+    text = f"You took {clock_text(step.elapsed_s)} of {clock_text(step.budget_s)}"
+    if step.over_budget:
+        text += f", {clock_text(step.elapsed_s - step.budget_s)} over"
+    return text + "."
+
+
+def mock_summary_lines(mock: MockInterview) -> list[str]:
+    """The end of a mock interview: a headline, then one line per question."""
+    s = mock.summary()
+    lines = [
+        f"Mock over: {s['graded']} of {count(s['questions'], 'question')} graded in "
+        f"{clock_text(s['seconds'])} (budget {clock_text(s['budget_seconds'])}); "
+        f"{s['over_budget']} over their time."
+    ]
+    for i, step in enumerate(mock.steps, 1):
+        rating = RATING_NAMES[step.rating] if step.rating is not None else "not graded"
+        took = clock_text(step.elapsed_s) if step.elapsed_s is not None else "-"
+        lines.append(
+            f"  {i}. {'  ' * step.depth}{step.card.id}: "
+            f"{took} of {clock_text(step.budget_s)}, {rating}"
+        )
+    return lines
+
+
+def run_mock_plain(mock: MockInterview, stdin: TextIO, stdout: TextIO) -> int:
+    """The mock interview line by line: type an answer (or say it aloud) and press Enter to
+    reveal; 1-4 grades; q (or end of input) quits. Grades are stored as they are given."""
+    io = LineIO(stdin, stdout)
+    say, ask = io.say, io.ask
+    runs = mock.store.latest_demo_runs()
+    follow = len(mock.steps) - 1
+    say(
+        f"Mock interview: 1 main question and {count(follow, 'follow-up')}, "
+        f"{clock_text(mock.total_budget_s)} in all."
+    )
+    say("Answer aloud or type it; Enter reveals; then grade yourself 1-4. q quits.")
+    try:
+        while not mock.finished:
+            step = mock.step
+            assert step is not None
+            card = step.card
+            say("")
+            say(
+                f"[{mock.index + 1}/{len(mock.steps)}] {mock.label()}  ·  "
+                f"budget {clock_text(step.budget_s)}, the clock is running"
+            )
+            say(card.prompt)
+            letters = CHOICE_LETTERS[: len(card.choices)]
+            for letter, choice in zip(letters, card.choices, strict=False):
+                say(f"  {letter}) {choice}")
+            mock.start()
+            hint = f"pick {letters[0]}-{letters[-1]}, or " if letters else ""
+            answer = ask(f"Your answer ({hint}type it, or say it aloud; Enter reveals): ")
+            if letters and len(answer) == 1 and answer.lower() in letters:
+                verdict = mock.pick(letters.index(answer.lower()))
+                say(f"{verdict.text} Suggested grade: {rating_name(verdict.suggested)}.")
+            mock.reveal(answer)
+            say("")
+            say(took_text(step))
+            if step.answer:
+                say(f"Your answer: {step.answer}")
+            for line in _reveal_lines(card, runs):
+                say(line)
+            while True:
+                say(rating_line(mock.preview(), step.suggested))
+                extra = " (Enter takes the suggestion)" if step.suggested else ""
+                grade = ask(f"Grade yourself 1-4{extra}, q quits: ")
+                if grade == "" and step.suggested is not None:
+                    grade = str(int(step.suggested))
+                if grade in ("1", "2", "3", "4"):
+                    outcome = mock.grade(int(grade))
+                    say(
+                        f"Saved: {RATING_NAMES[outcome.rating]}, "
+                        f"next review in {human_interval(outcome.interval)}."
+                    )
+                    break
+                say("Type 1 (Again), 2 (Hard), 3 (Good), 4 (Easy) or q.")
+    except Quit:
+        pass
+    say("")
+    for line in mock_summary_lines(mock):
+        say(line)
+    return 0
