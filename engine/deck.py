@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,6 +152,25 @@ class Collection:
 
     def cards_for_demo(self, name: str) -> list[Card]:
         return [c for c in self.cards if name in c.demos]
+
+    def outline(self) -> Iterator[tuple[str, str, str | None]]:
+        """(id, deck, parent) of every card, in order, without building anything."""
+        return ((c.id, c.deck, c.parent) for c in self.cards)
+
+    def unseen(
+        self, store: Any, deck: str | None = None, seen: set[str] | None = None
+    ) -> Iterator[tuple[str, str | None, bool]]:
+        """(id, parent, parent seen) of each card without stored progress, in deck order;
+        ``seen`` (ids with progress) may be passed in when the caller holds it."""
+        if seen is None:
+            seen = store.seen_ids()
+        for cid, cdeck, parent in self.outline():
+            if (deck is None or cdeck == deck) and cid not in seen:
+                yield cid, parent, parent is not None and parent in seen
+
+    def sync(self, store: Any) -> None:
+        """Reconcile the store's progress with these cards (see Store.sync)."""
+        store.sync(self.cards)
 
 
 # --- YAML with line numbers ---------------------------------------------------------------
@@ -430,23 +449,46 @@ def load_collection(
     for p in paths or ():
         files.extend(deck_files_in(Path(p)))
     coll = Collection()
+    parsed = []
     seen_files: set[Path] = set()
-    first_seen: dict[str, tuple[str, int]] = {}
     for path in files:
         key = path.resolve()
         if key in seen_files:
             continue
         seen_files.add(key)
         shown = display_path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            coll.errors.append(DeckError(shown, 1, "no such file"))
+        text, error = read_deck_text(path, shown)
+        if error is not None:
+            coll.errors.append(error)
             continue
-        except (OSError, UnicodeDecodeError) as exc:
-            coll.errors.append(DeckError(shown, 1, f"cannot read: {exc}"))
-            continue
+        assert text is not None
         info, cards, errors = parse_deck_text(text, shown, path.stem)
+        parsed.append((shown, info, errors, cards))
+    assemble(coll, parsed, demo_names)
+    return coll
+
+
+def read_deck_text(path: Path, shown: str) -> tuple[str | None, DeckError | None]:
+    """The text of one deck file, or the one-line error saying why it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8"), None
+    except FileNotFoundError:
+        return None, DeckError(shown, 1, "no such file")
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, DeckError(shown, 1, f"cannot read: {exc}")
+
+
+def assemble(
+    coll: Collection,
+    parsed: Iterable[tuple[str, DeckInfo | None, list[DeckError], list[Any]]],
+    demo_names: Sequence[str] | None,
+) -> None:
+    """Add each parsed file's (shown name, info, errors, cards) to ``coll`` in order, then
+    run the checks across files: duplicate ids (the first one wins), parents that do not
+    exist, cards that are their own parent, unknown demos, parent cycles. A card only needs
+    id, deck, parent, demos, file and line (the deck cache passes light references)."""
+    first_seen: dict[str, tuple[str, int]] = {}
+    for shown, info, errors, cards in parsed:
         coll.errors.extend(errors)
         if info is None:
             continue
@@ -507,4 +549,3 @@ def load_collection(
             chain.append(node.parent)
             node = coll.get(node.parent)
     coll.errors.sort(key=lambda e: (e.file, e.line))
-    return coll

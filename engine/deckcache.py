@@ -46,6 +46,7 @@ from prep.engine.deck import (
     bundled_deck_files,
     deck_files_in,
     display_path,
+    load_collection,
     parse_deck_text,
     read_deck_text,
 )
@@ -187,6 +188,13 @@ class CachedCollection(Collection):
     def sync(self, store: Any) -> None:
         """Nothing to do: ``load`` reconciled the store with these decks when they changed."""
 
+    def unseen(
+        self, store: Any, deck: str | None = None, seen: set[str] | None = None
+    ) -> Iterator[tuple[str, str | None, bool]]:
+        # a collection loaded by another process with other decks may have re-ordered the
+        # cache meanwhile: only this collection's cards are served
+        return (u for u in self._store.deck_cache_unseen(deck) if u[0] in self._ref_by_id)
+
 
 def _parse(text: str, shown: str, stem: str):
     with gc_paused():
@@ -201,7 +209,23 @@ def load(
     include_bundled: bool = True,
 ) -> Collection:
     """``deck.load_collection`` through the cache in ``store`` (same cards, errors, order),
-    and the store's progress reconciled with the decks if they changed since the last time."""
+    and the store's progress reconciled with the decks if they changed since the last time.
+    A database that cannot be written (read-only, busy) still opens: the decks are then
+    parsed as ``load_collection`` does, and synced by the caller (``Collection.sync``)."""
+    from prep.engine.storage import StoreError
+
+    try:
+        return _load(store, paths, demo_names, include_bundled)
+    except StoreError:
+        return load_collection(paths, demo_names=demo_names, include_bundled=include_bundled)
+
+
+def _load(
+    store: Any,
+    paths: Iterable[Path] | None,
+    demo_names: Sequence[str] | None,
+    include_bundled: bool,
+) -> Collection:
     files: list[Path] = list(bundled_deck_files()) if include_bundled else []
     for p in paths or ():
         files.extend(deck_files_in(Path(p)))
@@ -234,6 +258,7 @@ def load(
             text, error = read_deck_text(path, shown)
             if error is not None:
                 read_errors.append(error)
+                digest.update(f"{key}\0{error}\n".encode())
                 continue
             assert text is not None and st is not None
             sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -251,7 +276,15 @@ def load(
                     info=None if info is None else _info_json(info),
                     errors=[(e.line, e.message) for e in errors],
                     cards=[
-                        (c.line, c.id, c.deck, c.parent, ",".join(c.demos), card_fields(c))
+                        (
+                            c.line,
+                            c.id,
+                            c.deck,
+                            c.parent,
+                            ",".join(c.demos),
+                            c.content_hash,
+                            card_fields(c),
+                        )
                         for c in cards
                     ],
                 )
@@ -266,7 +299,9 @@ def load(
     shown_of = dict(order)
     for key, line, cid, deck, parent, demos in store.deck_cache_outline(keys):
         refs_by_file[key].append(
-            CardRef(cid, deck, parent, tuple(demos.split(",")) if demos else (), shown_of[key], line)
+            CardRef(
+                cid, deck, parent, tuple(demos.split(",")) if demos else (), shown_of[key], line
+            )
         )
     assembled = store.deck_cache_assembly(state_key)
     if assembled is None:
@@ -281,19 +316,16 @@ def load(
             demo_names,
         )
         excluded = [
-            (r.file, r.line) for key in keys for r in refs_by_file[key] if coll.get(r.id) is not r
+            [key, r.line] for key in keys for r in refs_by_file[key] if coll.get(r.id) is not r
         ]
         renamed = {info.file: name for name, info in coll.decks.items()}
-        store.deck_cache_save_assembly(
-            state_key,
-            {
-                "errors": [[e.file, e.line, e.message] for e in coll.errors],
-                "excluded": excluded,
-                "renamed": renamed,
-            },
-        )
-        assembled = store.deck_cache_assembly(state_key)
-    excluded_set = {tuple(x) for x in assembled["excluded"]}
+        assembled = {
+            "errors": [[e.file, e.line, e.message] for e in coll.errors],
+            "excluded_keys": excluded,
+            "renamed": renamed,
+        }
+        store.deck_cache_save_assembly(state_key, keys, assembled)
+    excluded_set = {(k, line) for k, line in assembled["excluded_keys"]}
     decks: dict[str, DeckInfo] = {}
     refs: list[CardRef] = []
     for key, shown in order:
@@ -301,14 +333,14 @@ def load(
         if info is None:
             continue
         info.name = assembled["renamed"].get(shown, info.name)
-        kept = [r for r in refs_by_file[key] if (r.file, r.line) not in excluded_set]
+        kept = [r for r in refs_by_file[key] if (key, r.line) not in excluded_set]
         info.card_ids = [r.id for r in kept]
         decks[info.name] = info
         refs.extend(kept)
     errors = [DeckError(f, line, m) for f, line, m in assembled["errors"]]
     coll = CachedCollection(store, refs, decks, errors, {shown: key for key, shown in order})
     if store.deck_sync_key() != state_key:
-        store.sync_with_deck_cache(keys, state_key)
+        store.sync_with_deck_cache(state_key)
     return coll
 
 

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import json
 import struct
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 
 from prep.engine.scheduler import CardState
+from prep.engine.timeutil import fmt
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
@@ -33,6 +35,13 @@ _STEP_NONE, _S_NONE, _D_NONE, _DUE_NONE, _LAST_NONE, _LEECH, _CHANGED, _REMOVED 
     1 << i for i in range(8)
 )
 NO_STATE = b""  # an explicit "no previous state" (the card was new)
+_RAW = b"\xff"  # prefix of a state kept verbatim (see LegacyState)
+
+
+class LegacyState(str):
+    """A state from an older log that is not a valid card state (say ``{}``, hand-made):
+    kept verbatim as its JSON text, so that migrating loses nothing and the export still
+    gives it back; it cannot be restored by undo, as it could not before."""
 
 
 def to_us(dt: datetime) -> int:
@@ -43,9 +52,11 @@ def from_us(us: int) -> datetime:
     return EPOCH + us * _US
 
 
-def pack(s: CardState, card_id: str, ref: CardState | None) -> bytes:
+def pack(s: CardState | LegacyState, card_id: str, ref: CardState | LegacyState | None) -> bytes:
     """``s`` as bytes; deck, content hash and a foreign id are appended (as JSON) only when
     they differ from ``ref``, the state this one follows in the card's chain."""
+    if isinstance(s, LegacyState):
+        return _RAW + s.encode()
     flags = (
         (_STEP_NONE if s.step is None else 0)
         | (_S_NONE if s.stability is None else 0)
@@ -56,7 +67,7 @@ def pack(s: CardState, card_id: str, ref: CardState | None) -> bytes:
         | (_CHANGED if s.changed else 0)
         | (_REMOVED if s.removed else 0)
     )
-    if not 0 <= s.state < 256:
+    if not 0 <= s.state < 255:
         raise ValueError(f"state {s.state!r} is not an fsrs state")
     head = _HEAD.pack(
         s.state,
@@ -69,21 +80,25 @@ def pack(s: CardState, card_id: str, ref: CardState | None) -> bytes:
         s.reps,
         s.lapses,
     )
-    same = ref is not None and (ref.deck, ref.content_hash) == (s.deck, s.content_hash)
+    same = isinstance(ref, CardState) and (ref.deck, ref.content_hash) == (s.deck, s.content_hash)
     if same and s.id == card_id:
         return head
     tail = [s.deck, s.content_hash] + ([s.id] if s.id != card_id else [])
     return head + json.dumps(tail, ensure_ascii=False).encode()
 
 
-def unpack(blob: bytes, card_id: str, ref: CardState | None) -> CardState:
+def unpack(
+    blob: bytes, card_id: str, ref: CardState | LegacyState | None
+) -> CardState | LegacyState:
+    if blob[:1] == _RAW:
+        return LegacyState(blob[1:].decode())
     state, flags, step, s, d, due, last, reps, lapses = _HEAD.unpack_from(blob)
     if len(blob) > _HEAD.size:
         tail = json.loads(blob[_HEAD.size :].decode())
         deck, chash = tail[0], tail[1]
         cid = tail[2] if len(tail) > 2 else card_id
     else:
-        if ref is None:
+        if not isinstance(ref, CardState):
             raise ValueError(f"review log: a state of {card_id!r} refers to none before it")
         deck, chash, cid = ref.deck, ref.content_hash, card_id
     return CardState(
@@ -102,6 +117,24 @@ def unpack(blob: bytes, card_id: str, ref: CardState | None) -> CardState:
         changed=bool(flags & _CHANGED),
         removed=bool(flags & _REMOVED),
     )
+
+
+def legacy_state(text: str | None) -> CardState | LegacyState | None:
+    """A state as the v4 log kept it (JSON text, times as UTC ISO-8601); one that is not a
+    card state, or would not come back as the same text, is kept verbatim."""
+    if text is None:
+        return None
+    try:
+        d = json.loads(text)
+        for key in ("due", "last_review"):
+            if d.get(key) is not None:
+                d[key] = datetime.fromisoformat(d[key]).astimezone(UTC)
+        state = CardState(**d)
+        pack(state, state.id, None)  # in range
+    except (TypeError, ValueError, AttributeError, OverflowError, struct.error):
+        return LegacyState(text)
+    canonical = asdict(state) | {"due": fmt(state.due), "last_review": fmt(state.last_review)}
+    return state if json.dumps(canonical) == text else LegacyState(text)
 
 
 class Chain:

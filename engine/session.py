@@ -61,20 +61,16 @@ def build_queue(
     learning = [cid for cid in learning if cid in collection]
     reviews = [cid for cid in reviews if cid in collection]
     due = _merge_by_due(store, learning, reviews)
-    if seen is None:
-        seen = store.seen_ids()
     new: list[str] = []
     queued: set[str] = set()
     if new_limit > 0:
-        for card in collection.cards:
-            if deck is not None and card.deck != deck:
+        # unseen cards in deck order, read only as far as needed (from the deck cache's
+        # index when the collection has one, never a set of every seen id)
+        for cid, parent, parent_seen in collection.unseen(store, deck, seen):
+            if parent is not None and not parent_seen and parent not in queued:
                 continue
-            if card.id in seen:
-                continue
-            if card.parent is not None and card.parent not in seen and card.parent not in queued:
-                continue
-            new.append(card.id)
-            queued.add(card.id)
+            new.append(cid)
+            queued.add(cid)
             if len(new) >= new_limit:
                 break
     return Queue(due=due, new=new, learning=len(learning))
@@ -128,7 +124,7 @@ class ReviewSession:
         self.clock = clock
         self.scheduler = scheduler or Scheduler(store.settings())
         now = clock()
-        store.sync(collection.cards)
+        collection.sync(store)
         if queue is None:
             queue = build_queue(store, collection, now, deck=deck, new_limit=new_limit).ids
         self.queue: list[str] = list(queue)[: limit if limit is not None else None]

@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from prep.engine.reviewlog import Chain, from_us, to_us
 from prep.engine.scheduler import CardState, Settings, State
 from prep.engine.schema import (
     CARD_COLUMNS,
@@ -104,9 +105,33 @@ def _day_modifier(rollover_hour: int) -> str:
     return f"'localtime', '-{int(rollover_hour)} hours'"
 
 
+def _decode(rows: Iterable[tuple]) -> Iterator[tuple[Review, int | None]]:
+    """Review log rows (``_REVIEW_COLS``, in id order, each card's from its first review)
+    as Reviews, with the prev_state column beside each."""
+    chain = Chain()
+    for rid, cid, rating, at, dur, prev_state, prev, nxt in rows:
+        p, n = chain.decode(cid, prev_state, prev, nxt)
+        yield Review(rid, cid, rating, from_us(at), dur, p, n), prev_state
+
+
+def _review_dict(review: Review, prev_state: int | None) -> dict[str, Any]:
+    """A review as exported: schema.REVIEW_COLUMNS, states as JSON text."""
+    return {
+        "card_id": review.card_id,
+        "reviewed_at": fmt(review.reviewed_at),
+        "rating": review.rating,
+        "duration_ms": review.duration_ms,
+        "prev_state": prev_state,
+        "prev": state_to_json(review.prev),
+        "next": state_to_json(review.next),
+    }
+
+
 def state_to_json(s: CardState | None) -> str | None:
     if s is None:
         return None
+    if isinstance(s, str):  # a reviewlog.LegacyState: kept verbatim
+        return s
     d = asdict(s)
     d["due"] = fmt(s.due)
     d["last_review"] = fmt(s.last_review)
@@ -123,7 +148,7 @@ def state_from_json(text: str | None) -> CardState | None:
 
 
 _CARD_COLS = ", ".join(CARD_COLUMNS)
-_REVIEW_COLS = "id, card_id, rating, reviewed_at, duration_ms, prev, next"
+_REVIEW_COLS = "id, card_id, rating, at, duration_ms, prev_state, prev, next"
 
 
 def _row_to_state(row: tuple) -> CardState:
@@ -310,6 +335,9 @@ class Store:
             for step in range(version, SCHEMA_VERSION):
                 MIGRATIONS[step](self.db)
             self.set_meta("schema_version", str(SCHEMA_VERSION))
+        if 0 < version < 5 and self.path is not None:
+            # v5 rewrote the review log in its compact form: give the space back
+            self.conn.execute("VACUUM")
 
     # --- settings -----------------------------------------------------------------------
 
@@ -439,33 +467,38 @@ class Store:
         duration_ms: int | None = None,
     ) -> int:
         """Write the new card state and the review in one committed transaction."""
+        prev_state = None if prev is None or prev.is_new else prev.state
+        prev = None if prev is None or prev.is_new else prev
         with self.transaction():
+            pblob, nblob = self._chain(new.id).encode(new.id, prev_state, prev, new)
             self.put_card(new)
             cur = self.conn.execute(
-                "INSERT INTO reviews (card_id, rating, reviewed_at, duration_ms, prev_state, prev, next) "
+                "INSERT INTO reviews (card_id, rating, at, duration_ms, prev_state, prev, next) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    new.id,
-                    int(rating),
-                    fmt(reviewed_at),
-                    duration_ms,
-                    None if prev is None or prev.is_new else prev.state,
-                    state_to_json(None if prev is None or prev.is_new else prev),
-                    state_to_json(new),
-                ),
+                (new.id, int(rating), to_us(reviewed_at), duration_ms, prev_state, pblob, nblob),
             )
             return int(cur.lastrowid)
 
+    def _card_log(self, card_id: str) -> list[tuple[Review, int | None]]:
+        """One card's reviews, oldest first (its states are read along its chain)."""
+        rows = self.conn.execute(
+            f"SELECT {_REVIEW_COLS} FROM reviews WHERE card_id = ? ORDER BY id", (card_id,)
+        )
+        return list(_decode(rows))
+
+    def _chain(self, card_id: str) -> Chain:
+        """A chain positioned after the card's newest review, to append the next one."""
+        chain = Chain()
+        log = self._card_log(card_id)
+        if log:
+            chain.last[card_id] = log[-1][0].next
+        return chain
+
     def last_review(self) -> Review | None:
         row = self.conn.execute(
-            f"SELECT {_REVIEW_COLS} FROM reviews ORDER BY id DESC LIMIT 1"
+            "SELECT id, card_id FROM reviews ORDER BY id DESC LIMIT 1"
         ).fetchone()
-        return self._review(row) if row else None
-
-    @staticmethod
-    def _review(row: tuple) -> Review:
-        rid, cid, rating, at, dur, prev, nxt = row
-        return Review(rid, cid, rating, parse(at), dur, state_from_json(prev), state_from_json(nxt))
+        return None if row is None else self._card_log(row[1])[-1][0]
 
     def undo_last(self, expected_id: int | None = None) -> Review | None:
         """Remove the newest review and restore the card's exact previous state (or remove
@@ -474,11 +507,11 @@ class Store:
         rating committed since): checked inside the same write transaction."""
         with self.transaction():
             row = self.conn.execute(
-                f"SELECT {_REVIEW_COLS} FROM reviews ORDER BY id DESC LIMIT 1"
+                "SELECT id, card_id FROM reviews ORDER BY id DESC LIMIT 1"
             ).fetchone()
             if row is None or (expected_id is not None and row[0] != expected_id):
                 return None
-            review = self._review(row)
+            review = self._card_log(row[1])[-1][0]
             self.conn.execute("DELETE FROM reviews WHERE id = ?", (review.id,))
             if review.prev is None:
                 self.conn.execute("DELETE FROM cards WHERE id = ?", (review.card_id,))
@@ -494,15 +527,14 @@ class Store:
             return review
 
     def reviews(self, since: datetime | None = None, card_id: str | None = None) -> list[Review]:
-        sql = f"SELECT {_REVIEW_COLS} FROM reviews WHERE 1=1"
-        args: list[Any] = []
-        if since is not None:
-            sql += " AND reviewed_at >= ?"
-            args.append(fmt(since))
         if card_id is not None:
-            sql += " AND card_id = ?"
-            args.append(card_id)
-        return [self._review(r) for r in self.conn.execute(sql + " ORDER BY id", args)]
+            out = [r for r, _ in self._card_log(card_id)]
+        else:
+            rows = self.conn.execute(f"SELECT {_REVIEW_COLS} FROM reviews ORDER BY id")
+            out = [r for r, _ in _decode(rows)]
+        if since is not None:
+            out = [r for r in out if r.reviewed_at >= since]
+        return out
 
     def count_reviews(
         self,
@@ -516,10 +548,10 @@ class Store:
         sql = "SELECT count(*) FROM reviews WHERE 1=1"
         args: list[Any] = []
         if since is not None:
-            sql += " AND reviewed_at >= ?"
-            args.append(fmt(since))
+            sql += " AND at >= ?"
+            args.append(to_us(since))
         if new_only:
-            sql += " AND prev IS NULL"
+            sql += " AND prev_state IS NULL"
         if prev_state is not None:
             sql += " AND prev_state = ?"
             args.append(prev_state)
@@ -602,16 +634,16 @@ class Store:
         sql = "SELECT count(*), coalesce(sum(rating > 1), 0) FROM reviews WHERE prev_state = ?"
         args: list[Any] = [int(State.Review)]
         if since is not None:
-            sql += " AND reviewed_at >= ?"
-            args.append(fmt(since))
+            sql += " AND at >= ?"
+            args.append(to_us(since))
         n, passed = self.conn.execute(sql, args).fetchone()
         return int(n), int(passed)
 
     def reviewed_between(self, start: datetime, end: datetime) -> bool:
         """Whether any review was made in [start, end) (one indexed probe)."""
         row = self.conn.execute(
-            "SELECT 1 FROM reviews WHERE reviewed_at >= ? AND reviewed_at < ? LIMIT 1",
-            [fmt(start), fmt(end)],
+            "SELECT 1 FROM reviews WHERE at >= ? AND at < ? LIMIT 1",
+            [to_us(start), to_us(end)],
         ).fetchone()
         return row is not None
 
@@ -619,9 +651,9 @@ class Store:
         """Reviews per study day (local date, the day rolling over at ``rollover_hour``) from
         ``since`` on: {"2026-03-02": 12, ...}."""
         rows = self.conn.execute(
-            f"SELECT date(reviewed_at, {_day_modifier(rollover_hour)}) AS d, count(*) "
-            "FROM reviews WHERE reviewed_at >= ? GROUP BY d",
-            [fmt(since)],
+            f"SELECT date(at / 1000000, 'unixepoch', {_day_modifier(rollover_hour)}) AS d, "
+            "count(*) FROM reviews WHERE at >= ? GROUP BY d",
+            [to_us(since)],
         )
         return {d: n for d, n in rows}
 
@@ -652,6 +684,155 @@ class Store:
         )
         return [r[0] for r in rows]
 
+    # --- deck cache (engine/deckcache.py decides; these are its tables) -----------------
+
+    def deck_cache_files(self) -> dict[str, dict[str, Any]]:
+        keys = ("path", "shown", "size", "mtime_ns", "sha256", "checked_ns")
+        rows = self.conn.execute(f"SELECT {', '.join(keys)} FROM deck_files")
+        return {r[0]: dict(zip(keys, r, strict=True)) for r in rows}
+
+    def deck_cache_touch(self, path: str, size: int, mtime_ns: int, checked_ns: int) -> None:
+        """The file was read and its hash is unchanged: remember its new size and mtime."""
+        with self.transaction():
+            self.conn.execute(
+                "UPDATE deck_files SET size = ?, mtime_ns = ?, checked_ns = ? WHERE path = ?",
+                (size, mtime_ns, checked_ns, path),
+            )
+
+    def deck_cache_put(
+        self,
+        path: str,
+        *,
+        shown: str,
+        size: int,
+        mtime_ns: int,
+        sha256: str,
+        checked_ns: int,
+        info: str | None,
+        errors: list[tuple[int, str]],
+        cards: list[tuple[int, str, str, str | None, str, str, str]],
+    ) -> None:
+        """Replace one file's parse: its entry and its cards (line, id, deck, parent, demos,
+        content hash, fields). The checks across files are then redone (assembly dropped)."""
+        with self.transaction():
+            self.conn.execute("DELETE FROM deck_cards WHERE file = ?", (path,))
+            self.conn.execute(
+                "INSERT OR REPLACE INTO deck_files "
+                "(path, shown, size, mtime_ns, sha256, checked_ns, info, errors, ord) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+                (path, shown, size, mtime_ns, sha256, checked_ns, info, json.dumps(errors)),
+            )
+            self.conn.executemany(
+                "INSERT INTO deck_cards (file, line, id, deck, parent, demos, chash, data) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(path, *c) for c in cards],
+            )
+            self.conn.execute("DELETE FROM meta WHERE key = 'deck_assembly'")
+
+    def deck_cache_parsed(
+        self, paths: list[str]
+    ) -> dict[str, tuple[str | None, list[tuple[int, str]]]]:
+        out = {}
+        for path in paths:
+            info, errors = self.conn.execute(
+                "SELECT info, errors FROM deck_files WHERE path = ?", (path,)
+            ).fetchone()
+            out[path] = (info, [(line, msg) for line, msg in json.loads(errors)])
+        return out
+
+    def deck_cache_outline(self, paths: list[str]) -> Iterator[tuple]:
+        """(file, line, id, deck, parent, demos) of every cached card of ``paths``, in order."""
+        for path in paths:
+            yield from self.conn.execute(
+                "SELECT file, line, id, deck, parent, demos FROM deck_cards WHERE file = ? "
+                "ORDER BY line",
+                (path,),
+            )
+
+    def deck_cache_card(self, path: str, line: int) -> str:
+        return self.conn.execute(
+            "SELECT data FROM deck_cards WHERE file = ? AND line = ?", (path, line)
+        ).fetchone()[0]
+
+    def deck_cache_card_data(self, paths: list[str]) -> Iterator[tuple[str, int, str]]:
+        for path in paths:
+            yield from self.conn.execute(
+                "SELECT file, line, data FROM deck_cards WHERE file = ?", (path,)
+            )
+
+    def deck_cache_assembly(self, key: str) -> dict[str, Any] | None:
+        """The checks across files, if they were last run on exactly this state of the decks."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'deck_assembly'").fetchone()
+        if row is None:
+            return None
+        saved = json.loads(row[0])
+        return saved if saved.get("key") == key else None
+
+    def deck_cache_save_assembly(
+        self, key: str, paths: list[str], assembly: dict[str, Any]
+    ) -> None:
+        """Record which files are loaded now (in order) and which cards the checks across
+        files left out (duplicate ids), for the queue's and the sync's SQL."""
+        with self.transaction():
+            self.conn.execute("UPDATE deck_files SET ord = NULL WHERE ord IS NOT NULL")
+            self.conn.executemany(
+                "UPDATE deck_files SET ord = ? WHERE path = ?",
+                [(i, p) for i, p in enumerate(paths)],
+            )
+            self.conn.execute("UPDATE deck_cards SET dup = 0 WHERE dup = 1")
+            self.conn.executemany(
+                "UPDATE deck_cards SET dup = 1 WHERE file = ? AND line = ?",
+                [tuple(x) for x in assembly["excluded_keys"]],
+            )
+            self.set_meta("deck_assembly", json.dumps({"key": key, **assembly}))
+
+    def deck_sync_key(self) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'deck_sync'").fetchone()
+        return row[0] if row else None
+
+    _LIVE_DECK_CARDS = (
+        "SELECT dc.id, dc.deck, dc.chash FROM deck_cards dc JOIN deck_files f ON f.path = dc.file "
+        "WHERE f.ord IS NOT NULL AND dc.dup = 0"
+    )
+
+    def sync_with_deck_cache(self, key: str) -> dict[str, int]:
+        """Store.sync in SQL, against the cached cards of the loaded deck files: the same
+        flags (changed, removed, restored), no card hashed, no Python loop over cards."""
+        live = self._LIVE_DECK_CARDS
+        with self.transaction():
+            removed = self.conn.execute(
+                f"UPDATE cards SET removed = 1 WHERE removed = 0 AND id NOT IN "
+                f"(SELECT id FROM ({live}))"
+            ).rowcount
+            restored = self.conn.execute(
+                f"UPDATE cards SET removed = 0 WHERE removed = 1 AND id IN "
+                f"(SELECT id FROM ({live}))"
+            ).rowcount
+            changed = self.conn.execute(
+                f"UPDATE cards SET changed = (cards.content_hash IS NOT l.chash) OR cards.changed, "
+                f"content_hash = l.chash, deck = l.deck FROM ({live}) AS l "
+                "WHERE cards.id = l.id AND (cards.content_hash IS NOT l.chash OR cards.deck != l.deck)"
+            ).rowcount
+            self.set_meta("deck_sync", key)
+        return {"changed": changed, "removed": removed, "restored": restored}
+
+    def deck_cache_unseen(self, deck: str | None = None) -> Iterator[tuple[str, str | None, bool]]:
+        """(id, parent, parent seen) of each loaded deck card without progress, in deck
+        order: SQLite steps only as far as the caller reads."""
+        sql = (
+            "SELECT dc.id, dc.parent, dc.parent IS NOT NULL AND EXISTS "
+            "(SELECT 1 FROM cards p WHERE p.id = dc.parent) "
+            "FROM deck_files f JOIN deck_cards dc ON dc.file = f.path "
+            "WHERE f.ord IS NOT NULL AND dc.dup = 0 "
+            "AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.id = dc.id)"
+        )
+        args: list[Any] = []
+        if deck is not None:
+            sql += " AND dc.deck = ?"
+            args.append(deck)
+        for cid, parent, parent_seen in self.conn.execute(sql + " ORDER BY f.ord, dc.line", args):
+            yield cid, parent, bool(parent_seen)
+
     # --- export and import ----------------------------------------------------------------
 
     def dump(self) -> dict[str, Any]:
@@ -663,9 +844,10 @@ class Store:
             self.conn.execute("BEGIN")
         try:
             cards = self._rows("cards", "ORDER BY id")
+            rows = self.conn.execute(f"SELECT {_REVIEW_COLS} FROM reviews ORDER BY id")
             reviews = [
                 r | {"prev": _json_or_none(r["prev"]), "next": _json_or_none(r["next"])}
-                for r in self._rows("reviews", "ORDER BY id")
+                for r in (_review_dict(*x) for x in _decode(rows))
             ]
             runs = [
                 r | {"metrics": _json_or_none(r["metrics"])}
@@ -697,20 +879,18 @@ class Store:
         return rows[0] if rows else None
 
     def review_row(self, card_id: str, reviewed_at: str, prev: str | None) -> dict[str, Any] | None:
-        """The stored review of ``card_id`` at ``reviewed_at`` from state ``prev`` (JSON)."""
-        rows = self._rows(
-            "reviews",
-            "WHERE card_id = ? AND reviewed_at = ? AND prev IS ?",
-            [card_id, reviewed_at, prev],
-        )
-        return rows[0] if rows else None
+        """The stored review of ``card_id`` at ``reviewed_at`` from state ``prev`` (JSON), as
+        exported (columns as in schema.REVIEW_COLUMNS)."""
+        for r in (_review_dict(*x) for x in self._card_log(card_id)):
+            if (r["reviewed_at"], r["prev"]) == (reviewed_at, prev):
+                return r
+        return None
 
     def review_keys(self, card_id: str) -> set[tuple[str, str, str | None]]:
         """(card id, time, previous state JSON) of every stored review of ``card_id``."""
-        rows = self.conn.execute(
-            "SELECT reviewed_at, prev FROM reviews WHERE card_id = ?", (card_id,)
-        )
-        return {(card_id, at, prev) for at, prev in rows}
+        return {
+            (card_id, fmt(r.reviewed_at), state_to_json(r.prev)) for r, _ in self._card_log(card_id)
+        }
 
     def demo_run_row(self, name: str, ran_at: str) -> dict[str, Any] | None:
         rows = self._rows("demo_runs", "WHERE name = ? AND ran_at = ?", [name, ran_at])
@@ -718,6 +898,25 @@ class Store:
 
     def insert_row(self, table: Table, row: dict[str, Any]) -> None:
         """Insert one row as exported (columns as in engine/schema.py), e.g. by an import."""
+        if table == "reviews":
+            cid = row["card_id"]
+            prev, nxt = state_from_json(row["prev"]), state_from_json(row["next"])
+            assert nxt is not None
+            pblob, nblob = self._chain(cid).encode(cid, row["prev_state"], prev, nxt)
+            self.conn.execute(
+                "INSERT INTO reviews (card_id, rating, at, duration_ms, prev_state, prev, next) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    cid,
+                    row["rating"],
+                    to_us(parse(row["reviewed_at"])),
+                    row["duration_ms"],
+                    row["prev_state"],
+                    pblob,
+                    nblob,
+                ),
+            )
+            return
         columns = _COLUMNS[table]
         self.conn.execute(
             f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",

@@ -21,6 +21,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from prep.engine import deckcache
 from prep.engine.deck import Collection, load_collection
 from prep.engine.scheduler import Scheduler
 from prep.engine.session import ReviewSession, build_queue
@@ -136,8 +137,17 @@ class PrepApp(App[int]):
         self.boot()
 
     def load_collection(self) -> Collection:
+        """The decks, through the deck cache in the database when it is open (only changed
+        files are parsed, and progress is synced only when the decks changed)."""
         if self._injected_collection is not None:
             return self._injected_collection
+        if self.store is not None:
+            return deckcache.load(
+                self.store,
+                self.questions,
+                demo_names=sorted(self.demos) if self.demos else None,
+                include_bundled=self.include_bundled,
+            )
         return load_collection(
             self.questions,
             demo_names=sorted(self.demos) if self.demos else None,
@@ -149,18 +159,18 @@ class PrepApp(App[int]):
         from prep.tui.screens.errors import ErrorScreen
         from prep.tui.screens.home import HomeScreen
 
-        self.collection = self.load_collection()
-        if self.collection.errors and not ignore_deck_errors:
-            self._show(ErrorScreen.deck_errors(self.collection))
-            return
         if self.store is None:
             try:
                 self.store = Store.open(self.db)
             except StoreError as exc:
                 self._show(ErrorScreen.database(str(exc)))
                 return
+        self.collection = self.load_collection()
+        if self.collection.errors and not ignore_deck_errors:
+            self._show(ErrorScreen.deck_errors(self.collection))
+            return
         try:
-            self.store.sync(self.collection.cards)
+            self.collection.sync(self.store)
         except StoreError as exc:
             self.notify(f"Could not update card states: {exc}", severity="warning")
         if self.selected_deck is not None and self.selected_deck not in self.collection.decks:

@@ -59,12 +59,19 @@ class Ctx:
         except StoreError as exc:
             raise UsageError(str(exc)) from exc
 
-    def collection(self, *, strict: bool = True):
+    def collection(self, *, strict: bool = True, store=None):  # noqa: ANN001 - a Store
         """The bundled decks plus --questions/PREP_QUESTIONS. With ``strict``, any deck error
-        is printed as FILE:LINE: message and the command exits 2."""
-        from prep.engine.deck import load_collection
+        is printed as FILE:LINE: message and the command exits 2. With ``store``, through
+        the deck cache in its database (only changed files are parsed; progress is synced
+        only when the decks changed)."""
+        if store is not None:
+            from prep.engine import deckcache
 
-        coll = load_collection(self.questions, demo_names=demo_names())
+            coll = deckcache.load(store, self.questions, demo_names=demo_names())
+        else:
+            from prep.engine.deck import load_collection
+
+            coll = load_collection(self.questions, demo_names=demo_names())
         if coll.errors and not strict:
             click.echo(
                 f"prep: warning: {len(coll.errors)} deck error(s) ignored; see `prep check`",
@@ -149,10 +156,10 @@ def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: 
     from prep.engine.session import ReviewSession
     from prep.tui.plain import run_plain
 
-    coll = obj.collection()
-    if deck is not None and deck not in coll.decks:
-        raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
     with obj.store() as store:
+        coll = obj.collection(store=store)
+        if deck is not None and deck not in coll.decks:
+            raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
         session = ReviewSession(store, coll, deck=deck, new_limit=new, limit=limit)
         sys.exit(run_plain(session, sys.stdin, sys.stdout))
 
@@ -236,9 +243,9 @@ def stats(obj: Ctx, as_json: bool, since: str | None) -> None:
             since_dt = to_utc(datetime.fromisoformat(since).astimezone())
         except (ValueError, OverflowError):  # OverflowError: no UTC form (year 0 or 10000)
             raise UsageError(f"--since {since!r} is not a date (expected YYYY-MM-DD)") from None
-    coll = obj.collection(strict=False)
     with obj.store() as store:
-        store.sync(coll.cards)
+        coll = obj.collection(strict=False, store=store)
+        coll.sync(store)
         result = stats_mod.compute(store, coll, utcnow(), since=since_dt)
     if as_json:
         import json
