@@ -328,15 +328,20 @@ def _load(
     excluded_set = {(k, line) for k, line in assembled["excluded_keys"]}
     decks: dict[str, DeckInfo] = {}
     refs: list[CardRef] = []
+    infos = []
     for key, shown in order:
         info, _ = _info_and_errors(parsed[key], shown)
         if info is None:
             continue
         info.name = assembled["renamed"].get(shown, info.name)
-        kept = [r for r in refs_by_file[key] if (key, r.line) not in excluded_set]
-        info.card_ids = [r.id for r in kept]
+        refs.extend(r for r in refs_by_file[key] if (key, r.line) not in excluded_set)
+        infos.append((key, info))
+    kept_ids = {r.id for r in refs}
+    for key, info in infos:
+        # as load_collection: the file's valid ids that are in the collection (a duplicate
+        # id is listed under both decks, its card is the first one)
+        info.card_ids = [r.id for r in refs_by_file[key] if r.id in kept_ids]
         decks[info.name] = info
-        refs.extend(kept)
     errors = [DeckError(f, line, m) for f, line, m in assembled["errors"]]
     coll = CachedCollection(store, refs, decks, errors, {shown: key for key, shown in order})
     if store.deck_sync_key() != state_key:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import struct
-from dataclasses import asdict
+from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 
 from prep.engine.scheduler import CardState
@@ -133,8 +133,18 @@ def legacy_state(text: str | None) -> CardState | LegacyState | None:
         pack(state, state.id, None)  # in range
     except (TypeError, ValueError, AttributeError, OverflowError, struct.error):
         return LegacyState(text)
-    canonical = asdict(state) | {"due": fmt(state.due), "last_review": fmt(state.last_review)}
-    return state if json.dumps(canonical) == text else LegacyState(text)
+    return state if state_json(state) == text else LegacyState(text)
+
+
+_FIELDS = tuple(f.name for f in fields(CardState))
+
+
+def state_json(s: CardState) -> str:
+    """The JSON text of a state (the export's form, and the v4 log's), times as UTC text."""
+    d = {f: getattr(s, f) for f in _FIELDS}
+    d["due"] = fmt(s.due)
+    d["last_review"] = fmt(s.last_review)
+    return json.dumps(d)
 
 
 class Chain:

@@ -188,6 +188,7 @@ def _v4_to_v5(db: Any) -> None:
         "prev_state INTEGER, prev BLOB, next BLOB NOT NULL)"
     )
     chain = Chain()
+    last_text: dict[str, str] = {}  # each card's latest next, as text: most prevs equal it
     cur = db.conn.execute(
         "SELECT id, card_id, rating, reviewed_at, duration_ms, prev_state, prev, next "
         "FROM reviews ORDER BY id"
@@ -195,7 +196,10 @@ def _v4_to_v5(db: Any) -> None:
     while rows := cur.fetchmany(10_000):
         out = []
         for rid, cid, rating, at, dur, prev_state, prev, nxt in rows:
-            pb, nb = chain.encode(cid, prev_state, legacy_state(prev), legacy_state(nxt))
+            same = prev is not None and prev == last_text.get(cid)
+            prev_s = chain.last[cid] if same else legacy_state(prev)
+            pb, nb = chain.encode(cid, prev_state, prev_s, legacy_state(nxt))
+            last_text[cid] = nxt
             out.append((rid, cid, rating, to_us(parse(at)), dur, prev_state, pb, nb))
         db.conn.executemany("INSERT INTO reviews_v5 VALUES (?, ?, ?, ?, ?, ?, ?, ?)", out)
     db.execute("DROP TABLE reviews")

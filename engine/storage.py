@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from prep.engine.reviewlog import Chain, from_us, to_us
+from prep.engine.reviewlog import Chain, from_us, state_json, to_us
 from prep.engine.scheduler import CardState, Settings, State
 from prep.engine.schema import (
     CARD_COLUMNS,
@@ -132,10 +132,7 @@ def state_to_json(s: CardState | None) -> str | None:
         return None
     if isinstance(s, str):  # a reviewlog.LegacyState: kept verbatim
         return s
-    d = asdict(s)
-    d["due"] = fmt(s.due)
-    d["last_review"] = fmt(s.last_review)
-    return json.dumps(d)
+    return state_json(s)
 
 
 def state_from_json(text: str | None) -> CardState | None:
