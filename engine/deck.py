@@ -172,6 +172,20 @@ class Collection:
         """Reconcile the store's progress with these cards (see Store.sync)."""
         store.sync(self.cards)
 
+    def tag_progress(self, store: Any, mature_days: float) -> dict[str, tuple[int, int, int]]:
+        """Per tag: (cards, seen, mature: stability of at least ``mature_days``)."""
+        tag_cards: dict[str, list[str]] = {}
+        for card in self.cards:
+            for tag in card.tags:
+                tag_cards.setdefault(tag, []).append(card.id)
+        tagged = store.cards({cid for ids in tag_cards.values() for cid in ids})
+        out = {}
+        for tag, ids in tag_cards.items():
+            states = [tagged[c] for c in ids if c in tagged and not tagged[c].removed]
+            mature = sum((s.stability or 0) >= mature_days for s in states)
+            out[tag] = (len(ids), len(states), mature)
+        return out
+
 
 # --- YAML with line numbers ---------------------------------------------------------------
 

@@ -188,6 +188,9 @@ class CachedCollection(Collection):
     def sync(self, store: Any) -> None:
         """Nothing to do: ``load`` reconciled the store with these decks when they changed."""
 
+    def tag_progress(self, store: Any, mature_days: float) -> dict[str, tuple[int, int, int]]:
+        return self._store.deck_cache_tag_progress(mature_days)
+
     def unseen(
         self, store: Any, deck: str | None = None, seen: set[str] | None = None
     ) -> Iterator[tuple[str, str | None, bool]]:
@@ -282,6 +285,7 @@ def _load(
                             c.deck,
                             c.parent,
                             ",".join(c.demos),
+                            json.dumps(list(c.tags), ensure_ascii=False),
                             c.content_hash,
                             card_fields(c),
                         )

@@ -170,7 +170,7 @@ def _v3_to_v4(db: Any) -> None:
     db.execute(
         "CREATE TABLE IF NOT EXISTS deck_cards (file TEXT NOT NULL, line INTEGER NOT NULL, "
         "id TEXT NOT NULL, deck TEXT NOT NULL, parent TEXT, demos TEXT NOT NULL, "
-        "chash TEXT NOT NULL, data TEXT NOT NULL, dup INTEGER NOT NULL DEFAULT 0, "
+        "tags TEXT NOT NULL, chash TEXT NOT NULL, data TEXT NOT NULL, dup INTEGER NOT NULL DEFAULT 0, "
         "PRIMARY KEY (file, line))"
     )
     db.execute("CREATE INDEX IF NOT EXISTS deck_cards_dup ON deck_cards (dup) WHERE dup = 1")

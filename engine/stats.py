@@ -95,17 +95,9 @@ def compute(
         name: {"title": info.title, **mastery(len(info.card_ids), *per_deck.get(name, (0, 0)))}
         for name, info in collection.decks.items()
     }
-    tag_cards: dict[str, list[str]] = {}
-    for card in collection.cards:
-        for tag in card.tags:
-            tag_cards.setdefault(tag, []).append(card.id)
-    tagged = store.cards({cid for ids in tag_cards.values() for cid in ids})
-    tags = {}
-    for tag, ids in sorted(tag_cards.items()):
-        states = [tagged[c] for c in ids if c in tagged and not tagged[c].removed]
-        tags[tag] = mastery(
-            len(ids), len(states), sum((s.stability or 0) >= MATURE_DAYS for s in states)
-        )
+    # per tag in SQL when the decks come from the cache (no card is built)
+    progress = collection.tag_progress(store, MATURE_DAYS)
+    tags = {tag: mastery(*progress[tag]) for tag in sorted(progress)}
 
     # Demos verified: the latest run of each demo.
     keys = ("name", "device", "device_name", "scale", "passed", "seconds", "ran_at")

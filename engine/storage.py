@@ -707,10 +707,10 @@ class Store:
         checked_ns: int,
         info: str | None,
         errors: list[tuple[int, str]],
-        cards: list[tuple[int, str, str, str | None, str, str, str]],
+        cards: list[tuple[int, str, str, str | None, str, str, str, str]],
     ) -> None:
         """Replace one file's parse: its entry and its cards (line, id, deck, parent, demos,
-        content hash, fields). The checks across files are then redone (assembly dropped)."""
+        tags as a JSON list, content hash, fields). The checks across files are then redone (assembly dropped)."""
         with self.transaction():
             self.conn.execute("DELETE FROM deck_cards WHERE file = ?", (path,))
             self.conn.execute(
@@ -720,8 +720,8 @@ class Store:
                 (path, shown, size, mtime_ns, sha256, checked_ns, info, json.dumps(errors)),
             )
             self.conn.executemany(
-                "INSERT INTO deck_cards (file, line, id, deck, parent, demos, chash, data) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO deck_cards (file, line, id, deck, parent, demos, tags, chash, data) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(path, *c) for c in cards],
             )
             self.conn.execute("DELETE FROM meta WHERE key = 'deck_assembly'")
@@ -812,6 +812,18 @@ class Store:
             ).rowcount
             self.set_meta("deck_sync", key)
         return {"changed": changed, "removed": removed, "restored": restored}
+
+    def deck_cache_tag_progress(self, mature_days: float) -> dict[str, tuple[int, int, int]]:
+        """Per tag of the loaded deck cards: (cards, seen, mature), one grouped query."""
+        rows = self.conn.execute(
+            "SELECT t.value, count(*), count(c.id), "
+            "coalesce(sum(c.id IS NOT NULL AND coalesce(c.stability, 0) >= ?), 0) "
+            "FROM deck_files f JOIN deck_cards dc ON dc.file = f.path "
+            "JOIN json_each(dc.tags) t LEFT JOIN cards c ON c.id = dc.id AND c.removed = 0 "
+            "WHERE f.ord IS NOT NULL AND dc.dup = 0 AND dc.tags != '[]' GROUP BY t.value",
+            [mature_days],
+        )
+        return {tag: (int(n), int(seen), int(mature)) for tag, n, seen, mature in rows}
 
     def deck_cache_unseen(self, deck: str | None = None) -> Iterator[tuple[str, str | None, bool]]:
         """(id, parent, parent seen) of each loaded deck card without progress, in deck

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine import deckcache
+from prep.engine import deckcache, stats
 from prep.engine.deck import load_collection
 from prep.engine.scheduler import Rating
 from prep.engine.session import ReviewSession, build_queue
@@ -188,3 +188,24 @@ def test_a_database_that_refuses_writes_still_opens(store, decks, monkeypatch) -
     monkeypatch.setattr(store, "deck_cache_put", refuse)
     coll = deckcache.load(store, [decks], include_bundled=False)
     assert coll.cards == load_collection([decks], include_bundled=False).cards
+
+
+def test_stats_are_the_same_through_the_cache(store, decks, clock) -> None:
+    tagged = OTHER_DECK.replace(
+        "kind: follow-up\n    parent: missing-parent", "kind: recall\n    tags: [scaling, x]"
+    )
+    (decks / "other.yaml").write_text(tagged, encoding="utf-8")
+    cached = deckcache.load(store, [decks], include_bundled=False)
+    full = load_collection([decks], include_bundled=False)
+    session = ReviewSession(store, cached, clock=clock, queue=["other-one", "roles"])
+    session.rate(Rating.Easy)
+    session.rate(Rating.Good)
+    assert (
+        cached.tag_progress(store, 0.0)
+        == full.tag_progress(store, 0.0)
+        == {
+            "scaling": (2, 1, 1),
+            "x": (1, 0, 0),
+        }
+    )
+    assert stats.compute(store, cached, clock()) == stats.compute(store, full, clock())
