@@ -2,7 +2,7 @@
 
 Undo needs the exact state a card had before each review, and the export gives the state
 before and after each one. Up to v4 each review row kept both as JSON (about 650 bytes a
-review); now a state is a 58-byte binary record, and only what cannot be derived is stored:
+review); now a state is a 40-byte binary record, and only what cannot be derived is stored:
 
 - ``next``: the state after the review, always. Its membership fields (deck, content hash)
   are written only when they differ from the state it follows in the card's chain (the
@@ -30,7 +30,11 @@ from prep.engine.timeutil import fmt
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
-_HEAD = struct.Struct("<BBqddqqqq")  # state, flags, step, s, d, due, last, reps, lapses
+# state (+ _WIDE), flags, step, s, d, due, last, reps, lapses: step, reps and lapses take two
+# bytes each, or eight (with _WIDE in the state byte) when one of them does not fit
+_HEAD = struct.Struct("<BBHddqqHH")
+_WIDE_HEAD = struct.Struct("<BBqddqqqq")
+_WIDE = 0x80
 _STEP_NONE, _S_NONE, _D_NONE, _DUE_NONE, _LAST_NONE, _LEECH, _CHANGED, _REMOVED = (
     1 << i for i in range(8)
 )
@@ -67,10 +71,11 @@ def pack(s: CardState | LegacyState, card_id: str, ref: CardState | LegacyState 
         | (_CHANGED if s.changed else 0)
         | (_REMOVED if s.removed else 0)
     )
-    if not 0 <= s.state < 255:
+    if not 0 <= s.state < _WIDE - 1:  # (0xff with _WIDE would read as _RAW)
         raise ValueError(f"state {s.state!r} is not an fsrs state")
-    head = _HEAD.pack(
-        s.state,
+    wide = not all(0 <= x <= 0xFFFF for x in (s.step or 0, s.reps, s.lapses))
+    head = (_WIDE_HEAD if wide else _HEAD).pack(
+        s.state | (_WIDE if wide else 0),
         flags,
         s.step or 0,
         s.stability or 0.0,
@@ -92,9 +97,11 @@ def unpack(
 ) -> CardState | LegacyState:
     if blob[:1] == _RAW:
         return LegacyState(blob[1:].decode())
-    state, flags, step, s, d, due, last, reps, lapses = _HEAD.unpack_from(blob)
-    if len(blob) > _HEAD.size:
-        tail = json.loads(blob[_HEAD.size :].decode())
+    head = _WIDE_HEAD if blob[0] & _WIDE else _HEAD
+    state, flags, step, s, d, due, last, reps, lapses = head.unpack_from(blob)
+    state &= ~_WIDE
+    if len(blob) > head.size:
+        tail = json.loads(blob[head.size :].decode())
         deck, chash = tail[0], tail[1]
         cid = tail[2] if len(tail) > 2 else card_id
     else:

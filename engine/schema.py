@@ -161,17 +161,18 @@ def _v2_to_v3(db: Any) -> None:
 def _v3_to_v4(db: Any) -> None:
     # the deck cache (engine/deckcache.py): one row per deck file (its stat, hash, parse
     # errors), one per card (the outline columns the queue and the sync read in SQL, and the
-    # card's fields as JSON, read when the card is shown)
+    # card's fields as JSON, read when the card is shown), keyed by file id << 32 | line so
+    # that a file's cards are one rowid range, in file order, with no index beside
     db.execute(
-        "CREATE TABLE IF NOT EXISTS deck_files (path TEXT PRIMARY KEY, shown TEXT NOT NULL, "
+        "CREATE TABLE IF NOT EXISTS deck_files (fid INTEGER PRIMARY KEY, "
+        "path TEXT NOT NULL UNIQUE, shown TEXT NOT NULL, "
         "size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, sha256 TEXT NOT NULL, "
         "checked_ns INTEGER NOT NULL, info TEXT, errors TEXT NOT NULL, ord INTEGER)"
     )
     db.execute(
-        "CREATE TABLE IF NOT EXISTS deck_cards (file TEXT NOT NULL, line INTEGER NOT NULL, "
+        "CREATE TABLE IF NOT EXISTS deck_cards (key INTEGER PRIMARY KEY, "
         "id TEXT NOT NULL, deck TEXT NOT NULL, parent TEXT, demos TEXT NOT NULL, "
-        "tags TEXT NOT NULL, chash TEXT NOT NULL, data TEXT NOT NULL, dup INTEGER NOT NULL DEFAULT 0, "
-        "PRIMARY KEY (file, line))"
+        "tags TEXT NOT NULL, chash TEXT NOT NULL, data TEXT NOT NULL, dup INTEGER NOT NULL DEFAULT 0)"
     )
     db.execute("CREATE INDEX IF NOT EXISTS deck_cards_dup ON deck_cards (dup) WHERE dup = 1")
 

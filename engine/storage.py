@@ -712,19 +712,28 @@ class Store:
         """Replace one file's parse: its entry and its cards (line, id, deck, parent, demos,
         tags as a JSON list, content hash, fields). The checks across files are then redone (assembly dropped)."""
         with self.transaction():
-            self.conn.execute("DELETE FROM deck_cards WHERE file = ?", (path,))
             self.conn.execute(
-                "INSERT OR REPLACE INTO deck_files "
+                "INSERT INTO deck_files "
                 "(path, shown, size, mtime_ns, sha256, checked_ns, info, errors, ord) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL) ON CONFLICT(path) DO UPDATE SET "
+                "shown = excluded.shown, size = excluded.size, mtime_ns = excluded.mtime_ns, "
+                "sha256 = excluded.sha256, checked_ns = excluded.checked_ns, "
+                "info = excluded.info, errors = excluded.errors, ord = NULL",
                 (path, shown, size, mtime_ns, sha256, checked_ns, info, json.dumps(errors)),
             )
+            lo, hi = self._deck_keys(path)
+            self.conn.execute("DELETE FROM deck_cards WHERE key BETWEEN ? AND ?", (lo, hi))
             self.conn.executemany(
-                "INSERT INTO deck_cards (file, line, id, deck, parent, demos, tags, chash, data) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(path, *c) for c in cards],
+                "INSERT INTO deck_cards (key, id, deck, parent, demos, tags, chash, data) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(lo + c[0], *c[1:]) for c in cards],
             )
             self.conn.execute("DELETE FROM meta WHERE key = 'deck_assembly'")
+
+    def _deck_keys(self, path: str) -> tuple[int, int]:
+        """The range of deck_cards keys of one cached file (its id << 32 | line)."""
+        fid = self.conn.execute("SELECT fid FROM deck_files WHERE path = ?", (path,)).fetchone()[0]
+        return fid << 32, (fid << 32) | 0xFFFFFFFF
 
     def deck_cache_parsed(
         self, paths: list[str]
@@ -741,20 +750,21 @@ class Store:
         """(file, line, id, deck, parent, demos) of every cached card of ``paths``, in order."""
         for path in paths:
             yield from self.conn.execute(
-                "SELECT file, line, id, deck, parent, demos FROM deck_cards WHERE file = ? "
-                "ORDER BY line",
-                (path,),
+                "SELECT ?, key & 0xFFFFFFFF, id, deck, parent, demos FROM deck_cards "
+                "WHERE key BETWEEN ? AND ? ORDER BY key",
+                (path, *self._deck_keys(path)),
             )
 
     def deck_cache_card(self, path: str, line: int) -> str:
         return self.conn.execute(
-            "SELECT data FROM deck_cards WHERE file = ? AND line = ?", (path, line)
+            "SELECT data FROM deck_cards WHERE key = ?", (self._deck_keys(path)[0] | line,)
         ).fetchone()[0]
 
     def deck_cache_card_data(self, paths: list[str]) -> Iterator[tuple[str, int, str]]:
         for path in paths:
             yield from self.conn.execute(
-                "SELECT file, line, data FROM deck_cards WHERE file = ?", (path,)
+                "SELECT ?, key & 0xFFFFFFFF, data FROM deck_cards WHERE key BETWEEN ? AND ?",
+                (path, *self._deck_keys(path)),
             )
 
     def deck_cache_assembly(self, key: str) -> dict[str, Any] | None:
@@ -778,8 +788,8 @@ class Store:
             )
             self.conn.execute("UPDATE deck_cards SET dup = 0 WHERE dup = 1")
             self.conn.executemany(
-                "UPDATE deck_cards SET dup = 1 WHERE file = ? AND line = ?",
-                [tuple(x) for x in assembly["excluded_keys"]],
+                "UPDATE deck_cards SET dup = 1 WHERE key = ?",
+                [(self._deck_keys(path)[0] | line,) for path, line in assembly["excluded_keys"]],
             )
             self.set_meta("deck_assembly", json.dumps({"key": key, **assembly}))
 
@@ -788,8 +798,8 @@ class Store:
         return row[0] if row else None
 
     _LIVE_DECK_CARDS = (
-        "SELECT dc.id, dc.deck, dc.chash FROM deck_cards dc JOIN deck_files f ON f.path = dc.file "
-        "WHERE f.ord IS NOT NULL AND dc.dup = 0"
+        "SELECT dc.id, dc.deck, dc.chash FROM deck_cards dc JOIN deck_files f ON f.fid = dc.key >> 32 "
+        "WHERE f.ord IS NOT NULL AND +dc.dup = 0"
     )
 
     def sync_with_deck_cache(self, key: str) -> dict[str, int]:
@@ -818,29 +828,34 @@ class Store:
         rows = self.conn.execute(
             "SELECT t.value, count(*), count(c.id), "
             "coalesce(sum(c.id IS NOT NULL AND coalesce(c.stability, 0) >= ?), 0) "
-            "FROM deck_files f JOIN deck_cards dc ON dc.file = f.path "
+            "FROM deck_files f JOIN deck_cards dc ON dc.key BETWEEN f.fid << 32 AND (f.fid << 32) + 4294967295 "
             "JOIN json_each(dc.tags) t LEFT JOIN cards c ON c.id = dc.id AND c.removed = 0 "
-            "WHERE f.ord IS NOT NULL AND dc.dup = 0 AND dc.tags != '[]' GROUP BY t.value",
+            "WHERE f.ord IS NOT NULL AND +dc.dup = 0 AND dc.tags != '[]' GROUP BY t.value",
             [mature_days],
         )
         return {tag: (int(n), int(seen), int(mature)) for tag, n, seen, mature in rows}
 
     def deck_cache_unseen(self, deck: str | None = None) -> Iterator[tuple[str, str | None, bool]]:
         """(id, parent, parent seen) of each loaded deck card without progress, in deck
-        order: SQLite steps only as far as the caller reads."""
+        order: file by file, each a rowid range that SQLite steps only as far as the caller
+        reads (no sort, no set of seen ids)."""
         sql = (
-            "SELECT dc.id, dc.parent, dc.parent IS NOT NULL AND EXISTS "
-            "(SELECT 1 FROM cards p WHERE p.id = dc.parent) "
-            "FROM deck_files f JOIN deck_cards dc ON dc.file = f.path "
-            "WHERE f.ord IS NOT NULL AND dc.dup = 0 "
-            "AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.id = dc.id)"
+            "SELECT id, parent, parent IS NOT NULL AND EXISTS "
+            "(SELECT 1 FROM cards p WHERE p.id = deck_cards.parent) "
+            "FROM deck_cards WHERE key BETWEEN ? AND ? AND +dup = 0 "
+            "AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.id = deck_cards.id)"
         )
-        args: list[Any] = []
         if deck is not None:
-            sql += " AND dc.deck = ?"
-            args.append(deck)
-        for cid, parent, parent_seen in self.conn.execute(sql + " ORDER BY f.ord, dc.line", args):
-            yield cid, parent, bool(parent_seen)
+            sql += " AND deck = ?"
+        files = self.conn.execute(
+            "SELECT fid FROM deck_files WHERE ord IS NOT NULL ORDER BY ord"
+        ).fetchall()
+        for (fid,) in files:
+            args: list[Any] = [fid << 32, (fid << 32) | 0xFFFFFFFF]
+            if deck is not None:
+                args.append(deck)
+            for cid, parent, parent_seen in self.conn.execute(sql + " ORDER BY key", args):
+                yield cid, parent, bool(parent_seen)
 
     # --- export and import ----------------------------------------------------------------
 
