@@ -205,8 +205,10 @@ def check(obj: Ctx, paths: tuple[Path, ...]) -> None:
 
     Errors are printed as FILE:LINE: message (all at once), exit 2."""
     from prep.engine.deck import load_collection
+    from prep.engine.deckcache import gc_paused
 
-    coll = load_collection([*obj.questions, *paths], demo_names=demo_names())
+    with gc_paused():  # every file parsed, as always: no cache here
+        coll = load_collection([*obj.questions, *paths], demo_names=demo_names())
     for error in coll.errors:
         click.echo(str(error), err=True)
     if coll.errors:
@@ -518,8 +520,8 @@ def mock(obj: Ctx, minutes: float, deck: str | None, seed: int | None, plain: bo
     from prep.engine.mock import MockError, MockInterview
     from prep.tui.plain import run_mock_plain
 
-    coll = obj.collection()
     with obj.store() as store:
+        coll = obj.collection(store=store)
         try:
             interview = MockInterview(store, coll, minutes=minutes, deck=deck, seed=seed)
         except MockError as exc:
