@@ -33,7 +33,7 @@ import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -53,20 +53,10 @@ from prep.engine.deck import (
 
 RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's mtime tick we expect
 
-# The Card fields kept in the cache, in this order (``line``, ``deck`` and ``file`` are
-# columns of their own).
-_FIELDS = (
-    "kind",
-    "prompt",
-    "answer",
-    "explain",
-    "analogy",
-    "choices",
-    "correct",
-    "demos",
-    "tags",
-    "sources",
-    "bullets",
+# The Card fields kept in the cache's JSON, in Card's order (id, deck and parent are columns
+# of their own; file and line are the cache entry's).
+_FIELDS = tuple(
+    f.name for f in fields(Card) if f.name not in ("id", "deck", "file", "line", "parent")
 )
 _TUPLES = frozenset({"choices", "demos", "tags", "sources", "bullets"})
 

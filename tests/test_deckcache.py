@@ -37,11 +37,8 @@ cards:
 
 
 @pytest.fixture
-def decks(tmp_path: Path) -> Path:
-    folder = tmp_path / "decks"
-    folder.mkdir()
-    (folder / "small.yaml").write_text(SMALL_DECK, encoding="utf-8")
-    return folder
+def decks(small_deck_dir: Path) -> Path:
+    return small_deck_dir
 
 
 @pytest.fixture
