@@ -102,39 +102,53 @@ def card_from_fields(
 
 
 class CachedCollection(Collection):
-    """A Collection over the deck cache: outline in memory, each Card built on first use."""
+    """A Collection over the deck cache: only the ids in memory (in order, with where each
+    card is cached); a Card is built the first time it is asked for, and the outline (deck,
+    parent, demos of every card) is read only by the calls that walk every card."""
 
     def __init__(
         self,
         store: Any,
-        refs: list[CardRef],
+        files: list[tuple[str, str]],
+        ids: dict[str, list[tuple[int, str]]],
         decks: dict[str, DeckInfo],
         errors: list[DeckError],
-        files: dict[str, str],
     ) -> None:
         # Collection's own fields, but ``cards`` is built on demand (see the property)
         self.decks = decks
         self.errors = errors
         self._store = store
-        self._refs = refs
-        self._ref_by_id = {r.id: r for r in refs}
-        self._files = files  # shown name -> cache key (resolved path)
+        self._files = files  # (cache key, shown name) of each file, in order
+        self._where: dict[str, tuple[str, int, str]] = {}  # id -> (key, line, shown)
+        for key, shown in files:
+            where = self._where
+            for line, cid in ids[key]:
+                where[cid] = (key, line, shown)
         self._built: dict[str, Card] = {}
+        self._refs: list[CardRef] | None = None
         self._all: list[Card] | None = None
+
+    def refs(self) -> list[CardRef]:
+        """Every card's outline, in order (read from the cache on first use)."""
+        if self._refs is None:
+            self._refs = [
+                r
+                for key, shown in self._files
+                for r in _refs(self._store, key, shown)
+                if self._where.get(r.id, (None, None))[:2] == (key, r.line)
+            ]
+        return self._refs
 
     @property  # type: ignore[override]
     def cards(self) -> list[Card]:
         if self._all is None:
-            by_file: dict[str, dict[int, str]] = {}
-            for key, line, data in self._store.deck_cache_card_data(list(self._files.values())):
-                by_file.setdefault(key, {})[line] = data
-            out = []
-            for r in self._refs:
-                card = self._built.get(r.id)
-                if card is None:
-                    card = self._build(r, by_file[self._files[r.file]][r.line])
-                out.append(card)
-            self._all = out
+            data: dict[tuple[str, int], str] = {}
+            for key, line, text in self._store.deck_cache_card_data([k for k, _ in self._files]):
+                data[key, line] = text
+            self._all = [
+                self._built.get(r.id) or self._build(r, data[self._where[r.id][:2]])
+                for r in self.refs()
+            ]
         return self._all
 
     def _build(self, ref: CardRef, data: str) -> Card:
@@ -151,29 +165,30 @@ class CachedCollection(Collection):
         card = self._built.get(card_id)
         if card is not None:
             return card
-        ref = self._ref_by_id.get(card_id)
-        if ref is None:
+        where = self._where.get(card_id)
+        if where is None:
             return None
-        data = self._store.deck_cache_card(self._files[ref.file], ref.line)
-        return self._build(ref, data)
+        key, line, shown = where
+        deck, parent, demos, data = self._store.deck_cache_card(key, line)
+        return self._build(CardRef(card_id, deck, parent, _demos(demos), shown, line), data)
 
     def __contains__(self, card_id: object) -> bool:
-        return card_id in self._ref_by_id
+        return card_id in self._where
 
     def __len__(self) -> int:
-        return len(self._refs)
+        return len(self._where)
 
     def outline(self) -> Iterator[tuple[str, str, str | None]]:
-        return ((r.id, r.deck, r.parent) for r in self._refs)
+        return ((r.id, r.deck, r.parent) for r in self.refs())
 
     def children(self, card_id: str) -> list[Card]:
-        return [c for r in self._refs if r.parent == card_id and (c := self.get(r.id))]
+        return [c for r in self.refs() if r.parent == card_id and (c := self.get(r.id))]
 
     def cards_for_demo(self, name: str) -> list[Card]:
-        return [c for r in self._refs if name in r.demos and (c := self.get(r.id))]
+        return [c for r in self.refs() if name in r.demos and (c := self.get(r.id))]
 
     def in_deck(self, deck: str | None) -> list[Card]:
-        return [c for r in self._refs if deck is None or r.deck == deck if (c := self.get(r.id))]
+        return [c for r in self.refs() if deck is None or r.deck == deck if (c := self.get(r.id))]
 
     def sync(self, store: Any) -> None:
         """Nothing to do: ``load`` reconciled the store with these decks when they changed."""
@@ -186,7 +201,18 @@ class CachedCollection(Collection):
     ) -> Iterator[tuple[str, str | None, bool]]:
         # a collection loaded by another process with other decks may have re-ordered the
         # cache meanwhile: only this collection's cards are served
-        return (u for u in self._store.deck_cache_unseen(deck) if u[0] in self._ref_by_id)
+        return (u for u in self._store.deck_cache_unseen(deck) if u[0] in self._where)
+
+
+def _demos(text: str) -> tuple[str, ...]:
+    return tuple(text.split(",")) if text else ()
+
+
+def _refs(store: Any, key: str, shown: str) -> list[CardRef]:
+    return [
+        CardRef(cid, deck, parent, _demos(demos), shown, line)
+        for _, line, cid, deck, parent, demos in store.deck_cache_outline([key])
+    ]
 
 
 def _parse(text: str, shown: str, stem: str):
@@ -267,6 +293,7 @@ def _load(
                     sha256=sha,
                     checked_ns=now_ns,
                     info=None if info is None else _info_json(info),
+                    declared=[] if info is None else info.declared,
                     errors=[(e.line, e.message) for e in errors],
                     cards=[
                         (
@@ -289,22 +316,17 @@ def _load(
 
     keys = [k for k, _ in order]
     parsed = store.deck_cache_parsed(keys)  # key -> (info json | None, errors)
-    refs_by_file: dict[str, list[CardRef]] = {k: [] for k in keys}
-    shown_of = dict(order)
-    for key, line, cid, deck, parent, demos in store.deck_cache_outline(keys):
-        refs_by_file[key].append(
-            CardRef(
-                cid, deck, parent, tuple(demos.split(",")) if demos else (), shown_of[key], line
-            )
-        )
     assembled = store.deck_cache_assembly(state_key)
     if assembled is None:
+        # the checks across files, on the outline of every card (only after a change)
+        refs_by_file = {key: _refs(store, key, shown) for key, shown in order}
+        declared = store.deck_cache_declared(keys)
         coll = Collection()
         coll.errors.extend(read_errors)
         assemble(
             coll,
             (
-                (shown, *_info_and_errors(parsed[key], shown), refs_by_file[key])
+                (shown, *_info_and_errors(parsed[key], shown, declared[key]), refs_by_file[key])
                 for key, shown in order
             ),
             demo_names,
@@ -319,25 +341,20 @@ def _load(
             "renamed": renamed,
         }
         store.deck_cache_save_assembly(state_key, keys, assembled)
-    excluded_set = {(k, line) for k, line in assembled["excluded_keys"]}
+    rows = {key: store.deck_cache_ids(key) for key in keys}  # (line, id, duplicate)
+    kept = {key: [(line, cid) for line, cid, dup in rows[key] if not dup] for key in keys}
     decks: dict[str, DeckInfo] = {}
-    refs: list[CardRef] = []
-    infos = []
+    errors = [DeckError(f, line, m) for f, line, m in assembled["errors"]]
+    coll = CachedCollection(store, order, kept, decks, errors)
     for key, shown in order:
-        info, _ = _info_and_errors(parsed[key], shown)
+        info, _ = _info_and_errors(parsed[key], shown, [])
         if info is None:
             continue
         info.name = assembled["renamed"].get(shown, info.name)
-        refs.extend(r for r in refs_by_file[key] if (key, r.line) not in excluded_set)
-        infos.append((key, info))
-    kept_ids = {r.id for r in refs}
-    for key, info in infos:
         # as load_collection: the file's valid ids that are in the collection (a duplicate
         # id is listed under both decks, its card is the first one)
-        info.card_ids = [r.id for r in refs_by_file[key] if r.id in kept_ids]
+        info.card_ids = [cid for _, cid, _ in rows[key] if cid in coll]
         decks[info.name] = info
-    errors = [DeckError(f, line, m) for f, line, m in assembled["errors"]]
-    coll = CachedCollection(store, refs, decks, errors, {shown: key for key, shown in order})
     if store.deck_sync_key() != state_key:
         store.sync_with_deck_cache(state_key)
     return coll
@@ -345,18 +362,13 @@ def _load(
 
 def _info_json(info: DeckInfo) -> str:
     return json.dumps(
-        {
-            "name": info.name,
-            "title": info.title,
-            "description": info.description,
-            "declared": info.declared,
-        },
+        {"name": info.name, "title": info.title, "description": info.description},
         ensure_ascii=False,
     )
 
 
 def _info_and_errors(
-    entry: tuple[str | None, list[tuple[int, str]]], shown: str
+    entry: tuple[str | None, list[tuple[int, str]]], shown: str, declared: list
 ) -> tuple[DeckInfo | None, list[DeckError]]:
     info_json, errors = entry
     deck_errors = [DeckError(shown, line, message) for line, message in errors]
@@ -368,6 +380,6 @@ def _info_and_errors(
         title=d["title"],
         description=d["description"],
         file=shown,
-        declared=[(cid, line) for cid, line in d["declared"]],
+        declared=[(cid, line) for cid, line in declared],
     )
     return info, deck_errors

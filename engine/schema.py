@@ -167,7 +167,8 @@ def _v3_to_v4(db: Any) -> None:
         "CREATE TABLE IF NOT EXISTS deck_files (fid INTEGER PRIMARY KEY, "
         "path TEXT NOT NULL UNIQUE, shown TEXT NOT NULL, "
         "size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, sha256 TEXT NOT NULL, "
-        "checked_ns INTEGER NOT NULL, info TEXT, errors TEXT NOT NULL, ord INTEGER)"
+        "checked_ns INTEGER NOT NULL, info TEXT, declared TEXT NOT NULL, errors TEXT NOT NULL, "
+        "ord INTEGER)"
     )
     db.execute(
         "CREATE TABLE IF NOT EXISTS deck_cards (key INTEGER PRIMARY KEY, "

@@ -230,7 +230,7 @@ class ReviewSession:
         """End-of-session summary: cards, again-rate, time, what is due next."""
         now = self.clock()
         end_of_tomorrow = study_day_start(now, 2)
-        due_by_tomorrow = len(self.store.due_ids(end_of_tomorrow))
+        due_by_tomorrow = self.store.count_due(end_of_tomorrow)  # a count, not 40k ids
         return {
             "reviewed": self.stats.reviewed,
             "again": self.stats.again,

@@ -706,6 +706,7 @@ class Store:
         sha256: str,
         checked_ns: int,
         info: str | None,
+        declared: list[tuple[str, int]],
         errors: list[tuple[int, str]],
         cards: list[tuple[int, str, str, str | None, str, str, str, str]],
     ) -> None:
@@ -714,12 +715,23 @@ class Store:
         with self.transaction():
             self.conn.execute(
                 "INSERT INTO deck_files "
-                "(path, shown, size, mtime_ns, sha256, checked_ns, info, errors, ord) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL) ON CONFLICT(path) DO UPDATE SET "
+                "(path, shown, size, mtime_ns, sha256, checked_ns, info, declared, errors, ord) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL) ON CONFLICT(path) DO UPDATE SET "
                 "shown = excluded.shown, size = excluded.size, mtime_ns = excluded.mtime_ns, "
                 "sha256 = excluded.sha256, checked_ns = excluded.checked_ns, "
-                "info = excluded.info, errors = excluded.errors, ord = NULL",
-                (path, shown, size, mtime_ns, sha256, checked_ns, info, json.dumps(errors)),
+                "info = excluded.info, declared = excluded.declared, errors = excluded.errors, "
+                "ord = NULL",
+                (
+                    path,
+                    shown,
+                    size,
+                    mtime_ns,
+                    sha256,
+                    checked_ns,
+                    info,
+                    json.dumps(declared),
+                    json.dumps(errors),
+                ),
             )
             lo, hi = self._deck_keys(path)
             self.conn.execute("DELETE FROM deck_cards WHERE key BETWEEN ? AND ?", (lo, hi))
@@ -755,10 +767,30 @@ class Store:
                 (path, *self._deck_keys(path)),
             )
 
-    def deck_cache_card(self, path: str, line: int) -> str:
+    def deck_cache_card(self, path: str, line: int) -> tuple[str, str | None, str, str]:
+        """(deck, parent, demos, fields) of one cached card."""
         return self.conn.execute(
-            "SELECT data FROM deck_cards WHERE key = ?", (self._deck_keys(path)[0] | line,)
-        ).fetchone()[0]
+            "SELECT deck, parent, demos, data FROM deck_cards WHERE key = ?",
+            (self._deck_keys(path)[0] | line,),
+        ).fetchone()
+
+    def deck_cache_ids(self, path: str) -> list[tuple[int, str, int]]:
+        """(line, id, left out as a duplicate) of each cached card of one file, in order."""
+        return self.conn.execute(
+            "SELECT key & 0xFFFFFFFF, id, dup FROM deck_cards WHERE key BETWEEN ? AND ? "
+            "ORDER BY key",
+            self._deck_keys(path),
+        ).fetchall()
+
+    def deck_cache_declared(self, paths: list[str]) -> dict[str, list[tuple[str, int]]]:
+        """(id, line) of every card entry of each file that names an id, valid or not."""
+        out = {}
+        for path in paths:
+            (text,) = self.conn.execute(
+                "SELECT declared FROM deck_files WHERE path = ?", (path,)
+            ).fetchone()
+            out[path] = [(cid, line) for cid, line in json.loads(text)]
+        return out
 
     def deck_cache_card_data(self, paths: list[str]) -> Iterator[tuple[str, int, str]]:
         for path in paths:

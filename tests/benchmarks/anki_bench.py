@@ -256,7 +256,7 @@ def main() -> None:
     ap.add_argument(
         "--million",
         action="store_true",
-        help="add 1M cards (2 reviews each; prep only) to the growth table; built once",
+        help="add 1M cards (1 review each; prep only) to the growth table; built once",
     )
     ap.add_argument("--out", type=Path, default=ROOT / "bench-out")
     ap.add_argument("--work", type=Path, help="scratch copies (default: OUT/work)")
@@ -278,7 +278,7 @@ def main() -> None:
         print(f"measuring {n:,} cards ...", flush=True)
         results.append(measure(m, work, repeat, anki=have_anki, answers=args.answers))
     if args.million:
-        m = gencoll.build(args.out, 1_000_000, 2, anki=False)
+        m = gencoll.build(args.out, 1_000_000, 1, anki=False)
         print("measuring 1,000,000 cards (prep only) ...", flush=True)
         results.append(measure(m, work, 2, anki=False, answers=0))
     report(results)
