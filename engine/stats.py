@@ -62,16 +62,17 @@ def compute(
     # Reviews per study day for the last `history_days` days (oldest first).
     today_date = study_day(now)
     first_day = today_date - timedelta(days=history_days - 1)
-    per_day_map = store.reviews_per_day(study_day_start(now, -history_days))
+    counts = store.reviews_per_interval(
+        [study_day_start(now, i - history_days + 1) for i in range(history_days + 1)]
+    )
     days = [(first_day + timedelta(days=i)).isoformat() for i in range(history_days)]
-    per_day = [{"date": d, "reviews": per_day_map.get(d, 0)} for d in days]
+    per_day = [{"date": d, "reviews": n} for d, n in zip(days, counts, strict=True)]
 
     # Due counts and forecast (removed cards are not served; overdue cards count as today's).
-    horizon = study_day_start(now, max(forecast_days, 7))
-    by_day = store.due_per_day(horizon, today_date.isoformat())
-    days_ahead = [
-        (today_date + timedelta(days=i)).isoformat() for i in range(max(forecast_days, 7))
-    ]
+    n_ahead = max(forecast_days, 7)
+    days_ahead = [(today_date + timedelta(days=i)).isoformat() for i in range(n_ahead)]
+    due_counts = store.due_per_interval([study_day_start(now, i) for i in range(n_ahead + 1)])
+    by_day = dict(zip(days_ahead, due_counts, strict=True))
     forecast = [{"date": d, "due": by_day.get(d, 0)} for d in days_ahead[:forecast_days]]
     due = {
         "now": store.count_due(now),

@@ -99,12 +99,6 @@ def _json_or_none(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-def _day_modifier(rollover_hour: int) -> str:
-    """SQLite date() modifiers turning a UTC timestamp into the user's study day: local time
-    with the UTC offset in force at that timestamp (not today's: DST), less the rollover."""
-    return f"'localtime', '-{int(rollover_hour)} hours'"
-
-
 def _decode(rows: Iterable[tuple]) -> Iterator[tuple[Review, int | None]]:
     """Review log rows (``_REVIEW_COLS``, in id order, each card's from its first review)
     as Reviews, with the prev_state column beside each."""
@@ -644,25 +638,30 @@ class Store:
         ).fetchone()
         return row is not None
 
-    def reviews_per_day(self, since: datetime, rollover_hour: int = 4) -> dict[str, int]:
-        """Reviews per study day (local date, the day rolling over at ``rollover_hour``) from
-        ``since`` on: {"2026-03-02": 12, ...}."""
+    def reviews_per_interval(self, bounds: list[datetime]) -> list[int]:
+        """Reviews made in each [bounds[i], bounds[i + 1]): one indexed range count each
+        (the caller draws the study days' bounds, DST and all; no date() per review)."""
+        values = ", ".join("(?, ?)" for _ in bounds[1:])
+        args = [to_us(t) for pair in zip(bounds[:-1], bounds[1:], strict=True) for t in pair]
         rows = self.conn.execute(
-            f"SELECT date(at / 1000000, 'unixepoch', {_day_modifier(rollover_hour)}) AS d, "
-            "count(*) FROM reviews WHERE at >= ? GROUP BY d",
-            [to_us(since)],
+            f"WITH b(lo, hi) AS (VALUES {values}) "
+            "SELECT (SELECT count(*) FROM reviews WHERE at >= b.lo AND at < b.hi) FROM b",
+            args,
         )
-        return {d: n for d, n in rows}
+        return [n for (n,) in rows]
 
-    def due_per_day(self, until: datetime, today: str, rollover_hour: int = 4) -> dict[str, int]:
-        """Cards due per study day up to ``until``; overdue cards count on ``today`` (an ISO
-        date). One grouped, indexed query."""
+    def due_per_interval(self, bounds: list[datetime]) -> list[int]:
+        """Live cards due in each [bounds[i], bounds[i + 1]), the first interval open below
+        (overdue cards count in it): one indexed range count each."""
+        values = ", ".join("(?, ?)" for _ in bounds[1:])
+        args = [fmt(t) for pair in zip(bounds[:-1], bounds[1:], strict=True) for t in pair]
+        args[0] = ""  # before any due time
         rows = self.conn.execute(
-            f"SELECT max(date(due, {_day_modifier(rollover_hour)}), ?) AS d, count(*) "
-            "FROM cards WHERE removed = 0 AND due <= ? GROUP BY d",
-            [today, fmt(until)],
+            f"WITH b(lo, hi) AS (VALUES {values}) SELECT (SELECT count(*) FROM cards "
+            "WHERE removed = 0 AND due >= b.lo AND due < b.hi) FROM b",
+            args,
         )
-        return {d: n for d, n in rows}
+        return [n for (n,) in rows]
 
     def deck_progress(self, mature_days: float) -> dict[str, tuple[int, int]]:
         """Per deck: (cards seen, cards whose stability reaches ``mature_days``)."""
@@ -676,8 +675,11 @@ class Store:
     def flagged(self, flag: Literal["leech", "changed"]) -> list[str]:
         """Ids of live cards marked as leeches, or whose text changed since their last review."""
         column = {"leech": "leech", "changed": "changed"}[flag]
+        # the partial index holds only the flagged cards (the planner would rather walk the
+        # (removed, ...) index over every live card)
         rows = self.conn.execute(
-            f"SELECT id FROM cards WHERE {column} = 1 AND removed = 0 ORDER BY id"
+            f"SELECT id FROM cards INDEXED BY cards_{column} WHERE {column} = 1 AND removed = 0 "
+            "ORDER BY id"
         )
         return [r[0] for r in rows]
 
