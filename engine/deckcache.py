@@ -268,7 +268,6 @@ def _load(
         if (
             st is not None
             and entry is not None
-            and entry["shown"] == shown
             and (entry["size"], entry["mtime_ns"]) == (st.st_size, st.st_mtime_ns)
             and entry["checked_ns"] - st.st_mtime_ns >= RACY_NS
         ):
@@ -281,7 +280,8 @@ def _load(
                 continue
             assert text is not None and st is not None
             sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
-            if entry is not None and entry["sha256"] == sha and entry["shown"] == shown:
+            # (a parse does not depend on how the path is shown: names are added on load)
+            if entry is not None and entry["sha256"] == sha:
                 store.deck_cache_touch(key, st.st_size, st.st_mtime_ns, now_ns)
             else:
                 info, cards, errors = _parse(text, shown, path.stem)

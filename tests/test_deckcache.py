@@ -206,3 +206,20 @@ def test_stats_are_the_same_through_the_cache(store, decks, clock) -> None:
         }
     )
     assert stats.compute(store, cached, clock()) == stats.compute(store, full, clock())
+
+
+def test_another_working_directory_renames_files_but_parses_nothing(
+    store, decks, parses, monkeypatch
+) -> None:
+    (decks / "other.yaml").write_text(OTHER_DECK, encoding="utf-8")
+    for p in decks.iterdir():
+        age(p)
+    monkeypatch.chdir(decks)
+    here = deckcache.load(store, [decks], include_bundled=False)
+    assert any(e.file == "other.yaml" for e in here.errors)
+    monkeypatch.chdir(decks.parent)
+    there = deckcache.load(store, [decks], include_bundled=False)
+    assert len(parses) == 2  # names are the load's, not the parse's
+    assert any(e.file == "decks/other.yaml" for e in there.errors)
+    assert there.get("other-one").file == "decks/other.yaml"
+    same_as_full_parse(there, decks)
