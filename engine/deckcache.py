@@ -216,8 +216,7 @@ def _refs(store: Any, key: str, shown: str) -> list[CardRef]:
 
 
 def _parse(text: str, shown: str, stem: str):
-    with gc_paused():
-        return parse_deck_text(text, shown, stem)
+    return parse_deck_text(text, shown, stem)
 
 
 def load(
@@ -234,7 +233,8 @@ def load(
     from prep.engine.storage import StoreError
 
     try:
-        return _load(store, paths, demo_names, include_bundled)
+        with gc_paused():  # a hundred thousand small objects, none of them garbage
+            return _load(store, paths, demo_names, include_bundled)
     except StoreError:
         return load_collection(paths, demo_names=demo_names, include_bundled=include_bundled)
 
