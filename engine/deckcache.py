@@ -302,7 +302,7 @@ def _load(
                             c.deck,
                             c.parent,
                             ",".join(c.demos),
-                            json.dumps(list(c.tags), ensure_ascii=False),
+                            list(c.tags),
                             c.content_hash,
                             card_fields(c),
                         )

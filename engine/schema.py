@@ -173,9 +173,15 @@ def _v3_to_v4(db: Any) -> None:
     db.execute(
         "CREATE TABLE IF NOT EXISTS deck_cards (key INTEGER PRIMARY KEY, "
         "id TEXT NOT NULL, deck TEXT NOT NULL, parent TEXT, demos TEXT NOT NULL, "
-        "tags TEXT NOT NULL, chash TEXT NOT NULL, data TEXT NOT NULL, dup INTEGER NOT NULL DEFAULT 0)"
+        "chash TEXT NOT NULL, data TEXT NOT NULL, dup INTEGER NOT NULL DEFAULT 0)"
     )
-    db.execute("CREATE INDEX IF NOT EXISTS deck_cards_dup ON deck_cards (dup) WHERE dup = 1")
+    # the few cards the checks across files left out (duplicate ids), by key
+    db.execute("CREATE INDEX IF NOT EXISTS deck_cards_dup ON deck_cards (key) WHERE dup = 1")
+    # each tag of each card, in id order: mastery per tag walks it beside the cards' id index
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS deck_tags (id TEXT NOT NULL, tag TEXT NOT NULL, "
+        "key INTEGER NOT NULL, PRIMARY KEY (id, tag, key)) WITHOUT ROWID"
+    )
 
 
 def _v4_to_v5(db: Any) -> None:

@@ -710,10 +710,10 @@ class Store:
         info: str | None,
         declared: list[tuple[str, int]],
         errors: list[tuple[int, str]],
-        cards: list[tuple[int, str, str, str | None, str, str, str, str]],
+        cards: list[tuple[int, str, str, str | None, str, list[str], str, str]],
     ) -> None:
         """Replace one file's parse: its entry and its cards (line, id, deck, parent, demos,
-        tags as a JSON list, content hash, fields). The checks across files are then redone (assembly dropped)."""
+        tags, content hash, fields). The checks across files are then redone (assembly dropped)."""
         with self.transaction():
             self.conn.execute(
                 "INSERT INTO deck_files "
@@ -737,10 +737,15 @@ class Store:
             )
             lo, hi = self._deck_keys(path)
             self.conn.execute("DELETE FROM deck_cards WHERE key BETWEEN ? AND ?", (lo, hi))
+            self.conn.execute("DELETE FROM deck_tags WHERE key BETWEEN ? AND ?", (lo, hi))
             self.conn.executemany(
-                "INSERT INTO deck_cards (key, id, deck, parent, demos, tags, chash, data) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [(lo + c[0], *c[1:]) for c in cards],
+                "INSERT INTO deck_cards (key, id, deck, parent, demos, chash, data) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(lo + c[0], *c[1:5], *c[6:]) for c in cards],
+            )
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO deck_tags (id, tag, key) VALUES (?, ?, ?)",
+                [(c[1], tag, lo + c[0]) for c in cards for tag in c[5]],
             )
             self.conn.execute("DELETE FROM meta WHERE key = 'deck_assembly'")
 
@@ -858,13 +863,17 @@ class Store:
         return {"changed": changed, "removed": removed, "restored": restored}
 
     def deck_cache_tag_progress(self, mature_days: float) -> dict[str, tuple[int, int, int]]:
-        """Per tag of the loaded deck cards: (cards, seen, mature), one grouped query."""
+        """Per tag of the loaded deck cards: (cards, seen, mature), one grouped query that
+        walks the tags in card-id order beside the cards' id index."""
         rows = self.conn.execute(
-            "SELECT t.value, count(*), count(c.id), "
+            "SELECT t.tag, count(*), count(c.id), "
             "coalesce(sum(c.id IS NOT NULL AND coalesce(c.stability, 0) >= ?), 0) "
-            "FROM deck_files f JOIN deck_cards dc ON dc.key BETWEEN f.fid << 32 AND (f.fid << 32) + 4294967295 "
-            "JOIN json_each(dc.tags) t LEFT JOIN cards c ON c.id = dc.id AND c.removed = 0 "
-            "WHERE f.ord IS NOT NULL AND +dc.dup = 0 AND dc.tags != '[]' GROUP BY t.value",
+            "FROM deck_tags t JOIN deck_files f ON f.fid = t.key >> 32 "
+            "LEFT JOIN cards c INDEXED BY sqlite_autoindex_cards_1 "
+            "ON c.id = t.id AND c.removed = 0 "
+            "WHERE f.ord IS NOT NULL "
+            "AND NOT EXISTS (SELECT 1 FROM deck_cards d WHERE d.dup = 1 AND d.key = t.key) "
+            "GROUP BY t.tag",
             [mature_days],
         )
         return {tag: (int(n), int(seen), int(mature)) for tag, n, seen, mature in rows}

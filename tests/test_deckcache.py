@@ -192,6 +192,11 @@ def test_stats_are_the_same_through_the_cache(store, decks, clock) -> None:
         "kind: follow-up\n    parent: missing-parent", "kind: recall\n    tags: [scaling, x]"
     )
     (decks / "other.yaml").write_text(tagged, encoding="utf-8")
+    # a duplicate id in a later file: its tags are not the card's
+    third = (
+        "cards:\n  - {id: other-one, kind: recall, prompt: p, answer: a, tags: [scaling, dup]}\n"
+    )
+    (decks / "third.yaml").write_text(third, encoding="utf-8")
     cached = deckcache.load(store, [decks], include_bundled=False)
     full = load_collection([decks], include_bundled=False)
     session = ReviewSession(store, cached, clock=clock, queue=["other-one", "roles"])
