@@ -3,24 +3,40 @@
 #   make test    create .venv, install prep + dev tools, run ruff and the test suite
 #   make bench   print the benchmark numbers (with their floors, and beside Anki's engine)
 #
-# torch: a machine with an NVIDIA GPU (nvidia-smi works) gets PyPI's CUDA build; any other gets
-# the CPU build of 2.13.0 (this workplace keeps its wheel on disk, so no 3 GB download).
-# Override with `make test TORCH_SPEC="torch==2.x.y"`.
+# torch, installed before prep so pip never picks the wrong build:
+# - a machine with an NVIDIA GPU (nvidia-smi works): PyPI's CUDA build;
+# - a machine where pip already has a torch $(LOCAL_TORCH) wheel on disk (find-links): that one;
+# - any other: the CPU build from PyTorch's CPU index (~200 MB instead of PyPI's 3 GB CUDA
+#   build); if that index cannot be reached within a few seconds, plain PyPI.
+# Override with `make test TORCH_SPEC="torch==2.x.y"` (installed as given, from PyPI).
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip install -q --disable-pip-version-check
 HAS_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo yes)
-TORCH_SPEC ?= $(if $(HAS_GPU),torch>=2.4,torch==2.13.0)
+LOCAL_TORCH ?= torch==2.13.0
+CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+ifeq ($(origin TORCH_SPEC),undefined)
+TORCH_SPEC := torch>=2.4
+TORCH_AUTO := yes
+endif
 
 .PHONY: run test lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q --disable-pip-version-check "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[dev]"
+$(VENV)/.installed: pyproject.toml setup.py | $(BIN)/python
+ifeq ($(TORCH_AUTO):$(HAS_GPU),yes:)
+	if $(PIP) --dry-run --no-deps --no-index "$(LOCAL_TORCH)" >/dev/null 2>&1; then \
+		$(PIP) "$(LOCAL_TORCH)"; \
+	elif $(PIP) --timeout 10 --retries 0 --index-url $(CPU_INDEX) "$(TORCH_SPEC)"; then :; \
+	else echo "the CPU index is out of reach; installing torch from PyPI" >&2; $(PIP) "$(TORCH_SPEC)"; fi
+else
+	$(PIP) "$(TORCH_SPEC)"
+endif
+	$(PIP) -e ".[dev,real]"
 	touch $@
 
 run: $(VENV)/.installed

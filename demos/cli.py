@@ -1,7 +1,9 @@
-"""`prep demo NAME [--device D] [--scale S] [--seed N] [--json]` and `prep demo --list`.
+"""`prep demo NAME [--device D] [--scale S] [--seed N] [--json] [--model M]`, `prep demo --list
+[--json]`.
 
-Exit codes: 0 every check holds, 1 a check failed, 2 a usage error. torch is imported only once
-a demo actually runs, so `--list` and usage errors stay fast and torch-free. `run` hands the
+Exit codes: 0 every check holds, 1 a check failed, 2 a usage error (also: a real-weight demo
+without the optional `real` extra, or a --model that cannot be loaded). torch is imported only
+once a demo actually runs, so `--list` and usage errors stay fast and torch-free. `run` hands the
 report back: the front end that called it records the run (`prep demo` in prep.tui.cli).
 """
 
@@ -10,11 +12,14 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import json
 import sys
 import textwrap
 from collections.abc import Callable
+from typing import Any
 
-from prep.demos.registry import DEMOS, names
+from prep.demos import extra
+from prep.demos.registry import DEMOS, check_kinds, names
 from prep.demos.report import Report, render
 
 PROG = "prep demo"
@@ -25,6 +30,19 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         """One line on stderr and exit 2, like argparse, without the usage block."""
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1  # what torch.manual_seed and the run log hold
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number") from None
+    if not SEED_MIN <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"must be between {SEED_MIN} and {SEED_MAX} (64 bits)")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,8 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="small",
         help="small runs in about a second on a CPU; large uses production sizes (GPU)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    parser.add_argument("--seed", type=_seed, default=0, help="random seed (default: 0)")
     parser.add_argument("--json", action="store_true", help="print one JSON object, no prose")
+    parser.add_argument(
+        "--model",
+        metavar="PATH_OR_NAME",
+        help="real-* demos only: a BERT- or GPT-2-family checkpoint folder (or a hub name, "
+        "where there is a network) instead of the shipped all-MiniLM-L6-v2",
+    )
     return parser
 
 
@@ -62,17 +86,44 @@ def _cards(linked_cards: LinkedCards | None, name: str) -> list[str]:
         return []
 
 
-def print_list(linked_cards: LinkedCards | None = None) -> None:
+def list_entries(linked_cards: LinkedCards | None = None) -> list[dict[str, Any]]:
+    """Per demo: name, claim, weights, cards and its declared count of checks of each kind."""
+    return [
+        {
+            "name": info.name,
+            "claim": info.claim,
+            "weights": info.weights,
+            "cards": _cards(linked_cards, info.name),
+            "checks": check_kinds(info.name),  # None when the demo declares no CHECK_KINDS
+        }
+        for info in DEMOS.values()
+    ]
+
+
+def _kinds_text(kinds: dict[str, int] | None, weights: str) -> str:
+    if kinds is None:
+        return "checks: not declared"
+    text = f"{kinds['measurement']} measurement(s), {kinds['identity']} identity check(s)"
+    return text + (" on all-MiniLM-L6-v2" if weights == "pretrained" else "")
+
+
+def print_list(linked_cards: LinkedCards | None = None, *, as_json: bool = False) -> None:
+    entries = list_entries(linked_cards)
+    if as_json:
+        print(json.dumps(entries))
+        return
     width = max(len(n) for n in names())
     indent = " " * (width + 2)
-    for info in DEMOS.values():
-        first = f"{info.name:<{width}}  "
-        print(textwrap.fill(info.claim, 100, initial_indent=first, subsequent_indent=indent))
-        cards = _cards(linked_cards, info.name)
-        if cards:
+    for entry in entries:
+        first = f"{entry['name']:<{width}}  "
+        print(textwrap.fill(entry["claim"], 100, initial_indent=first, subsequent_indent=indent))
+        print(
+            f"{indent}weights: {entry['weights']}; {_kinds_text(entry['checks'], entry['weights'])}"
+        )
+        if entry["cards"]:
             print(
                 textwrap.fill(
-                    ", ".join(cards),
+                    ", ".join(entry["cards"]),
                     100,
                     initial_indent=indent + "backs cards: ",
                     subsequent_indent=indent + "  ",
@@ -103,7 +154,7 @@ def run(
     except SystemExit as exc:  # argparse: 0 after --help, 2 on a usage error
         return (exc.code if isinstance(exc.code, int) else 2), None
     if args.list:
-        print_list(linked_cards)
+        print_list(linked_cards, as_json=args.json)
         return 0, None
     if args.name is None:
         print(f"{PROG}: error: give a demo NAME or --list (see {PROG} --help)", file=sys.stderr)
@@ -111,7 +162,28 @@ def run(
     if args.name not in DEMOS:
         print(unknown_name_message(args.name), file=sys.stderr)
         return 2, None
+    real = DEMOS[args.name].weights == "pretrained"
+    if args.model is not None and not real:
+        print(
+            f"{PROG}: error: --model works with the real-weight demos only "
+            f"({', '.join(n for n in names() if DEMOS[n].weights == 'pretrained')})",
+            file=sys.stderr,
+        )
+        return 2, None
+    if real and (missing := extra.missing(args.model)):
+        print(f"{PROG} {args.name}: {missing}", file=sys.stderr)
+        return 2, None
 
+    try:
+        return _run_demo(args, linked_cards)
+    except KeyboardInterrupt:  # 130 as a shell reports Ctrl-C; 1 would mean a check failed
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130, None
+
+
+def _run_demo(
+    args: argparse.Namespace, linked_cards: LinkedCards | None
+) -> tuple[int, Report | None]:
     from prep.demos import harness  # imports torch
 
     try:
@@ -124,8 +196,24 @@ def run(
             f"{PROG}: note: --scale large is meant for a GPU; on cpu it may take minutes",
             file=sys.stderr,
         )
+    from prep.demos.decoder import WeightsError
+
     module = importlib.import_module(DEMOS[args.name].module)
-    report: Report = module.run(scale=args.scale, device=choice, seed=args.seed)
+    report: Report
+    if DEMOS[args.name].weights == "pretrained":
+        from prep.demos.pretrained import ModelError
+
+        try:
+            report = module.run(scale=args.scale, device=choice, seed=args.seed, model=args.model)
+        except ModelError as exc:
+            print(f"{PROG} {args.name}: {exc}", file=sys.stderr)
+            return 2, None
+    else:
+        try:
+            report = module.run(scale=args.scale, device=choice, seed=args.seed)
+        except WeightsError as exc:  # the shipped decoder's files are missing or malformed
+            print(f"{PROG}: {exc}", file=sys.stderr)
+            return 2, None
     report.cards = _cards(linked_cards, args.name)
     print(report.to_json() if args.json else render(report), flush=True)
     return (0 if report.passed else 1), report

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from prep.demos import attention as attn
 from prep.demos import harness
 from prep.demos._torch import torch
-from prep.demos.harness import Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
 
 NAME = "importance-reparam"
 DTYPE = torch.float32
@@ -23,6 +23,10 @@ SCALES = attn.standard_scales()
 HEAD = 2  # the head being reparametrized
 C = 10.0  # W_V^h * C, W_O^h / C
 RATIO_RTOL = 1e-5  # ratios of norms in float32
+# The three checks and the contrast's norm ratio are algebra (true for any weights); how much the
+# output moves when only W_O^h shrinks is measured on random weights. real-importance measures
+# what these identities mean on a pretrained model.
+CHECK_KINDS = {IDENTITY: 4, MEASUREMENT: 1}
 
 
 @dataclass
@@ -83,7 +87,7 @@ def _output(x: torch.Tensor, w: attn.Weights) -> torch.Tensor:
 
 
 def _ratio_check(name: str, ratio: torch.Tensor, target: float, detail: str) -> Check:
-    return harness.approx(name, ratio, target, rtol=RATIO_RTOL, detail=detail)
+    return harness.approx(name, ratio, target, rtol=RATIO_RTOL, detail=detail, kind=IDENTITY)
 
 
 def check(setup: Setup) -> list[Check]:
@@ -98,6 +102,7 @@ def check(setup: Setup) -> list[Check]:
             rtol=rtol,
             atol=atol,
             detail="the two factors must cancel: scale W_V^h by c AND W_O^h by 1/c, same head",
+            kind=IDENTITY,
         ),
         _ratio_check(
             f"W_O column-norm importance of head {HEAD}: after / before  (1/c = {1 / C:g})",
@@ -122,6 +127,7 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
             f"only W_O^{HEAD} / c: relative change of the output",
             harness.relative_error(_output(setup.x, changed), _output(setup.x, setup.before)),
             0.01,
+            kind=MEASUREMENT,
         ),
         _ratio_check(
             f"only W_O^{HEAD} / c: ||W_V W_O||_F after / before  (1/c = {1 / C:g})",

@@ -16,13 +16,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from prep.demos import attention as attn
-from prep.demos import harness
+from prep.demos import decoder, harness
 from prep.demos._torch import torch
-from prep.demos.harness import Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
 
 NAME = "no-wo"
 DTYPE = torch.float32
 CONTRAST_LABEL = "a dense W_O on the same head outputs"
+# Jacobians of no/identity/permutation W_O and the dense contrast are algebra; one measured
+# spread per layer of the shipped decoder (2 layers, whatever the scale).
+CHECK_KINDS = {IDENTITY: 8, MEASUREMENT: 2}
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,28 @@ class Setup:
     z: torch.Tensor  # (P, n_heads, d_head) head outputs at the measured positions
     mix: torch.Tensor | None  # (d_model, d_model) the "no W_O" layer's matrix; None = concat only
     perm: torch.Tensor  # (d_model, d_model) a permutation matrix used as W_O
+    trained: list[torch.Tensor]  # per layer (n_heads, d_head, d_model): the shipped decoder's W_O
+
+
+# Pass bar for the trained decoder (argued before the run): nothing in training prefers the
+# residual basis the concat happens to use, so a trained W_O should spread each head like a random
+# one, which puts 1 - 1/n_heads of a head's squared norm outside its own slice (0.75 at 4 heads).
+# A W_O that merely weighted or permuted heads would put 0 there. Bar: every head >= 0.5.
+SPREAD_BAR = 0.5
+
+
+def outside_share(w_o: torch.Tensor) -> torch.Tensor:
+    """Per head, the share of ||W_O[h]||_F^2 in output dims outside slice h: (n_heads,)."""
+    n_heads, dh, d_model = w_o.shape
+    head_of_dim = torch.arange(d_model, device=w_o.device) // dh  # (d_model,)
+    own = head_of_dim[None, :] == torch.arange(n_heads, device=w_o.device)[:, None]  # (h, d)
+    sq = (w_o**2).sum(1)  # (n_heads, d_model) squared norm per output dim
+    return (sq * ~own).sum(-1) / sq.sum(-1)  # (n_heads,)
+
+
+def trained_w_o(device: torch.device) -> list[torch.Tensor]:
+    model_cfg, params, _ = decoder.load(device=device)
+    return [params[f"blocks.{layer}.W_O"] for layer in range(model_cfg.n_layers)]
 
 
 def build(cfg: Config, device: torch.device, gen: torch.Generator) -> Setup:
@@ -49,14 +74,16 @@ def build(cfg: Config, device: torch.device, gen: torch.Generator) -> Setup:
     z = z[0, : cfg.jacobian_tokens]  # (P, n_heads, d_head)
     order = torch.randperm(cfg.d_model, generator=gen, device=device)  # (d_model,)
     perm = torch.eye(cfg.d_model, device=device, dtype=DTYPE)[order]  # (d_model, d_model)
-    return Setup(cfg, z, None, perm)
+    return Setup(cfg, z, None, perm, trained_w_o(device))
 
 
 def counterexample(cfg: Config, device: torch.device, gen: torch.Generator) -> Setup:
-    """A dense W_O where the claim expects none, and a dense one in place of the permutation."""
+    """A dense W_O where the claim expects none, and a dense one in place of the permutation; the
+    trained W_O replaced by an identity (a decoder that never mixed)."""
     setup = build(cfg, device, gen)
     setup.mix = attn.flat(attn.dense_w_o(cfg, gen, DTYPE))  # (d_model, d_model)
     setup.perm = attn.flat(attn.dense_w_o(cfg, gen, DTYPE))  # (d_model, d_model)
+    setup.trained = [torch.eye(w.shape[-1], dtype=w.dtype).reshape(w.shape) for w in setup.trained]
     return setup
 
 
@@ -148,6 +175,18 @@ def check(setup: Setup) -> list[Check]:
             1,
             "each output dim of a permutation copies exactly one input coordinate; 2+ is mixing",
         ),
+        *[
+            harness.at_least(
+                f"trained decoder layer {layer}: smallest share of a head's ||W_O[h]||^2 outside "
+                f"its own slice (per head: {', '.join(f'{float(v):.2f}' for v in outside_share(w))})",
+                outside_share(w).min(),
+                SPREAD_BAR,
+                "a trained W_O that kept each head in its own slice would be doing what no W_O "
+                "does; a share near 0 means the decoder learned no mixing",
+                kind=MEASUREMENT,
+            )
+            for layer, w in enumerate(setup.trained)
+        ],
     ]
 
 
@@ -170,6 +209,8 @@ def notes(cfg: Config) -> list[str]:
         "the heads is linear and token-wise, so every token's block is the same matrix.",
         "Downstream layers can still read every slice; what is missing without W_O is two "
         "heads writing to the same direction.",
+        "Measurement: the shipped decoder's trained W_O (demos/weights/decoder.*) spreads each "
+        f"head outside its slice; bar {SPREAD_BAR:g}, random dense expectation 1 - 1/n_heads.",
     ]
 
 

@@ -14,13 +14,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from prep.demos import attention as attn
-from prep.demos import harness
+from prep.demos import decoder, harness
 from prep.demos._torch import torch
-from prep.demos.harness import Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
 
 NAME = "ov-rank"
 DTYPE = torch.float64  # the harness runs float64 demos on the CPU where mps lacks it
 CONTRAST_LABEL = "full d_model x d_model matrices"
+# The rank bound and its gap, and the full-rank contrasts, are algebra (generic matrices);
+# two ranks per layer of the shipped 2-layer decoder are measured, at every scale.
+CHECK_KINDS = {IDENTITY: 4, MEASUREMENT: 4}
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,16 @@ class Setup:
     W_V: torch.Tensor  # (n_heads, d_model, d_head)
     W_O: torch.Tensor  # (n_heads, d_head, d_model)
     heads: list[int]  # the heads whose OV rank is measured
+    trained: list[tuple[torch.Tensor, torch.Tensor]]  # per layer of the shipped decoder: W_V, W_O
+
+
+def trained_ov(device: torch.device) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(W_V, W_O) of each layer of the shipped decoder, in float64."""
+    model_cfg, params, _ = decoder.load(device=device)
+    return [
+        (params[f"blocks.{ly}.W_V"].to(DTYPE), params[f"blocks.{ly}.W_O"].to(DTYPE))
+        for ly in range(model_cfg.n_layers)
+    ]
 
 
 def build(cfg: Config, device: torch.device, gen: torch.Generator) -> Setup:
@@ -55,7 +68,7 @@ def build(cfg: Config, device: torch.device, gen: torch.Generator) -> Setup:
     heads = sorted(
         {round(i * (h - 1) / max(cfg.heads_checked - 1, 1)) for i in range(cfg.heads_checked)}
     )
-    return Setup(cfg, w_v, w_o, heads)
+    return Setup(cfg, w_v, w_o, heads, trained_ov(device))
 
 
 def counterexample(cfg: Config, device: torch.device, gen: torch.Generator) -> Setup:
@@ -64,6 +77,9 @@ def counterexample(cfg: Config, device: torch.device, gen: torch.Generator) -> S
     d = cfg.d_model
     setup.W_V = attn.randn((cfg.n_heads, d, d), gen, DTYPE) / d**0.5  # (n_heads, d_model, d_model)
     setup.W_O = attn.randn((cfg.n_heads, d, d), gen, DTYPE) / d**0.5  # (n_heads, d_model, d_model)
+    # and a trained decoder whose head 0 (every layer) lost one of its d_head value dims
+    setup.trained = [(w_v.clone().index_fill_(2, torch.tensor([0]), 0.0), w_o)
+                     for w_v, w_o in setup.trained]  # fmt: skip
     return setup
 
 
@@ -95,7 +111,39 @@ def check(setup: Setup) -> list[Check]:
             cfg.d_model * eps,
             "singular values past the d_head-th should be rounding noise, below d_model * eps",
         ),
+        *trained_checks(setup.trained),
     ]
+
+
+def trained_checks(trained: list[tuple[torch.Tensor, torch.Tensor]]) -> list[Check]:
+    """Measured on the shipped decoder: does training use every dim the bound allows?
+
+    Bars (argued before the run): nothing in training pushes a head's OV below rank d_head or the
+    layer's summed OV below rank d_model, and a generic matrix has full rank, so the claim is
+    equality; an exact zero singular value would need a coincidence or a dead head."""
+    checks = []
+    for layer, (w_v, w_o) in enumerate(trained):
+        n_heads, d_model, dh = w_v.shape
+        ranks = [rank(w_v[h] @ w_o[h]) for h in range(n_heads)]
+        whole = rank(torch.einsum("hmk,hkn->mn", w_v, w_o))  # (d_model, d_model) summed
+        checks += [
+            harness.equals(
+                f"trained decoder layer {layer}: smallest OV rank over heads (ranks {ranks}; "
+                f"d_head = {dh})",
+                min(ranks),
+                dh,
+                "a trained head whose OV rank is below d_head leaves some of its value dims unused",
+                kind=MEASUREMENT,
+            ),
+            harness.equals(
+                f"trained decoder layer {layer}: rank of sum_h W_V^h W_O^h (d_model = {d_model})",
+                whole,
+                d_model,
+                "the heads' OV circuits together should reach every residual direction",
+                kind=MEASUREMENT,
+            ),
+        ]
+    return checks
 
 
 def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
@@ -116,6 +164,8 @@ def notes(cfg: Config) -> list[str]:
         "Rank = singular values above sigma_max * d_model * eps(float64) "
         "(torch.linalg.matrix_rank default). float64 keeps true zeros (~1e-16 sigma_max) "
         "far below the smallest real singular values.",
+        "Measurement: the shipped decoder's trained heads (float64 ranks); their OV ranks "
+        "could have come out below d_head, and the layer's summed OV below d_model.",
         f"OV ranks measured for {cfg.heads_checked} of {cfg.n_heads} heads (a "
         f"{cfg.d_model} x {cfg.d_model} SVD each); the bound holds for every head by the "
         "same factorization.",

@@ -2,8 +2,9 @@
 
 One note per card, in a sub-deck per prep deck (``prep::<deck title>``), with a two-field
 model (Front, Back). The front is the prompt (a follow-up card names the question it follows;
-a choice or red-flag card lists its options as ``<ol type="a">``). The back has the correct
-option, the answer, the explanation, the analogy and ``prep demo NAME`` for each linked demo.
+a choice or red-flag card lists its options as ``<ol type="a">``). The back is the card's
+answer side as every front end shows it (engine/present.py): the correct option, the answer,
+why, the analogy, the 60-second bullets, the sources and ``prep demo NAME`` per linked demo.
 Tags are kept (spaces become underscores) plus ``prep::kind::<kind>``.
 
 Ids are deterministic: the model and deck ids are hashes of their names and each note's guid is
@@ -25,8 +26,9 @@ from pathlib import Path
 import genanki
 
 from prep.engine.atomic import WriteError, write_files
-from prep.engine.deck import CHOICE_LETTERS, Card, Collection
+from prep.engine.deck import Card, Collection
 from prep.engine.export import ExportError
+from prep.engine.present import answer_sections, first_line
 
 MODEL_NAME = "prep W_O card"
 DECK_PREFIX = "prep"
@@ -35,7 +37,7 @@ CSS = """\
 .card { font-family: sans-serif; font-size: 18px; text-align: left; max-width: 46em; margin: auto; }
 .follows { color: #777; font-size: 0.85em; }
 .correct { font-weight: bold; }
-.explain, .analogy { margin-top: 0.8em; }
+.why, .analogy, .bullets, .sources, .demo { margin-top: 0.8em; }
 code { font-family: monospace; }
 """
 
@@ -80,8 +82,7 @@ def front_html(card: Card, collection: Collection) -> str:
     if card.parent:
         parent = collection.get(card.parent)
         if parent is not None:
-            first = parent.prompt.splitlines()[0]
-            parts.append(f'<div class="follows">Follows: {_html(first)}</div>')
+            parts.append(f'<div class="follows">Follows: {_html(first_line(parent.prompt))}</div>')
     parts.append(f'<div class="prompt">{_html(card.prompt)}</div>')
     if card.choices:
         items = "".join(f"<li>{_html(c)}</li>" for c in card.choices)
@@ -90,17 +91,28 @@ def front_html(card: Card, collection: Collection) -> str:
 
 
 def back_html(card: Card) -> str:
+    """The answer side (engine/present.py's sections) as HTML; demos as the command to run,
+    since a package carries no run results."""
     parts = []
-    if card.choices and card.correct is not None:
-        letter = CHOICE_LETTERS[card.correct]
-        parts.append(f'<div class="correct">{letter}) {_html(card.choices[card.correct])}</div>')
-    parts.append(f'<div class="answer">{_html(card.answer)}</div>')
-    if card.explain:
-        parts.append(f'<div class="explain"><b>Why:</b> {_html(card.explain)}</div>')
-    if card.analogy:
-        parts.append(f'<div class="analogy"><b>Analogy:</b> {_html(card.analogy)}</div>')
-    for name in card.demos:
-        parts.append(f'<div class="demo">Check it: <code>prep demo {_html(name)}</code></div>')
+    for section in answer_sections(card):
+        label = f"<b>{_html(section.label)}:</b> "
+        if section.key == "correct":
+            parts.append(f'<div class="correct">{_html(section.text)}</div>')
+        elif section.key == "answer":
+            parts.append(f'<div class="answer">{_html(section.text)}</div>')
+        elif section.key == "bullets":
+            items = "".join(f"<li>{_html(b)}</li>" for b in section.items)
+            parts.append(f'<div class="bullets">{label}<ul>{items}</ul></div>')
+        elif section.key == "sources":
+            parts.append(f'<div class="sources">{label}{_html("; ".join(section.items))}</div>')
+        elif section.key == "demos":
+            for link in section.demos:
+                parts.append(
+                    f'<div class="demo">{_html(section.label)}: '
+                    f"<code>{_html(link.command)}</code></div>"
+                )
+        else:  # why, analogy
+            parts.append(f'<div class="{section.key}">{label}{_html(section.text)}</div>')
     return "".join(parts)
 
 

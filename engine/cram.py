@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from prep.engine.deck import Card, Collection
+from prep.engine.present import first_line
 
 
 @dataclass(frozen=True)
@@ -38,11 +39,6 @@ def is_main(card: Card) -> bool:
     return bool(card.bullets) and card.kind != "follow-up" and card.parent is None
 
 
-def short_prompt(prompt: str) -> str:
-    lines = [line.strip() for line in prompt.strip().splitlines() if line.strip()]
-    return lines[0] if lines else ""
-
-
 def cram_sheet(collection: Collection, deck: str | None = None) -> list[CramDeck]:
     """The bullets of every main card, per deck (decks without any are left out).
     Raises UnknownDeck for a deck name that is not loaded."""
@@ -53,7 +49,7 @@ def cram_sheet(collection: Collection, deck: str | None = None) -> list[CramDeck
         if deck is not None and name != deck:
             continue
         items = [
-            CramItem(c.id, short_prompt(c.prompt), c.bullets, c.tags, c.demos)
+            CramItem(c.id, first_line(c.prompt), c.bullets, c.tags, c.demos)
             for c in collection.in_deck(name)
             if is_main(c)
         ]

@@ -27,9 +27,12 @@ files are collected; nothing raises on bad input.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
 import re
+import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +61,46 @@ CARD_KEYS = frozenset(
 DECK_KEYS = frozenset({"deck", "title", "description", "cards"})
 CHOICE_LETTERS = "abcd"
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+# A deck is a few dozen kB; anything past this is not a deck (and reading it would only cost memory).
+MAX_DECK_BYTES = 2 * 1024 * 1024
+# Decks nest four levels (file > cards > card > list); deeper structure is not a deck.
+MAX_DEPTH = 32
+# Control characters (C0 and C1, DEL) other than newline and tab: ESC starts the terminal
+# escape sequences (CSI, OSC) that recolour or retitle a terminal when a card is printed.
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def quoted(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` shortened for an error message: a hostile value stays one short line."""
+    if isinstance(value, (dict, list)):
+        text = f"a {'mapping' if isinstance(value, dict) else 'list'} of {len(value)} item(s)"
+        return text
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_ANY_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def one_line_safe(text: str) -> str:
+    """``text`` with every control character (newline and tab too) written as its escape:
+    safe to print as one line on a terminal."""
+    return _ANY_CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _control_problem(text: str) -> str | None:
+    """Why ``text`` may not be shown on a terminal, or None when it may."""
+    match = CONTROL.search(text)
+    if match is None:
+        return None
+    char = match.group()
+    what = "an escape character (ESC)" if char == "\x1b" else "a control character"
+    return f"{what} {char!r} at position {match.start() + 1}; remove it"
 
 
 @dataclass(frozen=True)
@@ -67,6 +110,8 @@ class DeckError:
     message: str
 
     def __str__(self) -> str:
+        if self.line <= 0:  # about the file as a whole (it is missing)
+            return f"{self.file}: {self.message}"
         return f"{self.file}:{self.line}: {self.message}"
 
 
@@ -115,6 +160,7 @@ class DeckInfo:
     description: str
     file: str
     card_ids: list[str] = field(default_factory=list)
+    line: int = 1  # of the `deck:` key (or 1): where a duplicate deck name is reported
     # (id, line) of every card entry that names an id, valid or not: duplicates are
     # reported even when one of the two entries has other errors.
     declared: list[tuple[str, int]] = field(default_factory=list)
@@ -127,6 +173,8 @@ class Collection:
     cards: list[Card] = field(default_factory=list)
     decks: dict[str, DeckInfo] = field(default_factory=dict)
     errors: list[DeckError] = field(default_factory=list)
+    # Problems that leave every deck usable (a --questions folder without decks)
+    warnings: list[DeckError] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._by_id: dict[str, Card] = {c.id: c for c in self.cards}
@@ -159,14 +207,14 @@ class Collection:
 
     def unseen(
         self, store: Any, deck: str | None = None, seen: set[str] | None = None
-    ) -> Iterator[tuple[str, str | None, bool]]:
-        """(id, parent, parent seen) of each card without stored progress, in deck order;
-        ``seen`` (ids with progress) may be passed in when the caller holds it."""
+    ) -> Iterator[tuple[str, str, str, str | None, bool]]:
+        """(id, deck, kind, parent, parent seen) of each card without stored progress, in
+        deck order; ``seen`` (ids with progress) may be passed in when the caller holds it."""
         if seen is None:
             seen = store.seen_ids()
-        for cid, cdeck, parent in self.outline():
-            if (deck is None or cdeck == deck) and cid not in seen:
-                yield cid, parent, parent is not None and parent in seen
+        for c in self.cards:
+            if (deck is None or c.deck == deck) and c.id not in seen:
+                yield c.id, c.deck, c.kind, c.parent, c.parent is not None and c.parent in seen
 
     def sync(self, store: Any) -> None:
         """Reconcile the store's progress with these cards (see Store.sync)."""
@@ -203,7 +251,13 @@ _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _LineLoader(_BaseLoader):  # type: ignore[misc, valid-type]
-    pass
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, OverflowError) as exc:
+            # SafeConstructor's own conversions: a date like 2024-13-45, an int of 5000 digits
+            line = node.start_mark.line + 1
+            raise _Refused(line, f"cannot read this value: {_one_line(str(exc))}") from None
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _LineDict:
@@ -229,13 +283,90 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _LineDict
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+def _tree_problem(root: yaml.Node) -> tuple[int, str] | None:
+    """(line, why) when the composed YAML is not deck-shaped enough to build safely.
+
+    Aliases are refused: ``*name`` reuses a node, so a few hundred bytes of nested aliases
+    expand to gigabytes once the value is printed or compared (the "billion laughs"). A
+    reused node is how an alias shows in the composed tree, and a recursive one (``&a [*a]``)
+    is a node inside itself; both are found here, before anything is constructed. So is
+    structure nested deeper than any deck needs. The walk is iterative: no recursion limit.
+    """
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, int, int]] = [(root, 1, root.start_mark.line + 1)]
+    while stack:
+        node, depth, line = stack.pop()
+        if id(node) in seen:
+            return line, "YAML aliases (*name) are not allowed in decks; write the value out"
+        seen.add(id(node))
+        if depth > MAX_DEPTH:
+            return line, f"nested more than {MAX_DEPTH} levels deep; a deck is a list of cards"
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                key_line = key.start_mark.line + 1
+                if (
+                    not isinstance(key, yaml.ScalarNode) and id(key) not in seen
+                ):  # (an alias: below)
+                    return key_line, "a mapping key must be plain text, not a list or mapping"
+                stack.append((key, depth + 1, key_line))
+                stack.append((value, depth + 1, key_line))
+        elif isinstance(node, yaml.SequenceNode):
+            for item in node.value:
+                stack.append((item, depth + 1, item.start_mark.line + 1))
+    return None
+
+
+def _first_alias_line(text: str) -> int | None:
+    """The line of the first ``*alias`` (only asked once an alias has been found)."""
+    try:
+        for event in yaml.parse(text, Loader=_BaseLoader):
+            if isinstance(event, yaml.AliasEvent):
+                return event.start_mark.line + 1
+    except yaml.YAMLError:
+        pass
+    return None
+
+
+def _load_yaml(text: str) -> Any:
+    """The YAML document in ``text``, built with line numbers; raises yaml.YAMLError or
+    _Refused before building anything unsafe."""
+    loader = _LineLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        problem = _tree_problem(node)
+        if problem is not None:
+            line, message = problem
+            if message.startswith("YAML aliases"):
+                line = _first_alias_line(text) or line
+            raise _Refused(line, message)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+class _Refused(Exception):
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.message = message
+
+
 def display_path(path: Path | str) -> str:
     """A path as the user would type it: relative to the working directory when inside it."""
-    p = Path(path)
+    shown = str(path)
     try:
-        return str(p.resolve().relative_to(Path.cwd().resolve()))
+        for candidate in (os.path.abspath(path), os.path.realpath(path)):
+            relative = os.path.relpath(candidate)
+            if relative != os.pardir and not relative.startswith(os.pardir + os.sep):
+                shown = relative
+                break
     except (ValueError, OSError):
-        return str(p)
+        pass
+    # a file name is printed on the user's terminal too, in a one-line message: escape what
+    # would control the terminal or break the line
+    return one_line_safe(shown)
 
 
 # --- validation ---------------------------------------------------------------------------
@@ -253,13 +384,23 @@ def _str_list(value: Any) -> tuple[str, ...] | None:
     return None
 
 
+def _scalar_hint(key: str, value: Any) -> str:
+    """Why YAML did not read a value as text: yes/no/on/off are booleans, 12 a number."""
+    if isinstance(value, bool):
+        word = "yes" if value else "no"
+        return f' (YAML read it as the boolean {value}: quote it, e.g. {key}: "{word}")'
+    if isinstance(value, int | float):
+        return f' (YAML read it as the number {value}: quote it, e.g. {key}: "{value}")'
+    return ""
+
+
 def _why_not_text(value: Any) -> str:
     items = value if isinstance(value, list) else [value]
     for i, item in enumerate(items, 1):
         if isinstance(item, bool):
             return f' (item {i} is read as the boolean {item}: quote it, e.g. "yes")'
         if not _text(item):
-            return f" (item {i} is {item!r})"
+            return f" (item {i} is {quoted(item)})"
     return ""
 
 
@@ -279,33 +420,45 @@ def _parse_card(
         return key_lines.get(key, line)
 
     card_id = raw.get("id")
-    label = f"card {card_id!r}" if _text(card_id) else "card"
+    label = f"card {quoted(card_id)}" if _text(card_id) else "card"
     ok = True
     for key, key_line in getattr(raw, "duplicate_keys", []):
-        err(key_line, f"{label}: field {key!r} appears twice")
+        err(key_line, f"{label}: field {quoted(key)} appears twice")
         ok = False
     for key in raw:
         if key not in CARD_KEYS:
             known = ", ".join(sorted(CARD_KEYS))
-            err(at(key), f"{label}: unknown field {key!r} (known fields: {known})")
+            err(at(key), f"{label}: unknown field {quoted(key)} (known fields: {known})")
             ok = False
     for key in ("id", "kind", "prompt", "answer"):
         if key not in raw:
             err(line, f"{label}: missing required field {key!r}")
             ok = False
         elif not _text(raw[key]):
-            err(at(key), f"{label}: field {key!r} must be non-empty text")
+            err(
+                at(key),
+                f"{label}: field {key!r} must be non-empty text{_scalar_hint(key, raw[key])}",
+            )
             ok = False
     if _text(card_id) and not SLUG.match(card_id):
-        err(at("id"), f"card id {card_id!r} is not a slug (lowercase letters, digits, dashes)")
+        err(
+            at("id"),
+            f"card id {quoted(card_id)} is not a slug (lowercase letters, digits, dashes)",
+        )
         ok = False
     kind = raw.get("kind")
     if _text(kind) and kind not in KINDS:
-        err(at("kind"), f"{label}: unknown kind {kind!r} (expected one of: {', '.join(KINDS)})")
+        err(
+            at("kind"),
+            f"{label}: unknown kind {quoted(kind)} (expected one of: {', '.join(KINDS)})",
+        )
         ok = False
     for key in ("explain", "analogy", "parent"):
         if key in raw and not _text(raw[key]):
-            err(at(key), f"{label}: field {key!r} must be non-empty text")
+            err(
+                at(key),
+                f"{label}: field {key!r} must be non-empty text{_scalar_hint(key, raw[key])}",
+            )
             ok = False
     lists: dict[str, tuple[str, ...]] = {}
     for key in ("tags", "sources", "bullets", "demo", "choices"):
@@ -320,6 +473,14 @@ def _parse_card(
             else:
                 lists[key] = value
 
+    for key in ("prompt", "answer", "explain", "analogy", *lists):
+        values = lists.get(key) or ((raw[key],) if _text(raw.get(key)) else ())
+        for value in values:
+            why = _control_problem(value)
+            if why is not None:
+                err(at(key), f"{label}: field {key!r} has {why}")
+                ok = False
+                break
     correct: int | None = None
     if kind in ("choice", "red-flag"):
         choices = lists.get("choices", ())
@@ -339,7 +500,7 @@ def _parse_card(
             and letter.lower() in CHOICE_LETTERS[: max(len(choices), 1)]
         ):
             valid = ", ".join(CHOICE_LETTERS[: len(choices)]) or "a letter"
-            err(at("correct"), f"{label}: 'correct' is {letter!r}; expected one of {valid}")
+            err(at("correct"), f"{label}: 'correct' is {quoted(letter)}; expected one of {valid}")
             ok = False
         else:
             correct = CHOICE_LETTERS.index(letter.lower())
@@ -379,42 +540,67 @@ def parse_deck_text(
     """Parse one deck's YAML text. Returns (info, cards, errors); never raises on bad input."""
     errors: list[DeckError] = []
     try:
-        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
+        data = _load_yaml(text)
+    except _Refused as exc:
+        return None, [], [DeckError(file, exc.line, exc.message)]
+    except RecursionError:
+        return None, [], [DeckError(file, 1, f"nested more than {MAX_DEPTH} levels deep")]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
-        problem = exc.problem or exc.context or "invalid YAML"
+        problem = _one_line(exc.problem or exc.context or "invalid YAML")
+        if exc.context_mark is not None and "quoted scalar" in (exc.context or ""):
+            # the scanner notices only where the text ends: name where the quote opened
+            quote = text[exc.context_mark.index] if exc.context_mark.index < len(text) else '"'
+            line = exc.context_mark.line + 1
+            problem = f"unclosed {quote} quote (the text quoted here never ends)"
         return None, [], [DeckError(file, line, f"YAML syntax error: {problem}")]
     except yaml.YAMLError as exc:
-        return None, [], [DeckError(file, 1, f"YAML error: {exc}")]
+        return None, [], [DeckError(file, 1, f"YAML error: {_one_line(str(exc))}")]
+
     if data is None:
         return None, [], [DeckError(file, 1, "empty deck file (expected a mapping with 'cards')")]
     if not isinstance(data, dict):
         return None, [], [DeckError(file, 1, "a deck file must be a mapping with a 'cards' list")]
     key_lines = getattr(data, "key_lines", {})
+    for key, line in getattr(data, "duplicate_keys", []):
+        errors.append(DeckError(file, line, f"deck field {quoted(key)} appears twice"))
     for key in data:
         if key not in DECK_KEYS:
             errors.append(
                 DeckError(
                     file,
                     key_lines.get(key, 1),
-                    f"unknown deck field {key!r} (known: {', '.join(sorted(DECK_KEYS))})",
+                    f"unknown deck field {quoted(key)} (known: {', '.join(sorted(DECK_KEYS))})",
                 )
             )
+    for key in ("title", "description"):
+        if key not in data:
+            continue
+        if not _text(data[key]):
+            errors.append(
+                DeckError(file, key_lines.get(key, 1), f"deck field {key!r} must be non-empty text")
+            )
+        elif (why := _control_problem(data[key])) is not None:
+            errors.append(DeckError(file, key_lines.get(key, 1), f"deck field {key!r}: {why}"))
     name = data.get("deck", default_name)
     if not (isinstance(name, str) and SLUG.match(name)):
         errors.append(
-            DeckError(file, key_lines.get("deck", 1), f"deck name {name!r} is not a slug")
+            DeckError(file, key_lines.get("deck", 1), f"deck name {quoted(name)} is not a slug")
         )
         name = default_name
     raw_cards = data.get("cards")
     if not isinstance(raw_cards, list):
         errors.append(DeckError(file, key_lines.get("cards", 1), "'cards' must be a list of cards"))
         raw_cards = []
+    title, description = data.get("title"), data.get("description")
     info = DeckInfo(
         name=name,
-        title=str(data.get("title") or name),
-        description=str(data.get("description") or ""),
+        line=key_lines.get("deck", 1),
+        title=title.strip() if _text(title) and not _control_problem(title) else name,
+        description=description.strip()
+        if _text(description) and not _control_problem(description)
+        else "",
         file=file,
     )
     cards = []
@@ -446,6 +632,49 @@ def deck_files_in(path: Path) -> list[Path]:
     return [path]
 
 
+def read_regular_file(path: Path | str, max_bytes: int, what: str = "a deck") -> bytes:
+    """The bytes of a regular file of at most ``max_bytes``. Raises OSError (with a message
+    for the user) otherwise: a FIFO or a device such as /dev/zero is refused at once (opened
+    without blocking, checked before any byte is read); so is a symbolic link loop."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(exc.errno, "a symbolic link loop") from None
+        raise
+    limit = f"{what} is at most {max_bytes / 1024 / 1024:g} MB"
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise OSError(errno.EISDIR, f"is a folder, not {what} file")
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket)")
+        if info.st_size > max_bytes:
+            raise OSError(errno.EFBIG, f"{info.st_size} bytes; {limit}")
+        chunks, size = [], 0
+        while chunk := os.read(fd, 1 << 16):
+            size += len(chunk)
+            if size > max_bytes:  # grew while we read
+                raise OSError(errno.EFBIG, limit)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def read_deck_file(path: Path) -> str:
+    """The text of one deck file (see read_regular_file; at most MAX_DECK_BYTES of UTF-8)."""
+    data = read_regular_file(path, MAX_DECK_BYTES)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        column = exc.start - data.rfind(b"\n", 0, exc.start)
+        error = OSError(errno.EILSEQ, f"not UTF-8 text (byte {column} of the line)")
+        error.line = data.count(b"\n", 0, exc.start) + 1  # type: ignore[attr-defined]
+        raise error from None
+
+
 def load_collection(
     paths: Iterable[Path] | None = None,
     *,
@@ -459,14 +688,19 @@ def load_collection(
     caller passes ``prep.demos.registry.names()``). Invalid cards are left out and every
     problem is in ``Collection.errors``.
     """
+    coll = Collection()
     files: list[Path] = list(bundled_deck_files()) if include_bundled else []
     for p in paths or ():
-        files.extend(deck_files_in(Path(p)))
-    coll = Collection()
+        found = deck_files_in(Path(p))
+        if not found:
+            coll.warnings.append(
+                DeckError(display_path(p), 1, "no deck here (no *.yaml or *.yml files)")
+            )
+        files.extend(found)
     parsed = []
-    seen_files: set[Path] = set()
+    seen_files: set[str] = set()
     for path in files:
-        key = path.resolve()
+        key = os.path.realpath(path)  # never raises, even on a symlink loop
         if key in seen_files:
             continue
         seen_files.add(key)
@@ -483,13 +717,15 @@ def load_collection(
 
 
 def read_deck_text(path: Path, shown: str) -> tuple[str | None, DeckError | None]:
-    """The text of one deck file, or the one-line error saying why it cannot be read."""
+    """The text of one deck file (see read_deck_file: a regular file of at most
+    MAX_DECK_BYTES of UTF-8), or the one-line error saying why it cannot be read."""
     try:
-        return path.read_text(encoding="utf-8"), None
+        return read_deck_file(path), None
     except FileNotFoundError:
-        return None, DeckError(shown, 1, "no such file")
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, DeckError(shown, 1, f"cannot read: {exc}")
+        return None, DeckError(shown, 0, "no such file or folder")
+    except OSError as exc:
+        line = getattr(exc, "line", 1)
+        return None, DeckError(shown, line, f"cannot read: {exc.strerror or exc}")
 
 
 def assemble(
@@ -507,7 +743,16 @@ def assemble(
         if info is None:
             continue
         if info.name in coll.decks:
-            info.name = f"{info.name}-{len(coll.decks)}"
+            first = coll.decks[info.name]
+            coll.errors.append(
+                DeckError(
+                    shown,
+                    info.line,
+                    f"deck name {info.name!r} is already used by {first.file}:{first.line}; "
+                    "give this deck its own `deck:` name",
+                )
+            )
+            continue  # its cards are left out, as any invalid card is
         coll.decks[info.name] = info
         duplicates: set[int] = set()
         for card_id, line in info.declared:
@@ -517,7 +762,7 @@ def assemble(
                     DeckError(
                         shown,
                         line,
-                        f"duplicate card id {card_id!r} (first defined at {first_file}:{first_line})",
+                        f"duplicate card id {quoted(card_id)} (first defined at {first_file}:{first_line})",
                     )
                 )
                 duplicates.add(line)
@@ -532,12 +777,14 @@ def assemble(
         if card.parent is not None and card.parent not in coll:
             coll.errors.append(
                 DeckError(
-                    card.file, card.line, f"card {card.id!r}: parent {card.parent!r} does not exist"
+                    card.file,
+                    card.line,
+                    f"card {quoted(card.id)}: parent {quoted(card.parent)} does not exist",
                 )
             )
         if card.parent == card.id:
             coll.errors.append(
-                DeckError(card.file, card.line, f"card {card.id!r} is its own parent")
+                DeckError(card.file, card.line, f"card {quoted(card.id)} is its own parent")
             )
         if demo_set is not None:
             for name in card.demos:
@@ -548,7 +795,9 @@ def assemble(
                     hint = f" (did you mean {close[0]!r}?)" if close else ""
                     coll.errors.append(
                         DeckError(
-                            card.file, card.line, f"card {card.id!r}: no demo named {name!r}{hint}"
+                            card.file,
+                            card.line,
+                            f"card {quoted(card.id)}: no demo named {quoted(name)}{hint}",
                         )
                     )
     for card in coll.cards:
@@ -562,4 +811,41 @@ def assemble(
                 break
             chain.append(node.parent)
             node = coll.get(node.parent)
+    _drop_unservable(coll)
     coll.errors.sort(key=lambda e: (e.file, e.line))
+
+
+def _drop_unservable(coll: Collection) -> None:
+    """Leave out follow-ups that can never be served: a follow-up waits for its parent, so
+    one whose parent is missing, itself, or in a cycle (and every card below it) would wait
+    forever. Each is already an error above; leaving it out keeps 'valid cards' true."""
+    servable: dict[str, bool] = {}
+    for card in coll.cards:  # walk up each chain once, without recursion (chains may be long)
+        path: list[str] = []
+        on_path: set[str] = set()
+        node_id: str | None = card.id
+        while True:
+            if node_id in servable:
+                result = servable[node_id]
+                break
+            node = coll.get(node_id) if node_id is not None else None
+            if node is None or node.id in on_path:
+                result = False  # a missing parent, or a cycle
+                break
+            path.append(node.id)
+            on_path.add(node.id)
+            if node.parent is None:
+                result = True
+                break
+            node_id = node.parent
+        for cid in path:
+            servable[cid] = result
+
+    keep = [c for c in coll.cards if servable[c.id]]
+    if len(keep) == len(coll.cards):
+        return
+    dropped = {c.id for c in coll.cards} - {c.id for c in keep}
+    coll.cards[:] = keep
+    coll.__post_init__()
+    for info in coll.decks.values():
+        info.card_ids = [c for c in info.card_ids if c not in dropped]

@@ -30,6 +30,8 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import os
+import stat
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from prep.engine.deck import (
+    MAX_DECK_BYTES,
     Card,
     Collection,
     DeckError,
@@ -51,6 +54,12 @@ from prep.engine.deck import (
     read_deck_text,
 )
 
+# Part of every assembly's key: raised when the checks across files change, so that a cached
+# result of older checks is never served (2: duplicate deck names refused, cards that can
+# never be served left out, as deck.load_collection does since the hardening).
+ASSEMBLY_VERSION = 2
+# Hashed with every file's text: raised whenever parse_deck_text accepts less than before.
+PARSER_SALT = b"parser 2\n"
 RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's mtime tick we expect
 
 # The Card fields kept in the cache's JSON, in Card's order (id, deck and parent are columns
@@ -117,6 +126,7 @@ class CachedCollection(Collection):
         # Collection's own fields, but ``cards`` is built on demand (see the property)
         self.decks = decks
         self.errors = errors
+        self.warnings: list[DeckError] = []
         self._store = store
         self._files = files  # (cache key, shown name) of each file, in order
         self._where: dict[str, tuple[str, int, str]] = {}  # id -> (key, line, shown)
@@ -198,7 +208,7 @@ class CachedCollection(Collection):
 
     def unseen(
         self, store: Any, deck: str | None = None, seen: set[str] | None = None
-    ) -> Iterator[tuple[str, str | None, bool]]:
+    ) -> Iterator[tuple[str, str, str, str | None, bool]]:
         # a collection loaded by another process with other decks may have re-ordered the
         # cache meanwhile: only this collection's cards are served
         return (u for u in self._store.deck_cache_unseen(deck) if u[0] in self._where)
@@ -246,16 +256,22 @@ def _load(
     include_bundled: bool,
 ) -> Collection:
     files: list[Path] = list(bundled_deck_files()) if include_bundled else []
+    warnings: list[DeckError] = []
     for p in paths or ():
-        files.extend(deck_files_in(Path(p)))
+        found = deck_files_in(Path(p))
+        if not found:  # as load_collection
+            warnings.append(
+                DeckError(display_path(p), 1, "no deck here (no *.yaml or *.yml files)")
+            )
+        files.extend(found)
     cached = store.deck_cache_files()
     now_ns = time.time_ns()
     order: list[tuple[str, str]] = []  # (cache key, shown) of each readable deck file
     read_errors: list[DeckError] = []
     seen: set[str] = set()
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(f"assembly {ASSEMBLY_VERSION}\n".encode())
     for path in files:
-        key = str(path.resolve())
+        key = os.path.realpath(path)  # never raises, even on a symlink loop
         if key in seen:
             continue
         seen.add(key)
@@ -267,6 +283,8 @@ def _load(
             st = None
         if (
             st is not None
+            and stat.S_ISREG(st.st_mode)  # anything else is read (and refused) as the loader does
+            and st.st_size <= MAX_DECK_BYTES
             and entry is not None
             and (entry["size"], entry["mtime_ns"]) == (st.st_size, st.st_mtime_ns)
             and entry["checked_ns"] - st.st_mtime_ns >= RACY_NS
@@ -279,7 +297,9 @@ def _load(
                 digest.update(f"{key}\0{error}\n".encode())
                 continue
             assert text is not None and st is not None
-            sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            # the parser's version is hashed with the text: a parse by an older parser
+            # (before a refusal was added) is never served
+            sha = hashlib.sha256(PARSER_SALT + text.encode("utf-8")).hexdigest()
             # (a parse does not depend on how the path is shown: names are added on load)
             if entry is not None and entry["sha256"] == sha:
                 store.deck_cache_touch(key, st.st_size, st.st_mtime_ns, now_ns)
@@ -305,6 +325,7 @@ def _load(
                             list(c.tags),
                             c.content_hash,
                             card_fields(c),
+                            c.kind,
                         )
                         for c in cards
                     ],
@@ -346,11 +367,12 @@ def _load(
     decks: dict[str, DeckInfo] = {}
     errors = [DeckError(f, line, m) for f, line, m in assembled["errors"]]
     coll = CachedCollection(store, order, kept, decks, errors)
+    coll.warnings = warnings
     for key, shown in order:
         info, _ = _info_and_errors(parsed[key], shown, [])
-        if info is None:
-            continue
-        info.name = assembled["renamed"].get(shown, info.name)
+        if info is None or shown not in assembled["renamed"]:
+            continue  # unparsable, or its deck name is already used (its cards left out)
+        info.name = assembled["renamed"][shown]
         # as load_collection: the file's valid ids that are in the collection (a duplicate
         # id is listed under both decks, its card is the first one)
         info.card_ids = [cid for _, cid, _ in rows[key] if cid in coll]
@@ -362,7 +384,12 @@ def _load(
 
 def _info_json(info: DeckInfo) -> str:
     return json.dumps(
-        {"name": info.name, "title": info.title, "description": info.description},
+        {
+            "name": info.name,
+            "title": info.title,
+            "description": info.description,
+            "line": info.line,
+        },
         ensure_ascii=False,
     )
 
@@ -380,6 +407,7 @@ def _info_and_errors(
         title=d["title"],
         description=d["description"],
         file=shown,
+        line=d.get("line", 1),
         declared=[(cid, line) for cid, line in declared],
     )
     return info, deck_errors

@@ -25,6 +25,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
+import os
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
@@ -57,9 +59,37 @@ class ExportError(Exception):
     """Bad export file, unwritable target or an import conflict; a one-line message."""
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinity replaced by None: strict JSON has no NaN (as
+    JavaScript's JSON.stringify does). Stored card states are always finite; demo metrics may
+    not be."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 def to_json(store: Store, now: datetime) -> str:
     data = {"format": FORMAT, "version": VERSION, "exported_at": fmt(now), **store.dump()}
-    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+    return json.dumps(_finite(data), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+# OWASP "CSV injection": a cell a spreadsheet would read as a formula starts with one of these.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_cell(text: str) -> str:
+    """A text cell made safe to open in a spreadsheet: one leading ' before a formula start
+    (OWASP's advice) -- and before a leading ' itself, so that `unneutralise_cell` (which
+    drops one leading ') gives back exactly the text."""
+    return "'" + text if text.startswith((*FORMULA_STARTS, "'")) else text
+
+
+def unneutralise_cell(text: str) -> str:
+    return text[1:] if text.startswith("'") else text
 
 
 def _csv_text(columns: Iterable[str], rows: Iterable[dict[str, Any]], json_cols: set[str]) -> str:
@@ -74,11 +104,14 @@ def _csv_text(columns: Iterable[str], rows: Iterable[dict[str, Any]], json_cols:
             if value is None:
                 out.append("")
             elif col in json_cols:
-                out.append(json.dumps(value, ensure_ascii=False))
+                text = json.dumps(_finite(value), ensure_ascii=False, allow_nan=False)
+                out.append(neutralise_cell(text))
             elif isinstance(value, float):
                 out.append(repr(value))  # shortest text that reads back as the same float
+            elif isinstance(value, int):
+                out.append(str(value))  # a number, never a formula
             else:
-                out.append(str(value))
+                out.append(neutralise_cell(str(value)))
         writer.writerow(out)
     return buf.getvalue()
 
@@ -123,7 +156,14 @@ def export_json(store: Store, path: Path, now: datetime) -> None:
 
 
 def export_csv(store: Store, path: Path) -> list[Path]:
-    """Write the CSV export; returns the files written (reviews file first)."""
+    """Write the CSV export; returns the files written (reviews file first). The other three
+    files are named after ``path``, so ``path`` must be a file (or not exist yet): beside a
+    device, a FIFO or standard output (/dev/null.cards.csv) they would be files nobody named."""
+    if str(path) == "-" or (os.path.exists(path) and not os.path.isfile(path)):
+        raise ExportError(
+            f"{path}: a csv export is four files named after it; give a file name "
+            "(or --format json)"
+        )
     paths = csv_paths(Path(path))
     parts = to_csv(store)
     _write({paths[k]: parts[k] for k in paths})

@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prep.engine.export import FORMAT, VERSION, ExportError, csv_paths
-from prep.engine.scheduler import Settings
+from prep.engine.deck import CONTROL, SLUG, read_regular_file
+from prep.engine.export import FORMAT, VERSION, ExportError, csv_paths, unneutralise_cell
+from prep.engine.present import count
+from prep.engine.scheduler import CardState, Settings, state_problem
 from prep.engine.schema import CARD_COLUMNS, DEMO_RUN_COLUMNS, REVIEW_COLUMNS, SCHEDULE_COLUMNS
 from prep.engine.storage import Store, state_from_json, state_to_json
 from prep.engine.timeutil import fmt, parse
@@ -31,6 +33,73 @@ from prep.engine.timeutil import fmt, parse
 
 class _Bad(Exception):
     """A bad value; the reader adds where it was."""
+
+
+# Imported JSON may be hostile: no NaN/Infinity tokens; nesting and number length bounded.
+# The rows have a fixed shape that validation holds; only demo metrics are free-form, and
+# they are held to _MAX_JSON_DEPTH levels.
+_MAX_JSON_DEPTH = 64
+
+
+def _no_constant(token: str) -> Any:
+    raise ValueError(f"{token} is not a JSON number")
+
+
+def loads_strict(text: str) -> Any:
+    """``json.loads`` for files from outside: raises ValueError (one line) on invalid JSON,
+    NaN/Infinity, nesting too deep for the parser, or a number too long to convert."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except ValueError as exc:  # int(): more than 4300 digits; or our NaN/Infinity refusal
+        message = str(exc).split(";")[0]
+        raise ValueError(message if len(message) < 120 else "a number too long to read") from None
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists/objects more than ``limit`` levels (iteratively)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _slug(value: Any, key: str, *, required: bool = True) -> str:
+    text = _text(value, key, required=required)
+    if text is None or (text == "" and not required):
+        return text or ""
+    if len(text) > 200 or not SLUG.match(text):
+        raise _Bad(f"{key} {_short(text)} is not a slug (lowercase letters, digits, dashes)")
+    return text
+
+
+def _label(value: Any, key: str, *, required: bool = False) -> str | None:
+    """Short text without control characters (a demo name, a device)."""
+    text = _text(value, key, required=required)
+    if text is not None and (len(text) > 200 or CONTROL.search(text)):
+        raise _Bad(f"{key} {_short(text)} is not a short plain text")
+    return text
+
+
+def _schedulable(state: CardState, what: str) -> None:
+    why = state_problem(state)
+    if why is not None:
+        raise _Bad(f"{what}: {why}")
 
 
 def _req(row: dict[str, Any], key: str) -> Any:
@@ -55,11 +124,11 @@ def _int(value: Any, key: str, *, lo: int | None = None, hi: int | None = None) 
         try:
             value = int(value.strip())
         except ValueError:
-            raise _Bad(f"{key} must be a whole number, got {value!r}") from None
+            raise _Bad(f"{key} must be a whole number, got {_short(value)}") from None
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int):
-        raise _Bad(f"{key} must be a whole number, got {value!r}")
+        raise _Bad(f"{key} must be a whole number, got {_short(value)}")
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         bounds = f"between {lo} and {hi}" if hi is not None else f">= {lo}"
         raise _Bad(f"{key} must be {bounds}, got {value}")
@@ -78,9 +147,11 @@ def _opt_float(value: Any, key: str) -> float | None:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise _Bad(f"{key} must be a number, got {value!r}") from None
+        raise _Bad(f"{key} must be a number, got {_short(value)}") from None
+    except OverflowError:  # an int too large for a float
+        raise _Bad(f"{key} must be a finite number, got {_short(value)}") from None
     if not math.isfinite(number):
-        raise _Bad(f"{key} must be a finite number, got {value!r}")
+        raise _Bad(f"{key} must be a finite number, got {_short(value)}")
     return number
 
 
@@ -96,11 +167,13 @@ def _time(value: Any, key: str, *, required: bool = False) -> str | None:
             raise _Bad(f"missing {key}")
         return None
     if not isinstance(value, str):
-        raise _Bad(f"{key} must be a UTC time like 2026-03-02T09:00:00.000000Z, got {value!r}")
+        raise _Bad(
+            f"{key} must be a UTC time like 2026-03-02T09:00:00.000000Z, got {_short(value)}"
+        )
     try:
         return fmt(parse(value))
     except (ValueError, OverflowError):  # OverflowError: no UTC form (year 0 or 10000)
-        raise _Bad(f"{key} is not a time: {value!r}") from None
+        raise _Bad(f"{key} is not a time: {_short(value)}") from None
 
 
 def _text(value: Any, key: str, *, required: bool = False) -> str | None:
@@ -109,7 +182,7 @@ def _text(value: Any, key: str, *, required: bool = False) -> str | None:
             raise _Bad(f"missing {key}")
         return None
     if not isinstance(value, str):
-        raise _Bad(f"{key} must be text, got {value!r}")
+        raise _Bad(f"{key} must be text, got {_short(value)}")
     return value
 
 
@@ -121,26 +194,33 @@ def _state_json(value: Any, key: str, card_id: str, *, required: bool) -> str | 
         return None
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise _Bad(f"{key} is not valid JSON ({exc.msg})") from None
+            value = loads_strict(value)
+        except ValueError as exc:
+            raise _Bad(f"{key} is not valid JSON ({exc})") from None
     if not isinstance(value, dict):
         raise _Bad(f"{key} must be a card state object, got {type(value).__name__}")
+    unknown = sorted(set(value) - set(CardState.__dataclass_fields__))
+    if unknown:
+        raise _Bad(f"{key}: unknown field {_short(unknown[0])} in the card state")
+    for field in ("due", "last_review"):
+        if value.get(field) is not None:
+            value = {**value, field: _time(value[field], f"{key}.{field}")}
     try:
         state = state_from_json(json.dumps(value))
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise _Bad(f"{key} is not a card state ({exc})") from None
+    except (TypeError, ValueError, AttributeError, OverflowError) as exc:
+        raise _Bad(f"{key} is not a card state ({_short(str(exc), 100)})") from None
     assert state is not None
     if state.id != card_id:
-        raise _Bad(f"{key} belongs to card {state.id!r}, not {card_id!r}")
+        raise _Bad(f"{key} belongs to card {_short(state.id)}, not {card_id!r}")
+    _schedulable(state, key)
     return state_to_json(state)
 
 
 def _card_row(raw: dict[str, Any]) -> dict[str, Any]:
-    cid = _text(_req(raw, "id"), "id", required=True)
-    return {
+    cid = _slug(_req(raw, "id"), "id")
+    row = {
         "id": cid,
-        "deck": _text(raw.get("deck"), "deck") or "",
+        "deck": _slug(raw.get("deck"), "deck", required=False),
         "state": _int(_req(raw, "state"), "state", lo=1, hi=3),
         "step": _opt_int(raw.get("step"), "step", lo=0),
         "stability": _opt_float(raw.get("stability"), "stability"),
@@ -150,15 +230,27 @@ def _card_row(raw: dict[str, Any]) -> dict[str, Any]:
         "reps": _int(raw.get("reps", 0), "reps", lo=0),
         "lapses": _int(raw.get("lapses", 0), "lapses", lo=0),
         "leech": _flag(raw.get("leech", 0), "leech"),
-        "content_hash": _text(raw.get("content_hash"), "content_hash"),
+        "content_hash": _label(raw.get("content_hash"), "content_hash"),
         "changed": _flag(raw.get("changed", 0), "changed"),
         "removed": _flag(raw.get("removed", 0), "removed"),
     }
+    state = CardState(
+        id=cid,
+        state=row["state"],
+        step=row["step"],
+        stability=row["stability"],
+        difficulty=row["difficulty"],
+        due=parse(row["due"]) if row["due"] else None,
+        last_review=parse(row["last_review"]) if row["last_review"] else None,
+        reps=row["reps"],
+        lapses=row["lapses"],
+    )
+    _schedulable(state, f"card {cid!r}")
+    return row
 
 
 def _review_row(raw: dict[str, Any]) -> dict[str, Any]:
-    cid = _text(_req(raw, "card_id"), "card_id", required=True)
-    assert cid is not None
+    cid = _slug(_req(raw, "card_id"), "card_id")
     return {
         "card_id": cid,
         "reviewed_at": _time(_req(raw, "reviewed_at"), "reviewed_at", required=True),
@@ -170,26 +262,37 @@ def _review_row(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _metrics_json(metrics: Any) -> str:
+    if _depth_over(metrics, _MAX_JSON_DEPTH):
+        raise _Bad(f"metrics nested more than {_MAX_JSON_DEPTH} levels deep")
+    try:
+        return json.dumps(metrics, default=str, allow_nan=False)
+    except ValueError:  # a NaN from a JSON export cannot happen (loads_strict); keep it strict
+        raise _Bad("metrics must hold finite numbers only") from None
+    except RecursionError:
+        raise _Bad(f"metrics nested more than {_MAX_JSON_DEPTH} levels deep") from None
+
+
 def _demo_run_row(raw: dict[str, Any]) -> dict[str, Any]:
     metrics = raw.get("metrics")
     if isinstance(metrics, str) and metrics != "":
         try:
-            metrics = json.loads(metrics)
-        except json.JSONDecodeError as exc:
-            raise _Bad(f"metrics is not valid JSON ({exc.msg})") from None
+            metrics = loads_strict(metrics)
+        except ValueError as exc:
+            raise _Bad(f"metrics is not valid JSON ({exc})") from None
     seconds = _opt_float(_req(raw, "seconds"), "seconds")
     if seconds is None:
         raise _Bad("missing seconds")
     return {
-        "name": _text(_req(raw, "name"), "name", required=True),
-        "device": _text(_req(raw, "device"), "device", required=True),
-        "device_name": _text(raw.get("device_name") or None, "device_name"),
-        "dtype": _text(raw.get("dtype") or None, "dtype"),
-        "scale": _text(raw.get("scale") or None, "scale"),
+        "name": _label(_req(raw, "name"), "name", required=True),
+        "device": _label(_req(raw, "device"), "device", required=True),
+        "device_name": _label(raw.get("device_name") or None, "device_name"),
+        "dtype": _label(raw.get("dtype") or None, "dtype"),
+        "scale": _label(raw.get("scale") or None, "scale"),
         "seed": _opt_int(raw.get("seed"), "seed"),
         "passed": _flag(_req(raw, "passed"), "passed"),
         "seconds": seconds,
-        "metrics": None if metrics in (None, "") else json.dumps(metrics, default=str),
+        "metrics": None if metrics in (None, "") else _metrics_json(metrics),
         "ran_at": _time(_req(raw, "ran_at"), "ran_at", required=True),
     }
 
@@ -201,11 +304,11 @@ def _settings(raw: Any) -> dict[str, Any] | None:
         raise _Bad(f"settings must be an object, got {type(raw).__name__}")
     unknown = sorted(set(raw) - set(Settings.__dataclass_fields__))
     if unknown:
-        raise _Bad(f"unknown setting {unknown[0]!r}")
+        raise _Bad(f"unknown setting {_short(unknown[0])}")
     try:
         settings = Settings.from_dict(raw).validated()
-    except (TypeError, ValueError) as exc:
-        raise _Bad(f"settings: {exc}") from None
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise _Bad(f"settings: {_short(str(exc), 160)}") from None
     return settings.to_dict()
 
 
@@ -224,9 +327,14 @@ def _not_export(path: Path, why: str) -> ExportError:
     return ExportError(f"{path}: not a prep export ({why})")
 
 
+# An export of a very long history is tens of MB; a file past this is not one of ours, and
+# reading it whole would only cost memory.
+MAX_EXPORT_BYTES = 256 * 1024 * 1024
+
+
 def _read_text(path: Path) -> str:
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path, MAX_EXPORT_BYTES, "an export")
     except FileNotFoundError:
         raise ExportError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -261,17 +369,15 @@ def read_json(path: Path) -> ExportData:
     if not text.strip():
         raise _not_export(path, "the file is empty")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _not_export(
-            path, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-        ) from None
+        data = loads_strict(text)
+    except ValueError as exc:
+        raise _not_export(path, str(exc)) from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise _not_export(path, f'no "format": "{FORMAT}" field')
     version = data.get("version")
     if not isinstance(version, int) or isinstance(version, bool):
-        raise _not_export(path, f"bad version {version!r}")
-    if version > VERSION:
+        raise _not_export(path, f"bad version {_short(version)}")
+    if version > VERSION:  # (a bool or a 5000-digit int never gets here: see above)
         raise ExportError(
             f"{path}: export version {version} is newer than this prep reads ({VERSION}); "
             "upgrade prep"
@@ -322,6 +428,7 @@ def _read_csv(
                     f"{path}:{line}: expected {len(header)} fields, found {len(record)}"
                     " (the file may be truncated)"
                 )
+            record = [unneutralise_cell(cell) for cell in record]  # see export.neutralise_cell
             try:
                 out.append(parse_row(dict(zip(header, record, strict=True))))
             except _Bad as exc:
@@ -354,10 +461,10 @@ def read_csv(path: Path) -> ExportData:
         raw: dict[str, Any] = {}
         for i, pair in enumerate(pairs):
             try:
-                raw[pair["key"]] = json.loads(pair["value"])
-            except json.JSONDecodeError:
+                raw[pair["key"]] = loads_strict(pair["value"])
+            except ValueError:
                 raise ExportError(
-                    f"{paths['settings']}: row {i + 1}: value of {pair['key']!r} is not JSON"
+                    f"{paths['settings']}: row {i + 1}: value of {_short(pair['key'])} is not JSON"
                 ) from None
         try:
             settings = _settings(raw) if raw else None  # header only: no settings saved
@@ -399,13 +506,16 @@ class ImportResult:
     settings: str = "none"  # "imported", "same", "kept" (the database's differ), "none"
 
     def summary(self) -> str:
-        text = f"{self.cards_added} card state(s) added"
+        text = f"{count(self.cards_added, 'card state')} added"
         if self.cards_updated:
             text += f", {self.cards_updated} brought up to date"
-        text += f", {self.reviews_added} review(s) added, {self.demo_runs_added} demo run(s) added"
+        text += (
+            f", {count(self.reviews_added, 'review')} added, "
+            f"{count(self.demo_runs_added, 'demo run')} added"
+        )
         skipped = self.cards_kept + self.reviews_skipped + self.demo_runs_skipped
         if skipped:
-            text += f"; {skipped} row(s) already stored (skipped)"
+            text += f"; {count(skipped, 'row')} already stored (skipped)"
         if self.settings == "imported":
             text += "; settings imported"
         elif self.settings == "kept":

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import time
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -122,8 +122,45 @@ def check_enough(logs: Sequence[fsrs.ReviewLog]) -> int:
     return n
 
 
-def fit(store: Store) -> FitResult:
-    """Fit parameters to the stored review log. Imports torch (via fsrs.optimizer)."""
+class _CountedReads(dict):
+    """A dict that reports every ``[key]`` read (see ``_watch``)."""
+
+    def __init__(self, data: dict, on_read: Callable[[], None]) -> None:
+        super().__init__(data)
+        self._on_read = on_read
+
+    def __getitem__(self, key: object) -> object:
+        self._on_read()
+        return super().__getitem__(key)
+
+
+def _watch(optimizer: object, progress: Callable[[float], None]) -> None:
+    """Report the fit's progress (0..1) to ``progress``.
+
+    fsrs's Optimizer reads each card's history from ``_revlogs_train`` once per pass over the
+    log: one pass to count the reviews, two per epoch (training, then the epoch's loss), and
+    one per loss we ask for afterwards (old and new parameters). Counting those reads
+    measures how far the fit is (by passes, not seconds: a training pass costs more than a
+    loss pass). The attribute is private (fsrs 6); without it the fit runs without progress."""
+    import fsrs.optimizer as fsrs_optimizer
+
+    revlogs = getattr(optimizer, "_revlogs_train", None)
+    if not isinstance(revlogs, dict) or not revlogs:
+        return
+    total = len(revlogs) * (2 * int(getattr(fsrs_optimizer, "num_epochs", 5)) + 3)
+    reads = 0
+
+    def on_read() -> None:
+        nonlocal reads
+        reads += 1
+        progress(min(reads / total, 1.0))
+
+    optimizer._revlogs_train = _CountedReads(revlogs, on_read)  # type: ignore[attr-defined]
+
+
+def fit(store: Store, progress: Callable[[float], None] | None = None) -> FitResult:
+    """Fit parameters to the stored review log. Imports torch (via fsrs.optimizer).
+    ``progress`` is told the fraction done (0..1) as the fit goes: 54k reviews take minutes."""
     reviews = store.reviews()
     logs = review_logs(reviews)
     n = check_enough(logs)
@@ -132,6 +169,8 @@ def fit(store: Store) -> FitResult:
     from fsrs.optimizer import Optimizer  # torch + pandas: only here
 
     optimizer = Optimizer(logs)
+    if progress is not None:
+        _watch(optimizer, progress)
     new = tuple(float(x) for x in optimizer.compute_optimal_parameters(verbose=False))
     # the optimizer's own loss (private in fsrs 6; without it the effect shows intervals only)
     loss = getattr(optimizer, "_compute_batch_loss", None)
@@ -167,7 +206,7 @@ def first_intervals(
 
 
 def render(result: FitResult, settings: Settings, now: datetime) -> str:
-    from prep.engine.present import human_interval
+    from prep.engine.present import human_interval, percent
 
     lines = [
         f"Fitted on {result.trainable} of your {result.reviews} reviews in {result.seconds:.1f}s.",
@@ -192,7 +231,7 @@ def render(result: FitResult, settings: Settings, now: datetime) -> str:
     show = ", ".join
     lines.append(
         f"  a new card answered Good each time it is due (desired retention "
-        f"{100 * settings.desired_retention:.0f}%):"
+        f"{percent(settings.desired_retention)}):"
     )
     lines.append(f"    old: {show(human_interval(v) for v in old_iv.values())}")
     lines.append(f"    new: {show(human_interval(v) for v in new_iv.values())}")

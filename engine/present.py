@@ -40,6 +40,44 @@ def human_interval(delta: timedelta) -> str:
     return f"{days / 365:.1f}y".replace(".0y", "y")
 
 
+_UNIT_WORDS = {"s": "second", "m": "minute", "h": "hour", "d": "day", "mo": "month", "y": "year"}
+
+
+def spoken_interval(delta: timedelta) -> str:
+    """``human_interval`` in words, for sentences: 1 day, 2 days, 10 minutes, 2.5 months."""
+    short = human_interval(delta)
+    number = short.rstrip("smhdoy")
+    word = _UNIT_WORDS[short[len(number) :]]
+    return f"{number} {word}" + ("" if number == "1" else "s")
+
+
+def counts_text(counts: tuple[int, int, int]) -> str:
+    """Anki's three numbers for what is left: ``new 12 · learning 2 · due 5``."""
+    new, learning, due = counts
+    return f"new {new} · learning {learning} · due {due}"
+
+
+def limit_lines(limits: Any) -> list[str]:
+    """Why fewer cards are served than wait: today's limits (a session.Limits), one line each."""
+    lines = []
+    if limits.new_reached:
+        lines.append(
+            f"Daily new-card limit reached ({limits.new_done} of {limits.new_per_day} today); "
+            f"{count(limits.new_waiting, 'unseen card')} wait."
+        )
+    if limits.reviews_reached:
+        lines.append(
+            f"Daily review limit reached ({limits.review_limit}); more reviews are due "
+            "(prep config review_limit N raises it)."
+        )
+    return lines
+
+
+def early_text(ahead: timedelta) -> str:
+    """The label of a learning card shown before its step is due (learn-ahead)."""
+    return f"early: its step is due in {spoken_interval(ahead)}"
+
+
 def duration_text(seconds: float) -> str:
     """Time spent: 45s, 2m 05s, 1h 02m."""
     seconds = round(max(0.0, seconds))

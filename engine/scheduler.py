@@ -28,6 +28,7 @@ RATING_NAMES = {
 }
 MAX_COUNT = 1_000_000_000  # upper bound of the whole-number settings
 MAX_STEP_MIN = 36500 * 24 * 60  # a learning step of at most 100 years, in minutes
+MAX_INTERVAL_DAYS = 36500  # fsrs's own default maximum: 100 years
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,9 @@ class Settings:
     relearning_steps_min: tuple[float, ...] = (10.0,)
     maximum_interval: int = 36500
     parameters: tuple[float, ...] | None = None  # None: fsrs defaults
+    # Anki's learn-ahead limit: when nothing else is left, a learning card due within this
+    # many minutes is shown early (and labelled so) instead of ending the session
+    learn_ahead_min: int = 20
 
     def to_dict(self) -> dict:
         return {
@@ -53,6 +57,7 @@ class Settings:
             "relearning_steps_min": list(self.relearning_steps_min),
             "maximum_interval": self.maximum_interval,
             "parameters": list(self.parameters) if self.parameters is not None else None,
+            "learn_ahead_min": self.learn_ahead_min,
         }
 
     @classmethod
@@ -69,7 +74,13 @@ class Settings:
             raise ValueError(
                 f"desired_retention must be between 0.7 and 0.99, got {self.desired_retention}"
             )
-        for key in ("new_per_day", "review_limit", "leech_threshold", "maximum_interval"):
+        for key in (
+            "new_per_day",
+            "review_limit",
+            "leech_threshold",
+            "maximum_interval",
+            "learn_ahead_min",
+        ):
             value = getattr(self, key)
             # bounded: the queue passes these to SQLite (LIMIT ?), which holds 64-bit ints
             if not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
@@ -78,6 +89,11 @@ class Settings:
                 )
         if self.leech_threshold < 1 or self.maximum_interval < 1:
             raise ValueError("leech_threshold and maximum_interval must be at least 1")
+        if self.maximum_interval > MAX_INTERVAL_DAYS:  # past this, due dates overflow
+            raise ValueError(
+                f"maximum_interval must be at most {MAX_INTERVAL_DAYS} days (100 years), "
+                f"got {self.maximum_interval}"
+            )
         for key in ("learning_steps_min", "relearning_steps_min"):
             for step in getattr(self, key):
                 ok = isinstance(step, int | float) and not isinstance(step, bool)
@@ -124,6 +140,64 @@ class CardState:
             due=self.due or now,
             last_review=self.last_review,
         )
+
+
+# What fsrs can schedule (fsrs.scheduler: STABILITY_MIN, MIN/MAX_DIFFICULTY). Stability is in
+# days; fsrs's own values stay far below the upper bound (100 years is 36 500 days).
+STABILITY_MIN, STABILITY_MAX = 0.001, 1e6
+DIFFICULTY_MIN, DIFFICULTY_MAX = 1.0, 10.0
+MAX_STEP = 1000  # a learning step index; fsrs treats one past the last step as graduated
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def state_problem(card: CardState) -> str | None:
+    """Why fsrs cannot schedule ``card`` (one line), or None when it can.
+
+    A state from outside (an imported file, a hand-edited database) is checked here before
+    fsrs sees it: fsrs asserts on a review card without stability, divides by a zero
+    stability and computes complex numbers from a negative one.
+    """
+    if card.state not in (int(State.Learning), int(State.Review), int(State.Relearning)):
+        return f"state must be 1 (learning), 2 (review) or 3 (relearning), got {card.state!r}"
+    for key in ("reps", "lapses"):
+        value = getattr(card, key)
+        if not (isinstance(value, int) and not isinstance(value, bool)) or not (
+            0 <= value <= MAX_COUNT
+        ):
+            return f"{key} must be a whole number between 0 and {MAX_COUNT}, got {value!r}"
+    step = card.step
+    if step is not None and (
+        not isinstance(step, int) or isinstance(step, bool) or not 0 <= step <= MAX_STEP
+    ):
+        return f"step must be a whole number between 0 and {MAX_STEP}, got {step!r}"
+    if card.state in (State.Learning, State.Relearning) and step is None:
+        return "a learning or relearning card needs its step"
+    if (card.stability is None) != (card.difficulty is None):
+        return "stability and difficulty come together (both set, or both empty for a new card)"
+    if card.stability is None:
+        if card.state != State.Learning:
+            return "a review or relearning card needs stability and difficulty"
+    else:
+        s, d = card.stability, card.difficulty
+        if not _number(s) or not STABILITY_MIN <= s <= STABILITY_MAX:  # also refuses nan
+            return (
+                f"stability must be a number of days between {STABILITY_MIN} and "
+                f"{STABILITY_MAX:g}, got {s!r}"
+            )
+        if not _number(d) or not DIFFICULTY_MIN <= d <= DIFFICULTY_MAX:
+            return (
+                f"difficulty must be between {DIFFICULTY_MIN:g} and {DIFFICULTY_MAX:g}, got {d!r}"
+            )
+    if card.state != State.Learning and card.last_review is None:
+        return "a review or relearning card needs last_review"
+    for key in ("due", "last_review"):
+        value = getattr(card, key)
+        if value is not None and (not isinstance(value, datetime) or value.utcoffset() is None):
+            return f"{key} must be a UTC time, got {value!r}"
+    return None
 
 
 @dataclass(frozen=True)

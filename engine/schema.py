@@ -8,8 +8,9 @@ Tables (the schema version is in ``meta``):
   rating, duration, the fsrs state before, and the card's state before and after in the
   compact form of engine/reviewlog.py (v5; up to v4 both states were JSON text), so undo
   restores the exact previous state and the export gives both.
-- ``deck_files``, ``deck_cards``: the parsed decks (engine/deckcache.py), so that start-up
-  re-parses only what changed.
+- ``deck_files``, ``deck_cards``, ``deck_tags``: the parsed decks (engine/deckcache.py), so
+  that start-up re-parses only what changed (v4; v6 added each card's kind).
+- ``card_marks``: suspend / bury / flag, created on the first mark (Store.set_mark).
 - ``demo_runs``: every demo run (name, device, passed, seconds, the full report).
 - ``meta``: schema version and settings.
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 CARD_COLUMNS = (
     "id",  # card id (the slug in the deck file)
@@ -222,7 +223,25 @@ def _v4_to_v5(db: Any) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS cards_changed ON cards (id) WHERE changed = 1")
 
 
+def _v5_to_v6(db: Any) -> None:
+    # each cached card's kind as a column: the new-card rotation over (deck, kind) groups
+    # reads it for the unseen cards in SQL. The cache is emptied (it is rebuilt from the deck
+    # files on the next open; progress is untouched).
+    db.execute("ALTER TABLE deck_cards ADD COLUMN kind TEXT NOT NULL DEFAULT ''")
+    db.execute("DELETE FROM deck_tags")
+    db.execute("DELETE FROM deck_cards")
+    db.execute("DELETE FROM deck_files")
+    db.execute("DELETE FROM meta WHERE key IN ('deck_assembly', 'deck_sync')")
+
+
 # MIGRATIONS[v] upgrades a database (a sqlite_utils.Database) from schema v to v + 1; the store
 # runs them inside one transaction.
-MIGRATIONS: list[Callable[[Any], None]] = [_v0_to_v1, _v1_to_v2, _v2_to_v3, _v3_to_v4, _v4_to_v5]
+MIGRATIONS: list[Callable[[Any], None]] = [
+    _v0_to_v1,
+    _v1_to_v2,
+    _v2_to_v3,
+    _v3_to_v4,
+    _v4_to_v5,
+    _v5_to_v6,
+]
 assert len(MIGRATIONS) == SCHEMA_VERSION

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from prep.engine.deck import Card, Collection
-from prep.engine.scheduler import CardState, Outcome, Rating, Scheduler, State
-from prep.engine.storage import Store
-from prep.engine.timeutil import Clock, day_start, study_day_start, utcnow
+from prep.engine.scheduler import CardState, Outcome, Rating, Scheduler, State, state_problem
+from prep.engine.storage import Mark, Store
+from prep.engine.timeutil import Clock, day_start, fmt, study_day_start, utcnow
 
-LEARN_AHEAD = timedelta(minutes=20)
+LEARN_AHEAD = timedelta(minutes=20)  # a rating whose next step is due within it is re-shown
 
 
 @dataclass
@@ -26,6 +26,7 @@ class Queue:
     due: list[str]  # learning steps and reviews together, most overdue first
     new: list[str]
     learning: int = 0  # how many of ``due`` are learning or relearning steps
+    learning_ids: frozenset[str] = frozenset()  # which ones
 
     @property
     def ids(self) -> list[str]:
@@ -54,26 +55,146 @@ def build_queue(
         review_limit = max(0, settings.review_limit - done)
     if new_limit is None:
         new_today = store.count_reviews(today, new_only=True)
-        new_limit = max(0, settings.new_per_day - new_today)
+        new_limit = max(0, settings.new_per_day + extra_new_today(store, now) - new_today)
     decks = None if deck is None else [deck]
+    hidden = store.hidden_ids(now)  # suspended, or buried until a later day (a few ids)
     learning = store.due_ids(now, decks=decks, not_state=int(State.Review))
-    reviews = store.due_ids(now, decks=decks, state=int(State.Review), limit=review_limit)
-    learning = [cid for cid in learning if cid in collection]
-    reviews = [cid for cid in reviews if cid in collection]
+    reviews = store.due_ids(
+        now, decks=decks, state=int(State.Review), limit=review_limit + len(hidden)
+    )
+    learning = [cid for cid in learning if cid in collection and cid not in hidden]
+    reviews = [cid for cid in reviews if cid in collection and cid not in hidden]
+    reviews = reviews[:review_limit]
     due = _merge_by_due(store, learning, reviews)
+    if hidden:
+        seen = None if seen is None else seen | hidden  # never served as new either
+    new = _new_cards(store, collection, seen, hidden, new_limit, deck) if new_limit > 0 else []
+    return Queue(due=due, new=new, learning=len(learning), learning_ids=frozenset(learning))
+
+
+def _new_cards(
+    store: Store,
+    collection: Collection,
+    seen: set[str] | None,
+    hidden: set[str],
+    limit: int,
+    deck: str | None,
+) -> list[str]:
+    """Up to ``limit`` unseen cards, taking one from each (deck, kind) group in turn, so a
+    day's new cards mix decks and recall, choice, red-flag and follow-up cards; file order
+    within a group. A follow-up waits until its parent is seen or queued before it.
+
+    The unseen cards come from ``Collection.unseen``: in SQL from the deck cache (no set of
+    every seen id, no card built) when the collection has one. Suspended and buried cards
+    (``hidden``, a few ids) count as seen: never served as new."""
+    groups: dict[tuple[str, str], list[tuple[str, str | None]]] = {}  # first appearance
+    parent_ok: set[str] = set()  # unseen cards whose parent is seen (or hidden)
+    for cid, cdeck, kind, parent, parent_seen in collection.unseen(store, deck, seen):
+        if cid in hidden:
+            continue
+        if parent_seen or parent in hidden:
+            parent_ok.add(cid)
+        groups.setdefault((cdeck, kind), []).append((cid, parent))
     new: list[str] = []
     queued: set[str] = set()
-    if new_limit > 0:
-        # unseen cards in deck order, read only as far as needed (from the deck cache's
-        # index when the collection has one, never a set of every seen id)
-        for cid, parent, parent_seen in collection.unseen(store, deck, seen):
-            if parent is not None and not parent_seen and parent not in queued:
-                continue
-            new.append(cid)
-            queued.add(cid)
-            if len(new) >= new_limit:
+    progress = True
+    while len(new) < limit and progress:
+        progress = False
+        for pending in groups.values():
+            for i, (cid, parent) in enumerate(pending):
+                if parent is not None and cid not in parent_ok and parent not in queued:
+                    continue
+                new.append(cid)
+                queued.add(cid)
+                del pending[i]
+                progress = True
                 break
-    return Queue(due=due, new=new, learning=len(learning))
+                break
+            if len(new) >= limit:
+                break
+    return new
+
+
+EXTRA_NEW_KEY = "extra_new_today"
+
+
+def extra_new_today(store: Store, now: datetime) -> int:
+    """New cards added to today's limit with "study more" (0 on any other day)."""
+    raw = store.get_meta(EXTRA_NEW_KEY)
+    if not raw:
+        return 0
+    day, _, n = raw.partition(" ")
+    return int(n) if day == fmt(day_start(now)) and n.isdigit() else 0
+
+
+def add_new_today(store: Store, now: datetime, n: int) -> int:
+    """Anki's custom study "increase today's new card limit": ``n`` more new cards today
+    only. Returns today's extra in all."""
+    total = extra_new_today(store, now) + n
+    with store.transaction():
+        store.set_meta(EXTRA_NEW_KEY, f"{fmt(day_start(now))} {total}")
+    return total
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Why a deck shows nothing (or less than is waiting): today's limits and what they hold
+    back, for a line like "daily new-card limit reached (20 today): 26 new cards wait"."""
+
+    new_per_day: int  # the limit in force today (the setting plus "study more")
+    new_done: int  # new cards studied today
+    new_waiting: int  # unseen cards the limit holds back
+    review_limit: int
+    reviews_done: int
+    reviews_waiting: bool  # due reviews beyond today's review limit
+
+    @property
+    def new_reached(self) -> bool:
+        return self.new_waiting > 0 and self.new_done >= self.new_per_day
+
+    @property
+    def reviews_reached(self) -> bool:
+        return self.reviews_waiting
+
+
+def limits_today(
+    store: Store,
+    collection: Collection,
+    now: datetime,
+    queue: Queue,
+    deck: str | None = None,
+    seen: set[str] | None = None,
+) -> Limits:
+    """Today's limits beside ``queue`` (built for ``deck``): what they hold back. ``seen``
+    (ids with stored progress) may be passed in when the caller already holds it."""
+    settings = store.settings()
+    today = day_start(now)
+    new_done = store.count_reviews(today, new_only=True)
+    reviews_done = store.count_reviews(today, prev_state=int(State.Review))
+    # counted from the deck cache in SQL when the collection has one
+    unseen = sum(1 for _ in collection.unseen(store, deck, seen))
+    decks = None if deck is None else [deck]
+    capped = len(queue.due) - queue.learning
+    beyond = store.due_ids(now, decks=decks, state=int(State.Review), limit=capped + 1)
+    return Limits(
+        new_per_day=settings.new_per_day + extra_new_today(store, now),
+        new_done=new_done,
+        new_waiting=max(0, unseen - len(queue.new)),
+        review_limit=settings.review_limit,
+        reviews_done=reviews_done,
+        reviews_waiting=len([c for c in beyond if c in collection]) > capped,
+    )
+
+
+def review_ahead_ids(
+    store: Store, collection: Collection, now: datetime, days: int = 1, deck: str | None = None
+) -> list[str]:
+    """Anki's custom study "review ahead": review cards due within ``days`` days (not yet
+    due), soonest first."""
+    decks = None if deck is None else [deck]
+    later = store.due_ids(now + timedelta(days=days), decks=decks, state=int(State.Review))
+    due_now = set(store.due_ids(now, decks=decks, state=int(State.Review)))
+    return [cid for cid in later if cid not in due_now and cid in collection]
 
 
 def _merge_by_due(store: Store, a: list[str], b: list[str]) -> list[str]:
@@ -125,26 +246,112 @@ class ReviewSession:
         self.scheduler = scheduler or Scheduler(store.settings())
         now = clock()
         collection.sync(store)
+        learning_ids: frozenset[str] | None = None
         if queue is None:
-            queue = build_queue(store, collection, now, deck=deck, new_limit=new_limit).ids
+            built = build_queue(store, collection, now, deck=deck, new_limit=new_limit)
+            queue, new_ids, learning_ids = built.ids, set(built.new), built.learning_ids
         self.queue: list[str] = list(queue)[: limit if limit is not None else None]
+        if learning_ids is None:  # a queue given by the caller: ask the store what each is
+            states = store.cards(self.queue)
+            new_ids = {cid for cid in self.queue if cid not in states}
+            learning_ids = frozenset(
+                cid for cid, st in states.items() if st.state != int(State.Review)
+            )
+        # what each queued card is, for Anki's three numbers (new / learning / due)
+        self.kind_of: dict[str, str] = {
+            cid: "new" if cid in new_ids else "learning" if cid in learning_ids else "review"
+            for cid in self.queue
+        }
+        # learning cards rated this session, waiting for their next step: (due, id), soonest
+        # first. One is served when due; early (within the learn-ahead limit) only when
+        # nothing else is left.
+        self.learning: list[tuple[datetime, str]] = []
+        self.learn_ahead = timedelta(minutes=store.settings().learn_ahead_min)
         self.done: list[str] = []  # ids rated in this session, in order (for undo)
         self._requeued: list[bool] = []  # whether each of those ratings re-queued its card
         self._review_ids: list[int] = []  # the review rows those ratings wrote
+        self._from_learning: list[tuple[datetime, str] | None] = []  # where each rated card was
+        # undo goes back through ratings and marks alike: "rate", or the mark before a change
+        self._history: list[str | tuple[str, Mark, tuple[datetime, str] | None]] = []
         self.total = len(self.queue)
+        self.skipped: list[tuple[str, str]] = []  # (card id, why) of cards left out
+        self.notices: list[str] = []
+        self._schedulable: set[str] = set()
         self.stats = SessionStats(started=now)
         self._shown_at = time.monotonic()
 
     # --- the current card ---------------------------------------------------------------
 
-    @property
-    def current(self) -> Card | None:
+    def _next(self) -> tuple[Card, tuple[datetime, str] | None] | None:
+        """The card to show now and, when it is a waiting learning card, its entry: a learning
+        card whose step is due first, then the queue, then (nothing else left) the soonest
+        learning card within the learn-ahead limit, shown early."""
+        now = self.clock()
         while self.queue:
             card = self.collection.get(self.queue[0])
-            if card is not None:
-                return card
-            self.queue.pop(0)  # removed from the decks since the queue was built
+            if card is not None and (card.id in self._schedulable or self._schedulable_now(card)):
+                break
+            self.queue.pop(0)  # removed from the decks since the queue was built, or unusable
+        self.learning = [e for e in self.learning if self.collection.get(e[1]) is not None]
+        if self.learning and self.learning[0][0] <= now:
+            return self.collection.get(self.learning[0][1]), self.learning[0]
+        if self.queue:
+            return self.collection.get(self.queue[0]), None
+        if self.learning and self.learning[0][0] <= now + self.learn_ahead:
+            return self.collection.get(self.learning[0][1]), self.learning[0]
         return None
+
+    def _schedulable_now(self, card: Card) -> bool:
+        """Whether the scheduler can rate this card's stored state. A state it rejects (from a
+        hand-edited database, or an import before imports were validated) skips the card with
+        a notice instead of crashing the session when the answer is revealed."""
+        state = self.state_of(card)
+        why = state_problem(state)
+        if why is None:
+            try:
+                self.scheduler.preview(state, self.clock())
+            except (ArithmeticError, AssertionError, TypeError, ValueError) as exc:
+                why = f"the scheduler cannot rate it ({type(exc).__name__}: {exc})"
+        if why is not None:
+            self.skipped.append((card.id, why))
+            self.notices.append(f"Skipped card {card.id}: its stored state is unusable: {why}")
+            return False
+        self._schedulable.add(card.id)
+        return True
+
+    def take_notices(self) -> list[str]:
+        """Messages for the user since the last call (cards skipped, and why)."""
+        notices, self.notices = self.notices, []
+        return notices
+
+    @property
+    def current(self) -> Card | None:
+        found = self._next()
+        return found[0] if found else None
+
+    @property
+    def early(self) -> timedelta | None:
+        """How long before its step is due the current card is shown (learn-ahead), or None
+        when it is not early."""
+        found = self._next()
+        if found is None or found[1] is None:
+            return None
+        ahead = found[1][0] - self.clock()
+        return ahead if ahead > timedelta(0) else None
+
+    def counts(self) -> tuple[int, int, int]:
+        """Anki's three numbers: new, learning and due (review) cards left in this session."""
+        kinds = [self.kind_of.get(cid, "review") for cid in self.queue]
+        return (
+            kinds.count("new"),
+            kinds.count("learning") + len(self.learning),
+            kinds.count("review"),
+        )
+
+    @property
+    def waiting(self) -> datetime | None:
+        """When the next learning card of this session is due, if one is waiting."""
+        return self.learning[0][0] if self.learning else None
 
     @property
     def finished(self) -> bool:
@@ -174,18 +381,32 @@ class ReviewSession:
     # --- rating and undo ----------------------------------------------------------------
 
     def rate(self, rating: Rating | int, duration_ms: int | None = None) -> Outcome:
-        card = self.current
-        if card is None:
+        found = self._next()
+        if found is None:
             raise RuntimeError("no card to rate: the session is finished")
+        card, entry = found
         rating = Rating(rating)
         now = self.clock()
-        prev = self.state_of(card)
-        outcome = self.scheduler.review(prev, rating, now)
         if duration_ms is None:
             duration_ms = int((time.monotonic() - self._shown_at) * 1000)
-        review_id = self.store.record_review(prev, outcome.state, rating, now, duration_ms)
+        outcomes: list[Outcome] = []
+
+        def decide(prev: CardState) -> CardState:
+            outcomes.append(self.scheduler.review(prev, rating, now))
+            return outcomes[-1].state
+
+        # the state is read inside the write transaction: another terminal rating this card
+        # at the same moment is serialised before or after us, never interleaved
+        fresh = CardState(id=card.id, deck=card.deck, content_hash=card.content_hash)
+        review_id, _prev, _new = self.store.rate_card(fresh, decide, rating, now, duration_ms)
+        outcome = outcomes[-1]
         self._review_ids.append(review_id)
-        self.queue.pop(0)
+        if entry is None:
+            self.queue.pop(0)
+        else:
+            self.learning.remove(entry)
+        self._from_learning.append(entry)
+        self._history.append("rate")
         self.done.append(card.id)
         self.stats.reviewed += 1
         self.stats.ratings[int(rating)] += 1
@@ -194,31 +415,69 @@ class ReviewSession:
         requeued = (
             self.requeue
             and outcome.state.due is not None
-            and outcome.state.due <= now + LEARN_AHEAD
+            and outcome.state.due <= now + max(LEARN_AHEAD, self.learn_ahead)
         )
-        if requeued:
-            self.queue.append(card.id)  # a learning step due soon: see it again this session
+        if requeued:  # a learning step due soon: see it again this session
+            assert outcome.state.due is not None
+            self.learning.append((outcome.state.due, card.id))
+            self.learning.sort()
             self.total += 1
         self._requeued.append(requeued)
         self.mark_shown()
         return outcome
 
+    def set_mark(self, change: str) -> Mark:
+        """Suspend, bury or flag (toggle) the current card, stored at once and undoable like a
+        rating. A suspended or buried card leaves this session; a flagged one stays."""
+        found = self._next()
+        if found is None:
+            raise RuntimeError("no card to mark: the session is finished")
+        card, entry = found
+        before = self.store.mark(card.id)
+        if change == "suspend":
+            after = replace(before, suspended=True)
+        elif change == "bury":
+            after = replace(before, buried_until=study_day_start(self.clock(), 1))
+        elif change == "flag":
+            after = replace(before, flagged=not before.flagged)
+        else:
+            raise ValueError(f"unknown mark {change!r}")
+        self.store.set_mark(card.id, after)
+        if change != "flag":
+            if entry is None:
+                self.queue.pop(0)
+            else:
+                self.learning.remove(entry)
+        self._history.append((card.id, before, entry if change != "flag" else ("keep", card.id)))
+        return after
+
     def undo(self) -> Card | None:
-        """Undo this session's last rating: the stored state is restored exactly and the card
-        is put back in front. Returns the card, or None when there is nothing to undo."""
+        """Undo this session's last rating or mark: a rating's stored state is restored
+        exactly, a mark is cleared back to what it was, and the card is put back in front.
+        Returns the card, or None when there is nothing to undo."""
+        if self._history and self._history[-1] != "rate":
+            card_id, before, entry = self._history.pop()  # type: ignore[misc]
+            self.store.set_mark(card_id, before)
+            if entry != ("keep", card_id):  # it had left the session: back in front
+                if entry is not None:
+                    self.kind_of[card_id] = "learning"
+                self.queue.insert(0, card_id)
+            return self.collection.get(card_id)
         if not self.done:
             return None
         last = self.store.undo_last(expected_id=self._review_ids[-1])
         if last is None:
             return None  # the newest review is not ours (another session's): leave it
         self._review_ids.pop()
+        if self._history:
+            self._history.pop()
         card_id = self.done.pop()
         if self._requeued.pop():  # drop the learning-step re-queue this rating added
-            self.queue.reverse()
-            self.queue.remove(card_id)  # the last occurrence
-            self.queue.reverse()
+            self.learning = [e for e in self.learning if e[1] != card_id]
             self.total -= 1
-        self.queue.insert(0, card_id)
+        if self._from_learning.pop() is not None:
+            self.kind_of[card_id] = "learning"
+        self.queue.insert(0, card_id)  # back in front, as Anki's undo does
         self.stats.reviewed -= 1
         self.stats.ratings[last.rating] -= 1
         self.stats.again -= last.rating == Rating.Again

@@ -7,10 +7,12 @@ Days are the user's study days (local time, rolling over at 4am like Anki).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import date, datetime, timedelta
 from typing import Any
 
 from prep.engine.deck import Collection
+from prep.engine.present import count, percent
 from prep.engine.storage import Store
 from prep.engine.timeutil import day_start, fmt, study_day_start
 
@@ -49,7 +51,12 @@ def compute(
     since: datetime | None = None,
     history_days: int = 30,
     forecast_days: int = 14,
+    known_demos: Iterable[str] | None = None,
 ) -> dict[str, Any]:
+    """Every number `prep stats` shows. ``known_demos``: the names of the demos this prep has
+    (the caller's registry; engine knows no demos). A run of any other name (say, imported
+    from a file) is listed as unknown and never counted as verified."""
+
     def retention(start: datetime | None) -> dict[str, Any]:
         n, passed = store.retention_counts(start)
         return {"reviews": n, "passed": passed, "rate": (passed / n) if n else None}
@@ -102,7 +109,11 @@ def compute(
 
     # Demos verified: the latest run of each demo.
     keys = ("name", "device", "device_name", "scale", "passed", "seconds", "ran_at")
-    demos = [{k: run[k] for k in keys} for run in store.demo_runs(latest=True)]
+    known = None if known_demos is None else set(known_demos)
+    demos = [
+        {**{k: run[k] for k in keys}, "known": known is None or run["name"] in known}
+        for run in store.demo_runs(latest=True)
+    ]
 
     return {
         "now": fmt(now),
@@ -118,16 +129,21 @@ def compute(
         "per_day": per_day,
         "streak_days": streak_days(store, now),
         "cards": {"total": len(collection), "seen": store.count_cards()},
+        "marks": store.mark_counts(now),  # suspended, buried, flagged (from the review screen)
         "decks": decks,
         "tags": tags,
         "leeches": store.flagged("leech"),
         "changed": store.flagged("changed"),
-        "demos": {"verified": sorted(d["name"] for d in demos if d["passed"]), "latest": demos},
+        "demos": {
+            "verified": sorted(d["name"] for d in demos if d["passed"] and d["known"]),
+            "latest": demos,
+        },
     }
 
 
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.0f}%"
+def marks_text(marks: dict[str, int]) -> str:
+    """``2 suspended · 1 buried · 3 flagged``."""
+    return " · ".join(f"{marks[k]} {k}" for k in ("suspended", "buried", "flagged"))
 
 
 def render(stats: dict[str, Any]) -> str:
@@ -137,17 +153,18 @@ def render(stats: dict[str, Any]) -> str:
     d = stats["due"]
     since = f" since {stats['since'][:10]}" if stats.get("since") else ""
     lines = [
-        f"Reviews      today {r['today']}   total{since} {r['total']}   streak {stats['streak_days']} day(s)",
-        f"Retention    true{since} {_pct(tr['all']['rate'])} over {tr['all']['reviews']} review(s)"
-        f"   last 30 days {_pct(tr['last_30_days']['rate'])}   target {_pct(stats['desired_retention'])}",
+        f"Reviews      today {r['today']}   total{since} {r['total']}   streak {count(stats['streak_days'], 'day')}",
+        f"Retention    true{since} {percent(tr['all']['rate'])} over {count(tr['all']['reviews'], 'review')}"
+        f"   last 30 days {percent(tr['last_30_days']['rate'])}   target {percent(stats['desired_retention'])}",
         f"Due          now {d['now']}   today {d['today']}   tomorrow {d['tomorrow']}   next 7 days {d['next_7_days']}",
-        f"Cards        {stats['cards']['seen']} of {stats['cards']['total']} seen",
+        f"Cards        {stats['cards']['seen']} of {stats['cards']['total']} seen   "
+        + marks_text(stats["marks"]),
         "",
         f"{'Deck':<22}{'cards':>6}{'seen':>6}{'mature':>8}{'mastery':>9}",
     ]
     for name, m in stats["decks"].items():
         lines.append(
-            f"{name:<22}{m['cards']:>6}{m['seen']:>6}{m['mature']:>8}{_pct(m['mastery']):>9}"
+            f"{name:<22}{m['cards']:>6}{m['seen']:>6}{m['mature']:>8}{percent(m['mastery']):>9}"
         )
     if stats["leeches"]:
         lines += ["", f"Leeches      {', '.join(stats['leeches'])}"]
@@ -156,8 +173,9 @@ def render(stats: dict[str, Any]) -> str:
     demos = stats["demos"]
     lines += ["", f"Demos        {len(demos['verified'])} verified"]
     for run in demos["latest"]:
-        mark = "PASS" if run["passed"] else "FAIL"
-        lines.append(
-            f"  {mark}  {run['name']:<22} {run['device']:<5} {run['scale'] or '':<6} {run['ran_at'][:16]}"
-        )
+        mark = ("PASS" if run["passed"] else "FAIL") if run.get("known", True) else "????"
+        line = f"  {mark}  {run['name']:<22} {run['device']:<5} {run['scale'] or '':<6} {run['ran_at'][:16]}"
+        if not run.get("known", True):
+            line += "  (no such demo here: not verified)"
+        lines.append(line)
     return "\n".join(lines)

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -45,7 +45,28 @@ _COLUMNS: dict[str, tuple[str, ...]] = {
 
 
 class StoreError(Exception):
-    """A problem with the progress database, with a one-line message for the user."""
+    """A problem with the progress database, with a one-line message for the user.
+
+    ``kind`` says what went wrong, so a front end can say what to do: "read-only" (the file
+    or its folder cannot be written), "busy" (another prep holds a write lock), "damaged",
+    "write" (a full disk, an I/O error) or "other". ``retryable``: the same write may succeed
+    if tried again (busy, a full disk)."""
+
+    def __init__(self, message: str, kind: str = "other", *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.retryable = retryable
+
+
+def _not_writable(target: Path) -> str | None:
+    """Which of the database file and its folder cannot be written, in words, or None.
+    (SQLite in WAL mode also creates FILE-wal and FILE-shm beside the file.)"""
+    if target.exists() and not os.access(target, os.W_OK):
+        return f"the file {target} is read-only"
+    folder = target.parent
+    if folder.exists() and not os.access(folder, os.W_OK | os.X_OK):
+        return f"the folder {folder} is read-only (SQLite writes {target.name}-wal beside it)"
+    return None
 
 
 def _import_sqlite_utils():
@@ -82,6 +103,16 @@ def resolve_db_path(explicit: str | os.PathLike | None = None) -> Path:
     if env:
         return Path(env).expanduser()
     return default_db_path()
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Anki's marks on one card: suspended (never served until unsuspended), buried (left out
+    until ``buried_until``, the next study day) and flagged (served as usual, listed)."""
+
+    suspended: bool = False
+    buried_until: datetime | None = None
+    flagged: bool = False
 
 
 @dataclass(frozen=True)
@@ -199,14 +230,31 @@ def state_to_row(s: CardState) -> dict[str, Any]:
 _DEMO_RUN_KEYS = ("id", *(c for c in DEMO_RUN_COLUMNS if c != "metrics"))
 
 
+def _cannot_write(exc: BaseException) -> bool:
+    """Whether opening failed only because the database or its folder cannot be written."""
+    if isinstance(exc, StoreError):
+        return "read-only" in str(exc) or "readonly" in str(exc)
+    if isinstance(exc, sqlite3.DatabaseError):
+        code = getattr(exc, "sqlite_errorcode", None)
+        primary = None if code is None else code & 0xFF
+        return primary in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM)
+    return isinstance(exc, PermissionError)
+
+
 class Store:
     """The progress database. Open with ``Store.open(path)`` or ``Store.memory()``."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path | None = None) -> None:
+    read_only = False  # opened with Store.open(reading=True) where writing is not possible
+
+    def __init__(
+        self, conn: sqlite3.Connection, path: Path | None = None, *, lenient: bool = False
+    ) -> None:
+        """``lenient``: a schema version that cannot be read (a hand edit) does not stop a
+        reader; the tables are read as they are (export is the rescue path)."""
         self.conn = conn
         self.path = path
         self._db = None
-        self._migrate()
+        self._migrate(lenient=lenient)
 
     @property
     def db(self):
@@ -225,6 +273,107 @@ class Store:
             (key, value),
         )
 
+    # --- marks: suspend, bury, flag (Anki's) --------------------------------------------
+    #
+    # One small table, created on the first mark (so marking needs no schema version of its
+    # own): a row per marked card; a card with no mark has no row.
+
+    _MARKS_SQL = (
+        "CREATE TABLE IF NOT EXISTS card_marks (card_id TEXT PRIMARY KEY, "
+        "suspended INTEGER NOT NULL DEFAULT 0, buried_until TEXT, "
+        "flagged INTEGER NOT NULL DEFAULT 0)"
+    )
+
+    def _has_marks(self) -> bool:
+        return (
+            self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'card_marks'"
+            ).fetchone()
+            is not None
+        )
+
+    def mark(self, card_id: str) -> Mark:
+        """The card's suspend / bury / flag state (all clear when never marked)."""
+        if not self._has_marks():
+            return Mark()
+        row = self.conn.execute(
+            "SELECT suspended, buried_until, flagged FROM card_marks WHERE card_id = ?",
+            (card_id,),
+        ).fetchone()
+        if row is None:
+            return Mark()
+        return Mark(suspended=bool(row[0]), buried_until=parse(row[1]), flagged=bool(row[2]))
+
+    def set_mark(self, card_id: str, mark: Mark) -> None:
+        """Store ``mark`` for the card (committed at once); an all-clear mark deletes the row."""
+        with self.transaction():
+            self.conn.execute(self._MARKS_SQL)
+            if mark == Mark():
+                self.conn.execute("DELETE FROM card_marks WHERE card_id = ?", (card_id,))
+                return
+            self.conn.execute(
+                "INSERT INTO card_marks (card_id, suspended, buried_until, flagged) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT(card_id) DO UPDATE SET "
+                "suspended = excluded.suspended, buried_until = excluded.buried_until, "
+                "flagged = excluded.flagged",
+                (card_id, int(mark.suspended), fmt(mark.buried_until), int(mark.flagged)),
+            )
+
+    def hidden_ids(self, now: datetime) -> set[str]:
+        """Cards the queue leaves out at ``now``: suspended, or buried until later."""
+        if not self._has_marks():
+            return set()
+        rows = self.conn.execute(
+            "SELECT card_id FROM card_marks WHERE suspended = 1 OR buried_until > ?",
+            (fmt(now),),
+        )
+        return {r[0] for r in rows}
+
+    def mark_counts(self, now: datetime) -> dict[str, int]:
+        """How many cards are suspended, buried (until later than ``now``) and flagged."""
+        if not self._has_marks():
+            return {"suspended": 0, "buried": 0, "flagged": 0}
+        row = self.conn.execute(
+            "SELECT COALESCE(SUM(suspended), 0), COALESCE(SUM(buried_until > ?), 0), "
+            "COALESCE(SUM(flagged), 0) FROM card_marks",
+            (fmt(now),),
+        ).fetchone()
+        return {"suspended": row[0], "buried": row[1], "flagged": row[2]}
+
+    # --- who else has the database open ----------------------------------------------------
+    #
+    # Each open app keeps a heartbeat row in meta ("open:HOST:PID" -> UTC time), so a second
+    # app on the same database can tell the user. Rows older than OPEN_STALE are ignored.
+
+    OPEN_STALE = timedelta(minutes=2)
+
+    def set_busy_timeout(self, ms: int) -> None:
+        """How long a statement waits for another writer's lock before failing as busy (a front
+        end that retries without blocking its screen sets it short)."""
+        self.conn.execute(f"PRAGMA busy_timeout = {int(ms)}")
+
+    def announce(self, instance: str, now: datetime) -> list[str]:
+        """Record ``instance`` as open now; return the other instances open (fresh heartbeat)."""
+        with self.transaction():
+            self.conn.execute(
+                "DELETE FROM meta WHERE key LIKE 'open:%' AND value < ?",
+                (fmt(now - timedelta(days=1)),),
+            )
+            self.set_meta(f"open:{instance}", fmt(now))
+        rows = self.conn.execute(
+            "SELECT key FROM meta WHERE key LIKE 'open:%' AND key != ? AND value >= ?",
+            (f"open:{instance}", fmt(now - self.OPEN_STALE)),
+        )
+        return [r[0].removeprefix("open:") for r in rows]
+
+    def depart(self, instance: str) -> None:
+        with self.transaction():
+            self.conn.execute("DELETE FROM meta WHERE key = ?", (f"open:{instance}",))
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
     def put_card(self, state: CardState) -> None:
         row = state_to_row(state)
         cols = ", ".join(row)
@@ -238,20 +387,84 @@ class Store:
     # --- opening ------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | os.PathLike | None = None) -> Store:
-        """Open (creating on first use) the database at ``path`` (see resolve_db_path)."""
+    def open(cls, path: str | os.PathLike | None = None, *, reading: bool = False) -> Store:
+        """Open (creating on first use) the database at ``path`` (see resolve_db_path).
+
+        ``reading``: the caller only reads (stats, export). A database or folder that cannot
+        be written is then opened read-only instead of refused, and a schema version that
+        cannot be read does not stop it."""
         target = resolve_db_path(path)
+        if target.exists() and not target.is_file():
+            # SQLite would take /dev/null for an empty database and make /dev/null-wal beside it
+            what = "a folder" if target.is_dir() else "not a regular file (a device or FIFO)"
+            raise StoreError(f"{target}: is {what}; --db names the database file")
+        conn = None
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-            return cls(conn, target)
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{target}: cannot open the progress database: {exc}") from exc
-        except OSError as exc:
-            raise StoreError(f"{target}: cannot create the progress database: {exc}") from exc
+            return cls(conn, target, lenient=reading)
+        except (sqlite3.DatabaseError, StoreError, OSError) as exc:
+            if conn is not None:
+                conn.close()
+            if reading and target.is_file() and _cannot_write(exc):
+                return cls._open_read_only(target)
+            if isinstance(exc, StoreError):
+                raise
+            verb = "open" if isinstance(exc, sqlite3.DatabaseError) else "create"
+            readonly = _not_writable(target)
+            if readonly is None and isinstance(exc, PermissionError):
+                readonly = f"{exc.filename or target.parent} cannot be written"
+            if readonly is None and "readonly" in str(exc).replace("-", "").replace(" ", ""):
+                readonly = f"{target} cannot be written"
+            if readonly is not None:
+                raise StoreError(
+                    f"{target}: cannot {verb} the progress database: {readonly}. Make it "
+                    "writable, or keep your progress elsewhere with --db PATH (or PREP_DB)",
+                    kind="read-only",
+                ) from exc
+            raise StoreError(
+                f"{target}: cannot {verb} the progress database: {exc}",
+                kind="busy" if "locked" in str(exc) else "other",
+            ) from exc
+
+    @classmethod
+    def _open_read_only(cls, target: Path) -> Store:
+        """The database opened for reading only (a read-only file or folder)."""
+        from urllib.parse import quote
+
+        last: Exception | None = None
+        # immutable=1 when even the WAL index cannot be made (a read-only folder)
+        for query in ("mode=ro", "mode=ro&immutable=1"):
+            conn = sqlite3.connect(
+                f"file:{quote(str(target))}?{query}",
+                uri=True,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+            )
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # can we read?
+                store = cls.__new__(cls)
+                store.conn, store.path, store._db, store.read_only = conn, target, None, True
+                try:
+                    version = store.schema_version()
+                except StoreError:
+                    version = SCHEMA_VERSION  # read the tables as they are
+                if version != SCHEMA_VERSION:
+                    conn.close()
+                    raise StoreError(
+                        f"{target}: the progress database is read-only and needs an upgrade "
+                        f"(schema v{version}, this prep uses v{SCHEMA_VERSION}); make it writable",
+                        kind="read-only",
+                    )
+                return store
+            except sqlite3.DatabaseError as exc:
+                conn.close()
+                last = exc
+        raise StoreError(f"{target}: cannot open the progress database: {last}") from last
 
     @classmethod
     def memory(cls) -> Store:
@@ -268,15 +481,26 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """One committed unit: BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error)."""
+        """One committed unit: BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error). Inside another
+        transaction() it joins that one (the outer one commits or rolls back)."""
+        if getattr(self, "_tx_depth", 0):
+            self._tx_depth += 1
+            try:
+                yield
+            finally:
+                self._tx_depth -= 1
+            return
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             raise self._error(exc) from exc
+        self._tx_depth = 1
         try:
             yield
+            self._tx_depth = 0
             self.conn.execute("COMMIT")
         except BaseException as exc:
+            self._tx_depth = 0
             # SQLite may already have rolled back (a full disk, an I/O error)
             if self.conn.in_transaction:
                 with suppress(sqlite3.Error):
@@ -291,16 +515,30 @@ class Store:
         code = getattr(exc, "sqlite_errorcode", None)
         primary = None if code is None else code & 0xFF
         if primary == sqlite3.SQLITE_READONLY:
-            return StoreError(f"{where}: the progress database is read-only ({exc}); nothing saved")
+            why = (_not_writable(self.path) if self.path else None) or str(exc)
+            return StoreError(
+                f"{where}: the progress database is read-only ({why}); nothing saved. Make "
+                "it writable, or use --db PATH for another file",
+                kind="read-only",
+            )
         if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-            return StoreError(f"{where}: database is busy ({exc}); try again")
+            return StoreError(
+                f"{where}: database is busy: another prep is writing to it ({exc}); try again",
+                kind="busy",
+                retryable=True,
+            )
         if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
             return StoreError(
                 f"{where}: the progress database is damaged ({exc}); restore it from a "
-                "backup or a `prep export` file"
+                "backup or a `prep export` file",
+                kind="damaged",
             )
         if primary in _WRITE_ERRORS:
-            return StoreError(f"{where}: cannot write the progress database ({exc}); nothing saved")
+            return StoreError(
+                f"{where}: cannot write the progress database ({exc}); nothing saved",
+                kind="write",
+                retryable=True,
+            )
         return StoreError(f"{where}: the progress database failed: {exc}")
 
     # --- schema -------------------------------------------------------------------------
@@ -312,10 +550,25 @@ class Store:
         if not has_meta:
             return 0
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        return int(row[0]) if row else 0
+        if row is None:
+            return 0
+        try:
+            return int(row[0])
+        except (TypeError, ValueError):
+            raise StoreError(
+                f"{self.path or ':memory:'}: the schema version in the database is "
+                f"{str(row[0])[:40]!r}, not a number (edited by hand?); `prep export` still "
+                "reads it",
+                kind="damaged",
+            ) from None
 
-    def _migrate(self) -> None:
-        version = self.schema_version()
+    def _migrate(self, *, lenient: bool = False) -> None:
+        try:
+            version = self.schema_version()
+        except StoreError:
+            if lenient:
+                return  # a reader reads the tables as they are
+            raise
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"{self.path}: database schema v{version} is newer than this prep (v{SCHEMA_VERSION}); upgrade prep"
@@ -327,8 +580,11 @@ class Store:
                 MIGRATIONS[step](self.db)
             self.set_meta("schema_version", str(SCHEMA_VERSION))
         if 0 < version < 5 and self.path is not None:
-            # v5 rewrote the review log in its compact form: give the space back
-            self.conn.execute("VACUUM")
+            # v5 rewrote the review log in its compact form: give the space back (best
+            # effort: the migration is committed; another prep holding the file open only
+            # leaves the file its old size until a later VACUUM)
+            with suppress(sqlite3.OperationalError):
+                self.conn.execute("VACUUM")
 
     # --- settings -----------------------------------------------------------------------
 
@@ -484,6 +740,24 @@ class Store:
         if log:
             chain.last[card_id] = log[-1][0].next
         return chain
+
+    def rate_card(
+        self,
+        fresh: CardState,
+        decide: Callable[[CardState], CardState],
+        rating: int,
+        reviewed_at: datetime,
+        duration_ms: int | None = None,
+    ) -> tuple[int, CardState, CardState]:
+        """Rate a card: read its stored state (``fresh`` when it has none), let ``decide``
+        compute the next one, and write both, all inside one write transaction. Two sessions
+        rating the same card serialise: the second reads the first one's result, so the review
+        log stays a chain (each review's prev is the previous review's next) and ``reps``
+        counts the reviews. Returns (review id, prev, next)."""
+        with self.transaction():
+            prev = self.card(fresh.id) or fresh
+            new = decide(prev)
+            return self.record_review(prev, new, rating, reviewed_at, duration_ms), prev, new
 
     def last_review(self) -> Review | None:
         row = self.conn.execute(
@@ -710,10 +984,10 @@ class Store:
         info: str | None,
         declared: list[tuple[str, int]],
         errors: list[tuple[int, str]],
-        cards: list[tuple[int, str, str, str | None, str, list[str], str, str]],
+        cards: list[tuple[int, str, str, str | None, str, list[str], str, str, str]],
     ) -> None:
         """Replace one file's parse: its entry and its cards (line, id, deck, parent, demos,
-        tags, content hash, fields). The checks across files are then redone (assembly dropped)."""
+        tags, content hash, fields, kind). The checks across files are then redone (assembly dropped)."""
         with self.transaction():
             self.conn.execute(
                 "INSERT INTO deck_files "
@@ -739,8 +1013,8 @@ class Store:
             self.conn.execute("DELETE FROM deck_cards WHERE key BETWEEN ? AND ?", (lo, hi))
             self.conn.execute("DELETE FROM deck_tags WHERE key BETWEEN ? AND ?", (lo, hi))
             self.conn.executemany(
-                "INSERT INTO deck_cards (key, id, deck, parent, demos, chash, data) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO deck_cards (key, id, deck, parent, demos, chash, data, kind) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [(lo + c[0], *c[1:5], *c[6:]) for c in cards],
             )
             self.conn.executemany(
@@ -878,12 +1152,14 @@ class Store:
         )
         return {tag: (int(n), int(seen), int(mature)) for tag, n, seen, mature in rows}
 
-    def deck_cache_unseen(self, deck: str | None = None) -> Iterator[tuple[str, str | None, bool]]:
-        """(id, parent, parent seen) of each loaded deck card without progress, in deck
-        order: file by file, each a rowid range that SQLite steps only as far as the caller
-        reads (no sort, no set of seen ids)."""
+    def deck_cache_unseen(
+        self, deck: str | None = None
+    ) -> Iterator[tuple[str, str, str, str | None, bool]]:
+        """(id, deck, kind, parent, parent seen) of each loaded deck card without progress,
+        in deck order: file by file, each a rowid range that SQLite steps only as far as the
+        caller reads (no sort, no set of seen ids)."""
         sql = (
-            "SELECT id, parent, parent IS NOT NULL AND EXISTS "
+            "SELECT id, deck, kind, parent, parent IS NOT NULL AND EXISTS "
             "(SELECT 1 FROM cards p WHERE p.id = deck_cards.parent) "
             "FROM deck_cards WHERE key BETWEEN ? AND ? AND +dup = 0 "
             "AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.id = deck_cards.id)"
@@ -897,8 +1173,10 @@ class Store:
             args: list[Any] = [fid << 32, (fid << 32) | 0xFFFFFFFF]
             if deck is not None:
                 args.append(deck)
-            for cid, parent, parent_seen in self.conn.execute(sql + " ORDER BY key", args):
-                yield cid, parent, bool(parent_seen)
+            for cid, cdeck, kind, parent, parent_seen in self.conn.execute(
+                sql + " ORDER BY key", args
+            ):
+                yield cid, cdeck, kind, parent, bool(parent_seen)
 
     # --- export and import ----------------------------------------------------------------
 
@@ -938,7 +1216,13 @@ class Store:
     def saved_settings(self) -> dict[str, Any] | None:
         """The settings as saved (a dict, unvalidated), or None when none were saved."""
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
-        return None if row is None else json.loads(row[0])
+        if row is None:
+            return None
+        try:
+            value = json.loads(row[0])
+        except (TypeError, ValueError):
+            return None  # unreadable (a hand edit): `prep config --reset` says so; export goes on
+        return value if isinstance(value, dict) else None
 
     def card_row(self, card_id: str) -> dict[str, Any] | None:
         """The stored row of one card (columns as in schema.CARD_COLUMNS)."""

@@ -118,3 +118,28 @@ class Clock:
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
+
+
+def reviewed_store(
+    collection: Collection, days: tuple[tuple[int, int], ...] = ((0, 3), (3, 3))
+) -> Store:
+    """An in-memory store where every card of ``collection`` was reviewed once on each of
+    ``days`` ((day after FIXED_NOW, rating), fuzz off), so some cards are in review state."""
+    from datetime import timedelta
+
+    from prep.engine.scheduler import Rating, Scheduler
+    from prep.engine.session import ReviewSession
+
+    store = Store.memory()
+    for day, rating in days:
+        now = FIXED_NOW + timedelta(days=day)
+        session = ReviewSession(
+            store,
+            collection,
+            scheduler=Scheduler(store.settings(), enable_fuzzing=False),
+            clock=lambda now=now: now,
+            requeue=False,
+        )
+        while not session.finished:
+            session.rate(Rating(rating), duration_ms=500)
+    return store

@@ -14,5 +14,22 @@ DEMO_NAMES = (
     "ov-rank",
     "fold-wo",
     "learned-suppression",
+    "dla",
+    "induction",
+    "ov-copying",
     "param-share",
+    "tensor-parallel",
+    "mla-absorb",
+    "fold-bias-ln",
+    "scale-migration",
+    "lora-wo",
+    "residual-growth",
+    "real-block-structure",
+    "real-importance",
+    "real-ov-rank",
+    "real-per-head-sum",
 )
+# The real-weight demos load a pretrained checkpoint (the optional `real` extra); their tests are
+# in tests/test_real_demos.py and share one loaded model.
+REAL_DEMO_NAMES = tuple(n for n in DEMO_NAMES if n.startswith("real-"))
+SYNTHETIC_DEMO_NAMES = tuple(n for n in DEMO_NAMES if n not in REAL_DEMO_NAMES)

@@ -131,7 +131,7 @@ def test_cli_apkg(small_deck_dir: Path, tmp_path: Path) -> None:
     args = ["--db", str(tmp_path / "p.db"), "--questions", str(small_deck_dir), "export"]
     result = runner.invoke(main, [*args, "--format", "apkg", "-o", str(out), "--deck", "small"])
     assert result.exit_code == 0, result.output
-    assert "4 note(s)" in result.output
+    assert "4 notes for Anki" in result.output
     assert len(read_apkg(out)["notes"]) == 4
     result = runner.invoke(main, [*args, "-o", str(out), "--deck", "nope"])
     assert result.exit_code == 2 and "no deck named 'nope'" in result.stderr

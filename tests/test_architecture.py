@@ -94,7 +94,7 @@ def test_no_forbidden_import(folder: str) -> None:
     assert violations(folder) == []
 
 
-def test_the_check_sees_imports_inside_functions(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_the_check_sees_imports_inside_functions(tmp_path: Path, monkeypatch) -> None:
     """A counterexample: a lazy import in a function body of an engine module is caught, as
     are a relative import of the TUI and importlib with a literal name."""
     fake_root = tmp_path

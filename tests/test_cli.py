@@ -105,7 +105,7 @@ def test_plain_session_end_to_end(small_deck_dir: Path, db_path: Path) -> None:
     result = plain_quiz(db_path, small_deck_dir, keys + "q\n")
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "[1/4] small · recall" in out
+    assert "[new 4 · learning 0 · due 0] small · recall" in out
     assert "1 Again 1m  2 Hard 6m  3 Good 10m" in out
     assert "Right. Suggested rating: 3 Good." in out
     assert "(follows: Name two roles of W_O" in out
@@ -176,7 +176,7 @@ def test_read_only_db_is_one_line_exit_2(
 ) -> None:
     Store.open(db_path).close()
 
-    def open_read_only(cls, path=None):  # noqa: ANN001, ANN202 - as a chmod 444 file opens
+    def open_read_only(cls, path=None, **_options):
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
         return cls(conn, Path(path))
 

@@ -137,7 +137,7 @@ def test_duplicate_ids_across_files(tmp_path: Path) -> None:
 
 def test_missing_file(tmp_path: Path) -> None:
     coll = load_collection([tmp_path / "nope.yaml"], include_bundled=False)
-    assert [e.message for e in coll.errors] == ["no such file"]
+    assert [e.message for e in coll.errors] == ["no such file or folder"]
 
 
 def test_content_hash_tracks_tested_text_only() -> None:
@@ -146,3 +146,77 @@ def test_content_hash_tracks_tested_text_only() -> None:
     _, (b,), _ = parse_deck_text(base + "    explain: more words\n", "f", "f")
     _, (c,), _ = parse_deck_text(base.replace("answer: A", "answer: B"), "f", "f")
     assert a.content_hash == b.content_hash != c.content_hash
+
+
+# --- issue 14: deck errors say what is wrong where it is -----------------------------------
+
+UNCLOSED = """\
+deck: q
+cards:
+  - id: one
+    kind: recall
+    prompt: Q?
+    answer: A.
+    explain: "never closed
+  - id: two
+    kind: recall
+    prompt: Q2?
+    answer: A2.
+"""
+
+
+@pytest.mark.parametrize("quote", ['"', "'"])
+def test_an_unclosed_quote_is_reported_where_it_opens(quote: str) -> None:
+    _info, _cards, errors = parse_deck_text(UNCLOSED.replace('"', quote), "q.yaml", "q")
+    assert [(e.line, e.message) for e in errors] == [
+        (7, f"YAML syntax error: unclosed {quote} quote (the text quoted here never ends)")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("value", "hint"),
+    [
+        ("yes", 'boolean True: quote it, e.g. answer: "yes"'),
+        ("off", "boolean False"),
+        ("12", 'number 12: quote it, e.g. answer: "12"'),
+    ],
+)
+def test_a_yaml_boolean_or_number_answer_says_quote_it(value: str, hint: str) -> None:
+    text = f"deck: q\ncards:\n  - id: one\n    kind: recall\n    prompt: Q?\n    answer: {value}\n"
+    _info, _cards, errors = parse_deck_text(text, "q.yaml", "q")
+    assert len(errors) == 1 and errors[0].line == 6
+    assert "must be non-empty text (YAML read it as the " + hint in errors[0].message
+
+
+def test_a_follow_up_that_can_never_be_served_is_an_error_and_left_out(tmp_path: Path) -> None:
+    (tmp_path / "f.yaml").write_text(
+        "deck: f\ncards:\n"
+        "  - {id: root, kind: recall, prompt: Q?, answer: A.}\n"
+        "  - {id: kid, kind: follow-up, parent: root, prompt: Q?, answer: A.}\n"
+        "  - {id: orphan, kind: follow-up, parent: ghost, prompt: Q?, answer: A.}\n"
+        "  - {id: grandkid, kind: follow-up, parent: orphan, prompt: Q?, answer: A.}\n"
+        "  - {id: loop-a, kind: follow-up, parent: loop-b, prompt: Q?, answer: A.}\n"
+        "  - {id: loop-b, kind: follow-up, parent: loop-a, prompt: Q?, answer: A.}\n",
+        encoding="utf-8",
+    )
+    coll = load_collection([tmp_path], include_bundled=False)
+    messages = [e.message for e in coll.errors]
+    assert "card 'orphan': parent 'ghost' does not exist" in messages
+    assert any(m.startswith("parent cycle:") for m in messages)
+    assert [c.id for c in coll.cards] == ["root", "kid"]  # the valid, servable cards
+    assert coll.decks["f"].card_ids == ["root", "kid"]
+    assert coll.get("grandkid") is None
+
+
+def test_a_missing_questions_folder_is_one_clear_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from prep.tui.cli import main
+
+    result = CliRunner().invoke(main, ["--questions", str(tmp_path / "nope"), "check"])
+    assert result.exit_code == 2
+    assert result.output.strip() == (
+        f"prep: --questions {tmp_path / 'nope'}: no such folder or file (it names your own decks)"
+    )
+    coll = load_collection([tmp_path / "gone.yaml"], include_bundled=False)
+    assert [str(e) for e in coll.errors] == [f"{tmp_path / 'gone.yaml'}: no such file or folder"]

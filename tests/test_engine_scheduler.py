@@ -162,7 +162,7 @@ def test_human_interval(delta: timedelta, text: str) -> None:
     assert human_interval(delta) == text
 
 
-def test_study_day_starts_at_4am_local_across_dst_changes(new_york_local_time) -> None:  # noqa: ANN001
+def test_study_day_starts_at_4am_local_across_dst_changes(new_york_local_time) -> None:
     from prep.engine.timeutil import day_start, study_day_start
 
     # 03:30 EDT on Mar 8 is still Mar 7's study day, which began at 04:00 EST (09:00 UTC)

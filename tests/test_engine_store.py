@@ -145,9 +145,43 @@ def test_new_per_day_counts_todays_new_cards(fresh_store, small_collection, cloc
 def test_learning_card_comes_back_in_the_same_session(fresh_store, small_collection, clock) -> None:
     s = session(fresh_store, small_collection, clock, queue=["roles"])
     s.rate(Rating.Again)  # 1 minute step: within the learn-ahead window
-    assert s.queue == ["roles"] and s.total == 2
+    assert s.queue == [] and [cid for _due, cid in s.learning] == ["roles"] and s.total == 2
+    # nothing else is left: shown early, and said so
+    assert s.current.id == "roles" and s.early == timedelta(minutes=1)
+    assert s.counts() == (0, 1, 0)
     s.undo()
-    assert s.queue == ["roles"] and s.total == 1
+    assert s.queue == ["roles"] and s.learning == [] and s.total == 1 and s.early is None
+
+
+def test_a_learning_card_waits_for_its_step_while_other_cards_are_left(
+    fresh_store, small_collection, clock
+) -> None:
+    """Anki's order: a learning card comes back when its step is due, not as soon as it is
+    re-queued; early (learn-ahead) only when nothing else is left."""
+    s = session(fresh_store, small_collection, clock, queue=["roles", "pick-one", "flag"])
+    assert s.counts() == (3, 0, 0)
+    s.rate(Rating.Good)  # a new card rated Good: the 10-minute step
+    assert s.counts() == (2, 1, 0)
+    assert s.current.id == "pick-one" and s.early is None
+    clock.advance(minutes=11)  # its step is due: it comes before the rest of the queue
+    assert s.current.id == "roles" and s.early is None
+    s.rate(Rating.Good)  # graduates: leaves the session
+    assert s.counts() == (2, 0, 0)
+    s.rate(Rating.Again)  # pick-one: 1 minute step
+    assert s.current.id == "flag"
+    s.rate(Rating.Good)  # flag: 10 minutes
+    assert s.current.id == "pick-one" and s.early == timedelta(minutes=1)  # the soonest
+    s.rate(Rating.Good)  # pick-one: 10 minutes
+    assert s.current.id == "flag" and s.early == timedelta(minutes=10)  # both due in 10m
+
+
+def test_learn_ahead_is_a_setting(fresh_store, small_collection, clock) -> None:
+    fresh_store.save_settings(Settings(learn_ahead_min=5))
+    s = session(fresh_store, small_collection, clock, queue=["roles"])
+    s.rate(Rating.Good)  # 10 minutes: beyond the 5-minute learn-ahead limit
+    assert s.finished and s.waiting == clock() + timedelta(minutes=10)
+    clock.advance(minutes=6)  # within 5 minutes of its step now
+    assert s.current.id == "roles" and s.early == timedelta(minutes=4)
 
 
 def test_no_requeue_asks_once(fresh_store, small_collection, clock) -> None:
@@ -160,13 +194,13 @@ def test_no_requeue_asks_once(fresh_store, small_collection, clock) -> None:
 
 def test_undo_removes_only_its_own_requeue(fresh_store, small_collection, clock) -> None:
     s = session(fresh_store, small_collection, clock, queue=["roles", "pick-one"])
-    s.rate(Rating.Again)  # roles re-queued at the end
+    s.rate(Rating.Again)  # roles waits for its 1-minute step
     s.rate(Rating.Easy)  # pick-one graduates: not re-queued
-    assert s.queue == ["roles"]
+    assert s.queue == [] and [cid for _due, cid in s.learning] == ["roles"]
     s.undo()
-    assert s.queue == ["pick-one", "roles"] and s.total == 3
+    assert s.queue == ["pick-one"] and [c for _d, c in s.learning] == ["roles"] and s.total == 3
     s.undo()
-    assert s.queue == ["roles", "pick-one"] and s.total == 2
+    assert s.queue == ["roles", "pick-one"] and s.learning == [] and s.total == 2
 
 
 def test_edited_card_keeps_progress_and_is_flagged(tmp_path: Path, fresh_store, clock) -> None:
@@ -334,7 +368,7 @@ def test_migration_from_v1_keeps_data(db_path: Path) -> None:
     )
     conn.close()
     with Store.open(db_path) as migrated:
-        assert migrated.schema_version() == SCHEMA_VERSION == 5
+        assert migrated.schema_version() == SCHEMA_VERSION == 6
         indexes = {i.name for i in migrated.db["reviews"].indexes}
         assert "reviews_state_at" in indexes
         assert "cards_removed_state_due" in {i.name for i in migrated.db["cards"].indexes}

@@ -55,7 +55,7 @@ def snapshot(store: Store) -> dict:
     return store.dump()
 
 
-def cli(db: Path, *args: str, input: str | None = None):  # noqa: A002
+def cli(db: Path, *args: str, input: str | None = None):
     return CliRunner().invoke(main, ["--db", str(db), *args], input=input)
 
 
@@ -166,7 +166,7 @@ _event = st.tuples(
 @given(events=st.lists(_event, max_size=25), retention=st.floats(0.7, 0.99))
 def test_round_trip_random_histories(tmp_path_factory, events, retention: float) -> None:
     tmp = tmp_path_factory.mktemp("rt")
-    ids = ["alpha", "beta-2", "gamma", "δ-card"]
+    ids = ["alpha", "beta-2", "gamma", "delta-4"]  # slugs, as decks allow (import refuses others)
     src = Store.memory()
     src.save_settings(Settings(desired_retention=retention))
     sched = Scheduler(src.settings(), enable_fuzzing=True, seed=3)
@@ -420,12 +420,12 @@ def test_cli_export_import_round_trip(filled: Store, tmp_path: Path) -> None:
     src = Path(filled.path)
     result = cli(src, "export", "-o", str(tmp_path / "p.json"))
     assert result.exit_code == 0, result.output
-    assert "review(s)" in result.output
+    assert f"{filled.count_reviews()} reviews." in result.output
     result = cli(tmp_path / "new.db", "import", str(tmp_path / "p.json"))
     assert result.exit_code == 0, result.output
-    assert f"{filled.count_reviews()} review(s) added" in result.output
+    assert f"{filled.count_reviews()} reviews added" in result.output
     result = cli(tmp_path / "new.db", "import", str(tmp_path / "p.json"))
-    assert "0 review(s) added" in result.output and "already stored" in result.output
+    assert "0 reviews added" in result.output and "already stored" in result.output
 
 
 def test_cli_format_is_needed_without_a_known_extension(tmp_path: Path) -> None:
@@ -451,7 +451,7 @@ def test_export_and_import_help_document_the_columns() -> None:
     assert result.exit_code == 0 and "nothing changes" in result.output
 
 
-# --- prep stats --json / --since (issue 6: progress the candidate can see) ---------------------
+# --- prep stats --json / --since: progress the candidate can see ---------------------
 
 
 @pytest.mark.usefixtures("utc_local_time")

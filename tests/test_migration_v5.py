@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.storage import Store, state_from_json
+from prep.engine.storage import SCHEMA_VERSION, Store, state_from_json
 from tests.benchmarks import gencoll
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -81,7 +81,7 @@ def test_the_export_of_the_migrated_copy_is_the_v3_export(migrated) -> None:
     v3, copy = migrated
     want = v3_export(v3)
     with Store.open(copy) as store:
-        assert store.schema_version() == 5
+        assert store.schema_version() == SCHEMA_VERSION == 6
         got = store.dump()
     assert got["reviews"] == want["reviews"]
     assert got["cards"] == want["cards"]

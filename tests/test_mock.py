@@ -81,7 +81,7 @@ def coll(tmp_path: Path) -> Collection:
     return c
 
 
-def make_mock(store: Store, coll: Collection, clock, timer=None, **kwargs) -> MockInterview:  # noqa: ANN001
+def make_mock(store: Store, coll: Collection, clock, timer=None, **kwargs) -> MockInterview:
     return MockInterview(
         store,
         coll,
@@ -107,7 +107,7 @@ def test_chain_is_depth_first(coll: Collection) -> None:
 
 def test_pick_prefers_due_and_least_known_and_is_seeded(
     fresh_store: Store, coll: Collection, clock
-) -> None:  # noqa: ANN001
+) -> None:
     sched = Scheduler(fresh_store.settings(), enable_fuzzing=False)
     picks = {pick_main(fresh_store, coll, sched, clock(), random.Random(s)).id for s in range(20)}
     assert picks == {"why-wo", "other-main"}  # both new; never the card without follow-ups
@@ -127,7 +127,7 @@ def test_pick_prefers_due_and_least_known_and_is_seeded(
 
 def test_no_chain_or_unknown_deck_is_a_clear_error(
     fresh_store: Store, small_collection: Collection, clock
-) -> None:  # noqa: ANN001
+) -> None:
     with pytest.raises(MockError, match=r"no deck named 'nope' \(decks: small\)"):
         make_mock(fresh_store, small_collection, clock, deck="nope")
     lonely = load_collection([], include_bundled=False)
@@ -146,7 +146,7 @@ def test_no_chain_or_unknown_deck_is_a_clear_error(
 
 def test_timers_budgets_and_grades_feed_the_schedule(
     fresh_store: Store, coll: Collection, clock
-) -> None:  # noqa: ANN001
+) -> None:
     timer = FakeTimer()
     mock = make_mock(fresh_store, coll, clock, timer, minutes=5, main_id="why-wo")
     assert [round(s.budget_s) for s in mock.steps] == [120, 60, 60, 60]  # main counts double
@@ -183,7 +183,7 @@ def test_timers_budgets_and_grades_feed_the_schedule(
     assert summary["seconds"] == 72 + 90 + 10 + 5
 
 
-def test_grade_before_reveal_is_refused(fresh_store: Store, coll: Collection, clock) -> None:  # noqa: ANN001
+def test_grade_before_reveal_is_refused(fresh_store: Store, coll: Collection, clock) -> None:
     mock = make_mock(fresh_store, coll, clock, main_id="other-main")
     with pytest.raises(RuntimeError, match="reveal the answer first"):
         mock.grade(3)
@@ -194,11 +194,11 @@ def test_clock_text() -> None:
     assert clock_text(0) == "0:00" and clock_text(72.9) == "1:12" and clock_text(3725) == "1:02:05"
 
 
-def test_plain_mock(fresh_store: Store, coll: Collection, clock) -> None:  # noqa: ANN001
+def test_plain_mock(fresh_store: Store, coll: Collection, clock) -> None:
     timer = FakeTimer()
 
     class Stdin(io.StringIO):
-        def readline(self, *args) -> str:  # noqa: ANN002
+        def readline(self, *args) -> str:
             timer.t += 40  # every answer takes 40 seconds
             return super().readline(*args)
 
@@ -221,7 +221,7 @@ def test_plain_mock(fresh_store: Store, coll: Collection, clock) -> None:  # noq
     ]
 
 
-def test_plain_mock_quit_keeps_what_was_graded(fresh_store: Store, coll: Collection, clock) -> None:  # noqa: ANN001
+def test_plain_mock_quit_keeps_what_was_graded(fresh_store: Store, coll: Collection, clock) -> None:
     mock = make_mock(fresh_store, coll, clock, main_id="why-wo")
     out = io.StringIO()
     run_mock_plain(mock, io.StringIO("\n4\n\nq\n"), out)
@@ -266,11 +266,11 @@ class Host(App):
         self.push_screen(self._screen, callback=lambda r: setattr(self, "result", r))
 
 
-def text_of(screen, selector: str) -> str:  # noqa: ANN001
+def text_of(screen, selector: str) -> str:
     return str(screen.query_one(selector, Static).render())
 
 
-def test_screen_runs_a_whole_mock(fresh_store: Store, coll: Collection, clock) -> None:  # noqa: ANN001
+def test_screen_runs_a_whole_mock(fresh_store: Store, coll: Collection, clock) -> None:
     timer = FakeTimer()
     mock = make_mock(fresh_store, coll, clock, timer, minutes=2, main_id="other-main")
 

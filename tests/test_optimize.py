@@ -116,7 +116,9 @@ def test_fit_on_a_simulated_learner(
     db.write_bytes(learner_db.read_bytes())
     fits: list[opt.FitResult] = []
     real_fit = opt.fit
-    monkeypatch.setattr(opt, "fit", lambda store: fits.append(real_fit(store)) or fits[-1])
+    monkeypatch.setattr(
+        opt, "fit", lambda store, **kw: fits.append(real_fit(store, **kw)) or fits[-1]
+    )
     result = CliRunner().invoke(main, ["--db", str(db), "optimize"], input="n\n")
     assert result.exit_code == 0, result.output
     out = result.output
@@ -139,7 +141,7 @@ def test_saving_is_explicit(
         round(w * 1.01, 4) if i in (0, 1, 2, 3) else w for i, w in enumerate(DEFAULT_PARAMETERS)
     )
     canned = opt.FitResult(tuple(DEFAULT_PARAMETERS), new, 900, 600, 0.40, 0.38, 0.1)
-    monkeypatch.setattr(opt, "fit", lambda store: canned)
+    monkeypatch.setattr(opt, "fit", lambda store, **kw: canned)
     db = tmp_path / "p.db"
     db.write_bytes(learner_db.read_bytes())
     runner = CliRunner()
@@ -228,3 +230,45 @@ def test_optimize_help() -> None:
     result = CliRunner().invoke(main, ["optimize", "--help"])
     assert result.exit_code == 0
     assert "512" in result.output and "--yes" in result.output and "--dry-run" in result.output
+
+
+class _FakeOptimizer:
+    """fsrs's Optimizer's shape without torch: reads each card's history once per pass (one
+    to count, two per epoch: train and loss) and per loss, as fsrs 6 does (checked against
+    the real one: 13 passes for 5 epochs); returns the defaults nudged."""
+
+    def __init__(self, logs: list[fsrs.ReviewLog]) -> None:
+        self._revlogs_train = {log.card_id: [log] for log in logs}
+
+    def _passes(self, n: int) -> None:
+        for _ in range(n):
+            for card_id in list(self._revlogs_train.keys()):
+                self._revlogs_train[card_id]
+
+    def compute_optimal_parameters(self, verbose: bool = False) -> list[float]:
+        self._passes(1)  # count the reviews
+        for _epoch in range(5):
+            self._passes(1)  # train
+            self._compute_batch_loss(parameters=list(DEFAULT_PARAMETERS))  # the epoch's loss
+        return [w * 1.01 for w in DEFAULT_PARAMETERS]
+
+    def _compute_batch_loss(self, *, parameters: list[float]) -> float:
+        self._passes(1)
+        return sum(parameters) / 100
+
+
+def test_optimize_shows_progress(
+    learner_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = type(sys)("fsrs.optimizer")
+    fake.Optimizer = _FakeOptimizer
+    fake.num_epochs = 5
+    monkeypatch.setitem(sys.modules, "fsrs.optimizer", fake)
+    db = tmp_path / "p.db"
+    db.write_bytes(learner_db.read_bytes())
+    result = CliRunner().invoke(main, ["--db", str(db), "optimize", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("Fitting:")]
+    # not a terminal: one line per tenth, 0% to 100%, each with the time so far
+    assert [line.split()[1] for line in lines] == [f"{p}%" for p in range(0, 101, 10)], lines
+    assert "left" in lines[5] and "Fitted on" in result.stdout

@@ -81,6 +81,8 @@ def test_wheel_install_ships_the_decks(tmp_path: Path) -> None:
     assert yamls == sorted(f"prep/questions/{p.name}" for p in (ROOT / "questions").glob("*.yaml"))
     missing = sorted(set(shipped_files()) - set(names))
     assert not missing, f"not in the wheel: {missing}"
+    assert "prep/demos/weights/decoder.safetensors" in names  # the shipped decoder
+    assert "prep/demos/weights/decoder.json" in names
     # A bare venv with the wheel unpacked (a pure-Python wheel needs nothing more) and this
     # venv's dependencies on its path, but not the editable finder: prep comes from the wheel.
     target = tmp_path / "venv"

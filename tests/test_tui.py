@@ -83,11 +83,11 @@ async def test_whole_session_is_stored(tmp_path: Path) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert isinstance(app.screen, HomeScreen)
-        await pilot.press("enter")
+        await pilot.press("down", "enter")  # the wo-core deck: one card of each kind
         screen = app.screen
         assert isinstance(screen, ReviewScreen)
         assert screen.card.id == "two-roles"
-        assert text_of(app, "#progress") == "1 of 5"
+        assert text_of(app, "#progress") == "new 4 · learning 0 · due 0"
         assert not screen.query_one("#back").display
         # the footer lists what works now: no picks on a recall card, no demo before the answer
         assert footer_keys(app) == ["space", "u", "escape", "q", "question_mark"]
@@ -98,7 +98,7 @@ async def test_whole_session_is_stored(tmp_path: Path) -> None:
         await pilot.press("space")
         assert screen.revealed and screen.query_one("#back").display
         assert "block-diagonal" in text_of(app, "#demo-link")
-        assert footer_keys(app) == ["1-4", "d", "u", "escape", "q", "question_mark"]
+        assert footer_keys(app) == ["space", "1-4", "d", "u", "escape", "q", "question_mark"]
         labels = [str(b.label) for b in screen.query(Button) if b.id and b.id.startswith("rate-")]
         assert labels == ["1 Again 1m", "2 Hard 6m", "3 Good 10m", "4 Easy 8d"]
 
@@ -106,7 +106,7 @@ async def test_whole_session_is_stored(tmp_path: Path) -> None:
         await pilot.press("3")
         assert reviews(db) == [("two-roles", 3)]
         assert screen.card.id == "wo-shape"
-        assert "Saved: Good, next in 10m" in text_of(app, "#hint")
+        assert "Saved: Good, next in 10 minutes" in text_of(app, "#hint")
 
         # undo: the card is back on screen and nothing is stored
         await pilot.press("u")
@@ -120,7 +120,7 @@ async def test_whole_session_is_stored(tmp_path: Path) -> None:
         # choice card: a wrong pick shows right/wrong and suggests Again; Enter takes it
         assert screen.card.id == "wo-shape"
         assert "Pick a-c, or space shows the answer" in text_of(app, "#hint")
-        assert footer_keys(app)[:2] == ["space", "a-d"]
+        assert footer_keys(app)[:2] == ["space", "a-c"]  # three choices
         await pilot.press("1")  # ratings do nothing before the answer is shown
         assert reviews(db) == [("two-roles", 4)]
         await pilot.press("b")
@@ -167,7 +167,7 @@ async def test_end_of_session_summary_and_undo_from_it(tmp_path: Path) -> None:
         assert "Next card due in" in summary
         await pilot.press("u")
         assert isinstance(app.screen, ReviewScreen)
-        assert app.screen.card.id == "wo-shape"
+        assert app.screen.card.id == "wo-shape"  # new cards alternate decks and kinds
         await pilot.press("space", "4")
         assert isinstance(app.screen, SummaryScreen)
         await pilot.press("enter")
@@ -195,7 +195,7 @@ async def test_home_counts_and_deck_choice(tmp_path: Path) -> None:
         await pilot.press("down", "down", "enter")
         assert isinstance(app.screen, ReviewScreen)
         assert app.screen.card.id == "per-head-sum"
-        assert text_of(app, "#progress") == "1 of 1"
+        assert text_of(app, "#progress") == "new 1 · learning 0 · due 0"
         await pilot.press("escape")
         assert isinstance(app.screen, HomeScreen)
 
@@ -219,6 +219,7 @@ async def test_demo_runs_streams_records_and_returns_to_the_card(tmp_path: Path)
         assert checks.count("PASS") == 3 and "FAIL" not in checks
         assert checks.index("what the claim says") < checks.index("contrast: a dense W_O")
         assert "measured 0.8123, expected >= 0.01" in checks
+        assert checks.count("[identity]") == 2 and checks.count("[measurement]") == 1
         assert text_of(app, "#demo-status").startswith("PASS: all 3 checks hold")
         runs = store.demo_runs()
         assert [(r["name"], r["passed"], r["device"]) for r in runs] == [
@@ -276,16 +277,25 @@ async def test_locked_database_does_not_advance_or_crash(tmp_path: Path) -> None
     app = make_app(store=store)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("enter", "space")
+        screen = app.screen
+        screen.RETRY_SECONDS = 0.6
         other = sqlite3.connect(db, isolation_level=None)
         other.execute("BEGIN EXCLUSIVE")
         await pilot.press("3")
-        assert app.screen.card.id == "two-roles" and app.screen.revealed
+        # the screen stays live and says what is happening while it retries
+        await wait_until(pilot, lambda: "the database is busy" in text_of(app, "#hint"))
+        assert screen.card.id == "two-roles" and screen.revealed and screen.saving
+        await wait_until(pilot, lambda: not screen.saving)  # gave up after RETRY_SECONDS
+        assert screen.card.id == "two-roles" and screen.revealed
         assert any("Not saved" in str(n.message) for n in app._notifications)
         assert "Not saved; the card stays" in text_of(app, "#hint")
+        # rate again; the other writer lets go while it retries: saved without another key
+        screen.RETRY_SECONDS = 20
+        await pilot.press("3")
+        await wait_until(pilot, lambda: screen.saving)
         other.execute("ROLLBACK")
         other.close()
-        await pilot.press("3")
-        assert app.screen.card.id == "wo-shape"
+        await wait_until(pilot, lambda: screen.card.id == "wo-shape")
     assert reviews(db) == [("two-roles", 3)]
 
 
@@ -366,7 +376,8 @@ async def test_help_stats_palette(tmp_path: Path) -> None:
         from rich.console import Console
 
         console = Console(width=100, record=True, file=io.StringIO())
-        console.print(app.screen.keys_table())
+        for _screen, table in app.screen.tables():
+            console.print(table)
         keys = [line.split()[0] for line in console.export_text().splitlines() if line.strip()]
         for expected in (
             "space",
@@ -391,11 +402,11 @@ async def test_help_stats_palette(tmp_path: Path) -> None:
         await pilot.press("escape", "s")
         assert isinstance(app.screen, StatsScreen)
         summary = text_of(app, "#stats-summary")
-        assert "total 30" in summary and "streak 6 day(s)" in summary
+        assert "total 30" in summary and "streak 6 days" in summary
         assert "Demos verified  1 of 2" in text_of(app, "#stats-demos")
-        await pilot.press("escape", "c")  # cram (issue 6)
+        await pilot.press("escape", "c")  # cram
         assert type(app.screen).__name__ == "CramScreen"
-        await pilot.press("escape", "m")  # mock interview (issue 6)
+        await pilot.press("escape", "m")  # mock interview
         assert type(app.screen).__name__ == "MockScreen"
         await pilot.press("escape")
         assert isinstance(app.screen, HomeScreen)
@@ -507,7 +518,7 @@ async def test_long_text_wraps_under_itself_at_80_columns(tmp_path: Path) -> Non
 
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("enter", "space", "3")  # on to the choice card
+        await pilot.press("down", "enter", "space", "3")  # wo-core: on to the choice card
         assert app.screen.card.choices
         await pilot.press("b")
         console = Console(width=24, color_system=None)
@@ -517,3 +528,25 @@ async def test_long_text_wraps_under_itself_at_80_columns(tmp_path: Path) -> Non
         # "✓ a) (d_model, n_heads *" then "     d_head)": under the text, not the letter
         assert lines[0].startswith("✓ a) (d_model")
         assert lines[1].startswith("     ") and lines[1].strip() == "d_head)"
+
+
+@async_test
+async def test_demo_screen_shows_progress_and_a_usage_error_line(tmp_path: Path) -> None:
+    """A real-weight demo without the `real` extra exits 2 with one line: the status shows it."""
+    script = tmp_path / "needs_extra.py"
+    hint = "prep demo real-ov-rank: the real-weight demos need the optional `real` extra"
+    script.write_text(
+        "import os, sys\n"
+        "assert os.environ.get('PREP_DEMO_PROGRESS') == '1'\n"
+        "print('progress: loading all-MiniLM-L6-v2', file=sys.stderr, flush=True)\n"
+        f"print({hint!r}, file=sys.stderr, flush=True)\n"
+        "sys.exit(2)\n"
+    )
+    app = make_app(demo_command=lambda name: [sys.executable, str(script)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("enter", "space", "d")
+        demo = app.screen
+        await wait_until(pilot, lambda: not demo.running)
+        assert "progress: loading all-MiniLM-L6-v2" in demo.log_lines
+        assert text_of(app, "#demo-status") == hint
+        assert app.store.demo_runs() == []

@@ -30,7 +30,7 @@ class TestScreens:
         assert snap_compare(make_app(), press=["enter", "space"], terminal_size=size)
 
     def test_choice_card_after_a_wrong_pick(self, snap_compare, size) -> None:
-        press = ["enter", "space", "4", "b"]
+        press = ["down", "enter", "space", "4", "b"]  # the wo-core deck: a choice card second
         assert snap_compare(make_app(), press=press, terminal_size=size)
 
     def test_demo_after_a_run(self, snap_compare, size, tmp_path: Path) -> None:

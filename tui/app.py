@@ -1,7 +1,8 @@
 """The Textual app: `prep` with no arguments (and `prep quiz`) opens it.
 
 The app owns the progress database (one connection, used only on the event loop's thread),
-the loaded collection and the clock; screens reach them through ``self.app``. Every rating
+the loaded collection and the clock; screens (tui/base.py's PrepScreen) reach them through
+``self.prep``, the app typed as PrepApp. Every rating
 is committed by the engine the moment it is made, so quitting at any point loses nothing.
 
 It never imports torch: demos run in a subprocess (``demo_command``) whose output is streamed
@@ -10,7 +11,9 @@ into the demo screen.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -20,15 +23,28 @@ from pathlib import Path
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.timer import Timer
 
 from prep.engine import deckcache
 from prep.engine.deck import Collection, load_collection
+from prep.engine.present import limit_lines
 from prep.engine.scheduler import Scheduler
-from prep.engine.session import ReviewSession, build_queue
+from prep.engine.session import (
+    Limits,
+    ReviewSession,
+    add_new_today,
+    build_queue,
+    limits_today,
+    review_ahead_ids,
+)
 from prep.engine.storage import Store, StoreError
 from prep.engine.timeutil import Clock, utcnow
 
 DemoCommand = Callable[[str], list[str]]
+
+# The app never waits long on another writer's lock: a statement gives up after this, and the
+# screen retries on a timer (the screen stays live) and says what is happening.
+UI_BUSY_TIMEOUT_MS = 100
 
 
 def default_demo_command(name: str) -> list[str]:
@@ -41,6 +57,22 @@ def demo_infos() -> dict[str, str]:
     from prep.demos.registry import DEMOS
 
     return {name: info.claim for name, info in DEMOS.items()}
+
+
+def _alive(instance: str) -> bool:
+    """Whether the prep that wrote heartbeat ``instance`` (HOST:PID:...) may still run: on
+    this host its process must exist (a killed prep leaves a fresh-looking row behind)."""
+    host, _, rest = instance.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: it exists
+    return True
 
 
 def pick_theme(environ: dict[str, str] | os._Environ[str] = os.environ) -> str:
@@ -85,8 +117,10 @@ class PrepApp(App[int]):
     TITLE = "prep"
     SUB_TITLE = "W_O interview prep"
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
+    # One convention on every screen: Esc goes back one screen (it closes help, stops a demo),
+    # q quits prep from anywhere (every rating is already saved), and so does ctrl+c.
     BINDINGS = [
-        Binding("q", "quit", "Quit", tooltip="Quit (every rating is already saved)"),
+        Binding("q", "quit", "Quit", tooltip="Quit prep from any screen (every rating is saved)"),
         Binding("question_mark", "help", "Help", tooltip="Every key"),
         Binding(
             "ctrl+p",
@@ -130,6 +164,9 @@ class PrepApp(App[int]):
         self.demo_command = demo_command
         self.demos: dict[str, str] = demo_infos() if demos is None else demos
         self.theme = theme or pick_theme()
+        self.instance = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self._told_others = False
+        self._heartbeat: Timer | None = None
 
     # --- start-up and reload ------------------------------------------------------------
 
@@ -163,12 +200,16 @@ class PrepApp(App[int]):
             try:
                 self.store = Store.open(self.db)
             except StoreError as exc:
-                self._show(ErrorScreen.database(str(exc)))
+                self._show(ErrorScreen.database(str(exc), exc.kind))
                 return
-        self.collection = self.load_collection()
+        self.collection = self.load_collection()  # through the deck cache in the database
+        for warning in self.collection.warnings:
+            self.notify(str(warning), title="Decks", severity="warning", timeout=8)
         if self.collection.errors and not ignore_deck_errors:
             self._show(ErrorScreen.deck_errors(self.collection))
             return
+        self.store.set_busy_timeout(UI_BUSY_TIMEOUT_MS)  # screens retry instead of freezing
+        self.announce()
         try:
             self.collection.sync(self.store)
         except StoreError as exc:
@@ -179,6 +220,27 @@ class PrepApp(App[int]):
             )
             self.selected_deck = None
         self._show(HomeScreen())
+
+    def announce(self) -> None:
+        """Say so when another prep has this database open (both can study; each one's undo
+        covers only its own ratings), and keep our own heartbeat fresh."""
+        if self.store is None:
+            return
+        try:
+            others = [i for i in self.store.announce(self.instance, utcnow()) if _alive(i)]
+        except StoreError:
+            return  # a read-only or busy database: the screens say so when it matters
+        if others and not self._told_others:
+            self._told_others = True
+            self.notify(
+                "Another prep has this database open. Both can study: every rating is kept, "
+                "and u undoes only this window's own ratings.",
+                title="Open twice",
+                severity="warning",
+                timeout=12,
+            )
+        if self._heartbeat is None:
+            self._heartbeat = self.set_interval(30, self.announce)
 
     def _show(self, screen: Screen) -> None:
         """Replace whatever is on the stack above the default screen with ``screen``."""
@@ -191,6 +253,9 @@ class PrepApp(App[int]):
         self.boot()
 
     def on_unmount(self) -> None:
+        if self.store is not None:
+            with contextlib.suppress(StoreError):
+                self.store.depart(self.instance)
         if self.store is not None and self._owns_store:
             self.store.close()
 
@@ -240,6 +305,67 @@ class PrepApp(App[int]):
 
         return today(self.store, self.now())
 
+    def limits(self, deck: str | None) -> Limits:
+        """Today's limits for ``deck`` and what they hold back (for "limit reached" lines)."""
+        assert self.store is not None
+        now = self.now()
+        seen = self.store.seen_ids()  # read once for both
+        queue = build_queue(
+            self.store, self.collection, now, deck=deck, new_limit=self.new_limit, seen=seen
+        )
+        return limits_today(self.store, self.collection, now, queue, deck, seen)
+
+    def limit_reasons(self) -> list[str]:
+        """The daily limits holding cards back for the selected deck, one line each ([] when
+        none, or when the database cannot be read: the screens report that themselves)."""
+        try:
+            return limit_lines(self.limits(self.selected_deck))
+        except StoreError:
+            return []
+
+    def action_study_more(self) -> None:
+        """Anki's custom study: more new cards today, or review cards due tomorrow now."""
+        from prep.tui.screens.review import ReviewScreen
+        from prep.tui.screens.study_more import AHEAD_DAYS, EXTRA_NEW, StudyMore
+
+        if self.store is None:
+            return
+        deck = self.selected_deck
+        try:
+            limits = self.limits(deck)
+            ahead = review_ahead_ids(self.store, self.collection, self.now(), AHEAD_DAYS, deck)
+        except StoreError as exc:
+            self.notify(f"Cannot read progress: {exc}", severity="error", timeout=8)
+            return
+
+        def chosen(choice: str | None) -> None:
+            assert self.store is not None
+            if choice == "new":
+                if limits.new_waiting == 0 and not limits.new_reached:
+                    self.notify("No unseen cards wait in this deck.")
+                    return
+                try:
+                    add_new_today(self.store, self.now(), EXTRA_NEW)
+                except StoreError as exc:
+                    self.notify(f"Not saved: {exc}", severity="error", timeout=8)
+                    return
+                self.action_start(deck or "")
+            elif choice == "ahead":
+                if not ahead:
+                    self.notify(f"No review card is due in the next {AHEAD_DAYS} days.")
+                    return
+                session = ReviewSession(
+                    self.store,
+                    self.collection,
+                    queue=ahead,
+                    scheduler=self.scheduler,
+                    clock=self.clock,
+                )
+                self._pop_to_home()
+                self.push_screen(ReviewScreen(session))
+
+        self.push_screen(StudyMore(limits.new_waiting, len(ahead)), chosen)
+
     def new_session(self, deck: str | None) -> ReviewSession:
         assert self.store is not None
         return ReviewSession(
@@ -282,10 +408,16 @@ class PrepApp(App[int]):
             self.pop_screen()
 
     def action_help(self) -> None:
+        """Help, opened at the section of the screen you are on."""
         from prep.tui.screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(at=type(self.screen).__name__))
+
+    def action_help_quit(self) -> None:
+        """ctrl+c (when no text is selected to copy) quits, as in any terminal program;
+        Textual's default only says which key quits."""
+        self.exit()
 
     def action_stats(self) -> None:
         from prep.tui.screens.stats import StatsScreen
@@ -324,6 +456,9 @@ class PrepApp(App[int]):
         yield SystemCommand("Demos", "Every demo and its last run", self.action_demos)
         yield SystemCommand("Cram: the 60-second bullets", "Open cram", self.action_cram)
         yield SystemCommand("Mock interview", "Open mock", self.action_mock)
+        yield SystemCommand(
+            "Study more", "More new cards today, or review ahead", self.action_study_more
+        )
         yield SystemCommand("Keys", "Every key, on every screen", self.action_help)
         yield SystemCommand("Reload decks", "Read the deck files again", self.action_reload)
         for name, claim in self.demos.items():

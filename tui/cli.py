@@ -7,6 +7,7 @@ torch or textual.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from prep.engine.storage import Store
 
 EXIT_USAGE = 2
+EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in prep, not bad input (1 means a demo check failed)
 
 
 class UsageError(click.ClickException):
@@ -28,7 +30,9 @@ class UsageError(click.ClickException):
     exit_code = EXIT_USAGE
 
     def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"prep: {self.format_message()}", err=True)
+        from prep.engine.deck import one_line_safe  # a name may hold a newline or an escape
+
+        click.echo(f"prep: {one_line_safe(self.format_message())}", err=True)
 
 
 class PrepGroup(click.Group):
@@ -51,11 +55,13 @@ class Ctx:
         self.db = db
         self.questions = [Path(q) for q in questions]
 
-    def store(self):
+    def store(self, *, reading: bool = False):
+        """The progress database; ``reading``: the command only reads it (stats, export), so
+        a read-only database or folder, or a hand-edited schema version, does not stop it."""
         from prep.engine.storage import Store, StoreError
 
         try:
-            return Store.open(self.db)
+            return Store.open(self.db, reading=reading)
         except StoreError as exc:
             raise UsageError(str(exc)) from exc
 
@@ -64,6 +70,8 @@ class Ctx:
         is printed as FILE:LINE: message and the command exits 2. With ``store``, through
         the deck cache in its database (only changed files are parsed; progress is synced
         only when the decks changed)."""
+        from prep.engine.present import count
+
         if store is not None:
             from prep.engine import deckcache
 
@@ -72,24 +80,48 @@ class Ctx:
             from prep.engine.deck import load_collection
 
             coll = load_collection(self.questions, demo_names=demo_names())
+        for warning in coll.warnings:
+            click.echo(f"prep: warning: {warning.file}: {warning.message}", err=True)
         if coll.errors and not strict:
             click.echo(
-                f"prep: warning: {len(coll.errors)} deck error(s) ignored; see `prep check`",
+                f"prep: warning: {count(len(coll.errors), 'deck error')} ignored; see `prep check`",
                 err=True,
             )
         if coll.errors and strict:
             for error in coll.errors:
                 click.echo(str(error), err=True)
             raise UsageError(
-                f"{len(coll.errors)} error(s) in the decks; fix them (see `prep check`)"
+                f"{count(len(coll.errors), 'error')} in the decks; fix them (see `prep check`)"
             )
         return coll
+
+
+def _check_local_time() -> None:
+    """Study days follow local time; a TZ the C library accepts but Python cannot use (an
+    offset of a day or more, like TZ=UTC+25) is a one-line error here, not a crash later."""
+    from datetime import datetime
+
+    try:
+        datetime.now().astimezone()
+    except (ValueError, OverflowError, OSError) as exc:
+        tz = os.environ.get("TZ")
+        where = f"TZ={tz[:40]!r}" if tz is not None else "the local time zone"
+        raise UsageError(f"{where} is not a usable time zone ({exc}); fix or unset it") from None
 
 
 def demo_names() -> list[str]:
     from prep.demos.registry import names
 
     return names()
+
+
+def line_mode_reason() -> str | None:
+    """Why the full-screen app cannot run here (so the line mode runs instead), or None."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return "not a terminal"
+    if os.environ.get("TERM", "") in ("dumb", "unknown"):
+        return f"TERM={os.environ['TERM']} cannot draw the full-screen app"
+    return None
 
 
 def _questions_from_env() -> tuple[str, ...]:
@@ -123,7 +155,14 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
 
     Run `prep` alone to open today's queue in the terminal app.
     """
-    ctx.obj = Ctx(db, questions or _questions_from_env())
+    _check_local_time()
+    given = "--questions"
+    if not questions:
+        questions, given = _questions_from_env(), "PREP_QUESTIONS"
+    for folder in questions:
+        if not Path(folder).expanduser().exists():
+            raise UsageError(f"{given} {folder}: no such folder or file (it names your own decks)")
+    ctx.obj = Ctx(db, questions)
     if ctx.invoked_subcommand is None:
         ctx.invoke(quiz)
 
@@ -146,8 +185,10 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
 @click.pass_obj
 def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: bool) -> None:
     """Review today's queue (the default command)."""
-    if not plain and not (sys.stdin.isatty() and sys.stdout.isatty()):
-        click.echo("prep: not a terminal; running the line-oriented session (--plain)", err=True)
+    reason = None if plain else line_mode_reason()
+    if reason is not None:
+        _need_stdin()
+        click.echo(f"prep: {reason}; running the line-oriented session (--plain)", err=True)
         plain = True
     if not plain:
         from prep.tui.app import run
@@ -161,7 +202,42 @@ def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: 
         if deck is not None and deck not in coll.decks:
             raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
         session = ReviewSession(store, coll, deck=deck, new_limit=new, limit=limit)
+        _need_stdin()
         sys.exit(run_plain(session, sys.stdin, sys.stdout))
+
+
+@main.command()
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on (loopback: only this machine can open the page).",
+)
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, metavar="N")
+@click.pass_obj
+def serve(obj: Ctx, host: str, port: int) -> None:
+    """The same app in a browser (textual-serve): open http://HOST:PORT and study."""
+    import socket
+
+    from prep.engine.storage import resolve_db_path
+    from prep.tui.serve import is_loopback
+    from prep.tui.serve import serve as run_server
+
+    with obj.store():  # a database that cannot open is one line here, not a blank page
+        pass
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    if not is_loopback(host):
+        click.echo(
+            f"prep: warning: listening on {host}: anyone who can reach this machine on port "
+            f"{port} can study with (and change) your progress database",
+            err=True,
+        )
+    db = str(resolve_db_path(obj.db).resolve())
+    run_server(db=db, questions=obj.questions, host=host, port=port)
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
@@ -169,7 +245,7 @@ def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: 
 @click.pass_obj
 def demo(obj: Ctx, args: tuple[str, ...]) -> None:
     """Run one demo: prep demo NAME [--device auto|cpu|cuda|mps] [--scale small|large]
-    [--seed N] [--json]; `prep demo --list` lists them."""
+    [--seed N] [--json] [--model PATH_OR_NAME]; `prep demo --list [--json]` lists them."""
     from prep.demos.cli import run as run_demo
 
     def linked_cards(name: str) -> list[str]:
@@ -206,9 +282,12 @@ def check(obj: Ctx, paths: tuple[Path, ...]) -> None:
     Errors are printed as FILE:LINE: message (all at once), exit 2."""
     from prep.engine.deck import load_collection
     from prep.engine.deckcache import gc_paused
+    from prep.engine.present import count
 
     with gc_paused():  # every file parsed, as always: no cache here
         coll = load_collection([*obj.questions, *paths], demo_names=demo_names())
+    for warning in coll.warnings:
+        click.echo(f"warning: {warning.file}: {warning.message}", err=True)
     for error in coll.errors:
         click.echo(str(error), err=True)
     if coll.errors:
@@ -219,7 +298,8 @@ def check(obj: Ctx, paths: tuple[Path, ...]) -> None:
     linked = sum(1 for c in coll.cards if c.demos)
     by_kind = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     click.echo(
-        f"ok: {len(coll.cards)} cards in {len(coll.decks)} deck(s) ({by_kind}); {linked} linked to demos"
+        f"ok: {count(len(coll.cards), 'card')} in {count(len(coll.decks), 'deck')} ({by_kind}); "
+        f"{linked} linked to demos"
     )
 
 
@@ -245,10 +325,12 @@ def stats(obj: Ctx, as_json: bool, since: str | None) -> None:
             since_dt = to_utc(datetime.fromisoformat(since).astimezone())
         except (ValueError, OverflowError):  # OverflowError: no UTC form (year 0 or 10000)
             raise UsageError(f"--since {since!r} is not a date (expected YYYY-MM-DD)") from None
-    with obj.store() as store:
+    with obj.store(reading=True) as store:
+        # through the deck cache; a read-only database falls back to parsing the decks
         coll = obj.collection(strict=False, store=store)
-        coll.sync(store)
-        result = stats_mod.compute(store, coll, utcnow(), since=since_dt)
+        if not store.read_only:
+            coll.sync(store)
+        result = stats_mod.compute(store, coll, utcnow(), since=since_dt, known_demos=demo_names())
     if as_json:
         import json
 
@@ -268,12 +350,13 @@ _SETTING_TYPES = {
     "review_limit": int,
     "leech_threshold": int,
     "maximum_interval": int,
+    "learn_ahead_min": int,
     "learning_steps_min": _minutes,
     "relearning_steps_min": _minutes,
 }
 
 
-@main.command()
+@main.command(context_settings={"ignore_unknown_options": True})  # `new_per_day -1` is a value
 @click.argument("key", required=False)
 @click.argument("value", required=False)
 @click.option("--reset", is_flag=True, help="Restore every setting to its default.")
@@ -363,7 +446,9 @@ _EXPORT_FORMATS = {".json": "json", ".csv": "csv", ".apkg": "apkg"}
     type=click.Choice(["json", "csv", "apkg"]),
     help="json, csv or apkg (default: from the file name's extension).",
 )
-@click.option("-o", "--output", metavar="FILE", required=True, help="The file to write.")
+@click.option(
+    "-o", "--output", metavar="FILE", required=True, help="The file to write (- for stdout)."
+)
 @click.option("--deck", metavar="D", help="apkg only: just this deck.")
 @click.pass_obj
 def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None:
@@ -383,11 +468,16 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
     apkg  the decks for Anki: one note per card (Front/Back), tags kept.
 
     `prep import FILE` reads a json or csv export back; every file is written
-    whole or not at all.
+    whole or not at all. `-o -` writes json (or apkg) to standard output; a
+    device or FIFO (/dev/null, a pipe) is written directly, never replaced;
+    a symlink is followed; an existing file keeps its mode and hard links.
     """
+    from prep.engine.atomic import is_stdout
     from prep.engine.export import ExportError
+    from prep.engine.present import count
     from prep.engine.timeutil import utcnow
 
+    to_stdout = is_stdout(output)  # "-" or /dev/stdout: the report goes to stderr
     path = Path(output).expanduser()
     if fmt is None:
         fmt = _EXPORT_FORMATS.get(path.suffix.lower())
@@ -397,6 +487,16 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
             )
     if deck is not None and fmt != "apkg":
         raise UsageError("--deck only applies to --format apkg (progress exports hold everything)")
+    if to_stdout and fmt == "csv":
+        raise UsageError(
+            f"-o {output}: a csv export is four files; give a file name (or --format json)"
+        )
+    if to_stdout and fmt == "apkg" and sys.stdout.isatty():
+        raise UsageError(
+            f"-o {output}: an apkg is binary; redirect it to a file, or give a file name"
+        )
+    report = (lambda text: click.echo(text, err=True)) if to_stdout else click.echo
+    shown = "standard output" if to_stdout else str(path)
     try:
         if fmt == "apkg":
             from prep.engine.anki import write_apkg
@@ -405,18 +505,18 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
             if deck is not None and deck not in coll.decks:
                 raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
             notes = write_apkg(coll, path, deck=deck)
-            click.echo(f"Wrote {path}: {notes} note(s) for Anki (File > Import).")
+            report(f"Wrote {shown}: {count(notes, 'note')} for Anki (File > Import).")
             return
         from prep.engine.export import export_csv, export_json
 
-        with obj.store() as store:
+        with obj.store(reading=True) as store:
             if fmt == "json":
                 export_json(store, path, utcnow())
-                written = [path]
+                written = [shown]
             else:
-                written = export_csv(store, path)
+                written = [str(p) for p in export_csv(store, path)]
             n = store.count_reviews()
-        click.echo(f"Wrote {', '.join(str(p) for p in written)}: {n} review(s).")
+        report(f"Wrote {', '.join(written)}: {count(n, 'review')}.")
     except ExportError as exc:
         raise UsageError(str(exc)) from None
 
@@ -438,6 +538,49 @@ def import_cmd(obj: Ctx, file: str) -> None:
         except ExportError as exc:
             raise UsageError(str(exc)) from None
     click.echo(f"Imported {file}: {result.summary()}.")
+
+
+class _ProgressLine:
+    """Progress of long work on stderr: one line redrawn in place on a terminal (at most five
+    times a second), else a line at every tenth, so a log or a pipe shows it too."""
+
+    def __init__(self, label: str) -> None:
+        import time
+
+        self.label = label
+        self.clock = time.monotonic
+        self.started = self.clock()
+        self.drawn_at = -1.0
+        self.shown = -1  # the last tenth printed (not a terminal)
+        self.tty = sys.stderr is not None and sys.stderr.isatty()
+
+    def text(self, fraction: float) -> str:
+        from datetime import timedelta
+
+        from prep.engine.present import human_interval
+
+        elapsed = self.clock() - self.started
+        line = f"{self.label}: {100 * fraction:3.0f}%  {human_interval(timedelta(seconds=elapsed))}"
+        if 0.02 < fraction < 1:
+            left = elapsed * (1 - fraction) / fraction
+            line += f", about {human_interval(timedelta(seconds=left))} left"
+        return line
+
+    def __call__(self, fraction: float) -> None:
+        if self.tty:
+            now = self.clock()
+            if now - self.drawn_at >= 0.2 or fraction >= 1:
+                self.drawn_at = now
+                click.echo("\r\x1b[2K" + self.text(fraction), err=True, nl=False)
+            return
+        tenth = int(fraction * 10)
+        if tenth > self.shown:
+            self.shown = tenth
+            click.echo(self.text(fraction), err=True)
+
+    def done(self) -> None:
+        if self.tty and self.drawn_at >= 0:
+            click.echo("", err=True)
 
 
 @main.command()
@@ -463,7 +606,9 @@ def optimize(obj: Ctx, yes: bool, dry_run: bool) -> None:
         except opt.OptimizeError as exc:
             raise UsageError(str(exc)) from None
         click.echo(f"Fitting FSRS parameters to {n} of your reviews...", err=True)
-        result = opt.fit(store)
+        meter = _ProgressLine("Fitting")
+        result = opt.fit(store, progress=meter)
+        meter.done()
         click.echo(opt.render(result, settings, utcnow()))
         if not result.changed:
             click.echo("The fit gives the parameters you already have; nothing to save.")
@@ -526,12 +671,124 @@ def mock(obj: Ctx, minutes: float, deck: str | None, seed: int | None, plain: bo
             interview = MockInterview(store, coll, minutes=minutes, deck=deck, seed=seed)
         except MockError as exc:
             raise UsageError(str(exc)) from None
-        if plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
+        reason = None if plain else line_mode_reason()
+        if reason is not None:
+            _need_stdin()
+            click.echo(f"prep: {reason}; running the line-oriented mock (--plain)", err=True)
+        if plain or reason is not None:
+            _need_stdin()
             sys.exit(run_mock_plain(interview, sys.stdin, sys.stdout))
         from prep.tui.screens.mock import run_mock
 
         sys.exit(run_mock(interview))
 
 
+_stdin_closed = False
+
+
+def _need_stdin() -> None:
+    """The line modes read the answers from stdin: a closed one is a one-line error."""
+    if _stdin_closed:
+        raise UsageError("standard input is closed; the line mode reads your answers from it")
+
+
+def _prepare_streams() -> bool:
+    """Make the standard streams safe to use; False when standard output is closed.
+
+    A closed stdin reads as empty input (like ``< /dev/null``) for the commands that do not
+    need it; an output encoding that cannot show a character (an ASCII-only locale) shows
+    ``?`` instead of failing."""
+    global _stdin_closed
+    if sys.stdin is None:
+        _stdin_closed = True
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - for the whole run
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
+    return sys.stdout is not None
+
+
+def _silence_stdout() -> None:
+    """After a failed write to stdout, make the final flush at exit a no-op (no second
+    error, no 'Exception ignored' traceback)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _say(message: str) -> None:
+    if sys.stderr is not None:
+        with contextlib.suppress(OSError, ValueError):
+            print(f"prep: {message}", file=sys.stderr, flush=True)
+
+
+def run(argv: list[str] | None = None) -> None:
+    """The `prep` command (the console script): `main` with a boundary around it. Whatever
+    happens, the process ends with one line and an exit code, never a traceback: 130 on
+    Ctrl-C, 2 when standard output is closed or cannot be written (a full disk), 70 on a bug
+    of ours (PREP_DEBUG=1 shows its traceback)."""
+    import errno
+
+    if not _prepare_streams():
+        _say("standard output is closed; nothing can be shown")
+        sys.exit(EXIT_USAGE)
+    try:
+        code = main.main(args=argv, prog_name="prep", standalone_mode=False)
+        code = code if isinstance(code, int) else 0
+    except click.exceptions.Abort as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            _say("interrupted")
+            code = 130
+        else:
+            _say("aborted")
+            code = 1
+    except KeyboardInterrupt:
+        _say("interrupted")
+        code = 130
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.UsageError as exc:  # click's own (a bad option): one line, not a usage block
+        from prep.engine.deck import one_line_safe
+
+        where = exc.ctx.command_path if exc.ctx is not None else "prep"
+        _say(f"{one_line_safe(exc.format_message())} (see `{where} --help`)")
+        code = exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        code = exc.exit_code
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:  # the reader went away (`prep stats | head -1`)
+            _silence_stdout()
+            sys.exit(1)
+        where = exc.filename if exc.filename else "cannot write the output"
+        _say(f"{where}: {exc.strerror or exc}")
+        _silence_stdout()
+        code = EXIT_USAGE
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except Exception as exc:  # a bug of ours: one line, the traceback on request
+        if os.environ.get("PREP_DEBUG"):
+            raise
+        detail = " ".join(str(exc).split())[:200]
+        _say(
+            f"internal error ({type(exc).__name__}: {detail}); nothing is lost. "
+            "PREP_DEBUG=1 shows the traceback for a bug report"
+        )
+        code = EXIT_INTERNAL
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        if exc.errno != errno.EPIPE:
+            _say(f"cannot write the output: {exc.strerror or exc}")
+            code = EXIT_USAGE
+        _silence_stdout()
+    except ValueError:  # closed by the command
+        pass
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    main()
+    run()

@@ -18,15 +18,20 @@ from prep.engine.present import (
     choice_verdict,
     clock_text,
     count,
+    counts_text,
     duration_text,
-    human_interval,
+    early_text,
+    first_line,
     percent,
     rating_choices,
     rating_name,
     section_lines,
+    shorten,
+    spoken_interval,
 )
 from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
 from prep.engine.session import ReviewSession
+from prep.engine.storage import StoreError
 
 
 class Quit(Exception):
@@ -44,10 +49,15 @@ class LineIO:
         self.stdout.flush()
 
     def ask(self, prompt: str) -> str:
-        """The stripped line typed at ``prompt``; raises Quit on q, quit, exit or end of input."""
+        """The stripped line typed at ``prompt``; raises Quit on q, quit, exit, ctrl+c or end
+        of input (every rating is already saved, so ctrl+c quits like q, with the summary)."""
         self.stdout.write(prompt)
         self.stdout.flush()
-        line = self.stdin.readline()
+        try:
+            line = self.stdin.readline()
+        except KeyboardInterrupt:
+            self.stdout.write("\n")
+            raise Quit from None
         if line == "":  # end of input
             raise Quit
         text = line.strip()
@@ -82,6 +92,8 @@ class PlainQuiz:
     def run(self) -> int:
         session, say = self.session, self.io.say
         if session.finished:
+            for notice in session.take_notices():
+                say(notice)
             say("Nothing due right now. Come back later, or study new cards with --new N.")
             return 0
         say(
@@ -91,10 +103,14 @@ class PlainQuiz:
         try:
             while not session.finished:
                 card = session.current
+                for notice in session.take_notices():
+                    say(notice)
                 assert card is not None
                 self.show_card(card)
         except Quit:
             pass
+        for notice in session.take_notices():
+            say(notice)
         s = session.summary()
         say("")
         say(
@@ -102,14 +118,17 @@ class PlainQuiz:
             f"{duration_text(s['seconds'])}."
         )
         if s["next_due"] is not None:
-            wait = human_interval(s["next_due"] - session.clock())
+            wait = spoken_interval(s["next_due"] - session.clock())
             say(f"Next card due in {wait}; {s['due_by_tomorrow']} due by the end of tomorrow.")
         return 0
 
     def show_card(self, card: Card) -> None:
         session, say, ask = self.session, self.io.say, self.ask
         say("")
-        say(f"[{session.position}/{session.total}] {card.deck} · {card.kind}")
+        say(f"[{counts_text(session.counts())}] {card.deck} · {card.kind}")
+        early = session.early
+        if early is not None:
+            say(f"({early_text(early)}; nothing else is left)")
         state = session.store.card(card.id)
         if state is not None and state.changed:
             say("(edited since you last reviewed it)")
@@ -156,10 +175,17 @@ class PlainQuiz:
             if answer == "" and suggested is not None:
                 answer = str(int(suggested))
             if answer in ("1", "2", "3", "4"):
-                outcome = session.rate(Rating(int(answer)))
+                try:
+                    outcome = session.rate(Rating(int(answer)))
+                except StoreError as exc:
+                    if not exc.retryable:  # read-only: no retry will save it
+                        raise
+                    # busy (another terminal holds the lock), a full disk: as the TUI does
+                    say(f"Not saved: {exc}. The card stays; rate it again, or q to quit.")
+                    continue
                 say(
                     f"Saved: {RATING_NAMES[outcome.rating]}, "
-                    f"next in {human_interval(outcome.interval)}."
+                    f"next in {spoken_interval(outcome.interval)}."
                 )
                 return
             if answer == "u":
@@ -192,6 +218,11 @@ def took_text(step: MockStep) -> str:
     return text + "."
 
 
+def question_text(prompt: str) -> str:
+    """A question as one short line of plain text (for lists of questions)."""
+    return shorten(first_line(prompt).replace("**", ""))
+
+
 def mock_summary_lines(mock: MockInterview) -> list[str]:
     """The end of a mock interview: a headline, then one line per question."""
     s = mock.summary()
@@ -204,7 +235,7 @@ def mock_summary_lines(mock: MockInterview) -> list[str]:
         rating = RATING_NAMES[step.rating] if step.rating is not None else "not graded"
         took = clock_text(step.elapsed_s) if step.elapsed_s is not None else "-"
         lines.append(
-            f"  {i}. {'  ' * step.depth}{step.card.id}: "
+            f"  {i}. {'  ' * step.depth}{question_text(step.card.prompt)}: "
             f"{took} of {clock_text(step.budget_s)}, {rating}"
         )
     return lines
@@ -259,7 +290,7 @@ def run_mock_plain(mock: MockInterview, stdin: TextIO, stdout: TextIO) -> int:
                     outcome = mock.grade(int(grade))
                     say(
                         f"Saved: {RATING_NAMES[outcome.rating]}, "
-                        f"next review in {human_interval(outcome.interval)}."
+                        f"next review in {spoken_interval(outcome.interval)}."
                     )
                     break
                 say("Type 1 (Again), 2 (Hard), 3 (Good), 4 (Easy) or q.")

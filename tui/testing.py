@@ -95,7 +95,7 @@ report = {
     "contrast_label": "a dense W_O",
     "contrast": [
         {"name": "max |write outside slice|", "measured": 0.8123, "expected": ">= 0.01",
-         "passed": True, "detail": ""},
+         "passed": True, "detail": "", "kind": "measurement"},
     ],
     "notes": [], "cards": ["two-roles"],
 }
@@ -105,8 +105,11 @@ sys.exit(0 if ok else 1)
 
 
 def write_decks(folder: Path) -> Path:
+    """The two test decks as files, for --questions. The first is named ``my-core`` there:
+    beside the bundled decks a second ``wo-core`` would be an error (one name, one deck)."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "wo-core.yaml").write_text(DECK_YAML, encoding="utf-8")
+    mine = DECK_YAML.replace("deck: wo-core\n", "deck: my-core\n", 1)
+    (folder / "my-core.yaml").write_text(mine, encoding="utf-8")
     (folder / "wo-sums.yaml").write_text(SECOND_DECK_YAML, encoding="utf-8")
     return folder
 

@@ -1,7 +1,7 @@
 """Cram: the 60-second bullets of each main card, for the way to the call (`prep cram`).
 
 Self-contained: ``CramScreen(collection, deck=None)``, or ``CramScreen()`` inside the prep app,
-which then reads ``app.collection`` and ``app.selected_deck``. The data is
+which then reads the app's collection and selected deck. The data is
 prep.engine.cram.cram_sheet's, the same as `prep cram` prints.
 """
 
@@ -13,11 +13,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from prep.engine.cram import CramDeck, cram_sheet
 from prep.engine.deck import Collection
+from prep.engine.present import count
+from prep.tui.base import PrepScreen
+
+MEASURE = 100  # the longest line on a wide terminal: a readable measure
 
 
 def sheet_text(sheet: list[CramDeck], width: int | None = None) -> Text:
@@ -42,7 +45,7 @@ def sheet_text(sheet: list[CramDeck], width: int | None = None) -> Text:
     return text
 
 
-class CramScreen(Screen):
+class CramScreen(PrepScreen):
     """Every main card's bullets, grouped by deck; `a` switches between one deck and all."""
 
     DEFAULT_CSS = """
@@ -81,7 +84,7 @@ class CramScreen(Screen):
     def collection(self) -> Collection:
         if self._collection is not None:
             return self._collection
-        return getattr(self.app, "collection", None) or Collection()
+        return self.prep.collection
 
     def compose(self) -> ComposeResult:
         yield Static(id="cram-title")
@@ -91,7 +94,7 @@ class CramScreen(Screen):
 
     def on_mount(self) -> None:
         if not self._deck_given and self.deck is None:
-            self.deck = getattr(self.app, "selected_deck", None)
+            self.deck = self.prep.selected_deck
         self.show_all = self.deck is None
         self.render_sheet()
         self.query_one("#cram-scroll").focus()
@@ -106,10 +109,10 @@ class CramScreen(Screen):
         items = sum(len(d.items) for d in sheet)
         where = f"deck {deck}" if deck else "all decks"
         self.query_one("#cram-title", Static).update(
-            f"Cram · the 60-second bullets · {where} · {items} card(s)"
+            f"Cram · the 60-second bullets · {where} · {count(items, 'card')}"
         )
         # the screen less the padding and the scrollbar
-        width = max(24, self.app.size.width - 6)
+        width = max(24, min(MEASURE, self.app.size.width - 6))
         self.query_one("#cram-sheet", Static).update(sheet_text(sheet, width))
 
     def on_resize(self) -> None:

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import os
+import time
 
 from rich.table import Table
 from rich.text import Text
@@ -21,6 +22,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.timer import Timer
 from textual.widgets import Footer, Static
 
 from prep.demos.report import Check, Report
@@ -30,6 +32,9 @@ from prep.tui.base import PrepScreen
 from prep.tui.runs import record_run
 
 STREAM_LIMIT = 4 * 1024 * 1024  # one JSON report line can be long
+# what demos/harness.progress() starts its stderr lines with (not imported: harness is torch)
+PROGRESS_PREFIX = "progress: "
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
 def _fmt(value: float | int) -> str:
@@ -73,6 +78,10 @@ class DemoScreen(PrepScreen):
         self.recorded_id: int | None = None
         self._process: asyncio.subprocess.Process | None = None
         self.log_lines: list[str] = []  # what the log shows, as plain lines
+        self.progress = ""  # the demo's latest `progress:` line
+        self._started = 0.0
+        self._frame = 0
+        self._ticker: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="demo-title")
@@ -104,15 +113,40 @@ class DemoScreen(PrepScreen):
         self.query_one("#checks").display = False
         self.log_lines = []
         self.query_one("#demo-log", Static).update("")
-        self.set_status(Text(f"Running {self.demo_name} … (Esc stops it)", style="bold"))
+        self.progress = "starting"
+        self._started = time.monotonic()
         self.running = True
+        self.tick()
+        self._ticker = self.set_interval(0.1, self.tick)
         self.refresh_bindings()
         self.run_demo()
+
+    def tick(self) -> None:
+        """While the demo runs: a spinner, the elapsed time and what it is doing now."""
+        if not self.running:
+            return
+        self._frame = (self._frame + 1) % len(SPINNER)
+        elapsed = time.monotonic() - self._started
+        status = Text.assemble(
+            (SPINNER[self._frame] + " ", "bold"),
+            (f"Running {self.demo_name}", "bold"),
+            f" · {elapsed:.1f} s",
+        )
+        if self.progress:
+            status.append(f" · {self.progress}", style="italic")
+        status.append("  (Esc stops it)", style="dim")
+        self.set_status(status)
 
     def write_line(self, line: str) -> None:
         self.log_lines.append(line)
         self.query_one("#demo-log", Static).update(Text("\n".join(self.log_lines)))
-        self.query_one("#demo-body", VerticalScroll).scroll_end(animate=False)
+        self.scroll_to_end()
+
+    def scroll_to_end(self) -> None:
+        """Scroll to the last line once the new text is laid out (scrolling at once stops
+        short of the end: the page has not grown yet)."""
+        body = self.query_one("#demo-body", VerticalScroll)
+        self.call_after_refresh(body.scroll_end, animate=False)
 
     def set_status(self, text: Text) -> None:
         self.query_one("#demo-status", Static).update(text)
@@ -125,6 +159,7 @@ class DemoScreen(PrepScreen):
         # $PREP_DB); `python -m prep.demos` would record it a second time when PREP_DB is set.
         env = {k: v for k, v in os.environ.items() if k != "PREP_DB"}
         env["PYTHONUNBUFFERED"] = "1"
+        env["PREP_DEMO_PROGRESS"] = "1"  # the demo says what it is doing, line by line
         log.write_line(f"» prep demo {self.demo_name} --json  (in a subprocess)")
         try:
             process = await asyncio.create_subprocess_exec(
@@ -155,7 +190,12 @@ class DemoScreen(PrepScreen):
                 report = parse_report(line)
                 if report is not None:
                     self.report = report
+                    self.show_checks(report)  # at once, not when the process has exited
+                    self.progress = "checks in; finishing"
                     continue
+                if line.startswith(PROGRESS_PREFIX):
+                    self.progress = line[len(PROGRESS_PREFIX) :].strip()
+                    self.tick()
                 log.write_line(line)
 
         try:
@@ -174,7 +214,14 @@ class DemoScreen(PrepScreen):
     def finish(self, code: int | None) -> None:
         self.running = False
         self.exit_code = code
+        if self._ticker is not None:
+            self._ticker.stop()
         report = self.report
+        if report is None and code == 2 and self.log_lines:
+            # a usage error: one line saying why (e.g. how to install the `real` extra)
+            self.set_status(Text(self.log_lines[-1], style="bold red"))
+            self.refresh_bindings()
+            return
         if report is None:
             what = "could not start" if code is None else f"exited with code {code}"
             self.set_status(
@@ -185,7 +232,6 @@ class DemoScreen(PrepScreen):
             )
             self.refresh_bindings()
             return
-        self.show_checks(report)
         self.log_report(report)
         self.record(report)
         checks = report.checks + report.contrast
@@ -235,7 +281,10 @@ class DemoScreen(PrepScreen):
                 table.add_row("", "")
             table.add_row("", Text(section, style="bold italic"))
             for check in checks:
-                detail = Text(check.name)
+                detail = Text(
+                    f"[{check.kind}] ", style="dim" if check.kind == "identity" else "bold"
+                )
+                detail.append(check.name)
                 detail.append(
                     f"\nmeasured {_fmt(check.measured)}, expected {check.expected}",
                     style="dim",
@@ -251,12 +300,7 @@ class DemoScreen(PrepScreen):
         widget.update(table)
         widget.display = rows > 0
         if rows:
-            self.call_after_refresh(
-                self.query_one("#demo-body", VerticalScroll).scroll_to_widget,
-                widget,
-                animate=False,
-                top=True,
-            )
+            self.scroll_to_end()  # the last check on screen, at 80x24 too
 
     def record(self, report: Report) -> None:
         """Record the run in the progress database, as `prep demo` does."""

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from prep.engine.storage import StoreError
+from prep.tui.base import PrepScreen
 
 
 class DemoTable(DataTable):
@@ -17,7 +19,7 @@ class DemoTable(DataTable):
     BINDINGS = [Binding("enter", "select_cursor", "Run", tooltip="Run the highlighted demo")]
 
 
-class DemoListScreen(Screen):
+class DemoListScreen(PrepScreen):
     BINDINGS = [
         Binding("enter", "run", "Run", tooltip="Run the highlighted demo"),
         Binding("escape", "back", "Back", tooltip="Back"),
@@ -38,7 +40,7 @@ class DemoListScreen(Screen):
         self.query_one("#demos-intro", Static).update(
             "Each demo checks one claim in PyTorch and the contrast that would make it false. "
             "Enter runs the highlighted one."
-            if self.app.demos
+            if self.prep.demos
             else "No demos are installed."
         )
         self.refresh_rows()
@@ -50,15 +52,12 @@ class DemoListScreen(Screen):
     def refresh_rows(self) -> None:
         table = self.query_one("#demo-table", DataTable)
         latest: dict[str, dict] = {}
-        if self.app.store is not None:
-            try:
-                for run in self.app.store.demo_runs():
-                    latest[run["name"]] = run
-            except StoreError:
-                pass
+        if self.prep.store is not None:
+            with suppress(StoreError):  # the list still shows; "Last run" stays empty
+                latest = self.prep.store.latest_demo_runs()
         row = table.cursor_row
         table.clear()
-        for name in self.app.demos:
+        for name in self.prep.demos:
             run = latest.get(name)
             if run is None:
                 last = Text("never run", style="dim")
@@ -71,27 +70,27 @@ class DemoListScreen(Screen):
                 last = Text.assemble(
                     mark, f"  {run['device']}  {run['ran_at'][:16].replace('T', ' ')}"
                 )
-            cards = len(self.app.collection.cards_for_demo(name))
+            cards = len(self.prep.collection.cards_for_demo(name))
             table.add_row(name, last, str(cards), key=name)
         if table.row_count:
             table.move_cursor(row=min(row, table.row_count - 1))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         name = event.row_key.value if event.row_key else None
-        claim = self.app.demos.get(name or "", "")
+        claim = self.prep.demos.get(name or "", "")
         self.query_one("#demo-claim-detail", Static).update(Text(claim, style="italic"))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
         if event.row_key.value:
-            self.app.action_run_demo(event.row_key.value)
+            self.prep.action_run_demo(event.row_key.value)
 
     def action_run(self) -> None:
         table = self.query_one("#demo-table", DataTable)
         if table.row_count:
             key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
             if key:
-                self.app.action_run_demo(key)
+                self.prep.action_run_demo(key)
 
     def action_back(self) -> None:
         self.dismiss()

@@ -7,13 +7,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from prep.engine.deck import Collection
+from prep.engine.present import count
+from prep.tui.base import PrepScreen
 
 
-class ErrorScreen(Screen):
+class ErrorScreen(PrepScreen):
     BINDINGS = [
         Binding("r", "app.reload", "Reload", tooltip="Fix the problem, then reload"),
         Binding(
@@ -31,20 +32,25 @@ class ErrorScreen(Screen):
     def deck_errors(cls, collection: Collection) -> ErrorScreen:
         n = len(collection.errors)
         title = (
-            f"{n} error{'s' if n != 1 else ''} in the decks (what `prep check` reports). "
+            f"{count(n, 'error')} in the decks (what `prep check` reports). "
             "Fix them and press r to reload, or q to quit."
         )
         if collection.cards:
-            title += f" Enter continues with the {len(collection.cards)} valid card(s)."
+            title += f" Enter continues with the {count(len(collection.cards), 'valid card')}."
         return cls(title, [str(e) for e in collection.errors], can_continue=bool(collection.cards))
 
     @classmethod
-    def database(cls, message: str) -> ErrorScreen:
-        title = (
-            "The progress database cannot be opened. If another prep is writing to it, "
-            "wait and press r to retry; q quits."
-        )
-        return cls(title, [message], can_continue=False)
+    def database(cls, message: str, kind: str = "other") -> ErrorScreen:
+        """What went wrong opening the database (``kind`` from StoreError) and what to do."""
+        todo = {
+            "read-only": "It is read-only, so nothing could be saved: make the file and its "
+            "folder writable (or start prep with --db PATH for another file), then press r "
+            "to retry; q quits.",
+            "busy": "Another prep is writing to it: wait a moment and press r to retry; q quits.",
+            "damaged": "It is damaged: restore it from a backup or a `prep export` file (or "
+            "start prep with --db PATH for a new one); q quits.",
+        }.get(kind, "Fix what the line below says, then press r to retry; q quits.")
+        return cls(f"The progress database cannot be opened. {todo}", [message], can_continue=False)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -60,4 +66,4 @@ class ErrorScreen(Screen):
 
     def action_continue(self) -> None:
         if self.can_continue:
-            self.app.boot(ignore_deck_errors=True)
+            self.prep.boot(ignore_deck_errors=True)

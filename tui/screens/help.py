@@ -11,7 +11,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 
-def _sections() -> list[tuple[str, list[Binding]]]:
+def _sections() -> list[tuple[str, str, list[Binding]]]:
+    """(title, screen class name, bindings) for every section, in order."""
     from prep.tui.app import PrepApp
     from prep.tui.screens.cram import CramScreen
     from prep.tui.screens.demo import DemoScreen
@@ -26,65 +27,92 @@ def _sections() -> list[tuple[str, list[Binding]]]:
     def bindings(cls: type) -> list[Binding]:
         return [b for b in cls.BINDINGS if isinstance(b, Binding)]
 
+    screens = [
+        ("Home", HomeScreen),
+        ("Review", ReviewScreen),
+        ("End of session", SummaryScreen),
+        ("Demo", DemoScreen),
+        ("Demo list", DemoListScreen),
+        ("Stats", StatsScreen),
+        ("Cram", CramScreen),
+        ("Mock interview", MockScreen),
+    ]
     return [
-        ("Everywhere", bindings(PrepApp)),
-        ("Home", bindings(HomeScreen)),
-        ("Review", bindings(ReviewScreen)),
-        ("End of session", bindings(SummaryScreen)),
-        ("Demo", bindings(DemoScreen)),
-        ("Demo list", bindings(DemoListScreen)),
-        ("Stats", bindings(StatsScreen)),
-        ("Cram", bindings(CramScreen)),
-        ("Mock interview", bindings(MockScreen)),
-        ("Deck or database errors", bindings(ErrorScreen)),
+        ("Everywhere", PrepApp.__name__, bindings(PrepApp)),
+        *[(title, cls.__name__, bindings(cls)) for title, cls in screens],
+        ("Deck or database errors", ErrorScreen.__name__, bindings(ErrorScreen)),
     ]
 
 
 def key_label(binding: Binding) -> str:
     names = {"question_mark": "?", "space": "space", "enter": "Enter", "escape": "Esc"}
     key = binding.key
-    if binding.key_display and binding.action.startswith("pick"):
+    if binding.key_display and (binding.action.startswith("pick") or len(binding.key_display) == 1):
         return binding.key_display
     return names.get(key, key.replace("ctrl+", "Ctrl+"))
 
 
+CONVENTION = "Esc goes back one screen (and closes this); q or ctrl+c quits prep from anywhere."
+KEY_WIDTH = 9  # the widest key label ("PgUp PgDn"), so every section's keys line up
+
+
 class HelpScreen(ModalScreen[None]):
+    """Every key, one section per screen; opens scrolled to the section of ``at`` (the class
+    name of the screen it was opened from)."""
+
     BINDINGS = [
         Binding("escape", "close", "Close"),
         Binding("question_mark", "close", "Close"),
-        Binding("q", "close", "Close"),
     ]
+
+    def __init__(self, at: str | None = None) -> None:
+        super().__init__()
+        self.at = at
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help"):
-            yield Static(self.keys_table(), id="help-keys")
+            yield Static(
+                Text.assemble(("prep — every key\n", "bold"), (CONVENTION, "dim")), id="help-top"
+            )
+            for screen, table in self.tables():
+                yield Static(table, id=f"help-{screen}")
 
-    def keys_table(self) -> Table:
+    def tables(self) -> list[tuple[str, Table]]:
+        """(screen class name, its keys table) for every section."""
+        return [(screen, self.keys_table(title, keys)) for title, screen, keys in _sections()]
+
+    def on_mount(self) -> None:
+        sections = self.query(f"#help-{self.at}") if self.at else []
+        if sections:
+            self.call_after_refresh(
+                self.query_one("#help", VerticalScroll).scroll_to_widget,
+                sections[0],
+                top=True,
+                animate=False,
+            )
+
+    def keys_table(self, section: str, bindings: list[Binding]) -> Table:
         table = Table.grid(padding=(0, 2))
-        table.add_column(justify="right", style="bold", no_wrap=True)
+        table.add_column(justify="right", style="bold", no_wrap=True, min_width=KEY_WIDTH)
         table.add_column()
-        title = Text("prep — every key", style="bold")
-        table.add_row("", title)
-        for section, bindings in _sections():
-            table.add_row("", "")
-            table.add_row("", Text(section, style="bold underline"))
-            seen: set[tuple[str, str]] = set()
-            for binding in bindings:
-                if binding.action.startswith("pick") and binding.key != "a":
-                    continue  # a-d is one row
-                label = key_label(binding)
-                what = binding.tooltip or binding.description
-                if binding.action.startswith("pick"):
-                    what = "Pick a choice (choice and red-flag cards, before the answer)"
-                if (label, what) in seen:
-                    continue
-                seen.add((label, what))
-                table.add_row(label, what)
-            if section == "Everywhere":
-                table.add_row("↑↓", "Move in a list; scroll a long card or page")
-                table.add_row("PgUp PgDn", "Scroll a page at a time")
         table.add_row("", "")
-        table.add_row("", Text("Esc, ? or q closes this.", style="dim"))
+        table.add_row("", Text(section, style="bold underline"))
+        seen: set[tuple[str, str]] = set()
+        for binding in bindings:
+            if binding.action.startswith("pick") and binding.key_display != "a-d":
+                continue  # a-d is one row
+            label = key_label(binding)
+            what = binding.tooltip or binding.description
+            if binding.action.startswith("pick"):
+                what = "Pick a choice (choice and red-flag cards, before the answer)"
+            if (label, what) in seen:
+                continue
+            seen.add((label, what))
+            table.add_row(label, what)
+        if section == "Everywhere":
+            table.add_row("ctrl+c", "Quit too (copies instead while text is selected)")
+            table.add_row("↑↓", "Move in a list; scroll a long card or page")
+            table.add_row("PgUp PgDn", "Scroll a page at a time")
         return table
 
     def action_close(self) -> None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
+from prep.engine.present import count
 from prep.engine.storage import StoreError
+from prep.tui.base import PrepScreen
 
 
 class DeckTable(DataTable):
@@ -19,15 +20,25 @@ class DeckTable(DataTable):
     ]
 
 
-class HomeScreen(Screen):
+class HomeScreen(PrepScreen):
     BINDINGS = [
         Binding("enter", "start", "Start", tooltip="Start today's session on the highlighted deck"),
         Binding("s", "app.stats", "Stats", tooltip="Statistics"),
         Binding("d", "app.demos", "Demos", tooltip="Every demo; run one"),
         Binding("c", "app.cram", "Cram", tooltip="Cram: the 60-second bullets"),
         Binding("m", "app.mock", "Mock", tooltip="Mock interview"),
+        Binding(
+            "n",
+            "app.study_more",
+            "More",
+            tooltip="More new cards today, or review ahead (Anki's custom study)",
+        ),
         Binding("r", "app.reload", "Reload", show=False, tooltip="Read the deck files again"),
     ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._reasons: dict[str | None, list[str]] = {}  # limit lines per deck, this refresh
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -45,7 +56,7 @@ class HomeScreen(Screen):
     def on_mount(self) -> None:
         self.refresh_counts()
         # the counts are coloured from the theme: redraw them when it changes
-        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh_counts())
+        self.prep.theme_changed_signal.subscribe(self, lambda _theme: self.refresh_counts())
 
     def on_screen_resume(self) -> None:
         self.refresh_counts()
@@ -54,10 +65,11 @@ class HomeScreen(Screen):
         self.refresh_counts()
 
     def refresh_counts(self) -> None:
+        self._reasons.clear()
         table = self.query_one("#decks", DataTable)
         try:
-            rows = self.app.deck_counts()
-            today = self.app.today()
+            rows = self.prep.deck_counts()
+            today = self.prep.today()
         except StoreError as exc:
             self.query_one("#today", Static).update(
                 Text(f"Cannot read progress: {exc}", style="bold red")
@@ -65,13 +77,20 @@ class HomeScreen(Screen):
             return
         table.clear()
         selected = 0
+        # the count columns keep their width; the deck label gets the rest of the line
+        # (less the table's margin, each cell's padding and a scrollbar's width)
+        counts = [(str(r.new), str(r.learning), str(r.due), str(r.cards)) for r in rows]
+        widths = [
+            max([len(header), *(len(c[i]) for c in counts)])
+            for i, header in enumerate(("New", "Learning", "Due", "Cards"))
+        ]
+        room = self.app.size.width - 4 - 2 * (len(widths) + 1) - sum(widths) - 2
         for i, row in enumerate(rows):
             label = Text(row.title, style="bold" if i == 0 else "")
             if row.name:
                 label.append(f"  {row.name}", style="dim")
-            # keep the count columns on screen at 80 columns: the deck label gives way
-            label.truncate(max(16, self.app.size.width - 44), overflow="ellipsis")
-            theme = self.app.current_theme
+            label.truncate(max(16, room), overflow="ellipsis")
+            theme = self.prep.current_theme
             table.add_row(
                 label,
                 _count(row.new, theme.primary),
@@ -80,7 +99,7 @@ class HomeScreen(Screen):
                 Text(str(row.cards), style="dim"),
                 key=row.name,
             )
-            if row.name and row.name == self.app.selected_deck:
+            if row.name and row.name == self.prep.selected_deck:
                 selected = i
         table.move_cursor(row=selected)
         total = rows[0] if rows else None
@@ -91,30 +110,55 @@ class HomeScreen(Screen):
         else:
             line.append(f"{total.total} to review", style="bold")
             line.append(f": {total.due} due, {total.learning} learning, {total.new} new")
-        line.append(f" · streak {streak} day{'s' if streak != 1 else ''}")
-        line.append(f" · {today['reviews']} review{'s' if today['reviews'] != 1 else ''} today")
+        line.append(f" · streak {count(streak, 'day')}")
+        line.append(f" · {count(today['reviews'], 'review')} today")
         self.query_one("#today", Static).update(line)
-        howto = Text.assemble(
-            ("↑↓", "bold"),
-            " choose a deck, ",
-            ("Enter", "bold"),
-            " starts its session. ",
-            ("?", "bold"),
-            " lists every key.",
+        self.refresh_howto()
+        table.focus()
+
+    def refresh_howto(self) -> None:
+        """The keys line, after any daily limit that holds cards back for the selected deck."""
+        howto = Text()
+        deck = self.prep.selected_deck
+        if deck not in self._reasons:  # once per deck per refresh, not per arrow key
+            self._reasons[deck] = self.prep.limit_reasons()
+        reasons = self._reasons[deck]
+        for reason in reasons:
+            howto.append(reason + " ", style="bold")
+        if reasons:
+            howto.append_text(Text.assemble(("n", "bold"), " studies more.\n"))
+        howto.append_text(
+            Text.assemble(
+                ("↑↓", "bold"),
+                " choose a deck, ",
+                ("Enter", "bold"),
+                " starts its session, ",
+                ("n", "bold"),
+                " studies more. ",
+                ("?", "bold"),
+                " lists every key.",
+            )
         )
         self.query_one("#howto", Static).update(howto)
-        table.focus()
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The highlighted row is the selected deck: Enter, c (cram) and m (mock) act on it,
+        and it stays highlighted when you come back (the first row is all decks)."""
+        event.stop()
+        if self.prep.selected_deck != (event.row_key.value or None):
+            self.prep.selected_deck = event.row_key.value or None
+            self.refresh_howto()  # the limit line follows the deck
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        self.app.action_start(event.row_key.value or "")
+        self.prep.action_start(event.row_key.value or "")
 
     def action_start(self) -> None:
         table = self.query_one("#decks", DataTable)
         deck = ""
         if table.row_count:
             deck = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value or ""
-        self.app.action_start(deck)
+        self.prep.action_start(deck)
 
 
 def _count(n: int, color: str) -> Text:

@@ -20,9 +20,9 @@ from prep.engine.deck import CHOICE_LETTERS, Collection
 from prep.engine.mock import MockError, MockInterview
 from prep.engine.present import (
     answer_sections,
-    human_interval,
     rating_choices,
     section_parts,
+    spoken_interval,
 )
 from prep.engine.scheduler import RATING_NAMES, Rating
 from prep.engine.storage import Store, StoreError
@@ -296,10 +296,15 @@ class MockScreen(PrepScreen):
         except StoreError as exc:  # a locked database: say so, nothing advances
             self.notify(f"Could not save the grade: {exc}", severity="error")
             return
-        self.notify(
-            f"Saved: {RATING_NAMES[outcome.rating]}, next review in {human_interval(outcome.interval)}."
-        )
         self.show_step()
+        # said where the answer will appear, not in a toast (which covered the grade line)
+        saved = Text.assemble(
+            ("Saved: ", "dim"),
+            (RATING_NAMES[outcome.rating], "bold"),
+            (f", next review in {spoken_interval(outcome.interval)}.", "dim"),
+        )
+        if self.mock is not None and not self.mock.finished:
+            self.query_one("#mock-reveal", Static).update(saved)
 
     def action_suggested(self) -> None:
         """Enter after the reveal: the suggested grade, else Good (as on the review screen)."""
@@ -308,7 +313,21 @@ class MockScreen(PrepScreen):
             self.action_grade(int(step.suggested or Rating.Good))
 
     def action_back(self) -> None:
+        """Leave the mock; asks first when a typed answer would be thrown away."""
+        typed = self.query_one("#mock-answer", Input).value.strip()
+        if typed and not self.revealed and self.mock is not None and not self.mock.finished:
+            from prep.tui.screens.confirm import Confirm
+
+            question = "Leave the mock interview? Your typed answer is not saved."
+            self.app.push_screen(Confirm(question), self._leave_if)
+            return
         self.dismiss(self.mock.summary() if self.mock else None)
+
+    def _leave_if(self, leave: bool | None) -> None:
+        if leave:
+            self.dismiss(self.mock.summary() if self.mock else None)
+        else:
+            self.query_one("#mock-answer", Input).focus()
 
 
 class MockApp(App):

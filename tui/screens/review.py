@@ -9,9 +9,13 @@ rating that cannot be saved (a locked database) is reported and nothing advances
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -19,10 +23,19 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Static
 
 from prep.engine.deck import CHOICE_LETTERS, Card
-from prep.engine.present import choice_verdict, human_interval, rating_name
+from prep.engine.present import (
+    DemoLink,
+    Section,
+    answer_sections,
+    choice_verdict,
+    early_text,
+    rating_name,
+    spoken_interval,
+)
 from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
 from prep.engine.session import ReviewSession
 from prep.engine.storage import StoreError
+from prep.tui.base import PrepScreen
 from prep.tui.widgets.rating_bar import RatingBar
 
 KIND_LABELS = {
@@ -37,24 +50,50 @@ def markdown(text: str) -> Markdown:
     return Markdown(text, code_theme="ansi_dark", hyperlinks=False)
 
 
-def back_markdown(card: Card) -> str:
-    """The answer side as Markdown: answer, why, analogy, sources."""
+def back_markdown(sections: list[Section]) -> str:
+    """The answer side as Markdown; the demos section is left to the demo link below it."""
     parts = []
-    if card.choices and card.correct is not None:
-        parts.append(f"**Correct: {card.correct_letter})** {card.choices[card.correct]}")
-    parts.append(card.answer)
-    if card.explain:
-        parts.append(f"**Why.** {card.explain}")
-    if card.analogy:
-        parts.append(f"**Analogy.** {card.analogy}")
-    if card.sources:
-        parts.append("*Sources:* " + "; ".join(card.sources))
+    for section in sections:
+        if section.key == "answer":
+            parts.append(section.text)
+        elif section.key == "correct":
+            parts.append(f"**{section.label}: {section.text}**")
+        elif section.key == "bullets":
+            parts.append(f"**{section.label}:**\n\n" + "\n".join(f"- {b}" for b in section.items))
+        elif section.key == "sources":
+            parts.append(f"*{section.label}:* " + "; ".join(section.items))
+        elif section.key != "demos":  # why, analogy
+            parts.append(f"**{section.label}.** {section.text}")
     return "\n\n".join(parts)
 
 
-class ReviewScreen(Screen):
+def demo_line(links: tuple[DemoLink, ...]) -> Text:
+    """`d  run the demo NAME`, its latest run and its claim; with several demos, their names
+    (d asks which one)."""
+    if len(links) > 1:
+        line = Text.assemble(("d", "bold reverse"), f"  run one of {len(links)} demos: ")
+        line.append(", ".join(link.name for link in links), style="bold")
+        return line
+    first = links[0]
+    line = Text.assemble(("d", "bold reverse"), "  run the demo ", (first.name, "bold"))
+    line.append(f"  ({first.last_run()})", style="dim")
+    if first.claim:
+        line.append(f"\n{first.claim}", style="dim")
+    return line
+
+
+class ReviewScreen(PrepScreen):
+    RETRY_SECONDS = 10.0  # how long a rating retries while another prep holds the lock
     BINDINGS = [
         Binding("space", "reveal", "Show answer", tooltip="Show the answer"),
+        Binding("space", "take('good')", "Good", tooltip="Once the answer is shown: rate Good"),
+        Binding(
+            "space",
+            "take('suggested')",
+            "Take suggestion",
+            show=True,
+            tooltip="After a pick: take the suggested rating (as Enter does)",
+        ),
         Binding(
             "enter",
             "primary",
@@ -66,7 +105,10 @@ class ReviewScreen(Screen):
         Binding("2", "rate(2)", "Hard", show=False, tooltip="Rate Hard"),
         Binding("3", "rate(3)", "Good", show=False, tooltip="Rate Good"),
         Binding("4", "rate(4)", "Easy", show=False, tooltip="Rate Easy"),
-        Binding("a", "pick(0)", "Pick", key_display="a-d", tooltip="Pick choice a"),
+        # one "a" binding per number of choices, so the footer says a-b, a-c or a-d
+        Binding("a", "pick(0, 4)", "Pick", key_display="a-d", tooltip="Pick choice a"),
+        Binding("a", "pick(0, 3)", "Pick", key_display="a-c", tooltip="Pick choice a"),
+        Binding("a", "pick(0, 2)", "Pick", key_display="a-b", tooltip="Pick choice a"),
         Binding("b", "pick(1)", "Pick b", show=False, tooltip="Pick choice b"),
         Binding("c", "pick(2)", "Pick c", show=False, tooltip="Pick choice c"),
         Binding("d", "pick(3)", "Pick d", show=False, tooltip="Pick choice d (before the answer)"),
@@ -76,7 +118,30 @@ class ReviewScreen(Screen):
             "Demo",
             tooltip="Run the card's linked demo, once the answer is shown",
         ),
-        Binding("u", "undo", "Undo", tooltip="Undo the last rating; its card comes back"),
+        Binding("u", "undo", "Undo", tooltip="Undo the last rating or mark; its card comes back"),
+        Binding(
+            "at",
+            "mark('suspend')",
+            "Suspend",
+            show=False,
+            key_display="@",
+            tooltip="Suspend the card: never served until you undo it (Anki's @)",
+        ),
+        Binding(
+            "minus",
+            "mark('bury')",
+            "Bury",
+            show=False,
+            key_display="-",
+            tooltip="Bury the card until tomorrow (Anki's -)",
+        ),
+        Binding(
+            "f",
+            "mark('flag')",
+            "Flag",
+            show=False,
+            tooltip="Flag the card (or unflag it); flagged cards are listed in stats",
+        ),
         Binding("escape", "home", "Home", tooltip="Back to home (progress is saved)"),
     ]
 
@@ -89,6 +154,7 @@ class ReviewScreen(Screen):
         self.suggested: Rating | None = None
         self.preview: dict[Rating, Outcome] = {}
         self._note: Text | None = None
+        self.saving = False  # a rating is being committed (retrying while the db is busy)
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="topbar"):
@@ -117,24 +183,20 @@ class ReviewScreen(Screen):
     def show_card(self) -> None:
         """Show the session's current card, front side; or the summary when it is done."""
         card = self.session.current
+        for notice in self.session.take_notices():
+            self.notify(notice, severity="warning", timeout=10)
         if card is None:
             from prep.tui.screens.summary import SummaryScreen
 
-            self.app.switch_screen(SummaryScreen(self.session))
+            self.prep.switch_screen(SummaryScreen(self.session))
             return
         self.card = card
         self.revealed = False
         self.picked = None
         self.suggested = None
         self.preview = {}
-        self.query_one("#where", Static).update(
-            Text.assemble(
-                (card.deck, "bold"), "  ·  ", (KIND_LABELS.get(card.kind, card.kind), "italic")
-            )
-        )
-        self.query_one("#progress", Static).update(
-            f"{self.session.position} of {self.session.total}"
-        )
+        self.query_one("#where", Static).update(self.where_text(card))
+        self.query_one("#progress", Static).update(self.progress_text())
         context = self.query_one("#context", Static)
         parent = self.session.collection.get(card.parent) if card.parent else None
         if parent is not None:
@@ -153,6 +215,38 @@ class ReviewScreen(Screen):
         self.query_one("#ratings").display = False
         self.refresh_bindings()
         self.session.mark_shown()
+
+    def where_text(self, card: Card) -> Text:
+        text = Text.assemble(
+            (card.deck, "bold"), "  ·  ", (KIND_LABELS.get(card.kind, card.kind), "italic")
+        )
+        try:
+            flagged = self.session.store.mark(card.id).flagged
+        except StoreError:
+            flagged = False
+        if flagged:
+            text.append("  ·  ⚑ flagged", style=f"bold {self.app.current_theme.error or 'red'}")
+        return text
+
+    def progress_text(self) -> Text:
+        """Anki's three numbers (new / learning / due left, the current card included), and
+        a label when a learning card is shown before its step is due."""
+        new, learning, due = self.session.counts()
+        theme = self.app.current_theme
+        text = Text()
+        early = self.session.early
+        if early is not None:
+            text.append(early_text(early) + "   ", style=f"bold {theme.warning or 'yellow'}")
+        for label, n, color in (
+            ("new", new, theme.primary),
+            ("learning", learning, theme.warning or theme.primary),
+            ("due", due, theme.success or theme.primary),
+        ):
+            if label != "new":
+                text.append(" · ", style="dim")
+            text.append(f"{label} ")
+            text.append(str(n), style=f"bold {color}" if n else "dim")
+        return text
 
     def front_hint(self) -> Text:
         assert self.card is not None
@@ -204,17 +298,17 @@ class ReviewScreen(Screen):
             self.preview = {}
             self.notify(f"Cannot read this card's schedule: {exc}", severity="error")
         self.render_choices()
-        self.query_one("#answer", Static).update(markdown(back_markdown(card)))
+        try:
+            runs = self.session.store.latest_demo_runs() if card.demos else {}
+        except StoreError:
+            runs = {}
+        sections = answer_sections(card, self.prep.demos, runs)
+        self.query_one("#answer", Static).update(markdown(back_markdown(sections)))
         link = self.query_one("#demo-link", Static)
-        if card.demo:
-            claim = self.app.demos.get(card.demo, "")
-            line = Text.assemble(("d", "bold reverse"), "  run the demo ", (card.demo, "bold"))
-            if len(card.demos) > 1:
-                line.append(f" (also: {', '.join(card.demos[1:])})", style="dim")
-            if claim:
-                line.append(f"\n{claim}", style="dim")
-            link.update(line)
-        link.display = bool(card.demo)
+        demos = next((s.demos for s in sections if s.key == "demos"), ())
+        if demos:
+            link.update(demo_line(demos))
+        link.display = bool(demos)
         self.query_one("#back").display = True
         self.query_one("#reveal").display = False
         bar = self.query_one(RatingBar)
@@ -237,8 +331,13 @@ class ReviewScreen(Screen):
             return card is not None and not self.revealed
         if action == "rate":
             return card is not None and self.revealed
+        if action == "take":  # labelled Good, or "Take suggestion" after a wrong pick
+            good = self.suggested in (None, Rating.Good)
+            return card is not None and self.revealed and good == (parameters == ("good",))
         if action == "pick":
             index = int(parameters[0]) if parameters else 0  # type: ignore[call-overload]
+            if len(parameters) > 1 and card is not None and len(card.choices) != parameters[1]:
+                return False  # the "a" binding for another number of choices
             return card is not None and not self.revealed and index < len(card.choices)
         if action == "demo":
             return card is not None and self.revealed and card.demo is not None
@@ -253,7 +352,33 @@ class ReviewScreen(Screen):
         else:
             self.action_rate(int(self.suggested or Rating.Good))
 
-    def action_pick(self, index: int) -> None:
+    def action_take(self, _label: str = "good") -> None:
+        """Space on a revealed card: Good, or the suggested rating after a pick (as Enter)."""
+        if self.revealed:
+            self.action_rate(int(self.suggested or Rating.Good))
+
+    def action_mark(self, change: str) -> None:
+        """Suspend, bury or flag the card (stored at once; u undoes it)."""
+        if self.card is None or self.saving:
+            return
+        try:
+            mark = self.session.set_mark(change)
+        except StoreError as exc:
+            self.notify(f"Not saved: {exc}", severity="error", timeout=8)
+            return
+        if change == "flag":
+            self.notify("Flagged (listed in stats)." if mark.flagged else "Flag removed.")
+            self.query_one("#where", Static).update(self.where_text(self.card))
+            return
+        what = (
+            "suspended: never served until unsuspended"
+            if change == "suspend"
+            else ("buried until tomorrow")
+        )
+        self._note = Text.assemble((f"{self.card.id} {what}", "bold"), (" (u undoes)", "dim"))
+        self.show_card()
+
+    def action_pick(self, index: int, _choices: int | None = None) -> None:
         card = self.card
         if card is None or self.revealed or index >= len(card.choices):
             return
@@ -271,20 +396,42 @@ class ReviewScreen(Screen):
         self.reveal()
 
     def action_rate(self, value: int) -> None:
-        if self.card is None or not self.revealed:
+        if self.card is None or not self.revealed or self.saving:
             return
+        self.saving = True
+        self.save_rating(value)
+
+    @work(exclusive=True, group="save", exit_on_error=False)
+    async def save_rating(self, value: int) -> None:
+        """Commit the rating; while another prep holds the write lock, retry on a timer (the
+        screen stays live and says so) for up to RETRY_SECONDS, then give up saying so."""
+        deadline = time.monotonic() + self.RETRY_SECONDS
         try:
-            outcome = self.session.rate(Rating(value))
-        except StoreError as exc:
-            self.notify(f"Not saved (the card stays): {exc}", severity="error", timeout=8)
-            self.set_hint(
-                Text.assemble(("Not saved", "bold red"), "; the card stays. Rate it again.")
-            )
-            return
+            while True:
+                try:
+                    outcome = self.session.rate(Rating(value))
+                    break
+                except StoreError as exc:
+                    if exc.kind == "busy" and time.monotonic() < deadline:
+                        self.set_hint(
+                            Text.assemble(
+                                ("Saving… ", "bold"),
+                                "the database is busy (another prep is writing); retrying.",
+                            )
+                        )
+                        await asyncio.sleep(0.2)
+                        continue
+                    self.notify(f"Not saved (the card stays): {exc}", severity="error", timeout=8)
+                    self.set_hint(
+                        Text.assemble(("Not saved", "bold red"), "; the card stays. Rate it again.")
+                    )
+                    return
+        finally:
+            self.saving = False
         self._note = Text.assemble(
             ("Saved: ", "dim"),
             (RATING_NAMES[outcome.rating], "bold"),
-            (f", next in {human_interval(outcome.interval)} (u undoes)", "dim"),
+            (f", next in {spoken_interval(outcome.interval)} (u undoes)", "dim"),
         )
         self.show_card()
 
@@ -296,6 +443,8 @@ class ReviewScreen(Screen):
             self.reveal()
 
     def action_undo(self) -> None:
+        if self.saving:
+            return
         if undo_last_rating(self, self.session) is None:
             return
         self._note = Text("Undone: the card is back as it was", style="bold")
@@ -310,7 +459,17 @@ class ReviewScreen(Screen):
         if card.demo is None:
             self.notify("This card links no demo.")
             return
-        self.app.push_screen(DemoScreen(card.demo, card=card))
+        if len(card.demos) == 1:
+            self.prep.push_screen(DemoScreen(card.demo, card=card))
+            return
+        from prep.tui.screens.demo_pick import DemoPick
+
+        def run(name: str | None) -> None:
+            if name is not None:
+                self.prep.push_screen(DemoScreen(name, card=card))
+
+        choices = [(name, self.prep.demos.get(name, "")) for name in card.demos]
+        self.prep.push_screen(DemoPick(choices), run)
 
     def action_home(self) -> None:
         self.dismiss()
@@ -324,6 +483,15 @@ def undo_last_rating(screen: Screen, session: ReviewSession) -> Card | None:
     except StoreError as exc:
         screen.notify(f"Cannot undo: {exc}", severity="error", timeout=8)
         return None
-    if card is None:
+    if card is None and session.done:
+        # the newest review in the database is another prep's: undoing ours would skip it
+        screen.notify(
+            "Cannot undo: another prep has rated a card since your last rating; yours stays saved.",
+            severity="warning",
+            timeout=8,
+        )
+        if isinstance(screen, ReviewScreen):
+            screen.set_hint(Text("Undo is not possible now: another prep rated since.", "dim"))
+    elif card is None:
         screen.notify("Nothing to undo in this session.")
     return card

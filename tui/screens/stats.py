@@ -9,15 +9,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 from textual_plotext import PlotextPlot
 
+from prep.engine.present import count, percent
+from prep.engine.stats import marks_text
 from prep.engine.storage import StoreError
-
-
-def pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.0f}%"
+from prep.tui.base import PrepScreen
 
 
 def bar_chart(widget: PlotextPlot, labels: list[str], values: list[int], title: str) -> None:
@@ -36,7 +34,7 @@ def bar_chart(widget: PlotextPlot, labels: list[str], values: list[int], title: 
     widget.refresh()
 
 
-class StatsScreen(Screen):
+class StatsScreen(PrepScreen):
     BINDINGS = [
         Binding("escape", "back", "Back", tooltip="Back"),
         Binding("r", "refresh", "Refresh", tooltip="Compute the statistics again"),
@@ -67,7 +65,12 @@ class StatsScreen(Screen):
         from prep.engine.stats import compute
 
         try:
-            stats = compute(self.app.store, self.app.collection, self.app.now())
+            stats = compute(
+                self.prep.store,
+                self.prep.collection,
+                self.prep.now(),
+                known_demos=self.prep.demos or None,
+            )
         except StoreError as exc:
             self.query_one("#stats-summary", Static).update(
                 Text(f"Cannot read progress: {exc}", style="bold red")
@@ -83,13 +86,13 @@ class StatsScreen(Screen):
         summary = Text()
         summary.append("Reviews    ", style="bold")
         summary.append(
-            f"today {r['today']}   total {r['total']}   streak {stats['streak_days']} day(s)\n"
+            f"today {r['today']}   total {r['total']}   streak {count(stats['streak_days'], 'day')}\n"
         )
         summary.append("Retention  ", style="bold")
         summary.append(
-            f"true {pct(tr['all']['rate'])} of {tr['all']['reviews']} review(s)   "
-            f"last 30 days {pct(tr['last_30_days']['rate'])}   "
-            f"target {pct(stats['desired_retention'])}\n"
+            f"true {percent(tr['all']['rate'])} of {count(tr['all']['reviews'], 'review')}   "
+            f"last 30 days {percent(tr['last_30_days']['rate'])}   "
+            f"target {percent(stats['desired_retention'])}\n"
         )
         summary.append("Due        ", style="bold")
         summary.append(
@@ -98,6 +101,7 @@ class StatsScreen(Screen):
         )
         summary.append("Cards      ", style="bold")
         summary.append(f"{cards['seen']} of {cards['total']} seen")
+        summary.append(f"   {marks_text(stats['marks'])}", style="dim")
         if stats["leeches"]:
             summary.append(f"   leeches: {', '.join(stats['leeches'])}", style="red")
         self.query_one("#stats-summary", Static).update(summary)
@@ -120,18 +124,19 @@ class StatsScreen(Screen):
             table = self.query_one(table_id, DataTable)
             table.clear()
             for name, m in rows.items():
-                table.add_row(name, m["cards"], m["seen"], m["mature"], pct(m["mastery"]))
+                table.add_row(name, m["cards"], m["seen"], m["mature"], percent(m["mastery"]))
 
         demos = stats["demos"]
         text = Text()
         text.append("Demos verified  ", style="bold")
-        text.append(f"{len(demos['verified'])} of {len(self.app.demos) or len(demos['latest'])}\n")
+        text.append(f"{len(demos['verified'])} of {len(self.prep.demos) or len(demos['latest'])}\n")
         for run in demos["latest"]:
-            mark = (
-                Text("PASS", style="bold green")
-                if run["passed"]
-                else Text("FAIL", style="bold red")
-            )
+            if not run.get("known", True):
+                mark = Text("????", style="dim")  # imported, of a demo this prep does not have
+            elif run["passed"]:
+                mark = Text("PASS", style="bold green")
+            else:
+                mark = Text("FAIL", style="bold red")
             text.append("  ")
             text.append(mark)
             when = (run["ran_at"] or "")[:16].replace("T", " ")

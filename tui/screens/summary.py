@@ -6,21 +6,22 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from prep.engine.present import count, duration_text, human_interval, percent
+from prep.engine.present import count, duration_text, percent, spoken_interval
 from prep.engine.scheduler import RATING_NAMES, Rating
 from prep.engine.session import ReviewSession
 from prep.engine.storage import StoreError
+from prep.tui.base import PrepScreen
 
 
-class SummaryScreen(Screen):
+class SummaryScreen(PrepScreen):
     BINDINGS = [
         Binding("enter", "home", "Home", tooltip="Back to home"),
         Binding("escape", "home", "Home", show=False, tooltip="Back to home"),
         Binding("u", "undo", "Undo", tooltip="Undo the last rating and go back to its card"),
         Binding("s", "app.stats", "Stats", tooltip="Statistics"),
+        Binding("n", "app.study_more", "Study more", tooltip="More new cards, or review ahead"),
     ]
 
     def __init__(self, session: ReviewSession) -> None:
@@ -57,13 +58,28 @@ class SummaryScreen(Screen):
                 style="dim",
             )
             text.append(f"Time             {duration_text(s['seconds'])}\n\n")
+        waiting = self.session.waiting
+        if waiting is not None:
+            wait = spoken_interval(waiting - self.session.clock())
+            ahead = self.session.learn_ahead.total_seconds() // 60
+            text.append(f"A learning card comes back in {wait}", style="bold")
+            text.append(f" (more than the {ahead:.0f}-minute learn-ahead limit away);")
+            text.append(" start again from home then.\n")
+        reasons = self.prep.limit_reasons()
+        for reason in reasons:
+            text.append(reason + "\n", style="bold")
+        if reasons:
+            text.append("n studies more: more new cards today, or review ahead.\n\n")
         if s["next_due"] is not None:
-            wait = human_interval(s["next_due"] - self.session.clock())
+            wait = spoken_interval(s["next_due"] - self.session.clock())
             text.append(f"Next card due in {wait}; ")
             text.append(f"{s['due_by_tomorrow']} due by the end of tomorrow.\n")
         else:
             text.append("No reviews scheduled yet.\n")
-        text.append("\nEnter: home   u: undo the last rating   s: stats   q: quit", style="dim")
+        text.append(
+            "\nEnter: home   u: undo the last rating   n: study more   s: stats   q: quit",
+            style="dim",
+        )
         return text
 
     def action_home(self) -> None:
@@ -73,4 +89,4 @@ class SummaryScreen(Screen):
         from prep.tui.screens.review import ReviewScreen, undo_last_rating
 
         if undo_last_rating(self, self.session) is not None:
-            self.app.switch_screen(ReviewScreen(self.session))
+            self.prep.switch_screen(ReviewScreen(self.session))

@@ -1,0 +1,313 @@
+"""The shipped decoder, its training script, and the demos measured on it or redone with it:
+every check of these demos fails on a counterexample (a setup where its claim is false)."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+
+import pytest
+
+from prep.demos import attention as attn
+from prep.demos import decoder, harness, train_decoder
+from prep.demos._torch import torch
+from prep.demos.registry import DEMOS
+
+CPU = torch.device("cpu")
+
+
+def module(name: str):
+    return importlib.import_module(DEMOS[name].module)
+
+
+def failing(checks: list[harness.Check]) -> list[str]:
+    return [c.name for c in checks if not c.passed]
+
+
+# --------------------------------------------------------------------------- the decoder
+
+
+def test_shipped_weights_are_small_and_described() -> None:
+    assert decoder.SHIPPED.stat().st_size < 2_000_000
+    meta = json.loads(decoder.SHIPPED.with_suffix(".json").read_text())
+    for key in ("config", "seed", "steps", "final_train_loss", "heldout_loss",
+                "in_context_accuracy", "seconds"):  # fmt: skip
+        assert key in meta, key
+    cfg, params, _ = decoder.load()
+    assert dataclasses.asdict(cfg) == meta["config"]
+    assert params["blocks.1.W_O"].shape == (cfg.n_heads, cfg.d_head, cfg.d_model)
+
+
+def test_shipped_metrics_reproduce_from_the_weights() -> None:
+    """The accuracy and loss in decoder.json are what the shipped tensors give on the eval seed."""
+    cfg, params, meta = decoder.load()
+    got = train_decoder.evaluate(params, cfg, meta["eval_sequences"], meta["eval_seed"])
+    assert got["in_context_accuracy"] == pytest.approx(meta["in_context_accuracy"], abs=1e-6)
+    assert got["heldout_loss"] == pytest.approx(meta["heldout_loss"], rel=1e-5)
+
+
+def test_training_script_runs_end_to_end(tmp_path, capsys) -> None:
+    """A short run of the real script: it trains, saves, and the file loads back."""
+    out = tmp_path / "d.safetensors"
+    assert train_decoder.main(["--steps", "30", "--seed", "1", "--out", str(out)]) == 0
+    cfg, params, meta = decoder.load(out)
+    assert meta["steps"] == 30 and meta["seed"] == 1 and cfg == decoder.DecoderConfig()
+    assert meta["final_train_loss"] < 4.5  # ln(64) = 4.16 at chance; not diverged
+    assert str(out) in capsys.readouterr().out
+    start = decoder.init_params(cfg, torch.Generator().manual_seed(1))
+    assert not torch.equal(params["blocks.1.W_O"], start["blocks.1.W_O"])  # it trained
+
+
+def test_training_script_rejects_bad_steps(tmp_path, capsys) -> None:
+    assert train_decoder.main(["--steps", "0", "--out", str(tmp_path / "x.safetensors")]) == 2
+    assert "--steps 0" in capsys.readouterr().err
+    assert not (tmp_path / "x.safetensors").exists()
+
+
+def test_large_scale_never_overwrites_the_shipped_model() -> None:
+    assert train_decoder.LARGE_OUT != decoder.SHIPPED
+    assert train_decoder.LARGE_OUT.parent == decoder.SHIPPED.parent
+
+
+def test_load_names_a_missing_file(tmp_path) -> None:
+    with pytest.raises(decoder.WeightsError, match="not found"):
+        decoder.load(tmp_path / "none.safetensors")
+
+
+def test_demo_without_weights_exits_2_with_one_line(tmp_path, monkeypatch, capsys) -> None:
+    from prep.demos import cli
+
+    monkeypatch.setattr(decoder, "SHIPPED", tmp_path / "missing.safetensors")
+    monkeypatch.setattr(decoder.load, "__defaults__", (tmp_path / "missing.safetensors", "cpu"))
+    assert cli.main(["induction", "--device", "cpu"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "missing.safetensors" in err[0] and "not found" in err[0]
+
+
+def test_copy_batch_repeats_the_chunk() -> None:
+    cfg = decoder.DecoderConfig()
+    data = decoder.copy_batch(cfg, 64, torch.Generator().manual_seed(0))
+    b, t = data.predictable.nonzero(as_tuple=True)
+    earlier = t - data.chunk[b]
+    assert torch.equal(data.tokens[b, t], data.tokens[b, earlier])
+    assert torch.equal(data.tokens[b, t + 1], data.tokens[b, earlier + 1])
+
+
+# --------------------------------------------------------------------------- dla
+
+
+def dla_setup():
+    mod = module("dla")
+    return mod, mod.build(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0))
+
+
+def test_dla_counterexample_breaks_the_split() -> None:
+    mod = module("dla")
+    checks = mod.check(mod.counterexample(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0)))
+    assert not checks[0].passed and checks[0].measured > 1e-3  # a final LayerNorm
+
+
+def test_dla_measurements_fail_when_their_claims_do() -> None:
+    mod, setup = dla_setup()
+    top = max((k for k in setup.dla if k[0] == 1), key=setup.dla.get)
+    low = min((k for k in setup.dla if k[0] == 1), key=setup.dla.get)
+    setup.ablation[low] = setup.ablation[top] + 1.0  # another head's ablation now costs most
+    prev = (0, setup.prev)
+    setup.dla[prev] = setup.ablation[prev]  # the previous-token head now acts directly
+    setup.dla[(1, setup.ind)] = 0.1 * setup.ablation[(1, setup.ind)]  # and the induction head not
+    checks = mod.check(setup)
+    assert checks[0].passed and not any(c.passed for c in checks[1:]), checks
+
+
+# --------------------------------------------------------------------------- induction
+
+
+def test_induction_counterexample_fails_every_check() -> None:
+    mod = module("induction")
+    cfg = mod.SCALES["small"]
+    checks = mod.check(mod.counterexample(cfg, CPU, harness.make_generator(CPU, 0)))
+    assert all(not c.passed for c in checks), checks
+
+
+def test_induction_redundancy_check_fails_with_one_working_induction_head() -> None:
+    """Silence every layer-1 head but the strongest (W_O blocks zeroed): one head now carries
+    the copying, so ablating it alone costs more than the bar."""
+    mod = module("induction")
+    model_cfg, params, _ = decoder.load()
+    first = mod.measure(mod.SCALES["small"], params, model_cfg, harness.make_generator(CPU, 0))
+    params = dict(params)
+    w_o = params["blocks.1.W_O"].clone()
+    for h in range(model_cfg.n_heads):
+        if h != first.ind:
+            w_o[h] = 0.0
+    params["blocks.1.W_O"] = w_o
+    setup = mod.measure(mod.SCALES["small"], params, model_cfg, harness.make_generator(CPU, 0))
+    single = mod.check(setup)[3]
+    assert single.name.startswith("largest drop when one") and not single.passed, single
+
+
+def test_k_composition_is_the_frobenius_ratio() -> None:
+    gen = torch.Generator().manual_seed(0)
+    a, b = torch.randn(6, 6, generator=gen), torch.randn(6, 6, generator=gen)
+    assert float(decoder.composition_score(a, b)) == pytest.approx(
+        float(torch.linalg.matrix_norm(a @ b) / (a.norm() * b.norm()))
+    )
+    q = torch.linalg.qr(torch.randn(6, 6, generator=gen)).Q
+    assert float(decoder.composition_score(q, q.T)) == pytest.approx(1 / 6**0.5)  # I / (√6·√6)
+
+
+# --------------------------------------------------------------------------- ov-copying
+
+
+def test_ov_copying_counterexample_fails() -> None:
+    mod = module("ov-copying")
+    checks = mod.check(mod.counterexample(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0)))
+    assert all(not c.passed for c in checks[:3]), checks
+
+
+def test_ov_copying_fails_for_a_head_that_does_not_copy() -> None:
+    """Hold the least-copying layer-1 head to the bars instead: the copying check fails."""
+    mod = module("ov-copying")
+    setup = mod.build(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0))
+    setup.heads[(1, setup.ind)] = min(setup.heads.values(), key=lambda ov: ov.copying)
+    assert not mod.check(setup)[2].passed
+
+
+def test_ov_eigenvalues_match_the_full_circuit() -> None:
+    """The d_head eigenvalues from the cyclic permutation are the vocab x vocab circuit's largest."""
+    cfg, params, _ = decoder.load()
+    params = {k: v.double() for k, v in params.items()}
+    small = decoder.ov_eigenvalues(params, 1, 0)
+    full = torch.linalg.eigvals(decoder.ov_circuit(params, 1, 0))
+    top = full[full.abs().argsort(descending=True)[: cfg.d_head]]
+    assert torch.allclose(small.abs().sort().values, top.abs().sort().values, rtol=1e-6)
+    assert torch.allclose(small.sum(), full.sum(), rtol=1e-6)
+
+
+# --------------------------------------------------------------------------- learned-suppression
+
+
+def test_learned_suppression_untrained_fails_every_check() -> None:
+    mod = module("learned-suppression")
+    checks = mod.check(mod.counterexample(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0)))
+    assert all(not c.passed for c in checks) and all(c.detail for c in checks)
+
+
+def test_learned_suppression_noise_check_fails_when_noise_heads_read_the_target() -> None:
+    """Heads n_useful.. keep the 'noise' label but attend to t-1: they grow, the check fails."""
+    mod = module("learned-suppression")
+    cfg = dataclasses.replace(mod.SCALES["small"], n_seeds=1)
+    run = mod.train(cfg, harness.make_generator(CPU, 0), noise_heads_useful=True)
+    run.useful = torch.arange(cfg.n_heads) < cfg.n_useful
+    noise, useful, loss = mod._claim_checks([run], "x")
+    assert not noise.passed and useful.passed and loss.passed
+
+
+# --------------------------------------------------------------------------- cross-head-mixing
+
+
+def subspace_cosine_scipy(a: torch.Tensor, b: torch.Tensor) -> float:
+    from scipy.linalg import subspace_angles
+
+    angles = subspace_angles(a.T.double().numpy(), b.T.double().numpy())  # column spaces
+    return float(torch.tensor(angles).min().cos())
+
+
+@pytest.mark.parametrize("which", ["dense", "shared", "trained0", "trained1"])
+def test_principal_cosines_match_scipy(which: str) -> None:
+    mod = module("cross-head-mixing")
+    setup = mod.build(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0))
+    w_o = {"dense": setup.dense, "shared": setup.shared}.get(which)
+    if w_o is None:
+        w_o = setup.trained[int(which[-1])]
+    ours = mod.principal_cosines(w_o)
+    for h in range(w_o.shape[0]):
+        for g in range(w_o.shape[0]):
+            if h != g:
+                assert float(ours[h, g]) == pytest.approx(
+                    subspace_cosine_scipy(w_o[h], w_o[g]), abs=1e-5
+                )
+
+
+def test_cross_head_mixing_counterexample_fails_every_write_check() -> None:
+    mod = module("cross-head-mixing")
+    checks = mod.check(mod.counterexample(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0)))
+    failed = failing(checks)
+    for c in checks:
+        if "cosines of W_O[h]" in c.name or "largest cosine over head pairs" in c.name:
+            continue  # need a counterexample of their own, below
+        assert c.name in failed, c.name
+
+
+def test_row_dot_products_fail_the_invariance_check(monkeypatch) -> None:
+    """The audit's mutation: raw row dot products instead of principal angles must not pass."""
+    mod = module("cross-head-mixing")
+    setup = mod.build(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0))
+
+    def row_dots(w_o: torch.Tensor) -> torch.Tensor:
+        gram = torch.einsum("hkm,gjm->hgkj", w_o, w_o).abs().amax((-2, -1))  # (h, h)
+        return gram.fill_diagonal_(0.0)
+
+    monkeypatch.setattr(mod, "principal_cosines", row_dots)
+    invariance = next(c for c in mod.check(setup) if "cosines of W_O[h]" in c.name)
+    assert not invariance.passed
+
+
+def test_partial_overlap_fails_on_a_shared_direction() -> None:
+    mod = module("cross-head-mixing")
+    setup = mod.build(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0))
+    setup.dense = setup.shared  # heads 0 and 1 share a direction: a cosine of 1
+    singular = setup.trained[1].clone()
+    singular[1, 0] = singular[0, 0]  # the trained layer-1 W_O made singular the same way
+    setup.trained[1] = singular
+    failed = failing(mod.check(setup))
+    assert sum("largest cosine over head pairs" in name for name in failed) == 2, failed
+
+
+def test_reader_direction_sums_heads_without_w_o() -> None:
+    mod = module("cross-head-mixing")
+    setup = mod.build(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0))
+    reader = next(c for c in mod.check(setup) if "reader direction" in c.name)
+    assert reader.passed and reader.kind == harness.IDENTITY
+
+
+# --------------------------------------------------------------------------- others
+
+
+def test_head_weighting_best_block_fit_is_exact_when_w_o_is_block_diagonal() -> None:
+    """The rival is fair: if the target layer's W_O is block-diagonal, the fit reproduces it."""
+    mod = module("head-weighting")
+    cfg = mod.SCALES["small"]
+    gen = harness.make_generator(CPU, 0)
+    x, w, z = attn.random_layer(cfg, gen)
+    target = attn.project(z, attn.block_diagonal_w_o(cfg, gen))
+    assert float(harness.relative_error(mod.best_block_diagonal_fit(z, target), target)) < 1e-5
+    dense = attn.project(z, w.W_O)
+    assert float(harness.relative_error(mod.best_block_diagonal_fit(z, dense), dense)) > 0.5
+
+
+def test_block_diagonal_trained_checks_fail_with_the_students_swapped() -> None:
+    mod = module("block-diagonal")
+    tr = dataclasses.replace(mod.TRAIN, steps=60)
+    block = mod.train_student(tr, torch.Generator().manual_seed(1), block=True)
+    dense = mod.train_student(tr, torch.Generator().manual_seed(1), block=False)
+    assert dense < block
+    checks = mod.trained_checks({"dense": [block], "block": [dense]})
+    assert all(not c.passed for c in checks)
+
+
+def test_no_wo_ov_rank_head_weighting_counterexamples_fail_every_check() -> None:
+    for name in ("no-wo", "ov-rank", "head-weighting"):
+        mod = module(name)
+        setup = mod.counterexample(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0))
+        checks = mod.check(setup)
+        assert all(not c.passed for c in checks), (name, [c.name for c in checks if c.passed])
+
+
+def test_every_check_of_these_demos_is_labelled() -> None:
+    """The decoder demos measure; their pass/fail is not by construction (dla's split excepted)."""
+    for name in ("induction", "ov-copying", "learned-suppression"):
+        mod = module(name)
+        setup = mod.counterexample(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0))
+        assert all(c.kind == harness.MEASUREMENT for c in mod.check(setup)), name

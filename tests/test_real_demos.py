@@ -1,0 +1,259 @@
+"""The real-weight demos on the shipped all-MiniLM-L6-v2 (one load shared by every test here), a
+tiny random GPT-2 saved to a folder (the --model path for the GPT-2 family), and the CLI's
+answers when the optional `real` extra is missing or a --model cannot be loaded."""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+import pytest
+
+from prep.demos import cli, extra, harness
+from prep.demos import pretrained as pt
+from prep.demos._torch import torch
+from prep.demos.registry import DEMOS, check_kinds
+from tests.demo_names import REAL_DEMO_NAMES
+
+CPU = torch.device("cpu")
+
+
+def module(name: str):
+    return importlib.import_module(DEMOS[name].module)
+
+
+@pytest.fixture(scope="module")
+def minilm() -> pt.Real:
+    return pt.load(None, CPU)
+
+
+@pytest.fixture(scope="module")
+def setups(minilm: pt.Real) -> dict[str, object]:
+    """Each demo's small-scale measurements, built once (the ablations take the time)."""
+    out = {}
+    for name in REAL_DEMO_NAMES:
+        mod = module(name)
+        out[name] = mod.build(mod.SCALES["small"], minilm, harness.make_generator(CPU, 0))
+    return out
+
+
+@pytest.fixture(scope="module")
+def reports(minilm: pt.Real, setups: dict[str, object]) -> dict[str, harness.Report]:
+    return {
+        name: pt.run_real(DEMOS[name].module, "small", "cpu", 0, real=minilm, setup=setups[name])
+        for name in REAL_DEMO_NAMES
+    }
+
+
+def decomposition_error(real: pt.Real, texts: list[str]) -> float:
+    """max over layers and real tokens of |sum_h z_h W_O^h + b_O - the library's output|, with
+    z recomputed from the layer input by our per-head reading of W_Q, W_K, W_V."""
+    s = real.sentences(texts)
+    cap = real.capture(s)
+    mask = s.mask.bool()
+    worst = 0.0
+    for layer in range(real.n_layers):
+        w = real.weights(layer)
+        z = pt.head_outputs(real, layer, cap.attn_in[layer], s.mask, w)  # (N, T, h, dh)
+        ours = pt.per_head_writes(z, w.W_O).sum(0) + w.b_O  # (N, T, d_model)
+        worst = max(worst, float((ours - cap.proj_out[layer])[mask].abs().max()))
+    return worst
+
+
+def test_minilm_is_what_the_issue_says(minilm: pt.Real) -> None:
+    assert (minilm.family, minilm.n_layers, minilm.n_heads) == ("bert", 6, 12)
+    assert (minilm.d_model, minilm.d_head) == (384, 32)
+    assert minilm.model.config._attn_implementation == "eager"
+
+
+def test_per_head_decomposition_matches_the_library_forward(minilm: pt.Real) -> None:
+    texts = pt.paraphrase_pairs(2)
+    assert decomposition_error(minilm, texts) <= 1e-5
+    assert decomposition_error(pt.in_float64(minilm), texts) <= 1e-10
+
+
+@pytest.fixture(scope="module")
+def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory, minilm: pt.Real) -> str:
+    """A randomly initialised 2-layer GPT-2, saved with save_pretrained (plus a tokenizer)."""
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(
+        vocab_size=minilm.tokenizer.vocab_size, n_positions=64, n_embd=48, n_layer=2, n_head=4
+    )
+    folder = tmp_path_factory.mktemp("tiny-gpt2")
+    transformers.GPT2Model(config).save_pretrained(folder)
+    minilm.tokenizer.save_pretrained(folder)  # any tokenizer whose ids fit the vocabulary
+    return str(folder)
+
+
+def test_gpt2_family_loads_and_decomposes(tiny_gpt2: str) -> None:
+    real = pt.load(tiny_gpt2, CPU)
+    assert (real.family, real.n_layers, real.n_heads, real.d_head) == ("gpt2", 2, 4, 12)
+    texts = pt.paraphrase_pairs(3)
+    assert decomposition_error(real, texts) <= 1e-5
+    assert decomposition_error(pt.in_float64(real), texts) <= 1e-10
+
+
+@pytest.mark.parametrize("name", ["real-per-head-sum", "real-importance"])
+def test_model_flag_runs_a_gpt2_folder(
+    name: str, tiny_gpt2: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = cli.main([name, "--device", "cpu", "--json", "--model", tiny_gpt2])
+    data = json.loads(capsys.readouterr().out)
+    assert data["sizes"]["family"] == "gpt2" and data["sizes"]["n_layers"] == 2
+    if name == "real-per-head-sum":  # an identity: it holds on any checkpoint
+        assert code == 0 and data["passed"] is True
+    reparam = [c for c in data["checks"] if c["name"].startswith("float64, layer 1:")]
+    assert len(reparam) == 1 or name != "real-importance"
+    assert all(c["passed"] for c in reparam)
+
+
+@pytest.mark.parametrize("name", REAL_DEMO_NAMES)
+def test_report_shape_and_declared_kinds(name: str, reports: dict[str, harness.Report]) -> None:
+    report = reports[name]
+    assert report.claim == DEMOS[name].claim and DEMOS[name].weights == "pretrained"
+    assert report.sizes["model"] == extra.DEFAULT_MODEL_NAME
+    assert report.kind_counts() == check_kinds(name)
+    for c in report.checks + report.contrast:
+        assert isinstance(c.measured, int | float) and c.measured == c.measured  # not NaN
+    json.loads(report.to_json())
+
+
+@pytest.mark.parametrize("name", ["real-per-head-sum", "real-ov-rank", "real-importance"])
+def test_claim_holds_on_minilm(name: str, reports: dict[str, harness.Report]) -> None:
+    report = reports[name]
+    assert report.passed, [c for c in report.checks + report.contrast if not c.passed]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="measured, bar set before the run: the last layer's write subspaces overlap at "
+    "chance level (p ~ 0.3), so 'more than chance in every layer' is not shown on MiniLM",
+)
+def test_block_structure_holds_on_minilm(reports: dict[str, harness.Report]) -> None:
+    assert reports["real-block-structure"].passed
+
+
+def test_block_structure_shares_are_dense(reports: dict[str, harness.Report]) -> None:
+    """The density half of the claim: every layer's diagonal share sits inside its null."""
+    shares = [c for c in reports["real-block-structure"].checks if "diagonal" in c.name]
+    assert len(shares) == 6 and all(c.passed for c in shares)
+
+
+# --------------------------------------------------------------------------- counterexamples
+
+
+def test_counterexample_is_break_claim_of_a_fresh_build(minilm: pt.Real) -> None:
+    mod = module("real-ov-rank")
+    checks = mod.check(
+        mod.counterexample(mod.SCALES["small"], minilm, harness.make_generator(CPU, 0))
+    )
+    assert not any(c.passed for c in checks)
+
+
+@pytest.mark.parametrize("name", REAL_DEMO_NAMES)
+def test_counterexample_fails_every_per_layer_check(
+    name: str, minilm: pt.Real, setups: dict[str, object]
+) -> None:
+    """Each demo can fail: on shuffled or reparameterised weights its checks reject the claim."""
+    mod = module(name)
+    checks = mod.check(mod.break_claim(setups[name]))  # counterexample() on the shared setup
+    failed = [c for c in checks if not c.passed]
+    assert failed and all(c.detail for c in failed)
+    if name == "real-importance":
+        # W_O norms reparameterised to follow the effect ranking: the comparison fails in
+        # every layer; activation scores ranking the heads backwards fail the rank test.
+        versus = [c for c in checks if "- rho(W_O norm)" in c.name]
+        ranked = [c for c in checks if "rho(activation-aware score" in c.name]
+        assert len(versus) == len(ranked) == minilm.n_layers
+        assert not any(c.passed for c in versus + ranked)
+    else:
+        per_layer = [c for c in checks if c.name.startswith("layer ")]
+        assert len(per_layer) >= minilm.n_layers and not any(c.passed for c in per_layer)
+
+
+def test_reparameterisation_checks_catch_a_forgotten_bias(minilm: pt.Real) -> None:
+    """W_V^h scaled but b_V^h not: the function changes, and the float64 check sees it."""
+    twin = pt.in_float64(minilm)
+    s = twin.sentences(pt.paraphrase_pairs(1))
+    before = twin.capture(s).final
+    c = torch.linspace(0.5, 2.0, twin.n_heads, dtype=torch.float64)
+    pt.reparameterise(twin, 3, c, bias=False)
+    assert float((twin.capture(s).final - before).abs().max()) > 1e-6
+    pt.reparameterise(twin, 3, 1 / c, bias=False)  # undone
+    pt.reparameterise(twin, 3, c)  # done right
+    assert float((twin.capture(s).final - before).abs().max()) <= 1e-10
+
+
+def test_reparameterisation_checks_fail_when_nothing_was_reversed(setups) -> None:
+    """c_h = 1: W_O norms keep their order, so the reversal check and the contrast fail."""
+    import dataclasses
+
+    mod = module("real-importance")
+    setup = setups["real-importance"]
+    same = dataclasses.replace(setup, wo_after=setup.wo_norm[setup.reparam_layer].clone())
+    reversal = next(c for c in mod.check(same) if "W_O norms after" in c.name)
+    assert not reversal.passed and reversal.measured == 1.0
+    assert not mod.contrast(same, harness.make_generator(CPU, 0))[0].passed
+    shifted = dataclasses.replace(
+        setup, out_after=setup.out_after + 1e-6, act_after=setup.act_after * (1 + 1e-6)
+    )
+    broken = [c for c in mod.check(shifted) if not c.passed and c.kind == "identity"]
+    assert {c.name.split(": ", 1)[1][:22] for c in broken} == {
+        "W_V^h, b_V^h * c_h and",
+        "activation-aware score",
+    }
+    assert all(c.detail for c in broken)
+
+
+# --------------------------------------------------------------------------- the CLI
+
+
+def test_missing_extra_is_one_line_and_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(extra, "_installed", lambda m: m != extra.MODEL_PACKAGE)
+    for name in REAL_DEMO_NAMES:
+        assert cli.main([name, "--device", "cpu"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1
+        assert "pip install 'prep[real]'" in err and extra.MODEL_PACKAGE in err
+    # with --model only transformers is needed, so the same install is not asked for
+    assert extra.missing("some/folder") is None
+
+
+@pytest.mark.parametrize("model", ["/no/such/folder", "__file__"])
+def test_bad_model_is_one_line_and_exit_2(model: str, capsys, tmp_path) -> None:
+    target = str(tmp_path) if model == "__file__" else model  # an empty folder: no config
+    assert cli.main(["real-ov-rank", "--device", "cpu", "--model", target]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--model" in err and "Traceback" not in err
+
+
+def test_model_flag_is_for_real_demos_only(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["per-head-sum", "--model", "x"]) == 2
+    assert "real-weight demos only" in capsys.readouterr().err
+
+
+def test_list_json_has_claim_weights_cards_and_kinds(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--list", "--json"], linked_cards=lambda n: [f"card-{n}"]) == 0
+    entries = json.loads(capsys.readouterr().out)
+    assert [e["name"] for e in entries] == list(DEMOS)
+    for e in entries:
+        assert e["claim"] == DEMOS[e["name"]].claim and e["weights"] == DEMOS[e["name"]].weights
+        assert e["cards"] == [f"card-{e['name']}"]
+        assert e["checks"] == check_kinds(e["name"])
+    real = [e for e in entries if e["weights"] == "pretrained"]
+    assert [e["name"] for e in real] == list(REAL_DEMO_NAMES)
+    assert all(e["checks"]["measurement"] >= 1 for e in real)
+    assert cli.main(["--list"]) == 0
+    assert "weights: pretrained; 6 measurement(s), 1 identity check(s)" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("name", REAL_DEMO_NAMES)
+def test_real_demos_run_on_cuda(name: str) -> None:
+    report = module(name).run(scale="small", device="cuda", seed=0)
+    assert report.device == "cuda"
+    assert report.kind_counts() == check_kinds(name)

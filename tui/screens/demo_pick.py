@@ -1,0 +1,68 @@
+"""Which demo? A card can link several; `d` on such a card asks which one to run."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+
+class DemoPick(ModalScreen[str | None]):
+    """``DemoPick([(name, claim), ...])`` returns the chosen demo's name, or None (Esc)."""
+
+    DEFAULT_CSS = """
+    DemoPick {
+        align: center middle;
+    }
+    DemoPick #pick-box {
+        width: 90%;
+        max-width: 100;
+        height: auto;
+        max-height: 80%;
+        border: round $primary;
+        background: $surface;
+        padding: 0 1;
+    }
+    DemoPick OptionList {
+        height: auto;
+        max-height: 18;
+    }
+    """
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, demos: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.demos = demos
+
+    def compose(self) -> ComposeResult:
+        options = []
+        for i, (name, claim) in enumerate(self.demos, 1):
+            label = Text.assemble((f"{i}  ", "bold"), (name, "bold"))
+            if claim:
+                label.append(f"\n   {claim}", style="dim")
+            options.append(Option(label, id=name))
+        with Vertical(id="pick-box"):
+            yield Static(Text("Which demo? ↑↓ and Enter, or its number; Esc cancels.", "bold"))
+            yield OptionList(*options, id="pick-list")
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).focus()
+
+    def on_key(self, event) -> None:  # noqa: ANN001 - textual's Key event
+        if event.character and event.character.isdigit():
+            index = int(event.character) - 1
+            if 0 <= index < len(self.demos):
+                event.stop()
+                self.dismiss(self.demos[index][0])
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,59 @@
+"""Study more (Anki's custom study): more new cards today, or review ahead.
+
+``StudyMore(deck)`` is a modal that returns "new" (today's new-card limit was raised by
+``EXTRA_NEW``), "ahead" (the caller starts a review-ahead session) or None (cancelled).
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+EXTRA_NEW = 10  # the new cards one "study more" adds to today's limit
+AHEAD_DAYS = 7  # review ahead: review cards due within this many days
+
+
+class StudyMore(ModalScreen[str | None]):
+    DEFAULT_CSS = """
+    StudyMore {
+        align: center middle;
+    }
+    StudyMore #more-box {
+        width: 72;
+        max-width: 95%;
+        height: auto;
+        border: round $primary;
+        background: $surface;
+        padding: 1 2;
+    }
+    """
+
+    BINDINGS = [
+        Binding("1", "choose('new')", f"+{EXTRA_NEW} new", tooltip="More new cards today"),
+        Binding("2", "choose('ahead')", "Review ahead", tooltip="Cards due this week, now"),
+        Binding("escape", "choose('')", "Cancel"),
+    ]
+
+    def __init__(self, new_waiting: int, ahead: int) -> None:
+        super().__init__()
+        self.new_waiting = new_waiting
+        self.ahead = ahead
+
+    def compose(self) -> ComposeResult:
+        text = Text.assemble(("Study more\n\n", "bold"))
+        text.append("1", style="bold")
+        text.append(f"  {EXTRA_NEW} more new cards today ")
+        text.append(f"({self.new_waiting} unseen)\n", style="dim")
+        text.append("2", style="bold")
+        text.append(f"  Review ahead: cards due in the next {AHEAD_DAYS} days ")
+        text.append(f"({self.ahead})\n\n", style="dim")
+        text.append("Esc cancels. Reviewing ahead is allowed; FSRS counts the shorter wait.", "dim")
+        with Vertical(id="more-box"):
+            yield Static(text, id="more-text")
+
+    def action_choose(self, choice: str) -> None:
+        self.dismiss(choice or None)
