@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,8 @@ import pytest
 from prep.engine import deckcache, stats
 from prep.engine.deck import load_collection
 from prep.engine.scheduler import Rating
-from prep.engine.session import ReviewSession, build_queue
-from prep.engine.storage import Store, StoreError
+from prep.engine.session import ReviewSession, build_queue, limits_today
+from prep.engine.storage import Mark, Store, StoreError
 from tests.conftest import SMALL_DECK
 
 OTHER_DECK = """\
@@ -174,6 +175,18 @@ def test_the_queue_is_the_same_through_the_cache(store, decks, clock) -> None:
     q = build_queue(store, cached, clock(), deck="small")
     assert q == build_queue(store, full, clock(), deck="small")
     assert q.new == ["pick-one", "roles-follow", "flag"]
+    # i14's queue policy through the cache: a suspended card is never served (nor its
+    # follow-up before it is seen), a buried one not until the next day; limits agree
+    store.set_mark("pick-one", Mark(suspended=True))
+    store.set_mark("flag", Mark(buried_until=clock() + timedelta(days=1)))
+    for deck in (None, "small", "other"):
+        q = build_queue(store, cached, clock(), deck=deck)
+        assert q == build_queue(store, full, clock(), deck=deck)
+        assert "pick-one" not in q.ids and "flag" not in q.ids
+        assert limits_today(store, cached, clock(), q, deck) == limits_today(
+            store, full, clock(), q, deck
+        )
+    assert build_queue(store, cached, clock(), deck="small").new == ["roles-follow"]
 
 
 def test_a_database_that_refuses_writes_still_opens(store, decks, monkeypatch) -> None:
