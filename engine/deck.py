@@ -675,6 +675,29 @@ def read_deck_file(path: Path) -> str:
         raise error from None
 
 
+def collect_deck_files(
+    paths: Iterable[Path] | None, include_bundled: bool, warnings: list[DeckError]
+) -> list[tuple[str, Path, str]]:
+    """(real path, path, shown name) of each deck file to load, each file once: the bundled
+    ones (unless told not to), then each path's (a file, or a folder's *.yaml / *.yml); a
+    path with none is a warning in ``warnings``."""
+    files: list[Path] = list(bundled_deck_files()) if include_bundled else []
+    for p in paths or ():
+        found = deck_files_in(Path(p))
+        if not found:
+            warnings.append(
+                DeckError(display_path(p), 1, "no deck here (no *.yaml or *.yml files)")
+            )
+        files.extend(found)
+    out, seen = [], set()
+    for path in files:
+        key = os.path.realpath(path)  # never raises, even on a symlink loop
+        if key not in seen:
+            seen.add(key)
+            out.append((key, path, display_path(path)))
+    return out
+
+
 def load_collection(
     paths: Iterable[Path] | None = None,
     *,
@@ -689,22 +712,8 @@ def load_collection(
     problem is in ``Collection.errors``.
     """
     coll = Collection()
-    files: list[Path] = list(bundled_deck_files()) if include_bundled else []
-    for p in paths or ():
-        found = deck_files_in(Path(p))
-        if not found:
-            coll.warnings.append(
-                DeckError(display_path(p), 1, "no deck here (no *.yaml or *.yml files)")
-            )
-        files.extend(found)
     parsed = []
-    seen_files: set[str] = set()
-    for path in files:
-        key = os.path.realpath(path)  # never raises, even on a symlink loop
-        if key in seen_files:
-            continue
-        seen_files.add(key)
-        shown = display_path(path)
+    for _, path, shown in collect_deck_files(paths, include_bundled, coll.warnings):
         text, error = read_deck_text(path, shown)
         if error is not None:
             coll.errors.append(error)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
-import os
 import stat
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -46,9 +45,7 @@ from prep.engine.deck import (
     DeckError,
     DeckInfo,
     assemble,
-    bundled_deck_files,
-    deck_files_in,
-    display_path,
+    collect_deck_files,
     load_collection,
     parse_deck_text,
     read_deck_text,
@@ -255,27 +252,14 @@ def _load(
     demo_names: Sequence[str] | None,
     include_bundled: bool,
 ) -> Collection:
-    files: list[Path] = list(bundled_deck_files()) if include_bundled else []
     warnings: list[DeckError] = []
-    for p in paths or ():
-        found = deck_files_in(Path(p))
-        if not found:  # as load_collection
-            warnings.append(
-                DeckError(display_path(p), 1, "no deck here (no *.yaml or *.yml files)")
-            )
-        files.extend(found)
+    files = collect_deck_files(paths, include_bundled, warnings)  # as load_collection
     cached = store.deck_cache_files()
     now_ns = time.time_ns()
     order: list[tuple[str, str]] = []  # (cache key, shown) of each readable deck file
     read_errors: list[DeckError] = []
-    seen: set[str] = set()
     digest = hashlib.sha256(f"assembly {ASSEMBLY_VERSION}\n".encode())
-    for path in files:
-        key = os.path.realpath(path)  # never raises, even on a symlink loop
-        if key in seen:
-            continue
-        seen.add(key)
-        shown = display_path(path)
+    for key, path, shown in files:
         entry = cached.get(key)
         try:
             st = path.stat()
