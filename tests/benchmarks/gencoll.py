@@ -22,8 +22,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-GENERATOR_VERSION = 5
-N_DECKS = 20
+GENERATOR_VERSION = 6
+N_DECKS = 20  # at least; more where a deck file would pass prep's cap (deck.MAX_DECK_BYTES)
+# A generated card is about 450 bytes of YAML: 4,000 of them stay under the 2 MB cap on a
+# deck file (v6: 100k cards in 20 files of 2.2 MB each were refused, as they should be).
+CARDS_PER_DECK_FILE = 4000
 _FMT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 SCHEMA_V3 = """
@@ -127,8 +130,9 @@ def generate(n_cards: int, reviews_per_card: int, now: datetime, seed: int = 0):
     """Yield GenCards; review times are unique to the millisecond (Anki's revlog id)."""
     rng = random.Random(seed)
     used_ms: set[int] = set()
+    n_decks = max(N_DECKS, -(-n_cards // CARDS_PER_DECK_FILE))
     for i in range(n_cards):
-        deck = f"deck-{i % N_DECKS:02d}"
+        deck = f"deck-{i % n_decks:02d}"
         cid = f"c-{i:07d}"
         prompt = (
             f"Question {i}: why does the output projection W_O matter for head {i % 97} "
