@@ -1,7 +1,7 @@
 # prep — set up and run, or set up and test, on a fresh machine:
 #   make run     create .venv, install prep, open today's quiz
 #   make test    create .venv, install prep + dev tools, run ruff and the test suite
-#   make bench   print the benchmark numbers (with their floors)
+#   make bench   print the benchmark numbers (with their floors, and beside Anki's engine)
 #
 # torch, installed before prep so pip never picks the wrong build:
 # - a machine with an NVIDIA GPU (nvidia-smi works): PyPI's CUDA build;
@@ -50,8 +50,15 @@ test: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
-bench: $(VENV)/.installed
+$(VENV)/.bench-installed: $(VENV)/.installed
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[dev,bench]"
+	touch $@
+
+# the Anki comparison builds its collections once under bench-out/ (add ARGS=--million for
+# the 1M-card row of the growth table)
+bench: $(VENV)/.bench-installed
 	$(BIN)/python tests/benchmarks/run.py
+	$(BIN)/python tests/benchmarks/anki_bench.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -33,7 +33,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -200,6 +200,39 @@ class Collection:
 
     def cards_for_demo(self, name: str) -> list[Card]:
         return [c for c in self.cards if name in c.demos]
+
+    def outline(self) -> Iterator[tuple[str, str, str | None]]:
+        """(id, deck, parent) of every card, in order, without building anything."""
+        return ((c.id, c.deck, c.parent) for c in self.cards)
+
+    def unseen(
+        self, store: Any, deck: str | None = None, seen: set[str] | None = None
+    ) -> Iterator[tuple[str, str, str, str | None, bool]]:
+        """(id, deck, kind, parent, parent seen) of each card without stored progress, in
+        deck order; ``seen`` (ids with progress) may be passed in when the caller holds it."""
+        if seen is None:
+            seen = store.seen_ids()
+        for c in self.cards:
+            if (deck is None or c.deck == deck) and c.id not in seen:
+                yield c.id, c.deck, c.kind, c.parent, c.parent is not None and c.parent in seen
+
+    def sync(self, store: Any) -> None:
+        """Reconcile the store's progress with these cards (see Store.sync)."""
+        store.sync(self.cards)
+
+    def tag_progress(self, store: Any, mature_days: float) -> dict[str, tuple[int, int, int]]:
+        """Per tag: (cards, seen, mature: stability of at least ``mature_days``)."""
+        tag_cards: dict[str, list[str]] = {}
+        for card in self.cards:
+            for tag in card.tags:
+                tag_cards.setdefault(tag, []).append(card.id)
+        tagged = store.cards({cid for ids in tag_cards.values() for cid in ids})
+        out = {}
+        for tag, ids in tag_cards.items():
+            states = [tagged[c] for c in ids if c in tagged and not tagged[c].removed]
+            mature = sum((s.stability or 0) >= mature_days for s in states)
+            out[tag] = (len(ids), len(states), mature)
+        return out
 
 
 # --- YAML with line numbers ---------------------------------------------------------------
@@ -642,6 +675,29 @@ def read_deck_file(path: Path) -> str:
         raise error from None
 
 
+def collect_deck_files(
+    paths: Iterable[Path] | None, include_bundled: bool, warnings: list[DeckError]
+) -> list[tuple[str, Path, str]]:
+    """(real path, path, shown name) of each deck file to load, each file once: the bundled
+    ones (unless told not to), then each path's (a file, or a folder's *.yaml / *.yml); a
+    path with none is a warning in ``warnings``."""
+    files: list[Path] = list(bundled_deck_files()) if include_bundled else []
+    for p in paths or ():
+        found = deck_files_in(Path(p))
+        if not found:
+            warnings.append(
+                DeckError(display_path(p), 1, "no deck here (no *.yaml or *.yml files)")
+            )
+        files.extend(found)
+    out, seen = [], set()
+    for path in files:
+        key = os.path.realpath(path)  # never raises, even on a symlink loop
+        if key not in seen:
+            seen.add(key)
+            out.append((key, path, display_path(path)))
+    return out
+
+
 def load_collection(
     paths: Iterable[Path] | None = None,
     *,
@@ -656,32 +712,42 @@ def load_collection(
     problem is in ``Collection.errors``.
     """
     coll = Collection()
-    files: list[Path] = list(bundled_deck_files()) if include_bundled else []
-    for p in paths or ():
-        found = deck_files_in(Path(p))
-        if not found:
-            coll.warnings.append(
-                DeckError(display_path(p), 1, "no deck here (no *.yaml or *.yml files)")
-            )
-        files.extend(found)
-    seen_files: set[str] = set()
-    first_seen: dict[str, tuple[str, int]] = {}
-    for path in files:
-        key = os.path.realpath(path)  # never raises, even on a symlink loop
-        if key in seen_files:
+    parsed = []
+    for _, path, shown in collect_deck_files(paths, include_bundled, coll.warnings):
+        text, error = read_deck_text(path, shown)
+        if error is not None:
+            coll.errors.append(error)
             continue
-        seen_files.add(key)
-        shown = display_path(path)
-        try:
-            text = read_deck_file(path)
-        except FileNotFoundError:
-            coll.errors.append(DeckError(shown, 0, "no such file or folder"))
-            continue
-        except OSError as exc:
-            line = getattr(exc, "line", 1)
-            coll.errors.append(DeckError(shown, line, f"cannot read: {exc.strerror or exc}"))
-            continue
+        assert text is not None
         info, cards, errors = parse_deck_text(text, shown, path.stem)
+        parsed.append((shown, info, errors, cards))
+    assemble(coll, parsed, demo_names)
+    return coll
+
+
+def read_deck_text(path: Path, shown: str) -> tuple[str | None, DeckError | None]:
+    """The text of one deck file (see read_deck_file: a regular file of at most
+    MAX_DECK_BYTES of UTF-8), or the one-line error saying why it cannot be read."""
+    try:
+        return read_deck_file(path), None
+    except FileNotFoundError:
+        return None, DeckError(shown, 0, "no such file or folder")
+    except OSError as exc:
+        line = getattr(exc, "line", 1)
+        return None, DeckError(shown, line, f"cannot read: {exc.strerror or exc}")
+
+
+def assemble(
+    coll: Collection,
+    parsed: Iterable[tuple[str, DeckInfo | None, list[DeckError], list[Any]]],
+    demo_names: Sequence[str] | None,
+) -> None:
+    """Add each parsed file's (shown name, info, errors, cards) to ``coll`` in order, then
+    run the checks across files: duplicate ids (the first one wins), parents that do not
+    exist, cards that are their own parent, unknown demos, parent cycles. A card only needs
+    id, deck, parent, demos, file and line (the deck cache passes light references)."""
+    first_seen: dict[str, tuple[str, int]] = {}
+    for shown, info, errors, cards in parsed:
         coll.errors.extend(errors)
         if info is None:
             continue
@@ -756,7 +822,6 @@ def load_collection(
             node = coll.get(node.parent)
     _drop_unservable(coll)
     coll.errors.sort(key=lambda e: (e.file, e.line))
-    return coll
 
 
 def _drop_unservable(coll: Collection) -> None:

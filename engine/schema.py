@@ -4,8 +4,13 @@ export and its CSV headers) and the migrations that build them.
 Tables (the schema version is in ``meta``):
 
 - ``cards``: scheduling state per card id (a row exists once a card has been reviewed).
-- ``reviews``: the append-only log; each row keeps the card's state before (``prev``, NULL
-  for a new card) and after (``next``) as JSON, so undo restores the exact previous state.
+- ``reviews``: the append-only log: card, time (whole microseconds since the epoch, UTC),
+  rating, duration, the fsrs state before, and the card's state before and after in the
+  compact form of engine/reviewlog.py (v5; up to v4 both states were JSON text), so undo
+  restores the exact previous state and the export gives both.
+- ``deck_files``, ``deck_cards``, ``deck_tags``: the parsed decks (engine/deckcache.py), so
+  that start-up re-parses only what changed (v4; v6 added each card's kind).
+- ``card_marks``: suspend / bury / flag, created on the first mark (Store.set_mark).
 - ``demo_runs``: every demo run (name, device, passed, seconds, the full report).
 - ``meta``: schema version and settings.
 
@@ -17,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 6
 
 CARD_COLUMNS = (
     "id",  # card id (the slug in the deck file)
@@ -160,7 +165,89 @@ def _v2_to_v3(db: Any) -> None:
     )
 
 
+def _v3_to_v4(db: Any) -> None:
+    # the deck cache (engine/deckcache.py): one row per deck file (its stat, hash, parse
+    # errors), one per card (the outline columns the queue and the sync read in SQL, and the
+    # card's fields as JSON, read when the card is shown), keyed by file id << 32 | line so
+    # that a file's cards are one rowid range, in file order, with no index beside
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS deck_files (fid INTEGER PRIMARY KEY, "
+        "path TEXT NOT NULL UNIQUE, shown TEXT NOT NULL, "
+        "size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, sha256 TEXT NOT NULL, "
+        "checked_ns INTEGER NOT NULL, info TEXT, declared TEXT NOT NULL, errors TEXT NOT NULL, "
+        "ord INTEGER)"
+    )
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS deck_cards (key INTEGER PRIMARY KEY, "
+        "id TEXT NOT NULL, deck TEXT NOT NULL, parent TEXT, demos TEXT NOT NULL, "
+        "chash TEXT NOT NULL, data TEXT NOT NULL, dup INTEGER NOT NULL DEFAULT 0)"
+    )
+    # the few cards the checks across files left out (duplicate ids), by key
+    db.execute("CREATE INDEX IF NOT EXISTS deck_cards_dup ON deck_cards (key) WHERE dup = 1")
+    # each tag of each card, in id order: mastery per tag walks it beside the cards' id index
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS deck_tags (id TEXT NOT NULL, tag TEXT NOT NULL, "
+        "key INTEGER NOT NULL, PRIMARY KEY (id, tag, key)) WITHOUT ROWID"
+    )
+
+
+def _v4_to_v5(db: Any) -> None:
+    # the compact review log (engine/reviewlog.py): every row converted, nothing lost; the
+    # store vacuums afterwards so that the file shrinks
+    from prep.engine.reviewlog import Chain, legacy_state, to_us
+    from prep.engine.timeutil import parse
+
+    db.execute(
+        "CREATE TABLE reviews_v5 (id INTEGER PRIMARY KEY, card_id TEXT NOT NULL, "
+        "rating INTEGER NOT NULL, at INTEGER NOT NULL, duration_ms INTEGER, "
+        "prev_state INTEGER, prev BLOB, next BLOB NOT NULL)"
+    )
+    chain = Chain()
+    last_text: dict[str, str] = {}  # each card's latest next, as text: most prevs equal it
+    cur = db.conn.execute(
+        "SELECT id, card_id, rating, reviewed_at, duration_ms, prev_state, prev, next "
+        "FROM reviews ORDER BY id"
+    )
+    while rows := cur.fetchmany(10_000):
+        out = []
+        for rid, cid, rating, at, dur, prev_state, prev, nxt in rows:
+            same = prev is not None and prev == last_text.get(cid)
+            prev_s = chain.last[cid] if same else legacy_state(prev)
+            pb, nb = chain.encode(cid, prev_state, prev_s, legacy_state(nxt))
+            last_text[cid] = nxt
+            out.append((rid, cid, rating, to_us(parse(at)), dur, prev_state, pb, nb))
+        db.conn.executemany("INSERT INTO reviews_v5 VALUES (?, ?, ?, ?, ?, ?, ?, ?)", out)
+    db.execute("DROP TABLE reviews")
+    db.execute("ALTER TABLE reviews_v5 RENAME TO reviews")
+    db.execute("CREATE INDEX reviews_card ON reviews (card_id)")
+    db.execute("CREATE INDEX reviews_at ON reviews (at)")
+    # true retention and the daily review limit count reviews by the state they were made
+    # in: covering, so neither reads the table
+    db.execute("CREATE INDEX reviews_state_at ON reviews (prev_state, at, rating)")
+    # leeches and edited cards are few: partial indexes, so stats never walks every card
+    db.execute("CREATE INDEX IF NOT EXISTS cards_leech ON cards (id) WHERE leech = 1")
+    db.execute("CREATE INDEX IF NOT EXISTS cards_changed ON cards (id) WHERE changed = 1")
+
+
+def _v5_to_v6(db: Any) -> None:
+    # each cached card's kind as a column: the new-card rotation over (deck, kind) groups
+    # reads it for the unseen cards in SQL. The cache is emptied (it is rebuilt from the deck
+    # files on the next open; progress is untouched).
+    db.execute("ALTER TABLE deck_cards ADD COLUMN kind TEXT NOT NULL DEFAULT ''")
+    db.execute("DELETE FROM deck_tags")
+    db.execute("DELETE FROM deck_cards")
+    db.execute("DELETE FROM deck_files")
+    db.execute("DELETE FROM meta WHERE key IN ('deck_assembly', 'deck_sync')")
+
+
 # MIGRATIONS[v] upgrades a database (a sqlite_utils.Database) from schema v to v + 1; the store
 # runs them inside one transaction.
-MIGRATIONS: list[Callable[[Any], None]] = [_v0_to_v1, _v1_to_v2, _v2_to_v3]
+MIGRATIONS: list[Callable[[Any], None]] = [
+    _v0_to_v1,
+    _v1_to_v2,
+    _v2_to_v3,
+    _v3_to_v4,
+    _v4_to_v5,
+    _v5_to_v6,
+]
 assert len(MIGRATIONS) == SCHEMA_VERSION

@@ -66,36 +66,49 @@ def build_queue(
     reviews = [cid for cid in reviews if cid in collection and cid not in hidden]
     reviews = reviews[:review_limit]
     due = _merge_by_due(store, learning, reviews)
-    if seen is None:
-        seen = store.seen_ids()
     if hidden:
-        seen = seen | hidden  # never served as new either
-    new = _new_cards(collection, seen, new_limit, deck) if new_limit > 0 else []
+        seen = None if seen is None else seen | hidden  # never served as new either
+    new = _new_cards(store, collection, seen, hidden, new_limit, deck) if new_limit > 0 else []
     return Queue(due=due, new=new, learning=len(learning), learning_ids=frozenset(learning))
 
 
-def _new_cards(collection: Collection, seen: set[str], limit: int, deck: str | None) -> list[str]:
+def _new_cards(
+    store: Store,
+    collection: Collection,
+    seen: set[str] | None,
+    hidden: set[str],
+    limit: int,
+    deck: str | None,
+) -> list[str]:
     """Up to ``limit`` unseen cards, taking one from each (deck, kind) group in turn, so a
     day's new cards mix decks and recall, choice, red-flag and follow-up cards; file order
-    within a group. A follow-up waits until its parent is seen or queued before it."""
-    groups: dict[tuple[str, str], list[str]] = {}  # insertion order: first appearance
-    for card in collection.in_deck(deck):  # every card, with or without its deck's info
-        if card.id not in seen:
-            groups.setdefault((card.deck, card.kind), []).append(card.id)
+    within a group. A follow-up waits until its parent is seen or queued before it.
+
+    The unseen cards come from ``Collection.unseen``: in SQL from the deck cache (no set of
+    every seen id, no card built) when the collection has one. Suspended and buried cards
+    (``hidden``, a few ids) count as seen: never served as new."""
+    groups: dict[tuple[str, str], list[tuple[str, str | None]]] = {}  # first appearance
+    parent_ok: set[str] = set()  # unseen cards whose parent is seen (or hidden)
+    for cid, cdeck, kind, parent, parent_seen in collection.unseen(store, deck, seen):
+        if cid in hidden:
+            continue
+        if parent_seen or parent in hidden:
+            parent_ok.add(cid)
+        groups.setdefault((cdeck, kind), []).append((cid, parent))
     new: list[str] = []
     queued: set[str] = set()
     progress = True
     while len(new) < limit and progress:
         progress = False
         for pending in groups.values():
-            for i, cid in enumerate(pending):
-                parent = collection.get(cid).parent  # type: ignore[union-attr]
-                if parent is not None and parent not in seen and parent not in queued:
+            for i, (cid, parent) in enumerate(pending):
+                if parent is not None and cid not in parent_ok and parent not in queued:
                     continue
                 new.append(cid)
                 queued.add(cid)
                 del pending[i]
                 progress = True
+                break
                 break
             if len(new) >= limit:
                 break
@@ -158,10 +171,8 @@ def limits_today(
     today = day_start(now)
     new_done = store.count_reviews(today, new_only=True)
     reviews_done = store.count_reviews(today, prev_state=int(State.Review))
-    if seen is None:
-        seen = store.seen_ids()
-    ids = collection.in_deck(deck)
-    unseen = sum(1 for c in ids if c.id not in seen)
+    # counted from the deck cache in SQL when the collection has one
+    unseen = sum(1 for _ in collection.unseen(store, deck, seen))
     decks = None if deck is None else [deck]
     capped = len(queue.due) - queue.learning
     beyond = store.due_ids(now, decks=decks, state=int(State.Review), limit=capped + 1)
@@ -234,7 +245,7 @@ class ReviewSession:
         self.clock = clock
         self.scheduler = scheduler or Scheduler(store.settings())
         now = clock()
-        store.sync(collection.cards)
+        collection.sync(store)
         learning_ids: frozenset[str] | None = None
         if queue is None:
             built = build_queue(store, collection, now, deck=deck, new_limit=new_limit)
@@ -478,7 +489,7 @@ class ReviewSession:
         """End-of-session summary: cards, again-rate, time, what is due next."""
         now = self.clock()
         end_of_tomorrow = study_day_start(now, 2)
-        due_by_tomorrow = len(self.store.due_ids(end_of_tomorrow))
+        due_by_tomorrow = self.store.count_due(end_of_tomorrow)  # a count, not 40k ids
         return {
             "reviewed": self.stats.reviewed,
             "again": self.stats.again,

@@ -69,16 +69,17 @@ def compute(
     # Reviews per study day for the last `history_days` days (oldest first).
     today_date = study_day(now)
     first_day = today_date - timedelta(days=history_days - 1)
-    per_day_map = store.reviews_per_day(study_day_start(now, -history_days))
+    counts = store.reviews_per_interval(
+        [study_day_start(now, i - history_days + 1) for i in range(history_days + 1)]
+    )
     days = [(first_day + timedelta(days=i)).isoformat() for i in range(history_days)]
-    per_day = [{"date": d, "reviews": per_day_map.get(d, 0)} for d in days]
+    per_day = [{"date": d, "reviews": n} for d, n in zip(days, counts, strict=True)]
 
     # Due counts and forecast (removed cards are not served; overdue cards count as today's).
-    horizon = study_day_start(now, max(forecast_days, 7))
-    by_day = store.due_per_day(horizon, today_date.isoformat())
-    days_ahead = [
-        (today_date + timedelta(days=i)).isoformat() for i in range(max(forecast_days, 7))
-    ]
+    n_ahead = max(forecast_days, 7)
+    days_ahead = [(today_date + timedelta(days=i)).isoformat() for i in range(n_ahead)]
+    due_counts = store.due_per_interval([study_day_start(now, i) for i in range(n_ahead + 1)])
+    by_day = dict(zip(days_ahead, due_counts, strict=True))
     forecast = [{"date": d, "due": by_day.get(d, 0)} for d in days_ahead[:forecast_days]]
     due = {
         "now": store.count_due(now),
@@ -102,17 +103,9 @@ def compute(
         name: {"title": info.title, **mastery(len(info.card_ids), *per_deck.get(name, (0, 0)))}
         for name, info in collection.decks.items()
     }
-    tag_cards: dict[str, list[str]] = {}
-    for card in collection.cards:
-        for tag in card.tags:
-            tag_cards.setdefault(tag, []).append(card.id)
-    tagged = store.cards({cid for ids in tag_cards.values() for cid in ids})
-    tags = {}
-    for tag, ids in sorted(tag_cards.items()):
-        states = [tagged[c] for c in ids if c in tagged and not tagged[c].removed]
-        tags[tag] = mastery(
-            len(ids), len(states), sum((s.stability or 0) >= MATURE_DAYS for s in states)
-        )
+    # per tag in SQL when the decks come from the cache (no card is built)
+    progress = collection.tag_progress(store, MATURE_DAYS)
+    tags = {tag: mastery(*progress[tag]) for tag in sorted(progress)}
 
     # Demos verified: the latest run of each demo.
     keys = ("name", "device", "device_name", "scale", "passed", "seconds", "ran_at")

@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from prep.engine.reviewlog import Chain, from_us, state_json, to_us
 from prep.engine.scheduler import CardState, Settings, State
 from prep.engine.schema import (
     CARD_COLUMNS,
@@ -129,19 +130,34 @@ def _json_or_none(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-def _day_modifier(rollover_hour: int) -> str:
-    """SQLite date() modifiers turning a UTC timestamp into the user's study day: local time
-    with the UTC offset in force at that timestamp (not today's: DST), less the rollover."""
-    return f"'localtime', '-{int(rollover_hour)} hours'"
+def _decode(rows: Iterable[tuple]) -> Iterator[tuple[Review, int | None]]:
+    """Review log rows (``_REVIEW_COLS``, in id order, each card's from its first review)
+    as Reviews, with the prev_state column beside each."""
+    chain = Chain()
+    for rid, cid, rating, at, dur, prev_state, prev, nxt in rows:
+        p, n = chain.decode(cid, prev_state, prev, nxt)
+        yield Review(rid, cid, rating, from_us(at), dur, p, n), prev_state
+
+
+def _review_dict(review: Review, prev_state: int | None) -> dict[str, Any]:
+    """A review as exported: schema.REVIEW_COLUMNS, states as JSON text."""
+    return {
+        "card_id": review.card_id,
+        "reviewed_at": fmt(review.reviewed_at),
+        "rating": review.rating,
+        "duration_ms": review.duration_ms,
+        "prev_state": prev_state,
+        "prev": state_to_json(review.prev),
+        "next": state_to_json(review.next),
+    }
 
 
 def state_to_json(s: CardState | None) -> str | None:
     if s is None:
         return None
-    d = asdict(s)
-    d["due"] = fmt(s.due)
-    d["last_review"] = fmt(s.last_review)
-    return json.dumps(d)
+    if isinstance(s, str):  # a reviewlog.LegacyState: kept verbatim
+        return s
+    return state_json(s)
 
 
 def state_from_json(text: str | None) -> CardState | None:
@@ -154,7 +170,7 @@ def state_from_json(text: str | None) -> CardState | None:
 
 
 _CARD_COLS = ", ".join(CARD_COLUMNS)
-_REVIEW_COLS = "id, card_id, rating, reviewed_at, duration_ms, prev, next"
+_REVIEW_COLS = "id, card_id, rating, at, duration_ms, prev_state, prev, next"
 
 
 def _row_to_state(row: tuple) -> CardState:
@@ -586,6 +602,12 @@ class Store:
             for step in range(version, SCHEMA_VERSION):
                 MIGRATIONS[step](self.db)
             self.set_meta("schema_version", str(SCHEMA_VERSION))
+        if 0 < version < 5 and self.path is not None:
+            # v5 rewrote the review log in its compact form: give the space back (best
+            # effort: the migration is committed; another prep holding the file open only
+            # leaves the file its old size until a later VACUUM)
+            with suppress(sqlite3.OperationalError):
+                self.conn.execute("VACUUM")
 
     # --- settings -----------------------------------------------------------------------
 
@@ -715,22 +737,32 @@ class Store:
         duration_ms: int | None = None,
     ) -> int:
         """Write the new card state and the review in one committed transaction."""
+        prev_state = None if prev is None or prev.is_new else prev.state
+        prev = None if prev is None or prev.is_new else prev
         with self.transaction():
+            pblob, nblob = self._chain(new.id).encode(new.id, prev_state, prev, new)
             self.put_card(new)
             cur = self.conn.execute(
-                "INSERT INTO reviews (card_id, rating, reviewed_at, duration_ms, prev_state, prev, next) "
+                "INSERT INTO reviews (card_id, rating, at, duration_ms, prev_state, prev, next) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    new.id,
-                    int(rating),
-                    fmt(reviewed_at),
-                    duration_ms,
-                    None if prev is None or prev.is_new else prev.state,
-                    state_to_json(None if prev is None or prev.is_new else prev),
-                    state_to_json(new),
-                ),
+                (new.id, int(rating), to_us(reviewed_at), duration_ms, prev_state, pblob, nblob),
             )
             return int(cur.lastrowid)
+
+    def _card_log(self, card_id: str) -> list[tuple[Review, int | None]]:
+        """One card's reviews, oldest first (its states are read along its chain)."""
+        rows = self.conn.execute(
+            f"SELECT {_REVIEW_COLS} FROM reviews WHERE card_id = ? ORDER BY id", (card_id,)
+        )
+        return list(_decode(rows))
+
+    def _chain(self, card_id: str) -> Chain:
+        """A chain positioned after the card's newest review, to append the next one."""
+        chain = Chain()
+        log = self._card_log(card_id)
+        if log:
+            chain.last[card_id] = log[-1][0].next
+        return chain
 
     def rate_card(
         self,
@@ -752,14 +784,9 @@ class Store:
 
     def last_review(self) -> Review | None:
         row = self.conn.execute(
-            f"SELECT {_REVIEW_COLS} FROM reviews ORDER BY id DESC LIMIT 1"
+            "SELECT id, card_id FROM reviews ORDER BY id DESC LIMIT 1"
         ).fetchone()
-        return self._review(row) if row else None
-
-    @staticmethod
-    def _review(row: tuple) -> Review:
-        rid, cid, rating, at, dur, prev, nxt = row
-        return Review(rid, cid, rating, parse(at), dur, state_from_json(prev), state_from_json(nxt))
+        return None if row is None else self._card_log(row[1])[-1][0]
 
     def undo_last(self, expected_id: int | None = None) -> Review | None:
         """Remove the newest review and restore the card's exact previous state (or remove
@@ -768,11 +795,11 @@ class Store:
         rating committed since): checked inside the same write transaction."""
         with self.transaction():
             row = self.conn.execute(
-                f"SELECT {_REVIEW_COLS} FROM reviews ORDER BY id DESC LIMIT 1"
+                "SELECT id, card_id FROM reviews ORDER BY id DESC LIMIT 1"
             ).fetchone()
             if row is None or (expected_id is not None and row[0] != expected_id):
                 return None
-            review = self._review(row)
+            review = self._card_log(row[1])[-1][0]
             self.conn.execute("DELETE FROM reviews WHERE id = ?", (review.id,))
             if review.prev is None:
                 self.conn.execute("DELETE FROM cards WHERE id = ?", (review.card_id,))
@@ -788,15 +815,14 @@ class Store:
             return review
 
     def reviews(self, since: datetime | None = None, card_id: str | None = None) -> list[Review]:
-        sql = f"SELECT {_REVIEW_COLS} FROM reviews WHERE 1=1"
-        args: list[Any] = []
-        if since is not None:
-            sql += " AND reviewed_at >= ?"
-            args.append(fmt(since))
         if card_id is not None:
-            sql += " AND card_id = ?"
-            args.append(card_id)
-        return [self._review(r) for r in self.conn.execute(sql + " ORDER BY id", args)]
+            out = [r for r, _ in self._card_log(card_id)]
+        else:
+            rows = self.conn.execute(f"SELECT {_REVIEW_COLS} FROM reviews ORDER BY id")
+            out = [r for r, _ in _decode(rows)]
+        if since is not None:
+            out = [r for r in out if r.reviewed_at >= since]
+        return out
 
     def count_reviews(
         self,
@@ -810,10 +836,10 @@ class Store:
         sql = "SELECT count(*) FROM reviews WHERE 1=1"
         args: list[Any] = []
         if since is not None:
-            sql += " AND reviewed_at >= ?"
-            args.append(fmt(since))
+            sql += " AND at >= ?"
+            args.append(to_us(since))
         if new_only:
-            sql += " AND prev IS NULL"
+            sql += " AND prev_state IS NULL"
         if prev_state is not None:
             sql += " AND prev_state = ?"
             args.append(prev_state)
@@ -896,38 +922,43 @@ class Store:
         sql = "SELECT count(*), coalesce(sum(rating > 1), 0) FROM reviews WHERE prev_state = ?"
         args: list[Any] = [int(State.Review)]
         if since is not None:
-            sql += " AND reviewed_at >= ?"
-            args.append(fmt(since))
+            sql += " AND at >= ?"
+            args.append(to_us(since))
         n, passed = self.conn.execute(sql, args).fetchone()
         return int(n), int(passed)
 
     def reviewed_between(self, start: datetime, end: datetime) -> bool:
         """Whether any review was made in [start, end) (one indexed probe)."""
         row = self.conn.execute(
-            "SELECT 1 FROM reviews WHERE reviewed_at >= ? AND reviewed_at < ? LIMIT 1",
-            [fmt(start), fmt(end)],
+            "SELECT 1 FROM reviews WHERE at >= ? AND at < ? LIMIT 1",
+            [to_us(start), to_us(end)],
         ).fetchone()
         return row is not None
 
-    def reviews_per_day(self, since: datetime, rollover_hour: int = 4) -> dict[str, int]:
-        """Reviews per study day (local date, the day rolling over at ``rollover_hour``) from
-        ``since`` on: {"2026-03-02": 12, ...}."""
+    def reviews_per_interval(self, bounds: list[datetime]) -> list[int]:
+        """Reviews made in each [bounds[i], bounds[i + 1]): one indexed range count each
+        (the caller draws the study days' bounds, DST and all; no date() per review)."""
+        values = ", ".join("(?, ?)" for _ in bounds[1:])
+        args = [to_us(t) for pair in zip(bounds[:-1], bounds[1:], strict=True) for t in pair]
         rows = self.conn.execute(
-            f"SELECT date(reviewed_at, {_day_modifier(rollover_hour)}) AS d, count(*) "
-            "FROM reviews WHERE reviewed_at >= ? GROUP BY d",
-            [fmt(since)],
+            f"WITH b(lo, hi) AS (VALUES {values}) "
+            "SELECT (SELECT count(*) FROM reviews WHERE at >= b.lo AND at < b.hi) FROM b",
+            args,
         )
-        return {d: n for d, n in rows}
+        return [n for (n,) in rows]
 
-    def due_per_day(self, until: datetime, today: str, rollover_hour: int = 4) -> dict[str, int]:
-        """Cards due per study day up to ``until``; overdue cards count on ``today`` (an ISO
-        date). One grouped, indexed query."""
+    def due_per_interval(self, bounds: list[datetime]) -> list[int]:
+        """Live cards due in each [bounds[i], bounds[i + 1]), the first interval open below
+        (overdue cards count in it): one indexed range count each."""
+        values = ", ".join("(?, ?)" for _ in bounds[1:])
+        args = [fmt(t) for pair in zip(bounds[:-1], bounds[1:], strict=True) for t in pair]
+        args[0] = ""  # before any due time
         rows = self.conn.execute(
-            f"SELECT max(date(due, {_day_modifier(rollover_hour)}), ?) AS d, count(*) "
-            "FROM cards WHERE removed = 0 AND due <= ? GROUP BY d",
-            [today, fmt(until)],
+            f"WITH b(lo, hi) AS (VALUES {values}) SELECT (SELECT count(*) FROM cards "
+            "WHERE removed = 0 AND due >= b.lo AND due < b.hi) FROM b",
+            args,
         )
-        return {d: n for d, n in rows}
+        return [n for (n,) in rows]
 
     def deck_progress(self, mature_days: float) -> dict[str, tuple[int, int]]:
         """Per deck: (cards seen, cards whose stability reaches ``mature_days``)."""
@@ -941,10 +972,234 @@ class Store:
     def flagged(self, flag: Literal["leech", "changed"]) -> list[str]:
         """Ids of live cards marked as leeches, or whose text changed since their last review."""
         column = {"leech": "leech", "changed": "changed"}[flag]
+        # the partial index holds only the flagged cards (the planner would rather walk the
+        # (removed, ...) index over every live card)
         rows = self.conn.execute(
-            f"SELECT id FROM cards WHERE {column} = 1 AND removed = 0 ORDER BY id"
+            f"SELECT id FROM cards INDEXED BY cards_{column} WHERE {column} = 1 AND removed = 0 "
+            "ORDER BY id"
         )
         return [r[0] for r in rows]
+
+    # --- deck cache (engine/deckcache.py decides; these are its tables) -----------------
+
+    def deck_cache_files(self) -> dict[str, dict[str, Any]]:
+        keys = ("path", "shown", "size", "mtime_ns", "sha256", "checked_ns")
+        rows = self.conn.execute(f"SELECT {', '.join(keys)} FROM deck_files")
+        return {r[0]: dict(zip(keys, r, strict=True)) for r in rows}
+
+    def deck_cache_touch(self, path: str, size: int, mtime_ns: int, checked_ns: int) -> None:
+        """The file was read and its hash is unchanged: remember its new size and mtime."""
+        with self.transaction():
+            self.conn.execute(
+                "UPDATE deck_files SET size = ?, mtime_ns = ?, checked_ns = ? WHERE path = ?",
+                (size, mtime_ns, checked_ns, path),
+            )
+
+    def deck_cache_put(
+        self,
+        path: str,
+        *,
+        shown: str,
+        size: int,
+        mtime_ns: int,
+        sha256: str,
+        checked_ns: int,
+        info: str | None,
+        declared: list[tuple[str, int]],
+        errors: list[tuple[int, str]],
+        cards: list[tuple[int, str, str, str | None, str, list[str], str, str, str]],
+    ) -> None:
+        """Replace one file's parse: its entry and its cards (line, id, deck, parent, demos,
+        tags, content hash, fields, kind). The checks across files are then redone (assembly dropped)."""
+        with self.transaction():
+            self.conn.execute(
+                "INSERT INTO deck_files "
+                "(path, shown, size, mtime_ns, sha256, checked_ns, info, declared, errors, ord) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL) ON CONFLICT(path) DO UPDATE SET "
+                "shown = excluded.shown, size = excluded.size, mtime_ns = excluded.mtime_ns, "
+                "sha256 = excluded.sha256, checked_ns = excluded.checked_ns, "
+                "info = excluded.info, declared = excluded.declared, errors = excluded.errors, "
+                "ord = NULL",
+                (
+                    path,
+                    shown,
+                    size,
+                    mtime_ns,
+                    sha256,
+                    checked_ns,
+                    info,
+                    json.dumps(declared),
+                    json.dumps(errors),
+                ),
+            )
+            lo, hi = self._deck_keys(path)
+            self.conn.execute("DELETE FROM deck_cards WHERE key BETWEEN ? AND ?", (lo, hi))
+            self.conn.execute("DELETE FROM deck_tags WHERE key BETWEEN ? AND ?", (lo, hi))
+            self.conn.executemany(
+                "INSERT INTO deck_cards (key, id, deck, parent, demos, chash, data, kind) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(lo + c[0], *c[1:5], *c[6:]) for c in cards],
+            )
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO deck_tags (id, tag, key) VALUES (?, ?, ?)",
+                [(c[1], tag, lo + c[0]) for c in cards for tag in c[5]],
+            )
+            self.conn.execute("DELETE FROM meta WHERE key = 'deck_assembly'")
+
+    def _deck_keys(self, path: str) -> tuple[int, int]:
+        """The range of deck_cards keys of one cached file (its id << 32 | line)."""
+        fid = self.conn.execute("SELECT fid FROM deck_files WHERE path = ?", (path,)).fetchone()[0]
+        return fid << 32, (fid << 32) | 0xFFFFFFFF
+
+    def deck_cache_parsed(
+        self, paths: list[str]
+    ) -> dict[str, tuple[str | None, list[tuple[int, str]]]]:
+        out = {}
+        for path in paths:
+            info, errors = self.conn.execute(
+                "SELECT info, errors FROM deck_files WHERE path = ?", (path,)
+            ).fetchone()
+            out[path] = (info, [(line, msg) for line, msg in json.loads(errors)])
+        return out
+
+    def deck_cache_outline(self, paths: list[str]) -> Iterator[tuple]:
+        """(file, line, id, deck, parent, demos) of every cached card of ``paths``, in order."""
+        for path in paths:
+            yield from self.conn.execute(
+                "SELECT ?, key & 0xFFFFFFFF, id, deck, parent, demos FROM deck_cards "
+                "WHERE key BETWEEN ? AND ? ORDER BY key",
+                (path, *self._deck_keys(path)),
+            )
+
+    def deck_cache_card(self, path: str, line: int) -> tuple[str, str | None, str, str]:
+        """(deck, parent, demos, fields) of one cached card."""
+        return self.conn.execute(
+            "SELECT deck, parent, demos, data FROM deck_cards WHERE key = ?",
+            (self._deck_keys(path)[0] | line,),
+        ).fetchone()
+
+    def deck_cache_ids(self, path: str) -> list[tuple[int, str, int]]:
+        """(line, id, left out as a duplicate) of each cached card of one file, in order."""
+        return self.conn.execute(
+            "SELECT key & 0xFFFFFFFF, id, dup FROM deck_cards WHERE key BETWEEN ? AND ? "
+            "ORDER BY key",
+            self._deck_keys(path),
+        ).fetchall()
+
+    def deck_cache_declared(self, paths: list[str]) -> dict[str, list[tuple[str, int]]]:
+        """(id, line) of every card entry of each file that names an id, valid or not."""
+        out = {}
+        for path in paths:
+            (text,) = self.conn.execute(
+                "SELECT declared FROM deck_files WHERE path = ?", (path,)
+            ).fetchone()
+            out[path] = [(cid, line) for cid, line in json.loads(text)]
+        return out
+
+    def deck_cache_card_data(self, paths: list[str]) -> Iterator[tuple[str, int, str]]:
+        for path in paths:
+            yield from self.conn.execute(
+                "SELECT ?, key & 0xFFFFFFFF, data FROM deck_cards WHERE key BETWEEN ? AND ?",
+                (path, *self._deck_keys(path)),
+            )
+
+    def deck_cache_assembly(self, key: str) -> dict[str, Any] | None:
+        """The checks across files, if they were last run on exactly this state of the decks."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'deck_assembly'").fetchone()
+        if row is None:
+            return None
+        saved = json.loads(row[0])
+        return saved if saved.get("key") == key else None
+
+    def deck_cache_save_assembly(
+        self, key: str, paths: list[str], assembly: dict[str, Any]
+    ) -> None:
+        """Record which files are loaded now (in order) and which cards the checks across
+        files left out (duplicate ids), for the queue's and the sync's SQL."""
+        with self.transaction():
+            self.conn.execute("UPDATE deck_files SET ord = NULL WHERE ord IS NOT NULL")
+            self.conn.executemany(
+                "UPDATE deck_files SET ord = ? WHERE path = ?",
+                [(i, p) for i, p in enumerate(paths)],
+            )
+            self.conn.execute("UPDATE deck_cards SET dup = 0 WHERE dup = 1")
+            self.conn.executemany(
+                "UPDATE deck_cards SET dup = 1 WHERE key = ?",
+                [(self._deck_keys(path)[0] | line,) for path, line in assembly["excluded_keys"]],
+            )
+            self.set_meta("deck_assembly", json.dumps({"key": key, **assembly}))
+
+    def deck_sync_key(self) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'deck_sync'").fetchone()
+        return row[0] if row else None
+
+    _LIVE_DECK_CARDS = (
+        "SELECT dc.id, dc.deck, dc.chash FROM deck_cards dc JOIN deck_files f ON f.fid = dc.key >> 32 "
+        "WHERE f.ord IS NOT NULL AND +dc.dup = 0"
+    )
+
+    def sync_with_deck_cache(self, key: str) -> dict[str, int]:
+        """Store.sync in SQL, against the cached cards of the loaded deck files: the same
+        flags (changed, removed, restored), no card hashed, no Python loop over cards."""
+        live = self._LIVE_DECK_CARDS
+        with self.transaction():
+            removed = self.conn.execute(
+                f"UPDATE cards SET removed = 1 WHERE removed = 0 AND id NOT IN "
+                f"(SELECT id FROM ({live}))"
+            ).rowcount
+            restored = self.conn.execute(
+                f"UPDATE cards SET removed = 0 WHERE removed = 1 AND id IN "
+                f"(SELECT id FROM ({live}))"
+            ).rowcount
+            changed = self.conn.execute(
+                f"UPDATE cards SET changed = (cards.content_hash IS NOT l.chash) OR cards.changed, "
+                f"content_hash = l.chash, deck = l.deck FROM ({live}) AS l "
+                "WHERE cards.id = l.id AND (cards.content_hash IS NOT l.chash OR cards.deck != l.deck)"
+            ).rowcount
+            self.set_meta("deck_sync", key)
+        return {"changed": changed, "removed": removed, "restored": restored}
+
+    def deck_cache_tag_progress(self, mature_days: float) -> dict[str, tuple[int, int, int]]:
+        """Per tag of the loaded deck cards: (cards, seen, mature), one grouped query that
+        walks the tags in card-id order beside the cards' id index."""
+        rows = self.conn.execute(
+            "SELECT t.tag, count(*), count(c.id), "
+            "coalesce(sum(c.id IS NOT NULL AND coalesce(c.stability, 0) >= ?), 0) "
+            "FROM deck_tags t JOIN deck_files f ON f.fid = t.key >> 32 "
+            "LEFT JOIN cards c INDEXED BY sqlite_autoindex_cards_1 "
+            "ON c.id = t.id AND c.removed = 0 "
+            "WHERE f.ord IS NOT NULL "
+            "AND NOT EXISTS (SELECT 1 FROM deck_cards d WHERE d.dup = 1 AND d.key = t.key) "
+            "GROUP BY t.tag",
+            [mature_days],
+        )
+        return {tag: (int(n), int(seen), int(mature)) for tag, n, seen, mature in rows}
+
+    def deck_cache_unseen(
+        self, deck: str | None = None
+    ) -> Iterator[tuple[str, str, str, str | None, bool]]:
+        """(id, deck, kind, parent, parent seen) of each loaded deck card without progress,
+        in deck order: file by file, each a rowid range that SQLite steps only as far as the
+        caller reads (no sort, no set of seen ids)."""
+        sql = (
+            "SELECT id, deck, kind, parent, parent IS NOT NULL AND EXISTS "
+            "(SELECT 1 FROM cards p WHERE p.id = deck_cards.parent) "
+            "FROM deck_cards WHERE key BETWEEN ? AND ? AND +dup = 0 "
+            "AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.id = deck_cards.id)"
+        )
+        if deck is not None:
+            sql += " AND deck = ?"
+        files = self.conn.execute(
+            "SELECT fid FROM deck_files WHERE ord IS NOT NULL ORDER BY ord"
+        ).fetchall()
+        for (fid,) in files:
+            args: list[Any] = [fid << 32, (fid << 32) | 0xFFFFFFFF]
+            if deck is not None:
+                args.append(deck)
+            for cid, cdeck, kind, parent, parent_seen in self.conn.execute(
+                sql + " ORDER BY key", args
+            ):
+                yield cid, cdeck, kind, parent, bool(parent_seen)
 
     # --- export and import ----------------------------------------------------------------
 
@@ -957,9 +1212,10 @@ class Store:
             self.conn.execute("BEGIN")
         try:
             cards = self._rows("cards", "ORDER BY id")
+            rows = self.conn.execute(f"SELECT {_REVIEW_COLS} FROM reviews ORDER BY id")
             reviews = [
                 r | {"prev": _json_or_none(r["prev"]), "next": _json_or_none(r["next"])}
-                for r in self._rows("reviews", "ORDER BY id")
+                for r in (_review_dict(*x) for x in _decode(rows))
             ]
             runs = [
                 r | {"metrics": _json_or_none(r["metrics"])}
@@ -998,20 +1254,18 @@ class Store:
         return rows[0] if rows else None
 
     def review_row(self, card_id: str, reviewed_at: str, prev: str | None) -> dict[str, Any] | None:
-        """The stored review of ``card_id`` at ``reviewed_at`` from state ``prev`` (JSON)."""
-        rows = self._rows(
-            "reviews",
-            "WHERE card_id = ? AND reviewed_at = ? AND prev IS ?",
-            [card_id, reviewed_at, prev],
-        )
-        return rows[0] if rows else None
+        """The stored review of ``card_id`` at ``reviewed_at`` from state ``prev`` (JSON), as
+        exported (columns as in schema.REVIEW_COLUMNS)."""
+        for r in (_review_dict(*x) for x in self._card_log(card_id)):
+            if (r["reviewed_at"], r["prev"]) == (reviewed_at, prev):
+                return r
+        return None
 
     def review_keys(self, card_id: str) -> set[tuple[str, str, str | None]]:
         """(card id, time, previous state JSON) of every stored review of ``card_id``."""
-        rows = self.conn.execute(
-            "SELECT reviewed_at, prev FROM reviews WHERE card_id = ?", (card_id,)
-        )
-        return {(card_id, at, prev) for at, prev in rows}
+        return {
+            (card_id, fmt(r.reviewed_at), state_to_json(r.prev)) for r, _ in self._card_log(card_id)
+        }
 
     def demo_run_row(self, name: str, ran_at: str) -> dict[str, Any] | None:
         rows = self._rows("demo_runs", "WHERE name = ? AND ran_at = ?", [name, ran_at])
@@ -1019,6 +1273,25 @@ class Store:
 
     def insert_row(self, table: Table, row: dict[str, Any]) -> None:
         """Insert one row as exported (columns as in engine/schema.py), e.g. by an import."""
+        if table == "reviews":
+            cid = row["card_id"]
+            prev, nxt = state_from_json(row["prev"]), state_from_json(row["next"])
+            assert nxt is not None
+            pblob, nblob = self._chain(cid).encode(cid, row["prev_state"], prev, nxt)
+            self.conn.execute(
+                "INSERT INTO reviews (card_id, rating, at, duration_ms, prev_state, prev, next) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    cid,
+                    row["rating"],
+                    to_us(parse(row["reviewed_at"])),
+                    row["duration_ms"],
+                    row["prev_state"],
+                    pblob,
+                    nblob,
+                ),
+            )
+            return
         columns = _COLUMNS[table]
         self.conn.execute(
             f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",

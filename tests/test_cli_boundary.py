@@ -41,6 +41,17 @@ def prep(
     )
 
 
+def run_as(prefix: list[str], db: Path, *args: str, env: dict) -> subprocess.CompletedProcess:
+    """`prep` run behind a command prefix (see _without_root_override)."""
+    return subprocess.run(
+        [*prefix, *PREP, "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=120,
+    )
+
+
 def review_one(db: Path, decks: Path, env: dict) -> subprocess.CompletedProcess:
     """`prep quiz --plain` on the small deck: reveal, rate Good, quit."""
     args = ["--questions", str(decks), "quiz", "--plain", "--deck", "small"]
@@ -182,19 +193,20 @@ def test_sigint_in_a_demo_exits_130(tmp_path: Path) -> None:
     assert "Traceback" not in err and "interrupted" in err
 
 
-def _as_nobody() -> dict:
-    """subprocess kwargs that run as an unprivileged user when we are root (root may write
-    anything, so a read-only file means nothing to it)."""
+# Capabilities that let root ignore file modes; without them a 444 file is read-only for root too.
+_DAC_CAPS = "-dac_override,-dac_read_search"
+
+
+def _without_root_override() -> list[str]:
+    """A command prefix under which a chmod means what it says. Root may write anything, so as
+    root prep runs with the capabilities that override file modes dropped (setpriv; still uid 0,
+    so an interpreter under root's private home stays reachable). Not root: no prefix needed."""
     if os.geteuid() != 0:
-        return {}
-    kw = {"user": 65534, "group": 65534}
-    try:  # the interpreter may live under root's private home (pyenv), out of nobody's reach
-        reachable = subprocess.run([sys.executable, "-c", "pass"], timeout=60, **kw).returncode == 0
-    except PermissionError:
-        reachable = False
-    if not reachable:
-        pytest.skip(f"{sys.executable} cannot be run by an unprivileged user on this machine")
-    return kw
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: a read-only file means nothing to root")
+    return [setpriv, f"--inh-caps={_DAC_CAPS}", f"--bounding-set={_DAC_CAPS}", "--"]
 
 
 def test_read_only_database_and_folder_still_allow_stats_and_export() -> None:
@@ -208,16 +220,16 @@ def test_read_only_database_and_folder_still_allow_stats_and_export() -> None:
         out_dir.chmod(0o777)
         db.chmod(0o444)
         folder.chmod(0o555)
-        kw = _as_nobody()
+        prefix = _without_root_override()
         env = {"HOME": str(out_dir)}
-        done = prep(db, "stats", env=env, **kw)
+        done = run_as(prefix, db, "stats", env=env)
         assert done.returncode == 0, done.stderr
         assert "Reviews" in done.stdout
         out = out_dir / "x.json"
-        done = prep(db, "export", "-o", str(out), env=env, **kw)
+        done = run_as(prefix, db, "export", "-o", str(out), env=env)
         assert done.returncode == 0, done.stderr
         assert json.loads(out.read_text())["format"] == "prep-export"
-        done = prep(db, "config", "new_per_day", "3", env=env, **kw)  # a write: refused
+        done = run_as(prefix, db, "config", "new_per_day", "3", env=env)  # a write: refused
         assert done.returncode == 2 and "read" in one_line(done.stderr)
     finally:
         folder.chmod(0o755)

@@ -368,7 +368,7 @@ def test_migration_from_v1_keeps_data(db_path: Path) -> None:
     )
     conn.close()
     with Store.open(db_path) as migrated:
-        assert migrated.schema_version() == SCHEMA_VERSION == 3
+        assert migrated.schema_version() == SCHEMA_VERSION == 6
         indexes = {i.name for i in migrated.db["reviews"].indexes}
         assert "reviews_state_at" in indexes
         assert "cards_removed_state_due" in {i.name for i in migrated.db["cards"].indexes}

@@ -6,6 +6,7 @@ hardening of deck loading (issue 10, item 2).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import tracemalloc
@@ -14,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from prep.engine import deck as deck_mod
+from prep.engine import deckcache
 from prep.engine.deck import load_collection
+from prep.engine.storage import Store
 
 CARD = """\
   - id: c1
@@ -31,6 +34,41 @@ def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def load(*paths: Path):
     return load_collection(list(paths), include_bundled=False)
+
+
+def _view(coll) -> tuple:
+    return (
+        [str(e) for e in coll.errors],
+        [str(w) for w in coll.warnings],
+        [c.id for c in coll.cards],
+        {name: (i.file, i.line, i.card_ids) for name, i in coll.decks.items()},
+    )
+
+
+def _load_through_cache(*paths: Path):
+    """The same load through the deck cache (issue 15): cold, then warm with every file aged
+    out of the racy window (served from the cache without reading it, where it may be).
+    Both must be exactly what the hardened loader gives: the cache never keeps or serves a
+    deck, card or file the loader refuses."""
+    full = _view(load_collection(list(paths), include_bundled=False))
+    store = Store.memory()
+    cold = deckcache.load(store, list(paths), include_bundled=False)
+    assert _view(cold) == full
+    past = time.time() - 10
+    for p in paths:
+        for f in [p, *(p.iterdir() if p.is_dir() else ())]:
+            with contextlib.suppress(OSError):  # /dev/zero through a link, a loop
+                os.utime(f, (past, past))
+    warm = deckcache.load(store, list(paths), include_bundled=False)
+    assert _view(warm) == full
+    return warm
+
+
+@pytest.fixture(autouse=True, params=["parse", "cache"])
+def _loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every case runs through the loader and through the deck cache."""
+    if request.param == "cache":
+        monkeypatch.setitem(globals(), "load", _load_through_cache)
 
 
 def errors_of(tmp_path: Path, text: str, name: str = "d.yaml") -> list[str]:

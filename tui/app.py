@@ -25,6 +25,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.timer import Timer
 
+from prep.engine import deckcache
 from prep.engine.deck import Collection, load_collection
 from prep.engine.present import limit_lines
 from prep.engine.scheduler import Scheduler
@@ -173,8 +174,17 @@ class PrepApp(App[int]):
         self.boot()
 
     def load_collection(self) -> Collection:
+        """The decks, through the deck cache in the database when it is open (only changed
+        files are parsed, and progress is synced only when the decks changed)."""
         if self._injected_collection is not None:
             return self._injected_collection
+        if self.store is not None:
+            return deckcache.load(
+                self.store,
+                self.questions,
+                demo_names=sorted(self.demos) if self.demos else None,
+                include_bundled=self.include_bundled,
+            )
         return load_collection(
             self.questions,
             demo_names=sorted(self.demos) if self.demos else None,
@@ -186,22 +196,22 @@ class PrepApp(App[int]):
         from prep.tui.screens.errors import ErrorScreen
         from prep.tui.screens.home import HomeScreen
 
-        self.collection = self.load_collection()
-        for warning in self.collection.warnings:
-            self.notify(str(warning), title="Decks", severity="warning", timeout=8)
-        if self.collection.errors and not ignore_deck_errors:
-            self._show(ErrorScreen.deck_errors(self.collection))
-            return
         if self.store is None:
             try:
                 self.store = Store.open(self.db)
             except StoreError as exc:
                 self._show(ErrorScreen.database(str(exc), exc.kind))
                 return
+        self.collection = self.load_collection()  # through the deck cache in the database
+        for warning in self.collection.warnings:
+            self.notify(str(warning), title="Decks", severity="warning", timeout=8)
+        if self.collection.errors and not ignore_deck_errors:
+            self._show(ErrorScreen.deck_errors(self.collection))
+            return
         self.store.set_busy_timeout(UI_BUSY_TIMEOUT_MS)  # screens retry instead of freezing
         self.announce()
         try:
-            self.store.sync(self.collection.cards)
+            self.collection.sync(self.store)
         except StoreError as exc:
             self.notify(f"Could not update card states: {exc}", severity="warning")
         if self.selected_deck is not None and self.selected_deck not in self.collection.decks:

@@ -65,13 +65,21 @@ class Ctx:
         except StoreError as exc:
             raise UsageError(str(exc)) from exc
 
-    def collection(self, *, strict: bool = True):
+    def collection(self, *, strict: bool = True, store=None):  # noqa: ANN001 - a Store
         """The bundled decks plus --questions/PREP_QUESTIONS. With ``strict``, any deck error
-        is printed as FILE:LINE: message and the command exits 2."""
-        from prep.engine.deck import load_collection
+        is printed as FILE:LINE: message and the command exits 2. With ``store``, through
+        the deck cache in its database (only changed files are parsed; progress is synced
+        only when the decks changed)."""
         from prep.engine.present import count
 
-        coll = load_collection(self.questions, demo_names=demo_names())
+        if store is not None:
+            from prep.engine import deckcache
+
+            coll = deckcache.load(store, self.questions, demo_names=demo_names())
+        else:
+            from prep.engine.deck import load_collection
+
+            coll = load_collection(self.questions, demo_names=demo_names())
         for warning in coll.warnings:
             click.echo(f"prep: warning: {warning.file}: {warning.message}", err=True)
         if coll.errors and not strict:
@@ -189,10 +197,10 @@ def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: 
     from prep.engine.session import ReviewSession
     from prep.tui.plain import run_plain
 
-    coll = obj.collection()
-    if deck is not None and deck not in coll.decks:
-        raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
     with obj.store() as store:
+        coll = obj.collection(store=store)
+        if deck is not None and deck not in coll.decks:
+            raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
         session = ReviewSession(store, coll, deck=deck, new_limit=new, limit=limit)
         _need_stdin()
         sys.exit(run_plain(session, sys.stdin, sys.stdout))
@@ -273,9 +281,11 @@ def check(obj: Ctx, paths: tuple[Path, ...]) -> None:
 
     Errors are printed as FILE:LINE: message (all at once), exit 2."""
     from prep.engine.deck import load_collection
+    from prep.engine.deckcache import gc_paused
     from prep.engine.present import count
 
-    coll = load_collection([*obj.questions, *paths], demo_names=demo_names())
+    with gc_paused():  # every file parsed, as always: no cache here
+        coll = load_collection([*obj.questions, *paths], demo_names=demo_names())
     for warning in coll.warnings:
         click.echo(f"warning: {warning.file}: {warning.message}", err=True)
     for error in coll.errors:
@@ -315,10 +325,11 @@ def stats(obj: Ctx, as_json: bool, since: str | None) -> None:
             since_dt = to_utc(datetime.fromisoformat(since).astimezone())
         except (ValueError, OverflowError):  # OverflowError: no UTC form (year 0 or 10000)
             raise UsageError(f"--since {since!r} is not a date (expected YYYY-MM-DD)") from None
-    coll = obj.collection(strict=False)
     with obj.store(reading=True) as store:
+        # through the deck cache; a read-only database falls back to parsing the decks
+        coll = obj.collection(strict=False, store=store)
         if not store.read_only:
-            store.sync(coll.cards)
+            coll.sync(store)
         result = stats_mod.compute(store, coll, utcnow(), since=since_dt, known_demos=demo_names())
     if as_json:
         import json
@@ -728,8 +739,8 @@ def mock(obj: Ctx, minutes: float, deck: str | None, seed: int | None, plain: bo
     from prep.engine.mock import MockError, MockInterview
     from prep.tui.plain import run_mock_plain
 
-    coll = obj.collection()
     with obj.store() as store:
+        coll = obj.collection(store=store)
         try:
             interview = MockInterview(store, coll, minutes=minutes, deck=deck, seed=seed)
         except MockError as exc:

@@ -11,16 +11,14 @@ Textual app; TUI rating -> next card under 16 ms with 10k cards.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import random
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -50,60 +48,17 @@ def inproc(fn: Callable[[], object], repeat: int) -> float:
 
 
 def make_large_db(path: Path, n_cards: int, n_reviews: int, now: datetime) -> list[str]:
-    """A progress database with n_cards card states and n_reviews log rows, spread over a year."""
-    from prep.engine.storage import Store
-    from prep.engine.timeutil import fmt
+    """A progress database with n_cards card states and n_reviews log rows (the generator of
+    anki_bench.py, written as schema v3 and migrated by opening it, as a user's would be)."""
+    sys.path.insert(0, str(HERE))
+    import gencoll
 
-    rng = random.Random(0)
-    ids = [f"card-{i:06d}" for i in range(n_cards)]
-    per_card = max(1, n_reviews // n_cards)
-    with Store.open(path) as store:
-        conn = store.conn
-        conn.execute("BEGIN")
-        card_rows, review_rows = [], []
-        state_json = json.dumps({"id": "x", "state": 2, "step": None, "stability": 10.0})
-        for cid in ids:
-            last = now - timedelta(days=rng.uniform(1, 30))  # every review is in the past
-            due = last + timedelta(days=rng.uniform(1, 60))  # some overdue, most not yet
-            card_rows.append(
-                (
-                    cid,
-                    f"deck-{int(cid[-6:]) % 20}",
-                    2,
-                    None,
-                    rng.uniform(1, 200),
-                    rng.uniform(1, 10),
-                    fmt(due),
-                    fmt(last),
-                    per_card,
-                    0,
-                    0,
-                    "h",
-                    0,
-                    0,
-                )
-            )
-            for k in range(per_card):
-                at = last - timedelta(days=(per_card - k) * rng.uniform(1, 30))
-                review_rows.append(
-                    (
-                        cid,
-                        rng.choice([1, 2, 3, 3, 3, 4]),
-                        fmt(at),
-                        8000,
-                        2 if k else None,
-                        None if k == 0 else state_json,
-                        state_json,
-                    )
-                )
-        conn.executemany("INSERT INTO cards VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", card_rows)
-        conn.executemany(
-            "INSERT INTO reviews (card_id, rating, reviewed_at, duration_ms, prev_state, prev, next) VALUES (?,?,?,?,?,?,?)",
-            review_rows,
-        )
-        conn.execute("COMMIT")
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    return ids
+    from prep.engine.storage import Store
+
+    cards = list(gencoll.generate(n_cards, max(1, n_reviews // n_cards), now))
+    gencoll.write_prep_v3(cards, path)
+    Store.open(path).close()
+    return [c.id for c in cards]
 
 
 def big_collection(ids: list[str], extra_new: int):

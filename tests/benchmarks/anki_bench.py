@@ -1,0 +1,288 @@
+"""prep beside Anki's own engine (the `anki` package, Rust behind Python, FSRS on), on the same
+generated collections: the same cards, due dates and 10 reviews per card of history.
+
+    python tests/benchmarks/anki_bench.py [--sizes 1000,10000,100000] [--repeat 5] [--million]
+
+Prints medians and prep/Anki ratios for
+- cold open to first card: a fresh process until the first card's text is on stdout
+  (`prep quiz --plain` with the generated decks vs. Anki opening the collection and
+  `sched.getCard()` + rendering the question);
+- answer -> next card, in process (rate Good, fetch the next card and its four intervals);
+- stats: `prep stats --json` vs. Anki computing its full graphs (`graphs`, whole collection,
+  one year), each a fresh process;
+- database size (prep's after it has opened, migrated and checkpointed it; Anki's file);
+and prep's growth table (to 1M cards with --million: built once, cached under bench-out/).
+
+Nothing asserts: read the ratios. The collections are cached in bench-out/ (gitignored); a
+copy of the prep database is opened for each run, so the first (warm-up) open pays any
+migration and deck-cache fill, and is reported separately.
+
+Targets (issue 15): cold open at 100k <= 1.0x Anki, at 1M under 5 s; stats at 100k cards /
+1M reviews <= 0.5x Anki; database <= 1.5x Anki's at 100k.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import gencoll  # noqa: E402
+
+ROOT = HERE.parent.parent
+PY = sys.executable
+PREP = str(Path(PY).with_name("prep"))
+
+ANKI_OPEN = """
+import sys
+from anki.collection import Collection
+col = Collection(sys.argv[1])
+card = col.sched.getCard()
+print("FIRST", card.question()[:60] if card else None, flush=True)
+sys.stdin.readline()
+col.close()
+"""
+
+ANKI_GRAPHS = """
+import sys
+from anki.collection import Collection
+col = Collection(sys.argv[1])
+g = col._backend.graphs(search="", days=365)
+print("GRAPHS", g.ByteSize(), flush=True)
+col.close()
+"""
+
+
+def to_first_card(cmd: list[str], marker: str, env: dict | None = None) -> float:
+    """Seconds from process start until a stdout line containing ``marker``; then quits."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    elapsed = None
+    for line in proc.stdout:
+        if marker in line:
+            elapsed = time.perf_counter() - t
+            break
+    try:
+        proc.stdin.write("q\n")
+        proc.stdin.flush()
+    except BrokenPipeError:
+        pass
+    _, err = proc.communicate()
+    if elapsed is None:
+        raise RuntimeError(f"{cmd[:3]}...: no line with {marker!r} (stderr: {err.strip()[-300:]})")
+    return elapsed
+
+
+def whole(cmd: list[str], env: dict | None = None) -> float:
+    t = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    elapsed = time.perf_counter() - t
+    if out.returncode != 0:
+        raise RuntimeError(f"{cmd[:3]}... exit {out.returncode}: {out.stderr.strip()[-300:]}")
+    return elapsed
+
+
+def median_of(fn, repeat: int) -> float:
+    return statistics.median(fn() for _ in range(repeat))
+
+
+def file_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+
+
+def prep_env() -> dict:
+    env = {**os.environ}
+    env.pop("PREP_QUESTIONS", None)
+    return env
+
+
+def prep_cmd(db: Path, decks: str, *args: str) -> list[str]:
+    return [PREP, "--db", str(db), "--questions", decks, *args]
+
+
+def answer_prep(db: Path, decks: str, n: int) -> float:
+    """In process: rate Good, then the next card and its four previewed intervals."""
+    from prep.engine.deck import load_collection
+    from prep.engine.session import ReviewSession
+    from prep.engine.storage import Store
+
+    coll = load_collection([Path(decks)])
+    times = []
+    with Store.open(db) as store:
+        session = ReviewSession(store, coll)
+        session.preview()
+        for _ in range(n):
+            if session.current is None:
+                break
+            t = time.perf_counter()
+            session.rate(3)
+            if session.current is not None:
+                session.preview()
+            times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def answer_anki(path: Path, n: int) -> float:
+    from anki.collection import Collection
+
+    col = Collection(str(path))
+    times = []
+    try:
+        card = col.sched.getCard()
+        for _ in range(n):
+            if card is None:
+                break
+            t = time.perf_counter()
+            col.sched.answerCard(card, 3)
+            card = col.sched.getCard()
+            times.append(time.perf_counter() - t)
+    finally:
+        col.close()
+    return statistics.median(times)
+
+
+def checkpoint(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+
+
+def measure(manifest: dict, work: Path, repeat: int, *, anki: bool, answers: int) -> dict:
+    n = manifest["cards"]
+    folder = work / str(n)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    db = folder / "prep.db"
+    shutil.copyfile(manifest["prep_v3"], db)
+    decks = manifest["decks"]
+    env = prep_env()
+    res: dict = {"cards": n, "reviews": manifest["reviews"]}
+    marker = "Question"
+    quiz = prep_cmd(db, decks, "quiz", "--plain")
+    # warm-up: the first open migrates an older database and fills any cache
+    res["prep_first_open"] = to_first_card(quiz, marker, env)
+    checkpoint(db)
+    res["prep_open"] = median_of(lambda: to_first_card(quiz, marker, env), repeat)
+    whole(prep_cmd(db, decks, "stats", "--json"), env)
+    res["prep_stats"] = median_of(
+        lambda: whole(prep_cmd(db, decks, "stats", "--json"), env), repeat
+    )
+    checkpoint(db)
+    res["prep_bytes"] = file_size(db)
+    if answers:
+        copy = folder / "answer.db"
+        shutil.copyfile(db, copy)
+        res["prep_answer"] = answer_prep(copy, decks, answers)
+        copy.unlink()
+    if anki and manifest.get("anki"):
+        col = folder / "collection.anki2"
+        shutil.copyfile(manifest["anki"], col)
+        open_cmd = [PY, "-c", ANKI_OPEN, str(col)]
+        to_first_card(open_cmd, "FIRST", env)
+        res["anki_open"] = median_of(lambda: to_first_card(open_cmd, "FIRST", env), repeat)
+        graphs = [PY, "-c", ANKI_GRAPHS, str(col)]
+        whole(graphs, env)
+        res["anki_stats"] = median_of(lambda: whole(graphs, env), repeat)
+        res["anki_bytes"] = file_size(col)
+        if answers:
+            copy = folder / "answer.anki2"
+            shutil.copyfile(col, copy)
+            res["anki_answer"] = answer_anki(copy, answers)
+            copy.unlink()
+    shutil.rmtree(folder, ignore_errors=True)
+    return res
+
+
+def fmt_s(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x * 1000:.1f} ms" if x < 1 else f"{x:.2f} s"
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.2f}x" if a is not None and b else "-"
+
+
+def report(results: list[dict]) -> None:
+    print("\nprep beside Anki (medians; ratio = prep / Anki, measured in this run)")
+    head = f"  {'measure':<36}" + "".join(f"{r['cards']:>30,}" for r in results)
+    print(head)
+    rows = [
+        ("cold open -> first card", "prep_open", "anki_open", fmt_s),
+        ("answer -> next card (in process)", "prep_answer", "anki_answer", fmt_s),
+        ("stats (prep stats --json / graphs)", "prep_stats", "anki_stats", fmt_s),
+        ("database size", "prep_bytes", "anki_bytes", lambda b: f"{b / 1e6:.1f} MB"),
+    ]
+    for label, pk, ak, show in rows:
+        cells = []
+        for r in results:
+            p, a = r.get(pk), r.get(ak)
+            cell = f"{show(p) if p is not None else '-'} / {show(a) if a is not None else '-'}"
+            cells.append(f"{cell} {ratio(p, a):>7}")
+        print(f"  {label:<36}" + "".join(f"{c:>30}" for c in cells))
+    print("\nprep's growth (first open includes migrating a v3 database and filling caches)")
+    print(
+        f"  {'cards':>10} {'reviews':>11} {'first open':>11} {'cold open':>11} {'stats':>11} {'database':>11}"
+    )
+    for r in results:
+        print(
+            f"  {r['cards']:>10,} {r['reviews']:>11,} {fmt_s(r['prep_first_open']):>11} "
+            f"{fmt_s(r['prep_open']):>11} {fmt_s(r['prep_stats']):>11} {r['prep_bytes'] / 1e6:>8.1f} MB"
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--reviews-per-card", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--answers", type=int, default=30, help="ratings timed per size")
+    ap.add_argument(
+        "--million",
+        action="store_true",
+        help="add 1M cards (1 review each; prep only) to the growth table; built once",
+    )
+    ap.add_argument("--out", type=Path, default=ROOT / "bench-out")
+    ap.add_argument("--work", type=Path, help="scratch copies (default: OUT/work)")
+    args = ap.parse_args()
+    try:
+        import anki  # noqa: F401
+
+        have_anki = True
+    except ImportError:
+        have_anki = False
+        print("anki is not installed (pip install -e '.[bench]'): prep's numbers only")
+    print(f"prep vs Anki on {os.cpu_count()} CPU(s), Python {sys.version.split()[0]}", flush=True)
+    work = args.work or args.out / "work"
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    results = []
+    for n in sizes:
+        m = gencoll.build(args.out, n, args.reviews_per_card, anki=have_anki)
+        repeat = args.repeat if n <= 10_000 else max(3, args.repeat // 2)
+        print(f"measuring {n:,} cards ...", flush=True)
+        results.append(measure(m, work, repeat, anki=have_anki, answers=args.answers))
+    if args.million:
+        m = gencoll.build(args.out, 1_000_000, 1, anki=False)
+        print("measuring 1,000,000 cards (prep only) ...", flush=True)
+        results.append(measure(m, work, 2, anki=False, answers=0))
+    report(results)
+
+
+if __name__ == "__main__":
+    main()
