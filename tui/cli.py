@@ -555,8 +555,8 @@ def marks_cmd(obj: Ctx, as_json: bool) -> None:
     from prep.engine.present import count, shorten
     from prep.engine.timeutil import utcnow
 
-    coll = obj.collection(strict=False)
     with obj.store(reading=True) as store:
+        coll = obj.collection(strict=False, store=store)  # through the deck cache
         cards = marked_cards(store, coll, utcnow())
     totals = {k: sum(k in c.kinds for c in cards) for k in ("suspended", "buried", "flagged")}
     if as_json:
@@ -600,8 +600,8 @@ def unmark(obj: Ctx, card_ids: tuple[str, ...], suspend: bool, bury: bool, flag:
     from prep.engine.timeutil import utcnow
 
     chosen = [k for k, on in (("suspended", suspend), ("buried", bury), ("flagged", flag)) if on]
-    coll = obj.collection(strict=False)
     with obj.store() as store:
+        coll = obj.collection(strict=False, store=store)  # through the deck cache
         try:
             done = clear(
                 store, coll, card_ids, utcnow(), chosen or ("suspended", "buried", "flagged")
