@@ -65,8 +65,9 @@ class HomeScreen(PrepScreen):
     def on_mount(self) -> None:
         self.refresh_counts()
         # pushed screens are mounted once on top: the ScreenResume posted by the push comes
-        # next, and reading the same counts twice before the first frame is wasted work
-        self._resume_read = self.is_active
+        # next, and reading the same counts twice before the first frame is wasted work (a
+        # read that failed is tried again then)
+        self._resume_read = self.is_active and self._counts is not None
         # the counts are coloured from the theme: redraw them when it changes
         self.prep.theme_changed_signal.subscribe(self, lambda _theme: self.refresh_counts())
 
