@@ -209,7 +209,9 @@ class PrepApp(App[int]):
             self._show(ErrorScreen.deck_errors(self.collection))
             return
         self.store.set_busy_timeout(UI_BUSY_TIMEOUT_MS)  # screens retry instead of freezing
-        self.announce()
+        # the heartbeat is a committed write (a sync to disk): made once the home screen is
+        # drawn, not before it
+        self.call_after_refresh(self.announce)
         try:
             self.collection.sync(self.store)
         except StoreError as exc:

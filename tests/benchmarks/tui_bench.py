@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import subprocess
 import sys
@@ -153,11 +154,20 @@ def main() -> None:
         return
     db = str(Path(tempfile.mkdtemp(prefix="prep-tui-bench-")) / "first.db")
 
+    # An installed prep has its bytecode compiled, as Textual's in site-packages is: with
+    # PYTHONDONTWRITEBYTECODE set (some shells and containers set it), every child would
+    # compile prep's modules from source while the floor's come compiled. The warm-up run
+    # writes them.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
     def median_child(mode: str) -> float:
         runs = []
         for _ in range(args.repeat + 1):  # the first run warms caches and creates the db
             out = subprocess.run(
-                [sys.executable, __file__, "--child", mode, db], capture_output=True, text=True
+                [sys.executable, __file__, "--child", mode, db],
+                capture_output=True,
+                text=True,
+                env=env,
             )
             runs.append(float(out.stdout.strip().splitlines()[-1]))
         return statistics.median(runs[1:])

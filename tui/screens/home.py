@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -10,6 +12,9 @@ from textual.widgets import DataTable, Footer, Header, Static
 from prep.engine.present import count
 from prep.engine.storage import StoreError
 from prep.tui.base import PrepScreen
+
+if TYPE_CHECKING:
+    from prep.tui.app import DeckCounts
 
 
 class DeckTable(DataTable):
@@ -39,6 +44,10 @@ class HomeScreen(PrepScreen):
     def __init__(self) -> None:
         super().__init__()
         self._reasons: dict[str | None, list[str]] = {}  # limit lines per deck, this refresh
+        # what the table shows (read by refresh_counts); a resize only truncates labels anew
+        self._counts: tuple[list[DeckCounts], dict[str, int]] | None = None
+        self._width: int | None = None  # the width the labels were truncated for
+        self._resume_read = False  # the first ScreenResume follows on_mount's own read
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -55,26 +64,39 @@ class HomeScreen(PrepScreen):
 
     def on_mount(self) -> None:
         self.refresh_counts()
+        # pushed screens are mounted once on top: the ScreenResume posted by the push comes
+        # next, and reading the same counts twice before the first frame is wasted work (a
+        # read that failed is tried again then)
+        self._resume_read = self.is_active and self._counts is not None
         # the counts are coloured from the theme: redraw them when it changes
         self.prep.theme_changed_signal.subscribe(self, lambda _theme: self.refresh_counts())
 
     def on_screen_resume(self) -> None:
+        if self._resume_read:
+            self._resume_read = False
+            return
         self.refresh_counts()
 
     def on_resize(self) -> None:
-        self.refresh_counts()
+        # only the labels' truncation depends on the size: redraw the counts already read
+        if self.app.size.width != self._width:
+            self.refresh_counts(reread=False)
 
-    def refresh_counts(self) -> None:
-        self._reasons.clear()
+    def refresh_counts(self, *, reread: bool = True) -> None:
+        self._resume_read = False
         table = self.query_one("#decks", DataTable)
-        try:
-            rows = self.prep.deck_counts()
-            today = self.prep.today()
-        except StoreError as exc:
-            self.query_one("#today", Static).update(
-                Text(f"Cannot read progress: {exc}", style="bold red")
-            )
-            return
+        if reread or self._counts is None:
+            self._reasons.clear()
+            try:
+                self._counts = (self.prep.deck_counts(), self.prep.today())
+            except StoreError as exc:
+                self._counts = None
+                self.query_one("#today", Static).update(
+                    Text(f"Cannot read progress: {exc}", style="bold red")
+                )
+                return
+        rows, today = self._counts
+        self._width = self.app.size.width
         table.clear()
         selected = 0
         # the count columns keep their width; the deck label gets the rest of the line
