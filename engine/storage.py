@@ -1059,7 +1059,8 @@ class Store:
         ).fetchone()
 
     def deck_cache_ids(self, path: str) -> list[tuple[int, str, int]]:
-        """(line, id, left out as a duplicate) of each cached card of one file, in order."""
+        """(line, id, left out as a duplicate) of each cached card of one file, in order
+        (from the covering index: the cards' text is not read)."""
         return self.conn.execute(
             "SELECT key & 0xFFFFFFFF, id, dup FROM deck_cards WHERE key BETWEEN ? AND ? "
             "ORDER BY key",
