@@ -35,6 +35,8 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
+from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +118,7 @@ class CachedCollection(Collection):
         self,
         store: Any,
         files: list[tuple[str, str]],
-        ids: dict[str, list[tuple[int, str]]],
+        rows: dict[str, list[tuple[int, str, int]]],
         decks: dict[str, DeckInfo],
         errors: list[DeckError],
     ) -> None:
@@ -126,14 +128,26 @@ class CachedCollection(Collection):
         self.warnings: list[DeckError] = []
         self._store = store
         self._files = files  # (cache key, shown name) of each file, in order
-        self._where: dict[str, tuple[str, int, str]] = {}  # id -> (key, line, shown)
-        for key, shown in files:
-            where = self._where
-            for line, cid in ids[key]:
-                where[cid] = (key, line, shown)
+        # the cards kept of each file (not left out as duplicates: their ids are unique)
+        self._kept = {key: _kept(rows[key]) for key, _ in files}
+        self._count = sum(map(len, self._kept.values()))
+        self._where_map: dict[str, tuple[str, int, str]] | None = None
         self._built: dict[str, Card] = {}
         self._refs: list[CardRef] | None = None
         self._all: list[Card] | None = None
+
+    @property
+    def _where(self) -> dict[str, tuple[str, int, str]]:
+        """id -> (key, line, shown) of each card kept, built on first use (`prep stats` needs
+        only the counts); by map/zip, not a Python loop per card."""
+        if self._where_map is None:
+            where: dict[str, tuple[str, int, str]] = {}
+            for key, shown in self._files:
+                kept = self._kept[key]
+                places = zip(repeat(key), map(_LINE, kept), repeat(shown))
+                where.update(zip(map(_ID, kept), places, strict=True))
+            self._where_map = where
+        return self._where_map
 
     def refs(self) -> list[CardRef]:
         """Every card's outline, in order (read from the cache on first use)."""
@@ -183,7 +197,7 @@ class CachedCollection(Collection):
         return card_id in self._where
 
     def __len__(self) -> int:
-        return len(self._where)
+        return self._count  # len(self._where), without building it
 
     def outline(self) -> Iterator[tuple[str, str, str | None]]:
         return ((r.id, r.deck, r.parent) for r in self.refs())
@@ -209,6 +223,14 @@ class CachedCollection(Collection):
         # a collection loaded by another process with other decks may have re-ordered the
         # cache meanwhile: only this collection's cards are served
         return (u for u in self._store.deck_cache_unseen(deck) if u[0] in self._where)
+
+
+_LINE, _ID, _DUP = itemgetter(0), itemgetter(1), itemgetter(2)  # of deck_cache_ids' rows
+
+
+def _kept(rows: list[tuple[int, str, int]]) -> list[tuple[int, str, int]]:
+    """The rows of one file not left out as duplicates (usually all of them, as they are)."""
+    return [r for r in rows if not r[2]] if any(map(_DUP, rows)) else rows
 
 
 def _demos(text: str) -> tuple[str, ...]:
@@ -347,10 +369,9 @@ def _load(
         }
         store.deck_cache_save_assembly(state_key, keys, assembled)
     rows = {key: store.deck_cache_ids(key) for key in keys}  # (line, id, duplicate)
-    kept = {key: [(line, cid) for line, cid, dup in rows[key] if not dup] for key in keys}
     decks: dict[str, DeckInfo] = {}
     errors = [DeckError(f, line, m) for f, line, m in assembled["errors"]]
-    coll = CachedCollection(store, order, kept, decks, errors)
+    coll = CachedCollection(store, order, rows, decks, errors)
     coll.warnings = warnings
     for key, shown in order:
         info, _ = _info_and_errors(parsed[key], shown, [])
@@ -359,7 +380,12 @@ def _load(
         info.name = assembled["renamed"][shown]
         # as load_collection: the file's valid ids that are in the collection (a duplicate
         # id is listed under both decks, its card is the first one)
-        info.card_ids = [cid for _, cid, _ in rows[key] if cid in coll]
+        file_rows = rows[key]
+        if any(map(_DUP, file_rows)):
+            where = coll._where  # `cid in coll`, without a method call per card
+            info.card_ids = [cid for _, cid, _ in file_rows if cid in where]
+        else:  # every card of the file was kept, so is in the collection
+            info.card_ids = list(map(_ID, file_rows))
         decks[info.name] = info
     if store.deck_sync_key() != state_key:
         store.sync_with_deck_cache(state_key)

@@ -128,7 +128,8 @@ def compute(
         "forecast": forecast,
         "per_day": per_day,
         "streak_days": streak_days(store, now),
-        "cards": {"total": len(collection), "seen": store.count_cards()},
+        # the live cards with progress are those deck_progress grouped (store.count_cards())
+        "cards": {"total": len(collection), "seen": sum(seen for seen, _ in per_deck.values())},
         "marks": store.mark_counts(now),  # suspended, buried, flagged (from the review screen)
         "marked": marked_ids(store),  # the suspended and the flagged cards' ids
         "decks": decks,

@@ -833,16 +833,19 @@ class Store:
     ) -> int:
         """Reviews (since a time): all, only of new cards, or only of cards that were in one
         fsrs state when reviewed."""
-        sql = "SELECT count(*) FROM reviews WHERE 1=1"
+        where: list[str] = []
         args: list[Any] = []
         if since is not None:
-            sql += " AND at >= ?"
+            where.append("at >= ?")
             args.append(to_us(since))
         if new_only:
-            sql += " AND prev_state IS NULL"
+            where.append("prev_state IS NULL")
         if prev_state is not None:
-            sql += " AND prev_state = ?"
+            where.append("prev_state = ?")
             args.append(prev_state)
+        # no WHERE at all when nothing is filtered: SQLite then counts the smallest index's
+        # pages instead of stepping every entry (a million reviews: 4 ms instead of 20)
+        sql = "SELECT count(*) FROM reviews" + (f" WHERE {' AND '.join(where)}" if where else "")
         return int(self.conn.execute(sql, args).fetchone()[0])
 
     # --- demo runs ----------------------------------------------------------------------
@@ -1079,7 +1082,8 @@ class Store:
         ).fetchone()
 
     def deck_cache_ids(self, path: str) -> list[tuple[int, str, int]]:
-        """(line, id, left out as a duplicate) of each cached card of one file, in order."""
+        """(line, id, left out as a duplicate) of each cached card of one file, in order
+        (from the covering index: the cards' text is not read)."""
         return self.conn.execute(
             "SELECT key & 0xFFFFFFFF, id, dup FROM deck_cards WHERE key BETWEEN ? AND ? "
             "ORDER BY key",
@@ -1161,7 +1165,9 @@ class Store:
 
     def deck_cache_tag_progress(self, mature_days: float) -> dict[str, tuple[int, int, int]]:
         """Per tag of the loaded deck cards: (cards, seen, mature), one grouped query that
-        walks the tags in card-id order beside the cards' id index."""
+        walks the tags in card-id order beside the cards' id index. The cards left out as
+        duplicates are read once from their partial index (a handful, usually none): probing
+        deck_cards by key for every tag row would read the cached cards' pages (their text)."""
         rows = self.conn.execute(
             "SELECT t.tag, count(*), count(c.id), "
             "coalesce(sum(c.id IS NOT NULL AND coalesce(c.stability, 0) >= ?), 0) "
@@ -1169,7 +1175,7 @@ class Store:
             "LEFT JOIN cards c INDEXED BY sqlite_autoindex_cards_1 "
             "ON c.id = t.id AND c.removed = 0 "
             "WHERE f.ord IS NOT NULL "
-            "AND NOT EXISTS (SELECT 1 FROM deck_cards d WHERE d.dup = 1 AND d.key = t.key) "
+            "AND t.key NOT IN (SELECT key FROM deck_cards INDEXED BY deck_cards_dup WHERE dup = 1) "
             "GROUP BY t.tag",
             [mature_days],
         )

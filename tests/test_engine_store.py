@@ -368,7 +368,7 @@ def test_migration_from_v1_keeps_data(db_path: Path) -> None:
     )
     conn.close()
     with Store.open(db_path) as migrated:
-        assert migrated.schema_version() == SCHEMA_VERSION == 6
+        assert migrated.schema_version() == SCHEMA_VERSION == 7
         indexes = {i.name for i in migrated.db["reviews"].indexes}
         assert "reviews_state_at" in indexes
         assert "cards_removed_state_due" in {i.name for i in migrated.db["cards"].indexes}
@@ -433,3 +433,33 @@ def test_a_damaged_database_is_a_store_error(db_path: Path, small_collection, cl
             store.dump()
         finally:
             store.close()
+
+
+def test_migration_from_v6_indexes_the_deck_cache_ids(tmp_path: Path) -> None:
+    """v7 adds a covering index over the cached cards' (key, id, dup): a v6 database (its
+    cache filled) migrates, and the ids read on open are the same, from the index."""
+    from prep.engine import deckcache
+
+    decks = tmp_path / "decks"
+    decks.mkdir()
+    (decks / "small.yaml").write_text(SMALL_DECK, encoding="utf-8")
+    db = tmp_path / "p.db"
+    with Store.open(db) as store:
+        first = [c.id for c in deckcache.load(store, [decks], include_bundled=False).cards]
+        key = store.conn.execute("SELECT path FROM deck_files").fetchone()[0]
+        ids = store.deck_cache_ids(key)
+        # as a v6 prep left it: no such index
+        store.conn.execute("DROP INDEX deck_cards_ids")
+        store.set_meta("schema_version", "6")
+    with Store.open(db) as migrated:
+        assert migrated.schema_version() == SCHEMA_VERSION == 7
+        names = {r[0] for r in migrated.conn.execute("SELECT name FROM sqlite_master")}
+        assert "deck_cards_ids" in names
+        plan = migrated.conn.execute(
+            "EXPLAIN QUERY PLAN SELECT key & 0xFFFFFFFF, id, dup FROM deck_cards "
+            "WHERE key BETWEEN 0 AND 1 ORDER BY key"
+        ).fetchall()
+        assert "COVERING INDEX deck_cards_ids" in plan[0][3]
+        assert migrated.deck_cache_ids(key) == ids and len(ids) == len(first) > 0
+        again = deckcache.load(migrated, [decks], include_bundled=False)
+        assert [c.id for c in again.cards] == first

@@ -38,6 +38,7 @@ sys.path.insert(0, str(HERE))
 import gencoll  # noqa: E402
 
 ROOT = HERE.parent.parent
+NO_BYTECODE = False  # --no-bytecode
 PY = sys.executable
 PREP = str(Path(PY).with_name("prep"))
 
@@ -106,9 +107,15 @@ def file_size(path: Path) -> int:
     return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
 
 
-def prep_env() -> dict:
+def prep_env(*, bytecode: bool = True) -> dict:
     env = {**os.environ}
     env.pop("PREP_QUESTIONS", None)
+    if bytecode:
+        # as installed: pip compiles Anki's modules (and prep's, from a wheel) at install;
+        # with PYTHONDONTWRITEBYTECODE set, an editable prep would compile every module from
+        # source in every run (~50 ms) while Anki's come from bytecode. The warm-up run
+        # writes prep's.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
@@ -171,7 +178,7 @@ def measure(manifest: dict, work: Path, repeat: int, *, anki: bool, answers: int
     db = folder / "prep.db"
     shutil.copyfile(manifest["prep_v3"], db)
     decks = manifest["decks"]
-    env = prep_env()
+    env = prep_env(bytecode=not NO_BYTECODE)
     res: dict = {"cards": n, "reviews": manifest["reviews"]}
     marker = "Question"
     quiz = prep_cmd(db, decks, "quiz", "--plain")
@@ -260,7 +267,14 @@ def main() -> None:
     )
     ap.add_argument("--out", type=Path, default=ROOT / "bench-out")
     ap.add_argument("--work", type=Path, help="scratch copies (default: OUT/work)")
+    ap.add_argument(
+        "--no-bytecode",
+        action="store_true",
+        help="keep PYTHONDONTWRITEBYTECODE for prep (as before: prep compiled from source)",
+    )
     args = ap.parse_args()
+    global NO_BYTECODE
+    NO_BYTECODE = args.no_bytecode
     try:
         import anki  # noqa: F401
 
