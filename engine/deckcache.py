@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from prep.engine.deck import (
+    KINDS,
     MAX_DECK_BYTES,
     Card,
     Collection,
@@ -206,7 +207,17 @@ class CachedCollection(Collection):
         return [c for r in self.refs() if r.parent == card_id and (c := self.get(r.id))]
 
     def cards_for_demo(self, name: str) -> list[Card]:
-        return [c for r in self.refs() if name in r.demos and (c := self.get(r.id))]
+        return [c for cid in self.ids_for_demo(name) if (c := self.get(cid))]
+
+    def ids_for_demo(self, name: str) -> list[str]:
+        """From the index of the cards that cite a demo: no other card is read or built."""
+        kept = self._where
+        return [
+            cid
+            for key, _ in self._files
+            for line, cid, demos in self._store.deck_cache_citing(key)
+            if name in _demos(demos) and kept.get(cid, (None, None))[:2] == (key, line)
+        ]
 
     def in_deck(self, deck: str | None) -> list[Card]:
         return [c for r in self.refs() if deck is None or r.deck == deck if (c := self.get(r.id))]
@@ -216,6 +227,43 @@ class CachedCollection(Collection):
 
     def tag_progress(self, store: Any, mature_days: float) -> dict[str, tuple[int, int, int]]:
         return self._store.deck_cache_tag_progress(mature_days)
+
+    reads_seen = False  # unseen cards come from SQL against the progress table
+
+    def _deck_files(self, deck: str | None) -> list[tuple[int, str]]:
+        """(order, cache key) of the loaded files whose cards are in the collection (a deck
+        is one file: a second file of the same deck name has its cards left out)."""
+        named = {info.file for name, info in self.decks.items() if deck is None or name == deck}
+        return [(i, key) for i, (key, shown) in enumerate(self._files) if shown in named]
+
+    def count_unseen(
+        self, store: Any, deck: str | None = None, seen: set[str] | None = None
+    ) -> int:
+        return sum(self._store.deck_cache_count_unseen(key) for _, key in self._deck_files(deck))
+
+    def new_card_groups(
+        self, store: Any, deck: str | None = None, seen: set[str] | None = None
+    ) -> list[Iterator[tuple[Any, str, str, str, str | None, bool]]]:
+        """One group per (file, kind), read from SQL in growing steps as the rotation asks."""
+        return [
+            self._unseen_of_kind(order, key, kind)
+            for order, key in self._deck_files(deck)
+            for kind in KINDS
+        ]
+
+    def _unseen_of_kind(
+        self, order: int, key: str, kind: str
+    ) -> Iterator[tuple[Any, str, str, str, str | None, bool]]:
+        after, size = None, 2  # the first card places the group; then growing steps
+        where = self._where  # as ``unseen``: only this collection's cards are served
+        while True:
+            rows = self._store.deck_cache_unseen_from(key, kind, after, size)
+            for row_key, cid, deck, parent, parent_seen in rows:
+                if cid in where:
+                    yield (order, row_key), cid, deck, kind, parent, parent_seen
+            if len(rows) < size:
+                return
+            after, size = rows[-1][0], min(8 * size, 4096)
 
     def unseen(
         self, store: Any, deck: str | None = None, seen: set[str] | None = None
