@@ -220,7 +220,18 @@ class CachedCollection(Collection):
         ]
 
     def in_deck(self, deck: str | None) -> list[Card]:
-        return [c for r in self.refs() if deck is None or r.deck == deck if (c := self.get(r.id))]
+        """The cards of ``deck`` (all cards for None), in order: a deck is one file, whose
+        outline and text are read in one pass each (not a walk over every card per deck)."""
+        if deck is None:
+            return list(self.cards)
+        where, shown_of = self._where, dict(self._files)
+        out = []
+        for _, key in self._deck_files(deck):
+            data = {line: text for _, line, text in self._store.deck_cache_card_data([key])}
+            for ref in _refs(self._store, key, shown_of[key]):
+                if where.get(ref.id, (None, None))[:2] == (key, ref.line):
+                    out.append(self._built.get(ref.id) or self._build(ref, data[ref.line]))
+        return out
 
     def sync(self, store: Any) -> None:
         """Nothing to do: ``load`` reconciled the store with these decks when they changed."""

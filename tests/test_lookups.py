@@ -5,7 +5,9 @@ it replaced (kept here as the oracle) on a mixed collection."""
 
 from __future__ import annotations
 
+import os
 import random
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -260,3 +262,84 @@ def test_cards_citing_a_demo_build_no_card(store, decks) -> None:
     fresh = deckcache.load(store, [decks], include_bundled=False)
     fresh.ids_for_demo("dla")
     assert not fresh._built  # no card was built for the lookup
+
+
+def test_a_deck_and_the_cram_sheet_are_the_same_through_the_cache(store, decks) -> None:
+    from prep.engine.cram import cram_sheet
+
+    cached = deckcache.load(store, [decks], include_bundled=False)
+    full = load_collection([decks], include_bundled=False)
+    for deck in (None, *full.decks):
+        assert cached.in_deck(deck) == full.in_deck(deck)
+        assert cram_sheet(cached, deck) == cram_sheet(full, deck)
+    assert cram_sheet(cached)  # not vacuous
+    # the apkg export's notes, front and back
+    from prep.engine.anki import build_package
+
+    def notes(coll: Collection) -> list:
+        return [(n.guid, n.fields, n.tags) for d in build_package(coll).decks for n in d.notes]
+
+    assert notes(cached) == notes(full) and notes(full)
+
+
+def _prep(db: Path, decks: Path, *args: str) -> str:
+    from click.testing import CliRunner
+
+    from prep.tui.cli import main
+
+    result = CliRunner().invoke(main, ["--db", str(db), "--questions", str(decks), *args])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+@pytest.fixture
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The deck files parsed (not read back from the cache), and no full parse at all."""
+    seen: list[str] = []
+    real = deckcache._parse
+
+    def counting(text: str, shown: str, stem: str):
+        seen.append(Path(shown).name)
+        return real(text, shown, stem)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("every deck parsed (load_collection), not the cache")
+
+    monkeypatch.setattr(deckcache, "_parse", counting)
+    monkeypatch.setattr(deckcache, "load_collection", refused)
+    return seen
+
+
+def test_cram_apkg_and_cited_cards_read_the_cache(tmp_path, parses) -> None:
+    """`prep cram`, the apkg export and `prep demo --list` open the deck cache: once it is
+    filled, an unchanged collection is not parsed again; the output is the full parse's."""
+    import json
+
+    from prep.engine.cram import cram_sheet, render
+    from prep.tui.cli import demo_names
+
+    decks = write_mixed_decks(tmp_path / "decks")
+    # a deck collection without errors (the cram and the export refuse deck errors)
+    text = (decks / "mixed-3.yaml").read_text(encoding="utf-8")
+    (decks / "mixed-3.yaml").write_text(text.replace("id: m0-004", "id: m3-dup"), "utf-8")
+    t = time.time() - 10  # outside the cache's racy window
+    for p in decks.iterdir():
+        os.utime(p, (t, t))
+    db = tmp_path / "prep.db"
+    full = load_collection([decks], demo_names=demo_names())
+    assert not full.errors, full.errors
+    first = _prep(db, decks, "cram")
+    assert parses  # the first run fills the cache
+    parses.clear()
+    assert _prep(db, decks, "cram") == first == render(cram_sheet(full)) + "\n"
+    assert (
+        _prep(db, decks, "cram", "--deck", "mixed-1") == render(cram_sheet(full, "mixed-1")) + "\n"
+    )
+    listed = json.loads(_prep(db, decks, "demo", "--list", "--json"))
+    assert {e["name"]: e["cards"] for e in listed} == {
+        name: full.ids_for_demo(name) for name in demo_names()
+    }
+    assert any(e["cards"] for e in listed)
+    _prep(db, decks, "export", "--format", "apkg", "-o", str(tmp_path / "out.apkg"))
+    assert (tmp_path / "out.apkg").stat().st_size > 0
+    assert parses == []  # nothing parsed again
