@@ -34,6 +34,7 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -222,6 +223,13 @@ class Collection:
             if (deck is None or c.deck == deck) and c.id not in seen:
                 yield c.id, c.deck, c.kind, c.parent, c.parent is not None and c.parent in seen
 
+    def deck_sizes(self) -> dict[str, int]:
+        """How many cards each deck has."""
+        sizes: dict[str, int] = {}
+        for card in self.cards:
+            sizes[card.deck] = sizes.get(card.deck, 0) + 1
+        return sizes
+
     def count_unseen(
         self, store: Any, deck: str | None = None, seen: set[str] | None = None
     ) -> int:
@@ -229,17 +237,24 @@ class Collection:
         return sum(1 for _ in self.unseen(store, deck, seen))
 
     def new_card_groups(
-        self, store: Any, deck: str | None = None, seen: set[str] | None = None
+        self,
+        store: Any,
+        deck: str | None = None,
+        seen: set[str] | None = None,
+        among: AbstractSet[str] | None = None,
     ) -> list[Iterator[tuple[Any, str, str, str, str | None, bool]]]:
         """The cards without progress for the new-card rotation, one iterator per group:
         (position, id, deck, kind, parent, parent seen), in deck order. The cards of one
         group share (deck, kind) (a (deck, kind) may span groups, in deck order); positions
         order cards across groups as deck order does. Iterators are read only as far as the
-        day's limit needs (the deck cache reads them from SQL in steps)."""
+        day's limit needs (the deck cache reads them from SQL in steps). ``among``: only the
+        cards of these decks (the caller knows the others have none without progress)."""
         groups: dict[tuple[str, str], list[tuple[Any, str, str, str, str | None, bool]]] = {}
         for pos, (cid, cdeck, kind, parent, parent_seen) in enumerate(
             self.unseen(store, deck, seen)
         ):
+            if among is not None and cdeck not in among:
+                continue
             groups.setdefault((cdeck, kind), []).append(
                 (pos, cid, cdeck, kind, parent, parent_seen)
             )

@@ -33,6 +33,7 @@ import json
 import stat
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from itertools import repeat
@@ -241,11 +242,24 @@ class CachedCollection(Collection):
 
     reads_seen = False  # unseen cards come from SQL against the progress table
 
-    def _deck_files(self, deck: str | None) -> list[tuple[int, str]]:
+    def _deck_files(
+        self, deck: str | None, among: AbstractSet[str] | None = None
+    ) -> list[tuple[int, str]]:
         """(order, cache key) of the loaded files whose cards are in the collection (a deck
-        is one file: a second file of the same deck name has its cards left out)."""
-        named = {info.file for name, info in self.decks.items() if deck is None or name == deck}
+        is one file: a second file of the same deck name has its cards left out), of
+        ``deck`` and of the decks ``among`` when given."""
+        named = {
+            info.file
+            for name, info in self.decks.items()
+            if (deck is None or name == deck) and (among is None or name in among)
+        }
         return [(i, key) for i, (key, shown) in enumerate(self._files) if shown in named]
+
+    def deck_sizes(self) -> dict[str, int]:
+        return {
+            name: sum(len(self._kept[key]) for _, key in self._deck_files(name))
+            for name in self.decks
+        }
 
     def count_unseen(
         self, store: Any, deck: str | None = None, seen: set[str] | None = None
@@ -253,12 +267,16 @@ class CachedCollection(Collection):
         return sum(self._store.deck_cache_count_unseen(key) for _, key in self._deck_files(deck))
 
     def new_card_groups(
-        self, store: Any, deck: str | None = None, seen: set[str] | None = None
+        self,
+        store: Any,
+        deck: str | None = None,
+        seen: set[str] | None = None,
+        among: AbstractSet[str] | None = None,
     ) -> list[Iterator[tuple[Any, str, str, str, str | None, bool]]]:
         """One group per (file, kind), read from SQL in growing steps as the rotation asks."""
         return [
             self._unseen_of_kind(order, key, kind)
-            for order, key in self._deck_files(deck)
+            for order, key in self._deck_files(deck, among)
             for kind in KINDS
         ]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from itertools import chain
@@ -121,6 +122,11 @@ def deck_counts(
         elif state.state in _STEP_STATES:
             due[state.deck][0] -= 1
     seen = store.seen_ids() | hidden if collection.reads_seen and new_limit > 0 else None
+    # a deck whose every card has progress has no new card: known from two counts (the
+    # deck's size, its live cards with progress) without reading its cards one by one
+    seen_in = {deck: n for deck, (n, _) in store.deck_progress(0.0).items()}
+    unseen = {deck: n - seen_in.get(deck, 0) for deck, n in collection.deck_sizes().items()}
+    among = {deck for deck, n in unseen.items() if n > 0}
     decks: list[tuple[str | None, str, int]] = [(None, "All decks", len(collection))]
     decks += [(name, info.title, len(info.card_ids)) for name, info in collection.decks.items()]
     rows = []
@@ -130,7 +136,10 @@ def deck_counts(
             reviews = sum(n[1] for n in due.values())
         else:
             learning, reviews = due.get(name, (0, 0))
-        new = _new_cards(store, collection, seen, hidden, new_limit, name)
+        if name is not None and name not in among:
+            new = []
+        else:
+            new = _new_cards(store, collection, seen, hidden, new_limit, name, among)
         rows.append(
             DeckCounts(
                 name=name or "",
@@ -151,6 +160,7 @@ def _new_cards(
     hidden: set[str],
     limit: int,
     deck: str | None,
+    among: AbstractSet[str] | None = None,
 ) -> list[str]:
     """Up to ``limit`` unseen cards, taking one from each (deck, kind) group in turn, so a
     day's new cards mix decks and recall, choice, red-flag and follow-up cards; file order
@@ -165,7 +175,7 @@ def _new_cards(
         return []
     groups: list[_Group] = []
     by_key: dict[tuple[str, str], _Group] = {}
-    for source in collection.new_card_groups(store, deck, seen):
+    for source in collection.new_card_groups(store, deck, seen, among):
         first = next((u for u in source if u[1] not in hidden), None)
         if first is None:
             continue

@@ -238,6 +238,15 @@ def test_deck_counts_equal_the_queues_they_replaced(store, decks, fraction, new_
     for coll in (cached, full):
         got = deck_counts(store, coll, FIXED_NOW, new_limit=new_limit)
         assert [(r.name or None, r.new, r.learning, r.due) for r in got] == want
+    # a deck whose every card has progress (its new cards are known to be none) beside
+    # others that have new cards
+    for card in full.in_deck("mixed-1"):
+        if store.card(card.id) is None:
+            store.put_card(CardState(id=card.id, deck=card.deck, content_hash=card.content_hash))
+    want = old_deck_counts(store, full, new_limit)
+    for coll in (cached, full):
+        got = deck_counts(store, coll, FIXED_NOW, new_limit=new_limit)
+        assert [(r.name or None, r.new, r.learning, r.due) for r in got] == want
     # the review limit caps "due" per deck as the queue does
     from dataclasses import replace
 
