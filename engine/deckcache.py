@@ -32,6 +32,7 @@ import hashlib
 import json
 import stat
 import time
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
@@ -284,11 +285,16 @@ class CachedCollection(Collection):
         self, order: int, key: str, kind: str
     ) -> Iterator[tuple[Any, str, str, str, str | None, bool]]:
         after, size = None, 2  # the first card places the group; then growing steps
-        where = self._where  # as ``unseen``: only this collection's cards are served
+        # as ``unseen``: only this collection's cards are served (another prep may have
+        # parsed an edited file since): the row must be the card kept at its line, found by
+        # bisection in the file's kept rows (no map of every id built for it)
+        kept = self._kept[key]
         while True:
             rows = self._store.deck_cache_unseen_from(key, kind, after, size)
             for row_key, cid, deck, parent, parent_seen in rows:
-                if cid in where:
+                line = row_key & 0xFFFFFFFF
+                i = bisect_left(kept, (line,))
+                if i < len(kept) and kept[i][0] == line and kept[i][1] == cid:
                     yield (order, row_key), cid, deck, kind, parent, parent_seen
             if len(rows) < size:
                 return
