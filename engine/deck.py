@@ -230,12 +230,6 @@ class Collection:
             sizes[card.deck] = sizes.get(card.deck, 0) + 1
         return sizes
 
-    def count_unseen(
-        self, store: Any, deck: str | None = None, seen: set[str] | None = None
-    ) -> int:
-        """How many cards (of ``deck``) have no stored progress."""
-        return sum(1 for _ in self.unseen(store, deck, seen))
-
     def new_card_groups(
         self,
         store: Any,

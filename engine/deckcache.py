@@ -262,11 +262,6 @@ class CachedCollection(Collection):
             for name in self.decks
         }
 
-    def count_unseen(
-        self, store: Any, deck: str | None = None, seen: set[str] | None = None
-    ) -> int:
-        return sum(self._store.deck_cache_count_unseen(key) for _, key in self._deck_files(deck))
-
     def new_card_groups(
         self,
         store: Any,

@@ -62,7 +62,10 @@ def build_queue(
     due = _merge_by_due(store, learning, reviews)
     if hidden:
         seen = None if seen is None else seen | hidden  # never served as new either
-    new = _new_cards(store, collection, seen, hidden, new_limit, deck)
+    new: list[str] = []
+    if new_limit > 0:
+        among = {d for d, n in unseen_per_deck(store, collection).items() if n > 0}
+        new = _new_cards(store, collection, seen, hidden, new_limit, deck, among)
     return Queue(due=due, new=new, learning=len(learning), learning_ids=frozenset(learning))
 
 
@@ -122,11 +125,7 @@ def deck_counts(
         elif state.state in _STEP_STATES:
             due[state.deck][0] -= 1
     seen = store.seen_ids() | hidden if collection.reads_seen and new_limit > 0 else None
-    # a deck whose every card has progress has no new card: known from two counts (the
-    # deck's size, its live cards with progress) without reading its cards one by one
-    seen_in = {deck: n for deck, (n, _) in store.deck_progress(0.0).items()}
-    unseen = {deck: n - seen_in.get(deck, 0) for deck, n in collection.deck_sizes().items()}
-    among = {deck for deck, n in unseen.items() if n > 0}
+    among = {deck for deck, n in unseen_per_deck(store, collection).items() if n > 0}
     decks: list[tuple[str | None, str, int]] = [(None, "All decks", len(collection))]
     decks += [(name, info.title, len(info.card_ids)) for name, info in collection.decks.items()]
     rows = []
@@ -151,6 +150,15 @@ def deck_counts(
             )
         )
     return rows
+
+
+def unseen_per_deck(store: Store, collection: Collection) -> dict[str, int]:
+    """How many cards of each deck have no progress, from two counts: the deck's size and
+    its cards with progress (grouped in SQL over the live cards, which the sync keeps to
+    the loaded decks), so that a deck whose every card has progress is known to have no new
+    card without reading its cards one by one."""
+    seen = {deck: n for deck, (n, _) in store.deck_progress(0.0).items()}
+    return {deck: max(0, n - seen.get(deck, 0)) for deck, n in collection.deck_sizes().items()}
 
 
 def _new_cards(
@@ -290,7 +298,7 @@ def limits_today(
     new_done = store.count_reviews(today, new_only=True)
     reviews_done = store.count_reviews(today, prev_state=int(State.Review))
     # counted from the deck cache in SQL when the collection has one
-    unseen = collection.count_unseen(store, deck, seen)
+    unseen = sum(n for d, n in unseen_per_deck(store, collection).items() if deck in (None, d))
     decks = None if deck is None else [deck]
     capped = len(queue.due) - queue.learning
     beyond = store.due_ids(now, decks=decks, state=int(State.Review), limit=capped + 1)

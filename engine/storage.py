@@ -1226,16 +1226,6 @@ class Store:
         rows = self.conn.execute(sql + " ORDER BY key LIMIT ?", args)
         return [(key, cid, d, parent, bool(seen)) for key, cid, d, parent, seen in rows]
 
-    def deck_cache_count_unseen(self, path: str) -> int:
-        """How many cached cards of one file (not left out as duplicates) have no progress
-        (from the covering (key, id, dup) index: the cards' text is not read)."""
-        return self.conn.execute(
-            "SELECT count(*) FROM deck_cards dc INDEXED BY deck_cards_ids "
-            "WHERE key BETWEEN ? AND ? AND dup = 0 "
-            "AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.id = dc.id)",
-            self._deck_keys(path),
-        ).fetchone()[0]
-
     def deck_cache_citing(self, path: str) -> list[tuple[int, str, str]]:
         """(line, id, demos) of the cached cards of one file that cite a demo, in file order
         (from their partial index: the other cards are not read)."""
