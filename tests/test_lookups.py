@@ -352,3 +352,40 @@ def test_cram_apkg_and_cited_cards_read_the_cache(tmp_path, parses) -> None:
     _prep(db, decks, "export", "--format", "apkg", "-o", str(tmp_path / "out.apkg"))
     assert (tmp_path / "out.apkg").stat().st_size > 0
     assert parses == []  # nothing parsed again
+
+
+def test_a_v7_database_migrates_and_the_lookups_use_their_indexes(tmp_path, decks) -> None:
+    """v8 indexes the cached cards by (kind, key) and the cards that cite a demo, and puts
+    the deck in the due index: a v7 database (its cache filled, progress kept) migrates, and
+    the rotation, the cited cards and home's counts read those indexes."""
+    from prep.engine.storage import SCHEMA_VERSION
+
+    db = tmp_path / "v7.db"
+    with Store.open(db) as store:
+        coll = deckcache.load(store, [decks], include_bundled=False)
+        add_progress(store, coll, seed=5, fraction=0.4)
+        before = build_queue(store, coll, FIXED_NOW, new_limit=30)
+        cited = coll.ids_for_demo("dla")
+        # as a v7 prep left it
+        store.conn.execute("DROP INDEX deck_cards_kind")
+        store.conn.execute("DROP INDEX deck_cards_demos")
+        store.conn.execute("DROP INDEX cards_removed_state_due")
+        store.conn.execute("CREATE INDEX cards_removed_state_due ON cards (removed, state, due)")
+        store.set_meta("schema_version", "7")
+    with Store.open(db) as store:
+        assert store.schema_version() == SCHEMA_VERSION == 8
+        coll = deckcache.load(store, [decks], include_bundled=False)
+        assert build_queue(store, coll, FIXED_NOW, new_limit=30) == before
+        assert coll.ids_for_demo("dla") == cited and cited
+
+        def plan(sql: str, args: tuple = ()) -> str:
+            return " ".join(r[3] for r in store.conn.execute("EXPLAIN QUERY PLAN " + sql, args))
+
+        assert "COVERING INDEX cards_removed_state_due" in plan(
+            "SELECT deck, count(*) FROM cards INDEXED BY cards_removed_state_due "
+            "WHERE removed = 0 AND state IN (1, 3) AND due <= '2026' GROUP BY deck"
+        )
+        assert "INDEX deck_cards_demos" in plan(
+            "SELECT key & 0xFFFFFFFF, id, demos FROM deck_cards INDEXED BY deck_cards_demos "
+            "WHERE demos != '' AND key BETWEEN 0 AND 9 ORDER BY key"
+        )
