@@ -20,6 +20,7 @@ from prep.engine.scheduler import CardState, State
 from prep.engine.session import build_queue, deck_counts
 from prep.engine.storage import Mark, Store
 from tests.conftest import FIXED_NOW
+from tests.test_deckcache import parses  # noqa: F401 - a fixture
 
 KINDS = ("recall", "choice", "red-flag", "follow-up")
 DEMOS = ("dla", "per-head-sum", "no-wo")
@@ -302,24 +303,14 @@ def _prep(db: Path, decks: Path, *args: str) -> str:
 
 
 @pytest.fixture
-def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The deck files parsed (not read back from the cache), and no full parse at all."""
-    seen: list[str] = []
-    real = deckcache._parse
-
-    def counting(text: str, shown: str, stem: str):
-        seen.append(Path(shown).name)
-        return real(text, shown, stem)
-
+def no_full_parse(monkeypatch: pytest.MonkeyPatch) -> None:
     def refused(*args, **kwargs):
         raise AssertionError("every deck parsed (load_collection), not the cache")
 
-    monkeypatch.setattr(deckcache, "_parse", counting)
     monkeypatch.setattr(deckcache, "load_collection", refused)
-    return seen
 
 
-def test_cram_apkg_and_cited_cards_read_the_cache(tmp_path, parses) -> None:
+def test_cram_apkg_and_cited_cards_read_the_cache(tmp_path, parses, no_full_parse) -> None:  # noqa: F811
     """`prep cram`, the apkg export and `prep demo --list` open the deck cache: once it is
     filled, an unchanged collection is not parsed again; the output is the full parse's."""
     import json

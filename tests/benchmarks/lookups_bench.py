@@ -27,22 +27,14 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import inproc  # noqa: E402 - the median of repeated runs after a warm-up
+
 PER_FILE = 4000  # cards per deck file: under the 2 MB cap on a file
 DEMO = "dla"
-
-
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    fn()  # warm-up: fills the deck cache
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def _q(s: str) -> str:
@@ -146,23 +138,23 @@ def measure(n: int, work: Path, repeat: int, skip: tuple[str, ...] = ()) -> dict
         with Store.open(seen_db) as store:
             deckcache.load(store, [decks])
 
-    out["floor: open + cached load"] = median_time(floor, repeat)
-    out["prep cram"] = median_time(lambda: cli("--db", str(seen_db), *base, "cram"), repeat)
+    out["floor: open + cached load"] = inproc(floor, repeat)
+    out["prep cram"] = inproc(lambda: cli("--db", str(seen_db), *base, "cram"), repeat)
     apkg = work / "out.apkg"
-    out["prep export apkg"] = median_time(
+    out["prep export apkg"] = inproc(
         lambda: cli("--db", str(seen_db), *base, "export", "--format", "apkg", "-o", str(apkg)),
         repeat,
     )
 
     if "demo-list" not in skip:
-        out["prep demo --list (cited by)"] = median_time(
+        out["prep demo --list (cited by)"] = inproc(
             lambda: cli("--db", str(seen_db), *base, "demo", "--list", "--json"), repeat
         )
 
     with Store.open(seen_db) as store:
         coll = deckcache.load(store, [decks])
         app = PrepApp(store=store, collection=coll, clock=lambda: now, demos={})
-        out["home counts"] = median_time(app.deck_counts, repeat)
+        out["home counts"] = inproc(app.deck_counts, repeat)
 
     def first_queue() -> None:
         new_db.unlink(missing_ok=True)
