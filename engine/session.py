@@ -64,7 +64,7 @@ def build_queue(
         seen = None if seen is None else seen | hidden  # never served as new either
     new: list[str] = []
     if new_limit > 0:
-        among = {d for d, n in unseen_per_deck(store, collection).items() if n > 0}
+        among = _decks_with_new(store, collection)
         new = _new_cards(store, collection, seen, hidden, new_limit, deck, among)
     return Queue(due=due, new=new, learning=len(learning), learning_ids=frozenset(learning))
 
@@ -125,7 +125,7 @@ def deck_counts(
         elif state.state in _STEP_STATES:
             due[state.deck][0] -= 1
     seen = store.seen_ids() | hidden if collection.reads_seen and new_limit > 0 else None
-    among = {deck for deck, n in unseen_per_deck(store, collection).items() if n > 0}
+    among = _decks_with_new(store, collection)
     decks: list[tuple[str | None, str, int]] = [(None, "All decks", len(collection))]
     decks += [(name, info.title, len(info.card_ids)) for name, info in collection.decks.items()]
     rows = []
@@ -135,7 +135,7 @@ def deck_counts(
             reviews = sum(n[1] for n in due.values())
         else:
             learning, reviews = due.get(name, (0, 0))
-        if name is not None and name not in among:
+        if name is not None and among is not None and name not in among:
             new = []
         else:
             new = _new_cards(store, collection, seen, hidden, new_limit, name, among)
@@ -159,6 +159,14 @@ def unseen_per_deck(store: Store, collection: Collection) -> dict[str, int]:
     card without reading its cards one by one."""
     seen = {deck: n for deck, (n, _) in store.deck_progress(0.0).items()}
     return {deck: max(0, n - seen.get(deck, 0)) for deck, n in collection.deck_sizes().items()}
+
+
+def _decks_with_new(store: Store, collection: Collection) -> set[str] | None:
+    """The decks that have cards without progress, when the collection is over the deck cache
+    (whose load synced the progress with these decks); None (every deck may) otherwise."""
+    if collection.reads_seen:
+        return None
+    return {deck for deck, n in unseen_per_deck(store, collection).items() if n > 0}
 
 
 def _new_cards(
@@ -298,7 +306,10 @@ def limits_today(
     new_done = store.count_reviews(today, new_only=True)
     reviews_done = store.count_reviews(today, prev_state=int(State.Review))
     # counted from the deck cache in SQL when the collection has one
-    unseen = sum(n for d, n in unseen_per_deck(store, collection).items() if deck in (None, d))
+    if collection.reads_seen:
+        unseen = sum(1 for _ in collection.unseen(store, deck, seen))
+    else:  # synced with these decks on load: two grouped counts
+        unseen = sum(n for d, n in unseen_per_deck(store, collection).items() if deck in (None, d))
     decks = None if deck is None else [deck]
     capped = len(queue.due) - queue.learning
     beyond = store.due_ids(now, decks=decks, state=int(State.Review), limit=capped + 1)
