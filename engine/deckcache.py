@@ -213,13 +213,20 @@ class CachedCollection(Collection):
 
     def ids_for_demo(self, name: str) -> list[str]:
         """From the index of the cards that cite a demo: no other card is read or built."""
-        kept = self._where
         return [
             cid
             for key, _ in self._files
             for line, cid, demos in self._store.deck_cache_citing(key)
-            if name in _demos(demos) and kept.get(cid, (None, None))[:2] == (key, line)
+            if name in _demos(demos) and self._kept_at(key, line, cid)
         ]
+
+    def _kept_at(self, key: str, line: int, cid: str) -> bool:
+        """Whether the card ``cid`` at ``line`` of file ``key`` is one of this collection's
+        (another prep may have parsed an edited file since): by bisection in the file's kept
+        rows, without the map of every id."""
+        kept = self._kept[key]
+        i = bisect_left(kept, (line,))
+        return i < len(kept) and kept[i][0] == line and kept[i][1] == cid
 
     def in_deck(self, deck: str | None) -> list[Card]:
         """The cards of ``deck`` (all cards for None), in order: a deck is one file, whose
@@ -280,16 +287,11 @@ class CachedCollection(Collection):
         self, order: int, key: str, kind: str
     ) -> Iterator[tuple[Any, str, str, str, str | None, bool]]:
         after, size = None, 2  # the first card places the group; then growing steps
-        # as ``unseen``: only this collection's cards are served (another prep may have
-        # parsed an edited file since): the row must be the card kept at its line, found by
-        # bisection in the file's kept rows (no map of every id built for it)
-        kept = self._kept[key]
         while True:
             rows = self._store.deck_cache_unseen_from(key, kind, after, size)
             for row_key, cid, deck, parent, parent_seen in rows:
-                line = row_key & 0xFFFFFFFF
-                i = bisect_left(kept, (line,))
-                if i < len(kept) and kept[i][0] == line and kept[i][1] == cid:
+                # as ``unseen``: only this collection's cards are served
+                if self._kept_at(key, row_key & 0xFFFFFFFF, cid):
                     yield (order, row_key), cid, deck, kind, parent, parent_seen
             if len(rows) < size:
                 return

@@ -380,3 +380,28 @@ def test_a_v7_database_migrates_and_the_lookups_use_their_indexes(tmp_path, deck
             "SELECT key & 0xFFFFFFFF, id, demos FROM deck_cards INDEXED BY deck_cards_demos "
             "WHERE demos != '' AND key BETWEEN 0 AND 9 ORDER BY key"
         )
+
+
+def test_cards_another_prep_parsed_since_are_not_served(tmp_path, decks) -> None:
+    """Another prep on the same database parses an edited file: this one's collection still
+    serves (and lists as citing a demo) only its own cards."""
+    db = tmp_path / "shared.db"
+    with Store.open(db) as mine:
+        coll = deckcache.load(mine, [decks], include_bundled=False)
+        before = build_queue(mine, coll, FIXED_NOW, new_limit=1000).new
+        cited = coll.ids_for_demo("dla")
+        path = decks / "mixed-0.yaml"
+        text = path.read_text(encoding="utf-8").replace(
+            "cards:\n",
+            "cards:\n  - {id: brand-new, kind: recall, prompt: p, answer: a, demo: [dla]}\n",
+            1,
+        )
+        path.write_text(text, encoding="utf-8")
+        with Store.open(db) as theirs:
+            other = deckcache.load(theirs, [decks], include_bundled=False)
+            assert "brand-new" in build_queue(theirs, other, FIXED_NOW, new_limit=1000).new
+            assert "brand-new" in other.ids_for_demo("dla")
+        again = build_queue(mine, coll, FIXED_NOW, new_limit=1000).new
+        assert "brand-new" not in again and "brand-new" not in coll.ids_for_demo("dla")
+        # the other cards of the edited file moved down a line: not this collection's rows
+        assert set(again) <= set(before) and set(coll.ids_for_demo("dla")) <= set(cited)
