@@ -138,6 +138,7 @@ class CachedCollection(Collection):
         self._built: dict[str, Card] = {}
         self._refs: list[CardRef] | None = None
         self._all: list[Card] | None = None
+        self._citing: list[tuple[str, tuple[str, ...]]] | None = None  # cards citing a demo
 
     @property
     def _where(self) -> dict[str, tuple[str, int, str]]:
@@ -213,12 +214,14 @@ class CachedCollection(Collection):
 
     def ids_for_demo(self, name: str) -> list[str]:
         """From the index of the cards that cite a demo: no other card is read or built."""
-        return [
-            cid
-            for key, _ in self._files
-            for line, cid, demos in self._store.deck_cache_citing(key)
-            if name in _demos(demos) and self._kept_at(key, line, cid)
-        ]
+        if self._citing is None:  # read once: `prep demo --list` asks for every demo
+            self._citing = [
+                (cid, _demos(demos))
+                for key, _ in self._files
+                for line, cid, demos in self._store.deck_cache_citing(key)
+                if self._kept_at(key, line, cid)
+            ]
+        return [cid for cid, demos in self._citing if name in demos]
 
     def _kept_at(self, key: str, line: int, cid: str) -> bool:
         """Whether the card ``cid`` at ``line`` of file ``key`` is one of this collection's
