@@ -34,6 +34,7 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -174,6 +175,10 @@ class Collection:
     # Problems that leave every deck usable (a --questions folder without decks)
     warnings: list[DeckError] = field(default_factory=list)
 
+    # whether ``unseen`` and ``new_card_groups`` read the set of seen ids (a caller that asks
+    # for several decks reads it once and passes it); the deck cache asks SQL instead
+    reads_seen = True
+
     def __post_init__(self) -> None:
         self._by_id: dict[str, Card] = {c.id: c for c in self.cards}
 
@@ -199,6 +204,10 @@ class Collection:
     def cards_for_demo(self, name: str) -> list[Card]:
         return [c for c in self.cards if name in c.demos]
 
+    def ids_for_demo(self, name: str) -> list[str]:
+        """The ids of the cards that cite demo ``name``, in order."""
+        return [c.id for c in self.cards if name in c.demos]
+
     def outline(self) -> Iterator[tuple[str, str, str | None]]:
         """(id, deck, parent) of every card, in order, without building anything."""
         return ((c.id, c.deck, c.parent) for c in self.cards)
@@ -213,6 +222,37 @@ class Collection:
         for c in self.cards:
             if (deck is None or c.deck == deck) and c.id not in seen:
                 yield c.id, c.deck, c.kind, c.parent, c.parent is not None and c.parent in seen
+
+    def deck_sizes(self) -> dict[str, int]:
+        """How many cards each deck has."""
+        sizes: dict[str, int] = {}
+        for card in self.cards:
+            sizes[card.deck] = sizes.get(card.deck, 0) + 1
+        return sizes
+
+    def new_card_groups(
+        self,
+        store: Any,
+        deck: str | None = None,
+        seen: set[str] | None = None,
+        among: AbstractSet[str] | None = None,
+    ) -> list[Iterator[tuple[Any, str, str, str, str | None, bool]]]:
+        """The cards without progress for the new-card rotation, one iterator per group:
+        (position, id, deck, kind, parent, parent seen), in deck order. The cards of one
+        group share (deck, kind) (a (deck, kind) may span groups, in deck order); positions
+        order cards across groups as deck order does. Iterators are read only as far as the
+        day's limit needs (the deck cache reads them from SQL in steps). ``among``: only the
+        cards of these decks (the caller knows the others have none without progress)."""
+        groups: dict[tuple[str, str], list[tuple[Any, str, str, str, str | None, bool]]] = {}
+        for pos, (cid, cdeck, kind, parent, parent_seen) in enumerate(
+            self.unseen(store, deck, seen)
+        ):
+            if among is not None and cdeck not in among:
+                continue
+            groups.setdefault((cdeck, kind), []).append(
+                (pos, cid, cdeck, kind, parent, parent_seen)
+            )
+        return [iter(group) for group in groups.values()]
 
     def sync(self, store: Any) -> None:
         """Reconcile the store's progress with these cards (see Store.sync)."""

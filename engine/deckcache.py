@@ -32,7 +32,9 @@ import hashlib
 import json
 import stat
 import time
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from itertools import repeat
@@ -41,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from prep.engine.deck import (
+    KINDS,
     MAX_DECK_BYTES,
     Card,
     Collection,
@@ -135,6 +138,7 @@ class CachedCollection(Collection):
         self._built: dict[str, Card] = {}
         self._refs: list[CardRef] | None = None
         self._all: list[Card] | None = None
+        self._citing: list[tuple[str, tuple[str, ...]]] | None = None  # cards citing a demo
 
     @property
     def _where(self) -> dict[str, tuple[str, int, str]]:
@@ -206,16 +210,95 @@ class CachedCollection(Collection):
         return [c for r in self.refs() if r.parent == card_id and (c := self.get(r.id))]
 
     def cards_for_demo(self, name: str) -> list[Card]:
-        return [c for r in self.refs() if name in r.demos and (c := self.get(r.id))]
+        return [c for cid in self.ids_for_demo(name) if (c := self.get(cid))]
+
+    def ids_for_demo(self, name: str) -> list[str]:
+        """From the index of the cards that cite a demo: no other card is read or built."""
+        if self._citing is None:  # read once: `prep demo --list` asks for every demo
+            self._citing = [
+                (cid, _demos(demos))
+                for key, _ in self._files
+                for line, cid, demos in self._store.deck_cache_citing(key)
+                if self._kept_at(key, line, cid)
+            ]
+        return [cid for cid, demos in self._citing if name in demos]
+
+    def _kept_at(self, key: str, line: int, cid: str) -> bool:
+        """Whether the card ``cid`` at ``line`` of file ``key`` is one of this collection's
+        (another prep may have parsed an edited file since): by bisection in the file's kept
+        rows, without the map of every id."""
+        kept = self._kept[key]
+        i = bisect_left(kept, (line,))
+        return i < len(kept) and kept[i][0] == line and kept[i][1] == cid
 
     def in_deck(self, deck: str | None) -> list[Card]:
-        return [c for r in self.refs() if deck is None or r.deck == deck if (c := self.get(r.id))]
+        """The cards of ``deck`` (all cards for None), in order: a deck is one file, whose
+        outline and text are read in one pass each (not a walk over every card per deck)."""
+        if deck is None:
+            return list(self.cards)
+        where, shown_of = self._where, dict(self._files)
+        out = []
+        for _, key in self._deck_files(deck):
+            data = {line: text for _, line, text in self._store.deck_cache_card_data([key])}
+            for ref in _refs(self._store, key, shown_of[key]):
+                if where.get(ref.id, (None, None))[:2] == (key, ref.line):
+                    out.append(self._built.get(ref.id) or self._build(ref, data[ref.line]))
+        return out
 
     def sync(self, store: Any) -> None:
         """Nothing to do: ``load`` reconciled the store with these decks when they changed."""
 
     def tag_progress(self, store: Any, mature_days: float) -> dict[str, tuple[int, int, int]]:
         return self._store.deck_cache_tag_progress(mature_days)
+
+    reads_seen = False  # unseen cards come from SQL against the progress table
+
+    def _deck_files(
+        self, deck: str | None, among: AbstractSet[str] | None = None
+    ) -> list[tuple[int, str]]:
+        """(order, cache key) of the loaded files whose cards are in the collection (a deck
+        is one file: a second file of the same deck name has its cards left out), of
+        ``deck`` and of the decks ``among`` when given."""
+        named = {
+            info.file
+            for name, info in self.decks.items()
+            if (deck is None or name == deck) and (among is None or name in among)
+        }
+        return [(i, key) for i, (key, shown) in enumerate(self._files) if shown in named]
+
+    def deck_sizes(self) -> dict[str, int]:
+        return {
+            name: sum(len(self._kept[key]) for _, key in self._deck_files(name))
+            for name in self.decks
+        }
+
+    def new_card_groups(
+        self,
+        store: Any,
+        deck: str | None = None,
+        seen: set[str] | None = None,
+        among: AbstractSet[str] | None = None,
+    ) -> list[Iterator[tuple[Any, str, str, str, str | None, bool]]]:
+        """One group per (file, kind), read from SQL in growing steps as the rotation asks."""
+        return [
+            self._unseen_of_kind(order, key, kind)
+            for order, key in self._deck_files(deck, among)
+            for kind in KINDS
+        ]
+
+    def _unseen_of_kind(
+        self, order: int, key: str, kind: str
+    ) -> Iterator[tuple[Any, str, str, str, str | None, bool]]:
+        after, size = None, 2  # the first card places the group; then growing steps
+        while True:
+            rows = self._store.deck_cache_unseen_from(key, kind, after, size)
+            for row_key, cid, deck, parent, parent_seen in rows:
+                # as ``unseen``: only this collection's cards are served
+                if self._kept_at(key, row_key & 0xFFFFFFFF, cid):
+                    yield (order, row_key), cid, deck, kind, parent, parent_seen
+            if len(rows) < size:
+                return
+            after, size = rows[-1][0], min(8 * size, 4096)
 
     def unseen(
         self, store: Any, deck: str | None = None, seen: set[str] | None = None

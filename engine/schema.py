@@ -9,7 +9,8 @@ Tables (the schema version is in ``meta``):
   compact form of engine/reviewlog.py (v5; up to v4 both states were JSON text), so undo
   restores the exact previous state and the export gives both.
 - ``deck_files``, ``deck_cards``, ``deck_tags``: the parsed decks (engine/deckcache.py), so
-  that start-up re-parses only what changed (v4; v6 added each card's kind).
+  that start-up re-parses only what changed (v4; v6 added each card's kind; v8 indexes the
+  unseen cards by kind and the cards that cite a demo).
 - ``card_marks``: suspend / bury / flag, created on the first mark (Store.set_mark).
 - ``demo_runs``: every demo run (name, device, passed, seconds, the full report).
 - ``meta``: schema version and settings.
@@ -22,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 CARD_COLUMNS = (
     "id",  # card id (the slug in the deck file)
@@ -247,6 +248,22 @@ def _v6_to_v7(db: Any) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS deck_cards_ids ON deck_cards (key, id, dup)")
 
 
+def _v7_to_v8(db: Any) -> None:
+    # the new-card rotation reads each loaded file's unseen cards of one kind, in file order,
+    # only as far as the day's limit needs: an index range per (kind, file), not a walk over
+    # the file's rows (a kind a file lacks costs one probe)
+    db.execute("CREATE INDEX IF NOT EXISTS deck_cards_kind ON deck_cards (kind, key, id, dup)")
+    # home's counts per deck (learning steps and reviews due now) are one grouped count over
+    # the due cards of each state: with the deck in the index, that count reads no card row
+    db.execute("DROP INDEX IF EXISTS cards_removed_state_due")
+    db.execute("CREATE INDEX cards_removed_state_due ON cards (removed, state, due, deck)")
+    # "cards that cite this demo": the few cards that cite any, not every cached card's text
+    db.execute(
+        "CREATE INDEX IF NOT EXISTS deck_cards_demos ON deck_cards (key, id, demos) "
+        "WHERE demos != ''"
+    )
+
+
 # MIGRATIONS[v] upgrades a database (a sqlite_utils.Database) from schema v to v + 1; the store
 # runs them inside one transaction.
 MIGRATIONS: list[Callable[[Any], None]] = [
@@ -257,5 +274,6 @@ MIGRATIONS: list[Callable[[Any], None]] = [
     _v4_to_v5,
     _v5_to_v6,
     _v6_to_v7,
+    _v7_to_v8,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION

@@ -9,9 +9,12 @@ next step falls within the learn-ahead window come back later in the same sessio
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from itertools import chain
+from typing import Any
 
 from prep.engine.deck import Card, Collection
 from prep.engine.scheduler import CardState, Outcome, Rating, Scheduler, State, state_problem
@@ -46,16 +49,7 @@ def build_queue(
     """Today's queue. ``new_limit``/``review_limit`` default to the stored settings minus
     what was already done today. ``seen`` (ids with stored progress) may be passed in when
     the caller already holds it."""
-    settings = store.settings()
-    today = day_start(now)
-    if review_limit is None:
-        # Anki's "maximum reviews/day": reviews of Review-state cards already done today
-        # count against it; learning and relearning steps are never capped.
-        done = store.count_reviews(today, prev_state=int(State.Review))
-        review_limit = max(0, settings.review_limit - done)
-    if new_limit is None:
-        new_today = store.count_reviews(today, new_only=True)
-        new_limit = max(0, settings.new_per_day + extra_new_today(store, now) - new_today)
+    new_limit, review_limit = _limits_left(store, now, new_limit, review_limit)
     decks = None if deck is None else [deck]
     hidden = store.hidden_ids(now)  # suspended, or buried until a later day (a few ids)
     learning = store.due_ids(now, decks=decks, not_state=int(State.Review))
@@ -68,8 +62,111 @@ def build_queue(
     due = _merge_by_due(store, learning, reviews)
     if hidden:
         seen = None if seen is None else seen | hidden  # never served as new either
-    new = _new_cards(store, collection, seen, hidden, new_limit, deck) if new_limit > 0 else []
+    new: list[str] = []
+    if new_limit > 0:
+        among = _decks_with_new(store, collection)
+        new = _new_cards(store, collection, seen, hidden, new_limit, deck, among)
     return Queue(due=due, new=new, learning=len(learning), learning_ids=frozenset(learning))
+
+
+def _limits_left(
+    store: Store, now: datetime, new_limit: int | None, review_limit: int | None
+) -> tuple[int, int]:
+    """Today's new-card and review limits: those given, else the settings minus what was
+    already done today."""
+    settings = store.settings()
+    today = day_start(now)
+    if review_limit is None:
+        # Anki's "maximum reviews/day": reviews of Review-state cards already done today
+        # count against it; learning and relearning steps are never capped.
+        done = store.count_reviews(today, prev_state=int(State.Review))
+        review_limit = max(0, settings.review_limit - done)
+    if new_limit is None:
+        new_today = store.count_reviews(today, new_only=True)
+        new_limit = max(0, settings.new_per_day + extra_new_today(store, now) - new_today)
+    return new_limit, review_limit
+
+
+@dataclass(frozen=True)
+class DeckCounts:
+    """One row of the home screen: what today's session would serve from this deck."""
+
+    name: str  # "" for all decks together
+    title: str
+    cards: int
+    new: int
+    learning: int
+    due: int
+
+    @property
+    def total(self) -> int:
+        return self.new + self.learning + self.due
+
+
+_STEP_STATES = frozenset(int(x) for x in State if x != State.Review)  # as due_ids reads them
+
+
+def deck_counts(
+    store: Store, collection: Collection, now: datetime, *, new_limit: int | None = None
+) -> list[DeckCounts]:
+    """New / learning / due per deck, as ``build_queue`` would serve them (the first row is
+    all decks together), without building the queues: learning steps and reviews due are one
+    grouped count per state in SQL (less the few suspended or buried cards), reviews capped
+    by today's review limit; the new cards are the rotation's, read only as far as the
+    new-card limit needs."""
+    new_limit, review_limit = _limits_left(store, now, new_limit, None)
+    hidden = store.hidden_ids(now)
+    due = {deck: list(n) for deck, n in store.due_counts(now).items()}
+    for state in store.cards(hidden).values():  # due, but not served today
+        if state.removed or state.due is None or state.due > now or state.deck not in due:
+            continue
+        if state.state == State.Review:
+            due[state.deck][1] -= 1
+        elif state.state in _STEP_STATES:
+            due[state.deck][0] -= 1
+    seen = store.seen_ids() | hidden if collection.reads_seen and new_limit > 0 else None
+    among = _decks_with_new(store, collection)
+    decks: list[tuple[str | None, str, int]] = [(None, "All decks", len(collection))]
+    decks += [(name, info.title, len(info.card_ids)) for name, info in collection.decks.items()]
+    rows = []
+    for name, title, size in decks:
+        if name is None:
+            learning = sum(n[0] for n in due.values())
+            reviews = sum(n[1] for n in due.values())
+        else:
+            learning, reviews = due.get(name, (0, 0))
+        if name is not None and among is not None and name not in among:
+            new = []
+        else:
+            new = _new_cards(store, collection, seen, hidden, new_limit, name, among)
+        rows.append(
+            DeckCounts(
+                name=name or "",
+                title=title,
+                cards=size,
+                new=len(new),
+                learning=learning,
+                due=min(review_limit, reviews),
+            )
+        )
+    return rows
+
+
+def unseen_per_deck(store: Store, collection: Collection) -> dict[str, int]:
+    """How many cards of each deck have no progress, from two counts: the deck's size and
+    its cards with progress (grouped in SQL over the live cards, which the sync keeps to
+    the loaded decks), so that a deck whose every card has progress is known to have no new
+    card without reading its cards one by one."""
+    seen = {deck: n for deck, (n, _) in store.deck_progress(0.0).items()}
+    return {deck: max(0, n - seen.get(deck, 0)) for deck, n in collection.deck_sizes().items()}
+
+
+def _decks_with_new(store: Store, collection: Collection) -> set[str] | None:
+    """The decks that have cards without progress, when the collection is over the deck cache
+    (whose load synced the progress with these decks); None (every deck may) otherwise."""
+    if collection.reads_seen:
+        return None
+    return {deck for deck, n in unseen_per_deck(store, collection).items() if n > 0}
 
 
 def _new_cards(
@@ -79,40 +176,77 @@ def _new_cards(
     hidden: set[str],
     limit: int,
     deck: str | None,
+    among: AbstractSet[str] | None = None,
 ) -> list[str]:
     """Up to ``limit`` unseen cards, taking one from each (deck, kind) group in turn, so a
     day's new cards mix decks and recall, choice, red-flag and follow-up cards; file order
-    within a group. A follow-up waits until its parent is seen or queued before it.
+    within a group, groups in the order of their first card. A follow-up waits until its
+    parent is seen or queued before it.
 
-    The unseen cards come from ``Collection.unseen``: in SQL from the deck cache (no set of
-    every seen id, no card built) when the collection has one. Suspended and buried cards
-    (``hidden``, a few ids) count as seen: never served as new."""
-    groups: dict[tuple[str, str], list[tuple[str, str | None]]] = {}  # first appearance
-    parent_ok: set[str] = set()  # unseen cards whose parent is seen (or hidden)
-    for cid, cdeck, kind, parent, parent_seen in collection.unseen(store, deck, seen):
-        if cid in hidden:
+    The groups come from ``Collection.new_card_groups`` and are read only as far as the
+    limit needs: from the deck cache, each (deck file, kind) is an index range read in steps,
+    so a new collection of 100k cards reads a few dozen rows, not every unseen card.
+    Suspended and buried cards (``hidden``, a few ids) count as seen: never served as new."""
+    if limit <= 0:
+        return []
+    groups: list[_Group] = []
+    by_key: dict[tuple[str, str], _Group] = {}
+    for source in collection.new_card_groups(store, deck, seen, among):
+        first = next((u for u in source if u[1] not in hidden), None)
+        if first is None:
             continue
-        if parent_seen or parent in hidden:
-            parent_ok.add(cid)
-        groups.setdefault((cdeck, kind), []).append((cid, parent))
+        group = by_key.get((first[2], first[3]))
+        if group is None:
+            group = by_key[first[2], first[3]] = _Group(first[0], [first], [source])
+            groups.append(group)
+        else:  # the same (deck, kind) in a later group: read after the earlier one
+            group.sources.append(chain([first], source))
+    groups.sort(key=lambda g: g.position)  # the order of each group's first card
     new: list[str] = []
     queued: set[str] = set()
+
+    def ready(u: tuple) -> bool:
+        parent = u[4]
+        return parent is None or u[5] or parent in hidden or parent in queued
+
     progress = True
     while len(new) < limit and progress:
         progress = False
-        for pending in groups.values():
-            for i, (cid, parent) in enumerate(pending):
-                if parent is not None and cid not in parent_ok and parent not in queued:
-                    continue
-                new.append(cid)
-                queued.add(cid)
-                del pending[i]
+        for group in groups:
+            card = group.take(ready, hidden)
+            if card is not None:
+                new.append(card)
+                queued.add(card)
                 progress = True
-                break
-                break
             if len(new) >= limit:
                 break
     return new
+
+
+@dataclass
+class _Group:
+    """One (deck, kind) group of the new-card rotation: the cards read so far and not taken
+    (in order), then what is left to read."""
+
+    position: Any
+    pending: list[tuple]
+    sources: list[Iterator[tuple]]
+
+    def take(self, ready: Callable[[tuple], bool], hidden: set[str]) -> str | None:
+        """The id of the group's first card that can be served now (removed from the group),
+        reading on only when none of the cards read so far can."""
+        for i, u in enumerate(self.pending):
+            if ready(u):
+                del self.pending[i]
+                return u[1]
+        for source in self.sources:
+            for u in source:
+                if u[1] in hidden:
+                    continue
+                if ready(u):
+                    return u[1]
+                self.pending.append(u)
+        return None
 
 
 EXTRA_NEW_KEY = "extra_new_today"
@@ -172,7 +306,10 @@ def limits_today(
     new_done = store.count_reviews(today, new_only=True)
     reviews_done = store.count_reviews(today, prev_state=int(State.Review))
     # counted from the deck cache in SQL when the collection has one
-    unseen = sum(1 for _ in collection.unseen(store, deck, seen))
+    if collection.reads_seen:
+        unseen = sum(1 for _ in collection.unseen(store, deck, seen))
+    else:  # synced with these decks on load: two grouped counts
+        unseen = sum(n for d, n in unseen_per_deck(store, collection).items() if deck in (None, d))
     decks = None if deck is None else [deck]
     capped = len(queue.due) - queue.learning
     beyond = store.due_ids(now, decks=decks, state=int(State.Review), limit=capped + 1)

@@ -1207,6 +1207,51 @@ class Store:
             ):
                 yield cid, cdeck, kind, parent, bool(parent_seen)
 
+    def deck_cache_unseen_from(
+        self, path: str, kind: str, after: int | None, limit: int
+    ) -> list[tuple[int, str, str, str | None, bool]]:
+        """Up to ``limit`` cached cards of one file and one kind without progress (and not
+        left out as duplicates), after key ``after`` (None: from the file's start), in file
+        order: (key, id, deck, parent, parent seen). One range of the (kind, key) index: the
+        new-card rotation reads only as far as the day's limit needs."""
+        lo, hi = self._deck_keys(path)
+        sql = (
+            "SELECT key, id, deck, parent, parent IS NOT NULL AND EXISTS "
+            "(SELECT 1 FROM cards p WHERE p.id = dc.parent) "
+            "FROM deck_cards dc INDEXED BY deck_cards_kind "
+            "WHERE kind = ? AND key > ? AND key <= ? AND dup = 0 "
+            "AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.id = dc.id)"
+        )
+        args = [kind, lo - 1 if after is None else after, hi, limit]
+        rows = self.conn.execute(sql + " ORDER BY key LIMIT ?", args)
+        return [(key, cid, d, parent, bool(seen)) for key, cid, d, parent, seen in rows]
+
+    def deck_cache_citing(self, path: str) -> list[tuple[int, str, str]]:
+        """(line, id, demos) of the cached cards of one file that cite a demo, in file order
+        (from their partial index: the other cards are not read)."""
+        return self.conn.execute(
+            "SELECT key & 0xFFFFFFFF, id, demos FROM deck_cards INDEXED BY deck_cards_demos "
+            "WHERE demos != '' AND key BETWEEN ? AND ? ORDER BY key",
+            self._deck_keys(path),
+        ).fetchall()
+
+    def due_counts(self, now: datetime) -> dict[str, tuple[int, int]]:
+        """Per deck: (learning or relearning cards due at ``now``, review cards due), of the
+        cards still in the decks. One grouped count over the (removed, state, due, deck)
+        index, per state as ``due_ids`` reads them; no card row is read."""
+        others = [int(x) for x in State if x != State.Review]
+        out: dict[str, list[int]] = {}
+        for column, states in ((0, others), (1, [int(State.Review)])):
+            rows = self.conn.execute(
+                "SELECT deck, count(*) FROM cards INDEXED BY cards_removed_state_due "
+                f"WHERE removed = 0 AND state IN ({', '.join('?' * len(states))}) AND due <= ? "
+                "GROUP BY deck",
+                [*states, fmt(now)],
+            )
+            for deck, n in rows:
+                out.setdefault(deck, [0, 0])[column] += n
+        return {deck: (n[0], n[1]) for deck, n in out.items()}
+
     # --- export and import ----------------------------------------------------------------
 
     def dump(self) -> dict[str, Any]:

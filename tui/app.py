@@ -16,7 +16,6 @@ import os
 import socket
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -29,11 +28,13 @@ from prep.engine import deckcache
 from prep.engine.deck import Collection, load_collection
 from prep.engine.present import limit_lines
 from prep.engine.scheduler import Scheduler
-from prep.engine.session import (
+from prep.engine.session import (  # DeckCounts: home's rows (re-exported for the screens)
+    DeckCounts,
     Limits,
     ReviewSession,
     add_new_today,
     build_queue,
+    deck_counts,
     limits_today,
     review_ahead_ids,
 )
@@ -86,22 +87,6 @@ def pick_theme(environ: dict[str, str] | os._Environ[str] = os.environ) -> str:
     if background.isdigit() and int(background) in (7, 15):
         return "textual-light"
     return "textual-dark"
-
-
-@dataclass(frozen=True)
-class DeckCounts:
-    """One row of the home screen: what Enter would serve today from this deck."""
-
-    name: str
-    title: str
-    cards: int
-    new: int
-    learning: int
-    due: int
-
-    @property
-    def total(self) -> int:
-        return self.new + self.learning + self.due
 
 
 class PrepApp(App[int]):
@@ -275,30 +260,9 @@ class PrepApp(App[int]):
 
     def deck_counts(self) -> list[DeckCounts]:
         """New / learning / due per deck, as today's session would serve them; the first row
-        is all decks together."""
+        is all decks together (grouped counts in SQL, see session.deck_counts)."""
         assert self.store is not None
-        now = self.now()
-        seen = self.store.seen_ids()
-        rows = []
-        decks: list[tuple[str | None, str, int]] = [(None, "All decks", len(self.collection))]
-        decks += [
-            (name, info.title, len(info.card_ids)) for name, info in self.collection.decks.items()
-        ]
-        for name, title, size in decks:
-            queue = build_queue(
-                self.store, self.collection, now, deck=name, new_limit=self.new_limit, seen=seen
-            )
-            rows.append(
-                DeckCounts(
-                    name=name or "",
-                    title=title,
-                    cards=size,
-                    new=len(queue.new),
-                    learning=queue.learning,
-                    due=len(queue.due) - queue.learning,
-                )
-            )
-        return rows
+        return deck_counts(self.store, self.collection, self.now(), new_limit=self.new_limit)
 
     def today(self) -> dict[str, int]:
         """Reviews today and the streak, for the home screen."""
@@ -311,7 +275,8 @@ class PrepApp(App[int]):
         """Today's limits for ``deck`` and what they hold back (for "limit reached" lines)."""
         assert self.store is not None
         now = self.now()
-        seen = self.store.seen_ids()  # read once for both
+        # read once for both (a collection over the deck cache asks SQL instead)
+        seen = self.store.seen_ids() if self.collection.reads_seen else None
         queue = build_queue(
             self.store, self.collection, now, deck=deck, new_limit=self.new_limit, seen=seen
         )

@@ -16,7 +16,10 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from prep.demos.report import Report
+    from prep.engine.deck import Collection
     from prep.engine.scheduler import Settings
     from prep.engine.storage import Store
 
@@ -94,6 +97,23 @@ class Ctx:
                 f"{count(len(coll.errors), 'error')} in the decks; fix them (see `prep check`)"
             )
         return coll
+
+    @contextlib.contextmanager
+    def cached_collection(self, *, strict: bool = True) -> Iterator[Collection]:
+        """The decks through the deck cache, for the commands that read no progress (cram,
+        the apkg export, the cards citing a demo): an unchanged collection is not parsed
+        again. When the database cannot be opened (a --db that is a folder, a newer schema)
+        every deck is parsed instead and the command still runs; a read-only one is read,
+        and the decks parsed (deckcache.load)."""
+        from prep.engine.storage import Store, StoreError
+
+        try:
+            store = Store.open(self.db, reading=True)
+        except StoreError:
+            yield self.collection(strict=strict)
+            return
+        with store:
+            yield self.collection(strict=strict, store=store)
 
 
 def _check_local_time() -> None:
@@ -248,11 +268,15 @@ def demo(obj: Ctx, args: tuple[str, ...]) -> None:
     [--seed N] [--json] [--model PATH_OR_NAME]; `prep demo --list [--json]` lists them."""
     from prep.demos.cli import run as run_demo
 
-    def linked_cards(name: str) -> list[str]:
-        coll = obj.collection(strict=False)
-        return [c.id for c in coll.cards_for_demo(name)]
+    with contextlib.ExitStack() as stack:
+        loaded: list[Collection] = []  # read once (`--list` asks for every demo's cards)
 
-    code, report = run_demo(list(args), linked_cards=linked_cards)
+        def linked_cards(name: str) -> list[str]:
+            if not loaded:
+                loaded.append(stack.enter_context(obj.cached_collection(strict=False)))
+            return loaded[0].ids_for_demo(name)  # from an index: no card is built
+
+        code, report = run_demo(list(args), linked_cards=linked_cards)
     if report is not None:
         _record(obj.db, report)
     sys.exit(code)
@@ -505,10 +529,10 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
         if fmt == "apkg":
             from prep.engine.anki import write_apkg
 
-            coll = obj.collection()
-            if deck is not None and deck not in coll.decks:
-                raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
-            notes = write_apkg(coll, path, deck=deck)
+            with obj.cached_collection() as coll:
+                if deck is not None and deck not in coll.decks:
+                    raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
+                notes = write_apkg(coll, path, deck=deck)
             report(f"Wrote {shown}: {count(notes, 'note')} for Anki (File > Import).")
             return
         from prep.engine.export import export_csv, export_json
@@ -710,11 +734,11 @@ def cram(obj: Ctx, deck: str | None) -> None:
     """The 60-second bullets of each main card, for the way to the call."""
     from prep.engine.cram import UnknownDeck, cram_sheet, render
 
-    coll = obj.collection(strict=False)
-    try:
-        sheet = cram_sheet(coll, deck)
-    except UnknownDeck as exc:
-        raise UsageError(str(exc)) from None
+    with obj.cached_collection(strict=False) as coll:
+        try:
+            sheet = cram_sheet(coll, deck)
+        except UnknownDeck as exc:
+            raise UsageError(str(exc)) from None
     click.echo(render(sheet))
 
 

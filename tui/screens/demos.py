@@ -70,7 +70,7 @@ class DemoListScreen(PrepScreen):
                 last = Text.assemble(
                     mark, f"  {run['device']}  {run['ran_at'][:16].replace('T', ' ')}"
                 )
-            cards = len(self.prep.collection.cards_for_demo(name))
+            cards = len(self.prep.collection.ids_for_demo(name))
             table.add_row(name, last, str(cards), key=name)
         if table.row_count:
             table.move_cursor(row=min(row, table.row_count - 1))
