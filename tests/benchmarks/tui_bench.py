@@ -52,15 +52,18 @@ def first_frame(mode: str, db: str) -> None:
         instrument(app, lambda: True)
     else:
         from prep.tui.app import PrepApp
-        from prep.tui.screens.home import HomeScreen
 
-        app = PrepApp(db=db, questions=[])
+        app = PrepApp(db=db, questions=[], review_first=mode == "quiz")
 
         def ready() -> bool:
             screen = app.screen
             if mode == "home":
+                from prep.tui.screens.home import HomeScreen
+
                 return isinstance(screen, HomeScreen) and screen.query_one("#decks").row_count > 0
-            if isinstance(screen, HomeScreen) and not getattr(app, "_started", False):
+            if mode == "quiz":  # `prep quiz`: straight to the first card
+                return type(screen).__name__ == "ReviewScreen" and screen.card is not None
+            if type(screen).__name__ == "HomeScreen" and not getattr(app, "_started", False):
                 app._started = True
                 app.call_later(app.action_start)
             # the review screen's module is imported by the app when the session starts

@@ -26,6 +26,7 @@ class DeckTable(DataTable):
 
 
 class HomeScreen(PrepScreen):
+    is_home = True  # what the app pops back to (without importing this module to ask)
     BINDINGS = [
         Binding("enter", "start", "Start", tooltip="Start today's session on the highlighted deck"),
         Binding("s", "app.stats", "Stats", tooltip="Statistics"),

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -36,6 +35,7 @@ from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
 from prep.engine.session import ReviewSession
 from prep.engine.storage import StoreError
 from prep.tui.base import PrepScreen
+from prep.tui.cardtext import card_text, warm_up
 from prep.tui.widgets.rating_bar import RatingBar
 
 KIND_LABELS = {
@@ -44,10 +44,6 @@ KIND_LABELS = {
     "red-flag": "red flag: which answer signals junior thinking?",
     "follow-up": "follow-up",
 }
-
-
-def markdown(text: str) -> Markdown:
-    return Markdown(text, code_theme="ansi_dark", hyperlinks=False)
 
 
 def back_markdown(sections: list[Section]) -> str:
@@ -80,6 +76,9 @@ def demo_line(links: tuple[DemoLink, ...]) -> Text:
     if first.claim:
         line.append(f"\n{first.claim}", style="dim")
     return line
+
+
+WARM_UP_SECONDS = 0.3
 
 
 class ReviewScreen(PrepScreen):
@@ -177,6 +176,9 @@ class ReviewScreen(PrepScreen):
 
     def on_mount(self) -> None:
         self.show_card()
+        # the answer side is Markdown: import it while the question is being read, not on
+        # the way to the first card (the first reveal would pay it instead)
+        self.set_timer(WARM_UP_SECONDS, warm_up)
 
     # --- showing ------------------------------------------------------------------------
 
@@ -202,7 +204,7 @@ class ReviewScreen(PrepScreen):
         if parent is not None:
             context.update(Text.assemble(("Follows: ", "bold"), parent.prompt))
         context.display = parent is not None
-        self.query_one("#prompt", Static).update(markdown(card.prompt))
+        self.query_one("#prompt", Static).update(card_text(card.prompt))
         self.render_choices()
         self.query_one("#back").display = False
         self.query_one("#card", VerticalScroll).scroll_home(animate=False)
@@ -303,7 +305,7 @@ class ReviewScreen(PrepScreen):
         except StoreError:
             runs = {}
         sections = answer_sections(card, self.prep.demos, runs)
-        self.query_one("#answer", Static).update(markdown(back_markdown(sections)))
+        self.query_one("#answer", Static).update(card_text(back_markdown(sections)))
         link = self.query_one("#demo-link", Static)
         demos = next((s.demos for s in sections if s.key == "demos"), ())
         if demos:
@@ -476,7 +478,7 @@ class ReviewScreen(PrepScreen):
         self.prep.push_screen(DemoPick(choices), run)
 
     def action_home(self) -> None:
-        self.dismiss()
+        self.prep.go_home()
 
 
 def undo_last_rating(screen: Screen, session: ReviewSession) -> Card | None:

@@ -83,7 +83,7 @@ class SummaryScreen(PrepScreen):
         return text
 
     def action_home(self) -> None:
-        self.dismiss()
+        self.prep.go_home()
 
     def action_undo(self) -> None:
         from prep.tui.screens.review import ReviewScreen, undo_last_rating
