@@ -393,9 +393,6 @@ class PrepApp(App[int]):
 
     def action_start(self, deck: str | None = None) -> None:
         """Start today's session (on ``deck``, else the selected deck)."""
-        from prep.tui.screens.review import ReviewScreen
-        from prep.tui.screens.summary import SummaryScreen
-
         if self.store is None:
             self.notify("The progress database is not open.", severity="error")
             return
@@ -408,8 +405,12 @@ class PrepApp(App[int]):
             return
         self._pop_to_home()
         if session.finished:
+            from prep.tui.screens.summary import SummaryScreen
+
             self.push_screen(SummaryScreen(session))
         else:
+            from prep.tui.screens.review import ReviewScreen
+
             self.push_screen(ReviewScreen(session))
 
     def _pop_to_home(self) -> None:

@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Button, Footer, Static
+from textual.widgets import Footer, Static
 
 from prep.engine.deck import CHOICE_LETTERS, Card
 from prep.engine.present import (
@@ -36,6 +36,7 @@ from prep.engine.session import ReviewSession
 from prep.engine.storage import StoreError
 from prep.tui.base import PrepScreen
 from prep.tui.cardtext import card_text, warm_up
+from prep.tui.widgets.key_button import KeyButton
 from prep.tui.widgets.rating_bar import RatingBar
 
 KIND_LABELS = {
@@ -154,6 +155,7 @@ class ReviewScreen(PrepScreen):
         self.preview: dict[Rating, Outcome] = {}
         self._note: Text | None = None
         self.saving = False  # a rating is being committed (retrying while the db is busy)
+        self.ratings: RatingBar | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="topbar"):
@@ -168,10 +170,8 @@ class ReviewScreen(PrepScreen):
                 yield Static(id="demo-link")
         yield Static(id="hint")
         with Horizontal(id="actions"):
-            reveal = Button("space  Show answer", id="reveal", variant="primary")
-            reveal.can_focus = False
-            yield reveal
-            yield RatingBar(id="ratings")
+            yield KeyButton("space  Show answer", id="reveal", variant="primary")
+            # the rating bar is mounted at the first reveal: the first card shows sooner
         yield Footer()
 
     def on_mount(self) -> None:
@@ -214,7 +214,8 @@ class ReviewScreen(PrepScreen):
         self.set_hint(hint)
         self._note = None
         self.query_one("#reveal").display = True
-        self.query_one("#ratings").display = False
+        if self.ratings is not None:
+            self.ratings.display = False
         self.refresh_bindings()
         self.session.mark_shown()
 
@@ -313,9 +314,11 @@ class ReviewScreen(PrepScreen):
         link.display = bool(demos)
         self.query_one("#back").display = True
         self.query_one("#reveal").display = False
-        bar = self.query_one(RatingBar)
-        bar.show_preview(self.preview, self.suggested)
-        bar.display = True
+        if self.ratings is None:
+            self.ratings = RatingBar(id="ratings")
+            self.query_one("#actions").mount(self.ratings)
+        self.ratings.show_preview(self.preview, self.suggested)
+        self.ratings.display = True
         if self.picked is None:
             self.set_hint(
                 Text.assemble("How well did you know it? ", ("1-4", "bold"), " (Enter = Good).")
@@ -444,7 +447,7 @@ class ReviewScreen(PrepScreen):
     def on_rating_bar_rated(self, event: RatingBar.Rated) -> None:
         self.action_rate(int(event.rating))
 
-    def on_button_pressed(self, event: Button.Pressed) -> None:
+    def on_key_button_pressed(self, event: KeyButton.Pressed) -> None:
         if event.button.id == "reveal":
             self.reveal()
 
