@@ -16,6 +16,11 @@ from prep.tui.base import PrepScreen
 
 
 class SummaryScreen(PrepScreen):
+    DEFAULT_CSS = """
+    SummaryScreen #summary-box {
+        padding: 1 2;
+    }
+    """
     BINDINGS = [
         Binding("enter", "home", "Home", tooltip="Back to home"),
         Binding("escape", "home", "Home", show=False, tooltip="Back to home"),
