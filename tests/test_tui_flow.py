@@ -684,8 +684,9 @@ async def test_reload_after_quiz_goes_home() -> None:
         assert len(app.screen_stack) == 2
 
 
-@pytest.mark.parametrize(("argv", "review_first"), [([], False), (["quiz"], True)])
-def test_prep_alone_opens_home_and_quiz_the_first_card(monkeypatch, tmp_path, argv, review_first):
+@pytest.mark.parametrize("argv", [[], ["quiz"]])
+def test_prep_and_prep_quiz_open_on_the_first_card(monkeypatch, tmp_path, argv):
+    """DESIGN: `prep` is the same as `prep quiz`; both open the app on the first card."""
     from click.testing import CliRunner
 
     import prep.tui.app
@@ -701,4 +702,4 @@ def test_prep_alone_opens_home_and_quiz_the_first_card(monkeypatch, tmp_path, ar
     monkeypatch.setattr(prep.tui.cli, "line_mode_reason", lambda: None)
     result = CliRunner().invoke(prep.tui.cli.main, ["--db", str(tmp_path / "p.db"), *argv])
     assert result.exit_code == 0, result.output
-    assert seen["review_first"] is review_first
+    assert seen["review_first"] is True

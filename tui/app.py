@@ -502,7 +502,7 @@ def run(
     review_first: bool = False,
 ) -> int:
     """Run the app (blocking); returns the process exit code. ``review_first``: open on
-    today's first card (`prep quiz`) instead of home (`prep`)."""
+    today's first card (`prep`, `prep quiz`) instead of home (`prep serve`'s page)."""
     app = PrepApp(
         db=db, questions=questions, deck=deck, new=new, limit=limit, review_first=review_first
     )

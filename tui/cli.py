@@ -153,8 +153,8 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
     """prep: spaced-repetition interview prep on attention's output projection W_O,
     with live PyTorch demos that check every claim.
 
-    Run `prep` alone to open the terminal app at home (the decks and what each would serve
-    today); `prep quiz` opens straight on today's first card.
+    Run `prep` alone (or `prep quiz`) to open the terminal app on today's first card; Esc
+    goes home, to the decks and what each would serve today.
     """
     _check_local_time()
     given = "--questions"
@@ -165,7 +165,7 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
             raise UsageError(f"{given} {folder}: no such folder or file (it names your own decks)")
     ctx.obj = Ctx(db, questions)
     if ctx.invoked_subcommand is None:
-        study(ctx.obj, home=True)
+        ctx.invoke(quiz)
 
 
 @main.command()
@@ -185,20 +185,7 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
 )
 @click.pass_obj
 def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: bool) -> None:
-    """Review today's queue, starting on its first card (`prep` alone starts at home)."""
-    study(obj, deck=deck, new=new, limit=limit, plain=plain)
-
-
-def study(
-    obj: Ctx,
-    *,
-    deck: str | None = None,
-    new: int | None = None,
-    limit: int | None = None,
-    plain: bool = False,
-    home: bool = False,
-) -> None:
-    """The app (at home, or on the first card), or the line mode where the app cannot run."""
+    """Review today's queue, starting on its first card (the default command)."""
     reason = None if plain else line_mode_reason()
     if reason is not None:
         _need_stdin()
@@ -214,7 +201,7 @@ def study(
                 deck=deck,
                 new=new,
                 limit=limit,
-                review_first=not home,
+                review_first=True,
             )
         )
     from prep.engine.session import ReviewSession
