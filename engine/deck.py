@@ -550,13 +550,14 @@ def parse_deck_text(
 
 
 def bundled_deck_files() -> list[Path]:
-    """The YAML decks shipped in the ``prep.questions`` package."""
-    from importlib.resources import files
+    """The YAML decks shipped in the ``prep.questions`` package. The package is always a
+    folder (pip installs it unpacked), so its path is read directly: importlib.resources
+    would import zipfile and its readers on every start for nothing."""
+    from prep import questions
 
-    root = files("prep.questions")
+    root = Path(questions.__file__).parent
     return sorted(
-        (Path(str(p)) for p in root.iterdir() if p.name.endswith((".yaml", ".yml"))),
-        key=lambda p: p.name,
+        (p for p in root.iterdir() if p.name.endswith((".yaml", ".yml"))), key=lambda p: p.name
     )
 
 

@@ -42,7 +42,7 @@ def test_editable_install_reads_the_repo_decks() -> None:
     from prep.engine.deck import bundled_deck_files
 
     files = bundled_deck_files()
-    assert files, "no bundled decks found through importlib.resources"
+    assert files, "no bundled decks found in the prep.questions package"
     assert all(f.parent == ROOT / "questions" for f in files)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from rich.text import Text
-from textual.widgets import Button, DataTable, Static
+from textual.widgets import DataTable, Static
 
 from prep.engine.scheduler import Rating
 from prep.engine.storage import Store
@@ -28,6 +28,7 @@ from prep.tui.screens.review import ReviewScreen
 from prep.tui.screens.stats import StatsScreen
 from prep.tui.screens.summary import SummaryScreen
 from prep.tui.testing import NOW, add_history, fake_demo_command, make_app, write_decks
+from prep.tui.widgets.key_button import KeyButton
 
 
 def async_test(fn):
@@ -99,7 +100,7 @@ async def test_whole_session_is_stored(tmp_path: Path) -> None:
         assert screen.revealed and screen.query_one("#back").display
         assert "block-diagonal" in text_of(app, "#demo-link")
         assert footer_keys(app) == ["space", "1-4", "d", "u", "escape", "q", "question_mark"]
-        labels = [str(b.label) for b in screen.query(Button) if b.id and b.id.startswith("rate-")]
+        labels = [b.label for b in screen.query(KeyButton) if b.id and b.id.startswith("rate-")]
         assert labels == ["1 Again 1m", "2 Hard 6m", "3 Good 10m", "4 Easy 8d"]
 
         # rate: committed at once
@@ -127,7 +128,7 @@ async def test_whole_session_is_stored(tmp_path: Path) -> None:
         assert screen.revealed and screen.picked == 1 and screen.suggested == Rating.Again
         assert "Not quite: the answer is a" in text_of(app, "#hint")
         assert "✗ b)" in text_of(app, "#choices") and "✓ a)" in text_of(app, "#choices")
-        assert "» 1 Again" in str(screen.query_one("#rate-1", Button).label)
+        assert "» 1 Again" in screen.query_one("#rate-1", KeyButton).label
         await pilot.press("enter")
         assert reviews(db)[-1] == ("wo-shape", 1)
 
@@ -550,3 +551,27 @@ async def test_demo_screen_shows_progress_and_a_usage_error_line(tmp_path: Path)
         assert "progress: loading all-MiniLM-L6-v2" in demo.log_lines
         assert text_of(app, "#demo-status") == hint
         assert app.store.demo_runs() == []
+
+
+@async_test
+async def test_the_buttons_work_with_the_mouse(tmp_path: Path) -> None:
+    """A click on "Show answer" reveals, a click on a rating button rates (and its pressed
+    look goes away again); the rating bar exists only once an answer has been shown."""
+    db = tmp_path / "prep.db"
+    app = make_app(store=Store.open(db), review_first=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, ReviewScreen)
+        assert not screen.query("#ratings")
+        first = screen.card.id
+        assert await pilot.click("#reveal")
+        assert screen.revealed
+        await pilot.pause()
+        good = screen.query_one("#rate-3", KeyButton)
+        assert good.region.width > 0  # laid out, on screen
+        assert await pilot.click("#rate-3")
+        await pilot.pause()
+        assert reviews(db) == [(first, 3)]
+        assert screen.card.id != first and not screen.revealed
+        assert not screen.query_one("#ratings").display
+        await wait_until(pilot, lambda: not good.has_class("-active"))

@@ -639,3 +639,67 @@ def test_the_review_limit_is_named_too(fresh_store, clock) -> None:
     fresh_store.save_settings(Settings(review_limit=10))
     queue = build_queue(fresh_store, coll, clock())
     assert not limits_today(fresh_store, coll, clock(), queue).reviews_reached
+
+
+@async_test
+async def test_quiz_opens_on_the_first_card_and_builds_home_only_when_asked() -> None:
+    """`prep quiz` starts on the first card with no home screen built under it; Esc builds
+    home; Enter there starts a session again, and Esc goes back to that same home."""
+    app = make_app(review_first=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert isinstance(app.screen, ReviewScreen)
+        assert app.screen.card is not None
+        assert not any(isinstance(s, HomeScreen) for s in app.screen_stack)
+        await pilot.press("space", "3")  # a rating works as usual
+        assert app.screen.session.done
+        await pilot.press("escape")
+        assert isinstance(app.screen, HomeScreen)
+        home = app.screen
+        assert len(app.screen_stack) == 2  # the bottom screen and home, nothing left over
+        await pilot.press("enter")
+        assert isinstance(app.screen, ReviewScreen)
+        await pilot.press("escape")
+        assert app.screen is home
+
+
+@async_test
+async def test_quiz_with_nothing_due_shows_the_summary_and_esc_goes_home() -> None:
+    app = make_app(review_first=True, new=0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        from prep.tui.screens.summary import SummaryScreen
+
+        assert isinstance(app.screen, SummaryScreen)
+        await pilot.press("escape")
+        assert isinstance(app.screen, HomeScreen)
+
+
+@async_test
+async def test_reload_after_quiz_goes_home() -> None:
+    app = make_app(review_first=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert isinstance(app.screen, ReviewScreen)
+        app.action_reload()
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen)
+        assert len(app.screen_stack) == 2
+
+
+@pytest.mark.parametrize("argv", [[], ["quiz"]])
+def test_prep_and_prep_quiz_open_on_the_first_card(monkeypatch, tmp_path, argv):
+    """DESIGN: `prep` is the same as `prep quiz`; both open the app on the first card."""
+    from click.testing import CliRunner
+
+    import prep.tui.app
+    import prep.tui.cli
+
+    seen = {}
+
+    def fake_run(**kwargs):
+        seen.update(kwargs)
+        return 0
+
+    monkeypatch.setattr(prep.tui.app, "run", fake_run)
+    monkeypatch.setattr(prep.tui.cli, "line_mode_reason", lambda: None)
+    result = CliRunner().invoke(prep.tui.cli.main, ["--db", str(tmp_path / "p.db"), *argv])
+    assert result.exit_code == 0, result.output
+    assert seen["review_first"] is True

@@ -26,6 +26,10 @@ class TestScreens:
     def test_home(self, snap_compare, size) -> None:
         assert snap_compare(make_app(), terminal_size=size)
 
+    def test_quiz_first_card(self, snap_compare, size) -> None:
+        """`prep quiz`: the front of today's first card, with no home screen before it."""
+        assert snap_compare(make_app(review_first=True), terminal_size=size)
+
     def test_revealed_card(self, snap_compare, size) -> None:
         assert snap_compare(make_app(), press=["enter", "space"], terminal_size=size)
 

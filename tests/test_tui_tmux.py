@@ -53,13 +53,16 @@ def test_real_prep_in_tmux(tmp_path: Path) -> None:
         [*tmux, "new-session", "-d", "-s", "e2e", "-x", "100", "-y", "30", command], check=True
     )
     try:
-        wait_for(lambda s: "All decks" in s and "Enter" in s, "the home screen")
-        keys("Enter")
+        # `prep` opens on the first card; Esc goes home, Enter there starts again
         wait_for(lambda s: "learning" in s and "Show answer" in s, "the first card")
         keys("Space")
         wait_for(lambda s: "Again" in s and "Good" in s, "the rating bar")
         keys("3")
         wait_for(lambda s: "Saved: Good" in s, "the next card")
+        keys("Escape")
+        wait_for(lambda s: "All decks" in s and "Enter" in s, "the home screen")
+        keys("Enter")
+        wait_for(lambda s: "Show answer" in s and "All decks" not in s, "a card again")
         keys("q")
         deadline = time.monotonic() + 30
         while (

@@ -132,8 +132,10 @@ class PrepApp(App[int]):
         demo_command: DemoCommand = default_demo_command,
         demos: dict[str, str] | None = None,
         theme: str | None = None,
+        review_first: bool = False,
     ) -> None:
         super().__init__()
+        self.review_first = review_first
         self.db = db
         self.questions = [Path(q) for q in questions]
         self.selected_deck = deck
@@ -178,19 +180,20 @@ class PrepApp(App[int]):
 
     def boot(self, *, ignore_deck_errors: bool = False) -> None:
         """Load the decks, open the database, then show home (or what went wrong)."""
-        from prep.tui.screens.errors import ErrorScreen
-        from prep.tui.screens.home import HomeScreen
-
         if self.store is None:
             try:
                 self.store = Store.open(self.db)
             except StoreError as exc:
+                from prep.tui.screens.errors import ErrorScreen
+
                 self._show(ErrorScreen.database(str(exc), exc.kind))
                 return
         self.collection = self.load_collection()  # through the deck cache in the database
         for warning in self.collection.warnings:
             self.notify(str(warning), title="Decks", severity="warning", timeout=8)
         if self.collection.errors and not ignore_deck_errors:
+            from prep.tui.screens.errors import ErrorScreen
+
             self._show(ErrorScreen.deck_errors(self.collection))
             return
         self.store.set_busy_timeout(UI_BUSY_TIMEOUT_MS)  # screens retry instead of freezing
@@ -206,7 +209,13 @@ class PrepApp(App[int]):
                 f"No deck named {self.selected_deck!r}; showing all decks.", severity="warning"
             )
             self.selected_deck = None
-        self._show(HomeScreen())
+        if self.review_first:  # `prep quiz`: home is built when first asked for
+            self.review_first = False  # once: a reload goes home
+            self.action_start()
+        else:
+            from prep.tui.screens.home import HomeScreen
+
+            self._show(HomeScreen())
 
     def announce(self) -> None:
         """Say so when another prep has this database open (both can study; each one's undo
@@ -349,9 +358,6 @@ class PrepApp(App[int]):
 
     def action_start(self, deck: str | None = None) -> None:
         """Start today's session (on ``deck``, else the selected deck)."""
-        from prep.tui.screens.review import ReviewScreen
-        from prep.tui.screens.summary import SummaryScreen
-
         if self.store is None:
             self.notify("The progress database is not open.", severity="error")
             return
@@ -364,15 +370,27 @@ class PrepApp(App[int]):
             return
         self._pop_to_home()
         if session.finished:
+            from prep.tui.screens.summary import SummaryScreen
+
             self.push_screen(SummaryScreen(session))
         else:
+            from prep.tui.screens.review import ReviewScreen
+
             self.push_screen(ReviewScreen(session))
 
     def _pop_to_home(self) -> None:
-        from prep.tui.screens.home import HomeScreen
-
-        while len(self.screen_stack) > 2 and not isinstance(self.screen, HomeScreen):
+        """Pop back to the home screen, or to the bottom when `prep quiz` opened on a card
+        (home is built only when it is first shown)."""
+        while len(self.screen_stack) > 1 and not getattr(self.screen, "is_home", False):
             self.pop_screen()
+
+    def go_home(self) -> None:
+        """Show home: the one below when there is one, else a new one."""
+        self._pop_to_home()
+        if not getattr(self.screen, "is_home", False):
+            from prep.tui.screens.home import HomeScreen
+
+            self.push_screen(HomeScreen())
 
     def action_help(self) -> None:
         """Help, opened at the section of the screen you are on."""
@@ -446,9 +464,13 @@ def run(
     deck: str | None,
     new: int | None,
     limit: int | None,
+    review_first: bool = False,
 ) -> int:
-    """Run the app (blocking); returns the process exit code."""
-    app = PrepApp(db=db, questions=questions, deck=deck, new=new, limit=limit)
+    """Run the app (blocking); returns the process exit code. ``review_first``: open on
+    today's first card (`prep`, `prep quiz`) instead of home (`prep serve`'s page)."""
+    app = PrepApp(
+        db=db, questions=questions, deck=deck, new=new, limit=limit, review_first=review_first
+    )
     result = app.run()
     if app.return_code:
         return app.return_code

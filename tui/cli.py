@@ -173,7 +173,8 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
     """prep: spaced-repetition interview prep on attention's output projection W_O,
     with live PyTorch demos that check every claim.
 
-    Run `prep` alone to open today's queue in the terminal app.
+    Run `prep` alone (or `prep quiz`) to open the terminal app on today's first card; Esc
+    goes home, to the decks and what each would serve today.
     """
     _check_local_time()
     given = "--questions"
@@ -204,7 +205,7 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
 )
 @click.pass_obj
 def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: bool) -> None:
-    """Review today's queue (the default command)."""
+    """Review today's queue, starting on its first card (the default command)."""
     reason = None if plain else line_mode_reason()
     if reason is not None:
         _need_stdin()
@@ -213,7 +214,16 @@ def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: 
     if not plain:
         from prep.tui.app import run
 
-        sys.exit(run(db=obj.db, questions=obj.questions, deck=deck, new=new, limit=limit))
+        sys.exit(
+            run(
+                db=obj.db,
+                questions=obj.questions,
+                deck=deck,
+                new=new,
+                limit=limit,
+                review_first=True,
+            )
+        )
     from prep.engine.session import ReviewSession
     from prep.tui.plain import run_plain
 

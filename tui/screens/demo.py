@@ -63,6 +63,41 @@ def parse_report(line: str) -> Report | None:
 
 
 class DemoScreen(PrepScreen):
+    DEFAULT_CSS = """
+    DemoScreen #demo-title {
+        height: 1;
+        padding: 0 2;
+        background: $panel;
+    }
+
+    DemoScreen #demo-body {
+        height: 1fr;
+    }
+
+    DemoScreen #demo-claim {
+        height: auto;
+        padding: 0 2;
+        color: $text-muted;
+    }
+
+    DemoScreen #demo-log {
+        height: auto;
+        min-height: 3;
+        margin: 0 1;
+        padding: 0 1;
+        border: round $primary 50%;
+    }
+
+    DemoScreen #checks {
+        height: auto;
+        margin: 0 2 1 2;
+    }
+
+    DemoScreen #demo-status {
+        height: auto;
+        padding: 0 2;
+    }
+    """
     BINDINGS = [
         Binding("escape", "back", "Back", tooltip="Back to where you were (stops a running demo)"),
         Binding("r", "rerun", "Run again", tooltip="Run the demo again"),

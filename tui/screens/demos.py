@@ -20,6 +20,23 @@ class DemoTable(DataTable):
 
 
 class DemoListScreen(PrepScreen):
+    DEFAULT_CSS = """
+    DemoListScreen #demos-intro {
+        padding: 1 2 0 2;
+        color: $text-muted;
+    }
+
+    DemoListScreen #demo-table {
+        height: 1fr;
+        margin: 1 2 0 2;
+    }
+
+    DemoListScreen #demo-claim-detail {
+        height: auto;
+        max-height: 8;
+        padding: 0 2;
+    }
+    """
     BINDINGS = [
         Binding("enter", "run", "Run", tooltip="Run the highlighted demo"),
         Binding("escape", "back", "Back", tooltip="Back"),

@@ -15,6 +15,16 @@ from prep.tui.base import PrepScreen
 
 
 class ErrorScreen(PrepScreen):
+    DEFAULT_CSS = """
+    ErrorScreen #error-title {
+        padding: 1 2;
+        color: $error;
+    }
+
+    ErrorScreen #error-list {
+        padding: 0 2;
+    }
+    """
     BINDINGS = [
         Binding("r", "app.reload", "Reload", tooltip="Fix the problem, then reload"),
         Binding(

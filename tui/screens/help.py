@@ -60,6 +60,21 @@ class HelpScreen(ModalScreen[None]):
     """Every key, one section per screen; opens scrolled to the section of ``at`` (the class
     name of the screen it was opened from)."""
 
+    DEFAULT_CSS = """
+    HelpScreen {
+        align: center middle;
+    }
+
+    HelpScreen #help {
+        width: 90%;
+        max-width: 100;
+        height: 90%;
+        border: round $primary;
+        background: $surface;
+        padding: 0 1;
+    }
+    """
+
     BINDINGS = [
         Binding("escape", "close", "Close"),
         Binding("question_mark", "close", "Close"),

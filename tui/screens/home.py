@@ -26,6 +26,25 @@ class DeckTable(DataTable):
 
 
 class HomeScreen(PrepScreen):
+    DEFAULT_CSS = """
+    HomeScreen #today {
+        height: auto;
+        padding: 1 2 0 2;
+    }
+
+    HomeScreen #decks {
+        height: auto;
+        max-height: 70%;
+        margin: 1 2;
+    }
+
+    HomeScreen #howto {
+        height: auto;
+        padding: 0 2 1 2;
+        color: $text-muted;
+    }
+    """
+    is_home = True  # what the app pops back to (without importing this module to ask)
     BINDINGS = [
         Binding("enter", "start", "Start", tooltip="Start today's session on the highlighted deck"),
         Binding("s", "app.stats", "Stats", tooltip="Statistics"),

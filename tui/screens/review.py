@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -20,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Button, Footer, Static
+from textual.widgets import Footer, Static
 
 from prep.engine.deck import CHOICE_LETTERS, Card
 from prep.engine.present import (
@@ -36,6 +35,8 @@ from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
 from prep.engine.session import ReviewSession
 from prep.engine.storage import StoreError
 from prep.tui.base import PrepScreen
+from prep.tui.cardtext import card_text, warm_up
+from prep.tui.widgets.key_button import KeyButton
 from prep.tui.widgets.rating_bar import RatingBar
 
 KIND_LABELS = {
@@ -44,10 +45,6 @@ KIND_LABELS = {
     "red-flag": "red flag: which answer signals junior thinking?",
     "follow-up": "follow-up",
 }
-
-
-def markdown(text: str) -> Markdown:
-    return Markdown(text, code_theme="ansi_dark", hyperlinks=False)
 
 
 def back_markdown(sections: list[Section]) -> str:
@@ -80,6 +77,9 @@ def demo_line(links: tuple[DemoLink, ...]) -> Text:
     if first.claim:
         line.append(f"\n{first.claim}", style="dim")
     return line
+
+
+WARM_UP_SECONDS = 0.3
 
 
 class ReviewScreen(PrepScreen):
@@ -155,6 +155,7 @@ class ReviewScreen(PrepScreen):
         self.preview: dict[Rating, Outcome] = {}
         self._note: Text | None = None
         self.saving = False  # a rating is being committed (retrying while the db is busy)
+        self.ratings: RatingBar | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="topbar"):
@@ -169,14 +170,15 @@ class ReviewScreen(PrepScreen):
                 yield Static(id="demo-link")
         yield Static(id="hint")
         with Horizontal(id="actions"):
-            reveal = Button("space  Show answer", id="reveal", variant="primary")
-            reveal.can_focus = False
-            yield reveal
-            yield RatingBar(id="ratings")
+            yield KeyButton("space  Show answer", id="reveal", variant="primary")
+            # the rating bar is mounted at the first reveal: the first card shows sooner
         yield Footer()
 
     def on_mount(self) -> None:
         self.show_card()
+        # the answer side is Markdown: import it while the question is being read, not on
+        # the way to the first card (the first reveal would pay it instead)
+        self.set_timer(WARM_UP_SECONDS, warm_up)
 
     # --- showing ------------------------------------------------------------------------
 
@@ -202,7 +204,7 @@ class ReviewScreen(PrepScreen):
         if parent is not None:
             context.update(Text.assemble(("Follows: ", "bold"), parent.prompt))
         context.display = parent is not None
-        self.query_one("#prompt", Static).update(markdown(card.prompt))
+        self.query_one("#prompt", Static).update(card_text(card.prompt))
         self.render_choices()
         self.query_one("#back").display = False
         self.query_one("#card", VerticalScroll).scroll_home(animate=False)
@@ -212,7 +214,8 @@ class ReviewScreen(PrepScreen):
         self.set_hint(hint)
         self._note = None
         self.query_one("#reveal").display = True
-        self.query_one("#ratings").display = False
+        if self.ratings is not None:
+            self.ratings.display = False
         self.refresh_bindings()
         self.session.mark_shown()
 
@@ -303,7 +306,7 @@ class ReviewScreen(PrepScreen):
         except StoreError:
             runs = {}
         sections = answer_sections(card, self.prep.demos, runs)
-        self.query_one("#answer", Static).update(markdown(back_markdown(sections)))
+        self.query_one("#answer", Static).update(card_text(back_markdown(sections)))
         link = self.query_one("#demo-link", Static)
         demos = next((s.demos for s in sections if s.key == "demos"), ())
         if demos:
@@ -311,9 +314,11 @@ class ReviewScreen(PrepScreen):
         link.display = bool(demos)
         self.query_one("#back").display = True
         self.query_one("#reveal").display = False
-        bar = self.query_one(RatingBar)
-        bar.show_preview(self.preview, self.suggested)
-        bar.display = True
+        if self.ratings is None:
+            self.ratings = RatingBar(id="ratings")
+            self.query_one("#actions").mount(self.ratings)
+        self.ratings.show_preview(self.preview, self.suggested)
+        self.ratings.display = True
         if self.picked is None:
             self.set_hint(
                 Text.assemble("How well did you know it? ", ("1-4", "bold"), " (Enter = Good).")
@@ -442,7 +447,7 @@ class ReviewScreen(PrepScreen):
     def on_rating_bar_rated(self, event: RatingBar.Rated) -> None:
         self.action_rate(int(event.rating))
 
-    def on_button_pressed(self, event: Button.Pressed) -> None:
+    def on_key_button_pressed(self, event: KeyButton.Pressed) -> None:
         if event.button.id == "reveal":
             self.reveal()
 
@@ -476,7 +481,7 @@ class ReviewScreen(PrepScreen):
         self.prep.push_screen(DemoPick(choices), run)
 
     def action_home(self) -> None:
-        self.dismiss()
+        self.prep.go_home()
 
 
 def undo_last_rating(screen: Screen, session: ReviewSession) -> Card | None:

@@ -35,6 +35,29 @@ def bar_chart(widget: PlotextPlot, labels: list[str], values: list[int], title: 
 
 
 class StatsScreen(PrepScreen):
+    DEFAULT_CSS = """
+    StatsScreen #stats {
+        padding: 0 2;
+    }
+
+    StatsScreen #stats-summary {
+        margin: 1 0;
+    }
+
+    StatsScreen PlotextPlot {
+        height: 12;
+        margin-bottom: 1;
+    }
+
+    StatsScreen .section {
+        text-style: bold;
+    }
+
+    StatsScreen DataTable {
+        height: auto;
+        margin-bottom: 1;
+    }
+    """
     BINDINGS = [
         Binding("escape", "back", "Back", tooltip="Back"),
         Binding("r", "refresh", "Refresh", tooltip="Compute the statistics again"),

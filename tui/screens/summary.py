@@ -16,6 +16,11 @@ from prep.tui.base import PrepScreen
 
 
 class SummaryScreen(PrepScreen):
+    DEFAULT_CSS = """
+    SummaryScreen #summary-box {
+        padding: 1 2;
+    }
+    """
     BINDINGS = [
         Binding("enter", "home", "Home", tooltip="Back to home"),
         Binding("escape", "home", "Home", show=False, tooltip="Back to home"),
@@ -83,7 +88,7 @@ class SummaryScreen(PrepScreen):
         return text
 
     def action_home(self) -> None:
-        self.dismiss()
+        self.prep.go_home()
 
     def action_undo(self) -> None:
         from prep.tui.screens.review import ReviewScreen, undo_last_rating

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
-from textual.widgets import Button
 
 from prep.engine.present import rating_label
 from prep.engine.scheduler import Outcome, Rating
+from prep.tui.widgets.key_button import KeyButton
 
 VARIANTS = {
     Rating.Again: "error",
@@ -19,35 +18,35 @@ VARIANTS = {
 
 
 class RatingBar(Horizontal):
-    """Four buttons; they never take focus, so space and Enter always reach the screen."""
+    """Four buttons; they never take focus, so space and Enter always reach the screen. The
+    buttons are made with the bar, so a preview can be shown before it is mounted."""
 
     class Rated(Message):
         def __init__(self, rating: Rating) -> None:
             self.rating = rating
             super().__init__()
 
-    def compose(self) -> ComposeResult:
-        for rating in Rating:
-            button = Button(
-                self.label(rating, None),
-                id=f"rate-{int(rating)}",
-                variant=VARIANTS[rating],  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None) -> None:
+        self.buttons = {
+            rating: KeyButton(
+                self.label(rating, None), id=f"rate-{int(rating)}", variant=VARIANTS[rating]
             )
-            button.can_focus = False
-            yield button
+            for rating in Rating
+        }
+        super().__init__(*self.buttons.values(), id=id)
 
     @staticmethod
     def label(rating: Rating, outcome: Outcome | None) -> str:
         return rating_label(rating, outcome)
 
     def show_preview(self, preview: dict[Rating, Outcome], suggested: Rating | None) -> None:
-        for rating in Rating:
-            button = self.query_one(f"#rate-{int(rating)}", Button)
+        for rating, button in self.buttons.items():
             label = self.label(rating, preview.get(rating))
             button.label = f"» {label}" if rating == suggested else label
             button.set_class(rating == suggested, "-suggested")
 
-    def on_button_pressed(self, event: Button.Pressed) -> None:
+    def on_key_button_pressed(self, event: KeyButton.Pressed) -> None:
         event.stop()
-        if event.button.id and event.button.id.startswith("rate-"):
-            self.post_message(self.Rated(Rating(int(event.button.id.removeprefix("rate-")))))
+        for rating, button in self.buttons.items():
+            if button is event.button:
+                self.post_message(self.Rated(rating))
