@@ -21,6 +21,7 @@ exact both ways.
 from __future__ import annotations
 
 import json
+import re
 import struct
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta
@@ -38,6 +39,9 @@ _WIDE = 0x80
 _STEP_NONE, _S_NONE, _D_NONE, _DUE_NONE, _LAST_NONE, _LEECH, _CHANGED, _REMOVED = (
     1 << i for i in range(8)
 )
+_FIELDS = tuple(f.name for f in fields(CardState))
+# timeutil.fmt's text (years 1000-9999): exactly the times that fmt(parse(text)) gives back
+_FMT_TIME = re.compile(r"[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 NO_STATE = b""  # an explicit "no previous state" (the card was new)
 _RAW = b"\xff"  # prefix of a state kept verbatim (see LegacyState)
 
@@ -61,6 +65,17 @@ def pack(s: CardState | LegacyState, card_id: str, ref: CardState | LegacyState 
     they differ from ``ref``, the state this one follows in the card's chain."""
     if isinstance(s, LegacyState):
         return _RAW + s.encode()
+    head = _head(s)
+    same = isinstance(ref, CardState) and (ref.deck, ref.content_hash) == (s.deck, s.content_hash)
+    if same and s.id == card_id:
+        return head
+    tail = [s.deck, s.content_hash] + ([s.id] if s.id != card_id else [])
+    return head + json.dumps(tail, ensure_ascii=False).encode()
+
+
+def _head(s: CardState) -> bytes:
+    """The fixed-size record of ``s`` (without deck, hash and id); raises ValueError or
+    struct.error when a field does not fit."""
     flags = (
         (_STEP_NONE if s.step is None else 0)
         | (_S_NONE if s.stability is None else 0)
@@ -74,7 +89,7 @@ def pack(s: CardState | LegacyState, card_id: str, ref: CardState | LegacyState 
     if not 0 <= s.state < _WIDE - 1:  # (0xff with _WIDE would read as _RAW)
         raise ValueError(f"state {s.state!r} is not an fsrs state")
     wide = not all(0 <= x <= 0xFFFF for x in (s.step or 0, s.reps, s.lapses))
-    head = (_WIDE_HEAD if wide else _HEAD).pack(
+    return (_WIDE_HEAD if wide else _HEAD).pack(
         s.state | (_WIDE if wide else 0),
         flags,
         s.step or 0,
@@ -85,11 +100,6 @@ def pack(s: CardState | LegacyState, card_id: str, ref: CardState | LegacyState 
         s.reps,
         s.lapses,
     )
-    same = isinstance(ref, CardState) and (ref.deck, ref.content_hash) == (s.deck, s.content_hash)
-    if same and s.id == card_id:
-        return head
-    tail = [s.deck, s.content_hash] + ([s.id] if s.id != card_id else [])
-    return head + json.dumps(tail, ensure_ascii=False).encode()
 
 
 def unpack(
@@ -128,22 +138,32 @@ def unpack(
 
 def legacy_state(text: str | None) -> CardState | LegacyState | None:
     """A state as the v4 log kept it (JSON text, times as UTC ISO-8601); one that is not a
-    card state, or would not come back as the same text, is kept verbatim."""
+    card state, or would not come back as the same text, is kept verbatim.
+
+    "Comes back as the same text" is ``state_json(state) == text``, checked without
+    formatting the state again (the v5 migration runs this on every review): the keys are
+    the fields in their order, the values dump to the same JSON, and the times are in
+    timeutil.fmt's fixed-width form (the only text fmt gives back unchanged)."""
     if text is None:
         return None
     try:
         d = json.loads(text)
+        if type(d) is not dict or tuple(d) != _FIELDS or json.dumps(d) != text:
+            return LegacyState(text)
         for key in ("due", "last_review"):
-            if d.get(key) is not None:
-                d[key] = datetime.fromisoformat(d[key]).astimezone(UTC)
-        state = CardState(**d)
-        pack(state, state.id, None)  # in range
+            t = d[key]
+            if t is not None:
+                if type(t) is not str or not _FMT_TIME.fullmatch(t):
+                    return LegacyState(text)
+                d[key] = datetime.fromisoformat(t).astimezone(UTC)
+        # CardState(**d) without the frozen dataclass's __init__ (a third of the cost): the
+        # keys are its fields, checked above, and it converts nothing
+        state = object.__new__(CardState)
+        state.__dict__.update(d)
+        _head(state)  # in range
     except (TypeError, ValueError, AttributeError, OverflowError, struct.error):
         return LegacyState(text)
-    return state if state_json(state) == text else LegacyState(text)
-
-
-_FIELDS = tuple(f.name for f in fields(CardState))
+    return state
 
 
 def state_json(s: CardState) -> str:

@@ -32,10 +32,16 @@ from prep.engine.schema import (
     REVIEW_COLUMNS,
     SCHEDULE_COLUMNS,
     SCHEMA_VERSION,
+    Upgrade,
+    UpgradeTracker,
 )
 from prep.engine.timeutil import fmt, parse, utcnow
 
 BUSY_TIMEOUT_MS = 5000
+# Store.open's ``progress``: told how a schema upgrade is going (see schema.Upgrade), from
+# its start to its end (``done``); a front end shows it when the upgrade takes a while
+Progress = Callable[[Upgrade], None]
+_UPGRADE_CACHE_KIB = -262_144  # 256 MiB of page cache while the review log is rewritten
 Table = Literal["cards", "reviews", "demo_runs"]
 _COLUMNS: dict[str, tuple[str, ...]] = {
     "cards": CARD_COLUMNS,
@@ -247,14 +253,20 @@ class Store:
     read_only = False  # opened with Store.open(reading=True) where writing is not possible
 
     def __init__(
-        self, conn: sqlite3.Connection, path: Path | None = None, *, lenient: bool = False
+        self,
+        conn: sqlite3.Connection,
+        path: Path | None = None,
+        *,
+        lenient: bool = False,
+        progress: Progress | None = None,
     ) -> None:
         """``lenient``: a schema version that cannot be read (a hand edit) does not stop a
-        reader; the tables are read as they are (export is the rescue path)."""
+        reader; the tables are read as they are (export is the rescue path). ``progress``:
+        see open()."""
         self.conn = conn
         self.path = path
         self._db = None
-        self._migrate(lenient=lenient)
+        self._migrate(lenient=lenient, progress=progress)
 
     @property
     def db(self):
@@ -410,12 +422,19 @@ class Store:
     # --- opening ------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | os.PathLike | None = None, *, reading: bool = False) -> Store:
+    def open(
+        cls,
+        path: str | os.PathLike | None = None,
+        *,
+        reading: bool = False,
+        progress: Progress | None = None,
+    ) -> Store:
         """Open (creating on first use) the database at ``path`` (see resolve_db_path).
 
         ``reading``: the caller only reads (stats, export). A database or folder that cannot
         be written is then opened read-only instead of refused, and a schema version that
-        cannot be read does not stop it."""
+        cannot be read does not stop it. ``progress``: called as an older database is
+        upgraded (one transaction: an upgrade cut short leaves the database as it was)."""
         target = resolve_db_path(path)
         if target.exists() and not target.is_file():
             # SQLite would take /dev/null for an empty database and make /dev/null-wal beside it
@@ -428,7 +447,7 @@ class Store:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-            return cls(conn, target, lenient=reading)
+            return cls(conn, target, lenient=reading, progress=progress)
         except (sqlite3.DatabaseError, StoreError, OSError) as exc:
             if conn is not None:
                 conn.close()
@@ -585,7 +604,7 @@ class Store:
                 kind="damaged",
             ) from None
 
-    def _migrate(self, *, lenient: bool = False) -> None:
+    def _migrate(self, *, lenient: bool = False, progress: Progress | None = None) -> None:
         try:
             version = self.schema_version()
         except StoreError:
@@ -598,16 +617,37 @@ class Store:
             )
         if version == SCHEMA_VERSION:
             return
-        with self.transaction():
-            for step in range(version, SCHEMA_VERSION):
-                MIGRATIONS[step](self.db)
-            self.set_meta("schema_version", str(SCHEMA_VERSION))
-        if 0 < version < 5 and self.path is not None:
-            # v5 rewrote the review log in its compact form: give the space back (best
-            # effort: the migration is committed; another prep holding the file open only
-            # leaves the file its old size until a later VACUUM)
-            with suppress(sqlite3.OperationalError):
-                self.conn.execute("VACUUM")
+        # the reviews the upgrade rewrites (v4 -> v5), the bulk of its work
+        rewrites = (
+            0 < version < 5
+            and self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'reviews'"
+            ).fetchone()
+        )
+        reviews = self.conn.execute("SELECT count(*) FROM reviews").fetchone()[0] if rewrites else 0
+        tracker = UpgradeTracker(version, SCHEMA_VERSION, reviews, progress)
+        # a one-off rewrite of the whole log: a page cache that holds the new log and its
+        # indexes while they are built (the old one is read once, in order), given back after
+        cache = self.conn.execute("PRAGMA cache_size").fetchone()[0]
+        if reviews:
+            self.conn.execute(f"PRAGMA cache_size = {_UPGRADE_CACHE_KIB}")
+        try:
+            with self.transaction():
+                for step in range(version, SCHEMA_VERSION):
+                    MIGRATIONS[step](self.db, tracker)
+                self.set_meta("schema_version", str(SCHEMA_VERSION))
+            tracker.finished("commit")
+            if 0 < version < 5 and self.path is not None:
+                # v5 rewrote the review log in its compact form: give the space back (best
+                # effort: the migration is committed; another prep holding the file open
+                # only leaves the file its old size until a later VACUUM)
+                with suppress(sqlite3.OperationalError):
+                    self.conn.execute("VACUUM")
+            tracker.finished("vacuum")
+        finally:
+            with suppress(sqlite3.Error):
+                self.conn.execute(f"PRAGMA cache_size = {int(cache)}")
+        tracker.done()
 
     # --- settings -----------------------------------------------------------------------
 
