@@ -287,11 +287,11 @@ class UpgradeTracker:
     The work is the review log's rows (rewritten by v4 -> v5), one unit each, and the
     steps after them, each weighed as a number of units per review: measured on a v3
     database of 100k cards and 1M reviews (tests/benchmarks, 2-core machine), dropping the
-    old log took ~0.15 of the conversion's time, building the indexes ~0.05, the commit
-    ~0.06 and the VACUUM ~0.06. Estimates, so the percentage is one too; it never goes
+    old log took ~0.11 of the conversion's time, building the indexes ~0.06, the commit
+    ~0.09 and the VACUUM ~0.05. Estimates, so the percentage is one too; it never goes
     back, and the last report (``done``) is 100%."""
 
-    TAIL = {"drop": 0.15, "index": 0.05, "commit": 0.06, "vacuum": 0.06}
+    TAIL = {"drop": 0.11, "index": 0.06, "commit": 0.09, "vacuum": 0.05}
 
     def __init__(
         self,

@@ -448,9 +448,11 @@ class Store:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             return cls(conn, target, lenient=reading, progress=progress)
-        except (sqlite3.DatabaseError, StoreError, OSError) as exc:
+        except BaseException as exc:
             if conn is not None:
-                conn.close()
+                conn.close()  # also when ``progress`` stopped the upgrade (rolled back)
+            if not isinstance(exc, (sqlite3.DatabaseError, StoreError, OSError)):
+                raise
             if reading and target.is_file() and _cannot_write(exc):
                 return cls._open_read_only(target)
             if isinstance(exc, StoreError):
@@ -471,6 +473,32 @@ class Store:
                 f"{target}: cannot {verb} the progress database: {exc}",
                 kind="busy" if "locked" in str(exc) else "other",
             ) from exc
+
+    @staticmethod
+    def pending_upgrade(path: str | os.PathLike | None = None) -> tuple[int, int] | None:
+        """(schema version, this prep's) when the database at ``path`` exists and open()
+        would upgrade it, else None (also when it cannot be read: open() says why). Cheap:
+        a front end asks before opening, to show the upgrade's progress."""
+        from urllib.parse import quote
+
+        target = resolve_db_path(path)
+        if not target.is_file():
+            return None
+        try:
+            conn = sqlite3.connect(
+                f"file:{quote(str(target))}?mode=ro", uri=True, isolation_level=None
+            )
+        except sqlite3.Error:
+            return None
+        try:
+            store = Store.__new__(Store)
+            store.conn, store.path, store._db = conn, target, None
+            version = store.schema_version()
+        except (sqlite3.Error, StoreError):
+            return None
+        finally:
+            conn.close()
+        return (version, SCHEMA_VERSION) if 0 < version < SCHEMA_VERSION else None
 
     @classmethod
     def _open_read_only(cls, target: Path) -> Store:

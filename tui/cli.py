@@ -59,9 +59,10 @@ class Ctx:
         """The progress database; ``reading``: the command only reads it (stats, export), so
         a read-only database or folder, or a hand-edited schema version, does not stop it."""
         from prep.engine.storage import Store, StoreError
+        from prep.tui.upgrade import UpgradeLine
 
-        try:
-            return Store.open(self.db, reading=reading)
+        try:  # an older database is upgraded first: a long upgrade shows a line on stderr
+            return Store.open(self.db, reading=reading, progress=UpgradeLine())
         except StoreError as exc:
             raise UsageError(str(exc)) from exc
 
@@ -263,9 +264,10 @@ def _record(db: str | None, report: Report) -> None:
     own verdict and exit code stand)."""
     from prep.engine.storage import Store, StoreError, resolve_db_path
     from prep.tui.runs import record_run
+    from prep.tui.upgrade import UpgradeLine
 
     try:
-        with Store.open(db) as store:
+        with Store.open(db, progress=UpgradeLine()) as store:
             record_run(store, report)
     except StoreError as exc:
         click.echo(
