@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 SCHEMA_VERSION = 7
+BATCH = 5_000  # review log rows rewritten per executemany (and per progress report)
 
 CARD_COLUMNS = (
     "id",  # card id (the slug in the deck file)
@@ -210,7 +211,7 @@ def _v4_to_v5(db: Any, progress: UpgradeTracker | None = None) -> None:
         "SELECT id, card_id, rating, reviewed_at, duration_ms, prev_state, prev, next "
         "FROM reviews ORDER BY id"
     )
-    while rows := cur.fetchmany(5_000):
+    while rows := cur.fetchmany(BATCH):
         out = []
         for rid, cid, rating, at, dur, prev_state, prev, nxt in rows:
             same = prev is not None and prev == last_text.get(cid)

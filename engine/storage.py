@@ -653,7 +653,8 @@ class Store:
             ).fetchone()
         )
         reviews = self.conn.execute("SELECT count(*) FROM reviews").fetchone()[0] if rewrites else 0
-        tracker = UpgradeTracker(version, SCHEMA_VERSION, reviews, progress)
+        # (a new database is built, not upgraded: quick, and nothing to report)
+        tracker = UpgradeTracker(version, SCHEMA_VERSION, reviews, progress if version else None)
         # a one-off rewrite of the whole log: a page cache that holds the new log and its
         # indexes while they are built (the old one is read once, in order), given back after
         cache = self.conn.execute("PRAGMA cache_size").fetchone()[0]

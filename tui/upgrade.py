@@ -79,8 +79,11 @@ def _isatty(stream: TextIO) -> bool:
 
 
 def _can_encode(stream: TextIO, text: str) -> bool:
+    encoding = getattr(stream, "encoding", None)
+    if encoding is None:
+        return True  # text kept as text (io.StringIO)
     try:
-        text.encode(getattr(stream, "encoding", None) or "ascii")
+        text.encode(encoding)
     except (UnicodeEncodeError, LookupError):
         return False
     return True
