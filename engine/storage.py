@@ -1118,10 +1118,25 @@ class Store:
             )
             self.conn.execute("DELETE FROM meta WHERE key = 'deck_assembly'")
 
+    def deck_cache_prune(self, paths: list[str]) -> None:
+        """Forget the cached parse of these files (entry, cards, tags), in one transaction.
+        Only the cache: progress (cards, reviews, marks) is another set of tables."""
+        with self.transaction():
+            for path in paths:
+                row = self.conn.execute(
+                    "SELECT fid FROM deck_files WHERE path = ?", (path,)
+                ).fetchone()
+                if row is None:
+                    continue  # pruned meanwhile by another prep
+                lo, hi = _key_range(row[0])
+                self.conn.execute("DELETE FROM deck_cards WHERE key BETWEEN ? AND ?", (lo, hi))
+                self.conn.execute("DELETE FROM deck_tags WHERE key BETWEEN ? AND ?", (lo, hi))
+                self.conn.execute("DELETE FROM deck_files WHERE fid = ?", (row[0],))
+
     def _deck_keys(self, path: str) -> tuple[int, int]:
         """The range of deck_cards keys of one cached file (its id << 32 | line)."""
         fid = self.conn.execute("SELECT fid FROM deck_files WHERE path = ?", (path,)).fetchone()[0]
-        return fid << 32, (fid << 32) | 0xFFFFFFFF
+        return _key_range(fid)
 
     def deck_cache_parsed(
         self, paths: list[str]
@@ -1390,6 +1405,11 @@ _WRITE_ERRORS = {
     sqlite3.SQLITE_LOCKED,
     sqlite3.SQLITE_CANTOPEN,
 }
+
+
+def _key_range(fid: int) -> tuple[int, int]:
+    """The deck_cards keys of the cached file ``fid`` (its id << 32 | line)."""
+    return fid << 32, (fid << 32) | 0xFFFFFFFF
 
 
 def _is_database_error(exc: BaseException) -> bool:
