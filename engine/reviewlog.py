@@ -136,14 +136,17 @@ def unpack(
     )
 
 
-def legacy_state(text: str | None) -> CardState | LegacyState | None:
+def legacy_state(text: str | None, *, check: bool = True) -> CardState | LegacyState | None:
     """A state as the v4 log kept it (JSON text, times as UTC ISO-8601); one that is not a
     card state, or would not come back as the same text, is kept verbatim.
 
     "Comes back as the same text" is ``state_json(state) == text``, checked without
     formatting the state again (the v5 migration runs this on every review): the keys are
     the fields in their order, the values dump to the same JSON, and the times are in
-    timeutil.fmt's fixed-width form (the only text fmt gives back unchanged)."""
+    timeutil.fmt's fixed-width form (the only text fmt gives back unchanged).
+
+    ``check=False`` leaves out the check that the fields fit the binary record (pack then
+    raises ValueError or struct.error, and the caller asks again with the check)."""
     if text is None:
         return None
     try:
@@ -160,7 +163,8 @@ def legacy_state(text: str | None) -> CardState | LegacyState | None:
         # keys are its fields, checked above, and it converts nothing
         state = object.__new__(CardState)
         state.__dict__.update(d)
-        _head(state)  # in range
+        if check:
+            _head(state)  # in range
     except (TypeError, ValueError, AttributeError, OverflowError, struct.error):
         return LegacyState(text)
     return state
@@ -204,7 +208,7 @@ class Chain:
         before = self.last.get(card_id)
         if prev is None:
             prev_blob = None if prev_state is None else NO_STATE
-        elif prev_state is not None and before == prev:
+        elif prev_state is not None and (before is prev or before == prev):
             prev_blob = None
         else:
             prev_blob = pack(prev, card_id, before)

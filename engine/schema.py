@@ -197,6 +197,8 @@ def _v3_to_v4(db: Any, progress: UpgradeTracker | None = None) -> None:
 def _v4_to_v5(db: Any, progress: UpgradeTracker | None = None) -> None:
     # the compact review log (engine/reviewlog.py): every row converted, nothing lost; the
     # store vacuums afterwards so that the file shrinks
+    import struct
+
     from prep.engine.reviewlog import Chain, legacy_state, to_us
     from prep.engine.timeutil import parse
 
@@ -215,8 +217,14 @@ def _v4_to_v5(db: Any, progress: UpgradeTracker | None = None) -> None:
         out = []
         for rid, cid, rating, at, dur, prev_state, prev, nxt in rows:
             same = prev is not None and prev == last_text.get(cid)
-            prev_s = chain.last[cid] if same else legacy_state(prev)
-            pb, nb = chain.encode(cid, prev_state, prev_s, legacy_state(nxt))
+            # the states' fields are checked against the record by packing them (a state
+            # that does not fit is kept verbatim: asked again, with the check)
+            prev_s = chain.last[cid] if same else legacy_state(prev, check=False)
+            try:
+                pb, nb = chain.encode(cid, prev_state, prev_s, legacy_state(nxt, check=False))
+            except (ValueError, OverflowError, struct.error):
+                prev_s = chain.last[cid] if same else legacy_state(prev)
+                pb, nb = chain.encode(cid, prev_state, prev_s, legacy_state(nxt))
             last_text[cid] = nxt
             out.append((rid, cid, rating, to_us(parse(at)), dur, prev_state, pb, nb))
         db.conn.executemany("INSERT INTO reviews_v5 VALUES (?, ?, ?, ?, ?, ?, ?, ?)", out)

@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -235,34 +236,72 @@ def test_a_stream_that_cannot_encode_the_arrow_gets_ascii() -> None:
 
 @pytest.mark.usefixtures("utc_local_time")
 def test_the_app_upgrades_behind_a_progress_screen(copy: Path, monkeypatch) -> None:
+    from textual.widgets import ProgressBar, Static
+
     from prep.tui.app import PrepApp
     from prep.tui.screens.home import HomeScreen
     from prep.tui.screens.upgrade import UpgradeScreen
 
     monkeypatch.setattr(schema, "BATCH", 7)
-    shown: list[float] = []
-    handler = UpgradeScreen.on_upgrade_screen_progress
+    # the upgrade's thread waits after converting the log until the test has seen the screen
+    gate = threading.Event()
+    finished = schema.UpgradeTracker.finished
 
-    def record(self, message) -> None:
-        handler(self, message)
-        shown.append(message.upgrade.fraction)
+    def wait_then_finish(self, step: str) -> None:
+        if step == "drop":
+            gate.wait(timeout=30)
+        finished(self, step)
 
-    monkeypatch.setattr(UpgradeScreen, "on_upgrade_screen_progress", record)
+    monkeypatch.setattr(schema.UpgradeTracker, "finished", wait_then_finish)
     app = PrepApp(db=str(copy))
 
-    async def run() -> list[str]:
-        screens = []
+    async def until(pilot, condition) -> None:
+        for _ in range(600):
+            if condition():
+                return
+            await pilot.pause(0.05)
+        raise AssertionError("not reached in time")
+
+    async def run() -> str:
         async with app.run_test(size=(100, 30)) as pilot:
-            screens.append(type(app.screen).__name__)  # before the upgrade's thread is done
-            for _ in range(400):
-                if isinstance(app.screen, HomeScreen):
-                    break
-                await pilot.pause(0.05)
-            screens.append(type(app.screen).__name__)
+            await until(
+                pilot,
+                lambda: (
+                    isinstance(app.screen, UpgradeScreen)
+                    and app.screen.query_one(ProgressBar).progress > 0
+                ),
+            )
+            line = str(app.screen.query_one("#upgrade-line", Static).content)
+            assert app.store is None  # nothing is read before the upgrade is done
+            gate.set()
+            await until(pilot, lambda: isinstance(app.screen, HomeScreen))
             await pilot.pause()
             assert app.store is not None and app.store.schema_version() == SCHEMA_VERSION
-        return screens
+        return line
 
-    assert asyncio.run(run()) == ["UpgradeScreen", "HomeScreen"]
-    assert shown and shown == sorted(shown)
+    line = asyncio.run(run())
+    assert line.startswith("Upgrading the progress database (schema 3 → 7): ")
+    assert "% of 51 reviews" in line
     assert version_of(copy) == SCHEMA_VERSION
+
+
+def test_states_that_do_not_fit_the_compact_log_are_kept_verbatim(copy: Path) -> None:
+    """The conversion packs states without checking them first: one that does not fit the
+    binary record (state 200, reps 2**65) is kept as its JSON text, as before."""
+    import json
+
+    conn = sqlite3.connect(copy, isolation_level=None)
+    (nxt,) = conn.execute("SELECT next FROM reviews WHERE card_id = 'c-0000001'").fetchone()
+    odd_next = json.dumps({**json.loads(nxt), "reps": 2**65})
+    odd_prev = json.dumps({**json.loads(nxt), "state": 200})
+    conn.execute(
+        "INSERT INTO reviews (card_id, rating, reviewed_at, duration_ms, prev_state, prev, next) "
+        "VALUES ('c-0000001', 3, '2026-03-03T09:00:00.000000Z', 100, 2, ?, ?)",
+        (odd_prev, odd_next),
+    )
+    conn.close()
+    want = v3_export(copy)
+    with Store.open(copy) as store:
+        got = store.dump()["reviews"]
+    assert got == want["reviews"]
+    assert got[-1]["next"] == json.loads(odd_next) and got[-1]["prev"] == json.loads(odd_prev)
