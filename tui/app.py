@@ -249,7 +249,7 @@ class PrepApp(App[int]):
             self.selected_deck = None
         self._show(HomeScreen())
 
-    @work(thread=True, exclusive=True, group="upgrade", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="upgrade")
     def _upgrade(self, screen: UpgradeScreen) -> None:
         """Upgrade the database on this worker's own connection (closed here: the app's
         connection is opened on the event loop's thread afterwards, by boot)."""
