@@ -305,3 +305,17 @@ def test_states_that_do_not_fit_the_compact_log_are_kept_verbatim(copy: Path) ->
         got = store.dump()["reviews"]
     assert got == want["reviews"]
     assert got[-1]["next"] == json.loads(odd_next) and got[-1]["prev"] == json.loads(odd_prev)
+
+
+def test_a_line_cut_short_is_ended_before_what_follows() -> None:
+    out = Tty()
+    line = UpgradeLine(out, after=0.0)
+    line(report(0.41, 14.0))
+    line.close()  # the upgrade failed (a full disk) or was interrupted
+    line.close()  # (once)
+    assert out.getvalue().endswith(" left\n") and out.getvalue().count("\n") == 1
+    done = Tty()
+    line = UpgradeLine(done, after=0.0)
+    line(report(1.0, 14.0, done=True))
+    line.close()
+    assert done.getvalue() == ""  # a quick upgrade: nothing was drawn, nothing to end

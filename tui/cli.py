@@ -61,10 +61,13 @@ class Ctx:
         from prep.engine.storage import Store, StoreError
         from prep.tui.upgrade import UpgradeLine
 
-        try:  # an older database is upgraded first: a long upgrade shows a line on stderr
-            return Store.open(self.db, reading=reading, progress=UpgradeLine())
+        line = UpgradeLine()  # an older database is upgraded first: a line on stderr
+        try:
+            return Store.open(self.db, reading=reading, progress=line)
         except StoreError as exc:
             raise UsageError(str(exc)) from exc
+        finally:
+            line.close()
 
     def collection(self, *, strict: bool = True, store=None):  # noqa: ANN001 - a Store
         """The bundled decks plus --questions/PREP_QUESTIONS. With ``strict``, any deck error
@@ -266,8 +269,13 @@ def _record(db: str | None, report: Report) -> None:
     from prep.tui.runs import record_run
     from prep.tui.upgrade import UpgradeLine
 
+    line = UpgradeLine()
     try:
-        with Store.open(db, progress=UpgradeLine()) as store:
+        try:
+            store = Store.open(db, progress=line)
+        finally:
+            line.close()
+        with store:
             record_run(store, report)
     except StoreError as exc:
         click.echo(

@@ -48,6 +48,7 @@ class UpgradeLine:
         self.after = SHOW_AFTER_S if after is None else after
         self.tty = _isatty(self.stream)
         self.shown = False
+        self._open = False  # a line drawn on the terminal and not yet ended
         self._last = 0.0  # monotonic time of the last line drawn
         self._arrow = "→" if _can_encode(self.stream, "→") else "->"
 
@@ -60,12 +61,23 @@ class UpgradeLine:
             return
         self.shown, self._last = True, now
         line = "prep: " + describe(u, self._arrow)
+        if self.tty:
+            # \r and erase the line: the same line, redrawn; a newline once it is done
+            self._write("\r\x1b[K" + line + ("\n" if u.done else ""))
+            self._open = not u.done
+        else:
+            self._write(line + "\n")
+
+    def close(self) -> None:
+        """End a line left open on a terminal (the upgrade stopped short: an error, Ctrl-C),
+        so that what is printed next starts a line of its own."""
+        if self._open:
+            self._open = False
+            self._write("\n")
+
+    def _write(self, text: str) -> None:
         try:
-            if self.tty:
-                # \r and erase the line: the same line, redrawn; a newline once it is done
-                self.stream.write("\r\x1b[K" + line + ("\n" if u.done else ""))
-            else:
-                self.stream.write(line + "\n")
+            self.stream.write(text)
             self.stream.flush()
         except (OSError, ValueError):
             pass  # a closed or broken stderr: the upgrade itself goes on
