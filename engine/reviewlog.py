@@ -143,16 +143,21 @@ def legacy_state(text: str | None, *, check: bool = True) -> CardState | LegacyS
     "Comes back as the same text" is ``state_json(state) == text``, checked without
     formatting the state again (the v5 migration runs this on every review): the keys are
     the fields in their order, the values dump to the same JSON, and the times are in
-    timeutil.fmt's fixed-width form (the only text fmt gives back unchanged).
+    timeutil.fmt's fixed-width form (the only text fmt gives back unchanged). The usual
+    text (what state_json wrote: plain ASCII strings, finite numbers) is read field by field
+    from one pattern; any other goes through json.
 
     ``check=False`` leaves out the check that the fields fit the binary record (pack then
     raises ValueError or struct.error, and the caller asks again with the check)."""
     if text is None:
         return None
     try:
-        d = json.loads(text)
-        if type(d) is not dict or tuple(d) != _FIELDS or json.dumps(d) != text:
-            return LegacyState(text)
+        m = _STATE_TEXT.fullmatch(text)
+        d = None if m is None else _fields_of(m.groups())
+        if d is None:
+            d = json.loads(text)
+            if type(d) is not dict or tuple(d) != _FIELDS or json.dumps(d) != text:
+                return LegacyState(text)
         for key in ("due", "last_review"):
             t = d[key]
             if t is not None:
@@ -168,6 +173,66 @@ def legacy_state(text: str | None, *, check: bool = True) -> CardState | LegacyS
     except (TypeError, ValueError, AttributeError, OverflowError, struct.error):
         return LegacyState(text)
     return state
+
+
+# state_json's text when every string is printable ASCII without quotes or backslashes
+# (json.dumps writes those as they are) and every number is finite: one group per field
+_STR = r'"([ !#-\[\]-~]*)"'
+_INT = r"(-?(?:0|[1-9][0-9]*))"
+_NUM = r"(null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:e[-+][0-9]+)?)"
+_BOOL = r"(true|false)"
+_TIME = r'(?:null|"([0-9:.TZ-]*)")'  # the text inside the quotes (None for null)
+
+
+class _NotTheSameText(ValueError):
+    """A number that json.dumps would write otherwise (``1.50``): read through json."""
+
+
+def _number(g: str | None) -> int | float | None:
+    if g == "null":
+        return None
+    if "." in g or "e" in g:  # type: ignore[operator]
+        x = float(g)  # type: ignore[arg-type]
+        if repr(x) != g:
+            raise _NotTheSameText(g)
+        return x
+    return int(g)  # type: ignore[arg-type]
+
+
+def _same(g: str | None) -> str | None:
+    return g
+
+
+_BOOLS = {"true": True, "false": False}.__getitem__
+# each field: its pattern, and what turns the matched text into json.loads's value
+_KINDS = {
+    "id": (_STR, _same),
+    "deck": (_STR, _same),
+    "state": (_INT, int),
+    "step": (_NUM, _number),
+    "stability": (_NUM, _number),
+    "difficulty": (_NUM, _number),
+    "due": (_TIME, _same),
+    "last_review": (_TIME, _same),
+    "reps": (_INT, int),
+    "lapses": (_INT, int),
+    "leech": (_BOOL, _BOOLS),
+    "content_hash": (_STR, _same),
+    "changed": (_BOOL, _BOOLS),
+    "removed": (_BOOL, _BOOLS),
+}
+assert tuple(_KINDS) == _FIELDS
+_STATE_TEXT = re.compile("{" + ", ".join(f'"{f}": {p}' for f, (p, _) in _KINDS.items()) + "}")
+_READ = tuple(read for _, read in _KINDS.values())
+
+
+def _fields_of(groups: tuple[str | None, ...]) -> dict[str, object] | None:
+    """The fields of a state matched by _STATE_TEXT, as json.loads would give them; None
+    when a number would not be written back as the same text."""
+    try:
+        return dict(zip(_FIELDS, [read(g) for read, g in zip(_READ, groups)]))  # noqa: B905
+    except _NotTheSameText:
+        return None
 
 
 def state_json(s: CardState) -> str:
