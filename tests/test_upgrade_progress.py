@@ -82,9 +82,15 @@ def test_a_new_or_current_database_reports_nothing(tmp_path: Path) -> None:
     assert Store.pending_upgrade(tmp_path / "absent.db") is None
 
 
-def test_pending_upgrade_names_the_versions(copy: Path) -> None:
+@pytest.mark.parametrize("journal", ["delete", "wal"])  # an older prep's own was in WAL
+def test_pending_upgrade_names_the_versions(copy: Path, journal: str) -> None:
+    conn = sqlite3.connect(copy)
+    conn.execute(f"PRAGMA journal_mode = {journal}")
+    conn.close()
     assert Store.pending_upgrade(copy) == (3, SCHEMA_VERSION)
     assert version_of(copy) == 3  # asking changes nothing
+    Store.open(copy).close()
+    assert Store.pending_upgrade(copy) is None
 
 
 class Stopped(Exception):
