@@ -88,7 +88,7 @@ def _head(s: CardState) -> bytes:
     )
     if not 0 <= s.state < _WIDE - 1:  # (0xff with _WIDE would read as _RAW)
         raise ValueError(f"state {s.state!r} is not an fsrs state")
-    wide = not all(0 <= x <= 0xFFFF for x in (s.step or 0, s.reps, s.lapses))
+    wide = not (0 <= (s.step or 0) <= 0xFFFF and 0 <= s.reps <= 0xFFFF and 0 <= s.lapses <= 0xFFFF)
     return (_WIDE_HEAD if wide else _HEAD).pack(
         s.state | (_WIDE if wide else 0),
         flags,
