@@ -19,6 +19,7 @@ Only engine/storage.py uses this module directly; the export reuses the column l
 
 from __future__ import annotations
 
+import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -197,8 +198,6 @@ def _v3_to_v4(db: Any, progress: UpgradeTracker | None = None) -> None:
 def _v4_to_v5(db: Any, progress: UpgradeTracker | None = None) -> None:
     # the compact review log (engine/reviewlog.py): every row converted, nothing lost; the
     # store vacuums afterwards so that the file shrinks
-    import struct
-
     from prep.engine.reviewlog import Chain, legacy_state, to_us
     from prep.engine.timeutil import parse
 
