@@ -656,10 +656,16 @@ class Store:
         # (a new database is built, not upgraded: quick, and nothing to report)
         tracker = UpgradeTracker(version, SCHEMA_VERSION, reviews, progress if version else None)
         # a one-off rewrite of the whole log: a page cache that holds the new log and its
-        # indexes while they are built (the old one is read once, in order), given back after
+        # indexes while they are built (the old one is read once, in order); and the old
+        # log's pages are freed without being zeroed first when that costs writes (builds
+        # with SECURE_DELETE, Debian's, wrote every page of it again: ~5 s at 1M reviews):
+        # its content is the new log's, and the VACUUM after it leaves none of the old pages
+        # in the file. Both given back after.
         cache = self.conn.execute("PRAGMA cache_size").fetchone()[0]
+        secure = self.conn.execute("PRAGMA secure_delete").fetchone()[0]
         if reviews:
             self.conn.execute(f"PRAGMA cache_size = {_UPGRADE_CACHE_KIB}")
+            self.conn.execute("PRAGMA secure_delete = FAST")
         try:
             with self.transaction():
                 for step in range(version, SCHEMA_VERSION):
@@ -676,6 +682,7 @@ class Store:
         finally:
             with suppress(sqlite3.Error):
                 self.conn.execute(f"PRAGMA cache_size = {int(cache)}")
+                self.conn.execute(f"PRAGMA secure_delete = {int(secure)}")
         tracker.done()
 
     # --- settings -----------------------------------------------------------------------
