@@ -153,17 +153,17 @@ def legacy_state(text: str | None, *, check: bool = True) -> CardState | LegacyS
         return None
     try:
         m = _STATE_TEXT.fullmatch(text)
-        d = None if m is None else _fields_of(m.groups())
+        d = None if m is None else _fields_of(*m.groups())
         if d is None:
             d = json.loads(text)
             if type(d) is not dict or tuple(d) != _FIELDS or json.dumps(d) != text:
                 return LegacyState(text)
-        for key in ("due", "last_review"):
-            t = d[key]
-            if t is not None:
-                if type(t) is not str or not _FMT_TIME.fullmatch(t):
-                    return LegacyState(text)
-                d[key] = datetime.fromisoformat(t).astimezone(UTC)
+            for key in ("due", "last_review"):
+                t = d[key]
+                if t is not None:
+                    if type(t) is not str or not _FMT_TIME.fullmatch(t):
+                        return LegacyState(text)
+                    d[key] = _time(t)
         # CardState(**d) without the frozen dataclass's __init__ (a third of the cost): the
         # keys are its fields, checked above, and it converts nothing
         state = object.__new__(CardState)
@@ -175,62 +175,75 @@ def legacy_state(text: str | None, *, check: bool = True) -> CardState | LegacyS
     return state
 
 
+def _time(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text).astimezone(UTC)
+
+
 # state_json's text when every string is printable ASCII without quotes or backslashes
-# (json.dumps writes those as they are) and every number is finite: one group per field
+# (json.dumps writes those as they are), every number is finite and every time is in fmt's
+# form: one group per field, read by _fields_of
 _STR = r'"([ !#-\[\]-~]*)"'
 _INT = r"(-?(?:0|[1-9][0-9]*))"
 _NUM = r"(null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:e[-+][0-9]+)?)"
 _BOOL = r"(true|false)"
-_TIME = r'(?:null|"([0-9:.TZ-]*)")'  # the text inside the quotes (None for null)
+_TIME = rf'(?:null|"({_FMT_TIME.pattern})")'  # the text inside the quotes (None for null)
+_KINDS = {
+    "id": _STR,
+    "deck": _STR,
+    "state": _INT,
+    "step": _NUM,
+    "stability": _NUM,
+    "difficulty": _NUM,
+    "due": _TIME,
+    "last_review": _TIME,
+    "reps": _INT,
+    "lapses": _INT,
+    "leech": _BOOL,
+    "content_hash": _STR,
+    "changed": _BOOL,
+    "removed": _BOOL,
+}
+assert tuple(_KINDS) == _FIELDS
+_STATE_TEXT = re.compile("{" + ", ".join(f'"{f}": {p}' for f, p in _KINDS.items()) + "}")
 
 
 class _NotTheSameText(ValueError):
     """A number that json.dumps would write otherwise (``1.50``): read through json."""
 
 
-def _number(g: str | None) -> int | float | None:
+def _number(g: str) -> int | float | None:
     if g == "null":
         return None
-    if "." in g or "e" in g:  # type: ignore[operator]
-        x = float(g)  # type: ignore[arg-type]
+    if "." in g or "e" in g:
+        x = float(g)
         if repr(x) != g:
             raise _NotTheSameText(g)
         return x
-    return int(g)  # type: ignore[arg-type]
+    return int(g)
 
 
-def _same(g: str | None) -> str | None:
-    return g
-
-
-_BOOLS = {"true": True, "false": False}.__getitem__
-# each field: its pattern, and what turns the matched text into json.loads's value
-_KINDS = {
-    "id": (_STR, _same),
-    "deck": (_STR, _same),
-    "state": (_INT, int),
-    "step": (_NUM, _number),
-    "stability": (_NUM, _number),
-    "difficulty": (_NUM, _number),
-    "due": (_TIME, _same),
-    "last_review": (_TIME, _same),
-    "reps": (_INT, int),
-    "lapses": (_INT, int),
-    "leech": (_BOOL, _BOOLS),
-    "content_hash": (_STR, _same),
-    "changed": (_BOOL, _BOOLS),
-    "removed": (_BOOL, _BOOLS),
-}
-assert tuple(_KINDS) == _FIELDS
-_STATE_TEXT = re.compile("{" + ", ".join(f'"{f}": {p}' for f, (p, _) in _KINDS.items()) + "}")
-_READ = tuple(read for _, read in _KINDS.values())
-
-
-def _fields_of(groups: tuple[str | None, ...]) -> dict[str, object] | None:
-    """The fields of a state matched by _STATE_TEXT, as json.loads would give them; None
-    when a number would not be written back as the same text."""
+def _fields_of(
+    cid, deck, state, step, s, d, due, last, reps, lapses, leech, chash, changed, removed
+) -> dict[str, object] | None:
+    """The fields of a state matched by _STATE_TEXT (its groups, in _FIELDS order), as
+    CardState holds them; None when a number would not be written back as the same text."""
     try:
-        return dict(zip(_FIELDS, [read(g) for read, g in zip(_READ, groups)]))  # noqa: B905
+        return {
+            "id": cid,
+            "deck": deck,
+            "state": int(state),
+            "step": _number(step),
+            "stability": _number(s),
+            "difficulty": _number(d),
+            "due": _time(due),
+            "last_review": _time(last),
+            "reps": int(reps),
+            "lapses": int(lapses),
+            "leech": leech == "true",
+            "content_hash": chash,
+            "changed": changed == "true",
+            "removed": removed == "true",
+        }
     except _NotTheSameText:
         return None
 
