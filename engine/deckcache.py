@@ -22,6 +22,9 @@ is asked for (``get``), or all at once when a caller walks ``cards``.
 Progress is reconciled with the decks (the store's sync) only when the decks changed since
 the last sync, in SQL against the cached outline, never by hashing every card.
 
+The entries of deck files that no longer exist on disk (a deck folder deleted or moved) are
+dropped as the decks load; those of files only not named this time are kept (``_prune``).
+
 ``prep check`` does not use the cache: it parses and validates every file.
 """
 
@@ -30,12 +33,13 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import os
 import stat
 import time
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, fields
 from itertools import repeat
 from operator import itemgetter
@@ -472,7 +476,35 @@ def _load(
         decks[info.name] = info
     if store.deck_sync_key() != state_key:
         store.sync_with_deck_cache(state_key)
+    _prune(store, cached, {key for key, _, _ in files})
     return coll
+
+
+def _prune(store: Any, cached: dict[str, Any], loaded: set[str]) -> None:
+    """Forget the cached parse of deck files that no longer exist (a deck folder deleted or
+    moved), so that the cache does not keep their text forever. Only the entries of files
+    not loaded now are looked at (one stat each, usually none), and only a file that is
+    gone goes: one merely not named this time (``--questions A``, then ``--questions B``)
+    keeps its entry, and progress (card states, reviews, marks) is never touched. Best
+    effort: a database that refuses the write keeps the entries until a later open."""
+    from prep.engine.storage import StoreError
+
+    gone = [key for key in cached if key not in loaded and _gone(key)]
+    if gone:
+        with suppress(StoreError):
+            store.deck_cache_prune(gone)
+
+
+def _gone(path: str) -> bool:
+    """The file does not exist (any other failure, say a folder we may not read, is not
+    taken as gone)."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except (OSError, ValueError):
+        return False
+    return False
 
 
 def _info_json(info: DeckInfo) -> str:

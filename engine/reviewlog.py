@@ -21,6 +21,7 @@ exact both ways.
 from __future__ import annotations
 
 import json
+import re
 import struct
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta
@@ -38,6 +39,9 @@ _WIDE = 0x80
 _STEP_NONE, _S_NONE, _D_NONE, _DUE_NONE, _LAST_NONE, _LEECH, _CHANGED, _REMOVED = (
     1 << i for i in range(8)
 )
+_FIELDS = tuple(f.name for f in fields(CardState))
+# timeutil.fmt's text (years 1000-9999): exactly the times that fmt(parse(text)) gives back
+_FMT_TIME = re.compile(r"[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 NO_STATE = b""  # an explicit "no previous state" (the card was new)
 _RAW = b"\xff"  # prefix of a state kept verbatim (see LegacyState)
 
@@ -61,6 +65,17 @@ def pack(s: CardState | LegacyState, card_id: str, ref: CardState | LegacyState 
     they differ from ``ref``, the state this one follows in the card's chain."""
     if isinstance(s, LegacyState):
         return _RAW + s.encode()
+    head = _head(s)
+    same = isinstance(ref, CardState) and (ref.deck, ref.content_hash) == (s.deck, s.content_hash)
+    if same and s.id == card_id:
+        return head
+    tail = [s.deck, s.content_hash] + ([s.id] if s.id != card_id else [])
+    return head + json.dumps(tail, ensure_ascii=False).encode()
+
+
+def _head(s: CardState) -> bytes:
+    """The fixed-size record of ``s`` (without deck, hash and id); raises ValueError or
+    struct.error when a field does not fit."""
     flags = (
         (_STEP_NONE if s.step is None else 0)
         | (_S_NONE if s.stability is None else 0)
@@ -73,8 +88,8 @@ def pack(s: CardState | LegacyState, card_id: str, ref: CardState | LegacyState 
     )
     if not 0 <= s.state < _WIDE - 1:  # (0xff with _WIDE would read as _RAW)
         raise ValueError(f"state {s.state!r} is not an fsrs state")
-    wide = not all(0 <= x <= 0xFFFF for x in (s.step or 0, s.reps, s.lapses))
-    head = (_WIDE_HEAD if wide else _HEAD).pack(
+    wide = not (0 <= (s.step or 0) <= 0xFFFF and 0 <= s.reps <= 0xFFFF and 0 <= s.lapses <= 0xFFFF)
+    return (_WIDE_HEAD if wide else _HEAD).pack(
         s.state | (_WIDE if wide else 0),
         flags,
         s.step or 0,
@@ -85,11 +100,6 @@ def pack(s: CardState | LegacyState, card_id: str, ref: CardState | LegacyState 
         s.reps,
         s.lapses,
     )
-    same = isinstance(ref, CardState) and (ref.deck, ref.content_hash) == (s.deck, s.content_hash)
-    if same and s.id == card_id:
-        return head
-    tail = [s.deck, s.content_hash] + ([s.id] if s.id != card_id else [])
-    return head + json.dumps(tail, ensure_ascii=False).encode()
 
 
 def unpack(
@@ -126,24 +136,116 @@ def unpack(
     )
 
 
-def legacy_state(text: str | None) -> CardState | LegacyState | None:
+def legacy_state(text: str | None, *, check: bool = True) -> CardState | LegacyState | None:
     """A state as the v4 log kept it (JSON text, times as UTC ISO-8601); one that is not a
-    card state, or would not come back as the same text, is kept verbatim."""
+    card state, or would not come back as the same text, is kept verbatim.
+
+    "Comes back as the same text" is ``state_json(state) == text``, checked without
+    formatting the state again (the v5 migration runs this on every review): the keys are
+    the fields in their order, the values dump to the same JSON, and the times are in
+    timeutil.fmt's fixed-width form (the only text fmt gives back unchanged). The usual
+    text (what state_json wrote: plain ASCII strings, finite numbers) is read field by field
+    from one pattern; any other goes through json.
+
+    ``check=False`` leaves out the check that the fields fit the binary record (pack then
+    raises ValueError or struct.error, and the caller asks again with the check)."""
     if text is None:
         return None
     try:
-        d = json.loads(text)
-        for key in ("due", "last_review"):
-            if d.get(key) is not None:
-                d[key] = datetime.fromisoformat(d[key]).astimezone(UTC)
-        state = CardState(**d)
-        pack(state, state.id, None)  # in range
+        m = _STATE_TEXT.fullmatch(text)
+        d = None if m is None else _fields_of(*m.groups())
+        if d is None:
+            d = json.loads(text)
+            if type(d) is not dict or tuple(d) != _FIELDS or json.dumps(d) != text:
+                return LegacyState(text)
+            for key in ("due", "last_review"):
+                t = d[key]
+                if t is not None:
+                    if type(t) is not str or not _FMT_TIME.fullmatch(t):
+                        return LegacyState(text)
+                    d[key] = _time(t)
+        # CardState(**d) without the frozen dataclass's __init__ (a third of the cost): the
+        # keys are its fields, checked above, and it converts nothing
+        state = object.__new__(CardState)
+        state.__dict__.update(d)
+        if check:
+            _head(state)  # in range
     except (TypeError, ValueError, AttributeError, OverflowError, struct.error):
         return LegacyState(text)
-    return state if state_json(state) == text else LegacyState(text)
+    return state
 
 
-_FIELDS = tuple(f.name for f in fields(CardState))
+def _time(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text).astimezone(UTC)
+
+
+# state_json's text when every string is printable ASCII without quotes or backslashes
+# (json.dumps writes those as they are), every number is finite and every time is in fmt's
+# form: one group per field, read by _fields_of
+_STR = r'"([ !#-\[\]-~]*)"'
+_INT = r"(-?(?:0|[1-9][0-9]*))"
+_NUM = r"(null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:e[-+][0-9]+)?)"
+_BOOL = r"(true|false)"
+_TIME = rf'(?:null|"({_FMT_TIME.pattern})")'  # the text inside the quotes (None for null)
+_KINDS = {
+    "id": _STR,
+    "deck": _STR,
+    "state": _INT,
+    "step": _NUM,
+    "stability": _NUM,
+    "difficulty": _NUM,
+    "due": _TIME,
+    "last_review": _TIME,
+    "reps": _INT,
+    "lapses": _INT,
+    "leech": _BOOL,
+    "content_hash": _STR,
+    "changed": _BOOL,
+    "removed": _BOOL,
+}
+assert tuple(_KINDS) == _FIELDS
+_STATE_TEXT = re.compile("{" + ", ".join(f'"{f}": {p}' for f, p in _KINDS.items()) + "}")
+
+
+class _NotTheSameText(ValueError):
+    """A number that json.dumps would write otherwise (``1.50``): read through json."""
+
+
+def _number(g: str) -> int | float | None:
+    if g == "null":
+        return None
+    if "." in g or "e" in g:
+        x = float(g)
+        if repr(x) != g:
+            raise _NotTheSameText(g)
+        return x
+    return int(g)
+
+
+def _fields_of(
+    cid, deck, state, step, s, d, due, last, reps, lapses, leech, chash, changed, removed
+) -> dict[str, object] | None:
+    """The fields of a state matched by _STATE_TEXT (its groups, in _FIELDS order), as
+    CardState holds them; None when a number would not be written back as the same text."""
+    try:
+        return {
+            "id": cid,
+            "deck": deck,
+            "state": int(state),
+            "step": _number(step),
+            "stability": _number(s),
+            "difficulty": _number(d),
+            "due": _time(due),
+            "last_review": _time(last),
+            "reps": int(reps),
+            "lapses": int(lapses),
+            "leech": leech == "true",
+            "content_hash": chash,
+            "changed": changed == "true",
+            "removed": removed == "true",
+        }
+    except _NotTheSameText:
+        return None
 
 
 def state_json(s: CardState) -> str:
@@ -184,7 +286,7 @@ class Chain:
         before = self.last.get(card_id)
         if prev is None:
             prev_blob = None if prev_state is None else NO_STATE
-        elif prev_state is not None and before == prev:
+        elif prev_state is not None and (before is prev or before == prev):
             prev_blob = None
         else:
             prev_blob = pack(prev, card_id, before)

@@ -32,10 +32,16 @@ from prep.engine.schema import (
     REVIEW_COLUMNS,
     SCHEDULE_COLUMNS,
     SCHEMA_VERSION,
+    Upgrade,
+    UpgradeTracker,
 )
 from prep.engine.timeutil import fmt, parse, utcnow
 
 BUSY_TIMEOUT_MS = 5000
+# Store.open's ``progress``: told how a schema upgrade is going (see schema.Upgrade), from
+# its start to its end (``done``); a front end shows it when the upgrade takes a while
+Progress = Callable[[Upgrade], None]
+_UPGRADE_CACHE_KIB = -262_144  # 256 MiB of page cache while the review log is rewritten
 Table = Literal["cards", "reviews", "demo_runs"]
 _COLUMNS: dict[str, tuple[str, ...]] = {
     "cards": CARD_COLUMNS,
@@ -247,14 +253,20 @@ class Store:
     read_only = False  # opened with Store.open(reading=True) where writing is not possible
 
     def __init__(
-        self, conn: sqlite3.Connection, path: Path | None = None, *, lenient: bool = False
+        self,
+        conn: sqlite3.Connection,
+        path: Path | None = None,
+        *,
+        lenient: bool = False,
+        progress: Progress | None = None,
     ) -> None:
         """``lenient``: a schema version that cannot be read (a hand edit) does not stop a
-        reader; the tables are read as they are (export is the rescue path)."""
+        reader; the tables are read as they are (export is the rescue path). ``progress``:
+        see open()."""
         self.conn = conn
         self.path = path
         self._db = None
-        self._migrate(lenient=lenient)
+        self._migrate(lenient=lenient, progress=progress)
 
     @property
     def db(self):
@@ -410,12 +422,19 @@ class Store:
     # --- opening ------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | os.PathLike | None = None, *, reading: bool = False) -> Store:
+    def open(
+        cls,
+        path: str | os.PathLike | None = None,
+        *,
+        reading: bool = False,
+        progress: Progress | None = None,
+    ) -> Store:
         """Open (creating on first use) the database at ``path`` (see resolve_db_path).
 
         ``reading``: the caller only reads (stats, export). A database or folder that cannot
         be written is then opened read-only instead of refused, and a schema version that
-        cannot be read does not stop it."""
+        cannot be read does not stop it. ``progress``: called as an older database is
+        upgraded (one transaction: an upgrade cut short leaves the database as it was)."""
         target = resolve_db_path(path)
         if target.exists() and not target.is_file():
             # SQLite would take /dev/null for an empty database and make /dev/null-wal beside it
@@ -428,10 +447,12 @@ class Store:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-            return cls(conn, target, lenient=reading)
-        except (sqlite3.DatabaseError, StoreError, OSError) as exc:
+            return cls(conn, target, lenient=reading, progress=progress)
+        except BaseException as exc:
             if conn is not None:
-                conn.close()
+                conn.close()  # also when ``progress`` stopped the upgrade (rolled back)
+            if not isinstance(exc, (sqlite3.DatabaseError, StoreError, OSError)):
+                raise
             if reading and target.is_file() and _cannot_write(exc):
                 return cls._open_read_only(target)
             if isinstance(exc, StoreError):
@@ -452,6 +473,32 @@ class Store:
                 f"{target}: cannot {verb} the progress database: {exc}",
                 kind="busy" if "locked" in str(exc) else "other",
             ) from exc
+
+    @staticmethod
+    def pending_upgrade(path: str | os.PathLike | None = None) -> tuple[int, int] | None:
+        """(schema version, this prep's) when the database at ``path`` exists and open()
+        would upgrade it, else None (also when it cannot be read: open() says why). Cheap:
+        a front end asks before opening, to show the upgrade's progress."""
+        from urllib.parse import quote
+
+        target = resolve_db_path(path)
+        if not target.is_file():
+            return None
+        try:
+            conn = sqlite3.connect(
+                f"file:{quote(str(target))}?mode=ro", uri=True, isolation_level=None
+            )
+        except sqlite3.Error:
+            return None
+        try:
+            store = Store.__new__(Store)
+            store.conn, store.path, store._db = conn, target, None
+            version = store.schema_version()
+        except (sqlite3.Error, StoreError):
+            return None
+        finally:
+            conn.close()
+        return (version, SCHEMA_VERSION) if 0 < version < SCHEMA_VERSION else None
 
     @classmethod
     def _open_read_only(cls, target: Path) -> Store:
@@ -585,7 +632,7 @@ class Store:
                 kind="damaged",
             ) from None
 
-    def _migrate(self, *, lenient: bool = False) -> None:
+    def _migrate(self, *, lenient: bool = False, progress: Progress | None = None) -> None:
         try:
             version = self.schema_version()
         except StoreError:
@@ -598,16 +645,45 @@ class Store:
             )
         if version == SCHEMA_VERSION:
             return
-        with self.transaction():
-            for step in range(version, SCHEMA_VERSION):
-                MIGRATIONS[step](self.db)
-            self.set_meta("schema_version", str(SCHEMA_VERSION))
-        if 0 < version < 5 and self.path is not None:
-            # v5 rewrote the review log in its compact form: give the space back (best
-            # effort: the migration is committed; another prep holding the file open only
-            # leaves the file its old size until a later VACUUM)
-            with suppress(sqlite3.OperationalError):
-                self.conn.execute("VACUUM")
+        # the reviews the upgrade rewrites (v4 -> v5), the bulk of its work
+        rewrites = (
+            0 < version < 5
+            and self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'reviews'"
+            ).fetchone()
+        )
+        reviews = self.conn.execute("SELECT count(*) FROM reviews").fetchone()[0] if rewrites else 0
+        # (a new database is built, not upgraded: quick, and nothing to report)
+        tracker = UpgradeTracker(version, SCHEMA_VERSION, reviews, progress if version else None)
+        # a one-off rewrite of the whole log: a page cache that holds the new log and its
+        # indexes while they are built (the old one is read once, in order); and the old
+        # log's pages are freed without being zeroed first when that costs writes (builds
+        # with SECURE_DELETE, Debian's, wrote every page of it again: ~5 s at 1M reviews):
+        # its content is the new log's, and the VACUUM after it leaves none of the old pages
+        # in the file. Both given back after.
+        cache = self.conn.execute("PRAGMA cache_size").fetchone()[0]
+        secure = self.conn.execute("PRAGMA secure_delete").fetchone()[0]
+        if reviews:
+            self.conn.execute(f"PRAGMA cache_size = {_UPGRADE_CACHE_KIB}")
+            self.conn.execute("PRAGMA secure_delete = FAST")
+        try:
+            with self.transaction():
+                for step in range(version, SCHEMA_VERSION):
+                    MIGRATIONS[step](self.db, tracker)
+                self.set_meta("schema_version", str(SCHEMA_VERSION))
+            tracker.finished("commit")
+            if 0 < version < 5 and self.path is not None:
+                # v5 rewrote the review log in its compact form: give the space back (best
+                # effort: the migration is committed; another prep holding the file open
+                # only leaves the file its old size until a later VACUUM)
+                with suppress(sqlite3.OperationalError):
+                    self.conn.execute("VACUUM")
+            tracker.finished("vacuum")
+        finally:
+            with suppress(sqlite3.Error):
+                self.conn.execute(f"PRAGMA cache_size = {int(cache)}")
+                self.conn.execute(f"PRAGMA secure_delete = {int(secure)}")
+        tracker.done()
 
     # --- settings -----------------------------------------------------------------------
 
@@ -1049,10 +1125,25 @@ class Store:
             )
             self.conn.execute("DELETE FROM meta WHERE key = 'deck_assembly'")
 
+    def deck_cache_prune(self, paths: list[str]) -> None:
+        """Forget the cached parse of these files (entry, cards, tags), in one transaction.
+        Only the cache: progress (cards, reviews, marks) is another set of tables."""
+        with self.transaction():
+            for path in paths:
+                row = self.conn.execute(
+                    "SELECT fid FROM deck_files WHERE path = ?", (path,)
+                ).fetchone()
+                if row is None:
+                    continue  # pruned meanwhile by another prep
+                lo, hi = _key_range(row[0])
+                self.conn.execute("DELETE FROM deck_cards WHERE key BETWEEN ? AND ?", (lo, hi))
+                self.conn.execute("DELETE FROM deck_tags WHERE key BETWEEN ? AND ?", (lo, hi))
+                self.conn.execute("DELETE FROM deck_files WHERE fid = ?", (row[0],))
+
     def _deck_keys(self, path: str) -> tuple[int, int]:
         """The range of deck_cards keys of one cached file (its id << 32 | line)."""
         fid = self.conn.execute("SELECT fid FROM deck_files WHERE path = ?", (path,)).fetchone()[0]
-        return fid << 32, (fid << 32) | 0xFFFFFFFF
+        return _key_range(fid)
 
     def deck_cache_parsed(
         self, paths: list[str]
@@ -1366,6 +1457,11 @@ _WRITE_ERRORS = {
     sqlite3.SQLITE_LOCKED,
     sqlite3.SQLITE_CANTOPEN,
 }
+
+
+def _key_range(fid: int) -> tuple[int, int]:
+    """The deck_cards keys of the cached file ``fid`` (its id << 32 | line)."""
+    return fid << 32, (fid << 32) | 0xFFFFFFFF
 
 
 def _is_database_error(exc: BaseException) -> bool:

@@ -243,3 +243,99 @@ def test_another_working_directory_renames_files_but_parses_nothing(
     assert any(e.file == "decks/other.yaml" for e in there.errors)
     assert there.get("other-one").file == "decks/other.yaml"
     same_as_full_parse(there, decks)
+
+
+# --- pruning the entries of deck files that are gone ------------------------------------------
+
+
+def cache_rows(store: Store) -> dict[str, tuple[int, int]]:
+    """Each cached file (by name) -> (its cached cards, its cached tags)."""
+    out = {}
+    for path in store.deck_cache_files():
+        lo, hi = store._deck_keys(path)
+        cards, tags = (
+            store.conn.execute(
+                f"SELECT count(*) FROM {t} WHERE key BETWEEN ? AND ?", (lo, hi)
+            ).fetchone()[0]
+            for t in ("deck_cards", "deck_tags")
+        )
+        out[Path(path).name] = (cards, tags)
+    return out
+
+
+def test_alternating_deck_folders_keeps_both_caches(store, tmp_path, parses) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    (a / "small.yaml").write_text(SMALL_DECK, encoding="utf-8")
+    (b / "other.yaml").write_text(OTHER_DECK, encoding="utf-8")
+    for p in (a / "small.yaml", b / "other.yaml"):
+        age(p)
+    for folder in (a, b, a, b):  # --questions A, then B, then A again ...
+        deckcache.load(store, [folder], include_bundled=False)
+    assert set(cache_rows(store)) == {"small.yaml", "other.yaml"}
+    assert parses == ["small.yaml", "other.yaml"]  # each parsed once, then read from the cache
+
+
+def test_a_deleted_deck_folder_is_pruned_and_progress_kept(store, tmp_path, clock) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    (a / "small.yaml").write_text(SMALL_DECK, encoding="utf-8")
+    (b / "other.yaml").write_text(OTHER_DECK.replace("- id: roles", "- id: roles2"), "utf-8")
+    coll = deckcache.load(store, [a, b], include_bundled=False)
+    ReviewSession(store, coll, clock=clock, queue=["other-one"]).rate(Rating.Good)
+    store.set_mark("other-one", Mark(flagged=True))
+    before = store.dump()
+    rows = cache_rows(store)
+    assert rows["other.yaml"][0] == 3 and rows["other.yaml"][1] > 0
+    (b / "other.yaml").unlink()
+    b.rmdir()  # the folder is deleted (or moved away)
+    deckcache.load(store, [a], include_bundled=False)
+    assert set(cache_rows(store)) == {"small.yaml"}
+    # nothing of the pruned file is left in the cache's tables (no rows outside the ranges)
+    n_cards, n_tags = (
+        store.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in ("deck_cards", "deck_tags")
+    )
+    assert (n_cards, n_tags) == cache_rows(store)["small.yaml"]
+    after = store.dump()
+    assert after["reviews"] == before["reviews"]
+    assert store.mark("other-one") == Mark(flagged=True)
+    assert {c["id"] for c in after["cards"]} == {c["id"] for c in before["cards"]}
+    assert store.card("other-one").removed  # not in the decks now, as any removed deck
+    # and it comes back whole when the deck does: progress and all
+    b.mkdir()
+    (b / "other.yaml").write_text(OTHER_DECK.replace("- id: roles", "- id: roles2"), "utf-8")
+    coll = deckcache.load(store, [a, b], include_bundled=False)
+    assert "other-one" in coll and not store.card("other-one").removed
+    assert store.card("other-one").reps == 1
+
+
+def test_only_files_not_loaded_are_looked_at_and_only_a_missing_one_is_gone(
+    store, tmp_path, monkeypatch
+) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    (a / "small.yaml").write_text(SMALL_DECK, encoding="utf-8")
+    (b / "other.yaml").write_text(OTHER_DECK, encoding="utf-8")
+    deckcache.load(store, [a, b], include_bundled=False)
+    asked: list[str] = []
+    real = deckcache._gone
+    monkeypatch.setattr(deckcache, "_gone", lambda p: asked.append(Path(p).name) or real(p))
+    deckcache.load(store, [a, b], include_bundled=False)
+    assert asked == []  # every cached file is loaded: no stat beyond the loader's own
+    deckcache.load(store, [a], include_bundled=False)
+    assert asked == ["other.yaml"]  # the one not loaded: it exists, so it stays
+    assert set(cache_rows(store)) == {"small.yaml", "other.yaml"}
+
+
+def test_a_file_that_cannot_be_looked_at_is_not_taken_as_gone(tmp_path, monkeypatch) -> None:
+    (tmp_path / "x.yaml").write_text("deck: x\n", encoding="utf-8")
+    assert deckcache._gone(str(tmp_path / "missing.yaml"))
+    assert deckcache._gone(str(tmp_path / "x.yaml" / "under-a-file.yaml"))
+    assert not deckcache._gone(str(tmp_path / "x.yaml"))
+
+    def refused(path, *a, **k):
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(deckcache.os, "stat", refused)  # (as root, chmod would not refuse)
+    assert not deckcache._gone(str(tmp_path / "x.yaml"))

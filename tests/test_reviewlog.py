@@ -86,3 +86,76 @@ def test_the_usual_review_stores_no_prev() -> None:
     assert chain.encode("a", None, None, replace(b, reps=1))[0] is None  # new again: NULL says so
     # a row whose prev_state is set but whose prev is not (none is written so; kept exactly)
     assert chain.encode("a", 2, None, b)[0] == NO_STATE
+
+
+# --- reading the v4 log's JSON states (the v5 migration) -------------------------------------
+
+
+def slow_legacy_state(text: str):
+    """legacy_state as first written: build the state, pack it, format it again and
+    compare the text (the migration now checks the same without formatting)."""
+    import json
+    import struct
+
+    from prep.engine.reviewlog import LegacyState, state_json
+
+    try:
+        d = json.loads(text)
+        for key in ("due", "last_review"):
+            if d.get(key) is not None:
+                d[key] = datetime.fromisoformat(d[key]).astimezone(UTC)
+        state = CardState(**d)
+        pack(state, state.id, None)
+    except (TypeError, ValueError, AttributeError, OverflowError, struct.error):
+        return LegacyState(text)
+    return state if state_json(state) == text else LegacyState(text)
+
+
+def assert_same_reading(text: str) -> None:
+    from prep.engine.reviewlog import legacy_state
+
+    fast, slow = legacy_state(text), slow_legacy_state(text)
+    assert type(fast) is type(slow) and fast == slow, text
+    if isinstance(fast, CardState):
+        assert legacy_state(text, check=False) == fast
+
+
+@settings(max_examples=300, deadline=None)
+@given(states)
+def test_reading_a_json_state_is_the_exact_check(s: CardState) -> None:
+    from prep.engine.reviewlog import state_json
+
+    assert_same_reading(state_json(s))
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda t: t,
+        lambda t: t.replace('"due": "2026', '"due": "2026', 1).replace("Z", "+00:00", 1),
+        lambda t: t.replace(".123456Z", "Z", 1),  # no microseconds
+        lambda t: t.replace("T09", " 09", 1),  # a space for the T
+        lambda t: t.replace(".123456Z", ",123456Z", 1),  # a comma for the point
+        lambda t: t.replace('"2026-03-02', '"0999-03-02', 1),  # a year fmt writes as 999
+        lambda t: t.replace('"2026-03-02', '"2026-02-30', 1),  # no such day
+        lambda t: t.replace('"2026-03-02', '"２026-03-02', 1),  # a non-ASCII digit
+        lambda t: t.replace('"reps": 3', '"reps": 3.0', 1),
+        lambda t: t.replace('"leech": false', '"leech": 0', 1),
+        lambda t: t.replace('"reps": 3', '"reps": 36893488147419103232', 1),  # 2**65
+        lambda t: t.replace('"state": 2', '"state": 200', 1),
+        lambda t: t.replace('"stability": 4.5', '"stability": "4.5"', 1),
+        lambda t: t.replace(", ", ",", 1),  # other spacing
+        lambda t: t.replace('{"id": "a", "deck": "d", ', '{"deck": "d", "id": "a", ', 1),
+        lambda t: t[:-1] + ', "extra": 1}',
+        lambda t: t.replace('"deck": "d"', '"deck": "\\u00e9"', 1),
+        lambda t: t.replace('"deck": "d"', '"deck": "é"', 1),
+        lambda t: "[1, 2]",
+        lambda t: "{}",
+        lambda t: "null",
+    ],
+)
+def test_odd_json_states_are_read_as_before(edit) -> None:
+    from prep.engine.reviewlog import state_json
+
+    s = CardState("a", "d", 2, None, 4.5, 5.0, T0, T0 - timedelta(days=1), 3, 1)
+    assert_same_reading(edit(state_json(s)))

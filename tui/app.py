@@ -18,16 +18,20 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.timer import Timer
+from textual.worker import get_current_worker
 
 from prep.engine import deckcache
 from prep.engine.deck import Collection, load_collection
 from prep.engine.present import limit_lines
 from prep.engine.scheduler import Scheduler
+from prep.engine.schema import Upgrade
 from prep.engine.session import (  # DeckCounts: home's rows (re-exported for the screens)
     DeckCounts,
     Limits,
@@ -40,6 +44,9 @@ from prep.engine.session import (  # DeckCounts: home's rows (re-exported for th
 )
 from prep.engine.storage import Store, StoreError
 from prep.engine.timeutil import Clock, utcnow
+
+if TYPE_CHECKING:
+    from prep.tui.screens.upgrade import UpgradeScreen
 
 DemoCommand = Callable[[str], list[str]]
 
@@ -87,6 +94,11 @@ def pick_theme(environ: dict[str, str] | os._Environ[str] = os.environ) -> str:
     if background.isdigit() and int(background) in (7, 15):
         return "textual-light"
     return "textual-dark"
+
+
+class _UpgradeStopped(Exception):
+    """Raised from the upgrade's progress callback when the app quits: the upgrade's
+    transaction rolls back."""
 
 
 class PrepApp(App[int]):
@@ -142,6 +154,7 @@ class PrepApp(App[int]):
         self.new_limit = new
         self.limit = limit
         self.store: Store | None = store
+        self._upgrading = False  # an older database is being upgraded in a thread
         self._owns_store = store is None
         self._injected_collection = collection
         self.collection: Collection = collection or Collection()
@@ -181,6 +194,19 @@ class PrepApp(App[int]):
     def boot(self, *, ignore_deck_errors: bool = False) -> None:
         """Load the decks, open the database, then show home (or what went wrong)."""
         if self.store is None:
+            if self._upgrading:
+                return  # the upgrade's thread boots again when it is done
+            pending = Store.pending_upgrade(self.db)
+            if pending is not None:
+                # an older database: upgraded in a thread (a large one takes a while) while
+                # a screen shows how far it is; the app opens it once it is done
+                from prep.tui.screens.upgrade import UpgradeScreen
+
+                self._upgrading = True
+                screen = UpgradeScreen(*pending)
+                self._show(screen)
+                self._upgrade(screen)
+                return
             try:
                 self.store = Store.open(self.db)
             except StoreError as exc:
@@ -216,6 +242,36 @@ class PrepApp(App[int]):
             from prep.tui.screens.home import HomeScreen
 
             self._show(HomeScreen())
+
+    @work(thread=True, exclusive=True, group="upgrade")
+    def _upgrade(self, screen: UpgradeScreen) -> None:
+        """Upgrade the database on this worker's own connection (closed here: the app's
+        connection is opened on the event loop's thread afterwards, by boot)."""
+        worker = get_current_worker()
+
+        def progress(upgrade: Upgrade) -> None:
+            if worker.is_cancelled:  # the app is quitting
+                raise _UpgradeStopped  # rolled back: the database stays as it was
+            screen.post_message(screen.Progress(upgrade))
+
+        error: StoreError | None = None
+        try:
+            Store.open(self.db, progress=progress).close()
+        except _UpgradeStopped:
+            return
+        except StoreError as exc:
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the app stopped meanwhile
+            self.call_from_thread(self._upgraded, error)
+
+    def _upgraded(self, error: StoreError | None) -> None:
+        from prep.tui.screens.errors import ErrorScreen
+
+        self._upgrading = False
+        if error is not None:
+            self._show(ErrorScreen.database(str(error), error.kind))
+            return
+        self.boot()
 
     def announce(self) -> None:
         """Say so when another prep has this database open (both can study; each one's undo

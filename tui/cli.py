@@ -62,11 +62,15 @@ class Ctx:
         """The progress database; ``reading``: the command only reads it (stats, export), so
         a read-only database or folder, or a hand-edited schema version, does not stop it."""
         from prep.engine.storage import Store, StoreError
+        from prep.tui.upgrade import UpgradeLine
 
+        line = UpgradeLine()  # an older database is upgraded first: a line on stderr
         try:
-            return Store.open(self.db, reading=reading)
+            return Store.open(self.db, reading=reading, progress=line)
         except StoreError as exc:
             raise UsageError(str(exc)) from exc
+        finally:
+            line.close()
 
     def collection(self, *, strict: bool = True, store=None):  # noqa: ANN001 - a Store
         """The bundled decks plus --questions/PREP_QUESTIONS. With ``strict``, any deck error
@@ -297,9 +301,15 @@ def _record(db: str | None, report: Report) -> None:
     own verdict and exit code stand)."""
     from prep.engine.storage import Store, StoreError, resolve_db_path
     from prep.tui.runs import record_run
+    from prep.tui.upgrade import UpgradeLine
 
+    line = UpgradeLine()
     try:
-        with Store.open(db) as store:
+        try:
+            store = Store.open(db, progress=line)
+        finally:
+            line.close()
+        with store:
             record_run(store, report)
     except StoreError as exc:
         click.echo(

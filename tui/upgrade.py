@@ -1,0 +1,101 @@
+"""A schema upgrade's progress, as the command line shows it (the app has its own screen,
+tui/screens/upgrade.py): one line on stderr, updated in place on a terminal, a plain line now
+and then when stderr is a file or a pipe, and nothing at all for an upgrade that is over
+within SHOW_AFTER_S (a fresh database, a small one).
+
+    prep: upgrading the progress database (schema 3 → 7): 41% of 1,000,000 reviews, ~20 s left
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+from prep.engine.schema import Upgrade
+
+SHOW_AFTER_S = 1.0  # an upgrade shorter than this shows nothing
+PLAIN_EVERY_S = 5.0  # not a terminal: at most a line this often (and the last one)
+TTY_EVERY_S = 0.1  # a terminal: the line is redrawn at most this often
+
+
+def describe(u: Upgrade, arrow: str = "→") -> str:
+    """The line's text (without ``prep: ``), e.g. ``upgrading the progress database (schema
+    3 → 7): 41% of 1,000,000 reviews, ~20 s left``."""
+    versions = f"schema {u.from_version} {arrow} {u.to_version}"
+    if u.done:
+        what = f", {u.reviews:,} reviews" if u.reviews else ""
+        return f"upgraded the progress database ({versions}{what}) in {_seconds(u.elapsed)}"
+    text = f"upgrading the progress database ({versions}): {int(u.fraction * 100)}%"
+    if u.reviews:
+        text += f" of {u.reviews:,} reviews"
+    if u.remaining is not None:
+        text += f", ~{_seconds(u.remaining)} left"
+    return text
+
+
+def _seconds(s: float) -> str:
+    if s < 90:
+        return f"{max(1, round(s))} s"
+    return f"{round(s / 60)} min"
+
+
+class UpgradeLine:
+    """Store.open's ``progress`` for a command: renders each Upgrade on ``stream``."""
+
+    def __init__(self, stream: TextIO | None = None, *, after: float | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.after = SHOW_AFTER_S if after is None else after
+        self.tty = _isatty(self.stream)
+        self.shown = False
+        self._open = False  # a line drawn on the terminal and not yet ended
+        self._last = 0.0  # monotonic time of the last line drawn
+        self._arrow = "→" if _can_encode(self.stream, "→") else "->"
+
+    def __call__(self, u: Upgrade) -> None:
+        if not self.shown and (u.done or u.elapsed < self.after):
+            return  # over quickly: not worth a line
+        now = time.monotonic()
+        every = TTY_EVERY_S if self.tty else PLAIN_EVERY_S
+        if self.shown and not u.done and now - self._last < every:
+            return
+        self.shown, self._last = True, now
+        line = "prep: " + describe(u, self._arrow)
+        if self.tty:
+            # \r and erase the line: the same line, redrawn; a newline once it is done
+            self._write("\r\x1b[K" + line + ("\n" if u.done else ""))
+            self._open = not u.done
+        else:
+            self._write(line + "\n")
+
+    def close(self) -> None:
+        """End a line left open on a terminal (the upgrade stopped short: an error, Ctrl-C),
+        so that what is printed next starts a line of its own."""
+        if self._open:
+            self._open = False
+            self._write("\n")
+
+    def _write(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass  # a closed or broken stderr: the upgrade itself goes on
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _can_encode(stream: TextIO, text: str) -> bool:
+    encoding = getattr(stream, "encoding", None)
+    if encoding is None:
+        return True  # text kept as text (io.StringIO)
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
