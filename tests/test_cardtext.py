@@ -19,7 +19,7 @@ from textual.visual import Visual, visualize
 from textual.widgets import Static
 
 from prep.engine.deck import load_collection
-from prep.tui.cardtext import card_text, is_simple, simple_text
+from prep.tui.cardtext import card_text, is_simple, markdown, simple_text
 
 EDGE = [
     "What does `W_O` do?",
@@ -136,9 +136,7 @@ async def draw_both(texts: list[str], widths=(24, 57, 100), short=simple_text) -
             for text in texts:
                 if not is_simple(text):
                     continue
-                want = cells(
-                    widget, Markdown(text, code_theme="ansi_dark", hyperlinks=False), width
-                )
+                want = cells(widget, markdown(text), width)
                 if cells(widget, short(text), width) != want:
                     differ.append(f"{width}: {text!r}")
     return differ
@@ -184,3 +182,36 @@ def test_the_comparison_catches_a_code_span_with_a_space(monkeypatch):
     texts = ["A very long question that keeps going " * 6 + "`and code that wraps around a line`."]
     assert all(cardtext.is_simple(t) for t in texts)
     assert asyncio.run(draw_both(texts, short=cardtext.simple_text))
+
+
+def test_markdown_shows_what_looks_like_html():
+    """A card about `<bos>` or `a < b` outside code keeps its text (rich's parser alone drops
+    what it takes for HTML)."""
+    from rich.console import Console
+
+    console = Console(width=80, color_system=None)
+    with console.capture() as out:
+        console.print(markdown("Prepend <bos> when a < b, then **stop**."))
+    assert "Prepend <bos> when a < b, then stop." in out.get()
+
+
+@pytest.mark.parametrize(
+    ("choice", "plain", "styled"),
+    [
+        ("`W_o.weight[h*d_head:(h+1)*d_head, :]`", "W_o.weight[h*d_head:(h+1)*d_head, :]", "code"),
+        ("*none* of these", "none of these", "italic"),
+        ("all of **these**", "all of these", "bold"),
+        ("(d_model, n_heads * d_head)", "(d_model, n_heads * d_head)", None),
+        ("snake_case and _em_", "snake_case and em", "italic"),
+        ("a \\* b", "a * b", None),
+        ("`` a`b ``", "a`b", "code"),
+    ],
+)
+def test_a_choice_draws_its_inline_markdown(choice, plain, styled):
+    from prep.tui.cardtext import CODE_STYLE, inline_text
+
+    text = inline_text(choice, "dim")
+    assert text.plain == plain
+    assert text.style == "dim"
+    want = {"code": CODE_STYLE, "italic": "italic", "bold": "bold", None: None}[styled]
+    assert [span.style for span in text.spans] == ([] if want is None else [want])

@@ -703,3 +703,24 @@ def test_prep_and_prep_quiz_open_on_the_first_card(monkeypatch, tmp_path, argv):
     result = CliRunner().invoke(prep.tui.cli.main, ["--db", str(tmp_path / "p.db"), *argv])
     assert result.exit_code == 0, result.output
     assert seen["review_first"] is True
+
+
+@async_test
+async def test_study_more_works_under_a_new_override() -> None:
+    """`prep --new 0`: the summary says the override holds the unseen cards back, and study
+    more's "10 more new cards" serves them in this run too (it used to do nothing)."""
+    from prep.tui.screens.study_more import StudyMore
+    from prep.tui.screens.summary import SummaryScreen
+    from tests.test_tui import text_of
+
+    app = make_app(review_first=True, new=0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert isinstance(app.screen, SummaryScreen)
+        assert "--new 0 is in force for this run; 5 unseen cards wait." in text_of(app, "#summary")
+        await pilot.press("n")
+        assert isinstance(app.screen, StudyMore)
+        await pilot.press("1")
+        await pilot.pause()
+        assert isinstance(app.screen, ReviewScreen)
+        assert app.screen.session.counts()[0] == 5
+        assert app.new_limit == 10

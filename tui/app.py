@@ -29,7 +29,7 @@ from textual.worker import get_current_worker
 
 from prep.engine import deckcache
 from prep.engine.deck import Collection, load_collection
-from prep.engine.present import limit_lines
+from prep.engine.present import count, limit_lines
 from prep.engine.scheduler import Scheduler
 from prep.engine.schema import Upgrade
 from prep.engine.session import (  # DeckCounts: home's rows (re-exported for the screens)
@@ -351,9 +351,17 @@ class PrepApp(App[int]):
         """The daily limits holding cards back for the selected deck, one line each ([] when
         none, or when the database cannot be read: the screens report that themselves)."""
         try:
-            return limit_lines(self.limits(self.selected_deck))
+            limits = self.limits(self.selected_deck)
         except StoreError:
             return []
+        lines = limit_lines(limits)
+        if self.new_limit is not None and limits.new_waiting > 0:
+            # `--new N` on the command line: the day's setting does not apply to this run
+            lines.append(
+                f"--new {self.new_limit} is in force for this run; "
+                f"{count(limits.new_waiting, 'unseen card')} wait."
+            )
+        return lines
 
     def action_study_more(self) -> None:
         """Anki's custom study: more new cards today, or review cards due tomorrow now."""
@@ -381,6 +389,8 @@ class PrepApp(App[int]):
                 except StoreError as exc:
                     self.notify(f"Not saved: {exc}", severity="error", timeout=8)
                     return
+                if self.new_limit is not None:  # `--new N` for this run: N more, as asked
+                    self.new_limit += EXTRA_NEW
                 self.action_start(deck or "")
             elif choice == "ahead":
                 if not ahead:

@@ -65,13 +65,59 @@ def simple_text(text: str) -> Text:
     return out
 
 
+def markdown(text: str) -> RenderableType:
+    """``text`` as rich's Markdown, with HTML read as text: a card about `<bos>` or `a < b`
+    shows it (rich's parser drops what it takes for HTML tags)."""
+    from markdown_it import MarkdownIt
+    from rich.markdown import Markdown
+
+    md = Markdown("", code_theme="ansi_dark", hyperlinks=False)
+    md.markup = text
+    parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
+    md.parsed = parser.parse(text)
+    return md
+
+
 def card_text(text: str) -> RenderableType:
     """A prompt or answer for the screen: the short way when it is simple, else Markdown."""
     if is_simple(text):
         return simple_text(text)
-    from rich.markdown import Markdown
+    return markdown(text)
 
-    return Markdown(text, code_theme="ansi_dark", hyperlinks=False)
+
+# one line's inline Markdown, for a choice: a code span (any length of backticks), strong,
+# emphasis, or a backslash escape; everything else is literal
+_INLINE = re.compile(
+    r"(?P<ticks>`+)(?P<code>.+?)(?P=ticks)"
+    r"|\*\*(?P<strong>\S(?:.*?\S)?)\*\*"
+    r"|\*(?P<em>\S(?:.*?\S)?)\*"
+    r"|(?<![^\W_])_(?P<em2>\S(?:.*?\S)?)_(?![^\W_])"
+    r"|\\(?P<escaped>[!-/:-@\[-`{-~])"
+)
+
+
+def inline_text(text: str, style: str = "") -> Text:
+    """A one-line text with its inline Markdown drawn (code spans as code, **strong**,
+    *emphasis*, escapes), in ``style``: a choice of a multiple-choice card sits in a grid beside
+    its letter, where a Markdown block would not."""
+    out = Text(style=style)
+    end = 0
+    for m in _INLINE.finditer(text):
+        out.append(text[end : m.start()])
+        if m["code"] is not None:
+            code = m["code"]
+            if code.startswith(" ") and code.endswith(" ") and code.strip():
+                code = code[1:-1]  # CommonMark trims one blank each side
+            out.append(code, style=CODE_STYLE)
+        elif m["strong"] is not None:
+            out.append(m["strong"], style="bold")
+        elif m["em"] is not None or m["em2"] is not None:
+            out.append(m["em"] if m["em"] is not None else m["em2"], style="italic")
+        else:
+            out.append(m["escaped"])
+        end = m.end()
+    out.append(text[end:])
+    return out
 
 
 def warm_up() -> None:

@@ -35,7 +35,7 @@ from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
 from prep.engine.session import ReviewSession
 from prep.engine.storage import StoreError
 from prep.tui.base import PrepScreen
-from prep.tui.cardtext import card_text, warm_up
+from prep.tui.cardtext import card_text, inline_text, warm_up
 from prep.tui.widgets.key_button import KeyButton
 from prep.tui.widgets.rating_bar import RatingBar
 
@@ -286,7 +286,9 @@ class ReviewScreen(PrepScreen):
                 else:
                     style = "dim"
             table.add_row(
-                Text(mark, style=style), Text(f"{letter})", style="bold"), Text(choice, style=style)
+                Text(mark, style=style),
+                Text(f"{letter})", style="bold"),
+                inline_text(choice, style),
             )
         widget.update(table)
 
