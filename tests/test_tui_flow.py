@@ -724,3 +724,19 @@ async def test_study_more_works_under_a_new_override() -> None:
         assert isinstance(app.screen, ReviewScreen)
         assert app.screen.session.counts()[0] == 5
         assert app.new_limit == 10
+
+
+@async_test
+async def test_help_lists_its_own_keys_and_q_quits_from_it() -> None:
+    from prep.tui.screens.help import HelpScreen
+    from tests.test_tui import footer_keys
+
+    app = make_app(review_first=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.pause()
+        assert footer_keys(app) == ["escape", "q"]  # not the keys of the screen below
+        await pilot.press("q")
+        await pilot.pause()
+    assert not app.is_running

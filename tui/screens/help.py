@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Footer, Static
 
 
 def _sections() -> list[tuple[str, str, list[Binding]]]:
@@ -77,7 +77,9 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS = [
         Binding("escape", "close", "Close"),
-        Binding("question_mark", "close", "Close"),
+        Binding("question_mark", "close", "Close", show=False),
+        # a modal screen holds back the app's keys: q quits from here too, as everywhere
+        Binding("q", "app.quit", "Quit"),
     ]
 
     def __init__(self, at: str | None = None) -> None:
@@ -91,6 +93,7 @@ class HelpScreen(ModalScreen[None]):
             )
             for screen, table in self.tables():
                 yield Static(table, id=f"help-{screen}")
+        yield Footer()  # its own keys (Esc closes), not those of the screen below
 
     def tables(self) -> list[tuple[str, Table]]:
         """(screen class name, its keys table) for every section."""
