@@ -387,7 +387,9 @@ class ReviewSession:
         if queue is None:
             built = build_queue(store, collection, now, deck=deck, new_limit=new_limit)
             queue, new_ids, learning_ids = built.ids, set(built.new), built.learning_ids
-        self.queue: list[str] = list(queue)[: limit if limit is not None else None]
+        whole = list(queue)
+        self.queue: list[str] = whole[: limit if limit is not None else None]
+        self.held_back = len(whole) - len(self.queue)  # left for later by ``limit``
         if learning_ids is None:  # a queue given by the caller: ask the store what each is
             states = store.cards(self.queue)
             new_ids = {cid for cid in self.queue if cid not in states}

@@ -740,3 +740,26 @@ async def test_help_lists_its_own_keys_and_q_quits_from_it() -> None:
         await pilot.press("q")
         await pilot.pause()
     assert not app.is_running
+
+
+@async_test
+async def test_the_summary_names_the_session_limit_and_offers_undo_only_after_a_rating() -> None:
+    from prep.tui.screens.summary import SummaryScreen
+    from tests.test_tui import footer_keys, text_of
+
+    app = make_app(review_first=True, limit=1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("space", "4")  # Easy: days away, not back within this session
+        await pilot.pause()
+        assert isinstance(app.screen, SummaryScreen)
+        summary = text_of(app, "#summary")
+        assert "This session's limit is reached: 4 more cards of today's queue wait" in summary
+        assert "u: undo" in summary and "u" in footer_keys(app)
+
+    app = make_app(review_first=True, new=0)  # nothing studied: nothing to undo
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, SummaryScreen)
+        assert "u: undo" not in text_of(app, "#summary")
+        assert "u" not in footer_keys(app)
+        assert "limit is reached" not in text_of(app, "#summary")

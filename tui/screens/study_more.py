@@ -45,12 +45,26 @@ class StudyMore(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         text = Text.assemble(("Study more\n\n", "bold"))
-        text.append("1", style="bold")
-        text.append(f"  {EXTRA_NEW} more new cards today ")
-        text.append(f"({self.new_waiting} unseen)\n", style="dim")
-        text.append("2", style="bold")
-        text.append(f"  Review ahead: cards due in the next {AHEAD_DAYS} days ")
-        text.append(f"({self.ahead})\n\n", style="dim")
+        # an option with nothing to give is drawn dim (choosing it says so)
+        options = (
+            (
+                "1",
+                f"{EXTRA_NEW} more new cards today",
+                f"{self.new_waiting} unseen",
+                self.new_waiting,
+            ),
+            (
+                "2",
+                f"Review ahead: cards due in the next {AHEAD_DAYS} days",
+                str(self.ahead),
+                self.ahead,
+            ),
+        )
+        for key, label, detail, n in options:
+            text.append(key, style="bold" if n else "dim")
+            text.append(f"  {label} ", style="" if n else "dim")
+            text.append(f"({detail})\n", style="dim")
+        text.append("\n")
         text.append("Esc cancels. Reviewing ahead is allowed; FSRS counts the shorter wait.", "dim")
         with Vertical(id="more-box"):
             yield Static(text, id="more-text")

@@ -70,6 +70,12 @@ class SummaryScreen(PrepScreen):
             text.append(f"A learning card comes back in {wait}", style="bold")
             text.append(f" (more than the {ahead:.0f}-minute learn-ahead limit away);")
             text.append(" start again from home then.\n")
+        if self.session.held_back:
+            text.append(
+                f"This session's limit is reached: {count(self.session.held_back, 'more card')} "
+                "of today's queue wait (Enter goes home; Enter there starts the next).\n",
+                style="bold",
+            )
         reasons = self.prep.limit_reasons()
         for reason in reasons:
             text.append(reason + "\n", style="bold")
@@ -81,11 +87,15 @@ class SummaryScreen(PrepScreen):
             text.append(f"{s['due_by_tomorrow']} due by the end of tomorrow.\n")
         else:
             text.append("No reviews scheduled yet.\n")
-        text.append(
-            "\nEnter: home   u: undo the last rating   n: study more   s: stats   q: quit",
-            style="dim",
-        )
+        undo = "   u: undo the last rating" if self.session.done else ""
+        text.append(f"\nEnter or Esc: home{undo}   n: study more   s: stats   q: quit", style="dim")
         return text
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # the footer offers undo only when this session has a rating to undo
+        if action == "undo":
+            return bool(self.session.done)
+        return True
 
     def action_home(self) -> None:
         self.prep.go_home()
