@@ -230,6 +230,12 @@ def test_deck_names_use_the_width_at_80_columns(width: int) -> None:
                 assert label.endswith("…") and len(label) >= 43
             else:
                 assert label == f"{title}  long"
+                # shrunk to 80 columns: the counts stay on screen (the deck column shrinks)
+                await pilot.resize_terminal(80, 24)
+                await pilot.pause()
+                await pilot.pause()
+                assert table.virtual_size.width <= table.size.width
+                assert str(table.get_row_at(3)[0]).endswith("…")
 
     import asyncio
 

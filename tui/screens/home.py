@@ -71,13 +71,7 @@ class HomeScreen(PrepScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(id="today")
-        table: DataTable = DeckTable(id="decks", cursor_type="row", zebra_stripes=False)
-        table.add_column("Deck", key="deck")
-        table.add_column("New", key="new")
-        table.add_column("Learning", key="learning")
-        table.add_column("Due", key="due")
-        table.add_column("Cards", key="cards")
-        yield table
+        yield DeckTable(id="decks", cursor_type="row", zebra_stripes=False)
         yield Static(id="howto")
         yield Footer()
 
@@ -116,7 +110,11 @@ class HomeScreen(PrepScreen):
                 return
         rows, today = self._counts
         self._width = self.app.size.width
-        table.clear()
+        # the columns anew too: a column sized for a wider window never shrinks by itself,
+        # and would push the counts off a narrower one
+        table.clear(columns=True)
+        for label in ("Deck", "New", "Learning", "Due", "Cards"):
+            table.add_column(label, key=label.lower())
         selected = 0
         # the count columns keep their width; the deck label gets the rest of the line
         # (less the table's margin, each cell's padding and a scrollbar's width)
