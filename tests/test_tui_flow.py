@@ -769,3 +769,18 @@ async def test_the_summary_names_the_session_limit_and_offers_undo_only_after_a_
         assert "u: undo" not in text_of(app, "#summary")
         assert "u" not in footer_keys(app)
         assert "limit is reached" not in text_of(app, "#summary")
+
+
+@async_test
+async def test_stats_on_a_new_database_says_there_is_no_retention_yet() -> None:
+    from prep.tui.screens.stats import StatsScreen
+    from tests.test_tui import text_of
+
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, StatsScreen)
+        summary = text_of(app, "#stats-summary")
+        assert "true retention: no reviews of learned cards yet" in summary
+        assert "true —" not in summary

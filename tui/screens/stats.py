@@ -112,11 +112,14 @@ class StatsScreen(PrepScreen):
             f"today {r['today']}   total {r['total']}   streak {count(stats['streak_days'], 'day')}\n"
         )
         summary.append("Retention  ", style="bold")
-        summary.append(
-            f"true {percent(tr['all']['rate'])} of {count(tr['all']['reviews'], 'review')}   "
-            f"last 30 days {percent(tr['last_30_days']['rate'])}   "
-            f"target {percent(stats['desired_retention'])}\n"
-        )
+        if tr["all"]["reviews"]:
+            summary.append(
+                f"true {percent(tr['all']['rate'])} of {count(tr['all']['reviews'], 'review')}   "
+                f"last 30 days {percent(tr['last_30_days']['rate'])}   "
+            )
+        else:  # true retention counts reviews of cards already learned: none yet
+            summary.append("true retention: no reviews of learned cards yet   ", style="dim")
+        summary.append(f"target {percent(stats['desired_retention'])}\n")
         summary.append("Due        ", style="bold")
         summary.append(
             f"now {d['now']}   today {d['today']}   tomorrow {d['tomorrow']}   "
