@@ -125,10 +125,11 @@ class HomeScreen(PrepScreen):
         ]
         room = self.app.size.width - 4 - 2 * (len(widths) + 1) - sum(widths) - 2
         for i, row in enumerate(rows):
+            # the title gives way, not the deck's id (what --deck takes)
+            name = f"  {row.name}" if row.name else ""
             label = Text(row.title, style="bold" if i == 0 else "")
-            if row.name:
-                label.append(f"  {row.name}", style="dim")
-            label.truncate(max(16, room), overflow="ellipsis")
+            label.truncate(max(16, room - len(name)), overflow="ellipsis")
+            label.append(name, style="dim")
             theme = self.prep.current_theme
             table.add_row(
                 label,
