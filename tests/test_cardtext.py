@@ -31,9 +31,15 @@ EDGE = [
     "Brackets [3] stay, ratio 3:1, 50% & more; (a/b) ^ 2 — × √ … ·",
     "Ends with a question mark?",
     "Unicode: Größe, naïve, 注意力 heads",
+    "Shape (d_model, n_heads * d_head) or 2 * 3 * 4?",
+    "x * y * z and `code` * 2 * `W_O` — a product " * 4 + "* 5",
+    "2 * 3\nnext line * here\n\nnew paragraph * end",
 ]
 NOT_SIMPLE = [
     "*emphasis*",
+    "* a list item",
+    "a\n* b",
+    "a*b*c",
     "**strong**",
     "_under_",
     "snake_case_",
@@ -58,7 +64,21 @@ NOT_SIMPLE = [
     "",
 ]
 
-WORDS = ["W_O", "head", "d_model", "the", "x", "Größe", "3", "h=8", "(rank)", "a/b", "ok,", "why?"]
+WORDS = [
+    "W_O",
+    "head",
+    "d_model",
+    "the",
+    "x",
+    "Größe",
+    "3",
+    "h=8",
+    "(rank)",
+    "a/b",
+    "ok,",
+    "why?",
+    "*",
+]
 MARKS = ["", "", "", ",", ".", ":", ";", "!", "?", "'", '"', "-", "[1]", "50%", "&", "—", "_", "*"]
 
 
@@ -205,6 +225,10 @@ def test_markdown_shows_what_looks_like_html():
         ("snake_case and _em_", "snake_case and em", "italic"),
         ("a \\* b", "a * b", None),
         ("`` a`b ``", "a`b", "code"),
+        # as markdown-it reads them (a review found a hand-written reading wrong on these)
+        ("a*(b+c)*d", "a*(b+c)*d", None),
+        ("W_o.weight[h*d_head:(h+1)*d_head, :]", "W_o.weight[h*d_head:(h+1)*d_head, :]", None),
+        ("__init__", "init", "bold"),
     ],
 )
 def test_a_choice_draws_its_inline_markdown(choice, plain, styled):
@@ -215,3 +239,18 @@ def test_a_choice_draws_its_inline_markdown(choice, plain, styled):
     assert text.style == "dim"
     want = {"code": CODE_STYLE, "italic": "italic", "bold": "bold", None: None}[styled]
     assert [span.style for span in text.spans] == ([] if want is None else [want])
+
+
+def test_a_choice_with_two_spans_of_emphasis():
+    from prep.tui.cardtext import inline_text
+
+    for choice, style in (("*Q* and *K*", "italic"), ("**Q** and **K**", "bold")):
+        text = inline_text(choice)
+        assert text.plain == "Q and K"
+        assert [(s.start, s.end, s.style) for s in text.spans] == [(0, 1, style), (6, 7, style)]
+
+
+def test_two_backticks_together_take_markdowns_way():
+    """`a``b`: one code span "a``b" to Markdown, two spans to a naive reading."""
+    assert not is_simple("Use `a``b` here")
+    assert asyncio.run(draw_both(["Use `a``b` here"], widths=(57,))) == []

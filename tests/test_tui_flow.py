@@ -784,3 +784,21 @@ async def test_stats_on_a_new_database_says_there_is_no_retention_yet() -> None:
         summary = text_of(app, "#stats-summary")
         assert "true retention: no reviews of learned cards yet" in summary
         assert "true —" not in summary
+
+
+@async_test
+async def test_quiz_goes_home_when_the_first_session_cannot_be_built() -> None:
+    """A store error while building the first session: home (with the error said), not a
+    bare screen with no keys."""
+    from prep.engine.storage import StoreError
+
+    app = make_app(review_first=True)
+
+    def locked(deck):
+        raise StoreError("database is locked")
+
+    app.new_session = locked
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen)
+        assert len(app.screen_stack) == 2

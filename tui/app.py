@@ -433,6 +433,8 @@ class PrepApp(App[int]):
             session = self.new_session(self.selected_deck)
         except StoreError as exc:
             self.notify(f"Cannot start the session: {exc}", severity="error", timeout=8)
+            if len(self.screen_stack) <= 1:  # `prep quiz` at start: home, not a blank screen
+                self.go_home()
             return
         self._pop_to_home()
         if session.finished:

@@ -27,20 +27,21 @@ CODE_STYLE = DEFAULT_STYLES["markdown.code"]  # what Markdown gives an inline co
 # the code background; a Text's wrap drops it)
 _CODE = re.compile(r"`([^`\s]+)`")
 # outside code spans: characters Markdown may read as syntax (emphasis, escapes, html, entities,
-# headings, tables, strikethrough, stray backticks)
-_SYNTAX = re.compile(r"[\\*<>#|~`\t\r]|&[#A-Za-z0-9]|\]\(|\]\[|\]:|!\[")
+# headings, tables, strikethrough, stray backticks); an asterisk with a blank on each side (a
+# product, `n_heads * d_head`) can neither open nor close emphasis
+_SYNTAX = re.compile(r"[\\<>#|~`\t\r]|&[#A-Za-z0-9]|\]\(|\]\[|\]:|!\[|(?<! )\*|\*(?! )")
 # an underscore is literal only between two letters or digits (W_O): elsewhere it may open or
 # close emphasis
 _LOOSE_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
 # the start of a line that Markdown may read as a block: list items, numbered items, setext
 # underlines, thematic breaks, indented code
-_BLOCK_START = re.compile(r"^(?:[-+=_ ]|\d+[.)])")
+_BLOCK_START = re.compile(r"^(?:[-+=_* ]|\d+[.)])")
 
 
 def is_simple(text: str) -> bool:
     """Whether Markdown would draw ``text`` as plain paragraphs and inline code spans only."""
-    if not text or text != text.strip() or "\n\n\n" in text:
-        return False
+    if not text or text != text.strip() or "\n\n\n" in text or "``" in text:
+        return False  # (two backticks together: a span of a longer run, or two spans)
     for line in text.split("\n"):
         if line and (line != line.rstrip() or _BLOCK_START.match(line)):
             return False
@@ -85,39 +86,37 @@ def card_text(text: str) -> RenderableType:
     return markdown(text)
 
 
-# one line's inline Markdown, for a choice: a code span (any length of backticks), strong,
-# emphasis, or a backslash escape; everything else is literal
-_INLINE = re.compile(
-    r"(?P<ticks>`+)(?P<code>.+?)(?P=ticks)"
-    r"|\*\*(?P<strong>\S(?:.*?\S)?)\*\*"
-    r"|\*(?P<em>\S(?:.*?\S)?)\*"
-    r"|(?<![^\W_])_(?P<em2>\S(?:.*?\S)?)_(?![^\W_])"
-    r"|\\(?P<escaped>[!-/:-@\[-`{-~])"
-)
-
-
 def inline_text(text: str, style: str = "") -> Text:
-    """A one-line text with its inline Markdown drawn (code spans as code, **strong**,
-    *emphasis*, escapes), in ``style``: a choice of a multiple-choice card sits in a grid beside
-    its letter, where a Markdown block would not."""
+    """A one-line text with its inline Markdown drawn (code spans as code, strong, emphasis,
+    strikethrough; links as their text), in ``style``: a choice of a multiple-choice card sits
+    in a grid beside its letter, where a Markdown block would not. A simple text takes the
+    short way; any other is parsed by markdown-it, the parser Markdown itself uses."""
+    if is_simple(text):
+        out = simple_text(text)
+        out.style = style
+        return out
+    from markdown_it import MarkdownIt
+
+    parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough")
     out = Text(style=style)
-    end = 0
-    for m in _INLINE.finditer(text):
-        out.append(text[end : m.start()])
-        if m["code"] is not None:
-            code = m["code"]
-            if code.startswith(" ") and code.endswith(" ") and code.strip():
-                code = code[1:-1]  # CommonMark trims one blank each side
-            out.append(code, style=CODE_STYLE)
-        elif m["strong"] is not None:
-            out.append(m["strong"], style="bold")
-        elif m["em"] is not None or m["em2"] is not None:
-            out.append(m["em"] if m["em"] is not None else m["em2"], style="italic")
-        else:
-            out.append(m["escaped"])
-        end = m.end()
-    out.append(text[end:])
+    styles: list[str] = []
+    for block in parser.parse(text):
+        for token in block.children or ():
+            kind = token.type
+            if kind.endswith("_open") and kind[:-5] in _INLINE_STYLES:
+                styles.append(_INLINE_STYLES[kind[:-5]])
+            elif kind.endswith("_close") and kind[:-6] in _INLINE_STYLES:
+                styles.pop()
+            elif kind == "code_inline":
+                out.append(token.content, style=CODE_STYLE)
+            elif kind in ("softbreak", "hardbreak"):
+                out.append(" ", style=" ".join(styles))
+            elif kind == "image" or kind == "text" or kind == "html_inline":
+                out.append(token.content, style=" ".join(styles))
     return out
+
+
+_INLINE_STYLES = {"strong": "bold", "em": "italic", "s": "strike", "link": "underline"}
 
 
 def warm_up() -> None:
