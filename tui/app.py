@@ -29,7 +29,6 @@ from textual.worker import get_current_worker
 
 from prep.engine import deckcache
 from prep.engine.deck import Collection, load_collection
-from prep.engine.present import count, limit_lines
 from prep.engine.scheduler import Scheduler
 from prep.engine.schema import Upgrade
 from prep.engine.session import (  # DeckCounts: home's rows (re-exported for the screens)
@@ -350,6 +349,8 @@ class PrepApp(App[int]):
     def limit_reasons(self) -> list[str]:
         """The daily limits holding cards back for the selected deck, one line each ([] when
         none, or when the database cannot be read: the screens report that themselves)."""
+        from prep.engine.present import count, limit_lines
+
         try:
             limits = self.limits(self.selected_deck)
         except StoreError:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
@@ -22,22 +23,16 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from prep.engine.deck import CHOICE_LETTERS, Card
-from prep.engine.present import (
-    DemoLink,
-    Section,
-    answer_sections,
-    choice_verdict,
-    early_text,
-    rating_name,
-    spoken_interval,
-)
 from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
 from prep.engine.session import ReviewSession
 from prep.engine.storage import StoreError
 from prep.tui.base import PrepScreen
 from prep.tui.cardtext import card_text, inline_text, warm_up
 from prep.tui.widgets.key_button import KeyButton
-from prep.tui.widgets.rating_bar import RatingBar
+
+if TYPE_CHECKING:
+    from prep.engine.present import DemoLink, Section
+    from prep.tui.widgets.rating_bar import RatingBar
 
 KIND_LABELS = {
     "recall": "recall",
@@ -156,6 +151,10 @@ class ReviewScreen(PrepScreen):
         self._note: Text | None = None
         self.saving = False  # a rating is being committed (retrying while the db is busy)
         self.ratings: RatingBar | None = None
+        # the answer side, mounted at the first reveal (each widget costs the first card ~1 ms)
+        self._back: Vertical | None = None
+        self._answer: Static | None = None
+        self._demo_link: Static | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="topbar"):
@@ -164,10 +163,7 @@ class ReviewScreen(PrepScreen):
         with VerticalScroll(id="card"):
             yield Static(id="context")
             yield Static(id="prompt")
-            yield Static(id="choices")
-            with Vertical(id="back"):
-                yield Static(id="answer")
-                yield Static(id="demo-link")
+            yield Static(id="choices")  # the answer side is mounted below at the first reveal
         yield Static(id="hint")
         with Horizontal(id="actions"):
             yield KeyButton("space  Show answer", id="reveal", variant="primary")
@@ -206,7 +202,8 @@ class ReviewScreen(PrepScreen):
         context.display = parent is not None
         self.query_one("#prompt", Static).update(card_text(card.prompt))
         self.render_choices()
-        self.query_one("#back").display = False
+        if self._back is not None:
+            self._back.display = False
         self.query_one("#card", VerticalScroll).scroll_home(animate=False)
         hint = self.front_hint()
         if self._note is not None:
@@ -239,6 +236,8 @@ class ReviewScreen(PrepScreen):
         text = Text()
         early = self.session.early
         if early is not None:
+            from prep.engine.present import early_text  # (not on the way to the first card)
+
             text.append(early_text(early) + "   ", style=f"bold {theme.warning or 'yellow'}")
         for label, n, color in (
             ("new", new, theme.primary),
@@ -293,6 +292,9 @@ class ReviewScreen(PrepScreen):
         widget.update(table)
 
     def reveal(self) -> None:
+        from prep.engine.present import answer_sections
+        from prep.tui.widgets.rating_bar import RatingBar
+
         card = self.card
         if card is None or self.revealed:
             return
@@ -308,13 +310,18 @@ class ReviewScreen(PrepScreen):
         except StoreError:
             runs = {}
         sections = answer_sections(card, self.prep.demos, runs)
-        self.query_one("#answer", Static).update(card_text(back_markdown(sections)))
-        link = self.query_one("#demo-link", Static)
+        if self._back is None:
+            self._answer, self._demo_link = Static(id="answer"), Static(id="demo-link")
+            self._back = Vertical(self._answer, self._demo_link, id="back")
+            self.query_one("#card").mount(self._back)  # last: below the choices
+        assert self._answer is not None and self._demo_link is not None
+        self._answer.update(card_text(back_markdown(sections)))
+        link = self._demo_link
         demos = next((s.demos for s in sections if s.key == "demos"), ())
         if demos:
             link.update(demo_line(demos))
         link.display = bool(demos)
-        self.query_one("#back").display = True
+        self._back.display = True
         self.query_one("#reveal").display = False
         if self.ratings is None:
             self.ratings = RatingBar(id="ratings")
@@ -390,6 +397,8 @@ class ReviewScreen(PrepScreen):
         self.show_card()
 
     def action_pick(self, index: int, _choices: int | None = None) -> None:
+        from prep.engine.present import choice_verdict, rating_name
+
         card = self.card
         if card is None or self.revealed or index >= len(card.choices):
             return
@@ -407,6 +416,7 @@ class ReviewScreen(PrepScreen):
         self.reveal()
 
     def action_rate(self, value: int) -> None:
+
         if self.card is None or not self.revealed or self.saving:
             return
         self.saving = True
@@ -416,6 +426,8 @@ class ReviewScreen(PrepScreen):
     async def save_rating(self, value: int) -> None:
         """Commit the rating; while another prep holds the write lock, retry on a timer (the
         screen stays live and says so) for up to RETRY_SECONDS, then give up saying so."""
+        from prep.engine.present import spoken_interval
+
         deadline = time.monotonic() + self.RETRY_SECONDS
         try:
             while True:
