@@ -174,7 +174,15 @@ class ReviewScreen(PrepScreen):
         self.show_card()
         # the answer side is Markdown: import it while the question is being read, not on
         # the way to the first card (the first reveal would pay it instead)
-        self.set_timer(WARM_UP_SECONDS, warm_up)
+        self.set_timer(WARM_UP_SECONDS, self.warm_up)
+
+    def warm_up(self) -> None:
+        """What the first reveal needs, imported while the question is read: Markdown, the
+        answer's sections, the rating bar."""
+        import prep.engine.present  # noqa: F401
+        import prep.tui.widgets.rating_bar  # noqa: F401
+
+        warm_up()
 
     # --- showing ------------------------------------------------------------------------
 
