@@ -61,16 +61,13 @@ class Ctx:
     def store(self, *, reading: bool = False):
         """The progress database; ``reading``: the command only reads it (stats, export), so
         a read-only database or folder, or a hand-edited schema version, does not stop it."""
-        from prep.engine.storage import Store, StoreError
-        from prep.tui.upgrade import UpgradeLine
+        from prep.engine.storage import StoreError
+        from prep.tui.upgrade import open_store
 
-        line = UpgradeLine()  # an older database is upgraded first: a line on stderr
-        try:
-            return Store.open(self.db, reading=reading, progress=line)
+        try:  # an older database is upgraded first, with a line on stderr
+            return open_store(self.db, reading=reading)
         except StoreError as exc:
             raise UsageError(str(exc)) from exc
-        finally:
-            line.close()
 
     def collection(self, *, strict: bool = True, store=None):  # noqa: ANN001 - a Store
         """The bundled decks plus --questions/PREP_QUESTIONS. With ``strict``, any deck error
@@ -109,10 +106,11 @@ class Ctx:
         again. When the database cannot be opened (a --db that is a folder, a newer schema)
         every deck is parsed instead and the command still runs; a read-only one is read,
         and the decks parsed (deckcache.load)."""
-        from prep.engine.storage import Store, StoreError
+        from prep.engine.storage import StoreError
+        from prep.tui.upgrade import open_store
 
         try:
-            store = Store.open(self.db, reading=True)
+            store = open_store(self.db, reading=True)
         except StoreError:
             yield self.collection(strict=strict)
             return
@@ -299,17 +297,12 @@ def demo(obj: Ctx, args: tuple[str, ...]) -> None:
 def _record(db: str | None, report: Report) -> None:
     """Record the run in the progress database; a failure here is only a warning (the demo's
     own verdict and exit code stand)."""
-    from prep.engine.storage import Store, StoreError, resolve_db_path
+    from prep.engine.storage import StoreError, resolve_db_path
     from prep.tui.runs import record_run
-    from prep.tui.upgrade import UpgradeLine
+    from prep.tui.upgrade import open_store
 
-    line = UpgradeLine()
     try:
-        try:
-            store = Store.open(db, progress=line)
-        finally:
-            line.close()
-        with store:
+        with open_store(db) as store:
             record_run(store, report)
     except StoreError as exc:
         click.echo(

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from prep.engine.schema import Upgrade
+
+if TYPE_CHECKING:
+    import os
+
+    from prep.engine.storage import Store
 
 SHOW_AFTER_S = 1.0  # an upgrade shorter than this shows nothing
 PLAIN_EVERY_S = 5.0  # not a terminal: at most a line this often (and the last one)
@@ -81,6 +86,18 @@ class UpgradeLine:
             self.stream.flush()
         except (OSError, ValueError):
             pass  # a closed or broken stderr: the upgrade itself goes on
+
+
+def open_store(db: str | os.PathLike | None, **kwargs: Any) -> Store:
+    """Store.open for a command: an older database's upgrade shows as a line on stderr, and
+    the line is ended even when the open fails."""
+    from prep.engine.storage import Store
+
+    line = UpgradeLine()
+    try:
+        return Store.open(db, progress=line, **kwargs)
+    finally:
+        line.close()
 
 
 def _isatty(stream: TextIO) -> bool:
