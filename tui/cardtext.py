@@ -11,6 +11,7 @@ and generated texts both ways inside Textual and requires the same cells and sty
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,7 @@ from rich.default_styles import DEFAULT_STYLES
 from rich.text import Text
 
 if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
     from rich.console import RenderableType
 
 CODE_STYLE = DEFAULT_STYLES["markdown.code"]  # what Markdown gives an inline code span
@@ -66,16 +68,23 @@ def simple_text(text: str) -> Text:
     return out
 
 
+@functools.cache
+def _parser() -> MarkdownIt:
+    """The one markdown-it parser of card text (built once: it takes milliseconds): rich's
+    own configuration (strikethrough, tables) with HTML read as text."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
+
+
 def markdown(text: str) -> RenderableType:
     """``text`` as rich's Markdown, with HTML read as text: a card about `<bos>` or `a < b`
     shows it (rich's parser drops what it takes for HTML tags)."""
-    from markdown_it import MarkdownIt
     from rich.markdown import Markdown
 
     md = Markdown("", code_theme="ansi_dark", hyperlinks=False)
     md.markup = text
-    parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
-    md.parsed = parser.parse(text)
+    md.parsed = _parser().parse(text)
     return md
 
 
@@ -95,12 +104,9 @@ def inline_text(text: str, style: str = "") -> Text:
         out = simple_text(text)
         out.style = style
         return out
-    from markdown_it import MarkdownIt
-
-    parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough")
     out = Text(style=style)
     styles: list[str] = []
-    for block in parser.parse(text):
+    for block in _parser().parse(text):
         for token in block.children or ():
             kind = token.type
             if kind.endswith("_open") and kind[:-5] in _INLINE_STYLES:
@@ -120,6 +126,8 @@ _INLINE_STYLES = {"strong": "bold", "em": "italic", "s": "strike", "link": "unde
 
 
 def warm_up() -> None:
-    """Import Markdown now (it takes tens of milliseconds), so that the first answer shown
-    does not wait for it."""
+    """Import Markdown and build the parser now (tens of milliseconds), so that the first
+    answer shown does not wait for them."""
     import rich.markdown  # noqa: F401
+
+    _parser()
