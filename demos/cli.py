@@ -20,7 +20,7 @@ from typing import Any
 
 from prep.demos import extra
 from prep.demos.registry import DEMOS, check_kinds, names
-from prep.demos.report import Report, render
+from prep.demos.report import Report, kinds_text, render
 
 PROG = "prep demo"
 LinkedCards = Callable[[str], list[str]]
@@ -103,7 +103,7 @@ def list_entries(linked_cards: LinkedCards | None = None) -> list[dict[str, Any]
 def _kinds_text(kinds: dict[str, int] | None, weights: str) -> str:
     if kinds is None:
         return "checks: not declared"
-    text = f"{kinds['measurement']} measurement(s), {kinds['identity']} identity check(s)"
+    text = kinds_text(kinds)
     return text + (" on all-MiniLM-L6-v2" if weights == "pretrained" else "")
 
 

@@ -229,7 +229,8 @@ def names() -> list[str]:
 
 
 def check_kinds(name: str) -> dict[str, int] | None:
-    """The demo module's declared CHECK_KINDS ({"identity": n, "measurement": m}), or None.
+    """The demo module's declared CHECK_KINDS ({"identity": n, "sanity": s, "measurement": m}),
+    or None.
 
     Read from the module's source without importing it (an import would load torch):
     `prep demo --list` stays torch-free. tests/test_demos.py and tests/test_real_demos.py hold
@@ -252,5 +253,5 @@ def check_kinds(name: str) -> dict[str, int] | None:
             for key, value in zip(node.value.keys, node.value.values, strict=True):
                 kind = key.id.lower() if isinstance(key, ast.Name) else ast.literal_eval(key)
                 out[str(kind)] = int(ast.literal_eval(value))
-            return {"identity": out.get("identity", 0), "measurement": out.get("measurement", 0)}
+            return {kind: out.get(kind, 0) for kind in ("identity", "sanity", "measurement")}
     return None

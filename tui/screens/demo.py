@@ -25,7 +25,7 @@ from textual.containers import VerticalScroll
 from textual.timer import Timer
 from textual.widgets import Footer, Static
 
-from prep.demos.report import Check, Report
+from prep.demos.report import Check, Report, describe
 from prep.engine.deck import Card
 from prep.engine.storage import StoreError
 from prep.tui.base import PrepScreen
@@ -295,6 +295,8 @@ class DemoScreen(PrepScreen):
         )
         if sizes:
             self.write_line(f"sizes: {sizes}")
+        for term in report.glossary:
+            self.write_line(f"names: {term}")
         for note in report.notes:
             self.write_line(f"note: {note}")
 
@@ -320,10 +322,7 @@ class DemoScreen(PrepScreen):
                     f"[{check.kind}] ", style="dim" if check.kind == "identity" else "bold"
                 )
                 detail.append(check.name)
-                detail.append(
-                    f"\nmeasured {_fmt(check.measured)}, expected {check.expected}",
-                    style="dim",
-                )
+                detail.append("\n" + describe(check), style="dim")
                 table.add_row(
                     Text("PASS", style="bold green")
                     if check.passed
