@@ -45,9 +45,9 @@ _ALL = [
         "no-wo",
         "Without W_O the attention sub-layer's output is the concat itself, so its Jacobian with "
         "respect to head i's output is zero outside slice i; an identity W_O changes nothing and "
-        "a permutation W_O only moves where each head's coordinates land, while the shipped "
-        "decoder's trained W_O puts at least half of every head's squared norm outside its own "
-        "slice.",
+        "a permutation W_O only moves where each head's coordinates land, while a dense W_O puts "
+        "at least half of every head's squared norm outside its own slice (the shipped decoder's "
+        "trained W_O as much as its initialisation: a sanity check, not evidence of training).",
         weights="trained-here",
     ),
     _info(
@@ -61,7 +61,7 @@ _ALL = [
         "which needs a singular W_O) along which their contributions add, while no W_O or a "
         "block-diagonal W_O gives exactly 0 for every pair; random dense and the shipped "
         "decoder's trained W_O overlap every pair of heads partially (cosines strictly between 0 "
-        "and 1), and without W_O a reader direction still sums every head's contribution.",
+        "and 1, as any dense W_O at initialisation does), and without W_O a reader direction still sums every head's contribution.",
         weights="trained-here",
     ),
     _info(
@@ -105,21 +105,23 @@ _ALL = [
     _info(
         "dla",
         "In the shipped decoder (no LayerNorm) the logits are exactly the sum of the direct path, "
-        "each head's z_h W_O^h W_U and the biases; on the copying task the layer-1 head with the "
-        "largest direct attribution is the one whose mean-ablation costs most, the induction "
-        "head's attribution is at least half its ablation effect, and that of the layer-0 head "
-        "with the most attention on t-1 is at most a quarter of its effect, which runs through "
-        "the layer-1 heads.",
+        "each head's z_h W_O^h W_U and the biases, and with a final LayerNorm too once each part "
+        "is centred and divided by the frozen sigma; the layer-0 head whose ablation costs most "
+        "has a direct attribution of at most a quarter of its effect (it works through layer 1), "
+        "and under a final LayerNorm frozen-scale attribution overstates what removing a "
+        "layer-1 head does (LayerNorm recomputed) by at least a fifth, at each of three seeds.",
         weights="trained-here",
     ),
     _info(
         "induction",
-        "The shipped 2-layer attention-only decoder, trained here on repeated random chunks, "
-        "copies in context through redundant induction heads: layer-1 heads that put at least "
-        "half their attention on the token after the earlier occurrence of the current one, "
-        "whose keys K-compose with the layer-0 head that attends most to t-1 above every "
-        "shuffled-weight score; mean-ablating them together costs at least 0.2 of in-context "
-        "accuracy, while any single one costs less.",
+        "The shipped 2-layer attention-only decoder, trained here at three seeds on repeated "
+        "random chunks, copies in context mainly through Q-composition, in every seed: a layer-0 "
+        "duplicate-token head (at least half its attention on the current token's earlier "
+        "occurrence) feeds the queries of layer-1 induction heads (at least half their attention "
+        "on the token after it) with a Q-composition above every shuffled-weight score; removing "
+        "layer 0's writes from layer 1's queries alone costs at least 0.2 of in-context accuracy "
+        "and more than removing them from its keys alone, from its values alone less than 0.2; "
+        "the induction heads are redundant (together at least 0.2, any one alone less).",
         weights="trained-here",
     ),
     _info(
@@ -193,7 +195,9 @@ _ALL += [
         "In a real pretrained model (all-MiniLM-L6-v2 unless --model names another) trained W_O "
         "is dense, its diagonal d_head blocks holding a share of its squared norm inside a "
         "column-permutation null around 1/n_heads in every layer, and heads' write subspaces "
-        "overlap more than those of Gaussian matrices of the same shape.",
+        "overlap no more than head blocks drawn from that layer's own W_O row covariance would: "
+        "their overlap above a Gaussian W_O's is W_O's shared anisotropy, not heads sharing "
+        "write directions with each other.",
         weights="pretrained",
     ),
     _info(
