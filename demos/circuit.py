@@ -111,7 +111,7 @@ class Circuit:
     null_max: dict[str, float]  # path -> largest score over every pair and every shuffle
     null_mean: dict[str, float]  # path -> mean shuffled score
     drop: dict[str, float]  # path -> accuracy drop with layer 0 removed from that path only
-    patterns: list[Tensor]  # per layer (n_heads, T, T): attention on the batch's first sequence
+    patterns: list[Tensor]  # per layer (n_heads, T, T): attention on the longest-chunk sequence
 
 
 def measure(
@@ -120,6 +120,7 @@ def measure(
 ) -> Circuit:  # fmt: skip
     obs = decoder.observe(cfg, params, n_sequences, gen)
     acc = obs.accuracy
+    shown = int(obs.data.predictable.sum(1).argmax())  # the sequence with the longest chunk
     comp = {p: composition_table(params, p) for p in PATHS}
     null: dict[str, list[Tensor]] = {p: [] for p in PATHS}
     for _ in range(n_shuffles):
@@ -141,5 +142,5 @@ def measure(
         null_max={p: float(torch.cat(null[p]).max()) for p in PATHS},
         null_mean={p: float(torch.cat(null[p]).mean()) for p in PATHS},
         drop=drop,
-        patterns=[pat[0].detach().cpu() for pat in obs.cache.pattern],
+        patterns=[pat[shown].detach().cpu() for pat in obs.cache.pattern],
     )

@@ -282,6 +282,7 @@ def run_demo(
     contrast_label: str,
     dtype: torch.dtype = torch.float32,
     notes: list[str] | None = None,
+    figures: Callable[[Any], dict[str, Any]] | None = None,
 ) -> Report:
     """Build, check and contrast one demo on one device, timed, with TF32 off on CUDA."""
     choice = _device_for_dtype(select_device(device), dtype)
@@ -301,6 +302,7 @@ def run_demo(
         contrast_checks = contrast(setup, gen)
         synchronize(dev)
         seconds = time.perf_counter() - start
+    drawn = figures(setup) if figures is not None else {}
     every = checks + contrast_checks
     texts = [c.name for c in every] + [c.detail for c in every] + list(notes or [])
     return Report(
@@ -319,6 +321,7 @@ def run_demo(
         contrast=contrast_checks,
         contrast_label=contrast_label,
         notes=list(notes or []),
+        figures=drawn,
     )
 
 
@@ -350,4 +353,5 @@ def run_module(
         contrast_label=mod.CONTRAST_LABEL,
         dtype=mod.DTYPE,
         notes=notes,
+        figures=getattr(mod, "figures", None),
     )

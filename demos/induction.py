@@ -289,5 +289,41 @@ def notes(cfg: Config) -> list[str]:
     ]
 
 
+def figures(setup: Setup) -> dict:
+    """Seed 0's duplicate-token and strongest induction head on one sequence, and what removing
+    layer 0 from each path of layer 1 costs at every seed."""
+    first = setup.seeds[0]
+    c = first.circuit
+    ind = int(c.induction.argmax())
+    seq = c.patterns[0].shape[-1]
+    ticks = [str(t) for t in range(seq)]
+    out = {}
+    for key, layer, head, what in (
+        ("pattern_duplicate", 0, first.dup, "duplicate-token head"),
+        ("pattern_induction", 1, ind, "induction head"),
+    ):
+        out[key] = {
+            "kind": "heatmap",
+            "title": f"seed {first.seed}, L{layer}H{head} ({what}): attention, query row -> key column",
+            "rows": ticks,
+            "cols": ticks,
+            "values": [[round(float(v), 3) for v in row] for row in c.patterns[layer][head]],
+            "caption": "the batch's sequence with the longest repeated chunk; in its second copy "
+            "each query attends back into the first copy",
+        }
+    labels, values = [], []
+    for s in setup.seeds:
+        for p in circuit.PATHS:
+            labels.append(f"seed {s.seed} {circuit.PATH_NAMES[p]}")
+            values.append(round(s.circuit.drop[p], 4))
+    out["path_ablation"] = {
+        "kind": "bars",
+        "title": "in-context accuracy drop with layer 0 removed from one path of layer 1",
+        "labels": labels,
+        "values": values,
+    }
+    return out
+
+
 def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
     return harness.run_module(__name__, scale, device, seed)

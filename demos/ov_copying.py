@@ -188,5 +188,21 @@ def notes(cfg: Config) -> list[str]:
     ]
 
 
+def figures(setup: Setup) -> dict:
+    """The induction head's OV spectrum: its d_head eigenvalues' real parts, largest first."""
+    eig = decoder.ov_eigenvalues(setup.params, 1, setup.ind)  # (d_head,) complex
+    real = sorted((float(v) for v in eig.real), reverse=True)
+    return {
+        "ov_spectrum": {
+            "kind": "bars",
+            "title": f"L1H{setup.ind}'s full OV circuit W_E W_V W_O W_U: eigenvalues, real part",
+            "labels": [f"λ{i}" for i in range(len(real))],
+            "values": [round(v, 4) for v in real],
+            "imag": [round(float(v), 4) for v in eig.imag],
+            "caption": "a copying circuit maps each token towards itself: mostly positive",
+        }
+    }
+
+
 def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
     return harness.run_module(__name__, scale, device, seed)

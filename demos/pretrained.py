@@ -475,6 +475,7 @@ def run_real(
         contrast_label=mod.CONTRAST_LABEL,
         notes=notes,
         glossary=glossary_for([c.name for c in checks + contrast_checks] + notes),
+        figures=mod.figures(setup) if hasattr(mod, "figures") else {},
     )
 
 

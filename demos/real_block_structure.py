@@ -272,4 +272,29 @@ def notes(setup: Setup) -> list[str]:
     ]
 
 
+def block_shares(w_o: torch.Tensor) -> list[list[float]]:
+    """share of ||W_O||^2 in block (head h, residual slice g): (n_heads, n_heads) as lists."""
+    h, dh, d = w_o.shape
+    sq = w_o.detach().cpu().double().pow(2)
+    blocks = sq.reshape(h, dh, d // dh, dh).sum((1, 3))  # (head, slice)
+    blocks = blocks / blocks.sum()
+    return [[round(float(v), 5) for v in row] for row in blocks]
+
+
+def figures(setup: Setup) -> dict:
+    """Per layer, W_O's block-norm heatmap: a block-diagonal W_O would light the diagonal."""
+    out = {}
+    for layer, w in enumerate(setup.W_O):
+        heads = [str(i) for i in range(w.shape[0])]
+        out[f"block_norms_layer{layer}"] = {
+            "kind": "heatmap",
+            "title": f"layer {layer}: share of ||W_O||^2 written by head (row) into slice (column)",
+            "rows": heads,
+            "cols": heads,
+            "values": block_shares(w),
+            "caption": "dense: no bright diagonal",
+        }
+    return out
+
+
 run = pt.runner(__name__)

@@ -203,9 +203,12 @@ _ALL += [
     _info(
         "real-importance",
         "In a real pretrained model the activation-aware score (mean norm of z_h W_O^h) ranks a "
-        "layer's heads by their zero-ablation effect better than chance and better than W_O's "
-        "block norm, in every layer, and a rescaling of W_V^h, b_V^h by c_h and W_O^h by 1/c_h "
-        "leaves the outputs unchanged in float64 while reversing the W_O-norm ranking.",
+        "layer's heads by how much zero-ablating them changes the last hidden state (nearly "
+        "built in: that change starts as the very vector it measures) far better than by what "
+        "they do for the model's job, the drop of the paraphrase-retrieval margin, in every "
+        "layer (the bootstrap interval of the difference above 0); a rescaling of W_V^h, b_V^h by "
+        "c_h and W_O^h by 1/c_h leaves the outputs unchanged in float64 while reversing the "
+        "W_O-norm ranking.",
         weights="pretrained",
     ),
     _info(

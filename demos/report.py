@@ -120,6 +120,12 @@ class Report:
             "figures": dict(self.figures),
         }
 
+    def summary_dict(self) -> dict[str, Any]:
+        """to_dict without the arrays behind the figures: what the progress database keeps."""
+        data = self.to_dict()
+        data.pop("figures")
+        return data
+
     def to_json(self) -> str:
         """One JSON object (one line); the shape `prep demo NAME --json` prints (strict JSON)."""
         return json.dumps(self.to_dict(), allow_nan=False, default=_no_nan)

@@ -134,6 +134,22 @@ def test_block_structure_holds_on_minilm(reports: dict[str, harness.Report]) -> 
     assert len(overlaps) == 6
 
 
+def test_importance_task_metric_is_unsaturated_and_bootstrapped(setups) -> None:
+    """The task effect is a margin far from any floor (the training loss is not), and the
+    hidden-vs-task check passes on MiniLM with its interval above 0 in every layer."""
+    from prep.demos import task_metric as tm
+
+    setup = setups["real-importance"]
+    s = setup.real.sentences(pt.paraphrase_pairs(setup.cfg.n_pairs))
+    cap = setup.real.capture(s)
+    margins = tm.margins(cap.final, s.mask)
+    assert bool((margins > 0.2).all()) and bool((margins < 0.9).all())  # not saturated
+    assert setup.task.shape == (6, 12, setup.cfg.n_pairs)
+    assert float(setup.task.abs().max()) > 1e-3  # single heads move it
+    rho, lo, hi = tm.bootstrap_rho(setup.act[5], setup.task[5], 500, torch.Generator())
+    assert lo <= hi and lo >= -1 and hi <= 1
+
+
 def test_covariance_null_keeps_anisotropy_that_a_gaussian_null_lacks(minilm: pt.Real) -> None:
     """The issue's numbers: blocks drawn from each layer's own covariance overlap as much as the
     trained heads or more, while the isotropic null sits far below them (so the old 'more than
@@ -181,8 +197,10 @@ def test_counterexample_fails_every_per_layer_check(
         # every layer; activation scores ranking the heads backwards fail the rank test.
         versus = [c for c in checks if "- rho(W_O norm)" in c.name]
         ranked = [c for c in checks if "rho(activation-aware score" in c.name]
-        assert len(versus) == len(ranked) == minilm.n_layers
-        assert not any(c.passed for c in versus + ranked)
+        # and a job that is exactly the hidden-state change: write size predicts it as well
+        task = [c for c in checks if "paraphrase-retrieval margin" in c.name]
+        assert len(versus) == len(ranked) == len(task) == minilm.n_layers
+        assert not any(c.passed for c in versus + ranked + task)
     else:
         per_layer = [c for c in checks if c.name.startswith("layer ")]
         assert len(per_layer) >= minilm.n_layers and not any(c.passed for c in per_layer)
