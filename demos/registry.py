@@ -61,7 +61,7 @@ _ALL = [
         "which needs a singular W_O) along which their contributions add, while no W_O or a "
         "block-diagonal W_O gives exactly 0 for every pair; random dense and the shipped "
         "decoder's trained W_O overlap every pair of heads partially (cosines strictly between 0 "
-        "and 1, as any dense W_O at initialisation does), and without W_O a reader direction still sums every head's contribution.",
+        "and 1, as any dense W_O at initialisation does: sanity checks), and without W_O a reader direction still sums every head's contribution.",
         weights="trained-here",
     ),
     _info(
@@ -83,7 +83,7 @@ _ALL = [
         "Each head's OV circuit W_V^h W_O^h is a d_model x d_model matrix of rank at most d_head "
         "= d_model/n_heads, while a generic d_model x d_model matrix has full rank d_model; in "
         "the shipped decoder every trained head's OV has rank exactly d_head and each layer's "
-        "summed OV has rank d_model.",
+        "summed OV has rank d_model (sanity checks: any weights of these shapes show it).",
         weights="trained-here",
     ),
     _info(
@@ -215,7 +215,7 @@ _ALL += [
         "real-ov-rank",
         "In a real pretrained model every head's OV circuit W_V^h W_O^h has rank exactly d_head, "
         "and its effective rank (singular values holding 90% of the squared mass) is reported "
-        "per head.",
+        "per head (sanity checks: any weights of this shape have full rank).",
         weights="pretrained",
     ),
     _info(

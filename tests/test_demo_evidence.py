@@ -135,3 +135,17 @@ def test_list_counts_sanity_checks(capsys) -> None:
     out = capsys.readouterr().out
     assert "0 measurement(s), 2 sanity check(s), 8 identity check(s)" in out
     assert all(check_kinds(n) is not None for n in DEMOS)
+
+
+def test_the_label_rule_holds_across_demos() -> None:
+    """measurement = trained weights against a null: synthetic demos have none; a demo on
+    trained weights has at least one, or its claim says its checks are sanity checks, or it is
+    an identity demo (the algebra checked on real weights)."""
+    for name, info in DEMOS.items():
+        kinds = check_kinds(name)
+        assert kinds is not None, name
+        if info.weights == "synthetic":
+            assert kinds["measurement"] == 0, name
+        elif kinds["measurement"] == 0:
+            identity_demo = kinds["sanity"] <= 1 < kinds["identity"]
+            assert "sanity" in info.claim or identity_demo, name
