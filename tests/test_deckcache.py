@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine import deckcache, stats
-from prep.engine.deck import load_collection
-from prep.engine.scheduler import Rating
-from prep.engine.session import ReviewSession, build_queue, limits_today
-from prep.engine.storage import Mark, Store, StoreError
+from prep.engine.decks import deckcache
+from prep.engine.decks.deck import load_collection
+from prep.engine.store import Mark, Store, StoreError
+from prep.engine.study import stats
+from prep.engine.study.scheduler import Rating
+from prep.engine.study.session import ReviewSession, build_queue, limits_today
 from tests.conftest import SMALL_DECK
 
 OTHER_DECK = """\

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prep.demos import attention as attn
 from prep.demos import harness
 from prep.demos._torch import torch
 from prep.demos.registry import DEMOS, check_kinds, names
+from prep.demos.synthetic import attention as attn
 from tests.demo_names import DEMO_NAMES, SYNTHETIC_DEMO_NAMES
 
 CPU = torch.device("cpu")

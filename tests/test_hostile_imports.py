@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from prep.engine import export as ex
-from prep.engine import importer
-from prep.engine.deck import Collection
-from prep.engine.export import ExportError
-from prep.engine.scheduler import CardState, Rating
-from prep.engine.session import ReviewSession
-from prep.engine.storage import Store, StoreError
+from prep.engine.decks.deck import Collection
+from prep.engine.store import Store, StoreError
+from prep.engine.study.scheduler import CardState, Rating
+from prep.engine.study.session import ReviewSession
+from prep.engine.transfer import export as ex
+from prep.engine.transfer import importer
+from prep.engine.transfer.export import ExportError
 from prep.tui.cli import main
 from tests.conftest import reviewed_store
 
