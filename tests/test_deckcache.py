@@ -113,7 +113,7 @@ def test_an_edit_is_parsed_again_and_flags_the_card(store, decks, parses, clock)
     edited = deckcache.load(store, [decks], include_bundled=False)
     assert parses == ["small.yaml", "small.yaml"]
     assert "Mixing across heads" in edited.get("roles").answer
-    assert store.card("roles").changed  # the sync ran, in SQL
+    assert store.card("roles").changed  # the reconciliation ran, in SQL
     same_as_full_parse(edited, decks)
 
 

@@ -1,4 +1,4 @@
-"""Storage and sessions: immediate commits, exact undo, sync, queue order, consistency."""
+"""Storage and sessions: immediate commits, exact undo, reconciling with the decks, queue order, consistency."""
 
 from __future__ import annotations
 
@@ -214,20 +214,20 @@ def test_edited_card_keeps_progress_and_is_flagged(tmp_path: Path, fresh_store, 
         SMALL_DECK.replace("Cross-head mixing and per-head weighting.", "Mixing; weighting.")
     )
     coll2 = load_collection([deck], include_bundled=False)
-    assert fresh_store.sync(coll2.cards) == {"changed": 1, "removed": 0, "restored": 0}
+    assert fresh_store.reconcile(coll2.cards) == {"changed": 1, "removed": 0, "restored": 0}
     state = fresh_store.card("roles")
     assert state.changed and state.reps == 1
     # a removed card keeps its history and is no longer served
     deck.write_text(SMALL_DECK.split("  - id: pick-one")[0])
     coll3 = load_collection([deck], include_bundled=False)
-    assert fresh_store.sync(coll3.cards)["removed"] == 1
+    assert fresh_store.reconcile(coll3.cards)["removed"] == 1
     clock.advance(days=400)
     assert fresh_store.due_ids(clock()) == ["roles"]
     assert "pick-one" not in build_queue(fresh_store, coll3, clock()).ids
     assert fresh_store.card("pick-one").removed and fresh_store.card("pick-one").reps == 1
     assert len(fresh_store.reviews(card_id="pick-one")) == 1
     # back in the deck: restored, with its history
-    assert fresh_store.sync(coll2.cards)["restored"] == 1
+    assert fresh_store.reconcile(coll2.cards)["restored"] == 1
     assert sorted(fresh_store.due_ids(clock())) == ["pick-one", "roles"]
 
 

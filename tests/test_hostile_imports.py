@@ -210,7 +210,7 @@ def test_plain_session_prints_the_skip_and_goes_on(
 ) -> None:
     db = tmp_path / "p.db"
     with Store.open(db) as store:
-        store.sync(small_collection.cards)
+        store.reconcile(small_collection.cards)
         first = small_collection.cards[0]
         store.put_card(
             CardState(id=first.id, deck=first.deck, state=2, step=None, reps=3, due=T0)

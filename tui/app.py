@@ -174,7 +174,7 @@ class PrepApp(App[int]):
 
     def load_collection(self) -> Collection:
         """The decks, through the deck cache in the database when it is open (only changed
-        files are parsed, and progress is synced only when the decks changed)."""
+        files are parsed, and progress is reconciled only when the decks changed)."""
         if self._injected_collection is not None:
             return self._injected_collection
         if self.store is not None:
@@ -226,7 +226,7 @@ class PrepApp(App[int]):
         # drawn, not before it
         self.call_after_refresh(self.announce)
         try:
-            self.collection.sync(self.store)
+            self.collection.reconcile(self.store)
         except StoreError as exc:
             self.notify(f"Could not update card states: {exc}", severity="warning")
         if self.selected_deck is not None and self.selected_deck not in self.collection.decks:

@@ -72,7 +72,7 @@ class Ctx:
     def collection(self, *, strict: bool = True, store=None):  # noqa: ANN001 - a Store
         """The bundled decks plus --questions/PREP_QUESTIONS. With ``strict``, any deck error
         is printed as FILE:LINE: message and the command exits 2. With ``store``, through
-        the deck cache in its database (only changed files are parsed; progress is synced
+        the deck cache in its database (only changed files are parsed; progress is reconciled
         only when the decks changed)."""
         from prep.engine.study.present import count
 
@@ -366,7 +366,7 @@ def stats(obj: Ctx, as_json: bool, since: str | None) -> None:
         # through the deck cache; a read-only database falls back to parsing the decks
         coll = obj.collection(strict=False, store=store)
         if not store.read_only:
-            coll.sync(store)
+            coll.reconcile(store)
         result = stats_mod.compute(store, coll, utcnow(), since=since_dt, known_demos=demo_names())
     if as_json:
         import json

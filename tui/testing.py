@@ -200,7 +200,7 @@ def seed_due(store: Store, collection: Collection, now: datetime = NOW) -> None:
     session over a big collection serves review cards, as a long-time user's would."""
     from prep.engine.study.scheduler import CardState, State
 
-    store.sync(collection.cards)
+    store.reconcile(collection.cards)
     with store.transaction():
         for i, card in enumerate(collection.cards):
             state = CardState(

@@ -254,9 +254,9 @@ class Collection:
             )
         return [iter(group) for group in groups.values()]
 
-    def sync(self, store: Any) -> None:
-        """Reconcile the store's progress with these cards (see Store.sync)."""
-        store.sync(self.cards)
+    def reconcile(self, store: Any) -> None:
+        """Reconcile the store's progress with these cards (see Store.reconcile)."""
+        store.reconcile(self.cards)
 
     def tag_progress(self, store: Any, mature_days: float) -> dict[str, tuple[int, int, int]]:
         """Per tag: (cards, seen, mature: stability of at least ``mature_days``)."""

@@ -19,8 +19,8 @@ their result is read back with the cards. Cards are not built at open: the colle
 light outline (id, deck, parent) and builds a Card from its cached fields the first time it
 is asked for (``get``), or all at once when a caller walks ``cards``.
 
-Progress is reconciled with the decks (the store's sync) only when the decks changed since
-the last sync, in SQL against the cached outline, never by hashing every card.
+Progress is reconciled with the decks (the store's reconcile) only when the decks changed
+since the last reconciliation, in SQL against the cached outline, never by hashing every card.
 
 The entries of deck files that no longer exist on disk (a deck folder deleted or moved) are
 dropped as the decks load; those of files only not named this time are kept (``_prune``).
@@ -249,7 +249,7 @@ class CachedCollection(Collection):
                     out.append(self._built.get(ref.id) or self._build(ref, data[ref.line]))
         return out
 
-    def sync(self, store: Any) -> None:
+    def reconcile(self, store: Any) -> None:
         """Nothing to do: ``load`` reconciled the store with these decks when they changed."""
 
     def tag_progress(self, store: Any, mature_days: float) -> dict[str, tuple[int, int, int]]:
@@ -345,7 +345,7 @@ def load(
     """``deck.load_collection`` through the cache in ``store`` (same cards, errors, order),
     and the store's progress reconciled with the decks if they changed since the last time.
     A database that cannot be written (read-only, busy) still opens: the decks are then
-    parsed as ``load_collection`` does, and synced by the caller (``Collection.sync``)."""
+    parsed as ``load_collection`` does, and reconciled by the caller (``Collection.reconcile``)."""
     from prep.engine.store import StoreError
 
     try:
@@ -474,8 +474,8 @@ def _load(
         else:  # every card of the file was kept, so is in the collection
             info.card_ids = list(map(_ID, file_rows))
         decks[info.name] = info
-    if store.deck_sync_key() != state_key:
-        store.sync_with_deck_cache(state_key)
+    if store.deck_reconcile_key() != state_key:
+        store.reconcile_with_deck_cache(state_key)
     _prune(store, cached, {key for key, _, _ in files})
     return coll
 

@@ -166,7 +166,7 @@ class CardsStore(StoreCore):
             args.append(limit)
         return [r[0] for r in self.conn.execute(sql, args)]
 
-    def sync(self, cards: Iterable[Any]) -> dict[str, int]:
+    def reconcile(self, cards: Iterable[Any]) -> dict[str, int]:
         """Reconcile stored progress with the loaded deck cards (objects with id, deck and
         content_hash): a card whose text changed keeps its progress and is marked changed;
         a stored card missing from the decks keeps its history and is marked removed."""

@@ -21,6 +21,11 @@ def _key_range(fid: int) -> tuple[int, int]:
     return fid << 32, (fid << 32) | 0xFFFFFFFF
 
 
+# The meta key holding the deck state progress was last reconciled with. The stored name is kept
+# from when reconciling was called "sync", so existing databases read it (schema.py clears it).
+_RECONCILED_KEY = "deck_sync"
+
+
 class DeckCacheStore(StoreCore):
     """The deck cache's tables."""
 
@@ -175,7 +180,7 @@ class DeckCacheStore(StoreCore):
         self, key: str, paths: list[str], assembly: dict[str, Any]
     ) -> None:
         """Record which files are loaded now (in order) and which cards the checks across
-        files left out (duplicate ids), for the queue's and the sync's SQL."""
+        files left out (duplicate ids), for the queue's and the reconciliation's SQL."""
         with self.transaction():
             self.conn.execute("UPDATE deck_files SET ord = NULL WHERE ord IS NOT NULL")
             self.conn.executemany(
@@ -189,8 +194,10 @@ class DeckCacheStore(StoreCore):
             )
             self.set_meta("deck_assembly", json.dumps({"key": key, **assembly}))
 
-    def deck_sync_key(self) -> str | None:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = 'deck_sync'").fetchone()
+    def deck_reconcile_key(self) -> str | None:
+        row = self.conn.execute(
+            "SELECT value FROM meta WHERE key = ?", (_RECONCILED_KEY,)
+        ).fetchone()
         return row[0] if row else None
 
     _LIVE_DECK_CARDS = (
@@ -198,8 +205,8 @@ class DeckCacheStore(StoreCore):
         "WHERE f.ord IS NOT NULL AND +dc.dup = 0"
     )
 
-    def sync_with_deck_cache(self, key: str) -> dict[str, int]:
-        """Store.sync in SQL, against the cached cards of the loaded deck files: the same
+    def reconcile_with_deck_cache(self, key: str) -> dict[str, int]:
+        """Store.reconcile in SQL, against the cached cards of the loaded deck files: the same
         flags (changed, removed, restored), no card hashed, no Python loop over cards."""
         live = self._LIVE_DECK_CARDS
         with self.transaction():
@@ -216,7 +223,7 @@ class DeckCacheStore(StoreCore):
                 f"content_hash = l.chash, deck = l.deck FROM ({live}) AS l "
                 "WHERE cards.id = l.id AND (cards.content_hash IS NOT l.chash OR cards.deck != l.deck)"
             ).rowcount
-            self.set_meta("deck_sync", key)
+            self.set_meta(_RECONCILED_KEY, key)
         return {"changed": changed, "removed": removed, "restored": restored}
 
     def deck_cache_tag_progress(self, mature_days: float) -> dict[str, tuple[int, int, int]]:

@@ -31,7 +31,7 @@ BATCH = 5_000  # review log rows rewritten per executemany (and per progress rep
 
 CARD_COLUMNS = (
     "id",  # card id (the slug in the deck file)
-    "deck",  # deck name when last synced
+    "deck",  # deck name when last reconciled
     "state",  # fsrs state: 1 learning, 2 review, 3 relearning
     "step",  # learning step index (empty in the review state)
     "stability",  # FSRS stability, days
@@ -41,7 +41,7 @@ CARD_COLUMNS = (
     "reps",  # number of reviews
     "lapses",  # times forgotten after graduating
     "leech",  # 1 when lapses reached the leech threshold
-    "content_hash",  # hash of the card text when last synced
+    "content_hash",  # hash of the card text when last reconciled
     "changed",  # 1 when the card text changed since the last review
     "removed",  # 1 when the card is no longer in any deck
 )
@@ -73,7 +73,7 @@ MARK_COLUMNS = (
     "flagged",  # 1 when flagged
 )
 # Fields that describe a card's schedule (deck, content_hash, changed and removed describe the
-# local decks and are reconciled by Store.sync).
+# local decks and are reconciled by Store.reconcile).
 SCHEDULE_COLUMNS = (
     "state",
     "step",
@@ -172,7 +172,7 @@ def _v2_to_v3(db: Any, progress: UpgradeTracker | None = None) -> None:
 
 def _v3_to_v4(db: Any, progress: UpgradeTracker | None = None) -> None:
     # the deck cache (engine/decks/deckcache.py): one row per deck file (its stat, hash, parse
-    # errors), one per card (the outline columns the queue and the sync read in SQL, and the
+    # errors), one per card (the outline columns the queue and the reconciliation read in SQL, and the
     # card's fields as JSON, read when the card is shown), keyed by file id << 32 | line so
     # that a file's cards are one rowid range, in file order, with no index beside
     db.execute(

@@ -154,7 +154,7 @@ def deck_counts(
 
 def unseen_per_deck(store: Store, collection: Collection) -> dict[str, int]:
     """How many cards of each deck have no progress, from two counts: the deck's size and
-    its cards with progress (grouped in SQL over the live cards, which the sync keeps to
+    its cards with progress (grouped in SQL over the live cards, which the reconciliation keeps to
     the loaded decks), so that a deck whose every card has progress is known to have no new
     card without reading its cards one by one."""
     seen = {deck: n for deck, (n, _) in store.deck_progress(0.0).items()}
@@ -163,7 +163,7 @@ def unseen_per_deck(store: Store, collection: Collection) -> dict[str, int]:
 
 def _decks_with_new(store: Store, collection: Collection) -> set[str] | None:
     """The decks that have cards without progress, when the collection is over the deck cache
-    (whose load synced the progress with these decks); None (every deck may) otherwise."""
+    (whose load reconciled the progress with these decks); None (every deck may) otherwise."""
     if collection.reads_seen:
         return None
     return {deck for deck, n in unseen_per_deck(store, collection).items() if n > 0}
@@ -308,7 +308,7 @@ def limits_today(
     # counted from the deck cache in SQL when the collection has one
     if collection.reads_seen:
         unseen = sum(1 for _ in collection.unseen(store, deck, seen))
-    else:  # synced with these decks on load: two grouped counts
+    else:  # reconciled with these decks on load: two grouped counts
         unseen = sum(n for d, n in unseen_per_deck(store, collection).items() if deck in (None, d))
     decks = None if deck is None else [deck]
     capped = len(queue.due) - queue.learning
@@ -382,7 +382,7 @@ class ReviewSession:
         self.clock = clock
         self.scheduler = scheduler or Scheduler(store.settings())
         now = clock()
-        collection.sync(store)
+        collection.reconcile(store)
         learning_ids: frozenset[str] | None = None
         if queue is None:
             built = build_queue(store, collection, now, deck=deck, new_limit=new_limit)

@@ -158,7 +158,7 @@ def main() -> None:
             "target < 20 ms",
         )
 
-    # `prep stats` syncs against the loaded decks (here: the bundled ones), so after its
+    # `prep stats` reconciles with the loaded decks (here: the bundled ones), so after its
     # warm-up run the synthetic cards count as removed; the log is still all there.
     env_big = {**os.environ, "PREP_DB": str(big)}
     print("\nStats on the large database")
