@@ -35,7 +35,9 @@ def test_registry_names_are_the_contract() -> None:
     assert names() == list(DEMO_NAMES)
     for name, info in DEMOS.items():
         assert info.name == name
-        assert info.module == "prep.demos." + name.replace("-", "_")
+        room = {"pretrained": "pretrained"}.get(info.weights, info.module.split(".")[2])
+        assert room in ("synthetic", "decoder", "pretrained"), info.module
+        assert info.module == f"prep.demos.{room}." + name.replace("-", "_")
         assert info.claim.endswith(".") and "\n" not in info.claim
 
 

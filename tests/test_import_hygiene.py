@@ -25,7 +25,7 @@ def test_decks_served_by_the_cache_are_loaded_without_yaml(tmp_path) -> None:
     with unchanged files is served by the database alone."""
     code = (
         "import sys\n"
-        "from prep.engine import deckcache\n"
+        "from prep.engine.decks import deckcache\n"
         "from prep.engine.store import Store\n"
         f"store = Store.open({str(tmp_path / 'p.db')!r})\n"
         "coll = deckcache.load(store)\n"
