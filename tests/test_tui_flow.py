@@ -463,10 +463,11 @@ async def test_a_folder_that_cannot_be_written_says_so_and_what_to_do(tmp_path: 
 
 
 def test_a_read_only_file_is_named(tmp_path: Path, monkeypatch) -> None:
+    from prep.engine.store import Store
     from prep.engine.store import core as storage
 
     db = tmp_path / "prep.db"
-    storage.Store.open(db).close()
+    Store.open(db).close()
     monkeypatch.setattr(storage.os, "access", lambda path, mode: Path(path) != db)
     assert storage._not_writable(db) == f"the file {db} is read-only"
     monkeypatch.setattr(storage.os, "access", lambda path, mode: Path(path) != tmp_path)
