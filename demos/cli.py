@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from prep.demos import extra
+from prep.demos.pretrained import extra
 from prep.demos.registry import DEMOS, check_kinds, names
 from prep.demos.report import Report, kinds_text, render
 
@@ -217,12 +217,12 @@ def _run_demo(
             f"{PROG}: note: --scale large is meant for a GPU; on cpu it may take minutes",
             file=sys.stderr,
         )
-    from prep.demos.decoder import WeightsError
+    from prep.demos.decoder.decoder import WeightsError
 
     module = importlib.import_module(DEMOS[args.name].module)
     report: Report
     if DEMOS[args.name].weights == "pretrained":
-        from prep.demos.pretrained import ModelError
+        from prep.demos.pretrained.pretrained import ModelError
 
         try:
             report = module.run(scale=args.scale, device=choice, seed=args.seed, model=args.model)

@@ -9,10 +9,11 @@ import json
 
 import pytest
 
-from prep.demos import attention as attn
-from prep.demos import decoder, harness, train_decoder
+from prep.demos import harness
 from prep.demos._torch import torch
+from prep.demos.decoder import decoder, train_decoder
 from prep.demos.registry import DEMOS
+from prep.demos.synthetic import attention as attn
 
 CPU = torch.device("cpu")
 
@@ -50,7 +51,7 @@ def test_shipped_metrics_reproduce_from_the_weights() -> None:
 def test_three_training_seeds_ship_with_their_json() -> None:
     """Uncertainty comes from seeds: seed 0 (the shipped model) and seeds 1, 2 beside it, each
     small, each with the JSON its training wrote, whose metrics the tensors reproduce."""
-    from prep.demos import circuit
+    from prep.demos.decoder import circuit
 
     files = circuit.seed_files()
     assert files[0] == decoder.SHIPPED and len(set(files)) == 3
@@ -228,7 +229,7 @@ def test_induction_redundancy_check_fails_with_one_working_induction_head() -> N
 
 
 def test_path_ablation_keeps_the_model_when_no_path_is_removed() -> None:
-    from prep.demos import circuit
+    from prep.demos.decoder import circuit
 
     cfg, params, _ = decoder.load()
     data = decoder.copy_batch(cfg, 8, torch.Generator().manual_seed(0))
@@ -239,7 +240,7 @@ def test_path_ablation_keeps_the_model_when_no_path_is_removed() -> None:
 
 
 def test_k_path_composition_is_the_existing_k_composition() -> None:
-    from prep.demos import circuit
+    from prep.demos.decoder import circuit
 
     _, params, _ = decoder.load()
     for w, r in ((0, 0), (1, 2), (3, 1)):

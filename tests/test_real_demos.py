@@ -9,9 +9,10 @@ import json
 
 import pytest
 
-from prep.demos import cli, extra, harness
-from prep.demos import pretrained as pt
+from prep.demos import cli, harness
 from prep.demos._torch import torch
+from prep.demos.pretrained import extra
+from prep.demos.pretrained import pretrained as pt
 from prep.demos.registry import DEMOS, check_kinds
 from tests.demo_names import REAL_DEMO_NAMES
 
@@ -137,7 +138,7 @@ def test_block_structure_holds_on_minilm(reports: dict[str, harness.Report]) -> 
 def test_importance_task_metric_is_unsaturated_and_bootstrapped(setups) -> None:
     """The task effect is a margin far from any floor (the training loss is not), and the
     hidden-vs-task check passes on MiniLM with its interval above 0 in every layer."""
-    from prep.demos import task_metric as tm
+    from prep.demos.pretrained import task_metric as tm
 
     setup = setups["real-importance"]
     s = setup.real.sentences(pt.paraphrase_pairs(setup.cfg.n_pairs))

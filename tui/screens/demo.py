@@ -28,8 +28,8 @@ from textual.widgets import Footer, Static
 
 from prep.demos.figures import render_figures
 from prep.demos.report import Check, Report, describe
-from prep.engine.deck import Card
-from prep.engine.storage import StoreError
+from prep.engine.decks.deck import Card
+from prep.engine.store import StoreError
 from prep.tui.base import PrepScreen
 from prep.tui.runs import record_run
 
