@@ -41,6 +41,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, fields
+from functools import cache
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
@@ -60,19 +61,37 @@ from prep.engine.decks.deck import (
     read_deck_text,
 )
 
-# Part of every assembly's key: raised when the checks across files change, so that a cached
-# result of older checks is never served (2: duplicate deck names refused, cards that can
-# never be served left out, as deck.load_collection does since the hardening).
+# The cache's format has three parts, and a database whose cache was written under any other
+# format has it dropped and rebuilt before anything is read from it (the (size, mtime) fast path
+# included): ``format_key()`` hashes them, the store keeps it beside the cached rows.
+# - the loader's version: raised whenever parse_deck_text accepts less (or parses differently)
+#   than before;
+LOADER_VERSION = 2
+# - the assembly's version: raised when the checks across files change (2: duplicate deck names
+#   refused, cards that can never be served left out, as deck.load_collection does);
 ASSEMBLY_VERSION = 2
-# Hashed with every file's text: raised whenever parse_deck_text accepts less than before.
-PARSER_SALT = b"parser 2\n"
+# - Card's fields, read from the dataclass itself: adding, removing, renaming or retyping a field
+#   changes the key with no version to remember.
 RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's mtime tick we expect
 
-# The Card fields kept in the cache's JSON, in Card's order (id, deck and parent are columns
-# of their own; file and line are the cache entry's).
-_FIELDS = tuple(
-    f.name for f in fields(Card) if f.name not in ("id", "deck", "file", "line", "parent")
-)
+_EXCLUDED = ("id", "deck", "file", "line", "parent")
+
+
+@cache
+def _fields_of(card_class: type) -> tuple[str, ...]:
+    """The Card fields kept in the cache's JSON, in Card's order (id, deck and parent are
+    columns of their own; file and line are the cache entry's)."""
+    return tuple(f.name for f in fields(card_class) if f.name not in _EXCLUDED)
+
+
+def format_key() -> str:
+    """What a cached parse depends on besides the files' text: the loader's version, Card's
+    fields (names and declared types, from the class as it is now) and the assembly's version."""
+    card = [[f.name, str(f.type)] for f in fields(Card)]
+    spec = {"loader": LOADER_VERSION, "card": card, "assembly": ASSEMBLY_VERSION}
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+
+
 _TUPLES = frozenset({"choices", "demos", "tags", "sources", "bullets"})
 
 
@@ -102,8 +121,8 @@ class CardRef:
 
 
 def card_fields(card: Card) -> str:
-    """The cached form of a card's content (JSON list in ``_FIELDS`` order)."""
-    return json.dumps([getattr(card, f) for f in _FIELDS], ensure_ascii=False)
+    """The cached form of a card's content (JSON list in ``_fields_of(Card)`` order)."""
+    return json.dumps([getattr(card, f) for f in _fields_of(Card)], ensure_ascii=False)
 
 
 def card_from_fields(
@@ -111,7 +130,7 @@ def card_from_fields(
 ) -> Card:
     values = json.loads(data)
     kw: dict[str, Any] = {
-        f: tuple(v) if f in _TUPLES else v for f, v in zip(_FIELDS, values, strict=True)
+        f: tuple(v) if f in _TUPLES else v for f, v in zip(_fields_of(Card), values, strict=True)
     }
     return Card(id=card_id, deck=deck, parent=parent, file=file, line=line, **kw)
 
@@ -363,11 +382,16 @@ def _load(
 ) -> Collection:
     warnings: list[DeckError] = []
     files = collect_deck_files(paths, include_bundled, warnings)  # as load_collection
+    fmt_key = format_key()
+    if store.deck_cache_format() != fmt_key:
+        # written by another version of the loader, Card or the checks: nothing of it is
+        # trusted, not even the (size, mtime) of an unchanged file (progress is not touched)
+        store.deck_cache_reset(fmt_key)
     cached = store.deck_cache_files()
     now_ns = time.time_ns()
     order: list[tuple[str, str]] = []  # (cache key, shown) of each readable deck file
     read_errors: list[DeckError] = []
-    digest = hashlib.sha256(f"assembly {ASSEMBLY_VERSION}\n".encode())
+    digest = hashlib.sha256(f"format {fmt_key}\n".encode())
     for key, path, shown in files:
         entry = cached.get(key)
         try:
@@ -390,9 +414,8 @@ def _load(
                 digest.update(f"{key}\0{error}\n".encode())
                 continue
             assert text is not None and st is not None
-            # the parser's version is hashed with the text: a parse by an older parser
-            # (before a refusal was added) is never served
-            sha = hashlib.sha256(PARSER_SALT + text.encode("utf-8")).hexdigest()
+            # (a parse by another loader was dropped with the whole cache: see format_key)
+            sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
             # (a parse does not depend on how the path is shown: names are added on load)
             if entry is not None and entry["sha256"] == sha:
                 store.deck_cache_touch(key, st.st_size, st.st_mtime_ns, now_ns)

@@ -24,12 +24,30 @@ def _key_range(fid: int) -> tuple[int, int]:
 # The meta key holding the deck state progress was last reconciled with. The stored name is kept
 # from when reconciling was called "sync", so existing databases read it (schema.py clears it).
 _RECONCILED_KEY = "deck_sync"
+# The meta key holding the format the cached rows were written under (see deck_cache_reset).
+_FORMAT_KEY = "deck_cache_format"
 
 
 class DeckCacheStore(StoreCore):
     """The deck cache's tables."""
 
     # --- deck cache (engine/decks/deckcache.py decides; these are its tables) -----------------
+
+    def deck_cache_format(self) -> str | None:
+        """The format key (engine/decks/deckcache.py's ``format_key``) the cache was written
+        under; None for a cache from before the key was kept."""
+        return self.get_meta(_FORMAT_KEY)
+
+    def deck_cache_reset(self, format_key: str) -> None:
+        """Drop every cached parse and assembly, and record the format the cache is rebuilt
+        under, in one transaction. Only the cache: progress is another set of tables (the
+        next reconciliation runs, since the decks' state key names the format)."""
+        with self.transaction():
+            self.conn.execute("DELETE FROM deck_tags")
+            self.conn.execute("DELETE FROM deck_cards")
+            self.conn.execute("DELETE FROM deck_files")
+            self.conn.execute("DELETE FROM meta WHERE key = 'deck_assembly'")
+            self.set_meta(_FORMAT_KEY, format_key)
 
     def deck_cache_files(self) -> dict[str, dict[str, Any]]:
         keys = ("path", "shown", "size", "mtime_ns", "sha256", "checked_ns")
