@@ -1,6 +1,6 @@
 # prep — set up and run, or set up and test, on a fresh machine:
 #   make run     create .venv, install prep, open today's quiz
-#   make test    create .venv, install prep + dev tools, run ruff and the test suite
+#   make test    create .venv, install prep + dev tools, run ruff, mypy and the test suite
 #   make bench   print the benchmark numbers (with their floors, and beside Anki's engine)
 #
 # torch, installed before prep so pip never picks the wrong build:
@@ -45,10 +45,11 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/python tools/typecheck.py
 	$(BIN)/python -m pytest -q
 
 lint: $(VENV)/.installed
-	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/python tools/typecheck.py
 
 $(VENV)/.bench-installed: $(VENV)/.installed
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[dev,bench]"

@@ -271,6 +271,7 @@ def check_kinds(name: str) -> dict[str, int] | None:
         ):
             out: dict[str, int] = {}
             for key, value in zip(node.value.keys, node.value.values, strict=True):
+                assert key is not None  # (no ``**mapping`` in the counts)
                 kind = key.id.lower() if isinstance(key, ast.Name) else ast.literal_eval(key)
                 out[str(kind)] = int(ast.literal_eval(value))
             return {kind: out.get(kind, 0) for kind in ("identity", "sanity", "measurement")}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, time, timedelta
+from typing import overload
 
 Clock = Callable[[], datetime]
 _FMT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -24,6 +25,12 @@ def to_utc(dt: datetime) -> datetime:
     return dt.astimezone(UTC)
 
 
+@overload
+def fmt(dt: datetime) -> str: ...
+@overload
+def fmt(dt: None) -> None: ...
+@overload
+def fmt(dt: datetime | None) -> str | None: ...
 def fmt(dt: datetime | None) -> str | None:
     """Fixed-width UTC text (lexicographic order == time order)."""
     if dt is None:
@@ -31,6 +38,12 @@ def fmt(dt: datetime | None) -> str | None:
     return to_utc(dt).strftime(_FMT)
 
 
+@overload
+def parse(text: str) -> datetime: ...
+@overload
+def parse(text: None) -> None: ...
+@overload
+def parse(text: str | None) -> datetime | None: ...
 def parse(text: str | None) -> datetime | None:
     if text is None:
         return None

@@ -16,7 +16,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from prep.demos.report import Report
     from prep.engine.decks.deck import Collection
@@ -69,7 +69,7 @@ class Ctx:
         except StoreError as exc:
             raise UsageError(str(exc)) from exc
 
-    def collection(self, *, strict: bool = True, store=None):  # noqa: ANN001 - a Store
+    def collection(self, *, strict: bool = True, store: Store | None = None) -> Collection:
         """The bundled decks plus --questions/PREP_QUESTIONS. With ``strict``, any deck error
         is printed as FILE:LINE: message and the command exits 2. With ``store``, through
         the deck cache in its database (only changed files are parsed; progress is reconciled
@@ -381,7 +381,7 @@ def _minutes(text: str) -> tuple[float, ...]:
     return tuple(float(part) for part in text.replace(" ", "").split(",") if part)
 
 
-_SETTING_TYPES = {
+_SETTING_TYPES: dict[str, Callable[[str], Any]] = {
     "desired_retention": float,
     "new_per_day": int,
     "review_limit": int,
@@ -431,7 +431,8 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
         try:
             typed = convert(value)
         except ValueError:
-            expected = {int: "a whole number", float: "a number"}.get(convert, "minutes like 1,10")
+            words: dict[object, str] = {int: "a whole number", float: "a number"}
+            expected = words.get(convert, "minutes like 1,10")
             raise UsageError(f"{key}: {value!r} is not {expected}") from None
         try:
             updated = replace(settings, **{key: typed}).validated()

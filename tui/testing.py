@@ -20,6 +20,11 @@ from prep.tui.app import PrepApp
 
 NOW = datetime(2025, 3, 10, 12, 0, tzinfo=UTC)
 
+
+def _fixed(at: datetime) -> Callable[[], datetime]:
+    return lambda: at
+
+
 DEMOS = {
     "block-diagonal": "With a block-diagonal W_O each head writes only inside its own slice of "
     "the residual stream (exactly 0.0 everywhere else).",
@@ -164,9 +169,7 @@ def add_history(store: Store, collection: Collection, days: int = 6) -> None:
     for back in range(days, 0, -1):
         at = NOW - timedelta(days=back)
         ids = [c.id for c in collection.cards]
-        session = ReviewSession(
-            store, collection, scheduler=scheduler, clock=lambda at=at: at, queue=ids
-        )
+        session = ReviewSession(store, collection, scheduler=scheduler, clock=_fixed(at), queue=ids)
         for i in range(len(ids)):
             session.rate(Rating.Again if (i + back) % 4 == 0 else Rating.Good, duration_ms=4000)
     store.record_demo_run(

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeAlias
 
 from prep.demos._torch import torch
 from prep.demos.decoder import decoder
 
-Tensor = torch.Tensor
+Tensor: TypeAlias = torch.Tensor  # a type for annotations (torch is not followed by mypy)
 PATHS = ("q", "k", "v")
 PATH_NAMES = {"q": "queries", "k": "keys", "v": "values"}
 

@@ -24,10 +24,11 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TypeAlias
 
 from prep.demos._torch import torch
 
-Tensor = torch.Tensor
+Tensor: TypeAlias = torch.Tensor  # a type for annotations (torch is not followed by mypy)
 
 WEIGHTS_DIR = Path(__file__).parent / "weights"
 SHIPPED = WEIGHTS_DIR / "decoder.safetensors"  # the tensors; decoder.json beside it says the rest

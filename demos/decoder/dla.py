@@ -194,7 +194,7 @@ def counterexample(cfg: Config, device: torch.device, gen: torch.Generator) -> S
 
 
 def _ranked(values: dict[tuple[int, int], float]) -> str:
-    order = sorted(values, key=values.get, reverse=True)
+    order = sorted(values, key=values.__getitem__, reverse=True)
     return ", ".join(f"L{ly}H{h} {values[(ly, h)]:.2f}" for ly, h in order)
 
 
@@ -202,8 +202,8 @@ def check(setup: Setup) -> list[Check]:
     total = sum(setup.parts.values())  # (B, T, vocab)
     rtol, atol = harness.tolerance(DTYPE, setup.obs.cfg.d_model)
     layer1 = [k for k in setup.dla if k[0] == 1]
-    top_dla = max(layer1, key=setup.dla.get)
-    top_abl = max(layer1, key=setup.ablation.get)
+    top_dla = max(layer1, key=setup.dla.__getitem__)
+    top_abl = max(layer1, key=setup.ablation.__getitem__)
     ind, top0 = (1, setup.ind), (0, setup.top0)
     ln_total, ln_logits = ln_split(setup.obs)
     ratios = [r for seed in setup.ln_ratios for r in seed]

@@ -34,6 +34,7 @@ where removing it from the queries costs ~0.8: the claim now says what the model
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from prep.demos import harness
 from prep.demos._torch import torch
@@ -298,7 +299,7 @@ def figures(setup: Setup) -> dict:
     ind = int(c.induction.argmax())
     seq = c.patterns[0].shape[-1]
     ticks = [str(t) for t in range(seq)]
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for key, layer, head, what in (
         ("pattern_duplicate", 0, first.dup, "duplicate-token head"),
         ("pattern_induction", 1, ind, "induction head"),

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeAlias
 
 from prep.demos import harness
 from prep.demos._torch import torch
@@ -38,7 +38,7 @@ from prep.demos.pretrained import extra
 from prep.demos.registry import DEMOS
 from prep.demos.report import glossary_for
 
-Tensor = torch.Tensor
+Tensor: TypeAlias = torch.Tensor  # a type for annotations (torch is not followed by mypy)
 FAMILIES = ("bert", "gpt2")
 
 
@@ -199,7 +199,7 @@ class Real:
         n_rows = cap.final.shape[0]
 
         def rep(value: Any) -> Any:
-            if isinstance(value, Tensor) and value.ndim >= 2 and value.shape[0] == n_rows:
+            if isinstance(value, torch.Tensor) and value.ndim >= 2 and value.shape[0] == n_rows:
                 return value.repeat(repeat, *([1] * (value.ndim - 1)))
             return value
 

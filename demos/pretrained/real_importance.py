@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from prep.demos import harness
 from prep.demos._torch import torch
@@ -164,7 +165,9 @@ def reversing_factors(norms: torch.Tensor) -> torch.Tensor:
 def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
     s = real.sentences(pt.paraphrase_pairs(cfg.n_pairs))
     cap = real.capture(s)
-    rows = {key: [] for key in ("wo", "act", "zero", "mean", "hidden_pairs", "task")}
+    rows: dict[str, list[Any]] = {
+        key: [] for key in ("wo", "act", "zero", "mean", "hidden_pairs", "task")
+    }
     base = tm.margins(cap.final, s.mask)  # (pairs,)
     for layer in range(real.n_layers):
         harness.progress(f"ablating the heads of layer {layer}")

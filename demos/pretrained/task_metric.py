@@ -15,10 +15,12 @@ effect gets a bootstrap interval over pairs (resampled with replacement, rho rec
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 from prep.demos._torch import torch
 from prep.demos.pretrained import pretrained as pt
 
-Tensor = torch.Tensor
+Tensor: TypeAlias = torch.Tensor  # a type for annotations (torch is not followed by mypy)
 BOOTSTRAP_LEVEL = 0.90  # central interval reported for every rho
 
 

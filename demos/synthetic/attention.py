@@ -10,10 +10,11 @@ h's block is the columns weight[:, h*d_head:(h+1)*d_head].
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from prep.demos._torch import torch
 
-Tensor = torch.Tensor
+Tensor: TypeAlias = torch.Tensor  # a type for annotations (torch is not followed by mypy)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+if TYPE_CHECKING:
+    from prep.engine.store import Store
 
 KINDS = ("recall", "choice", "red-flag", "follow-up")
 CARD_KEYS = frozenset(
@@ -213,7 +216,7 @@ class Collection:
         return ((c.id, c.deck, c.parent) for c in self.cards)
 
     def unseen(
-        self, store: Any, deck: str | None = None, seen: set[str] | None = None
+        self, store: Store, deck: str | None = None, seen: set[str] | None = None
     ) -> Iterator[tuple[str, str, str, str | None, bool]]:
         """(id, deck, kind, parent, parent seen) of each card without stored progress, in
         deck order; ``seen`` (ids with progress) may be passed in when the caller holds it."""
@@ -232,7 +235,7 @@ class Collection:
 
     def new_card_groups(
         self,
-        store: Any,
+        store: Store,
         deck: str | None = None,
         seen: set[str] | None = None,
         among: AbstractSet[str] | None = None,
@@ -254,11 +257,11 @@ class Collection:
             )
         return [iter(group) for group in groups.values()]
 
-    def reconcile(self, store: Any) -> None:
+    def reconcile(self, store: Store) -> None:
         """Reconcile the store's progress with these cards (see Store.reconcile)."""
         store.reconcile(self.cards)
 
-    def tag_progress(self, store: Any, mature_days: float) -> dict[str, tuple[int, int, int]]:
+    def tag_progress(self, store: Store, mature_days: float) -> dict[str, tuple[int, int, int]]:
         """Per tag: (cards, seen, mature: stability of at least ``mature_days``)."""
         tag_cards: dict[str, list[str]] = {}
         for card in self.cards:
@@ -302,7 +305,7 @@ def display_path(path: Path | str) -> str:
 # --- validation ---------------------------------------------------------------------------
 
 
-def _text(value: Any) -> bool:
+def _text(value: Any) -> TypeGuard[str]:
     return isinstance(value, str) and value.strip() != ""
 
 
@@ -405,8 +408,8 @@ def _parse_card(
 
     for key in ("prompt", "answer", "explain", "analogy", *lists):
         values = lists.get(key) or ((raw[key],) if _text(raw.get(key)) else ())
-        for value in values:
-            why = _control_problem(value)
+        for text in values:
+            why = _control_problem(text)
             if why is not None:
                 err(at(key), f"{label}: field {key!r} has {why}")
                 ok = False
@@ -444,6 +447,7 @@ def _parse_card(
         ok = False
     if not ok:
         return None
+    assert isinstance(card_id, str) and isinstance(kind, str)  # (checked above)
     return Card(
         id=card_id,
         kind=kind,
@@ -745,7 +749,8 @@ def assemble(
                         )
                     )
     for card in coll.cards:
-        chain, node = [card.id], card
+        chain: list[str] = [card.id]
+        node: Card | None = card
         while node is not None and node.parent is not None and node.parent != node.id:
             if node.parent in chain:
                 # report each cycle once, at its smallest id

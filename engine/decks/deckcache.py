@@ -45,7 +45,7 @@ from functools import cache
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prep.engine.decks.deck import (
     KINDS,
@@ -60,6 +60,9 @@ from prep.engine.decks.deck import (
     parse_deck_text,
     read_deck_text,
 )
+
+if TYPE_CHECKING:
+    from prep.engine.store import Store
 
 # The cache's format has three parts, and a database whose cache was written under any other
 # format has it dropped and rebuilt before anything is read from it (the (size, mtime) fast path
@@ -142,7 +145,7 @@ class CachedCollection(Collection):
 
     def __init__(
         self,
-        store: Any,
+        store: Store,
         files: list[tuple[str, str]],
         rows: dict[str, list[tuple[int, str, int]]],
         decks: dict[str, DeckInfo],
@@ -187,8 +190,8 @@ class CachedCollection(Collection):
             ]
         return self._refs
 
-    @property  # type: ignore[override]
-    def cards(self) -> list[Card]:
+    @property
+    def cards(self) -> list[Card]:  # type: ignore[override]  # (built on first use)
         if self._all is None:
             data: dict[tuple[str, int], str] = {}
             for key, line, text in self._store.deck_cache_card_data([k for k, _ in self._files]):
@@ -268,10 +271,10 @@ class CachedCollection(Collection):
                     out.append(self._built.get(ref.id) or self._build(ref, data[ref.line]))
         return out
 
-    def reconcile(self, store: Any) -> None:
+    def reconcile(self, store: Store) -> None:
         """Nothing to do: ``load`` reconciled the store with these decks when they changed."""
 
-    def tag_progress(self, store: Any, mature_days: float) -> dict[str, tuple[int, int, int]]:
+    def tag_progress(self, store: Store, mature_days: float) -> dict[str, tuple[int, int, int]]:
         return self._store.deck_cache_tag_progress(mature_days)
 
     reads_seen = False  # unseen cards come from SQL against the progress table
@@ -297,7 +300,7 @@ class CachedCollection(Collection):
 
     def new_card_groups(
         self,
-        store: Any,
+        store: Store,
         deck: str | None = None,
         seen: set[str] | None = None,
         among: AbstractSet[str] | None = None,
@@ -324,7 +327,7 @@ class CachedCollection(Collection):
             after, size = rows[-1][0], min(8 * size, 4096)
 
     def unseen(
-        self, store: Any, deck: str | None = None, seen: set[str] | None = None
+        self, store: Store, deck: str | None = None, seen: set[str] | None = None
     ) -> Iterator[tuple[str, str, str, str | None, bool]]:
         # a collection loaded by another process with other decks may have re-ordered the
         # cache meanwhile: only this collection's cards are served
@@ -343,7 +346,7 @@ def _demos(text: str) -> tuple[str, ...]:
     return tuple(text.split(",")) if text else ()
 
 
-def _refs(store: Any, key: str, shown: str) -> list[CardRef]:
+def _refs(store: Store, key: str, shown: str) -> list[CardRef]:
     return [
         CardRef(cid, deck, parent, _demos(demos), shown, line)
         for _, line, cid, deck, parent, demos in store.deck_cache_outline([key])
@@ -355,7 +358,7 @@ def _parse(text: str, shown: str, stem: str):
 
 
 def load(
-    store: Any,
+    store: Store,
     paths: Iterable[Path] | None = None,
     *,
     demo_names: Sequence[str] | None = None,
@@ -375,7 +378,7 @@ def load(
 
 
 def _load(
-    store: Any,
+    store: Store,
     paths: Iterable[Path] | None,
     demo_names: Sequence[str] | None,
     include_bundled: bool,
@@ -503,7 +506,7 @@ def _load(
     return coll
 
 
-def _prune(store: Any, cached: dict[str, Any], loaded: set[str]) -> None:
+def _prune(store: Store, cached: dict[str, Any], loaded: set[str]) -> None:
     """Forget the cached parse of deck files that no longer exist (a deck folder deleted or
     moved), so that the cache does not keep their text forever. Only the entries of files
     not loaded now are looked at (one stat each, usually none), and only a file that is

@@ -30,12 +30,12 @@ from prep.engine.store.transfer import TransferStore
 
 
 class Store(
-    CardsStore,
+    TransferStore,  # on ReviewsStore (on CardsStore) and MarksStore: the tables it reads
     ReviewsStore,
+    CardsStore,
     MarksStore,
     DemoRunsStore,
     DeckCacheStore,
-    TransferStore,
     StoreCore,
 ):
     """The progress database. Open with ``Store.open(path)`` or ``Store.memory()``."""

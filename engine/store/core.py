@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from prep.engine.store.schema import (
     MIGRATIONS,
@@ -157,6 +157,7 @@ class StoreCore:
 
     Open with ``Store.open(path)`` or ``Store.memory()``."""
 
+    _tx_depth: int = 0  # transactions entered and not yet left (see transaction)
     read_only = False  # opened with Store.open(reading=True) where writing is not possible
 
     def __init__(
@@ -235,7 +236,7 @@ class StoreCore:
         *,
         reading: bool = False,
         progress: Progress | None = None,
-    ) -> Store:
+    ) -> Self:
         """Open (creating on first use) the database at ``path`` (see resolve_db_path).
 
         ``reading``: the caller only reads (stats, export). A database or folder that cannot
@@ -310,7 +311,7 @@ class StoreCore:
         return (version, SCHEMA_VERSION) if 0 < version < SCHEMA_VERSION else None
 
     @classmethod
-    def _open_read_only(cls, target: Path) -> Store:
+    def _open_read_only(cls, target: Path) -> Self:
         """The database opened for reading only (a read-only file or folder)."""
         from urllib.parse import quote
 
@@ -346,13 +347,13 @@ class StoreCore:
         raise StoreError(f"{target}: cannot open the progress database: {last}") from last
 
     @classmethod
-    def memory(cls) -> Store:
+    def memory(cls) -> Self:
         return cls(sqlite3.connect(":memory:", isolation_level=None), None)
 
     def close(self) -> None:
         self.conn.close()
 
-    def __enter__(self) -> Store:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -54,7 +54,8 @@ class DemoRunsStore(StoreCore):
                     fmt(ran_at or utcnow()),
                 ),
             )
-            return int(cur.lastrowid)
+            assert cur.lastrowid is not None
+            return cur.lastrowid
 
     def demo_runs(self, *, latest: bool = False) -> list[dict[str, Any]]:
         """Every demo run, oldest first; with ``latest``, only each demo's newest run, by

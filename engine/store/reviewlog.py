@@ -26,6 +26,7 @@ import re
 import struct
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta
+from typing import cast, overload
 
 from prep.engine.study.scheduler import CardState
 from prep.engine.timeutil import fmt
@@ -137,6 +138,12 @@ def unpack(
     )
 
 
+@overload
+def legacy_state(text: str, *, check: bool = True) -> CardState | LegacyState: ...
+@overload
+def legacy_state(text: None, *, check: bool = True) -> None: ...
+@overload
+def legacy_state(text: str | None, *, check: bool = True) -> CardState | LegacyState | None: ...
 def legacy_state(text: str | None, *, check: bool = True) -> CardState | LegacyState | None:
     """A state as the v4 log kept it (JSON text, times as UTC ISO-8601); one that is not a
     card state, or would not come back as the same text, is kept verbatim.
@@ -268,7 +275,7 @@ class Chain:
     """Decodes reviews in log order, remembering each card's latest ``next``."""
 
     def __init__(self) -> None:
-        self.last: dict[str, CardState] = {}
+        self.last: dict[str, CardState | LegacyState] = {}
 
     def decode(
         self, card_id: str, prev_state: int | None, prev: bytes | None, nxt: bytes
@@ -284,10 +291,16 @@ class Chain:
             prev_s = unpack(prev, card_id, before)
         next_s = unpack(nxt, card_id, prev_s if prev_s is not None else before)
         self.last[card_id] = next_s
-        return prev_s, next_s
+        # a LegacyState (a state kept verbatim by the v5 migration) is read as the caller's
+        # CardState: it carries the same fields, checked when it was kept
+        return cast("CardState | None", prev_s), cast(CardState, next_s)
 
     def encode(
-        self, card_id: str, prev_state: int | None, prev: CardState | None, nxt: CardState
+        self,
+        card_id: str,
+        prev_state: int | None,
+        prev: CardState | LegacyState | None,
+        nxt: CardState | LegacyState,
     ) -> tuple[bytes | None, bytes]:
         """(prev blob, next blob) of a review appended after those seen so far; ``prev_state``
         is the column stored beside them (NULL for a new card)."""

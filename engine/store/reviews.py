@@ -11,8 +11,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from prep.engine.store.cards import state_to_json
-from prep.engine.store.core import StoreCore
+from prep.engine.store.cards import CardsStore, state_to_json
 from prep.engine.store.reviewlog import Chain, from_us, to_us
 from prep.engine.study.scheduler import CardState, State
 from prep.engine.timeutil import fmt
@@ -58,7 +57,7 @@ def _review_dict(review: Review, prev_state: int | None) -> dict[str, Any]:
 _REVIEW_COLS = "id, card_id, rating, at, duration_ms, prev_state, prev, next"
 
 
-class ReviewsStore(StoreCore):
+class ReviewsStore(CardsStore):
     """The reviews table."""
 
     # --- reviews ------------------------------------------------------------------------
@@ -82,7 +81,8 @@ class ReviewsStore(StoreCore):
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (new.id, int(rating), to_us(reviewed_at), duration_ms, prev_state, pblob, nblob),
             )
-            return int(cur.lastrowid)
+            assert cur.lastrowid is not None
+            return cur.lastrowid
 
     def _card_log(self, card_id: str) -> list[tuple[Review, int | None]]:
         """One card's reviews, oldest first (its states are read along its chain)."""

@@ -10,9 +10,15 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from prep.engine.store.cards import state_from_json, state_to_json
-from prep.engine.store.core import StoreCore
+from prep.engine.store.marks import MarksStore
 from prep.engine.store.reviewlog import to_us
-from prep.engine.store.reviews import _REVIEW_COLS, _decode, _json_or_none, _review_dict
+from prep.engine.store.reviews import (
+    _REVIEW_COLS,
+    ReviewsStore,
+    _decode,
+    _json_or_none,
+    _review_dict,
+)
 from prep.engine.store.schema import (
     CARD_COLUMNS,
     DEMO_RUN_COLUMNS,
@@ -29,7 +35,7 @@ _COLUMNS: dict[str, tuple[str, ...]] = {
 }
 
 
-class TransferStore(StoreCore):
+class TransferStore(ReviewsStore, MarksStore):
     """Rows out (dump) and in (insert_row) for export and import."""
 
     # --- export and import ----------------------------------------------------------------

@@ -252,6 +252,7 @@ class MockInterview:
     def grade(self, rating: Rating | int) -> Outcome:
         """Store the self-grade through the normal scheduler and move to the next question."""
         step = self._require(revealed=True)
+        assert step.elapsed_s is not None  # frozen at reveal
         rating = Rating(rating)
         outcome = self.session.rate(rating, duration_ms=int(step.elapsed_s * 1000))
         step.rating, step.interval = rating, outcome.interval

@@ -214,7 +214,7 @@ def answer_sections(
 
 def section_lines(sections: list[Section], *, results: bool = True) -> list[str]:
     """The sections as plain lines (the line mode; the mock screen bolds the labels)."""
-    lines = []
+    lines: list[str] = []
     for s in sections:
         lines.extend(label + rest for label, rest in section_parts(s, results=results))
     return lines

@@ -12,6 +12,7 @@ import random
 import zlib
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import TypeGuard
 
 import fsrs
 from fsrs.scheduler import FUZZ_RANGES
@@ -149,7 +150,7 @@ DIFFICULTY_MIN, DIFFICULTY_MAX = 1.0, 10.0
 MAX_STEP = 1000  # a learning step index; fsrs treats one past the last step as graduated
 
 
-def _number(value: object) -> bool:
+def _number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 

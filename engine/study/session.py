@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from itertools import chain
 from typing import Any
 
@@ -339,7 +339,8 @@ def _merge_by_due(store: Store, a: list[str], b: list[str]) -> list[str]:
     if not a or not b:
         return a or b
     due = {cid: s.due for cid, s in store.cards([*a, *b]).items()}
-    return sorted([*a, *b], key=lambda cid: due[cid])
+    never = datetime.max.replace(tzinfo=UTC)  # (a due id always has its due time)
+    return sorted([*a, *b], key=lambda cid: due[cid] or never)
 
 
 @dataclass
@@ -411,7 +412,10 @@ class ReviewSession:
         self._review_ids: list[int] = []  # the review rows those ratings wrote
         self._from_learning: list[tuple[datetime, str] | None] = []  # where each rated card was
         # undo goes back through ratings and marks alike: "rate", or the mark before a change
-        self._history: list[str | tuple[str, Mark, tuple[datetime, str] | None]] = []
+        # "rate", or (card id, mark before, its learning entry or ("keep", id) for a flag)
+        self._history: list[
+            str | tuple[str, Mark, tuple[datetime, str] | tuple[str, str] | None]
+        ] = []
         self.total = len(self.queue)
         self.skipped: list[tuple[str, str]] = []  # (card id, why) of cards left out
         self.notices: list[str] = []
@@ -432,13 +436,19 @@ class ReviewSession:
                 break
             self.queue.pop(0)  # removed from the decks since the queue was built, or unusable
         self.learning = [e for e in self.learning if self.collection.get(e[1]) is not None]
+        # (the cards are in the collection: both lists were just filtered by get())
         if self.learning and self.learning[0][0] <= now:
-            return self.collection.get(self.learning[0][1]), self.learning[0]
+            return self._card(self.learning[0][1]), self.learning[0]
         if self.queue:
-            return self.collection.get(self.queue[0]), None
+            return self._card(self.queue[0]), None
         if self.learning and self.learning[0][0] <= now + self.learn_ahead:
-            return self.collection.get(self.learning[0][1]), self.learning[0]
+            return self._card(self.learning[0][1]), self.learning[0]
         return None
+
+    def _card(self, card_id: str) -> Card:
+        card = self.collection.get(card_id)
+        assert card is not None, card_id
+        return card
 
     def _schedulable_now(self, card: Card) -> bool:
         """Whether the scheduler can rate this card's stored state. A state it rejects (from a
@@ -595,7 +605,9 @@ class ReviewSession:
         exactly, a mark is cleared back to what it was, and the card is put back in front.
         Returns the card, or None when there is nothing to undo."""
         if self._history and self._history[-1] != "rate":
-            card_id, before, entry = self._history.pop()  # type: ignore[misc]
+            undone = self._history.pop()
+            assert not isinstance(undone, str)
+            card_id, before, entry = undone
             self.store.set_mark(card_id, before)
             if entry != ("keep", card_id):  # it had left the session: back in front
                 if entry is not None:

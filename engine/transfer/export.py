@@ -29,7 +29,7 @@ import io
 import json
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -150,7 +150,7 @@ def to_csv(store: Store) -> dict[str, str]:
     }
 
 
-def _write(files: dict[Path, str]) -> None:
+def _write(files: Mapping[str | os.PathLike[str], str]) -> None:
     try:
         write_files(files)
     except WriteError as exc:

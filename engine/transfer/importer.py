@@ -229,7 +229,7 @@ def _state_json(value: Any, key: str, card_id: str, *, required: bool) -> str | 
 
 def _card_row(raw: dict[str, Any]) -> dict[str, Any]:
     cid = _slug(_req(raw, "id"), "id")
-    row = {
+    row: dict[str, Any] = {
         "id": cid,
         "deck": _slug(raw.get("deck"), "deck", required=False),
         "state": _int(_req(raw, "state"), "state", lo=1, hi=3),
@@ -675,18 +675,18 @@ def import_data(store: Store, data: ExportData, now: datetime | None = None) -> 
             cid, mark = row["card_id"], _mark(row)
             if mark == Mark():
                 continue  # marks nothing (an export never holds one)
-            here = store.mark(cid)
-            if here == mark:
+            mark_here = store.mark(cid)
+            if mark_here == mark:
                 result.marks_skipped += 1
-            elif in_force(here, now) == Mark():  # (a bury that ran out is no mark)
+            elif in_force(mark_here, now) == Mark():  # (a bury that ran out is no mark)
                 store.set_mark(cid, mark)
                 result.marks_added += 1
-            elif in_force(here, now) == in_force(mark, now):
+            elif in_force(mark_here, now) == in_force(mark, now):
                 result.marks_skipped += 1  # they differ only in a bury that ran out
             else:
                 raise ExportError(
                     f"{src}: conflict: card {cid!r} is marked differently here "
-                    f"({_mark_words(here)}; the file: {_mark_words(mark)}); nothing imported"
+                    f"({_mark_words(mark_here)}; the file: {_mark_words(mark)}); nothing imported"
                 )
         if data.settings is not None:
             saved = store.saved_settings()

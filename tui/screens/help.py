@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.css.query import DOMQuery
+from textual.dom import DOMNode
 from textual.screen import ModalScreen
+from textual.widget import Widget
 from textual.widgets import Footer, Static
 
 
@@ -24,10 +29,10 @@ def _sections() -> list[tuple[str, str, list[Binding]]]:
     from prep.tui.screens.stats import StatsScreen
     from prep.tui.screens.summary import SummaryScreen
 
-    def bindings(cls: type) -> list[Binding]:
+    def bindings(cls: type[DOMNode]) -> list[Binding]:
         return [b for b in cls.BINDINGS if isinstance(b, Binding)]
 
-    screens = [
+    screens: list[tuple[str, type[DOMNode]]] = [
         ("Home", HomeScreen),
         ("Review", ReviewScreen),
         ("End of session", SummaryScreen),
@@ -100,7 +105,9 @@ class HelpScreen(ModalScreen[None]):
         return [(screen, self.keys_table(title, keys)) for title, screen, keys in _sections()]
 
     def on_mount(self) -> None:
-        sections = self.query(f"#help-{self.at}") if self.at else []
+        sections: Sequence[Widget] | DOMQuery[Widget] = (
+            self.query(f"#help-{self.at}") if self.at else []
+        )
         if sections:
             self.call_after_refresh(
                 self.query_one("#help", VerticalScroll).scroll_to_widget,

@@ -127,12 +127,12 @@ class HomeScreen(PrepScreen):
         for i, row in enumerate(rows):
             # the title gives way, not the deck's id (what --deck takes)
             name = f"  {row.name}" if row.name else ""
-            label = Text(row.title, style="bold" if i == 0 else "")
-            label.truncate(max(16, room - len(name)), overflow="ellipsis")
-            label.append(name, style="dim")
+            title = Text(row.title, style="bold" if i == 0 else "")
+            title.truncate(max(16, room - len(name)), overflow="ellipsis")
+            title.append(name, style="dim")
             theme = self.prep.current_theme
             table.add_row(
-                label,
+                title,
                 _count(row.new, theme.primary),
                 _count(row.learning, theme.warning or theme.primary),
                 _count(row.due, theme.success or theme.primary),

@@ -26,7 +26,7 @@ from prep.engine.study.present import (
     spoken_interval,
 )
 from prep.engine.study.scheduler import RATING_NAMES, Rating
-from prep.engine.timeutil import Clock
+from prep.engine.timeutil import Clock, utcnow
 from prep.tui.base import PrepScreen
 from prep.tui.plain import mock_summary_lines, took_text
 
@@ -130,7 +130,7 @@ class MockScreen(PrepScreen):
                 minutes=self.minutes,
                 deck=self.deck,
                 seed=self.seed,
-                **({"clock": self._clock} if self._clock is not None else {}),
+                clock=self._clock or utcnow,
             )
         app = self.prep
         if app.store is None:

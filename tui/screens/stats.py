@@ -26,11 +26,11 @@ def bar_chart(widget: PlotextPlot, labels: list[str], values: list[int], title: 
     plt.bar(xs, values, width=0.8, minimum=0)
     step = max(1, len(labels) // 6)
     ticks = xs[::step]
-    plt.xticks(ticks, [labels[i] for i in ticks])
+    plt.xticks([float(t) for t in ticks], [labels[i] for i in ticks])
     top = max(values, default=0)
     step = max(1, -(-top // 4))  # whole numbers, about four ticks
     yticks = list(range(0, top + step, step)) if top else [0, 1]
-    plt.yticks(yticks)
+    plt.yticks([float(t) for t in yticks])
     widget.refresh()
 
 
@@ -87,6 +87,7 @@ class StatsScreen(PrepScreen):
     def action_refresh(self) -> None:
         from prep.engine.study.stats import compute
 
+        assert self.prep.store is not None  # (the screen opens once the database is open)
         try:
             stats = compute(
                 self.prep.store,
