@@ -174,3 +174,86 @@ def test_the_tree_reads_as_the_architecture() -> None:
         assert (info.weights == "pretrained") == (room == "pretrained"), (name, room)
         if room == "decoder":
             assert info.weights == DEMO_ROOMS[room], (name, info.weights)
+
+
+# --- inside engine/: the rooms' own arrows --------------------------------------------------
+#
+# The store keeps rows (it knows the study loop's state types, not the decks); the decks parse
+# and cache files (they reach the store for the cache's tables, not the study loop); the study
+# loop reads decks and store; transfer moves everything in and out and nothing imports it.
+ROOM_FORBIDDEN = {
+    "store": ("prep.engine.decks", "prep.engine.transfer"),
+    "decks": ("prep.engine.study", "prep.engine.transfer"),
+    "study": ("prep.engine.transfer",),
+}
+
+
+@pytest.mark.parametrize("room", sorted(ROOM_FORBIDDEN))
+def test_the_engine_rooms_arrows(room: str) -> None:
+    out = []
+    for path in sorted((ROOT / "engine" / room).rglob("*.py")):
+        for line, name in imported_names(path):
+            bad = _hits(name, ROOM_FORBIDDEN[room])
+            if bad:
+                out.append(f"{path.relative_to(ROOT)}:{line}: imports {name}")
+    assert out == []
+
+
+# --- size: a module over the limit says why in its docstring ---------------------------------
+
+MAX_LINES = 600
+REASON = "Size:"  # a paragraph of the module docstring starting so says why it is long
+
+
+def long_modules() -> list[str]:
+    out = []
+    for folder in FOLDERS:
+        for path in modules(folder):
+            text = path.read_text(encoding="utf-8")
+            n = text.count("\n")
+            if n <= MAX_LINES:
+                continue
+            doc = ast.get_docstring(ast.parse(text)) or ""
+            if not any(p.lstrip().startswith(REASON) for p in doc.split("\n\n")):
+                out.append(f"{path.relative_to(ROOT)}: {n} lines and no {REASON!r} paragraph")
+    return out
+
+
+def test_no_module_grows_past_the_limit_without_a_reason() -> None:
+    assert long_modules() == []
+
+
+# --- the store is typed: no parameter named store without Store --------------------------------
+
+
+def untyped_stores() -> list[str]:
+    """Every parameter (or attribute annotation) named ``store``/``_store`` in engine/ and
+    tui/ that is not annotated, or is annotated ``Any``/``object``: a reader and mypy must be
+    able to follow it to the Store."""
+    out = []
+    for folder in ("engine", "tui"):
+        for path in modules(folder):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                pairs: list[tuple[str, ast.expr | None, int]] = []
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    a = node.args
+                    for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs]:
+                        pairs.append((arg.arg, arg.annotation, arg.lineno))
+                elif isinstance(node, ast.AnnAssign):
+                    target = node.target
+                    name = target.attr if isinstance(target, ast.Attribute) else ""
+                    name = target.id if isinstance(target, ast.Name) else name
+                    pairs.append((name, node.annotation, node.lineno))
+                for name, annotation, line in pairs:
+                    if name not in ("store", "_store"):
+                        continue
+                    text = "" if annotation is None else ast.unparse(annotation)
+                    if not text or {"Any", "object"} & set(text.replace("|", " ").split()):
+                        shown = text or "no annotation"
+                        out.append(f"{path.relative_to(ROOT)}:{line}: {name}: {shown}")
+    return out
+
+
+def test_the_store_is_typed_everywhere() -> None:
+    assert untyped_stores() == []

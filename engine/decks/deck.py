@@ -23,6 +23,12 @@ A deck is one YAML file::
 Files are parsed with ``yaml.SafeLoader`` semantics, but every mapping remembers the line
 of each key, so that every error is reported as ``FILE:LINE: message``. All errors of all
 files are collected; nothing raises on bad input.
+
+Size: about 790 lines, because a card's validation (every field's refusal and its message),
+the deck file's reading and the checks across files share the error vocabulary (DeckError,
+quoted, the control-character rules). The next split is the checks across files
+(``assemble``, ``_drop_unservable``) into their own module beside deckcache.py, which calls them
+on the cached outline; the Card/Collection types would stay here.
 """
 
 from __future__ import annotations
@@ -38,6 +44,9 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
+
+from prep.engine.decks.refusal import MAX_DEPTH, Refused
+from prep.engine.decks.refusal import one_line as _one_line
 
 if TYPE_CHECKING:
     from prep.engine.store import Store
@@ -65,8 +74,6 @@ CHOICE_LETTERS = "abcd"
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 # A deck is a few dozen kB; anything past this is not a deck (and reading it would only cost memory).
 MAX_DECK_BYTES = 2 * 1024 * 1024
-# Decks nest four levels (file > cards > card > list); deeper structure is not a deck.
-MAX_DEPTH = 32
 # Control characters (C0 and C1, DEL) other than newline and tab: ESC starts the terminal
 # escape sequences (CSI, OSC) that recolour or retitle a terminal when a card is printed.
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -88,11 +95,6 @@ def one_line_safe(text: str) -> str:
     """``text`` with every control character (newline and tab too) written as its escape:
     safe to print as one line on a terminal."""
     return _ANY_CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
-
-
-def _one_line(text: str, limit: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _control_problem(text: str) -> str | None:
@@ -277,13 +279,6 @@ class Collection:
 
 
 # --- YAML with line numbers ---------------------------------------------------------------
-
-
-class _Refused(Exception):
-    def __init__(self, line: int, message: str) -> None:
-        super().__init__(message)
-        self.line = line
-        self.message = message
 
 
 def display_path(path: Path | str) -> str:
@@ -479,7 +474,7 @@ def parse_deck_text(
     errors: list[DeckError] = []
     try:
         data = load_yaml(text)
-    except _Refused as exc:
+    except Refused as exc:
         return None, [], [DeckError(file, exc.line, exc.message)]
     except RecursionError:
         return None, [], [DeckError(file, 1, f"nested more than {MAX_DEPTH} levels deep")]

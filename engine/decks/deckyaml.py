@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from prep.engine.decks.deck import MAX_DEPTH, _one_line, _Refused
+from prep.engine.decks.refusal import MAX_DEPTH, Refused, one_line
 
 
 class _LineDict(dict):
@@ -33,7 +33,7 @@ class _LineLoader(_BaseLoader):  # type: ignore[misc, valid-type]
         except (ValueError, OverflowError) as exc:
             # SafeConstructor's own conversions: a date like 2024-13-45, an int of 5000 digits
             line = node.start_mark.line + 1
-            raise _Refused(line, f"cannot read this value: {_one_line(str(exc))}") from None
+            raise Refused(line, f"cannot read this value: {one_line(str(exc))}") from None
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _LineDict:
@@ -105,7 +105,7 @@ def _first_alias_line(text: str) -> int | None:
 
 def load_yaml(text: str) -> Any:
     """The YAML document in ``text``, built with line numbers; raises yaml.YAMLError or
-    _Refused before building anything unsafe."""
+    Refused before building anything unsafe."""
     loader = _LineLoader(text)
     try:
         node = loader.get_single_node()
@@ -116,7 +116,7 @@ def load_yaml(text: str) -> Any:
             line, message = problem
             if message.startswith("YAML aliases"):
                 line = _first_alias_line(text) or line
-            raise _Refused(line, message)
+            raise Refused(line, message)
         return loader.construct_document(node)
     finally:
         loader.dispose()

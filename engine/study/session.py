@@ -4,6 +4,10 @@ Queue order: due cards first (most overdue first, up to the review limit), then 
 deck order up to what is left of today's new-card allowance. A follow-up card is served only
 after its parent has been seen (before, or earlier in the same queue). Learning cards whose
 next step falls within the learn-ahead window come back later in the same session, as in Anki.
+
+Size: about 650 lines: the queue builder and the session that serves it share the limits,
+the new-card rotation and the learning entries, and are read together. The next split is the
+queue (``build_queue``, ``deck_counts``, ``limits_today``, the rotation) into queue.py.
 """
 
 from __future__ import annotations
