@@ -257,3 +257,15 @@ def untyped_stores() -> list[str]:
 
 def test_the_store_is_typed_everywhere() -> None:
     assert untyped_stores() == []
+
+
+def test_the_screens_do_not_import_the_line_mode() -> None:
+    """Textual screens and the line mode share text through neutral modules (present.py,
+    tui/mocktext.py), never one front end's module imported by the other."""
+    out = [
+        f"{path.relative_to(ROOT)}:{line}: imports {name}"
+        for path in sorted((ROOT / "tui" / "screens").rglob("*.py"))
+        for line, name in imported_names(path)
+        if _hits(name, ("prep.tui.plain",))
+    ]
+    assert out == []

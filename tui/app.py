@@ -340,7 +340,7 @@ class PrepApp(App[int]):
         assert self.store is not None
         now = self.now()
         # read once for both (a collection over the deck cache asks SQL instead)
-        seen = self.store.seen_ids() if self.collection.reads_seen else None
+        seen = self.store.seen_ids() if self.collection.unseen_by_deck(self.store) is None else None
         queue = build_queue(
             self.store, self.collection, now, deck=deck, new_limit=self.new_limit, seen=seen
         )

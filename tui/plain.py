@@ -13,7 +13,7 @@ from typing import TextIO
 
 from prep.engine.decks.deck import CHOICE_LETTERS, Card
 from prep.engine.store import StoreError
-from prep.engine.study.mock import MockInterview, MockStep
+from prep.engine.study.mock import MockInterview
 from prep.engine.study.present import (
     answer_sections,
     choice_verdict,
@@ -22,16 +22,15 @@ from prep.engine.study.present import (
     counts_text,
     duration_text,
     early_text,
-    first_line,
     percent,
     rating_choices,
     rating_name,
     section_lines,
-    shorten,
     spoken_interval,
 )
 from prep.engine.study.scheduler import RATING_NAMES, Outcome, Rating
 from prep.engine.study.session import ReviewSession
+from prep.tui.mocktext import mock_summary_lines, took_text
 
 
 class Quit(Exception):
@@ -207,38 +206,6 @@ def run_plain(session: ReviewSession, stdin: TextIO, stdout: TextIO) -> int:
 
 
 # --- prep mock --plain ----------------------------------------------------------------------
-
-
-def took_text(step: MockStep) -> str:
-    """``You took 1:12 of 2:00.`` (and how far over the budget)."""
-    assert step.elapsed_s is not None
-    text = f"You took {clock_text(step.elapsed_s)} of {clock_text(step.budget_s)}"
-    if step.over_budget:
-        text += f", {clock_text(step.elapsed_s - step.budget_s)} over"
-    return text + "."
-
-
-def question_text(prompt: str) -> str:
-    """A question as one short line of plain text (for lists of questions)."""
-    return shorten(first_line(prompt).replace("**", ""))
-
-
-def mock_summary_lines(mock: MockInterview) -> list[str]:
-    """The end of a mock interview: a headline, then one line per question."""
-    s = mock.summary()
-    lines = [
-        f"Mock over: {s['graded']} of {count(s['questions'], 'question')} graded in "
-        f"{clock_text(s['seconds'])} (budget {clock_text(s['budget_seconds'])}); "
-        f"{s['over_budget']} over their time."
-    ]
-    for i, step in enumerate(mock.steps, 1):
-        rating = RATING_NAMES[step.rating] if step.rating is not None else "not graded"
-        took = clock_text(step.elapsed_s) if step.elapsed_s is not None else "-"
-        lines.append(
-            f"  {i}. {'  ' * step.depth}{question_text(step.card.prompt)}: "
-            f"{took} of {clock_text(step.budget_s)}, {rating}"
-        )
-    return lines
 
 
 def run_mock_plain(mock: MockInterview, stdin: TextIO, stdout: TextIO) -> int:

@@ -180,10 +180,6 @@ class Collection:
     # Problems that leave every deck usable (a --questions folder without decks)
     warnings: list[DeckError] = field(default_factory=list)
 
-    # whether ``unseen`` and ``new_card_groups`` read the set of seen ids (a caller that asks
-    # for several decks reads it once and passes it); the deck cache asks SQL instead
-    reads_seen = True
-
     def __post_init__(self) -> None:
         self._by_id: dict[str, Card] = {c.id: c for c in self.cards}
 
@@ -258,6 +254,12 @@ class Collection:
                 (pos, cid, cdeck, kind, parent, parent_seen)
             )
         return [iter(group) for group in groups.values()]
+
+    def unseen_by_deck(self, store: Store) -> dict[str, int] | None:
+        """How many cards of each deck have no progress, when that is known without walking
+        the cards; None here (a parsed collection is not reconciled with the store on load, so
+        only ``unseen`` can tell), a count per deck over the deck cache."""
+        return None
 
     def reconcile(self, store: Store) -> None:
         """Reconcile the store's progress with these cards (see Store.reconcile)."""

@@ -277,7 +277,12 @@ class CachedCollection(Collection):
     def tag_progress(self, store: Store, mature_days: float) -> dict[str, tuple[int, int, int]]:
         return self._store.deck_cache_tag_progress(mature_days)
 
-    reads_seen = False  # unseen cards come from SQL against the progress table
+    def unseen_by_deck(self, store: Store) -> dict[str, int]:
+        """How many cards of each deck have no progress, from two counts: the deck's size
+        and its cards with progress (grouped in SQL over the live cards, which ``load``'s
+        reconciliation keeps to these decks), without reading the cards one by one."""
+        seen = {deck: n for deck, (n, _) in store.deck_progress(0.0).items()}
+        return {deck: max(0, n - seen.get(deck, 0)) for deck, n in self.deck_sizes().items()}
 
     def _deck_files(
         self, deck: str | None, among: AbstractSet[str] | None = None

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from prep.engine.decks.deck import Card, Collection
+from prep.engine.decks.deck import Card
+from prep.engine.study.collection import Cards
 from prep.engine.study.present import first_line
 
 
@@ -39,7 +40,7 @@ def is_main(card: Card) -> bool:
     return bool(card.bullets) and card.kind != "follow-up" and card.parent is None
 
 
-def cram_sheet(collection: Collection, deck: str | None = None) -> list[CramDeck]:
+def cram_sheet(collection: Cards, deck: str | None = None) -> list[CramDeck]:
     """The bullets of every main card, per deck (decks without any are left out).
     Raises UnknownDeck for a deck name that is not loaded."""
     if deck is not None and deck not in collection.decks:

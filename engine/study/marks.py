@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from prep.engine.decks.deck import Collection, one_line_safe
+from prep.engine.decks.deck import one_line_safe
 from prep.engine.store import Mark, Store
+from prep.engine.study.collection import Cards
 from prep.engine.study.present import first_line
 from prep.engine.timeutil import fmt
 
@@ -52,7 +53,7 @@ def in_force(mark: Mark, now: datetime) -> Mark:
     return mark
 
 
-def marked_cards(store: Store, coll: Collection, now: datetime) -> list[MarkedCard]:
+def marked_cards(store: Store, coll: Cards, now: datetime) -> list[MarkedCard]:
     """Every card suspended, buried (until later than ``now``) or flagged, in id order."""
     out = []
     for cid, stored in store.marks().items():
@@ -80,7 +81,7 @@ class UnknownCard(ValueError):
 
 def unmark(
     store: Store,
-    coll: Collection,
+    coll: Cards,
     card_ids: Iterable[str],
     now: datetime,
     kinds: Iterable[str] = KINDS,

@@ -19,8 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from prep.engine.decks.deck import Card, Collection
+from prep.engine.decks.deck import Card
 from prep.engine.store import Store
+from prep.engine.study.collection import Cards
 from prep.engine.study.present import Verdict, choice_verdict, clock_text, first_line, shorten
 from prep.engine.study.scheduler import RATING_NAMES, Outcome, Rating, Scheduler
 from prep.engine.study.session import ReviewSession
@@ -33,7 +34,7 @@ class MockError(ValueError):
     """No mock interview can be built (unknown deck, no card with follow-ups)."""
 
 
-def main_candidates(collection: Collection, deck: str | None = None) -> list[Card]:
+def main_candidates(collection: Cards, deck: str | None = None) -> list[Card]:
     """Cards that open a chain: they have follow-ups and (preferably) no parent."""
     cards = collection.in_deck(deck)
     with_children = [c for c in cards if collection.children(c.id)]
@@ -41,7 +42,7 @@ def main_candidates(collection: Collection, deck: str | None = None) -> list[Car
     return roots or with_children
 
 
-def follow_up_chain(collection: Collection, main_id: str) -> list[tuple[Card, int]]:
+def follow_up_chain(collection: Cards, main_id: str) -> list[tuple[Card, int]]:
     """The main card and every card under it, depth-first in deck order, with its depth."""
     out: list[tuple[Card, int]] = []
     seen: set[str] = set()
@@ -63,7 +64,7 @@ def follow_up_chain(collection: Collection, main_id: str) -> list[tuple[Card, in
 
 def pick_main(
     store: Store,
-    collection: Collection,
+    collection: Cards,
     scheduler: Scheduler,
     now: datetime,
     rng: random.Random,
@@ -127,7 +128,7 @@ class MockInterview:
     def __init__(
         self,
         store: Store,
-        collection: Collection,
+        collection: Cards,
         *,
         minutes: float = 10.0,
         deck: str | None = None,

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import random
 import zlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 import fsrs
 from fsrs.scheduler import FUZZ_RANGES
@@ -32,21 +32,53 @@ MAX_STEP_MIN = 36500 * 24 * 60  # a learning step of at most 100 years, in minut
 MAX_INTERVAL_DAYS = 36500  # fsrs's own default maximum: 100 years
 
 
+def _minutes(text: str) -> tuple[float, ...]:
+    """Learning steps as minutes, comma-separated: "1,10" (Anki's default is 1m 10m)."""
+    return tuple(float(part) for part in text.replace(" ", "").split(",") if part)
+
+
+# How a setting is read from text (`prep config KEY VALUE`), and what a bad value is not: a
+# field's metadata, so that a new setting brings its own parse type (no table elsewhere).
+_NUMBER = {"parse": float, "words": "a number"}
+_WHOLE = {"parse": int, "words": "a whole number"}
+_STEPS = {"parse": _minutes, "words": "minutes like 1,10"}
+
+
 @dataclass(frozen=True)
 class Settings:
-    """User-changeable settings, persisted in the database's meta table."""
+    """User-changeable settings, persisted in the database's meta table. A field with
+    ``parse`` metadata is set by `prep config KEY VALUE` (``parse_value``); ``parameters``
+    has a command form of its own."""
 
-    desired_retention: float = 0.9
-    new_per_day: int = 20
-    review_limit: int = 200
-    leech_threshold: int = 8
-    learning_steps_min: tuple[float, ...] = (1.0, 10.0)
-    relearning_steps_min: tuple[float, ...] = (10.0,)
-    maximum_interval: int = 36500
+    desired_retention: float = field(default=0.9, metadata=_NUMBER)
+    new_per_day: int = field(default=20, metadata=_WHOLE)
+    review_limit: int = field(default=200, metadata=_WHOLE)
+    leech_threshold: int = field(default=8, metadata=_WHOLE)
+    learning_steps_min: tuple[float, ...] = field(default=(1.0, 10.0), metadata=_STEPS)
+    relearning_steps_min: tuple[float, ...] = field(default=(10.0,), metadata=_STEPS)
+    maximum_interval: int = field(default=36500, metadata=_WHOLE)
     parameters: tuple[float, ...] | None = None  # None: fsrs defaults
     # Anki's learn-ahead limit: when nothing else is left, a learning card due within this
     # many minutes is shown early (and labelled so) instead of ending the session
-    learn_ahead_min: int = 20
+    learn_ahead_min: int = field(default=20, metadata=_WHOLE)
+
+    @classmethod
+    def settable(cls) -> list[str]:
+        """The settings `prep config KEY VALUE` reads from text, in field order."""
+        return [f.name for f in fields(cls) if "parse" in f.metadata]
+
+    @classmethod
+    def parse_value(cls, key: str, text: str) -> Any:
+        """Setting ``key``'s value read from ``text``; KeyError for a key that is not
+        settable, ValueError("KEY: 'TEXT' is not a number") for text that does not parse
+        (the range is ``validated``'s)."""
+        meta = cls.__dataclass_fields__[key].metadata if key in cls.settable() else None
+        if meta is None:
+            raise KeyError(key)
+        try:
+            return meta["parse"](text)
+        except ValueError:
+            raise ValueError(f"{key}: {text!r} is not {meta['words']}") from None
 
     def to_dict(self) -> dict:
         return {

@@ -20,8 +20,9 @@ from datetime import UTC, datetime, timedelta
 from itertools import chain
 from typing import Any
 
-from prep.engine.decks.deck import Card, Collection
+from prep.engine.decks.deck import Card
 from prep.engine.store import Mark, Store
+from prep.engine.study.collection import Cards
 from prep.engine.study.scheduler import CardState, Outcome, Rating, Scheduler, State, state_problem
 from prep.engine.timeutil import Clock, day_start, fmt, study_day_start, utcnow
 
@@ -42,7 +43,7 @@ class Queue:
 
 def build_queue(
     store: Store,
-    collection: Collection,
+    collection: Cards,
     now: datetime,
     *,
     deck: str | None = None,
@@ -111,7 +112,7 @@ _STEP_STATES = frozenset(int(x) for x in State if x != State.Review)  # as due_i
 
 
 def deck_counts(
-    store: Store, collection: Collection, now: datetime, *, new_limit: int | None = None
+    store: Store, collection: Cards, now: datetime, *, new_limit: int | None = None
 ) -> list[DeckCounts]:
     """New / learning / due per deck, as ``build_queue`` would serve them (the first row is
     all decks together), without building the queues: learning steps and reviews due are one
@@ -128,8 +129,10 @@ def deck_counts(
             due[state.deck][1] -= 1
         elif state.state in _STEP_STATES:
             due[state.deck][0] -= 1
-    seen = store.seen_ids() | hidden if collection.reads_seen and new_limit > 0 else None
-    among = _decks_with_new(store, collection)
+    unseen = collection.unseen_by_deck(store)
+    # without the counts, the rotation walks the unseen cards: the seen ids are read once here
+    seen = store.seen_ids() | hidden if unseen is None and new_limit > 0 else None
+    among = None if unseen is None else {deck for deck, n in unseen.items() if n > 0}
     decks: list[tuple[str | None, str, int]] = [(None, "All decks", len(collection))]
     decks += [(name, info.title, len(info.card_ids)) for name, info in collection.decks.items()]
     rows = []
@@ -156,26 +159,16 @@ def deck_counts(
     return rows
 
 
-def unseen_per_deck(store: Store, collection: Collection) -> dict[str, int]:
-    """How many cards of each deck have no progress, from two counts: the deck's size and
-    its cards with progress (grouped in SQL over the live cards, which the reconciliation keeps to
-    the loaded decks), so that a deck whose every card has progress is known to have no new
-    card without reading its cards one by one."""
-    seen = {deck: n for deck, (n, _) in store.deck_progress(0.0).items()}
-    return {deck: max(0, n - seen.get(deck, 0)) for deck, n in collection.deck_sizes().items()}
-
-
-def _decks_with_new(store: Store, collection: Collection) -> set[str] | None:
-    """The decks that have cards without progress, when the collection is over the deck cache
-    (whose load reconciled the progress with these decks); None (every deck may) otherwise."""
-    if collection.reads_seen:
-        return None
-    return {deck for deck, n in unseen_per_deck(store, collection).items() if n > 0}
+def _decks_with_new(store: Store, collection: Cards) -> set[str] | None:
+    """The decks that have cards without progress, when the collection can count them
+    (``unseen_by_deck``); None (every deck may) otherwise."""
+    unseen = collection.unseen_by_deck(store)
+    return None if unseen is None else {deck for deck, n in unseen.items() if n > 0}
 
 
 def _new_cards(
     store: Store,
-    collection: Collection,
+    collection: Cards,
     seen: set[str] | None,
     hidden: set[str],
     limit: int,
@@ -187,7 +180,7 @@ def _new_cards(
     within a group, groups in the order of their first card. A follow-up waits until its
     parent is seen or queued before it.
 
-    The groups come from ``Collection.new_card_groups`` and are read only as far as the
+    The groups come from ``Cards.new_card_groups`` and are read only as far as the
     limit needs: from the deck cache, each (deck file, kind) is an index range read in steps,
     so a new collection of 100k cards reads a few dozen rows, not every unseen card.
     Suspended and buried cards (``hidden``, a few ids) count as seen: never served as new."""
@@ -297,7 +290,7 @@ class Limits:
 
 def limits_today(
     store: Store,
-    collection: Collection,
+    collection: Cards,
     now: datetime,
     queue: Queue,
     deck: str | None = None,
@@ -310,10 +303,11 @@ def limits_today(
     new_done = store.count_reviews(today, new_only=True)
     reviews_done = store.count_reviews(today, prev_state=int(State.Review))
     # counted from the deck cache in SQL when the collection has one
-    if collection.reads_seen:
+    by_deck = collection.unseen_by_deck(store)
+    if by_deck is None:
         unseen = sum(1 for _ in collection.unseen(store, deck, seen))
-    else:  # reconciled with these decks on load: two grouped counts
-        unseen = sum(n for d, n in unseen_per_deck(store, collection).items() if deck in (None, d))
+    else:  # the deck cache, reconciled with these decks on load: two grouped counts
+        unseen = sum(n for d, n in by_deck.items() if deck in (None, d))
     decks = None if deck is None else [deck]
     capped = len(queue.due) - queue.learning
     beyond = store.due_ids(now, decks=decks, state=int(State.Review), limit=capped + 1)
@@ -328,7 +322,7 @@ def limits_today(
 
 
 def review_ahead_ids(
-    store: Store, collection: Collection, now: datetime, days: int = 1, deck: str | None = None
+    store: Store, collection: Cards, now: datetime, days: int = 1, deck: str | None = None
 ) -> list[str]:
     """Anki's custom study "review ahead": review cards due within ``days`` days (not yet
     due), soonest first."""
@@ -369,7 +363,7 @@ class ReviewSession:
     def __init__(
         self,
         store: Store,
-        collection: Collection,
+        collection: Cards,
         *,
         deck: str | None = None,
         new_limit: int | None = None,

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from prep.engine.decks.deck import Collection
 from prep.engine.store import Store
+from prep.engine.study.collection import Cards
 from prep.engine.study.present import count, percent
 from prep.engine.timeutil import day_start, fmt, study_day_start
 
@@ -45,7 +45,7 @@ def today(store: Store, now: datetime) -> dict[str, int]:
 
 def compute(
     store: Store,
-    collection: Collection,
+    collection: Cards,
     now: datetime,
     *,
     since: datetime | None = None,

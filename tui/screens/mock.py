@@ -28,7 +28,7 @@ from prep.engine.study.present import (
 from prep.engine.study.scheduler import RATING_NAMES, Rating
 from prep.engine.timeutil import Clock, utcnow
 from prep.tui.base import PrepScreen
-from prep.tui.plain import mock_summary_lines, took_text
+from prep.tui.mocktext import mock_summary_lines, took_text
 
 
 class MockScreen(PrepScreen):

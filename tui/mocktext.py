@@ -1,0 +1,40 @@
+"""The mock interview's words, shared by the line mode (plain.py) and the mock screen: neither
+front end imports the other's module for them."""
+
+from __future__ import annotations
+
+from prep.engine.study.mock import MockInterview, MockStep
+from prep.engine.study.present import clock_text, count, first_line, shorten
+from prep.engine.study.scheduler import RATING_NAMES
+
+
+def took_text(step: MockStep) -> str:
+    """``You took 1:12 of 2:00.`` (and how far over the budget)."""
+    assert step.elapsed_s is not None
+    text = f"You took {clock_text(step.elapsed_s)} of {clock_text(step.budget_s)}"
+    if step.over_budget:
+        text += f", {clock_text(step.elapsed_s - step.budget_s)} over"
+    return text + "."
+
+
+def question_text(prompt: str) -> str:
+    """A question as one short line of plain text (for lists of questions)."""
+    return shorten(first_line(prompt).replace("**", ""))
+
+
+def mock_summary_lines(mock: MockInterview) -> list[str]:
+    """The end of a mock interview: a headline, then one line per question."""
+    s = mock.summary()
+    lines = [
+        f"Mock over: {s['graded']} of {count(s['questions'], 'question')} graded in "
+        f"{clock_text(s['seconds'])} (budget {clock_text(s['budget_seconds'])}); "
+        f"{s['over_budget']} over their time."
+    ]
+    for i, step in enumerate(mock.steps, 1):
+        rating = RATING_NAMES[step.rating] if step.rating is not None else "not graded"
+        took = clock_text(step.elapsed_s) if step.elapsed_s is not None else "-"
+        lines.append(
+            f"  {i}. {'  ' * step.depth}{question_text(step.card.prompt)}: "
+            f"{took} of {clock_text(step.budget_s)}, {rating}"
+        )
+    return lines
