@@ -11,8 +11,9 @@ from textual.app import App
 from textual.widgets import Static
 
 from prep.engine.decks.deck import Collection, load_collection
-from prep.engine.study.cram import UnknownDeck, cram_sheet, render
+from prep.engine.study.cram import UnknownDeck, cram_sheet
 from prep.tui.cli import main
+from prep.tui.reports import cram_text as render
 from prep.tui.screens.cram import CramScreen
 
 SECOND = """\

@@ -74,7 +74,9 @@ def test_an_unknown_demo_is_not_verified(tmp_path: Path, small_collection: Colle
     store.record_demo_run(name="made-up-demo", device="cpu", passed=True, seconds=1, ran_at=T0)
     result = stats_mod.compute(store, small_collection, T0, known_demos=["block-diagonal"])
     assert result["demos"]["verified"] == ["block-diagonal"]
-    text = stats_mod.render(result)
+    from prep.tui.reports import stats_text
+
+    text = stats_text(result)
     assert "1 verified" in text
     assert "????  made-up-demo" in text and "not verified" in text
 

@@ -698,6 +698,7 @@ def test_prep_and_prep_quiz_open_on_the_first_card(monkeypatch, tmp_path, argv):
 
     import prep.tui.app
     import prep.tui.cli
+    import prep.tui.commands.common
 
     seen = {}
 
@@ -706,7 +707,7 @@ def test_prep_and_prep_quiz_open_on_the_first_card(monkeypatch, tmp_path, argv):
         return 0
 
     monkeypatch.setattr(prep.tui.app, "run", fake_run)
-    monkeypatch.setattr(prep.tui.cli, "line_mode_reason", lambda: None)
+    monkeypatch.setattr(prep.tui.commands.common, "line_mode_reason", lambda: None)
     result = CliRunner().invoke(prep.tui.cli.main, ["--db", str(tmp_path / "p.db"), *argv])
     assert result.exit_code == 0, result.output
     assert seen["review_first"] is True

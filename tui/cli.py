@@ -1,46 +1,82 @@
-"""The `prep` command line.
+"""The `prep` command line: its table of contents.
 
-Import weight matters: this module imports only click at the top. Each command imports
-what it needs when it runs, so `prep --help`, `prep stats` and `prep check` never import
-torch or textual.
+Every command lives in its own module under tui/commands/ and is imported only when it runs
+(or its help is shown): click's documented lazy group. Adding a command is one line in
+``COMMANDS`` (name -> "module:function") and one module; `tests/test_cli_commands.py` runs
+every command's --help and holds `prep --help` to importing neither torch nor textual.
+
+This module keeps what is around every command: the group and its options (--db,
+--questions), and ``run``, the process boundary (one line and an exit code, never a traceback).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import sys
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+from prep.tui.commands import common
+from prep.tui.commands.common import (
+    EXIT_INTERNAL,
+    EXIT_USAGE,
+    Ctx,
+    UsageError,
+    demo_names,
+    line_mode_reason,
+)
 
-    from prep.demos.report import Report
-    from prep.engine.decks.deck import Collection
-    from prep.engine.store import Store
-    from prep.engine.study.scheduler import Settings
+# name -> "module:function" of the click command (`prep --help` lists them by name)
+COMMANDS = {
+    "quiz": "prep.tui.commands.quiz:quiz",
+    "mock": "prep.tui.commands.mock:mock",
+    "cram": "prep.tui.commands.cram:cram",
+    "demo": "prep.tui.commands.demo:demo",
+    "stats": "prep.tui.commands.stats:stats",
+    "marks": "prep.tui.commands.marks:marks_cmd",
+    "unmark": "prep.tui.commands.unmark:unmark",
+    "check": "prep.tui.commands.check:check",
+    "config": "prep.tui.commands.config:config",
+    "optimize": "prep.tui.commands.optimize:optimize",
+    "export": "prep.tui.commands.export:export_cmd",
+    "import": "prep.tui.commands.import_:import_cmd",
+    "serve": "prep.tui.commands.serve:serve",
+}
 
-EXIT_USAGE = 2
-EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in prep, not bad input (1 means a demo check failed)
-
-
-class UsageError(click.ClickException):
-    """A one-line error for bad input: printed as `prep: message`, exit code 2."""
-
-    exit_code = EXIT_USAGE
-
-    def show(self, file: IO[Any] | None = None) -> None:
-        from prep.engine.decks.deck import one_line_safe  # a name may hold a newline or an escape
-
-        click.echo(f"prep: {one_line_safe(self.format_message())}", err=True)
+__all__ = [
+    "COMMANDS",
+    "EXIT_INTERNAL",
+    "EXIT_USAGE",
+    "Ctx",
+    "UsageError",
+    "demo_names",
+    "line_mode_reason",
+    "main",
+    "run",
+]
 
 
 class PrepGroup(click.Group):
-    """Any StoreError a command lets through (a read-only or busy database, a full disk) is a
-    one-line `prep: ...` error with exit 2, not a traceback."""
+    """click's lazy group over ``COMMANDS``; and any StoreError a command lets through (a
+    read-only or busy database, a full disk) is a one-line `prep: ...` error with exit 2, not
+    a traceback."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, name = target.split(":")
+        command = getattr(importlib.import_module(module), name)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{target} is not a click command")
+        return command
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -51,71 +87,6 @@ class PrepGroup(click.Group):
             if storage is not None and isinstance(exc, storage.StoreError):
                 raise UsageError(str(exc)) from None
             raise
-
-
-class Ctx:
-    def __init__(self, db: str | None, questions: tuple[str, ...]) -> None:
-        self.db = db
-        self.questions = [Path(q) for q in questions]
-
-    def store(self, *, reading: bool = False):
-        """The progress database; ``reading``: the command only reads it (stats, export), so
-        a read-only database or folder, or a hand-edited schema version, does not stop it."""
-        from prep.engine.store import StoreError
-        from prep.tui.upgrade import open_store
-
-        try:  # an older database is upgraded first, with a line on stderr
-            return open_store(self.db, reading=reading)
-        except StoreError as exc:
-            raise UsageError(str(exc)) from exc
-
-    def collection(self, *, strict: bool = True, store: Store | None = None) -> Collection:
-        """The bundled decks plus --questions/PREP_QUESTIONS. With ``strict``, any deck error
-        is printed as FILE:LINE: message and the command exits 2. With ``store``, through
-        the deck cache in its database (only changed files are parsed; progress is reconciled
-        only when the decks changed)."""
-        from prep.engine.study.present import count
-
-        if store is not None:
-            from prep.engine.decks import deckcache
-
-            coll = deckcache.load(store, self.questions, demo_names=demo_names())
-        else:
-            from prep.engine.decks.deck import load_collection
-
-            coll = load_collection(self.questions, demo_names=demo_names())
-        for warning in coll.warnings:
-            click.echo(f"prep: warning: {warning.file}: {warning.message}", err=True)
-        if coll.errors and not strict:
-            click.echo(
-                f"prep: warning: {count(len(coll.errors), 'deck error')} ignored; see `prep check`",
-                err=True,
-            )
-        if coll.errors and strict:
-            for error in coll.errors:
-                click.echo(str(error), err=True)
-            raise UsageError(
-                f"{count(len(coll.errors), 'error')} in the decks; fix them (see `prep check`)"
-            )
-        return coll
-
-    @contextlib.contextmanager
-    def cached_collection(self, *, strict: bool = True) -> Iterator[Collection]:
-        """The decks through the deck cache, for the commands that read no progress (cram,
-        the apkg export, the cards citing a demo): an unchanged collection is not parsed
-        again. When the database cannot be opened (a --db that is a folder, a newer schema)
-        every deck is parsed instead and the command still runs; a read-only one is read,
-        and the decks parsed (deckcache.load)."""
-        from prep.engine.store import StoreError
-        from prep.tui.upgrade import open_store
-
-        try:
-            store = open_store(self.db, reading=True)
-        except StoreError:
-            yield self.collection(strict=strict)
-            return
-        with store:
-            yield self.collection(strict=strict, store=store)
 
 
 def _check_local_time() -> None:
@@ -129,21 +100,6 @@ def _check_local_time() -> None:
         tz = os.environ.get("TZ")
         where = f"TZ={tz[:40]!r}" if tz is not None else "the local time zone"
         raise UsageError(f"{where} is not a usable time zone ({exc}); fix or unset it") from None
-
-
-def demo_names() -> list[str]:
-    from prep.demos.registry import names
-
-    return names()
-
-
-def line_mode_reason() -> str | None:
-    """Why the full-screen app cannot run here (so the line mode runs instead), or None."""
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        return "not a terminal"
-    if os.environ.get("TERM", "") in ("dumb", "unknown"):
-        return f"TERM={os.environ['TERM']} cannot draw the full-screen app"
-    return None
 
 
 def _questions_from_env() -> tuple[str, ...]:
@@ -187,621 +143,8 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
             raise UsageError(f"{given} {folder}: no such folder or file (it names your own decks)")
     ctx.obj = Ctx(db, questions)
     if ctx.invoked_subcommand is None:
+        quiz = ctx.command.get_command(ctx, "quiz")  # type: ignore[attr-defined]
         ctx.invoke(quiz)
-
-
-@main.command()
-@click.option("--deck", metavar="D", help="Only this deck.")
-@click.option(
-    "--new",
-    "new",
-    type=click.IntRange(min=0),
-    metavar="N",
-    help="New cards today (overrides the setting).",
-)
-@click.option(
-    "--limit", type=click.IntRange(min=1), metavar="N", help="At most N cards this session."
-)
-@click.option(
-    "--plain", is_flag=True, help="Line-oriented session on stdin/stdout (screen readers, pipes)."
-)
-@click.pass_obj
-def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: bool) -> None:
-    """Review today's queue, starting on its first card (the default command)."""
-    reason = None if plain else line_mode_reason()
-    if reason is not None:
-        _need_stdin()
-        click.echo(f"prep: {reason}; running the line-oriented session (--plain)", err=True)
-        plain = True
-    if not plain:
-        from prep.tui.app import run
-
-        sys.exit(
-            run(
-                db=obj.db,
-                questions=obj.questions,
-                deck=deck,
-                new=new,
-                limit=limit,
-                review_first=True,
-            )
-        )
-    from prep.engine.study.session import ReviewSession
-    from prep.tui.plain import run_plain
-
-    with obj.store() as store:
-        coll = obj.collection(store=store)
-        if deck is not None and deck not in coll.decks:
-            raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
-        session = ReviewSession(store, coll, deck=deck, new_limit=new, limit=limit)
-        _need_stdin()
-        sys.exit(run_plain(session, sys.stdin, sys.stdout))
-
-
-@main.command()
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Address to listen on (loopback: only this machine can open the page).",
-)
-@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, metavar="N")
-@click.pass_obj
-def serve(obj: Ctx, host: str, port: int) -> None:
-    """The same app in a browser (textual-serve): open http://HOST:PORT and study."""
-    import socket
-
-    from prep.engine.store import resolve_db_path
-    from prep.tui.serve import is_loopback
-    from prep.tui.serve import serve as run_server
-
-    with obj.store():  # a database that cannot open is one line here, not a blank page
-        pass
-    try:
-        with socket.create_server((host, port)):
-            pass
-    except OSError as exc:
-        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    if not is_loopback(host):
-        click.echo(
-            f"prep: warning: listening on {host}: anyone who can reach this machine on port "
-            f"{port} can study with (and change) your progress database",
-            err=True,
-        )
-    db = str(resolve_db_path(obj.db).resolve())
-    run_server(db=db, questions=obj.questions, host=host, port=port)
-
-
-@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-@click.pass_obj
-def demo(obj: Ctx, args: tuple[str, ...]) -> None:
-    """Run one demo: prep demo NAME [--device auto|cpu|cuda|mps] [--scale small|large]
-    [--seed N] [--json] [--model PATH_OR_NAME]; `prep demo --list [--json]` lists them."""
-    from prep.demos.cli import run as run_demo
-
-    with contextlib.ExitStack() as stack:
-        loaded: list[Collection] = []  # read once (`--list` asks for every demo's cards)
-
-        def linked_cards(name: str) -> list[str]:
-            if not loaded:
-                loaded.append(stack.enter_context(obj.cached_collection(strict=False)))
-            return loaded[0].ids_for_demo(name)  # from an index: no card is built
-
-        code, report = run_demo(list(args), linked_cards=linked_cards)
-    if report is not None:
-        _record(obj.db, report)
-    sys.exit(code)
-
-
-def _record(db: str | None, report: Report) -> None:
-    """Record the run in the progress database; a failure here is only a warning (the demo's
-    own verdict and exit code stand)."""
-    from prep.engine.store import StoreError, resolve_db_path
-    from prep.tui.runs import record_run
-    from prep.tui.upgrade import open_store
-
-    try:
-        with open_store(db) as store:
-            record_run(store, report)
-    except StoreError as exc:
-        click.echo(
-            f"prep demo: warning: run not recorded in {resolve_db_path(db)}: {exc}", err=True
-        )
-
-
-@main.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.pass_obj
-def check(obj: Ctx, paths: tuple[Path, ...]) -> None:
-    """Validate decks: the bundled ones, --questions, and any PATHs given.
-
-    Errors are printed as FILE:LINE: message (all at once), exit 2."""
-    from prep.engine.decks.deck import load_collection
-    from prep.engine.decks.deckcache import gc_paused
-    from prep.engine.study.present import count
-
-    with gc_paused():  # every file parsed, as always: no cache here
-        coll = load_collection([*obj.questions, *paths], demo_names=demo_names())
-    for warning in coll.warnings:
-        click.echo(f"warning: {warning.file}: {warning.message}", err=True)
-    for error in coll.errors:
-        click.echo(str(error), err=True)
-    if coll.errors:
-        sys.exit(EXIT_USAGE)
-    kinds: dict[str, int] = {}
-    for card in coll.cards:
-        kinds[card.kind] = kinds.get(card.kind, 0) + 1
-    linked = sum(1 for c in coll.cards if c.demos)
-    by_kind = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-    click.echo(
-        f"ok: {count(len(coll.cards), 'card')} in {count(len(coll.decks), 'deck')} ({by_kind}); "
-        f"{linked} linked to demos"
-    )
-
-
-@main.command()
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option(
-    "--since",
-    metavar="DATE",
-    help="Total reviews and true retention from this date (YYYY-MM-DD) on; the daily "
-    "history, streak and forecast are unchanged.",
-)
-@click.pass_obj
-def stats(obj: Ctx, as_json: bool, since: str | None) -> None:
-    """Progress: reviews, retention, due forecast, mastery per deck, streak, demos verified."""
-    from prep.engine.study import stats as stats_mod
-    from prep.engine.timeutil import to_utc, utcnow
-
-    since_dt = None
-    if since is not None:
-        from datetime import datetime
-
-        try:
-            since_dt = to_utc(datetime.fromisoformat(since).astimezone())
-        except (ValueError, OverflowError):  # OverflowError: no UTC form (year 0 or 10000)
-            raise UsageError(f"--since {since!r} is not a date (expected YYYY-MM-DD)") from None
-    with obj.store(reading=True) as store:
-        # through the deck cache; a read-only database falls back to parsing the decks
-        coll = obj.collection(strict=False, store=store)
-        if not store.read_only:
-            coll.reconcile(store)
-        result = stats_mod.compute(store, coll, utcnow(), since=since_dt, known_demos=demo_names())
-    if as_json:
-        import json
-
-        click.echo(json.dumps(result, indent=2))
-    else:
-        click.echo(stats_mod.render(result))
-
-
-def _minutes(text: str) -> tuple[float, ...]:
-    """Learning steps as minutes, comma-separated: "1,10" (Anki's default is 1m 10m)."""
-    return tuple(float(part) for part in text.replace(" ", "").split(",") if part)
-
-
-_SETTING_TYPES: dict[str, Callable[[str], Any]] = {
-    "desired_retention": float,
-    "new_per_day": int,
-    "review_limit": int,
-    "leech_threshold": int,
-    "maximum_interval": int,
-    "learn_ahead_min": int,
-    "learning_steps_min": _minutes,
-    "relearning_steps_min": _minutes,
-}
-
-
-@main.command(context_settings={"ignore_unknown_options": True})  # `new_per_day -1` is a value
-@click.argument("key", required=False)
-@click.argument("value", required=False)
-@click.option("--reset", is_flag=True, help="Restore every setting to its default.")
-@click.pass_obj
-def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
-    """Show settings, or set one: prep config new_per_day 10.
-
-    FSRS parameters: `prep config parameters` shows them, `prep config parameters default`
-    goes back to fsrs's defaults, `prep config parameters "w0,w1,...,w20"` sets all 21
-    (fit them to your own reviews with `prep optimize`)."""
-    from dataclasses import replace
-
-    with obj.store() as store:
-        if reset:
-            from prep.engine.study.scheduler import Settings
-
-            store.save_settings(Settings())
-            click.echo("settings reset to their defaults")
-            return
-        settings = store.settings()
-        if key is None:
-            for k, v in settings.to_dict().items():
-                click.echo(f"{k} = {'default' if v is None else v}")
-            return
-        if key == "parameters":
-            _config_parameters(store, settings, value)
-            return
-        if key not in _SETTING_TYPES:
-            known = ", ".join([*_SETTING_TYPES, "parameters"])
-            raise UsageError(f"unknown setting {key!r} (settings: {known})")
-        if value is None:
-            click.echo(f"{key} = {getattr(settings, key)}")
-            return
-        convert = _SETTING_TYPES[key]
-        try:
-            typed = convert(value)
-        except ValueError:
-            words: dict[object, str] = {int: "a whole number", float: "a number"}
-            expected = words.get(convert, "minutes like 1,10")
-            raise UsageError(f"{key}: {value!r} is not {expected}") from None
-        try:
-            updated = replace(settings, **{key: typed}).validated()
-        except ValueError as exc:
-            message = str(exc) if str(exc).startswith(key) else f"{key}: {exc}"
-            raise UsageError(message) from None
-        store.save_settings(updated)
-        click.echo(f"{key} = {typed}")
-
-
-def _config_parameters(store: Store, settings: Settings, value: str | None) -> None:
-    """`prep config parameters [default | "w0,w1,...,w20"]`."""
-    from dataclasses import replace
-
-    from prep.engine.study.optimize import current_parameters
-
-    if value is None:
-        shown = ", ".join(f"{w:.4f}" for w in current_parameters(settings))
-        origin = "fsrs defaults" if settings.parameters is None else "your own"
-        click.echo(f"parameters = {shown} ({origin})")
-        return
-    if value.strip().lower() in ("default", "defaults"):
-        store.save_settings(replace(settings, parameters=None))
-        click.echo("parameters = default (fsrs defaults)")
-        return
-    parts = value.replace(",", " ").split()
-    weights = []
-    for part in parts:
-        try:
-            weights.append(float(part))
-        except ValueError:
-            raise UsageError(f"parameters: {part!r} is not a number") from None
-    try:
-        updated = replace(settings, parameters=tuple(weights)).validated()
-    except ValueError as exc:
-        message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-        raise UsageError(f"parameters: {message}") from None
-    store.save_settings(updated)
-    click.echo(f"parameters = {', '.join(f'{w:.4f}' for w in weights)} (your own)")
-
-
-_EXPORT_FORMATS = {".json": "json", ".csv": "csv", ".apkg": "apkg"}
-
-
-@main.command("export")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["json", "csv", "apkg"]),
-    help="json, csv or apkg (default: from the file name's extension).",
-)
-@click.option(
-    "-o", "--output", metavar="FILE", required=True, help="The file to write (- for stdout)."
-)
-@click.option("--deck", metavar="D", help="apkg only: just this deck.")
-@click.pass_obj
-def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None:
-    """Export your progress (json, csv) or the decks as an Anki package (apkg).
-
-    \b
-    json  one file: {"format": "prep-export", "version": 1, "exported_at",
-          "settings", "cards": [...], "reviews": [...], "demo_runs": [...],
-          "marks": [...]}
-    csv   FILE.csv is the review log, one row per review, with columns
-            card_id, reviewed_at (UTC ISO-8601), rating (1 Again .. 4 Easy),
-            duration_ms, prev_state (1 learning, 2 review, 3 relearning),
-            prev, next (the card state before/after, JSON)
-          beside it FILE.cards.csv holds the card states (id, deck, state, step,
-          stability, difficulty, due, last_review, reps, lapses, leech,
-          content_hash, changed, removed), FILE.demo_runs.csv the demo runs,
-          FILE.marks.csv the suspended, buried and flagged cards (card_id,
-          suspended, buried_until, flagged) and FILE.settings.csv the settings
-          (key, JSON value).
-    apkg  the decks for Anki: one note per card (Front/Back), tags kept.
-
-    `prep import FILE` reads a json or csv export back; every file is written
-    whole or not at all. `-o -` writes json (or apkg) to standard output; a
-    device or FIFO (/dev/null, a pipe) is written directly, never replaced;
-    a symlink is followed; an existing file keeps its mode and hard links.
-    """
-    from prep.engine.study.present import count
-    from prep.engine.timeutil import utcnow
-    from prep.engine.transfer.atomic import is_stdout
-    from prep.engine.transfer.export import ExportError
-
-    to_stdout = is_stdout(output)  # "-" or /dev/stdout: the report goes to stderr
-    path = Path(output).expanduser()
-    if fmt is None:
-        # `-o -` alone is json, as the help and README say (stdout has no extension to go by)
-        fmt = "json" if to_stdout else _EXPORT_FORMATS.get(path.suffix.lower())
-        if fmt is None:
-            raise UsageError(
-                f"{output}: give --format json, csv or apkg (or name the file .json/.csv/.apkg)"
-            )
-    if deck is not None and fmt != "apkg":
-        raise UsageError("--deck only applies to --format apkg (progress exports hold everything)")
-    if to_stdout and fmt == "csv":
-        raise UsageError(
-            f"-o {output}: a csv export is five files; give a file name (or --format json)"
-        )
-    if to_stdout and fmt == "apkg" and sys.stdout.isatty():
-        raise UsageError(
-            f"-o {output}: an apkg is binary; redirect it to a file, or give a file name"
-        )
-    report = (lambda text: click.echo(text, err=True)) if to_stdout else click.echo
-    shown = "standard output" if to_stdout else str(path)
-    try:
-        if fmt == "apkg":
-            from prep.engine.transfer.anki import write_apkg
-
-            with obj.cached_collection() as coll:
-                if deck is not None and deck not in coll.decks:
-                    raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
-                notes = write_apkg(coll, path, deck=deck)
-            report(f"Wrote {shown}: {count(notes, 'note')} for Anki (File > Import).")
-            return
-        from prep.engine.transfer.export import export_csv, export_json
-
-        with obj.store(reading=True) as store:
-            if fmt == "json":
-                export_json(store, path, utcnow())
-                written = [shown]
-            else:
-                written = [str(p) for p in export_csv(store, path)]
-            n = store.count_reviews()
-        report(f"Wrote {', '.join(written)}: {count(n, 'review')}.")
-    except ExportError as exc:
-        raise UsageError(str(exc)) from None
-
-
-@main.command("import")
-@click.argument("file", metavar="FILE")
-@click.pass_obj
-def import_cmd(obj: Ctx, file: str) -> None:
-    """Import a json or csv export (from `prep export`) into this database.
-
-    All or nothing: on a corrupt file or a conflict (a card with a different review
-    history here, or marked differently here) nothing changes. Importing the same file
-    twice adds nothing twice."""
-    from prep.engine.transfer.export import ExportError
-    from prep.engine.transfer.importer import import_file
-
-    with obj.store() as store:
-        try:
-            result = import_file(store, Path(file).expanduser())
-        except ExportError as exc:
-            raise UsageError(str(exc)) from None
-    click.echo(f"Imported {file}: {result.summary()}.")
-
-
-@main.command("marks")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.pass_obj
-def marks_cmd(obj: Ctx, as_json: bool) -> None:
-    """List the suspended, buried and flagged cards (the review screen's @, - and f):
-    id, deck, marks and the prompt's first line. `prep unmark CARD_ID...` clears them."""
-    from prep.engine.study.marks import marked_cards
-    from prep.engine.study.present import count, shorten
-    from prep.engine.timeutil import utcnow
-
-    with obj.store(reading=True) as store:
-        coll = obj.collection(strict=False, store=store)  # through the deck cache
-        cards = marked_cards(store, coll, utcnow())
-    totals = {k: sum(k in c.kinds for c in cards) for k in ("suspended", "buried", "flagged")}
-    if as_json:
-        import json
-
-        click.echo(json.dumps({"cards": [c.to_dict() for c in cards], "counts": totals}, indent=2))
-        return
-    if not cards:
-        click.echo("No suspended, buried or flagged cards.")
-        return
-    rows = []
-    for c in cards:
-        words = ["suspended"] if c.suspended else []
-        if c.buried_until is not None:
-            words.append(f"buried until {c.buried_until.astimezone():%Y-%m-%d %H:%M}")
-        if c.flagged:
-            words.append("flagged")
-        rows.append((c.card_id, c.deck or "-", ", ".join(words), c.prompt or "(in no deck)"))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    for r in rows:
-        left = "  ".join(text.ljust(w) for text, w in zip(r, widths, strict=False))
-        click.echo(f"{left}  {shorten(r[3], 60)}")
-    click.echo(
-        f"{count(len(cards), 'card')}: "
-        + " · ".join(f"{totals[k]} {k}" for k in ("suspended", "buried", "flagged"))
-        + ". `prep unmark CARD_ID...` clears them."
-    )
-
-
-@main.command()
-@click.argument("card_ids", nargs=-1, required=True, metavar="CARD_ID...")
-@click.option("--suspend", is_flag=True, help="Unsuspend (the card is served again).")
-@click.option("--bury", is_flag=True, help="Unbury (the card is served again today).")
-@click.option("--flag", is_flag=True, help="Unflag.")
-@click.pass_obj
-def unmark(obj: Ctx, card_ids: tuple[str, ...], suspend: bool, bury: bool, flag: bool) -> None:
-    """Clear the marks of cards: with no option all of them (suspended, buried, flagged),
-    else only those named. `prep marks` lists the marked cards."""
-    from prep.engine.study.marks import UnknownCard
-    from prep.engine.study.marks import unmark as clear
-    from prep.engine.timeutil import utcnow
-
-    chosen = [k for k, on in (("suspended", suspend), ("buried", bury), ("flagged", flag)) if on]
-    with obj.store() as store:
-        coll = obj.collection(strict=False, store=store)  # through the deck cache
-        try:
-            done = clear(
-                store, coll, card_ids, utcnow(), chosen or ("suspended", "buried", "flagged")
-            )
-        except UnknownCard as exc:
-            raise UsageError(str(exc)) from None
-    undo = {"suspended": "unsuspended", "buried": "unburied", "flagged": "unflagged"}
-    for cid, cleared in done:
-        what = ", ".join(undo[k] for k in cleared) if cleared else "nothing to clear"
-        click.echo(f"{cid}: {what}")
-
-
-class _ProgressLine:
-    """Progress of long work on stderr: one line redrawn in place on a terminal (at most five
-    times a second), else a line at every tenth, so a log or a pipe shows it too."""
-
-    def __init__(self, label: str) -> None:
-        import time
-
-        self.label = label
-        self.clock = time.monotonic
-        self.started = self.clock()
-        self.drawn_at = -1.0
-        self.shown = -1  # the last tenth printed (not a terminal)
-        self.tty = sys.stderr is not None and sys.stderr.isatty()
-
-    def text(self, fraction: float) -> str:
-        from datetime import timedelta
-
-        from prep.engine.study.present import human_interval
-
-        elapsed = self.clock() - self.started
-        line = f"{self.label}: {100 * fraction:3.0f}%  {human_interval(timedelta(seconds=elapsed))}"
-        if 0.02 < fraction < 1:
-            left = elapsed * (1 - fraction) / fraction
-            line += f", about {human_interval(timedelta(seconds=left))} left"
-        return line
-
-    def __call__(self, fraction: float) -> None:
-        if self.tty:
-            now = self.clock()
-            if now - self.drawn_at >= 0.2 or fraction >= 1:
-                self.drawn_at = now
-                click.echo("\r\x1b[2K" + self.text(fraction), err=True, nl=False)
-            return
-        tenth = int(fraction * 10)
-        if tenth > self.shown:
-            self.shown = tenth
-            click.echo(self.text(fraction), err=True)
-
-    def done(self) -> None:
-        if self.tty and self.drawn_at >= 0:
-            click.echo("", err=True)
-
-
-@main.command()
-@click.option("--yes", "-y", is_flag=True, help="Save the new parameters without asking.")
-@click.option("--dry-run", is_flag=True, help="Show the new parameters; never save.")
-@click.pass_obj
-def optimize(obj: Ctx, yes: bool, dry_run: bool) -> None:
-    """Fit FSRS parameters to your own review log (fsrs's optimizer).
-
-    Needs 512 reviews made a day or more after the card's previous review. Shows the
-    old and new parameters and the estimated effect, then asks before saving
-    (`prep config parameters default` goes back to the defaults)."""
-    from dataclasses import replace
-
-    from prep.engine.study import optimize as opt
-    from prep.engine.timeutil import utcnow
-
-    with obj.store() as store:
-        settings = store.settings()
-        logs = opt.review_logs(store.reviews())
-        try:
-            n = opt.check_enough(logs)
-        except opt.OptimizeError as exc:
-            raise UsageError(str(exc)) from None
-        click.echo(f"Fitting FSRS parameters to {n} of your reviews...", err=True)
-        meter = _ProgressLine("Fitting")
-        result = opt.fit(store, progress=meter)
-        meter.done()
-        click.echo(opt.render(result, settings, utcnow()))
-        if not result.changed:
-            click.echo("The fit gives the parameters you already have; nothing to save.")
-            return
-        if dry_run:
-            click.echo("Not saved (--dry-run).")
-            return
-        save = yes
-        if not yes:
-            try:
-                save = click.confirm("Save these parameters?", default=False)
-            except click.Abort:
-                save = False
-        if save:
-            store.save_settings(replace(settings, parameters=result.new))
-            click.echo("Saved. `prep config parameters default` goes back to the defaults.")
-        else:
-            click.echo("Not saved.")
-
-
-@main.command()
-@click.option("--deck", metavar="D", help="Only this deck.")
-@click.pass_obj
-def cram(obj: Ctx, deck: str | None) -> None:
-    """The 60-second bullets of each main card, for the way to the call."""
-    from prep.engine.study.cram import UnknownDeck, cram_sheet, render
-
-    with obj.cached_collection(strict=False) as coll:
-        try:
-            sheet = cram_sheet(coll, deck)
-        except UnknownDeck as exc:
-            raise UsageError(str(exc)) from None
-    click.echo(render(sheet))
-
-
-@main.command()
-@click.option(
-    "--minutes",
-    type=click.FloatRange(min=0, min_open=True),
-    default=10.0,
-    show_default=True,
-    metavar="N",
-    help="Time for the whole chain (the main question counts double).",
-)
-@click.option("--deck", metavar="D", help="Pick the main question from this deck.")
-@click.option("--seed", type=int, metavar="N", help="Seed for picking the main question.")
-@click.option(
-    "--plain", is_flag=True, help="Line-oriented, on stdin/stdout (also used when not a terminal)."
-)
-@click.pass_obj
-def mock(obj: Ctx, minutes: float, deck: str | None, seed: int | None, plain: bool) -> None:
-    """A mock interview: a main question, then its follow-up chain, each with a visible
-    timer; answer (typed or aloud), reveal, grade yourself 1-4. Grades feed your schedule."""
-    from prep.engine.study.mock import MockError, MockInterview
-    from prep.tui.plain import run_mock_plain
-
-    with obj.store() as store:
-        coll = obj.collection(store=store)
-        try:
-            interview = MockInterview(store, coll, minutes=minutes, deck=deck, seed=seed)
-        except MockError as exc:
-            raise UsageError(str(exc)) from None
-        reason = None if plain else line_mode_reason()
-        if reason is not None:
-            _need_stdin()
-            click.echo(f"prep: {reason}; running the line-oriented mock (--plain)", err=True)
-        if plain or reason is not None:
-            _need_stdin()
-            sys.exit(run_mock_plain(interview, sys.stdin, sys.stdout))
-        from prep.tui.screens.mock import run_mock
-
-        sys.exit(run_mock(interview))
-
-
-_stdin_closed = False
-
-
-def _need_stdin() -> None:
-    """The line modes read the answers from stdin: a closed one is a one-line error."""
-    if _stdin_closed:
-        raise UsageError("standard input is closed; the line mode reads your answers from it")
 
 
 def _prepare_streams() -> bool:
@@ -810,9 +153,8 @@ def _prepare_streams() -> bool:
     A closed stdin reads as empty input (like ``< /dev/null``) for the commands that do not
     need it; an output encoding that cannot show a character (an ASCII-only locale) shows
     ``?`` instead of failing."""
-    global _stdin_closed
     if sys.stdin is None:
-        _stdin_closed = True
+        common.stdin_closed = True
         sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - for the whole run
     for stream in (sys.stdout, sys.stderr):
         if stream is not None and hasattr(stream, "reconfigure"):

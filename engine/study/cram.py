@@ -57,19 +57,3 @@ def cram_sheet(collection: Cards, deck: str | None = None) -> list[CramDeck]:
         if items:
             sheet.append(CramDeck(name, info.title, items))
     return sheet
-
-
-def render(sheet: list[CramDeck]) -> str:
-    """The plain-text sheet `prep cram` prints."""
-    if not sheet:
-        return "No 60-second bullets yet: no main card has 'bullets'."
-    out: list[str] = []
-    for d in sheet:
-        if out:
-            out.append("")
-        out.append(f"== {d.title} ({d.name}) ==")
-        for item in d.items:
-            out.append("")
-            out.append(item.prompt)
-            out.extend(f"  - {b}" for b in item.bullets)
-    return "\n".join(out)

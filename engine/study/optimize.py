@@ -203,37 +203,3 @@ def first_intervals(
                 break
         t = card.due or t
     return out
-
-
-def render(result: FitResult, settings: Settings, now: datetime) -> str:
-    from prep.engine.study.present import human_interval, percent
-
-    lines = [
-        f"Fitted on {result.trainable} of your {result.reviews} reviews in {result.seconds:.1f}s.",
-        "",
-        f"{'':<5}{'parameter':<34}{'old':>10}{'new':>10}",
-    ]
-    for i, (a, b) in enumerate(zip(result.old, result.new, strict=True)):
-        name = PARAMETER_NAMES[i] if i < len(PARAMETER_NAMES) else ""
-        mark = " *" if abs(a - b) >= 5e-5 else ""
-        lines.append(f"{'w' + str(i):<5}{name:<34}{a:>10.4f}{b:>10.4f}{mark}")
-    lines += ["", "Estimated effect"]
-    if not (math.isnan(result.old_loss) or math.isnan(result.new_loss)):
-        better = result.old_loss - result.new_loss
-        pct = 100 * better / result.old_loss if result.old_loss else 0.0
-        verdict = f"better by {pct:.1f}%" if better > 0 else "no better: keep the old ones"
-        lines.append(
-            f"  log loss on your reviews: old {result.old_loss:.4f}  new {result.new_loss:.4f}"
-            f"  ({verdict}; lower predicts your recall better)"
-        )
-    old_iv = first_intervals(result.old, settings, now)
-    new_iv = first_intervals(result.new, settings, now)
-    show = ", ".join
-    lines.append(
-        f"  a new card answered Good each time it is due (desired retention "
-        f"{percent(settings.desired_retention)}):"
-    )
-    lines.append(f"    old: {show(human_interval(v) for v in old_iv.values())}")
-    lines.append(f"    new: {show(human_interval(v) for v in new_iv.values())}")
-    lines.append("  (* marks a changed parameter)")
-    return "\n".join(lines)

@@ -13,7 +13,6 @@ from typing import Any
 
 from prep.engine.store import Store
 from prep.engine.study.collection import Cards
-from prep.engine.study.present import count, percent
 from prep.engine.timeutil import day_start, fmt, study_day_start
 
 MATURE_DAYS = 21.0  # Anki's threshold for a "mature" card
@@ -155,46 +154,3 @@ def marked_ids(store: Store) -> dict[str, list[str]]:
 def marks_text(marks: dict[str, int]) -> str:
     """``2 suspended · 1 buried · 3 flagged``."""
     return " · ".join(f"{marks[k]} {k}" for k in ("suspended", "buried", "flagged"))
-
-
-def render(stats: dict[str, Any]) -> str:
-    """The human form of `prep stats`."""
-    r = stats["reviews"]
-    tr = stats["true_retention"]
-    d = stats["due"]
-    since = f" since {stats['since'][:10]}" if stats.get("since") else ""
-    lines = [
-        f"Reviews      today {r['today']}   total{since} {r['total']}   streak {count(stats['streak_days'], 'day')}",
-        f"Retention    true{since} {percent(tr['all']['rate'])} over {count(tr['all']['reviews'], 'review')}"
-        f"   last 30 days {percent(tr['last_30_days']['rate'])}   target {percent(stats['desired_retention'])}",
-        f"Due          now {d['now']}   today {d['today']}   tomorrow {d['tomorrow']}   next 7 days {d['next_7_days']}",
-        f"Cards        {stats['cards']['seen']} of {stats['cards']['total']} seen   "
-        + marks_text(stats["marks"]),
-        "",
-        f"{'Deck':<22}{'cards':>6}{'seen':>6}{'mature':>8}{'mastery':>9}",
-    ]
-    for name, m in stats["decks"].items():
-        lines.append(
-            f"{name:<22}{m['cards']:>6}{m['seen']:>6}{m['mature']:>8}{percent(m['mastery']):>9}"
-        )
-    listed = []
-    if stats["leeches"]:
-        listed.append(f"Leeches      {', '.join(stats['leeches'])}")
-    for kind in ("suspended", "flagged"):  # (`prep marks` shows each with its deck and prompt)
-        if stats["marked"][kind]:
-            listed.append(f"{kind.capitalize():<13}{', '.join(stats['marked'][kind])}")
-    if stats["changed"]:
-        listed.append(
-            f"Edited       {', '.join(stats['changed'])} (text changed since last review)"
-        )
-    if listed:
-        lines += ["", *listed]
-    demos = stats["demos"]
-    lines += ["", f"Demos        {len(demos['verified'])} verified"]
-    for run in demos["latest"]:
-        mark = ("PASS" if run["passed"] else "FAIL") if run.get("known", True) else "????"
-        line = f"  {mark}  {run['name']:<22} {run['device']:<5} {run['scale'] or '':<6} {run['ran_at'][:16]}"
-        if not run.get("known", True):
-            line += "  (no such demo here: not verified)"
-        lines.append(line)
-    return "\n".join(lines)

@@ -1,0 +1,44 @@
+"""`prep check`: validate decks: the bundled ones, --questions, and any PATHs given."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from prep.tui.commands.common import (
+    EXIT_USAGE,
+    Ctx,
+    demo_names,
+)
+
+
+@click.command("check")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.pass_obj
+def check(obj: Ctx, paths: tuple[Path, ...]) -> None:
+    """Validate decks: the bundled ones, --questions, and any PATHs given.
+
+    Errors are printed as FILE:LINE: message (all at once), exit 2."""
+    from prep.engine.decks.deck import load_collection
+    from prep.engine.decks.deckcache import gc_paused
+    from prep.engine.study.present import count
+
+    with gc_paused():  # every file parsed, as always: no cache here
+        coll = load_collection([*obj.questions, *paths], demo_names=demo_names())
+    for warning in coll.warnings:
+        click.echo(f"warning: {warning.file}: {warning.message}", err=True)
+    for error in coll.errors:
+        click.echo(str(error), err=True)
+    if coll.errors:
+        sys.exit(EXIT_USAGE)
+    kinds: dict[str, int] = {}
+    for card in coll.cards:
+        kinds[card.kind] = kinds.get(card.kind, 0) + 1
+    linked = sum(1 for c in coll.cards if c.demos)
+    by_kind = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    click.echo(
+        f"ok: {count(len(coll.cards), 'card')} in {count(len(coll.decks), 'deck')} ({by_kind}); "
+        f"{linked} linked to demos"
+    )

@@ -1,0 +1,125 @@
+"""What every `prep` command shares: the context (database, decks), the one-line usage error,
+the exit codes and the few checks of the process's surroundings.
+
+Import weight matters: only click at the top (`prep --help` imports this module and no command).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from prep.engine.decks.deck import Collection
+    from prep.engine.store import Store
+
+EXIT_USAGE = 2
+EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in prep, not bad input (1 means a demo check failed)
+
+
+class UsageError(click.ClickException):
+    """A one-line error for bad input: printed as `prep: message`, exit code 2."""
+
+    exit_code = EXIT_USAGE
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        from prep.engine.decks.deck import one_line_safe  # a name may hold a newline or an escape
+
+        click.echo(f"prep: {one_line_safe(self.format_message())}", err=True)
+
+
+class Ctx:
+    def __init__(self, db: str | None, questions: tuple[str, ...]) -> None:
+        self.db = db
+        self.questions = [Path(q) for q in questions]
+
+    def store(self, *, reading: bool = False):
+        """The progress database; ``reading``: the command only reads it (stats, export), so
+        a read-only database or folder, or a hand-edited schema version, does not stop it."""
+        from prep.engine.store import StoreError
+        from prep.tui.upgrade import open_store
+
+        try:  # an older database is upgraded first, with a line on stderr
+            return open_store(self.db, reading=reading)
+        except StoreError as exc:
+            raise UsageError(str(exc)) from exc
+
+    def collection(self, *, strict: bool = True, store: Store | None = None) -> Collection:
+        """The bundled decks plus --questions/PREP_QUESTIONS. With ``strict``, any deck error
+        is printed as FILE:LINE: message and the command exits 2. With ``store``, through
+        the deck cache in its database (only changed files are parsed; progress is reconciled
+        only when the decks changed)."""
+        from prep.engine.study.present import count
+
+        if store is not None:
+            from prep.engine.decks import deckcache
+
+            coll = deckcache.load(store, self.questions, demo_names=demo_names())
+        else:
+            from prep.engine.decks.deck import load_collection
+
+            coll = load_collection(self.questions, demo_names=demo_names())
+        for warning in coll.warnings:
+            click.echo(f"prep: warning: {warning.file}: {warning.message}", err=True)
+        if coll.errors and not strict:
+            click.echo(
+                f"prep: warning: {count(len(coll.errors), 'deck error')} ignored; see `prep check`",
+                err=True,
+            )
+        if coll.errors and strict:
+            for error in coll.errors:
+                click.echo(str(error), err=True)
+            raise UsageError(
+                f"{count(len(coll.errors), 'error')} in the decks; fix them (see `prep check`)"
+            )
+        return coll
+
+    @contextlib.contextmanager
+    def cached_collection(self, *, strict: bool = True) -> Iterator[Collection]:
+        """The decks through the deck cache, for the commands that read no progress (cram,
+        the apkg export, the cards citing a demo): an unchanged collection is not parsed
+        again. When the database cannot be opened (a --db that is a folder, a newer schema)
+        every deck is parsed instead and the command still runs; a read-only one is read,
+        and the decks parsed (deckcache.load)."""
+        from prep.engine.store import StoreError
+        from prep.tui.upgrade import open_store
+
+        try:
+            store = open_store(self.db, reading=True)
+        except StoreError:
+            yield self.collection(strict=strict)
+            return
+        with store:
+            yield self.collection(strict=strict, store=store)
+
+
+def demo_names() -> list[str]:
+    from prep.demos.registry import names
+
+    return names()
+
+
+def line_mode_reason() -> str | None:
+    """Why the full-screen app cannot run here (so the line mode runs instead), or None."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return "not a terminal"
+    if os.environ.get("TERM", "") in ("dumb", "unknown"):
+        return f"TERM={os.environ['TERM']} cannot draw the full-screen app"
+    return None
+
+
+# set by cli.run when the process started without a standard input (read as empty input)
+stdin_closed = False
+
+
+def need_stdin() -> None:
+    """The line modes read the answers from stdin: a closed one is a one-line error."""
+    if stdin_closed:
+        raise UsageError("standard input is closed; the line mode reads your answers from it")

@@ -1,0 +1,101 @@
+"""`prep config`: show settings, or set one: prep config new_per_day 10."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from prep.tui.commands.common import (
+    Ctx,
+    UsageError,
+)
+
+if TYPE_CHECKING:
+    from prep.engine.store import Store
+    from prep.engine.study.scheduler import Settings
+
+
+@click.command(
+    "config", context_settings={"ignore_unknown_options": True}
+)  # `new_per_day -1` is a value
+@click.argument("key", required=False)
+@click.argument("value", required=False)
+@click.option("--reset", is_flag=True, help="Restore every setting to its default.")
+@click.pass_obj
+def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
+    """Show settings, or set one: prep config new_per_day 10.
+
+    FSRS parameters: `prep config parameters` shows them, `prep config parameters default`
+    goes back to fsrs's defaults, `prep config parameters "w0,w1,...,w20"` sets all 21
+    (fit them to your own reviews with `prep optimize`)."""
+    from dataclasses import replace
+
+    from prep.engine.study.scheduler import Settings
+
+    with obj.store() as store:
+        if reset:
+            store.save_settings(Settings())
+            click.echo("settings reset to their defaults")
+            return
+        settings = store.settings()
+        if key is None:
+            for k, v in settings.to_dict().items():
+                click.echo(f"{k} = {'default' if v is None else v}")
+            return
+        if key == "parameters":
+            _config_parameters(store, settings, value)
+            return
+        if key not in Settings.settable():
+            known = ", ".join([*Settings.settable(), "parameters"])
+            raise UsageError(f"unknown setting {key!r} (settings: {known})")
+        if value is None:
+            click.echo(f"{key} = {getattr(settings, key)}")
+            return
+        try:
+            typed = Settings.parse_value(key, value)  # the setting's own parse type
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        try:
+            updated = replace(settings, **{key: typed}).validated()
+        except ValueError as exc:
+            message = str(exc) if str(exc).startswith(key) else f"{key}: {exc}"
+            raise UsageError(message) from None
+        store.save_settings(updated)
+        click.echo(f"{key} = {typed}")
+
+
+def _config_parameters(store: Store, settings: Settings, value: str | None) -> None:
+    """`prep config parameters [default | "w0,w1,...,w20"]`."""
+    from dataclasses import replace
+
+    from prep.engine.study.optimize import current_parameters
+
+    if value is None:
+        shown = ", ".join(f"{w:.4f}" for w in current_parameters(settings))
+        origin = "fsrs defaults" if settings.parameters is None else "your own"
+        click.echo(f"parameters = {shown} ({origin})")
+        return
+    if value.strip().lower() in ("default", "defaults"):
+        store.save_settings(replace(settings, parameters=None))
+        click.echo("parameters = default (fsrs defaults)")
+        return
+    parts = value.replace(",", " ").split()
+    weights = []
+    for part in parts:
+        try:
+            weights.append(float(part))
+        except ValueError:
+            raise UsageError(f"parameters: {part!r} is not a number") from None
+    try:
+        updated = replace(settings, parameters=tuple(weights)).validated()
+    except ValueError as exc:
+        message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        raise UsageError(f"parameters: {message}") from None
+    store.save_settings(updated)
+    click.echo(f"parameters = {', '.join(f'{w:.4f}' for w in weights)} (your own)")
+
+
+def _minutes(text: str) -> tuple[float, ...]:
+    """Learning steps as minutes, comma-separated: "1,10" (Anki's default is 1m 10m)."""
+    return tuple(float(part) for part in text.replace(" ", "").split(",") if part)

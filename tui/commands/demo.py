@@ -1,0 +1,55 @@
+"""`prep demo`: run one demo: prep demo NAME [--device auto|cpu|cuda|mps] [--scale small|large]"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import TYPE_CHECKING
+
+import click
+
+from prep.tui.commands.common import (
+    Ctx,
+)
+
+if TYPE_CHECKING:
+    from prep.demos.report import Report
+    from prep.engine.decks.deck import Collection
+
+
+@click.command("demo", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_obj
+def demo(obj: Ctx, args: tuple[str, ...]) -> None:
+    """Run one demo: prep demo NAME [--device auto|cpu|cuda|mps] [--scale small|large]
+    [--seed N] [--json] [--model PATH_OR_NAME]; `prep demo --list [--json]` lists them."""
+    from prep.demos.cli import run as run_demo
+
+    with contextlib.ExitStack() as stack:
+        loaded: list[Collection] = []  # read once (`--list` asks for every demo's cards)
+
+        def linked_cards(name: str) -> list[str]:
+            if not loaded:
+                loaded.append(stack.enter_context(obj.cached_collection(strict=False)))
+            return loaded[0].ids_for_demo(name)  # from an index: no card is built
+
+        code, report = run_demo(list(args), linked_cards=linked_cards)
+    if report is not None:
+        _record(obj.db, report)
+    sys.exit(code)
+
+
+def _record(db: str | None, report: Report) -> None:
+    """Record the run in the progress database; a failure here is only a warning (the demo's
+    own verdict and exit code stand)."""
+    from prep.engine.store import StoreError, resolve_db_path
+    from prep.tui.runs import record_run
+    from prep.tui.upgrade import open_store
+
+    try:
+        with open_store(db) as store:
+            record_run(store, report)
+    except StoreError as exc:
+        click.echo(
+            f"prep demo: warning: run not recorded in {resolve_db_path(db)}: {exc}", err=True
+        )

@@ -1,0 +1,102 @@
+"""`prep export`: export your progress (json, csv) or the decks as an Anki package (apkg)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from prep.tui.commands.common import (
+    Ctx,
+    UsageError,
+)
+
+
+@click.command("export")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "csv", "apkg"]),
+    help="json, csv or apkg (default: from the file name's extension).",
+)
+@click.option(
+    "-o", "--output", metavar="FILE", required=True, help="The file to write (- for stdout)."
+)
+@click.option("--deck", metavar="D", help="apkg only: just this deck.")
+@click.pass_obj
+def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None:
+    """Export your progress (json, csv) or the decks as an Anki package (apkg).
+
+    \b
+    json  one file: {"format": "prep-export", "version": 1, "exported_at",
+          "settings", "cards": [...], "reviews": [...], "demo_runs": [...],
+          "marks": [...]}
+    csv   FILE.csv is the review log, one row per review, with columns
+            card_id, reviewed_at (UTC ISO-8601), rating (1 Again .. 4 Easy),
+            duration_ms, prev_state (1 learning, 2 review, 3 relearning),
+            prev, next (the card state before/after, JSON)
+          beside it FILE.cards.csv holds the card states (id, deck, state, step,
+          stability, difficulty, due, last_review, reps, lapses, leech,
+          content_hash, changed, removed), FILE.demo_runs.csv the demo runs,
+          FILE.marks.csv the suspended, buried and flagged cards (card_id,
+          suspended, buried_until, flagged) and FILE.settings.csv the settings
+          (key, JSON value).
+    apkg  the decks for Anki: one note per card (Front/Back), tags kept.
+
+    `prep import FILE` reads a json or csv export back; every file is written
+    whole or not at all. `-o -` writes json (or apkg) to standard output; a
+    device or FIFO (/dev/null, a pipe) is written directly, never replaced;
+    a symlink is followed; an existing file keeps its mode and hard links.
+    """
+    from prep.engine.study.present import count
+    from prep.engine.timeutil import utcnow
+    from prep.engine.transfer.atomic import is_stdout
+    from prep.engine.transfer.export import ExportError
+
+    to_stdout = is_stdout(output)  # "-" or /dev/stdout: the report goes to stderr
+    path = Path(output).expanduser()
+    if fmt is None:
+        # `-o -` alone is json, as the help and README say (stdout has no extension to go by)
+        fmt = "json" if to_stdout else _EXPORT_FORMATS.get(path.suffix.lower())
+        if fmt is None:
+            raise UsageError(
+                f"{output}: give --format json, csv or apkg (or name the file .json/.csv/.apkg)"
+            )
+    if deck is not None and fmt != "apkg":
+        raise UsageError("--deck only applies to --format apkg (progress exports hold everything)")
+    if to_stdout and fmt == "csv":
+        raise UsageError(
+            f"-o {output}: a csv export is five files; give a file name (or --format json)"
+        )
+    if to_stdout and fmt == "apkg" and sys.stdout.isatty():
+        raise UsageError(
+            f"-o {output}: an apkg is binary; redirect it to a file, or give a file name"
+        )
+    report = (lambda text: click.echo(text, err=True)) if to_stdout else click.echo
+    shown = "standard output" if to_stdout else str(path)
+    try:
+        if fmt == "apkg":
+            from prep.engine.transfer.anki import write_apkg
+
+            with obj.cached_collection() as coll:
+                if deck is not None and deck not in coll.decks:
+                    raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
+                notes = write_apkg(coll, path, deck=deck)
+            report(f"Wrote {shown}: {count(notes, 'note')} for Anki (File > Import).")
+            return
+        from prep.engine.transfer.export import export_csv, export_json
+
+        with obj.store(reading=True) as store:
+            if fmt == "json":
+                export_json(store, path, utcnow())
+                written = [shown]
+            else:
+                written = [str(p) for p in export_csv(store, path)]
+            n = store.count_reviews()
+        report(f"Wrote {', '.join(written)}: {count(n, 'review')}.")
+    except ExportError as exc:
+        raise UsageError(str(exc)) from None
+
+
+_EXPORT_FORMATS = {".json": "json", ".csv": "csv", ".apkg": "apkg"}

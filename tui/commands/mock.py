@@ -1,0 +1,53 @@
+"""`prep mock`: a mock interview: a main question, then its follow-up chain, each with a visible"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from prep.tui.commands.common import (
+    Ctx,
+    UsageError,
+    line_mode_reason,
+    need_stdin,
+)
+
+
+@click.command("mock")
+@click.option(
+    "--minutes",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    metavar="N",
+    help="Time for the whole chain (the main question counts double).",
+)
+@click.option("--deck", metavar="D", help="Pick the main question from this deck.")
+@click.option("--seed", type=int, metavar="N", help="Seed for picking the main question.")
+@click.option(
+    "--plain", is_flag=True, help="Line-oriented, on stdin/stdout (also used when not a terminal)."
+)
+@click.pass_obj
+def mock(obj: Ctx, minutes: float, deck: str | None, seed: int | None, plain: bool) -> None:
+    """A mock interview: a main question, then its follow-up chain, each with a visible
+    timer; answer (typed or aloud), reveal, grade yourself 1-4. Grades feed your schedule."""
+    from prep.engine.study.mock import MockError, MockInterview
+    from prep.tui.plain import run_mock_plain
+
+    with obj.store() as store:
+        coll = obj.collection(store=store)
+        try:
+            interview = MockInterview(store, coll, minutes=minutes, deck=deck, seed=seed)
+        except MockError as exc:
+            raise UsageError(str(exc)) from None
+        reason = None if plain else line_mode_reason()
+        if reason is not None:
+            need_stdin()
+            click.echo(f"prep: {reason}; running the line-oriented mock (--plain)", err=True)
+        if plain or reason is not None:
+            need_stdin()
+            sys.exit(run_mock_plain(interview, sys.stdin, sys.stdout))
+        from prep.tui.screens.mock import run_mock
+
+        sys.exit(run_mock(interview))

@@ -1,0 +1,58 @@
+"""`prep quiz`: review today's queue, starting on its first card (the default command)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from prep.tui.commands import common
+from prep.tui.commands.common import Ctx, UsageError, need_stdin
+
+
+@click.command("quiz")
+@click.option("--deck", metavar="D", help="Only this deck.")
+@click.option(
+    "--new",
+    "new",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="New cards today (overrides the setting).",
+)
+@click.option(
+    "--limit", type=click.IntRange(min=1), metavar="N", help="At most N cards this session."
+)
+@click.option(
+    "--plain", is_flag=True, help="Line-oriented session on stdin/stdout (screen readers, pipes)."
+)
+@click.pass_obj
+def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: bool) -> None:
+    """Review today's queue, starting on its first card (the default command)."""
+    reason = None if plain else common.line_mode_reason()  # (tests replace it there)
+    if reason is not None:
+        need_stdin()
+        click.echo(f"prep: {reason}; running the line-oriented session (--plain)", err=True)
+        plain = True
+    if not plain:
+        from prep.tui.app import run
+
+        sys.exit(
+            run(
+                db=obj.db,
+                questions=obj.questions,
+                deck=deck,
+                new=new,
+                limit=limit,
+                review_first=True,
+            )
+        )
+    from prep.engine.study.session import ReviewSession
+    from prep.tui.plain import run_plain
+
+    with obj.store() as store:
+        coll = obj.collection(store=store)
+        if deck is not None and deck not in coll.decks:
+            raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
+        session = ReviewSession(store, coll, deck=deck, new_limit=new, limit=limit)
+        need_stdin()
+        sys.exit(run_plain(session, sys.stdin, sys.stdout))

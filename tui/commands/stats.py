@@ -1,0 +1,49 @@
+"""`prep stats`: progress: reviews, retention, due forecast, mastery per deck, streak, demos verified."""
+
+from __future__ import annotations
+
+import click
+
+from prep.tui.commands.common import (
+    Ctx,
+    UsageError,
+    demo_names,
+)
+
+
+@click.command("stats")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option(
+    "--since",
+    metavar="DATE",
+    help="Total reviews and true retention from this date (YYYY-MM-DD) on; the daily "
+    "history, streak and forecast are unchanged.",
+)
+@click.pass_obj
+def stats(obj: Ctx, as_json: bool, since: str | None) -> None:
+    """Progress: reviews, retention, due forecast, mastery per deck, streak, demos verified."""
+    from prep.engine.study import stats as stats_mod
+    from prep.engine.timeutil import to_utc, utcnow
+
+    since_dt = None
+    if since is not None:
+        from datetime import datetime
+
+        try:
+            since_dt = to_utc(datetime.fromisoformat(since).astimezone())
+        except (ValueError, OverflowError):  # OverflowError: no UTC form (year 0 or 10000)
+            raise UsageError(f"--since {since!r} is not a date (expected YYYY-MM-DD)") from None
+    with obj.store(reading=True) as store:
+        # through the deck cache; a read-only database falls back to parsing the decks
+        coll = obj.collection(strict=False, store=store)
+        if not store.read_only:
+            coll.reconcile(store)
+        result = stats_mod.compute(store, coll, utcnow(), since=since_dt, known_demos=demo_names())
+    if as_json:
+        import json
+
+        click.echo(json.dumps(result, indent=2))
+    else:
+        from prep.tui.reports import stats_text
+
+        click.echo(stats_text(result))

@@ -1,0 +1,111 @@
+"""The text reports the command line prints (`prep stats`, `prep cram`, `prep optimize`): the
+engine computes the results, the front end words them.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from prep.engine.study.present import count, human_interval, percent
+from prep.engine.study.stats import marks_text
+
+if TYPE_CHECKING:
+    from prep.engine.study.cram import CramDeck
+    from prep.engine.study.optimize import FitResult
+    from prep.engine.study.scheduler import Settings
+
+
+def stats_text(stats: dict[str, Any]) -> str:
+    """The human form of `prep stats`."""
+    r = stats["reviews"]
+    tr = stats["true_retention"]
+    d = stats["due"]
+    since = f" since {stats['since'][:10]}" if stats.get("since") else ""
+    lines = [
+        f"Reviews      today {r['today']}   total{since} {r['total']}   streak {count(stats['streak_days'], 'day')}",
+        f"Retention    true{since} {percent(tr['all']['rate'])} over {count(tr['all']['reviews'], 'review')}"
+        f"   last 30 days {percent(tr['last_30_days']['rate'])}   target {percent(stats['desired_retention'])}",
+        f"Due          now {d['now']}   today {d['today']}   tomorrow {d['tomorrow']}   next 7 days {d['next_7_days']}",
+        f"Cards        {stats['cards']['seen']} of {stats['cards']['total']} seen   "
+        + marks_text(stats["marks"]),
+        "",
+        f"{'Deck':<22}{'cards':>6}{'seen':>6}{'mature':>8}{'mastery':>9}",
+    ]
+    for name, m in stats["decks"].items():
+        lines.append(
+            f"{name:<22}{m['cards']:>6}{m['seen']:>6}{m['mature']:>8}{percent(m['mastery']):>9}"
+        )
+    listed = []
+    if stats["leeches"]:
+        listed.append(f"Leeches      {', '.join(stats['leeches'])}")
+    for kind in ("suspended", "flagged"):  # (`prep marks` shows each with its deck and prompt)
+        if stats["marked"][kind]:
+            listed.append(f"{kind.capitalize():<13}{', '.join(stats['marked'][kind])}")
+    if stats["changed"]:
+        listed.append(
+            f"Edited       {', '.join(stats['changed'])} (text changed since last review)"
+        )
+    if listed:
+        lines += ["", *listed]
+    demos = stats["demos"]
+    lines += ["", f"Demos        {len(demos['verified'])} verified"]
+    for run in demos["latest"]:
+        mark = ("PASS" if run["passed"] else "FAIL") if run.get("known", True) else "????"
+        line = f"  {mark}  {run['name']:<22} {run['device']:<5} {run['scale'] or '':<6} {run['ran_at'][:16]}"
+        if not run.get("known", True):
+            line += "  (no such demo here: not verified)"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def cram_text(sheet: list[CramDeck]) -> str:
+    """The plain-text sheet `prep cram` prints."""
+    if not sheet:
+        return "No 60-second bullets yet: no main card has 'bullets'."
+    out: list[str] = []
+    for d in sheet:
+        if out:
+            out.append("")
+        out.append(f"== {d.title} ({d.name}) ==")
+        for item in d.items:
+            out.append("")
+            out.append(item.prompt)
+            out.extend(f"  - {b}" for b in item.bullets)
+    return "\n".join(out)
+
+
+def optimize_text(result: FitResult, settings: Settings, now: datetime) -> str:
+    """What `prep optimize` prints: old and new parameters, and their estimated effect."""
+    from prep.engine.study.optimize import PARAMETER_NAMES, first_intervals
+
+    lines = [
+        f"Fitted on {result.trainable} of your {result.reviews} reviews in {result.seconds:.1f}s.",
+        "",
+        f"{'':<5}{'parameter':<34}{'old':>10}{'new':>10}",
+    ]
+    for i, (a, b) in enumerate(zip(result.old, result.new, strict=True)):
+        name = PARAMETER_NAMES[i] if i < len(PARAMETER_NAMES) else ""
+        mark = " *" if abs(a - b) >= 5e-5 else ""
+        lines.append(f"{'w' + str(i):<5}{name:<34}{a:>10.4f}{b:>10.4f}{mark}")
+    lines += ["", "Estimated effect"]
+    if not (math.isnan(result.old_loss) or math.isnan(result.new_loss)):
+        better = result.old_loss - result.new_loss
+        pct = 100 * better / result.old_loss if result.old_loss else 0.0
+        verdict = f"better by {pct:.1f}%" if better > 0 else "no better: keep the old ones"
+        lines.append(
+            f"  log loss on your reviews: old {result.old_loss:.4f}  new {result.new_loss:.4f}"
+            f"  ({verdict}; lower predicts your recall better)"
+        )
+    old_iv = first_intervals(result.old, settings, now)
+    new_iv = first_intervals(result.new, settings, now)
+    show = ", ".join
+    lines.append(
+        f"  a new card answered Good each time it is due (desired retention "
+        f"{percent(settings.desired_retention)}):"
+    )
+    lines.append(f"    old: {show(human_interval(v) for v in old_iv.values())}")
+    lines.append(f"    new: {show(human_interval(v) for v in new_iv.values())}")
+    lines.append("  (* marks a changed parameter)")
+    return "\n".join(lines)
