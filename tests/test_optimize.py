@@ -165,7 +165,9 @@ def test_saving_is_explicit(
 def test_render_shows_old_and_new_side_by_side() -> None:
     new = tuple(w * 1.5 if i == 2 else w for i, w in enumerate(DEFAULT_PARAMETERS))
     result = opt.FitResult(tuple(DEFAULT_PARAMETERS), new, 900, 600, 0.40, 0.38, 2.0)
-    text = opt.render(result, Settings(), T0)
+    from prep.tui.reports import optimize_text
+
+    text = optimize_text(result, Settings(), T0)
     line = next(ln for ln in text.splitlines() if ln.startswith("w2 "))
     assert "initial stability (Good)" in line and line.endswith("*")
     assert f"{DEFAULT_PARAMETERS[2]:.4f}" in line and f"{new[2]:.4f}" in line
