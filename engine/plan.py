@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
@@ -265,6 +266,18 @@ def new_per_day(store: Any, collection: Any, now: datetime, settings: Settings) 
         return settings.new_per_day
     day = plan_day(store, collection, now, settings)
     return settings.new_per_day if day is None else day.new_today
+
+
+def new_card_decks(
+    settings: Settings, now: datetime, collection: Any, among: AbstractSet[str] | None
+) -> AbstractSet[str] | None:
+    """The decks today's new cards come from (all decks together): those of ``among``
+    (None: every deck) that an interview plan on some decks covers, while it is ahead."""
+    plan = Plan.of(settings, now) if settings.plan_decks is not None else None
+    if plan is None or not plan.before or plan.decks is None:
+        return among
+    decks = plan.decks & set(collection.decks)
+    return decks if among is None else decks & set(among)
 
 
 def brought_forward(

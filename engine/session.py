@@ -70,6 +70,8 @@ def build_queue(
     new: list[str] = []
     if new_limit > 0:
         among = _decks_with_new(store, collection)
+        if deck is None:  # an interview plan on some decks: their new cards only
+            among = plan_mod.new_card_decks(store.settings(), now, collection, among)
         new = _new_cards(store, collection, seen, hidden, new_limit, deck, among)
     return Queue(due=due, new=new, learning=len(learning), learning_ids=frozenset(learning))
 
@@ -151,6 +153,9 @@ def deck_counts(
             learning, reviews = due.get(name, (0, 0))
         if name is not None and among is not None and name not in among:
             new = []
+        elif name is None:  # as build_queue: an interview plan on some decks takes theirs
+            new_among = plan_mod.new_card_decks(store.settings(), now, collection, among)
+            new = _new_cards(store, collection, seen, hidden, new_limit, name, new_among)
         else:
             new = _new_cards(store, collection, seen, hidden, new_limit, name, among)
         rows.append(

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from prep.engine import plan as plan_mod
 from prep.engine.deck import Collection
 from prep.engine.present import count, percent
 from prep.engine.storage import Store
@@ -140,6 +141,8 @@ def compute(
             "verified": sorted(d["name"] for d in demos if d["passed"] and d["known"]),
             "latest": demos,
         },
+        # predicted recall at the interview per deck and tag (None without a date ahead)
+        "interview": plan_mod.on_the_day(store, collection, now),
     }
 
 
@@ -189,6 +192,8 @@ def render(stats: dict[str, Any]) -> str:
         )
     if listed:
         lines += ["", *listed]
+    if stats.get("interview"):
+        lines += ["", *interview_lines(stats["interview"])]
     demos = stats["demos"]
     lines += ["", f"Demos        {len(demos['verified'])} verified"]
     for run in demos["latest"]:
@@ -198,3 +203,39 @@ def render(stats: dict[str, Any]) -> str:
             line += "  (no such demo here: not verified)"
         lines.append(line)
     return "\n".join(lines)
+
+
+def interview_lines(day: dict[str, Any], tags: int | None = None) -> list[str]:
+    """The interview part of `prep stats`: the plan, then FSRS's predicted recall on the day
+    per deck and per tag (weakest tags first; ``tags``: at most that many)."""
+    when = date.fromisoformat(day["date"])
+    left = day["days_left"]
+    ahead = "today" if left == 0 else f"in {count(left, 'day')}"
+    target = percent(day["target"])
+    lines = [
+        f"Interview    {plan_mod.short_date(when)} {when.year}, {ahead}: {day['plan']}",
+        f"Predicted recall on the day (FSRS's forgetting curve, if nothing more is studied; "
+        f"target {target})",
+        f"{'Deck':<22}{'cards':>6}{'seen':>6}{'recall':>8}{'lowest':>8}{'below':>7}",
+    ]
+
+    def row(name: str, g: dict[str, Any]) -> str:
+        return (
+            f"{name:<22}{g['cards']:>6}{g['seen']:>6}{percent(g['recall']):>8}"
+            f"{percent(g['lowest']):>8}{g['below_target']:>7}"
+        )
+
+    lines += [row(name, g) for name, g in day["decks"].items()]
+    lines.append(row("all", day["all"]))
+    shown = list(day["tags"].items())[:tags]
+    if shown:
+        lines += [
+            "",
+            f"{'Tag (weakest first)':<22}{'cards':>6}{'seen':>6}{'recall':>8}{'lowest':>8}{'below':>7}",
+        ]
+        lines += [row(name, g) for name, g in shown]
+        if tags is not None and len(day["tags"]) > tags:
+            lines.append(
+                f"  ... {len(day['tags']) - tags} more (prep stats --json lists every tag)"
+            )
+    return lines

@@ -381,6 +381,19 @@ def _minutes(text: str) -> tuple[float, ...]:
     return tuple(float(part) for part in text.replace(" ", "").split(",") if part)
 
 
+def _none_or(convert):
+    """A setting that `none` clears (interview_date, plan_decks)."""
+
+    def read(text: str):
+        return None if text.strip().lower() in ("none", "all", "") else convert(text.strip())
+
+    return read
+
+
+def _deck_names(text: str) -> tuple[str, ...]:
+    return tuple(part for part in text.replace(" ", "").split(",") if part)
+
+
 _SETTING_TYPES = {
     "desired_retention": float,
     "new_per_day": int,
@@ -390,6 +403,10 @@ _SETTING_TYPES = {
     "learn_ahead_min": int,
     "learning_steps_min": _minutes,
     "relearning_steps_min": _minutes,
+    # the interview plan (engine/plan.py); `none` clears the date (and the deck list)
+    "interview_date": _none_or(str),
+    "plan_decks": _none_or(_deck_names),
+    "plan_level": str,
 }
 
 
@@ -415,8 +432,9 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
             return
         settings = store.settings()
         if key is None:
+            cleared = {"interview_date": "none", "plan_decks": "all"}  # what None means there
             for k, v in settings.to_dict().items():
-                click.echo(f"{k} = {'default' if v is None else v}")
+                click.echo(f"{k} = {cleared.get(k, 'default') if v is None else v}")
             return
         if key == "parameters":
             _config_parameters(store, settings, value)
@@ -438,8 +456,37 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
         except ValueError as exc:
             message = str(exc) if str(exc).startswith(key) else f"{key}: {exc}"
             raise UsageError(message) from None
+        if key == "plan_decks" and typed is not None:
+            decks = obj.collection(strict=False, store=store).decks
+            unknown = [d for d in typed if d not in decks]
+            if unknown:
+                raise UsageError(
+                    f"plan_decks: no deck named {', '.join(map(repr, unknown))} "
+                    f"(decks: {', '.join(decks) or 'none'})"
+                )
         store.save_settings(updated)
+        if key == "interview_date":
+            _say_plan(obj, store, updated)
+            return
+        if key == "plan_decks":
+            typed = "all" if typed is None else ",".join(typed)
         click.echo(f"{key} = {typed}")
+
+
+def _say_plan(obj: Ctx, store: Store, settings: Settings) -> None:
+    """What `prep config interview_date ...` did: the date, and the plan in one line."""
+    from prep.engine.plan import plan_day
+    from prep.engine.timeutil import utcnow
+
+    if settings.interview_date is None:
+        click.echo("interview_date = none (no plan: scheduling is plain FSRS, nothing lost)")
+        return
+    day = plan_day(store, obj.collection(strict=False, store=store), utcnow(), settings)
+    if day is None:
+        click.echo(f"interview_date = {settings.interview_date} (past: scheduling is plain FSRS)")
+        return
+    click.echo(f"interview_date = {settings.interview_date}")
+    click.echo(f"{day.plan.header()}. {day.line()}")
 
 
 def _config_parameters(store: Store, settings: Settings, value: str | None) -> None:
