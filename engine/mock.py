@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from prep.engine import plan as plan_mod
 from prep.engine.deck import Card, Collection
 from prep.engine.present import Verdict, choice_verdict, clock_text, first_line, shorten
 from prep.engine.scheduler import RATING_NAMES, Outcome, Rating, Scheduler
@@ -70,7 +71,8 @@ def pick_main(
     deck: str | None = None,
 ) -> Card:
     """Due (or never seen) main questions first, then the least known (lowest retrievability);
-    ties broken by ``rng``."""
+    ties broken by ``rng``. The day before an interview and the day itself, the chain whose
+    root is weakest at the interview (lowest predicted recall then)."""
     if deck is not None and deck not in collection.decks:
         raise MockError(f"no deck named {deck!r} (decks: {', '.join(collection.decks) or 'none'})")
     candidates = main_candidates(collection, deck)
@@ -80,6 +82,11 @@ def pick_main(
             f"no card in {where} has follow-up questions, so there is no mock interview to run"
         )
     states = store.cards(c.id for c in candidates)
+    plan = plan_mod.Plan.of(store.settings(), now)
+    if plan is not None and plan.before and plan.days_left <= 1:
+        on_the_day = {c.id: round(plan.retrievability(states.get(c.id)), 2) for c in candidates}
+        best_r = min(on_the_day.values())
+        return rng.choice([c for c in candidates if on_the_day[c.id] == best_r])
 
     def key(card: Card) -> tuple[int, float]:
         state = states.get(card.id)

@@ -242,3 +242,56 @@ def test_stats_on_the_day_per_deck_and_tag(week):
     assert fresh is not None and fresh["all"]["recall"] == 0.0
     assert fresh["all"]["below_target"] == 84
     assert plan_mod.on_the_day(Store.memory(), coll, MONDAY, Settings()) is None
+
+
+def chain_collection() -> Collection:
+    """Three main cards with bullets; ``a`` and ``b`` open chains (a follow-up each)."""
+    coll = Collection()
+    info = DeckInfo(name="d", title="D", description="", file="d.yaml")
+    coll.decks["d"] = info
+    for cid, parent in (("a", None), ("b", None), ("c", None), ("a-fu", "a"), ("b-fu", "b")):
+        kind = "follow-up" if parent else "recall"
+        bullets = () if parent else (f"{cid} in a line",)
+        coll.add(Card(cid, kind, f"{cid}?", f"{cid}.", "d", parent=parent, bullets=bullets))
+        info.card_ids.append(cid)
+    return coll
+
+
+def test_the_day_before_cram_and_mock_take_the_weakest_first(utc_local_time):
+    from prep.engine.cram import cram_sheet, render, weakest_first
+    from prep.engine.mock import pick_main
+
+    store = Store.memory()
+    coll = chain_collection()
+    for cid, stability in (("a", 30.0), ("b", 1.0), ("c", 5.0), ("a-fu", 3.0), ("b-fu", 3.0)):
+        store.put_card(
+            CardState(
+                id=cid,
+                deck="d",
+                state=int(State.Review),
+                step=None,
+                stability=stability,
+                difficulty=5.0,
+                due=MONDAY + timedelta(days=stability),
+                last_review=MONDAY,
+                reps=2,
+            )
+        )
+    store.save_settings(Settings(interview_date=INTERVIEW))
+    sunday = MONDAY + timedelta(days=6)
+    sheet = weakest_first(cram_sheet(coll), store, sunday)
+    assert [i.card_id for i in sheet[0].items] == ["b", "c", "a"]
+    text = render(sheet)
+    assert text.startswith("== Weakest first: predicted recall at the interview, Mon 9 Mar")
+    plan = Plan.of(store.settings(), sunday)
+    assert plan is not None
+    b_recall = plan.retrievability(store.card("b"))
+    assert f"[{100 * b_recall:.0f}% on the day] b?" in text
+    scheduler = Scheduler(store.settings(), enable_fuzzing=False)
+    for seed in range(5):  # the weakest root, whatever the seed
+        assert pick_main(store, coll, scheduler, sunday, random.Random(seed)).id == "b"
+    # earlier in the week: deck order, and the mock's usual pick (most overdue, then ...)
+    wednesday = MONDAY + timedelta(days=2)
+    assert weakest_first(cram_sheet(coll), store, wednesday) == cram_sheet(coll)
+    assert pick_main(store, coll, scheduler, wednesday, random.Random(0)).id == "b"  # due
+    assert pick_main(store, coll, scheduler, MONDAY, random.Random(0)).id in ("a", "b")

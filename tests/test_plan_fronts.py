@@ -127,3 +127,16 @@ async def test_home_and_stats_screens_show_the_plan() -> None:
     async with app.run_test(size=(110, 30)) as pilot:
         await pilot.pause()
         assert "Interview" not in str(app.screen.query_one("#today", Static).content)
+
+
+def test_prep_cram_is_weakest_first_the_day_before(db_path: Path, small_deck_dir: Path) -> None:
+    from prep.engine.plan import study_date
+    from prep.engine.timeutil import utcnow
+
+    q = ["--questions", str(small_deck_dir)]
+    assert run_cli(*q, "cram", "--deck", "small", db=db_path).output.startswith("== A small")
+    tomorrow = (study_date(utcnow()) + timedelta(days=1)).isoformat()
+    assert run_cli("config", "interview_date", tomorrow, db=db_path).exit_code == 0
+    out = run_cli(*q, "cram", "--deck", "small", db=db_path).output
+    assert out.startswith("== Weakest first: predicted recall at the interview")
+    assert "[0% on the day] Name two roles of W_O" in out  # never studied: nothing to recall
