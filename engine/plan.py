@@ -252,12 +252,27 @@ def plan_day(
     plan = Plan.of(settings, now)
     if plan is None or plan.days_left < 0:
         return None
-    ids = plan.covered_ids(collection)
-    seen = store.seen_ids() | store.hidden_ids(now)  # a suspended card is never served
-    unseen = sum(1 for cid in ids if cid not in seen)
+    hidden = store.hidden_ids(now)  # suspended or buried (a few): never served as new
+    if plan.level == LEVELS[-1]:  # whole decks: two grouped counts, no id is read
+        seen_in = {deck: n for deck, (n, _) in store.deck_progress(0.0).items()}
+        sizes = {d: n for d, n in collection.deck_sizes().items() if plan.covers(d)}
+        cards = sum(sizes.values())
+        unseen = sum(n - seen_in.get(d, 0) for d, n in sizes.items())
+        stored = store.cards(hidden)
+        unseen -= sum(
+            1
+            for cid in hidden
+            if cid not in stored
+            and (card := collection.get(cid)) is not None
+            and plan.covers(card.deck)
+        )
+    else:
+        ids = plan.covered_ids(collection)
+        seen = store.seen_ids() | hidden
+        cards, unseen = len(ids), sum(1 for cid in ids if cid not in seen)
     introduced_today = store.count_reviews(day_start(now), new_only=True)
     per_day = plan.new_per_day(unseen + introduced_today)
-    return PlanDay(plan, len(ids), unseen + introduced_today, per_day, settings.new_per_day)
+    return PlanDay(plan, cards, unseen + introduced_today, per_day, settings.new_per_day)
 
 
 def new_per_day(store: Any, collection: Any, now: datetime, settings: Settings) -> int:

@@ -295,3 +295,25 @@ def test_the_day_before_cram_and_mock_take_the_weakest_first(utc_local_time):
     assert weakest_first(cram_sheet(coll), store, wednesday) == cram_sheet(coll)
     assert pick_main(store, coll, scheduler, wednesday, random.Random(0)).id == "b"  # due
     assert pick_main(store, coll, scheduler, MONDAY, random.Random(0)).id in ("a", "b")
+
+
+def test_a_suspended_card_is_not_planned_for_and_plan_decks_narrow_it(utc_local_time):
+    from prep.engine.storage import Mark
+
+    store = Store.memory()
+    coll = week_collection()
+    store.save_settings(Settings(new_per_day=5, interview_date=INTERVIEW))
+    store.set_mark("alpha-03", Mark(suspended=True))
+    day = plan_day(store, coll, MONDAY)
+    assert day is not None and day.cards == 84 and day.unseen == 83
+    # on one deck: its cards only, and today's new cards come from it
+    store.save_settings(replace(store.settings(), plan_decks=("beta",)))
+    day = plan_day(store, coll, MONDAY)
+    assert day is not None and (day.cards, day.unseen, day.new_today) == (42, 42, 7)
+    queue = build_queue(store, coll, MONDAY)
+    assert len(queue.new) == 7 and all(cid.startswith("beta-") for cid in queue.new)
+    assert deck_counts(store, coll, MONDAY)[0].new == 7
+    # a deck chosen on its own still serves its own new cards (at the day's limit)
+    assert all(
+        cid.startswith("alpha-") for cid in build_queue(store, coll, MONDAY, deck="alpha").new
+    )
