@@ -434,6 +434,7 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
         if key is None:
             cleared = {"interview_date": "none", "plan_decks": "all"}  # what None means there
             for k, v in settings.to_dict().items():
+                v = ",".join(v) if k == "plan_decks" and v is not None else v
                 click.echo(f"{k} = {cleared.get(k, 'default') if v is None else v}")
             return
         if key == "parameters":
@@ -443,7 +444,12 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
             known = ", ".join([*_SETTING_TYPES, "parameters"])
             raise UsageError(f"unknown setting {key!r} (settings: {known})")
         if value is None:
-            click.echo(f"{key} = {getattr(settings, key)}")
+            shown = getattr(settings, key)
+            if key == "plan_decks":
+                shown = "all" if shown is None else ",".join(shown)
+            elif key == "interview_date" and shown is None:
+                shown = "none"
+            click.echo(f"{key} = {shown}")
             return
         convert = _SETTING_TYPES[key]
         try:
