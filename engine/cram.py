@@ -68,7 +68,7 @@ def weakest_first(sheet: list[CramDeck], store: Any, now: datetime) -> list[Cram
     """The sheet as one list, lowest predicted recall at the interview first, on the day
     before the interview and the day itself; the sheet unchanged on any other day."""
     plan = plan_mod.Plan.of(store.settings(), now)
-    if plan is None or not plan.before or plan.days_left > 1 or not sheet:
+    if plan is None or not plan.cramming or not sheet:
         return sheet
     items = [item for deck in sheet for item in deck.items]
     states = store.cards(item.card_id for item in items)

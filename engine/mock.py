@@ -83,7 +83,7 @@ def pick_main(
         )
     states = store.cards(c.id for c in candidates)
     plan = plan_mod.Plan.of(store.settings(), now)
-    if plan is not None and plan.before and plan.days_left <= 1:
+    if plan is not None and plan.cramming:
         on_the_day = {c.id: round(plan.retrievability(states.get(c.id)), 2) for c in candidates}
         best_r = min(on_the_day.values())
         return rng.choice([c for c in candidates if on_the_day[c.id] == best_r])

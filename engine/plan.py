@@ -124,12 +124,18 @@ class Plan:
     @property
     def intro_days(self) -> int:
         """The days left on which new cards come in: all but the last REVIEW_DAYS - 1 of
-        them (at least today while the interview is ahead)."""
-        return max(1, self.days_left - (REVIEW_DAYS - 1)) if self.before else 0
+        them (at least today while the interview is a day or more ahead; none on the day)."""
+        return max(1, self.days_left - (REVIEW_DAYS - 1)) if self.days_left > 0 else 0
 
     def new_per_day(self, unseen_at_day_start: int) -> int:
-        """New cards a day that introduce every unseen card in the introduction days."""
-        return math.ceil(unseen_at_day_start / self.intro_days) if self.before else 0
+        """New cards a day that introduce every unseen card in the introduction days (the
+        day itself adds none: that morning is for the weakest cards, not new ones)."""
+        return math.ceil(unseen_at_day_start / self.intro_days) if self.intro_days else 0
+
+    @property
+    def cramming(self) -> bool:
+        """The day before the interview and the day itself: cram and mock go weakest first."""
+        return 0 <= self.days_left <= 1
 
     # --- which cards ----------------------------------------------------------------------
 
