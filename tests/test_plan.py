@@ -319,3 +319,25 @@ def test_a_suspended_card_is_not_planned_for_and_plan_decks_narrow_it(utc_local_
     assert all(
         cid.startswith("alpha-") for cid in build_queue(store, coll, MONDAY, deck="alpha").new
     )
+
+
+@pytest.mark.parametrize(
+    ("zone", "accuracy"), [("UTC", 0.7), ("UTC", 0.95), ("America/New_York", 0.85)]
+)
+def test_the_plan_holds_for_other_learners_and_a_dst_week(monkeypatch, zone, accuracy):
+    """New York changes to summer time on Sunday 8 March 2026: days are local days."""
+    import time
+
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        settings = Settings(new_per_day=5, interview_date=INTERVIEW)
+        store, coll, per_day = run_week(settings, accuracy=accuracy, seed=3)
+        plan = Plan.of(store.settings(), MONDAY + timedelta(days=7))
+        assert plan is not None and plan.days_left == 0
+        states = store.cards()
+        assert len(states) == 84 and all(not s.is_new for s in states.values())
+        assert min(plan.retrievability(s) for s in states.values()) >= 0.9
+    finally:
+        monkeypatch.undo()
+        time.tzset()
