@@ -194,8 +194,11 @@ class Plan:
     # --- what the learner reads ----------------------------------------------------------
 
     def header(self) -> str:
-        """``Interview: Fri 12 Dec, 4 days`` (``today`` on the day)."""
+        """``Interview: Fri 12 Dec, 4 days`` (``today`` on the day; the year when it is not
+        this one)."""
         when = short_date(self.date)
+        if self.date.year != self.today.year:
+            when += f" {self.date.year}"
         if self.days_left == 0:
             return f"Interview: {when}, today"
         if self.days_left < 0:
@@ -206,7 +209,8 @@ class Plan:
         """``before Friday`` within a week, ``before Fri 19 Dec`` further out."""
         if self.days_left <= 6:
             return f"before {WEEKDAYS[self.date.weekday()]}"
-        return f"before {short_date(self.date)}"
+        year = f" {self.date.year}" if self.date.year != self.today.year else ""
+        return f"before {short_date(self.date)}{year}"
 
 
 @dataclass(frozen=True)

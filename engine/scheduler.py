@@ -132,9 +132,13 @@ def interview_day(text: object) -> date:
     """The interview's date from its setting (YYYY-MM-DD); ValueError naming the value."""
     if isinstance(text, str) and _ISO_DATE.fullmatch(text):
         try:
-            return date.fromisoformat(text)
+            day = date.fromisoformat(text)
         except ValueError:
             pass
+        else:
+            if not 1900 <= day.year <= 9998:  # local-time arithmetic stays inside datetime's
+                raise ValueError(f"interview_date must be in the years 1900 to 9998, got {text!r}")
+            return day
     raise ValueError(f"interview_date must be a date like 2026-12-11 (YYYY-MM-DD), got {text!r}")
 
 

@@ -32,7 +32,7 @@ def test_config_interview_date_sets_says_and_clears(db_path: Path, small_deck_di
     assert out.exit_code == 0, out.output
     lines = out.output.splitlines()
     assert lines[0] == "interview_date = 2099-01-02"
-    assert lines[1].startswith("Interview: Fri 2 Jan, ") and " cards in " in lines[1]
+    assert lines[1].startswith("Interview: Fri 2 Jan 2099, ") and " cards in " in lines[1]
     assert "interview_date = 2099-01-02" in run_cli("config", db=db_path).output
     cleared = run_cli("config", "interview_date", "none", db=db_path)
     assert cleared.exit_code == 0
@@ -51,6 +51,16 @@ def test_a_bad_interview_date_is_one_line_exit_2(db_path: Path, value: str) -> N
     assert out.output.strip().splitlines() == [
         f"prep: interview_date must be a date like 2026-12-11 (YYYY-MM-DD), got {value!r}"
     ]
+
+
+@pytest.mark.parametrize("value", ["0001-01-01", "9999-12-31"])
+def test_an_interview_date_out_of_range_is_one_line_exit_2(db_path: Path, value: str) -> None:
+    out = run_cli("config", "interview_date", value, db=db_path)
+    assert out.exit_code == 2
+    assert out.output.strip().splitlines() == [
+        f"prep: interview_date must be in the years 1900 to 9998, got {value!r}"
+    ]
+    assert run_cli("stats", db=db_path).exit_code == 0
 
 
 def test_plan_decks_and_level_are_checked(db_path: Path, small_deck_dir: Path) -> None:
