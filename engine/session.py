@@ -60,8 +60,8 @@ def build_queue(
     learning = [cid for cid in learning if cid in collection and cid not in hidden]
     reviews = [cid for cid in reviews if cid in collection and cid not in hidden]
     reviews = reviews[:review_limit]
-    # the interview plan's last day: reviews brought forward from after the date, and cards
-    # still below target on the day (none without an interview date)
+    # the day before an interview and its morning: reviews brought forward from after the
+    # date, and cards still below target at the interview (engine/plan.py; none without one)
     ahead = plan_mod.brought_forward(store, collection, now, decks=decks, hidden=hidden)
     reviews += ahead[: max(0, review_limit - len(reviews))]
     due = _merge_by_due(store, learning, reviews)
