@@ -1,4 +1,4 @@
-"""The interview plan (engine/plan.py): a simulated week with an injected clock and a learner
+"""The interview plan (engine/study/plan.py): a simulated week with an injected clock and a learner
 who answers at a fixed accuracy (seeded)."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from datetime import UTC, datetime, timedelta
 import fsrs
 import pytest
 
-from prep.engine import plan as plan_mod
-from prep.engine.deck import Card, Collection, DeckInfo
-from prep.engine.plan import Plan, forgetting_curve, plan_day
-from prep.engine.scheduler import CardState, Rating, Scheduler, Settings, State
-from prep.engine.session import ReviewSession, build_queue, deck_counts
-from prep.engine.storage import Store
+from prep.engine.decks.deck import Card, Collection, DeckInfo
+from prep.engine.store import Store
+from prep.engine.study import plan as plan_mod
+from prep.engine.study.plan import Plan, forgetting_curve, plan_day
+from prep.engine.study.scheduler import CardState, Rating, Scheduler, Settings, State
+from prep.engine.study.session import ReviewSession, build_queue, deck_counts
 from tests.conftest import Clock
 
 MONDAY = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)  # a Monday; the interview is the next Monday
@@ -260,8 +260,8 @@ def chain_collection() -> Collection:
 
 
 def test_the_day_before_cram_and_mock_take_the_weakest_first(utc_local_time):
-    from prep.engine.cram import cram_sheet, render, weakest_first
-    from prep.engine.mock import pick_main
+    from prep.engine.study.cram import cram_sheet, render, weakest_first
+    from prep.engine.study.mock import pick_main
 
     store = Store.memory()
     coll = chain_collection()
@@ -300,7 +300,7 @@ def test_the_day_before_cram_and_mock_take_the_weakest_first(utc_local_time):
 
 
 def test_a_suspended_card_is_not_planned_for_and_plan_decks_narrow_it(utc_local_time):
-    from prep.engine.storage import Mark
+    from prep.engine.store import Mark
 
     store = Store.memory()
     coll = week_collection()

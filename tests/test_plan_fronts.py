@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from prep.engine.plan import plan_day
-from prep.engine.scheduler import Settings
-from prep.engine.session import build_queue
-from prep.engine.storage import Store
+from prep.engine.store import Store
+from prep.engine.study.plan import plan_day
+from prep.engine.study.scheduler import Settings
+from prep.engine.study.session import build_queue
 from prep.tui.screens.home import HomeScreen
 from prep.tui.screens.stats import StatsScreen
 from prep.tui.testing import NOW, fixed_collection, make_app
@@ -140,7 +140,7 @@ async def test_home_and_stats_screens_show_the_plan() -> None:
 
 
 def test_prep_cram_is_weakest_first_the_day_before(db_path: Path, small_deck_dir: Path) -> None:
-    from prep.engine.plan import study_date
+    from prep.engine.study.plan import study_date
     from prep.engine.timeutil import utcnow
 
     q = ["--questions", str(small_deck_dir)]

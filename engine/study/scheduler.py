@@ -1,0 +1,316 @@
+"""FSRS-6 scheduling through the ``fsrs`` package (the scheduler Anki uses).
+
+We never write our own scheduling; this module only adapts fsrs to our stored card state and
+makes fuzzing *deterministic per review*: the fuzz for a review is drawn from a generator
+seeded by (seed, card id, review time), so the interval previewed on a rating button is the
+interval the rating actually gives, and tests can fix the seed.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import zlib
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime, timedelta
+
+import fsrs
+from fsrs.scheduler import FUZZ_RANGES
+
+from prep.engine.timeutil import to_utc
+
+Rating = fsrs.Rating
+State = fsrs.State
+RATING_NAMES = {
+    Rating.Again: "Again",
+    Rating.Hard: "Hard",
+    Rating.Good: "Good",
+    Rating.Easy: "Easy",
+}
+MAX_COUNT = 1_000_000_000  # upper bound of the whole-number settings
+MAX_STEP_MIN = 36500 * 24 * 60  # a learning step of at most 100 years, in minutes
+MAX_INTERVAL_DAYS = 36500  # fsrs's own default maximum: 100 years
+LEVELS = ("basics", "core", "advanced")  # the curriculum's levels, in order (a card's `level:`)
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """User-changeable settings, persisted in the database's meta table."""
+
+    desired_retention: float = 0.9
+    new_per_day: int = 20
+    review_limit: int = 200
+    leech_threshold: int = 8
+    learning_steps_min: tuple[float, ...] = (1.0, 10.0)
+    relearning_steps_min: tuple[float, ...] = (10.0,)
+    maximum_interval: int = 36500
+    parameters: tuple[float, ...] | None = None  # None: fsrs defaults
+    # Anki's learn-ahead limit: when nothing else is left, a learning card due within this
+    # many minutes is shown early (and labelled so) instead of ending the session
+    learn_ahead_min: int = 20
+    # the study plan (engine/study/plan.py): the interview's date (YYYY-MM-DD, None: no plan), the
+    # decks it covers (None: every loaded deck) and the highest level of card it covers
+    interview_date: str | None = None
+    plan_decks: tuple[str, ...] | None = None
+    plan_level: str = "advanced"
+
+    def to_dict(self) -> dict:
+        return {
+            "desired_retention": self.desired_retention,
+            "new_per_day": self.new_per_day,
+            "review_limit": self.review_limit,
+            "leech_threshold": self.leech_threshold,
+            "learning_steps_min": list(self.learning_steps_min),
+            "relearning_steps_min": list(self.relearning_steps_min),
+            "maximum_interval": self.maximum_interval,
+            "parameters": list(self.parameters) if self.parameters is not None else None,
+            "learn_ahead_min": self.learn_ahead_min,
+            "interview_date": self.interview_date,
+            "plan_decks": list(self.plan_decks) if self.plan_decks is not None else None,
+            "plan_level": self.plan_level,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Settings:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        for key in ("learning_steps_min", "relearning_steps_min", "parameters", "plan_decks"):
+            if known.get(key) is not None:
+                known[key] = tuple(known[key])
+        return cls(**known)
+
+    def validated(self) -> Settings:
+        """Raise ValueError with a one-line message naming the bad value."""
+        if not 0.7 <= self.desired_retention <= 0.99:
+            raise ValueError(
+                f"desired_retention must be between 0.7 and 0.99, got {self.desired_retention}"
+            )
+        for key in (
+            "new_per_day",
+            "review_limit",
+            "leech_threshold",
+            "maximum_interval",
+            "learn_ahead_min",
+        ):
+            value = getattr(self, key)
+            # bounded: the queue passes these to SQLite (LIMIT ?), which holds 64-bit ints
+            if not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+                raise ValueError(
+                    f"{key} must be a whole number between 0 and {MAX_COUNT}, got {value!r}"
+                )
+        if self.leech_threshold < 1 or self.maximum_interval < 1:
+            raise ValueError("leech_threshold and maximum_interval must be at least 1")
+        if self.maximum_interval > MAX_INTERVAL_DAYS:  # past this, due dates overflow
+            raise ValueError(
+                f"maximum_interval must be at most {MAX_INTERVAL_DAYS} days (100 years), "
+                f"got {self.maximum_interval}"
+            )
+        for key in ("learning_steps_min", "relearning_steps_min"):
+            for step in getattr(self, key):
+                ok = isinstance(step, int | float) and not isinstance(step, bool)
+                if not ok or not 0 < step <= MAX_STEP_MIN:  # (also refuses nan)
+                    raise ValueError(
+                        f"{key}: each step must be a number of minutes above 0 and at most "
+                        f"{MAX_STEP_MIN}, got {step!r}"
+                    )
+        if self.parameters is not None:
+            fsrs.Scheduler(parameters=self.parameters)  # fsrs validates the bounds
+        if self.interview_date is not None:
+            interview_day(self.interview_date)
+        if self.plan_level not in LEVELS:
+            raise ValueError(
+                f"plan_level must be one of {', '.join(LEVELS)}, got {self.plan_level!r}"
+            )
+        if self.plan_decks is not None and not all(
+            isinstance(d, str) and d for d in self.plan_decks
+        ):
+            raise ValueError(f"plan_decks must be deck names, got {list(self.plan_decks)!r}")
+        return self
+
+
+def interview_day(text: object) -> date:
+    """The interview's date from its setting (YYYY-MM-DD); ValueError naming the value."""
+    if isinstance(text, str) and _ISO_DATE.fullmatch(text):
+        try:
+            day = date.fromisoformat(text)
+        except ValueError:
+            pass
+        else:
+            if not 1900 <= day.year <= 9998:  # local-time arithmetic stays inside datetime's
+                raise ValueError(f"interview_date must be in the years 1900 to 9998, got {text!r}")
+            return day
+    raise ValueError(f"interview_date must be a date like 2026-12-11 (YYYY-MM-DD), got {text!r}")
+
+
+@dataclass(frozen=True)
+class CardState:
+    """The scheduling state of one card, as stored in the ``cards`` table."""
+
+    id: str
+    deck: str = ""
+    state: int = int(State.Learning)
+    step: int | None = 0
+    stability: float | None = None
+    difficulty: float | None = None
+    due: datetime | None = None
+    last_review: datetime | None = None
+    reps: int = 0
+    lapses: int = 0
+    leech: bool = False
+    content_hash: str = ""
+    changed: bool = False
+    removed: bool = False
+
+    @property
+    def is_new(self) -> bool:
+        return self.reps == 0
+
+    def to_fsrs(self, now: datetime) -> fsrs.Card:
+        return fsrs.Card(
+            card_id=zlib.crc32(self.id.encode()),
+            state=State(self.state),
+            step=self.step,
+            stability=self.stability,
+            difficulty=self.difficulty,
+            due=self.due or now,
+            last_review=self.last_review,
+        )
+
+
+# What fsrs can schedule (fsrs.scheduler: STABILITY_MIN, MIN/MAX_DIFFICULTY). Stability is in
+# days; fsrs's own values stay far below the upper bound (100 years is 36 500 days).
+STABILITY_MIN, STABILITY_MAX = 0.001, 1e6
+DIFFICULTY_MIN, DIFFICULTY_MAX = 1.0, 10.0
+MAX_STEP = 1000  # a learning step index; fsrs treats one past the last step as graduated
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def state_problem(card: CardState) -> str | None:
+    """Why fsrs cannot schedule ``card`` (one line), or None when it can.
+
+    A state from outside (an imported file, a hand-edited database) is checked here before
+    fsrs sees it: fsrs asserts on a review card without stability, divides by a zero
+    stability and computes complex numbers from a negative one.
+    """
+    if card.state not in (int(State.Learning), int(State.Review), int(State.Relearning)):
+        return f"state must be 1 (learning), 2 (review) or 3 (relearning), got {card.state!r}"
+    for key in ("reps", "lapses"):
+        value = getattr(card, key)
+        if not (isinstance(value, int) and not isinstance(value, bool)) or not (
+            0 <= value <= MAX_COUNT
+        ):
+            return f"{key} must be a whole number between 0 and {MAX_COUNT}, got {value!r}"
+    step = card.step
+    if step is not None and (
+        not isinstance(step, int) or isinstance(step, bool) or not 0 <= step <= MAX_STEP
+    ):
+        return f"step must be a whole number between 0 and {MAX_STEP}, got {step!r}"
+    if card.state in (State.Learning, State.Relearning) and step is None:
+        return "a learning or relearning card needs its step"
+    if (card.stability is None) != (card.difficulty is None):
+        return "stability and difficulty come together (both set, or both empty for a new card)"
+    if card.stability is None:
+        if card.state != State.Learning:
+            return "a review or relearning card needs stability and difficulty"
+    else:
+        s, d = card.stability, card.difficulty
+        if not _number(s) or not STABILITY_MIN <= s <= STABILITY_MAX:  # also refuses nan
+            return (
+                f"stability must be a number of days between {STABILITY_MIN} and "
+                f"{STABILITY_MAX:g}, got {s!r}"
+            )
+        if not _number(d) or not DIFFICULTY_MIN <= d <= DIFFICULTY_MAX:
+            return (
+                f"difficulty must be between {DIFFICULTY_MIN:g} and {DIFFICULTY_MAX:g}, got {d!r}"
+            )
+    if card.state != State.Learning and card.last_review is None:
+        return "a review or relearning card needs last_review"
+    for key in ("due", "last_review"):
+        value = getattr(card, key)
+        if value is not None and (not isinstance(value, datetime) or value.utcoffset() is None):
+            return f"{key} must be a UTC time, got {value!r}"
+    return None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one rating does to a card: the new state and the interval until it is due."""
+
+    rating: Rating
+    state: CardState
+    interval: timedelta
+    lapsed: bool
+
+
+class _SeededFsrs(fsrs.Scheduler):
+    """fsrs.Scheduler whose fuzz comes from ``self.rng`` instead of the global ``random``."""
+
+    rng: random.Random
+
+    def _get_fuzzed_interval(self, *, interval: timedelta) -> timedelta:
+        interval_days = interval.days
+        if interval_days < 2.5:
+            return interval
+        delta = 1.0
+        for r in FUZZ_RANGES:
+            delta += r["factor"] * max(min(float(interval_days), r["end"]) - r["start"], 0.0)
+        min_ivl = max(2, round(interval_days - delta))
+        max_ivl = min(round(interval_days + delta), self.maximum_interval)
+        min_ivl = min(min_ivl, max_ivl)
+        days = self.rng.random() * (max_ivl - min_ivl + 1) + min_ivl
+        return timedelta(days=min(round(days), self.maximum_interval))
+
+
+@dataclass
+class Scheduler:
+    settings: Settings = field(default_factory=Settings)
+    enable_fuzzing: bool = True
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        s = self.settings
+        kwargs = {} if s.parameters is None else {"parameters": s.parameters}
+        self._fsrs = _SeededFsrs(
+            desired_retention=s.desired_retention,
+            learning_steps=tuple(timedelta(minutes=m) for m in s.learning_steps_min),
+            relearning_steps=tuple(timedelta(minutes=m) for m in s.relearning_steps_min),
+            maximum_interval=s.maximum_interval,
+            enable_fuzzing=self.enable_fuzzing,
+            **kwargs,
+        )
+
+    def retrievability(self, card: CardState, now: datetime) -> float:
+        if card.is_new:
+            return 0.0
+        return self._fsrs.get_card_retrievability(card.to_fsrs(now), to_utc(now))
+
+    def review(self, card: CardState, rating: Rating | int, now: datetime) -> Outcome:
+        now = to_utc(now)
+        rating = Rating(rating)
+        # Seeded by the card's own history, not the clock: the interval previewed on a
+        # button is the interval the same rating gives a moment later.
+        self._fsrs.rng = random.Random(f"{self.seed}:{card.id}:{card.reps}")
+        new_card, _log = self._fsrs.review_card(card.to_fsrs(now), rating, now)
+        lapsed = card.state == State.Review and rating == Rating.Again
+        lapses = card.lapses + (1 if lapsed else 0)
+        new_state = replace(
+            card,
+            state=int(new_card.state),
+            step=new_card.step,
+            stability=new_card.stability,
+            difficulty=new_card.difficulty,
+            due=new_card.due,
+            last_review=new_card.last_review,
+            reps=card.reps + 1,
+            lapses=lapses,
+            leech=card.leech or lapses >= self.settings.leech_threshold,
+            changed=False,
+        )
+        return Outcome(rating, new_state, new_card.due - now, lapsed)
+
+    def preview(self, card: CardState, now: datetime) -> dict[Rating, Outcome]:
+        """What each of the four ratings would do, computed before the user rates."""
+        return {r: self.review(card, r, now) for r in Rating}
