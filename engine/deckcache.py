@@ -65,7 +65,8 @@ from prep.engine.deck import (
 # never be served left out, as deck.load_collection does since the hardening).
 ASSEMBLY_VERSION = 2
 # Hashed with every file's text: raised whenever parse_deck_text accepts less than before.
-PARSER_SALT = b"parser 2\n"
+# (3: cards carry `points`, a field the cached JSON of older parses lacks)
+PARSER_SALT = b"parser 3\n"
 RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's mtime tick we expect
 
 # The Card fields kept in the cache's JSON, in Card's order (id, deck and parent are columns
@@ -73,7 +74,7 @@ RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's mtime tick we exp
 _FIELDS = tuple(
     f.name for f in fields(Card) if f.name not in ("id", "deck", "file", "line", "parent")
 )
-_TUPLES = frozenset({"choices", "demos", "tags", "sources", "bullets"})
+_TUPLES = frozenset({"choices", "demos", "tags", "sources", "bullets", "points"})
 
 
 @contextmanager
