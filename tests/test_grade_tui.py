@@ -62,7 +62,9 @@ class FakeGrading:
         points = []
         for p in rubric.points:
             hit = self.KEYS[p.id] in answer.lower()
-            points.append(PointVerdict(p.id, p.text, hit, 0.9 if hit else 0.1, answer if hit else ""))
+            points.append(
+                PointVerdict(p.id, p.text, hit, 0.9 if hit else 0.1, answer if hit else "")
+            )
         fut: Future[Grade] = Future()
         fut.set_result(Grade(points))
         return fut
