@@ -332,6 +332,21 @@ def _refs(store: Any, key: str, shown: str) -> list[CardRef]:
     ]
 
 
+def _from_this_parser(store: Any, cached: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The cache entries, made stale when they were written by another parser (PARSER_SALT):
+    an unchanged file is otherwise served without being read, so a salt alone would never
+    reach it (and an older entry's fields would not fit Card's)."""
+    tag = PARSER_SALT.decode().strip()
+    if store.get_meta("deck_parser") == tag:
+        return cached
+    for key, entry in cached.items():
+        store.deck_cache_touch(key, -1, -1, 0)  # matches no file: read and parsed again
+        entry["size"] = entry["mtime_ns"] = -1
+    with store.transaction():
+        store.set_meta("deck_parser", tag)
+    return cached
+
+
 def _parse(text: str, shown: str, stem: str):
     return parse_deck_text(text, shown, stem)
 
@@ -364,7 +379,7 @@ def _load(
 ) -> Collection:
     warnings: list[DeckError] = []
     files = collect_deck_files(paths, include_bundled, warnings)  # as load_collection
-    cached = store.deck_cache_files()
+    cached = _from_this_parser(store, store.deck_cache_files())
     now_ns = time.time_ns()
     order: list[tuple[str, str]] = []  # (cache key, shown) of each readable deck file
     read_errors: list[DeckError] = []

@@ -197,3 +197,76 @@ async def test_a_card_without_a_rubric_shows_the_typed_answer_for_self_check() -
         await pilot.press("t", *"whatever", "enter")
         await pilot.pause()
         assert "no rubric" in _typed_text(screen) and grading.asked == []
+
+
+# --- the line mode ---------------------------------------------------------------------------
+
+
+def _session(store, coll):
+    from datetime import UTC, datetime
+
+    from prep.engine.scheduler import Scheduler
+    from prep.engine.session import ReviewSession
+
+    now = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    return ReviewSession(
+        store,
+        coll,
+        scheduler=Scheduler(store.settings(), enable_fuzzing=False),
+        clock=lambda: now,
+        requeue=False,
+    )
+
+
+def test_line_mode_t_grades_a_typed_answer_and_enter_takes_the_suggestion(fresh_store):
+    import io
+
+    from prep.tui.plain import run_plain
+
+    grading = FakeGrading()
+    out = io.StringIO()
+    stdin = io.StringIO("t\nIt mixes heads. It weights them.\n\nq\n")
+    assert run_plain(_session(fresh_store, collection()), stdin, out, grading) == 0
+    text = out.getvalue()
+    assert "t types an answer" in text
+    assert "2 of 3 points covered" in text
+    assert "✗ Without W_O each head keeps a fixed [slice] of the residual." in text
+    assert "covered by: It mixes heads. It weights them." in text
+    assert "suggested rating: Hard" in text
+    assert "Saved: Hard" in text
+    rows = fresh_store.db.execute("SELECT card_id, rating FROM reviews").fetchall()
+    assert [tuple(r) for r in rows] == [("roles", int(Rating.Hard))]
+
+
+def test_line_mode_without_the_grader_shows_the_points_to_check(fresh_store):
+    import io
+
+    from prep.tui.plain import run_plain
+
+    grading = FakeGrading(hint="needs the `real` extra: pip install 'prep[real]'")
+    out = io.StringIO()
+    run_plain(
+        _session(fresh_store, collection()), io.StringIO("t\nmy answer\n3\nq\n"), out, grading
+    )
+    text = out.getvalue()
+    assert "Not graded here (needs the `real` extra" in text
+    assert "Check it against: W_O mixes heads along shared directions.;" in text
+    assert grading.asked == [] and "Saved: Good" in text
+
+
+def test_mock_line_mode_grades_typed_answers_and_the_summary_lists_missed_points(fresh_store):
+    import io
+
+    from prep.engine.mock import MockInterview
+    from prep.tui.plain import run_mock_plain
+
+    mock = MockInterview(fresh_store, collection(), main_id="roles", seed=0)
+    out = io.StringIO()
+    grading = FakeGrading()
+    run_mock_plain(mock, io.StringIO("W_O mixes heads.\n\nq\n"), out, grading)
+    text = out.getvalue()
+    assert "1 of 3 points covered" in text
+    summary = text[text.index("Mock over") :]
+    assert "missed: W_O weights each head." in summary
+    assert "missed: Without W_O each head keeps a fixed [slice] of the residual." in summary
+    assert mock.steps[0].rating == Rating.Again  # Enter took the suggestion: 1 of 3 -> Again

@@ -15,9 +15,6 @@ import click
 
 from prep.engine.rubric import card_rubric, suggest_rating
 
-SYMBOL = {True: "✓", False: "✗"}
-RATING_NAMES = {1: "Again", 2: "Hard", 3: "Good", 4: "Easy"}
-
 
 @click.command("grade")
 @click.argument("card_id", required=False, metavar="CARD_ID")
@@ -45,6 +42,7 @@ def grade(
     from prep.demos.grader import batch
     from prep.demos.grader.rubric import Rubric, RubricError, load_rubric
     from prep.tui.cli import UsageError
+    from prep.tui.grading import RATING_NAMES, SYMBOL
 
     if card_id is not None and (rubric_path or answers_path):
         raise UsageError("give a CARD_ID, or --rubric with --answers, not both")
@@ -97,6 +95,8 @@ def grade(
             )
         )
         return
+    from prep.tui.grading import verdict_lines
+
     for line in verdict_lines(result, rating):
         click.echo(line)
 
@@ -113,18 +113,6 @@ def _need_grader(error: type[Exception]) -> None:
     hint = missing()
     if hint:
         raise error(hint)
-
-
-def verdict_lines(result, rating: int) -> list[str]:  # noqa: ANN001 - a Grade
-    """The point-by-point verdict as plain lines (the CLI and the line mode print these)."""
-    covered = len(result.points) - len(result.missed)
-    lines = [f"{covered} of {len(result.points)} points covered"]
-    for p in result.points:
-        lines.append(f"  {SYMBOL[p.covered]} {p.text}  ({p.score:.2f})")
-        if p.covered and p.sentence:
-            lines.append(f"      covered by: {p.sentence}")
-    lines.append(f"suggested rating: {RATING_NAMES[rating]} (you rate; the grade only suggests)")
-    return lines
 
 
 def rubric_notes(cards, every: bool = False) -> list[str]:  # noqa: ANN001 - Iterable[Card]

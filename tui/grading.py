@@ -17,6 +17,9 @@ from prep.engine.deck import Card
 from prep.engine.rubric import card_rubric, suggest_rating
 from prep.tui.worker import WorkerClient
 
+SYMBOL = {True: "✓", False: "✗"}
+RATING_NAMES = {1: "Again", 2: "Hard", 3: "Good", 4: "Easy"}
+
 
 def rubric_for(card: Card) -> Rubric | None:
     found = card_rubric(card)
@@ -27,6 +30,7 @@ class Grading:
     def __init__(self, client: WorkerClient | None = None) -> None:
         self._client = client
         self._hint: str | None | bool = False  # False: not asked yet
+        self._warmed = False
 
     def hint(self) -> str | None:
         """One line on how to install grading, or None when it can run here (asked once)."""
@@ -43,8 +47,9 @@ class Grading:
         return self._client
 
     def warm(self) -> None:
-        """Start the worker and let it load the model while the learner types."""
-        if self.hint() is None:
+        """Start the worker and let it load the model while the learner types (once)."""
+        if self.hint() is None and not self._warmed:
+            self._warmed = True
             self.client.request("ping", warm=True)
 
     def grade(self, rubric: Rubric, answer: str) -> Future[Grade]:
@@ -99,3 +104,32 @@ def self_check_text(answer: str, rubric: Rubric | None, why: str) -> Text:
     text.append("\n")
     text.append(why, style="dim")
     return text
+
+
+def verdict_lines(result, rating: int) -> list[str]:  # noqa: ANN001 - a Grade
+    """The point-by-point verdict as plain lines (the CLI and the line mode print these)."""
+    covered = len(result.points) - len(result.missed)
+    lines = [f"{covered} of {len(result.points)} points covered"]
+    for p in result.points:
+        lines.append(f"  {SYMBOL[p.covered]} {p.text}  ({p.score:.2f})")
+        if p.covered and p.sentence:
+            lines.append(f"      covered by: {p.sentence}")
+    lines.append(f"suggested rating: {RATING_NAMES[rating]} (you rate; the grade only suggests)")
+    return lines
+
+
+def grade_now(
+    grading: Grading, card: Card, answer: str, timeout: float = 120.0
+) -> tuple[Grade | None, str]:
+    """For the line modes (which may block): (grade, "") or (None, why it is not graded)."""
+    rubric = rubric_for(card)
+    if rubric is None:
+        return None, "This card has no rubric (points:), so it is not graded."
+    hint = grading.hint()
+    if hint is not None:
+        points = "; ".join(p.text for p in rubric.points)
+        return None, f"Not graded here ({hint}). Check it against: {points}"
+    try:
+        return grading.grade(rubric, answer).result(timeout=timeout), ""
+    except Exception as exc:  # the worker's one line, or a timeout
+        return None, f"Not graded: {exc or type(exc).__name__}"

@@ -7,13 +7,14 @@ For a point p and one sentence s of the answer, `pair_features` measures:
 - align_recall / align_precision: BERTScore-style soft token alignment on MiniLM's contextual
   token vectors: how much of the point's content has a close token in the sentence, and back;
 - lex_recall: share of the point's content stems that the sentence uses verbatim;
-- neg_mismatch: the sentence negates where the point does not (a rule, parity of cues);
+- neg_mismatch: the sentence negates where the point does not, or the other way round
+  (a rule: a sentence with not/no/never/n't covers only a point that has one too);
 - function_ratio: share of function words (a keyword list has none);
 - order: whether the sentence's tokens aligned to the point come in the point's order
   (a shuffled "salad" of the right terms breaks it);
 - length: log of the sentence's word count.
 
-The head (an MLP, 8 -> 16 -> 1) turns them into a logit; a point's score is the sigmoid of the
+The head (an MLP, 8 -> 8 -> 1) turns them into a logit; a point's score is the sigmoid of the
 best sentence's logit, and it is covered when the score reaches 0.5. The sentence is reported
 as the one that covers it.
 """
@@ -129,7 +130,7 @@ def pair_features(p: Encoded, s: Encoded) -> list[float]:
         recall,
         precision,
         lex,
-        float(p.negations % 2 != s.negations % 2),
+        float((p.negations > 0) != (s.negations > 0)),
         s.function_ratio,
         order,
         math.log1p(s.n_words),
@@ -139,7 +140,7 @@ def pair_features(p: Encoded, s: Encoded) -> list[float]:
 class Head(torch.nn.Module):
     """Standardise the features, then a one-hidden-layer MLP to a logit."""
 
-    def __init__(self, hidden: int = 16) -> None:
+    def __init__(self, hidden: int = 8) -> None:
         super().__init__()
         n = len(FEATURES)
         self.register_buffer("mean", torch.zeros(n))
@@ -173,8 +174,8 @@ NEGATED_CAP = -3.0  # sigmoid(-3) = 0.05: a sentence that negates the point neve
 
 
 def apply_rules(logits: Tensor, feats: Tensor) -> Tensor:
-    """The negation rule on top of the head: a sentence whose negation cues disagree with the
-    point's (parity) cannot cover it, however similar its words are."""
+    """The negation rule on top of the head: a sentence that negates (not, no, never, n't)
+    cannot cover a point that does not, nor the other way round, however similar its words."""
     negated = feats[..., FEATURES.index("neg_mismatch")] > 0.5  # (..., S)
     return torch.where(negated, logits.clamp(max=NEGATED_CAP), logits)
 

@@ -11,164 +11,23 @@ from __future__ import annotations
 import re
 
 # Negation cues. "without" is not one: "without W_O, heads keep their slices" asserts something.
-NEGATIONS = frozenset(
-    [
-        "not",
-        "no",
-        "never",
-        "none",
-        "nothing",
-        "neither",
-        "nor",
-        "cannot",
-        "cant",
-        "can't",
-        "don't",
-        "doesn't",
-        "isn't",
-        "aren't",
-        "wasn't",
-        "weren't",
-        "won't",
-        "wouldn't",
-        "shouldn't",
-        "couldn't",
-        "didn't",
-        "hasn't",
-        "haven't",
-        "nobody",
-    ]
-)
+_NEGATION_WORDS = """
+    aren't can't cannot cant couldn't didn't doesn't don't hasn't haven't isn't neither
+    never no nobody none nor not nothing shouldn't wasn't weren't won't wouldn't
+"""
+NEGATIONS = frozenset(_NEGATION_WORDS.split())
 _NEG_SUFFIX = re.compile(r"n['’]t$")
 
-STOPWORDS = (
-    frozenset(
-        [
-            "a",
-            "an",
-            "the",
-            "and",
-            "or",
-            "but",
-            "if",
-            "then",
-            "so",
-            "of",
-            "to",
-            "in",
-            "on",
-            "at",
-            "by",
-            "for",
-            "with",
-            "from",
-            "into",
-            "onto",
-            "as",
-            "is",
-            "are",
-            "was",
-            "were",
-            "be",
-            "been",
-            "being",
-            "it",
-            "its",
-            "it's",
-            "this",
-            "that",
-            "these",
-            "those",
-            "there",
-            "here",
-            "which",
-            "who",
-            "whom",
-            "what",
-            "when",
-            "where",
-            "why",
-            "how",
-            "can",
-            "could",
-            "would",
-            "should",
-            "will",
-            "shall",
-            "may",
-            "might",
-            "must",
-            "do",
-            "does",
-            "did",
-            "done",
-            "has",
-            "have",
-            "had",
-            "having",
-            "i",
-            "you",
-            "he",
-            "she",
-            "we",
-            "they",
-            "them",
-            "their",
-            "our",
-            "your",
-            "my",
-            "me",
-            "us",
-            "his",
-            "her",
-            "than",
-            "too",
-            "very",
-            "just",
-            "also",
-            "only",
-            "even",
-            "such",
-            "same",
-            "other",
-            "each",
-            "every",
-            "any",
-            "all",
-            "both",
-            "either",
-            "one",
-            "two",
-            "some",
-            "more",
-            "most",
-            "much",
-            "many",
-            "up",
-            "down",
-            "out",
-            "over",
-            "under",
-            "again",
-            "further",
-            "once",
-            "about",
-            "above",
-            "below",
-            "between",
-            "through",
-            "during",
-            "before",
-            "after",
-            "because",
-            "while",
-            "until",
-            "per",
-            "via",
-        ]
-    )
-    | NEGATIONS
-)
+_FUNCTION_WORDS = """
+    a about above after again all also an and any are as at be because been before being
+    below between both but by can could did do does done down during each either even every
+    for from further had has have having he her here his how i if in into is it it's its
+    just many may me might more most much must my of on once one only onto or other our out
+    over per same shall she should so some such than that the their them then there these
+    they this those through to too two under until up us very via was we were what when
+    where which while who whom why will with would you your
+"""
+STOPWORDS = frozenset(_FUNCTION_WORDS.split()) | NEGATIONS
 
 _WORD = re.compile(r"[A-Za-z0-9_]+(?:['’][A-Za-z]+)?|[·×^*/=+-]")
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
@@ -205,8 +64,8 @@ def negations(text: str) -> int:
 
 
 def negation_mismatch(point: str, sentence: str) -> bool:
-    """The sentence negates where the point does not, or the other way round (parity of cues)."""
-    return negations(point) % 2 != negations(sentence) % 2
+    """One of the two negates (not, no, never, n't) and the other does not."""
+    return (negations(point) > 0) != (negations(sentence) > 0)
 
 
 def function_ratio(text: str) -> float:
