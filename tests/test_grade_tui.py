@@ -270,3 +270,28 @@ def test_mock_line_mode_grades_typed_answers_and_the_summary_lists_missed_points
     assert "missed: W_O weights each head." in summary
     assert "missed: Without W_O each head keeps a fixed [slice] of the residual." in summary
     assert mock.steps[0].rating == Rating.Again  # Enter took the suggestion: 1 of 3 -> Again
+
+
+@async_test
+async def test_mock_screen_grades_the_typed_answer_and_its_summary_lists_missed_points(
+    fresh_store,
+):
+    from prep.engine.mock import MockInterview
+    from prep.tui.screens.mock import MockApp
+
+    mock = MockInterview(fresh_store, collection(), main_id="roles", seed=0)
+    app = MockApp(mock, grading=FakeGrading())
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press(*"It mixes heads and weights them.", "enter")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        reveal = str(app.screen.query_one("#mock-reveal", Static).render())
+        assert "2 of 3 points" in reveal and "✗ Without W_O" in reveal
+        assert mock.steps[0].suggested == Rating.Hard
+        await pilot.press("enter")  # takes the suggestion; the mock is over
+        await pilot.pause()
+        assert mock.steps[0].rating == Rating.Hard
+        summary = str(app.screen.query_one("#mock-reveal", Static).render())
+        assert "missed: Without W_O each head keeps a fixed [slice] of the residual." in summary

