@@ -490,7 +490,7 @@ class ReviewScreen(TypedAnswer, PrepScreen):
         self.action_rate(int(event.rating))
 
     def on_key_button_pressed(self, event: KeyButton.Pressed) -> None:
-        if event.button.id == "reveal":
+        if event.button.id == "reveal" and not self.submit_box():
             self.reveal()
 
     def action_undo(self) -> None:

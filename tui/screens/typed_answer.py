@@ -96,6 +96,18 @@ class TypedAnswer:
         screen.set_hint(screen.front_hint())
         screen.refresh_bindings()
 
+    def submit_box(self) -> bool:
+        """The reveal button clicked while the box is open: hand in what was typed (nothing
+        typed: close the box). True when the box was open."""
+        if self._box is None:
+            return False
+        text = self._box.text.strip()
+        if text:
+            self.on_answer_box_submitted(AnswerBox.Submitted(self._box, text))
+        else:
+            self._close_box()
+        return True
+
     def on_answer_box_submitted(self, event: AnswerBox.Submitted) -> None:
         event.stop()
         screen: Any = self
