@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.deck import Collection, load_collection
-from prep.engine.storage import Store
+from prep.engine.decks.deck import Collection, load_collection
+from prep.engine.store import Store
 
 FIXED_NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -77,12 +77,12 @@ def new_york_local_time(monkeypatch: pytest.MonkeyPatch):
 def minilm():
     """The shipped all-MiniLM-L6-v2, loaded once per test session (the real-weight demos and
     the grader share it; nothing here changes its weights: edits happen on float64 copies)."""
-    from prep.demos import extra
+    from prep.demos.pretrained import extra
 
     if extra.missing():
         pytest.skip(extra.missing())
-    from prep.demos import pretrained
     from prep.demos._torch import torch
+    from prep.demos.pretrained import pretrained
 
     return pretrained.load(None, torch.device("cpu"))
 
@@ -141,8 +141,8 @@ def reviewed_store(
     ``days`` ((day after FIXED_NOW, rating), fuzz off), so some cards are in review state."""
     from datetime import timedelta
 
-    from prep.engine.scheduler import Rating, Scheduler
-    from prep.engine.session import ReviewSession
+    from prep.engine.study.scheduler import Rating, Scheduler
+    from prep.engine.study.session import ReviewSession
 
     store = Store.memory()
     for day, rating in days:

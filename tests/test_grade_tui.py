@@ -11,9 +11,9 @@ from concurrent.futures import Future
 import pytest
 from textual.widgets import Static
 
-from prep.demos.grader.rubric import Grade, PointVerdict, Rubric
-from prep.engine.deck import Collection, parse_deck_text
-from prep.engine.scheduler import Rating
+from prep.demos.pretrained.grader.rubric import Grade, PointVerdict, Rubric
+from prep.engine.decks.deck import Collection, parse_deck_text
+from prep.engine.study.scheduler import Rating
 from prep.tui.screens.review import ReviewScreen
 from prep.tui.testing import make_app
 from prep.tui.widgets.answer_box import AnswerBox
@@ -205,8 +205,8 @@ async def test_a_card_without_a_rubric_shows_the_typed_answer_for_self_check() -
 def _session(store, coll):
     from datetime import UTC, datetime
 
-    from prep.engine.scheduler import Scheduler
-    from prep.engine.session import ReviewSession
+    from prep.engine.study.scheduler import Scheduler
+    from prep.engine.study.session import ReviewSession
 
     now = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
     return ReviewSession(
@@ -257,7 +257,7 @@ def test_line_mode_without_the_grader_shows_the_points_to_check(fresh_store):
 def test_mock_line_mode_grades_typed_answers_and_the_summary_lists_missed_points(fresh_store):
     import io
 
-    from prep.engine.mock import MockInterview
+    from prep.engine.study.mock import MockInterview
     from prep.tui.plain import run_mock_plain
 
     mock = MockInterview(fresh_store, collection(), main_id="roles", seed=0)
@@ -276,7 +276,7 @@ def test_mock_line_mode_grades_typed_answers_and_the_summary_lists_missed_points
 async def test_mock_screen_grades_the_typed_answer_and_its_summary_lists_missed_points(
     fresh_store,
 ):
-    from prep.engine.mock import MockInterview
+    from prep.engine.study.mock import MockInterview
     from prep.tui.screens.mock import MockApp
 
     mock = MockInterview(fresh_store, collection(), main_id="roles", seed=0)

@@ -1,4 +1,4 @@
-"""The grader (prep.demos.grader): its rubric and answer files, its text rules, the worker's
+"""The grader (prep.demos.pretrained.grader): its rubric and answer files, its text rules, the worker's
 protocol, `prep grade`, and the real grader on one counterexample per answer style (MiniLM
 loaded once per session: conftest's `minilm`)."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from prep.demos.grader import batch, worker
-from prep.demos.grader import text as tx
-from prep.demos.grader.rubric import Rubric, RubricError, load_rubric, parse_rubric
+from prep.demos.pretrained.grader import batch, worker
+from prep.demos.pretrained.grader import text as tx
+from prep.demos.pretrained.grader.rubric import Rubric, RubricError, load_rubric, parse_rubric
 
 RUBRIC_YAML = """\
 question: Beyond shape preservation, what does W_O do after the heads are concatenated?
@@ -29,7 +29,7 @@ points:
 
 @pytest.fixture(scope="module")
 def grader(minilm):
-    from prep.demos.grader.model import Encoder, Grader
+    from prep.demos.pretrained.grader.model import Encoder, Grader
 
     return Grader(encoder=Encoder(real=minilm))
 
@@ -144,7 +144,7 @@ def test_shuffled_salad_is_not_covered(grader, rubric):
 KNOWN_LIMIT = (
     "known limitation of the shipped grader (frozen MiniLM features): a sentence about the same "
     "subject, or a list of the right terms, can score as covering a point it does not state; "
-    "see demos/weights/grader_metrics.json (partial, rambling)"
+    "see demos/pretrained/weights/grader_metrics.json (partial, rambling)"
 )
 
 
@@ -230,7 +230,7 @@ def _cli(args: list[str], stdin: str = ""):
 
 
 def test_prep_grade_batch_json_lines(grader, tmp_path: Path, monkeypatch):
-    import prep.demos.grader.model as model
+    import prep.demos.pretrained.grader.model as model
 
     monkeypatch.setattr(model.Grader, "__init__", _reuse(grader))
     (tmp_path / "r.yaml").write_text(RUBRIC_YAML, encoding="utf-8")
@@ -260,7 +260,7 @@ def _reuse(grader):
 def test_prep_grade_card_reads_stdin_and_prints_the_verdict(tmp_path, monkeypatch):
     """The card's rubric reaches the grader and the verdict is printed point by point (a
     stub grader here: the interface, not the grader's quality)."""
-    from prep.demos.grader.rubric import Grade, PointVerdict
+    from prep.demos.pretrained.grader.rubric import Grade, PointVerdict
 
     seen = []
 

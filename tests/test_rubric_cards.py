@@ -7,9 +7,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from prep.engine.deck import load_collection, parse_deck_text
-from prep.engine.rubric import card_rubric, suggest_rating
-from prep.engine.storage import Store
+from prep.engine.decks.deck import load_collection, parse_deck_text
+from prep.engine.decks.rubric import card_rubric, suggest_rating
+from prep.engine.store import Store
 
 DECK = """\
 deck: r
@@ -93,7 +93,7 @@ def test_the_deck_cache_keeps_points_and_reparses_an_older_cache(tmp_path: Path)
     import os
     import time
 
-    from prep.engine import deckcache
+    from prep.engine.decks import deckcache
 
     (tmp_path / "r.yaml").write_text(DECK, encoding="utf-8")
     past = time.time() - 100  # not racy: an unchanged file is served without being read

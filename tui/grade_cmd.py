@@ -1,5 +1,5 @@
 """`prep grade`: grade typed answers point by point against a rubric (in-process, like
-`prep demo`; torch is imported by prep.demos.grader only once the input is known to be good).
+`prep demo`; torch is imported by prep.demos.pretrained.grader only once the input is known to be good).
 
     prep grade CARD_ID                                  one answer on stdin, a verdict per point
     prep grade --rubric R.yaml --answers A.jsonl --json one JSON object per answer
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from prep.engine.rubric import card_rubric, suggest_rating
+from prep.engine.decks.rubric import card_rubric, suggest_rating
 
 
 @click.command("grade")
@@ -39,8 +39,8 @@ def grade(
 ) -> None:  # noqa: ANN001 - obj is prep.tui.cli.Ctx
     """Grade a typed answer point by point: CARD_ID reads one answer from stdin; --rubric with
     --answers grades a batch. Offline, on the CPU, with the optional `real` extra."""
-    from prep.demos.grader import batch
-    from prep.demos.grader.rubric import Rubric, RubricError, load_rubric
+    from prep.demos.pretrained.grader import batch
+    from prep.demos.pretrained.grader.rubric import Rubric, RubricError, load_rubric
     from prep.tui.cli import UsageError
     from prep.tui.grading import RATING_NAMES, SYMBOL
 
@@ -108,7 +108,7 @@ def _prompt(prompt: str) -> str:
 
 
 def _need_grader(error: type[Exception]) -> None:
-    from prep.demos.grader.batch import missing
+    from prep.demos.pretrained.grader.batch import missing
 
     hint = missing()
     if hint:
@@ -118,7 +118,7 @@ def _need_grader(error: type[Exception]) -> None:
 def rubric_notes(cards, every: bool = False) -> list[str]:  # noqa: ANN001 - Iterable[Card]
     """`prep check`'s lines about rubrics: a count of the cards without a usable one (typed
     answers on them are shown beside the answer, ungraded), or with `every`, one line each."""
-    from prep.engine.present import count
+    from prep.engine.study.present import count
 
     lacking = [(c, r.problem) for c in cards if (r := card_rubric(c)).problem]
     if not lacking:

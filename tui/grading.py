@@ -12,9 +12,9 @@ from typing import Any
 
 from rich.text import Text
 
-from prep.demos.grader.rubric import Grade, Rubric
-from prep.engine.deck import Card
-from prep.engine.rubric import card_rubric, suggest_rating
+from prep.demos.pretrained.grader.rubric import Grade, Rubric
+from prep.engine.decks.deck import Card
+from prep.engine.decks.rubric import card_rubric, suggest_rating
 from prep.tui.worker import WorkerClient
 
 SYMBOL = {True: "✓", False: "✗"}
@@ -35,7 +35,7 @@ class Grading:
     def hint(self) -> str | None:
         """One line on how to install grading, or None when it can run here (asked once)."""
         if self._hint is False:
-            from prep.demos.grader.batch import missing
+            from prep.demos.pretrained.grader.batch import missing
 
             self._hint = missing()
         return self._hint  # type: ignore[return-value]

@@ -1,4 +1,4 @@
-"""The TUI's side of the model worker (prep.demos.grader.worker): one long-lived subprocess
+"""The TUI's side of the model worker (prep.demos.pretrained.grader.worker): one long-lived subprocess
 that holds torch, spoken to in JSON lines. Torch-free: the TUI never imports torch.
 
 `WorkerClient.request(op, **fields)` returns a concurrent.futures.Future at once; a reader
@@ -18,7 +18,7 @@ import threading
 from concurrent.futures import Future
 from typing import Any
 
-DEFAULT_COMMAND = (sys.executable, "-m", "prep.demos.grader.worker")
+DEFAULT_COMMAND = (sys.executable, "-m", "prep.demos.pretrained.grader.worker")
 
 
 class WorkerError(Exception):

@@ -19,14 +19,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
     args = parser.parse_args()
-    from prep.demos.grader.batch import missing
+    from prep.demos.pretrained.grader.batch import missing
 
     hint = missing()
     if hint:
         print(f"grader bench skipped: {hint}")
         return 0
-    from prep.demos.grader.model import Grader
-    from prep.demos.grader.train import BARS, evaluate
+    from prep.demos.pretrained.grader.model import Grader
+    from prep.demos.pretrained.grader.train import BARS, evaluate
 
     start = time.perf_counter()
     grader = Grader()

@@ -20,7 +20,7 @@ from textual.widgets import Static
 from prep.tui.widgets.answer_box import AnswerBox
 
 if TYPE_CHECKING:
-    from prep.demos.grader.rubric import Grade
+    from prep.demos.pretrained.grader.rubric import Grade
 
 
 class TypedAnswer:
@@ -177,8 +177,8 @@ class TypedAnswer:
         )
 
     def _grade_arrived(self, token: int, card_id: str, grade: Grade) -> None:
-        from prep.engine.present import rating_name
-        from prep.engine.scheduler import Rating
+        from prep.engine.study.present import rating_name
+        from prep.engine.study.scheduler import Rating
         from prep.tui.grading import suggestion, verdict_text
 
         screen: Any = self
