@@ -125,7 +125,6 @@ def test_strong_answer_covers_every_point_with_its_sentence(grader, rubric):
     by_id = {v.id: v for v in grade.points}
     assert by_id["weight"].sentence.startswith("Each head's block")
     assert by_id["slice"].sentence.startswith("Without W_O")
-    assert grade.seconds < 5
 
 
 def test_negated_points_are_not_covered(grader, rubric):
