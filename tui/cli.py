@@ -312,8 +312,9 @@ def _record(db: str | None, report: Report) -> None:
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--rubrics", is_flag=True, help="List every card that has no usable rubric.")
 @click.pass_obj
-def check(obj: Ctx, paths: tuple[Path, ...]) -> None:
+def check(obj: Ctx, paths: tuple[Path, ...], rubrics: bool) -> None:
     """Validate decks: the bundled ones, --questions, and any PATHs given.
 
     Errors are printed as FILE:LINE: message (all at once), exit 2."""
@@ -338,6 +339,10 @@ def check(obj: Ctx, paths: tuple[Path, ...]) -> None:
         f"ok: {count(len(coll.cards), 'card')} in {count(len(coll.decks), 'deck')} ({by_kind}); "
         f"{linked} linked to demos"
     )
+    from prep.tui.grade_cmd import rubric_notes
+
+    for line in rubric_notes(coll.cards, every=rubrics):
+        click.echo(line)
 
 
 @main.command()
@@ -895,6 +900,11 @@ def _say(message: str) -> None:
     if sys.stderr is not None:
         with contextlib.suppress(OSError, ValueError):
             print(f"prep: {message}", file=sys.stderr, flush=True)
+
+
+from prep.tui.grade_cmd import grade as _grade  # noqa: E402 - registered after main exists
+
+main.add_command(_grade)
 
 
 def run(argv: list[str] | None = None) -> None:

@@ -65,7 +65,8 @@ from prep.engine.decks.deck import (
 # never be served left out, as deck.load_collection does since the hardening).
 ASSEMBLY_VERSION = 2
 # Hashed with every file's text: raised whenever parse_deck_text accepts less than before.
-PARSER_SALT = b"parser 2\n"
+# (3: cards carry `points`, a field the cached JSON of older parses lacks)
+PARSER_SALT = b"parser 3\n"
 RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's mtime tick we expect
 
 # The Card fields kept in the cache's JSON, in Card's order (id, deck and parent are columns
@@ -73,7 +74,7 @@ RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's mtime tick we exp
 _FIELDS = tuple(
     f.name for f in fields(Card) if f.name not in ("id", "deck", "file", "line", "parent")
 )
-_TUPLES = frozenset({"choices", "demos", "tags", "sources", "bullets"})
+_TUPLES = frozenset({"choices", "demos", "tags", "sources", "bullets", "points"})
 
 
 @contextmanager
@@ -331,6 +332,21 @@ def _refs(store: Any, key: str, shown: str) -> list[CardRef]:
     ]
 
 
+def _from_this_parser(store: Any, cached: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The cache entries, made stale when they were written by another parser (PARSER_SALT):
+    an unchanged file is otherwise served without being read, so a salt alone would never
+    reach it (and an older entry's fields would not fit Card's)."""
+    tag = PARSER_SALT.decode().strip()
+    if store.get_meta("deck_parser") == tag:
+        return cached
+    for key, entry in cached.items():
+        store.deck_cache_touch(key, -1, -1, 0)  # matches no file: read and parsed again
+        entry["size"] = entry["mtime_ns"] = -1
+    with store.transaction():
+        store.set_meta("deck_parser", tag)
+    return cached
+
+
 def _parse(text: str, shown: str, stem: str):
     return parse_deck_text(text, shown, stem)
 
@@ -363,7 +379,7 @@ def _load(
 ) -> Collection:
     warnings: list[DeckError] = []
     files = collect_deck_files(paths, include_bundled, warnings)  # as load_collection
-    cached = store.deck_cache_files()
+    cached = _from_this_parser(store, store.deck_cache_files())
     now_ns = time.time_ns()
     order: list[tuple[str, str]] = []  # (cache key, shown) of each readable deck file
     read_errors: list[DeckError] = []

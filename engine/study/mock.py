@@ -112,6 +112,7 @@ class MockStep:
     elapsed_s: float | None = None  # frozen at reveal
     rating: Rating | None = None
     interval: timedelta | None = None
+    missed: tuple[str, ...] = ()  # a graded typed answer: the rubric points it missed
 
     @property
     def revealed(self) -> bool:
@@ -295,6 +296,7 @@ class MockInterview:
                     "budget_seconds": round(s.budget_s, 1),
                     "seconds": None if s.elapsed_s is None else round(s.elapsed_s, 1),
                     "rating": None if s.rating is None else int(s.rating),
+                    "missed": list(s.missed),
                 }
                 for s in self.steps
             ],
