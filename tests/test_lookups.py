@@ -315,8 +315,9 @@ def test_cram_apkg_and_cited_cards_read_the_cache(tmp_path, parses, no_full_pars
     filled, an unchanged collection is not parsed again; the output is the full parse's."""
     import json
 
-    from prep.engine.study.cram import cram_sheet, render
+    from prep.engine.study.cram import cram_sheet
     from prep.tui.cli import demo_names
+    from prep.tui.reports import cram_text as render
 
     decks = write_mixed_decks(tmp_path / "decks")
     # a deck collection without errors (the cram and the export refuse deck errors)

@@ -92,7 +92,7 @@ async def test_whole_session_is_stored(tmp_path: Path) -> None:
         assert text_of(app, "#progress") == "new 4 · learning 0 · due 0"
         assert not screen.query("#back")  # the answer side is mounted at the first reveal
         # the footer lists what works now: no picks on a recall card, no demo before the answer
-        assert footer_keys(app) == ["space", "u", "escape", "q", "question_mark"]
+        assert footer_keys(app) == ["space", "t", "u", "escape", "q", "question_mark"]
         await pilot.press("d")
         assert app.screen is screen
 

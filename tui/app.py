@@ -45,6 +45,7 @@ from prep.engine.study.session import (  # DeckCounts: home's rows (re-exported 
 from prep.engine.timeutil import Clock, utcnow
 
 if TYPE_CHECKING:
+    from prep.tui.grading import Grading
     from prep.tui.screens.upgrade import UpgradeScreen
 
 DemoCommand = Callable[[str], list[str]]
@@ -144,6 +145,7 @@ class PrepApp(App[int]):
         demos: dict[str, str] | None = None,
         theme: str | None = None,
         review_first: bool = False,
+        grading: Grading | None = None,
     ) -> None:
         super().__init__()
         self.review_first = review_first
@@ -166,6 +168,10 @@ class PrepApp(App[int]):
         self.instance = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self._told_others = False
         self._heartbeat: Timer | None = None
+        # typed answers: the model worker, started the first time an answer is typed
+        from prep.tui.grading import Grading
+
+        self.grading = grading if grading is not None else Grading()
 
     # --- start-up and reload ------------------------------------------------------------
 
@@ -304,6 +310,7 @@ class PrepApp(App[int]):
         self.boot()
 
     def on_unmount(self) -> None:
+        self.grading.close()
         if self.store is not None:
             with contextlib.suppress(StoreError):
                 self.store.depart(self.instance)

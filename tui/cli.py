@@ -43,6 +43,7 @@ COMMANDS = {
     "config": "prep.tui.commands.config:config",
     "optimize": "prep.tui.commands.optimize:optimize",
     "export": "prep.tui.commands.export:export_cmd",
+    "grade": "prep.tui.commands.grade:grade",
     "import": "prep.tui.commands.import_:import_cmd",
     "serve": "prep.tui.commands.serve:serve",
 }

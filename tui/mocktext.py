@@ -37,4 +37,6 @@ def mock_summary_lines(mock: MockInterview) -> list[str]:
             f"  {i}. {'  ' * step.depth}{question_text(step.card.prompt)}: "
             f"{took} of {clock_text(step.budget_s)}, {rating}"
         )
+        for point in step.missed:
+            lines.append(f"     {'  ' * step.depth}missed: {point}")
     return lines

@@ -5,9 +5,11 @@ engine computes the results, the front end words them.
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
+from prep.engine.study import plan as plan_mod
+from prep.engine.study.cram import recall_text
 from prep.engine.study.present import count, human_interval, percent
 from prep.engine.study.stats import marks_text
 
@@ -49,6 +51,8 @@ def stats_text(stats: dict[str, Any]) -> str:
         )
     if listed:
         lines += ["", *listed]
+    if stats.get("interview"):
+        lines += ["", *interview_lines(stats["interview"])]
     demos = stats["demos"]
     lines += ["", f"Demos        {len(demos['verified'])} verified"]
     for run in demos["latest"]:
@@ -60,6 +64,42 @@ def stats_text(stats: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def interview_lines(day: dict[str, Any], tags: int | None = None) -> list[str]:
+    """The interview part of `prep stats`: the plan, then FSRS's predicted recall on the day
+    per deck and per tag (weakest tags first; ``tags``: at most that many)."""
+    when = date.fromisoformat(day["date"])
+    left = day["days_left"]
+    ahead = "today" if left == 0 else f"in {count(left, 'day')}"
+    target = percent(day["target"])
+    lines = [
+        f"Interview    {plan_mod.short_date(when)} {when.year}, {ahead}: {day['plan']}",
+        f"Predicted recall on the day (FSRS's forgetting curve, if nothing more is studied; "
+        f"target {target})",
+        f"{'Deck':<22}{'cards':>6}{'seen':>6}{'recall':>8}{'lowest':>8}{'below':>7}",
+    ]
+
+    def row(name: str, g: dict[str, Any]) -> str:
+        return (
+            f"{name:<22}{g['cards']:>6}{g['seen']:>6}{percent(g['recall']):>8}"
+            f"{percent(g['lowest']):>8}{g['below_target']:>7}"
+        )
+
+    lines += [row(name, g) for name, g in day["decks"].items()]
+    lines.append(row("all", day["all"]))
+    shown = list(day["tags"].items())[:tags]
+    if shown:
+        lines += [
+            "",
+            f"{'Tag (weakest first)':<22}{'cards':>6}{'seen':>6}{'recall':>8}{'lowest':>8}{'below':>7}",
+        ]
+        lines += [row(name, g) for name, g in shown]
+        if tags is not None and len(day["tags"]) > tags:
+            lines.append(
+                f"  ... {len(day['tags']) - tags} more (prep stats --json lists every tag)"
+            )
+    return lines
+
+
 def cram_text(sheet: list[CramDeck]) -> str:
     """The plain-text sheet `prep cram` prints."""
     if not sheet:
@@ -68,10 +108,10 @@ def cram_text(sheet: list[CramDeck]) -> str:
     for d in sheet:
         if out:
             out.append("")
-        out.append(f"== {d.title} ({d.name}) ==")
+        out.append(f"== {d.title} ({d.name}) ==" if d.name else f"== {d.title} ==")
         for item in d.items:
             out.append("")
-            out.append(item.prompt)
+            out.append(recall_text(item) + item.prompt)
             out.extend(f"  - {b}" for b in item.bullets)
     return "\n".join(out)
 

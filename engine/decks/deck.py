@@ -19,6 +19,8 @@ A deck is one YAML file::
         tags: [roles]
         sources: ["Voita et al. 2019, ..."]
         bullets: [...]            # the 60-second bullets for `prep cram`
+        points: [...]             # the rubric `prep grade` and `t` grade a typed answer by:
+                                  # 3-5 single ideas (default: the bullets, where they are)
 
 Files are parsed with ``yaml.SafeLoader`` semantics, but every mapping remembers the line
 of each key, so that every error is reported as ``FILE:LINE: message``. All errors of all
@@ -67,6 +69,7 @@ CARD_KEYS = frozenset(
         "tags",
         "sources",
         "bullets",
+        "points",
     }
 )
 DECK_KEYS = frozenset({"deck", "title", "description", "cards"})
@@ -137,6 +140,7 @@ class Card:
     tags: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
     bullets: tuple[str, ...] = ()
+    points: tuple[str, ...] = ()  # the grading rubric; engine.rubric defaults it to bullets
 
     @property
     def demo(self) -> str | None:
@@ -391,7 +395,7 @@ def _parse_card(
             )
             ok = False
     lists: dict[str, tuple[str, ...]] = {}
-    for key in ("tags", "sources", "bullets", "demo", "choices"):
+    for key in ("tags", "sources", "bullets", "points", "demo", "choices"):
         if key in raw:
             value = _str_list(raw[key])
             if value is None:
@@ -462,6 +466,7 @@ def _parse_card(
         tags=lists.get("tags", ()),
         sources=lists.get("sources", ()),
         bullets=lists.get("bullets", ()),
+        points=lists.get("points", ()),
     )
 
 

@@ -95,7 +95,7 @@ def format_key() -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
 
 
-_TUPLES = frozenset({"choices", "demos", "tags", "sources", "bullets"})
+_TUPLES = frozenset({"choices", "demos", "tags", "sources", "bullets", "points"})
 
 
 @contextmanager

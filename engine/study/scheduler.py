@@ -9,9 +9,11 @@ interval the rating actually gives, and tests can fix the seed.
 from __future__ import annotations
 
 import random
+import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, TypeGuard
 
 import fsrs
@@ -30,6 +32,8 @@ RATING_NAMES = {
 MAX_COUNT = 1_000_000_000  # upper bound of the whole-number settings
 MAX_STEP_MIN = 36500 * 24 * 60  # a learning step of at most 100 years, in minutes
 MAX_INTERVAL_DAYS = 36500  # fsrs's own default maximum: 100 years
+LEVELS = ("basics", "core", "advanced")  # the curriculum's levels, in order (a card's `level:`)
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def _minutes(text: str) -> tuple[float, ...]:
@@ -42,6 +46,24 @@ def _minutes(text: str) -> tuple[float, ...]:
 _NUMBER = {"parse": float, "words": "a number"}
 _WHOLE = {"parse": int, "words": "a whole number"}
 _STEPS = {"parse": _minutes, "words": "minutes like 1,10"}
+
+
+def _none_or(convert: Callable[[str], Any]) -> Callable[[str], Any]:
+    """A setting that `none` (or `all`) clears (interview_date, plan_decks)."""
+
+    def read(text: str) -> Any:
+        return None if text.strip().lower() in ("none", "all", "") else convert(text.strip())
+
+    return read
+
+
+def _deck_names(text: str) -> tuple[str, ...]:
+    return tuple(part for part in text.replace(" ", "").split(",") if part)
+
+
+_DATE = {"parse": _none_or(str), "words": "a date (YYYY-MM-DD) or none"}
+_DECKS = {"parse": _none_or(_deck_names), "words": "deck names like wo-core,wo-systems or all"}
+_LEVEL = {"parse": str, "words": "a level"}
 
 
 @dataclass(frozen=True)
@@ -61,6 +83,12 @@ class Settings:
     # Anki's learn-ahead limit: when nothing else is left, a learning card due within this
     # many minutes is shown early (and labelled so) instead of ending the session
     learn_ahead_min: int = field(default=20, metadata=_WHOLE)
+    # the study plan (engine/study/plan.py): the interview's date (YYYY-MM-DD, None: no plan), the
+    # decks it covers (None: every loaded deck) and the highest level of card it covers;
+    # `prep config KEY none` clears the date (and `all` the deck list)
+    interview_date: str | None = field(default=None, metadata=_DATE)
+    plan_decks: tuple[str, ...] | None = field(default=None, metadata=_DECKS)
+    plan_level: str = field(default="advanced", metadata=_LEVEL)
 
     @classmethod
     def settable(cls) -> list[str]:
@@ -91,12 +119,15 @@ class Settings:
             "maximum_interval": self.maximum_interval,
             "parameters": list(self.parameters) if self.parameters is not None else None,
             "learn_ahead_min": self.learn_ahead_min,
+            "interview_date": self.interview_date,
+            "plan_decks": list(self.plan_decks) if self.plan_decks is not None else None,
+            "plan_level": self.plan_level,
         }
 
     @classmethod
     def from_dict(cls, data: dict) -> Settings:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        for key in ("learning_steps_min", "relearning_steps_min", "parameters"):
+        for key in ("learning_steps_min", "relearning_steps_min", "parameters", "plan_decks"):
             if known.get(key) is not None:
                 known[key] = tuple(known[key])
         return cls(**known)
@@ -137,7 +168,31 @@ class Settings:
                     )
         if self.parameters is not None:
             fsrs.Scheduler(parameters=self.parameters)  # fsrs validates the bounds
+        if self.interview_date is not None:
+            interview_day(self.interview_date)
+        if self.plan_level not in LEVELS:
+            raise ValueError(
+                f"plan_level must be one of {', '.join(LEVELS)}, got {self.plan_level!r}"
+            )
+        if self.plan_decks is not None and not all(
+            isinstance(d, str) and d for d in self.plan_decks
+        ):
+            raise ValueError(f"plan_decks must be deck names, got {list(self.plan_decks)!r}")
         return self
+
+
+def interview_day(text: object) -> date:
+    """The interview's date from its setting (YYYY-MM-DD); ValueError naming the value."""
+    if isinstance(text, str) and _ISO_DATE.fullmatch(text):
+        try:
+            day = date.fromisoformat(text)
+        except ValueError:
+            pass
+        else:
+            if not 1900 <= day.year <= 9998:  # local-time arithmetic stays inside datetime's
+                raise ValueError(f"interview_date must be in the years 1900 to 9998, got {text!r}")
+            return day
+    raise ValueError(f"interview_date must be a date like 2026-12-11 (YYYY-MM-DD), got {text!r}")
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from typing import Any
 
 from prep.engine.decks.deck import Card
 from prep.engine.store import Mark, Store
+from prep.engine.study import plan as plan_mod
 from prep.engine.study.collection import Cards
 from prep.engine.study.scheduler import CardState, Outcome, Rating, Scheduler, State, state_problem
 from prep.engine.timeutil import Clock, day_start, fmt, study_day_start, utcnow
@@ -54,7 +55,7 @@ def build_queue(
     """Today's queue. ``new_limit``/``review_limit`` default to the stored settings minus
     what was already done today. ``seen`` (ids with stored progress) may be passed in when
     the caller already holds it."""
-    new_limit, review_limit = _limits_left(store, now, new_limit, review_limit)
+    new_limit, review_limit = _limits_left(store, now, new_limit, review_limit, collection)
     decks = None if deck is None else [deck]
     hidden = store.hidden_ids(now)  # suspended, or buried until a later day (a few ids)
     learning = store.due_ids(now, decks=decks, not_state=int(State.Review))
@@ -64,21 +65,31 @@ def build_queue(
     learning = [cid for cid in learning if cid in collection and cid not in hidden]
     reviews = [cid for cid in reviews if cid in collection and cid not in hidden]
     reviews = reviews[:review_limit]
+    # the day before an interview and its morning: reviews brought forward from after the
+    # date, and cards still below target at the interview (engine/study/plan.py; none without one)
+    ahead = plan_mod.brought_forward(store, collection, now, decks=decks, hidden=hidden)
+    reviews += ahead[: max(0, review_limit - len(reviews))]
     due = _merge_by_due(store, learning, reviews)
     if hidden:
         seen = None if seen is None else seen | hidden  # never served as new either
     new: list[str] = []
     if new_limit > 0:
         among = _decks_with_new(store, collection)
+        if deck is None:  # an interview plan on some decks: their new cards only
+            among = plan_mod.new_card_decks(store.settings(), now, collection, among)
         new = _new_cards(store, collection, seen, hidden, new_limit, deck, among)
     return Queue(due=due, new=new, learning=len(learning), learning_ids=frozenset(learning))
 
 
 def _limits_left(
-    store: Store, now: datetime, new_limit: int | None, review_limit: int | None
+    store: Store,
+    now: datetime,
+    new_limit: int | None,
+    review_limit: int | None,
+    collection: Cards,
 ) -> tuple[int, int]:
-    """Today's new-card and review limits: those given, else the settings minus what was
-    already done today."""
+    """Today's new-card and review limits: those given, else the settings (new cards raised
+    by an interview plan) minus what was already done today."""
     settings = store.settings()
     today = day_start(now)
     if review_limit is None:
@@ -88,7 +99,8 @@ def _limits_left(
         review_limit = max(0, settings.review_limit - done)
     if new_limit is None:
         new_today = store.count_reviews(today, new_only=True)
-        new_limit = max(0, settings.new_per_day + extra_new_today(store, now) - new_today)
+        per_day = plan_mod.new_per_day(store, collection, now, settings)
+        new_limit = max(0, per_day + extra_new_today(store, now) - new_today)
     return new_limit, review_limit
 
 
@@ -119,9 +131,13 @@ def deck_counts(
     grouped count per state in SQL (less the few suspended or buried cards), reviews capped
     by today's review limit; the new cards are the rotation's, read only as far as the
     new-card limit needs."""
-    new_limit, review_limit = _limits_left(store, now, new_limit, None)
+    new_limit, review_limit = _limits_left(store, now, new_limit, None, collection)
     hidden = store.hidden_ids(now)
     due = {deck: list(n) for deck, n in store.due_counts(now).items()}
+    for cid in plan_mod.brought_forward(store, collection, now, hidden=hidden):  # the plan's
+        card = collection.get(cid)
+        if card is not None:
+            due.setdefault(card.deck, [0, 0])[1] += 1
     for state in store.cards(hidden).values():  # due, but not served today
         if state.removed or state.due is None or state.due > now or state.deck not in due:
             continue
@@ -144,6 +160,9 @@ def deck_counts(
             learning, reviews = due.get(name, (0, 0))
         if name is not None and among is not None and name not in among:
             new = []
+        elif name is None:  # as build_queue: an interview plan on some decks takes theirs
+            new_among = plan_mod.new_card_decks(store.settings(), now, collection, among)
+            new = _new_cards(store, collection, seen, hidden, new_limit, name, new_among)
         else:
             new = _new_cards(store, collection, seen, hidden, new_limit, name, among)
         rows.append(
@@ -159,7 +178,7 @@ def deck_counts(
     return rows
 
 
-def _decks_with_new(store: Store, collection: Cards) -> set[str] | None:
+def _decks_with_new(store: Store, collection: Cards) -> AbstractSet[str] | None:
     """The decks that have cards without progress, when the collection can count them
     (``unseen_by_deck``); None (every deck may) otherwise."""
     unseen = collection.unseen_by_deck(store)
@@ -312,7 +331,8 @@ def limits_today(
     capped = len(queue.due) - queue.learning
     beyond = store.due_ids(now, decks=decks, state=int(State.Review), limit=capped + 1)
     return Limits(
-        new_per_day=settings.new_per_day + extra_new_today(store, now),
+        new_per_day=plan_mod.new_per_day(store, collection, now, settings)
+        + extra_new_today(store, now),
         new_done=new_done,
         new_waiting=max(0, unseen - len(queue.new)),
         review_limit=settings.review_limit,
@@ -405,6 +425,7 @@ class ReviewSession:
         # nothing else is left.
         self.learning: list[tuple[datetime, str]] = []
         self.learn_ahead = timedelta(minutes=store.settings().learn_ahead_min)
+        self.plan = plan_mod.Plan.of(store.settings(), now)  # None without an interview date
         self.done: list[str] = []  # ids rated in this session, in order (for undo)
         self._requeued: list[bool] = []  # whether each of those ratings re-queued its card
         self._review_ids: list[int] = []  # the review rows those ratings wrote
@@ -559,14 +580,14 @@ class ReviewSession:
         self.stats.ratings[int(rating)] += 1
         self.stats.again += rating == Rating.Again
         self.stats.seconds += duration_ms / 1000
+        # when it comes back (an interview plan may bring a review forward)
+        due = plan_mod.due_of(self.plan, self.collection, outcome.state)
         requeued = (
-            self.requeue
-            and outcome.state.due is not None
-            and outcome.state.due <= now + max(LEARN_AHEAD, self.learn_ahead)
+            self.requeue and due is not None and due <= now + max(LEARN_AHEAD, self.learn_ahead)
         )
         if requeued:  # a learning step due soon: see it again this session
-            assert outcome.state.due is not None
-            self.learning.append((outcome.state.due, card.id))
+            assert due is not None
+            self.learning.append((due, card.id))
             self.learning.sort()
             self.total += 1
         self._requeued.append(requeued)

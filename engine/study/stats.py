@@ -12,6 +12,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from prep.engine.store import Store
+from prep.engine.study import plan as plan_mod
 from prep.engine.study.collection import Cards
 from prep.engine.timeutil import day_start, fmt, study_day_start
 
@@ -139,6 +140,8 @@ def compute(
             "verified": sorted(d["name"] for d in demos if d["passed"] and d["known"]),
             "latest": demos,
         },
+        # predicted recall at the interview per deck and tag (None without a date ahead)
+        "interview": plan_mod.on_the_day(store, collection, now),
     }
 
 

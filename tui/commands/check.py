@@ -16,8 +16,9 @@ from prep.tui.commands.common import (
 
 @click.command("check")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--rubrics", is_flag=True, help="List every card that has no usable rubric.")
 @click.pass_obj
-def check(obj: Ctx, paths: tuple[Path, ...]) -> None:
+def check(obj: Ctx, paths: tuple[Path, ...], rubrics: bool) -> None:
     """Validate decks: the bundled ones, --questions, and any PATHs given.
 
     Errors are printed as FILE:LINE: message (all at once), exit 2."""
@@ -42,3 +43,7 @@ def check(obj: Ctx, paths: tuple[Path, ...]) -> None:
         f"ok: {count(len(coll.cards), 'card')} in {count(len(coll.decks), 'deck')} ({by_kind}); "
         f"{linked} linked to demos"
     )
+    from prep.tui.commands.grade import rubric_notes
+
+    for line in rubric_notes(coll.cards, every=rubrics):
+        click.echo(line)

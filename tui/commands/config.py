@@ -40,8 +40,10 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
             return
         settings = store.settings()
         if key is None:
+            cleared = {"interview_date": "none", "plan_decks": "all"}  # what None means there
             for k, v in settings.to_dict().items():
-                click.echo(f"{k} = {'default' if v is None else v}")
+                v = ",".join(v) if k == "plan_decks" and v is not None else v
+                click.echo(f"{k} = {cleared.get(k, 'default') if v is None else v}")
             return
         if key == "parameters":
             _config_parameters(store, settings, value)
@@ -50,7 +52,12 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
             known = ", ".join([*Settings.settable(), "parameters"])
             raise UsageError(f"unknown setting {key!r} (settings: {known})")
         if value is None:
-            click.echo(f"{key} = {getattr(settings, key)}")
+            shown = getattr(settings, key)
+            if key == "plan_decks":
+                shown = "all" if shown is None else ",".join(shown)
+            elif key == "interview_date" and shown is None:
+                shown = "none"
+            click.echo(f"{key} = {shown}")
             return
         try:
             typed = Settings.parse_value(key, value)  # the setting's own parse type
@@ -61,8 +68,37 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
         except ValueError as exc:
             message = str(exc) if str(exc).startswith(key) else f"{key}: {exc}"
             raise UsageError(message) from None
+        if key == "plan_decks" and typed is not None:
+            decks = obj.collection(strict=False, store=store).decks
+            unknown = [d for d in typed if d not in decks]
+            if unknown:
+                raise UsageError(
+                    f"plan_decks: no deck named {', '.join(map(repr, unknown))} "
+                    f"(decks: {', '.join(decks) or 'none'})"
+                )
         store.save_settings(updated)
+        if key == "interview_date":
+            _say_plan(obj, store, updated)
+            return
+        if key == "plan_decks":
+            typed = "all" if typed is None else ",".join(typed)
         click.echo(f"{key} = {typed}")
+
+
+def _say_plan(obj: Ctx, store: Store, settings: Settings) -> None:
+    """What `prep config interview_date ...` did: the date, and the plan in one line."""
+    from prep.engine.study.plan import plan_day
+    from prep.engine.timeutil import utcnow
+
+    if settings.interview_date is None:
+        click.echo("interview_date = none (no plan: scheduling is plain FSRS, nothing lost)")
+        return
+    day = plan_day(store, obj.collection(strict=False, store=store), utcnow(), settings)
+    if day is None:
+        click.echo(f"interview_date = {settings.interview_date} (past: scheduling is plain FSRS)")
+        return
+    click.echo(f"interview_date = {settings.interview_date}")
+    click.echo(f"{day.plan.header()}. {day.line()}")
 
 
 def _config_parameters(store: Store, settings: Settings, value: str | None) -> None:
@@ -99,3 +135,16 @@ def _config_parameters(store: Store, settings: Settings, value: str | None) -> N
 def _minutes(text: str) -> tuple[float, ...]:
     """Learning steps as minutes, comma-separated: "1,10" (Anki's default is 1m 10m)."""
     return tuple(float(part) for part in text.replace(" ", "").split(",") if part)
+
+
+def _none_or(convert):
+    """A setting that `none` clears (interview_date, plan_decks)."""
+
+    def read(text: str):
+        return None if text.strip().lower() in ("none", "all", "") else convert(text.strip())
+
+    return read
+
+
+def _deck_names(text: str) -> tuple[str, ...]:
+    return tuple(part for part in text.replace(" ", "").split(",") if part)

@@ -1,4 +1,4 @@
-"""`prep mock`: a mock interview: a main question, then its follow-up chain, each with a visible"""
+"""`prep mock`: a timed mock interview, a main question and its follow-up chain."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import sys
 
 import click
 
+from prep.tui.commands import common
 from prep.tui.commands.common import (
     Ctx,
     UsageError,
-    line_mode_reason,
     need_stdin,
 )
 
@@ -41,7 +41,7 @@ def mock(obj: Ctx, minutes: float, deck: str | None, seed: int | None, plain: bo
             interview = MockInterview(store, coll, minutes=minutes, deck=deck, seed=seed)
         except MockError as exc:
             raise UsageError(str(exc)) from None
-        reason = None if plain else line_mode_reason()
+        reason = None if plain else common.line_mode_reason()
         if reason is not None:
             need_stdin()
             click.echo(f"prep: {reason}; running the line-oriented mock (--plain)", err=True)

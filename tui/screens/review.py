@@ -28,6 +28,7 @@ from prep.engine.study.scheduler import RATING_NAMES, Outcome, Rating
 from prep.engine.study.session import ReviewSession
 from prep.tui.base import PrepScreen
 from prep.tui.cardtext import card_text, inline_text, warm_up
+from prep.tui.screens.typed_answer import TypedAnswer
 from prep.tui.widgets.key_button import KeyButton
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def demo_line(links: tuple[DemoLink, ...]) -> Text:
 WARM_UP_SECONDS = 0.3
 
 
-class ReviewScreen(PrepScreen):
+class ReviewScreen(TypedAnswer, PrepScreen):
     RETRY_SECONDS = 10.0  # how long a rating retries while another prep holds the lock
     BINDINGS = [
         Binding("space", "reveal", "Show answer", tooltip="Show the answer"),
@@ -112,6 +113,12 @@ class ReviewScreen(PrepScreen):
             "demo",
             "Demo",
             tooltip="Run the card's linked demo, once the answer is shown",
+        ),
+        Binding(
+            "t",
+            "type_answer",
+            "Type answer",
+            tooltip="Type your answer before the reveal: it is graded point by point",
         ),
         Binding("u", "undo", "Undo", tooltip="Undo the last rating or mark; its card comes back"),
         Binding(
@@ -201,6 +208,7 @@ class ReviewScreen(PrepScreen):
         self.picked = None
         self.suggested = None
         self.preview = {}
+        self.reset_typed()
         self.query_one("#where", Static).update(self.where_text(card))
         self.query_one("#progress", Static).update(self.progress_text())
         context = self.query_one("#context", Static)
@@ -265,7 +273,13 @@ class ReviewScreen(PrepScreen):
             return Text.assemble(
                 "Pick ", (f"a-{last}", "bold"), ", or ", ("space", "bold"), " shows the answer."
             )
-        return Text.assemble("Say your answer, then ", ("space", "bold"), " shows it.")
+        return Text.assemble(
+            "Say your answer (or ",
+            ("t", "bold"),
+            " to type it), then ",
+            ("space", "bold"),
+            " shows it.",
+        )
 
     def set_hint(self, text: Text | str) -> None:
         self.query_one("#hint", Static).update(text)
@@ -349,6 +363,10 @@ class ReviewScreen(PrepScreen):
         # while a choice card waits for a pick, d once a card with a demo is revealed (on a
         # four-choice card `d` picks choice d until then).
         card = self.card
+        if self.box_open and action != "type_answer":
+            return False  # keys type text while the answer box is open
+        if action == "type_answer":
+            return card is not None and not self.revealed and not self.box_open
         if action == "reveal":
             return card is not None and not self.revealed
         if action == "rate":
@@ -410,6 +428,8 @@ class ReviewScreen(PrepScreen):
         card = self.card
         if card is None or self.revealed or index >= len(card.choices):
             return
+        if self.box_open:
+            return
         verdict = choice_verdict(card, index)
         self.picked = index
         self.suggested = verdict.suggested
@@ -470,7 +490,7 @@ class ReviewScreen(PrepScreen):
         self.action_rate(int(event.rating))
 
     def on_key_button_pressed(self, event: KeyButton.Pressed) -> None:
-        if event.button.id == "reveal":
+        if event.button.id == "reveal" and not self.submit_box():
             self.reveal()
 
     def action_undo(self) -> None:
