@@ -114,7 +114,8 @@ def test_the_deck_cache_keeps_points_and_reparses_an_older_cache(tmp_path: Path)
         for key, data in store.conn.execute("SELECT key, data FROM deck_cards").fetchall():
             old = json.dumps(json.loads(data)[:-1])  # the fields before `points`
             store.conn.execute("UPDATE deck_cards SET data = ? WHERE key = ?", (old, key))
-        store.conn.execute("DELETE FROM meta WHERE key = 'deck_parser'")
+        # (a database from before the cache kept its format key: engine/decks/deckcache.py)
+        store.conn.execute("DELETE FROM meta WHERE key = 'deck_cache_format'")
         store.conn.commit()
         third = deckcache.load(store, [tmp_path], include_bundled=False)
         assert third.get("with-points").points == ("First idea.", "Second idea.", "Third idea.")
