@@ -237,7 +237,8 @@ def test_serve_binds_loopback_unless_told(tmp_path: Path) -> None:
 
     from prep.tui.cli import main
 
-    assert main.commands["serve"].params[0].default == "127.0.0.1"
+    serve = main.get_command(None, "serve")  # type: ignore[arg-type]  # (a lazy group)
+    assert serve is not None and serve.params[0].default == "127.0.0.1"
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4")
     # the browser tab's app gets an absolute database path and the user's deck folders
