@@ -220,6 +220,12 @@ class Collection:
     def __contains__(self, card_id: object) -> bool:
         return card_id in self._by_id
 
+    def content_hash_now(self, card_id: str) -> str | None:
+        """The hash of the card's text as the decks hold it now (a collection over the deck
+        cache reads it again: another prep may have re-read an edited deck)."""
+        card = self._by_id.get(card_id)
+        return None if card is None else card.content_hash
+
     def __len__(self) -> int:
         return len(self.cards)
 

@@ -201,8 +201,20 @@ class CachedCollection(Collection):
         if where is None:
             return None
         key, line, shown = where
-        deck, parent, demos, data = self._store.deck_cache_card(key, line)
+        row = self._store.deck_cache_card(key, line, card_id)
+        if row is None:  # another prep re-read an edited deck that no longer holds it
+            return None
+        line, deck, parent, demos, data, _ = row
         return self._build(CardRef(card_id, deck, parent, _demos(demos), shown, line), data)
+
+    def content_hash_now(self, card_id: str) -> str | None:
+        """The hash of the card's text in the deck cache now: another prep may have re-read
+        an edited deck since this collection was loaded."""
+        where = self._where.get(card_id)
+        if where is None:
+            return None
+        row = self._store.deck_cache_card(where[0], where[1], card_id)
+        return None if row is None else row[5]
 
     def __contains__(self, card_id: object) -> bool:
         return card_id in self._where

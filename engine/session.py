@@ -342,6 +342,10 @@ def _merge_by_due(store: Store, a: list[str], b: list[str]) -> list[str]:
     return sorted([*a, *b], key=lambda cid: due[cid])
 
 
+class NotCurrentCard(RuntimeError):
+    """An action named a card that is not the session's current card (or none is left)."""
+
+
 @dataclass
 class SessionStats:
     started: datetime
@@ -418,8 +422,29 @@ class ReviewSession:
         self._schedulable: set[str] = set()
         self.stats = SessionStats(started=now)
         self._shown_at = time.monotonic()
+        # the card on screen, once asked for (``current``), with its entry in ``learning``:
+        # it stays the current card until it is rated, marked away or undone, however the
+        # clock moves meanwhile (a learning step coming due never takes its place)
+        self._pinned: tuple[Card, tuple[datetime, str] | None] | None = None
 
     # --- the current card ---------------------------------------------------------------
+
+    def _shown(self) -> tuple[Card, tuple[datetime, str] | None] | None:
+        """The current card and its learning entry: the pinned one while it is still where it
+        was (in front of the queue, or waiting in ``learning``), else the next one, pinned."""
+        pinned = self._pinned
+        if pinned is not None:
+            card, entry = pinned
+            if entry is None and self.queue and self.queue[0] == card.id:
+                return pinned
+            if entry is not None and entry in self.learning:
+                return pinned
+        self._pinned = self._next()
+        return self._pinned
+
+    def _pin(self, card_id: str, entry: tuple[datetime, str] | None = None) -> None:
+        card = self.collection.get(card_id)
+        self._pinned = None if card is None else (card, entry)
 
     def _next(self) -> tuple[Card, tuple[datetime, str] | None] | None:
         """The card to show now and, when it is a waiting learning card, its entry: a learning
@@ -465,14 +490,16 @@ class ReviewSession:
 
     @property
     def current(self) -> Card | None:
-        found = self._next()
+        """The card to show: once asked for, the same card until it is rated, marked away or
+        undone (``rate`` and ``set_mark`` act on it and refuse to act on another)."""
+        found = self._shown()
         return found[0] if found else None
 
     @property
     def early(self) -> timedelta | None:
         """How long before its step is due the current card is shown (learn-ahead), or None
         when it is not early."""
-        found = self._next()
+        found = self._shown()
         if found is None or found[1] is None:
             return None
         ahead = found[1][0] - self.clock()
@@ -519,24 +546,52 @@ class ReviewSession:
 
     # --- rating and undo ----------------------------------------------------------------
 
-    def rate(self, rating: Rating | int, duration_ms: int | None = None) -> Outcome:
-        found = self._next()
+    def _target(self, card_id: str | None, what: str) -> tuple[Card, tuple[datetime, str] | None]:
+        """The current card (and its learning entry), checked against the card the front end
+        showed: an action names that card, and one for any other card is refused."""
+        found = self._shown()
         if found is None:
-            raise RuntimeError("no card to rate: the session is finished")
-        card, entry = found
+            raise NotCurrentCard(f"no card to {what}: the session is finished")
+        if card_id is not None and found[0].id != card_id:
+            raise NotCurrentCard(
+                f"cannot {what} card {card_id!r}: the card shown now is {found[0].id!r}"
+            )
+        return found
+
+    def rate(
+        self,
+        rating: Rating | int,
+        duration_ms: int | None = None,
+        *,
+        card_id: str | None = None,
+        content_hash: str | None = None,
+    ) -> Outcome:
+        """Rate the current card (the one shown: ``card_id`` names it, and a rating for any
+        other card raises NotCurrentCard). ``content_hash`` is the text that was shown (the
+        current card's by default): when the deck's text has changed since (another prep
+        re-read an edited deck), the rating is kept for this card and its state is marked as
+        changed, so it is shown as edited and reviewed on the new text."""
+        card, entry = self._target(card_id, "rate")
         rating = Rating(rating)
+        shown_hash = content_hash or card.content_hash
+        deck_hash = self.collection.content_hash_now(card.id) or card.content_hash
         now = self.clock()
         if duration_ms is None:
             duration_ms = int((time.monotonic() - self._shown_at) * 1000)
         outcomes: list[Outcome] = []
 
         def decide(prev: CardState) -> CardState:
-            outcomes.append(self.scheduler.review(prev, rating, now))
-            return outcomes[-1].state
+            outcome = self.scheduler.review(prev, rating, now)
+            if shown_hash != deck_hash:
+                # given on older text: kept, and flagged as edited since this review
+                state = replace(outcome.state, content_hash=deck_hash, changed=True)
+                outcome = replace(outcome, state=state)
+            outcomes.append(outcome)
+            return outcome.state
 
         # the state is read inside the write transaction: another terminal rating this card
         # at the same moment is serialised before or after us, never interleaved
-        fresh = CardState(id=card.id, deck=card.deck, content_hash=card.content_hash)
+        fresh = CardState(id=card.id, deck=card.deck, content_hash=deck_hash)
         review_id, _prev, _new = self.store.rate_card(fresh, decide, rating, now, duration_ms)
         outcome = outcomes[-1]
         self._review_ids.append(review_id)
@@ -562,16 +617,15 @@ class ReviewSession:
             self.learning.sort()
             self.total += 1
         self._requeued.append(requeued)
+        self._pinned = None
         self.mark_shown()
         return outcome
 
-    def set_mark(self, change: str) -> Mark:
-        """Suspend, bury or flag (toggle) the current card, stored at once and undoable like a
-        rating. A suspended or buried card leaves this session; a flagged one stays."""
-        found = self._next()
-        if found is None:
-            raise RuntimeError("no card to mark: the session is finished")
-        card, entry = found
+    def set_mark(self, change: str, *, card_id: str | None = None) -> Mark:
+        """Suspend, bury or flag (toggle) the current card (``card_id`` names the card shown;
+        any other is refused), stored at once and undoable like a rating. A suspended or
+        buried card leaves this session; a flagged one stays."""
+        card, entry = self._target(card_id, "mark")
         before = self.store.mark(card.id)
         if change == "suspend":
             after = replace(before, suspended=True)
@@ -588,6 +642,8 @@ class ReviewSession:
             else:
                 self.learning.remove(entry)
         self._history.append((card.id, before, entry if change != "flag" else ("keep", card.id)))
+        if change != "flag":
+            self._pinned = None
         return after
 
     def undo(self) -> Card | None:
@@ -601,6 +657,7 @@ class ReviewSession:
                 if entry is not None:
                     self.kind_of[card_id] = "learning"
                 self.queue.insert(0, card_id)
+                self._pin(card_id)  # the card back is the card shown next
             return self.collection.get(card_id)
         if not self.done:
             return None
@@ -617,6 +674,7 @@ class ReviewSession:
         if self._from_learning.pop() is not None:
             self.kind_of[card_id] = "learning"
         self.queue.insert(0, card_id)  # back in front, as Anki's undo does
+        self._pin(card_id)  # and shown next, even when a learning step has come due meanwhile
         self.stats.reviewed -= 1
         self.stats.ratings[last.rating] -= 1
         self.stats.again -= last.rating == Rating.Again

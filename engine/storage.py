@@ -1165,12 +1165,24 @@ class Store:
                 (path, *self._deck_keys(path)),
             )
 
-    def deck_cache_card(self, path: str, line: int) -> tuple[str, str | None, str, str]:
-        """(deck, parent, demos, fields) of one cached card."""
-        return self.conn.execute(
-            "SELECT deck, parent, demos, data FROM deck_cards WHERE key = ?",
-            (self._deck_keys(path)[0] | line,),
+    def deck_cache_card(
+        self, path: str, line: int, card_id: str
+    ) -> tuple[int, str, str | None, str, str, str] | None:
+        """(line, deck, parent, demos, fields, content hash) of the cached card ``card_id``
+        of one file: at ``line``, or (the file was parsed again since, by another prep,
+        and the card moved) wherever it is in that file now; None when it is no longer
+        there."""
+        lo, hi = self._deck_keys(path)
+        cols = "key & 0xFFFFFFFF, deck, parent, demos, data, chash FROM deck_cards"
+        row = self.conn.execute(
+            f"SELECT {cols} WHERE key = ? AND id = ?", (lo | line, card_id)
         ).fetchone()
+        if row is None:
+            row = self.conn.execute(
+                f"SELECT {cols} WHERE key BETWEEN ? AND ? AND id = ? AND dup = 0 LIMIT 1",
+                (lo, hi, card_id),
+            ).fetchone()
+        return row
 
     def deck_cache_ids(self, path: str) -> list[tuple[int, str, int]]:
         """(line, id, left out as a duplicate) of each cached card of one file, in order

@@ -162,7 +162,7 @@ def test_a_learning_card_waits_for_its_step_while_other_cards_are_left(
     assert s.counts() == (3, 0, 0)
     s.rate(Rating.Good)  # a new card rated Good: the 10-minute step
     assert s.counts() == (2, 1, 0)
-    assert s.current.id == "pick-one" and s.early is None
+    assert s.waiting == clock() + timedelta(minutes=10)  # (not shown yet: nothing pinned)
     clock.advance(minutes=11)  # its step is due: it comes before the rest of the queue
     assert s.current.id == "roles" and s.early is None
     s.rate(Rating.Good)  # graduates: leaves the session

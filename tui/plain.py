@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from prep.engine.deck import CHOICE_LETTERS, Card
-from prep.engine.mock import MockInterview, MockStep
+from prep.engine.mock import MockError, MockInterview, MockStep
 from prep.engine.present import (
     answer_sections,
     choice_verdict,
@@ -176,7 +176,9 @@ class PlainQuiz:
                 answer = str(int(suggested))
             if answer in ("1", "2", "3", "4"):
                 try:
-                    outcome = session.rate(Rating(int(answer)))
+                    outcome = session.rate(
+                        Rating(int(answer)), card_id=card.id, content_hash=card.content_hash
+                    )
                 except StoreError as exc:
                     if not exc.retryable:  # read-only: no retry will save it
                         raise
@@ -287,7 +289,11 @@ def run_mock_plain(mock: MockInterview, stdin: TextIO, stdout: TextIO) -> int:
                 if grade == "" and step.suggested is not None:
                     grade = str(int(step.suggested))
                 if grade in ("1", "2", "3", "4"):
-                    outcome = mock.grade(int(grade))
+                    try:
+                        outcome = mock.grade(int(grade))
+                    except MockError as exc:  # never saved on another card: say so, end
+                        say(f"Not saved: {exc}.")
+                        raise Quit from None
                     say(
                         f"Saved: {RATING_NAMES[outcome.rating]}, "
                         f"next review in {spoken_interval(outcome.interval)}."

@@ -293,7 +293,7 @@ class MockScreen(PrepScreen):
             return
         try:
             outcome = mock.grade(Rating(rating))
-        except StoreError as exc:  # a locked database: say so, nothing advances
+        except (StoreError, MockError) as exc:  # a locked database: say so, nothing advances
             self.notify(f"Could not save the grade: {exc}", severity="error")
             return
         self.show_step()

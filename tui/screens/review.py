@@ -384,7 +384,7 @@ class ReviewScreen(PrepScreen):
         if self.card is None or self.saving:
             return
         try:
-            mark = self.session.set_mark(change)
+            mark = self.session.set_mark(change, card_id=self.card.id)
         except StoreError as exc:
             self.notify(f"Not saved: {exc}", severity="error", timeout=8)
             return
@@ -428,10 +428,10 @@ class ReviewScreen(PrepScreen):
         if self.card is None or not self.revealed or self.saving:
             return
         self.saving = True
-        self.save_rating(value)
+        self.save_rating(value, self.card)
 
     @work(exclusive=True, group="save", exit_on_error=False)
-    async def save_rating(self, value: int) -> None:
+    async def save_rating(self, value: int, card: Card) -> None:
         """Commit the rating; while another prep holds the write lock, retry on a timer (the
         screen stays live and says so) for up to RETRY_SECONDS, then give up saying so."""
         from prep.engine.present import spoken_interval
@@ -440,7 +440,10 @@ class ReviewScreen(PrepScreen):
         try:
             while True:
                 try:
-                    outcome = self.session.rate(Rating(value))
+                    # the card on screen, named: the session refuses any other
+                    outcome = self.session.rate(
+                        Rating(value), card_id=card.id, content_hash=card.content_hash
+                    )
                     break
                 except StoreError as exc:
                     if exc.kind == "busy" and time.monotonic() < deadline:
