@@ -271,22 +271,26 @@ class Collection:
         seen: set[str] | None = None,
         among: AbstractSet[str] | None = None,
     ) -> list[Iterator[tuple[Any, str, str, str, str | None, bool]]]:
-        """The cards without progress for the new-card rotation, one iterator per group:
-        (position, id, deck, kind, parent, parent seen), in deck order. The cards of one
-        group share (deck, kind) (a (deck, kind) may span groups, in deck order); positions
-        order cards across groups as deck order does. Iterators are read only as far as the
-        day's limit needs (the deck cache reads them from SQL in steps). ``among``: only the
-        cards of these decks (the caller knows the others have none without progress)."""
-        groups: dict[tuple[str, str], list[tuple[Any, str, str, str, str | None, bool]]] = {}
+        """The cards without progress for the new-card rotation, one iterator per (level,
+        kind) group: (place, id, deck, kind, parent, parent seen), in curriculum order. A
+        place is (level rank, deck rank, position in the deck order): the cards of a group
+        come in place order, and places order cards across groups. Iterators are read only
+        as far as the day's limit needs (the deck cache reads them from SQL in steps).
+        ``among``: only the cards of these decks (the caller knows the others have none
+        without progress)."""
+        ranks = self.deck_ranks()
+        groups: dict[tuple[int, str], list[tuple[Any, str, str, str, str | None, bool]]] = {}
         for pos, (cid, cdeck, kind, parent, parent_seen) in enumerate(
             self.unseen(store, deck, seen)
         ):
             if among is not None and cdeck not in among:
                 continue
-            groups.setdefault((cdeck, kind), []).append(
-                (pos, cid, cdeck, kind, parent, parent_seen)
+            card = self._by_id[cid]
+            place = (card.level_rank, ranks.get(cdeck, len(ranks)), pos)
+            groups.setdefault((card.level_rank, kind), []).append(
+                (place, cid, cdeck, kind, parent, parent_seen)
             )
-        return [iter(group) for group in groups.values()]
+        return [iter(sorted(group)) for group in groups.values()]
 
     def sync(self, store: Any) -> None:
         """Reconcile the store's progress with these cards (see Store.sync)."""

@@ -48,6 +48,7 @@ from typing import Any
 
 from prep.engine.deck import (
     KINDS,
+    LEVELS,
     MAX_DECK_BYTES,
     Card,
     Collection,
@@ -298,26 +299,36 @@ class CachedCollection(Collection):
         seen: set[str] | None = None,
         among: AbstractSet[str] | None = None,
     ) -> list[Iterator[tuple[Any, str, str, str, str | None, bool]]]:
-        """One group per (file, kind), read from SQL in growing steps as the rotation asks."""
-        return [
-            self._unseen_of_kind(order, key, kind)
+        """One group per (level, kind): the files in curriculum order (deck rank), each an
+        index range of the (kind, level, key) index read from SQL in growing steps as the
+        rotation asks (a level or kind a file lacks costs one probe)."""
+        ranks = self.deck_ranks()
+        name_of = {info.file: name for name, info in self.decks.items()}
+        shown_of = dict(self._files)
+        files = sorted(
+            (ranks.get(name_of.get(shown_of[key], ""), len(ranks)), order, key)
             for order, key in self._deck_files(deck, among)
+        )
+        return [
+            self._unseen_in_level(level, kind, files)
+            for level in range(len(LEVELS))
             for kind in KINDS
         ]
 
-    def _unseen_of_kind(
-        self, order: int, key: str, kind: str
+    def _unseen_in_level(
+        self, level: int, kind: str, files: list[tuple[int, int, str]]
     ) -> Iterator[tuple[Any, str, str, str, str | None, bool]]:
-        after, size = None, 2  # the first card places the group; then growing steps
-        while True:
-            rows = self._store.deck_cache_unseen_from(key, kind, after, size)
-            for row_key, cid, deck, parent, parent_seen in rows:
-                # as ``unseen``: only this collection's cards are served
-                if self._kept_at(key, row_key & 0xFFFFFFFF, cid):
-                    yield (order, row_key), cid, deck, kind, parent, parent_seen
-            if len(rows) < size:
-                return
-            after, size = rows[-1][0], min(8 * size, 4096)
+        for rank, order, key in files:
+            after, size = None, 2  # the first card places the group; then growing steps
+            while True:
+                rows = self._store.deck_cache_unseen_from(key, kind, after, size, level)
+                for row_key, cid, deck, parent, parent_seen in rows:
+                    # as ``unseen``: only this collection's cards are served
+                    if self._kept_at(key, row_key & 0xFFFFFFFF, cid):
+                        yield (level, rank, order, row_key), cid, deck, kind, parent, parent_seen
+                if len(rows) < size:
+                    break
+                after, size = rows[-1][0], min(8 * size, 4096)
 
     def unseen(
         self, store: Any, deck: str | None = None, seen: set[str] | None = None

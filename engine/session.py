@@ -178,26 +178,28 @@ def _new_cards(
     deck: str | None,
     among: AbstractSet[str] | None = None,
 ) -> list[str]:
-    """Up to ``limit`` unseen cards, taking one from each (deck, kind) group in turn, so a
-    day's new cards mix decks and recall, choice, red-flag and follow-up cards; file order
-    within a group, groups in the order of their first card. A follow-up waits until its
-    parent is seen or queued before it.
+    """Up to ``limit`` unseen cards in curriculum order: level by level (basics, core,
+    advanced), and within a level one card of each kind in turn (recall, choice, red-flag,
+    follow-up: a day mixes them), each kind in deck order (the decks' ``order:``, then file
+    order) and file order within a deck. A follow-up waits until its parent has been
+    answered or is queued before it (a suspended or buried parent that was never answered
+    holds its follow-ups back).
 
     The groups come from ``Collection.new_card_groups`` and are read only as far as the
-    limit needs: from the deck cache, each (deck file, kind) is an index range read in steps,
-    so a new collection of 100k cards reads a few dozen rows, not every unseen card.
-    Suspended and buried cards (``hidden``, a few ids) count as seen: never served as new."""
+    limit needs: from the deck cache, each (kind, level, deck file) is an index range read
+    in steps, so a new collection of 100k cards reads a few dozen rows, not every unseen
+    card. Suspended and buried cards (``hidden``, a few ids) are never served as new."""
     if limit <= 0:
         return []
     groups: list[_Group] = []
-    by_key: dict[tuple[str, str], _Group] = {}
+    by_key: dict[tuple[Any, str], _Group] = {}
     for source in collection.new_card_groups(store, deck, seen, among):
         first = next((u for u in source if u[1] not in hidden), None)
         if first is None:
             continue
-        group = by_key.get((first[2], first[3]))
+        group = by_key.get((first[0][0], first[3]))  # (level, kind)
         if group is None:
-            group = by_key[first[2], first[3]] = _Group(first[0], [first], [source])
+            group = by_key[first[0][0], first[3]] = _Group(first[0], [first], [source])
             groups.append(group)
         else:  # the same (deck, kind) in a later group: read after the earlier one
             group.sources.append(chain([first], source))
@@ -207,12 +209,15 @@ def _new_cards(
 
     def ready(u: tuple) -> bool:
         parent = u[4]
-        return parent is None or u[5] or parent in hidden or parent in queued
+        return parent is None or u[5] or parent in queued
 
-    progress = True
-    while len(new) < limit and progress:
+    levels = sorted({g.level for g in groups})
+    upto = 0  # the groups of levels[: upto + 1] take turns; the next level when they are done
+    while levels and len(new) < limit:
         progress = False
         for group in groups:
+            if group.level > levels[upto]:
+                continue  # a level's cards all come before the next level's
             card = group.take(ready, hidden)
             if card is not None:
                 new.append(card)
@@ -220,17 +225,25 @@ def _new_cards(
                 progress = True
             if len(new) >= limit:
                 break
+        if not progress:
+            if upto + 1 == len(levels):
+                break
+            upto += 1  # (a follow-up of an earlier level still comes once its parent is queued)
     return new
 
 
 @dataclass
 class _Group:
-    """One (deck, kind) group of the new-card rotation: the cards read so far and not taken
+    """One (level, kind) group of the new-card rotation: the cards read so far and not taken
     (in order), then what is left to read."""
 
-    position: Any
+    position: Any  # the place of its first card: (level rank, deck rank, ...)
     pending: list[tuple]
     sources: list[Iterator[tuple]]
+
+    @property
+    def level(self) -> int:
+        return self.position[0]
 
     def take(self, ready: Callable[[tuple], bool], hidden: set[str]) -> str | None:
         """The id of the group's first card that can be served now (removed from the group),
@@ -453,9 +466,15 @@ class ReviewSession:
         now = self.clock()
         while self.queue:
             card = self.collection.get(self.queue[0])
-            if card is not None and (card.id in self._schedulable or self._schedulable_now(card)):
+            if (
+                card is not None
+                and (card.id in self._schedulable or self._schedulable_now(card))
+                and not self._parent_unanswered(card)
+            ):
                 break
-            self.queue.pop(0)  # removed from the decks since the queue was built, or unusable
+            # removed from the decks since the queue was built, unusable, or a new follow-up
+            # whose parent was buried or suspended before it was ever answered
+            self.queue.pop(0)
         self.learning = [e for e in self.learning if self.collection.get(e[1]) is not None]
         if self.learning and self.learning[0][0] <= now:
             return self.collection.get(self.learning[0][1]), self.learning[0]
@@ -464,6 +483,13 @@ class ReviewSession:
         if self.learning and self.learning[0][0] <= now + self.learn_ahead:
             return self.collection.get(self.learning[0][1]), self.learning[0]
         return None
+
+    def _parent_unanswered(self, card: Card) -> bool:
+        """A new follow-up waits for its parent to have been answered: the parent, queued
+        before it, may have been buried or suspended unseen this session."""
+        if card.parent is None or self.kind_of.get(card.id) != "new":
+            return False
+        return self.store.card(card.parent) is None
 
     def _schedulable_now(self, card: Card) -> bool:
         """Whether the scheduler can rate this card's stored state. A state it rejects (from a

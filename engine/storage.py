@@ -1311,21 +1311,26 @@ class Store:
                 yield cid, cdeck, kind, parent, bool(parent_seen)
 
     def deck_cache_unseen_from(
-        self, path: str, kind: str, after: int | None, limit: int
+        self, path: str, kind: str, after: int | None, limit: int, level: int | None = None
     ) -> list[tuple[int, str, str, str | None, bool]]:
-        """Up to ``limit`` cached cards of one file and one kind without progress (and not
-        left out as duplicates), after key ``after`` (None: from the file's start), in file
-        order: (key, id, deck, parent, parent seen). One range of the (kind, key) index: the
-        new-card rotation reads only as far as the day's limit needs."""
+        """Up to ``limit`` cached cards of one file and one kind (and curriculum level, when
+        given) without progress (and not left out as duplicates), after key ``after`` (None:
+        from the file's start), in file order: (key, id, deck, parent, parent seen). One
+        range of the (kind, level, key) index: the new-card rotation reads only as far as
+        the day's limit needs."""
         lo, hi = self._deck_keys(path)
+        index, where = "deck_cards_kind", "kind = ?"
+        if level is not None:
+            index, where = "deck_cards_level", "kind = ? AND level = ?"
         sql = (
             "SELECT key, id, deck, parent, parent IS NOT NULL AND EXISTS "
             "(SELECT 1 FROM cards p WHERE p.id = dc.parent) "
-            "FROM deck_cards dc INDEXED BY deck_cards_kind "
-            "WHERE kind = ? AND key > ? AND key <= ? AND dup = 0 "
+            f"FROM deck_cards dc INDEXED BY {index} "
+            f"WHERE {where} AND key > ? AND key <= ? AND dup = 0 "
             "AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.id = dc.id)"
         )
-        args = [kind, lo - 1 if after is None else after, hi, limit]
+        args = [kind, *([] if level is None else [level])]
+        args += [lo - 1 if after is None else after, hi, limit]
         rows = self.conn.execute(sql + " ORDER BY key LIMIT ?", args)
         return [(key, cid, d, parent, bool(seen)) for key, cid, d, parent, seen in rows]
 

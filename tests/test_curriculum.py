@@ -141,3 +141,125 @@ def test_bundled_decks_declare_their_order() -> None:
         "wo-attribution": 30,
         "wo-systems": 40,
     }
+
+
+# --- the order new cards come in -----------------------------------------------------------
+
+
+def _deck(name: str, cards: list[tuple[str, str, str | None, str | None]], order=None) -> str:
+    """A deck's YAML: cards as (id, kind, level, parent)."""
+    lines = [f"deck: {name}"] + ([f"order: {order}"] if order is not None else []) + ["cards:"]
+    for cid, kind, level, parent in cards:
+        lines += [f"  - id: {cid}", f"    kind: {kind}", f"    prompt: {cid}?", "    answer: a"]
+        if kind in ("choice", "red-flag"):
+            lines += ["    choices: [x, y]", "    correct: a"]
+        if level:
+            lines.append(f"    level: {level}")
+        if parent:
+            lines.append(f"    parent: {parent}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def curriculum(tmp_path: Path) -> Path:
+    folder = tmp_path / "decks"
+    folder.mkdir()
+    # file order: a-systems, b-core, c-mine; orders: core 10, systems 40, mine none
+    (folder / "a-systems.yaml").write_text(
+        _deck(
+            "systems",
+            [
+                ("sys-1", "recall", None, None),
+                ("sys-2", "choice", None, None),
+                ("sys-3", "red-flag", None, None),
+                ("sys-4", "follow-up", None, "sys-1"),
+                ("sys-adv", "recall", "advanced", None),
+            ],
+            order=40,
+        )
+    )
+    (folder / "b-core.yaml").write_text(
+        _deck(
+            "core",
+            [
+                ("core-root", "recall", "basics", None),
+                ("core-fu", "follow-up", "basics", "core-root"),
+                ("core-2", "recall", None, None),
+                ("core-3", "choice", None, None),
+            ],
+            order=10,
+        )
+    )
+    (folder / "c-mine.yaml").write_text(
+        _deck("mine", [("mine-1", "recall", None, None), ("mine-2", "choice", None, None)])
+    )
+    return folder
+
+
+def _queues(store: Store, folder: Path, **kw):
+    from prep.engine.session import build_queue
+    from tests.conftest import FIXED_NOW
+
+    full = load_collection([folder], include_bundled=False)
+    cached = deckcache.load(store, [folder], include_bundled=False)
+    got = [build_queue(store, c, FIXED_NOW, **kw).new for c in (full, cached)]
+    assert got[0] == got[1]  # the deck cache's indexed read gives the same order
+    return got[0]
+
+
+def test_new_cards_come_by_level_then_deck_order_kinds_mixed(tmp_path, curriculum) -> None:
+    with Store.open(tmp_path / "p.db") as store:
+        assert _queues(store, curriculum, new_limit=100) == [
+            "core-root",  # basics first, whatever the file order
+            "core-fu",  # (its parent is queued before it)
+            # core level: the kinds take turns, each kind in deck order (core 10, systems
+            # 40, then the deck without an order)
+            "core-2",
+            "core-3",
+            "sys-3",
+            # (sys-4 waits: its parent is not queued yet)
+            "sys-1",
+            "sys-2",
+            "sys-4",
+            "mine-1",
+            "mine-2",
+            "sys-adv",  # advanced last
+        ]
+        assert _queues(store, curriculum, new_limit=3) == ["core-root", "core-fu", "core-2"]
+
+
+def test_a_deck_option_keeps_the_curriculum_within_the_deck(tmp_path, curriculum) -> None:
+    with Store.open(tmp_path / "p.db") as store:
+        assert _queues(store, curriculum, deck="systems", new_limit=100) == [
+            "sys-1",
+            "sys-2",
+            "sys-3",
+            "sys-4",
+            "sys-adv",
+        ]
+
+
+def test_a_follow_up_waits_for_its_parent_to_be_answered(tmp_path, curriculum) -> None:
+    """Burying (or suspending) a never-answered parent holds its follow-up back: in the
+    queue, and in a session whose queue already holds both (issue 19 item 7)."""
+    from prep.engine.scheduler import Rating
+    from prep.engine.session import ReviewSession
+    from prep.engine.storage import Mark
+    from tests.conftest import FIXED_NOW, Clock
+
+    with Store.open(tmp_path / "p.db") as store:
+        coll = deckcache.load(store, [curriculum], include_bundled=False)
+        s = ReviewSession(store, coll, clock=Clock(FIXED_NOW), new_limit=100)
+        assert s.current.id == "core-root" and s.queue[1] == "core-fu"
+        s.set_mark("bury", card_id="core-root")
+        assert s.current.id == "core-2"  # not core-fu: its parent was never answered
+        store.set_mark("sys-1", Mark(suspended=True))
+        queue = _queues(store, curriculum, new_limit=100)
+        assert "core-fu" not in queue and "sys-4" not in queue
+        s.rate(Rating.Good, card_id="core-2")
+        assert "core-fu" not in s.queue
+        # once the parent is answered, the follow-up comes
+        store.set_mark("core-root", Mark())
+        s2 = ReviewSession(store, coll, clock=Clock(FIXED_NOW), queue=["core-root"])
+        s2.rate(Rating.Good, card_id="core-root")
+        assert "core-fu" in _queues(store, curriculum, new_limit=100)
