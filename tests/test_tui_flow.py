@@ -159,7 +159,9 @@ async def test_mock_asks_before_discarding_a_typed_answer_and_says_saved_in_plac
         await pilot.press("down", "m")  # wo-core: two-roles, then its follow-up
         screen = app.screen
         assert isinstance(screen, MockScreen)
-        await pilot.press(*"mixes heads", "escape")
+        await pilot.press(*"mixes heads", "escape")  # leaves the answer box, text kept
+        assert app.screen is screen and screen.focused is None
+        await pilot.press("escape")  # leaves the mock: asks first, the answer would be lost
         assert isinstance(app.screen, Confirm)
         await pilot.press("n")  # stay: the answer is still there
         assert app.screen is screen
@@ -183,7 +185,7 @@ async def test_mock_asks_before_discarding_a_typed_answer_and_says_saved_in_plac
     # with a typed answer, y leaves
     app = make_app(store=Store.memory())
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("down", "m", *"x", "escape", "y")
+        await pilot.press("down", "m", *"x", "escape", "escape", "y")
         await pilot.pause()
         assert isinstance(app.screen, HomeScreen)
 

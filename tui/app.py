@@ -45,6 +45,7 @@ from prep.engine.storage import Store, StoreError
 from prep.engine.timeutil import Clock, utcnow
 
 if TYPE_CHECKING:
+    from prep.engine.mock import MockInterview
     from prep.tui.screens.upgrade import UpgradeScreen
 
 DemoCommand = Callable[[str], list[str]]
@@ -144,9 +145,11 @@ class PrepApp(App[int]):
         demos: dict[str, str] | None = None,
         theme: str | None = None,
         review_first: bool = False,
+        mock_first: MockInterview | None = None,
     ) -> None:
         super().__init__()
         self.review_first = review_first
+        self.mock_first = mock_first  # `prep mock`: open on it, over home (Esc goes home)
         self.db = db
         self.questions = [Path(q) for q in questions]
         self.selected_deck = deck
@@ -234,7 +237,14 @@ class PrepApp(App[int]):
                 f"No deck named {self.selected_deck!r}; showing all decks.", severity="warning"
             )
             self.selected_deck = None
-        if self.review_first:  # `prep quiz`: home is built when first asked for
+        if self.mock_first is not None:  # `prep mock`: the mock over home, as `m` opens it
+            from prep.tui.screens.home import HomeScreen
+            from prep.tui.screens.mock import MockScreen
+
+            mock, self.mock_first = self.mock_first, None  # once: a reload goes home
+            self._show(HomeScreen())
+            self.push_screen(MockScreen(mock=mock))
+        elif self.review_first:  # `prep quiz`: home is built when first asked for
             self.review_first = False  # once: a reload goes home
             self.action_start()
         else:

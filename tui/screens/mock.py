@@ -11,7 +11,7 @@ reads the app's collection, store, selected deck, clock and scheduler. ``run_moc
 from __future__ import annotations
 
 from rich.text import Text
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Input, Static
@@ -313,8 +313,14 @@ class MockScreen(PrepScreen):
             self.action_grade(int(step.suggested or Rating.Good))
 
     def action_back(self) -> None:
-        """Leave the mock; asks first when a typed answer would be thrown away."""
-        typed = self.query_one("#mock-answer", Input).value.strip()
+        """Esc: in the answer box, leave the box (what was typed stays; then q quits and Esc
+        leaves the mock); elsewhere leave the mock, asking first when a typed answer would
+        be thrown away."""
+        box = self.query_one("#mock-answer", Input)
+        if box.has_focus:
+            self.set_focus(None)  # (the footer says: Esc Back, q Quit)
+            return
+        typed = box.value.strip()
         if typed and not self.revealed and self.mock is not None and not self.mock.finished:
             from prep.tui.screens.confirm import Confirm
 
@@ -330,20 +336,11 @@ class MockScreen(PrepScreen):
             self.query_one("#mock-answer", Input).focus()
 
 
-class MockApp(App):
-    """A minimal app around MockScreen, for `prep mock` (exits when the screen is left)."""
-
-    TITLE = "prep mock"
-
-    def __init__(self, mock: MockInterview) -> None:
-        super().__init__()
-        self._mock = mock
-
-    def on_mount(self) -> None:
-        self.push_screen(MockScreen(mock=self._mock), callback=lambda _result: self.exit(0))
-
-
 def run_mock(mock: MockInterview) -> int:
-    """Run the mock interview in the terminal; returns the exit code."""
-    MockApp(mock).run()
-    return 0
+    """Run `prep mock` in the terminal: the app opened on the mock, over home (Esc goes
+    home, q quits, as when `m` opens it); returns the exit code."""
+    from prep.tui.app import PrepApp
+
+    app = PrepApp(store=mock.store, collection=mock.collection, mock_first=mock)
+    result = app.run()
+    return app.return_code or int(result or 0)
