@@ -398,6 +398,9 @@ class ReviewSession:
         self.collection = collection
         self.clock = clock
         self.scheduler = scheduler or Scheduler(store.settings())
+        # the settings as saved when the session began: a change saved since (`prep config`,
+        # `prep optimize` in another terminal) is used from the next rating on
+        self._settings_seen = store.settings()
         now = clock()
         collection.sync(store)
         learning_ids: frozenset[str] | None = None
@@ -560,11 +563,21 @@ class ReviewSession:
             return stored
         return CardState(id=card.id, deck=card.deck, content_hash=card.content_hash)
 
+    def _follow_settings(self) -> None:
+        """Use the saved settings when they changed since this session last looked (the
+        scheduler keeps its fuzzing and seed)."""
+        saved = self.store.settings()
+        if saved != self._settings_seen:
+            self._settings_seen = saved
+            self.scheduler = replace(self.scheduler, settings=saved)
+            self.learn_ahead = timedelta(minutes=saved.learn_ahead_min)
+
     def preview(self) -> dict[Rating, Outcome]:
         """The outcome of each rating for the current card (for the rating buttons)."""
         card = self.current
         if card is None:
             return {}
+        self._follow_settings()
         return self.scheduler.preview(self.state_of(card), self.clock())
 
     def mark_shown(self) -> None:
@@ -599,6 +612,7 @@ class ReviewSession:
         changed, so it is shown as edited and reviewed on the new text."""
         card, entry = self._target(card_id, "rate")
         rating = Rating(rating)
+        self._follow_settings()
         shown_hash = content_hash or card.content_hash
         deck_hash = self.collection.content_hash_now(card.id) or card.content_hash
         now = self.clock()

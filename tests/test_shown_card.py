@@ -8,7 +8,7 @@ Pilot test covers it."""
 from __future__ import annotations
 
 import io
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -232,3 +232,46 @@ def test_a_deck_edited_under_an_open_session_never_moves_a_rating(tmp_path: Path
         state = store.card("orig-2")
         assert state.changed and state.content_hash == nxt.content_hash
         assert not store.card("orig-1").changed
+
+
+def test_a_settings_change_saved_meanwhile_is_used_by_the_next_rating(
+    fresh_store, small_collection, clock
+) -> None:
+    """`prep config desired_retention 0.95` (or `prep optimize`) while a session is open: the
+    next rating uses the saved settings (issue 19 item 12)."""
+    from dataclasses import replace
+
+    s = new_session(fresh_store, small_collection, clock)
+    first = s.current
+    assert (
+        s.preview()[Rating.Good].interval
+        == s.scheduler.preview(s.state_of(first), clock())[Rating.Good].interval
+    )
+    steps = replace(fresh_store.settings(), learning_steps_min=(3.0, 30.0))
+    fresh_store.save_settings(steps)  # another terminal
+    assert s.preview()[Rating.Again].interval.total_seconds() == 180
+    outcome = s.rate(Rating.Again, card_id=first.id)
+    assert outcome.interval.total_seconds() == 180
+    assert s.scheduler.enable_fuzzing is False  # the injected scheduler's own options stay
+
+
+@async_test
+async def test_the_app_uses_settings_saved_while_it_is_open() -> None:
+    from dataclasses import replace
+
+    app = make_app()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.press("enter")  # start
+        card = app.screen.card
+        app.store.save_settings(replace(app.store.settings(), learning_steps_min=(3.0, 30.0)))
+        if card.choices:
+            await pilot.press("a")
+        else:
+            await pilot.press("enter")
+        await pilot.press("1")
+        await pilot.pause()
+        (review,) = app.store.reviews()
+        assert review.card_id == card.id
+        assert app.store.card(card.id).due == NOW + timedelta(minutes=3)
+        # and a session started later in the app too
+        assert app.scheduler.settings.learning_steps_min == (3.0, 30.0)

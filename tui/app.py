@@ -12,6 +12,7 @@ into the demo screen.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import socket
 import sys
@@ -29,7 +30,7 @@ from textual.worker import get_current_worker
 
 from prep.engine import deckcache
 from prep.engine.deck import Collection, load_collection
-from prep.engine.scheduler import Scheduler
+from prep.engine.scheduler import Scheduler, Settings
 from prep.engine.schema import Upgrade
 from prep.engine.session import (  # DeckCounts: home's rows (re-exported for the screens)
     DeckCounts,
@@ -163,6 +164,7 @@ class PrepApp(App[int]):
         self.include_bundled = include_bundled
         self.clock = clock
         self._scheduler = scheduler
+        self._scheduler_settings: Settings | None = None  # saved settings it was last checked on
         self.demo_command = demo_command
         self.demos: dict[str, str] = demo_infos() if demos is None else demos
         self.theme = theme or pick_theme()
@@ -324,9 +326,16 @@ class PrepApp(App[int]):
 
     @property
     def scheduler(self) -> Scheduler:
+        """The scheduler on the saved settings: rebuilt (keeping its fuzzing and seed) when
+        they changed since it was last asked for (`prep config` or `prep optimize` in another
+        terminal while the app is open)."""
+        assert self.store is not None
+        saved = self.store.settings()
         if self._scheduler is None:
-            assert self.store is not None
-            self._scheduler = Scheduler(self.store.settings())
+            self._scheduler = Scheduler(saved)
+        elif self._scheduler_settings is not None and saved != self._scheduler_settings:
+            self._scheduler = dataclasses.replace(self._scheduler, settings=saved)
+        self._scheduler_settings = saved
         return self._scheduler
 
     def now(self) -> datetime:
