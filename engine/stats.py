@@ -177,6 +177,14 @@ def render(stats: dict[str, Any]) -> str:
         lines.append(
             f"{name:<22}{m['cards']:>6}{m['seen']:>6}{m['mature']:>8}{percent(m['mastery']):>9}"
         )
+    if stats["tags"]:  # mastery per tag (topic), as the app's stats screen and --json give it
+        width = max(22, *(len(tag) + 2 for tag in stats["tags"]))
+        lines += ["", f"{'Tag':<{width}}{'cards':>6}{'seen':>6}{'mature':>8}{'mastery':>9}"]
+        for tag, m in stats["tags"].items():
+            lines.append(
+                f"{tag:<{width}}{m['cards']:>6}{m['seen']:>6}{m['mature']:>8}"
+                f"{percent(m['mastery']):>9}"
+            )
     listed = []
     if stats["leeches"]:
         listed.append(f"Leeches      {', '.join(stats['leeches'])}")
