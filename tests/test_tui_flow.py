@@ -522,7 +522,7 @@ async def test_demo_streams_progress_shows_checks_at_once_and_scrolls_to_the_end
     script.write_text(STREAMING_DEMO, encoding="utf-8")
     app = make_app(demo_command=lambda name: [sys.executable, str(script), name, str(tmp_path)])
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("down", "enter", "space", "d")
+        await pilot.press("down", "enter", "space", "r")
         demo = app.screen
         assert isinstance(demo, DemoScreen)
         await wait_until(pilot, lambda: "measuring 12 checks" in text_of(app, "#demo-status"))
@@ -566,14 +566,14 @@ async def test_a_card_with_several_demos_asks_which() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("enter", "space")
         assert "run one of 2 demos" in text_of(app, "#demo-link")
-        await pilot.press("d")
+        await pilot.press("r")
         assert isinstance(app.screen, DemoPick)
         await pilot.press("escape")
         assert isinstance(app.screen, ReviewScreen)
-        await pilot.press("d", "2")
+        await pilot.press("r", "2")
         await pilot.pause()
         assert isinstance(app.screen, DemoScreen) and app.screen.demo_name == "per-head-sum"
-        await pilot.press("escape", "d", "down", "enter")
+        await pilot.press("escape", "r", "down", "enter")
         await pilot.pause()
         assert isinstance(app.screen, DemoScreen) and app.screen.demo_name == "per-head-sum"
 

@@ -313,14 +313,14 @@ class MockScreen(PrepScreen):
             self.action_grade(int(step.suggested or Rating.Good))
 
     def action_back(self) -> None:
-        """Esc: in the answer box, leave the box (what was typed stays; then q quits and Esc
-        leaves the mock); elsewhere leave the mock, asking first when a typed answer would
-        be thrown away."""
+        """Esc: in the answer box with an answer typed, leave the box (the answer stays; then
+        q quits and Esc leaves the mock); otherwise leave the mock, asking first when a typed
+        answer would be thrown away."""
         box = self.query_one("#mock-answer", Input)
-        if box.has_focus:
-            self.set_focus(None)  # (the footer says: Esc Back, q Quit)
-            return
         typed = box.value.strip()
+        if box.has_focus and typed:
+            self.set_focus(None)  # what was typed stays (the footer says: Esc Back, q Quit)
+            return
         if typed and not self.revealed and self.mock is not None and not self.mock.finished:
             from prep.tui.screens.confirm import Confirm
 

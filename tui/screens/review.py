@@ -60,14 +60,14 @@ def back_markdown(sections: list[Section]) -> str:
 
 
 def demo_line(links: tuple[DemoLink, ...]) -> Text:
-    """`d  run the demo NAME`, its latest run and its claim; with several demos, their names
-    (d asks which one)."""
+    """`r  run the demo NAME`, its latest run and its claim; with several demos, their names
+    (r asks which one)."""
     if len(links) > 1:
-        line = Text.assemble(("d", "bold reverse"), f"  run one of {len(links)} demos: ")
+        line = Text.assemble(("r", "bold reverse"), f"  run one of {len(links)} demos: ")
         line.append(", ".join(link.name for link in links), style="bold")
         return line
     first = links[0]
-    line = Text.assemble(("d", "bold reverse"), "  run the demo ", (first.name, "bold"))
+    line = Text.assemble(("r", "bold reverse"), "  run the demo ", (first.name, "bold"))
     line.append(f"  ({first.last_run()})", style="dim")
     if first.claim:
         line.append(f"\n{first.claim}", style="dim")
@@ -107,11 +107,13 @@ class ReviewScreen(PrepScreen):
         Binding("b", "pick(1)", "Pick b", show=False, tooltip="Pick choice b"),
         Binding("c", "pick(2)", "Pick c", show=False, tooltip="Pick choice c"),
         Binding("d", "pick(3)", "Pick d", show=False, tooltip="Pick choice d (before the answer)"),
+        # one meaning per key: a-d only pick (while the answer is hidden); r runs the demo, as
+        # r runs it again on the demo screen
         Binding(
-            "d",
+            "r",
             "demo",
-            "Demo",
-            tooltip="Run the card's linked demo, once the answer is shown",
+            "Run demo",
+            tooltip="Run the card's linked demo, once the answer is shown (a-d only pick choices)",
         ),
         Binding("u", "undo", "Undo", tooltip="Undo the last rating or mark; its card comes back"),
         Binding(
@@ -346,8 +348,8 @@ class ReviewScreen(PrepScreen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # The footer lists only what works now: space before the answer, 1-4 after it, a-d
-        # while a choice card waits for a pick, d once a card with a demo is revealed (on a
-        # four-choice card `d` picks choice d until then).
+        # while a choice card waits for a pick (and never after), r once a card with a demo
+        # is revealed.
         card = self.card
         if action == "reveal":
             return card is not None and not self.revealed
