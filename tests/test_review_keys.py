@@ -76,3 +76,29 @@ async def test_help_says_r_runs_the_demo_on_the_review_screen() -> None:
         meaning = {parts[0]: parts[1] if len(parts) > 1 else "" for parts in lines}
         assert "demo" in meaning["r"].lower()
         assert "d" not in meaning or "demo" not in meaning["d"].lower()
+
+
+@async_test
+async def test_the_demo_line_stays_in_view_at_80x24() -> None:
+    """A long answer (the bundled two-roles card) at 80x24: the card's demo line is on
+    screen once the answer shows, not below the fold (issue 19 item 9)."""
+    from prep.engine.deck import load_collection
+
+    bundled = load_collection()
+    coll = Collection()
+    info = bundled.decks["wo-core"]
+    coll.decks["wo-core"] = info
+    coll.add(bundled.get("wo-two-roles"))
+    app = make_app(collection=coll)
+    app.demos.update({name: "a claim" for name in bundled.get("wo-two-roles").demos})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("enter", "space")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ReviewScreen) and screen.revealed
+        card = screen.query_one("#card")
+        assert card.virtual_size.height > card.size.height  # the answer does overflow
+        link = screen.query_one("#demo-link")
+        assert link.display and link.region.height >= 1
+        assert link.region.y >= 0 and link.region.bottom <= 24 - 4  # above ratings and footer
+        assert "run one of 3 demos" in str(link.render())

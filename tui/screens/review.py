@@ -214,6 +214,8 @@ class ReviewScreen(PrepScreen):
         self.render_choices()
         if self._back is not None:
             self._back.display = False
+        if self._demo_link is not None:
+            self._demo_link.display = False
         self.query_one("#card", VerticalScroll).scroll_home(animate=False)
         hint = self.front_hint()
         if self._note is not None:
@@ -322,8 +324,11 @@ class ReviewScreen(PrepScreen):
         sections = answer_sections(card, self.prep.demos, runs)
         if self._back is None:
             self._answer, self._demo_link = Static(id="answer"), Static(id="demo-link")
-            self._back = Vertical(self._answer, self._demo_link, id="back")
+            self._back = Vertical(self._answer, id="back")
             self.query_one("#card").mount(self._back)  # last: below the choices
+            # the demo line sits below the scrolling card, above the ratings: visible however
+            # long the answer is (at 80x24 it was below the fold)
+            self.mount(self._demo_link, after=self.query_one("#card"))
         assert self._answer is not None and self._demo_link is not None
         self._answer.update(card_text(back_markdown(sections)))
         link = self._demo_link
