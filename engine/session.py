@@ -404,6 +404,10 @@ class ReviewSession:
         now = clock()
         collection.sync(store)
         learning_ids: frozenset[str] | None = None
+        # today's session (its queue built here) also takes the learning steps that come due
+        # while it is open, whichever screen rated them (a mock's Again, another terminal)
+        self._adopts = queue is None and requeue
+        self._deck = deck
         if queue is None:
             built = build_queue(store, collection, now, deck=deck, new_limit=new_limit)
             queue, new_ids, learning_ids = built.ids, set(built.new), built.learning_ids
@@ -467,6 +471,8 @@ class ReviewSession:
         card whose step is due first, then the queue, then (nothing else left) the soonest
         learning card within the learn-ahead limit, shown early."""
         now = self.clock()
+        if self._adopts:
+            self._adopt_due_steps(now)
         while self.queue:
             card = self.collection.get(self.queue[0])
             if (
@@ -486,6 +492,31 @@ class ReviewSession:
         if self.learning and self.learning[0][0] <= now + self.learn_ahead:
             return self.collection.get(self.learning[0][1]), self.learning[0]
         return None
+
+    def _adopt_due_steps(self, now: datetime) -> None:
+        """Learning and relearning steps due now that this session does not hold (rated on
+        another screen or in another terminal since it began) join its learning cards: the
+        queue takes every due card, whichever screen rated it. One indexed query per card
+        shown (learning cards are few)."""
+        decks = None if self._deck is None else [self._deck]
+        due = self.store.due_ids(now, decks=decks, not_state=int(State.Review))
+        held = {cid for _, cid in self.learning}
+        new = [cid for cid in due if cid not in held and cid in self.collection]
+        if not new:
+            return
+        hidden = self.store.hidden_ids(now)
+        states = self.store.cards([cid for cid in new if cid not in hidden])
+        queued = set(self.queue)
+        for cid, state in states.items():
+            if state.due is None:
+                continue
+            if cid in queued:  # still queued here (as new, or as a step): it is a step now
+                self.queue.remove(cid)
+            else:
+                self.total += 1
+            self.learning.append((state.due, cid))
+            self.kind_of[cid] = "learning"
+        self.learning.sort()
 
     def _parent_unanswered(self, card: Card) -> bool:
         """A new follow-up waits for its parent to have been answered: the parent, queued

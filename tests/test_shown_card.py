@@ -275,3 +275,32 @@ async def test_the_app_uses_settings_saved_while_it_is_open() -> None:
         assert app.store.card(card.id).due == NOW + timedelta(minutes=3)
         # and a session started later in the app too
         assert app.scheduler.settings.learning_steps_min == (3.0, 30.0)
+
+
+def test_a_session_takes_learning_steps_that_came_due_from_elsewhere(
+    fresh_store, small_collection, clock
+) -> None:
+    """A mock (or another terminal) rates a card Again while today's session is open: once
+    its step is due, the session serves it (issue 19 item 4), and ends saying nothing is
+    overdue."""
+    s = new_session(fresh_store, small_collection, clock)
+    shown = s.current
+    other = s.queue[-1]  # the last card of today's queue
+    elsewhere = ReviewSession(
+        fresh_store,
+        small_collection,
+        scheduler=Scheduler(fresh_store.settings(), enable_fuzzing=False),
+        clock=clock,
+        queue=[other],
+        requeue=False,
+    )
+    elsewhere.rate(Rating.Again, card_id=other)  # a 1-minute step, rated on another screen
+    clock.advance(seconds=65)
+    s.rate(Rating.Easy, card_id=shown.id)
+    assert s.current.id == other  # due now: before the rest of the queue
+    assert s.counts()[1] >= 1
+    s.rate(Rating.Easy, card_id=other)
+    assert [r.card_id for r in fresh_store.reviews()].count(other) == 2
+    while not s.finished:
+        s.rate(Rating.Easy, card_id=s.current.id)
+    assert fresh_store.due_ids(clock()) == []
