@@ -107,27 +107,39 @@ _STEP_STATES = frozenset(int(x) for x in State if x != State.Review)  # as due_i
 
 
 def deck_counts(
-    store: Store, collection: Collection, now: datetime, *, new_limit: int | None = None
+    store: Store,
+    collection: Collection,
+    now: datetime,
+    *,
+    new_limit: int | None = None,
+    per_deck: bool = True,
 ) -> list[DeckCounts]:
-    """New / learning / due per deck, as ``build_queue`` would serve them (the first row is
-    all decks together), without building the queues: learning steps and reviews due are one
-    grouped count per state in SQL (less the few suspended or buried cards), reviews capped
-    by today's review limit; the new cards are the rotation's, read only as far as the
-    new-card limit needs."""
+    """New / learning / due per deck, as today's session serves them (the first row is all
+    decks together; ``per_deck=False``: that row only). The one source of these three
+    numbers for every screen (home, the review bar, stats): learning counts the learning and
+    relearning steps due within the learn-ahead window (as the session holds them, shown
+    when due or early when nothing else is left), due the reviews due now, capped by
+    today's review limit, new the curriculum's next cards up to the new-card limit.
+
+    Without building the queues: learning steps and reviews due are one grouped count per
+    state in SQL (less the few suspended or buried cards); the new cards are read only as
+    far as the new-card limit needs."""
     new_limit, review_limit = _limits_left(store, now, new_limit, None)
+    ahead = now + timedelta(minutes=store.settings().learn_ahead_min)
     hidden = store.hidden_ids(now)
-    due = {deck: list(n) for deck, n in store.due_counts(now).items()}
+    due = {deck: list(n) for deck, n in store.due_counts(now, learning_until=ahead).items()}
     for state in store.cards(hidden).values():  # due, but not served today
-        if state.removed or state.due is None or state.due > now or state.deck not in due:
+        if state.removed or state.due is None or state.deck not in due:
             continue
-        if state.state == State.Review:
+        if state.state == State.Review and state.due <= now:
             due[state.deck][1] -= 1
-        elif state.state in _STEP_STATES:
+        elif state.state in _STEP_STATES and state.due <= ahead:
             due[state.deck][0] -= 1
     seen = store.seen_ids() | hidden if collection.reads_seen and new_limit > 0 else None
     among = _decks_with_new(store, collection)
     decks: list[tuple[str | None, str, int]] = [(None, "All decks", len(collection))]
-    decks += [(name, info.title, len(info.card_ids)) for name, info in collection.decks.items()]
+    if per_deck:
+        decks += [(name, info.title, len(info.card_ids)) for name, info in collection.decks.items()]
     rows = []
     for name, title, size in decks:
         if name is None:
@@ -494,12 +506,16 @@ class ReviewSession:
         return None
 
     def _adopt_due_steps(self, now: datetime) -> None:
-        """Learning and relearning steps due now that this session does not hold (rated on
+        """Learning and relearning steps due within the learn-ahead window that this
+        session does not hold (rated on
         another screen or in another terminal since it began) join its learning cards: the
         queue takes every due card, whichever screen rated it. One indexed query per card
         shown (learning cards are few)."""
         decks = None if self._deck is None else [self._deck]
-        due = self.store.due_ids(now, decks=decks, not_state=int(State.Review))
+        # within the learn-ahead window, as home counts them: served when due, or early
+        # when nothing else is left
+        ahead = now + self.learn_ahead
+        due = self.store.due_ids(ahead, decks=decks, not_state=int(State.Review))
         held = {cid for _, cid in self.learning}
         new = [cid for cid in due if cid not in held and cid in self.collection]
         if not new:
@@ -566,7 +582,9 @@ class ReviewSession:
         return ahead if ahead > timedelta(0) else None
 
     def counts(self) -> tuple[int, int, int]:
-        """Anki's three numbers: new, learning and due (review) cards left in this session."""
+        """Anki's three numbers: new, learning and due (review) cards left in this session
+        (the card on screen included), as home counts them (``deck_counts``)."""
+        self._shown()  # (the steps come due from elsewhere are taken in first)
         kinds = [self.kind_of.get(cid, "review") for cid in self.queue]
         return (
             kinds.count("new"),

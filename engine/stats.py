@@ -13,6 +13,7 @@ from typing import Any
 
 from prep.engine.deck import Collection
 from prep.engine.present import count, percent
+from prep.engine.session import deck_counts
 from prep.engine.storage import Store
 from prep.engine.timeutil import day_start, fmt, study_day_start
 
@@ -115,9 +116,16 @@ def compute(
         for run in store.demo_runs(latest=True)
     ]
 
+    # today's session: new / learning / due from the one source home and the review bar use
+    today_row = deck_counts(store, collection, now, per_deck=False)[0]
     return {
         "now": fmt(now),
         "since": fmt(since),
+        "session": {
+            "new": today_row.new,
+            "learning": today_row.learning,
+            "due": today_row.due,
+        },
         "reviews": {
             "today": store.count_reviews(day_start(now)),
             "total": store.count_reviews(since),
@@ -167,6 +175,8 @@ def render(stats: dict[str, Any]) -> str:
         f"Reviews      today {r['today']}   total{since} {r['total']}   streak {count(stats['streak_days'], 'day')}",
         f"Retention    true{since} {percent(tr['all']['rate'])} over {count(tr['all']['reviews'], 'review')}"
         f"   last 30 days {percent(tr['last_30_days']['rate'])}   target {percent(stats['desired_retention'])}",
+        f"Session      new {stats['session']['new']}   learning {stats['session']['learning']}   "
+        f"due {stats['session']['due']}   (what today's session serves now, as home shows it)",
         f"Due          now {d['now']}   today {d['today']}   tomorrow {d['tomorrow']}   next 7 days {d['next_7_days']}",
         f"Cards        {stats['cards']['seen']} of {stats['cards']['total']} seen   "
         + marks_text(stats["marks"]),

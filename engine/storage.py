@@ -1343,18 +1343,22 @@ class Store:
             self._deck_keys(path),
         ).fetchall()
 
-    def due_counts(self, now: datetime) -> dict[str, tuple[int, int]]:
-        """Per deck: (learning or relearning cards due at ``now``, review cards due), of the
-        cards still in the decks. One grouped count over the (removed, state, due, deck)
-        index, per state as ``due_ids`` reads them; no card row is read."""
+    def due_counts(
+        self, now: datetime, learning_until: datetime | None = None
+    ) -> dict[str, tuple[int, int]]:
+        """Per deck: (learning or relearning cards due by ``learning_until`` (default
+        ``now``), review cards due at ``now``), of the cards still in the decks. One grouped
+        count over the (removed, state, due, deck) index, per state as ``due_ids`` reads
+        them; no card row is read."""
         others = [int(x) for x in State if x != State.Review]
         out: dict[str, list[int]] = {}
+        cutoffs = (learning_until or now, now)
         for column, states in ((0, others), (1, [int(State.Review)])):
             rows = self.conn.execute(
                 "SELECT deck, count(*) FROM cards INDEXED BY cards_removed_state_due "
                 f"WHERE removed = 0 AND state IN ({', '.join('?' * len(states))}) AND due <= ? "
                 "GROUP BY deck",
-                [*states, fmt(now)],
+                [*states, fmt(cutoffs[column])],
             )
             for deck, n in rows:
                 out.setdefault(deck, [0, 0])[column] += n

@@ -187,7 +187,13 @@ def old_deck_counts(store: Store, coll: Collection, new_limit: int | None) -> li
             done = store.count_reviews(day_start(now), new_only=True)
             limit = max(0, settings.new_per_day + extra_new_today(store, now) - done)
         new = old_new_cards(store, coll, store.hidden_ids(now), limit, name) if limit else []
-        rows.append((name, len(new), queue.learning, len(queue.due) - queue.learning))
+        # learning: the steps due within the learn-ahead window (as the session holds them)
+        ahead = now + timedelta(minutes=settings.learn_ahead_min)
+        decks = None if name is None else [name]
+        hidden = store.hidden_ids(now)
+        steps = store.due_ids(ahead, decks=decks, not_state=int(State.Review))
+        learning = len([c for c in steps if c in coll and c not in hidden])
+        rows.append((name, len(new), learning, len(queue.due) - queue.learning))
     return rows
 
 

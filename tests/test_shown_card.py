@@ -304,3 +304,36 @@ def test_a_session_takes_learning_steps_that_came_due_from_elsewhere(
     while not s.finished:
         s.rate(Rating.Easy, card_id=s.current.id)
     assert fresh_store.due_ids(clock()) == []
+
+
+def test_home_the_review_bar_and_stats_give_the_same_three_numbers(
+    fresh_store, small_collection, clock
+) -> None:
+    """One source for new / learning / due (issue 19 item 5): learning steps waiting within
+    the learn-ahead window count as learning on home and in stats as in the review bar."""
+    from prep.engine import stats
+    from prep.engine.session import deck_counts
+
+    s = new_session(fresh_store, small_collection, clock)
+    s.rate(Rating.Again, card_id=s.current.id)  # 1 minute
+    s.rate(Rating.Good, card_id=s.current.id)  # 10 minutes
+    clock.advance(seconds=30)  # neither step is due yet: both wait in the session
+
+    def numbers() -> list[tuple[int, int, int]]:
+        home = deck_counts(fresh_store, small_collection, clock())[0]
+        st = stats.compute(fresh_store, small_collection, clock())["session"]
+        return [
+            s.counts(),
+            (home.new, home.learning, home.due),
+            (st["new"], st["learning"], st["due"]),
+        ]
+
+    first = numbers()
+    assert first[0] == first[1] == first[2] and first[0][1] == 2, first
+    clock.advance(minutes=2)
+    s.rate(Rating.Good, card_id=s.current.id)
+    again = numbers()
+    assert again[0] == again[1] == again[2], again
+    # a fresh session (the app's next start) counts what home counts
+    later = new_session(fresh_store, small_collection, clock)
+    assert later.counts() == again[1]
