@@ -507,10 +507,9 @@ class ReviewSession:
 
     def _adopt_due_steps(self, now: datetime) -> None:
         """Learning and relearning steps due within the learn-ahead window that this
-        session does not hold (rated on
-        another screen or in another terminal since it began) join its learning cards: the
-        queue takes every due card, whichever screen rated it. One indexed query per card
-        shown (learning cards are few)."""
+        session does not hold (rated on another screen or in another terminal since it
+        began) join its learning cards: the queue takes every due card, whichever screen
+        rated it. One indexed query per card shown (learning cards are few)."""
         decks = None if self._deck is None else [self._deck]
         # within the learn-ahead window, as home counts them: served when due, or early
         # when nothing else is left

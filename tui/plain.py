@@ -30,7 +30,7 @@ from prep.engine.present import (
     spoken_interval,
 )
 from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
-from prep.engine.session import ReviewSession
+from prep.engine.session import NotCurrentCard, ReviewSession
 from prep.engine.storage import StoreError
 
 
@@ -179,6 +179,9 @@ class PlainQuiz:
                     outcome = session.rate(
                         Rating(int(answer)), card_id=card.id, content_hash=card.content_hash
                     )
+                except NotCurrentCard as exc:  # never saved on another card: say so
+                    say(f"Not saved: {exc}.")
+                    return
                 except StoreError as exc:
                     if not exc.retryable:  # read-only: no retry will save it
                         raise

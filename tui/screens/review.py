@@ -24,7 +24,7 @@ from textual.widgets import Footer, Static
 
 from prep.engine.deck import CHOICE_LETTERS, Card
 from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
-from prep.engine.session import ReviewSession
+from prep.engine.session import NotCurrentCard, ReviewSession
 from prep.engine.storage import StoreError
 from prep.tui.base import PrepScreen
 from prep.tui.cardtext import card_text, inline_text, warm_up
@@ -392,6 +392,10 @@ class ReviewScreen(PrepScreen):
             return
         try:
             mark = self.session.set_mark(change, card_id=self.card.id)
+        except NotCurrentCard as exc:
+            self.notify(f"Not saved: {exc}", severity="error", timeout=8)
+            self.show_card()
+            return
         except StoreError as exc:
             self.notify(f"Not saved: {exc}", severity="error", timeout=8)
             return
@@ -452,6 +456,10 @@ class ReviewScreen(PrepScreen):
                         Rating(value), card_id=card.id, content_hash=card.content_hash
                     )
                     break
+                except NotCurrentCard as exc:  # never saved on another card: say so
+                    self.notify(f"Not saved: {exc}", severity="error", timeout=8)
+                    self.show_card()
+                    return
                 except StoreError as exc:
                     if exc.kind == "busy" and time.monotonic() < deadline:
                         self.set_hint(
