@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine import deckcache
-from prep.engine.deck import Card, load_collection
-from prep.engine.storage import SCHEMA_VERSION, Store
+from prep.engine.decks import deckcache
+from prep.engine.decks.deck import Card, load_collection
+from prep.engine.store import SCHEMA_VERSION, Store
 
 LEVELLED = """\
 deck: lv
@@ -197,7 +197,7 @@ def curriculum(tmp_path: Path) -> Path:
 
 
 def _queues(store: Store, folder: Path, **kw):
-    from prep.engine.session import build_queue
+    from prep.engine.study.session import build_queue
     from tests.conftest import FIXED_NOW
 
     full = load_collection([folder], include_bundled=False)
@@ -242,9 +242,9 @@ def test_a_deck_option_keeps_the_curriculum_within_the_deck(tmp_path, curriculum
 def test_a_follow_up_waits_for_its_parent_to_be_answered(tmp_path, curriculum) -> None:
     """Burying (or suspending) a never-answered parent holds its follow-up back: in the
     queue, and in a session whose queue already holds both (issue 19 item 7)."""
-    from prep.engine.scheduler import Rating
-    from prep.engine.session import ReviewSession
-    from prep.engine.storage import Mark
+    from prep.engine.store import Mark
+    from prep.engine.study.scheduler import Rating
+    from prep.engine.study.session import ReviewSession
     from tests.conftest import FIXED_NOW, Clock
 
     with Store.open(tmp_path / "p.db") as store:

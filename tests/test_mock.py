@@ -13,11 +13,11 @@ from click.testing import CliRunner
 from textual.app import App
 from textual.widgets import Input, Static
 
-from prep.engine.deck import Collection, load_collection
-from prep.engine.mock import MockError, MockInterview, follow_up_chain, pick_main
-from prep.engine.present import clock_text
-from prep.engine.scheduler import CardState, Rating, Scheduler
-from prep.engine.storage import Store
+from prep.engine.decks.deck import Collection, load_collection
+from prep.engine.store import Store
+from prep.engine.study.mock import MockError, MockInterview, follow_up_chain, pick_main
+from prep.engine.study.present import clock_text
+from prep.engine.study.scheduler import CardState, Rating, Scheduler
 from prep.tui.cli import main
 from prep.tui.plain import run_mock_plain
 from prep.tui.screens.mock import MockScreen
@@ -368,7 +368,7 @@ def test_q_quits_and_esc_goes_home_when_prep_mock_opened_on_the_mock() -> None:
     quits once Esc has left the box (what was typed stays)."""
     from textual.widgets import Input
 
-    from prep.engine.mock import MockInterview
+    from prep.engine.study.mock import MockInterview
     from prep.tui.app import PrepApp
     from prep.tui.testing import NOW, fixed_collection
 
@@ -397,7 +397,7 @@ def test_q_quits_and_esc_goes_home_when_prep_mock_opened_on_the_mock() -> None:
 
 
 def test_esc_from_prep_mock_goes_home_not_out_of_prep() -> None:
-    from prep.engine.mock import MockInterview
+    from prep.engine.study.mock import MockInterview
     from prep.tui.app import PrepApp
     from prep.tui.screens.home import HomeScreen
     from prep.tui.testing import NOW, fixed_collection

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from prep.engine.deck import Collection, parse_deck_text
+from prep.engine.decks.deck import Collection, parse_deck_text
 from prep.tui.screens.demo import DemoScreen
 from prep.tui.screens.help import HelpScreen
 from prep.tui.screens.review import ReviewScreen
@@ -82,7 +82,7 @@ async def test_help_says_r_runs_the_demo_on_the_review_screen() -> None:
 async def test_the_demo_line_stays_in_view_at_80x24() -> None:
     """A long answer (the bundled two-roles card) at 80x24: the card's demo line is on
     screen once the answer shows, not below the fold (issue 19 item 9)."""
-    from prep.engine.deck import load_collection
+    from prep.engine.decks.deck import load_collection
 
     bundled = load_collection()
     coll = Collection()

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine import deckcache
-from prep.engine.mock import MockError, MockInterview
-from prep.engine.scheduler import Rating, Scheduler
-from prep.engine.session import NotCurrentCard, ReviewSession
-from prep.engine.storage import Store
+from prep.engine.decks import deckcache
+from prep.engine.store import Store
+from prep.engine.study.mock import MockError, MockInterview
+from prep.engine.study.scheduler import Rating, Scheduler
+from prep.engine.study.session import NotCurrentCard, ReviewSession
 from prep.tui.plain import LineIO, PlainQuiz
 from prep.tui.screens.review import ReviewScreen
 from prep.tui.testing import NOW, make_app
@@ -311,8 +311,8 @@ def test_home_the_review_bar_and_stats_give_the_same_three_numbers(
 ) -> None:
     """One source for new / learning / due (issue 19 item 5): learning steps waiting within
     the learn-ahead window count as learning on home and in stats as in the review bar."""
-    from prep.engine import stats
-    from prep.engine.session import deck_counts
+    from prep.engine.study import stats
+    from prep.engine.study.session import deck_counts
 
     s = new_session(fresh_store, small_collection, clock)
     s.rate(Rating.Again, card_id=s.current.id)  # 1 minute

@@ -1,0 +1,470 @@
+"""A review session over today's queue (shared by `--plain`, the TUI and `mock`).
+
+The queue and the counts every screen shows are in engine/study/queue.py (re-exported here).
+The card on screen is the card rated: the session keeps it current until it is rated, marked
+away or undone, and refuses an action that names another card. Learning cards whose next
+step falls within the learn-ahead window come back later in the same session, as in Anki,
+and so do the steps another screen or terminal rated meanwhile.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from prep.engine.decks.deck import Card, Collection
+from prep.engine.store import Mark, Store
+from prep.engine.study.queue import (  # re-exported: callers import them from here
+    EXTRA_NEW_KEY,
+    LEARN_AHEAD,
+    DeckCounts,
+    Limits,
+    Queue,
+    add_new_today,
+    build_queue,
+    deck_counts,
+    extra_new_today,
+    limits_today,
+    review_ahead_ids,
+    unseen_per_deck,
+)
+from prep.engine.study.scheduler import CardState, Outcome, Rating, Scheduler, State, state_problem
+from prep.engine.timeutil import Clock, study_day_start, utcnow
+
+__all__ = [
+    "EXTRA_NEW_KEY",
+    "LEARN_AHEAD",
+    "DeckCounts",
+    "Limits",
+    "NotCurrentCard",
+    "Queue",
+    "ReviewSession",
+    "SessionStats",
+    "add_new_today",
+    "build_queue",
+    "deck_counts",
+    "extra_new_today",
+    "limits_today",
+    "review_ahead_ids",
+    "unseen_per_deck",
+]
+
+
+class NotCurrentCard(RuntimeError):
+    """An action named a card that is not the session's current card (or none is left)."""
+
+
+@dataclass
+class SessionStats:
+    started: datetime
+    reviewed: int = 0
+    again: int = 0
+    seconds: float = 0.0
+    ratings: dict[int, int] = field(default_factory=lambda: {int(r): 0 for r in Rating})
+
+    @property
+    def again_rate(self) -> float:
+        return self.again / self.reviewed if self.reviewed else 0.0
+
+
+class ReviewSession:
+    """Serve cards from a queue, rate them (committed at once), undo.
+
+    The clock is injectable (``clock=lambda: fixed``) so tests get exact intervals.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        collection: Collection,
+        *,
+        deck: str | None = None,
+        new_limit: int | None = None,
+        limit: int | None = None,
+        scheduler: Scheduler | None = None,
+        clock: Clock = utcnow,
+        queue: Iterable[str] | None = None,
+        requeue: bool = True,
+    ) -> None:
+        """``requeue``: show a learning card again this session when its next step is due
+        within the learn-ahead window (Anki's behaviour); a mock interview asks once."""
+        self.store = store
+        self.requeue = requeue
+        self.collection = collection
+        self.clock = clock
+        self.scheduler = scheduler or Scheduler(store.settings())
+        # the settings as saved when the session began: a change saved since (`prep config`,
+        # `prep optimize` in another terminal) is used from the next rating on
+        self._settings_seen = store.settings()
+        now = clock()
+        collection.reconcile(store)
+        learning_ids: frozenset[str] | None = None
+        # today's session (its queue built here) also takes the learning steps that come due
+        # while it is open, whichever screen rated them (a mock's Again, another terminal)
+        self._adopts = queue is None and requeue
+        self._deck = deck
+        if queue is None:
+            built = build_queue(store, collection, now, deck=deck, new_limit=new_limit)
+            queue, new_ids, learning_ids = built.ids, set(built.new), built.learning_ids
+        whole = list(queue)
+        self.queue: list[str] = whole[: limit if limit is not None else None]
+        self.held_back = len(whole) - len(self.queue)  # left for later by ``limit``
+        if learning_ids is None:  # a queue given by the caller: ask the store what each is
+            states = store.cards(self.queue)
+            new_ids = {cid for cid in self.queue if cid not in states}
+            learning_ids = frozenset(
+                cid for cid, st in states.items() if st.state != int(State.Review)
+            )
+        # what each queued card is, for Anki's three numbers (new / learning / due)
+        self.kind_of: dict[str, str] = {
+            cid: "new" if cid in new_ids else "learning" if cid in learning_ids else "review"
+            for cid in self.queue
+        }
+        # learning cards rated this session, waiting for their next step: (due, id), soonest
+        # first. One is served when due; early (within the learn-ahead limit) only when
+        # nothing else is left.
+        self.learning: list[tuple[datetime, str]] = []
+        self.learn_ahead = timedelta(minutes=store.settings().learn_ahead_min)
+        self.done: list[str] = []  # ids rated in this session, in order (for undo)
+        self._requeued: list[bool] = []  # whether each of those ratings re-queued its card
+        self._review_ids: list[int] = []  # the review rows those ratings wrote
+        self._from_learning: list[tuple[datetime, str] | None] = []  # where each rated card was
+        # undo goes back through ratings and marks alike: "rate", or the mark before a change
+        self._history: list[str | tuple[str, Mark, tuple[datetime, str] | None]] = []
+        self.total = len(self.queue)
+        self.skipped: list[tuple[str, str]] = []  # (card id, why) of cards left out
+        self.notices: list[str] = []
+        self._schedulable: set[str] = set()
+        self.stats = SessionStats(started=now)
+        self._shown_at = time.monotonic()
+        # the card on screen, once asked for (``current``), with its entry in ``learning``:
+        # it stays the current card until it is rated, marked away or undone, however the
+        # clock moves meanwhile (a learning step coming due never takes its place)
+        self._pinned: tuple[Card, tuple[datetime, str] | None] | None = None
+
+    # --- the current card ---------------------------------------------------------------
+
+    def _shown(self) -> tuple[Card, tuple[datetime, str] | None] | None:
+        """The current card and its learning entry: the pinned one while it is still where it
+        was (in front of the queue, or waiting in ``learning``), else the next one, pinned."""
+        pinned = self._pinned
+        if pinned is not None:
+            card, entry = pinned
+            if entry is None and self.queue and self.queue[0] == card.id:
+                return pinned
+            if entry is not None and entry in self.learning:
+                return pinned
+        self._pinned = self._next()
+        return self._pinned
+
+    def _pin(self, card_id: str, entry: tuple[datetime, str] | None = None) -> None:
+        card = self.collection.get(card_id)
+        self._pinned = None if card is None else (card, entry)
+
+    def _next(self) -> tuple[Card, tuple[datetime, str] | None] | None:
+        """The card to show now and, when it is a waiting learning card, its entry: a learning
+        card whose step is due first, then the queue, then (nothing else left) the soonest
+        learning card within the learn-ahead limit, shown early."""
+        now = self.clock()
+        if self._adopts:
+            self._adopt_due_steps(now)
+        while self.queue:
+            card = self.collection.get(self.queue[0])
+            if (
+                card is not None
+                and (card.id in self._schedulable or self._schedulable_now(card))
+                and not self._parent_unanswered(card)
+            ):
+                break
+            # removed from the decks since the queue was built, unusable, or a new follow-up
+            # whose parent was buried or suspended before it was ever answered
+            self.queue.pop(0)
+        self.learning = [e for e in self.learning if self.collection.get(e[1]) is not None]
+        if self.learning and self.learning[0][0] <= now:
+            return self.collection.get(self.learning[0][1]), self.learning[0]
+        if self.queue:
+            return self.collection.get(self.queue[0]), None
+        if self.learning and self.learning[0][0] <= now + self.learn_ahead:
+            return self.collection.get(self.learning[0][1]), self.learning[0]
+        return None
+
+    def _adopt_due_steps(self, now: datetime) -> None:
+        """Learning and relearning steps due within the learn-ahead window that this
+        session does not hold (rated on another screen or in another terminal since it
+        began) join its learning cards: the queue takes every due card, whichever screen
+        rated it. One indexed query per card shown (learning cards are few)."""
+        decks = None if self._deck is None else [self._deck]
+        # within the learn-ahead window, as home counts them: served when due, or early
+        # when nothing else is left
+        ahead = now + self.learn_ahead
+        due = self.store.due_ids(ahead, decks=decks, not_state=int(State.Review))
+        held = {cid for _, cid in self.learning}
+        new = [cid for cid in due if cid not in held and cid in self.collection]
+        if not new:
+            return
+        hidden = self.store.hidden_ids(now)
+        states = self.store.cards([cid for cid in new if cid not in hidden])
+        queued = set(self.queue)
+        for cid, state in states.items():
+            if state.due is None:
+                continue
+            if cid in queued:  # still queued here (as new, or as a step): it is a step now
+                self.queue.remove(cid)
+            else:
+                self.total += 1
+            self.learning.append((state.due, cid))
+            self.kind_of[cid] = "learning"
+        self.learning.sort()
+
+    def _parent_unanswered(self, card: Card) -> bool:
+        """A new follow-up waits for its parent to have been answered: the parent, queued
+        before it, may have been buried or suspended unseen this session."""
+        if card.parent is None or self.kind_of.get(card.id) != "new":
+            return False
+        return self.store.card(card.parent) is None
+
+    def _schedulable_now(self, card: Card) -> bool:
+        """Whether the scheduler can rate this card's stored state. A state it rejects (from a
+        hand-edited database, or an import before imports were validated) skips the card with
+        a notice instead of crashing the session when the answer is revealed."""
+        state = self.state_of(card)
+        why = state_problem(state)
+        if why is None:
+            try:
+                self.scheduler.preview(state, self.clock())
+            except (ArithmeticError, AssertionError, TypeError, ValueError) as exc:
+                why = f"the scheduler cannot rate it ({type(exc).__name__}: {exc})"
+        if why is not None:
+            self.skipped.append((card.id, why))
+            self.notices.append(f"Skipped card {card.id}: its stored state is unusable: {why}")
+            return False
+        self._schedulable.add(card.id)
+        return True
+
+    def take_notices(self) -> list[str]:
+        """Messages for the user since the last call (cards skipped, and why)."""
+        notices, self.notices = self.notices, []
+        return notices
+
+    @property
+    def current(self) -> Card | None:
+        """The card to show: once asked for, the same card until it is rated, marked away or
+        undone (``rate`` and ``set_mark`` act on it and refuse to act on another)."""
+        found = self._shown()
+        return found[0] if found else None
+
+    @property
+    def early(self) -> timedelta | None:
+        """How long before its step is due the current card is shown (learn-ahead), or None
+        when it is not early."""
+        found = self._shown()
+        if found is None or found[1] is None:
+            return None
+        ahead = found[1][0] - self.clock()
+        return ahead if ahead > timedelta(0) else None
+
+    def counts(self) -> tuple[int, int, int]:
+        """Anki's three numbers: new, learning and due (review) cards left in this session
+        (the card on screen included), as home counts them (``deck_counts``)."""
+        self._shown()  # (the steps come due from elsewhere are taken in first)
+        kinds = [self.kind_of.get(cid, "review") for cid in self.queue]
+        return (
+            kinds.count("new"),
+            kinds.count("learning") + len(self.learning),
+            kinds.count("review"),
+        )
+
+    @property
+    def waiting(self) -> datetime | None:
+        """When the next learning card of this session is due, if one is waiting."""
+        return self.learning[0][0] if self.learning else None
+
+    @property
+    def finished(self) -> bool:
+        return self.current is None
+
+    @property
+    def position(self) -> int:
+        """1-based index of the current card among the cards of this session."""
+        return min(len(self.done) + 1, max(self.total, 1))
+
+    def state_of(self, card: Card) -> CardState:
+        stored = self.store.card(card.id)
+        if stored is not None:
+            return stored
+        return CardState(id=card.id, deck=card.deck, content_hash=card.content_hash)
+
+    def _follow_settings(self) -> None:
+        """Use the saved settings when they changed since this session last looked (the
+        scheduler keeps its fuzzing and seed)."""
+        saved = self.store.settings()
+        if saved != self._settings_seen:
+            self._settings_seen = saved
+            self.scheduler = replace(self.scheduler, settings=saved)
+            self.learn_ahead = timedelta(minutes=saved.learn_ahead_min)
+
+    def preview(self) -> dict[Rating, Outcome]:
+        """The outcome of each rating for the current card (for the rating buttons)."""
+        card = self.current
+        if card is None:
+            return {}
+        self._follow_settings()
+        return self.scheduler.preview(self.state_of(card), self.clock())
+
+    def mark_shown(self) -> None:
+        self._shown_at = time.monotonic()
+
+    # --- rating and undo ----------------------------------------------------------------
+
+    def _target(self, card_id: str | None, what: str) -> tuple[Card, tuple[datetime, str] | None]:
+        """The current card (and its learning entry), checked against the card the front end
+        showed: an action names that card, and one for any other card is refused."""
+        found = self._shown()
+        if found is None:
+            raise NotCurrentCard(f"no card to {what}: the session is finished")
+        if card_id is not None and found[0].id != card_id:
+            raise NotCurrentCard(
+                f"cannot {what} card {card_id!r}: the card shown now is {found[0].id!r}"
+            )
+        return found
+
+    def rate(
+        self,
+        rating: Rating | int,
+        duration_ms: int | None = None,
+        *,
+        card_id: str | None = None,
+        content_hash: str | None = None,
+    ) -> Outcome:
+        """Rate the current card (the one shown: ``card_id`` names it, and a rating for any
+        other card raises NotCurrentCard). ``content_hash`` is the text that was shown (the
+        current card's by default): when the deck's text has changed since (another prep
+        re-read an edited deck), the rating is kept for this card and its state is marked as
+        changed, so it is shown as edited and reviewed on the new text."""
+        card, entry = self._target(card_id, "rate")
+        rating = Rating(rating)
+        self._follow_settings()
+        shown_hash = content_hash or card.content_hash
+        deck_hash = self.collection.content_hash_now(card.id) or card.content_hash
+        now = self.clock()
+        if duration_ms is None:
+            duration_ms = int((time.monotonic() - self._shown_at) * 1000)
+        outcomes: list[Outcome] = []
+
+        def decide(prev: CardState) -> CardState:
+            outcome = self.scheduler.review(prev, rating, now)
+            if shown_hash != deck_hash:
+                # given on older text: kept, and flagged as edited since this review
+                state = replace(outcome.state, content_hash=deck_hash, changed=True)
+                outcome = replace(outcome, state=state)
+            outcomes.append(outcome)
+            return outcome.state
+
+        # the state is read inside the write transaction: another terminal rating this card
+        # at the same moment is serialised before or after us, never interleaved
+        fresh = CardState(id=card.id, deck=card.deck, content_hash=deck_hash)
+        review_id, _prev, _new = self.store.rate_card(fresh, decide, rating, now, duration_ms)
+        outcome = outcomes[-1]
+        self._review_ids.append(review_id)
+        if entry is None:
+            self.queue.pop(0)
+        else:
+            self.learning.remove(entry)
+        self._from_learning.append(entry)
+        self._history.append("rate")
+        self.done.append(card.id)
+        self.stats.reviewed += 1
+        self.stats.ratings[int(rating)] += 1
+        self.stats.again += rating == Rating.Again
+        self.stats.seconds += duration_ms / 1000
+        requeued = (
+            self.requeue
+            and outcome.state.due is not None
+            and outcome.state.due <= now + max(LEARN_AHEAD, self.learn_ahead)
+        )
+        if requeued:  # a learning step due soon: see it again this session
+            assert outcome.state.due is not None
+            self.learning.append((outcome.state.due, card.id))
+            self.learning.sort()
+            self.total += 1
+        self._requeued.append(requeued)
+        self._pinned = None
+        self.mark_shown()
+        return outcome
+
+    def set_mark(self, change: str, *, card_id: str | None = None) -> Mark:
+        """Suspend, bury or flag (toggle) the current card (``card_id`` names the card shown;
+        any other is refused), stored at once and undoable like a rating. A suspended or
+        buried card leaves this session; a flagged one stays."""
+        card, entry = self._target(card_id, "mark")
+        before = self.store.mark(card.id)
+        if change == "suspend":
+            after = replace(before, suspended=True)
+        elif change == "bury":
+            after = replace(before, buried_until=study_day_start(self.clock(), 1))
+        elif change == "flag":
+            after = replace(before, flagged=not before.flagged)
+        else:
+            raise ValueError(f"unknown mark {change!r}")
+        self.store.set_mark(card.id, after)
+        if change != "flag":
+            if entry is None:
+                self.queue.pop(0)
+            else:
+                self.learning.remove(entry)
+        self._history.append((card.id, before, entry if change != "flag" else ("keep", card.id)))
+        if change != "flag":
+            self._pinned = None
+        return after
+
+    def undo(self) -> Card | None:
+        """Undo this session's last rating or mark: a rating's stored state is restored
+        exactly, a mark is cleared back to what it was, and the card is put back in front.
+        Returns the card, or None when there is nothing to undo."""
+        if self._history and self._history[-1] != "rate":
+            card_id, before, entry = self._history.pop()  # type: ignore[misc]
+            self.store.set_mark(card_id, before)
+            if entry != ("keep", card_id):  # it had left the session: back in front
+                if entry is not None:
+                    self.kind_of[card_id] = "learning"
+                self.queue.insert(0, card_id)
+                self._pin(card_id)  # the card back is the card shown next
+            return self.collection.get(card_id)
+        if not self.done:
+            return None
+        last = self.store.undo_last(expected_id=self._review_ids[-1])
+        if last is None:
+            return None  # the newest review is not ours (another session's): leave it
+        self._review_ids.pop()
+        if self._history:
+            self._history.pop()
+        card_id = self.done.pop()
+        if self._requeued.pop():  # drop the learning-step re-queue this rating added
+            self.learning = [e for e in self.learning if e[1] != card_id]
+            self.total -= 1
+        if self._from_learning.pop() is not None:
+            self.kind_of[card_id] = "learning"
+        self.queue.insert(0, card_id)  # back in front, as Anki's undo does
+        self._pin(card_id)  # and shown next, even when a learning step has come due meanwhile
+        self.stats.reviewed -= 1
+        self.stats.ratings[last.rating] -= 1
+        self.stats.again -= last.rating == Rating.Again
+        self.stats.seconds -= (last.duration_ms or 0) / 1000
+        self.mark_shown()
+        return self.collection.get(card_id)
+
+    def summary(self) -> dict:
+        """End-of-session summary: cards, again-rate, time, what is due next."""
+        now = self.clock()
+        end_of_tomorrow = study_day_start(now, 2)
+        due_by_tomorrow = self.store.count_due(end_of_tomorrow)  # a count, not 40k ids
+        return {
+            "reviewed": self.stats.reviewed,
+            "again": self.stats.again,
+            "again_rate": self.stats.again_rate,
+            "seconds": round(self.stats.seconds, 1),
+            "next_due": self.store.next_due(now),
+            "due_by_tomorrow": due_by_tomorrow,
+        }
