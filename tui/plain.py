@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from prep.engine.decks.deck import CHOICE_LETTERS, Card
 from prep.engine.store import StoreError
-from prep.engine.study.mock import MockInterview, MockStep
+from prep.engine.study.mock import MockError, MockInterview, MockStep
 from prep.engine.study.present import (
     answer_sections,
     choice_verdict,
@@ -34,7 +34,7 @@ from prep.engine.study.present import (
     spoken_interval,
 )
 from prep.engine.study.scheduler import RATING_NAMES, Outcome, Rating
-from prep.engine.study.session import ReviewSession
+from prep.engine.study.session import NotCurrentCard, ReviewSession
 
 if TYPE_CHECKING:
     from prep.demos.pretrained.grader.rubric import Grade
@@ -206,7 +206,12 @@ class PlainQuiz:
                 answer = str(int(suggested))
             if answer in ("1", "2", "3", "4"):
                 try:
-                    outcome = session.rate(Rating(int(answer)))
+                    outcome = session.rate(
+                        Rating(int(answer)), card_id=card.id, content_hash=card.content_hash
+                    )
+                except NotCurrentCard as exc:  # never saved on another card: say so
+                    say(f"Not saved: {exc}.")
+                    return
                 except StoreError as exc:
                     if not exc.retryable:  # read-only: no retry will save it
                         raise
@@ -357,7 +362,11 @@ def run_mock_plain(
                 if grade == "" and step.suggested is not None:
                     grade = str(int(step.suggested))
                 if grade in ("1", "2", "3", "4"):
-                    outcome = mock.grade(int(grade))
+                    try:
+                        outcome = mock.grade(int(grade))
+                    except MockError as exc:  # never saved on another card: say so, end
+                        say(f"Not saved: {exc}.")
+                        raise Quit from None
                     say(
                         f"Saved: {RATING_NAMES[outcome.rating]}, "
                         f"next review in {spoken_interval(outcome.interval)}."

@@ -21,6 +21,11 @@ A deck is one YAML file::
         bullets: [...]            # the 60-second bullets for `prep cram`
         points: [...]             # the rubric `prep grade` and `t` grade a typed answer by:
                                   # 3-5 single ideas (default: the bullets, where they are)
+        level: basics             # basics | core | advanced (default core): curriculum place
+
+A deck may declare ``order: 10`` (a number): new cards of a lower order come first within a
+level (bundled: core 10, follow-ups 15, practice 20, red flags 25, attribution 30, systems
+40); a deck without one comes after every deck that has one, in file order.
 
 Files are parsed with ``yaml.SafeLoader`` semantics, but every mapping remembers the line
 of each key, so that every error is reported as ``FILE:LINE: message``. All errors of all
@@ -32,6 +37,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import math
 import os
 import re
 import stat
@@ -58,9 +64,14 @@ CARD_KEYS = frozenset(
         "sources",
         "bullets",
         "points",
+        "level",
     }
 )
-DECK_KEYS = frozenset({"deck", "title", "description", "cards"})
+DECK_KEYS = frozenset({"deck", "title", "description", "cards", "order"})
+# A card's place in the curriculum: new cards come level by level (a card without one is
+# "core"), then by the deck's ``order:``, then by position in the file.
+LEVELS = ("basics", "core", "advanced")
+DEFAULT_LEVEL = "core"
 CHOICE_LETTERS = "abcd"
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 # A deck is a few dozen kB; anything past this is not a deck (and reading it would only cost memory).
@@ -136,6 +147,12 @@ class Card:
     sources: tuple[str, ...] = ()
     bullets: tuple[str, ...] = ()
     points: tuple[str, ...] = ()  # the grading rubric; engine.rubric defaults it to bullets
+    level: str | None = None  # basics | core | advanced, as declared (None: core)
+
+    @property
+    def level_rank(self) -> int:
+        """0 for basics, 1 for core (and a card without a level), 2 for advanced."""
+        return LEVELS.index(self.level or DEFAULT_LEVEL)
 
     @property
     def demo(self) -> str | None:
@@ -167,6 +184,7 @@ class DeckInfo:
     # (id, line) of every card entry that names an id, valid or not: duplicates are
     # reported even when one of the two entries has other errors.
     declared: list[tuple[str, int]] = field(default_factory=list)
+    order: float | None = None  # the deck's `order:` (None: after every deck that has one)
 
 
 @dataclass
@@ -186,6 +204,16 @@ class Collection:
     def __post_init__(self) -> None:
         self._by_id: dict[str, Card] = {c.id: c for c in self.cards}
 
+    def deck_ranks(self) -> dict[str, int]:
+        """Each deck's place in the curriculum (0 first): the decks that declare ``order:`` by
+        it (ties in file order), then the others in file order."""
+        names = list(self.decks)
+        ordered = sorted(
+            range(len(names)),
+            key=lambda i: (self.decks[names[i]].order is None, self.decks[names[i]].order or 0, i),
+        )
+        return {names[i]: rank for rank, i in enumerate(ordered)}
+
     def add(self, card: Card) -> None:
         self.cards.append(card)
         self._by_id[card.id] = card
@@ -195,6 +223,12 @@ class Collection:
 
     def __contains__(self, card_id: object) -> bool:
         return card_id in self._by_id
+
+    def content_hash_now(self, card_id: str) -> str | None:
+        """The hash of the card's text as the decks hold it now (a collection over the deck
+        cache reads it again: another prep may have re-read an edited deck)."""
+        card = self._by_id.get(card_id)
+        return None if card is None else card.content_hash
 
     def __len__(self) -> int:
         return len(self.cards)
@@ -241,22 +275,26 @@ class Collection:
         seen: set[str] | None = None,
         among: AbstractSet[str] | None = None,
     ) -> list[Iterator[tuple[Any, str, str, str, str | None, bool]]]:
-        """The cards without progress for the new-card rotation, one iterator per group:
-        (position, id, deck, kind, parent, parent seen), in deck order. The cards of one
-        group share (deck, kind) (a (deck, kind) may span groups, in deck order); positions
-        order cards across groups as deck order does. Iterators are read only as far as the
-        day's limit needs (the deck cache reads them from SQL in steps). ``among``: only the
-        cards of these decks (the caller knows the others have none without progress)."""
-        groups: dict[tuple[str, str], list[tuple[Any, str, str, str, str | None, bool]]] = {}
+        """The cards without progress for the new-card rotation, one iterator per (level,
+        kind) group: (place, id, deck, kind, parent, parent seen), in curriculum order. A
+        place is (level rank, deck rank, position in the deck order): the cards of a group
+        come in place order, and places order cards across groups. Iterators are read only
+        as far as the day's limit needs (the deck cache reads them from SQL in steps).
+        ``among``: only the cards of these decks (the caller knows the others have none
+        without progress)."""
+        ranks = self.deck_ranks()
+        groups: dict[tuple[int, str], list[tuple[Any, str, str, str, str | None, bool]]] = {}
         for pos, (cid, cdeck, kind, parent, parent_seen) in enumerate(
             self.unseen(store, deck, seen)
         ):
             if among is not None and cdeck not in among:
                 continue
-            groups.setdefault((cdeck, kind), []).append(
-                (pos, cid, cdeck, kind, parent, parent_seen)
+            card = self._by_id[cid]
+            place = (card.level_rank, ranks.get(cdeck, len(ranks)), pos)
+            groups.setdefault((card.level_rank, kind), []).append(
+                (place, cid, cdeck, kind, parent, parent_seen)
             )
-        return [iter(group) for group in groups.values()]
+        return [iter(sorted(group)) for group in groups.values()]
 
     def reconcile(self, store: Any) -> None:
         """Reconcile the store's progress with these cards (see Store.reconcile)."""
@@ -443,6 +481,13 @@ def _parse_card(
             if key in raw and _text(kind):
                 err(at(key), f"{label}: {key!r} only belongs on choice and red-flag cards")
                 ok = False
+    level = raw.get("level")
+    if "level" in raw and level not in LEVELS:
+        err(
+            at("level"),
+            f"{label}: unknown level {quoted(level)} (expected one of: {', '.join(LEVELS)})",
+        )
+        ok = False
     if kind == "follow-up" and "parent" not in raw:
         err(line, f"{label}: a follow-up card needs 'parent' (the id of the card it follows)")
         ok = False
@@ -466,7 +511,15 @@ def _parse_card(
         sources=lists.get("sources", ()),
         bullets=lists.get("bullets", ()),
         points=lists.get("points", ()),
+        level=level,
     )
+
+
+def _deck_order(value: Any) -> float | None:
+    """A deck's ``order:`` as a number, or None when it is not one (bool is not a number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 def parse_deck_text(
@@ -522,6 +575,17 @@ def parse_deck_text(
             )
         elif (why := _control_problem(data[key])) is not None:
             errors.append(DeckError(file, key_lines.get(key, 1), f"deck field {key!r}: {why}"))
+    order = None
+    if "order" in data:
+        order = _deck_order(data["order"])
+        if order is None:
+            errors.append(
+                DeckError(
+                    file,
+                    key_lines.get("order", 1),
+                    f"deck field 'order' must be a number (e.g. order: 50), not {quoted(data['order'])}",
+                )
+            )
     name = data.get("deck", default_name)
     if not (isinstance(name, str) and SLUG.match(name)):
         errors.append(
@@ -541,6 +605,7 @@ def parse_deck_text(
         if _text(description) and not _control_problem(description)
         else "",
         file=file,
+        order=order,
     )
     cards = []
     fallback = key_lines.get("cards", 1)

@@ -48,6 +48,7 @@ from typing import Any
 
 from prep.engine.decks.deck import (
     KINDS,
+    LEVELS,
     MAX_DECK_BYTES,
     Card,
     Collection,
@@ -111,6 +112,9 @@ def card_from_fields(
     data: str, *, card_id: str, deck: str, parent: str | None, file: str, line: int
 ) -> Card:
     values = json.loads(data)
+    if len(values) < len(_FIELDS):  # cached before a field was added (the field's default)
+        defaults = {f.name: f.default for f in fields(Card)}
+        values += [defaults[f] for f in _FIELDS[len(values) :]]
     kw: dict[str, Any] = {
         f: tuple(v) if f in _TUPLES else v for f, v in zip(_FIELDS, values, strict=True)
     }
@@ -199,8 +203,20 @@ class CachedCollection(Collection):
         if where is None:
             return None
         key, line, shown = where
-        deck, parent, demos, data = self._store.deck_cache_card(key, line)
+        row = self._store.deck_cache_card(key, line, card_id)
+        if row is None:  # another prep re-read an edited deck that no longer holds it
+            return None
+        line, deck, parent, demos, data, _ = row
         return self._build(CardRef(card_id, deck, parent, _demos(demos), shown, line), data)
+
+    def content_hash_now(self, card_id: str) -> str | None:
+        """The hash of the card's text in the deck cache now: another prep may have re-read
+        an edited deck since this collection was loaded."""
+        where = self._where.get(card_id)
+        if where is None:
+            return None
+        row = self._store.deck_cache_card(where[0], where[1], card_id)
+        return None if row is None else row[5]
 
     def __contains__(self, card_id: object) -> bool:
         return card_id in self._where
@@ -284,26 +300,36 @@ class CachedCollection(Collection):
         seen: set[str] | None = None,
         among: AbstractSet[str] | None = None,
     ) -> list[Iterator[tuple[Any, str, str, str, str | None, bool]]]:
-        """One group per (file, kind), read from SQL in growing steps as the rotation asks."""
-        return [
-            self._unseen_of_kind(order, key, kind)
+        """One group per (level, kind): the files in curriculum order (deck rank), each an
+        index range of the (kind, level, key) index read from SQL in growing steps as the
+        rotation asks (a level or kind a file lacks costs one probe)."""
+        ranks = self.deck_ranks()
+        name_of = {info.file: name for name, info in self.decks.items()}
+        shown_of = dict(self._files)
+        files = sorted(
+            (ranks.get(name_of.get(shown_of[key], ""), len(ranks)), order, key)
             for order, key in self._deck_files(deck, among)
+        )
+        return [
+            self._unseen_in_level(level, kind, files)
+            for level in range(len(LEVELS))
             for kind in KINDS
         ]
 
-    def _unseen_of_kind(
-        self, order: int, key: str, kind: str
+    def _unseen_in_level(
+        self, level: int, kind: str, files: list[tuple[int, int, str]]
     ) -> Iterator[tuple[Any, str, str, str, str | None, bool]]:
-        after, size = None, 2  # the first card places the group; then growing steps
-        while True:
-            rows = self._store.deck_cache_unseen_from(key, kind, after, size)
-            for row_key, cid, deck, parent, parent_seen in rows:
-                # as ``unseen``: only this collection's cards are served
-                if self._kept_at(key, row_key & 0xFFFFFFFF, cid):
-                    yield (order, row_key), cid, deck, kind, parent, parent_seen
-            if len(rows) < size:
-                return
-            after, size = rows[-1][0], min(8 * size, 4096)
+        for rank, order, key in files:
+            after, size = None, 2  # the first card places the group; then growing steps
+            while True:
+                rows = self._store.deck_cache_unseen_from(key, kind, after, size, level)
+                for row_key, cid, deck, parent, parent_seen in rows:
+                    # as ``unseen``: only this collection's cards are served
+                    if self._kept_at(key, row_key & 0xFFFFFFFF, cid):
+                        yield (level, rank, order, row_key), cid, deck, kind, parent, parent_seen
+                if len(rows) < size:
+                    break
+                after, size = rows[-1][0], min(8 * size, 4096)
 
     def unseen(
         self, store: Any, deck: str | None = None, seen: set[str] | None = None
@@ -435,6 +461,7 @@ def _load(
                             c.content_hash,
                             card_fields(c),
                             c.kind,
+                            c.level_rank,
                         )
                         for c in cards
                     ],
@@ -530,6 +557,7 @@ def _info_json(info: DeckInfo) -> str:
             "title": info.title,
             "description": info.description,
             "line": info.line,
+            "order": info.order,
         },
         ensure_ascii=False,
     )
@@ -549,6 +577,7 @@ def _info_and_errors(
         description=d["description"],
         file=shown,
         line=d.get("line", 1),
+        order=d.get("order"),
         declared=[(cid, line) for cid, line in declared],
     )
     return info, deck_errors

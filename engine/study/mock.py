@@ -261,7 +261,16 @@ class MockInterview:
         """Store the self-grade through the normal scheduler and move to the next question."""
         step = self._require(revealed=True)
         rating = Rating(rating)
-        outcome = self.session.rate(rating, duration_ms=int(step.elapsed_s * 1000))
+        shown = self.session.current
+        if shown is None or shown.id != step.card.id:
+            why = self.session.skipped[-1][1] if self.session.skipped else "it cannot be rated"
+            raise MockError(f"card {step.card.id} cannot be graded: {why}")
+        outcome = self.session.rate(
+            rating,
+            duration_ms=int(step.elapsed_s * 1000),
+            card_id=step.card.id,  # the question asked: never another card
+            content_hash=step.card.content_hash,
+        )
         step.rating, step.interval = rating, outcome.interval
         self.index += 1
         self._started = None

@@ -15,6 +15,7 @@ from prep.engine.decks.deck import Collection
 from prep.engine.store import Store
 from prep.engine.study import plan as plan_mod
 from prep.engine.study.present import count, percent
+from prep.engine.study.session import deck_counts
 from prep.engine.timeutil import day_start, fmt, study_day_start
 
 MATURE_DAYS = 21.0  # Anki's threshold for a "mature" card
@@ -116,9 +117,16 @@ def compute(
         for run in store.demo_runs(latest=True)
     ]
 
+    # today's session: new / learning / due from the one source home and the review bar use
+    today_row = deck_counts(store, collection, now, per_deck=False)[0]
     return {
         "now": fmt(now),
         "since": fmt(since),
+        "session": {
+            "new": today_row.new,
+            "learning": today_row.learning,
+            "due": today_row.due,
+        },
         "reviews": {
             "today": store.count_reviews(day_start(now)),
             "total": store.count_reviews(since),
@@ -170,6 +178,8 @@ def render(stats: dict[str, Any]) -> str:
         f"Reviews      today {r['today']}   total{since} {r['total']}   streak {count(stats['streak_days'], 'day')}",
         f"Retention    true{since} {percent(tr['all']['rate'])} over {count(tr['all']['reviews'], 'review')}"
         f"   last 30 days {percent(tr['last_30_days']['rate'])}   target {percent(stats['desired_retention'])}",
+        f"Session      new {stats['session']['new']}   learning {stats['session']['learning']}   "
+        f"due {stats['session']['due']}   (what today's session serves now, as home shows it)",
         f"Due          now {d['now']}   today {d['today']}   tomorrow {d['tomorrow']}   next 7 days {d['next_7_days']}",
         f"Cards        {stats['cards']['seen']} of {stats['cards']['total']} seen   "
         + marks_text(stats["marks"]),
@@ -180,6 +190,14 @@ def render(stats: dict[str, Any]) -> str:
         lines.append(
             f"{name:<22}{m['cards']:>6}{m['seen']:>6}{m['mature']:>8}{percent(m['mastery']):>9}"
         )
+    if stats["tags"]:  # mastery per tag (topic), as the app's stats screen and --json give it
+        width = max(22, *(len(tag) + 2 for tag in stats["tags"]))
+        lines += ["", f"{'Tag':<{width}}{'cards':>6}{'seen':>6}{'mature':>8}{'mastery':>9}"]
+        for tag, m in stats["tags"].items():
+            lines.append(
+                f"{tag:<{width}}{m['cards']:>6}{m['seen']:>6}{m['mature']:>8}"
+                f"{percent(m['mastery']):>9}"
+            )
     listed = []
     if stats["leeches"]:
         listed.append(f"Leeches      {', '.join(stats['leeches'])}")
