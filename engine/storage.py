@@ -101,6 +101,33 @@ def default_db_path() -> Path:
     return user_data_path("prep", appauthor=False) / "prep.db"
 
 
+def _refuse_foreign(conn: sqlite3.Connection, target: Path) -> None:
+    """A StoreError when ``conn`` is another program's SQLite database (tables, but none of
+    prep's ``meta``): prep would add its tables and switch the file to WAL mode."""
+    tables = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+    ]
+    if not tables:
+        return  # a new (or empty) file: prep's to fill
+    try:
+        ours = "meta" in tables and (
+            {"cards", "reviews"} <= set(tables)  # prep's, its version row edited away
+            or conn.execute("SELECT 1 FROM meta WHERE key = 'schema_version'").fetchone()
+        )
+    except sqlite3.OperationalError:
+        ours = False  # a table named meta, not prep's
+    if not ours:
+        shown = ", ".join(sorted(tables)[:4]) + (", ..." if len(tables) > 4 else "")
+        raise StoreError(
+            f"{target}: is another program's SQLite database (tables: {shown}), not prep's "
+            "progress; --db (or PREP_DB) names prep's own file",
+            kind="foreign",
+        )
+
+
 def resolve_db_path(explicit: str | os.PathLike | None = None) -> Path:
     """--db PATH, else $PREP_DB, else the user data dir."""
     if explicit:
@@ -436,6 +463,12 @@ class Store:
         cannot be read does not stop it. ``progress``: called as an older database is
         upgraded (one transaction: an upgrade cut short leaves the database as it was)."""
         target = resolve_db_path(path)
+        if str(target) in (":memory:", "") or str(target).startswith("file:"):
+            # sqlite3 would open an in-memory database: every rating "saved", then gone
+            raise StoreError(
+                f"--db {str(target)!r}: names no file (SQLite would keep nothing); give the "
+                "path of the progress database"
+            )
         if target.exists() and not target.is_file():
             # SQLite would take /dev/null for an empty database and make /dev/null-wal beside it
             what = "a folder" if target.is_dir() else "not a regular file (a device or FIFO)"
@@ -445,8 +478,11 @@ class Store:
             target.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            _refuse_foreign(conn, target)  # before WAL mode changes another program's file
             conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
+            # every commit (each rating's) is synced to disk, as Anki does: WAL with NORMAL
+            # leaves the last commits to a power cut (README: "shown as saved is on disk")
+            conn.execute("PRAGMA synchronous = FULL")
             return cls(conn, target, lenient=reading, progress=progress)
         except BaseException as exc:
             if conn is not None:
@@ -517,6 +553,7 @@ class Store:
             try:
                 conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # can we read?
+                _refuse_foreign(conn, target)
                 store = cls.__new__(cls)
                 store.conn, store.path, store._db, store.read_only = conn, target, None, True
                 try:
@@ -623,14 +660,17 @@ class Store:
         if row is None:
             return 0
         try:
-            return int(row[0])
+            version = int(row[0])
         except (TypeError, ValueError):
+            version = None
+        if version is None or version < 1:  # 0 or -1 would rerun (or index) the migrations
             raise StoreError(
                 f"{self.path or ':memory:'}: the schema version in the database is "
-                f"{str(row[0])[:40]!r}, not a number (edited by hand?); `prep export` still "
-                "reads it",
+                f"{str(row[0])[:40]!r}, not one prep wrote (edited by hand?); `prep export` "
+                "still reads it",
                 kind="damaged",
             ) from None
+        return version
 
     def _migrate(self, *, lenient: bool = False, progress: Progress | None = None) -> None:
         try:
