@@ -101,6 +101,34 @@ def default_db_path() -> Path:
     return user_data_path("prep", appauthor=False) / "prep.db"
 
 
+def _read_with_wal(target: Path, wal: Path) -> sqlite3.Connection:
+    """An in-memory copy of a database whose WAL cannot be indexed where it lies (a read-only
+    folder without its -shm file): the two files are copied to a private folder, where SQLite
+    reads the WAL's commits in, and the result into memory; the folder is removed at once."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="prep-read-")
+    try:
+        copy = Path(folder) / "progress.db"
+        shutil.copyfile(target, copy)
+        shutil.copyfile(wal, f"{copy}-wal")
+        disk = sqlite3.connect(copy, isolation_level=None)
+        try:
+            memory = sqlite3.connect(":memory:", isolation_level=None)
+            disk.backup(memory)
+        finally:
+            disk.close()
+        return memory
+    except OSError as exc:
+        raise StoreError(
+            f"{target}: cannot read the reviews still in {wal.name} ({exc.strerror or exc})",
+            kind="read-only",
+        ) from None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _refuse_foreign(conn: sqlite3.Connection, target: Path) -> None:
     """A StoreError when ``conn`` is another program's SQLite database (tables, but none of
     prep's ``meta``): prep would add its tables and switch the file to WAL mode."""
@@ -542,14 +570,19 @@ class Store:
         from urllib.parse import quote
 
         last: Exception | None = None
-        # immutable=1 when even the WAL index cannot be made (a read-only folder)
+        # immutable=1 when even the WAL index cannot be made (a read-only folder); but
+        # immutable reads past a WAL, so committed reviews still in one are read from a copy
         for query in ("mode=ro", "mode=ro&immutable=1"):
-            conn = sqlite3.connect(
-                f"file:{quote(str(target))}?{query}",
-                uri=True,
-                timeout=BUSY_TIMEOUT_MS / 1000,
-                isolation_level=None,
-            )
+            wal = Path(f"{target}-wal")
+            if query != "mode=ro" and wal.is_file() and wal.stat().st_size > 0:
+                conn = _read_with_wal(target, wal)
+            else:
+                conn = sqlite3.connect(
+                    f"file:{quote(str(target))}?{query}",
+                    uri=True,
+                    timeout=BUSY_TIMEOUT_MS / 1000,
+                    isolation_level=None,
+                )
             try:
                 conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # can we read?

@@ -490,6 +490,22 @@ def _config_parameters(store: Store, settings: Settings, value: str | None) -> N
 _EXPORT_FORMATS = {".json": "json", ".csv": "csv", ".apkg": "apkg"}
 
 
+def _refuse_database_target(obj: Ctx, path: Path, fmt: str) -> None:
+    """An export never writes over the progress database or the files SQLite keeps beside it."""
+    from prep.engine.dbfiles import database_target
+    from prep.engine.export import csv_paths
+    from prep.engine.storage import resolve_db_path
+
+    targets = list(csv_paths(path).values()) if fmt == "csv" else [path]
+    hit = database_target(targets, resolve_db_path(obj.db))
+    if hit is not None:
+        target, kept = hit
+        raise UsageError(
+            f"-o {target}: that is the progress database's own file ({kept}); exporting over "
+            "it would replace your progress. Name another file"
+        )
+
+
 @main.command("export")
 @click.option(
     "--format",
@@ -552,6 +568,8 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
         )
     report = (lambda text: click.echo(text, err=True)) if to_stdout else click.echo
     shown = "standard output" if to_stdout else str(path)
+    if not to_stdout:
+        _refuse_database_target(obj, path, fmt)
     try:
         if fmt == "apkg":
             from prep.engine.anki import write_apkg
