@@ -260,13 +260,19 @@ def _card_row(raw: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def _nonnegative(value: int | None) -> int | None:
+    return None if value is None else max(value, 0)
+
+
 def _review_row(raw: dict[str, Any]) -> dict[str, Any]:
     cid = _slug(_req(raw, "card_id"), "card_id")
     return {
         "card_id": cid,
         "reviewed_at": _time(_req(raw, "reviewed_at"), "reviewed_at", required=True),
         "rating": _int(_req(raw, "rating"), "rating", lo=1, hi=4),
-        "duration_ms": _opt_int(raw.get("duration_ms"), "duration_ms", lo=0),
+        # an older prep stored a negative duration when the clock stepped back mid-card: its
+        # export still imports (as 0), as every export prep wrote must
+        "duration_ms": _nonnegative(_opt_int(raw.get("duration_ms"), "duration_ms")),
         "prev_state": _opt_int(raw.get("prev_state"), "prev_state", lo=1, hi=3),
         "prev": _state_json(raw.get("prev"), "prev", cid, required=False),
         "next": _state_json(_req(raw, "next"), "next", cid, required=True),

@@ -19,7 +19,7 @@ from typing import Any
 from prep.engine.deck import Card, Collection
 from prep.engine.scheduler import CardState, Outcome, Rating, Scheduler, State, state_problem
 from prep.engine.storage import Mark, Store
-from prep.engine.timeutil import Clock, day_start, fmt, study_day_start, utcnow
+from prep.engine.timeutil import Clock, clamp_duration, day_start, fmt, study_day_start, utcnow
 
 LEARN_AHEAD = timedelta(minutes=20)  # a rating whose next step is due within it is re-shown
 
@@ -528,6 +528,7 @@ class ReviewSession:
         now = self.clock()
         if duration_ms is None:
             duration_ms = int((time.monotonic() - self._shown_at) * 1000)
+        duration_ms = clamp_duration(duration_ms) or 0  # never negative (a clock stepped back)
         outcomes: list[Outcome] = []
 
         def decide(prev: CardState) -> CardState:

@@ -35,7 +35,7 @@ from prep.engine.schema import (
     Upgrade,
     UpgradeTracker,
 )
-from prep.engine.timeutil import fmt, parse, utcnow
+from prep.engine.timeutil import clamp_duration, fmt, parse, utcnow
 
 BUSY_TIMEOUT_MS = 5000
 # Store.open's ``progress``: told how a schema upgrade is going (see schema.Upgrade), from
@@ -888,6 +888,7 @@ class Store:
         """Write the new card state and the review in one committed transaction."""
         prev_state = None if prev is None or prev.is_new else prev.state
         prev = None if prev is None or prev.is_new else prev
+        duration_ms = clamp_duration(duration_ms)  # what an import takes back: 0 .. a day
         with self.transaction():
             pblob, nblob = self._chain(new.id).encode(new.id, prev_state, prev, new)
             self.put_card(new)

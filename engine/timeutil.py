@@ -51,3 +51,14 @@ def study_day_start(now: datetime, days: int = 0, rollover_hour: int = 4) -> dat
     day = local.date() + timedelta(days=days - (1 if local.hour < rollover_hour else 0))
     # a naive local time: astimezone() gives it the UTC offset in force on that day
     return to_utc(datetime.combine(day, time(rollover_hour)).astimezone())
+
+
+MAX_DURATION_MS = 24 * 3600 * 1000  # a card left on screen for a day counts as a day
+
+
+def clamp_duration(duration_ms: int | None) -> int | None:
+    """A review's duration within [0, a day]: a clock that steps back between showing and
+    rating (faketime, a VM resumed, NTP) would store a negative one, which no import takes."""
+    if duration_ms is None:
+        return None
+    return min(max(int(duration_ms), 0), MAX_DURATION_MS)
