@@ -7,11 +7,12 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import Footer, Header
 
 from prep.engine.present import count
 from prep.engine.storage import StoreError
 from prep.tui.base import PrepScreen
+from prep.tui.widgets.text import DataTable, Static
 
 if TYPE_CHECKING:
     from prep.tui.app import DeckCounts

@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Footer, Input
 
 from prep.engine.deck import CHOICE_LETTERS, Collection
 from prep.engine.mock import MockError, MockInterview
@@ -29,6 +29,7 @@ from prep.engine.storage import Store, StoreError
 from prep.engine.timeutil import Clock
 from prep.tui.base import PrepScreen
 from prep.tui.plain import mock_summary_lines, took_text
+from prep.tui.widgets.text import Static
 
 
 class MockScreen(PrepScreen):

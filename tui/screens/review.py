@@ -20,7 +20,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
 
 from prep.engine.deck import CHOICE_LETTERS, Card
 from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
@@ -29,6 +29,7 @@ from prep.engine.storage import StoreError
 from prep.tui.base import PrepScreen
 from prep.tui.cardtext import card_text, inline_text, warm_up
 from prep.tui.widgets.key_button import KeyButton
+from prep.tui.widgets.text import Static
 
 if TYPE_CHECKING:
     from prep.engine.present import DemoLink, Section
