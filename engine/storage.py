@@ -18,7 +18,7 @@ import sqlite3
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -773,6 +773,15 @@ class Store:
                 f"{self.path or ':memory:'}: the saved settings are invalid ({exc}); "
                 "`prep config --reset` restores the defaults"
             ) from None
+
+    def update_settings(self, **changes: Any) -> Settings:
+        """Change only the named settings, against the settings saved now (read and written in
+        one write transaction): a long `prep optimize` or a prompt left open never writes back
+        what another `prep config` changed meanwhile. Returns the saved settings."""
+        with self.transaction():
+            updated = replace(self.settings(), **changes).validated()
+            self.set_meta("settings", json.dumps(updated.to_dict()))
+        return updated
 
     def save_settings(self, settings: Settings) -> None:
         settings.validated()

@@ -418,7 +418,6 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
     FSRS parameters: `prep config parameters` shows them, `prep config parameters default`
     goes back to fsrs's defaults, `prep config parameters "w0,w1,...,w20"` sets all 21
     (fit them to your own reviews with `prep optimize`)."""
-    from dataclasses import replace
 
     with obj.store() as store:
         if reset:
@@ -448,11 +447,12 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
             expected = {int: "a whole number", float: "a number"}.get(convert, "minutes like 1,10")
             raise UsageError(f"{key}: {value!r} is not {expected}") from None
         try:
-            updated = replace(settings, **{key: typed}).validated()
+            # this one setting, against the settings saved now (another prep may have changed
+            # others since they were read)
+            store.update_settings(**{key: typed})
         except ValueError as exc:
             message = str(exc) if str(exc).startswith(key) else f"{key}: {exc}"
             raise UsageError(message) from None
-        store.save_settings(updated)
         click.echo(f"{key} = {typed}")
 
 
@@ -468,7 +468,7 @@ def _config_parameters(store: Store, settings: Settings, value: str | None) -> N
         click.echo(f"parameters = {shown} ({origin})")
         return
     if value.strip().lower() in ("default", "defaults"):
-        store.save_settings(replace(settings, parameters=None))
+        store.update_settings(parameters=None)
         click.echo("parameters = default (fsrs defaults)")
         return
     parts = value.replace(",", " ").split()
@@ -483,7 +483,10 @@ def _config_parameters(store: Store, settings: Settings, value: str | None) -> N
     except ValueError as exc:
         message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         raise UsageError(f"parameters: {message}") from None
-    store.save_settings(updated)
+    try:
+        store.update_settings(parameters=updated.parameters)
+    except ValueError as exc:  # with the settings saved now (changed since they were read)
+        raise UsageError(f"parameters: {exc}") from None
     click.echo(f"parameters = {', '.join(f'{w:.4f}' for w in weights)} (your own)")
 
 
@@ -736,7 +739,6 @@ def optimize(obj: Ctx, yes: bool, dry_run: bool) -> None:
     Needs 512 reviews made a day or more after the card's previous review. Shows the
     old and new parameters and the estimated effect, then asks before saving
     (`prep config parameters default` goes back to the defaults)."""
-    from dataclasses import replace
 
     from prep.engine import optimize as opt
     from prep.engine.timeutil import utcnow
@@ -766,7 +768,12 @@ def optimize(obj: Ctx, yes: bool, dry_run: bool) -> None:
             except click.Abort:
                 save = False
         if save:
-            store.save_settings(replace(settings, parameters=result.new))
+            # only the parameters, against the settings saved now: a `prep config` made
+            # during the fit or at the prompt stays
+            try:
+                store.update_settings(parameters=result.new)
+            except ValueError as exc:
+                raise UsageError(f"not saved: {exc}") from None
             click.echo("Saved. `prep config parameters default` goes back to the defaults.")
         else:
             click.echo("Not saved.")
