@@ -59,7 +59,7 @@ CARD_KEYS = frozenset(
 )
 DECK_KEYS = frozenset({"deck", "title", "description", "cards"})
 CHOICE_LETTERS = "abcd"
-SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")  # \Z: "$" would take a trailing newline
 # A deck is a few dozen kB; anything past this is not a deck (and reading it would only cost memory).
 MAX_DECK_BYTES = 2 * 1024 * 1024
 # Decks nest four levels (file > cards > card > list); deeper structure is not a deck.

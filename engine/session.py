@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from itertools import chain
 from typing import Any
 
@@ -118,7 +118,9 @@ def deck_counts(
     hidden = store.hidden_ids(now)
     due = {deck: list(n) for deck, n in store.due_counts(now).items()}
     for state in store.cards(hidden).values():  # due, but not served today
-        if state.removed or state.due is None or state.due > now or state.deck not in due:
+        if state.removed or not isinstance(state.due, datetime) or state.due > now:
+            continue
+        if state.deck not in due:
             continue
         if state.state == State.Review:
             due[state.deck][1] -= 1
@@ -339,7 +341,8 @@ def _merge_by_due(store: Store, a: list[str], b: list[str]) -> list[str]:
     if not a or not b:
         return a or b
     due = {cid: s.due for cid, s in store.cards([*a, *b]).items()}
-    return sorted([*a, *b], key=lambda cid: due[cid])
+    never = datetime.max.replace(tzinfo=UTC)  # a due that is not a time: last (then skipped)
+    return sorted([*a, *b], key=lambda cid: due[cid] if isinstance(due[cid], datetime) else never)
 
 
 @dataclass
