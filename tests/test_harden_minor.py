@@ -124,3 +124,49 @@ def test_a_hand_edited_time_skips_its_card_with_a_message(
     assert done.returncode == 0, done.stderr
     done = prep(db, "export", "-o", str(tmp_path / "rescue.json"))
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("side", ["cards", "marks", "demo_runs", "settings", "CARDS"])
+def test_a_csv_export_named_like_a_side_file_is_refused(tmp_path: Path, side: str) -> None:
+    db = tmp_path / "p.db"
+    old = tmp_path / "NAME.csv"
+    old.write_text("an older export\n")
+    done = prep(db, "export", "--format", "csv", "-o", str(tmp_path / f"NAME.{side}.csv"))
+    assert done.returncode == 2
+    line = one_line(done.stderr)
+    assert "side file of a csv export named NAME.csv" in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["NAME.csv", "p.db"]
+    done = prep(db, "export", "-o", str(tmp_path / f"NAME.{side}.csv"))  # csv by its extension
+    assert done.returncode == 2
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["next = x'00ff'", "prev = x'0102', prev_state = 2", "rating = 9", "at = 'abc'", "at = -5"],
+)
+def test_a_damaged_review_row_is_named_and_the_rest_exported(tmp_path: Path, damage: str) -> None:
+    db = tmp_path / "p.db"
+    with Store.open(db) as store:
+        session = ReviewSession(store, load_collection([]), clock=lambda: FIXED_NOW, requeue=False)
+        for _ in range(4):
+            session.rate(Rating.Good, duration_ms=100)
+        store.conn.execute("UPDATE reviews SET duration_ms = -7 WHERE id = 3")  # an older prep's
+        victim = store.conn.execute("SELECT card_id FROM reviews WHERE id = 2").fetchone()[0]
+    conn = sqlite3.connect(db)
+    conn.execute(f"UPDATE reviews SET {damage} WHERE id = 2")
+    conn.commit()
+    conn.close()
+    for fmt_, name in (("json", "x.json"), ("csv", "x.csv")):
+        done = prep(db, "export", "--format", fmt_, "-o", str(tmp_path / name))
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip().endswith(": 3 reviews."), done.stdout
+        line = one_line(done.stderr)
+        assert f"review 2 (card {victim!r})" in line and "left out" in line, line
+        other = tmp_path / f"other-{fmt_}.db"
+        done = prep(other, "import", str(tmp_path / name))  # what prep wrote imports back
+        assert done.returncode == 0, done.stderr
+        with Store.open(other) as store:
+            assert sorted(r.duration_ms for r in store.reviews()) == [0, 100, 100]
+    done = prep(db, "optimize", "--dry-run")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"review 2 (card {victim!r})" in done.stderr and "not enough reviews" in done.stderr

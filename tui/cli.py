@@ -602,10 +602,27 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
                 written = [shown]
             else:
                 written = [str(p) for p in export_csv(store, path)]
-            n = store.count_reviews()
+            damaged = list(store.damaged_reviews)
+            n = store.count_reviews() - len(damaged)
         report(f"Wrote {', '.join(written)}: {count(n, 'review')}.")
+        _say_damaged(damaged, "exported")
     except ExportError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _say_damaged(damaged: list, what: str) -> None:
+    """Name the review rows that could not be read and were left out (at most five)."""
+    from prep.engine.present import count as count_text
+
+    if not damaged:
+        return
+    click.echo(
+        f"prep: warning: {count_text(len(damaged), 'damaged review')} left out (the rest "
+        f"{what}): "
+        + "; ".join(str(d) for d in damaged[:5])
+        + (f"; ... and {len(damaged) - 5:,} more" if len(damaged) > 5 else ""),
+        err=True,
+    )
 
 
 @main.command("import")
@@ -756,14 +773,16 @@ def optimize(obj: Ctx, yes: bool, dry_run: bool) -> None:
 
     with obj.store() as store:
         settings = store.settings()
-        logs = opt.review_logs(store.reviews())
+        damaged: list = []
+        logs = opt.review_logs(store.reviews(damaged=damaged))
+        _say_damaged(damaged, "are fitted")
         try:
             n = opt.check_enough(logs)
         except opt.OptimizeError as exc:
             raise UsageError(str(exc)) from None
         click.echo(f"Fitting FSRS parameters to {n} of your reviews...", err=True)
         meter = _ProgressLine("Fitting")
-        result = opt.fit(store, progress=meter)
+        result = opt.fit(store, progress=meter, damaged=damaged)
         meter.done()
         click.echo(opt.render(result, settings, utcnow()))
         if not result.changed:
