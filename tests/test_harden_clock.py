@@ -13,14 +13,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from prep.engine import session as session_module
-from prep.engine.deck import Collection
-from prep.engine.export import export_json
-from prep.engine.importer import import_file
-from prep.engine.scheduler import Rating
-from prep.engine.session import ReviewSession
-from prep.engine.storage import Store
+from prep.engine.decks.deck import Collection
+from prep.engine.store import Store
+from prep.engine.study import session as session_module
+from prep.engine.study.scheduler import Rating
+from prep.engine.study.session import ReviewSession
 from prep.engine.timeutil import MAX_DURATION_MS
+from prep.engine.transfer.export import export_json
+from prep.engine.transfer.importer import import_file
 from tests.conftest import FIXED_NOW
 
 
@@ -51,7 +51,7 @@ def test_a_monotonic_clock_stepping_back_stores_zero(
 def test_an_older_export_with_a_negative_duration_imports(tmp_path: Path) -> None:
     with Store.open(tmp_path / "a.db") as store:
         export_json(store, tmp_path / "empty.json", FIXED_NOW)
-    from prep.engine.deck import load_collection
+    from prep.engine.decks.deck import load_collection
 
     coll = load_collection([])
     with Store.open(tmp_path / "a.db") as store:

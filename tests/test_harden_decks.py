@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from prep.engine.deck import load_collection
+from prep.engine.decks.deck import load_collection
 
 
 def chain_deck(folder: Path, n: int, *, cycle: bool = False) -> Path:
@@ -79,7 +79,7 @@ def test_a_file_of_broken_cards_is_a_few_lines_and_stops_early(tmp_path: Path) -
     import subprocess
     import sys
 
-    from prep.engine.deck import MAX_ERRORS_PER_FILE
+    from prep.engine.decks.deck import MAX_ERRORS_PER_FILE
 
     (tmp_path / "empty.yaml").write_text("deck: empty\ncards:\n" + "- {}\n" * 100_000)
     start = time.perf_counter()

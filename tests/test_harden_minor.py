@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.deck import load_collection
-from prep.engine.export import export_json
-from prep.engine.scheduler import Rating
-from prep.engine.session import ReviewSession
-from prep.engine.storage import Store
+from prep.engine.decks.deck import load_collection
+from prep.engine.store import Store
+from prep.engine.study.scheduler import Rating
+from prep.engine.study.session import ReviewSession
+from prep.engine.transfer.export import export_json
 from tests.conftest import FIXED_NOW
 from tests.test_cli_boundary import one_line, prep
 

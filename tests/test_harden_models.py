@@ -14,8 +14,9 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from prep.demos import cli, extra  # noqa: E402
+from prep.demos import cli  # noqa: E402
 from prep.demos._torch import torch  # noqa: E402
+from prep.demos.pretrained import extra  # noqa: E402
 
 TOKENIZER_FILES = (
     "vocab.txt",
@@ -95,7 +96,7 @@ def test_a_hostile_model_folder_is_one_line_and_exit_2(
 
 
 def test_the_tiny_folder_itself_loads(tiny: Path) -> None:
-    from prep.demos import pretrained as pt
+    from prep.demos.pretrained import pretrained as pt
 
     real = pt.load(str(tiny), torch.device("cpu"))
     assert real.family == "gpt2"

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 from fsrs.scheduler import DEFAULT_PARAMETERS
 
-from prep.engine import optimize as opt
-from prep.engine.storage import Store
+from prep.engine.store import Store
+from prep.engine.study import optimize as opt
 from prep.tui.cli import main
 
 NEW = tuple(round(w * 1.01, 6) for w in DEFAULT_PARAMETERS)
@@ -21,7 +21,7 @@ def fake_fit_changing_config(db: Path, when: str):
     """opt.fit that, like a second terminal, runs `prep config` while the fit runs (when is
     "fit") or leaves it to the prompt (when is "prompt")."""
 
-    def fit(store: Store, progress=None) -> opt.FitResult:
+    def fit(store: Store, progress=None, damaged=None) -> opt.FitResult:
         if when == "fit":
             other = CliRunner().invoke(
                 main, ["--db", str(db), "config", "desired_retention", "0.8"]

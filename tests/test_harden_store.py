@@ -16,16 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.storage import Store
+from prep.engine.store import Store
 from tests.test_cli_boundary import _without_root_override, one_line, prep, run_as
 
 RATE_AND_DIE = textwrap.dedent(
     """
     import os, sys
-    from prep.engine.deck import load_collection
-    from prep.engine.scheduler import Rating
-    from prep.engine.session import ReviewSession
-    from prep.engine.storage import Store
+    from prep.engine.decks.deck import load_collection
+    from prep.engine.study.scheduler import Rating
+    from prep.engine.study.session import ReviewSession
+    from prep.engine.store import Store
 
     store = Store.open(sys.argv[1])
     store.conn.execute("PRAGMA wal_autocheckpoint = 0")  # the commits stay in the WAL

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.deck import load_collection
-from prep.engine.storage import Store
+from prep.engine.decks.deck import load_collection
+from prep.engine.store import Store
 from prep.tui.app import PrepApp
 from prep.tui.screens.errors import ErrorScreen
 from prep.tui.screens.home import HomeScreen
