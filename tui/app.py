@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -527,6 +527,11 @@ class PrepApp(App[int]):
 
         if self.store is not None and not isinstance(self.screen, MockScreen):
             self.push_screen(MockScreen())
+
+    def notify(self, message: str, *, markup: bool = False, **kwargs: Any) -> None:  # type: ignore[override]
+        """A notification shown as it is: its text names cards, decks, files and errors (user
+        data), never markup; a screen's notify (which passes markup=True) comes here too."""
+        super().notify(message, markup=False, **kwargs)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield SystemCommand("Start today's session", "Review the cards due now", self.action_start)

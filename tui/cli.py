@@ -129,6 +129,17 @@ def _check_local_time() -> None:
         tz = os.environ.get("TZ")
         where = f"TZ={tz[:40]!r}" if tz is not None else "the local time zone"
         raise UsageError(f"{where} is not a usable time zone ({exc}); fix or unset it") from None
+    import time
+
+    from prep.engine.timeutil import clock_problem, utcnow
+
+    try:
+        time.time_ns()
+        why = clock_problem(utcnow())
+    except (OverflowError, OSError, ValueError) as exc:  # past 2262: no clock Python can read
+        why = f"the system clock cannot be read ({exc}); fix the system clock"
+    if why is not None:
+        raise UsageError(why)
 
 
 def demo_names() -> list[str]:
@@ -246,30 +257,44 @@ def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: 
     help="Address to listen on (loopback: only this machine can open the page).",
 )
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, metavar="N")
+@click.option(
+    "--max-sessions",
+    type=click.IntRange(1, 64),
+    default=4,
+    show_default=True,
+    metavar="N",
+    help="At most N browser tabs (app processes) at once.",
+)
 @click.pass_obj
-def serve(obj: Ctx, host: str, port: int) -> None:
-    """The same app in a browser (textual-serve): open http://HOST:PORT and study."""
-    import socket
-
+def serve(obj: Ctx, host: str, port: int, max_sessions: int) -> None:
+    """The same app in a browser (textual-serve): open the address it prints (it carries a
+    per-launch secret) and study."""
     from prep.engine.store import resolve_db_path
     from prep.tui.serve import is_loopback
     from prep.tui.serve import serve as run_server
+    from prep.tui.webserver import ServeError
 
     with obj.store():  # a database that cannot open is one line here, not a blank page
         pass
-    try:
-        with socket.create_server((host, port)):
-            pass
-    except OSError as exc:
-        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     if not is_loopback(host):
         click.echo(
             f"prep: warning: listening on {host}: anyone who can reach this machine on port "
-            f"{port} can study with (and change) your progress database",
+            f"{port} and has the address printed below can study with (and change) your "
+            "progress database",
             err=True,
         )
     db = str(resolve_db_path(obj.db).resolve())
-    run_server(db=db, questions=obj.questions, host=host, port=port)
+    try:
+        run_server(
+            db=db,
+            questions=obj.questions,
+            host=host,
+            port=port,
+            max_sessions=max_sessions,
+            say=lambda line: click.echo(line),
+        )
+    except ServeError as exc:
+        raise UsageError(str(exc)) from None
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
@@ -426,7 +451,6 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
     FSRS parameters: `prep config parameters` shows them, `prep config parameters default`
     goes back to fsrs's defaults, `prep config parameters "w0,w1,...,w20"` sets all 21
     (fit them to your own reviews with `prep optimize`)."""
-    from dataclasses import replace
 
     with obj.store() as store:
         if reset:
@@ -462,11 +486,6 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
         except ValueError:
             expected = {int: "a whole number", float: "a number"}.get(convert, "minutes like 1,10")
             raise UsageError(f"{key}: {value!r} is not {expected}") from None
-        try:
-            updated = replace(settings, **{key: typed}).validated()
-        except ValueError as exc:
-            message = str(exc) if str(exc).startswith(key) else f"{key}: {exc}"
-            raise UsageError(message) from None
         if key == "plan_decks" and typed is not None:
             decks = obj.collection(strict=False, store=store).decks
             unknown = [d for d in typed if d not in decks]
@@ -475,9 +494,15 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
                     f"plan_decks: no deck named {', '.join(map(repr, unknown))} "
                     f"(decks: {', '.join(decks) or 'none'})"
                 )
-        store.save_settings(updated)
+        try:
+            # this one setting, against the settings saved now (another prep may have changed
+            # others since they were read)
+            store.update_settings(**{key: typed})
+        except ValueError as exc:
+            message = str(exc) if str(exc).startswith(key) else f"{key}: {exc}"
+            raise UsageError(message) from None
         if key == "interview_date":
-            _say_plan(obj, store, updated)
+            _say_plan(obj, store, store.settings())
             return
         if key == "plan_decks":
             typed = "all" if typed is None else ",".join(typed)
@@ -512,7 +537,7 @@ def _config_parameters(store: Store, settings: Settings, value: str | None) -> N
         click.echo(f"parameters = {shown} ({origin})")
         return
     if value.strip().lower() in ("default", "defaults"):
-        store.save_settings(replace(settings, parameters=None))
+        store.update_settings(parameters=None)
         click.echo("parameters = default (fsrs defaults)")
         return
     parts = value.replace(",", " ").split()
@@ -527,11 +552,30 @@ def _config_parameters(store: Store, settings: Settings, value: str | None) -> N
     except ValueError as exc:
         message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         raise UsageError(f"parameters: {message}") from None
-    store.save_settings(updated)
+    try:
+        store.update_settings(parameters=updated.parameters)
+    except ValueError as exc:  # with the settings saved now (changed since they were read)
+        raise UsageError(f"parameters: {exc}") from None
     click.echo(f"parameters = {', '.join(f'{w:.4f}' for w in weights)} (your own)")
 
 
 _EXPORT_FORMATS = {".json": "json", ".csv": "csv", ".apkg": "apkg"}
+
+
+def _refuse_database_target(obj: Ctx, path: Path, fmt: str) -> None:
+    """An export never writes over the progress database or the files SQLite keeps beside it."""
+    from prep.engine.store import resolve_db_path
+    from prep.engine.transfer.dbfiles import database_target
+    from prep.engine.transfer.export import csv_paths
+
+    targets = list(csv_paths(path).values()) if fmt == "csv" else [path]
+    hit = database_target(targets, resolve_db_path(obj.db))
+    if hit is not None:
+        target, kept = hit
+        raise UsageError(
+            f"-o {target}: that is the progress database's own file ({kept}); exporting over "
+            "it would replace your progress. Name another file"
+        )
 
 
 @main.command("export")
@@ -596,6 +640,8 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
         )
     report = (lambda text: click.echo(text, err=True)) if to_stdout else click.echo
     shown = "standard output" if to_stdout else str(path)
+    if not to_stdout:
+        _refuse_database_target(obj, path, fmt)
     try:
         if fmt == "apkg":
             from prep.engine.transfer.anki import write_apkg
@@ -614,10 +660,27 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
                 written = [shown]
             else:
                 written = [str(p) for p in export_csv(store, path)]
-            n = store.count_reviews()
+            damaged = list(store.damaged_reviews)
+            n = store.count_reviews() - len(damaged)
         report(f"Wrote {', '.join(written)}: {count(n, 'review')}.")
+        _say_damaged(damaged, "exported")
     except ExportError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _say_damaged(damaged: list, what: str) -> None:
+    """Name the review rows that could not be read and were left out (at most five)."""
+    from prep.engine.study.present import count as count_text
+
+    if not damaged:
+        return
+    click.echo(
+        f"prep: warning: {count_text(len(damaged), 'damaged review')} left out (the rest "
+        f"{what}): "
+        + "; ".join(str(d) for d in damaged[:5])
+        + (f"; ... and {len(damaged) - 5:,} more" if len(damaged) > 5 else ""),
+        err=True,
+    )
 
 
 @main.command("import")
@@ -762,21 +825,22 @@ def optimize(obj: Ctx, yes: bool, dry_run: bool) -> None:
     Needs 512 reviews made a day or more after the card's previous review. Shows the
     old and new parameters and the estimated effect, then asks before saving
     (`prep config parameters default` goes back to the defaults)."""
-    from dataclasses import replace
 
     from prep.engine.study import optimize as opt
     from prep.engine.timeutil import utcnow
 
     with obj.store() as store:
         settings = store.settings()
-        logs = opt.review_logs(store.reviews())
+        damaged: list = []
+        logs = opt.review_logs(store.reviews(damaged=damaged))
+        _say_damaged(damaged, "are fitted")
         try:
             n = opt.check_enough(logs)
         except opt.OptimizeError as exc:
             raise UsageError(str(exc)) from None
         click.echo(f"Fitting FSRS parameters to {n} of your reviews...", err=True)
         meter = _ProgressLine("Fitting")
-        result = opt.fit(store, progress=meter)
+        result = opt.fit(store, progress=meter, damaged=damaged)
         meter.done()
         click.echo(opt.render(result, settings, utcnow()))
         if not result.changed:
@@ -792,7 +856,12 @@ def optimize(obj: Ctx, yes: bool, dry_run: bool) -> None:
             except click.Abort:
                 save = False
         if save:
-            store.save_settings(replace(settings, parameters=result.new))
+            # only the parameters, against the settings saved now: a `prep config` made
+            # during the fit or at the prompt stays
+            try:
+                store.update_settings(parameters=result.new)
+            except ValueError as exc:
+                raise UsageError(f"not saved: {exc}") from None
             click.echo("Saved. `prep config parameters default` goes back to the defaults.")
         else:
             click.echo("Not saved.")

@@ -5,7 +5,8 @@ Prep writes nothing but its database and the files the user names, so the cache 
 database, in tables the store owns (``deck_files``, ``deck_cards``). A deck file is re-parsed
 only when it changed:
 
-- its path, size and ``mtime_ns`` match the cached entry, and the file was last modified at
+- its path, size, ``mtime_ns`` and identity (device, inode, ctime: see file_ident) match the
+  cached entry, and the file was last modified at
   least ``RACY_NS`` before the entry was written -> the cached parse is used without reading
   the file (git's "racily clean" rule: an edit within the same clock tick as the cache
   write could keep size and mtime, so such a file is always read);
@@ -68,6 +69,16 @@ ASSEMBLY_VERSION = 2
 # Hashed with every file's text: raised whenever parse_deck_text accepts less than before.
 # (3: cards carry `points`, a field the cached JSON of older parses lacks)
 PARSER_SALT = b"parser 3\n"
+
+
+def file_ident(st: os.stat_result) -> str:
+    """What no edit keeps: the device and inode (a file replaced by rename, `cp`, an editor's
+    save) and the ctime, which every write, chmod or `touch -d` sets to now and no tool can set
+    back (git's index keeps the same). Size and mtime alone are kept by `touch -d`, `cp -p`
+    and `rsync -t`."""
+    return f"{st.st_dev}:{st.st_ino}:{st.st_ctime_ns}"
+
+
 RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's mtime tick we expect
 
 # The Card fields kept in the cache's JSON, in Card's order (id, deck and parent are columns
@@ -422,6 +433,7 @@ def _load(
             and st.st_size <= MAX_DECK_BYTES
             and entry is not None
             and (entry["size"], entry["mtime_ns"]) == (st.st_size, st.st_mtime_ns)
+            and entry.get("ident") == file_ident(st)
             and entry["checked_ns"] - st.st_mtime_ns >= RACY_NS
         ):
             sha = entry["sha256"]
@@ -437,7 +449,7 @@ def _load(
             sha = hashlib.sha256(PARSER_SALT + text.encode("utf-8")).hexdigest()
             # (a parse does not depend on how the path is shown: names are added on load)
             if entry is not None and entry["sha256"] == sha:
-                store.deck_cache_touch(key, st.st_size, st.st_mtime_ns, now_ns)
+                store.deck_cache_touch(key, st.st_size, st.st_mtime_ns, now_ns, file_ident(st))
             else:
                 info, cards, errors = _parse(text, shown, path.stem)
                 store.deck_cache_put(
@@ -447,6 +459,7 @@ def _load(
                     mtime_ns=st.st_mtime_ns,
                     sha256=sha,
                     checked_ns=now_ns,
+                    ident=file_ident(st),
                     info=None if info is None else _info_json(info),
                     declared=[] if info is None else info.declared,
                     errors=[(e.line, e.message) for e in errors],

@@ -31,18 +31,35 @@ class DeckCacheStore(StoreCore):
 
     # --- deck cache (engine/decks/deckcache.py decides; these are its tables) -----------------
 
+    def _deck_ident_column(self, *, add: bool) -> bool:
+        """Whether deck_files has its ``ident`` column (device, inode and ctime of the file as
+        last read), added on the first write that needs it: like card_marks, no schema version
+        of its own, and an older prep reads the table as before."""
+        have = any(r[1] == "ident" for r in self.conn.execute("PRAGMA table_info(deck_files)"))
+        if not have and add:
+            self.conn.execute("ALTER TABLE deck_files ADD COLUMN ident TEXT")
+            have = True
+        return have
+
     def deck_cache_files(self) -> dict[str, dict[str, Any]]:
-        keys = ("path", "shown", "size", "mtime_ns", "sha256", "checked_ns")
+        keys: tuple[str, ...] = ("path", "shown", "size", "mtime_ns", "sha256", "checked_ns")
+        if self._deck_ident_column(add=False):
+            keys += ("ident",)
         rows = self.conn.execute(f"SELECT {', '.join(keys)} FROM deck_files")
         return {r[0]: dict(zip(keys, r, strict=True)) for r in rows}
 
-    def deck_cache_touch(self, path: str, size: int, mtime_ns: int, checked_ns: int) -> None:
-        """The file was read and its hash is unchanged: remember its new size and mtime."""
+    def deck_cache_touch(
+        self, path: str, size: int, mtime_ns: int, checked_ns: int, ident: str | None = None
+    ) -> None:
+        """The file was read and its hash is unchanged: remember its new size, mtime and
+        identity (device, inode, ctime)."""
         with self.transaction():
             self.conn.execute(
                 "UPDATE deck_files SET size = ?, mtime_ns = ?, checked_ns = ? WHERE path = ?",
                 (size, mtime_ns, checked_ns, path),
             )
+            if ident is not None and self._deck_ident_column(add=True):
+                self.conn.execute("UPDATE deck_files SET ident = ? WHERE path = ?", (ident, path))
 
     def deck_cache_put(
         self,
@@ -57,6 +74,7 @@ class DeckCacheStore(StoreCore):
         declared: list[tuple[str, int]],
         errors: list[tuple[int, str]],
         cards: list[tuple[int, str, str, str | None, str, list[str], str, str, str, int]],
+        ident: str | None = None,
     ) -> None:
         """Replace one file's parse: its entry and its cards (line, id, deck, parent, demos,
         tags, content hash, fields, kind, level rank). The checks across files are then redone (assembly dropped)."""
@@ -81,6 +99,8 @@ class DeckCacheStore(StoreCore):
                     json.dumps(errors),
                 ),
             )
+            if self._deck_ident_column(add=ident is not None):
+                self.conn.execute("UPDATE deck_files SET ident = ? WHERE path = ?", (ident, path))
             lo, hi = self._deck_keys(path)
             self.conn.execute("DELETE FROM deck_cards WHERE key BETWEEN ? AND ?", (lo, hi))
             self.conn.execute("DELETE FROM deck_tags WHERE key BETWEEN ? AND ?", (lo, hi))

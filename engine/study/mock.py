@@ -92,7 +92,9 @@ def pick_main(
         state = states.get(card.id)
         if state is None or state.is_new:
             return (0, 0.0)
-        due = state.due is not None and state.due <= now
+        if not isinstance(state.due, datetime) or not isinstance(state.last_review, datetime):
+            return (1, 0.0)  # a hand-edited time: the session skips it with a message
+        due = state.due <= now
         return (0 if due else 1, round(scheduler.retrievability(state, now), 2))
 
     keyed = [(key(c), c) for c in candidates]

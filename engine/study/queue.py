@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from itertools import chain
 from typing import Any
 
@@ -145,7 +145,7 @@ def deck_counts(
         if card is not None:
             due.setdefault(card.deck, [0, 0])[1] += 1
     for state in store.cards(hidden).values():  # due, but not served today
-        if state.removed or state.due is None or state.deck not in due:
+        if state.removed or not isinstance(state.due, datetime) or state.deck not in due:
             continue
         if state.state == State.Review and state.due <= now:
             due[state.deck][1] -= 1
@@ -384,4 +384,5 @@ def _merge_by_due(store: Store, a: list[str], b: list[str]) -> list[str]:
     if not a or not b:
         return a or b
     due = {cid: s.due for cid, s in store.cards([*a, *b]).items()}
-    return sorted([*a, *b], key=lambda cid: due[cid])
+    never = datetime.max.replace(tzinfo=UTC)  # a due that is not a time: last (then skipped)
+    return sorted([*a, *b], key=lambda cid: due[cid] if isinstance(due[cid], datetime) else never)

@@ -32,7 +32,7 @@ from prep.engine.study.queue import (  # re-exported: callers import them from h
     unseen_per_deck,
 )
 from prep.engine.study.scheduler import CardState, Outcome, Rating, Scheduler, State, state_problem
-from prep.engine.timeutil import Clock, study_day_start, utcnow
+from prep.engine.timeutil import Clock, clamp_duration, study_day_start, utcnow
 
 __all__ = [
     "EXTRA_NEW_KEY",
@@ -353,6 +353,7 @@ class ReviewSession:
         now = self.clock()
         if duration_ms is None:
             duration_ms = int((time.monotonic() - self._shown_at) * 1000)
+        duration_ms = clamp_duration(duration_ms) or 0  # never negative (a clock stepped back)
         outcomes: list[Outcome] = []
 
         def decide(prev: CardState) -> CardState:

@@ -17,7 +17,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Footer, Input
 
 from prep.engine.decks.deck import CHOICE_LETTERS, Card, Collection
 from prep.engine.store import Store, StoreError
@@ -32,6 +32,7 @@ from prep.engine.study.scheduler import RATING_NAMES, Rating
 from prep.engine.timeutil import Clock
 from prep.tui.base import PrepScreen
 from prep.tui.plain import mock_summary_lines, took_text
+from prep.tui.widgets.text import Static
 
 
 class MockScreen(PrepScreen):

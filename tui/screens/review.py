@@ -20,7 +20,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
 
 from prep.engine.decks.deck import CHOICE_LETTERS, Card
 from prep.engine.store import StoreError
@@ -30,6 +30,7 @@ from prep.tui.base import PrepScreen
 from prep.tui.cardtext import card_text, inline_text, warm_up
 from prep.tui.screens.typed_answer import TypedAnswer
 from prep.tui.widgets.key_button import KeyButton
+from prep.tui.widgets.text import Static
 
 if TYPE_CHECKING:
     from prep.engine.study.present import DemoLink, Section

@@ -10,13 +10,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import Footer, Header
 from textual_plotext import PlotextPlot
 
 from prep.engine.store import StoreError
 from prep.engine.study.present import count, percent
 from prep.engine.study.stats import interview_lines, marks_text
 from prep.tui.base import PrepScreen
+from prep.tui.widgets.text import DataTable, Static
 
 
 def bar_chart(widget: PlotextPlot, labels: list[str], values: list[int], title: str) -> None:
