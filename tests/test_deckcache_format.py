@@ -40,9 +40,9 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @dataclass(frozen=True)
 class LeveledCard(deck.Card):
-    """Card with one more field, as another branch adds ``level`` the obvious way."""
+    """Card with one more field, added the obvious way (as `level` and `points` were)."""
 
-    level: str = "core"
+    stage: str = "core"
 
 
 def test_a_new_card_field_rebuilds_an_old_cache_and_keeps_progress(
@@ -62,11 +62,11 @@ def test_a_new_card_field_rebuilds_an_old_cache_and_keeps_progress(
     with Store.open(db) as store:
         coll = deckcache.load(store, [decks], include_bundled=False)
         cards = coll.cards  # every card built from the cache: no zip() shorter than the fields
-        assert cards and all(isinstance(c, LeveledCard) and c.level == "core" for c in cards)
+        assert cards and all(isinstance(c, LeveledCard) and c.stage == "core" for c in cards)
         assert parses == ["small.yaml", "small.yaml"]  # rebuilt, though size and mtime match
         assert store.card("roles").reps == reps  # progress is not the cache
         again = deckcache.load(store, [decks], include_bundled=False)
-        assert again.get("roles").level == "core" and len(parses) == 2  # cached anew
+        assert again.get("roles").stage == "core" and len(parses) == 2  # cached anew
 
 
 def test_a_new_loader_version_reparses_unchanged_files(store_path, decks, parses, monkeypatch):

@@ -277,10 +277,12 @@ async def test_mock_screen_grades_the_typed_answer_and_its_summary_lists_missed_
     fresh_store,
 ):
     from prep.engine.study.mock import MockInterview
-    from prep.tui.screens.mock import MockApp
+    from prep.tui.app import PrepApp
 
     mock = MockInterview(fresh_store, collection(), main_id="roles", seed=0)
-    app = MockApp(mock, grading=FakeGrading())
+    app = PrepApp(
+        store=fresh_store, collection=mock.collection, mock_first=mock, grading=FakeGrading()
+    )
     async with app.run_test(size=(100, 40)) as pilot:
         await pilot.pause()
         await pilot.press(*"It mixes heads and weights them.", "enter")

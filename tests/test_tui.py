@@ -100,7 +100,7 @@ async def test_whole_session_is_stored(tmp_path: Path) -> None:
         await pilot.press("space")
         assert screen.revealed and screen.query_one("#back").display
         assert "block-diagonal" in text_of(app, "#demo-link")
-        assert footer_keys(app) == ["space", "1-4", "d", "u", "escape", "q", "question_mark"]
+        assert footer_keys(app) == ["space", "1-4", "r", "u", "escape", "q", "question_mark"]
         labels = [b.label for b in screen.query(KeyButton) if b.id and b.id.startswith("rate-")]
         assert labels == ["1 Again 1m", "2 Hard 6m", "3 Good 10m", "4 Easy 8d"]
 
@@ -211,7 +211,7 @@ async def test_demo_runs_streams_records_and_returns_to_the_card(tmp_path: Path)
         await pilot.press("enter", "space")
         review = app.screen
         assert isinstance(review, ReviewScreen) and review.revealed
-        await pilot.press("d")
+        await pilot.press("r")
         demo = app.screen
         assert isinstance(demo, DemoScreen)
         await wait_until(pilot, lambda: not demo.running)
@@ -243,7 +243,7 @@ async def test_demo_runs_streams_records_and_returns_to_the_card(tmp_path: Path)
 async def test_failing_or_crashing_demo_keeps_the_app_working(tmp_path: Path, mode: str) -> None:
     app = make_app(demo_command=fake_demo_command(tmp_path, mode))
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("enter", "space", "d")
+        await pilot.press("enter", "space", "r")
         demo = app.screen
         await wait_until(pilot, lambda: not demo.running)
         status = text_of(app, "#demo-status")
@@ -266,7 +266,7 @@ async def test_escape_stops_a_running_demo(tmp_path: Path) -> None:
     slow.write_text("import time\nprint('started', flush=True)\ntime.sleep(60)\n")
     app = make_app(demo_command=lambda name: [sys.executable, str(slow)])
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("enter", "space", "d")
+        await pilot.press("enter", "space", "r")
         demo = app.screen
         await wait_until(pilot, lambda: "started" in demo.log_lines)
         process = demo._process
@@ -551,7 +551,7 @@ async def test_demo_screen_shows_progress_and_a_usage_error_line(tmp_path: Path)
     )
     app = make_app(demo_command=lambda name: [sys.executable, str(script)])
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("enter", "space", "d")
+        await pilot.press("enter", "space", "r")
         demo = app.screen
         await wait_until(pilot, lambda: not demo.running)
         assert "progress: loading all-MiniLM-L6-v2" in demo.log_lines

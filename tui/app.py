@@ -12,13 +12,14 @@ into the demo screen.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import socket
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -31,7 +32,7 @@ from prep.engine.decks import deckcache
 from prep.engine.decks.deck import Collection, load_collection
 from prep.engine.store import Store, StoreError
 from prep.engine.store.schema import Upgrade
-from prep.engine.study.scheduler import Scheduler
+from prep.engine.study.scheduler import Scheduler, Settings
 from prep.engine.study.session import (  # DeckCounts: home's rows (re-exported for the screens)
     DeckCounts,
     Limits,
@@ -45,6 +46,8 @@ from prep.engine.study.session import (  # DeckCounts: home's rows (re-exported 
 from prep.engine.timeutil import Clock, utcnow
 
 if TYPE_CHECKING:
+    from prep.engine.study.collection import Cards
+    from prep.engine.study.mock import MockInterview
     from prep.tui.grading import Grading
     from prep.tui.screens.upgrade import UpgradeScreen
 
@@ -137,7 +140,7 @@ class PrepApp(App[int]):
         new: int | None = None,
         limit: int | None = None,
         store: Store | None = None,
-        collection: Collection | None = None,
+        collection: Cards | None = None,
         include_bundled: bool = True,
         clock: Clock = utcnow,
         scheduler: Scheduler | None = None,
@@ -146,9 +149,11 @@ class PrepApp(App[int]):
         theme: str | None = None,
         review_first: bool = False,
         grading: Grading | None = None,
+        mock_first: MockInterview | None = None,
     ) -> None:
         super().__init__()
         self.review_first = review_first
+        self.mock_first = mock_first  # `prep mock`: open on it, over home (Esc goes home)
         self.db = db
         self.questions = [Path(q) for q in questions]
         self.selected_deck = deck
@@ -158,10 +163,11 @@ class PrepApp(App[int]):
         self._upgrading = False  # an older database is being upgraded in a thread
         self._owns_store = store is None
         self._injected_collection = collection
-        self.collection: Collection = collection or Collection()
+        self.collection: Cards = collection or Collection()
         self.include_bundled = include_bundled
         self.clock = clock
         self._scheduler = scheduler
+        self._scheduler_settings: Settings | None = None  # saved settings it was last checked on
         self.demo_command = demo_command
         self.demos: dict[str, str] = demo_infos() if demos is None else demos
         self.theme = theme or pick_theme()
@@ -178,7 +184,7 @@ class PrepApp(App[int]):
     def on_mount(self) -> None:
         self.boot()
 
-    def load_collection(self) -> Collection:
+    def load_collection(self) -> Cards:
         """The decks, through the deck cache in the database when it is open (only changed
         files are parsed, and progress is reconciled only when the decks changed)."""
         if self._injected_collection is not None:
@@ -240,7 +246,14 @@ class PrepApp(App[int]):
                 f"No deck named {self.selected_deck!r}; showing all decks.", severity="warning"
             )
             self.selected_deck = None
-        if self.review_first:  # `prep quiz`: home is built when first asked for
+        if self.mock_first is not None:  # `prep mock`: the mock over home, as `m` opens it
+            from prep.tui.screens.home import HomeScreen
+            from prep.tui.screens.mock import MockScreen
+
+            mock, self.mock_first = self.mock_first, None  # once: a reload goes home
+            self._show(HomeScreen())
+            self.push_screen(MockScreen(mock=mock))
+        elif self.review_first:  # `prep quiz`: home is built when first asked for
             self.review_first = False  # once: a reload goes home
             self.action_start()
         else:
@@ -321,9 +334,16 @@ class PrepApp(App[int]):
 
     @property
     def scheduler(self) -> Scheduler:
+        """The scheduler on the saved settings: rebuilt (keeping its fuzzing and seed) when
+        they changed since it was last asked for (`prep config` or `prep optimize` in another
+        terminal while the app is open)."""
+        assert self.store is not None
+        saved = self.store.settings()
         if self._scheduler is None:
-            assert self.store is not None
-            self._scheduler = Scheduler(self.store.settings())
+            self._scheduler = Scheduler(saved)
+        elif self._scheduler_settings is not None and saved != self._scheduler_settings:
+            self._scheduler = dataclasses.replace(self._scheduler, settings=saved)
+        self._scheduler_settings = saved
         return self._scheduler
 
     def now(self) -> datetime:
@@ -508,6 +528,11 @@ class PrepApp(App[int]):
 
         if self.store is not None and not isinstance(self.screen, MockScreen):
             self.push_screen(MockScreen())
+
+    def notify(self, message: str, *, markup: bool = False, **kwargs: Any) -> None:  # type: ignore[override]
+        """A notification shown as it is: its text names cards, decks, files and errors (user
+        data), never markup; a screen's notify (which passes markup=True) comes here too."""
+        super().notify(message, markup=False, **kwargs)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield SystemCommand("Start today's session", "Review the cards due now", self.action_start)

@@ -101,6 +101,17 @@ def _check_local_time() -> None:
         tz = os.environ.get("TZ")
         where = f"TZ={tz[:40]!r}" if tz is not None else "the local time zone"
         raise UsageError(f"{where} is not a usable time zone ({exc}); fix or unset it") from None
+    import time
+
+    from prep.engine.timeutil import clock_problem, utcnow
+
+    try:
+        time.time_ns()
+        why = clock_problem(utcnow())
+    except (OverflowError, OSError, ValueError) as exc:  # past 2262: no clock Python can read
+        why = f"the system clock cannot be read ({exc}); fix the system clock"
+    if why is not None:
+        raise UsageError(why)
 
 
 def _questions_from_env() -> tuple[str, ...]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from prep.engine.decks.deck import CHOICE_LETTERS, Card
 from prep.engine.store import StoreError
-from prep.engine.study.mock import MockInterview
+from prep.engine.study.mock import MockError, MockInterview
 from prep.engine.study.present import (
     answer_sections,
     choice_verdict,
@@ -32,7 +32,7 @@ from prep.engine.study.present import (
     spoken_interval,
 )
 from prep.engine.study.scheduler import RATING_NAMES, Outcome, Rating
-from prep.engine.study.session import ReviewSession
+from prep.engine.study.session import NotCurrentCard, ReviewSession
 from prep.tui.mocktext import mock_summary_lines, took_text
 
 if TYPE_CHECKING:
@@ -205,7 +205,12 @@ class PlainQuiz:
                 answer = str(int(suggested))
             if answer in ("1", "2", "3", "4"):
                 try:
-                    outcome = session.rate(Rating(int(answer)))
+                    outcome = session.rate(
+                        Rating(int(answer)), card_id=card.id, content_hash=card.content_hash
+                    )
+                except NotCurrentCard as exc:  # never saved on another card: say so
+                    say(f"Not saved: {exc}.")
+                    return
                 except StoreError as exc:
                     if not exc.retryable:  # read-only: no retry will save it
                         raise
@@ -322,7 +327,11 @@ def run_mock_plain(
                 if typed == "" and step.suggested is not None:
                     typed = str(int(step.suggested))
                 if typed in ("1", "2", "3", "4"):
-                    outcome = mock.grade(int(typed))
+                    try:
+                        outcome = mock.grade(int(typed))
+                    except MockError as exc:  # never saved on another card: say so, end
+                        say(f"Not saved: {exc}.")
+                        raise Quit from None
                     say(
                         f"Saved: {RATING_NAMES[outcome.rating]}, "
                         f"next review in {spoken_interval(outcome.interval)}."

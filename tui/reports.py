@@ -29,6 +29,8 @@ def stats_text(stats: dict[str, Any]) -> str:
         f"Reviews      today {r['today']}   total{since} {r['total']}   streak {count(stats['streak_days'], 'day')}",
         f"Retention    true{since} {percent(tr['all']['rate'])} over {count(tr['all']['reviews'], 'review')}"
         f"   last 30 days {percent(tr['last_30_days']['rate'])}   target {percent(stats['desired_retention'])}",
+        f"Session      new {stats['session']['new']}   learning {stats['session']['learning']}   "
+        f"due {stats['session']['due']}   (what today's session serves now, as home shows it)",
         f"Due          now {d['now']}   today {d['today']}   tomorrow {d['tomorrow']}   next 7 days {d['next_7_days']}",
         f"Cards        {stats['cards']['seen']} of {stats['cards']['total']} seen   "
         + marks_text(stats["marks"]),
@@ -39,6 +41,14 @@ def stats_text(stats: dict[str, Any]) -> str:
         lines.append(
             f"{name:<22}{m['cards']:>6}{m['seen']:>6}{m['mature']:>8}{percent(m['mastery']):>9}"
         )
+    if stats["tags"]:  # mastery per tag (topic), as the app's stats screen and --json give it
+        width = max(22, *(len(tag) + 2 for tag in stats["tags"]))
+        lines += ["", f"{'Tag':<{width}}{'cards':>6}{'seen':>6}{'mature':>8}{'mastery':>9}"]
+        for tag, m in stats["tags"].items():
+            lines.append(
+                f"{tag:<{width}}{m['cards']:>6}{m['seen']:>6}{m['mature']:>8}"
+                f"{percent(m['mastery']):>9}"
+            )
     listed = []
     if stats["leeches"]:
         listed.append(f"Leeches      {', '.join(stats['leeches'])}")

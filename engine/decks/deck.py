@@ -21,12 +21,17 @@ A deck is one YAML file::
         bullets: [...]            # the 60-second bullets for `prep cram`
         points: [...]             # the rubric `prep grade` and `t` grade a typed answer by:
                                   # 3-5 single ideas (default: the bullets, where they are)
+        level: basics             # basics | core | advanced (default core): curriculum place
+
+A deck may declare ``order: 10`` (a number): new cards of a lower order come first within a
+level (bundled: core 10, follow-ups 15, practice 20, red flags 25, attribution 30, systems
+40); a deck without one comes after every deck that has one, in file order.
 
 Files are parsed with ``yaml.SafeLoader`` semantics, but every mapping remembers the line
 of each key, so that every error is reported as ``FILE:LINE: message``. All errors of all
 files are collected; nothing raises on bad input.
 
-Size: about 790 lines, because a card's validation (every field's refusal and its message),
+Size: about 920 lines, because a card's validation (every field's refusal and its message),
 the deck file's reading and the checks across files share the error vocabulary (DeckError,
 quoted, the control-character rules). The next split is the checks across files
 (``assemble``, ``_drop_unservable``) into their own module beside deckcache.py, which calls them
@@ -38,6 +43,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import math
 import os
 import re
 import stat
@@ -70,13 +76,19 @@ CARD_KEYS = frozenset(
         "sources",
         "bullets",
         "points",
+        "level",
     }
 )
-DECK_KEYS = frozenset({"deck", "title", "description", "cards"})
+DECK_KEYS = frozenset({"deck", "title", "description", "cards", "order"})
+# A card's place in the curriculum: new cards come level by level (a card without one is
+# "core"), then by the deck's ``order:``, then by position in the file.
+LEVELS = ("basics", "core", "advanced")
+DEFAULT_LEVEL = "core"
 CHOICE_LETTERS = "abcd"
-SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")  # \Z: "$" would take a trailing newline
 # A deck is a few dozen kB; anything past this is not a deck (and reading it would only cost memory).
 MAX_DECK_BYTES = 2 * 1024 * 1024
+MAX_ERRORS_PER_FILE = 50  # a file with more says how many more, in one line
 # Control characters (C0 and C1, DEL) other than newline and tab: ESC starts the terminal
 # escape sequences (CSI, OSC) that recolour or retitle a terminal when a card is printed.
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -141,6 +153,12 @@ class Card:
     sources: tuple[str, ...] = ()
     bullets: tuple[str, ...] = ()
     points: tuple[str, ...] = ()  # the grading rubric; engine.rubric defaults it to bullets
+    level: str | None = None  # basics | core | advanced, as declared (None: core)
+
+    @property
+    def level_rank(self) -> int:
+        """0 for basics, 1 for core (and a card without a level), 2 for advanced."""
+        return LEVELS.index(self.level or DEFAULT_LEVEL)
 
     @property
     def demo(self) -> str | None:
@@ -172,6 +190,7 @@ class DeckInfo:
     # (id, line) of every card entry that names an id, valid or not: duplicates are
     # reported even when one of the two entries has other errors.
     declared: list[tuple[str, int]] = field(default_factory=list)
+    order: float | None = None  # the deck's `order:` (None: after every deck that has one)
 
 
 @dataclass
@@ -187,6 +206,16 @@ class Collection:
     def __post_init__(self) -> None:
         self._by_id: dict[str, Card] = {c.id: c for c in self.cards}
 
+    def deck_ranks(self) -> dict[str, int]:
+        """Each deck's place in the curriculum (0 first): the decks that declare ``order:`` by
+        it (ties in file order), then the others in file order."""
+        names = list(self.decks)
+        ordered = sorted(
+            range(len(names)),
+            key=lambda i: (self.decks[names[i]].order is None, self.decks[names[i]].order or 0, i),
+        )
+        return {names[i]: rank for rank, i in enumerate(ordered)}
+
     def add(self, card: Card) -> None:
         self.cards.append(card)
         self._by_id[card.id] = card
@@ -196,6 +225,12 @@ class Collection:
 
     def __contains__(self, card_id: object) -> bool:
         return card_id in self._by_id
+
+    def content_hash_now(self, card_id: str) -> str | None:
+        """The hash of the card's text as the decks hold it now (a collection over the deck
+        cache reads it again: another prep may have re-read an edited deck)."""
+        card = self._by_id.get(card_id)
+        return None if card is None else card.content_hash
 
     def __len__(self) -> int:
         return len(self.cards)
@@ -242,22 +277,26 @@ class Collection:
         seen: set[str] | None = None,
         among: AbstractSet[str] | None = None,
     ) -> list[Iterator[tuple[Any, str, str, str, str | None, bool]]]:
-        """The cards without progress for the new-card rotation, one iterator per group:
-        (position, id, deck, kind, parent, parent seen), in deck order. The cards of one
-        group share (deck, kind) (a (deck, kind) may span groups, in deck order); positions
-        order cards across groups as deck order does. Iterators are read only as far as the
-        day's limit needs (the deck cache reads them from SQL in steps). ``among``: only the
-        cards of these decks (the caller knows the others have none without progress)."""
-        groups: dict[tuple[str, str], list[tuple[Any, str, str, str, str | None, bool]]] = {}
+        """The cards without progress for the new-card rotation, one iterator per (level,
+        kind) group: (place, id, deck, kind, parent, parent seen), in curriculum order. A
+        place is (level rank, deck rank, position in the deck order): the cards of a group
+        come in place order, and places order cards across groups. Iterators are read only
+        as far as the day's limit needs (the deck cache reads them from SQL in steps).
+        ``among``: only the cards of these decks (the caller knows the others have none
+        without progress)."""
+        ranks = self.deck_ranks()
+        groups: dict[tuple[int, str], list[tuple[Any, str, str, str, str | None, bool]]] = {}
         for pos, (cid, cdeck, kind, parent, parent_seen) in enumerate(
             self.unseen(store, deck, seen)
         ):
             if among is not None and cdeck not in among:
                 continue
-            groups.setdefault((cdeck, kind), []).append(
-                (pos, cid, cdeck, kind, parent, parent_seen)
+            card = self._by_id[cid]
+            place = (card.level_rank, ranks.get(cdeck, len(ranks)), pos)
+            groups.setdefault((card.level_rank, kind), []).append(
+                (place, cid, cdeck, kind, parent, parent_seen)
             )
-        return [iter(group) for group in groups.values()]
+        return [iter(sorted(group)) for group in groups.values()]
 
     def unseen_by_deck(self, store: Store) -> dict[str, int] | None:
         """How many cards of each deck have no progress, when that is known without walking
@@ -443,6 +482,13 @@ def _parse_card(
             if key in raw and _text(kind):
                 err(at(key), f"{label}: {key!r} only belongs on choice and red-flag cards")
                 ok = False
+    level = raw.get("level")
+    if "level" in raw and level not in LEVELS:
+        err(
+            at("level"),
+            f"{label}: unknown level {quoted(level)} (expected one of: {', '.join(LEVELS)})",
+        )
+        ok = False
     if kind == "follow-up" and "parent" not in raw:
         err(line, f"{label}: a follow-up card needs 'parent' (the id of the card it follows)")
         ok = False
@@ -467,7 +513,15 @@ def _parse_card(
         sources=lists.get("sources", ()),
         bullets=lists.get("bullets", ()),
         points=lists.get("points", ()),
+        level=level,
     )
+
+
+def _deck_order(value: Any) -> float | None:
+    """A deck's ``order:`` as a number, or None when it is not one (bool is not a number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 def parse_deck_text(
@@ -523,6 +577,17 @@ def parse_deck_text(
             )
         elif (why := _control_problem(data[key])) is not None:
             errors.append(DeckError(file, key_lines.get(key, 1), f"deck field {key!r}: {why}"))
+    order = None
+    if "order" in data:
+        order = _deck_order(data["order"])
+        if order is None:
+            errors.append(
+                DeckError(
+                    file,
+                    key_lines.get("order", 1),
+                    f"deck field 'order' must be a number (e.g. order: 50), not {quoted(data['order'])}",
+                )
+            )
     name = data.get("deck", default_name)
     if not (isinstance(name, str) and SLUG.match(name)):
         errors.append(
@@ -542,10 +607,22 @@ def parse_deck_text(
         if _text(description) and not _control_problem(description)
         else "",
         file=file,
+        order=order,
     )
     cards = []
     fallback = key_lines.get("cards", 1)
-    for raw in raw_cards:
+    for n, raw in enumerate(raw_cards):
+        if len(errors) >= MAX_ERRORS_PER_FILE:  # a file of broken cards: stop here, say so
+            rest = len(raw_cards) - n
+            errors.append(
+                DeckError(
+                    file,
+                    getattr(raw, "line", fallback),
+                    f"... {rest:,} more card{'s' if rest != 1 else ''} from here on not "
+                    f"checked (over {MAX_ERRORS_PER_FILE} problems above; fix those first)",
+                )
+            )
+            break
         if isinstance(raw, dict) and _text(raw.get("id")):
             info.declared.append((raw["id"], getattr(raw, "line", fallback)))
         card = _parse_card(raw, name, file, fallback, errors)
@@ -750,20 +827,63 @@ def assemble(
                             f"card {quoted(card.id)}: no demo named {quoted(name)}{hint}",
                         )
                     )
-    for card in coll.cards:
-        chain: list[str] = [card.id]
-        node: Card | None = card
-        while node is not None and node.parent is not None and node.parent != node.id:
-            if node.parent in chain:
-                # report each cycle once, at its smallest id
-                if node.parent == card.id and card.id == min(chain):
-                    cycle = " -> ".join([*chain, card.id])
-                    coll.errors.append(DeckError(card.file, card.line, f"parent cycle: {cycle}"))
-                break
-            chain.append(node.parent)
-            node = coll.get(node.parent)
+    _report_cycles(coll)
     _drop_unservable(coll)
     coll.errors.sort(key=lambda e: (e.file, e.line))
+    coll.errors[:] = _capped(coll.errors)
+
+
+def _capped(errors: list[DeckError]) -> list[DeckError]:
+    """At most MAX_ERRORS_PER_FILE errors per file (sorted by file), then one line counting
+    the rest: a file of 400,000 broken cards is 51 lines, not 2.8 million."""
+    out: list[DeckError] = []
+    i = 0
+    while i < len(errors):
+        j = i
+        while j < len(errors) and errors[j].file == errors[i].file:
+            j += 1
+        group = errors[i:j]
+        notes = [e for e in group if e.message.startswith("... ")]  # cards not checked
+        found = [e for e in group if not e.message.startswith("... ")]
+        if len(found) > MAX_ERRORS_PER_FILE + 1:
+            rest = len(found) - MAX_ERRORS_PER_FILE
+            found = found[:MAX_ERRORS_PER_FILE]
+            found.append(DeckError(errors[i].file, 0, f"... and {rest:,} more problems"))
+        out.extend(found + notes)
+        i = j
+    return out
+
+
+def _report_cycles(coll: Collection) -> None:
+    """One error per parent cycle, at its smallest id ("a -> b -> a"). Linear in the number of
+    cards: each card is walked once (a chain of 4,000 follow-ups took 106 s when every card
+    walked its whole chain and searched it as a list)."""
+    done: set[str] = set()
+    for card in coll.cards:
+        if card.id in done:
+            continue
+        path: list[str] = []
+        index: dict[str, int] = {}
+        node: Card | None = card
+        while node is not None and node.id not in done and node.id not in index:
+            index[node.id] = len(path)
+            path.append(node.id)
+            if node.parent is None or node.parent == node.id:  # own parent: reported above
+                node = None
+                break
+            node = coll.get(node.parent)
+        if node is not None and node.id in index:  # back onto this walk: a cycle
+            cycle = path[index[node.id] :]
+            start = cycle.index(min(cycle))
+            cycle = cycle[start:] + cycle[:start]
+            first = coll.get(cycle[0])
+            assert first is not None
+            shown = [*cycle, cycle[0]]
+            if len(cycle) > 8:  # one line, whatever the length
+                shown = [*shown[:4], "...", *shown[-3:]]
+            text = " -> ".join(shown) + (f" ({len(cycle)} cards)" if len(cycle) > 8 else "")
+            coll.errors.append(DeckError(first.file, first.line, f"parent cycle: {text}"))
+        done.update(path)
 
 
 def _drop_unservable(coll: Collection) -> None:

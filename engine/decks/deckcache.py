@@ -5,7 +5,8 @@ Prep writes nothing but its database and the files the user names, so the cache 
 database, in tables the store owns (``deck_files``, ``deck_cards``). A deck file is re-parsed
 only when it changed:
 
-- its path, size and ``mtime_ns`` match the cached entry, and the file was last modified at
+- its path, size, ``mtime_ns`` and identity (device, inode, ctime: see file_ident) match the
+  cached entry, and the file was last modified at
   least ``RACY_NS`` before the entry was written -> the cached parse is used without reading
   the file (git's "racily clean" rule: an edit within the same clock tick as the cache
   write could keep size and mtime, so such a file is always read);
@@ -26,6 +27,10 @@ The entries of deck files that no longer exist on disk (a deck folder deleted or
 dropped as the decks load; those of files only not named this time are kept (``_prune``).
 
 ``prep check`` does not use the cache: it parses and validates every file.
+
+Size: about 610 lines: the loader (``load``, the format key, the fast path's rules) and the
+collection it returns (``CachedCollection``, which reads the cache lazily) share the cache's
+layout. The next split is ``CachedCollection`` into its own module.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 
 from prep.engine.decks.deck import (
     KINDS,
+    LEVELS,
     MAX_DECK_BYTES,
     Card,
     Collection,
@@ -75,6 +81,16 @@ LOADER_VERSION = 2
 ASSEMBLY_VERSION = 2
 # - Card's fields, read from the dataclass itself: adding, removing, renaming or retyping a field
 #   changes the key with no version to remember.
+
+
+def file_ident(st: os.stat_result) -> str:
+    """What no edit keeps: the device and inode (a file replaced by rename, `cp`, an editor's
+    save) and the ctime, which every write, chmod or `touch -d` sets to now and no tool can set
+    back (git's index keeps the same). Size and mtime alone are kept by `touch -d`, `cp -p`
+    and `rsync -t`."""
+    return f"{st.st_dev}:{st.st_ino}:{st.st_ctime_ns}"
+
+
 RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's mtime tick we expect
 
 _EXCLUDED = ("id", "deck", "file", "line", "parent")
@@ -132,6 +148,10 @@ def card_from_fields(
     data: str, *, card_id: str, deck: str, parent: str | None, file: str, line: int
 ) -> Card:
     values = json.loads(data)
+    names = _fields_of(Card)
+    if len(values) < len(names):  # cached before a field was added (the field's default)
+        defaults = {f.name: f.default for f in fields(Card)}
+        values += [defaults[f] for f in names[len(values) :]]
     kw: dict[str, Any] = {
         f: tuple(v) if f in _TUPLES else v for f, v in zip(_fields_of(Card), values, strict=True)
     }
@@ -220,8 +240,20 @@ class CachedCollection(Collection):
         if where is None:
             return None
         key, line, shown = where
-        deck, parent, demos, data = self._store.deck_cache_card(key, line)
+        row = self._store.deck_cache_card(key, line, card_id)
+        if row is None:  # another prep re-read an edited deck that no longer holds it
+            return None
+        line, deck, parent, demos, data, _ = row
         return self._build(CardRef(card_id, deck, parent, _demos(demos), shown, line), data)
+
+    def content_hash_now(self, card_id: str) -> str | None:
+        """The hash of the card's text in the deck cache now: another prep may have re-read
+        an edited deck since this collection was loaded."""
+        where = self._where.get(card_id)
+        if where is None:
+            return None
+        row = self._store.deck_cache_card(where[0], where[1], card_id)
+        return None if row is None else row[5]
 
     def __contains__(self, card_id: object) -> bool:
         return card_id in self._where
@@ -310,26 +342,36 @@ class CachedCollection(Collection):
         seen: set[str] | None = None,
         among: AbstractSet[str] | None = None,
     ) -> list[Iterator[tuple[Any, str, str, str, str | None, bool]]]:
-        """One group per (file, kind), read from SQL in growing steps as the rotation asks."""
-        return [
-            self._unseen_of_kind(order, key, kind)
+        """One group per (level, kind): the files in curriculum order (deck rank), each an
+        index range of the (kind, level, key) index read from SQL in growing steps as the
+        rotation asks (a level or kind a file lacks costs one probe)."""
+        ranks = self.deck_ranks()
+        name_of = {info.file: name for name, info in self.decks.items()}
+        shown_of = dict(self._files)
+        files = sorted(
+            (ranks.get(name_of.get(shown_of[key], ""), len(ranks)), order, key)
             for order, key in self._deck_files(deck, among)
+        )
+        return [
+            self._unseen_in_level(level, kind, files)
+            for level in range(len(LEVELS))
             for kind in KINDS
         ]
 
-    def _unseen_of_kind(
-        self, order: int, key: str, kind: str
+    def _unseen_in_level(
+        self, level: int, kind: str, files: list[tuple[int, int, str]]
     ) -> Iterator[tuple[Any, str, str, str, str | None, bool]]:
-        after, size = None, 2  # the first card places the group; then growing steps
-        while True:
-            rows = self._store.deck_cache_unseen_from(key, kind, after, size)
-            for row_key, cid, deck, parent, parent_seen in rows:
-                # as ``unseen``: only this collection's cards are served
-                if self._kept_at(key, row_key & 0xFFFFFFFF, cid):
-                    yield (order, row_key), cid, deck, kind, parent, parent_seen
-            if len(rows) < size:
-                return
-            after, size = rows[-1][0], min(8 * size, 4096)
+        for rank, order, key in files:
+            after, size = None, 2  # the first card places the group; then growing steps
+            while True:
+                rows = self._store.deck_cache_unseen_from(key, kind, after, size, level)
+                for row_key, cid, deck, parent, parent_seen in rows:
+                    # as ``unseen``: only this collection's cards are served
+                    if self._kept_at(key, row_key & 0xFFFFFFFF, cid):
+                        yield (level, rank, order, row_key), cid, deck, kind, parent, parent_seen
+                if len(rows) < size:
+                    break
+                after, size = rows[-1][0], min(8 * size, 4096)
 
     def unseen(
         self, store: Store, deck: str | None = None, seen: set[str] | None = None
@@ -412,6 +454,7 @@ def _load(
             and st.st_size <= MAX_DECK_BYTES
             and entry is not None
             and (entry["size"], entry["mtime_ns"]) == (st.st_size, st.st_mtime_ns)
+            and entry.get("ident") == file_ident(st)
             and entry["checked_ns"] - st.st_mtime_ns >= RACY_NS
         ):
             sha = entry["sha256"]
@@ -426,7 +469,7 @@ def _load(
             sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
             # (a parse does not depend on how the path is shown: names are added on load)
             if entry is not None and entry["sha256"] == sha:
-                store.deck_cache_touch(key, st.st_size, st.st_mtime_ns, now_ns)
+                store.deck_cache_touch(key, st.st_size, st.st_mtime_ns, now_ns, file_ident(st))
             else:
                 info, cards, errors = _parse(text, shown, path.stem)
                 store.deck_cache_put(
@@ -436,6 +479,7 @@ def _load(
                     mtime_ns=st.st_mtime_ns,
                     sha256=sha,
                     checked_ns=now_ns,
+                    ident=file_ident(st),
                     info=None if info is None else _info_json(info),
                     declared=[] if info is None else info.declared,
                     errors=[(e.line, e.message) for e in errors],
@@ -450,6 +494,7 @@ def _load(
                             c.content_hash,
                             card_fields(c),
                             c.kind,
+                            c.level_rank,
                         )
                         for c in cards
                     ],
@@ -545,6 +590,7 @@ def _info_json(info: DeckInfo) -> str:
             "title": info.title,
             "description": info.description,
             "line": info.line,
+            "order": info.order,
         },
         ensure_ascii=False,
     )
@@ -564,6 +610,7 @@ def _info_and_errors(
         description=d["description"],
         file=shown,
         line=d.get("line", 1),
+        order=d.get("order"),
         declared=[(cid, line) for cid, line in declared],
     )
     return info, deck_errors

@@ -50,9 +50,10 @@ class TransferStore(ReviewsStore, MarksStore):
         try:
             cards = self._rows("cards", "ORDER BY id")
             rows = self.conn.execute(f"SELECT {_REVIEW_COLS} FROM reviews ORDER BY id")
+            self.damaged_reviews = []  # the rows left out (the export says which)
             reviews = [
                 r | {"prev": _json_or_none(r["prev"]), "next": _json_or_none(r["next"])}
-                for r in (_review_dict(*x) for x in _decode(rows))
+                for r in (_review_dict(*x) for x in _decode(rows, self.damaged_reviews))
             ]
             runs = [
                 r | {"metrics": _json_or_none(r["metrics"])}

@@ -93,7 +93,9 @@ def pick_main(
         state = states.get(card.id)
         if state is None or state.is_new:
             return (0, 0.0)
-        due = state.due is not None and state.due <= now
+        if not isinstance(state.due, datetime) or not isinstance(state.last_review, datetime):
+            return (1, 0.0)  # a hand-edited time: the session skips it with a message
+        due = state.due <= now
         return (0 if due else 1, round(scheduler.retrievability(state, now), 2))
 
     keyed = [(key(c), c) for c in candidates]
@@ -263,7 +265,16 @@ class MockInterview:
         step = self._require(revealed=True)
         assert step.elapsed_s is not None  # frozen at reveal
         rating = Rating(rating)
-        outcome = self.session.rate(rating, duration_ms=int(step.elapsed_s * 1000))
+        shown = self.session.current
+        if shown is None or shown.id != step.card.id:
+            why = self.session.skipped[-1][1] if self.session.skipped else "it cannot be rated"
+            raise MockError(f"card {step.card.id} cannot be graded: {why}")
+        outcome = self.session.rate(
+            rating,
+            duration_ms=int(step.elapsed_s * 1000),
+            card_id=step.card.id,  # the question asked: never another card
+            content_hash=step.card.content_hash,
+        )
         step.rating, step.interval = rating, outcome.interval
         self.index += 1
         self._started = None

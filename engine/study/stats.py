@@ -14,6 +14,7 @@ from typing import Any
 from prep.engine.store import Store
 from prep.engine.study import plan as plan_mod
 from prep.engine.study.collection import Cards
+from prep.engine.study.session import deck_counts
 from prep.engine.timeutil import day_start, fmt, study_day_start
 
 MATURE_DAYS = 21.0  # Anki's threshold for a "mature" card
@@ -115,9 +116,16 @@ def compute(
         for run in store.demo_runs(latest=True)
     ]
 
+    # today's session: new / learning / due from the one source home and the review bar use
+    today_row = deck_counts(store, collection, now, per_deck=False)[0]
     return {
         "now": fmt(now),
         "since": fmt(since),
+        "session": {
+            "new": today_row.new,
+            "learning": today_row.learning,
+            "due": today_row.due,
+        },
         "reviews": {
             "today": store.count_reviews(day_start(now)),
             "total": store.count_reviews(since),

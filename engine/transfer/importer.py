@@ -41,7 +41,7 @@ from prep.engine.store.schema import (
 from prep.engine.study.marks import in_force
 from prep.engine.study.present import count
 from prep.engine.study.scheduler import CardState, Settings, state_problem
-from prep.engine.timeutil import fmt, parse, utcnow
+from prep.engine.timeutil import fmt, parse, stored_time_problem, utcnow
 from prep.engine.transfer.export import FORMAT, VERSION, ExportError, csv_paths, unneutralise_cell
 
 # --- reading an export ---------------------------------------------------------------------
@@ -187,9 +187,14 @@ def _time(value: Any, key: str, *, required: bool = False) -> str | None:
             f"{key} must be a UTC time like 2026-03-02T09:00:00.000000Z, got {_short(value)}"
         )
     try:
-        return fmt(parse(value))
+        when = parse(value)
     except (ValueError, OverflowError):  # OverflowError: no UTC form (year 0 or 10000)
         raise _Bad(f"{key} is not a time: {_short(value)}") from None
+    assert when is not None
+    why = stored_time_problem(when)
+    if why is not None:  # year 999 (not fixed-width text) or 9999 (no day after it)
+        raise _Bad(f"{key} {_short(value)} {why}")
+    return fmt(when)
 
 
 def _text(value: Any, key: str, *, required: bool = False) -> str | None:
@@ -265,13 +270,26 @@ def _card_row(raw: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def _duration(value: Any) -> int | None:
+    """duration_ms: a whole number of 0 or more; a negative one (what an older prep stored when
+    the clock stepped back mid-card) is taken as 0."""
+    try:
+        if _opt_int(value, "duration_ms", lo=_INT64_MIN, hi=-1) is not None:
+            return 0
+    except _Bad:
+        pass
+    return _opt_int(value, "duration_ms", lo=0)
+
+
 def _review_row(raw: dict[str, Any]) -> dict[str, Any]:
     cid = _slug(_req(raw, "card_id"), "card_id")
     return {
         "card_id": cid,
         "reviewed_at": _time(_req(raw, "reviewed_at"), "reviewed_at", required=True),
         "rating": _int(_req(raw, "rating"), "rating", lo=1, hi=4),
-        "duration_ms": _opt_int(raw.get("duration_ms"), "duration_ms", lo=0),
+        # an older prep stored a negative duration when the clock stepped back mid-card: its
+        # export still imports (as 0), as every export prep wrote must
+        "duration_ms": _duration(raw.get("duration_ms")),
         "prev_state": _opt_int(raw.get("prev_state"), "prev_state", lo=1, hi=3),
         "prev": _state_json(raw.get("prev"), "prev", cid, required=False),
         "next": _state_json(_req(raw, "next"), "next", cid, required=True),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +13,9 @@ from prep.tui.commands.common import (
     Ctx,
     demo_names,
 )
+
+if TYPE_CHECKING:
+    pass
 
 
 @click.command("check")

@@ -123,3 +123,18 @@ def need_stdin() -> None:
     """The line modes read the answers from stdin: a closed one is a one-line error."""
     if stdin_closed:
         raise UsageError("standard input is closed; the line mode reads your answers from it")
+
+
+def say_damaged(damaged: list, what: str) -> None:
+    """Name the review rows that could not be read and were left out (at most five)."""
+    from prep.engine.study.present import count as count_text
+
+    if not damaged:
+        return
+    click.echo(
+        f"prep: warning: {count_text(len(damaged), 'damaged review')} left out (the rest "
+        f"{what}): "
+        + "; ".join(str(d) for d in damaged[:5])
+        + (f"; ... and {len(damaged) - 5:,} more" if len(damaged) > 5 else ""),
+        err=True,
+    )

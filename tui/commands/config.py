@@ -29,7 +29,6 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
     FSRS parameters: `prep config parameters` shows them, `prep config parameters default`
     goes back to fsrs's defaults, `prep config parameters "w0,w1,...,w20"` sets all 21
     (fit them to your own reviews with `prep optimize`)."""
-    from dataclasses import replace
 
     from prep.engine.study.scheduler import Settings
 
@@ -63,11 +62,6 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
             typed = Settings.parse_value(key, value)  # the setting's own parse type
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        try:
-            updated = replace(settings, **{key: typed}).validated()
-        except ValueError as exc:
-            message = str(exc) if str(exc).startswith(key) else f"{key}: {exc}"
-            raise UsageError(message) from None
         if key == "plan_decks" and typed is not None:
             decks = obj.collection(strict=False, store=store).decks
             unknown = [d for d in typed if d not in decks]
@@ -76,9 +70,15 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
                     f"plan_decks: no deck named {', '.join(map(repr, unknown))} "
                     f"(decks: {', '.join(decks) or 'none'})"
                 )
-        store.save_settings(updated)
+        try:
+            # this one setting, against the settings saved now (another prep may have changed
+            # others since they were read)
+            store.update_settings(**{key: typed})
+        except ValueError as exc:
+            message = str(exc) if str(exc).startswith(key) else f"{key}: {exc}"
+            raise UsageError(message) from None
         if key == "interview_date":
-            _say_plan(obj, store, updated)
+            _say_plan(obj, store, store.settings())
             return
         if key == "plan_decks":
             typed = "all" if typed is None else ",".join(typed)
@@ -113,7 +113,7 @@ def _config_parameters(store: Store, settings: Settings, value: str | None) -> N
         click.echo(f"parameters = {shown} ({origin})")
         return
     if value.strip().lower() in ("default", "defaults"):
-        store.save_settings(replace(settings, parameters=None))
+        store.update_settings(parameters=None)
         click.echo("parameters = default (fsrs defaults)")
         return
     parts = value.replace(",", " ").split()
@@ -128,23 +128,8 @@ def _config_parameters(store: Store, settings: Settings, value: str | None) -> N
     except ValueError as exc:
         message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         raise UsageError(f"parameters: {message}") from None
-    store.save_settings(updated)
+    try:
+        store.update_settings(parameters=updated.parameters)
+    except ValueError as exc:  # with the settings saved now (changed since they were read)
+        raise UsageError(f"parameters: {exc}") from None
     click.echo(f"parameters = {', '.join(f'{w:.4f}' for w in weights)} (your own)")
-
-
-def _minutes(text: str) -> tuple[float, ...]:
-    """Learning steps as minutes, comma-separated: "1,10" (Anki's default is 1m 10m)."""
-    return tuple(float(part) for part in text.replace(" ", "").split(",") if part)
-
-
-def _none_or(convert):
-    """A setting that `none` clears (interview_date, plan_decks)."""
-
-    def read(text: str):
-        return None if text.strip().lower() in ("none", "all", "") else convert(text.strip())
-
-    return read
-
-
-def _deck_names(text: str) -> tuple[str, ...]:
-    return tuple(part for part in text.replace(" ", "").split(",") if part)

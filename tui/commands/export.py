@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from prep.tui.commands.common import (
     Ctx,
     UsageError,
+    say_damaged,
 )
+
+if TYPE_CHECKING:
+    pass
 
 
 @click.command("export")
@@ -75,6 +80,8 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
         )
     report = (lambda text: click.echo(text, err=True)) if to_stdout else click.echo
     shown = "standard output" if to_stdout else str(path)
+    if not to_stdout:
+        _refuse_database_target(obj, path, fmt)
     try:
         if fmt == "apkg":
             from prep.engine.transfer.anki import write_apkg
@@ -93,10 +100,28 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
                 written = [shown]
             else:
                 written = [str(p) for p in export_csv(store, path)]
-            n = store.count_reviews()
+            damaged = list(store.damaged_reviews)
+            n = store.count_reviews() - len(damaged)
         report(f"Wrote {', '.join(written)}: {count(n, 'review')}.")
+        say_damaged(damaged, "exported")
     except ExportError as exc:
         raise UsageError(str(exc)) from None
 
 
 _EXPORT_FORMATS = {".json": "json", ".csv": "csv", ".apkg": "apkg"}
+
+
+def _refuse_database_target(obj: Ctx, path: Path, fmt: str) -> None:
+    """An export never writes over the progress database or the files SQLite keeps beside it."""
+    from prep.engine.store import resolve_db_path
+    from prep.engine.transfer.dbfiles import database_target
+    from prep.engine.transfer.export import csv_paths
+
+    targets = list(csv_paths(path).values()) if fmt == "csv" else [path]
+    hit = database_target(targets, resolve_db_path(obj.db))
+    if hit is not None:
+        target, kept = hit
+        raise UsageError(
+            f"-o {target}: that is the progress database's own file ({kept}); exporting over "
+            "it would replace your progress. Name another file"
+        )

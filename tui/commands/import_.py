@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -10,6 +11,9 @@ from prep.tui.commands.common import (
     Ctx,
     UsageError,
 )
+
+if TYPE_CHECKING:
+    pass
 
 
 @click.command("import")

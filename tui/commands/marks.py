@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from prep.tui.commands.common import (
     Ctx,
 )
+
+if TYPE_CHECKING:
+    pass
 
 
 @click.command("marks")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +13,9 @@ from prep.tui.commands.common import (
     UsageError,
     need_stdin,
 )
+
+if TYPE_CHECKING:
+    pass
 
 
 @click.command("mock")
@@ -41,7 +45,7 @@ def mock(obj: Ctx, minutes: float, deck: str | None, seed: int | None, plain: bo
             interview = MockInterview(store, coll, minutes=minutes, deck=deck, seed=seed)
         except MockError as exc:
             raise UsageError(str(exc)) from None
-        reason = None if plain else common.line_mode_reason()
+        reason = None if plain else common.line_mode_reason()  # (tests replace it there)
         if reason is not None:
             need_stdin()
             click.echo(f"prep: {reason}; running the line-oriented mock (--plain)", err=True)

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from prep.tui.commands.common import (
     Ctx,
     UsageError,
+    say_damaged,
 )
+
+if TYPE_CHECKING:
+    pass
 
 
 @click.command("optimize")
@@ -22,21 +27,22 @@ def optimize(obj: Ctx, yes: bool, dry_run: bool) -> None:
     Needs 512 reviews made a day or more after the card's previous review. Shows the
     old and new parameters and the estimated effect, then asks before saving
     (`prep config parameters default` goes back to the defaults)."""
-    from dataclasses import replace
 
     from prep.engine.study import optimize as opt
     from prep.engine.timeutil import utcnow
 
     with obj.store() as store:
         settings = store.settings()
-        logs = opt.review_logs(store.reviews())
+        damaged: list = []
+        logs = opt.review_logs(store.reviews(damaged=damaged))
+        say_damaged(damaged, "are fitted")
         try:
             n = opt.check_enough(logs)
         except opt.OptimizeError as exc:
             raise UsageError(str(exc)) from None
         click.echo(f"Fitting FSRS parameters to {n} of your reviews...", err=True)
         meter = _ProgressLine("Fitting")
-        result = opt.fit(store, progress=meter)
+        result = opt.fit(store, progress=meter, damaged=damaged)
         meter.done()
         from prep.tui.reports import optimize_text
 
@@ -54,7 +60,12 @@ def optimize(obj: Ctx, yes: bool, dry_run: bool) -> None:
             except click.Abort:
                 save = False
         if save:
-            store.save_settings(replace(settings, parameters=result.new))
+            # only the parameters, against the settings saved now: a `prep config` made
+            # during the fit or at the prompt stays
+            try:
+                store.update_settings(parameters=result.new)
+            except ValueError as exc:
+                raise UsageError(f"not saved: {exc}") from None
             click.echo("Saved. `prep config parameters default` goes back to the defaults.")
         else:
             click.echo("Not saved.")

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from prep.tui.commands import common
-from prep.tui.commands.common import Ctx, UsageError, need_stdin
+from prep.tui.commands.common import (
+    Ctx,
+    UsageError,
+    need_stdin,
+)
+
+if TYPE_CHECKING:
+    pass
 
 
 @click.command("quiz")

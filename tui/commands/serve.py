@@ -1,6 +1,8 @@
-"""`prep serve`: the same app in a browser (textual-serve): open http://HOST:PORT and study."""
+"""`prep serve`: the same app in a browser (textual-serve): open the address it prints (it carries a"""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import click
 
@@ -8,6 +10,9 @@ from prep.tui.commands.common import (
     Ctx,
     UsageError,
 )
+
+if TYPE_CHECKING:
+    pass
 
 
 @click.command("serve")
@@ -18,27 +23,41 @@ from prep.tui.commands.common import (
     help="Address to listen on (loopback: only this machine can open the page).",
 )
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, metavar="N")
+@click.option(
+    "--max-sessions",
+    type=click.IntRange(1, 64),
+    default=4,
+    show_default=True,
+    metavar="N",
+    help="At most N browser tabs (app processes) at once.",
+)
 @click.pass_obj
-def serve(obj: Ctx, host: str, port: int) -> None:
-    """The same app in a browser (textual-serve): open http://HOST:PORT and study."""
-    import socket
-
+def serve(obj: Ctx, host: str, port: int, max_sessions: int) -> None:
+    """The same app in a browser (textual-serve): open the address it prints (it carries a
+    per-launch secret) and study."""
     from prep.engine.store import resolve_db_path
     from prep.tui.serve import is_loopback
     from prep.tui.serve import serve as run_server
+    from prep.tui.webserver import ServeError
 
     with obj.store():  # a database that cannot open is one line here, not a blank page
         pass
-    try:
-        with socket.create_server((host, port)):
-            pass
-    except OSError as exc:
-        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     if not is_loopback(host):
         click.echo(
             f"prep: warning: listening on {host}: anyone who can reach this machine on port "
-            f"{port} can study with (and change) your progress database",
+            f"{port} and has the address printed below can study with (and change) your "
+            "progress database",
             err=True,
         )
     db = str(resolve_db_path(obj.db).resolve())
-    run_server(db=db, questions=obj.questions, host=host, port=port)
+    try:
+        run_server(
+            db=db,
+            questions=obj.questions,
+            host=host,
+            port=port,
+            max_sessions=max_sessions,
+            say=lambda line: click.echo(line),
+        )
+    except ServeError as exc:
+        raise UsageError(str(exc)) from None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from prep.tui.commands.common import (
@@ -9,6 +11,9 @@ from prep.tui.commands.common import (
     UsageError,
     demo_names,
 )
+
+if TYPE_CHECKING:
+    pass
 
 
 @click.command("stats")

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from prep.tui.commands.common import (
     Ctx,
     UsageError,
 )
+
+if TYPE_CHECKING:
+    pass
 
 
 @click.command("unmark")

@@ -7,11 +7,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Footer, Header
 
-from prep.engine.decks.deck import Collection
+from prep.engine.study.collection import Cards
 from prep.engine.study.present import count
 from prep.tui.base import PrepScreen
+from prep.tui.widgets.text import Static
 
 
 class ErrorScreen(PrepScreen):
@@ -39,7 +40,7 @@ class ErrorScreen(PrepScreen):
         self.can_continue = can_continue
 
     @classmethod
-    def deck_errors(cls, collection: Collection) -> ErrorScreen:
+    def deck_errors(cls, collection: Cards) -> ErrorScreen:
         n = len(collection.errors)
         title = (
             f"{count(n, 'error')} in the decks (what `prep check` reports). "

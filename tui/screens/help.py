@@ -13,7 +13,9 @@ from textual.css.query import DOMQuery
 from textual.dom import DOMNode
 from textual.screen import ModalScreen
 from textual.widget import Widget
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
+
+from prep.tui.widgets.text import Static
 
 
 def _sections() -> list[tuple[str, str, list[Binding]]]:

@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import Footer, Header
 
 from prep.engine.store import StoreError
 from prep.engine.study.plan import PlanDay, plan_day
 from prep.engine.study.present import count
 from prep.tui.base import PrepScreen
+from prep.tui.widgets.text import DataTable, Static
 
 if TYPE_CHECKING:
     from prep.tui.app import DeckCounts

@@ -14,10 +14,10 @@ from typing import Any
 
 from rich.text import Text
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Footer, Input
 
 from prep.engine.decks.deck import CHOICE_LETTERS, Card, Collection
 from prep.engine.store import Store, StoreError
@@ -32,6 +32,7 @@ from prep.engine.study.scheduler import RATING_NAMES, Rating
 from prep.engine.timeutil import Clock, utcnow
 from prep.tui.base import PrepScreen
 from prep.tui.mocktext import mock_summary_lines, took_text
+from prep.tui.widgets.text import Static
 
 
 class MockScreen(PrepScreen):
@@ -348,7 +349,7 @@ class MockScreen(PrepScreen):
             return
         try:
             outcome = mock.grade(Rating(rating))
-        except StoreError as exc:  # a locked database: say so, nothing advances
+        except (StoreError, MockError) as exc:  # a locked database: say so, nothing advances
             self.notify(f"Could not save the grade: {exc}", severity="error")
             return
         self.show_step()
@@ -368,8 +369,14 @@ class MockScreen(PrepScreen):
             self.action_grade(int(step.suggested or Rating.Good))
 
     def action_back(self) -> None:
-        """Leave the mock; asks first when a typed answer would be thrown away."""
-        typed = self.query_one("#mock-answer", Input).value.strip()
+        """Esc: in the answer box with an answer typed, leave the box (the answer stays; then
+        q quits and Esc leaves the mock); otherwise leave the mock, asking first when a typed
+        answer would be thrown away."""
+        box = self.query_one("#mock-answer", Input)
+        typed = box.value.strip()
+        if box.has_focus and typed:
+            self.set_focus(None)  # what was typed stays (the footer says: Esc Back, q Quit)
+            return
         if typed and not self.revealed and self.mock is not None and not self.mock.finished:
             from prep.tui.screens.confirm import Confirm
 
@@ -385,26 +392,11 @@ class MockScreen(PrepScreen):
             self.query_one("#mock-answer", Input).focus()
 
 
-class MockApp(App):
-    """A minimal app around MockScreen, for `prep mock` (exits when the screen is left)."""
-
-    TITLE = "prep mock"
-
-    def __init__(self, mock: MockInterview, grading: Any = None) -> None:
-        from prep.tui.grading import Grading
-
-        super().__init__()
-        self._mock = mock
-        self.grading = grading if grading is not None else Grading()
-
-    def on_mount(self) -> None:
-        self.push_screen(MockScreen(mock=self._mock), callback=lambda _result: self.exit(0))
-
-    def on_unmount(self) -> None:
-        self.grading.close()
-
-
 def run_mock(mock: MockInterview) -> int:
-    """Run the mock interview in the terminal; returns the exit code."""
-    MockApp(mock).run()
-    return 0
+    """Run `prep mock` in the terminal: the app opened on the mock, over home (Esc goes
+    home, q quits, as when `m` opens it); returns the exit code."""
+    from prep.tui.app import PrepApp
+
+    app = PrepApp(store=mock.store, collection=mock.collection, mock_first=mock)
+    result = app.run()
+    return app.return_code or int(result or 0)

@@ -20,16 +20,17 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
 
 from prep.engine.decks.deck import CHOICE_LETTERS, Card
 from prep.engine.store import StoreError
 from prep.engine.study.scheduler import RATING_NAMES, Outcome, Rating
-from prep.engine.study.session import ReviewSession
+from prep.engine.study.session import NotCurrentCard, ReviewSession
 from prep.tui.base import PrepScreen
 from prep.tui.cardtext import card_text, inline_text, warm_up
 from prep.tui.screens.typed_answer import TypedAnswer
 from prep.tui.widgets.key_button import KeyButton
+from prep.tui.widgets.text import Static
 
 if TYPE_CHECKING:
     from prep.engine.study.present import DemoLink, Section
@@ -61,14 +62,14 @@ def back_markdown(sections: list[Section]) -> str:
 
 
 def demo_line(links: tuple[DemoLink, ...]) -> Text:
-    """`d  run the demo NAME`, its latest run and its claim; with several demos, their names
-    (d asks which one)."""
+    """`r  run the demo NAME`, its latest run and its claim; with several demos, their names
+    (r asks which one)."""
     if len(links) > 1:
-        line = Text.assemble(("d", "bold reverse"), f"  run one of {len(links)} demos: ")
+        line = Text.assemble(("r", "bold reverse"), f"  run one of {len(links)} demos: ")
         line.append(", ".join(link.name for link in links), style="bold")
         return line
     first = links[0]
-    line = Text.assemble(("d", "bold reverse"), "  run the demo ", (first.name, "bold"))
+    line = Text.assemble(("r", "bold reverse"), "  run the demo ", (first.name, "bold"))
     line.append(f"  ({first.last_run()})", style="dim")
     if first.claim:
         line.append(f"\n{first.claim}", style="dim")
@@ -108,11 +109,13 @@ class ReviewScreen(TypedAnswer, PrepScreen):
         Binding("b", "pick(1)", "Pick b", show=False, tooltip="Pick choice b"),
         Binding("c", "pick(2)", "Pick c", show=False, tooltip="Pick choice c"),
         Binding("d", "pick(3)", "Pick d", show=False, tooltip="Pick choice d (before the answer)"),
+        # one meaning per key: a-d only pick (while the answer is hidden); r runs the demo, as
+        # r runs it again on the demo screen
         Binding(
-            "d",
+            "r",
             "demo",
-            "Demo",
-            tooltip="Run the card's linked demo, once the answer is shown",
+            "Run demo",
+            tooltip="Run the card's linked demo, once the answer is shown (a-d only pick choices)",
         ),
         Binding(
             "t",
@@ -220,6 +223,8 @@ class ReviewScreen(TypedAnswer, PrepScreen):
         self.render_choices()
         if self._back is not None:
             self._back.display = False
+        if self._demo_link is not None:
+            self._demo_link.display = False
         self.query_one("#card", VerticalScroll).scroll_home(animate=False)
         hint = self.front_hint()
         if self._note is not None:
@@ -334,8 +339,11 @@ class ReviewScreen(TypedAnswer, PrepScreen):
         sections = answer_sections(card, self.prep.demos, runs)
         if self._back is None:
             self._answer, self._demo_link = Static(id="answer"), Static(id="demo-link")
-            self._back = Vertical(self._answer, self._demo_link, id="back")
+            self._back = Vertical(self._answer, id="back")
             self.query_one("#card").mount(self._back)  # last: below the choices
+            # the demo line sits below the scrolling card, above the ratings: visible however
+            # long the answer is (at 80x24 it was below the fold)
+            self.mount(self._demo_link, after=self.query_one("#card"))
         assert self._answer is not None and self._demo_link is not None
         self._answer.update(card_text(back_markdown(sections)))
         link = self._demo_link
@@ -360,8 +368,8 @@ class ReviewScreen(TypedAnswer, PrepScreen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # The footer lists only what works now: space before the answer, 1-4 after it, a-d
-        # while a choice card waits for a pick, d once a card with a demo is revealed (on a
-        # four-choice card `d` picks choice d until then).
+        # while a choice card waits for a pick (and never after), r once a card with a demo
+        # is revealed.
         card = self.card
         if self.box_open and action != "type_answer":
             return False  # keys type text while the answer box is open
@@ -402,7 +410,11 @@ class ReviewScreen(TypedAnswer, PrepScreen):
         if self.card is None or self.saving:
             return
         try:
-            mark = self.session.set_mark(change)
+            mark = self.session.set_mark(change, card_id=self.card.id)
+        except NotCurrentCard as exc:
+            self.notify(f"Not saved: {exc}", severity="error", timeout=8)
+            self.show_card()
+            return
         except StoreError as exc:
             self.notify(f"Not saved: {exc}", severity="error", timeout=8)
             return
@@ -448,10 +460,10 @@ class ReviewScreen(TypedAnswer, PrepScreen):
         if self.card is None or not self.revealed or self.saving:
             return
         self.saving = True
-        self.save_rating(value)
+        self.save_rating(value, self.card)
 
     @work(exclusive=True, group="save", exit_on_error=False)
-    async def save_rating(self, value: int) -> None:
+    async def save_rating(self, value: int, card: Card) -> None:
         """Commit the rating; while another prep holds the write lock, retry on a timer (the
         screen stays live and says so) for up to RETRY_SECONDS, then give up saying so."""
         from prep.engine.study.present import spoken_interval
@@ -460,8 +472,15 @@ class ReviewScreen(TypedAnswer, PrepScreen):
         try:
             while True:
                 try:
-                    outcome = self.session.rate(Rating(value))
+                    # the card on screen, named: the session refuses any other
+                    outcome = self.session.rate(
+                        Rating(value), card_id=card.id, content_hash=card.content_hash
+                    )
                     break
+                except NotCurrentCard as exc:  # never saved on another card: say so
+                    self.notify(f"Not saved: {exc}", severity="error", timeout=8)
+                    self.show_card()
+                    return
                 except StoreError as exc:
                     if exc.kind == "busy" and time.monotonic() < deadline:
                         self.set_hint(

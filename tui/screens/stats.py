@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import Footer, Header
 from textual_plotext import PlotextPlot
 
 from prep.engine.store import StoreError
@@ -18,6 +18,7 @@ from prep.engine.study.present import count, percent
 from prep.engine.study.stats import marks_text
 from prep.tui.base import PrepScreen
 from prep.tui.reports import interview_lines
+from prep.tui.widgets.text import DataTable, Static
 
 
 def bar_chart(widget: PlotextPlot, labels: list[str], values: list[int], title: str) -> None:

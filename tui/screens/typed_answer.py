@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import work
-from textual.widgets import Static
 
 from prep.tui.widgets.answer_box import AnswerBox
+from prep.tui.widgets.text import Static
 
 if TYPE_CHECKING:
     from prep.demos.pretrained.grader.rubric import Grade
