@@ -41,7 +41,11 @@ def test_optimize_keeps_a_config_change_made_meanwhile(
     assert CliRunner().invoke(main, ["--db", str(db), "config", "new_per_day", "7"]).exit_code == 0
     monkeypatch.setattr(opt, "check_enough", lambda logs: 600)
     monkeypatch.setattr(opt, "fit", fake_fit_changing_config(db, when))
-    monkeypatch.setattr(opt, "render", lambda result, settings, now: "(the fit)")
+    import prep.tui.reports
+
+    monkeypatch.setattr(
+        prep.tui.reports, "optimize_text", lambda result, settings, now: "(the fit)"
+    )
     import click
 
     real_confirm = click.confirm
