@@ -145,6 +145,7 @@ DEMO_TOP = {
     "harness.py",
     "registry.py",
     "report.py",
+    "worker.py",  # the long-lived torch-side process the app talks to (JSON lines)
 }
 
 

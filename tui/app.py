@@ -15,6 +15,7 @@ import contextlib
 import os
 import socket
 import sys
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -45,6 +46,7 @@ from prep.engine.study.session import (  # DeckCounts: home's rows (re-exported 
 from prep.engine.timeutil import Clock, utcnow
 
 if TYPE_CHECKING:
+    from prep.tui.demoworker import DemoWorker
     from prep.tui.screens.upgrade import UpgradeScreen
 
 DemoCommand = Callable[[str], list[str]]
@@ -144,8 +146,11 @@ class PrepApp(App[int]):
         demos: dict[str, str] | None = None,
         theme: str | None = None,
         review_first: bool = False,
+        demo_worker: DemoWorker | None = None,
     ) -> None:
         super().__init__()
+        # one long-lived process for every demo of the session (None: a subprocess per run)
+        self.demo_worker = demo_worker
         self.review_first = review_first
         self.db = db
         self.questions = [Path(q) for q in questions]
@@ -303,7 +308,15 @@ class PrepApp(App[int]):
         """Reload the decks from disk (after fixing an error) and go home."""
         self.boot()
 
+    def warm_demo(self, name: str) -> None:
+        """A card links demo `name`: let the demo worker import torch and load what the demo
+        needs in the background, so pressing the key later costs the demo's compute only."""
+        if self.demo_worker is not None:
+            threading.Thread(target=self.demo_worker.warm, args=(name,), daemon=True).start()
+
     def on_unmount(self) -> None:
+        if self.demo_worker is not None:
+            self.demo_worker.close()
         if self.store is not None:
             with contextlib.suppress(StoreError):
                 self.store.depart(self.instance)
@@ -537,8 +550,16 @@ def run(
 ) -> int:
     """Run the app (blocking); returns the process exit code. ``review_first``: open on
     today's first card (`prep`, `prep quiz`) instead of home (`prep serve`'s page)."""
+    from prep.tui.demoworker import DemoWorker
+
     app = PrepApp(
-        db=db, questions=questions, deck=deck, new=new, limit=limit, review_first=review_first
+        db=db,
+        questions=questions,
+        deck=deck,
+        new=new,
+        limit=limit,
+        review_first=review_first,
+        demo_worker=DemoWorker(),
     )
     result = app.run()
     if app.return_code:

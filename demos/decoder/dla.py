@@ -97,7 +97,17 @@ def correct_minus_mean(logits: torch.Tensor, data: decoder.Batch) -> torch.Tenso
     return logits[b, t, target] - logits[b, t].mean(-1)  # (N,)
 
 
-def measure(cfg: Config, model_cfg, params: dict, gen: torch.Generator, final_ln: bool) -> Setup:
+def measure(
+    cfg: Config,
+    model_cfg,
+    params: dict,
+    gen: torch.Generator,
+    final_ln: bool,
+    *,
+    ablate: bool = True,
+) -> Setup:
+    """DLA per head, and (unless ablate=False: the contrast reads only the split and the DLA)
+    each head's mean-ablation effect."""
     obs = decoder.observe(model_cfg, params, cfg.n_sequences, gen)
     logits = obs.logits
     if (
@@ -111,16 +121,13 @@ def measure(cfg: Config, model_cfg, params: dict, gen: torch.Generator, final_ln
         (ly, h): float(correct_minus_mean(parts[f"L{ly}H{h}"], obs.data).mean()) for ly, h in heads
     }
     base = correct_minus_mean(obs.logits, obs.data).mean()
-    harness.progress("ablating each head")
-    ablation = {
-        (ly, h): float(
-            base
-            - correct_minus_mean(
-                decoder.ablated_logits(params, obs.data, obs.cache, [(ly, h)]), obs.data
-            ).mean()
-        )
-        for ly, h in heads
-    }
+    ablation = {}
+    if ablate:
+        harness.progress("ablating each head")
+        means = decoder.head_means(obs.cache)
+        for ly, h in heads:
+            logits_h = decoder.ablated_logits(params, obs.data, obs.cache, [(ly, h)], means=means)
+            ablation[(ly, h)] = float(base - correct_minus_mean(logits_h, obs.data).mean())
     prev = int(decoder.prev_token_scores(obs.cache.pattern[0]).argmax())
     ind = int(decoder.induction_scores(obs.cache.pattern[1], obs.data).argmax())
     return Setup(cfg, obs, parts, logits, dla, ablation, prev, ind)
@@ -193,9 +200,10 @@ def check(setup: Setup) -> list[Check]:
 def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
     """The split with a final LayerNorm, and the attributions of the untrained decoder."""
     model_cfg = setup.obs.cfg
-    with_ln = measure(setup.cfg, model_cfg, setup.obs.params, gen, True)
+    with_ln = measure(setup.cfg, model_cfg, setup.obs.params, gen, True, ablate=False)
     total = sum(with_ln.parts.values())  # (B, T, vocab)
-    fresh = measure(setup.cfg, model_cfg, decoder.untrained(model_cfg, gen, DTYPE), gen, False)
+    untrained = decoder.untrained(model_cfg, gen, DTYPE)
+    fresh = measure(setup.cfg, model_cfg, untrained, gen, False, ablate=False)
     return [
         harness.at_least(
             "with a final LayerNorm: relative error of the sum of parts",

@@ -197,6 +197,8 @@ class ReviewScreen(PrepScreen):
             self.prep.switch_screen(SummaryScreen(self.session))
             return
         self.card = card
+        if card.demo is not None:
+            self.prep.warm_demo(card.demo)  # torch loads in the background while you read
         self.revealed = False
         self.picked = None
         self.suggested = None
