@@ -46,7 +46,9 @@ from prep.engine.study.session import (  # DeckCounts: home's rows (re-exported 
 from prep.engine.timeutil import Clock, utcnow
 
 if TYPE_CHECKING:
+    from prep.engine.decks.fill import Fill
     from prep.tui.demoworker import DemoWorker
+    from prep.tui.screens.fill import FillScreen
     from prep.tui.screens.upgrade import UpgradeScreen
 
 DemoCommand = Callable[[str], list[str]]
@@ -54,6 +56,9 @@ DemoCommand = Callable[[str], list[str]]
 # The app never waits long on another writer's lock: a statement gives up after this, and the
 # screen retries on a timer (the screen stays live) and says what is happening.
 UI_BUSY_TIMEOUT_MS = 100
+# Deck bytes to parse above which the first open shows the fill's progress (the bundled decks,
+# about 0.3 MB, parse in well under a second; 100k generated cards are about 40 MB)
+FILL_SCREEN_BYTES = 2_000_000
 
 
 def default_demo_command(name: str) -> list[str]:
@@ -171,6 +176,7 @@ class PrepApp(App[int]):
         self.instance = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self._told_others = False
         self._heartbeat: Timer | None = None
+        self._filled = False  # the deck cache's first fill ran in a thread this session
 
     # --- start-up and reload ------------------------------------------------------------
 
@@ -218,6 +224,8 @@ class PrepApp(App[int]):
 
                 self._show(ErrorScreen.database(str(exc), exc.kind))
                 return
+        if self._fill_first():
+            return  # a large first open: the cache fills in a thread, then boot runs again
         self.collection = self.load_collection()  # through the deck cache in the database
         for warning in self.collection.warnings:
             self.notify(str(warning), title="Decks", severity="warning", timeout=8)
@@ -267,6 +275,55 @@ class PrepApp(App[int]):
             error = exc
         with contextlib.suppress(RuntimeError):  # the app stopped meanwhile
             self.call_from_thread(self._upgraded, error)
+
+    def _fill_first(self) -> bool:
+        """Many deck bytes to parse (the first open of a large collection): fill the deck
+        cache in a thread, with a screen that shows how far it is. False: load as usual."""
+        if self._injected_collection is not None or not self._owns_store or self._filled:
+            return False
+        if self.store is None or self.store.path is None:
+            return False
+        try:
+            pending = deckcache.pending_fill(
+                self.store, self.questions, include_bundled=self.include_bundled
+            )
+        except StoreError:
+            return False
+        if pending.bytes_total < FILL_SCREEN_BYTES:
+            return False
+        from prep.tui.screens.fill import FillScreen
+
+        self._filled = True  # once a session; what the thread left undone loads as usual
+        screen = FillScreen(pending)
+        self._show(screen)
+        self._fill(screen, str(self.store.path))
+        return True
+
+    @work(thread=True, exclusive=True, group="fill")
+    def _fill(self, screen: FillScreen, db: str) -> None:
+        """Parse the changed deck files into the cache on this thread's own connection."""
+        worker = get_current_worker()
+
+        def progress(fill: Fill) -> None:
+            if worker.is_cancelled:  # the app is quitting: the files done so far are kept
+                raise _UpgradeStopped
+            screen.post_message(screen.Progress(fill))
+
+        try:
+            with Store.open(db) as store:
+                deckcache.load(
+                    store,
+                    self.questions,
+                    demo_names=sorted(self.demos) if self.demos else None,
+                    include_bundled=self.include_bundled,
+                    progress=progress,
+                )
+        except _UpgradeStopped:
+            return
+        except StoreError:
+            pass  # boot loads on the app's own connection and says what is wrong
+        with contextlib.suppress(RuntimeError):  # the app stopped meanwhile
+            self.call_from_thread(self.boot)
 
     def _upgraded(self, error: StoreError | None) -> None:
         from prep.tui.screens.errors import ErrorScreen

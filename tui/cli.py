@@ -78,8 +78,13 @@ class Ctx:
 
         if store is not None:
             from prep.engine.decks import deckcache
+            from prep.tui.upgrade import FillLine
 
-            coll = deckcache.load(store, self.questions, demo_names=demo_names())
+            line = FillLine()  # a first open of a large collection shows how far it is
+            try:
+                coll = deckcache.load(store, self.questions, demo_names=demo_names(), progress=line)
+            finally:
+                line.close()
         else:
             from prep.engine.decks.deck import load_collection
 

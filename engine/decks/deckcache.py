@@ -59,6 +59,7 @@ from prep.engine.decks.deck import (
     parse_deck_text,
     read_deck_text,
 )
+from prep.engine.decks.fill import CHECK, DONE, PARSE, RECONCILE, STORE, Fill, Progress
 
 # Part of every assembly's key: raised when the checks across files change, so that a cached
 # result of older checks is never served (2: duplicate deck names refused, cards that can
@@ -341,16 +342,18 @@ def load(
     *,
     demo_names: Sequence[str] | None = None,
     include_bundled: bool = True,
+    progress: Progress | None = None,
 ) -> Collection:
     """``deck.load_collection`` through the cache in ``store`` (same cards, errors, order),
     and the store's progress reconciled with the decks if they changed since the last time.
     A database that cannot be written (read-only, busy) still opens: the decks are then
-    parsed as ``load_collection`` does, and reconciled by the caller (``Collection.reconcile``)."""
+    parsed as ``load_collection`` does, and reconciled by the caller (``Collection.reconcile``).
+    ``progress`` is called with a Fill as each changed file is parsed and stored (fill.py)."""
     from prep.engine.store import StoreError
 
     try:
         with gc_paused():  # a hundred thousand small objects, none of them garbage
-            return _load(store, paths, demo_names, include_bundled)
+            return _load(store, paths, demo_names, include_bundled, progress)
     except StoreError:
         return load_collection(paths, demo_names=demo_names, include_bundled=include_bundled)
 
@@ -360,11 +363,13 @@ def _load(
     paths: Iterable[Path] | None,
     demo_names: Sequence[str] | None,
     include_bundled: bool,
+    progress: Progress | None = None,
 ) -> Collection:
     warnings: list[DeckError] = []
     files = collect_deck_files(paths, include_bundled, warnings)  # as load_collection
     cached = store.deck_cache_files()
     now_ns = time.time_ns()
+    fill = _to_fill(files, cached) if progress is not None else None
     order: list[tuple[str, str]] = []  # (cache key, shown) of each readable deck file
     read_errors: list[DeckError] = []
     digest = hashlib.sha256(f"assembly {ASSEMBLY_VERSION}\n".encode())
@@ -374,14 +379,7 @@ def _load(
             st = path.stat()
         except OSError:
             st = None
-        if (
-            st is not None
-            and stat.S_ISREG(st.st_mode)  # anything else is read (and refused) as the loader does
-            and st.st_size <= MAX_DECK_BYTES
-            and entry is not None
-            and (entry["size"], entry["mtime_ns"]) == (st.st_size, st.st_mtime_ns)
-            and entry["checked_ns"] - st.st_mtime_ns >= RACY_NS
-        ):
+        if _fresh(entry, st):
             sha = entry["sha256"]
         else:
             text, error = read_deck_text(path, shown)
@@ -397,7 +395,13 @@ def _load(
             if entry is not None and entry["sha256"] == sha:
                 store.deck_cache_touch(key, st.st_size, st.st_mtime_ns, now_ns)
             else:
+                if fill is not None and progress is not None:
+                    fill.stage, fill.file = PARSE, shown
+                    progress(fill)
                 info, cards, errors = _parse(text, shown, path.stem)
+                if fill is not None and progress is not None:
+                    fill.stage, fill.cards = STORE, fill.cards + len(cards)
+                    progress(fill)
                 store.deck_cache_put(
                     key,
                     shown=shown,
@@ -423,6 +427,9 @@ def _load(
                         for c in cards
                     ],
                 )
+            if fill is not None and st is not None:
+                fill.files_done += 1
+                fill.bytes_done += st.st_size
         digest.update(f"{key}\0{shown}\0{sha}\n".encode())
         order.append((key, shown))
     digest.update(json.dumps(sorted(demo_names) if demo_names is not None else None).encode())
@@ -432,6 +439,9 @@ def _load(
     parsed = store.deck_cache_parsed(keys)  # key -> (info json | None, errors)
     assembled = store.deck_cache_assembly(state_key)
     if assembled is None:
+        if fill is not None and progress is not None and fill.files_total:
+            fill.stage = CHECK
+            progress(fill)
         # the checks across files, on the outline of every card (only after a change)
         refs_by_file = {key: _refs(store, key, shown) for key, shown in order}
         declared = store.deck_cache_declared(keys)
@@ -475,9 +485,54 @@ def _load(
             info.card_ids = list(map(_ID, file_rows))
         decks[info.name] = info
     if store.deck_reconcile_key() != state_key:
+        if fill is not None and progress is not None and fill.files_total:
+            fill.stage = RECONCILE
+            progress(fill)
         store.reconcile_with_deck_cache(state_key)
     _prune(store, cached, {key for key, _, _ in files})
+    if fill is not None and progress is not None and fill.files_total:
+        fill.stage = DONE
+        progress(fill)
     return coll
+
+
+def _fresh(entry: Any, st: os.stat_result | None) -> bool:
+    """The cached parse of this file can be used without reading it (see the module doc)."""
+    return (
+        st is not None
+        and stat.S_ISREG(st.st_mode)  # anything else is read (and refused) as the loader does
+        and st.st_size <= MAX_DECK_BYTES
+        and entry is not None
+        and (entry["size"], entry["mtime_ns"]) == (st.st_size, st.st_mtime_ns)
+        and entry["checked_ns"] - st.st_mtime_ns >= RACY_NS
+    )
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except OSError:
+        return None
+
+
+def _to_fill(files: list[tuple[str, Path, str]], cached: dict[str, Any]) -> Fill:
+    """What a load will read: the files whose cached parse cannot be used as it is."""
+    sizes = [
+        st.st_size if st is not None and stat.S_ISREG(st.st_mode) else 0
+        for key, path, _ in files
+        if not _fresh(cached.get(key), st := _stat(path))
+    ]
+    return Fill(files_total=len(sizes), bytes_total=sum(sizes))
+
+
+def pending_fill(
+    store: Any, paths: Iterable[Path] | None = None, *, include_bundled: bool = True
+) -> Fill:
+    """Without loading: how many deck files (and bytes) the next load will read, and parse
+    unless their hash is unchanged (stat calls and one query). A front end shows progress
+    when there is much to do."""
+    files = collect_deck_files(paths, include_bundled, [])
+    return _to_fill(files, store.deck_cache_files())
 
 
 def _prune(store: Any, cached: dict[str, Any], loaded: set[str]) -> None:
