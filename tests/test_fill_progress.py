@@ -162,3 +162,58 @@ def test_app_fills_a_large_collection_behind_a_progress_screen(
             store, [decks], include_bundled=False, progress=lambda f: stages.append(f.stage)
         )
     assert PARSE not in stages
+
+
+def test_a_big_fill_parses_on_every_core_with_the_same_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from concurrent.futures import Future
+
+    from prep.engine.decks import parsepool
+    from prep.engine.decks.deck import load_collection
+
+    decks = write_decks(tmp_path / "decks", n_files=4, per_file=25)
+    (decks / "broken.yaml").write_text("deck: broken\ncards:\n  - id: [unclosed\n")
+    (decks / "dup.yaml").write_text(
+        "deck: dup\ncards:\n  - id: gen-0-1\n    kind: recall\n    prompt: p\n    answer: a\n"
+    )
+    monkeypatch.setattr(parsepool, "PARALLEL_BYTES", 0)  # every fill counts as big
+    monkeypatch.setattr(parsepool, "cores", lambda: 2)
+    started: list[int] = []
+    real_init = parsepool.ParsePool.__init__
+
+    def init(self, jobs, total_bytes) -> None:  # noqa: ANN001
+        real_init(self, jobs, total_bytes)
+        started.append(len(self._futures))
+
+    monkeypatch.setattr(parsepool.ParsePool, "__init__", init)
+    store = Store.open(tmp_path / "p.db")
+    pooled = deckcache.load(store, [decks], include_bundled=False)
+    assert started == [6]  # every file went to the worker processes
+    plain = load_collection([decks], include_bundled=False)
+    assert [c.id for c in pooled.cards] == [c.id for c in plain.cards]
+    assert [c.content_hash for c in pooled.cards] == [c.content_hash for c in plain.cards]
+    assert [str(e) for e in pooled.errors] == [str(e) for e in plain.errors]
+    assert any("broken.yaml" in str(e) for e in pooled.errors)
+
+    # a worker that fails leaves the file to be parsed here, with the same result
+    pool = parsepool.ParsePool([], 0)
+    failed: Future = Future()
+    failed.set_exception(RuntimeError("worker died"))
+    pool._futures["k"] = failed
+    calls: list[str] = []
+
+    def parse(text: str, shown: str, stem: str) -> str:
+        calls.append(stem)
+        return "parsed here"
+
+    assert pool.result("k", parse, "text", "k.yaml", "k") == "parsed here" and calls == ["k"]
+
+
+def test_a_small_fill_or_one_core_starts_no_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    from prep.engine.decks import parsepool
+
+    jobs = [("a", "x" * 10, "a.yaml", "a"), ("b", "x" * 10, "b.yaml", "b")]
+    assert parsepool.ParsePool(jobs, 20)._pool is None  # under PARALLEL_BYTES
+    monkeypatch.setattr(parsepool, "cores", lambda: 1)
+    assert parsepool.ParsePool(jobs, 10**9)._pool is None

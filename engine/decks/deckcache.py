@@ -34,7 +34,6 @@ import gc
 import hashlib
 import json
 import os
-import stat
 import time
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
@@ -46,9 +45,16 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from prep.engine.decks.changed import (  # noqa: F401 - pending_fill: the front ends' question
+    PARSER_SALT,
+    RACY_NS,
+    _fresh,
+    _read_changed,
+    _to_fill,
+    pending_fill,
+)
 from prep.engine.decks.deck import (
     KINDS,
-    MAX_DECK_BYTES,
     Card,
     Collection,
     DeckError,
@@ -60,14 +66,12 @@ from prep.engine.decks.deck import (
     read_deck_text,
 )
 from prep.engine.decks.fill import CHECK, DONE, PARSE, RECONCILE, STORE, Fill, Progress
+from prep.engine.decks.parsepool import ParsePool
 
 # Part of every assembly's key: raised when the checks across files change, so that a cached
 # result of older checks is never served (2: duplicate deck names refused, cards that can
 # never be served left out, as deck.load_collection does since the hardening).
 ASSEMBLY_VERSION = 2
-# Hashed with every file's text: raised whenever parse_deck_text accepts less than before.
-PARSER_SALT = b"parser 2\n"
-RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's mtime tick we expect
 
 # The Card fields kept in the cache's JSON, in Card's order (id, deck and parent are columns
 # of their own; file and line are the cache entry's).
@@ -373,24 +377,51 @@ def _load(
     order: list[tuple[str, str]] = []  # (cache key, shown) of each readable deck file
     read_errors: list[DeckError] = []
     digest = hashlib.sha256(f"assembly {ASSEMBLY_VERSION}\n".encode())
+    reads = _read_changed(files, cached, read_deck_text)  # (tests count the reads)
+    jobs = [
+        (key, text, shown, path.stem)
+        for key, path, shown in files
+        if (read := reads.get(key)) is not None
+        and (text := read[1]) is not None
+        and (cached.get(key) or {}).get("sha256") != read[3]
+    ]
+    pool = ParsePool(jobs, sum(len(j[1]) for j in jobs))  # both cores, for a big fill
+    try:
+        _fill_files(
+            store, files, cached, reads, pool, now_ns, fill, progress, order, read_errors, digest
+        )
+    finally:
+        pool.close()
+    digest.update(json.dumps(sorted(demo_names) if demo_names is not None else None).encode())
+    return _assemble(
+        store, files, cached, order, read_errors, digest, demo_names, warnings, fill, progress
+    )
+
+
+def _fill_files(
+    store: Any,
+    files: list[tuple[str, Path, str]],
+    cached: dict[str, Any],
+    reads: dict[str, Any],
+    pool: ParsePool,
+    now_ns: int,
+    fill: Fill | None,
+    progress: Progress | None,
+    order: list[tuple[str, str]],
+    read_errors: list[DeckError],
+    digest: Any,
+) -> None:
     for key, path, shown in files:
         entry = cached.get(key)
-        try:
-            st = path.stat()
-        except OSError:
-            st = None
-        if _fresh(entry, st):
+        if key not in reads:
             sha = entry["sha256"]
         else:
-            text, error = read_deck_text(path, shown)
+            st, text, error, sha = reads.pop(key)
             if error is not None:
                 read_errors.append(error)
                 digest.update(f"{key}\0{error}\n".encode())
                 continue
             assert text is not None and st is not None
-            # the parser's version is hashed with the text: a parse by an older parser
-            # (before a refusal was added) is never served
-            sha = hashlib.sha256(PARSER_SALT + text.encode("utf-8")).hexdigest()
             # (a parse does not depend on how the path is shown: names are added on load)
             if entry is not None and entry["sha256"] == sha:
                 store.deck_cache_touch(key, st.st_size, st.st_mtime_ns, now_ns)
@@ -398,7 +429,7 @@ def _load(
                 if fill is not None and progress is not None:
                     fill.stage, fill.file = PARSE, shown
                     progress(fill)
-                info, cards, errors = _parse(text, shown, path.stem)
+                info, cards, errors = pool.result(key, _parse, text, shown, path.stem)
                 if fill is not None and progress is not None:
                     fill.stage, fill.cards = STORE, fill.cards + len(cards)
                     progress(fill)
@@ -432,7 +463,20 @@ def _load(
                 fill.bytes_done += st.st_size
         digest.update(f"{key}\0{shown}\0{sha}\n".encode())
         order.append((key, shown))
-    digest.update(json.dumps(sorted(demo_names) if demo_names is not None else None).encode())
+
+
+def _assemble(
+    store: Any,
+    files: list[tuple[str, Path, str]],
+    cached: dict[str, Any],
+    order: list[tuple[str, str]],
+    read_errors: list[DeckError],
+    digest: Any,
+    demo_names: Sequence[str] | None,
+    warnings: list[DeckError],
+    fill: Fill | None,
+    progress: Progress | None,
+) -> Collection:
     state_key = digest.hexdigest()
 
     keys = [k for k, _ in order]
@@ -494,45 +538,6 @@ def _load(
         fill.stage = DONE
         progress(fill)
     return coll
-
-
-def _fresh(entry: Any, st: os.stat_result | None) -> bool:
-    """The cached parse of this file can be used without reading it (see the module doc)."""
-    return (
-        st is not None
-        and stat.S_ISREG(st.st_mode)  # anything else is read (and refused) as the loader does
-        and st.st_size <= MAX_DECK_BYTES
-        and entry is not None
-        and (entry["size"], entry["mtime_ns"]) == (st.st_size, st.st_mtime_ns)
-        and entry["checked_ns"] - st.st_mtime_ns >= RACY_NS
-    )
-
-
-def _stat(path: Path) -> os.stat_result | None:
-    try:
-        return path.stat()
-    except OSError:
-        return None
-
-
-def _to_fill(files: list[tuple[str, Path, str]], cached: dict[str, Any]) -> Fill:
-    """What a load will read: the files whose cached parse cannot be used as it is."""
-    sizes = [
-        st.st_size if st is not None and stat.S_ISREG(st.st_mode) else 0
-        for key, path, _ in files
-        if not _fresh(cached.get(key), st := _stat(path))
-    ]
-    return Fill(files_total=len(sizes), bytes_total=sum(sizes))
-
-
-def pending_fill(
-    store: Any, paths: Iterable[Path] | None = None, *, include_bundled: bool = True
-) -> Fill:
-    """Without loading: how many deck files (and bytes) the next load will read, and parse
-    unless their hash is unchanged (stat calls and one query). A front end shows progress
-    when there is much to do."""
-    files = collect_deck_files(paths, include_bundled, [])
-    return _to_fill(files, store.deck_cache_files())
 
 
 def _prune(store: Any, cached: dict[str, Any], loaded: set[str]) -> None:
