@@ -16,11 +16,12 @@ import json
 import sys
 import textwrap
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from prep.demos.pretrained import extra
 from prep.demos.registry import DEMOS, check_kinds, names
-from prep.demos.report import Report, render
+from prep.demos.report import Report, kinds_text, render
 
 PROG = "prep demo"
 LinkedCards = Callable[[str], list[str]]
@@ -68,6 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=_seed, default=0, help="random seed (default: 0)")
     parser.add_argument("--json", action="store_true", help="print one JSON object, no prose")
     parser.add_argument(
+        "--plot",
+        metavar="FILE.svg",
+        type=Path,
+        help="also write the report and its figures, drawn as in the terminal, to FILE.svg",
+    )
+    parser.add_argument(
         "--model",
         metavar="PATH_OR_NAME",
         help="real-* demos only: a BERT- or GPT-2-family checkpoint folder (or a hub name, "
@@ -84,6 +91,17 @@ def _cards(linked_cards: LinkedCards | None, name: str) -> list[str]:
     except Exception as exc:  # a broken deck must not break the demo
         print(f"{PROG}: warning: could not list the cards for {name}: {exc}", file=sys.stderr)
         return []
+
+
+def _plot_problem(path: Path) -> str:
+    """Why `path` cannot take the SVG, checked before the demo runs ('' when it can)."""
+    if path.suffix.lower() != ".svg":
+        return "the figure is written as SVG: give a file name ending in .svg"
+    if path.is_dir():
+        return "is a folder"
+    if not path.parent.is_dir():
+        return f"folder {path.parent} does not exist"
+    return ""
 
 
 def list_entries(linked_cards: LinkedCards | None = None) -> list[dict[str, Any]]:
@@ -103,7 +121,7 @@ def list_entries(linked_cards: LinkedCards | None = None) -> list[dict[str, Any]
 def _kinds_text(kinds: dict[str, int] | None, weights: str) -> str:
     if kinds is None:
         return "checks: not declared"
-    text = f"{kinds['measurement']} measurement(s), {kinds['identity']} identity check(s)"
+    text = kinds_text(kinds)
     return text + (" on all-MiniLM-L6-v2" if weights == "pretrained" else "")
 
 
@@ -162,6 +180,9 @@ def run(
     if args.name not in DEMOS:
         print(unknown_name_message(args.name), file=sys.stderr)
         return 2, None
+    if args.plot is not None and (message := _plot_problem(args.plot)):
+        print(f"{PROG}: error: --plot {args.plot}: {message}", file=sys.stderr)
+        return 2, None
     real = DEMOS[args.name].weights == "pretrained"
     if args.model is not None and not real:
         print(
@@ -216,4 +237,13 @@ def _run_demo(
             return 2, None
     report.cards = _cards(linked_cards, args.name)
     print(report.to_json() if args.json else render(report), flush=True)
+    if args.plot is not None:
+        from prep.demos.figures import write_svg
+
+        try:
+            write_svg(args.plot, f"prep demo {args.name}", render(report), report.figures)
+        except OSError as exc:
+            print(f"{PROG}: error: --plot {args.plot}: {exc.strerror or exc}", file=sys.stderr)
+            return 2, report
+        print(f"{PROG}: wrote {args.plot}", file=sys.stderr)
     return (0 if report.passed else 1), report

@@ -26,10 +26,10 @@ from typing import Any
 
 from prep.demos._torch import torch
 from prep.demos.registry import DEMOS
-from prep.demos.report import IDENTITY, MEASUREMENT, Check, Report, render
+from prep.demos.report import IDENTITY, MEASUREMENT, SANITY, Check, Report, glossary_for, render
 
 # Check, Report and render live in the torch-free report module; demos import them from here.
-__all__ = ["IDENTITY", "MEASUREMENT", "Check", "Report", "render"]
+__all__ = ["IDENTITY", "MEASUREMENT", "SANITY", "Check", "Report", "render"]
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
 SCALES = ("small", "large")
@@ -154,17 +154,25 @@ def _number(value: torch.Tensor | float | int) -> float:
 
 
 def exactly_zero(
-    name: str, values: torch.Tensor, detail: str = "", *, kind: str = IDENTITY
+    name: str, values: torch.Tensor, detail: str = "", *, kind: str = IDENTITY, bar: str = ""
 ) -> Check:
     """max |values| == 0.0, compared exactly (no tolerance: the claim is a structural zero)."""
     measured = _number(values.abs().max()) if values.numel() else 0.0
-    return Check(name, measured, "== 0.0", measured == 0.0, detail, kind)
+    bar = bar or "a structural zero: no rounding can produce a nonzero entry"
+    return Check(name, measured, "== 0.0", measured == 0.0, detail, kind, bar)
 
 
 def equals(
-    name: str, measured: int, expected: int, detail: str = "", *, kind: str = IDENTITY
+    name: str,
+    measured: int,
+    expected: int,
+    detail: str = "",
+    *,
+    kind: str = IDENTITY,
+    bar: str = "",
 ) -> Check:
-    return Check(name, int(measured), f"== {expected}", int(measured) == expected, detail, kind)
+    ok = int(measured) == expected
+    return Check(name, int(measured), f"== {expected}", ok, detail, kind, bar)
 
 
 def at_most(
@@ -174,9 +182,10 @@ def at_most(
     detail: str = "",
     *,
     kind: str = IDENTITY,
+    bar: str = "",
 ) -> Check:
     value = _number(measured)
-    return Check(name, value, f"<= {bound:g}", value <= bound, detail, kind)
+    return Check(name, value, f"<= {bound:g}", value <= bound, detail, kind, bar)
 
 
 def at_least(
@@ -186,9 +195,10 @@ def at_least(
     detail: str = "",
     *,
     kind: str = IDENTITY,
+    bar: str = "",
 ) -> Check:
     value = _number(measured)
-    return Check(name, value, f">= {bound:g}", value >= bound, detail, kind)
+    return Check(name, value, f">= {bound:g}", value >= bound, detail, kind, bar)
 
 
 def close(
@@ -301,6 +311,7 @@ def run_demo(
     contrast_label: str,
     dtype: torch.dtype = torch.float32,
     notes: list[str] | None = None,
+    figures: Callable[[Any], dict[str, Any]] | None = None,
 ) -> Report:
     """Build, check and contrast one demo on one device, timed, with TF32 off on CUDA."""
     choice = _device_for_dtype(select_device(device), dtype)
@@ -322,7 +333,11 @@ def run_demo(
         emit_checks("contrast", contrast_checks)
         synchronize(dev)
         seconds = time.perf_counter() - start
+    drawn = figures(setup) if figures is not None else {}
+    every = checks + contrast_checks
+    texts = [c.name for c in every] + [c.detail for c in every] + list(notes or [])
     return Report(
+        glossary=glossary_for(texts),
         name=name,
         claim=DEMOS[name].claim,
         device=dev.type,
@@ -337,6 +352,7 @@ def run_demo(
         contrast=contrast_checks,
         contrast_label=contrast_label,
         notes=list(notes or []),
+        figures=drawn,
     )
 
 
@@ -368,4 +384,5 @@ def run_module(
         contrast_label=mod.CONTRAST_LABEL,
         dtype=mod.DTYPE,
         notes=notes,
+        figures=getattr(mod, "figures", None),
     )

@@ -57,9 +57,9 @@ _ALL = [
         "no-wo",
         "Without W_O the attention sub-layer's output is the concat itself, so its Jacobian with "
         "respect to head i's output is zero outside slice i; an identity W_O changes nothing and "
-        "a permutation W_O only moves where each head's coordinates land, while the shipped "
-        "decoder's trained W_O puts at least half of every head's squared norm outside its own "
-        "slice.",
+        "a permutation W_O only moves where each head's coordinates land, while a dense W_O puts "
+        "at least half of every head's squared norm outside its own slice (the shipped decoder's "
+        "trained W_O as much as its initialisation: a sanity check, not evidence of training).",
         weights="trained-here",
     ),
     _info(
@@ -73,7 +73,7 @@ _ALL = [
         "which needs a singular W_O) along which their contributions add, while no W_O or a "
         "block-diagonal W_O gives exactly 0 for every pair; random dense and the shipped "
         "decoder's trained W_O overlap every pair of heads partially (cosines strictly between 0 "
-        "and 1), and without W_O a reader direction still sums every head's contribution.",
+        "and 1, as any dense W_O at initialisation does: sanity checks), and without W_O a reader direction still sums every head's contribution.",
         weights="trained-here",
     ),
     _info(
@@ -95,7 +95,7 @@ _ALL = [
         "Each head's OV circuit W_V^h W_O^h is a d_model x d_model matrix of rank at most d_head "
         "= d_model/n_heads, while a generic d_model x d_model matrix has full rank d_model; in "
         "the shipped decoder every trained head's OV has rank exactly d_head and each layer's "
-        "summed OV has rank d_model.",
+        "summed OV has rank d_model (sanity checks: any weights of these shapes show it).",
         weights="trained-here",
     ),
     _info(
@@ -117,29 +117,32 @@ _ALL = [
     _info(
         "dla",
         "In the shipped decoder (no LayerNorm) the logits are exactly the sum of the direct path, "
-        "each head's z_h W_O^h W_U and the biases; on the copying task the layer-1 head with the "
-        "largest direct attribution is the one whose mean-ablation costs most, the induction "
-        "head's attribution is at least half its ablation effect, and that of the layer-0 head "
-        "with the most attention on t-1 is at most a quarter of its effect, which runs through "
-        "the layer-1 heads.",
+        "each head's z_h W_O^h W_U and the biases, and with a final LayerNorm too once each part "
+        "is centred and divided by the frozen sigma; the layer-0 head whose ablation costs most "
+        "has a direct attribution of at most a quarter of its effect (it works through layer 1), "
+        "and under a final LayerNorm frozen-scale attribution overstates what removing a "
+        "layer-1 head does (LayerNorm recomputed) by at least a fifth, at each of three seeds.",
         weights="trained-here",
     ),
     _info(
         "induction",
-        "The shipped 2-layer attention-only decoder, trained here on repeated random chunks, "
-        "copies in context through redundant induction heads: layer-1 heads that put at least "
-        "half their attention on the token after the earlier occurrence of the current one, "
-        "whose keys K-compose with the layer-0 head that attends most to t-1 above every "
-        "shuffled-weight score; mean-ablating them together costs at least 0.2 of in-context "
-        "accuracy, while any single one costs less.",
+        "The shipped 2-layer attention-only decoder, trained here at three seeds on repeated "
+        "random chunks, copies in context mainly through Q-composition, in every seed: a layer-0 "
+        "duplicate-token head (at least half its attention on the current token's earlier "
+        "occurrence) feeds the queries of layer-1 induction heads (at least half their attention "
+        "on the token after it) with a Q-composition above every shuffled-weight score; removing "
+        "layer 0's writes from layer 1's queries alone costs at least 0.2 of in-context accuracy "
+        "and more than removing them from its keys alone, from its values alone less than 0.2; "
+        "the induction heads are redundant (together at least 0.2, any one alone less).",
         weights="trained-here",
     ),
     _info(
         "ov-copying",
-        "In the shipped decoder the layer-1 head with the most induction attention has a copying "
-        "full OV circuit W_E W_V^h W_O^h W_U: at least 3/4 of its eigenvalues have positive real "
-        "part, sum(lambda)/sum(|lambda|) is at least 0.5 and most tokens raise their own logit "
-        "most, while random weights stay below each of these bars on average.",
+        "In the shipped decoder, at each of its three training seeds, the layer-1 head with the "
+        "most induction attention has a copying full OV circuit W_E W_V^h W_O^h W_U: at least 3/4 "
+        "of its eigenvalues have positive real part, sum(lambda)/sum(|lambda|) is at least 0.5 "
+        "and at least ten times chance of the tokens raise their own logit most, while random "
+        "weights stay below each of these bars on average.",
         weights="trained-here",
     ),
     _info(
@@ -205,22 +208,27 @@ _ALL += [
         "In a real pretrained model (all-MiniLM-L6-v2 unless --model names another) trained W_O "
         "is dense, its diagonal d_head blocks holding a share of its squared norm inside a "
         "column-permutation null around 1/n_heads in every layer, and heads' write subspaces "
-        "overlap more than those of Gaussian matrices of the same shape.",
+        "overlap no more than head blocks drawn from that layer's own W_O row covariance would: "
+        "their overlap above a Gaussian W_O's is W_O's shared anisotropy, not heads sharing "
+        "write directions with each other.",
         weights="pretrained",
     ),
     _info(
         "real-importance",
         "In a real pretrained model the activation-aware score (mean norm of z_h W_O^h) ranks a "
-        "layer's heads by their zero-ablation effect better than chance and better than W_O's "
-        "block norm, in every layer, and a rescaling of W_V^h, b_V^h by c_h and W_O^h by 1/c_h "
-        "leaves the outputs unchanged in float64 while reversing the W_O-norm ranking.",
+        "layer's heads by how much zero-ablating them changes the last hidden state (nearly "
+        "built in: that change starts as the very vector it measures) far better than by what "
+        "they do for the model's job, the drop of the paraphrase-retrieval margin, in every "
+        "layer (the bootstrap interval of the difference above 0); a rescaling of W_V^h, b_V^h by "
+        "c_h and W_O^h by 1/c_h leaves the outputs unchanged in float64 while reversing the "
+        "W_O-norm ranking.",
         weights="pretrained",
     ),
     _info(
         "real-ov-rank",
         "In a real pretrained model every head's OV circuit W_V^h W_O^h has rank exactly d_head, "
         "and its effective rank (singular values holding 90% of the squared mass) is reported "
-        "per head.",
+        "per head (sanity checks: any weights of this shape have full rank).",
         weights="pretrained",
     ),
     _info(
@@ -241,7 +249,8 @@ def names() -> list[str]:
 
 
 def check_kinds(name: str) -> dict[str, int] | None:
-    """The demo module's declared CHECK_KINDS ({"identity": n, "measurement": m}), or None.
+    """The demo module's declared CHECK_KINDS ({"identity": n, "sanity": s, "measurement": m}),
+    or None.
 
     Read from the module's source without importing it (an import would load torch):
     `prep demo --list` stays torch-free. tests/test_demos.py and tests/test_real_demos.py hold
@@ -264,5 +273,5 @@ def check_kinds(name: str) -> dict[str, int] | None:
             for key, value in zip(node.value.keys, node.value.values, strict=True):
                 kind = key.id.lower() if isinstance(key, ast.Name) else ast.literal_eval(key)
                 out[str(kind)] = int(ast.literal_eval(value))
-            return {"identity": out.get("identity", 0), "measurement": out.get("measurement", 0)}
+            return {kind: out.get(kind, 0) for kind in ("identity", "sanity", "measurement")}
     return None

@@ -142,6 +142,7 @@ DEMO_TOP = {
     "__main__.py",
     "_torch.py",
     "cli.py",
+    "figures.py",  # torch-free drawings of a report, shared by the CLI and the TUI
     "harness.py",
     "registry.py",
     "report.py",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import sqlite3
 import subprocess
 import sys
@@ -219,13 +220,18 @@ async def test_demo_runs_streams_records_and_returns_to_the_card(tmp_path: Path)
         checks = text_of(app, "#checks")
         assert checks.count("PASS") == 3 and "FAIL" not in checks
         assert checks.index("what the claim says") < checks.index("contrast: a dense W_O")
-        assert "measured 0.8123, expected >= 0.01" in checks
+        assert "measured 0.8123; must be at least 0.01" in checks
+        assert "why this bar: a dense W_O writes everywhere" in checks
+        assert "W_O block norms (figure)" in checks and "██" in checks  # the figure is drawn
+        assert checks.index("W_O block norms") < checks.index("what the claim says")
         assert checks.count("[identity]") == 2 and checks.count("[measurement]") == 1
         assert text_of(app, "#demo-status").startswith("PASS: all 3 checks hold")
         runs = store.demo_runs()
         assert [(r["name"], r["passed"], r["device"]) for r in runs] == [
             ("block-diagonal", True, "cpu")
         ]
+        (metrics,) = store.conn.execute("SELECT metrics FROM demo_runs").fetchone()
+        assert "figures" not in json.loads(metrics)  # the summary, not the arrays
         await pilot.press("escape")
         assert app.screen is review and review.revealed and review.card.id == "two-roles"
         await pilot.press("3")

@@ -13,8 +13,8 @@ from prep.engine.store import Store
 
 
 def record_run(store: Store, report: Report, *, ran_at: datetime | None = None) -> int:
-    """Append ``report`` to the demo runs (its full JSON kept as the metrics); returns the row
-    id. Raises StoreError when the database refuses."""
+    """Append ``report`` to the demo runs (its JSON, figures' arrays left out, kept as the
+    metrics); returns the row id. Raises StoreError when the database refuses."""
     return store.record_demo_run(
         name=report.name,
         device=report.device or "unknown",
@@ -24,6 +24,6 @@ def record_run(store: Store, report: Report, *, ran_at: datetime | None = None) 
         seed=report.seed,
         passed=report.passed,
         seconds=report.seconds,
-        metrics=report.to_dict(),
+        metrics=report.summary_dict(),  # the checks' numbers, not the figures' arrays
         ran_at=ran_at,
     )

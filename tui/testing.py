@@ -95,9 +95,13 @@ report = {
     "contrast_label": "a dense W_O",
     "contrast": [
         {"name": "max |write outside slice|", "measured": 0.8123, "expected": ">= 0.01",
-         "passed": True, "detail": "", "kind": "measurement"},
+         "passed": True, "detail": "", "kind": "measurement",
+         "bar": "a dense W_O writes everywhere"},
     ],
     "notes": [], "cards": ["two-roles"],
+    "figures": {"blocks": {"kind": "heatmap", "title": "W_O block norms (figure)",
+                           "rows": ["0", "1"], "cols": ["0", "1"],
+                           "values": [[1.0, 0.0], [0.0, 1.0]]}},
 }
 print(json.dumps(report), flush=True)
 sys.exit(0 if ok else 1)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from prep.demos import harness
 from prep.demos._torch import torch
 from prep.demos.decoder import decoder
-from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, SANITY, Check, DeviceChoice, Report
 from prep.demos.synthetic import attention as attn
 
 NAME = "cross-head-mixing"
@@ -35,7 +35,11 @@ CONTRAST_LABEL = "W_O without the shared direction"
 # The hand-built, no-W_O, block-diagonal and basis-change checks and both contrasts are
 # algebra; 3 checks on a random dense W_O and 2 per layer of the shipped 2-layer decoder are
 # measured (the counts do not depend on the scale).
-CHECK_KINDS = {IDENTITY: 9, MEASUREMENT: 7}
+# The partial-overlap checks are `sanity`: any dense W_O shows them, the decoder's at
+# initialisation as much as its trained one (mean largest cosine 0.84 / 0.79 trained, 0.83 for a
+# random one of this shape), so they cannot tell trained from untrained.
+CHECK_KINDS = {IDENTITY: 9, SANITY: 7}
+GENERIC = "any dense W_O of this shape shows it, trained or at initialisation: a generic fact"
 SCALES = attn.standard_scales()
 COSINE_ATOL = 1e-5  # float32: a cosine of 1 computes as 1 up to ~1e-6
 # Bar for "partial overlap" (argued before the run): a cosine is called strictly inside (0, 1) when
@@ -168,7 +172,8 @@ def _partial(name: str, cosines: torch.Tensor, what: str) -> list[Check]:
             PARTIAL_MARGIN,
             f"{what} should let every pair of heads' write subspaces overlap; a 0 means some "
             "pair writes to orthogonal subspaces (a block-diagonal W_O)",
-            kind=MEASUREMENT,
+            kind=SANITY,
+            bar=GENERIC,
         ),
         harness.at_most(
             f"{name}: largest cosine over head pairs",
@@ -176,7 +181,8 @@ def _partial(name: str, cosines: torch.Tensor, what: str) -> list[Check]:
             1 - PARTIAL_MARGIN,
             "a cosine of 1 needs a vector in both row spaces, i.e. a singular W_O; a generic "
             f"{what} is invertible",
-            kind=MEASUREMENT,
+            kind=SANITY,
+            bar=GENERIC,
         ),
     ]
 
@@ -254,7 +260,9 @@ def check(setup: Setup) -> list[Check]:
             "the largest principal cosine of two random subspaces sits near the Wachter edge "
             "(finite sizes fall a little below it); far below means the cosines are not principal "
             "cosines (raw row dot products, for instance, are ~1/sqrt(d_model))",
-            kind=MEASUREMENT,
+            kind=SANITY,
+            bar="random-matrix theory: the Wachter edge is where two random subspaces' largest "
+            "cosine concentrates",
         ),
     ]
     for layer, w_o in enumerate(setup.trained):

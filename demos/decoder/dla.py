@@ -6,31 +6,36 @@ The shipped decoder has no LayerNorm and no MLP, so the final residual stream is
 
 and logits = x_L W_U + b_U split exactly into one term per component: the direct path
 (embedding and positional), each head's z_{l,h} W_O^{l,h} W_U, each layer's b_O^l W_U, and b_U.
-(With a final LayerNorm the split needs the LayerNorm's scale frozen per position; it is not exact.)
+(With a final LayerNorm, LN(x) W_U splits exactly too once each part is centred and divided by
+the position's sigma, frozen at its value on the whole residual: an identity as well.)
 That is an identity. A head's direct logit attribution (DLA) on the copying task is its term's
 value on the correct next token minus its mean over the vocabulary (a constant shift of every
 logit changes nothing), averaged over the copyable positions.
 
 What DLA leaves out is measured against mean-ablation (the head's output replaced by its mean,
 everything downstream recomputed): the drop in the same logit difference. A head that works
-through another head (the layer-0 previous-token head feeds the layer-1 induction head's keys) has
-a large ablation effect and a small DLA.
+through another head (a layer-0 head feeds the layer-1 induction heads' queries, see induction)
+has a large ablation effect and a small DLA.
 
-How much the layer-1 checks can tell: a layer-1 head writes straight into the final residual, so
-(with no LayerNorm) its mean-ablation effect is exactly its DLA minus the DLA of its mean write.
-On random-token targets that mean write favours no token, so agreement for layer-1 heads is
-nearly automatic (measured: ratio 1.000 for the induction head). The informative measurement is
-layer 0, whose heads act through layer 1: measured DLA ~0.00 against ablation effects up to 3.6
-(the largest of all heads), so ranking heads by DLA would rank the most important head last.
+How much the layer-1 comparisons can tell: a layer-1 head writes straight into the final
+residual, so (with no LayerNorm) its mean-ablation effect is exactly its DLA minus the DLA of its
+mean write. On random-token targets that mean write favours no token, so agreement for layer-1
+heads is nearly automatic (ratio 1.000 for the induction head): those two checks are `sanity`.
+The informative measurements are layer 0, whose heads act through layer 1, and LayerNorm: put a
+final LayerNorm (no affine) before W_U and the frozen-sigma split is still exact, but removing a
+head then changes sigma too, so the frozen-scale DLA is not what removing the head does.
 
-Pass bars (argued before the first run on the shipped weights):
-- the sum of the parts equals the logits to float64 assert_close tolerances (identity);
-- the layer-1 head with the largest DLA is the layer-1 head whose ablation costs the most
-  (layer-1 heads write straight into the residual the unembedding reads, so direct and total
-  effect should rank them the same);
-- the induction head's DLA is at least half of its ablation effect ("mostly direct");
-- the previous-token head's (the layer-0 head with the most attention on t-1) |DLA| is at most a
-  quarter of its ablation effect ("mostly indirect").
+Pass bars:
+- the sums of parts equal the logits to float64 assert_close tolerances (identities);
+- layer 1's top-DLA head is its top-ablation head, and the induction head's DLA is at least half
+  its ablation effect (sanity: nearly automatic, see above);
+- the layer-0 head whose ablation costs most has |DLA| at most a quarter of its ablation effect
+  ("mostly indirect"; argued before the first run);
+- with a final LayerNorm, frozen-scale DLA over the effect of removing the head with LayerNorm
+  recomputed is at least LN_BAR = 1.2 for every layer-1 head at each of the three seeds: "DLA
+  overstates" must mean an error of at least a fifth, not a rounding. Honest note: this bar was
+  set after the audit had reported 1.5-1.75x; it sits well below that, and the alternative
+  (no LayerNorm, where the same ratio is 1.00) is in the contrast.
 """
 
 from __future__ import annotations
@@ -39,17 +44,18 @@ from dataclasses import dataclass
 
 from prep.demos import harness
 from prep.demos._torch import torch
-from prep.demos.decoder import decoder
-from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
+from prep.demos.decoder import circuit, decoder
+from prep.demos.harness import IDENTITY, MEASUREMENT, SANITY, Check, DeviceChoice, Report
 
 NAME = "dla"
 DTYPE = torch.float64  # 13 terms summed: keep the identity's rounding at 1e-12, not 1e-5
-CONTRAST_LABEL = "the same decoder with a final LayerNorm, and untrained"
-# The sum of parts is exact without LayerNorm; the attribution-vs-ablation comparisons and
-# both contrasts are measured on the shipped (and untrained) decoder.
-CHECK_KINDS = {IDENTITY: 1, MEASUREMENT: 5}
+CONTRAST_LABEL = "the same decoder without the LayerNorm, and untrained"
+# Two exact splits; two sanity checks on layer 1 (nearly automatic); two measurements (layer 0,
+# LayerNorm at three seeds); two sanity checks in the contrast.
+CHECK_KINDS = {IDENTITY: 2, SANITY: 4, MEASUREMENT: 2}
 DIRECT_BAR = 0.5
 INDIRECT_BAR = 0.25
+LN_BAR = 1.2
 
 
 @dataclass(frozen=True)
@@ -68,8 +74,9 @@ class Setup:
     logits: torch.Tensor  # (B, T, vocab) the model's logits the parts must sum to
     dla: dict[tuple[int, int], float]  # (layer, head) -> mean direct attribution
     ablation: dict[tuple[int, int], float]  # (layer, head) -> mean drop of the same quantity
-    prev: int  # layer-0 previous-token head
+    top0: int  # the layer-0 head whose mean-ablation costs most
     ind: int  # layer-1 induction head
+    ln_ratios: list[list[float]]  # per seed, per layer-1 head: frozen-scale DLA / LN-recomputed
 
 
 def components(params: dict[str, torch.Tensor], obs: decoder.Observed) -> dict[str, torch.Tensor]:
@@ -106,7 +113,7 @@ def measure(
     *,
     ablate: bool = True,
 ) -> Setup:
-    """DLA per head, and (unless ablate=False: the contrast reads only the split and the DLA)
+    """DLA per head, and (unless ablate=False: the untrained contrast reads only the DLA)
     each head's mean-ablation effect."""
     obs = decoder.observe(model_cfg, params, cfg.n_sequences, gen)
     logits = obs.logits
@@ -128,15 +135,63 @@ def measure(
         for ly, h in heads:
             logits_h = decoder.ablated_logits(params, obs.data, obs.cache, [(ly, h)], means=means)
             ablation[(ly, h)] = float(base - correct_minus_mean(logits_h, obs.data).mean())
-    prev = int(decoder.prev_token_scores(obs.cache.pattern[0]).argmax())
+    top0 = max(range(model_cfg.n_heads), key=lambda h: ablation.get((0, h), 0.0))
     ind = int(decoder.induction_scores(obs.cache.pattern[1], obs.data).argmax())
-    return Setup(cfg, obs, parts, logits, dla, ablation, prev, ind)
+    return Setup(cfg, obs, parts, logits, dla, ablation, top0, ind, [ln_ratios(obs)])
+
+
+def final_ln(x: torch.Tensor) -> torch.Tensor:
+    """LayerNorm without affine over d_model: (x - mean) / sigma, sigma = sqrt(var + 1e-5)."""
+    return torch.nn.functional.layer_norm(x, (x.shape[-1],))
+
+
+def sigma(x: torch.Tensor) -> torch.Tensor:
+    """The final LayerNorm's scale at every position: (B, T, 1)."""
+    return (x.var(-1, unbiased=False, keepdim=True) + 1e-5).sqrt()
+
+
+def ln_split(obs: decoder.Observed) -> tuple[torch.Tensor, torch.Tensor]:
+    """(sum of the parts of the final residual, each centred and divided by the position's
+    frozen sigma, through W_U, plus b_U; the logits LN(x_L) W_U + b_U), each (B, T, vocab)."""
+    p = obs.params
+    x = obs.cache.resid[-1]  # (B, T, d_model)
+    scale = sigma(x)  # (B, T, 1)
+    seq = obs.data.tokens.shape[1]
+    parts = [p["W_E"][obs.data.tokens], p["W_pos"][:seq].expand_as(x)]
+    for layer, z in enumerate(obs.cache.z):  # z: (B, T, n_heads, d_head)
+        w = decoder.layer_params(p, layer)
+        parts += list(torch.einsum("bthd,hdm->hbtm", z, w["W_O"]))  # n_heads x (B, T, d_model)
+        parts.append(w["b_O"].expand_as(x))
+    total = sum((part - part.mean(-1, keepdim=True)) / scale @ p["W_U"] for part in parts)
+    return total + p["b_U"], final_ln(x) @ p["W_U"] + p["b_U"]
+
+
+def ln_ratios(obs: decoder.Observed) -> list[float]:
+    """Per layer-1 head: its frozen-scale DLA under a final LayerNorm over the drop of the same
+    logit difference when it is mean-ablated and the LayerNorm recomputed."""
+    p, x = obs.params, obs.cache.resid[-1]  # x: (B, T, d_model)
+    w1 = decoder.layer_params(p, 1)
+    base = correct_minus_mean(final_ln(x) @ p["W_U"], obs.data).mean()
+    out = []
+    for h in range(w1["W_O"].shape[0]):
+        write = obs.cache.z[1][:, :, h] @ w1["W_O"][h]  # (B, T, d_model)
+        centred = write - write.mean(-1, keepdim=True)
+        frozen = correct_minus_mean(centred / sigma(x) @ p["W_U"], obs.data).mean()
+        ablated = x - write + write.mean((0, 1))  # mean-ablated, LayerNorm recomputed below
+        effect = base - correct_minus_mean(final_ln(ablated) @ p["W_U"], obs.data).mean()
+        out.append(float(frozen / effect) if float(effect) > 0 else float("inf"))
+    return out
 
 
 def build(cfg: Config, device: torch.device, gen: torch.Generator) -> Setup:
     harness.progress("loading the shipped decoder")
     model_cfg, params, _ = decoder.load(device=device)
-    return measure(cfg, model_cfg, {k: v.to(DTYPE) for k, v in params.items()}, gen, False)
+    setup = measure(cfg, model_cfg, {k: v.to(DTYPE) for k, v in params.items()}, gen, False)
+    for path in circuit.seed_files()[1:]:  # the LayerNorm comparison at the other two seeds
+        _, other, _ = decoder.load(path, device=device)
+        other = {k: v.to(DTYPE) for k, v in other.items()}
+        setup.ln_ratios.append(ln_ratios(decoder.observe(model_cfg, other, cfg.n_sequences, gen)))
+    return setup
 
 
 def counterexample(cfg: Config, device: torch.device, gen: torch.Generator) -> Setup:
@@ -156,7 +211,14 @@ def check(setup: Setup) -> list[Check]:
     layer1 = [k for k in setup.dla if k[0] == 1]
     top_dla = max(layer1, key=setup.dla.get)
     top_abl = max(layer1, key=setup.ablation.get)
-    ind, prev = (1, setup.ind), (0, setup.prev)
+    ind, top0 = (1, setup.ind), (0, setup.top0)
+    ln_total, ln_logits = ln_split(setup.obs)
+    ratios = [r for seed in setup.ln_ratios for r in seed]
+    per_seed = "; ".join(", ".join(f"{r:.2f}" for r in seed) for seed in setup.ln_ratios)
+    automatic = (
+        "a layer-1 head's ablation effect is its DLA minus its mean write's DLA, which favours "
+        "no random token: agreement is nearly automatic"
+    )
     return [
         harness.close(
             f"sum of the {len(setup.parts)} parts (direct path, each head's z W_O W_U, biases)  "
@@ -166,56 +228,84 @@ def check(setup: Setup) -> list[Check]:
             rtol=rtol,
             atol=atol,
             detail="the logits are linear in the final residual only without a final LayerNorm; "
-            "with one, each position's scale must be frozen and the split is approximate",
+            "with one, each part must be centred and divided by the frozen sigma",
+        ),
+        harness.close(
+            "with a final LayerNorm: sum of the parts, each centred and divided by the "
+            "position's frozen sigma, through W_U  vs  LN(x) W_U + b_U",
+            ln_total,
+            ln_logits,
+            rtol=rtol,
+            atol=atol,
+            detail="LayerNorm is linear once its scale is frozen: centring is a linear map",
         ),
         Check(
-            f"layer 1: head with the largest DLA == head whose ablation costs most (DLA: "
-            f"{_ranked(setup.dla)}; ablation: {_ranked(setup.ablation)})",
+            f"layer 1: head with the largest DLA == head whose ablation costs most, 1 if so "
+            f"(DLA: {_ranked(setup.dla)}; ablation: {_ranked(setup.ablation)})",
             int(top_dla == top_abl),
             "== 1",
             top_dla == top_abl,
             "direct attribution and ablation rank the layer-1 heads differently",
-            MEASUREMENT,
+            SANITY,
+            automatic,
         ),
         harness.at_least(
             f"induction head L1H{setup.ind}: DLA / ablation effect",
             setup.dla[ind] / setup.ablation[ind] if setup.ablation[ind] > 0 else float("nan"),
             DIRECT_BAR,
             "the induction head should raise the copied token's logit directly",
-            kind=MEASUREMENT,
+            kind=SANITY,
+            bar=automatic,
         ),
         harness.at_most(
-            f"L0H{setup.prev} (most attention on t-1 in layer 0): |DLA| / ablation effect",
-            abs(setup.dla[prev]) / setup.ablation[prev]
-            if setup.ablation[prev] > 0
+            f"L0H{setup.top0} (the layer-0 head whose ablation costs most): |DLA| / ablation "
+            "effect",
+            abs(setup.dla[top0]) / setup.ablation[top0]
+            if setup.ablation[top0] > 0
             else float("nan"),
             INDIRECT_BAR,
-            "the previous-token head should matter through the induction head's keys, not by "
+            "the most important layer-0 head should matter through the layer-1 heads, not by "
             "writing the answer itself; DLA would then miss it",
             kind=MEASUREMENT,
+            bar="'mostly indirect': at most a quarter of its effect is direct; ranking heads by "
+            "DLA would then put the most important head near the bottom",
+        ),
+        harness.at_least(
+            f"with a final LayerNorm: frozen-scale DLA / effect of removing the head with "
+            f"LayerNorm recomputed, smallest over layer-1 heads and {len(setup.ln_ratios)} seeds "
+            f"(per seed: {per_seed})",
+            min(ratios),
+            LN_BAR,
+            "freezing the scale is harmless here: removing a head changes sigma too little to "
+            "matter",
+            kind=MEASUREMENT,
+            bar="an overstatement of at least a fifth, not a rounding; without LayerNorm the "
+            "same ratio is 1.00 (contrast)",
         ),
     ]
 
 
 def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
-    """The split with a final LayerNorm, and the attributions of the untrained decoder."""
+    """Without the LayerNorm DLA is what removing a layer-1 head does; the untrained decoder's
+    heads attribute nothing."""
     model_cfg = setup.obs.cfg
-    with_ln = measure(setup.cfg, model_cfg, setup.obs.params, gen, True, ablate=False)
-    total = sum(with_ln.parts.values())  # (B, T, vocab)
+    plain = [setup.dla[(1, h)] / setup.ablation[(1, h)] for h in range(model_cfg.n_heads)]
     untrained = decoder.untrained(model_cfg, gen, DTYPE)
-    fresh = measure(setup.cfg, model_cfg, untrained, gen, False, ablate=False)
+    fresh = measure(setup.cfg, model_cfg, untrained, gen, False, ablate=False)  # reads its DLA
     return [
-        harness.at_least(
-            "with a final LayerNorm: relative error of the sum of parts",
-            harness.relative_error(total, with_ln.logits),
-            0.1,
-            kind=MEASUREMENT,
+        harness.at_most(
+            "without LayerNorm: DLA / effect of removing the head, largest over layer-1 heads",
+            max(plain),
+            LN_BAR,
+            kind=SANITY,
+            bar="the same bar: without a scale to recompute, DLA and removal agree (see above)",
         ),
         harness.at_most(
             "untrained: largest head DLA to the correct token",
             max(fresh.dla.values()),
             0.5 * setup.dla[(1, setup.ind)],
-            kind=MEASUREMENT,
+            kind=SANITY,
+            bar="half the trained induction head's DLA: weights at initialisation copy nothing",
         ),
     ]
 
@@ -228,7 +318,10 @@ def notes(cfg: Config) -> list[str]:
         "float64: the identity's residual is rounding only.",
         "For a last-layer head, mean-ablation's effect = its DLA minus the DLA of its mean "
         "write, so layer-1 agreement is nearly automatic; layer 0's heads are where DLA and "
-        "ablation part (their effect runs through the layer-1 heads' keys and queries).",
+        "ablation part (their effect runs through the layer-1 heads' queries).",
+        "Final LayerNorm (no affine, added for this comparison; the shipped decoder has none): "
+        "the frozen-sigma split is exact, but removing a head also shrinks sigma, which scales "
+        "the other heads' writes up: frozen-scale DLA overstates what removal does.",
     ]
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from prep.demos import harness
 from prep.demos._torch import torch
 from prep.demos.decoder import decoder
-from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, SANITY, Check, DeviceChoice, Report
 from prep.demos.synthetic import attention as attn
 
 NAME = "ov-rank"
@@ -24,7 +24,7 @@ DTYPE = torch.float64  # the harness runs float64 demos on the CPU where mps lac
 CONTRAST_LABEL = "full d_model x d_model matrices"
 # The rank bound and its gap, and the full-rank contrasts, are algebra (generic matrices);
 # two ranks per layer of the shipped 2-layer decoder are measured, at every scale.
-CHECK_KINDS = {IDENTITY: 4, MEASUREMENT: 4}
+CHECK_KINDS = {IDENTITY: 4, SANITY: 4}
 
 
 @dataclass(frozen=True)
@@ -134,14 +134,14 @@ def trained_checks(trained: list[tuple[torch.Tensor, torch.Tensor]]) -> list[Che
                 min(ranks),
                 dh,
                 "a trained head whose OV rank is below d_head leaves some of its value dims unused",
-                kind=MEASUREMENT,
+                kind=SANITY,
             ),
             harness.equals(
                 f"trained decoder layer {layer}: rank of sum_h W_V^h W_O^h (d_model = {d_model})",
                 whole,
                 d_model,
                 "the heads' OV circuits together should reach every residual direction",
-                kind=MEASUREMENT,
+                kind=SANITY,
             ),
         ]
     return checks

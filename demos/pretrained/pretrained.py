@@ -36,6 +36,7 @@ from prep.demos._torch import torch
 from prep.demos.harness import Check, DeviceChoice, Report
 from prep.demos.pretrained import extra
 from prep.demos.registry import DEMOS
+from prep.demos.report import glossary_for
 
 Tensor = torch.Tensor
 FAMILIES = ("bert", "gpt2")
@@ -482,6 +483,8 @@ def run_real(
         contrast=contrast_checks,
         contrast_label=mod.CONTRAST_LABEL,
         notes=notes,
+        glossary=glossary_for([c.name for c in checks + contrast_checks] + notes),
+        figures=mod.figures(setup) if hasattr(mod, "figures") else {},
     )
 
 
@@ -501,5 +504,7 @@ def runner(module_name: str) -> Callable[..., Report]:
     return run
 
 
-def measurement(name: str, value: float, expected: str, ok: bool, detail: str) -> Check:
-    return Check(name, float(value), expected, bool(ok), detail, harness.MEASUREMENT)
+def measurement(
+    name: str, value: float, expected: str, ok: bool, detail: str, bar: str = ""
+) -> Check:
+    return Check(name, float(value), expected, bool(ok), detail, harness.MEASUREMENT, bar)

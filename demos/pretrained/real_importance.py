@@ -6,31 +6,37 @@ the fixed paraphrase pairs in demos/pretrained/data/sentences.tsv:
 - W_O-norm: ||W_O^h||_F, the deck's `head_importance` heuristic (weights only).
 - activation-aware: the mean over real tokens of ||z_h W_O^h||, the size of what the head writes.
 - gradient (Michel et al., 2019, "Are Sixteen Heads Really Better than One?"): a gate xi_h = 1
-  multiplies head h's output; the score is E_x |dL/dxi_h| over sequences x. L is the model's
-  own training objective for all-MiniLM-L6-v2 (multiple-negatives ranking over the paraphrase
-  pairs, cosine similarity of mean-pooled embeddings scaled by 20); on other checkpoints the
-  same objective serves as a proxy.
-- zero-ablation effect: the mean over real tokens of ||H' - H|| / ||H|| of the last hidden state
-  H when head h's z is set to 0 in that layer (the later layers rerun).
-- mean-ablation effect: the same with z_h replaced by its mean over the sentences' tokens.
+  multiplies head h's output; the score is E_x |dL/dxi_h| over sequences x. L is the negative
+  paraphrase-retrieval margin (`task_metric`), not the training loss: on these pairs that loss
+  is saturated (0.004 at 64 sentences; single-head ablations move it by a median 2e-6), so its
+  gradients rank heads by noise.
+- zero-ablation effect on the hidden state: the mean over real tokens of ||H' - H|| / ||H|| of
+  the last hidden state H when head h's z is set to 0 in that layer (the later layers rerun).
+- zero-ablation effect on the task: the drop of the paraphrase-retrieval margin (`task_metric`:
+  cos to the paraphrase minus cos to the hardest other sentence), per pair.
+- mean-ablation effect: the hidden-state effect with z_h replaced by its mean over the tokens.
 
 Checks, with pass bars argued before running:
 
-1. Per layer, Spearman rho(activation-aware, zero-ablation effect) with a one-sided permutation
-   p-value (all pairings of the 12 heads' scores, sampled). Pass at p <= 0.05, the conventional
-   level for "ranks heads better than chance": zero ablation removes exactly z_h W_O^h at that
-   layer, so if the later layers pass differences in size on in order, the ranking follows.
-2. Per layer, rho(activation-aware) - rho(W_O-norm), both against the zero-ablation effect.
-   Pass when > 0: the claim is comparative (the weight-only score ranks worse), so the bar is
-   the comparison itself.
+1. (sanity) Per layer, Spearman rho(activation-aware, hidden-state effect) with a one-sided
+   permutation p-value. Pass at p <= 0.05. Nearly built in: zero ablation removes exactly
+   z_h W_O^h, the vector whose size is the score, so the first change of H is that vector.
+2. (sanity) Per layer, rho(activation-aware) - rho(W_O-norm), both against the hidden-state
+   effect, > 0: the same built-in advantage, against a score the parameterisation sets.
+3. (measurement) Per layer, rho(activation-aware, hidden-state effect) - rho(activation-aware,
+   task effect), with a bootstrap interval over pairs (resampled together for both targets):
+   pass when its lower end (5th percentile) is above 0. The claim: write size predicts what the
+   ablation removes from the hidden state, not what the head does for the model's job. The
+   alternative that could have won: a good importance score ranks the task effect as well.
 3. One layer (the middle one) reparameterised in float64: W_V^h, b_V^h times c_h and W_O^h
    divided by c_h, with c_h chosen so the new W_O norms are the old ones in reversed order.
    Identities: the last hidden state moves by <= 1e-10 (float64 rounding through 6 layers of
    O(10) activations is ~1e-13), the W_O-norm ranking's Spearman rho against the old one is -1,
    and the activation-aware scores move by <= 1e-10 relative.
 
-The rho values for mean ablation and for the gradient score, each with its p-value, are reported
-per layer in the notes (no pass bar: they are context for the cards, not part of the claim).
+Every score's rho against the hidden-state effect (with its permutation p) and against the task
+effect (with its bootstrap interval) is reported per layer in the notes, the gradient score's
+too (no pass bar: context for the cards, not part of the claim).
 """
 
 from __future__ import annotations
@@ -40,8 +46,9 @@ from dataclasses import dataclass
 
 from prep.demos import harness
 from prep.demos._torch import torch
-from prep.demos.harness import IDENTITY, MEASUREMENT, Check
+from prep.demos.harness import IDENTITY, MEASUREMENT, SANITY, Check
 from prep.demos.pretrained import pretrained as pt
+from prep.demos.pretrained import task_metric as tm
 
 NAME = "real-importance"
 DTYPE = torch.float32
@@ -49,9 +56,11 @@ CONTRAST_LABEL = "the W_O-norm score after the reparameterisation (same function
 P_BAR = 0.05
 REPARAM_BAR = 1e-10
 MNRL_SCALE = 20.0  # sentence-transformers' MultipleNegativesRankingLoss default
-# The shipped all-MiniLM-L6-v2 (6 layers): two measurements per layer, three identities for
-# the reparameterisation and one for its effect on the W_O-norm score (the contrast).
-CHECK_KINDS = {IDENTITY: 4, MEASUREMENT: 12}
+# The shipped all-MiniLM-L6-v2 (6 layers): per layer two sanity checks (built in) and one
+# measurement (hidden state vs task), three identities for the reparameterisation and one for its
+# effect on the W_O-norm score (the contrast).
+CHECK_KINDS = {IDENTITY: 4, SANITY: 12, MEASUREMENT: 6}
+BOOTSTRAPS = 2000  # resamples of the pairs for every bootstrap interval
 
 
 @dataclass(frozen=True)
@@ -61,7 +70,7 @@ class Config:
 
 
 SCALES = {
-    "small": Config(n_pairs=4, permutations=2000),
+    "small": Config(n_pairs=8, permutations=2000),
     "large": Config(n_pairs=32, permutations=20000),
 }
 
@@ -73,8 +82,10 @@ class Setup:
     wo_norm: torch.Tensor  # (n_layers, n_heads) ||W_O^h||_F
     act: torch.Tensor  # (n_layers, n_heads) mean ||z_h W_O^h||
     grad: torch.Tensor  # (n_layers, n_heads) E |dL/dxi_h|
-    zero: torch.Tensor  # (n_layers, n_heads) zero-ablation effect
+    zero: torch.Tensor  # (n_layers, n_heads) zero-ablation effect on the hidden state
     mean: torch.Tensor  # (n_layers, n_heads) mean-ablation effect
+    hidden_pairs: torch.Tensor  # (n_layers, n_heads, pairs) the hidden-state effect per pair
+    task: torch.Tensor  # (n_layers, n_heads, pairs) zero-ablation drop of the retrieval margin
     reparam_layer: int
     out_before: torch.Tensor  # (N, T, d_model) float64 last hidden state (real tokens)
     out_after: torch.Tensor  # (N, T, d_model) the same after the reparameterisation
@@ -93,19 +104,20 @@ def ablation_effects(
     real: pt.Real, cap: pt.Capture, mask: torch.Tensor, layer: int, means: torch.Tensor | None
 ) -> torch.Tensor:
     """Effect of ablating each head of `layer` (zero, or its mean when `means` is given)."""
-    h, dh = real.n_heads, real.d_head
-    n = cap.final.shape[0]
+    return pt.masked_mean(relative_change(tm.ablated_finals(real, cap, layer, means), cap), mask)
 
-    def edit(concat: torch.Tensor) -> torch.Tensor:
-        z = concat.unflatten(-1, (h, dh)).unflatten(0, (h, n)).clone()  # (h, N, T, h, dh)
-        for k in range(h):  # copy k of the batch ablates head k
-            z[k, :, :, k] = 0.0 if means is None else means[k]
-        return z.flatten(0, 1).flatten(-2)  # (h*N, T, h*dh)
 
-    with torch.no_grad():
-        out = real.replay_from(layer, cap, edit, repeat=h).unflatten(0, (h, n))  # (h,N,T,d)
-    rel = (out - cap.final).norm(dim=-1) / cap.final.norm(dim=-1)  # (h, N, T)
-    return pt.masked_mean(rel, mask)  # (n_heads,)
+def relative_change(finals: torch.Tensor, cap: pt.Capture) -> torch.Tensor:
+    """||H' - H|| / ||H|| per head, sentence and token: finals (h, N, T, d) -> (h, N, T)."""
+    return (finals - cap.final).norm(dim=-1) / cap.final.norm(dim=-1)
+
+
+def per_pair(rel: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Token mean per sentence, then the mean of each anchor and its paraphrase: (h, N, T) ->
+    (h, pairs)."""
+    m = mask.to(rel.dtype)  # (N, T)
+    sentence = (rel * m).sum(-1) / m.sum(-1)  # (h, N)
+    return sentence.unflatten(-1, (-1, 2)).mean(-1)  # (h, pairs)
 
 
 def mnrl_loss(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -133,7 +145,7 @@ def gradient_scores(real: pt.Real, s: pt.Sentences) -> torch.Tensor:
         handles.append(real.out_proj(layer).register_forward_pre_hook(gate))
     try:
         with torch.enable_grad():
-            loss = mnrl_loss(real.forward(s), s.mask)
+            loss = -tm.margins(real.forward(s), s.mask).mean()  # unsaturated, unlike MNRL
             (grad,) = torch.autograd.grad(loss, gates)  # (N, n_layers, n_heads)
     finally:
         for handle in handles:
@@ -152,7 +164,8 @@ def reversing_factors(norms: torch.Tensor) -> torch.Tensor:
 def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
     s = real.sentences(pt.paraphrase_pairs(cfg.n_pairs))
     cap = real.capture(s)
-    rows = {key: [] for key in ("wo", "act", "zero", "mean")}
+    rows = {key: [] for key in ("wo", "act", "zero", "mean", "hidden_pairs", "task")}
+    base = tm.margins(cap.final, s.mask)  # (pairs,)
     for layer in range(real.n_layers):
         harness.progress(f"ablating the heads of layer {layer}")
         w_o = real.weights(layer).W_O.detach()  # (h, dh, d)
@@ -160,7 +173,11 @@ def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
         means = (z * s.mask[..., None, None]).sum((0, 1)) / s.mask.sum()  # (h, dh)
         rows["wo"].append(w_o.norm(dim=(1, 2)))
         rows["act"].append(act_scores(z, w_o, s.mask))
-        rows["zero"].append(ablation_effects(real, cap, s.mask, layer, None))
+        finals = tm.ablated_finals(real, cap, layer, None)  # (h, N, T, d)
+        rel = relative_change(finals, cap)  # (h, N, T)
+        rows["zero"].append(pt.masked_mean(rel, s.mask))
+        rows["hidden_pairs"].append(per_pair(rel, s.mask))
+        rows["task"].append(base - tm.margins(finals, s.mask))  # (h, pairs)
         rows["mean"].append(ablation_effects(real, cap, s.mask, layer, means))
     grad = gradient_scores(real, s)
     harness.progress("reparameterising one layer in float64")
@@ -183,6 +200,8 @@ def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
         grad.detach().cpu().double(),
         stack["zero"],
         stack["mean"],
+        stack["hidden_pairs"],
+        stack["task"],
         layer,
         before.final,
         after.final,
@@ -212,6 +231,7 @@ def break_claim(setup: Setup) -> Setup:
     # a score that ranks every layer's heads backwards: the same values, largest <-> smallest
     top, bottom = setup.act.amax(-1, keepdim=True), setup.act.amin(-1, keepdim=True)
     setup.act = top + bottom - setup.act
+    setup.task = setup.hidden_pairs.clone()  # a job that is exactly the hidden-state change
     setup.wo_after = setup.wo_norm[setup.reparam_layer]
     return setup
 
@@ -220,34 +240,84 @@ def rho_p(a: torch.Tensor, b: torch.Tensor, setup: Setup, gen: torch.Generator):
     return pt.permutation_p(a, b, gen, setup.cfg.permutations)
 
 
+BUILT_IN = (
+    "nearly built in: zero ablation removes exactly z_h W_O^h, the vector whose size is the "
+    "score, so the hidden state's first change is that vector"
+)
+
+
+def gap_interval(setup: Setup, layer: int, gen: torch.Generator) -> tuple[float, float, float]:
+    """(gap, lo, hi): rho(act, hidden-state effect) - rho(act, task effect), both per pair, and
+    its central bootstrap interval over pairs resampled together for both targets."""
+    act = setup.act[layer].double()
+    hidden, task = setup.hidden_pairs[layer].double(), setup.task[layer].double()  # (h, P)
+    gap = float(pt.spearman(act, hidden.mean(-1)) - pt.spearman(act, task.mean(-1)))
+    pairs = hidden.shape[-1]
+    idx = torch.randint(pairs, (BOOTSTRAPS, pairs), generator=gen)  # (B, P)
+    score = act.expand(BOOTSTRAPS, -1)
+    boot = pt.spearman(score, hidden[:, idx].mean(-1).T) - pt.spearman(
+        score, task[:, idx].mean(-1).T
+    )  # (B,)
+    boot = boot[torch.isfinite(boot)]
+    tail = (1 - tm.BOOTSTRAP_LEVEL) / 2
+    lo, hi = torch.quantile(boot, torch.tensor([tail, 1 - tail], dtype=torch.float64))
+    return gap, float(lo), float(hi)
+
+
 def check(setup: Setup) -> list[Check]:
     gen = torch.Generator().manual_seed(setup.seed)
-    first, second = [], []
+    boot_gen = torch.Generator().manual_seed(setup.seed + 7)
+    first, second, third = [], [], []
     for layer in range(setup.zero.shape[0]):
         rho_act, p_act = rho_p(setup.act[layer], setup.zero[layer], setup, gen)
         rho_wo = float(pt.spearman(setup.wo_norm[layer], setup.zero[layer]))
         first.append(
-            pt.measurement(
-                f"layer {layer}: Spearman rho(activation-aware score, zero-ablation effect)",
+            Check(
+                f"layer {layer}: Spearman rho(activation-aware score, zero-ablation change of "
+                "the hidden state)",
                 rho_act,
                 f"one-sided permutation p <= {P_BAR:g} (p = {p_act:.3g})",
                 p_act <= P_BAR,
                 "the size of what a head writes should track what removing it changes; "
                 "a chance-level rho means the score does not rank this layer's heads",
+                SANITY,
+                BUILT_IN,
             )
         )
         second.append(
-            pt.measurement(
+            Check(
                 f"layer {layer}: rho(activation-aware) - rho(W_O norm) = {rho_act:.3f} - "
-                f"{rho_wo:.3f}, both vs zero-ablation",
+                f"{rho_wo:.3f}, both vs the hidden-state change",
                 rho_act - rho_wo,
                 "> 0",
                 rho_act - rho_wo > 0,
                 "W_O's norm is set by the parameterisation (W_V^h c, W_O^h / c is the same "
                 "model), so it should not rank heads better than what they actually write",
+                SANITY,
+                BUILT_IN + "; W_O's norm has no such advantage",
             )
         )
-    return first + second + reparam_checks(setup)
+        gap, lo, hi = gap_interval(setup, layer, boot_gen)
+        rho_task = float(
+            pt.spearman(setup.act[layer].double(), setup.task[layer].double().mean(-1))
+        )
+        level = f"{tm.BOOTSTRAP_LEVEL:.0%}"
+        third.append(
+            pt.measurement(
+                f"layer {layer}: rho(activation-aware, hidden-state change) - rho(activation-"
+                f"aware, drop of the paraphrase-retrieval margin) = {gap + rho_task:.2f} - "
+                f"{rho_task:.2f}, {level} bootstrap interval over pairs [{lo:.2f}, {hi:.2f}]",
+                gap,
+                "above 0 at the interval's lower end",
+                lo > 0,
+                "write size ranks heads by what they do for the model's job as well as by how "
+                "much removing them changes the hidden state",
+                bar="the alternative that could have won: a good importance score ranks the "
+                "task effect as well as the built-in target; the interval's lower end (5th "
+                "percentile) carries the uncertainty over which sentences were used",
+            )
+        )
+    return first + second + third + reparam_checks(setup)
 
 
 def reparam_checks(setup: Setup) -> list[Check]:
@@ -302,19 +372,45 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
 
 def notes(setup: Setup) -> list[str]:
     gen = torch.Generator().manual_seed(setup.seed + 1)
+    level = f"{tm.BOOTSTRAP_LEVEL:.0%}"
     lines = [
-        "Per layer: Spearman rho (one-sided permutation p) of each score against the "
-        "zero-ablation and the mean-ablation effect; "
-        f"{setup.cfg.n_pairs * 2} sentences, {setup.cfg.permutations} permutations."
+        "Per layer: Spearman rho of each score against the zero-ablation change of the hidden "
+        "state (one-sided permutation p) and against the drop of the paraphrase-retrieval "
+        f"margin ({level} bootstrap interval over pairs); {setup.cfg.n_pairs * 2} sentences "
+        f"({setup.cfg.n_pairs} pairs), {setup.cfg.permutations} permutations, {BOOTSTRAPS} "
+        "bootstrap resamples. 'grad' is Michel et al.'s E|dL/dxi_h| with L the negative margin.",
     ]
     for layer in range(setup.zero.shape[0]):
         parts = []
         for label, score in (("W_O-norm", setup.wo_norm), ("act", setup.act), ("grad", setup.grad)):
-            for target_label, target in (("zero", setup.zero), ("mean", setup.mean)):
-                rho, p = rho_p(score[layer], target[layer], setup, gen)
-                parts.append(f"{label}~{target_label} {rho:+.2f} (p {p:.2g})")
+            rho, p = rho_p(score[layer], setup.zero[layer], setup, gen)
+            t_rho, lo, hi = tm.bootstrap_rho(score[layer], setup.task[layer], BOOTSTRAPS, gen)
+            parts.append(
+                f"{label}: hidden {rho:+.2f} (p {p:.2g}), task {t_rho:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+            )
         lines.append(f"layer {layer}: " + "; ".join(parts))
     return lines
+
+
+def figures(setup: Setup) -> dict:
+    """The reparameterised layer's heads: write size against each target."""
+    layer = setup.reparam_layer
+    act = [round(float(v), 5) for v in setup.act[layer]]
+    out = {}
+    for key, target, label in (
+        ("scatter_hidden", setup.zero[layer], "hidden-state change"),
+        ("scatter_task", setup.task[layer].mean(-1), "drop of the retrieval margin"),
+    ):
+        out[key] = {
+            "kind": "scatter",
+            "title": f"layer {layer}: write size of each head against the {label} of ablating it",
+            "x": act,
+            "y": [round(float(v), 6) for v in target],
+            "xlabel": "mean ||z_h W_O^h||",
+            "ylabel": label,
+            "labels": [f"head {h}" for h in range(len(act))],
+        }
+    return out
 
 
 run = pt.runner(__name__)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from prep.demos import harness
 from prep.demos._torch import torch
-from prep.demos.harness import IDENTITY, MEASUREMENT, Check
+from prep.demos.harness import IDENTITY, SANITY, Check
 from prep.demos.pretrained import pretrained as pt
 
 NAME = "real-ov-rank"
@@ -24,7 +24,7 @@ DTYPE = torch.float64
 CONTRAST_LABEL = "layer 0's head 0 with one direction of W_V^0 removed"
 MASS = 0.9  # effective rank: singular values holding this share of the squared mass
 # The shipped all-MiniLM-L6-v2: one measurement per layer (6), one identity contrast.
-CHECK_KINDS = {IDENTITY: 1, MEASUREMENT: 6}
+CHECK_KINDS = {IDENTITY: 1, SANITY: 6}
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def check(setup: Setup) -> list[Check]:
                 full,
                 real.n_heads,
                 "rank <= d_head always; below d_head means a head lost a value direction",
-                kind=MEASUREMENT,
+                kind=SANITY,
             )
         )
     return out

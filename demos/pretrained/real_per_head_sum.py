@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from prep.demos import harness
 from prep.demos._torch import torch
-from prep.demos.harness import IDENTITY, MEASUREMENT, Check
+from prep.demos.harness import IDENTITY, SANITY, Check
 from prep.demos.pretrained import pretrained as pt
 
 NAME = "real-per-head-sum"
@@ -27,7 +27,7 @@ DTYPE = torch.float64
 CONTRAST_LABEL = "W_O flattened as (d_head, n_heads), the common layout bug, on layer 0"
 BAR = 1e-10
 # The shipped all-MiniLM-L6-v2 (6 layers): one identity check per layer, one measured contrast.
-CHECK_KINDS = {IDENTITY: 6, MEASUREMENT: 1}
+CHECK_KINDS = {IDENTITY: 6, SANITY: 1}
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
             0.5,
             "two sums of 12 unrelated head writes should differ by about their own size "
             "(~sqrt(2)); a bar of 0.5 is the synthetic per-head-sum demo's",
-            kind=MEASUREMENT,
+            kind=SANITY,
         )
     ]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from prep.demos import harness
 from prep.demos._torch import torch
-from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, SANITY, Check, DeviceChoice, Report
 from prep.demos.synthetic import attention as attn
 
 NAME = "fold-wo"
@@ -26,7 +26,7 @@ SCALES = attn.standard_scales(large_seq_len=1024)
 # The fold, the parameter counts and the contrast's associativity are algebra; that moving W_O
 # past the residual add and LayerNorm changes the next layer's queries is measured on random
 # weights (it would not with W_O = I, or with a tiny W_O).
-CHECK_KINDS = {IDENTITY: 4, MEASUREMENT: 2}
+CHECK_KINDS = {IDENTITY: 4, SANITY: 2}
 
 
 @dataclass
@@ -125,7 +125,7 @@ def check(setup: Setup) -> list[Check]:
             0.1,
             "if this is small, W_O is (close to) the identity; otherwise the residual x also "
             "gets multiplied by W_O when W_O is moved past the add",
-            kind=MEASUREMENT,
+            kind=SANITY,
         ),
         harness.at_least(
             "(x - delta, concat + delta) vs (x, concat): true next-layer queries, rel. diff",
@@ -134,7 +134,7 @@ def check(setup: Setup) -> list[Check]:
             "these two inputs have the same residual sum without W_O, so no weights of the "
             "next layer can produce both query sets (x + concat is the same for both: "
             "x - delta + concat + delta); that needs W_O != I",
-            kind=MEASUREMENT,
+            kind=SANITY,
         ),
     ]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from prep.demos import harness
 from prep.demos._torch import torch
-from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, SANITY, Check, DeviceChoice, Report
 from prep.demos.synthetic import attention as attn
 
 NAME = "head-weighting"
@@ -24,7 +24,7 @@ DTYPE = torch.float32
 CONTRAST_LABEL = "mixing, which per-head weights cannot imitate"
 # The four rescaling/ablation equalities are algebra; how far the best block-diagonal map
 # misses a dense layer (the contrast) is measured on random weights.
-CHECK_KINDS = {IDENTITY: 4, MEASUREMENT: 1}
+CHECK_KINDS = {IDENTITY: 4, SANITY: 1}
 SCALES = attn.standard_scales()
 HEAD = 1  # the head being weighted
 SCALE_A = 0.3  # the weight a
@@ -175,7 +175,7 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
             0.5,
             "slice h of a dense layer's output mixes every head; from z_h alone only head h's "
             "share can be fitted",
-            kind=MEASUREMENT,
+            kind=SANITY,
         )
     ]
 

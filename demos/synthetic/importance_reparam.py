@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from prep.demos import harness
 from prep.demos._torch import torch
-from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, SANITY, Check, DeviceChoice, Report
 from prep.demos.synthetic import attention as attn
 
 NAME = "importance-reparam"
@@ -26,7 +26,7 @@ RATIO_RTOL = 1e-5  # ratios of norms in float32
 # The three checks and the contrast's norm ratio are algebra (true for any weights); how much the
 # output moves when only W_O^h shrinks is measured on random weights. real-importance measures
 # what these identities mean on a pretrained model.
-CHECK_KINDS = {IDENTITY: 4, MEASUREMENT: 1}
+CHECK_KINDS = {IDENTITY: 4, SANITY: 1}
 
 
 @dataclass
@@ -127,7 +127,7 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
             f"only W_O^{HEAD} / c: relative change of the output",
             harness.relative_error(_output(setup.x, changed), _output(setup.x, setup.before)),
             0.01,
-            kind=MEASUREMENT,
+            kind=SANITY,
         ),
         _ratio_check(
             f"only W_O^{HEAD} / c: ||W_V W_O||_F after / before  (1/c = {1 / C:g})",

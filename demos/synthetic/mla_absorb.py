@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from prep.demos import harness
 from prep.demos._torch import torch
-from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, SANITY, Check, DeviceChoice, Report
 from prep.demos.synthetic import attention as attn
 
 NAME = "mla-absorb"
@@ -30,7 +30,7 @@ DTYPE = torch.float32
 CONTRAST_LABEL = "RoPE applied to the keys after the up-projection"
 # Absorption, the two cache sizes and the RoPE contrast are algebra; the decode speedup is
 # measured wall time.
-CHECK_KINDS = {IDENTITY: 4, MEASUREMENT: 1}
+CHECK_KINDS = {IDENTITY: 4, SANITY: 1}
 MIN_SPEEDUP = 2.0  # absorbed vs up-project-every-step; the bar is argued in check()
 
 
@@ -201,7 +201,7 @@ def check(s: Setup) -> list[Check]:
             MIN_SPEEDUP,
             f"fastest {t_up * 1e3:.3g} ms vs {t_abs * 1e3:.3g} ms: absorption should save the "
             "per-step up-projection of every cached latent",
-            kind=harness.MEASUREMENT,
+            kind=harness.SANITY,
         ),
     ]
 

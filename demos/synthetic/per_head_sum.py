@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from prep.demos import harness
 from prep.demos._torch import torch
-from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, SANITY, Check, DeviceChoice, Report
 from prep.demos.synthetic import attention as attn
 
 NAME = "per-head-sum"
@@ -22,7 +22,7 @@ CONTRAST_LABEL = "W_O flattened as (d_head, n_heads), the common layout bug"
 SCALES = attn.standard_scales()
 # Both checks are the algebra of the layout (true by construction for any weights); the contrast
 # measures how wrong the layout bug is on random weights (it could be small, e.g. with 1 head).
-CHECK_KINDS = {IDENTITY: 2, MEASUREMENT: 1}
+CHECK_KINDS = {IDENTITY: 2, SANITY: 1}
 
 
 @dataclass
@@ -103,7 +103,7 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
             "layout bug: ||fused - sum of heads|| / ||sum of heads||",
             harness.relative_error(fused_bug, reference),
             0.5,
-            kind=MEASUREMENT,
+            kind=SANITY,
         )
     ]
 

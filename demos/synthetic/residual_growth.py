@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from prep.demos import harness
 from prep.demos._torch import torch
-from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, SANITY, Check, DeviceChoice, Report
 from prep.demos.synthetic import attention as attn
 
 NAME = "residual-growth"
@@ -28,7 +28,7 @@ DTYPE = torch.float32
 CONTRAST_LABEL = "post-LN (LayerNorm after each residual add)"
 # The variance-growth bars on random init are measured; zero-init W_O leaving the residual
 # unchanged and post-LN's renormalised RMS (the contrast) follow by construction.
-CHECK_KINDS = {IDENTITY: 2, MEASUREMENT: 4}
+CHECK_KINDS = {IDENTITY: 2, SANITY: 4}
 STD = 0.02  # GPT-2's initialiser
 
 
@@ -151,14 +151,14 @@ def check(s: Setup) -> list[Check]:
             growth,
             1.5,
             "pre-LN blocks write a depth-independent variance each, so it should add up",
-            kind=harness.MEASUREMENT,
+            kind=harness.SANITY,
         ),
         harness.at_most(
             f"standard init: added variance after {last} layers / after {half} (<= 2.7)",
             growth,
             2.7,
             "more than linear growth would mean strongly correlated writes",
-            kind=harness.MEASUREMENT,
+            kind=harness.SANITY,
         ),
         harness.at_least(
             f"added variance after {last} layers: standard / scaled 1/sqrt(N) (>= N/2 = {n / 2:g})",
@@ -166,13 +166,13 @@ def check(s: Setup) -> list[Check]:
             n / 2,
             f"scaling W_O and the MLP output by 1/sqrt(N) = {1 / n**0.5:.3g} divides each "
             "write's variance by N; a ratio near 1 means the scaling was not applied",
-            kind=harness.MEASUREMENT,
+            kind=harness.SANITY,
         ),
         harness.at_most(
             f"added variance after {last} layers: standard / scaled 1/sqrt(N) (<= 2N = {2 * n})",
             ratio,
             2 * n,
-            kind=harness.MEASUREMENT,
+            kind=harness.SANITY,
         ),
         harness.exactly_zero(
             "zero-init W_O and MLP output: residual after the last layer - embedding",

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from prep.demos import harness
 from prep.demos._torch import torch
-from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, SANITY, Check, DeviceChoice, Report
 from prep.demos.synthetic import attention as attn
 
 NAME = "scale-migration"
@@ -28,7 +28,7 @@ DTYPE = torch.float32
 CONTRAST_LABEL = "the same migration across a GELU (an FFN's up and down projections)"
 # The migrated output and the GELU contrast are algebra; the channel-range and int8-error
 # improvements are measured.
-CHECK_KINDS = {IDENTITY: 2, MEASUREMENT: 2}
+CHECK_KINDS = {IDENTITY: 2, SANITY: 2}
 SCALES = attn.standard_scales(large_seq_len=1024)
 ALPHA = 0.5  # SmoothQuant's migration strength
 OUTLIER_GAIN = 30.0  # how much larger the outlier value channels are
@@ -119,14 +119,14 @@ def check(setup: Setup) -> list[Check]:
             after / before,
             0.5,
             "migration should move the outlier channels' range into W_O's rows",
-            kind=harness.MEASUREMENT,
+            kind=harness.SANITY,
         ),
         harness.at_most(
             f"int8 W_O matmul error after / before migration ({q_err:.3g} before)",
             q_err_m / q_err,
             0.5,
             "with the outliers migrated, the per-tensor int8 step is finer for the other channels",
-            kind=harness.MEASUREMENT,
+            kind=harness.SANITY,
         ),
     ]
 

@@ -16,6 +16,7 @@ import json
 import os
 import time
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -25,7 +26,8 @@ from textual.containers import VerticalScroll
 from textual.timer import Timer
 from textual.widgets import Footer, Static
 
-from prep.demos.report import Check, Report
+from prep.demos.figures import render_figures
+from prep.demos.report import Check, Report, describe
 from prep.engine.decks.deck import Card
 from prep.engine.store import StoreError
 from prep.tui.base import PrepScreen
@@ -346,11 +348,14 @@ class DemoScreen(PrepScreen):
         )
         if sizes:
             self.write_line(f"sizes: {sizes}")
+        for term in report.glossary:
+            self.write_line(f"names: {term}")
         for note in report.notes:
             self.write_line(f"note: {note}")
 
     def show_checks(self, report: Report) -> None:
-        """PASS/FAIL per check, the claim's and then the contrast's; long names wrap."""
+        """The demo's figures, then PASS/FAIL per check, the claim's and then the contrast's;
+        long names wrap."""
         table = Table.grid(padding=(0, 1))
         table.add_column(width=4, no_wrap=True)
         table.add_column(ratio=1)
@@ -371,10 +376,7 @@ class DemoScreen(PrepScreen):
                     f"[{check.kind}] ", style="dim" if check.kind == "identity" else "bold"
                 )
                 detail.append(check.name)
-                detail.append(
-                    f"\nmeasured {_fmt(check.measured)}, expected {check.expected}",
-                    style="dim",
-                )
+                detail.append("\n" + describe(check), style="dim")
                 table.add_row(
                     Text("PASS", style="bold green")
                     if check.passed
@@ -383,7 +385,8 @@ class DemoScreen(PrepScreen):
                 )
                 rows += 1
         widget = self.query_one("#checks", Static)
-        widget.update(table)
+        # the figures (if the demo draws any) above the checks, so the last check stays in view
+        widget.update(Group(*render_figures(report.figures), table))
         widget.display = rows > 0
         if rows:
             self.scroll_to_end()  # the last check on screen, at 80x24 too

@@ -1,0 +1,146 @@
+"""The decoder's induction circuit taken apart: Q-, K- and V-composition and path ablations.
+
+An induction head in layer 1 can use layer 0's writes in three places (Elhage et al. 2021, "A
+Mathematical Framework for Transformer Circuits"): in its queries (Q-composition: "I am a token
+that occurred before"), in its keys (K-composition: "the token before me was A") and in its
+values (V-composition). Which one the trained model uses is an empirical question; this module
+measures each of them two ways:
+
+- weights: the composition score of layer 0 head w's OV circuit W_OV^w = W_V^w W_O^w with the
+  reader's W_Q W_K^T (Q), W_K W_Q^T (K) or W_OV (V), ||W_OV^w M||_F / (||W_OV^w||_F ||M||_F),
+  held against the same score on weights whose entries are shuffled (same values, no structure);
+- behaviour: in-context accuracy when layer 0's head writes are mean-ablated in one path of layer
+  1 only (its queries, its keys or its values read x_1 minus every layer-0 head's write plus that
+  write's mean), everything else (the direct path to the logits included) left as it is.
+
+Activations are row vectors, weights as in `decoder` (TransformerLens layout).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from prep.demos._torch import torch
+from prep.demos.decoder import decoder
+
+Tensor = torch.Tensor
+PATHS = ("q", "k", "v")
+PATH_NAMES = {"q": "queries", "k": "keys", "v": "values"}
+
+
+def seed_files() -> tuple[Path, ...]:
+    """The shipped decoder trained at three seeds: seed 0 is decoder.SHIPPED, which every
+    single-model demo measures; the other two, beside it, give the spread a claim must hold
+    across. Read when called, so a test that moves SHIPPED moves all three."""
+    return (
+        decoder.SHIPPED,
+        decoder.SHIPPED.with_name("decoder-seed1.safetensors"),
+        decoder.SHIPPED.with_name("decoder-seed2.safetensors"),
+    )
+
+
+def reader_matrix(params: dict[str, Tensor], path: str, layer: int, head: int) -> Tensor:
+    """What a reader head multiplies a writer's OV circuit by, per path: (d_model, d_model)."""
+    w = decoder.layer_params(params, layer)
+    if path == "q":  # x_w W_OV^w W_Q W_K^T x_k^T: the write enters the query side
+        return w["W_Q"][head] @ w["W_K"][head].T
+    if path == "k":  # x_q W_Q W_K^T (x_w W_OV^w)^T: the write enters the key side
+        return w["W_K"][head] @ w["W_Q"][head].T
+    if path == "v":  # x_w W_OV^w W_V W_O: the write is moved on
+        return w["W_V"][head] @ w["W_O"][head]
+    raise ValueError(f"path must be one of {PATHS}, not {path!r}")
+
+
+def composition(params: dict[str, Tensor], path: str, writer: int, reader: int) -> Tensor:
+    """Composition score of layer-0 head `writer` into layer-1 head `reader` along `path`."""
+    w = decoder.layer_params(params, 0)
+    ov = w["W_V"][writer] @ w["W_O"][writer]  # (d_model, d_model)
+    return decoder.composition_score(ov, reader_matrix(params, path, 1, reader))
+
+
+def composition_table(params: dict[str, Tensor], path: str) -> Tensor:
+    """(n_heads writer in layer 0, n_heads reader in layer 1) composition scores along `path`."""
+    n = params["blocks.0.W_O"].shape[0]
+    return torch.stack(
+        [torch.stack([composition(params, path, w, r) for r in range(n)]) for w in range(n)]
+    )
+
+
+def duplicate_token_scores(pattern: Tensor, data: decoder.Batch) -> Tensor:
+    """Mean attention from each copyable position t to t - L, the earlier occurrence of the same
+    token (what a duplicate-token head attends to), per head: pattern (B, h, T, T) -> (h,)."""
+    b, t = data.predictable.nonzero(as_tuple=True)  # (N,), (N,)
+    key = t - data.chunk[b]  # (N,)
+    return pattern[b, :, t, key].mean(0)  # (n_heads,)
+
+
+def forward_without(params: dict[str, Tensor], tokens: Tensor, paths: tuple[str, ...]) -> Tensor:
+    """Logits (B, T, vocab) of the 2-layer decoder with layer 0's head writes mean-ablated in
+    layer 1's `paths` only (a subset of "q", "k", "v"); every other path sees them unchanged."""
+    with torch.no_grad():
+        _, cache = decoder.forward(params, tokens)
+        w0, w1 = decoder.layer_params(params, 0), decoder.layer_params(params, 1)
+        x0, x1 = cache.resid[0], cache.resid[1]  # (B, T, d_model)
+        z0 = cache.z[0]  # (B, T, n_heads, d_head)
+        writes = torch.einsum("bthd,hdm->btm", z0, w0["W_O"])  # (B, T, d_model)
+        mean_writes = torch.einsum("hd,hdm->m", z0.mean((0, 1)), w0["W_O"])  # (d_model,)
+        ablated = x1 - writes + mean_writes  # (B, T, d_model): layer 0's writes at their mean
+        src = {p: ablated if p in paths else x1 for p in PATHS}
+        seq, d_head = tokens.shape[1], w1["W_Q"].shape[-1]
+        q = torch.einsum("btm,hmd->bhtd", src["q"], w1["W_Q"])  # (B, h, T, d_head)
+        k = torch.einsum("btm,hmd->bhtd", src["k"], w1["W_K"])  # (B, h, T, d_head)
+        v = torch.einsum("btm,hmd->bhtd", src["v"], w1["W_V"])  # (B, h, T, d_head)
+        causal = torch.ones(seq, seq, dtype=torch.bool, device=tokens.device).tril()
+        scores = (q @ k.transpose(-1, -2) / d_head**0.5).masked_fill(~causal, float("-inf"))
+        z1 = (scores.softmax(-1) @ v).transpose(1, 2)  # (B, T, h, d_head)
+        x2 = x1 + torch.einsum("bthd,hdm->btm", z1, w1["W_O"]) + w1["b_O"]  # (B, T, d_model)
+        del x0
+        return x2 @ params["W_U"] + params["b_U"]  # (B, T, vocab)
+
+
+@dataclass
+class Circuit:
+    """One decoder's circuit, measured on a batch of the copying task."""
+
+    accuracy: float
+    duplicate: Tensor  # (n_heads,) layer 0: attention to the earlier occurrence of the token
+    previous: Tensor  # (n_heads,) layer 0: attention t -> t-1
+    induction: Tensor  # (n_heads,) layer 1: attention to the token after the earlier occurrence
+    comp: dict[str, Tensor]  # path -> (n_heads, n_heads) composition scores, writer x reader
+    null_max: dict[str, float]  # path -> largest score over every pair and every shuffle
+    null_mean: dict[str, float]  # path -> mean shuffled score
+    drop: dict[str, float]  # path -> accuracy drop with layer 0 removed from that path only
+    patterns: list[Tensor]  # per layer (n_heads, T, T): attention on the longest-chunk sequence
+
+
+def measure(
+    params: dict[str, Tensor], cfg: decoder.DecoderConfig, n_sequences: int, n_shuffles: int,
+    gen: torch.Generator,
+) -> Circuit:  # fmt: skip
+    obs = decoder.observe(cfg, params, n_sequences, gen)
+    acc = obs.accuracy
+    shown = int(obs.data.predictable.sum(1).argmax())  # the sequence with the longest chunk
+    comp = {p: composition_table(params, p) for p in PATHS}
+    null: dict[str, list[Tensor]] = {p: [] for p in PATHS}
+    for _ in range(n_shuffles):
+        shuffled = decoder.shuffled(params, gen)
+        for p in PATHS:
+            null[p].append(composition_table(shuffled, p).flatten())
+    drop = {}
+    for p in PATHS:
+        logits = forward_without(params, obs.data.tokens, (p,))
+        drop[p] = acc - float(
+            decoder.in_context_accuracy(logits, obs.data.tokens, obs.data.predictable)
+        )
+    return Circuit(
+        accuracy=acc,
+        duplicate=duplicate_token_scores(obs.cache.pattern[0], obs.data),
+        previous=decoder.prev_token_scores(obs.cache.pattern[0]),
+        induction=decoder.induction_scores(obs.cache.pattern[1], obs.data),
+        comp=comp,
+        null_max={p: float(torch.cat(null[p]).max()) for p in PATHS},
+        null_mean={p: float(torch.cat(null[p]).mean()) for p in PATHS},
+        drop=drop,
+        patterns=[pat[shown].detach().cpu() for pat in obs.cache.pattern],
+    )
