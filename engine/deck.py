@@ -19,6 +19,7 @@ A deck is one YAML file::
         tags: [roles]
         sources: ["Voita et al. 2019, ..."]
         bullets: [...]            # the 60-second bullets for `prep cram`
+        aliases: [old-id]         # ids merged into this card: their progress lands here
 
 Files are parsed with ``yaml.SafeLoader`` semantics, but every mapping remembers the line
 of each key, so that every error is reported as ``FILE:LINE: message``. All errors of all
@@ -55,6 +56,7 @@ CARD_KEYS = frozenset(
         "tags",
         "sources",
         "bullets",
+        "aliases",
     }
 )
 DECK_KEYS = frozenset({"deck", "title", "description", "cards"})
@@ -132,6 +134,7 @@ class Card:
     tags: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
     bullets: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()  # ids of cards merged into this one (engine/aliases.py)
 
     @property
     def demo(self) -> str | None:
@@ -253,6 +256,13 @@ class Collection:
                 (pos, cid, cdeck, kind, parent, parent_seen)
             )
         return [iter(group) for group in groups.values()]
+
+    def aliases(self) -> dict[str, str]:
+        """{alias: the id of the card that kept it} for every usable alias (see
+        engine/aliases.py: one naming a live card, or claimed twice, is not usable)."""
+        from prep.engine.aliases import alias_map
+
+        return alias_map(((c.id, c.aliases) for c in self.cards), self)
 
     def sync(self, store: Any) -> None:
         """Reconcile the store's progress with these cards (see Store.sync)."""
@@ -391,7 +401,7 @@ def _parse_card(
             )
             ok = False
     lists: dict[str, tuple[str, ...]] = {}
-    for key in ("tags", "sources", "bullets", "demo", "choices"):
+    for key in ("tags", "sources", "bullets", "demo", "choices", "aliases"):
         if key in raw:
             value = _str_list(raw[key])
             if value is None:
@@ -439,6 +449,11 @@ def _parse_card(
             if key in raw and _text(kind):
                 err(at(key), f"{label}: {key!r} only belongs on choice and red-flag cards")
                 ok = False
+    for alias in lists.get("aliases", ()):
+        if not SLUG.match(alias) or alias == card_id:
+            why = "is this card's own id" if alias == card_id else "is not a slug"
+            err(at("aliases"), f"{label}: alias {quoted(alias)} {why}")
+            ok = False
     if kind == "follow-up" and "parent" not in raw:
         err(line, f"{label}: a follow-up card needs 'parent' (the id of the card it follows)")
         ok = False
@@ -461,6 +476,7 @@ def _parse_card(
         tags=lists.get("tags", ()),
         sources=lists.get("sources", ()),
         bullets=lists.get("bullets", ()),
+        aliases=lists.get("aliases", ()),
     )
 
 
@@ -755,6 +771,12 @@ def assemble(
                 break
             chain.append(node.parent)
             node = coll.get(node.parent)
+    if any(getattr(c, "aliases", ()) for c in coll.cards):
+        from prep.engine.aliases import alias_errors
+
+        coll.errors.extend(
+            alias_errors(((c.id, c.aliases, c.file, c.line) for c in coll.cards), coll)
+        )
     _drop_unservable(coll)
     coll.errors.sort(key=lambda e: (e.file, e.line))
 

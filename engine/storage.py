@@ -769,8 +769,14 @@ class Store:
     def sync(self, cards: Iterable[Any]) -> dict[str, int]:
         """Reconcile stored progress with the loaded deck cards (objects with id, deck and
         content_hash): a card whose text changed keeps its progress and is marked changed;
-        a stored card missing from the decks keeps its history and is marked removed."""
+        a stored card missing from the decks keeps its history and is marked removed; one
+        that a card lists under ``aliases`` (merged into it) gives it its progress."""
         present = {c.id: c for c in cards}
+        claims = [(c.id, c.aliases) for c in present.values() if getattr(c, "aliases", ())]
+        if claims:
+            from prep.engine.aliases import alias_map
+
+            self.adopt_aliases(alias_map(claims, present))
         stored = {
             r[0]: (r[1], r[2], r[3])
             for r in self.conn.execute("SELECT id, content_hash, removed, deck FROM cards")
@@ -801,6 +807,48 @@ class Store:
                     [(h, h, d, c) for h, d, c in changed],
                 )
         return {"changed": len(changed), "removed": len(removed), "restored": len(restored)}
+
+    def adopt_aliases(self, aliases: dict[str, str]) -> int:
+        """Move the progress of each merged-away id in ``aliases`` ({alias: kept id}) onto
+        the kept card, in one transaction: its reviews (states untouched, the two chains
+        interleaved in log order), its card state when it was reviewed later than the kept
+        card's (or the kept card has none), its marks combined. Returns how many moved."""
+        from prep.engine.aliases import keeps_alias_state
+
+        stored = [a for a in aliases if self.card(a) is not None or self.mark(a) != Mark()]
+        if not stored:
+            return 0
+        with self.transaction():
+            for alias in stored:
+                kept = aliases[alias]
+                log = sorted(self._card_log(alias) + self._card_log(kept), key=lambda rp: rp[0].id)
+                chain, rows = Chain(), []
+                for review, prev_state in log:
+                    pblob, nblob = chain.encode(kept, prev_state, review.prev, review.next)
+                    rows.append((kept, pblob, nblob, review.id))
+                self.conn.executemany(
+                    "UPDATE reviews SET card_id = ?, prev = ?, next = ? WHERE id = ?", rows
+                )
+                mine, theirs = self.card(alias), self.card(kept)
+                if mine is None:
+                    pass  # only marked
+                elif theirs is None or keeps_alias_state(mine.last_review, theirs.last_review):
+                    self.conn.execute("DELETE FROM cards WHERE id = ?", (kept,))
+                    self.conn.execute("UPDATE cards SET id = ? WHERE id = ?", (kept, alias))
+                else:
+                    self.conn.execute("DELETE FROM cards WHERE id = ?", (alias,))
+                if self._has_marks():
+                    old, new = self.mark(alias), self.mark(kept)
+                    if old != Mark():
+                        buried = [b for b in (old.buried_until, new.buried_until) if b]
+                        both = Mark(
+                            suspended=old.suspended or new.suspended,
+                            buried_until=max(buried) if buried else None,
+                            flagged=old.flagged or new.flagged,
+                        )
+                        self.set_mark(alias, Mark())
+                        self.set_mark(kept, both)
+        return len(stored)
 
     # --- reviews ------------------------------------------------------------------------
 
@@ -882,6 +930,9 @@ class Store:
             else:
                 current = self.card(review.card_id)
                 restored = review.prev
+                if isinstance(restored, CardState) and restored.id != review.card_id:
+                    # a review moved here from a merged-away card (Store.adopt_aliases)
+                    restored = CardState(**{**asdict(restored), "id": review.card_id})
                 if current is not None:
                     # membership flags describe the deck now, not the card's history
                     restored = CardState(
@@ -1253,6 +1304,42 @@ class Store:
             ).rowcount
             self.set_meta("deck_sync", key)
         return {"changed": changed, "removed": removed, "restored": restored}
+
+    def deck_cache_alias_claims(self, path: str, field: int) -> list[tuple[int, str, str]]:
+        """(line, card id, alias) of every alias the cached cards of ``path`` list
+        (``field``: the index of ``aliases`` in the cached card's JSON), in file order."""
+        return self.conn.execute(
+            "SELECT dc.key & 0xFFFFFFFF, dc.id, a.value FROM deck_cards dc, "
+            "json_each(dc.data, ?) a WHERE dc.key BETWEEN ? AND ? ORDER BY dc.key",
+            (f"$[{field}]", *self._deck_keys(path)),
+        ).fetchall()
+
+    def deck_cache_aliases(self, field: int) -> dict[str, str]:
+        """{alias: kept id} for the stored ids (progress or marks) that no loaded card has
+        but a loaded card lists as an alias (``field``: the index of ``aliases`` in the
+        cached card's JSON). Reads the cards' JSON only when such ids exist."""
+        live = self._LIVE_DECK_CARDS
+        marks = " UNION SELECT card_id FROM card_marks" if self._has_marks() else ""
+        orphans = [
+            r[0]
+            for r in self.conn.execute(
+                f"SELECT id FROM (SELECT id FROM cards{marks}) WHERE id NOT IN (SELECT id FROM ({live}))"
+            )
+        ]
+        if not orphans:
+            return {}
+        out: dict[str, str] = {}
+        for i in range(0, len(orphans), 900):
+            chunk = orphans[i : i + 900]
+            rows = self.conn.execute(
+                "SELECT a.value, dc.id FROM deck_cards dc JOIN deck_files f ON f.fid = dc.key >> 32, "
+                "json_each(dc.data, ?) a WHERE f.ord IS NOT NULL AND +dc.dup = 0 "
+                f"AND a.value IN ({','.join('?' * len(chunk))}) ORDER BY f.ord, dc.key",
+                [f"$[{field}]", *chunk],
+            )
+            for alias, kept in rows:
+                out.setdefault(alias, kept)
+        return out
 
     def deck_cache_tag_progress(self, mature_days: float) -> dict[str, tuple[int, int, int]]:
         """Per tag of the loaded deck cards: (cards, seen, mature), one grouped query that
