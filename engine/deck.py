@@ -20,6 +20,11 @@ A deck is one YAML file::
         sources: ["Voita et al. 2019, ..."]
         bullets: [...]            # the 60-second bullets for `prep cram`
         aliases: [old-id]         # ids merged into this card: their progress lands here
+        level: basics             # basics | core | advanced (default core): curriculum place
+
+A deck may declare ``order: 10`` (a number): new cards of a lower order come first within a
+level (bundled: core 10, follow-ups 15, practice 20, red flags 25, attribution 30, systems
+40); a deck without one comes after every deck that has one, in file order.
 
 Files are parsed with ``yaml.SafeLoader`` semantics, but every mapping remembers the line
 of each key, so that every error is reported as ``FILE:LINE: message``. All errors of all
@@ -31,6 +36,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import math
 import os
 import re
 import stat
@@ -57,9 +63,14 @@ CARD_KEYS = frozenset(
         "sources",
         "bullets",
         "aliases",
+        "level",
     }
 )
-DECK_KEYS = frozenset({"deck", "title", "description", "cards"})
+DECK_KEYS = frozenset({"deck", "title", "description", "cards", "order"})
+# A card's place in the curriculum: new cards come level by level (a card without one is
+# "core"), then by the deck's ``order:``, then by position in the file.
+LEVELS = ("basics", "core", "advanced")
+DEFAULT_LEVEL = "core"
 CHOICE_LETTERS = "abcd"
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 # A deck is a few dozen kB; anything past this is not a deck (and reading it would only cost memory).
@@ -135,6 +146,12 @@ class Card:
     sources: tuple[str, ...] = ()
     bullets: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()  # ids of cards merged into this one (engine/aliases.py)
+    level: str | None = None  # basics | core | advanced, as declared (None: core)
+
+    @property
+    def level_rank(self) -> int:
+        """0 for basics, 1 for core (and a card without a level), 2 for advanced."""
+        return LEVELS.index(self.level or DEFAULT_LEVEL)
 
     @property
     def demo(self) -> str | None:
@@ -166,6 +183,7 @@ class DeckInfo:
     # (id, line) of every card entry that names an id, valid or not: duplicates are
     # reported even when one of the two entries has other errors.
     declared: list[tuple[str, int]] = field(default_factory=list)
+    order: float | None = None  # the deck's `order:` (None: after every deck that has one)
 
 
 @dataclass
@@ -184,6 +202,16 @@ class Collection:
 
     def __post_init__(self) -> None:
         self._by_id: dict[str, Card] = {c.id: c for c in self.cards}
+
+    def deck_ranks(self) -> dict[str, int]:
+        """Each deck's place in the curriculum (0 first): the decks that declare ``order:`` by
+        it (ties in file order), then the others in file order."""
+        names = list(self.decks)
+        ordered = sorted(
+            range(len(names)),
+            key=lambda i: (self.decks[names[i]].order is None, self.decks[names[i]].order or 0, i),
+        )
+        return {names[i]: rank for rank, i in enumerate(ordered)}
 
     def add(self, card: Card) -> None:
         self.cards.append(card)
@@ -454,6 +482,13 @@ def _parse_card(
             why = "is this card's own id" if alias == card_id else "is not a slug"
             err(at("aliases"), f"{label}: alias {quoted(alias)} {why}")
             ok = False
+    level = raw.get("level")
+    if "level" in raw and level not in LEVELS:
+        err(
+            at("level"),
+            f"{label}: unknown level {quoted(level)} (expected one of: {', '.join(LEVELS)})",
+        )
+        ok = False
     if kind == "follow-up" and "parent" not in raw:
         err(line, f"{label}: a follow-up card needs 'parent' (the id of the card it follows)")
         ok = False
@@ -477,7 +512,15 @@ def _parse_card(
         sources=lists.get("sources", ()),
         bullets=lists.get("bullets", ()),
         aliases=lists.get("aliases", ()),
+        level=level,
     )
+
+
+def _deck_order(value: Any) -> float | None:
+    """A deck's ``order:`` as a number, or None when it is not one (bool is not a number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 def parse_deck_text(
@@ -533,6 +576,17 @@ def parse_deck_text(
             )
         elif (why := _control_problem(data[key])) is not None:
             errors.append(DeckError(file, key_lines.get(key, 1), f"deck field {key!r}: {why}"))
+    order = None
+    if "order" in data:
+        order = _deck_order(data["order"])
+        if order is None:
+            errors.append(
+                DeckError(
+                    file,
+                    key_lines.get("order", 1),
+                    f"deck field 'order' must be a number (e.g. order: 50), not {quoted(data['order'])}",
+                )
+            )
     name = data.get("deck", default_name)
     if not (isinstance(name, str) and SLUG.match(name)):
         errors.append(
@@ -552,6 +606,7 @@ def parse_deck_text(
         if _text(description) and not _control_problem(description)
         else "",
         file=file,
+        order=order,
     )
     cards = []
     fallback = key_lines.get("cards", 1)

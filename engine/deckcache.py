@@ -110,6 +110,9 @@ def card_from_fields(
     data: str, *, card_id: str, deck: str, parent: str | None, file: str, line: int
 ) -> Card:
     values = json.loads(data)
+    if len(values) < len(_FIELDS):  # cached before a field was added (the field's default)
+        defaults = {f.name: f.default for f in fields(Card)}
+        values += [defaults[f] for f in _FIELDS[len(values) :]]
     kw: dict[str, Any] = {
         f: tuple(v) if f in _TUPLES else v for f, v in zip(_FIELDS, values, strict=True)
     }
@@ -419,6 +422,7 @@ def _load(
                             c.content_hash,
                             card_fields(c),
                             c.kind,
+                            c.level_rank,
                         )
                         for c in cards
                     ],
@@ -536,6 +540,7 @@ def _info_json(info: DeckInfo) -> str:
             "title": info.title,
             "description": info.description,
             "line": info.line,
+            "order": info.order,
         },
         ensure_ascii=False,
     )
@@ -555,6 +560,7 @@ def _info_and_errors(
         description=d["description"],
         file=shown,
         line=d.get("line", 1),
+        order=d.get("order"),
         declared=[(cid, line) for cid, line in declared],
     )
     return info, deck_errors

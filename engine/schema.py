@@ -10,7 +10,7 @@ Tables (the schema version is in ``meta``):
   restores the exact previous state and the export gives both.
 - ``deck_files``, ``deck_cards``, ``deck_tags``: the parsed decks (engine/deckcache.py), so
   that start-up re-parses only what changed (v4; v6 added each card's kind; v8 indexes the
-  unseen cards by kind and the cards that cite a demo).
+  unseen cards by kind and the cards that cite a demo; v9 adds each card's curriculum level).
 - ``card_marks``: suspend / bury / flag, created on the first mark (Store.set_mark).
 - ``demo_runs``: every demo run (name, device, passed, seconds, the full report).
 - ``meta``: schema version and settings.
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 BATCH = 5_000  # review log rows rewritten per executemany (and per progress report)
 
 CARD_COLUMNS = (
@@ -280,6 +280,24 @@ def _v7_to_v8(db: Any, progress: UpgradeTracker | None = None) -> None:
     )
 
 
+def _v8_to_v9(db: Any, progress: UpgradeTracker | None = None) -> None:
+    # the curriculum: each cached card's level (0 basics, 1 core, 2 advanced) as a column, so
+    # that the day's new cards are read level by level, kind by kind, from an index range per
+    # (kind, level, file), only as far as the new-card limit needs. The cache is emptied: its
+    # cards were cached without a level (it is rebuilt from the deck files on the next open;
+    # progress is untouched).
+    columns = {row[1] for row in db.execute("PRAGMA table_info(deck_cards)").fetchall()}
+    if "level" not in columns:  # (a test may hand a newer table back as an older version)
+        db.execute("ALTER TABLE deck_cards ADD COLUMN level INTEGER NOT NULL DEFAULT 1")
+    db.execute("DELETE FROM deck_tags")
+    db.execute("DELETE FROM deck_cards")
+    db.execute("DELETE FROM deck_files")
+    db.execute("DELETE FROM meta WHERE key IN ('deck_assembly', 'deck_sync')")
+    db.execute(
+        "CREATE INDEX IF NOT EXISTS deck_cards_level ON deck_cards (kind, level, key, id, dup)"
+    )
+
+
 @dataclass(frozen=True)
 class Upgrade:
     """Where a schema upgrade stands, for a front end to show (Store.open's ``progress``).
@@ -380,5 +398,6 @@ MIGRATIONS: list[Callable[[Any, UpgradeTracker | None], None]] = [
     _v5_to_v6,
     _v6_to_v7,
     _v7_to_v8,
+    _v8_to_v9,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION

@@ -1137,10 +1137,10 @@ class Store:
         info: str | None,
         declared: list[tuple[str, int]],
         errors: list[tuple[int, str]],
-        cards: list[tuple[int, str, str, str | None, str, list[str], str, str, str]],
+        cards: list[tuple[int, str, str, str | None, str, list[str], str, str, str, int]],
     ) -> None:
         """Replace one file's parse: its entry and its cards (line, id, deck, parent, demos,
-        tags, content hash, fields, kind). The checks across files are then redone (assembly dropped)."""
+        tags, content hash, fields, kind, level rank). The checks across files are then redone (assembly dropped)."""
         with self.transaction():
             self.conn.execute(
                 "INSERT INTO deck_files "
@@ -1166,8 +1166,8 @@ class Store:
             self.conn.execute("DELETE FROM deck_cards WHERE key BETWEEN ? AND ?", (lo, hi))
             self.conn.execute("DELETE FROM deck_tags WHERE key BETWEEN ? AND ?", (lo, hi))
             self.conn.executemany(
-                "INSERT INTO deck_cards (key, id, deck, parent, demos, chash, data, kind) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO deck_cards (key, id, deck, parent, demos, chash, data, kind, level) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(lo + c[0], *c[1:5], *c[6:]) for c in cards],
             )
             self.conn.executemany(
