@@ -1,8 +1,9 @@
 """The line mode: `prep quiz --plain` and `prep mock --plain` on stdin/stdout.
 
 For screen readers, pipes and dumb terminals, and the thing end-to-end tests drive.
-Quiz: Enter reveals; on a choice or red-flag card a-d picks first; 1-4 rates (Enter takes the
-suggested rating after a pick); u undoes the last rating; q (or end of input) quits.
+Quiz: Enter reveals; on a choice or red-flag card a-d picks first (a red-flag card first asks
+you to say what the quoted answer gets wrong; Enter then shows the choices); 1-4 rates (Enter
+takes the suggested rating after a pick); u undoes the last rating; q (or end of input) quits.
 Mock: type an answer (or say it aloud), Enter reveals, 1-4 grades, q quits.
 Every rating is committed to the database before the next card is printed.
 """
@@ -142,6 +143,12 @@ class PlainQuiz:
         session.mark_shown()
         suggested: Rating | None = None
         letters = CHOICE_LETTERS[: len(card.choices)]
+        if card.kind == "red-flag" and card.choices:
+            # in an interview the flaw must be said, not recognised: say it first, then pick
+            answer = ask("Say what this answer gets wrong, then Enter shows the choices: ")
+            if answer == "u":
+                self.undo()
+                return
         if card.choices:
             for letter, choice in zip(letters, card.choices, strict=False):
                 say(f"  {letter}) {choice}")
