@@ -175,9 +175,10 @@ SEED_POINTS: list[dict] = [
         "kinds": ["follow-up"],
     },
     {
+        # taught with the importance card itself since the deck v3 merge (it said the same)
         "id": "expert-importance-moves-into-wv",
-        "patterns": [r"W_V\^h by c", r"W_O\^h by 1/c", r"same function"],
-        "kinds": ["follow-up"],
+        "patterns": [r"W_V\^h by c", r"W_O\^h by 1/c", r"(same function|function unchanged)"],
+        "kinds": ["follow-up", "recall"],
     },
 ]
 
