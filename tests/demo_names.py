@@ -24,6 +24,7 @@ DEMO_NAMES = (
     "scale-migration",
     "lora-wo",
     "residual-growth",
+    "mha-code",
     "real-block-structure",
     "real-importance",
     "real-ov-rank",
