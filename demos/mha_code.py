@@ -15,7 +15,9 @@ the card's code block equal to it): split the fused q/k/v projection, view each 
   (q/k/v 6d², o_proj 2d², scores and weighted sum 2·T·d each); the softmax is not a matmul
   and is not counted (identity: a count, the same for any weights);
 - the backward pass: o_proj.weight.grad equals δᵀ · concat (nn.Linear's (out, in) layout), so
-  the concat must be kept for it (identity).
+  the concat must be kept for it (identity);
+- a head's attention logits q kᵀ (T × T) have rank at most d_head: the low-rank bottleneck of
+  a narrow head (identity; one big head of width d_model would lift it).
 
 The contrast is the classic bug: `.view(B, T, d_model)` on the (B, n_heads, T, d_head) output
 without transposing back. The shapes match and nothing raises, yet heads and positions are
@@ -35,7 +37,7 @@ NAME = "mha-code"
 DTYPE = torch.float32
 CONTRAST_LABEL = "the same code with .view(B, T, D) before transposing the heads back"
 SCALES = attn.standard_scales()
-CHECK_KINDS = {IDENTITY: 5, MEASUREMENT: 1}
+CHECK_KINDS = {IDENTITY: 6, MEASUREMENT: 1}
 
 # The card's answer (questions/wo-core.yaml, wo-code-mha), character for character.
 CARD_CODE = """\
@@ -159,7 +161,23 @@ def check(setup: Setup) -> list[Check]:
         "did the heads go back to (B, T, n_heads, d_head) before the view? "
         "(att @ v) is (B, n_heads, T, d_head): transpose(1, 2), then .contiguous().view(B, T, D)"
     )
-    return [
+    # a head's attention logits Q_h K_h^T are (T, T) but factor through d_head-wide vectors
+    m, h = setup.module, cfg.n_heads
+    q, k, _ = torch.nn.functional.linear(setup.x[0], m.qkv.weight, m.qkv.bias).split(D, dim=-1)
+    dh = D // m.h  # the module's own head width (d_model // n_heads in the card's code)
+    q0, k0 = q[:, :dh], k[:, :dh]  # (T, d_head) head 0's queries and keys
+    rank = int(torch.linalg.matrix_rank(q0.double() @ k0.double().T))  # (T, T) head 0 logits
+    checks = [
+        harness.at_most(
+            f"rank of head 0's logits q kᵀ (T = {T})  <=  d_head = {D // h}",
+            rank,
+            D // h,
+            detail="a head's scores factor through d_head-wide q and k: below T, some "
+            "attention patterns are out of reach (the low-rank bottleneck)",
+            kind=IDENTITY,
+        ),
+    ]
+    return checks + [
         harness.close(
             "card code  vs  scaled_dot_product_attention + out_proj",
             mine,

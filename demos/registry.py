@@ -193,6 +193,13 @@ _ALL = [
         "2*B*T*d_model^2 FLOPs for o_proj and B*T*(8*d_model^2 + 4*T*d_model) for the forward; "
         "o_proj's weight gradient is delta^T concat; viewing before transposing back is wrong.",
     ),
+    _info(
+        "sequence-parallel",
+        "Replacing the all-reduce after row-parallel W_O by a reduce-scatter along the sequence "
+        "(then the residual add and LayerNorm on each rank's own tokens) and an all-gather gives "
+        "the single-process output on every rank, with each rank holding only T/world_size "
+        "tokens of the norm region's activations.",
+    ),
 ]
 
 _ALL += [

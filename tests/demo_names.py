@@ -25,6 +25,7 @@ DEMO_NAMES = (
     "lora-wo",
     "residual-growth",
     "mha-code",
+    "sequence-parallel",
     "real-block-structure",
     "real-importance",
     "real-ov-rank",
