@@ -199,3 +199,40 @@ def test_without_the_alias_map_the_old_id_is_imported_as_it_was(tmp_path):
     store = Store.memory()
     import_data(store, data)
     assert store.card("dropped") is not None
+
+
+# --- the bundled decks ------------------------------------------------------------------------
+
+
+def test_progress_on_a_merged_bundled_card_moves_when_prep_opens(tmp_path):
+    """A database that reviewed a card the deck v3 merged away: the next `prep` command that
+    opens the decks (here `prep stats`) moves its history onto the kept card, and an export of
+    the old history imported elsewhere lands there too."""
+    from click.testing import CliRunner
+
+    from prep.tui.cli import main
+
+    old_db, new_db = tmp_path / "old.db", tmp_path / "new.db"
+    with Store.open(old_db) as store:
+        fresh = CardState(id="wo-rf-zero-block-faster", deck="wo-red-flags", content_hash="x")
+        sched = Scheduler(store.settings(), enable_fuzzing=False)
+        store.rate_card(
+            fresh, lambda p: sched.review(p, Rating.Good, FIXED_NOW).state, 3, FIXED_NOW
+        )
+        export = tmp_path / "old.json"
+        export.write_text(to_json(store, FIXED_NOW), encoding="utf-8")
+
+    runner = CliRunner()
+    result = runner.invoke(main, ["--db", str(old_db), "stats"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    with Store.open(old_db) as store:
+        assert store.card("wo-rf-zero-block-faster") is None
+        assert store.card("wo-pruning-zero-block").reps == 1
+
+    result = runner.invoke(
+        main, ["--db", str(new_db), "import", str(export)], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    with Store.open(new_db) as store:
+        assert store.card("wo-rf-zero-block-faster") is None
+        assert [r.rating for r in store.reviews(card_id="wo-pruning-zero-block")] == [3]

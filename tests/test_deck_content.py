@@ -609,3 +609,134 @@ def test_proj_rows_and_columns_follow_the_weight_layout(cards):
         for m in _PROJ_LAYOUT_SLIPS.finditer(" ".join(card_text(card).split()))
     ]
     assert not slips, slips
+
+
+# --- (i) deck v3: red flags are said, not eliminated ------------------------------------------
+
+# An option that says the quoted answer is right ("Nothing: ...") can never be the answer to
+# "what does it get wrong?": a free elimination.
+_NOTHING_WRONG = re.compile(
+    r"^(nothing\s*[:,.]|nothing is wrong|none\b|it is (all )?(right|correct)\b)", re.IGNORECASE
+)
+
+
+def test_no_red_flag_option_says_nothing_is_wrong(cards):
+    free = [
+        (c.id, o)
+        for c in cards
+        if c.kind == "red-flag"
+        for o in c.choices
+        if _NOTHING_WRONG.match(o)
+    ]
+    assert not free, f"options that can never be correct: {free}"
+
+
+def test_red_flag_letters_are_balanced(cards):
+    flags = [c for c in cards if c.kind == "red-flag"]
+    letters = Counter(c.correct_letter for c in flags)
+    assert len(letters) >= 3, letters
+    assert max(letters.values()) <= len(flags) // 2, (
+        f"one letter dominates the red flags: {letters}"
+    )
+
+
+# --- (j) deck v3: levels and the first day ----------------------------------------------------
+
+
+def test_every_card_has_a_level(cards):
+    missing = [c.id for c in cards if c.level is None]
+    assert not missing, f"cards without a level: {missing}"
+
+
+def test_every_bundled_deck_declares_its_order(collection):
+    assert all(info.order is not None for info in collection.decks.values())
+
+
+# What a first day must cover, as basics: the two roles, the per-head sum, what is lost
+# without W_O, why several heads, writing attention by hand, the OV circuit, and one red flag.
+FIRST_DAY = {
+    "wo-two-roles",
+    "wo-per-head-sum",
+    "wo-residual-without-wo",
+    "wo-why-many-heads",
+    "wo-code-mha",
+    "wo-ov-circuit",
+    "wo-rf-shape-formality",
+}
+
+
+def test_the_first_day_is_basics_and_starts_in_the_core_deck(collection):
+    basics = {c.id for c in collection.cards if c.level == "basics"}
+    assert basics >= FIRST_DAY, sorted(FIRST_DAY - basics)
+    core = collection.in_deck("wo-core")
+    assert all(c.level in ("basics", "core") for c in core), [
+        (c.id, c.level) for c in core if c.level not in ("basics", "core")
+    ]
+    assert sum(c.level == "basics" for c in core) >= 5
+    # a basics follow-up is only useful if its parent is basics too (it waits for the parent)
+    by_id = {c.id: c for c in collection.cards}
+    late = [
+        c.id
+        for c in collection.cards
+        if c.level == "basics" and c.parent and by_id[c.parent].level != "basics"
+    ]
+    assert not late, late
+
+
+# --- (k) deck v3: the interviewer's chains and the live-coding card ---------------------------
+
+CHAINS = {  # item 4: what the interviewer asks next
+    "wo-fu-is-wo-necessary": "wo-two-roles",
+    "wo-fu-remove-sinks": "wo-attention-sinks",
+    "wo-fu-tuned-lens": "wo-logit-lens",
+    "wo-fu-lora-which": "wo-lora-o-proj",
+}
+
+
+@pytest.mark.parametrize("child", sorted(CHAINS))
+def test_the_interviewers_next_question_follows_its_card(collection, child):
+    card = collection.get(child)
+    assert card is not None and card.kind == "follow-up" and card.parent == CHAINS[child]
+
+
+def _code_block(card: Card) -> str:
+    match = re.fullmatch(r"```python\n(.*)\n```", card.answer, re.DOTALL)
+    assert match, f"{card.id}: the answer must be one python code block"
+    return match.group(1)
+
+
+def test_the_live_coding_card_is_the_code_the_demo_runs(collection):
+    from prep.demos import mha_code
+
+    card = collection.get("wo-code-mha")
+    assert card is not None and "mha-code" in card.demos
+    assert _code_block(card) == mha_code.CARD_CODE
+
+
+def test_the_live_coding_card_runs_and_matches_pytorch(collection):
+    import torch
+
+    from prep.demos import mha_code
+
+    mha = mha_code.load(_code_block(collection.get("wo-code-mha")))(32, 4)
+    x = torch.randn(2, 5, 32, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        q, k, v = mha.qkv(x).split(32, dim=-1)
+        q, k, v = (t.reshape(2, 5, 4, 8).transpose(1, 2) for t in (q, k, v))
+        z = torch.nn.functional.scaled_dot_product_attention(q, k, v)  # (2, 4, 5, 8)
+        expected = mha.o_proj(z.transpose(1, 2).reshape(2, 5, 32))
+        torch.testing.assert_close(mha(x), expected)
+
+
+def test_new_numbers_match_the_demo_that_measured_them(collection):
+    """The copy-suppression card quotes the ov-copying demo's lowest head on the decoder."""
+    from prep.demos import harness, ov_copying
+    from prep.demos._torch import torch
+
+    cpu = torch.device("cpu")
+    setup = ov_copying.build(ov_copying.SCALES["small"], cpu, harness.make_generator(cpu, 0))
+    lowest = min(setup.heads.values(), key=lambda h: h.mass)
+    text = collection.get("wo-fu-copy-suppression-here").answer
+    assert f"{lowest.mass:.2f}" in text
+    assert f"{round(lowest.positive * 16)} of its 16 eigenvalues positive" in text
+    assert lowest.mass > 0  # no head is net negative: the card says copy suppression is absent
