@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine import deckcache
-from prep.engine.deck import load_collection
-from prep.engine.export import to_json
-from prep.engine.importer import import_data, read_json
-from prep.engine.scheduler import CardState, Rating, Scheduler
-from prep.engine.storage import Mark, Store
+from prep.engine.decks import deckcache
+from prep.engine.decks.deck import load_collection
+from prep.engine.store import Mark, Store
+from prep.engine.study.scheduler import CardState, Rating, Scheduler
+from prep.engine.transfer.export import to_json
+from prep.engine.transfer.importer import import_data, read_json
 from tests.conftest import FIXED_NOW
 
 OLD = """\
@@ -107,7 +107,7 @@ def _history(store: Store, card_id: str) -> list[tuple]:
 def test_the_dropped_ids_history_moves_to_the_kept_card(tmp_path, path):
     store = Store.memory()
     old = load_collection([_deck(tmp_path, OLD)], include_bundled=False)
-    old.sync(store)
+    old.reconcile(store)
     _rate(store, old, "dropped", 0)
     _rate(store, old, "dropped", 1)
     store.set_mark("dropped", Mark(flagged=True))
@@ -118,7 +118,7 @@ def test_the_dropped_ids_history_moves_to_the_kept_card(tmp_path, path):
     folder = _deck(tmp_path, NEW)
     if path == "sync":
         new = load_collection([folder], include_bundled=False)
-        new.sync(store)
+        new.reconcile(store)
     else:
         new = deckcache.load(store, [folder], include_bundled=False)
     assert store.card("dropped") is None
@@ -139,13 +139,13 @@ def test_the_dropped_ids_history_moves_to_the_kept_card(tmp_path, path):
 def test_when_both_were_reviewed_all_reviews_stay_and_the_latest_state_wins(tmp_path):
     store = Store.memory()
     old = load_collection([_deck(tmp_path, OLD)], include_bundled=False)
-    old.sync(store)
+    old.reconcile(store)
     _rate(store, old, "kept", 0)
     _rate(store, old, "dropped", 1)
     _rate(store, old, "kept", 2, Rating.Again)
     later = store.card("kept")
     ids = {r.id for r in store.reviews()}
-    load_collection([_deck(tmp_path, NEW)], include_bundled=False).sync(store)
+    load_collection([_deck(tmp_path, NEW)], include_bundled=False).reconcile(store)
     assert {r.id for r in store.reviews(card_id="kept")} == ids
     assert store.card("kept").last_review == later.last_review
     assert store.conn.execute("SELECT count(*) FROM cards").fetchone()[0] == 1
@@ -167,7 +167,7 @@ def _export(tmp_path: Path, store: Store, name: str):
 def test_an_import_naming_the_old_id_lands_on_the_kept_card(tmp_path):
     old_store = Store.memory()
     old = load_collection([_deck(tmp_path, OLD)], include_bundled=False)
-    old.sync(old_store)
+    old.reconcile(old_store)
     _rate(old_store, old, "dropped", 0)
     _rate(old_store, old, "dropped", 1)
     old_store.set_mark("dropped", Mark(suspended=True))
@@ -175,7 +175,7 @@ def test_an_import_naming_the_old_id_lands_on_the_kept_card(tmp_path):
 
     new = load_collection([_deck(tmp_path, NEW)], include_bundled=False)
     store = Store.memory()
-    new.sync(store)
+    new.reconcile(store)
     result = import_data(store, data, aliases=new.aliases())
     assert result.reviews_added == 2
     assert store.card("dropped") is None and store.card("kept").reps == 2
@@ -184,7 +184,7 @@ def test_an_import_naming_the_old_id_lands_on_the_kept_card(tmp_path):
     assert again.reviews_added == 0 and again.reviews_skipped == 2
 
     # the installation that merged its own progress takes the same file as already there
-    load_collection([_deck(tmp_path, NEW)], include_bundled=False).sync(old_store)
+    load_collection([_deck(tmp_path, NEW)], include_bundled=False).reconcile(old_store)
     same = import_data(old_store, data, aliases=new.aliases())
     assert (same.reviews_added, same.reviews_skipped) == (0, 2)
     assert same.cards_added == 0
@@ -193,7 +193,7 @@ def test_an_import_naming_the_old_id_lands_on_the_kept_card(tmp_path):
 def test_without_the_alias_map_the_old_id_is_imported_as_it_was(tmp_path):
     old_store = Store.memory()
     old = load_collection([_deck(tmp_path, OLD)], include_bundled=False)
-    old.sync(old_store)
+    old.reconcile(old_store)
     _rate(old_store, old, "dropped", 0)
     data = _export(tmp_path, old_store, "old.json")
     store = Store.memory()

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine import deckcache
-from prep.engine.deck import Card, load_collection
-from prep.engine.storage import SCHEMA_VERSION, Store
+from prep.engine.decks import deckcache
+from prep.engine.decks.deck import Card, load_collection
+from prep.engine.store import SCHEMA_VERSION, Store
 
 LEVELLED = """\
 deck: lv

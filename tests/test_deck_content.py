@@ -15,7 +15,7 @@ from fractions import Fraction
 import pytest
 
 from prep.demos.registry import names as demo_names
-from prep.engine.deck import SLUG, Card, load_collection
+from prep.engine.decks.deck import SLUG, Card, load_collection
 from tests.demo_names import DEMO_NAMES
 
 
@@ -706,7 +706,7 @@ def _code_block(card: Card) -> str:
 
 
 def test_the_live_coding_card_is_the_code_the_demo_runs(collection):
-    from prep.demos import mha_code
+    from prep.demos.synthetic import mha_code
 
     card = collection.get("wo-code-mha")
     assert card is not None and "mha-code" in card.demos
@@ -716,7 +716,7 @@ def test_the_live_coding_card_is_the_code_the_demo_runs(collection):
 def test_the_live_coding_card_runs_and_matches_pytorch(collection):
     import torch
 
-    from prep.demos import mha_code
+    from prep.demos.synthetic import mha_code
 
     mha = mha_code.load(_code_block(collection.get("wo-code-mha")))(32, 4)
     x = torch.randn(2, 5, 32, generator=torch.Generator().manual_seed(0))
@@ -730,8 +730,9 @@ def test_the_live_coding_card_runs_and_matches_pytorch(collection):
 
 def test_new_numbers_match_the_demo_that_measured_them(collection):
     """The copy-suppression card quotes the ov-copying demo's lowest head on the decoder."""
-    from prep.demos import harness, ov_copying
+    from prep.demos import harness
     from prep.demos._torch import torch
+    from prep.demos.decoder import ov_copying
 
     cpu = torch.device("cpu")
     setup = ov_copying.build(ov_copying.SCALES["small"], cpu, harness.make_generator(cpu, 0))

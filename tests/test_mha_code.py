@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from prep.demos import harness
-from prep.demos import mha_code as mod
 from prep.demos._torch import torch
+from prep.demos.synthetic import mha_code as mod
 
 CPU = torch.device("cpu")
 SMALL = mod.SCALES["small"]

@@ -4,8 +4,8 @@ a few seconds per run)."""
 from __future__ import annotations
 
 from prep.demos import harness
-from prep.demos import sequence_parallel as mod
 from prep.demos._torch import torch
+from prep.demos.synthetic import sequence_parallel as mod
 
 CPU = torch.device("cpu")
 
