@@ -203,7 +203,8 @@ _ALL = [
         "transpose back, .contiguous().view, o_proj) equals scaled_dot_product_attention plus "
         "out_proj and nn.MultiheadAttention with the same weights; FlopCounterMode counts "
         "2*B*T*d_model^2 FLOPs for o_proj and B*T*(8*d_model^2 + 4*T*d_model) for the forward; "
-        "o_proj's weight gradient is delta^T concat; viewing before transposing back is wrong.",
+        "o_proj's weight gradient is delta^T concat; a head's attention logits have rank at most "
+        "d_head; viewing before transposing back is wrong.",
     ),
     _info(
         "sequence-parallel",
