@@ -695,9 +695,12 @@ def import_cmd(obj: Ctx, file: str) -> None:
     from prep.engine.transfer.export import ExportError
     from prep.engine.transfer.importer import import_file
 
+    # an export that names a merged-away card's id lands on the card that kept it (the
+    # decks are read, not synced: a refused import changes nothing)
+    aliases = obj.collection(strict=False).aliases()
     with obj.store() as store:
         try:
-            result = import_file(store, Path(file).expanduser())
+            result = import_file(store, Path(file).expanduser(), aliases)
         except ExportError as exc:
             raise UsageError(str(exc)) from None
     click.echo(f"Imported {file}: {result.summary()}.")

@@ -67,8 +67,8 @@ from prep.engine.decks.deck import (
 # never be served left out, as deck.load_collection does since the hardening).
 ASSEMBLY_VERSION = 2
 # Hashed with every file's text: raised whenever parse_deck_text accepts less than before.
-# (3: cards carry `points`, a field the cached JSON of older parses lacks)
-PARSER_SALT = b"parser 3\n"
+# (4: cards carry `points` and `aliases`, fields the cached JSON of older parses lacks)
+PARSER_SALT = b"parser 4\n"
 
 
 def file_ident(st: os.stat_result) -> str:
@@ -86,7 +86,7 @@ RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's mtime tick we exp
 _FIELDS = tuple(
     f.name for f in fields(Card) if f.name not in ("id", "deck", "file", "line", "parent")
 )
-_TUPLES = frozenset({"choices", "demos", "tags", "sources", "bullets", "points"})
+_TUPLES = frozenset({"choices", "demos", "tags", "sources", "bullets", "points", "aliases"})
 
 
 @contextmanager
@@ -504,6 +504,7 @@ def _load(
         excluded = [
             [key, r.line] for key in keys for r in refs_by_file[key] if coll.get(r.id) is not r
         ]
+        _check_aliases(store, coll, order, refs_by_file)
         renamed = {info.file: name for name, info in coll.decks.items()}
         assembled = {
             "errors": [[e.file, e.line, e.message] for e in coll.errors],
@@ -531,9 +532,30 @@ def _load(
             info.card_ids = list(map(_ID, file_rows))
         decks[info.name] = info
     if store.deck_reconcile_key() != state_key:
+        store.adopt_aliases(store.deck_cache_aliases(_FIELDS.index("aliases")))
         store.reconcile_with_deck_cache(state_key)
     _prune(store, cached, {key for key, _, _ in files})
     return coll
+
+
+def _check_aliases(
+    store: Any, coll: Collection, order: list[tuple[str, str]], refs: dict[str, list[CardRef]]
+) -> None:
+    """The aliases' checks of ``assemble`` (which sees the cards' outline only), on the
+    aliases of the cached cards that were kept."""
+    from prep.engine.decks.aliases import alias_errors
+
+    field = _FIELDS.index("aliases")
+    entries = []
+    for key, _ in order:
+        kept = {r.line for r in refs[key] if coll.get(r.id) is r}
+        for line, cid, alias in store.deck_cache_alias_claims(key, field):
+            if line in kept:
+                ref = coll.get(cid)
+                entries.append((cid, (alias,), ref.file, line))
+    if entries:
+        coll.errors.extend(alias_errors(entries, coll))
+        coll.errors.sort(key=lambda e: (e.file, e.line))
 
 
 def _prune(store: Any, cached: dict[str, Any], loaded: set[str]) -> None:

@@ -197,6 +197,9 @@ class ReviewsStore(StoreCore):
             else:
                 current = self.card(review.card_id)
                 restored = review.prev
+                if isinstance(restored, CardState) and restored.id != review.card_id:
+                    # a review moved here from a merged-away card (Store.adopt_aliases)
+                    restored = CardState(**{**asdict(restored), "id": review.card_id})
                 if current is not None:
                     # membership flags describe the deck now, not the card's history
                     restored = CardState(

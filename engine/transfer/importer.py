@@ -18,7 +18,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -621,11 +621,22 @@ def _mark_words(mark: Mark) -> str:
     return ", ".join(words) or "no mark"
 
 
-def import_data(store: Store, data: ExportData, now: datetime | None = None) -> ImportResult:
+def import_data(
+    store: Store,
+    data: ExportData,
+    now: datetime | None = None,
+    aliases: Mapping[str, str] | None = None,
+) -> ImportResult:
     """Import into ``store`` in one transaction: everything, or (on any conflict) nothing.
-    ``now`` (default: the clock) tells a bury in force from one that ran out."""
+    ``now`` (default: the clock) tells a bury in force from one that ran out. ``aliases``
+    ({merged-away id: kept id}, Collection.aliases): rows naming an old id land on the
+    card that kept it, as the store's own progress did (engine/aliases.py)."""
     now = now or utcnow()
     _check_file(data)
+    if aliases:
+        from prep.engine.decks.aliases import map_export
+
+        data = map_export(data, aliases)
     result = ImportResult()
     src = data.source
     file_keys: dict[str, set[tuple]] = {}
@@ -718,5 +729,5 @@ def import_data(store: Store, data: ExportData, now: datetime | None = None) -> 
     return result
 
 
-def import_file(store: Store, path: Path) -> ImportResult:
-    return import_data(store, read_export(Path(path)))
+def import_file(store: Store, path: Path, aliases: Mapping[str, str] | None = None) -> ImportResult:
+    return import_data(store, read_export(Path(path)), aliases=aliases)
