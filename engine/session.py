@@ -537,7 +537,9 @@ class ReviewSession:
         # the state is read inside the write transaction: another terminal rating this card
         # at the same moment is serialised before or after us, never interleaved
         fresh = CardState(id=card.id, deck=card.deck, content_hash=card.content_hash)
-        review_id, _prev, _new = self.store.rate_card(fresh, decide, rating, now, duration_ms)
+        review_id, _prev, _new = self.store.rate_card(
+            fresh, decide, rating, now, duration_ms, self.scheduler.replay_params()
+        )
         outcome = outcomes[-1]
         self._review_ids.append(review_id)
         if entry is None:

@@ -35,6 +35,7 @@ from prep.engine.schema import (
     Upgrade,
     UpgradeTracker,
 )
+from prep.engine.sync import local as _local
 from prep.engine.timeutil import fmt, parse, utcnow
 
 BUSY_TIMEOUT_MS = 5000
@@ -316,10 +317,12 @@ class Store:
             return Mark()
         return Mark(suspended=bool(row[0]), buried_until=parse(row[1]), flagged=bool(row[2]))
 
-    def set_mark(self, card_id: str, mark: Mark) -> None:
-        """Store ``mark`` for the card (committed at once); an all-clear mark deletes the row."""
+    def set_mark(self, card_id: str, mark: Mark, at: datetime | None = None) -> None:
+        """Store ``mark`` for the card (committed at once); an all-clear mark deletes the row.
+        Stamped ``at`` (default: now) by this device: the last writer wins on a sync."""
         with self.transaction():
             self.conn.execute(self._MARKS_SQL)
+            _local.stamp_mark(self.conn, card_id, at or utcnow())
             if mark == Mark():
                 self.conn.execute("DELETE FROM card_marks WHERE card_id = ?", (card_id,))
                 return
@@ -701,10 +704,11 @@ class Store:
                 "`prep config --reset` restores the defaults"
             ) from None
 
-    def save_settings(self, settings: Settings) -> None:
+    def save_settings(self, settings: Settings, at: datetime | None = None) -> None:
         settings.validated()
         with self.transaction():
             self.set_meta("settings", json.dumps(settings.to_dict()))
+            _local.stamp_settings(self.conn, at or utcnow())  # the last writer wins on a sync
 
     # --- cards --------------------------------------------------------------------------
 
@@ -811,17 +815,35 @@ class Store:
         rating: int,
         reviewed_at: datetime,
         duration_ms: int | None = None,
+        params: dict[str, Any] | None = None,
     ) -> int:
-        """Write the new card state and the review in one committed transaction."""
+        """Write the new card state and the review in one committed transaction. ``params``:
+        the scheduler's replay_params (default: the saved settings, fuzzed, seed 0), stored
+        with the review so that a sync replays it as it was made."""
         prev_state = None if prev is None or prev.is_new else prev.state
         prev = None if prev is None or prev.is_new else prev
+        if params is None:
+            from prep.engine.scheduler import replay_params
+
+            params = replay_params(self.settings(), True, 0)
         with self.transaction():
             pblob, nblob = self._chain(new.id).encode(new.id, prev_state, prev, new)
             self.put_card(new)
             cur = self.conn.execute(
-                "INSERT INTO reviews (card_id, rating, at, duration_ms, prev_state, prev, next) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (new.id, int(rating), to_us(reviewed_at), duration_ms, prev_state, pblob, nblob),
+                "INSERT INTO reviews (id, card_id, rating, at, duration_ms, prev_state, prev, "
+                "next, dev, params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    _local.next_review_id(self.conn),
+                    new.id,
+                    int(rating),
+                    to_us(reviewed_at),
+                    duration_ms,
+                    prev_state,
+                    pblob,
+                    nblob,
+                    _local.device(self.conn),
+                    _local.params_n(self.conn, params),
+                ),
             )
             return int(cur.lastrowid)
 
@@ -847,6 +869,7 @@ class Store:
         rating: int,
         reviewed_at: datetime,
         duration_ms: int | None = None,
+        params: dict[str, Any] | None = None,
     ) -> tuple[int, CardState, CardState]:
         """Rate a card: read its stored state (``fresh`` when it has none), let ``decide``
         compute the next one, and write both, all inside one write transaction. Two sessions
@@ -856,7 +879,8 @@ class Store:
         with self.transaction():
             prev = self.card(fresh.id) or fresh
             new = decide(prev)
-            return self.record_review(prev, new, rating, reviewed_at, duration_ms), prev, new
+            rid = self.record_review(prev, new, rating, reviewed_at, duration_ms, params)
+            return rid, prev, new
 
     def last_review(self) -> Review | None:
         row = self.conn.execute(
@@ -868,14 +892,20 @@ class Store:
         """Remove the newest review and restore the card's exact previous state (or remove
         the card's row if it was new). Returns the undone review, or None if there is none —
         or, with ``expected_id``, if the newest review is another one (say another session's
-        rating committed since): checked inside the same write transaction."""
+        rating committed since): checked inside the same write transaction. Only this device's
+        reviews are undone (one received by a sync is not "the last rating"), and only the
+        newest of its card. The review leaves a tombstone that a sync takes to the others."""
         with self.transaction():
             row = self.conn.execute(
-                "SELECT id, card_id FROM reviews ORDER BY id DESC LIMIT 1"
+                "SELECT id, card_id FROM reviews WHERE dev = ? ORDER BY id DESC LIMIT 1",
+                (_local.device(self.conn),),
             ).fetchone()
             if row is None or (expected_id is not None and row[0] != expected_id):
                 return None
             review = self._card_log(row[1])[-1][0]
+            if review.id != row[0]:
+                return None  # a later review of the card (received by a sync) follows it
+            _local.bury_review(self.conn, review.id, review.card_id, utcnow())
             self.conn.execute("DELETE FROM reviews WHERE id = ?", (review.id,))
             if review.prev is None:
                 self.conn.execute("DELETE FROM cards WHERE id = ?", (review.card_id,))
@@ -942,8 +972,8 @@ class Store:
     ) -> int:
         with self.transaction():
             cur = self.conn.execute(
-                "INSERT INTO demo_runs (name, device, device_name, dtype, scale, seed, passed, seconds, metrics, ran_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO demo_runs (name, device, device_name, dtype, scale, seed, passed, seconds, metrics, ran_at, dev) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     name,
                     device,
@@ -955,6 +985,7 @@ class Store:
                     float(seconds),
                     json.dumps(metrics or {}, default=str),
                     fmt(ran_at or utcnow()),
+                    _local.device(self.conn),
                 ),
             )
             return int(cur.lastrowid)
@@ -1421,9 +1452,11 @@ class Store:
             assert nxt is not None
             pblob, nblob = self._chain(cid).encode(cid, row["prev_state"], prev, nxt)
             self.conn.execute(
-                "INSERT INTO reviews (card_id, rating, at, duration_ms, prev_state, prev, next) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO reviews (id, dev, card_id, rating, at, duration_ms, prev_state, "
+                "prev, next) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
+                    _local.next_review_id(self.conn),
+                    _local.device(self.conn),
                     cid,
                     row["rating"],
                     to_us(parse(row["reviewed_at"])),
