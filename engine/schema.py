@@ -363,9 +363,7 @@ def _v8_to_v9(db: Any, progress: UpgradeTracker | None = None) -> None:
         [(cid, now_us, stamp + i) for i, (cid,) in enumerate(unstamped, 1)],
     )
     stamp += len(unstamped)
-    conn.execute(
-        "INSERT OR IGNORE INTO meta (key, value) VALUES ('sync_stamp', ?)", (str(stamp),)
-    )
+    conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('sync_stamp', ?)", (str(stamp),))
     if row is not None:
         conn.execute(
             "INSERT OR IGNORE INTO meta (key, value) VALUES ('settings_clock', ?)",

@@ -343,6 +343,9 @@ def _merge_by_due(store: Store, a: list[str], b: list[str]) -> list[str]:
 
 
 @dataclass
+_US = timedelta(microseconds=1)
+
+
 class SessionStats:
     started: datetime
     reviewed: int = 0
@@ -531,7 +534,12 @@ class ReviewSession:
         outcomes: list[Outcome] = []
 
         def decide(prev: CardState) -> CardState:
-            outcomes.append(self.scheduler.review(prev, rating, now))
+            # never before the card's last review (a clock set back, or a review from a
+            # machine whose clock runs ahead, received by a sync): the log's time order is
+            # the order the ratings were made in, which a sync's replay follows (a hybrid
+            # logical clock per card)
+            at = now if prev.last_review is None else max(now, prev.last_review + _US)
+            outcomes.append(self.scheduler.review(prev, rating, at))
             return outcomes[-1].state
 
         # the state is read inside the write transaction: another terminal rating this card

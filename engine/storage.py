@@ -879,6 +879,8 @@ class Store:
         with self.transaction():
             prev = self.card(fresh.id) or fresh
             new = decide(prev)
+            if new.last_review is not None and new.last_review > reviewed_at:
+                reviewed_at = new.last_review  # decide kept it after the card's last review
             rid = self.record_review(prev, new, rating, reviewed_at, duration_ms, params)
             return rid, prev, new
 
