@@ -342,10 +342,10 @@ def _merge_by_due(store: Store, a: list[str], b: list[str]) -> list[str]:
     return sorted([*a, *b], key=lambda cid: due[cid])
 
 
-@dataclass
 _US = timedelta(microseconds=1)
 
 
+@dataclass
 class SessionStats:
     started: datetime
     reviewed: int = 0
