@@ -59,6 +59,7 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 bench: $(VENV)/.bench-installed
 	$(BIN)/python tests/benchmarks/run.py
 	$(BIN)/python tests/benchmarks/anki_bench.py $(ARGS)
+	$(BIN)/python tests/benchmarks/sync_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -166,6 +166,9 @@ class PrepApp(App[int]):
         self.instance = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self._told_others = False
         self._heartbeat: Timer | None = None
+        from prep.tui.appsync import AppSync
+
+        self.syncer = AppSync(self)  # `prep config sync_dir DIR`: syncs in the background
 
     # --- start-up and reload ------------------------------------------------------------
 
@@ -292,6 +295,7 @@ class PrepApp(App[int]):
             )
         if self._heartbeat is None:
             self._heartbeat = self.set_interval(30, self.announce)
+            self.syncer.start()  # with sync_dir set: after the first screen is drawn
 
     def _show(self, screen: Screen) -> None:
         """Replace whatever is on the stack above the default screen with ``screen``."""
@@ -304,6 +308,8 @@ class PrepApp(App[int]):
         self.boot()
 
     def on_unmount(self) -> None:
+        if self.store is not None:
+            self.syncer.on_quit()
         if self.store is not None:
             with contextlib.suppress(StoreError):
                 self.store.depart(self.instance)

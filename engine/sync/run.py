@@ -179,8 +179,18 @@ def pending(store: Any, root: Path) -> list[tuple[str, Path]]:
     return out
 
 
+def sync_out(store: Any, folder: Path, *, now: datetime | None = None) -> SyncResult:
+    """The first half of a sync: this device's new entries written to its journal."""
+    return sync(store, folder, now=now, apply=False)
+
+
 def sync(
-    store: Any, folder: Path, *, now: datetime | None = None, backup: Any = None
+    store: Any,
+    folder: Path,
+    *,
+    now: datetime | None = None,
+    backup: Any = None,
+    apply: bool = True,
 ) -> SyncResult:
     """One sync through ``folder``. ``backup(store, reason)`` is called before entries are
     applied (engine/backup.py's). Raises SyncError or JournalError (nothing applied)."""
@@ -216,6 +226,8 @@ def sync(
             merged = {k: max(old[k], sent[k]) for k in _SENT_KEYS}
             store.set_meta("sync_sent", json.dumps(merged))
         result.sent_reviews, result.sent_other = reviews, len(entries) - reviews
+    if not apply:
+        return result
     journals = [journal.read(path, dev) for dev, path in pending(store, root)]
     if any(j.entries for j in journals) and backup is not None:
         result.backup = backup(store, "sync")
