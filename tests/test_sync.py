@@ -341,3 +341,40 @@ def test_an_old_database_upgrades_and_syncs_its_history(tmp_path: Path) -> None:
         sync(b, folder)
         assert view(a) == view(b)
     _ = os  # (imported for the subprocess environment)
+
+
+# --- cost (scaled down; tests/benchmarks/sync_bench.py has the 1M-review numbers) ----------
+
+
+def _day_sync_statements(tmp_path: Path, history: int) -> tuple[int, float, float]:
+    """SQL statements a day's sync (20 reviews from another machine) runs on a database
+    with ``history`` reviews; and the journal's and the database's bytes per review."""
+    (a, b), folder = stores(tmp_path, 2)
+    cards = [f"c{i:04d}" for i in range(max(1, history // 10))]
+    with a.transaction():
+        for i in range(history):
+            rate(a, cards[i % len(cards)], 3, T0 + timedelta(days=i // len(cards) * 7))
+    first = sync(a, folder)
+    assert first.journal is not None
+    journal_per_review = first.journal.stat().st_size / history
+    a.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db_per_review = (tmp_path / "0.db").stat().st_size / history
+    sync(b, folder)
+    for cid in cards[:20]:
+        rate(b, cid, 2, T0 + timedelta(days=400))
+    sync(b, folder)
+    statements: list[str] = []
+    a.conn.set_trace_callback(statements.append)
+    got = sync(a, folder)
+    a.conn.set_trace_callback(None)
+    assert got.applied.reviews == 20 and got.applied.rescheduled == 20
+    return len(statements), journal_per_review, db_per_review
+
+
+def test_a_days_sync_reads_only_what_is_new(tmp_path: Path) -> None:
+    (tmp_path / "s").mkdir()
+    (tmp_path / "l").mkdir()
+    small, _, _ = _day_sync_statements(tmp_path / "s", 200)
+    large, journal_bytes, db_bytes = _day_sync_statements(tmp_path / "l", 2000)
+    assert large == small  # the same statements, whatever the size of the history
+    assert journal_bytes < db_bytes  # the journal grows by less than the database

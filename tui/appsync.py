@@ -1,5 +1,5 @@
-"""The app's sync (when `prep config sync_dir DIR` is set): started in a thread once the
-first screen is drawn, it writes this device's journal and reads (and checks) the other
+"""The app's daily backup and its sync (when `prep config sync_dir DIR` is set): started in
+a thread once the first screen is drawn, it writes this device's journal and reads (and checks) the other
 devices' new entries with its own connection, and backs the database up; the entries are
 then applied on the app's thread between two cards (never under the card being answered),
 and the summary line is shown. On quit, one more sync, in full."""
@@ -36,14 +36,13 @@ class AppSync:
     def start(self) -> None:
         """Once, after the first screen: the thread's half of a sync."""
         store = self.app.store
-        folder = self.folder(store)
-        if self._started or folder is None:
+        if self._started or store is None or store.path is None or store.read_only:
             return
         self._started = True
-        path = store.path
-        threading.Thread(target=self._fetch, args=(path, folder), daemon=True).start()
+        folder = self.folder(store)
+        threading.Thread(target=self._fetch, args=(store.path, folder), daemon=True).start()
 
-    def _fetch(self, path: Path, folder: Path) -> None:
+    def _fetch(self, path: Path, folder: Path | None) -> None:
         from prep.engine import backup
         from prep.engine.storage import Store, StoreError
         from prep.engine.sync import journal
@@ -51,6 +50,9 @@ class AppSync:
 
         try:
             with Store.open(path) as store:
+                backup.daily(store)  # once a day, sync or not
+                if folder is None:
+                    return
                 self.sent = sync_out(store, folder).sent_reviews
                 journals = [journal.read(p, dev) for dev, p in pending(store, folder)]
                 if any(j.entries for j in journals):
