@@ -87,6 +87,7 @@ def apply(store: Any, journals: list[Journal], now: datetime | None = None) -> A
     out = Applied()
     incoming: dict[str, dict[tuple[int, int], _Rev]] = defaultdict(dict)
     affected: set[str] = set()
+    touched: set[str] = set()  # cards a tombstone reached: replayed from the start of the change
     for j in journals:
         dn = local.device_n(conn, j.device, j.name)
         pmap = {key: local.params_n(conn, p) for key, p in j.params.items()}
@@ -117,6 +118,7 @@ def apply(store: Any, journals: list[Journal], now: datetime | None = None) -> A
                     found = _review_row(conn, rn, rseq)
                     if found is not None:
                         affected.add(found[1])
+                        touched.add(found[1])
                     for ccid, revs in incoming.items():
                         if revs.pop((rn, rseq), None) is not None:
                             affected.add(ccid)
@@ -135,7 +137,9 @@ def apply(store: Any, journals: list[Journal], now: datetime | None = None) -> A
     scheds: dict[int, Scheduler] = {}
     new_cards = False
     for cid in sorted(affected):
-        changed, created = replay(store, cid, list(incoming.get(cid, {}).values()), devices, scheds)
+        revs = list(incoming.get(cid, {}).values())
+        done = None if cid in touched else _append(store, cid, revs, devices, scheds)
+        changed, created = done if done is not None else replay(store, cid, revs, devices, scheds)
         out.rescheduled += changed
         new_cards |= created
     if new_cards:  # cards new here: the next open checks them against the decks
@@ -246,6 +250,59 @@ def _deck_of(conn, cid: str) -> tuple[str, str, bool] | None:
     return None if row is None else (row[0], row[1], False)
 
 
+def _append(
+    store: Any,
+    cid: str,
+    incoming: list[_Rev],
+    devices: dict[int, str],
+    scheds: dict[int, Scheduler],
+) -> tuple[bool, bool] | None:
+    """The usual case, without reading the card's log: every review arriving comes after the
+    card's last one here, so the replay starts from the card's stored state. None when that
+    is not the case (replay() then does it all)."""
+    conn = store.conn
+    live = sorted(incoming, key=lambda r: (r.at, devices[r.dev], r.seq))
+    if not live:
+        return None
+    last = conn.execute(
+        "SELECT dev, coalesce(seq, id), at FROM reviews WHERE card_id = ? ORDER BY id DESC LIMIT 1",
+        (cid,),
+    ).fetchone()
+    if last is None:
+        return None
+    current = store.card(cid)
+    if (
+        current is None
+        or current.last_review is None
+        or to_us(current.last_review) != last[2]
+        or (live[0].at, devices[live[0].dev], live[0].seq) <= (last[2], devices[last[0]], last[1])
+    ):
+        return None
+    final = _write(store, cid, current, live, Chain(), scheds)
+    return current.due != final.due, False
+
+
+def _write(
+    store: Any, cid: str, state: CardState, revs: list[_Rev], chain: Chain, scheds: dict
+) -> CardState:
+    """Rate ``state`` by each of ``revs`` in turn, writing each review; returns the last state.
+    (A chain that does not know the state before writes the first review's prev in full.)"""
+    conn = store.conn
+    for r in revs:
+        prev = None if state.is_new else state
+        prev_state = None if prev is None else prev.state
+        new = _scheduler(conn, r.params, scheds).review(state, r.rating, from_us(r.at)).state
+        pblob, nblob = chain.encode(cid, prev_state, prev, new)
+        conn.execute(
+            "INSERT INTO reviews (card_id, rating, at, duration_ms, prev_state, prev, next, "
+            "dev, seq, params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (cid, r.rating, r.at, r.duration_ms, prev_state, pblob, nblob, r.dev, r.seq, r.params),
+        )
+        state = new
+    store.put_card(state)
+    return state
+
+
 def replay(
     store: Any,
     cid: str,
@@ -295,18 +352,7 @@ def replay(
     chain = Chain()
     if k > 0:
         chain.last[cid] = state
-    for r in merged[k:]:
-        prev = None if state.is_new else state
-        prev_state = None if prev is None else prev.state
-        at = from_us(r.at)
-        new = _scheduler(conn, r.params, scheds).review(state, r.rating, at).state
-        pblob, nblob = chain.encode(cid, prev_state, prev, new)
-        conn.execute(
-            "INSERT INTO reviews (card_id, rating, at, duration_ms, prev_state, prev, next, "
-            "dev, seq, params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (cid, r.rating, r.at, r.duration_ms, prev_state, pblob, nblob, r.dev, r.seq, r.params),
-        )
-        state = new
+    state = _write(store, cid, state, merged[k:], chain, scheds)
     if not merged:
         conn.execute("DELETE FROM cards WHERE id = ?", (cid,))
         return current is not None, False
