@@ -18,7 +18,7 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
-from prep.demos import extra
+from prep.demos.pretrained import extra
 from prep.demos.registry import DEMOS, check_kinds, names
 from prep.demos.report import Report, render
 
@@ -196,12 +196,12 @@ def _run_demo(
             f"{PROG}: note: --scale large is meant for a GPU; on cpu it may take minutes",
             file=sys.stderr,
         )
-    from prep.demos.decoder import WeightsError
+    from prep.demos.decoder.decoder import WeightsError
 
     module = importlib.import_module(DEMOS[args.name].module)
     report: Report
     if DEMOS[args.name].weights == "pretrained":
-        from prep.demos.pretrained import ModelError
+        from prep.demos.pretrained.pretrained import ModelError
 
         try:
             report = module.run(scale=args.scale, device=choice, seed=args.seed, model=args.model)

@@ -24,9 +24,21 @@ class DemoInfo:
 WEIGHTS = ("synthetic", "trained-here", "pretrained")
 
 
+# The demos are grouped by the evidence they rest on: demos/pretrained/ (a published checkpoint),
+# demos/decoder/ (the shipped decoder, trained here), demos/synthetic/ (the rest: random or
+# hand-built weights, or a small model the demo trains as it runs).
+_DECODER_DEMOS = {"cross-head-mixing", "dla", "induction", "no-wo", "ov-copying", "ov-rank"}
+
+
+def _folder(name: str, weights: str) -> str:
+    if weights == "pretrained":
+        return "pretrained"
+    return "decoder" if name in _DECODER_DEMOS else "synthetic"
+
+
 def _info(name: str, claim: str, weights: str = "synthetic") -> DemoInfo:
     assert weights in WEIGHTS, weights
-    module = "prep.demos." + name.replace("-", "_")
+    module = f"prep.demos.{_folder(name, weights)}." + name.replace("-", "_")
     return DemoInfo(name=name, module=module, claim=claim, weights=weights)
 
 

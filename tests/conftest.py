@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.deck import Collection, load_collection
-from prep.engine.storage import Store
+from prep.engine.decks.deck import Collection, load_collection
+from prep.engine.store import Store
 
 FIXED_NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -127,8 +127,8 @@ def reviewed_store(
     ``days`` ((day after FIXED_NOW, rating), fuzz off), so some cards are in review state."""
     from datetime import timedelta
 
-    from prep.engine.scheduler import Rating, Scheduler
-    from prep.engine.session import ReviewSession
+    from prep.engine.study.scheduler import Rating, Scheduler
+    from prep.engine.study.session import ReviewSession
 
     store = Store.memory()
     for day, rating in days:

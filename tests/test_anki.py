@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from prep.engine import anki
-from prep.engine.deck import Collection, load_collection
-from prep.engine.export import ExportError
+from prep.engine.decks.deck import Collection, load_collection
+from prep.engine.transfer import anki
+from prep.engine.transfer.export import ExportError
 from prep.tui.cli import main
 
 FIELD_SEP = "\x1f"

@@ -5,7 +5,7 @@ demos/   imports nothing of prep.engine or prep.tui;
 tui/     never imports torch (demos run in a subprocess, or through prep.demos.cli).
 
 The one exception: `prep optimize` reaches torch through fsrs's Optimizer, in
-engine/optimize.py only (fsrs is a dependency of the engine; the import of fsrs.optimizer is
+engine/study/optimize.py only (fsrs is a dependency of the engine; the import of fsrs.optimizer is
 what pulls torch in, and it happens only when the user runs the optimizer).
 """
 
@@ -25,7 +25,7 @@ FORBIDDEN = {
     "tui": ("torch",),
 }
 # (module file, imported name): the documented exceptions
-ALLOWED = {("engine/optimize.py", "fsrs.optimizer")}
+ALLOWED = {("engine/study/optimize.py", "fsrs.optimizer")}
 # imports that reach a forbidden package indirectly (checked like the package itself)
 REACHES = {"fsrs.optimizer": "torch", "fsrs.Optimizer": "torch", "textual_plotext": "textual"}
 
@@ -123,11 +123,53 @@ def test_the_check_sees_imports_inside_functions(tmp_path: Path, monkeypatch) ->
 
 
 def test_the_exception_is_only_where_it_is_documented() -> None:
-    """fsrs.optimizer (which imports torch) appears in engine/optimize.py and nowhere else."""
+    """fsrs.optimizer (which imports torch) appears in engine/study/optimize.py and nowhere else."""
     users = [
         path.relative_to(ROOT).as_posix()
         for folder in FOLDERS
         for path in modules(folder)
         if any(name.startswith("fsrs.optimizer") for _line, name in imported_names(path))
     ]
-    assert users == ["engine/optimize.py"]
+    assert users == ["engine/study/optimize.py"]
+
+
+# The floor plan: engine/ grouped by purpose, demos/ by the evidence a demo rests on.
+ENGINE_ROOMS = {"store", "decks", "study", "transfer", "sync"}
+ENGINE_TOP = {"__init__.py", "timeutil.py"}
+DEMO_ROOMS = {"synthetic": "synthetic", "decoder": "trained-here", "pretrained": "pretrained"}
+DEMO_TOP = {
+    "__init__.py",
+    "__main__.py",
+    "_torch.py",
+    "cli.py",
+    "harness.py",
+    "registry.py",
+    "report.py",
+}
+
+
+def rooms(folder: str) -> tuple[set[str], set[str]]:
+    """(the .py files at the top of ``folder``, its sub-folders that are packages)."""
+    top = {p.name for p in (ROOT / folder).glob("*.py")}
+    subs = {p.parent.name for p in (ROOT / folder).glob("*/__init__.py")}
+    return top, subs
+
+
+def test_the_tree_reads_as_the_architecture() -> None:
+    """engine/ holds its five rooms (sync: machine to machine) and timeutil; demos/ holds the harness, registry, report
+    and CLI at the top and every demo in the room of its evidence: a pretrained demo in
+    demos/pretrained/, a demo in demos/decoder/ measures trained weights."""
+    from prep.demos.registry import DEMOS
+
+    top, subs = rooms("engine")
+    assert (top, subs) == (ENGINE_TOP, ENGINE_ROOMS)
+    top, subs = rooms("demos")
+    assert (top, subs) == (DEMO_TOP, set(DEMO_ROOMS))
+    for name, info in DEMOS.items():
+        parts = info.module.split(".")
+        assert parts[:2] == ["prep", "demos"] and len(parts) == 4, (name, info.module)
+        room = parts[2]
+        assert (ROOT / "demos" / room / f"{parts[3]}.py").is_file(), (name, info.module)
+        assert (info.weights == "pretrained") == (room == "pretrained"), (name, room)
+        if room == "decoder":
+            assert info.weights == DEMO_ROOMS[room], (name, info.weights)

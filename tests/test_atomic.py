@@ -1,4 +1,4 @@
-"""The file writer (engine/atomic.py): whole files, and nothing but the files named.
+"""The file writer (engine/transfer/atomic.py): whole files, and nothing but the files named.
 
 The blocker that started this (issue 10): run as root, `prep export -o /dev/null` made a
 temporary file beside the target and renamed it over /dev/null. These tests never touch the
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.atomic import WriteError, write_files
+from prep.engine.transfer.atomic import WriteError, write_files
 
 
 def leftovers(folder: Path) -> list[str]:
@@ -117,7 +117,7 @@ def test_dash_means_standard_output(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 STDOUT_SCRIPT = (
-    "import sys; from prep.engine.atomic import write_files; "
+    "import sys; from prep.engine.transfer.atomic import write_files; "
     "write_files({sys.argv[1]: 'via ' + sys.argv[1] + chr(10)})"
 )
 
@@ -191,7 +191,7 @@ def test_failed_write_leaves_no_temporary_and_the_old_file(tmp_path: Path) -> No
 SLOW_WRITER = """
 import sys, time
 from pathlib import Path
-from prep.engine.atomic import write_files
+from prep.engine.transfer.atomic import write_files
 
 def slow(path):
     path.write_text("partial")

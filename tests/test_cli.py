@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from prep.engine.storage import Store
+from prep.engine.store import Store
 from prep.tui.cli import main
 
 PREP = [sys.executable, "-m", "prep.tui.cli"]

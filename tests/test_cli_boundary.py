@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from prep.engine.storage import Store
+from prep.engine.store import Store
 from prep.tui.cli import main
 
 PREP = [sys.executable, "-m", "prep.tui.cli"]
@@ -289,7 +289,7 @@ def test_a_bug_is_one_line_exit_70_and_debug_shows_it(tmp_path: Path) -> None:
     # a command that fails in a way nobody planned for: stats on a store whose query breaks
     code = (
         "import sys\n"
-        "from prep.engine import stats\n"
+        "from prep.engine.study import stats\n"
         "def broken(*a, **k): raise TypeError('unplanned')\n"
         "stats.compute = broken\n"
         "from prep.tui.cli import run\n"

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from textual.app import App
 from textual.widgets import Static
 
-from prep.engine.cram import UnknownDeck, cram_sheet, render
-from prep.engine.deck import Collection, load_collection
+from prep.engine.decks.deck import Collection, load_collection
+from prep.engine.study.cram import UnknownDeck, cram_sheet, render
 from prep.tui.cli import main
 from prep.tui.screens.cram import CramScreen
 

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from prep.engine.storage import Store
+from prep.engine.store import Store
 
 
 class Reader:

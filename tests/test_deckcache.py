@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine import deckcache, stats
-from prep.engine.deck import load_collection
-from prep.engine.scheduler import Rating
-from prep.engine.session import ReviewSession, build_queue, limits_today
-from prep.engine.storage import Mark, Store, StoreError
+from prep.engine.decks import deckcache
+from prep.engine.decks.deck import load_collection
+from prep.engine.store import Mark, Store, StoreError
+from prep.engine.study import stats
+from prep.engine.study.scheduler import Rating
+from prep.engine.study.session import ReviewSession, build_queue, limits_today
 from tests.conftest import SMALL_DECK
 
 OTHER_DECK = """\
@@ -112,7 +113,7 @@ def test_an_edit_is_parsed_again_and_flags_the_card(store, decks, parses, clock)
     edited = deckcache.load(store, [decks], include_bundled=False)
     assert parses == ["small.yaml", "small.yaml"]
     assert "Mixing across heads" in edited.get("roles").answer
-    assert store.card("roles").changed  # the sync ran, in SQL
+    assert store.card("roles").changed  # the reconciliation ran, in SQL
     same_as_full_parse(edited, decks)
 
 

@@ -9,10 +9,11 @@ import json
 
 import pytest
 
-from prep.demos import attention as attn
-from prep.demos import decoder, harness, train_decoder
+from prep.demos import harness
 from prep.demos._torch import torch
+from prep.demos.decoder import decoder, train_decoder
 from prep.demos.registry import DEMOS
+from prep.demos.synthetic import attention as attn
 
 CPU = torch.device("cpu")
 

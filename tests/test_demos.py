@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prep.demos import attention as attn
 from prep.demos import harness
 from prep.demos._torch import torch
 from prep.demos.registry import DEMOS, check_kinds, names
+from prep.demos.synthetic import attention as attn
 from tests.demo_names import DEMO_NAMES, SYNTHETIC_DEMO_NAMES
 
 CPU = torch.device("cpu")
@@ -35,7 +35,9 @@ def test_registry_names_are_the_contract() -> None:
     assert names() == list(DEMO_NAMES)
     for name, info in DEMOS.items():
         assert info.name == name
-        assert info.module == "prep.demos." + name.replace("-", "_")
+        room = {"pretrained": "pretrained"}.get(info.weights, info.module.split(".")[2])
+        assert room in ("synthetic", "decoder", "pretrained"), info.module
+        assert info.module == f"prep.demos.{room}." + name.replace("-", "_")
         assert info.claim.endswith(".") and "\n" not in info.claim
 
 

@@ -51,7 +51,8 @@ def test_json_and_human_output_agree(capsys: pytest.CaptureFixture[str]) -> None
 def test_failing_check_exits_1_and_teaches(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from prep.demos import block_diagonal, harness
+    from prep.demos import harness
+    from prep.demos.synthetic import block_diagonal
 
     def broken(setup):
         return [harness.Check("max |write outside slice|", 0.5, "== 0.0", False, "dense W_O?")]
@@ -116,7 +117,7 @@ def test_cards_line_only_with_linked_cards(capsys: pytest.CaptureFixture[str]) -
 def test_large_on_cpu_prints_a_note(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from prep.demos import per_head_sum
+    from prep.demos.synthetic import per_head_sum
 
     monkeypatch.setitem(per_head_sum.SCALES, "large", per_head_sum.SCALES["small"])
     assert cli.main(["per-head-sum", "--scale", "large", "--device", "cpu", "--json"]) == 0

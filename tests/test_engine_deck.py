@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.deck import load_collection, parse_deck_text
+from prep.engine.decks.deck import load_collection, parse_deck_text
 
 DEMOS = ["block-diagonal", "no-wo"]
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from prep.engine.present import human_interval
-from prep.engine.scheduler import CardState, Rating, Scheduler, Settings, State
+from prep.engine.study.present import human_interval
+from prep.engine.study.scheduler import CardState, Rating, Scheduler, Settings, State
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 

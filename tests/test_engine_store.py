@@ -1,4 +1,4 @@
-"""Storage and sessions: immediate commits, exact undo, sync, queue order, consistency."""
+"""Storage and sessions: immediate commits, exact undo, reconciling with the decks, queue order, consistency."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prep.engine.deck import load_collection
-from prep.engine.scheduler import CardState, Rating, Scheduler, Settings
-from prep.engine.session import ReviewSession, build_queue
-from prep.engine.storage import SCHEMA_VERSION, Store, StoreError
+from prep.engine.decks.deck import load_collection
+from prep.engine.store import SCHEMA_VERSION, Store, StoreError
+from prep.engine.study.scheduler import CardState, Rating, Scheduler, Settings
+from prep.engine.study.session import ReviewSession, build_queue
 from tests.conftest import FIXED_NOW, SMALL_DECK, Clock
 
 
@@ -214,20 +214,20 @@ def test_edited_card_keeps_progress_and_is_flagged(tmp_path: Path, fresh_store, 
         SMALL_DECK.replace("Cross-head mixing and per-head weighting.", "Mixing; weighting.")
     )
     coll2 = load_collection([deck], include_bundled=False)
-    assert fresh_store.sync(coll2.cards) == {"changed": 1, "removed": 0, "restored": 0}
+    assert fresh_store.reconcile(coll2.cards) == {"changed": 1, "removed": 0, "restored": 0}
     state = fresh_store.card("roles")
     assert state.changed and state.reps == 1
     # a removed card keeps its history and is no longer served
     deck.write_text(SMALL_DECK.split("  - id: pick-one")[0])
     coll3 = load_collection([deck], include_bundled=False)
-    assert fresh_store.sync(coll3.cards)["removed"] == 1
+    assert fresh_store.reconcile(coll3.cards)["removed"] == 1
     clock.advance(days=400)
     assert fresh_store.due_ids(clock()) == ["roles"]
     assert "pick-one" not in build_queue(fresh_store, coll3, clock()).ids
     assert fresh_store.card("pick-one").removed and fresh_store.card("pick-one").reps == 1
     assert len(fresh_store.reviews(card_id="pick-one")) == 1
     # back in the deck: restored, with its history
-    assert fresh_store.sync(coll2.cards)["restored"] == 1
+    assert fresh_store.reconcile(coll2.cards)["restored"] == 1
     assert sorted(fresh_store.due_ids(clock())) == ["pick-one", "roles"]
 
 
@@ -342,7 +342,7 @@ def test_undo_everything_returns_to_empty(fresh_store, small_collection, clock) 
 
 
 def test_card_state_round_trips_through_json() -> None:
-    from prep.engine.storage import state_from_json, state_to_json
+    from prep.engine.store import state_from_json, state_to_json
 
     s = (
         Scheduler(enable_fuzzing=False)
@@ -355,7 +355,7 @@ def test_card_state_round_trips_through_json() -> None:
 def test_migration_from_v1_keeps_data(db_path: Path) -> None:
     import sqlite3 as sq
 
-    from prep.engine import schema
+    from prep.engine.store import schema
 
     # build a schema-v1 database by hand, as the first release wrote it
     conn = sq.connect(db_path, isolation_level=None)
@@ -438,7 +438,7 @@ def test_a_damaged_database_is_a_store_error(db_path: Path, small_collection, cl
 def test_migration_from_v6_indexes_the_deck_cache_ids(tmp_path: Path) -> None:
     """v7 adds a covering index over the cached cards' (key, id, dup): a v6 database (its
     cache filled) migrates, and the ids read on open are the same, from the index."""
-    from prep.engine import deckcache
+    from prep.engine.decks import deckcache
 
     decks = tmp_path / "decks"
     decks.mkdir()

@@ -13,12 +13,12 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prep.engine import export as ex
-from prep.engine import importer
-from prep.engine.deck import Collection
-from prep.engine.scheduler import CardState, Rating, Scheduler, Settings
-from prep.engine.session import ReviewSession
-from prep.engine.storage import Store
+from prep.engine.decks.deck import Collection
+from prep.engine.store import Store
+from prep.engine.study.scheduler import CardState, Rating, Scheduler, Settings
+from prep.engine.study.session import ReviewSession
+from prep.engine.transfer import export as ex
+from prep.engine.transfer import importer
 from prep.tui.cli import main
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -487,7 +487,7 @@ def test_stats_days_follow_local_study_days_across_a_dst_change(
 ) -> None:
     """Each review is put on its own local study day (4am rollover) with the UTC offset it
     was made under, not today's: New York moved from EST to EDT on 2026-03-08."""
-    from prep.engine import stats as stats_mod
+    from prep.engine.study import stats as stats_mod
 
     store = Store.memory()
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from prep.engine import export as ex
-from prep.engine import importer
-from prep.engine import stats as stats_mod
-from prep.engine.deck import Collection
-from prep.engine.export import neutralise_cell, unneutralise_cell
-from prep.engine.storage import Store
+from prep.engine.decks.deck import Collection
+from prep.engine.store import Store
+from prep.engine.study import stats as stats_mod
+from prep.engine.transfer import export as ex
+from prep.engine.transfer import importer
+from prep.engine.transfer.export import neutralise_cell, unneutralise_cell
 from prep.tui.cli import main
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)

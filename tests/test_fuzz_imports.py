@@ -18,12 +18,12 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prep.engine import export as ex
-from prep.engine import importer
-from prep.engine.deck import Collection, parse_deck_text
-from prep.engine.export import ExportError
-from prep.engine.scheduler import state_problem
-from prep.engine.storage import Store
+from prep.engine.decks.deck import Collection, parse_deck_text
+from prep.engine.store import Store
+from prep.engine.study.scheduler import state_problem
+from prep.engine.transfer import export as ex
+from prep.engine.transfer import importer
+from prep.engine.transfer.export import ExportError
 from prep.tui.cli import main
 from tests.conftest import SMALL_DECK, reviewed_store
 

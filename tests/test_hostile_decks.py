@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine import deck as deck_mod
-from prep.engine import deckcache
-from prep.engine.deck import load_collection
-from prep.engine.storage import Store
+from prep.engine.decks import deck as deck_mod
+from prep.engine.decks import deckcache
+from prep.engine.decks.deck import load_collection
+from prep.engine.store import Store
 
 CARD = """\
   - id: c1

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from prep.engine import export as ex
-from prep.engine import importer
-from prep.engine.deck import Collection
-from prep.engine.export import ExportError
-from prep.engine.scheduler import CardState, Rating
-from prep.engine.session import ReviewSession
-from prep.engine.storage import Store, StoreError
+from prep.engine.decks.deck import Collection
+from prep.engine.store import Store, StoreError
+from prep.engine.study.scheduler import CardState, Rating
+from prep.engine.study.session import ReviewSession
+from prep.engine.transfer import export as ex
+from prep.engine.transfer import importer
+from prep.engine.transfer.export import ExportError
 from prep.tui.cli import main
 from tests.conftest import reviewed_store
 
@@ -210,7 +210,7 @@ def test_plain_session_prints_the_skip_and_goes_on(
 ) -> None:
     db = tmp_path / "p.db"
     with Store.open(db) as store:
-        store.sync(small_collection.cards)
+        store.reconcile(small_collection.cards)
         first = small_collection.cards[0]
         store.put_card(
             CardState(id=first.id, deck=first.deck, state=2, step=None, reps=3, due=T0)

@@ -11,7 +11,7 @@ def test_engine_imports_neither_textual_nor_torch() -> None:
     import prep.engine
 
     modules = [f"prep.engine.{m.name}" for m in pkgutil.iter_modules(prep.engine.__path__)]
-    assert "prep.engine.storage" in modules
+    assert "prep.engine.store" in modules
     code = "import importlib, sys\n"
     code += "".join(f"importlib.import_module({m!r})\n" for m in modules)
     code += "print([m for m in ('textual', 'torch') if m in sys.modules])\n"
@@ -25,8 +25,8 @@ def test_decks_served_by_the_cache_are_loaded_without_yaml(tmp_path) -> None:
     with unchanged files is served by the database alone."""
     code = (
         "import sys\n"
-        "from prep.engine import deckcache\n"
-        "from prep.engine.storage import Store\n"
+        "from prep.engine.decks import deckcache\n"
+        "from prep.engine.store import Store\n"
         f"store = Store.open({str(tmp_path / 'p.db')!r})\n"
         "coll = deckcache.load(store)\n"
         "print(len(coll), 'yaml' in sys.modules)\n"

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine import deckcache
-from prep.engine.deck import Collection, load_collection
-from prep.engine.scheduler import CardState, State
-from prep.engine.session import build_queue, deck_counts
-from prep.engine.storage import Mark, Store
+from prep.engine.decks import deckcache
+from prep.engine.decks.deck import Collection, load_collection
+from prep.engine.store import Mark, Store
+from prep.engine.study.scheduler import CardState, State
+from prep.engine.study.session import build_queue, deck_counts
 from tests.conftest import FIXED_NOW
 from tests.test_deckcache import parses  # noqa: F401 - a fixture
 
@@ -161,7 +161,7 @@ def old_deck_counts(store: Store, coll: Collection, new_limit: int | None) -> li
         settings = store.settings()
         limit = new_limit
         if limit is None:
-            from prep.engine.session import extra_new_today
+            from prep.engine.study.session import extra_new_today
             from prep.engine.timeutil import day_start
 
             done = store.count_reviews(day_start(now), new_only=True)
@@ -275,7 +275,7 @@ def test_cards_citing_a_demo_build_no_card(store, decks) -> None:
 
 
 def test_a_deck_and_the_cram_sheet_are_the_same_through_the_cache(store, decks) -> None:
-    from prep.engine.cram import cram_sheet
+    from prep.engine.study.cram import cram_sheet
 
     cached = deckcache.load(store, [decks], include_bundled=False)
     full = load_collection([decks], include_bundled=False)
@@ -284,7 +284,7 @@ def test_a_deck_and_the_cram_sheet_are_the_same_through_the_cache(store, decks) 
         assert cram_sheet(cached, deck) == cram_sheet(full, deck)
     assert cram_sheet(cached)  # not vacuous
     # the apkg export's notes, front and back
-    from prep.engine.anki import build_package
+    from prep.engine.transfer.anki import build_package
 
     def notes(coll: Collection) -> list:
         return [(n.guid, n.fields, n.tags) for d in build_package(coll).decks for n in d.notes]
@@ -315,7 +315,7 @@ def test_cram_apkg_and_cited_cards_read_the_cache(tmp_path, parses, no_full_pars
     filled, an unchanged collection is not parsed again; the output is the full parse's."""
     import json
 
-    from prep.engine.cram import cram_sheet, render
+    from prep.engine.study.cram import cram_sheet, render
     from prep.tui.cli import demo_names
 
     decks = write_mixed_decks(tmp_path / "decks")
@@ -349,7 +349,7 @@ def test_a_v7_database_migrates_and_the_lookups_use_their_indexes(tmp_path, deck
     """v8 indexes the cached cards by (kind, key) and the cards that cite a demo, and puts
     the deck in the due index: a v7 database (its cache filled, progress kept) migrates, and
     the rotation, the cited cards and home's counts read those indexes."""
-    from prep.engine.storage import SCHEMA_VERSION
+    from prep.engine.store import SCHEMA_VERSION
 
     db = tmp_path / "v7.db"
     with Store.open(db) as store:

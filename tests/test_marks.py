@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from prep.engine import export as ex
-from prep.engine import importer
-from prep.engine.deck import Collection
-from prep.engine.storage import Mark, Store
+from prep.engine.decks.deck import Collection
+from prep.engine.store import Mark, Store
+from prep.engine.transfer import export as ex
+from prep.engine.transfer import importer
 from prep.tui.cli import main
 
 from .test_export import T0, history

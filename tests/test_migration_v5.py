@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.storage import SCHEMA_VERSION, Store, state_from_json
+from prep.engine.store import SCHEMA_VERSION, Store, state_from_json
 from tests.benchmarks import gencoll
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)

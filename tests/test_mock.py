@@ -13,11 +13,11 @@ from click.testing import CliRunner
 from textual.app import App
 from textual.widgets import Input, Static
 
-from prep.engine.deck import Collection, load_collection
-from prep.engine.mock import MockError, MockInterview, follow_up_chain, pick_main
-from prep.engine.present import clock_text
-from prep.engine.scheduler import CardState, Rating, Scheduler
-from prep.engine.storage import Store
+from prep.engine.decks.deck import Collection, load_collection
+from prep.engine.store import Store
+from prep.engine.study.mock import MockError, MockInterview, follow_up_chain, pick_main
+from prep.engine.study.present import clock_text
+from prep.engine.study.scheduler import CardState, Rating, Scheduler
 from prep.tui.cli import main
 from prep.tui.plain import run_mock_plain
 from prep.tui.screens.mock import MockScreen

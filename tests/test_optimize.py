@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner
 from fsrs.scheduler import DEFAULT_PARAMETERS
 
-from prep.engine import optimize as opt
-from prep.engine.scheduler import CardState, Scheduler, Settings
-from prep.engine.storage import Store
+from prep.engine.store import Store
+from prep.engine.study import optimize as opt
+from prep.engine.study.scheduler import CardState, Scheduler, Settings
 from prep.tui.cli import main
 
 T0 = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
@@ -218,8 +218,8 @@ def test_config_parameters(tmp_path: Path) -> None:
 def test_light_commands_do_not_import_torch_pandas_or_textual() -> None:
     code = (
         "import sys\n"
-        "import prep.tui.cli, prep.engine.export, prep.engine.optimize, prep.engine.cram\n"
-        "import prep.engine.mock, prep.engine.anki, prep.tui.plain\n"
+        "import prep.tui.cli, prep.engine.transfer.export, prep.engine.study.optimize, prep.engine.study.cram\n"
+        "import prep.engine.study.mock, prep.engine.transfer.anki, prep.tui.plain\n"
         "heavy = [m for m in ('torch', 'pandas', 'textual') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )

@@ -29,7 +29,7 @@ def shipped_files() -> list[str]:
 
 
 PROBE = (
-    "from prep.engine.deck import bundled_deck_files, load_collection\n"
+    "from prep.engine.decks.deck import bundled_deck_files, load_collection\n"
     "import prep.engine, prep.questions\n"
     "files = bundled_deck_files()\n"
     "coll = load_collection()\n"
@@ -39,7 +39,7 @@ PROBE = (
 
 
 def test_editable_install_reads_the_repo_decks() -> None:
-    from prep.engine.deck import bundled_deck_files
+    from prep.engine.decks.deck import bundled_deck_files
 
     files = bundled_deck_files()
     assert files, "no bundled decks found in the prep.questions package"
@@ -81,8 +81,8 @@ def test_wheel_install_ships_the_decks(tmp_path: Path) -> None:
     assert yamls == sorted(f"prep/questions/{p.name}" for p in (ROOT / "questions").glob("*.yaml"))
     missing = sorted(set(shipped_files()) - set(names))
     assert not missing, f"not in the wheel: {missing}"
-    assert "prep/demos/weights/decoder.safetensors" in names  # the shipped decoder
-    assert "prep/demos/weights/decoder.json" in names
+    assert "prep/demos/decoder/weights/decoder.safetensors" in names  # the shipped decoder
+    assert "prep/demos/decoder/weights/decoder.json" in names
     # A bare venv with the wheel unpacked (a pure-Python wheel needs nothing more) and this
     # venv's dependencies on its path, but not the editable finder: prep comes from the wheel.
     target = tmp_path / "venv"

@@ -9,9 +9,10 @@ import json
 
 import pytest
 
-from prep.demos import cli, extra, harness
-from prep.demos import pretrained as pt
+from prep.demos import cli, harness
 from prep.demos._torch import torch
+from prep.demos.pretrained import extra
+from prep.demos.pretrained import pretrained as pt
 from prep.demos.registry import DEMOS, check_kinds
 from tests.demo_names import REAL_DEMO_NAMES
 

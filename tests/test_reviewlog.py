@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prep.engine.reviewlog import NO_STATE, Chain, from_us, pack, to_us, unpack
-from prep.engine.scheduler import CardState
+from prep.engine.store.reviewlog import NO_STATE, Chain, from_us, pack, to_us, unpack
+from prep.engine.study.scheduler import CardState
 
 T0 = datetime(2026, 3, 2, 9, 0, 0, 123456, tzinfo=UTC)
 
@@ -97,7 +97,7 @@ def slow_legacy_state(text: str):
     import json
     import struct
 
-    from prep.engine.reviewlog import LegacyState, state_json
+    from prep.engine.store.reviewlog import LegacyState, state_json
 
     try:
         d = json.loads(text)
@@ -112,7 +112,7 @@ def slow_legacy_state(text: str):
 
 
 def assert_same_reading(text: str) -> None:
-    from prep.engine.reviewlog import legacy_state
+    from prep.engine.store.reviewlog import legacy_state
 
     fast, slow = legacy_state(text), slow_legacy_state(text)
     assert type(fast) is type(slow) and fast == slow, text
@@ -123,7 +123,7 @@ def assert_same_reading(text: str) -> None:
 @settings(max_examples=300, deadline=None)
 @given(states)
 def test_reading_a_json_state_is_the_exact_check(s: CardState) -> None:
-    from prep.engine.reviewlog import state_json
+    from prep.engine.store.reviewlog import state_json
 
     assert_same_reading(state_json(s))
 
@@ -155,7 +155,7 @@ def test_reading_a_json_state_is_the_exact_check(s: CardState) -> None:
     ],
 )
 def test_odd_json_states_are_read_as_before(edit) -> None:
-    from prep.engine.reviewlog import state_json
+    from prep.engine.store.reviewlog import state_json
 
     s = CardState("a", "d", 2, None, 4.5, 5.0, T0, T0 - timedelta(days=1), 3, 1)
     assert_same_reading(edit(state_json(s)))

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.deck import load_collection
-from prep.engine.storage import Store
+from prep.engine.decks.deck import load_collection
+from prep.engine.store import Store
 from prep.tui.serve import app_command, is_loopback
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prep.engine.scheduler import CardState, Scheduler
-from prep.engine.storage import Mark, Store
+from prep.engine.store import Mark, Store
+from prep.engine.study.scheduler import CardState, Scheduler
 from prep.engine.sync.run import sync
 from prep.tui.cli import main
 
@@ -231,7 +231,7 @@ def test_journal_never_makes_prep_write_elsewhere(tmp_path: Path) -> None:
     outside.mkdir()
     (folder / "../../etc").mkdir(parents=True, exist_ok=True)  # odd names are ignored
     with Store.open(fresh) as s:
-        from prep.engine.sync import local
+        from prep.engine.store import devices as local
 
         me = local.device_id(s.conn)
         rate(s, "k", 3, T0)
@@ -246,7 +246,7 @@ def test_journal_never_makes_prep_write_elsewhere(tmp_path: Path) -> None:
 _KILLER = """
 import os, signal, sys
 from pathlib import Path
-from prep.engine.storage import Store
+from prep.engine.store import Store
 from prep.engine.sync import journal, merge, run
 where = sys.argv[3]
 if where == "write":

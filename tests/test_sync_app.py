@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.storage import Store
-from prep.engine.sync import local
+from prep.engine.store import Store
+from prep.engine.store import devices as local
 from prep.engine.sync.run import sync
 from prep.tui.screens.review import ReviewScreen
 from prep.tui.testing import NOW, fixed_collection, make_app

@@ -17,8 +17,8 @@ from rich.console import Console
 from rich.text import Text
 from textual.widgets import DataTable, Static
 
-from prep.engine.scheduler import Rating
-from prep.engine.storage import Store
+from prep.engine.store import Store
+from prep.engine.study.scheduler import Rating
 from prep.tui.app import PrepApp, pick_theme
 from prep.tui.screens.demo import DemoScreen, parse_report
 from prep.tui.screens.errors import ErrorScreen
@@ -441,7 +441,7 @@ def test_the_tui_never_imports_torch(tmp_path: Path) -> None:
         for pkg in (prep.tui, prep.tui.screens, prep.tui.widgets):
             for mod in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + "."):
                 importlib.import_module(mod.name)
-        from prep.engine.storage import Store
+        from prep.engine.store import Store
         from prep.tui.app import PrepApp
         from prep.tui.testing import write_decks
         from pathlib import Path
@@ -506,7 +506,7 @@ async def test_mock_enter_after_the_reveal_grades_good(tmp_path: Path) -> None:
 async def test_long_text_wraps_under_itself_at_80_columns(tmp_path: Path) -> None:
     """Choices and cram bullets wrap with a hanging indent; the demo's checks wrap instead of
     being cut off at the right edge."""
-    from prep.engine.cram import CramDeck, CramItem
+    from prep.engine.study.cram import CramDeck, CramItem
     from prep.tui.screens.cram import sheet_text
 
     long = "word " * 30

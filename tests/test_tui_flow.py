@@ -148,7 +148,7 @@ async def test_help_opens_at_this_screens_section_and_ctrl_c_quits() -> None:
 async def test_mock_asks_before_discarding_a_typed_answer_and_says_saved_in_place() -> None:
     from textual.widgets import Input
 
-    from prep.engine.storage import Store
+    from prep.engine.store import Store
     from prep.tui.screens.confirm import Confirm
     from prep.tui.screens.mock import MockScreen
     from tests.test_tui import text_of
@@ -191,7 +191,7 @@ async def test_mock_asks_before_discarding_a_typed_answer_and_says_saved_in_plac
 def test_intervals_and_counts_in_words() -> None:
     from datetime import timedelta
 
-    from prep.engine.present import count, spoken_interval
+    from prep.engine.study.present import count, spoken_interval
 
     assert [count(n, "day") for n in (0, 1, 2)] == ["0 days", "1 day", "2 days"]
     assert spoken_interval(timedelta(days=1)) == "1 day"
@@ -202,7 +202,7 @@ def test_intervals_and_counts_in_words() -> None:
 
 @pytest.mark.parametrize("width", [80, 120])
 def test_deck_names_use_the_width_at_80_columns(width: int) -> None:
-    from prep.engine.deck import parse_deck_text
+    from prep.engine.decks.deck import parse_deck_text
     from prep.tui.testing import fixed_collection
 
     coll = fixed_collection()
@@ -257,8 +257,8 @@ async def test_card_text_keeps_a_readable_measure_on_a_wide_terminal() -> None:
 def test_new_cards_mix_decks_and_wait_for_their_parent(small_collection, fresh_store, clock):
     from collections import Counter
 
-    from prep.engine.deck import load_collection
-    from prep.engine.session import build_queue
+    from prep.engine.decks.deck import load_collection
+    from prep.engine.study.session import build_queue
     from prep.tui.testing import fixed_collection
 
     coll = fixed_collection()  # wo-core (recall, choice, follow-up, red-flag), wo-sums (recall)
@@ -277,9 +277,9 @@ def test_new_cards_mix_decks_and_wait_for_their_parent(small_collection, fresh_s
 
 
 def test_the_limit_is_named_and_study_more_adds_new_cards_today(tmp_path: Path, clock) -> None:
-    from prep.engine.scheduler import Rating, Settings
-    from prep.engine.session import ReviewSession, add_new_today, build_queue, limits_today
-    from prep.engine.storage import Store
+    from prep.engine.store import Store
+    from prep.engine.study.scheduler import Rating, Settings
+    from prep.engine.study.session import ReviewSession, add_new_today, build_queue, limits_today
     from prep.tui.testing import fixed_collection
 
     store = Store.memory()
@@ -292,7 +292,7 @@ def test_the_limit_is_named_and_study_more_adds_new_cards_today(tmp_path: Path, 
     assert queue.new == []
     limits = limits_today(store, coll, clock(), queue)
     assert limits.new_reached and limits.new_waiting == 3 and limits.new_done == 2
-    from prep.engine.present import limit_lines
+    from prep.engine.study.present import limit_lines
 
     assert limit_lines(limits) == [
         "Daily new-card limit reached (2 of 2 today); 3 unseen cards wait."
@@ -305,8 +305,8 @@ def test_the_limit_is_named_and_study_more_adds_new_cards_today(tmp_path: Path, 
 
 @async_test
 async def test_study_more_from_home_and_review_ahead() -> None:
-    from prep.engine.scheduler import Rating, Settings
-    from prep.engine.storage import Store
+    from prep.engine.store import Store
+    from prep.engine.study.scheduler import Rating, Settings
     from prep.tui.screens.study_more import StudyMore
     from prep.tui.testing import NOW
     from tests.conftest import Clock
@@ -346,7 +346,7 @@ async def test_study_more_from_home_and_review_ahead() -> None:
 
 @async_test
 async def test_space_rates_good_and_a_three_choice_card_says_a_c() -> None:
-    from prep.engine.storage import Store
+    from prep.engine.store import Store
     from tests.test_tui import footer_keys
 
     store = Store.memory()
@@ -366,8 +366,8 @@ async def test_space_rates_good_and_a_three_choice_card_says_a_c() -> None:
 
 
 def test_suspend_bury_flag_are_stored_undoable_and_honoured(fresh_store, small_collection, clock):
-    from prep.engine.session import ReviewSession, build_queue
-    from prep.engine.stats import compute
+    from prep.engine.study.session import ReviewSession, build_queue
+    from prep.engine.study.stats import compute
 
     s = ReviewSession(fresh_store, small_collection, clock=clock, new_limit=10)
     assert s.current.id == "roles"
@@ -397,7 +397,7 @@ def test_suspend_bury_flag_are_stored_undoable_and_honoured(fresh_store, small_c
 
 @async_test
 async def test_marks_from_the_review_screen_and_bullets_on_the_back(small_collection) -> None:
-    from prep.engine.storage import Store
+    from prep.engine.store import Store
     from tests.test_tui import text_of
 
     store = Store.memory()
@@ -463,10 +463,11 @@ async def test_a_folder_that_cannot_be_written_says_so_and_what_to_do(tmp_path: 
 
 
 def test_a_read_only_file_is_named(tmp_path: Path, monkeypatch) -> None:
-    from prep.engine import storage
+    from prep.engine.store import Store
+    from prep.engine.store import core as storage
 
     db = tmp_path / "prep.db"
-    storage.Store.open(db).close()
+    Store.open(db).close()
     monkeypatch.setattr(storage.os, "access", lambda path, mode: Path(path) != db)
     assert storage._not_writable(db) == f"the file {db} is read-only"
     monkeypatch.setattr(storage.os, "access", lambda path, mode: Path(path) != tmp_path)
@@ -535,7 +536,7 @@ async def test_demo_streams_progress_shows_checks_at_once_and_scrolls_to_the_end
 
 @async_test
 async def test_a_card_with_several_demos_asks_which() -> None:
-    from prep.engine.deck import parse_deck_text
+    from prep.engine.decks.deck import parse_deck_text
     from prep.tui.screens.demo import DemoScreen
     from prep.tui.screens.demo_pick import DemoPick
     from tests.test_tui import text_of
@@ -547,7 +548,7 @@ async def test_a_card_with_several_demos_asks_which() -> None:
         "two",
     )
     assert not errors
-    from prep.engine.deck import Collection
+    from prep.engine.decks.deck import Collection
 
     coll = Collection()
     coll.decks[info.name] = info
@@ -573,9 +574,9 @@ async def test_a_card_with_several_demos_asks_which() -> None:
 async def test_a_second_prep_on_the_database_is_told_and_undo_stays_honest(
     tmp_path: Path,
 ) -> None:
-    from prep.engine.scheduler import Rating
-    from prep.engine.session import ReviewSession
-    from prep.engine.storage import Store
+    from prep.engine.store import Store
+    from prep.engine.study.scheduler import Rating
+    from prep.engine.study.session import ReviewSession
     from prep.engine.timeutil import utcnow
     from prep.tui.testing import NOW
     from tests.test_tui import text_of
@@ -615,7 +616,7 @@ def store_keys(store) -> list[str]:  # noqa: ANN001
 def test_ctrl_c_in_the_line_mode_quits_with_the_summary(fresh_store, small_collection, clock):
     import io
 
-    from prep.engine.session import ReviewSession
+    from prep.engine.study.session import ReviewSession
     from prep.tui.plain import run_plain
 
     class CtrlC(io.StringIO):
@@ -629,9 +630,9 @@ def test_ctrl_c_in_the_line_mode_quits_with_the_summary(fresh_store, small_colle
 
 
 def test_the_review_limit_is_named_too(fresh_store, clock) -> None:
-    from prep.engine.present import limit_lines
-    from prep.engine.scheduler import Settings
-    from prep.engine.session import build_queue, limits_today
+    from prep.engine.study.present import limit_lines
+    from prep.engine.study.scheduler import Settings
+    from prep.engine.study.session import build_queue, limits_today
     from prep.tui.testing import fixed_collection, seed_due
 
     coll = fixed_collection()
@@ -790,7 +791,7 @@ async def test_stats_on_a_new_database_says_there_is_no_retention_yet() -> None:
 async def test_quiz_goes_home_when_the_first_session_cannot_be_built() -> None:
     """A store error while building the first session: home (with the error said), not a
     bare screen with no keys."""
-    from prep.engine.storage import StoreError
+    from prep.engine.store import StoreError
 
     app = make_app(review_first=True)
 

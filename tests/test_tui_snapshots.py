@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.storage import Store
+from prep.engine.store import Store
 from prep.tui.screens.demo import DemoScreen
 from prep.tui.testing import add_history, fake_demo_command, make_app
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.storage import Store
+from prep.engine.store import Store
 from prep.tui.testing import write_decks
 
 pytestmark = [

@@ -14,14 +14,14 @@ import sys
 import time
 from pathlib import Path
 
-from prep.engine.storage import Store
+from prep.engine.store import Store
 
 RATER = """
 import sys, time
 from pathlib import Path
-from prep.engine.deck import load_collection
-from prep.engine.session import ReviewSession
-from prep.engine.storage import Store
+from prep.engine.decks.deck import load_collection
+from prep.engine.study.session import ReviewSession
+from prep.engine.store import Store
 
 db, decks, start, rounds = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
 coll = load_collection([Path(decks)], include_bundled=False)

@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from prep.engine import schema
-from prep.engine.schema import Upgrade
-from prep.engine.storage import SCHEMA_VERSION, Store
+from prep.engine.store import SCHEMA_VERSION, Store, schema
+from prep.engine.store.schema import Upgrade
 from prep.tui import upgrade as upgrade_line
 from prep.tui.cli import main
 from prep.tui.upgrade import UpgradeLine
@@ -121,8 +120,8 @@ def test_a_process_killed_midway_leaves_the_old_database(copy: Path, v3: Path, s
     script = textwrap.dedent(
         f"""
         import os
-        from prep.engine import schema
-        from prep.engine.storage import Store
+        from prep.engine.store import schema
+        from prep.engine.store import Store
 
         finished = schema.UpgradeTracker.finished
 

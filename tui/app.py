@@ -27,11 +27,12 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import get_current_worker
 
-from prep.engine import deckcache
-from prep.engine.deck import Collection, load_collection
-from prep.engine.scheduler import Scheduler
-from prep.engine.schema import Upgrade
-from prep.engine.session import (  # DeckCounts: home's rows (re-exported for the screens)
+from prep.engine.decks import deckcache
+from prep.engine.decks.deck import Collection, load_collection
+from prep.engine.store import Store, StoreError
+from prep.engine.store.schema import Upgrade
+from prep.engine.study.scheduler import Scheduler
+from prep.engine.study.session import (  # DeckCounts: home's rows (re-exported for the screens)
     DeckCounts,
     Limits,
     ReviewSession,
@@ -41,7 +42,6 @@ from prep.engine.session import (  # DeckCounts: home's rows (re-exported for th
     limits_today,
     review_ahead_ids,
 )
-from prep.engine.storage import Store, StoreError
 from prep.engine.timeutil import Clock, utcnow
 
 if TYPE_CHECKING:
@@ -177,7 +177,7 @@ class PrepApp(App[int]):
 
     def load_collection(self) -> Collection:
         """The decks, through the deck cache in the database when it is open (only changed
-        files are parsed, and progress is synced only when the decks changed)."""
+        files are parsed, and progress is reconciled only when the decks changed)."""
         if self._injected_collection is not None:
             return self._injected_collection
         if self.store is not None:
@@ -229,7 +229,7 @@ class PrepApp(App[int]):
         # drawn, not before it
         self.call_after_refresh(self.announce)
         try:
-            self.collection.sync(self.store)
+            self.collection.reconcile(self.store)
         except StoreError as exc:
             self.notify(f"Could not update card states: {exc}", severity="warning")
         if self.selected_deck is not None and self.selected_deck not in self.collection.decks:
@@ -337,7 +337,7 @@ class PrepApp(App[int]):
     def today(self) -> dict[str, int]:
         """Reviews today and the streak, for the home screen."""
         assert self.store is not None
-        from prep.engine.stats import today
+        from prep.engine.study.stats import today
 
         return today(self.store, self.now())
 
@@ -355,7 +355,7 @@ class PrepApp(App[int]):
     def limit_reasons(self) -> list[str]:
         """The daily limits holding cards back for the selected deck, one line each ([] when
         none, or when the database cannot be read: the screens report that themselves)."""
-        from prep.engine.present import count, limit_lines
+        from prep.engine.study.present import count, limit_lines
 
         try:
             limits = self.limits(self.selected_deck)

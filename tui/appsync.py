@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from prep.engine.storage import Store
+    from prep.engine.store import Store
 
 
 class AppSync:
@@ -43,8 +43,7 @@ class AppSync:
         threading.Thread(target=self._fetch, args=(store.path, folder), daemon=True).start()
 
     def _fetch(self, path: Path, folder: Path | None) -> None:
-        from prep.engine import backup
-        from prep.engine.storage import Store, StoreError
+        from prep.engine.store import Store, StoreError, backup
         from prep.engine.sync import journal
         from prep.engine.sync.run import JournalError, SyncError, pending, sync_out
 
@@ -69,7 +68,7 @@ class AppSync:
             journals, self.pending = self.pending, None
         if journals is None:
             return
-        from prep.engine.storage import StoreError
+        from prep.engine.store import StoreError
         from prep.engine.sync import merge
         from prep.engine.sync.run import SyncResult
         from prep.engine.timeutil import fmt, utcnow
@@ -87,8 +86,7 @@ class AppSync:
 
     def on_quit(self) -> None:
         """A last sync as the app closes (what this session rated goes out at once)."""
-        from prep.engine import backup
-        from prep.engine.storage import StoreError
+        from prep.engine.store import StoreError, backup
         from prep.engine.sync.run import JournalError, SyncError, sync
 
         store = self.app.store

@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from prep.demos.report import Report
-    from prep.engine.deck import Collection
-    from prep.engine.scheduler import Settings
-    from prep.engine.storage import Store
+    from prep.engine.decks.deck import Collection
+    from prep.engine.store import Store
+    from prep.engine.study.scheduler import Settings
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in prep, not bad input (1 means a demo check failed)
@@ -33,7 +33,7 @@ class UsageError(click.ClickException):
     exit_code = EXIT_USAGE
 
     def show(self, file: IO[Any] | None = None) -> None:
-        from prep.engine.deck import one_line_safe  # a name may hold a newline or an escape
+        from prep.engine.decks.deck import one_line_safe  # a name may hold a newline or an escape
 
         click.echo(f"prep: {one_line_safe(self.format_message())}", err=True)
 
@@ -47,7 +47,7 @@ class PrepGroup(click.Group):
             return super().invoke(ctx)
         except Exception as exc:
             # only when storage was imported can exc be a StoreError (keeps --help light)
-            storage = sys.modules.get("prep.engine.storage")
+            storage = sys.modules.get("prep.engine.store")
             if storage is not None and isinstance(exc, storage.StoreError):
                 raise UsageError(str(exc)) from None
             raise
@@ -61,7 +61,7 @@ class Ctx:
     def store(self, *, reading: bool = False):
         """The progress database; ``reading``: the command only reads it (stats, export), so
         a read-only database or folder, or a hand-edited schema version, does not stop it."""
-        from prep.engine.storage import StoreError
+        from prep.engine.store import StoreError
         from prep.tui.upgrade import open_store
 
         try:  # an older database is upgraded first, with a line on stderr
@@ -72,16 +72,16 @@ class Ctx:
     def collection(self, *, strict: bool = True, store=None):  # noqa: ANN001 - a Store
         """The bundled decks plus --questions/PREP_QUESTIONS. With ``strict``, any deck error
         is printed as FILE:LINE: message and the command exits 2. With ``store``, through
-        the deck cache in its database (only changed files are parsed; progress is synced
+        the deck cache in its database (only changed files are parsed; progress is reconciled
         only when the decks changed)."""
-        from prep.engine.present import count
+        from prep.engine.study.present import count
 
         if store is not None:
-            from prep.engine import deckcache
+            from prep.engine.decks import deckcache
 
             coll = deckcache.load(store, self.questions, demo_names=demo_names())
         else:
-            from prep.engine.deck import load_collection
+            from prep.engine.decks.deck import load_collection
 
             coll = load_collection(self.questions, demo_names=demo_names())
         for warning in coll.warnings:
@@ -106,7 +106,7 @@ class Ctx:
         again. When the database cannot be opened (a --db that is a folder, a newer schema)
         every deck is parsed instead and the command still runs; a read-only one is read,
         and the decks parsed (deckcache.load)."""
-        from prep.engine.storage import StoreError
+        from prep.engine.store import StoreError
         from prep.tui.upgrade import open_store
 
         try:
@@ -226,7 +226,7 @@ def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: 
                 review_first=True,
             )
         )
-    from prep.engine.session import ReviewSession
+    from prep.engine.study.session import ReviewSession
     from prep.tui.plain import run_plain
 
     with obj.store() as store:
@@ -251,7 +251,7 @@ def serve(obj: Ctx, host: str, port: int) -> None:
     """The same app in a browser (textual-serve): open http://HOST:PORT and study."""
     import socket
 
-    from prep.engine.storage import resolve_db_path
+    from prep.engine.store import resolve_db_path
     from prep.tui.serve import is_loopback
     from prep.tui.serve import serve as run_server
 
@@ -297,7 +297,7 @@ def demo(obj: Ctx, args: tuple[str, ...]) -> None:
 def _record(db: str | None, report: Report) -> None:
     """Record the run in the progress database; a failure here is only a warning (the demo's
     own verdict and exit code stand)."""
-    from prep.engine.storage import StoreError, resolve_db_path
+    from prep.engine.store import StoreError, resolve_db_path
     from prep.tui.runs import record_run
     from prep.tui.upgrade import open_store
 
@@ -317,9 +317,9 @@ def check(obj: Ctx, paths: tuple[Path, ...]) -> None:
     """Validate decks: the bundled ones, --questions, and any PATHs given.
 
     Errors are printed as FILE:LINE: message (all at once), exit 2."""
-    from prep.engine.deck import load_collection
-    from prep.engine.deckcache import gc_paused
-    from prep.engine.present import count
+    from prep.engine.decks.deck import load_collection
+    from prep.engine.decks.deckcache import gc_paused
+    from prep.engine.study.present import count
 
     with gc_paused():  # every file parsed, as always: no cache here
         coll = load_collection([*obj.questions, *paths], demo_names=demo_names())
@@ -351,7 +351,7 @@ def check(obj: Ctx, paths: tuple[Path, ...]) -> None:
 @click.pass_obj
 def stats(obj: Ctx, as_json: bool, since: str | None) -> None:
     """Progress: reviews, retention, due forecast, mastery per deck, streak, demos verified."""
-    from prep.engine import stats as stats_mod
+    from prep.engine.study import stats as stats_mod
     from prep.engine.timeutil import to_utc, utcnow
 
     since_dt = None
@@ -366,7 +366,7 @@ def stats(obj: Ctx, as_json: bool, since: str | None) -> None:
         # through the deck cache; a read-only database falls back to parsing the decks
         coll = obj.collection(strict=False, store=store)
         if not store.read_only:
-            coll.sync(store)
+            coll.reconcile(store)
         result = stats_mod.compute(store, coll, utcnow(), since=since_dt, known_demos=demo_names())
     if as_json:
         import json
@@ -408,7 +408,7 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
 
     with obj.store() as store:
         if reset:
-            from prep.engine.scheduler import Settings
+            from prep.engine.study.scheduler import Settings
 
             store.save_settings(Settings())
             click.echo("settings reset to their defaults")
@@ -451,7 +451,7 @@ def _config_parameters(store: Store, settings: Settings, value: str | None) -> N
     """`prep config parameters [default | "w0,w1,...,w20"]`."""
     from dataclasses import replace
 
-    from prep.engine.optimize import current_parameters
+    from prep.engine.study.optimize import current_parameters
 
     if value is None:
         shown = ", ".join(f"{w:.4f}" for w in current_parameters(settings))
@@ -517,10 +517,10 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
     device or FIFO (/dev/null, a pipe) is written directly, never replaced;
     a symlink is followed; an existing file keeps its mode and hard links.
     """
-    from prep.engine.atomic import is_stdout
-    from prep.engine.export import ExportError
-    from prep.engine.present import count
+    from prep.engine.study.present import count
     from prep.engine.timeutil import utcnow
+    from prep.engine.transfer.atomic import is_stdout
+    from prep.engine.transfer.export import ExportError
 
     to_stdout = is_stdout(output)  # "-" or /dev/stdout: the report goes to stderr
     path = Path(output).expanduser()
@@ -545,7 +545,7 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
     shown = "standard output" if to_stdout else str(path)
     try:
         if fmt == "apkg":
-            from prep.engine.anki import write_apkg
+            from prep.engine.transfer.anki import write_apkg
 
             with obj.cached_collection() as coll:
                 if deck is not None and deck not in coll.decks:
@@ -553,7 +553,7 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
                 notes = write_apkg(coll, path, deck=deck)
             report(f"Wrote {shown}: {count(notes, 'note')} for Anki (File > Import).")
             return
-        from prep.engine.export import export_csv, export_json
+        from prep.engine.transfer.export import export_csv, export_json
 
         with obj.store(reading=True) as store:
             if fmt == "json":
@@ -573,12 +573,13 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
 def import_cmd(obj: Ctx, file: str) -> None:
     """Import a json or csv export (from `prep export`) into this database.
 
-    All or nothing: on a corrupt file or a conflict (a card with a different review
-    history here, or marked differently here) nothing changes. Importing the same file
-    twice adds nothing twice."""
-    from prep.engine import backup
-    from prep.engine.export import ExportError
-    from prep.engine.importer import import_file
+    All or nothing: on a corrupt file or a conflicting review nothing changes. A card whose
+    history went on both here and in the file is merged as `prep sync` merges; a card marked
+    differently here keeps this database's mark. Importing the same file twice adds nothing
+    twice. The database is backed up first."""
+    from prep.engine.store import backup
+    from prep.engine.transfer.export import ExportError
+    from prep.engine.transfer.importer import import_file
 
     with obj.store() as store:
         try:
@@ -595,8 +596,8 @@ def import_cmd(obj: Ctx, file: str) -> None:
 def marks_cmd(obj: Ctx, as_json: bool) -> None:
     """List the suspended, buried and flagged cards (the review screen's @, - and f):
     id, deck, marks and the prompt's first line. `prep unmark CARD_ID...` clears them."""
-    from prep.engine.marks import marked_cards
-    from prep.engine.present import count, shorten
+    from prep.engine.study.marks import marked_cards
+    from prep.engine.study.present import count, shorten
     from prep.engine.timeutil import utcnow
 
     with obj.store(reading=True) as store:
@@ -639,8 +640,8 @@ def marks_cmd(obj: Ctx, as_json: bool) -> None:
 def unmark(obj: Ctx, card_ids: tuple[str, ...], suspend: bool, bury: bool, flag: bool) -> None:
     """Clear the marks of cards: with no option all of them (suspended, buried, flagged),
     else only those named. `prep marks` lists the marked cards."""
-    from prep.engine.marks import UnknownCard
-    from prep.engine.marks import unmark as clear
+    from prep.engine.study.marks import UnknownCard
+    from prep.engine.study.marks import unmark as clear
     from prep.engine.timeutil import utcnow
 
     chosen = [k for k, on in (("suspended", suspend), ("buried", bury), ("flagged", flag)) if on]
@@ -675,7 +676,7 @@ class _ProgressLine:
     def text(self, fraction: float) -> str:
         from datetime import timedelta
 
-        from prep.engine.present import human_interval
+        from prep.engine.study.present import human_interval
 
         elapsed = self.clock() - self.started
         line = f"{self.label}: {100 * fraction:3.0f}%  {human_interval(timedelta(seconds=elapsed))}"
@@ -713,7 +714,7 @@ def optimize(obj: Ctx, yes: bool, dry_run: bool) -> None:
     (`prep config parameters default` goes back to the defaults)."""
     from dataclasses import replace
 
-    from prep.engine import optimize as opt
+    from prep.engine.study import optimize as opt
     from prep.engine.timeutil import utcnow
 
     with obj.store() as store:
@@ -752,7 +753,7 @@ def optimize(obj: Ctx, yes: bool, dry_run: bool) -> None:
 @click.pass_obj
 def cram(obj: Ctx, deck: str | None) -> None:
     """The 60-second bullets of each main card, for the way to the call."""
-    from prep.engine.cram import UnknownDeck, cram_sheet, render
+    from prep.engine.study.cram import UnknownDeck, cram_sheet, render
 
     with obj.cached_collection(strict=False) as coll:
         try:
@@ -780,7 +781,7 @@ def cram(obj: Ctx, deck: str | None) -> None:
 def mock(obj: Ctx, minutes: float, deck: str | None, seed: int | None, plain: bool) -> None:
     """A mock interview: a main question, then its follow-up chain, each with a visible
     timer; answer (typed or aloud), reveal, grade yourself 1-4. Grades feed your schedule."""
-    from prep.engine.mock import MockError, MockInterview
+    from prep.engine.study.mock import MockError, MockInterview
     from prep.tui.plain import run_mock_plain
 
     with obj.store() as store:
@@ -869,7 +870,7 @@ def run(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except click.UsageError as exc:  # click's own (a bad option): one line, not a usage block
-        from prep.engine.deck import one_line_safe
+        from prep.engine.decks.deck import one_line_safe
 
         where = exc.ctx.command_path if exc.ctx is not None else "prep"
         _say(f"{one_line_safe(exc.format_message())} (see `{where} --help`)")

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from prep.engine.deck import CHOICE_LETTERS, Card
-from prep.engine.mock import MockInterview, MockStep
-from prep.engine.present import (
+from prep.engine.decks.deck import CHOICE_LETTERS, Card
+from prep.engine.store import StoreError
+from prep.engine.study.mock import MockInterview, MockStep
+from prep.engine.study.present import (
     answer_sections,
     choice_verdict,
     clock_text,
@@ -29,9 +30,8 @@ from prep.engine.present import (
     shorten,
     spoken_interval,
 )
-from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
-from prep.engine.session import ReviewSession
-from prep.engine.storage import StoreError
+from prep.engine.study.scheduler import RATING_NAMES, Outcome, Rating
+from prep.engine.study.session import ReviewSession
 
 
 class Quit(Exception):

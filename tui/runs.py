@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from prep.demos.report import Report
-from prep.engine.storage import Store
+from prep.engine.store import Store
 
 
 def record_run(store: Store, report: Report, *, ran_at: datetime | None = None) -> int:

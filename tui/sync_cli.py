@@ -28,7 +28,7 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
     from every machine are kept (an undo travels as a tombstone), each card is rescheduled
     from its whole history, and the latest mark or settings change wins. Without DIR, the
     folder set by `prep config sync_dir DIR`."""
-    from prep.engine import backup
+    from prep.engine.store import backup
     from prep.engine.sync.run import JournalError, SyncError, sync
     from prep.engine.sync.run import status as sync_status
 
@@ -73,7 +73,7 @@ def backup_cmd(obj: Ctx, as_list: bool, restore: str | None) -> None:
     prep also backs up before every sync that applies entries, before a schema upgrade, an
     import or a restore, and once a day; the newest 20 are kept in backups/ beside the
     database."""
-    from prep.engine import backup
+    from prep.engine.store import backup
 
     with obj.store() as store:
         try:

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from prep.engine.deck import Card, Collection, DeckInfo, parse_deck_text
-from prep.engine.scheduler import Rating, Scheduler
-from prep.engine.session import ReviewSession
-from prep.engine.storage import Store
+from prep.engine.decks.deck import Card, Collection, DeckInfo, parse_deck_text
+from prep.engine.store import Store
+from prep.engine.study.scheduler import Rating, Scheduler
+from prep.engine.study.session import ReviewSession
 from prep.tui.app import PrepApp
 
 NOW = datetime(2025, 3, 10, 12, 0, tzinfo=UTC)
@@ -198,9 +198,9 @@ def big_collection(n: int = 10_000) -> Collection:
 def seed_due(store: Store, collection: Collection, now: datetime = NOW) -> None:
     """Give every card a stored Review state that is due at ``now`` (one transaction), so a
     session over a big collection serves review cards, as a long-time user's would."""
-    from prep.engine.scheduler import CardState, State
+    from prep.engine.study.scheduler import CardState, State
 
-    store.sync(collection.cards)
+    store.reconcile(collection.cards)
     with store.transaction():
         for i, card in enumerate(collection.cards):
             state = CardState(

@@ -13,12 +13,12 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-from prep.engine.schema import Upgrade
+from prep.engine.store.schema import Upgrade
 
 if TYPE_CHECKING:
     import os
 
-    from prep.engine.storage import Store
+    from prep.engine.store import Store
 
 SHOW_AFTER_S = 1.0  # an upgrade shorter than this shows nothing
 PLAIN_EVERY_S = 5.0  # not a terminal: at most a line this often (and the last one)
@@ -92,12 +92,12 @@ class UpgradeLine:
 def open_store(db: str | os.PathLike | None, **kwargs: Any) -> Store:
     """Store.open for a command: an older database's upgrade shows as a line on stderr, and
     the line is ended even when the open fails."""
-    from prep.engine.storage import Store
+    from prep.engine.store import Store
 
     line = UpgradeLine()
     if not kwargs.get("reading") and Store.pending_upgrade(db) is not None:
-        from prep.engine.backup import BackupError, before_upgrade
-        from prep.engine.storage import resolve_db_path
+        from prep.engine.store import resolve_db_path
+        from prep.engine.store.backup import BackupError, before_upgrade
 
         with contextlib.suppress(BackupError):  # (an unwritable folder: the upgrade says so)
             before_upgrade(resolve_db_path(db))

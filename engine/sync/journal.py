@@ -33,9 +33,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from prep.engine.importer import loads_strict
-from prep.engine.scheduler import Scheduler, Settings
+from prep.engine.study.scheduler import Scheduler, Settings
 from prep.engine.timeutil import fmt, parse
+from prep.engine.transfer.importer import loads_strict
 
 FORMAT = "prep-journal"
 VERSION = 1
@@ -224,7 +224,7 @@ _RUN_TEXT = ("name", "device", "device_name", "dtype", "scale")
 
 
 def _check_run(run: Any) -> None:
-    from prep.engine.importer import _depth_over  # the export's bound on nesting
+    from prep.engine.transfer.importer import _depth_over  # the export's bound on nesting
 
     if not isinstance(run, dict) or set(run) != {
         *_RUN_TEXT,

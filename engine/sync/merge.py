@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from prep.engine.reviewlog import Chain, from_us, to_us
-from prep.engine.scheduler import CardState, Scheduler
-from prep.engine.sync import local
+from prep.engine.store import devices as local
+from prep.engine.store.deckcache import _RECONCILED_KEY
+from prep.engine.store.reviewlog import Chain, from_us, to_us
+from prep.engine.study.scheduler import CardState, Scheduler
 from prep.engine.sync.journal import Journal
 from prep.engine.timeutil import fmt, utcnow
 
@@ -143,7 +144,7 @@ def apply(store: Any, journals: list[Journal], now: datetime | None = None) -> A
         out.rescheduled += changed
         new_cards |= created
     if new_cards:  # cards new here: the next open checks them against the decks
-        conn.execute("DELETE FROM meta WHERE key = 'deck_sync'")
+        conn.execute("DELETE FROM meta WHERE key = ?", (_RECONCILED_KEY,))
     return out
 
 
@@ -181,7 +182,7 @@ def _apply_mark(conn, dev_id: str, dn: int, e: list) -> int:
 
 
 def _apply_settings(conn, dev_id: str, dn: int, e: list) -> bool:
-    from prep.engine.scheduler import Settings
+    from prep.engine.study.scheduler import Settings
 
     _, stamp, at, value = e
     row = conn.execute("SELECT value FROM meta WHERE key = 'settings_clock'").fetchone()
@@ -373,7 +374,7 @@ def merge_reviews(store: Any, reviews: dict[str, list[dict[str, Any]]]) -> int:
     """`prep import` of an export whose history diverged from this one: each card's reviews
     from the file that are not held here (by time and rating) join its log as this device's
     (so a sync takes them on), and the card is replayed. Returns the reviews added."""
-    from prep.engine.scheduler import replay_params
+    from prep.engine.study.scheduler import replay_params
     from prep.engine.timeutil import parse
 
     conn = store.conn

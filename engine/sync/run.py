@@ -11,8 +11,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from prep.engine.present import count
-from prep.engine.sync import journal, local, merge
+from prep.engine.store import devices as local
+from prep.engine.study.present import count
+from prep.engine.sync import journal, merge
 from prep.engine.sync.journal import JournalError
 from prep.engine.timeutil import fmt, utcnow
 
@@ -106,7 +107,7 @@ def outbox(store: Any) -> tuple[list[list[Any]], dict[str, dict], dict[str, int]
             "WHERE c.dev = ? AND c.seq > ? ORDER BY c.seq",
             (me, sent["m"]),
         ):
-            from prep.engine.reviewlog import to_us
+            from prep.engine.store.reviewlog import to_us
             from prep.engine.timeutil import parse
 
             b = parse(buried)

@@ -125,9 +125,9 @@ def prep_cmd(db: Path, decks: str, *args: str) -> list[str]:
 
 def answer_prep(db: Path, decks: str, n: int) -> float:
     """In process: rate Good, then the next card and its four previewed intervals."""
-    from prep.engine.deck import load_collection
-    from prep.engine.session import ReviewSession
-    from prep.engine.storage import Store
+    from prep.engine.decks.deck import load_collection
+    from prep.engine.store import Store
+    from prep.engine.study.session import ReviewSession
 
     coll = load_collection([Path(decks)])
     times = []

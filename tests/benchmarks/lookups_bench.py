@@ -74,9 +74,9 @@ def write_decks(folder: Path, n: int) -> None:
 
 def seed_progress(db: Path, decks: Path, now: datetime) -> None:
     """Every card reviewed once or more: 40% due now, 3% in a learning step, the rest later."""
-    from prep.engine import deckcache
-    from prep.engine.scheduler import CardState, State
-    from prep.engine.storage import Store
+    from prep.engine.decks import deckcache
+    from prep.engine.store import Store
+    from prep.engine.study.scheduler import CardState, State
 
     rng = random.Random(1)
     with Store.open(db) as store:
@@ -119,9 +119,9 @@ def cli(*args: str) -> None:
 
 
 def measure(n: int, work: Path, repeat: int, skip: tuple[str, ...] = ()) -> dict[str, float]:
-    from prep.engine import deckcache
-    from prep.engine.session import build_queue
-    from prep.engine.storage import Store
+    from prep.engine.decks import deckcache
+    from prep.engine.store import Store
+    from prep.engine.study.session import build_queue
     from prep.tui.app import PrepApp
 
     decks = work / f"decks-{n}"

@@ -57,7 +57,7 @@ def make_large_db(
     sys.path.insert(0, str(HERE))
     import gencoll
 
-    from prep.engine.storage import Store
+    from prep.engine.store import Store
 
     cards = list(gencoll.generate(n_cards, max(1, n_reviews // n_cards), now))
     gencoll.write_prep_v3(cards, path)
@@ -83,7 +83,7 @@ def _read_v3_log(path: Path) -> float:
 
 
 def big_collection(ids: list[str], extra_new: int):
-    from prep.engine.deck import Card, Collection
+    from prep.engine.decks.deck import Card, Collection
 
     coll = Collection()
     for cid in ids + [f"new-{i:06d}" for i in range(extra_new)]:
@@ -121,7 +121,7 @@ def main() -> None:
     big = tmp / "big.db"
     ids, upgrade, floor_up = make_large_db(big, args.cards, args.reviews, now)
     print(f"  built in {time.perf_counter() - t:.1f} s ({big.stat().st_size / 1e6:.0f} MB)")
-    from prep.engine.schema import SCHEMA_VERSION
+    from prep.engine.store.schema import SCHEMA_VERSION
 
     print(
         f"\nIts first open: the schema 3 -> {SCHEMA_VERSION} upgrade (the log rewritten compactly, "
@@ -130,8 +130,8 @@ def main() -> None:
     row("floor: read the v3 log, json.loads each state", floor_up)
     row("Store.open (upgrade, indexes, VACUUM)", upgrade, floor_up)
 
-    from prep.engine.session import build_queue
-    from prep.engine.storage import Store
+    from prep.engine.store import Store
+    from prep.engine.study.session import build_queue
 
     coll = big_collection(ids, extra_new=1000)
     with Store.open(big) as store:
@@ -158,7 +158,7 @@ def main() -> None:
             "target < 20 ms",
         )
 
-    # `prep stats` syncs against the loaded decks (here: the bundled ones), so after its
+    # `prep stats` reconciles with the loaded decks (here: the bundled ones), so after its
     # warm-up run the synthetic cards count as removed; the log is still all there.
     env_big = {**os.environ, "PREP_DB": str(big)}
     print("\nStats on the large database")
@@ -167,7 +167,7 @@ def main() -> None:
         wall([PREP, "stats"], max(3, args.repeat // 2), env_big),
         floor_click,
     )
-    from prep.engine import stats
+    from prep.engine.study import stats
 
     with Store.open(big) as store:
         store.conn.execute("UPDATE cards SET removed = 0")

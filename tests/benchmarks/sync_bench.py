@@ -31,9 +31,9 @@ def main() -> None:
     args = ap.parse_args()
     from run import make_large_db  # tests/benchmarks/run.py
 
-    from prep.engine.scheduler import CardState, Scheduler
-    from prep.engine.storage import Store
-    from prep.engine.sync import local
+    from prep.engine.store import Store
+    from prep.engine.store import devices as local
+    from prep.engine.study.scheduler import CardState, Scheduler
     from prep.engine.sync.run import sync
 
     now = datetime.now(UTC)

@@ -97,7 +97,7 @@ async def key_to_frame(pilot, frames, key, changed) -> float:
 
 
 async def rating_to_next_card(n_cards: int, n: int) -> list[float]:
-    from prep.engine.storage import Store
+    from prep.engine.store import Store
     from prep.tui.screens.review import ReviewScreen
     from prep.tui.testing import big_collection, make_app, seed_due
 
@@ -123,7 +123,7 @@ async def rating_to_next_card(n_cards: int, n: int) -> list[float]:
 async def reveal_to_answer(n_cards: int, n: int) -> list[float]:
     """space -> the frame with the answer, on the first card of a fresh screen each time: the
     rating bar is mounted then (and Markdown imported, unless the warm-up has done it)."""
-    from prep.engine.storage import Store
+    from prep.engine.store import Store
     from prep.tui.testing import big_collection, make_app, seed_due
 
     store = Store.open(Path(tempfile.mkdtemp(prefix="prep-tui-bench-")) / "bench.db")

@@ -2,7 +2,7 @@
 
 Self-contained: ``CramScreen(collection, deck=None)``, or ``CramScreen()`` inside the prep app,
 which then reads the app's collection and selected deck. The data is
-prep.engine.cram.cram_sheet's, the same as `prep cram` prints.
+prep.engine.study.cram.cram_sheet's, the same as `prep cram` prints.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Static
 
-from prep.engine.cram import CramDeck, cram_sheet
-from prep.engine.deck import Collection
-from prep.engine.present import count
+from prep.engine.decks.deck import Collection
+from prep.engine.study.cram import CramDeck, cram_sheet
+from prep.engine.study.present import count
 from prep.tui.base import PrepScreen
 
 MEASURE = 100  # the longest line on a wide terminal: a readable measure

@@ -26,8 +26,8 @@ from textual.timer import Timer
 from textual.widgets import Footer, Static
 
 from prep.demos.report import Check, Report
-from prep.engine.deck import Card
-from prep.engine.storage import StoreError
+from prep.engine.decks.deck import Card
+from prep.engine.store import StoreError
 from prep.tui.base import PrepScreen
 from prep.tui.runs import record_run
 

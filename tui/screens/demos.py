@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, Static
 
-from prep.engine.storage import StoreError
+from prep.engine.store import StoreError
 from prep.tui.base import PrepScreen
 
 

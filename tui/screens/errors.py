@@ -9,8 +9,8 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Header, Static
 
-from prep.engine.deck import Collection
-from prep.engine.present import count
+from prep.engine.decks.deck import Collection
+from prep.engine.study.present import count
 from prep.tui.base import PrepScreen
 
 

@@ -9,8 +9,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, Static
 
-from prep.engine.present import count
-from prep.engine.storage import StoreError
+from prep.engine.store import StoreError
+from prep.engine.study.present import count
 from prep.tui.base import PrepScreen
 
 if TYPE_CHECKING:

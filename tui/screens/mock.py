@@ -16,16 +16,16 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Input, Static
 
-from prep.engine.deck import CHOICE_LETTERS, Collection
-from prep.engine.mock import MockError, MockInterview
-from prep.engine.present import (
+from prep.engine.decks.deck import CHOICE_LETTERS, Collection
+from prep.engine.store import Store, StoreError
+from prep.engine.study.mock import MockError, MockInterview
+from prep.engine.study.present import (
     answer_sections,
     rating_choices,
     section_parts,
     spoken_interval,
 )
-from prep.engine.scheduler import RATING_NAMES, Rating
-from prep.engine.storage import Store, StoreError
+from prep.engine.study.scheduler import RATING_NAMES, Rating
 from prep.engine.timeutil import Clock
 from prep.tui.base import PrepScreen
 from prep.tui.plain import mock_summary_lines, took_text

@@ -22,16 +22,16 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from prep.engine.deck import CHOICE_LETTERS, Card
-from prep.engine.scheduler import RATING_NAMES, Outcome, Rating
-from prep.engine.session import ReviewSession
-from prep.engine.storage import StoreError
+from prep.engine.decks.deck import CHOICE_LETTERS, Card
+from prep.engine.store import StoreError
+from prep.engine.study.scheduler import RATING_NAMES, Outcome, Rating
+from prep.engine.study.session import ReviewSession
 from prep.tui.base import PrepScreen
 from prep.tui.cardtext import card_text, inline_text, warm_up
 from prep.tui.widgets.key_button import KeyButton
 
 if TYPE_CHECKING:
-    from prep.engine.present import DemoLink, Section
+    from prep.engine.study.present import DemoLink, Section
     from prep.tui.widgets.rating_bar import RatingBar
 
 KIND_LABELS = {
@@ -179,7 +179,7 @@ class ReviewScreen(PrepScreen):
     def warm_up(self) -> None:
         """What the first reveal needs, imported while the question is read: Markdown, the
         answer's sections, the rating bar."""
-        import prep.engine.present  # noqa: F401
+        import prep.engine.study.present  # noqa: F401
         import prep.tui.widgets.rating_bar  # noqa: F401
 
         warm_up()
@@ -247,7 +247,7 @@ class ReviewScreen(PrepScreen):
         text = Text()
         early = self.session.early
         if early is not None:
-            from prep.engine.present import early_text  # (not on the way to the first card)
+            from prep.engine.study.present import early_text  # (not on the way to the first card)
 
             text.append(early_text(early) + "   ", style=f"bold {theme.warning or 'yellow'}")
         for label, n, color in (
@@ -303,7 +303,7 @@ class ReviewScreen(PrepScreen):
         widget.update(table)
 
     def reveal(self) -> None:
-        from prep.engine.present import answer_sections
+        from prep.engine.study.present import answer_sections
         from prep.tui.widgets.rating_bar import RatingBar
 
         card = self.card
@@ -408,7 +408,7 @@ class ReviewScreen(PrepScreen):
         self.show_card()
 
     def action_pick(self, index: int, _choices: int | None = None) -> None:
-        from prep.engine.present import choice_verdict, rating_name
+        from prep.engine.study.present import choice_verdict, rating_name
 
         card = self.card
         if card is None or self.revealed or index >= len(card.choices):
@@ -437,7 +437,7 @@ class ReviewScreen(PrepScreen):
     async def save_rating(self, value: int) -> None:
         """Commit the rating; while another prep holds the write lock, retry on a timer (the
         screen stays live and says so) for up to RETRY_SECONDS, then give up saying so."""
-        from prep.engine.present import spoken_interval
+        from prep.engine.study.present import spoken_interval
 
         deadline = time.monotonic() + self.RETRY_SECONDS
         try:

@@ -1,5 +1,5 @@
 """Stats: reviews per day (30 days), true retention, the 14-day due forecast, mastery per deck
-and tag, demos verified. The numbers are `prep stats`'s (prep.engine.stats.compute)."""
+and tag, demos verified. The numbers are `prep stats`'s (prep.engine.study.stats.compute)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static
 from textual_plotext import PlotextPlot
 
-from prep.engine.present import count, percent
-from prep.engine.stats import marks_text
-from prep.engine.storage import StoreError
+from prep.engine.store import StoreError
+from prep.engine.study.present import count, percent
+from prep.engine.study.stats import marks_text
 from prep.tui.base import PrepScreen
 
 
@@ -85,7 +85,7 @@ class StatsScreen(PrepScreen):
         self.query_one("#stats", VerticalScroll).focus()
 
     def action_refresh(self) -> None:
-        from prep.engine.stats import compute
+        from prep.engine.study.stats import compute
 
         try:
             stats = compute(

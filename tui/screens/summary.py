@@ -8,10 +8,10 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Footer, Header, Static
 
-from prep.engine.present import count, duration_text, percent, spoken_interval
-from prep.engine.scheduler import RATING_NAMES, Rating
-from prep.engine.session import ReviewSession
-from prep.engine.storage import StoreError
+from prep.engine.store import StoreError
+from prep.engine.study.present import count, duration_text, percent, spoken_interval
+from prep.engine.study.scheduler import RATING_NAMES, Rating
+from prep.engine.study.session import ReviewSession
 from prep.tui.base import PrepScreen
 
 

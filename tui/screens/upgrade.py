@@ -11,7 +11,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Footer, Header, ProgressBar, Static
 
-from prep.engine.schema import Upgrade
+from prep.engine.store.schema import Upgrade
 from prep.tui.base import PrepScreen
 from prep.tui.upgrade import describe
 

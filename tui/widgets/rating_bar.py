@@ -5,8 +5,8 @@ from __future__ import annotations
 from textual.containers import Horizontal
 from textual.message import Message
 
-from prep.engine.present import rating_label
-from prep.engine.scheduler import Outcome, Rating
+from prep.engine.study.present import rating_label
+from prep.engine.study.scheduler import Outcome, Rating
 from prep.tui.widgets.key_button import KeyButton
 
 VARIANTS = {

@@ -1,0 +1,520 @@
+"""Progress in SQLite: the store owns the database, and every SQL statement prep runs is in
+engine/store/.
+
+The one `Store` (engine/store/__init__.py) is split per table, as Anki's rslib splits its storage:
+this module opens and closes the database, runs transactions and schema migrations, turns sqlite3's
+errors into `StoreError`, and keeps meta and settings; cards.py, reviews.py, marks.py, demoruns.py,
+deckcache.py and transfer.py hold each table's SQL. Callers ask the store (``store.card(id)``,
+``store.count_due(now)``, ``store.dump()``); the tables and their migrations are in schema.py. Any
+sqlite3 error (a locked, read-only, full or damaged database) leaves the store as a `StoreError`
+with a one-line message, so front ends catch one type.
+
+Every rating is committed in its own transaction the moment it is made (WAL, busy timeout),
+so a crash or a kill loses nothing that was rated.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sqlite3
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from prep.engine.store.schema import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    Upgrade,
+    UpgradeTracker,
+)
+from prep.engine.study.scheduler import Settings
+from prep.engine.timeutil import fmt
+
+if TYPE_CHECKING:
+    from prep.engine.store import Store
+
+BUSY_TIMEOUT_MS = 5000
+# Store.open's ``progress``: told how a schema upgrade is going (see schema.Upgrade), from
+# its start to its end (``done``); a front end shows it when the upgrade takes a while
+Progress = Callable[[Upgrade], None]
+_UPGRADE_CACHE_KIB = -262_144  # 256 MiB of page cache while the review log is rewritten
+
+
+class StoreError(Exception):
+    """A problem with the progress database, with a one-line message for the user.
+
+    ``kind`` says what went wrong, so a front end can say what to do: "read-only" (the file
+    or its folder cannot be written), "busy" (another prep holds a write lock), "damaged",
+    "write" (a full disk, an I/O error) or "other". ``retryable``: the same write may succeed
+    if tried again (busy, a full disk)."""
+
+    def __init__(self, message: str, kind: str = "other", *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.retryable = retryable
+
+
+def _not_writable(target: Path) -> str | None:
+    """Which of the database file and its folder cannot be written, in words, or None.
+    (SQLite in WAL mode also creates FILE-wal and FILE-shm beside the file.)"""
+    if target.exists() and not os.access(target, os.W_OK):
+        return f"the file {target} is read-only"
+    folder = target.parent
+    if folder.exists() and not os.access(folder, os.W_OK | os.X_OK):
+        return f"the folder {folder} is read-only (SQLite writes {target.name}-wal beside it)"
+    return None
+
+
+def _import_sqlite_utils():
+    """Import sqlite_utils without letting it pull in pandas/numpy (~0.25 s) when they are
+    installed (fsrs's optimizer brings pandas). We never hand it DataFrames."""
+    if "sqlite_utils" in sys.modules or "pandas" in sys.modules:
+        import sqlite_utils
+
+        return sqlite_utils
+    saved = {name: sys.modules.get(name) for name in ("pandas", "numpy")}
+    try:
+        for name, mod in saved.items():
+            if mod is None:
+                sys.modules[name] = None  # type: ignore[assignment]  # makes `import` raise
+        import sqlite_utils
+    finally:
+        for name, mod in saved.items():
+            if mod is None:
+                sys.modules.pop(name, None)
+    return sqlite_utils
+
+
+def default_db_path() -> Path:
+    from platformdirs import user_data_path
+
+    return user_data_path("prep", appauthor=False) / "prep.db"
+
+
+def resolve_db_path(explicit: str | os.PathLike | None = None) -> Path:
+    """--db PATH, else $PREP_DB, else the user data dir."""
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get("PREP_DB")
+    if env:
+        return Path(env).expanduser()
+    return default_db_path()
+
+
+def _cannot_write(exc: BaseException) -> bool:
+    """Whether opening failed only because the database or its folder cannot be written."""
+    if isinstance(exc, StoreError):
+        return "read-only" in str(exc) or "readonly" in str(exc)
+    if isinstance(exc, sqlite3.DatabaseError):
+        code = getattr(exc, "sqlite_errorcode", None)
+        primary = None if code is None else code & 0xFF
+        return primary in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM)
+    return isinstance(exc, PermissionError)
+
+
+# What the user's file or disk refuses (not a bug in our SQL).
+_WRITE_ERRORS = {
+    sqlite3.SQLITE_READONLY,
+    sqlite3.SQLITE_FULL,
+    sqlite3.SQLITE_IOERR,
+    sqlite3.SQLITE_BUSY,
+    sqlite3.SQLITE_LOCKED,
+    sqlite3.SQLITE_CANTOPEN,
+}
+
+
+def _is_database_error(exc: BaseException) -> bool:
+    """An error of the database (locked, read-only, full, damaged, a constraint), as opposed
+    to a misuse of the sqlite3 module (a closed connection, a wrong binding: a bug)."""
+    return isinstance(exc, sqlite3.Error) and not isinstance(
+        exc, sqlite3.ProgrammingError | sqlite3.InterfaceError
+    )
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _guarded(method: F) -> F:
+    @functools.wraps(method)
+    def wrapper(self: Store, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            if not _is_database_error(exc):
+                raise
+            raise self._error(exc) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+class StoreCore:
+    """The progress database's core (see the module docstring); `Store` adds the tables.
+
+    Open with ``Store.open(path)`` or ``Store.memory()``."""
+
+    read_only = False  # opened with Store.open(reading=True) where writing is not possible
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        path: Path | None = None,
+        *,
+        lenient: bool = False,
+        progress: Progress | None = None,
+    ) -> None:
+        """``lenient``: a schema version that cannot be read (a hand edit) does not stop a
+        reader; the tables are read as they are (export is the rescue path). ``progress``:
+        see open()."""
+        self.conn = conn
+        self.path = path
+        self._db = None
+        self._migrate(lenient=lenient, progress=progress)
+
+    @property
+    def db(self):
+        """A sqlite_utils.Database on the same connection, for schema work and export.
+
+        Imported on first use: sqlite_utils (with dateutil) costs ~60 ms, and the paths a
+        user waits on (open, rate, undo, queue) are plain SQL."""
+        if self._db is None:
+            self._db = _import_sqlite_utils().Database(self.conn)
+        return self._db
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    # --- who else has the database open ----------------------------------------------------
+    #
+    # Each open app keeps a heartbeat row in meta ("open:HOST:PID" -> UTC time), so a second
+    # app on the same database can tell the user. Rows older than OPEN_STALE are ignored.
+
+    OPEN_STALE = timedelta(minutes=2)
+
+    def set_busy_timeout(self, ms: int) -> None:
+        """How long a statement waits for another writer's lock before failing as busy (a front
+        end that retries without blocking its screen sets it short)."""
+        self.conn.execute(f"PRAGMA busy_timeout = {int(ms)}")
+
+    def announce(self, instance: str, now: datetime) -> list[str]:
+        """Record ``instance`` as open now; return the other instances open (fresh heartbeat)."""
+        with self.transaction():
+            self.conn.execute(
+                "DELETE FROM meta WHERE key LIKE 'open:%' AND value < ?",
+                (fmt(now - timedelta(days=1)),),
+            )
+            self.set_meta(f"open:{instance}", fmt(now))
+        rows = self.conn.execute(
+            "SELECT key FROM meta WHERE key LIKE 'open:%' AND key != ? AND value >= ?",
+            (f"open:{instance}", fmt(now - self.OPEN_STALE)),
+        )
+        return [r[0].removeprefix("open:") for r in rows]
+
+    def depart(self, instance: str) -> None:
+        with self.transaction():
+            self.conn.execute("DELETE FROM meta WHERE key = ?", (f"open:{instance}",))
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    # --- opening ------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike | None = None,
+        *,
+        reading: bool = False,
+        progress: Progress | None = None,
+    ) -> Store:
+        """Open (creating on first use) the database at ``path`` (see resolve_db_path).
+
+        ``reading``: the caller only reads (stats, export). A database or folder that cannot
+        be written is then opened read-only instead of refused, and a schema version that
+        cannot be read does not stop it. ``progress``: called as an older database is
+        upgraded (one transaction: an upgrade cut short leaves the database as it was)."""
+        target = resolve_db_path(path)
+        if target.exists() and not target.is_file():
+            # SQLite would take /dev/null for an empty database and make /dev/null-wal beside it
+            what = "a folder" if target.is_dir() else "not a regular file (a device or FIFO)"
+            raise StoreError(f"{target}: is {what}; --db names the database file")
+        conn = None
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            return cls(conn, target, lenient=reading, progress=progress)
+        except BaseException as exc:
+            if conn is not None:
+                conn.close()  # also when ``progress`` stopped the upgrade (rolled back)
+            if not isinstance(exc, (sqlite3.DatabaseError, StoreError, OSError)):
+                raise
+            if reading and target.is_file() and _cannot_write(exc):
+                return cls._open_read_only(target)
+            if isinstance(exc, StoreError):
+                raise
+            verb = "open" if isinstance(exc, sqlite3.DatabaseError) else "create"
+            readonly = _not_writable(target)
+            if readonly is None and isinstance(exc, PermissionError):
+                readonly = f"{exc.filename or target.parent} cannot be written"
+            if readonly is None and "readonly" in str(exc).replace("-", "").replace(" ", ""):
+                readonly = f"{target} cannot be written"
+            if readonly is not None:
+                raise StoreError(
+                    f"{target}: cannot {verb} the progress database: {readonly}. Make it "
+                    "writable, or keep your progress elsewhere with --db PATH (or PREP_DB)",
+                    kind="read-only",
+                ) from exc
+            raise StoreError(
+                f"{target}: cannot {verb} the progress database: {exc}",
+                kind="busy" if "locked" in str(exc) else "other",
+            ) from exc
+
+    @staticmethod
+    def pending_upgrade(path: str | os.PathLike | None = None) -> tuple[int, int] | None:
+        """(schema version, this prep's) when the database at ``path`` exists and open()
+        would upgrade it, else None (also when it cannot be read: open() says why). Cheap:
+        a front end asks before opening, to show the upgrade's progress."""
+        from urllib.parse import quote
+
+        from prep.engine.store import Store  # the whole store: schema_version() is guarded
+
+        target = resolve_db_path(path)
+        if not target.is_file():
+            return None
+        try:
+            conn = sqlite3.connect(
+                f"file:{quote(str(target))}?mode=ro", uri=True, isolation_level=None
+            )
+        except sqlite3.Error:
+            return None
+        try:
+            store = Store.__new__(Store)
+            store.conn, store.path, store._db = conn, target, None
+            version = store.schema_version()
+        except (sqlite3.Error, StoreError):
+            return None
+        finally:
+            conn.close()
+        return (version, SCHEMA_VERSION) if 0 < version < SCHEMA_VERSION else None
+
+    @classmethod
+    def _open_read_only(cls, target: Path) -> Store:
+        """The database opened for reading only (a read-only file or folder)."""
+        from urllib.parse import quote
+
+        last: Exception | None = None
+        # immutable=1 when even the WAL index cannot be made (a read-only folder)
+        for query in ("mode=ro", "mode=ro&immutable=1"):
+            conn = sqlite3.connect(
+                f"file:{quote(str(target))}?{query}",
+                uri=True,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+            )
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # can we read?
+                store = cls.__new__(cls)
+                store.conn, store.path, store._db, store.read_only = conn, target, None, True
+                try:
+                    version = store.schema_version()
+                except StoreError:
+                    version = SCHEMA_VERSION  # read the tables as they are
+                if version != SCHEMA_VERSION:
+                    conn.close()
+                    raise StoreError(
+                        f"{target}: the progress database is read-only and needs an upgrade "
+                        f"(schema v{version}, this prep uses v{SCHEMA_VERSION}); make it writable",
+                        kind="read-only",
+                    )
+                return store
+            except sqlite3.DatabaseError as exc:
+                conn.close()
+                last = exc
+        raise StoreError(f"{target}: cannot open the progress database: {last}") from last
+
+    @classmethod
+    def memory(cls) -> Store:
+        return cls(sqlite3.connect(":memory:", isolation_level=None), None)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One committed unit: BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error). Inside another
+        transaction() it joins that one (the outer one commits or rolls back)."""
+        if getattr(self, "_tx_depth", 0):
+            self._tx_depth += 1
+            try:
+                yield
+            finally:
+                self._tx_depth -= 1
+            return
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise self._error(exc) from exc
+        self._tx_depth = 1
+        try:
+            yield
+            self._tx_depth = 0
+            self.conn.execute("COMMIT")
+        except BaseException as exc:
+            self._tx_depth = 0
+            # SQLite may already have rolled back (a full disk, an I/O error)
+            if self.conn.in_transaction:
+                with suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
+            if _is_database_error(exc):
+                raise self._error(exc) from exc  # type: ignore[arg-type]
+            raise
+
+    def _error(self, exc: sqlite3.Error) -> StoreError:
+        """The one-line StoreError for what SQLite refused."""
+        where = self.path or ":memory:"
+        code = getattr(exc, "sqlite_errorcode", None)
+        primary = None if code is None else code & 0xFF
+        if primary == sqlite3.SQLITE_READONLY:
+            why = (_not_writable(self.path) if self.path else None) or str(exc)
+            return StoreError(
+                f"{where}: the progress database is read-only ({why}); nothing saved. Make "
+                "it writable, or use --db PATH for another file",
+                kind="read-only",
+            )
+        if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            return StoreError(
+                f"{where}: database is busy: another prep is writing to it ({exc}); try again",
+                kind="busy",
+                retryable=True,
+            )
+        if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+            return StoreError(
+                f"{where}: the progress database is damaged ({exc}); restore it from a "
+                "backup or a `prep export` file",
+                kind="damaged",
+            )
+        if primary in _WRITE_ERRORS:
+            return StoreError(
+                f"{where}: cannot write the progress database ({exc}); nothing saved",
+                kind="write",
+                retryable=True,
+            )
+        return StoreError(f"{where}: the progress database failed: {exc}")
+
+    # --- schema -------------------------------------------------------------------------
+
+    def schema_version(self) -> int:
+        has_meta = self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        ).fetchone()
+        if not has_meta:
+            return 0
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None:
+            return 0
+        try:
+            return int(row[0])
+        except (TypeError, ValueError):
+            raise StoreError(
+                f"{self.path or ':memory:'}: the schema version in the database is "
+                f"{str(row[0])[:40]!r}, not a number (edited by hand?); `prep export` still "
+                "reads it",
+                kind="damaged",
+            ) from None
+
+    def _migrate(self, *, lenient: bool = False, progress: Progress | None = None) -> None:
+        try:
+            version = self.schema_version()
+        except StoreError:
+            if lenient:
+                return  # a reader reads the tables as they are
+            raise
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: database schema v{version} is newer than this prep (v{SCHEMA_VERSION}); upgrade prep"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        # the reviews the upgrade rewrites (v4 -> v5), the bulk of its work
+        rewrites = (
+            0 < version < 5
+            and self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'reviews'"
+            ).fetchone()
+        )
+        reviews = self.conn.execute("SELECT count(*) FROM reviews").fetchone()[0] if rewrites else 0
+        # (a new database is built, not upgraded: quick, and nothing to report)
+        tracker = UpgradeTracker(version, SCHEMA_VERSION, reviews, progress if version else None)
+        # a one-off rewrite of the whole log: a page cache that holds the new log and its
+        # indexes while they are built (the old one is read once, in order); and the old
+        # log's pages are freed without being zeroed first when that costs writes (builds
+        # with SECURE_DELETE, Debian's, wrote every page of it again: ~5 s at 1M reviews):
+        # its content is the new log's, and the VACUUM after it leaves none of the old pages
+        # in the file. Both given back after.
+        cache = self.conn.execute("PRAGMA cache_size").fetchone()[0]
+        secure = self.conn.execute("PRAGMA secure_delete").fetchone()[0]
+        if reviews:
+            self.conn.execute(f"PRAGMA cache_size = {_UPGRADE_CACHE_KIB}")
+            self.conn.execute("PRAGMA secure_delete = FAST")
+        try:
+            with self.transaction():
+                for step in range(version, SCHEMA_VERSION):
+                    MIGRATIONS[step](self.db, tracker)
+                self.set_meta("schema_version", str(SCHEMA_VERSION))
+            tracker.finished("commit")
+            if 0 < version < 5 and self.path is not None:
+                # v5 rewrote the review log in its compact form: give the space back (best
+                # effort: the migration is committed; another prep holding the file open
+                # only leaves the file its old size until a later VACUUM)
+                with suppress(sqlite3.OperationalError):
+                    self.conn.execute("VACUUM")
+            tracker.finished("vacuum")
+        finally:
+            with suppress(sqlite3.Error):
+                self.conn.execute(f"PRAGMA cache_size = {int(cache)}")
+                self.conn.execute(f"PRAGMA secure_delete = {int(secure)}")
+        tracker.done()
+
+    # --- settings -----------------------------------------------------------------------
+
+    def settings(self) -> Settings:
+        """The saved settings (defaults when none are saved). Settings saved by a hand edit or
+        an older prep that fail validation are a StoreError, never a crash later on."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
+        if row is None:
+            return Settings()
+        try:
+            return Settings.from_dict(json.loads(row[0])).validated()
+        except (ValueError, TypeError, AttributeError) as exc:  # JSONDecodeError is a ValueError
+            raise StoreError(
+                f"{self.path or ':memory:'}: the saved settings are invalid ({exc}); "
+                "`prep config --reset` restores the defaults"
+            ) from None
+
+    def save_settings(self, settings: Settings, at: datetime | None = None) -> None:
+        from prep.engine.store import devices
+        from prep.engine.timeutil import utcnow
+
+        settings.validated()
+        with self.transaction():
+            self.set_meta("settings", json.dumps(settings.to_dict()))
+            devices.stamp_settings(self.conn, at or utcnow())  # the last writer wins on a sync

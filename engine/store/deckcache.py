@@ -1,0 +1,316 @@
+"""The deck cache's tables (deck_files, deck_cards, ...): engine/decks/deckcache.py decides,
+these methods hold its SQL.
+
+Part of the one `Store` (engine/store/__init__.py combines the tables' classes).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from prep.engine.store.core import StoreCore
+from prep.engine.study.scheduler import State
+from prep.engine.timeutil import fmt
+
+
+def _key_range(fid: int) -> tuple[int, int]:
+    """The deck_cards keys of the cached file ``fid`` (its id << 32 | line)."""
+    return fid << 32, (fid << 32) | 0xFFFFFFFF
+
+
+# The meta key holding the deck state progress was last reconciled with. The stored name is kept
+# from when reconciling was called "sync", so existing databases read it (schema.py clears it).
+_RECONCILED_KEY = "deck_sync"
+
+
+class DeckCacheStore(StoreCore):
+    """The deck cache's tables."""
+
+    # --- deck cache (engine/decks/deckcache.py decides; these are its tables) -----------------
+
+    def deck_cache_files(self) -> dict[str, dict[str, Any]]:
+        keys = ("path", "shown", "size", "mtime_ns", "sha256", "checked_ns")
+        rows = self.conn.execute(f"SELECT {', '.join(keys)} FROM deck_files")
+        return {r[0]: dict(zip(keys, r, strict=True)) for r in rows}
+
+    def deck_cache_touch(self, path: str, size: int, mtime_ns: int, checked_ns: int) -> None:
+        """The file was read and its hash is unchanged: remember its new size and mtime."""
+        with self.transaction():
+            self.conn.execute(
+                "UPDATE deck_files SET size = ?, mtime_ns = ?, checked_ns = ? WHERE path = ?",
+                (size, mtime_ns, checked_ns, path),
+            )
+
+    def deck_cache_put(
+        self,
+        path: str,
+        *,
+        shown: str,
+        size: int,
+        mtime_ns: int,
+        sha256: str,
+        checked_ns: int,
+        info: str | None,
+        declared: list[tuple[str, int]],
+        errors: list[tuple[int, str]],
+        cards: list[tuple[int, str, str, str | None, str, list[str], str, str, str]],
+    ) -> None:
+        """Replace one file's parse: its entry and its cards (line, id, deck, parent, demos,
+        tags, content hash, fields, kind). The checks across files are then redone (assembly dropped)."""
+        with self.transaction():
+            self.conn.execute(
+                "INSERT INTO deck_files "
+                "(path, shown, size, mtime_ns, sha256, checked_ns, info, declared, errors, ord) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL) ON CONFLICT(path) DO UPDATE SET "
+                "shown = excluded.shown, size = excluded.size, mtime_ns = excluded.mtime_ns, "
+                "sha256 = excluded.sha256, checked_ns = excluded.checked_ns, "
+                "info = excluded.info, declared = excluded.declared, errors = excluded.errors, "
+                "ord = NULL",
+                (
+                    path,
+                    shown,
+                    size,
+                    mtime_ns,
+                    sha256,
+                    checked_ns,
+                    info,
+                    json.dumps(declared),
+                    json.dumps(errors),
+                ),
+            )
+            lo, hi = self._deck_keys(path)
+            self.conn.execute("DELETE FROM deck_cards WHERE key BETWEEN ? AND ?", (lo, hi))
+            self.conn.execute("DELETE FROM deck_tags WHERE key BETWEEN ? AND ?", (lo, hi))
+            self.conn.executemany(
+                "INSERT INTO deck_cards (key, id, deck, parent, demos, chash, data, kind) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(lo + c[0], *c[1:5], *c[6:]) for c in cards],
+            )
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO deck_tags (id, tag, key) VALUES (?, ?, ?)",
+                [(c[1], tag, lo + c[0]) for c in cards for tag in c[5]],
+            )
+            self.conn.execute("DELETE FROM meta WHERE key = 'deck_assembly'")
+
+    def deck_cache_prune(self, paths: list[str]) -> None:
+        """Forget the cached parse of these files (entry, cards, tags), in one transaction.
+        Only the cache: progress (cards, reviews, marks) is another set of tables."""
+        with self.transaction():
+            for path in paths:
+                row = self.conn.execute(
+                    "SELECT fid FROM deck_files WHERE path = ?", (path,)
+                ).fetchone()
+                if row is None:
+                    continue  # pruned meanwhile by another prep
+                lo, hi = _key_range(row[0])
+                self.conn.execute("DELETE FROM deck_cards WHERE key BETWEEN ? AND ?", (lo, hi))
+                self.conn.execute("DELETE FROM deck_tags WHERE key BETWEEN ? AND ?", (lo, hi))
+                self.conn.execute("DELETE FROM deck_files WHERE fid = ?", (row[0],))
+
+    def _deck_keys(self, path: str) -> tuple[int, int]:
+        """The range of deck_cards keys of one cached file (its id << 32 | line)."""
+        fid = self.conn.execute("SELECT fid FROM deck_files WHERE path = ?", (path,)).fetchone()[0]
+        return _key_range(fid)
+
+    def deck_cache_parsed(
+        self, paths: list[str]
+    ) -> dict[str, tuple[str | None, list[tuple[int, str]]]]:
+        out = {}
+        for path in paths:
+            info, errors = self.conn.execute(
+                "SELECT info, errors FROM deck_files WHERE path = ?", (path,)
+            ).fetchone()
+            out[path] = (info, [(line, msg) for line, msg in json.loads(errors)])
+        return out
+
+    def deck_cache_outline(self, paths: list[str]) -> Iterator[tuple]:
+        """(file, line, id, deck, parent, demos) of every cached card of ``paths``, in order."""
+        for path in paths:
+            yield from self.conn.execute(
+                "SELECT ?, key & 0xFFFFFFFF, id, deck, parent, demos FROM deck_cards "
+                "WHERE key BETWEEN ? AND ? ORDER BY key",
+                (path, *self._deck_keys(path)),
+            )
+
+    def deck_cache_card(self, path: str, line: int) -> tuple[str, str | None, str, str]:
+        """(deck, parent, demos, fields) of one cached card."""
+        return self.conn.execute(
+            "SELECT deck, parent, demos, data FROM deck_cards WHERE key = ?",
+            (self._deck_keys(path)[0] | line,),
+        ).fetchone()
+
+    def deck_cache_ids(self, path: str) -> list[tuple[int, str, int]]:
+        """(line, id, left out as a duplicate) of each cached card of one file, in order
+        (from the covering index: the cards' text is not read)."""
+        return self.conn.execute(
+            "SELECT key & 0xFFFFFFFF, id, dup FROM deck_cards WHERE key BETWEEN ? AND ? "
+            "ORDER BY key",
+            self._deck_keys(path),
+        ).fetchall()
+
+    def deck_cache_declared(self, paths: list[str]) -> dict[str, list[tuple[str, int]]]:
+        """(id, line) of every card entry of each file that names an id, valid or not."""
+        out = {}
+        for path in paths:
+            (text,) = self.conn.execute(
+                "SELECT declared FROM deck_files WHERE path = ?", (path,)
+            ).fetchone()
+            out[path] = [(cid, line) for cid, line in json.loads(text)]
+        return out
+
+    def deck_cache_card_data(self, paths: list[str]) -> Iterator[tuple[str, int, str]]:
+        for path in paths:
+            yield from self.conn.execute(
+                "SELECT ?, key & 0xFFFFFFFF, data FROM deck_cards WHERE key BETWEEN ? AND ?",
+                (path, *self._deck_keys(path)),
+            )
+
+    def deck_cache_assembly(self, key: str) -> dict[str, Any] | None:
+        """The checks across files, if they were last run on exactly this state of the decks."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'deck_assembly'").fetchone()
+        if row is None:
+            return None
+        saved = json.loads(row[0])
+        return saved if saved.get("key") == key else None
+
+    def deck_cache_save_assembly(
+        self, key: str, paths: list[str], assembly: dict[str, Any]
+    ) -> None:
+        """Record which files are loaded now (in order) and which cards the checks across
+        files left out (duplicate ids), for the queue's and the reconciliation's SQL."""
+        with self.transaction():
+            self.conn.execute("UPDATE deck_files SET ord = NULL WHERE ord IS NOT NULL")
+            self.conn.executemany(
+                "UPDATE deck_files SET ord = ? WHERE path = ?",
+                [(i, p) for i, p in enumerate(paths)],
+            )
+            self.conn.execute("UPDATE deck_cards SET dup = 0 WHERE dup = 1")
+            self.conn.executemany(
+                "UPDATE deck_cards SET dup = 1 WHERE key = ?",
+                [(self._deck_keys(path)[0] | line,) for path, line in assembly["excluded_keys"]],
+            )
+            self.set_meta("deck_assembly", json.dumps({"key": key, **assembly}))
+
+    def deck_reconcile_key(self) -> str | None:
+        row = self.conn.execute(
+            "SELECT value FROM meta WHERE key = ?", (_RECONCILED_KEY,)
+        ).fetchone()
+        return row[0] if row else None
+
+    _LIVE_DECK_CARDS = (
+        "SELECT dc.id, dc.deck, dc.chash FROM deck_cards dc JOIN deck_files f ON f.fid = dc.key >> 32 "
+        "WHERE f.ord IS NOT NULL AND +dc.dup = 0"
+    )
+
+    def reconcile_with_deck_cache(self, key: str) -> dict[str, int]:
+        """Store.reconcile in SQL, against the cached cards of the loaded deck files: the same
+        flags (changed, removed, restored), no card hashed, no Python loop over cards."""
+        live = self._LIVE_DECK_CARDS
+        with self.transaction():
+            removed = self.conn.execute(
+                f"UPDATE cards SET removed = 1 WHERE removed = 0 AND id NOT IN "
+                f"(SELECT id FROM ({live}))"
+            ).rowcount
+            restored = self.conn.execute(
+                f"UPDATE cards SET removed = 0 WHERE removed = 1 AND id IN "
+                f"(SELECT id FROM ({live}))"
+            ).rowcount
+            changed = self.conn.execute(
+                f"UPDATE cards SET changed = (cards.content_hash IS NOT l.chash) OR cards.changed, "
+                f"content_hash = l.chash, deck = l.deck FROM ({live}) AS l "
+                "WHERE cards.id = l.id AND (cards.content_hash IS NOT l.chash OR cards.deck != l.deck)"
+            ).rowcount
+            self.set_meta(_RECONCILED_KEY, key)
+        return {"changed": changed, "removed": removed, "restored": restored}
+
+    def deck_cache_tag_progress(self, mature_days: float) -> dict[str, tuple[int, int, int]]:
+        """Per tag of the loaded deck cards: (cards, seen, mature), one grouped query that
+        walks the tags in card-id order beside the cards' id index. The cards left out as
+        duplicates are read once from their partial index (a handful, usually none): probing
+        deck_cards by key for every tag row would read the cached cards' pages (their text)."""
+        rows = self.conn.execute(
+            "SELECT t.tag, count(*), count(c.id), "
+            "coalesce(sum(c.id IS NOT NULL AND coalesce(c.stability, 0) >= ?), 0) "
+            "FROM deck_tags t JOIN deck_files f ON f.fid = t.key >> 32 "
+            "LEFT JOIN cards c INDEXED BY sqlite_autoindex_cards_1 "
+            "ON c.id = t.id AND c.removed = 0 "
+            "WHERE f.ord IS NOT NULL "
+            "AND t.key NOT IN (SELECT key FROM deck_cards INDEXED BY deck_cards_dup WHERE dup = 1) "
+            "GROUP BY t.tag",
+            [mature_days],
+        )
+        return {tag: (int(n), int(seen), int(mature)) for tag, n, seen, mature in rows}
+
+    def deck_cache_unseen(
+        self, deck: str | None = None
+    ) -> Iterator[tuple[str, str, str, str | None, bool]]:
+        """(id, deck, kind, parent, parent seen) of each loaded deck card without progress,
+        in deck order: file by file, each a rowid range that SQLite steps only as far as the
+        caller reads (no sort, no set of seen ids)."""
+        sql = (
+            "SELECT id, deck, kind, parent, parent IS NOT NULL AND EXISTS "
+            "(SELECT 1 FROM cards p WHERE p.id = deck_cards.parent) "
+            "FROM deck_cards WHERE key BETWEEN ? AND ? AND +dup = 0 "
+            "AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.id = deck_cards.id)"
+        )
+        if deck is not None:
+            sql += " AND deck = ?"
+        files = self.conn.execute(
+            "SELECT fid FROM deck_files WHERE ord IS NOT NULL ORDER BY ord"
+        ).fetchall()
+        for (fid,) in files:
+            args: list[Any] = [fid << 32, (fid << 32) | 0xFFFFFFFF]
+            if deck is not None:
+                args.append(deck)
+            for cid, cdeck, kind, parent, parent_seen in self.conn.execute(
+                sql + " ORDER BY key", args
+            ):
+                yield cid, cdeck, kind, parent, bool(parent_seen)
+
+    def deck_cache_unseen_from(
+        self, path: str, kind: str, after: int | None, limit: int
+    ) -> list[tuple[int, str, str, str | None, bool]]:
+        """Up to ``limit`` cached cards of one file and one kind without progress (and not
+        left out as duplicates), after key ``after`` (None: from the file's start), in file
+        order: (key, id, deck, parent, parent seen). One range of the (kind, key) index: the
+        new-card rotation reads only as far as the day's limit needs."""
+        lo, hi = self._deck_keys(path)
+        sql = (
+            "SELECT key, id, deck, parent, parent IS NOT NULL AND EXISTS "
+            "(SELECT 1 FROM cards p WHERE p.id = dc.parent) "
+            "FROM deck_cards dc INDEXED BY deck_cards_kind "
+            "WHERE kind = ? AND key > ? AND key <= ? AND dup = 0 "
+            "AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.id = dc.id)"
+        )
+        args = [kind, lo - 1 if after is None else after, hi, limit]
+        rows = self.conn.execute(sql + " ORDER BY key LIMIT ?", args)
+        return [(key, cid, d, parent, bool(seen)) for key, cid, d, parent, seen in rows]
+
+    def deck_cache_citing(self, path: str) -> list[tuple[int, str, str]]:
+        """(line, id, demos) of the cached cards of one file that cite a demo, in file order
+        (from their partial index: the other cards are not read)."""
+        return self.conn.execute(
+            "SELECT key & 0xFFFFFFFF, id, demos FROM deck_cards INDEXED BY deck_cards_demos "
+            "WHERE demos != '' AND key BETWEEN ? AND ? ORDER BY key",
+            self._deck_keys(path),
+        ).fetchall()
+
+    def due_counts(self, now: datetime) -> dict[str, tuple[int, int]]:
+        """Per deck: (learning or relearning cards due at ``now``, review cards due), of the
+        cards still in the decks. One grouped count over the (removed, state, due, deck)
+        index, per state as ``due_ids`` reads them; no card row is read."""
+        others = [int(x) for x in State if x != State.Review]
+        out: dict[str, list[int]] = {}
+        for column, states in ((0, others), (1, [int(State.Review)])):
+            rows = self.conn.execute(
+                "SELECT deck, count(*) FROM cards INDEXED BY cards_removed_state_due "
+                f"WHERE removed = 0 AND state IN ({', '.join('?' * len(states))}) AND due <= ? "
+                "GROUP BY deck",
+                [*states, fmt(now)],
+            )
+            for deck, n in rows:
+                out.setdefault(deck, [0, 0])[column] += n
+        return {deck: (n[0], n[1]) for deck, n in out.items()}

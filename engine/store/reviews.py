@@ -1,0 +1,244 @@
+"""Reviews: the append-only review log (the reviews table), rating, undo and its counts.
+
+Part of the one `Store` (engine/store/__init__.py combines the tables' classes).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from prep.engine.store import devices
+from prep.engine.store.cards import state_to_json
+from prep.engine.store.core import StoreCore
+from prep.engine.store.reviewlog import Chain, from_us, to_us
+from prep.engine.study.scheduler import CardState, State
+from prep.engine.timeutil import fmt, utcnow
+
+
+@dataclass(frozen=True)
+class Review:
+    id: int
+    card_id: str
+    rating: int
+    reviewed_at: datetime
+    duration_ms: int | None
+    prev: CardState | None
+    next: CardState
+
+
+def _json_or_none(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _decode(rows: Iterable[tuple]) -> Iterator[tuple[Review, int | None]]:
+    """Review log rows (``_REVIEW_COLS``, in id order, each card's from its first review)
+    as Reviews, with the prev_state column beside each."""
+    chain = Chain()
+    for rid, cid, rating, at, dur, prev_state, prev, nxt in rows:
+        p, n = chain.decode(cid, prev_state, prev, nxt)
+        yield Review(rid, cid, rating, from_us(at), dur, p, n), prev_state
+
+
+def _review_dict(review: Review, prev_state: int | None) -> dict[str, Any]:
+    """A review as exported: schema.REVIEW_COLUMNS, states as JSON text."""
+    return {
+        "card_id": review.card_id,
+        "reviewed_at": fmt(review.reviewed_at),
+        "rating": review.rating,
+        "duration_ms": review.duration_ms,
+        "prev_state": prev_state,
+        "prev": state_to_json(review.prev),
+        "next": state_to_json(review.next),
+    }
+
+
+_REVIEW_COLS = "id, card_id, rating, at, duration_ms, prev_state, prev, next"
+
+
+class ReviewsStore(StoreCore):
+    """The reviews table."""
+
+    # --- reviews ------------------------------------------------------------------------
+
+    def record_review(
+        self,
+        prev: CardState | None,
+        new: CardState,
+        rating: int,
+        reviewed_at: datetime,
+        duration_ms: int | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> int:
+        """Write the new card state and the review in one committed transaction. ``params``:
+        the scheduler's replay_params (default: the saved settings, fuzzed, seed 0), stored
+        with the review so that a sync replays it as it was made."""
+        prev_state = None if prev is None or prev.is_new else prev.state
+        prev = None if prev is None or prev.is_new else prev
+        if params is None:
+            from prep.engine.study.scheduler import replay_params
+
+            params = replay_params(self.settings(), True, 0)
+        with self.transaction():
+            pblob, nblob = self._chain(new.id).encode(new.id, prev_state, prev, new)
+            self.put_card(new)
+            cur = self.conn.execute(
+                "INSERT INTO reviews (id, card_id, rating, at, duration_ms, prev_state, prev, "
+                "next, dev, params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    devices.next_review_id(self.conn),
+                    new.id,
+                    int(rating),
+                    to_us(reviewed_at),
+                    duration_ms,
+                    prev_state,
+                    pblob,
+                    nblob,
+                    devices.device(self.conn),
+                    devices.params_n(self.conn, params),
+                ),
+            )
+            return int(cur.lastrowid)
+
+    def _card_log(self, card_id: str) -> list[tuple[Review, int | None]]:
+        """One card's reviews, oldest first (its states are read along its chain)."""
+        rows = self.conn.execute(
+            f"SELECT {_REVIEW_COLS} FROM reviews WHERE card_id = ? ORDER BY id", (card_id,)
+        )
+        return list(_decode(rows))
+
+    def _chain(self, card_id: str) -> Chain:
+        """A chain positioned after the card's newest review, to append the next one."""
+        chain = Chain()
+        log = self._card_log(card_id)
+        if log:
+            chain.last[card_id] = log[-1][0].next
+        return chain
+
+    def rate_card(
+        self,
+        fresh: CardState,
+        decide: Callable[[CardState], CardState],
+        rating: int,
+        reviewed_at: datetime,
+        duration_ms: int | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> tuple[int, CardState, CardState]:
+        """Rate a card: read its stored state (``fresh`` when it has none), let ``decide``
+        compute the next one, and write both, all inside one write transaction. Two sessions
+        rating the same card serialise: the second reads the first one's result, so the review
+        log stays a chain (each review's prev is the previous review's next) and ``reps``
+        counts the reviews. Returns (review id, prev, next)."""
+        with self.transaction():
+            prev = self.card(fresh.id) or fresh
+            new = decide(prev)
+            if new.last_review is not None and new.last_review > reviewed_at:
+                reviewed_at = new.last_review  # decide kept it after the card's last review
+            rid = self.record_review(prev, new, rating, reviewed_at, duration_ms, params)
+            return rid, prev, new
+
+    def last_review(self) -> Review | None:
+        row = self.conn.execute(
+            "SELECT id, card_id FROM reviews ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else self._card_log(row[1])[-1][0]
+
+    def undo_last(self, expected_id: int | None = None) -> Review | None:
+        """Remove the newest review and restore the card's exact previous state (or remove
+        the card's row if it was new). Returns the undone review, or None if there is none —
+        or, with ``expected_id``, if the newest review is another one (say another session's
+        rating committed since): checked inside the same write transaction. Only this device's
+        reviews are undone (one received by a sync is not "the last rating"), and only the
+        newest of its card. The review leaves a tombstone that a sync takes to the others."""
+        with self.transaction():
+            row = self.conn.execute(
+                "SELECT id, card_id FROM reviews WHERE dev = ? ORDER BY id DESC LIMIT 1",
+                (devices.device(self.conn),),
+            ).fetchone()
+            if row is None or (expected_id is not None and row[0] != expected_id):
+                return None
+            review = self._card_log(row[1])[-1][0]
+            if review.id != row[0]:
+                return None  # a later review of the card (received by a sync) follows it
+            devices.bury_review(self.conn, review.id, review.card_id, utcnow())
+            self.conn.execute("DELETE FROM reviews WHERE id = ?", (review.id,))
+            if review.prev is None:
+                self.conn.execute("DELETE FROM cards WHERE id = ?", (review.card_id,))
+            else:
+                current = self.card(review.card_id)
+                restored = review.prev
+                if current is not None:
+                    # membership flags describe the deck now, not the card's history
+                    restored = CardState(
+                        **{**asdict(restored), "removed": current.removed, "deck": current.deck}
+                    )
+                self.put_card(restored)
+            return review
+
+    def reviews(self, since: datetime | None = None, card_id: str | None = None) -> list[Review]:
+        if card_id is not None:
+            out = [r for r, _ in self._card_log(card_id)]
+        else:
+            rows = self.conn.execute(f"SELECT {_REVIEW_COLS} FROM reviews ORDER BY id")
+            out = [r for r, _ in _decode(rows)]
+        if since is not None:
+            out = [r for r in out if r.reviewed_at >= since]
+        return out
+
+    def count_reviews(
+        self,
+        since: datetime | None = None,
+        *,
+        new_only: bool = False,
+        prev_state: int | None = None,
+    ) -> int:
+        """Reviews (since a time): all, only of new cards, or only of cards that were in one
+        fsrs state when reviewed."""
+        where: list[str] = []
+        args: list[Any] = []
+        if since is not None:
+            where.append("at >= ?")
+            args.append(to_us(since))
+        if new_only:
+            where.append("prev_state IS NULL")
+        if prev_state is not None:
+            where.append("prev_state = ?")
+            args.append(prev_state)
+        # no WHERE at all when nothing is filtered: SQLite then counts the smallest index's
+        # pages instead of stepping every entry (a million reviews: 4 ms instead of 20)
+        sql = "SELECT count(*) FROM reviews" + (f" WHERE {' AND '.join(where)}" if where else "")
+        return int(self.conn.execute(sql, args).fetchone()[0])
+
+    def retention_counts(self, since: datetime | None = None) -> tuple[int, int]:
+        """Reviews of cards in the Review state (since a time) and how many were not Again:
+        true retention."""
+        sql = "SELECT count(*), coalesce(sum(rating > 1), 0) FROM reviews WHERE prev_state = ?"
+        args: list[Any] = [int(State.Review)]
+        if since is not None:
+            sql += " AND at >= ?"
+            args.append(to_us(since))
+        n, passed = self.conn.execute(sql, args).fetchone()
+        return int(n), int(passed)
+
+    def reviewed_between(self, start: datetime, end: datetime) -> bool:
+        """Whether any review was made in [start, end) (one indexed probe)."""
+        row = self.conn.execute(
+            "SELECT 1 FROM reviews WHERE at >= ? AND at < ? LIMIT 1",
+            [to_us(start), to_us(end)],
+        ).fetchone()
+        return row is not None
+
+    def reviews_per_interval(self, bounds: list[datetime]) -> list[int]:
+        """Reviews made in each [bounds[i], bounds[i + 1]): one indexed range count each
+        (the caller draws the study days' bounds, DST and all; no date() per review)."""
+        values = ", ".join("(?, ?)" for _ in bounds[1:])
+        args = [to_us(t) for pair in zip(bounds[:-1], bounds[1:], strict=True) for t in pair]
+        rows = self.conn.execute(
+            f"WITH b(lo, hi) AS (VALUES {values}) "
+            "SELECT (SELECT count(*) FROM reviews WHERE at >= b.lo AND at < b.hi) FROM b",
+            args,
+        )
+        return [n for (n,) in rows]

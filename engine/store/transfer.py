@@ -1,0 +1,141 @@
+"""Export and import: every row of a table as a dict, and rows inserted back.
+
+Part of the one `Store` (engine/store/__init__.py combines the tables' classes).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from prep.engine.store.cards import state_from_json, state_to_json
+from prep.engine.store.core import StoreCore
+from prep.engine.store.reviewlog import to_us
+from prep.engine.store.reviews import _REVIEW_COLS, _decode, _json_or_none, _review_dict
+from prep.engine.store.schema import (
+    CARD_COLUMNS,
+    DEMO_RUN_COLUMNS,
+    REVIEW_COLUMNS,
+    SCHEDULE_COLUMNS,
+)
+from prep.engine.timeutil import fmt, parse
+
+Table = Literal["cards", "reviews", "demo_runs"]
+_COLUMNS: dict[str, tuple[str, ...]] = {
+    "cards": CARD_COLUMNS,
+    "reviews": REVIEW_COLUMNS,
+    "demo_runs": DEMO_RUN_COLUMNS,
+}
+
+
+class TransferStore(StoreCore):
+    """Rows out (dump) and in (insert_row) for export and import."""
+
+    # --- export and import ----------------------------------------------------------------
+
+    def dump(self) -> dict[str, Any]:
+        """Everything stored, as plain data: settings (None when never saved), cards,
+        reviews (prev/next as objects), demo runs (metrics as an object) and marks, in one read
+        transaction (a rating committed meanwhile is in both cards and reviews, or neither)."""
+        own = not self.conn.in_transaction
+        if own:
+            self.conn.execute("BEGIN")
+        try:
+            cards = self._rows("cards", "ORDER BY id")
+            rows = self.conn.execute(f"SELECT {_REVIEW_COLS} FROM reviews ORDER BY id")
+            reviews = [
+                r | {"prev": _json_or_none(r["prev"]), "next": _json_or_none(r["next"])}
+                for r in (_review_dict(*x) for x in _decode(rows))
+            ]
+            runs = [
+                r | {"metrics": _json_or_none(r["metrics"])}
+                for r in self._rows("demo_runs", "ORDER BY id")
+            ]
+            return {
+                "settings": self.saved_settings(),
+                "cards": cards,
+                "reviews": reviews,
+                "demo_runs": runs,
+                "marks": self.mark_rows(),
+            }
+        finally:
+            if own:
+                self.conn.execute("COMMIT")
+
+    def _rows(self, table: Table, tail: str = "", args: Iterable[Any] = ()) -> list[dict[str, Any]]:
+        columns = _COLUMNS[table]
+        rows = self.conn.execute(f"SELECT {', '.join(columns)} FROM {table} {tail}", list(args))
+        return [dict(zip(columns, row, strict=True)) for row in rows]
+
+    def saved_settings(self) -> dict[str, Any] | None:
+        """The settings as saved (a dict, unvalidated), or None when none were saved."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
+        if row is None:
+            return None
+        try:
+            value = json.loads(row[0])
+        except (TypeError, ValueError):
+            return None  # unreadable (a hand edit): `prep config --reset` says so; export goes on
+        return value if isinstance(value, dict) else None
+
+    def card_row(self, card_id: str) -> dict[str, Any] | None:
+        """The stored row of one card (columns as in schema.CARD_COLUMNS)."""
+        rows = self._rows("cards", "WHERE id = ?", [card_id])
+        return rows[0] if rows else None
+
+    def review_row(self, card_id: str, reviewed_at: str, prev: str | None) -> dict[str, Any] | None:
+        """The stored review of ``card_id`` at ``reviewed_at`` from state ``prev`` (JSON), as
+        exported (columns as in schema.REVIEW_COLUMNS)."""
+        for r in (_review_dict(*x) for x in self._card_log(card_id)):
+            if (r["reviewed_at"], r["prev"]) == (reviewed_at, prev):
+                return r
+        return None
+
+    def review_keys(self, card_id: str) -> set[tuple[str, str, str | None]]:
+        """(card id, time, previous state JSON) of every stored review of ``card_id``."""
+        return {
+            (card_id, fmt(r.reviewed_at), state_to_json(r.prev)) for r, _ in self._card_log(card_id)
+        }
+
+    def demo_run_row(self, name: str, ran_at: str) -> dict[str, Any] | None:
+        rows = self._rows("demo_runs", "WHERE name = ? AND ran_at = ?", [name, ran_at])
+        return rows[0] if rows else None
+
+    def insert_row(self, table: Table, row: dict[str, Any]) -> None:
+        """Insert one row as exported (columns as in engine/store/schema.py), e.g. by an import."""
+        if table == "reviews":
+            cid = row["card_id"]
+            prev, nxt = state_from_json(row["prev"]), state_from_json(row["next"])
+            assert nxt is not None
+            pblob, nblob = self._chain(cid).encode(cid, row["prev_state"], prev, nxt)
+            from prep.engine.store import devices
+
+            self.conn.execute(
+                "INSERT INTO reviews (id, dev, card_id, rating, at, duration_ms, prev_state, "
+                "prev, next) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    devices.next_review_id(self.conn),
+                    devices.device(self.conn),
+                    cid,
+                    row["rating"],
+                    to_us(parse(row["reviewed_at"])),
+                    row["duration_ms"],
+                    row["prev_state"],
+                    pblob,
+                    nblob,
+                ),
+            )
+            return
+        columns = _COLUMNS[table]
+        self.conn.execute(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+            [row[c] for c in columns],
+        )
+
+    def update_schedule(self, card_id: str, row: dict[str, Any]) -> None:
+        """Set a card's schedule fields (schema.SCHEDULE_COLUMNS) from ``row``."""
+        sets = ", ".join(f"{k} = ?" for k in SCHEDULE_COLUMNS)
+        self.conn.execute(
+            f"UPDATE cards SET {sets} WHERE id = ?", [*(row[k] for k in SCHEDULE_COLUMNS), card_id]
+        )

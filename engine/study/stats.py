@@ -1,0 +1,200 @@
+"""Progress statistics: what `prep stats` prints and the TUI's stats screen shows.
+
+Everything is asked of the store, whose queries run over indexed columns so it stays quick
+on a large log.
+Days are the user's study days (local time, rolling over at 4am like Anki).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from prep.engine.decks.deck import Collection
+from prep.engine.store import Store
+from prep.engine.study.present import count, percent
+from prep.engine.timeutil import day_start, fmt, study_day_start
+
+MATURE_DAYS = 21.0  # Anki's threshold for a "mature" card
+
+
+def study_day(now: datetime, rollover_hour: int = 4) -> date:
+    return (day_start(now, rollover_hour) + timedelta(hours=12)).astimezone().date()
+
+
+def streak_days(store: Store, now: datetime) -> int:
+    """Consecutive study days with at least one review, ending today (or yesterday, when
+    today has none yet): one indexed probe per day of the streak."""
+
+    def studied(day_offset: int) -> bool:
+        start, end = study_day_start(now, -day_offset), study_day_start(now, 1 - day_offset)
+        return store.reviewed_between(start, end)
+
+    offset = 0 if studied(0) else 1
+    streak = 0
+    while studied(offset + streak):
+        streak += 1
+    return streak
+
+
+def today(store: Store, now: datetime) -> dict[str, int]:
+    """Reviews today and the streak: the home screen's line, without the rest of compute."""
+    return {"reviews": store.count_reviews(day_start(now)), "streak": streak_days(store, now)}
+
+
+def compute(
+    store: Store,
+    collection: Collection,
+    now: datetime,
+    *,
+    since: datetime | None = None,
+    history_days: int = 30,
+    forecast_days: int = 14,
+    known_demos: Iterable[str] | None = None,
+) -> dict[str, Any]:
+    """Every number `prep stats` shows. ``known_demos``: the names of the demos this prep has
+    (the caller's registry; engine knows no demos). A run of any other name (say, imported
+    from a file) is listed as unknown and never counted as verified."""
+
+    def retention(start: datetime | None) -> dict[str, Any]:
+        n, passed = store.retention_counts(start)
+        return {"reviews": n, "passed": passed, "rate": (passed / n) if n else None}
+
+    true_retention = {
+        "all": retention(since),
+        "last_30_days": retention(study_day_start(now, -30)),
+    }
+
+    # Reviews per study day for the last `history_days` days (oldest first).
+    today_date = study_day(now)
+    first_day = today_date - timedelta(days=history_days - 1)
+    counts = store.reviews_per_interval(
+        [study_day_start(now, i - history_days + 1) for i in range(history_days + 1)]
+    )
+    days = [(first_day + timedelta(days=i)).isoformat() for i in range(history_days)]
+    per_day = [{"date": d, "reviews": n} for d, n in zip(days, counts, strict=True)]
+
+    # Due counts and forecast (removed cards are not served; overdue cards count as today's).
+    n_ahead = max(forecast_days, 7)
+    days_ahead = [(today_date + timedelta(days=i)).isoformat() for i in range(n_ahead)]
+    due_counts = store.due_per_interval([study_day_start(now, i) for i in range(n_ahead + 1)])
+    by_day = dict(zip(days_ahead, due_counts, strict=True))
+    forecast = [{"date": d, "due": by_day.get(d, 0)} for d in days_ahead[:forecast_days]]
+    due = {
+        "now": store.count_due(now),
+        "today": by_day.get(days_ahead[0], 0),
+        "tomorrow": by_day.get(days_ahead[1], 0),
+        "next_7_days": sum(by_day.get(d, 0) for d in days_ahead[:7]),
+    }
+
+    # Mastery per deck and per tag: seen / mature (stability >= 21 days) over the deck's cards.
+    per_deck = store.deck_progress(MATURE_DAYS)
+
+    def mastery(n_cards: int, seen: int, mature: int) -> dict[str, Any]:
+        return {
+            "cards": n_cards,
+            "seen": seen,
+            "mature": mature,
+            "mastery": (mature / n_cards) if n_cards else 0.0,
+        }
+
+    decks = {
+        name: {"title": info.title, **mastery(len(info.card_ids), *per_deck.get(name, (0, 0)))}
+        for name, info in collection.decks.items()
+    }
+    # per tag in SQL when the decks come from the cache (no card is built)
+    progress = collection.tag_progress(store, MATURE_DAYS)
+    tags = {tag: mastery(*progress[tag]) for tag in sorted(progress)}
+
+    # Demos verified: the latest run of each demo.
+    keys = ("name", "device", "device_name", "scale", "passed", "seconds", "ran_at")
+    known = None if known_demos is None else set(known_demos)
+    demos = [
+        {**{k: run[k] for k in keys}, "known": known is None or run["name"] in known}
+        for run in store.demo_runs(latest=True)
+    ]
+
+    return {
+        "now": fmt(now),
+        "since": fmt(since),
+        "reviews": {
+            "today": store.count_reviews(day_start(now)),
+            "total": store.count_reviews(since),
+        },
+        "true_retention": true_retention,
+        "desired_retention": store.settings().desired_retention,
+        "due": due,
+        "forecast": forecast,
+        "per_day": per_day,
+        "streak_days": streak_days(store, now),
+        # the live cards with progress are those deck_progress grouped (store.count_cards())
+        "cards": {"total": len(collection), "seen": sum(seen for seen, _ in per_deck.values())},
+        "marks": store.mark_counts(now),  # suspended, buried, flagged (from the review screen)
+        "marked": marked_ids(store),  # the suspended and the flagged cards' ids
+        "decks": decks,
+        "tags": tags,
+        "leeches": store.flagged("leech"),
+        "changed": store.flagged("changed"),
+        "demos": {
+            "verified": sorted(d["name"] for d in demos if d["passed"] and d["known"]),
+            "latest": demos,
+        },
+    }
+
+
+def marked_ids(store: Store) -> dict[str, list[str]]:
+    """The ids of the suspended and of the flagged cards (`prep marks` lists them all)."""
+    marks = store.marks()
+    return {
+        "suspended": [cid for cid, m in marks.items() if m.suspended],
+        "flagged": [cid for cid, m in marks.items() if m.flagged],
+    }
+
+
+def marks_text(marks: dict[str, int]) -> str:
+    """``2 suspended · 1 buried · 3 flagged``."""
+    return " · ".join(f"{marks[k]} {k}" for k in ("suspended", "buried", "flagged"))
+
+
+def render(stats: dict[str, Any]) -> str:
+    """The human form of `prep stats`."""
+    r = stats["reviews"]
+    tr = stats["true_retention"]
+    d = stats["due"]
+    since = f" since {stats['since'][:10]}" if stats.get("since") else ""
+    lines = [
+        f"Reviews      today {r['today']}   total{since} {r['total']}   streak {count(stats['streak_days'], 'day')}",
+        f"Retention    true{since} {percent(tr['all']['rate'])} over {count(tr['all']['reviews'], 'review')}"
+        f"   last 30 days {percent(tr['last_30_days']['rate'])}   target {percent(stats['desired_retention'])}",
+        f"Due          now {d['now']}   today {d['today']}   tomorrow {d['tomorrow']}   next 7 days {d['next_7_days']}",
+        f"Cards        {stats['cards']['seen']} of {stats['cards']['total']} seen   "
+        + marks_text(stats["marks"]),
+        "",
+        f"{'Deck':<22}{'cards':>6}{'seen':>6}{'mature':>8}{'mastery':>9}",
+    ]
+    for name, m in stats["decks"].items():
+        lines.append(
+            f"{name:<22}{m['cards']:>6}{m['seen']:>6}{m['mature']:>8}{percent(m['mastery']):>9}"
+        )
+    listed = []
+    if stats["leeches"]:
+        listed.append(f"Leeches      {', '.join(stats['leeches'])}")
+    for kind in ("suspended", "flagged"):  # (`prep marks` shows each with its deck and prompt)
+        if stats["marked"][kind]:
+            listed.append(f"{kind.capitalize():<13}{', '.join(stats['marked'][kind])}")
+    if stats["changed"]:
+        listed.append(
+            f"Edited       {', '.join(stats['changed'])} (text changed since last review)"
+        )
+    if listed:
+        lines += ["", *listed]
+    demos = stats["demos"]
+    lines += ["", f"Demos        {len(demos['verified'])} verified"]
+    for run in demos["latest"]:
+        mark = ("PASS" if run["passed"] else "FAIL") if run.get("known", True) else "????"
+        line = f"  {mark}  {run['name']:<22} {run['device']:<5} {run['scale'] or '':<6} {run['ran_at'][:16]}"
+        if not run.get("known", True):
+            line += "  (no such demo here: not verified)"
+        lines.append(line)
+    return "\n".join(lines)

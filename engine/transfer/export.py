@@ -1,0 +1,176 @@
+"""Export progress to JSON or CSV (`prep export`); engine/transfer/importer.py reads it back.
+
+The export holds everything stored: the card states, the review log (with each review's
+previous and next state), the demo runs, the marks (suspended, buried, flagged cards) and the
+settings. Importing it into an empty database
+restores it without loss; exporting again gives the same content (only ``exported_at``
+differs).
+
+JSON (one file)::
+
+    {"format": "prep-export", "version": 1, "exported_at": "...Z",
+     "settings": {...} | null,          # null: the database never saved settings
+     "cards": [{CARD_COLUMNS...}],        # ordered by id
+     "reviews": [{REVIEW_COLUMNS...}],    # in log order; prev/next are state objects
+     "demo_runs": [{DEMO_RUN_COLUMNS...}],  # in run order; metrics is an object
+     "marks": [{MARK_COLUMNS...}]}       # ordered by card_id; absent in older exports
+
+CSV (one table per file, UTF-8, a header row; empty cell = no value): ``FILE.csv`` is the
+review log (the table a spreadsheet user wants), with the card states beside it in
+``FILE.cards.csv``, the demo runs in ``FILE.demo_runs.csv``, the marks in ``FILE.marks.csv``
+and the settings in ``FILE.settings.csv`` (columns key,value; the value is JSON). ``prev``/``next``/``metrics``
+are JSON text in their cells. The columns are engine/store/schema.py's, in that order.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from prep.engine.store import Store
+from prep.engine.store.schema import CARD_COLUMNS, DEMO_RUN_COLUMNS, MARK_COLUMNS, REVIEW_COLUMNS
+from prep.engine.timeutil import fmt
+from prep.engine.transfer.atomic import WriteError, write_files
+
+FORMAT = "prep-export"
+VERSION = 1
+
+__all__ = [
+    "CARD_COLUMNS",
+    "DEMO_RUN_COLUMNS",
+    "FORMAT",
+    "MARK_COLUMNS",
+    "REVIEW_COLUMNS",
+    "VERSION",
+    "ExportError",
+    "csv_paths",
+    "export_csv",
+    "export_json",
+    "to_csv",
+    "to_json",
+]
+
+
+class ExportError(Exception):
+    """Bad export file, unwritable target or an import conflict; a one-line message."""
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinity replaced by None: strict JSON has no NaN (as
+    JavaScript's JSON.stringify does). Stored card states are always finite; demo metrics may
+    not be."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def to_json(store: Store, now: datetime) -> str:
+    data = {"format": FORMAT, "version": VERSION, "exported_at": fmt(now), **store.dump()}
+    return json.dumps(_finite(data), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+# OWASP "CSV injection": a cell a spreadsheet would read as a formula starts with one of these.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_cell(text: str) -> str:
+    """A text cell made safe to open in a spreadsheet: one leading ' before a formula start
+    (OWASP's advice) -- and before a leading ' itself, so that `unneutralise_cell` (which
+    drops one leading ') gives back exactly the text."""
+    return "'" + text if text.startswith((*FORMULA_STARTS, "'")) else text
+
+
+def unneutralise_cell(text: str) -> str:
+    return text[1:] if text.startswith("'") else text
+
+
+def _csv_text(columns: Iterable[str], rows: Iterable[dict[str, Any]], json_cols: set[str]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    columns = list(columns)
+    writer.writerow(columns)
+    for row in rows:
+        out = []
+        for col in columns:
+            value = row[col]
+            if value is None:
+                out.append("")
+            elif col in json_cols:
+                text = json.dumps(_finite(value), ensure_ascii=False, allow_nan=False)
+                out.append(neutralise_cell(text))
+            elif isinstance(value, float):
+                out.append(repr(value))  # shortest text that reads back as the same float
+            elif isinstance(value, int):
+                out.append(str(value))  # a number, never a formula
+            else:
+                out.append(neutralise_cell(str(value)))
+        writer.writerow(out)
+    return buf.getvalue()
+
+
+def csv_paths(path: Path) -> dict[str, Path]:
+    """The files of a CSV export named ``path`` (FILE.csv): reviews, cards, demo runs, marks,
+    settings."""
+    stem = path.name[: -len(".csv")] if path.name.lower().endswith(".csv") else path.name
+    return {
+        "reviews": path,
+        "cards": path.with_name(f"{stem}.cards.csv"),
+        "demo_runs": path.with_name(f"{stem}.demo_runs.csv"),
+        "marks": path.with_name(f"{stem}.marks.csv"),
+        "settings": path.with_name(f"{stem}.settings.csv"),
+    }
+
+
+def to_csv(store: Store) -> dict[str, str]:
+    """The CSV export as {part: text} (parts as in csv_paths)."""
+    data = store.dump()
+    settings = data["settings"]
+    settings_rows = (
+        []
+        if settings is None
+        else [{"key": k, "value": json.dumps(v)} for k, v in settings.items()]
+    )
+    return {
+        "reviews": _csv_text(REVIEW_COLUMNS, data["reviews"], {"prev", "next"}),
+        "cards": _csv_text(CARD_COLUMNS, data["cards"], set()),
+        "demo_runs": _csv_text(DEMO_RUN_COLUMNS, data["demo_runs"], {"metrics"}),
+        "marks": _csv_text(MARK_COLUMNS, data["marks"], set()),
+        "settings": _csv_text(("key", "value"), settings_rows, set()),
+    }
+
+
+def _write(files: dict[Path, str]) -> None:
+    try:
+        write_files(files)
+    except WriteError as exc:
+        raise ExportError(str(exc)) from None
+
+
+def export_json(store: Store, path: Path, now: datetime) -> None:
+    _write({Path(path): to_json(store, now)})
+
+
+def export_csv(store: Store, path: Path) -> list[Path]:
+    """Write the CSV export; returns the files written (reviews file first). The other four
+    files are named after ``path``, so ``path`` must be a file (or not exist yet): beside a
+    device, a FIFO or standard output (/dev/null.cards.csv) they would be files nobody named."""
+    if str(path) == "-" or (os.path.exists(path) and not os.path.isfile(path)):
+        raise ExportError(
+            f"{path}: a csv export is five files named after it; give a file name "
+            "(or --format json)"
+        )
+    paths = csv_paths(Path(path))
+    parts = to_csv(store)
+    _write({paths[k]: parts[k] for k in paths})
+    return list(paths.values())

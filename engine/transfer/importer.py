@@ -1,0 +1,719 @@
+"""Import a progress export back (`prep import`): read and validate a JSON or CSV export
+(engine/transfer/export.py writes them), then merge it into the store.
+
+Importing is all or nothing (one transaction) and idempotent: a review already stored with the
+same data (same card and time) is skipped, as is a card state or demo run already stored
+unchanged. A review for the same card and time from the same state with different data is a
+conflict (a damaged or edited file): the import stops with an error naming the card and
+nothing is changed. A card whose history went on both here and in the file (since the export
+was made) is merged by `prep sync`'s rules (engine/sync/merge.py): the file's reviews not held
+here (by time and rating) join this database's log, and the card is replayed from the union in
+time order. Settings are taken from the file only when the database has none saved. Marks
+(suspended, buried, flagged) are added for cards with no mark here and skipped where the same
+mark is stored; a card marked differently here keeps this database's mark (a mark is
+last-writer-wins, and an export's marks carry no time). A bury that has run out counts as no
+mark.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from prep.engine.decks.deck import CONTROL, SLUG, read_regular_file
+from prep.engine.store import Mark, Store, state_from_json, state_to_json
+from prep.engine.store.schema import (
+    CARD_COLUMNS,
+    DEMO_RUN_COLUMNS,
+    MARK_COLUMNS,
+    REVIEW_COLUMNS,
+    SCHEDULE_COLUMNS,
+)
+from prep.engine.study.marks import in_force
+from prep.engine.study.present import count
+from prep.engine.study.scheduler import CardState, Settings, state_problem
+from prep.engine.timeutil import fmt, parse, utcnow
+from prep.engine.transfer.export import FORMAT, VERSION, ExportError, csv_paths, unneutralise_cell
+
+# --- reading an export ---------------------------------------------------------------------
+
+
+class _Bad(Exception):
+    """A bad value; the reader adds where it was."""
+
+
+# Imported JSON may be hostile: no NaN/Infinity tokens; nesting and number length bounded.
+# The rows have a fixed shape that validation holds; only demo metrics are free-form, and
+# they are held to _MAX_JSON_DEPTH levels.
+_MAX_JSON_DEPTH = 64
+
+
+def _no_constant(token: str) -> Any:
+    raise ValueError(f"{token} is not a JSON number")
+
+
+def loads_strict(text: str) -> Any:
+    """``json.loads`` for files from outside: raises ValueError (one line) on invalid JSON,
+    NaN/Infinity, nesting too deep for the parser, or a number too long to convert."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except ValueError as exc:  # int(): more than 4300 digits; or our NaN/Infinity refusal
+        message = str(exc).split(";")[0]
+        raise ValueError(message if len(message) < 120 else "a number too long to read") from None
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists/objects more than ``limit`` levels (iteratively)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _slug(value: Any, key: str, *, required: bool = True) -> str:
+    text = _text(value, key, required=required)
+    if text is None or (text == "" and not required):
+        return text or ""
+    if len(text) > 200 or not SLUG.match(text):
+        raise _Bad(f"{key} {_short(text)} is not a slug (lowercase letters, digits, dashes)")
+    return text
+
+
+def _label(value: Any, key: str, *, required: bool = False) -> str | None:
+    """Short text without control characters (a demo name, a device)."""
+    text = _text(value, key, required=required)
+    if text is not None and (len(text) > 200 or CONTROL.search(text)):
+        raise _Bad(f"{key} {_short(text)} is not a short plain text")
+    return text
+
+
+def _schedulable(state: CardState, what: str) -> None:
+    why = state_problem(state)
+    if why is not None:
+        raise _Bad(f"{what}: {why}")
+
+
+def _req(row: dict[str, Any], key: str) -> Any:
+    if key not in row:
+        raise _Bad(f"missing field {key!r}")
+    return row[key]
+
+
+def _opt_int(value: Any, key: str, *, lo: int | None = None, hi: int | None = None) -> int | None:
+    if value is None or value == "":
+        return None
+    return _int(value, key, lo=lo, hi=hi)
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _int(value: Any, key: str, *, lo: int | None = None, hi: int | None = None) -> int:
+    if isinstance(value, bool):
+        value = int(value)
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise _Bad(f"{key} must be a whole number, got {_short(value)}") from None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int):
+        raise _Bad(f"{key} must be a whole number, got {_short(value)}")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        bounds = f"between {lo} and {hi}" if hi is not None else f">= {lo}"
+        raise _Bad(f"{key} must be {bounds}, got {value}")
+    # SQLite stores 64-bit ints: anything wider is refused here, not an OverflowError later
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        low = _INT64_MIN if lo is None else lo
+        raise _Bad(f"{key} must be between {low} and {_INT64_MAX}, got {value}")
+    return value
+
+
+def _opt_float(value: Any, key: str) -> float | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise _Bad(f"{key} must be a number, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise _Bad(f"{key} must be a number, got {_short(value)}") from None
+    except OverflowError:  # an int too large for a float
+        raise _Bad(f"{key} must be a finite number, got {_short(value)}") from None
+    if not math.isfinite(number):
+        raise _Bad(f"{key} must be a finite number, got {_short(value)}")
+    return number
+
+
+def _flag(value: Any, key: str) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    return _int(value, key, lo=0, hi=1)
+
+
+def _time(value: Any, key: str, *, required: bool = False) -> str | None:
+    if value is None or value == "":
+        if required:
+            raise _Bad(f"missing {key}")
+        return None
+    if not isinstance(value, str):
+        raise _Bad(
+            f"{key} must be a UTC time like 2026-03-02T09:00:00.000000Z, got {_short(value)}"
+        )
+    try:
+        return fmt(parse(value))
+    except (ValueError, OverflowError):  # OverflowError: no UTC form (year 0 or 10000)
+        raise _Bad(f"{key} is not a time: {_short(value)}") from None
+
+
+def _text(value: Any, key: str, *, required: bool = False) -> str | None:
+    if value is None or (value == "" and required):
+        if required:
+            raise _Bad(f"missing {key}")
+        return None
+    if not isinstance(value, str):
+        raise _Bad(f"{key} must be text, got {_short(value)}")
+    return value
+
+
+def _state_json(value: Any, key: str, card_id: str, *, required: bool) -> str | None:
+    """A prev/next state (object, or JSON text from CSV) -> the canonical stored text."""
+    if value is None or value == "":
+        if required:
+            raise _Bad(f"missing {key} (the card state after the review)")
+        return None
+    if isinstance(value, str):
+        try:
+            value = loads_strict(value)
+        except ValueError as exc:
+            raise _Bad(f"{key} is not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise _Bad(f"{key} must be a card state object, got {type(value).__name__}")
+    unknown = sorted(set(value) - set(CardState.__dataclass_fields__))
+    if unknown:
+        raise _Bad(f"{key}: unknown field {_short(unknown[0])} in the card state")
+    for field in ("due", "last_review"):
+        if value.get(field) is not None:
+            value = {**value, field: _time(value[field], f"{key}.{field}")}
+    try:
+        state = state_from_json(json.dumps(value))
+    except (TypeError, ValueError, AttributeError, OverflowError) as exc:
+        raise _Bad(f"{key} is not a card state ({_short(str(exc), 100)})") from None
+    assert state is not None
+    if state.id != card_id:
+        raise _Bad(f"{key} belongs to card {_short(state.id)}, not {card_id!r}")
+    _schedulable(state, key)
+    return state_to_json(state)
+
+
+def _card_row(raw: dict[str, Any]) -> dict[str, Any]:
+    cid = _slug(_req(raw, "id"), "id")
+    row = {
+        "id": cid,
+        "deck": _slug(raw.get("deck"), "deck", required=False),
+        "state": _int(_req(raw, "state"), "state", lo=1, hi=3),
+        "step": _opt_int(raw.get("step"), "step", lo=0),
+        "stability": _opt_float(raw.get("stability"), "stability"),
+        "difficulty": _opt_float(raw.get("difficulty"), "difficulty"),
+        "due": _time(raw.get("due"), "due"),
+        "last_review": _time(raw.get("last_review"), "last_review"),
+        "reps": _int(raw.get("reps", 0), "reps", lo=0),
+        "lapses": _int(raw.get("lapses", 0), "lapses", lo=0),
+        "leech": _flag(raw.get("leech", 0), "leech"),
+        "content_hash": _label(raw.get("content_hash"), "content_hash"),
+        "changed": _flag(raw.get("changed", 0), "changed"),
+        "removed": _flag(raw.get("removed", 0), "removed"),
+    }
+    state = CardState(
+        id=cid,
+        state=row["state"],
+        step=row["step"],
+        stability=row["stability"],
+        difficulty=row["difficulty"],
+        due=parse(row["due"]) if row["due"] else None,
+        last_review=parse(row["last_review"]) if row["last_review"] else None,
+        reps=row["reps"],
+        lapses=row["lapses"],
+    )
+    _schedulable(state, f"card {cid!r}")
+    return row
+
+
+def _review_row(raw: dict[str, Any]) -> dict[str, Any]:
+    cid = _slug(_req(raw, "card_id"), "card_id")
+    return {
+        "card_id": cid,
+        "reviewed_at": _time(_req(raw, "reviewed_at"), "reviewed_at", required=True),
+        "rating": _int(_req(raw, "rating"), "rating", lo=1, hi=4),
+        "duration_ms": _opt_int(raw.get("duration_ms"), "duration_ms", lo=0),
+        "prev_state": _opt_int(raw.get("prev_state"), "prev_state", lo=1, hi=3),
+        "prev": _state_json(raw.get("prev"), "prev", cid, required=False),
+        "next": _state_json(_req(raw, "next"), "next", cid, required=True),
+    }
+
+
+def _metrics_json(metrics: Any) -> str:
+    if _depth_over(metrics, _MAX_JSON_DEPTH):
+        raise _Bad(f"metrics nested more than {_MAX_JSON_DEPTH} levels deep")
+    try:
+        return json.dumps(metrics, default=str, allow_nan=False)
+    except ValueError:  # a NaN from a JSON export cannot happen (loads_strict); keep it strict
+        raise _Bad("metrics must hold finite numbers only") from None
+    except RecursionError:
+        raise _Bad(f"metrics nested more than {_MAX_JSON_DEPTH} levels deep") from None
+
+
+def _demo_run_row(raw: dict[str, Any]) -> dict[str, Any]:
+    metrics = raw.get("metrics")
+    if isinstance(metrics, str) and metrics != "":
+        try:
+            metrics = loads_strict(metrics)
+        except ValueError as exc:
+            raise _Bad(f"metrics is not valid JSON ({exc})") from None
+    seconds = _opt_float(_req(raw, "seconds"), "seconds")
+    if seconds is None:
+        raise _Bad("missing seconds")
+    return {
+        "name": _label(_req(raw, "name"), "name", required=True),
+        "device": _label(_req(raw, "device"), "device", required=True),
+        "device_name": _label(raw.get("device_name") or None, "device_name"),
+        "dtype": _label(raw.get("dtype") or None, "dtype"),
+        "scale": _label(raw.get("scale") or None, "scale"),
+        "seed": _opt_int(raw.get("seed"), "seed"),
+        "passed": _flag(_req(raw, "passed"), "passed"),
+        "seconds": seconds,
+        "metrics": None if metrics in (None, "") else _metrics_json(metrics),
+        "ran_at": _time(_req(raw, "ran_at"), "ran_at", required=True),
+    }
+
+
+def _mark_row(raw: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "card_id": _slug(_req(raw, "card_id"), "card_id"),
+        "suspended": _flag(raw.get("suspended") or 0, "suspended"),
+        "buried_until": _time(raw.get("buried_until"), "buried_until"),
+        "flagged": _flag(raw.get("flagged") or 0, "flagged"),
+    }
+
+
+def _settings(raw: Any) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise _Bad(f"settings must be an object, got {type(raw).__name__}")
+    unknown = sorted(set(raw) - set(Settings.__dataclass_fields__))
+    if unknown:
+        raise _Bad(f"unknown setting {_short(unknown[0])}")
+    try:
+        settings = Settings.from_dict(raw).validated()
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise _Bad(f"settings: {_short(str(exc), 160)}") from None
+    return settings.to_dict()
+
+
+@dataclass
+class ExportData:
+    """A parsed, validated export (rows ready to insert)."""
+
+    source: str
+    settings: dict[str, Any] | None
+    cards: list[dict[str, Any]]
+    reviews: list[dict[str, Any]]
+    demo_runs: list[dict[str, Any]]
+    marks: list[dict[str, Any]]  # none from older exports
+
+
+def _not_export(path: Path, why: str) -> ExportError:
+    return ExportError(f"{path}: not a prep export ({why})")
+
+
+# An export of a very long history is tens of MB; a file past this is not one of ours, and
+# reading it whole would only cost memory.
+MAX_EXPORT_BYTES = 256 * 1024 * 1024
+
+
+def _read_text(path: Path) -> str:
+    try:
+        data = read_regular_file(path, MAX_EXPORT_BYTES, "an export")
+    except FileNotFoundError:
+        raise ExportError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ExportError(f"{path}: is a folder, not an export file") from None
+    except OSError as exc:
+        raise ExportError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise _not_export(path, "not UTF-8 text") from None
+
+
+def _rows(
+    path: Path, items: Any, parse_row: Callable[[dict[str, Any]], dict[str, Any]], what: str
+) -> list[dict[str, Any]]:
+    if not isinstance(items, list):
+        raise _not_export(path, f"{what!r} must be a list")
+    out = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ExportError(f"{path}: {what}[{i}]: must be an object")
+        try:
+            out.append(parse_row(item))
+        except _Bad as exc:
+            raise ExportError(f"{path}: {what}[{i}]: {exc}") from None
+    return out
+
+
+def read_json(path: Path) -> ExportData:
+    path = Path(path)
+    text = _read_text(path)
+    if not text.strip():
+        raise _not_export(path, "the file is empty")
+    try:
+        data = loads_strict(text)
+    except ValueError as exc:
+        raise _not_export(path, str(exc)) from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise _not_export(path, f'no "format": "{FORMAT}" field')
+    version = data.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise _not_export(path, f"bad version {_short(version)}")
+    if version > VERSION:  # (a bool or a 5000-digit int never gets here: see above)
+        raise ExportError(
+            f"{path}: export version {version} is newer than this prep reads ({VERSION}); "
+            "upgrade prep"
+        )
+    for key in ("cards", "reviews"):
+        if key not in data:
+            raise _not_export(path, f"no {key!r} list; the file may be truncated")
+    try:
+        settings = _settings(data.get("settings"))
+    except _Bad as exc:
+        raise ExportError(f"{path}: {exc}") from None
+    return ExportData(
+        source=str(path),
+        settings=settings,
+        cards=_rows(path, data["cards"], _card_row, "cards"),
+        reviews=_rows(path, data["reviews"], _review_row, "reviews"),
+        demo_runs=_rows(path, data.get("demo_runs", []), _demo_run_row, "demo_runs"),
+        marks=_rows(path, data.get("marks", []), _mark_row, "marks"),
+    )
+
+
+def _read_csv(
+    path: Path,
+    columns: tuple[str, ...],
+    parse_row: Callable[[dict[str, Any]], dict[str, Any]],
+    *,
+    required_columns: Iterable[str] | None = None,
+) -> list[dict[str, Any]]:
+    text = _read_text(path)
+    if not text.strip():
+        raise _not_export(path, "the file is empty")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader)
+    except csv.Error as exc:
+        raise _not_export(path, f"line 1: {exc}") from None
+    header = [h.strip() for h in header]
+    missing = [c for c in (required_columns or columns) if c not in header]
+    if missing:
+        raise _not_export(path, f"line 1: the header lacks column(s) {', '.join(missing)}")
+    out = []
+    try:
+        for record in reader:
+            line = reader.line_num
+            if not record:
+                continue
+            if len(record) != len(header):
+                raise ExportError(
+                    f"{path}:{line}: expected {len(header)} fields, found {len(record)}"
+                    " (the file may be truncated)"
+                )
+            record = [unneutralise_cell(cell) for cell in record]  # see export.neutralise_cell
+            try:
+                out.append(parse_row(dict(zip(header, record, strict=True))))
+            except _Bad as exc:
+                raise ExportError(f"{path}:{line}: {exc}") from None
+    except csv.Error as exc:
+        raise _not_export(path, f"line {reader.line_num}: {exc}") from None
+    return out
+
+
+def read_csv(path: Path) -> ExportData:
+    """Read a CSV export: ``path`` is the review log (FILE.csv; FILE.cards.csv also works)."""
+    path = Path(path)
+    if path.name.lower().endswith(".cards.csv"):
+        path = path.with_name(path.name[: -len(".cards.csv")] + ".csv")
+    paths = csv_paths(path)
+    for key in ("reviews", "cards"):
+        if not paths[key].exists():
+            raise ExportError(
+                f"{paths[key]}: no such file (a CSV export is {paths['reviews'].name} "
+                f"with {paths['cards'].name} beside it)"
+            )
+    reviews = _read_csv(paths["reviews"], REVIEW_COLUMNS, _review_row)
+    cards = _read_csv(paths["cards"], CARD_COLUMNS, _card_row)
+    runs: list[dict[str, Any]] = []
+    if paths["demo_runs"].exists():
+        runs = _read_csv(paths["demo_runs"], DEMO_RUN_COLUMNS, _demo_run_row)
+    marks: list[dict[str, Any]] = []
+    if paths["marks"].exists():  # older exports have no marks file
+        marks = _read_csv(paths["marks"], MARK_COLUMNS, _mark_row)
+    settings = None
+    if paths["settings"].exists():
+        pairs = _read_csv(paths["settings"], ("key", "value"), lambda r: r)
+        raw: dict[str, Any] = {}
+        for i, pair in enumerate(pairs):
+            try:
+                raw[pair["key"]] = loads_strict(pair["value"])
+            except ValueError:
+                raise ExportError(
+                    f"{paths['settings']}: row {i + 1}: value of {_short(pair['key'])} is not JSON"
+                ) from None
+        try:
+            settings = _settings(raw) if raw else None  # header only: no settings saved
+        except _Bad as exc:
+            raise ExportError(f"{paths['settings']}: {exc}") from None
+    return ExportData(str(path), settings, cards, reviews, runs, marks)
+
+
+def read_export(path: Path) -> ExportData:
+    """Read a JSON or CSV export, told apart by extension, else by content."""
+    path = Path(path)
+    name = path.name.lower()
+    if name.endswith(".json"):
+        return read_json(path)
+    if name.endswith(".csv"):
+        return read_csv(path)
+    head = _read_text(path).lstrip()[:1]
+    if head == "{":
+        return read_json(path)
+    if head == "":
+        raise _not_export(path, "the file is empty")
+    if _read_text(path).startswith(REVIEW_COLUMNS[0]):
+        return read_csv(path)
+    raise _not_export(path, "neither a JSON export nor a CSV review log")
+
+
+# --- importing ----------------------------------------------------------------------------
+
+
+@dataclass
+class ImportResult:
+    cards_added: int = 0
+    cards_updated: int = 0  # stored state was older: the file continues its history
+    cards_kept: int = 0  # already stored, same or newer state
+    reviews_added: int = 0
+    reviews_skipped: int = 0  # already stored
+    demo_runs_added: int = 0
+    demo_runs_skipped: int = 0
+    marks_added: int = 0
+    marks_skipped: int = 0  # the same mark already stored
+    marks_kept: int = 0  # marked differently here: this database's mark stays
+    cards_merged: int = 0  # both histories went on: merged and replayed (as a sync does)
+    settings: str = "none"  # "imported", "same", "kept" (the database's differ), "none"
+
+    def summary(self) -> str:
+        text = f"{count(self.cards_added, 'card state')} added"
+        if self.cards_updated:
+            text += f", {self.cards_updated} brought up to date"
+        text += (
+            f", {count(self.reviews_added, 'review')} added, "
+            f"{count(self.demo_runs_added, 'demo run')} added"
+        )
+        if self.marks_added:
+            text += f", {count(self.marks_added, 'mark')} added"
+        if self.cards_merged:
+            text += f"; {count(self.cards_merged, 'card')} with two histories merged"
+        if self.marks_kept:
+            text += f"; {count(self.marks_kept, 'mark')} kept as marked here"
+        skipped = self.cards_kept + self.reviews_skipped + self.demo_runs_skipped
+        skipped += self.marks_skipped
+        if skipped:
+            text += f"; {count(skipped, 'row')} already stored (skipped)"
+        if self.settings == "imported":
+            text += "; settings imported"
+        elif self.settings == "kept":
+            text += "; settings kept (this database has its own)"
+        return text
+
+
+def _differences(a: dict[str, Any], b: dict[str, Any], keys: Iterable[str]) -> list[str]:
+    return [k for k in keys if a.get(k) != b.get(k)]
+
+
+def _review_key(r: dict[str, Any]) -> tuple[str, str, str | None]:
+    """A review's identity: the card, the time and the state it was reviewed from. (Two
+    reviews of one card can share a time, e.g. under a fixed clock; they never share the
+    state they start from as well.)"""
+    return (r["card_id"], r["reviewed_at"], r["prev"])
+
+
+def _check_file(data: ExportData) -> None:
+    src = data.source
+    seen: set[str] = set()
+    for i, c in enumerate(data.cards):
+        if c["id"] in seen:
+            raise ExportError(f"{src}: cards[{i}]: card {c['id']!r} appears twice")
+        seen.add(c["id"])
+    keys: set[tuple[str, str, str | None]] = set()
+    for i, r in enumerate(data.reviews):
+        if r["card_id"] not in seen:
+            raise ExportError(
+                f"{src}: reviews[{i}]: card {r['card_id']!r} is reviewed but has no card state "
+                "in the export"
+            )
+        key = _review_key(r)
+        if key in keys:
+            raise ExportError(
+                f"{src}: reviews[{i}]: the same review of card {r['card_id']!r} at "
+                f"{r['reviewed_at']} appears twice"
+            )
+        keys.add(key)
+    marked: set[str] = set()
+    for i, m in enumerate(data.marks):
+        if m["card_id"] in marked:
+            raise ExportError(f"{src}: marks[{i}]: card {m['card_id']!r} is marked twice")
+        marked.add(m["card_id"])
+
+
+def _mark(row: dict[str, Any]) -> Mark:
+    return Mark(bool(row["suspended"]), parse(row["buried_until"]), bool(row["flagged"]))
+
+
+def _mark_words(mark: Mark) -> str:
+    words = [w for w, on in (("suspended", mark.suspended), ("flagged", mark.flagged)) if on]
+    if mark.buried_until is not None:
+        words.append(f"buried until {fmt(mark.buried_until)}")
+    return ", ".join(words) or "no mark"
+
+
+def import_data(store: Store, data: ExportData, now: datetime | None = None) -> ImportResult:
+    """Import into ``store`` in one transaction: everything, or (on any conflict) nothing.
+    ``now`` (default: the clock) tells a bury in force from one that ran out."""
+    now = now or utcnow()
+    _check_file(data)
+    result = ImportResult()
+    src = data.source
+    file_keys: dict[str, set[tuple]] = {}
+    for r in data.reviews:
+        file_keys.setdefault(r["card_id"], set()).add(_review_key(r))
+    diverged: list[str] = []
+    with store.transaction():
+        new_reviews = []
+        for r in data.reviews:
+            stored = store.review_row(*_review_key(r))
+            if stored is None:
+                new_reviews.append(r)
+                continue
+            diff = _differences(stored, r, REVIEW_COLUMNS)
+            if diff:
+                raise ExportError(
+                    f"{src}: conflict: card {r['card_id']!r} already has a review at "
+                    f"{r['reviewed_at']} with different {', '.join(diff)}; nothing imported"
+                )
+            result.reviews_skipped += 1
+        for card in data.cards:
+            cid = card["id"]
+            stored = store.card_row(cid)
+            here = store.review_keys(cid)
+            there = file_keys.get(cid, set())
+            if stored is None:
+                if here:
+                    raise ExportError(
+                        f"{src}: conflict: card {cid!r} has reviews here but no state; "
+                        "nothing imported"
+                    )
+                store.insert_row("cards", card)
+                result.cards_added += 1
+                continue
+            diff = _differences(stored, card, SCHEDULE_COLUMNS)
+            if not diff:
+                result.cards_kept += 1
+            elif there < here:
+                result.cards_kept += 1  # reviewed here since the export: this state is newer
+            elif here < there:
+                # the file continues this card's history: bring its schedule up to date
+                store.update_schedule(cid, card)
+                result.cards_updated += 1
+            else:
+                diverged.append(cid)  # both went on: merged by the sync's rules below
+        for r in new_reviews:
+            if r["card_id"] in diverged:
+                continue
+            store.insert_row("reviews", r)
+            result.reviews_added += 1
+        if diverged:
+            from prep.engine.sync.merge import merge_reviews
+
+            result.reviews_added += merge_reviews(
+                store, {cid: [r for r in data.reviews if r["card_id"] == cid] for cid in diverged}
+            )
+            result.cards_merged = len(diverged)
+        for run in data.demo_runs:
+            stored = store.demo_run_row(run["name"], run["ran_at"])
+            if stored is not None:
+                diff = _differences(stored, run, DEMO_RUN_COLUMNS)
+                if diff:
+                    raise ExportError(
+                        f"{src}: conflict: demo {run['name']!r} already has a run at {run['ran_at']} "
+                        f"with different {', '.join(diff)}; nothing imported"
+                    )
+                result.demo_runs_skipped += 1
+                continue
+            store.insert_row("demo_runs", run)
+            result.demo_runs_added += 1
+        for row in data.marks:
+            cid, mark = row["card_id"], _mark(row)
+            if mark == Mark():
+                continue  # marks nothing (an export never holds one)
+            here = store.mark(cid)
+            if here == mark:
+                result.marks_skipped += 1
+            elif in_force(here, now) == Mark():  # (a bury that ran out is no mark)
+                store.set_mark(cid, mark)
+                result.marks_added += 1
+            elif in_force(here, now) == in_force(mark, now):
+                result.marks_skipped += 1  # they differ only in a bury that ran out
+            else:
+                # marked differently: a mark is last-writer-wins, and an export's marks carry
+                # no time to win with, so this database's (made here, since) stays
+                result.marks_kept += 1
+        if data.settings is not None:
+            saved = store.saved_settings()
+            if saved is None:
+                store.set_meta("settings", json.dumps(data.settings))
+                result.settings = "imported"
+            elif Settings.from_dict(saved).to_dict() == data.settings:
+                result.settings = "same"
+            else:
+                result.settings = "kept"
+    return result
+
+
+def import_file(store: Store, path: Path) -> ImportResult:
+    return import_data(store, read_export(Path(path)))
