@@ -378,3 +378,14 @@ def test_a_days_sync_reads_only_what_is_new(tmp_path: Path) -> None:
     large, journal_bytes, db_bytes = _day_sync_statements(tmp_path / "l", 2000)
     assert large == small  # the same statements, whatever the size of the history
     assert journal_bytes < db_bytes  # the journal grows by less than the database
+
+
+def test_a_mark_set_again_under_a_clock_set_back_wins_everywhere(tmp_path: Path) -> None:
+    """The last mark set here is the last everywhere, even when the clock went back between
+    (found by the property test: the other machines kept the earlier, later-stamped mark)."""
+    (a, b), folder = stores(tmp_path, 2)
+    a.set_mark("p", Mark(suspended=True), at=T0 + timedelta(minutes=5))
+    a.set_mark("p", Mark(), at=T0 + timedelta(minutes=1))
+    sync(a, folder)
+    sync(b, folder)
+    assert a.mark("p") == b.mark("p") == Mark()

@@ -91,16 +91,23 @@ def next_stamp(conn: sqlite3.Connection) -> int:
 
 
 def stamp_mark(conn: sqlite3.Connection, card_id: str, at: datetime) -> None:
+    """Stamp a mark set here: never before the card's last stamp (a clock set back), so the
+    last writer here is the last writer everywhere."""
+    row = conn.execute("SELECT at FROM mark_clock WHERE card_id = ?", (card_id,)).fetchone()
+    at_us = to_us(at) if row is None else max(to_us(at), row[0] + 1)
     conn.execute(
         "INSERT INTO mark_clock (card_id, at, dev, seq) VALUES (?, ?, ?, ?) "
         "ON CONFLICT(card_id) DO UPDATE SET at = excluded.at, dev = excluded.dev, "
         "seq = excluded.seq",
-        (card_id, to_us(at), device(conn), next_stamp(conn)),
+        (card_id, at_us, device(conn), next_stamp(conn)),
     )
 
 
 def stamp_settings(conn: sqlite3.Connection, at: datetime) -> None:
-    _set_meta(conn, "settings_clock", json.dumps([to_us(at), device(conn), next_stamp(conn)]))
+    """Stamp settings saved here, never before the last stamp (as stamp_mark)."""
+    old = _meta(conn, "settings_clock")
+    at_us = to_us(at) if old is None else max(to_us(at), json.loads(old)[0] + 1)
+    _set_meta(conn, "settings_clock", json.dumps([at_us, device(conn), next_stamp(conn)]))
 
 
 def bury_review(conn: sqlite3.Connection, review_id: int, card_id: str, at: datetime) -> None:
