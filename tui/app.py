@@ -178,6 +178,10 @@ class PrepApp(App[int]):
 
         self.grading = grading if grading is not None else Grading()
 
+        from prep.tui.appsync import AppSync
+
+        self.syncer = AppSync(self)  # `prep config sync_dir DIR`: syncs in the background
+
     # --- start-up and reload ------------------------------------------------------------
 
     def on_mount(self) -> None:
@@ -310,6 +314,7 @@ class PrepApp(App[int]):
             )
         if self._heartbeat is None:
             self._heartbeat = self.set_interval(30, self.announce)
+            self.syncer.start()  # with sync_dir set: after the first screen is drawn
 
     def _show(self, screen: Screen) -> None:
         """Replace whatever is on the stack above the default screen with ``screen``."""
@@ -323,6 +328,8 @@ class PrepApp(App[int]):
 
     def on_unmount(self) -> None:
         self.grading.close()
+        if self.store is not None:
+            self.syncer.on_quit()
         if self.store is not None:
             with contextlib.suppress(StoreError):
                 self.store.depart(self.instance)

@@ -469,6 +469,11 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
         if key == "parameters":
             _config_parameters(store, settings, value)
             return
+        if key == "sync_dir":  # a setting of this machine: never synced
+            if value is not None:
+                store.set_meta("sync_dir", str(Path(value).expanduser().resolve()))
+            click.echo(f"sync_dir = {store.get_meta('sync_dir') or 'none'}")
+            return
         if key not in _SETTING_TYPES:
             known = ", ".join([*_SETTING_TYPES, "parameters"])
             raise UsageError(f"unknown setting {key!r} (settings: {known})")
@@ -689,9 +694,11 @@ def _say_damaged(damaged: list, what: str) -> None:
 def import_cmd(obj: Ctx, file: str) -> None:
     """Import a json or csv export (from `prep export`) into this database.
 
-    All or nothing: on a corrupt file or a conflict (a card with a different review
-    history here, or marked differently here) nothing changes. Importing the same file
-    twice adds nothing twice."""
+    All or nothing: on a corrupt file or a conflicting review nothing changes. A card whose
+    history went on both here and in the file is merged as `prep sync` merges; a card marked
+    differently here keeps this database's mark. Importing the same file twice adds nothing
+    twice. The database is backed up first."""
+    from prep.engine.store import backup
     from prep.engine.transfer.export import ExportError
     from prep.engine.transfer.importer import import_file
 
@@ -700,8 +707,9 @@ def import_cmd(obj: Ctx, file: str) -> None:
     aliases = obj.collection(strict=False).aliases()
     with obj.store() as store:
         try:
+            backup.make(store, "import")
             result = import_file(store, Path(file).expanduser(), aliases)
-        except ExportError as exc:
+        except (ExportError, backup.BackupError) as exc:
             raise UsageError(str(exc)) from None
     click.echo(f"Imported {file}: {result.summary()}.")
 
@@ -1043,6 +1051,9 @@ def run(argv: list[str] | None = None) -> None:
         pass
     sys.exit(code)
 
+
+# `prep sync` and `prep backup` live in their own module
+from prep.tui import sync_cli  # noqa: E402, F401
 
 if __name__ == "__main__":
     run()

@@ -3,13 +3,16 @@
 
 Importing is all or nothing (one transaction) and idempotent: a review already stored with the
 same data (same card and time) is skipped, as is a card state or demo run already stored
-unchanged. A review for the same card and time with different data, or a card whose stored
-state differs from the file's (and is not simply newer, from reviews made after the export),
-is a conflict: the import stops with an error naming the card and nothing is changed.
-Settings are taken from the file only when the database has none saved. Marks (suspended,
-buried, flagged) are added for cards with no mark here and skipped where the same mark is
-stored; a card marked differently here is a conflict (this database's marks may be newer,
-and a mark has no history to tell). A bury that has run out counts as no mark.
+unchanged. A review for the same card and time from the same state with different data is a
+conflict (a damaged or edited file): the import stops with an error naming the card and
+nothing is changed. A card whose history went on both here and in the file (since the export
+was made) is merged by `prep sync`'s rules (engine/sync/merge.py): the file's reviews not held
+here (by time and rating) join this database's log, and the card is replayed from the union in
+time order. Settings are taken from the file only when the database has none saved. Marks
+(suspended, buried, flagged) are added for cards with no mark here and skipped where the same
+mark is stored; a card marked differently here keeps this database's mark (a mark is
+last-writer-wins, and an export's marks carry no time). A bury that has run out counts as no
+mark.
 """
 
 from __future__ import annotations
@@ -548,6 +551,8 @@ class ImportResult:
     demo_runs_skipped: int = 0
     marks_added: int = 0
     marks_skipped: int = 0  # the same mark already stored
+    marks_kept: int = 0  # marked differently here: this database's mark stays
+    cards_merged: int = 0  # both histories went on: merged and replayed (as a sync does)
     settings: str = "none"  # "imported", "same", "kept" (the database's differ), "none"
 
     def summary(self) -> str:
@@ -560,6 +565,10 @@ class ImportResult:
         )
         if self.marks_added:
             text += f", {count(self.marks_added, 'mark')} added"
+        if self.cards_merged:
+            text += f"; {count(self.cards_merged, 'card')} with two histories merged"
+        if self.marks_kept:
+            text += f"; {count(self.marks_kept, 'mark')} kept as marked here"
         skipped = self.cards_kept + self.reviews_skipped + self.demo_runs_skipped
         skipped += self.marks_skipped
         if skipped:
@@ -642,6 +651,7 @@ def import_data(
     file_keys: dict[str, set[tuple]] = {}
     for r in data.reviews:
         file_keys.setdefault(r["card_id"], set()).add(_review_key(r))
+    diverged: list[str] = []
     with store.transaction():
         new_reviews = []
         for r in data.reviews:
@@ -680,13 +690,19 @@ def import_data(
                 store.update_schedule(cid, card)
                 result.cards_updated += 1
             else:
-                raise ExportError(
-                    f"{src}: conflict: card {cid!r} has a different review history here "
-                    f"({', '.join(diff)} differ); nothing imported"
-                )
+                diverged.append(cid)  # both went on: merged by the sync's rules below
         for r in new_reviews:
+            if r["card_id"] in diverged:
+                continue
             store.insert_row("reviews", r)
             result.reviews_added += 1
+        if diverged:
+            from prep.engine.sync.merge import merge_reviews
+
+            result.reviews_added += merge_reviews(
+                store, {cid: [r for r in data.reviews if r["card_id"] == cid] for cid in diverged}
+            )
+            result.cards_merged = len(diverged)
         for run in data.demo_runs:
             stored = store.demo_run_row(run["name"], run["ran_at"])
             if stored is not None:
@@ -713,10 +729,9 @@ def import_data(
             elif in_force(here, now) == in_force(mark, now):
                 result.marks_skipped += 1  # they differ only in a bury that ran out
             else:
-                raise ExportError(
-                    f"{src}: conflict: card {cid!r} is marked differently here "
-                    f"({_mark_words(here)}; the file: {_mark_words(mark)}); nothing imported"
-                )
+                # marked differently: a mark is last-writer-wins, and an export's marks carry
+                # no time to win with, so this database's (made here, since) stays
+                result.marks_kept += 1
         if data.settings is not None:
             saved = store.saved_settings()
             if saved is None:

@@ -208,6 +208,9 @@ class ReviewScreen(TypedAnswer, PrepScreen):
 
     def show_card(self) -> None:
         """Show the session's current card, front side; or the summary when it is done."""
+        syncer = getattr(self.prep, "syncer", None)
+        if syncer is not None:  # what a sync brought: applied between cards
+            syncer.between_cards()
         card = self.session.current
         for notice in self.session.take_notices():
             self.notify(notice, severity="warning", timeout=10)
