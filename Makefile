@@ -1,7 +1,8 @@
 # prep — set up and run, or set up and test, on a fresh machine:
 #   make run     create .venv, install prep, open today's quiz
 #   make test    create .venv, install prep + dev tools, run ruff and the test suite
-#   make bench   print the benchmark numbers (with their floors, and beside Anki's engine)
+#   make bench   print the benchmark numbers (with their floors, and beside Anki's engine;
+#                the grader's accuracy per answer style on its held-out set)
 #
 # torch, installed before prep so pip never picks the wrong build:
 # - a machine with an NVIDIA GPU (nvidia-smi works): PyPI's CUDA build;
@@ -58,7 +59,9 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 # the 1M-card row of the growth table)
 bench: $(VENV)/.bench-installed
 	$(BIN)/python tests/benchmarks/run.py
+	$(BIN)/python tests/benchmarks/grader_bench.py
 	$(BIN)/python tests/benchmarks/anki_bench.py $(ARGS)
+	$(BIN)/python tests/benchmarks/sync_bench.py
 	$(BIN)/python tests/benchmarks/demo_bench.py
 
 clean:

@@ -51,3 +51,40 @@ def study_day_start(now: datetime, days: int = 0, rollover_hour: int = 4) -> dat
     day = local.date() + timedelta(days=days - (1 if local.hour < rollover_hour else 0))
     # a naive local time: astimezone() gives it the UTC offset in force on that day
     return to_utc(datetime.combine(day, time(rollover_hour)).astimezone())
+
+
+MAX_DURATION_MS = 24 * 3600 * 1000  # a card left on screen for a day counts as a day
+
+
+def clamp_duration(duration_ms: int | None) -> int | None:
+    """A review's duration within [0, a day]: a clock that steps back between showing and
+    rating (faketime, a VM resumed, NTP) would store a negative one, which no import takes."""
+    if duration_ms is None:
+        return None
+    return min(max(int(duration_ms), 0), MAX_DURATION_MS)
+
+
+# The dates prep works with. A clock outside them (a dead RTC battery, faketime) is refused at
+# start: a card buried or due a day later in year 9999 has no date, and Python's clocks stop at
+# 2262 (nanoseconds in 64 bits). Imported times may reach further (a due date set by the
+# longest interval, 100 years, and more), never year 10000.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_CLOCK = datetime(2200, 1, 1, tzinfo=UTC)
+LATEST_STORED = datetime(9900, 1, 1, tzinfo=UTC)
+
+
+def clock_problem(now: datetime) -> str | None:
+    """Why the clock's ``now`` cannot be used (one line), or None."""
+    if not EARLIEST <= now < LATEST_CLOCK:
+        return (
+            f"the clock says {now.year:04d}-{now.month:02d}-{now.day:02d}: prep works with "
+            f"dates from {EARLIEST.year} to {LATEST_CLOCK.year - 1}; fix the system clock"
+        )
+    return None
+
+
+def stored_time_problem(dt: datetime) -> str | None:
+    """Why a time read from a file (an import) is out of prep's range, or None."""
+    if not EARLIEST <= dt < LATEST_STORED:
+        return f"is outside the years {EARLIEST.year} to {LATEST_STORED.year - 1}"
+    return None

@@ -73,6 +73,20 @@ def new_york_local_time(monkeypatch: pytest.MonkeyPatch):
     yield from _pin_local_time(monkeypatch, "America/New_York")
 
 
+@pytest.fixture(scope="session")
+def minilm():
+    """The shipped all-MiniLM-L6-v2, loaded once per test session (the real-weight demos and
+    the grader share it; nothing here changes its weights: edits happen on float64 copies)."""
+    from prep.demos.pretrained import extra
+
+    if extra.missing():
+        pytest.skip(extra.missing())
+    from prep.demos._torch import torch
+    from prep.demos.pretrained import pretrained
+
+    return pretrained.load(None, torch.device("cpu"))
+
+
 @pytest.fixture
 def fresh_store() -> Store:
     store = Store.memory()

@@ -143,6 +143,13 @@ def test_stats_json_and_text(small_deck_dir: Path, db_path: Path) -> None:
     assert len(data["forecast"]) == 14 and len(data["per_day"]) == 30
     text = run_cli("--questions", str(small_deck_dir), "stats", db=db_path).output
     assert "today 1   total 1" in text
+    # mastery per tag, as --json gives it (README: "mastery per deck and tag")
+    assert data["tags"], data["tags"]
+    lines = text.splitlines()
+    assert any(line.startswith("Tag ") and "mastery" in line for line in lines)
+    for tag, m in data["tags"].items():
+        row = next(line for line in lines if line.split()[:1] == [tag])
+        assert row.split()[1:4] == [str(m["cards"]), str(m["seen"]), str(m["mature"])]
     bad = run_cli("stats", "--since", "yesterday", db=db_path)
     assert bad.exit_code == 2 and "--since 'yesterday' is not a date" in bad.output
     # parses, but has no UTC form (year 10000): was an OverflowError traceback

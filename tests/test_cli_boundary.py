@@ -159,12 +159,15 @@ def test_invalid_tz(tmp_path: Path, small_deck_dir: Path) -> None:
     assert done.returncode == 0 and "Saved: Good" in done.stdout, done.stderr
 
 
-@pytest.mark.parametrize("damage", ["settings", "schema_version"])
-def test_export_is_the_rescue_path(tmp_path: Path, damage: str) -> None:
+@pytest.mark.parametrize(
+    ("damage", "value"),
+    [("settings", "{garbage"), ("schema_version", "abc")]
+    + [("schema_version", v) for v in ("0", "-1", "-99999999999999999999")],
+)
+def test_export_is_the_rescue_path(tmp_path: Path, damage: str, value: str) -> None:
     db = tmp_path / "p.db"
     Store.open(db).close()
     conn = sqlite3.connect(db)
-    value = "{garbage" if damage == "settings" else "abc"
     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (damage, value))
     conn.commit()
     conn.close()
@@ -174,7 +177,7 @@ def test_export_is_the_rescue_path(tmp_path: Path, damage: str) -> None:
     assert json.loads(out.read_text())["format"] == "prep-export"
     if damage == "schema_version":  # anything that writes says what is wrong, in one line
         done = prep(db, "config", "new_per_day", "3")
-        assert done.returncode == 2 and "not a number" in one_line(done.stderr)
+        assert done.returncode == 2 and "not one prep wrote" in one_line(done.stderr)
 
 
 def test_sigint_in_a_demo_exits_130(tmp_path: Path) -> None:

@@ -340,3 +340,33 @@ def test_a_file_that_cannot_be_looked_at_is_not_taken_as_gone(tmp_path, monkeypa
 
     monkeypatch.setattr(deckcache.os, "stat", refused)  # (as root, chmod would not refuse)
     assert not deckcache._gone(str(tmp_path / "x.yaml"))
+
+
+@pytest.mark.parametrize("how", ["touch -d", "cp -p", "rsync -t"])
+def test_an_edit_that_keeps_size_and_mtime_is_seen(store, decks, parses, how: str) -> None:
+    """Size and mtime are not enough: `touch -d`, `cp -p` and `rsync -t` put an edited file's
+    mtime back with the same size. The inode and ctime (which nothing sets back) are kept too."""
+    import shutil
+
+    deck = decks / "small.yaml"
+    age(deck, 60)
+    before = deck.stat()
+    deckcache.load(store, [decks], include_bundled=False)
+    edited = SMALL_DECK.replace("Cross-head", "Crosshead!")
+    assert len(edited) == len(SMALL_DECK)
+    if how == "touch -d":  # edit in place, then the old mtime set back
+        deck.write_text(edited, encoding="utf-8")
+    else:  # a copy made elsewhere with the old times (cp -p; rsync -t renames it in place)
+        elsewhere = decks.parent / "elsewhere.yaml"
+        elsewhere.write_text(edited, encoding="utf-8")
+        if how == "cp -p":
+            shutil.copyfile(elsewhere, deck)  # same inode, content replaced
+        else:
+            os.replace(elsewhere, deck)  # a new inode
+    os.utime(deck, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = deck.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    coll = deckcache.load(store, [decks], include_bundled=False)
+    assert parses == ["small.yaml", "small.yaml"]
+    assert "Crosshead!" in coll.get("roles").answer
+    assert "Crosshead!" in deckcache.load(store, [decks], include_bundled=False).get("roles").answer

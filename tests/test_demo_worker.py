@@ -176,7 +176,7 @@ async def test_app_warms_the_worker_streams_checks_and_reuses_it(tmp_path: Path)
         # the first card links a demo: the worker is warmed up while the card is read
         await wait_until(pilot, lambda: any(r["op"] == "ping" for r in requests(log)))
         assert requests(log)[0]["warm"] == "block-diagonal"
-        await pilot.press("space", "d")
+        await pilot.press("space", "r")
         demo = app.screen
         assert isinstance(demo, DemoScreen)
         # the claim's check is on screen while the demo still runs
@@ -211,7 +211,7 @@ async def test_a_worker_error_is_one_line_and_the_app_lives_on(tmp_path: Path) -
     app = make_app()
     app.demo_worker = DemoWorker([sys.executable, "-c", "raise SystemExit(4)"])
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("enter", "space", "d")
+        await pilot.press("enter", "space", "r")
         demo = app.screen
         await wait_until(pilot, lambda: not demo.running)
         assert "the demo worker stopped" in text_of(app, "#demo-status")

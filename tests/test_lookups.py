@@ -29,6 +29,9 @@ DEMOS = ("dla", "per-head-sum", "no-wo")
 def _card(cid: str, kind: str, parent: str | None, rng: random.Random) -> list[str]:
     lines = [f"  - id: {cid}", f"    kind: {kind}", f"    prompt: Question {cid}?"]
     lines.append(f"    answer: Answer {cid}.")
+    level = rng.random()
+    if level < 0.3:  # the curriculum: some basics, some advanced, the rest core
+        lines.append("    level: basics" if level < 0.15 else "    level: advanced")
     if kind in ("choice", "red-flag"):
         lines += ["    choices: [one, two, three]", "    correct: b"]
     if parent is not None:
@@ -47,7 +50,9 @@ def write_mixed_decks(folder: Path, seed: int = 0, size: int = 45) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     ids: list[str] = []
     for d in range(4):
-        lines = [f"deck: mixed-{d}", "cards:"]
+        # decks 1 and 3 declare their place (3 before 1); 0 and 2 come after, in file order
+        order = {1: ["order: 20"], 3: ["order: 5"]}.get(d, [])
+        lines = [f"deck: mixed-{d}", *order, "cards:"]
         for i in range(size + 10 * d):
             cid = f"m{d}-{i:03d}"
             kind = rng.choice(KINDS if ids else KINDS[:3])
@@ -123,23 +128,34 @@ def old_unseen(
 def old_new_cards(
     store: Store, coll: Collection, hidden: set[str], limit: int, deck: str | None
 ) -> list[str]:
-    """session._new_cards before the lazy read: every unseen card grouped first."""
-    groups: dict[tuple[str, str], list[tuple[str, str | None]]] = {}
-    parent_ok: set[str] = set()
-    for cid, cdeck, kind, parent, parent_seen in old_unseen(coll, store, deck, None):
+    """The curriculum's new cards, computed eagerly: every unseen card placed by (level,
+    deck rank, position) and grouped by (level, kind); the groups of a level take turns
+    (in the order of their first card) before the next level's join; a follow-up waits
+    for its parent to be answered or queued before it."""
+    ranks = coll.deck_ranks()
+    placed = []
+    for pos, (cid, cdeck, kind, parent, parent_seen) in enumerate(
+        old_unseen(coll, store, deck, None)
+    ):
         if cid in hidden:
             continue
-        if parent_seen or parent in hidden:
-            parent_ok.add(cid)
-        groups.setdefault((cdeck, kind), []).append((cid, parent))
+        level = coll.get(cid).level_rank
+        placed.append(((level, ranks[cdeck], pos), cid, kind, parent, parent_seen))
+    placed.sort()
+    groups: dict[tuple[int, str], list[tuple]] = {}
+    for place, cid, kind, parent, parent_seen in placed:
+        groups.setdefault((place[0], kind), []).append((cid, parent, parent_seen))
+    levels = sorted({level for level, _ in groups})
     new: list[str] = []
     queued: set[str] = set()
-    progress = True
-    while len(new) < limit and progress:
+    upto = 0
+    while levels and len(new) < limit:
         progress = False
-        for pending in groups.values():
-            for i, (cid, parent) in enumerate(pending):
-                if parent is not None and cid not in parent_ok and parent not in queued:
+        for (level, _), pending in groups.items():
+            if level > levels[upto]:
+                continue
+            for i, (cid, parent, parent_seen) in enumerate(pending):
+                if parent is not None and not parent_seen and parent not in queued:
                     continue
                 new.append(cid)
                 queued.add(cid)
@@ -148,6 +164,10 @@ def old_new_cards(
                 break
             if len(new) >= limit:
                 break
+        if not progress:
+            if upto + 1 == len(levels):
+                break
+            upto += 1
     return new
 
 
@@ -167,7 +187,13 @@ def old_deck_counts(store: Store, coll: Collection, new_limit: int | None) -> li
             done = store.count_reviews(day_start(now), new_only=True)
             limit = max(0, settings.new_per_day + extra_new_today(store, now) - done)
         new = old_new_cards(store, coll, store.hidden_ids(now), limit, name) if limit else []
-        rows.append((name, len(new), queue.learning, len(queue.due) - queue.learning))
+        # learning: the steps due within the learn-ahead window (as the session holds them)
+        ahead = now + timedelta(minutes=settings.learn_ahead_min)
+        decks = None if name is None else [name]
+        hidden = store.hidden_ids(now)
+        steps = store.due_ids(ahead, decks=decks, not_state=int(State.Review))
+        learning = len([c for c in steps if c in coll and c not in hidden])
+        rows.append((name, len(new), learning, len(queue.due) - queue.learning))
     return rows
 
 
@@ -189,7 +215,7 @@ LIMITS = (0, 1, 2, 5, 13, 40, 1000)
 
 
 @pytest.mark.parametrize("fraction", [0.0, 0.3, 0.9])
-def test_new_cards_are_served_in_the_old_order(store, decks, fraction) -> None:
+def test_new_cards_are_served_in_the_curriculum_order(store, decks, fraction) -> None:
     cached = deckcache.load(store, [decks], include_bundled=False)
     full = load_collection([decks], include_bundled=False)
     assert cached.errors and len(cached.decks) == 5  # the duplicate id is reported
@@ -364,7 +390,7 @@ def test_a_v7_database_migrates_and_the_lookups_use_their_indexes(tmp_path, deck
         store.conn.execute("CREATE INDEX cards_removed_state_due ON cards (removed, state, due)")
         store.set_meta("schema_version", "7")
     with Store.open(db) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 8
+        assert store.schema_version() == SCHEMA_VERSION == 10
         coll = deckcache.load(store, [decks], include_bundled=False)
         assert build_queue(store, coll, FIXED_NOW, new_limit=30) == before
         assert coll.ids_for_demo("dla") == cited and cited

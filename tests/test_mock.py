@@ -332,7 +332,7 @@ def test_screen_inside_the_prep_app(tmp_path: Path) -> None:
             await pilot.pause()
             assert store.count_reviews() == 1
             assert store.last_review().reviewed_at == app.now()  # the app's clock
-            await pilot.press("escape")
+            await pilot.press("escape")  # nothing typed: out of the mock at once
             await pilot.pause()
             assert not isinstance(app.screen, MockScreen)
 
@@ -361,3 +361,55 @@ def test_bindings_have_descriptions() -> None:
     assert keys["escape"] == "Back"
     assert [keys[k] for k in "1234"] == ["Again", "Hard", "Good", "Easy"]
     assert all(keys.values())
+
+
+def test_q_quits_and_esc_goes_home_when_prep_mock_opened_on_the_mock() -> None:
+    """`prep mock` opens the app on the mock over home; q types in the answer box, and
+    quits once Esc has left the box (what was typed stays)."""
+    from textual.widgets import Input
+
+    from prep.engine.study.mock import MockInterview
+    from prep.tui.app import PrepApp
+    from prep.tui.testing import NOW, fixed_collection
+
+    seen: dict[str, object] = {}
+
+    async def run(keys: tuple[str, ...]) -> PrepApp:
+        store, coll = Store.memory(), fixed_collection()
+        mock = MockInterview(store, coll, main_id="two-roles", clock=lambda: NOW)
+        app = PrepApp(store=store, collection=coll, mock_first=mock, demos={}, clock=lambda: NOW)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            assert isinstance(app.screen, MockScreen)
+            for key in keys:
+                await pilot.press(key)
+                await pilot.pause()
+            seen["screen"] = app.screen
+            seen["typed"] = app.screen.query_one("#mock-answer", Input).value
+            seen["exiting"] = app._exit
+        return app
+
+    asyncio.run(run(("q",)))  # in the answer box: q is a letter of the answer
+    assert isinstance(seen["screen"], MockScreen) and seen["typed"] == "q"
+    assert not seen["exiting"]
+    asyncio.run(run(("x", "escape", "q")))  # out of the box (x kept): q quits prep
+    assert seen["exiting"]
+
+
+def test_esc_from_prep_mock_goes_home_not_out_of_prep() -> None:
+    from prep.engine.study.mock import MockInterview
+    from prep.tui.app import PrepApp
+    from prep.tui.screens.home import HomeScreen
+    from prep.tui.testing import NOW, fixed_collection
+
+    async def run() -> None:
+        store, coll = Store.memory(), fixed_collection()
+        mock = MockInterview(store, coll, main_id="two-roles", clock=lambda: NOW)
+        app = PrepApp(store=store, collection=coll, mock_first=mock, demos={}, clock=lambda: NOW)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            await pilot.press("escape")
+            await pilot.pause()
+            assert isinstance(app.screen, HomeScreen) and not app._exit
+
+    asyncio.run(run())

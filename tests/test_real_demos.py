@@ -1,4 +1,4 @@
-"""The real-weight demos on the shipped all-MiniLM-L6-v2 (one load shared by every test here), a
+"""The real-weight demos on the shipped all-MiniLM-L6-v2 (conftest's one load per session), a
 tiny random GPT-2 saved to a folder (the --model path for the GPT-2 family), and the CLI's
 answers when the optional `real` extra is missing or a --model cannot be loaded."""
 
@@ -21,11 +21,6 @@ CPU = torch.device("cpu")
 
 def module(name: str):
     return importlib.import_module(DEMOS[name].module)
-
-
-@pytest.fixture(scope="module")
-def minilm() -> pt.Real:
-    return pt.load(None, CPU)
 
 
 @pytest.fixture(scope="module")

@@ -67,6 +67,15 @@ def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> N
     raise AssertionError(f"prep serve did not listen on port {port}")
 
 
+def printed_url(server: subprocess.Popen) -> str:
+    """The address `prep serve` printed: the page needs its per-launch secret."""
+    for line in server.stdout:
+        match = re.search(r"open (http://\S+token=\S+)", line)
+        if match:
+            return match.group(1)
+    raise AssertionError("prep serve printed no address")
+
+
 def devtools_endpoint(chrome: subprocess.Popen, log: Path, timeout: float = 30.0) -> str:
     """The browser's DevTools websocket, from the line chromium prints when it is ready."""
     deadline = time.monotonic() + timeout
@@ -209,6 +218,7 @@ def test_serve_studies_in_a_browser(tmp_path: Path, small_deck_dir: Path, browse
     log = tmp_path / "chromium.log"
     try:
         wait_for_port(port, server)
+        url = printed_url(server)
         chrome = subprocess.Popen(
             [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run"]
             + ["--remote-debugging-port=0", f"--user-data-dir={tmp_path / 'chrome'}"]
@@ -217,7 +227,7 @@ def test_serve_studies_in_a_browser(tmp_path: Path, small_deck_dir: Path, browse
             stderr=log.open("w"),  # a file, not a pipe: chromium never blocks on a full pipe
         )
         browser_ws = devtools_endpoint(chrome, log)
-        rated = asyncio.run(drive_browser(browser_ws, f"http://127.0.0.1:{port}/", db))
+        rated = asyncio.run(drive_browser(browser_ws, url, db))
         assert len(rated) == 1 and rated[0][1] == 3, rated  # one review, rated Good
         assert rated[0][0] in {c.id for c in load_collection([small_deck_dir]).cards}
     finally:

@@ -92,7 +92,7 @@ async def test_whole_session_is_stored(tmp_path: Path) -> None:
         assert text_of(app, "#progress") == "new 4 · learning 0 · due 0"
         assert not screen.query("#back")  # the answer side is mounted at the first reveal
         # the footer lists what works now: no picks on a recall card, no demo before the answer
-        assert footer_keys(app) == ["space", "u", "escape", "q", "question_mark"]
+        assert footer_keys(app) == ["space", "t", "u", "escape", "q", "question_mark"]
         await pilot.press("d")
         assert app.screen is screen
 
@@ -100,7 +100,7 @@ async def test_whole_session_is_stored(tmp_path: Path) -> None:
         await pilot.press("space")
         assert screen.revealed and screen.query_one("#back").display
         assert "block-diagonal" in text_of(app, "#demo-link")
-        assert footer_keys(app) == ["space", "1-4", "d", "u", "escape", "q", "question_mark"]
+        assert footer_keys(app) == ["space", "1-4", "r", "u", "escape", "q", "question_mark"]
         labels = [b.label for b in screen.query(KeyButton) if b.id and b.id.startswith("rate-")]
         assert labels == ["1 Again 1m", "2 Hard 6m", "3 Good 10m", "4 Easy 8d"]
 
@@ -139,8 +139,17 @@ async def test_whole_session_is_stored(tmp_path: Path) -> None:
         assert "two roles" in text_of(app, "#context")
         await pilot.press("space", "3")
 
-        # red-flag: a right pick suggests Good; `d` picks d only before the answer
+        # red-flag: first say what is wrong (the choices are hidden, a-d pick nothing), then
+        # space shows the choices; a right pick suggests Good
         assert screen.card.id == "reshape-flag"
+        assert not screen.query_one("#choices").display
+        assert "Say out loud what this answer gets wrong" in text_of(app, "#hint")
+        assert "Show choices" in screen.query_one("#reveal", KeyButton).label
+        await pilot.press("b")
+        assert not screen.revealed and screen.picked is None
+        await pilot.press("space")
+        assert screen.query_one("#choices").display and not screen.revealed
+        assert "b)" in text_of(app, "#choices")
         await pilot.press("b")
         assert "Right" in text_of(app, "#hint") and screen.suggested == Rating.Good
         await pilot.press("enter")
@@ -211,7 +220,7 @@ async def test_demo_runs_streams_records_and_returns_to_the_card(tmp_path: Path)
         await pilot.press("enter", "space")
         review = app.screen
         assert isinstance(review, ReviewScreen) and review.revealed
-        await pilot.press("d")
+        await pilot.press("r")
         demo = app.screen
         assert isinstance(demo, DemoScreen)
         await wait_until(pilot, lambda: not demo.running)
@@ -243,7 +252,7 @@ async def test_demo_runs_streams_records_and_returns_to_the_card(tmp_path: Path)
 async def test_failing_or_crashing_demo_keeps_the_app_working(tmp_path: Path, mode: str) -> None:
     app = make_app(demo_command=fake_demo_command(tmp_path, mode))
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("enter", "space", "d")
+        await pilot.press("enter", "space", "r")
         demo = app.screen
         await wait_until(pilot, lambda: not demo.running)
         status = text_of(app, "#demo-status")
@@ -266,7 +275,7 @@ async def test_escape_stops_a_running_demo(tmp_path: Path) -> None:
     slow.write_text("import time\nprint('started', flush=True)\ntime.sleep(60)\n")
     app = make_app(demo_command=lambda name: [sys.executable, str(slow)])
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("enter", "space", "d")
+        await pilot.press("enter", "space", "r")
         demo = app.screen
         await wait_until(pilot, lambda: "started" in demo.log_lines)
         process = demo._process
@@ -551,7 +560,7 @@ async def test_demo_screen_shows_progress_and_a_usage_error_line(tmp_path: Path)
     )
     app = make_app(demo_command=lambda name: [sys.executable, str(script)])
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("enter", "space", "d")
+        await pilot.press("enter", "space", "r")
         demo = app.screen
         await wait_until(pilot, lambda: not demo.running)
         assert "progress: loading all-MiniLM-L6-v2" in demo.log_lines

@@ -41,7 +41,7 @@ class TestScreens:
         app = make_app(demo_command=fake_demo_command(tmp_path, "fail"))
 
         async def run_demo(pilot) -> None:
-            await pilot.press("enter", "space", "d")
+            await pilot.press("enter", "space", "r")
             deadline = time.monotonic() + 30
             while not (isinstance(app.screen, DemoScreen) and app.screen.exit_code is not None):
                 assert time.monotonic() < deadline, "the fake demo did not finish"

@@ -12,6 +12,7 @@ into the demo screen.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import socket
 import sys
@@ -19,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -32,7 +33,7 @@ from prep.engine.decks import deckcache
 from prep.engine.decks.deck import Collection, load_collection
 from prep.engine.store import Store, StoreError
 from prep.engine.store.schema import Upgrade
-from prep.engine.study.scheduler import Scheduler
+from prep.engine.study.scheduler import Scheduler, Settings
 from prep.engine.study.session import (  # DeckCounts: home's rows (re-exported for the screens)
     DeckCounts,
     Limits,
@@ -47,7 +48,9 @@ from prep.engine.timeutil import Clock, utcnow
 
 if TYPE_CHECKING:
     from prep.engine.decks.fill import Fill
+    from prep.engine.study.mock import MockInterview
     from prep.tui.demoworker import DemoWorker
+    from prep.tui.grading import Grading
     from prep.tui.screens.fill import FillScreen
     from prep.tui.screens.upgrade import UpgradeScreen
 
@@ -152,11 +155,14 @@ class PrepApp(App[int]):
         theme: str | None = None,
         review_first: bool = False,
         demo_worker: DemoWorker | None = None,
+        grading: Grading | None = None,
+        mock_first: MockInterview | None = None,
     ) -> None:
         super().__init__()
         # one long-lived process for every demo of the session (None: a subprocess per run)
         self.demo_worker = demo_worker
         self.review_first = review_first
+        self.mock_first = mock_first  # `prep mock`: open on it, over home (Esc goes home)
         self.db = db
         self.questions = [Path(q) for q in questions]
         self.selected_deck = deck
@@ -170,6 +176,7 @@ class PrepApp(App[int]):
         self.include_bundled = include_bundled
         self.clock = clock
         self._scheduler = scheduler
+        self._scheduler_settings: Settings | None = None  # saved settings it was last checked on
         self.demo_command = demo_command
         self.demos: dict[str, str] = demo_infos() if demos is None else demos
         self.theme = theme or pick_theme()
@@ -177,6 +184,14 @@ class PrepApp(App[int]):
         self._told_others = False
         self._heartbeat: Timer | None = None
         self._filled = False  # the deck cache's first fill ran in a thread this session
+        # typed answers: the model worker, started the first time an answer is typed
+        from prep.tui.grading import Grading
+
+        self.grading = grading if grading is not None else Grading()
+
+        from prep.tui.appsync import AppSync
+
+        self.syncer = AppSync(self)  # `prep config sync_dir DIR`: syncs in the background
 
     # --- start-up and reload ------------------------------------------------------------
 
@@ -247,7 +262,14 @@ class PrepApp(App[int]):
                 f"No deck named {self.selected_deck!r}; showing all decks.", severity="warning"
             )
             self.selected_deck = None
-        if self.review_first:  # `prep quiz`: home is built when first asked for
+        if self.mock_first is not None:  # `prep mock`: the mock over home, as `m` opens it
+            from prep.tui.screens.home import HomeScreen
+            from prep.tui.screens.mock import MockScreen
+
+            mock, self.mock_first = self.mock_first, None  # once: a reload goes home
+            self._show(HomeScreen())
+            self.push_screen(MockScreen(mock=mock))
+        elif self.review_first:  # `prep quiz`: home is built when first asked for
             self.review_first = False  # once: a reload goes home
             self.action_start()
         else:
@@ -354,6 +376,7 @@ class PrepApp(App[int]):
             )
         if self._heartbeat is None:
             self._heartbeat = self.set_interval(30, self.announce)
+            self.syncer.start()  # with sync_dir set: after the first screen is drawn
 
     def _show(self, screen: Screen) -> None:
         """Replace whatever is on the stack above the default screen with ``screen``."""
@@ -374,6 +397,9 @@ class PrepApp(App[int]):
     def on_unmount(self) -> None:
         if self.demo_worker is not None:
             self.demo_worker.close()
+        self.grading.close()
+        if self.store is not None:
+            self.syncer.on_quit()
         if self.store is not None:
             with contextlib.suppress(StoreError):
                 self.store.depart(self.instance)
@@ -384,9 +410,16 @@ class PrepApp(App[int]):
 
     @property
     def scheduler(self) -> Scheduler:
+        """The scheduler on the saved settings: rebuilt (keeping its fuzzing and seed) when
+        they changed since it was last asked for (`prep config` or `prep optimize` in another
+        terminal while the app is open)."""
+        assert self.store is not None
+        saved = self.store.settings()
         if self._scheduler is None:
-            assert self.store is not None
-            self._scheduler = Scheduler(self.store.settings())
+            self._scheduler = Scheduler(saved)
+        elif self._scheduler_settings is not None and saved != self._scheduler_settings:
+            self._scheduler = dataclasses.replace(self._scheduler, settings=saved)
+        self._scheduler_settings = saved
         return self._scheduler
 
     def now(self) -> datetime:
@@ -571,6 +604,11 @@ class PrepApp(App[int]):
 
         if self.store is not None and not isinstance(self.screen, MockScreen):
             self.push_screen(MockScreen())
+
+    def notify(self, message: str, *, markup: bool = False, **kwargs: Any) -> None:  # type: ignore[override]
+        """A notification shown as it is: its text names cards, decks, files and errors (user
+        data), never markup; a screen's notify (which passes markup=True) comes here too."""
+        super().notify(message, markup=False, **kwargs)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield SystemCommand("Start today's session", "Review the cards due now", self.action_start)

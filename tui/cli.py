@@ -134,6 +134,17 @@ def _check_local_time() -> None:
         tz = os.environ.get("TZ")
         where = f"TZ={tz[:40]!r}" if tz is not None else "the local time zone"
         raise UsageError(f"{where} is not a usable time zone ({exc}); fix or unset it") from None
+    import time
+
+    from prep.engine.timeutil import clock_problem, utcnow
+
+    try:
+        time.time_ns()
+        why = clock_problem(utcnow())
+    except (OverflowError, OSError, ValueError) as exc:  # past 2262: no clock Python can read
+        why = f"the system clock cannot be read ({exc}); fix the system clock"
+    if why is not None:
+        raise UsageError(why)
 
 
 def demo_names() -> list[str]:
@@ -251,30 +262,44 @@ def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: 
     help="Address to listen on (loopback: only this machine can open the page).",
 )
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, metavar="N")
+@click.option(
+    "--max-sessions",
+    type=click.IntRange(1, 64),
+    default=4,
+    show_default=True,
+    metavar="N",
+    help="At most N browser tabs (app processes) at once.",
+)
 @click.pass_obj
-def serve(obj: Ctx, host: str, port: int) -> None:
-    """The same app in a browser (textual-serve): open http://HOST:PORT and study."""
-    import socket
-
+def serve(obj: Ctx, host: str, port: int, max_sessions: int) -> None:
+    """The same app in a browser (textual-serve): open the address it prints (it carries a
+    per-launch secret) and study."""
     from prep.engine.store import resolve_db_path
     from prep.tui.serve import is_loopback
     from prep.tui.serve import serve as run_server
+    from prep.tui.webserver import ServeError
 
     with obj.store():  # a database that cannot open is one line here, not a blank page
         pass
-    try:
-        with socket.create_server((host, port)):
-            pass
-    except OSError as exc:
-        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     if not is_loopback(host):
         click.echo(
             f"prep: warning: listening on {host}: anyone who can reach this machine on port "
-            f"{port} can study with (and change) your progress database",
+            f"{port} and has the address printed below can study with (and change) your "
+            "progress database",
             err=True,
         )
     db = str(resolve_db_path(obj.db).resolve())
-    run_server(db=db, questions=obj.questions, host=host, port=port)
+    try:
+        run_server(
+            db=db,
+            questions=obj.questions,
+            host=host,
+            port=port,
+            max_sessions=max_sessions,
+            say=lambda line: click.echo(line),
+        )
+    except ServeError as exc:
+        raise UsageError(str(exc)) from None
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
@@ -317,8 +342,9 @@ def _record(db: str | None, report: Report) -> None:
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--rubrics", is_flag=True, help="List every card that has no usable rubric.")
 @click.pass_obj
-def check(obj: Ctx, paths: tuple[Path, ...]) -> None:
+def check(obj: Ctx, paths: tuple[Path, ...], rubrics: bool) -> None:
     """Validate decks: the bundled ones, --questions, and any PATHs given.
 
     Errors are printed as FILE:LINE: message (all at once), exit 2."""
@@ -343,6 +369,10 @@ def check(obj: Ctx, paths: tuple[Path, ...]) -> None:
         f"ok: {count(len(coll.cards), 'card')} in {count(len(coll.decks), 'deck')} ({by_kind}); "
         f"{linked} linked to demos"
     )
+    from prep.tui.grade_cmd import rubric_notes
+
+    for line in rubric_notes(coll.cards, every=rubrics):
+        click.echo(line)
 
 
 @main.command()
@@ -386,6 +416,19 @@ def _minutes(text: str) -> tuple[float, ...]:
     return tuple(float(part) for part in text.replace(" ", "").split(",") if part)
 
 
+def _none_or(convert):
+    """A setting that `none` clears (interview_date, plan_decks)."""
+
+    def read(text: str):
+        return None if text.strip().lower() in ("none", "all", "") else convert(text.strip())
+
+    return read
+
+
+def _deck_names(text: str) -> tuple[str, ...]:
+    return tuple(part for part in text.replace(" ", "").split(",") if part)
+
+
 _SETTING_TYPES = {
     "desired_retention": float,
     "new_per_day": int,
@@ -395,6 +438,10 @@ _SETTING_TYPES = {
     "learn_ahead_min": int,
     "learning_steps_min": _minutes,
     "relearning_steps_min": _minutes,
+    # the interview plan (engine/study/plan.py); `none` clears the date (and the deck list)
+    "interview_date": _none_or(str),
+    "plan_decks": _none_or(_deck_names),
+    "plan_level": str,
 }
 
 
@@ -409,7 +456,6 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
     FSRS parameters: `prep config parameters` shows them, `prep config parameters default`
     goes back to fsrs's defaults, `prep config parameters "w0,w1,...,w20"` sets all 21
     (fit them to your own reviews with `prep optimize`)."""
-    from dataclasses import replace
 
     with obj.store() as store:
         if reset:
@@ -420,17 +466,29 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
             return
         settings = store.settings()
         if key is None:
+            cleared = {"interview_date": "none", "plan_decks": "all"}  # what None means there
             for k, v in settings.to_dict().items():
-                click.echo(f"{k} = {'default' if v is None else v}")
+                v = ",".join(v) if k == "plan_decks" and v is not None else v
+                click.echo(f"{k} = {cleared.get(k, 'default') if v is None else v}")
             return
         if key == "parameters":
             _config_parameters(store, settings, value)
+            return
+        if key == "sync_dir":  # a setting of this machine: never synced
+            if value is not None:
+                store.set_meta("sync_dir", str(Path(value).expanduser().resolve()))
+            click.echo(f"sync_dir = {store.get_meta('sync_dir') or 'none'}")
             return
         if key not in _SETTING_TYPES:
             known = ", ".join([*_SETTING_TYPES, "parameters"])
             raise UsageError(f"unknown setting {key!r} (settings: {known})")
         if value is None:
-            click.echo(f"{key} = {getattr(settings, key)}")
+            shown = getattr(settings, key)
+            if key == "plan_decks":
+                shown = "all" if shown is None else ",".join(shown)
+            elif key == "interview_date" and shown is None:
+                shown = "none"
+            click.echo(f"{key} = {shown}")
             return
         convert = _SETTING_TYPES[key]
         try:
@@ -438,13 +496,43 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
         except ValueError:
             expected = {int: "a whole number", float: "a number"}.get(convert, "minutes like 1,10")
             raise UsageError(f"{key}: {value!r} is not {expected}") from None
+        if key == "plan_decks" and typed is not None:
+            decks = obj.collection(strict=False, store=store).decks
+            unknown = [d for d in typed if d not in decks]
+            if unknown:
+                raise UsageError(
+                    f"plan_decks: no deck named {', '.join(map(repr, unknown))} "
+                    f"(decks: {', '.join(decks) or 'none'})"
+                )
         try:
-            updated = replace(settings, **{key: typed}).validated()
+            # this one setting, against the settings saved now (another prep may have changed
+            # others since they were read)
+            store.update_settings(**{key: typed})
         except ValueError as exc:
             message = str(exc) if str(exc).startswith(key) else f"{key}: {exc}"
             raise UsageError(message) from None
-        store.save_settings(updated)
+        if key == "interview_date":
+            _say_plan(obj, store, store.settings())
+            return
+        if key == "plan_decks":
+            typed = "all" if typed is None else ",".join(typed)
         click.echo(f"{key} = {typed}")
+
+
+def _say_plan(obj: Ctx, store: Store, settings: Settings) -> None:
+    """What `prep config interview_date ...` did: the date, and the plan in one line."""
+    from prep.engine.study.plan import plan_day
+    from prep.engine.timeutil import utcnow
+
+    if settings.interview_date is None:
+        click.echo("interview_date = none (no plan: scheduling is plain FSRS, nothing lost)")
+        return
+    day = plan_day(store, obj.collection(strict=False, store=store), utcnow(), settings)
+    if day is None:
+        click.echo(f"interview_date = {settings.interview_date} (past: scheduling is plain FSRS)")
+        return
+    click.echo(f"interview_date = {settings.interview_date}")
+    click.echo(f"{day.plan.header()}. {day.line()}")
 
 
 def _config_parameters(store: Store, settings: Settings, value: str | None) -> None:
@@ -459,7 +547,7 @@ def _config_parameters(store: Store, settings: Settings, value: str | None) -> N
         click.echo(f"parameters = {shown} ({origin})")
         return
     if value.strip().lower() in ("default", "defaults"):
-        store.save_settings(replace(settings, parameters=None))
+        store.update_settings(parameters=None)
         click.echo("parameters = default (fsrs defaults)")
         return
     parts = value.replace(",", " ").split()
@@ -474,11 +562,30 @@ def _config_parameters(store: Store, settings: Settings, value: str | None) -> N
     except ValueError as exc:
         message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         raise UsageError(f"parameters: {message}") from None
-    store.save_settings(updated)
+    try:
+        store.update_settings(parameters=updated.parameters)
+    except ValueError as exc:  # with the settings saved now (changed since they were read)
+        raise UsageError(f"parameters: {exc}") from None
     click.echo(f"parameters = {', '.join(f'{w:.4f}' for w in weights)} (your own)")
 
 
 _EXPORT_FORMATS = {".json": "json", ".csv": "csv", ".apkg": "apkg"}
+
+
+def _refuse_database_target(obj: Ctx, path: Path, fmt: str) -> None:
+    """An export never writes over the progress database or the files SQLite keeps beside it."""
+    from prep.engine.store import resolve_db_path
+    from prep.engine.transfer.dbfiles import database_target
+    from prep.engine.transfer.export import csv_paths
+
+    targets = list(csv_paths(path).values()) if fmt == "csv" else [path]
+    hit = database_target(targets, resolve_db_path(obj.db))
+    if hit is not None:
+        target, kept = hit
+        raise UsageError(
+            f"-o {target}: that is the progress database's own file ({kept}); exporting over "
+            "it would replace your progress. Name another file"
+        )
 
 
 @main.command("export")
@@ -543,6 +650,8 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
         )
     report = (lambda text: click.echo(text, err=True)) if to_stdout else click.echo
     shown = "standard output" if to_stdout else str(path)
+    if not to_stdout:
+        _refuse_database_target(obj, path, fmt)
     try:
         if fmt == "apkg":
             from prep.engine.transfer.anki import write_apkg
@@ -561,10 +670,27 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
                 written = [shown]
             else:
                 written = [str(p) for p in export_csv(store, path)]
-            n = store.count_reviews()
+            damaged = list(store.damaged_reviews)
+            n = store.count_reviews() - len(damaged)
         report(f"Wrote {', '.join(written)}: {count(n, 'review')}.")
+        _say_damaged(damaged, "exported")
     except ExportError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _say_damaged(damaged: list, what: str) -> None:
+    """Name the review rows that could not be read and were left out (at most five)."""
+    from prep.engine.study.present import count as count_text
+
+    if not damaged:
+        return
+    click.echo(
+        f"prep: warning: {count_text(len(damaged), 'damaged review')} left out (the rest "
+        f"{what}): "
+        + "; ".join(str(d) for d in damaged[:5])
+        + (f"; ... and {len(damaged) - 5:,} more" if len(damaged) > 5 else ""),
+        err=True,
+    )
 
 
 @main.command("import")
@@ -573,16 +699,22 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
 def import_cmd(obj: Ctx, file: str) -> None:
     """Import a json or csv export (from `prep export`) into this database.
 
-    All or nothing: on a corrupt file or a conflict (a card with a different review
-    history here, or marked differently here) nothing changes. Importing the same file
-    twice adds nothing twice."""
+    All or nothing: on a corrupt file or a conflicting review nothing changes. A card whose
+    history went on both here and in the file is merged as `prep sync` merges; a card marked
+    differently here keeps this database's mark. Importing the same file twice adds nothing
+    twice. The database is backed up first."""
+    from prep.engine.store import backup
     from prep.engine.transfer.export import ExportError
     from prep.engine.transfer.importer import import_file
 
+    # an export that names a merged-away card's id lands on the card that kept it (the
+    # decks are read, not synced: a refused import changes nothing)
+    aliases = obj.collection(strict=False).aliases()
     with obj.store() as store:
         try:
-            result = import_file(store, Path(file).expanduser())
-        except ExportError as exc:
+            backup.make(store, "import")
+            result = import_file(store, Path(file).expanduser(), aliases)
+        except (ExportError, backup.BackupError) as exc:
             raise UsageError(str(exc)) from None
     click.echo(f"Imported {file}: {result.summary()}.")
 
@@ -709,21 +841,22 @@ def optimize(obj: Ctx, yes: bool, dry_run: bool) -> None:
     Needs 512 reviews made a day or more after the card's previous review. Shows the
     old and new parameters and the estimated effect, then asks before saving
     (`prep config parameters default` goes back to the defaults)."""
-    from dataclasses import replace
 
     from prep.engine.study import optimize as opt
     from prep.engine.timeutil import utcnow
 
     with obj.store() as store:
         settings = store.settings()
-        logs = opt.review_logs(store.reviews())
+        damaged: list = []
+        logs = opt.review_logs(store.reviews(damaged=damaged))
+        _say_damaged(damaged, "are fitted")
         try:
             n = opt.check_enough(logs)
         except opt.OptimizeError as exc:
             raise UsageError(str(exc)) from None
         click.echo(f"Fitting FSRS parameters to {n} of your reviews...", err=True)
         meter = _ProgressLine("Fitting")
-        result = opt.fit(store, progress=meter)
+        result = opt.fit(store, progress=meter, damaged=damaged)
         meter.done()
         click.echo(opt.render(result, settings, utcnow()))
         if not result.changed:
@@ -739,7 +872,12 @@ def optimize(obj: Ctx, yes: bool, dry_run: bool) -> None:
             except click.Abort:
                 save = False
         if save:
-            store.save_settings(replace(settings, parameters=result.new))
+            # only the parameters, against the settings saved now: a `prep config` made
+            # during the fit or at the prompt stays
+            try:
+                store.update_settings(parameters=result.new)
+            except ValueError as exc:
+                raise UsageError(f"not saved: {exc}") from None
             click.echo("Saved. `prep config parameters default` goes back to the defaults.")
         else:
             click.echo("Not saved.")
@@ -750,13 +888,21 @@ def optimize(obj: Ctx, yes: bool, dry_run: bool) -> None:
 @click.pass_obj
 def cram(obj: Ctx, deck: str | None) -> None:
     """The 60-second bullets of each main card, for the way to the call."""
-    from prep.engine.study.cram import UnknownDeck, cram_sheet, render
+    from prep.engine.store import StoreError
+    from prep.engine.study.cram import UnknownDeck, cram_sheet, render, weakest_first
+    from prep.engine.timeutil import utcnow
+    from prep.tui.upgrade import open_store
 
     with obj.cached_collection(strict=False) as coll:
         try:
             sheet = cram_sheet(coll, deck)
         except UnknownDeck as exc:
             raise UsageError(str(exc)) from None
+    try:  # the day before an interview and the day itself: weakest first
+        with open_store(obj.db, reading=True) as store:
+            sheet = weakest_first(sheet, store, utcnow())
+    except StoreError:
+        pass  # no progress to read: the sheet in deck order
     click.echo(render(sheet))
 
 
@@ -841,6 +987,11 @@ def _say(message: str) -> None:
             print(f"prep: {message}", file=sys.stderr, flush=True)
 
 
+from prep.tui.grade_cmd import grade as _grade  # noqa: E402 - registered after main exists
+
+main.add_command(_grade)
+
+
 def run(argv: list[str] | None = None) -> None:
     """The `prep` command (the console script): `main` with a boundary around it. Whatever
     happens, the process ends with one line and an exit code, never a traceback: 130 on
@@ -905,6 +1056,9 @@ def run(argv: list[str] | None = None) -> None:
         pass
     sys.exit(code)
 
+
+# `prep sync` and `prep backup` live in their own module
+from prep.tui import sync_cli  # noqa: E402, F401
 
 if __name__ == "__main__":
     run()

@@ -1,19 +1,23 @@
 """The line mode: `prep quiz --plain` and `prep mock --plain` on stdin/stdout.
 
 For screen readers, pipes and dumb terminals, and the thing end-to-end tests drive.
-Quiz: Enter reveals; on a choice or red-flag card a-d picks first; 1-4 rates (Enter takes the
-suggested rating after a pick); u undoes the last rating; q (or end of input) quits.
-Mock: type an answer (or say it aloud), Enter reveals, 1-4 grades, q quits.
+Quiz: Enter reveals; on a choice or red-flag card a-d picks first (a red-flag card first asks
+you to say what the quoted answer gets wrong; Enter then shows the choices); t types an answer
+(graded point by point where the card has a rubric and the `real` extra is installed; the grade
+only suggests a rating); 1-4 rates (Enter takes the suggested rating after a pick or a grade);
+u undoes the last rating; q (or end of input) quits.
+Mock: type an answer (or say it aloud), Enter reveals, 1-4 grades, q quits; a typed answer is
+graded the same way and the summary lists the points it missed.
 Every rating is committed to the database before the next card is printed.
 """
 
 from __future__ import annotations
 
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from prep.engine.decks.deck import CHOICE_LETTERS, Card
 from prep.engine.store import StoreError
-from prep.engine.study.mock import MockInterview, MockStep
+from prep.engine.study.mock import MockError, MockInterview, MockStep
 from prep.engine.study.present import (
     answer_sections,
     choice_verdict,
@@ -31,7 +35,11 @@ from prep.engine.study.present import (
     spoken_interval,
 )
 from prep.engine.study.scheduler import RATING_NAMES, Outcome, Rating
-from prep.engine.study.session import ReviewSession
+from prep.engine.study.session import NotCurrentCard, ReviewSession
+
+if TYPE_CHECKING:
+    from prep.demos.pretrained.grader.rubric import Grade
+    from prep.tui.grading import Grading
 
 
 class Quit(Exception):
@@ -81,10 +89,24 @@ def _reveal_lines(card: Card, runs: dict[str, dict]) -> list[str]:
 
 
 class PlainQuiz:
-    def __init__(self, session: ReviewSession, io: LineIO) -> None:
+    def __init__(self, session: ReviewSession, io: LineIO, grading: Grading | None = None) -> None:
         self.session = session
         self.io = io
         self.runs = session.store.latest_demo_runs()
+        self._grading = grading
+
+    @property
+    def grading(self) -> Grading:
+        if self._grading is None:
+            from prep.tui.grading import Grading
+
+            self._grading = Grading()
+        return self._grading
+
+    def typed_answer(self, card: Card) -> Rating | None:
+        """`t`: read one line of answer, grade it, print the verdict; the suggested rating."""
+        answer = self.io.ask("Your answer (one line): ")
+        return grade_typed(self.io, self.grading, card, answer)[0]
 
     def ask(self, prompt: str) -> str:
         return self.io.ask(prompt).lower()
@@ -98,7 +120,7 @@ class PlainQuiz:
             return 0
         say(
             f"{count(session.total, 'card')} in this session. "
-            "Enter reveals, 1-4 rate, u undoes, q quits."
+            "Enter reveals, t types an answer, 1-4 rate, u undoes, q quits."
         )
         try:
             while not session.finished:
@@ -109,6 +131,9 @@ class PlainQuiz:
                 self.show_card(card)
         except Quit:
             pass
+        finally:
+            if self._grading is not None:
+                self._grading.close()
         for notice in session.take_notices():
             say(notice)
         s = session.summary()
@@ -142,16 +167,26 @@ class PlainQuiz:
         session.mark_shown()
         suggested: Rating | None = None
         letters = CHOICE_LETTERS[: len(card.choices)]
+        if card.kind == "red-flag" and card.choices:
+            # in an interview the flaw must be said, not recognised: say it first, then pick
+            answer = ask("Say what this answer gets wrong, then Enter shows the choices: ")
+            if answer == "u":
+                self.undo()
+                return
         if card.choices:
             for letter, choice in zip(letters, card.choices, strict=False):
                 say(f"  {letter}) {choice}")
             while True:
                 answer = ask(
-                    f"Pick {letters[0]}-{letters[-1]} (Enter reveals, u undoes, q quits): "
+                    f"Pick {letters[0]}-{letters[-1]} (Enter reveals, t types an answer, "
+                    "u undoes, q quits): "
                 )
                 if answer == "u":
                     self.undo()
                     return
+                if answer == "t":
+                    suggested = self.typed_answer(card)
+                    break
                 if answer == "":
                     break
                 if len(answer) == 1 and answer in letters:
@@ -159,12 +194,14 @@ class PlainQuiz:
                     suggested = verdict.suggested
                     say(f"{verdict.text} Suggested rating: {rating_name(suggested)}.")
                     break
-                say(f"Type a letter {letters[0]}-{letters[-1]}, Enter, u or q.")
+                say(f"Type a letter {letters[0]}-{letters[-1]}, Enter, t, u or q.")
         else:
-            answer = ask("Press Enter to reveal (u undoes, q quits): ")
+            answer = ask("Press Enter to reveal (t types an answer, u undoes, q quits): ")
             if answer == "u":
                 self.undo()
                 return
+            if answer == "t":
+                suggested = self.typed_answer(card)
         say("")
         for line in _reveal_lines(card, self.runs):
             say(line)
@@ -176,7 +213,12 @@ class PlainQuiz:
                 answer = str(int(suggested))
             if answer in ("1", "2", "3", "4"):
                 try:
-                    outcome = session.rate(Rating(int(answer)))
+                    outcome = session.rate(
+                        Rating(int(answer)), card_id=card.id, content_hash=card.content_hash
+                    )
+                except NotCurrentCard as exc:  # never saved on another card: say so
+                    say(f"Not saved: {exc}.")
+                    return
                 except StoreError as exc:
                     if not exc.retryable:  # read-only: no retry will save it
                         raise
@@ -201,9 +243,33 @@ class PlainQuiz:
             self.io.say(f"Undone: {card.id} is back, with its previous schedule.")
 
 
-def run_plain(session: ReviewSession, stdin: TextIO, stdout: TextIO) -> int:
+def run_plain(
+    session: ReviewSession, stdin: TextIO, stdout: TextIO, grading: Grading | None = None
+) -> int:
     """The review session line by line; returns the exit code."""
-    return PlainQuiz(session, LineIO(stdin, stdout)).run()
+    return PlainQuiz(session, LineIO(stdin, stdout), grading).run()
+
+
+def grade_typed(
+    io: LineIO, grading: Grading, card: Card, answer: str
+) -> tuple[Rating | None, Grade | None]:
+    """Grade a typed answer (the model worker; this may wait), print the point-by-point
+    verdict and return the suggested rating and the grade; (None, None), and a line why,
+    when it is not graded."""
+    from prep.tui.grading import grade_now, suggestion, verdict_lines
+
+    if not answer.strip():
+        io.say("(no answer typed)")
+        return None, None
+    io.say("Grading your answer…")
+    grade, why = grade_now(grading, card, answer)
+    if grade is None:
+        io.say(why)
+        return None, None
+    rating = Rating(suggestion(grade))
+    for line in verdict_lines(grade, int(rating)):
+        io.say(line)
+    return rating, grade
 
 
 # --- prep mock --plain ----------------------------------------------------------------------
@@ -238,12 +304,18 @@ def mock_summary_lines(mock: MockInterview) -> list[str]:
             f"  {i}. {'  ' * step.depth}{question_text(step.card.prompt)}: "
             f"{took} of {clock_text(step.budget_s)}, {rating}"
         )
+        for point in step.missed:
+            lines.append(f"     {'  ' * step.depth}missed: {point}")
     return lines
 
 
-def run_mock_plain(mock: MockInterview, stdin: TextIO, stdout: TextIO) -> int:
+def run_mock_plain(
+    mock: MockInterview, stdin: TextIO, stdout: TextIO, grading: Grading | None = None
+) -> int:
     """The mock interview line by line: type an answer (or say it aloud) and press Enter to
-    reveal; 1-4 grades; q (or end of input) quits. Grades are stored as they are given."""
+    reveal; a typed answer is graded point by point (where the card has a rubric and the
+    grader is installed); 1-4 grades; q (or end of input) quits. Grades are stored as they
+    are given."""
     io = LineIO(stdin, stdout)
     say, ask = io.say, io.ask
     runs = mock.store.latest_demo_runs()
@@ -270,7 +342,8 @@ def run_mock_plain(mock: MockInterview, stdin: TextIO, stdout: TextIO) -> int:
             mock.start()
             hint = f"pick {letters[0]}-{letters[-1]}, or " if letters else ""
             answer = ask(f"Your answer ({hint}type it, or say it aloud; Enter reveals): ")
-            if letters and len(answer) == 1 and answer.lower() in letters:
+            picked = letters and len(answer) == 1 and answer.lower() in letters
+            if picked:
                 verdict = mock.pick(letters.index(answer.lower()))
                 say(f"{verdict.text} Suggested grade: {rating_name(verdict.suggested)}.")
             mock.reveal(answer)
@@ -278,6 +351,15 @@ def run_mock_plain(mock: MockInterview, stdin: TextIO, stdout: TextIO) -> int:
             say(took_text(step))
             if step.answer:
                 say(f"Your answer: {step.answer}")
+            if step.answer and not picked:
+                if grading is None:
+                    from prep.tui.grading import Grading
+
+                    grading = Grading()
+                suggested, grade = grade_typed(io, grading, card, step.answer)
+                if grade is not None:
+                    step.suggested = suggested
+                    step.missed = tuple(p.text for p in grade.missed)
             for line in _reveal_lines(card, runs):
                 say(line)
             while True:
@@ -287,7 +369,11 @@ def run_mock_plain(mock: MockInterview, stdin: TextIO, stdout: TextIO) -> int:
                 if grade == "" and step.suggested is not None:
                     grade = str(int(step.suggested))
                 if grade in ("1", "2", "3", "4"):
-                    outcome = mock.grade(int(grade))
+                    try:
+                        outcome = mock.grade(int(grade))
+                    except MockError as exc:  # never saved on another card: say so, end
+                        say(f"Not saved: {exc}.")
+                        raise Quit from None
                     say(
                         f"Saved: {RATING_NAMES[outcome.rating]}, "
                         f"next review in {spoken_interval(outcome.interval)}."
@@ -296,6 +382,9 @@ def run_mock_plain(mock: MockInterview, stdin: TextIO, stdout: TextIO) -> int:
                 say("Type 1 (Again), 2 (Hard), 3 (Good), 4 (Easy) or q.")
     except Quit:
         pass
+    finally:
+        if grading is not None:
+            grading.close()
     say("")
     for line in mock_summary_lines(mock):
         say(line)

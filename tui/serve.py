@@ -4,6 +4,8 @@ textual-serve runs a small web server; each browser tab that opens the page star
 process (``python -m prep.tui.serve --app ...``) whose screen is drawn in the page by
 xterm.js. The server binds to loopback (127.0.0.1) unless told otherwise: the page gives full
 use of your progress database, so exposing it is a choice the user makes with ``--host``.
+Either way the page and its websocket need the per-launch secret in the address the command
+prints, and a websocket from another site's page is refused (tui/webserver.py).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import argparse
 import ipaddress
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 DEFAULT_HOST = "127.0.0.1"
@@ -63,13 +65,24 @@ def serve(
     port: int = DEFAULT_PORT,
     deck: str | None = None,
     new: int | None = None,
+    max_sessions: int | None = None,
+    say: Callable[[str], None] = print,
 ) -> None:
-    """Serve the app on http://host:port until Ctrl+C (blocking)."""
-    from textual_serve.server import Server
+    """Serve the app on http://host:port until Ctrl+C (blocking). The page and its websocket
+    need the per-launch secret in the address printed; a failure to listen raises
+    ``prep.tui.webserver.ServeError``."""
+    from prep.tui.webserver import DEFAULT_MAX_SESSIONS, GuardedServer
 
     command = app_command(db=db, questions=questions, deck=deck, new=new)
-    server = Server(command, host=host, port=port, title="prep", public_url=public_url(host, port))
-    server.serve()
+    server = GuardedServer(
+        command,
+        host=host,
+        port=port,
+        local=is_loopback(host),
+        max_sessions=max_sessions or DEFAULT_MAX_SESSIONS,
+        say=say,
+    )
+    server.serve(url=public_url(host, port) + "/")
 
 
 def _app_main(argv: Sequence[str]) -> int:

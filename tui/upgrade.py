@@ -8,6 +8,7 @@ within SHOW_AFTER_S (a fresh database, a small one).
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
@@ -111,6 +112,12 @@ def open_store(db: str | os.PathLike | None, **kwargs: Any) -> Store:
     from prep.engine.store import Store
 
     line = UpgradeLine()
+    if not kwargs.get("reading") and Store.pending_upgrade(db) is not None:
+        from prep.engine.store import resolve_db_path
+        from prep.engine.store.backup import BackupError, before_upgrade
+
+        with contextlib.suppress(BackupError):  # (an unwritable folder: the upgrade says so)
+            before_upgrade(resolve_db_path(db))
     try:
         return Store.open(db, progress=line, **kwargs)
     finally:

@@ -304,19 +304,46 @@ def load(model: str | None, device: torch.device) -> Real:
         import transformers
 
         with _quiet_transformers():
-            net = transformers.AutoModel.from_pretrained(path, attn_implementation="eager")
+            net = transformers.AutoModel.from_pretrained(
+                path, attn_implementation="eager", use_safetensors=_has_safetensors(path)
+            )
             tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-    except (OSError, ValueError, KeyError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelError(f"--model {name}: cannot load it with transformers: {first}") from None
-    if tokenizer.pad_token is None:  # GPT-2 has none; padding is masked out anyway
-        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
-    net = net.to(device=device, dtype=torch.float32).eval()
-    for param in net.parameters():  # gradients are taken only w.r.t. head gates
-        param.requires_grad_(False)
-    real = Real(net, tokenizer, name, device)
+        if tokenizer.pad_token is None:  # GPT-2 has none; padding is masked out anyway
+            tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+        net = net.to(device=device, dtype=torch.float32).eval()
+        for param in net.parameters():  # gradients are taken only w.r.t. head gates
+            param.requires_grad_(False)
+            if not torch.isfinite(param).all():
+                raise ModelError(f"--model {name}: its weights hold NaN or infinity")
+        real = Real(net, tokenizer, name, device)
+    except ModelError:
+        raise
+    except Exception as exc:  # a hostile or broken folder: whatever transformers raises
+        raise ModelError(f"--model {name}: cannot load it with transformers: {_why(exc)}") from None
     real.load_seconds = time.perf_counter() - start
     return real
+
+
+def _has_safetensors(path: str) -> bool | None:
+    """True when a local folder has safetensors weights (then only those are read); None lets
+    transformers choose (a hub name, the shipped model)."""
+    if os.path.isdir(path) and any(n.endswith(".safetensors") for n in os.listdir(path)):
+        return True
+    return None
+
+
+def _why(exc: BaseException) -> str:
+    """One line for a load failure. torch's advice for a pickle that a safe load refuses (to
+    load it with weights_only=False, which runs whatever code the file holds) is never passed
+    on."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    if "weights_only" in text or "Unpickl" in text or "pickle" in text.lower():
+        return (
+            "its weights are a pickle file that a safe load refuses (a pickle can run code); "
+            "use a folder with model.safetensors"
+        )
+    return first[:300]
 
 
 def reparameterise(real: Real, layer: int, c: Tensor, *, bias: bool = True) -> None:

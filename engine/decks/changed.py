@@ -15,7 +15,9 @@ from prep.engine.decks.deck import MAX_DECK_BYTES, DeckError, collect_deck_files
 from prep.engine.decks.fill import Fill
 
 # Hashed with every file's text: raised whenever parse_deck_text accepts less than before.
-PARSER_SALT = b"parser 2\n"
+# Hashed with every file's text: raised whenever parse_deck_text accepts less than before.
+# (4: cards carry `points` and `aliases`, fields the cached JSON of older parses lacks)
+PARSER_SALT = b"parser 4\n"
 RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's mtime tick we expect
 
 
@@ -45,8 +47,17 @@ def _fresh(entry: Any, st: os.stat_result | None) -> bool:
         and st.st_size <= MAX_DECK_BYTES
         and entry is not None
         and (entry["size"], entry["mtime_ns"]) == (st.st_size, st.st_mtime_ns)
+        and entry.get("ident") == file_ident(st)
         and entry["checked_ns"] - st.st_mtime_ns >= RACY_NS
     )
+
+
+def file_ident(st: os.stat_result) -> str:
+    """What no edit keeps: the device and inode (a file replaced by rename, `cp`, an editor's
+    save) and the ctime, which every write, chmod or `touch -d` sets to now and no tool can set
+    back (git's index keeps the same). Size and mtime alone are kept by `touch -d`, `cp -p`
+    and `rsync -t`."""
+    return f"{st.st_dev}:{st.st_ino}:{st.st_ctime_ns}"
 
 
 def _stat(path: Path) -> os.stat_result | None:

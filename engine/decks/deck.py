@@ -19,6 +19,14 @@ A deck is one YAML file::
         tags: [roles]
         sources: ["Voita et al. 2019, ..."]
         bullets: [...]            # the 60-second bullets for `prep cram`
+        points: [...]             # the rubric `prep grade` and `t` grade a typed answer by:
+                                  # 3-5 single ideas (default: the bullets, where they are)
+        aliases: [old-id]         # ids merged into this card: their progress lands here
+        level: basics             # basics | core | advanced (default core): curriculum place
+
+A deck may declare ``order: 10`` (a number): new cards of a lower order come first within a
+level (bundled: core 10, follow-ups 15, practice 20, red flags 25, attribution 30, systems
+40); a deck without one comes after every deck that has one, in file order.
 
 Files are parsed with ``yaml.SafeLoader`` semantics, but every mapping remembers the line
 of each key, so that every error is reported as ``FILE:LINE: message``. All errors of all
@@ -30,6 +38,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import math
 import os
 import re
 import stat
@@ -55,15 +64,23 @@ CARD_KEYS = frozenset(
         "tags",
         "sources",
         "bullets",
+        "points",
+        "aliases",
+        "level",
     }
 )
-DECK_KEYS = frozenset({"deck", "title", "description", "cards"})
+DECK_KEYS = frozenset({"deck", "title", "description", "cards", "order"})
+# A card's place in the curriculum: new cards come level by level (a card without one is
+# "core"), then by the deck's ``order:``, then by position in the file.
+LEVELS = ("basics", "core", "advanced")
+DEFAULT_LEVEL = "core"
 CHOICE_LETTERS = "abcd"
-SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")  # \Z: "$" would take a trailing newline
 # A deck is a few dozen kB; anything past this is not a deck (and reading it would only cost memory).
 MAX_DECK_BYTES = 2 * 1024 * 1024
 # Decks nest four levels (file > cards > card > list); deeper structure is not a deck.
 MAX_DEPTH = 32
+MAX_ERRORS_PER_FILE = 50  # a file with more says how many more, in one line
 # Control characters (C0 and C1, DEL) other than newline and tab: ESC starts the terminal
 # escape sequences (CSI, OSC) that recolour or retitle a terminal when a card is printed.
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -132,6 +149,14 @@ class Card:
     tags: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
     bullets: tuple[str, ...] = ()
+    points: tuple[str, ...] = ()  # the grading rubric; engine.rubric defaults it to bullets
+    aliases: tuple[str, ...] = ()  # ids of cards merged into this one (engine/aliases.py)
+    level: str | None = None  # basics | core | advanced, as declared (None: core)
+
+    @property
+    def level_rank(self) -> int:
+        """0 for basics, 1 for core (and a card without a level), 2 for advanced."""
+        return LEVELS.index(self.level or DEFAULT_LEVEL)
 
     @property
     def demo(self) -> str | None:
@@ -163,6 +188,7 @@ class DeckInfo:
     # (id, line) of every card entry that names an id, valid or not: duplicates are
     # reported even when one of the two entries has other errors.
     declared: list[tuple[str, int]] = field(default_factory=list)
+    order: float | None = None  # the deck's `order:` (None: after every deck that has one)
 
 
 @dataclass
@@ -182,6 +208,16 @@ class Collection:
     def __post_init__(self) -> None:
         self._by_id: dict[str, Card] = {c.id: c for c in self.cards}
 
+    def deck_ranks(self) -> dict[str, int]:
+        """Each deck's place in the curriculum (0 first): the decks that declare ``order:`` by
+        it (ties in file order), then the others in file order."""
+        names = list(self.decks)
+        ordered = sorted(
+            range(len(names)),
+            key=lambda i: (self.decks[names[i]].order is None, self.decks[names[i]].order or 0, i),
+        )
+        return {names[i]: rank for rank, i in enumerate(ordered)}
+
     def add(self, card: Card) -> None:
         self.cards.append(card)
         self._by_id[card.id] = card
@@ -191,6 +227,12 @@ class Collection:
 
     def __contains__(self, card_id: object) -> bool:
         return card_id in self._by_id
+
+    def content_hash_now(self, card_id: str) -> str | None:
+        """The hash of the card's text as the decks hold it now (a collection over the deck
+        cache reads it again: another prep may have re-read an edited deck)."""
+        card = self._by_id.get(card_id)
+        return None if card is None else card.content_hash
 
     def __len__(self) -> int:
         return len(self.cards)
@@ -237,22 +279,33 @@ class Collection:
         seen: set[str] | None = None,
         among: AbstractSet[str] | None = None,
     ) -> list[Iterator[tuple[Any, str, str, str, str | None, bool]]]:
-        """The cards without progress for the new-card rotation, one iterator per group:
-        (position, id, deck, kind, parent, parent seen), in deck order. The cards of one
-        group share (deck, kind) (a (deck, kind) may span groups, in deck order); positions
-        order cards across groups as deck order does. Iterators are read only as far as the
-        day's limit needs (the deck cache reads them from SQL in steps). ``among``: only the
-        cards of these decks (the caller knows the others have none without progress)."""
-        groups: dict[tuple[str, str], list[tuple[Any, str, str, str, str | None, bool]]] = {}
+        """The cards without progress for the new-card rotation, one iterator per (level,
+        kind) group: (place, id, deck, kind, parent, parent seen), in curriculum order. A
+        place is (level rank, deck rank, position in the deck order): the cards of a group
+        come in place order, and places order cards across groups. Iterators are read only
+        as far as the day's limit needs (the deck cache reads them from SQL in steps).
+        ``among``: only the cards of these decks (the caller knows the others have none
+        without progress)."""
+        ranks = self.deck_ranks()
+        groups: dict[tuple[int, str], list[tuple[Any, str, str, str, str | None, bool]]] = {}
         for pos, (cid, cdeck, kind, parent, parent_seen) in enumerate(
             self.unseen(store, deck, seen)
         ):
             if among is not None and cdeck not in among:
                 continue
-            groups.setdefault((cdeck, kind), []).append(
-                (pos, cid, cdeck, kind, parent, parent_seen)
+            card = self._by_id[cid]
+            place = (card.level_rank, ranks.get(cdeck, len(ranks)), pos)
+            groups.setdefault((card.level_rank, kind), []).append(
+                (place, cid, cdeck, kind, parent, parent_seen)
             )
-        return [iter(group) for group in groups.values()]
+        return [iter(sorted(group)) for group in groups.values()]
+
+    def aliases(self) -> dict[str, str]:
+        """{alias: the id of the card that kept it} for every usable alias (see
+        engine/decks/aliases.py: one naming a live card, or claimed twice, is not usable)."""
+        from prep.engine.decks.aliases import alias_map
+
+        return alias_map(((c.id, c.aliases) for c in self.cards), self)
 
     def reconcile(self, store: Any) -> None:
         """Reconcile the store's progress with these cards (see Store.reconcile)."""
@@ -391,7 +444,7 @@ def _parse_card(
             )
             ok = False
     lists: dict[str, tuple[str, ...]] = {}
-    for key in ("tags", "sources", "bullets", "demo", "choices"):
+    for key in ("tags", "sources", "bullets", "points", "demo", "choices", "aliases"):
         if key in raw:
             value = _str_list(raw[key])
             if value is None:
@@ -439,6 +492,18 @@ def _parse_card(
             if key in raw and _text(kind):
                 err(at(key), f"{label}: {key!r} only belongs on choice and red-flag cards")
                 ok = False
+    for alias in lists.get("aliases", ()):
+        if not SLUG.match(alias) or alias == card_id:
+            why = "is this card's own id" if alias == card_id else "is not a slug"
+            err(at("aliases"), f"{label}: alias {quoted(alias)} {why}")
+            ok = False
+    level = raw.get("level")
+    if "level" in raw and level not in LEVELS:
+        err(
+            at("level"),
+            f"{label}: unknown level {quoted(level)} (expected one of: {', '.join(LEVELS)})",
+        )
+        ok = False
     if kind == "follow-up" and "parent" not in raw:
         err(line, f"{label}: a follow-up card needs 'parent' (the id of the card it follows)")
         ok = False
@@ -461,7 +526,17 @@ def _parse_card(
         tags=lists.get("tags", ()),
         sources=lists.get("sources", ()),
         bullets=lists.get("bullets", ()),
+        points=lists.get("points", ()),
+        aliases=lists.get("aliases", ()),
+        level=level,
     )
+
+
+def _deck_order(value: Any) -> float | None:
+    """A deck's ``order:`` as a number, or None when it is not one (bool is not a number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 def parse_deck_text(
@@ -517,6 +592,17 @@ def parse_deck_text(
             )
         elif (why := _control_problem(data[key])) is not None:
             errors.append(DeckError(file, key_lines.get(key, 1), f"deck field {key!r}: {why}"))
+    order = None
+    if "order" in data:
+        order = _deck_order(data["order"])
+        if order is None:
+            errors.append(
+                DeckError(
+                    file,
+                    key_lines.get("order", 1),
+                    f"deck field 'order' must be a number (e.g. order: 50), not {quoted(data['order'])}",
+                )
+            )
     name = data.get("deck", default_name)
     if not (isinstance(name, str) and SLUG.match(name)):
         errors.append(
@@ -536,10 +622,22 @@ def parse_deck_text(
         if _text(description) and not _control_problem(description)
         else "",
         file=file,
+        order=order,
     )
     cards = []
     fallback = key_lines.get("cards", 1)
-    for raw in raw_cards:
+    for n, raw in enumerate(raw_cards):
+        if len(errors) >= MAX_ERRORS_PER_FILE:  # a file of broken cards: stop here, say so
+            rest = len(raw_cards) - n
+            errors.append(
+                DeckError(
+                    file,
+                    getattr(raw, "line", fallback),
+                    f"... {rest:,} more card{'s' if rest != 1 else ''} from here on not "
+                    f"checked (over {MAX_ERRORS_PER_FILE} problems above; fix those first)",
+                )
+            )
+            break
         if isinstance(raw, dict) and _text(raw.get("id")):
             info.declared.append((raw["id"], getattr(raw, "line", fallback)))
         card = _parse_card(raw, name, file, fallback, errors)
@@ -744,19 +842,69 @@ def assemble(
                             f"card {quoted(card.id)}: no demo named {quoted(name)}{hint}",
                         )
                     )
-    for card in coll.cards:
-        chain, node = [card.id], card
-        while node is not None and node.parent is not None and node.parent != node.id:
-            if node.parent in chain:
-                # report each cycle once, at its smallest id
-                if node.parent == card.id and card.id == min(chain):
-                    cycle = " -> ".join([*chain, card.id])
-                    coll.errors.append(DeckError(card.file, card.line, f"parent cycle: {cycle}"))
-                break
-            chain.append(node.parent)
-            node = coll.get(node.parent)
+    _report_cycles(coll)
+    if any(getattr(c, "aliases", ()) for c in coll.cards):
+        from prep.engine.decks.aliases import alias_errors
+
+        coll.errors.extend(
+            alias_errors(((c.id, c.aliases, c.file, c.line) for c in coll.cards), coll)
+        )
     _drop_unservable(coll)
     coll.errors.sort(key=lambda e: (e.file, e.line))
+    coll.errors[:] = _capped(coll.errors)
+
+
+def _capped(errors: list[DeckError]) -> list[DeckError]:
+    """At most MAX_ERRORS_PER_FILE errors per file (sorted by file), then one line counting
+    the rest: a file of 400,000 broken cards is 51 lines, not 2.8 million."""
+    out: list[DeckError] = []
+    i = 0
+    while i < len(errors):
+        j = i
+        while j < len(errors) and errors[j].file == errors[i].file:
+            j += 1
+        group = errors[i:j]
+        notes = [e for e in group if e.message.startswith("... ")]  # cards not checked
+        found = [e for e in group if not e.message.startswith("... ")]
+        if len(found) > MAX_ERRORS_PER_FILE + 1:
+            rest = len(found) - MAX_ERRORS_PER_FILE
+            found = found[:MAX_ERRORS_PER_FILE]
+            found.append(DeckError(errors[i].file, 0, f"... and {rest:,} more problems"))
+        out.extend(found + notes)
+        i = j
+    return out
+
+
+def _report_cycles(coll: Collection) -> None:
+    """One error per parent cycle, at its smallest id ("a -> b -> a"). Linear in the number of
+    cards: each card is walked once (a chain of 4,000 follow-ups took 106 s when every card
+    walked its whole chain and searched it as a list)."""
+    done: set[str] = set()
+    for card in coll.cards:
+        if card.id in done:
+            continue
+        path: list[str] = []
+        index: dict[str, int] = {}
+        node: Card | None = card
+        while node is not None and node.id not in done and node.id not in index:
+            index[node.id] = len(path)
+            path.append(node.id)
+            if node.parent is None or node.parent == node.id:  # own parent: reported above
+                node = None
+                break
+            node = coll.get(node.parent)
+        if node is not None and node.id in index:  # back onto this walk: a cycle
+            cycle = path[index[node.id] :]
+            start = cycle.index(min(cycle))
+            cycle = cycle[start:] + cycle[:start]
+            first = coll.get(cycle[0])
+            assert first is not None
+            shown = [*cycle, cycle[0]]
+            if len(cycle) > 8:  # one line, whatever the length
+                shown = [*shown[:4], "...", *shown[-3:]]
+            text = " -> ".join(shown) + (f" ({len(cycle)} cards)" if len(cycle) > 8 else "")
+            coll.errors.append(DeckError(first.file, first.line, f"parent cycle: {text}"))
+        done.update(path)
 
 
 def _drop_unservable(coll: Collection) -> None:

@@ -5,7 +5,8 @@ Prep writes nothing but its database and the files the user names, so the cache 
 database, in tables the store owns (``deck_files``, ``deck_cards``). A deck file is re-parsed
 only when it changed:
 
-- its path, size and ``mtime_ns`` match the cached entry, and the file was last modified at
+- its path, size, ``mtime_ns`` and identity (device, inode, ctime: see file_ident) match the
+  cached entry, and the file was last modified at
   least ``RACY_NS`` before the entry was written -> the cached parse is used without reading
   the file (git's "racily clean" rule: an edit within the same clock tick as the cache
   write could keep size and mtime, so such a file is always read);
@@ -51,10 +52,12 @@ from prep.engine.decks.changed import (  # noqa: F401 - pending_fill: the front 
     _fresh,
     _read_changed,
     _to_fill,
+    file_ident,
     pending_fill,
 )
 from prep.engine.decks.deck import (
     KINDS,
+    LEVELS,
     Card,
     Collection,
     DeckError,
@@ -78,7 +81,7 @@ ASSEMBLY_VERSION = 2
 _FIELDS = tuple(
     f.name for f in fields(Card) if f.name not in ("id", "deck", "file", "line", "parent")
 )
-_TUPLES = frozenset({"choices", "demos", "tags", "sources", "bullets"})
+_TUPLES = frozenset({"choices", "demos", "tags", "sources", "bullets", "points", "aliases"})
 
 
 @contextmanager
@@ -115,6 +118,9 @@ def card_from_fields(
     data: str, *, card_id: str, deck: str, parent: str | None, file: str, line: int
 ) -> Card:
     values = json.loads(data)
+    if len(values) < len(_FIELDS):  # cached before a field was added (the field's default)
+        defaults = {f.name: f.default for f in fields(Card)}
+        values += [defaults[f] for f in _FIELDS[len(values) :]]
     kw: dict[str, Any] = {
         f: tuple(v) if f in _TUPLES else v for f, v in zip(_FIELDS, values, strict=True)
     }
@@ -203,8 +209,20 @@ class CachedCollection(Collection):
         if where is None:
             return None
         key, line, shown = where
-        deck, parent, demos, data = self._store.deck_cache_card(key, line)
+        row = self._store.deck_cache_card(key, line, card_id)
+        if row is None:  # another prep re-read an edited deck that no longer holds it
+            return None
+        line, deck, parent, demos, data, _ = row
         return self._build(CardRef(card_id, deck, parent, _demos(demos), shown, line), data)
+
+    def content_hash_now(self, card_id: str) -> str | None:
+        """The hash of the card's text in the deck cache now: another prep may have re-read
+        an edited deck since this collection was loaded."""
+        where = self._where.get(card_id)
+        if where is None:
+            return None
+        row = self._store.deck_cache_card(where[0], where[1], card_id)
+        return None if row is None else row[5]
 
     def __contains__(self, card_id: object) -> bool:
         return card_id in self._where
@@ -288,26 +306,36 @@ class CachedCollection(Collection):
         seen: set[str] | None = None,
         among: AbstractSet[str] | None = None,
     ) -> list[Iterator[tuple[Any, str, str, str, str | None, bool]]]:
-        """One group per (file, kind), read from SQL in growing steps as the rotation asks."""
-        return [
-            self._unseen_of_kind(order, key, kind)
+        """One group per (level, kind): the files in curriculum order (deck rank), each an
+        index range of the (kind, level, key) index read from SQL in growing steps as the
+        rotation asks (a level or kind a file lacks costs one probe)."""
+        ranks = self.deck_ranks()
+        name_of = {info.file: name for name, info in self.decks.items()}
+        shown_of = dict(self._files)
+        files = sorted(
+            (ranks.get(name_of.get(shown_of[key], ""), len(ranks)), order, key)
             for order, key in self._deck_files(deck, among)
+        )
+        return [
+            self._unseen_in_level(level, kind, files)
+            for level in range(len(LEVELS))
             for kind in KINDS
         ]
 
-    def _unseen_of_kind(
-        self, order: int, key: str, kind: str
+    def _unseen_in_level(
+        self, level: int, kind: str, files: list[tuple[int, int, str]]
     ) -> Iterator[tuple[Any, str, str, str, str | None, bool]]:
-        after, size = None, 2  # the first card places the group; then growing steps
-        while True:
-            rows = self._store.deck_cache_unseen_from(key, kind, after, size)
-            for row_key, cid, deck, parent, parent_seen in rows:
-                # as ``unseen``: only this collection's cards are served
-                if self._kept_at(key, row_key & 0xFFFFFFFF, cid):
-                    yield (order, row_key), cid, deck, kind, parent, parent_seen
-            if len(rows) < size:
-                return
-            after, size = rows[-1][0], min(8 * size, 4096)
+        for rank, order, key in files:
+            after, size = None, 2  # the first card places the group; then growing steps
+            while True:
+                rows = self._store.deck_cache_unseen_from(key, kind, after, size, level)
+                for row_key, cid, deck, parent, parent_seen in rows:
+                    # as ``unseen``: only this collection's cards are served
+                    if self._kept_at(key, row_key & 0xFFFFFFFF, cid):
+                        yield (level, rank, order, row_key), cid, deck, kind, parent, parent_seen
+                if len(rows) < size:
+                    break
+                after, size = rows[-1][0], min(8 * size, 4096)
 
     def unseen(
         self, store: Any, deck: str | None = None, seen: set[str] | None = None
@@ -334,6 +362,21 @@ def _refs(store: Any, key: str, shown: str) -> list[CardRef]:
         CardRef(cid, deck, parent, _demos(demos), shown, line)
         for _, line, cid, deck, parent, demos in store.deck_cache_outline([key])
     ]
+
+
+def _from_this_parser(store: Any, cached: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The cache entries, made stale when they were written by another parser (PARSER_SALT):
+    an unchanged file is otherwise served without being read, so a salt alone would never
+    reach it (and an older entry's fields would not fit Card's)."""
+    tag = PARSER_SALT.decode().strip()
+    if store.get_meta("deck_parser") == tag:
+        return cached
+    for key, entry in cached.items():
+        store.deck_cache_touch(key, -1, -1, 0)  # matches no file: read and parsed again
+        entry["size"] = entry["mtime_ns"] = -1
+    with store.transaction():
+        store.set_meta("deck_parser", tag)
+    return cached
 
 
 def _parse(text: str, shown: str, stem: str):
@@ -371,7 +414,7 @@ def _load(
 ) -> Collection:
     warnings: list[DeckError] = []
     files = collect_deck_files(paths, include_bundled, warnings)  # as load_collection
-    cached = store.deck_cache_files()
+    cached = _from_this_parser(store, store.deck_cache_files())
     now_ns = time.time_ns()
     fill = _to_fill(files, cached) if progress is not None else None
     order: list[tuple[str, str]] = []  # (cache key, shown) of each readable deck file
@@ -424,7 +467,7 @@ def _fill_files(
             assert text is not None and st is not None
             # (a parse does not depend on how the path is shown: names are added on load)
             if entry is not None and entry["sha256"] == sha:
-                store.deck_cache_touch(key, st.st_size, st.st_mtime_ns, now_ns)
+                store.deck_cache_touch(key, st.st_size, st.st_mtime_ns, now_ns, file_ident(st))
             else:
                 if fill is not None and progress is not None:
                     fill.stage, fill.file = PARSE, shown
@@ -440,6 +483,7 @@ def _fill_files(
                     mtime_ns=st.st_mtime_ns,
                     sha256=sha,
                     checked_ns=now_ns,
+                    ident=file_ident(st),
                     info=None if info is None else _info_json(info),
                     declared=[] if info is None else info.declared,
                     errors=[(e.line, e.message) for e in errors],
@@ -454,6 +498,7 @@ def _fill_files(
                             c.content_hash,
                             card_fields(c),
                             c.kind,
+                            c.level_rank,
                         )
                         for c in cards
                     ],
@@ -502,6 +547,7 @@ def _assemble(
         excluded = [
             [key, r.line] for key in keys for r in refs_by_file[key] if coll.get(r.id) is not r
         ]
+        _check_aliases(store, coll, order, refs_by_file)
         renamed = {info.file: name for name, info in coll.decks.items()}
         assembled = {
             "errors": [[e.file, e.line, e.message] for e in coll.errors],
@@ -532,12 +578,33 @@ def _assemble(
         if fill is not None and progress is not None and fill.files_total:
             fill.stage = RECONCILE
             progress(fill)
+        store.adopt_aliases(store.deck_cache_aliases(_FIELDS.index("aliases")))
         store.reconcile_with_deck_cache(state_key)
     _prune(store, cached, {key for key, _, _ in files})
     if fill is not None and progress is not None and fill.files_total:
         fill.stage = DONE
         progress(fill)
     return coll
+
+
+def _check_aliases(
+    store: Any, coll: Collection, order: list[tuple[str, str]], refs: dict[str, list[CardRef]]
+) -> None:
+    """The aliases' checks of ``assemble`` (which sees the cards' outline only), on the
+    aliases of the cached cards that were kept."""
+    from prep.engine.decks.aliases import alias_errors
+
+    field = _FIELDS.index("aliases")
+    entries = []
+    for key, _ in order:
+        kept = {r.line for r in refs[key] if coll.get(r.id) is r}
+        for line, cid, alias in store.deck_cache_alias_claims(key, field):
+            if line in kept:
+                ref = coll.get(cid)
+                entries.append((cid, (alias,), ref.file, line))
+    if entries:
+        coll.errors.extend(alias_errors(entries, coll))
+        coll.errors.sort(key=lambda e: (e.file, e.line))
 
 
 def _prune(store: Any, cached: dict[str, Any], loaded: set[str]) -> None:
@@ -574,6 +641,7 @@ def _info_json(info: DeckInfo) -> str:
             "title": info.title,
             "description": info.description,
             "line": info.line,
+            "order": info.order,
         },
         ensure_ascii=False,
     )
@@ -593,6 +661,7 @@ def _info_and_errors(
         description=d["description"],
         file=shown,
         line=d.get("line", 1),
+        order=d.get("order"),
         declared=[(cid, line) for cid, line in declared],
     )
     return info, deck_errors

@@ -39,6 +39,16 @@ def state_from_json(text: str | None) -> CardState | None:
 _CARD_COLS = ", ".join(CARD_COLUMNS)
 
 
+def _stored_time(value: Any) -> Any:
+    """A stored time as a datetime; a value that is not one (a hand edit: 'tomorrow') is kept
+    as it is, so the session skips the card saying what it holds (state_problem) instead of
+    crashing or hiding it."""
+    try:
+        return parse(value)
+    except (ValueError, TypeError, OverflowError):
+        return value
+
+
 def _row_to_state(row: tuple) -> CardState:
     (
         cid,
@@ -63,8 +73,8 @@ def _row_to_state(row: tuple) -> CardState:
         step=step,
         stability=stab,
         difficulty=diff,
-        due=parse(due),
-        last_review=parse(last),
+        due=_stored_time(due),
+        last_review=_stored_time(last),
         reps=reps,
         lapses=lapses,
         leech=bool(leech),
@@ -82,8 +92,8 @@ def state_to_row(s: CardState) -> dict[str, Any]:
         "step": s.step,
         "stability": s.stability,
         "difficulty": s.difficulty,
-        "due": fmt(s.due),
-        "last_review": fmt(s.last_review),
+        "due": fmt(s.due) if isinstance(s.due, datetime) else s.due,  # a hand edit as it is
+        "last_review": fmt(s.last_review) if isinstance(s.last_review, datetime) else s.last_review,
         "reps": s.reps,
         "lapses": s.lapses,
         "leech": int(s.leech),
@@ -160,17 +170,28 @@ class CardsStore(StoreCore):
             deck_list = list(decks)
             sql += f" AND deck IN ({','.join('?' * len(deck_list))})"
             args += deck_list
+        # a due that is not a time (a hand edit: 'tomorrow', sorted after every date) is served
+        # too, so that the session skips it with a message instead of hiding the card
+        odd_sql, odd_args = sql.replace("due <= ?", "due >= ?", 1), [":", *args[1:]]
         sql += " ORDER BY due"
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
-        return [r[0] for r in self.conn.execute(sql, args)]
+        ids = [r[0] for r in self.conn.execute(sql, args)]
+        ids += [r[0] for r in self.conn.execute(odd_sql, odd_args)]
+        return ids if limit is None else ids[:limit]
 
     def reconcile(self, cards: Iterable[Any]) -> dict[str, int]:
         """Reconcile stored progress with the loaded deck cards (objects with id, deck and
         content_hash): a card whose text changed keeps its progress and is marked changed;
-        a stored card missing from the decks keeps its history and is marked removed."""
+        a stored card missing from the decks keeps its history and is marked removed; one
+        that a card lists under ``aliases`` (merged into it) gives it its progress."""
         present = {c.id: c for c in cards}
+        claims = [(c.id, c.aliases) for c in present.values() if getattr(c, "aliases", ())]
+        if claims:
+            from prep.engine.decks.aliases import alias_map
+
+            self.adopt_aliases(alias_map(claims, present))  # type: ignore[attr-defined]
         stored = {
             r[0]: (r[1], r[2], r[3])
             for r in self.conn.execute("SELECT id, content_hash, removed, deck FROM cards")

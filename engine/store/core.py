@@ -22,6 +22,7 @@ import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -96,6 +97,61 @@ def default_db_path() -> Path:
     return user_data_path("prep", appauthor=False) / "prep.db"
 
 
+def _read_with_wal(target: Path, wal: Path) -> sqlite3.Connection:
+    """An in-memory copy of a database whose WAL cannot be indexed where it lies (a read-only
+    folder without its -shm file): the two files are copied to a private folder, where SQLite
+    reads the WAL's commits in, and the result into memory; the folder is removed at once."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="prep-read-")
+    try:
+        copy = Path(folder) / "progress.db"
+        shutil.copyfile(target, copy)
+        shutil.copyfile(wal, f"{copy}-wal")
+        disk = sqlite3.connect(copy, isolation_level=None)
+        try:
+            memory = sqlite3.connect(":memory:", isolation_level=None)
+            disk.backup(memory)
+        finally:
+            disk.close()
+        return memory
+    except OSError as exc:
+        raise StoreError(
+            f"{target}: cannot read the reviews still in {wal.name} ({exc.strerror or exc})",
+            kind="read-only",
+        ) from None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _refuse_foreign(conn: sqlite3.Connection, target: Path) -> None:
+    """A StoreError when ``conn`` is another program's SQLite database (tables, but none of
+    prep's ``meta``): prep would add its tables and switch the file to WAL mode."""
+    tables = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+    ]
+    if not tables:
+        return  # a new (or empty) file: prep's to fill
+    try:
+        ours = "meta" in tables and (
+            {"cards", "reviews"} <= set(tables)  # prep's, its version row edited away
+            or conn.execute("SELECT 1 FROM meta WHERE key = 'schema_version'").fetchone()
+        )
+    except sqlite3.OperationalError:
+        ours = False  # a table named meta, not prep's
+    if not ours:
+        shown = ", ".join(sorted(tables)[:4]) + (", ..." if len(tables) > 4 else "")
+        raise StoreError(
+            f"{target}: is another program's SQLite database (tables: {shown}), not prep's "
+            "progress; --db (or PREP_DB) names prep's own file",
+            kind="foreign",
+        )
+
+
 def resolve_db_path(explicit: str | os.PathLike | None = None) -> Path:
     """--db PATH, else $PREP_DB, else the user data dir."""
     if explicit:
@@ -158,6 +214,7 @@ class StoreCore:
     Open with ``Store.open(path)`` or ``Store.memory()``."""
 
     read_only = False  # opened with Store.open(reading=True) where writing is not possible
+    damaged_reviews: list[Any] = []  # DamagedReview rows left out by the last dump() (export)
 
     def __init__(
         self,
@@ -243,6 +300,12 @@ class StoreCore:
         cannot be read does not stop it. ``progress``: called as an older database is
         upgraded (one transaction: an upgrade cut short leaves the database as it was)."""
         target = resolve_db_path(path)
+        if str(target) in (":memory:", "") or str(target).startswith("file:"):
+            # sqlite3 would open an in-memory database: every rating "saved", then gone
+            raise StoreError(
+                f"--db {str(target)!r}: names no file (SQLite would keep nothing); give the "
+                "path of the progress database"
+            )
         if target.exists() and not target.is_file():
             # SQLite would take /dev/null for an empty database and make /dev/null-wal beside it
             what = "a folder" if target.is_dir() else "not a regular file (a device or FIFO)"
@@ -252,8 +315,11 @@ class StoreCore:
             target.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            _refuse_foreign(conn, target)  # before WAL mode changes another program's file
             conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
+            # every commit (each rating's) is synced to disk, as Anki does: WAL with NORMAL
+            # leaves the last commits to a power cut (README: "shown as saved is on disk")
+            conn.execute("PRAGMA synchronous = FULL")
             return cls(conn, target, lenient=reading, progress=progress)
         except BaseException as exc:
             if conn is not None:
@@ -315,17 +381,23 @@ class StoreCore:
         from urllib.parse import quote
 
         last: Exception | None = None
-        # immutable=1 when even the WAL index cannot be made (a read-only folder)
+        # immutable=1 when even the WAL index cannot be made (a read-only folder); but
+        # immutable reads past a WAL, so committed reviews still in one are read from a copy
         for query in ("mode=ro", "mode=ro&immutable=1"):
-            conn = sqlite3.connect(
-                f"file:{quote(str(target))}?{query}",
-                uri=True,
-                timeout=BUSY_TIMEOUT_MS / 1000,
-                isolation_level=None,
-            )
+            wal = Path(f"{target}-wal")
+            if query != "mode=ro" and wal.is_file() and wal.stat().st_size > 0:
+                conn = _read_with_wal(target, wal)
+            else:
+                conn = sqlite3.connect(
+                    f"file:{quote(str(target))}?{query}",
+                    uri=True,
+                    timeout=BUSY_TIMEOUT_MS / 1000,
+                    isolation_level=None,
+                )
             try:
                 conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # can we read?
+                _refuse_foreign(conn, target)
                 store = cls.__new__(cls)
                 store.conn, store.path, store._db, store.read_only = conn, target, None, True
                 try:
@@ -432,14 +504,17 @@ class StoreCore:
         if row is None:
             return 0
         try:
-            return int(row[0])
+            version = int(row[0])
         except (TypeError, ValueError):
+            version = None
+        if version is None or version < 1:  # 0 or -1 would rerun (or index) the migrations
             raise StoreError(
                 f"{self.path or ':memory:'}: the schema version in the database is "
-                f"{str(row[0])[:40]!r}, not a number (edited by hand?); `prep export` still "
-                "reads it",
+                f"{str(row[0])[:40]!r}, not one prep wrote (edited by hand?); `prep export` "
+                "still reads it",
                 kind="damaged",
             ) from None
+        return version
 
     def _migrate(self, *, lenient: bool = False, progress: Progress | None = None) -> None:
         try:
@@ -510,7 +585,24 @@ class StoreCore:
                 "`prep config --reset` restores the defaults"
             ) from None
 
-    def save_settings(self, settings: Settings) -> None:
+    def update_settings(self, **changes: Any) -> Settings:
+        """Change only the named settings, against the settings saved now (read and written in
+        one write transaction): a long `prep optimize` or a prompt left open never writes back
+        what another `prep config` changed meanwhile. Returns the saved settings."""
+        from prep.engine.store import devices
+        from prep.engine.timeutil import utcnow
+
+        with self.transaction():
+            updated = replace(self.settings(), **changes).validated()
+            self.set_meta("settings", json.dumps(updated.to_dict()))
+            devices.stamp_settings(self.conn, utcnow())  # the last writer wins on a sync
+        return updated
+
+    def save_settings(self, settings: Settings, at: datetime | None = None) -> None:
+        from prep.engine.store import devices
+        from prep.engine.timeutil import utcnow
+
         settings.validated()
         with self.transaction():
             self.set_meta("settings", json.dumps(settings.to_dict()))
+            devices.stamp_settings(self.conn, at or utcnow())  # the last writer wins on a sync

@@ -31,18 +31,35 @@ class DeckCacheStore(StoreCore):
 
     # --- deck cache (engine/decks/deckcache.py decides; these are its tables) -----------------
 
+    def _deck_ident_column(self, *, add: bool) -> bool:
+        """Whether deck_files has its ``ident`` column (device, inode and ctime of the file as
+        last read), added on the first write that needs it: like card_marks, no schema version
+        of its own, and an older prep reads the table as before."""
+        have = any(r[1] == "ident" for r in self.conn.execute("PRAGMA table_info(deck_files)"))
+        if not have and add:
+            self.conn.execute("ALTER TABLE deck_files ADD COLUMN ident TEXT")
+            have = True
+        return have
+
     def deck_cache_files(self) -> dict[str, dict[str, Any]]:
-        keys = ("path", "shown", "size", "mtime_ns", "sha256", "checked_ns")
+        keys: tuple[str, ...] = ("path", "shown", "size", "mtime_ns", "sha256", "checked_ns")
+        if self._deck_ident_column(add=False):
+            keys += ("ident",)
         rows = self.conn.execute(f"SELECT {', '.join(keys)} FROM deck_files")
         return {r[0]: dict(zip(keys, r, strict=True)) for r in rows}
 
-    def deck_cache_touch(self, path: str, size: int, mtime_ns: int, checked_ns: int) -> None:
-        """The file was read and its hash is unchanged: remember its new size and mtime."""
+    def deck_cache_touch(
+        self, path: str, size: int, mtime_ns: int, checked_ns: int, ident: str | None = None
+    ) -> None:
+        """The file was read and its hash is unchanged: remember its new size, mtime and
+        identity (device, inode, ctime)."""
         with self.transaction():
             self.conn.execute(
                 "UPDATE deck_files SET size = ?, mtime_ns = ?, checked_ns = ? WHERE path = ?",
                 (size, mtime_ns, checked_ns, path),
             )
+            if ident is not None and self._deck_ident_column(add=True):
+                self.conn.execute("UPDATE deck_files SET ident = ? WHERE path = ?", (ident, path))
 
     def deck_cache_put(
         self,
@@ -56,10 +73,11 @@ class DeckCacheStore(StoreCore):
         info: str | None,
         declared: list[tuple[str, int]],
         errors: list[tuple[int, str]],
-        cards: list[tuple[int, str, str, str | None, str, list[str], str, str, str]],
+        cards: list[tuple[int, str, str, str | None, str, list[str], str, str, str, int]],
+        ident: str | None = None,
     ) -> None:
         """Replace one file's parse: its entry and its cards (line, id, deck, parent, demos,
-        tags, content hash, fields, kind). The checks across files are then redone (assembly dropped)."""
+        tags, content hash, fields, kind, level rank). The checks across files are then redone (assembly dropped)."""
         with self.transaction():
             self.conn.execute(
                 "INSERT INTO deck_files "
@@ -81,12 +99,14 @@ class DeckCacheStore(StoreCore):
                     json.dumps(errors),
                 ),
             )
+            if self._deck_ident_column(add=ident is not None):
+                self.conn.execute("UPDATE deck_files SET ident = ? WHERE path = ?", (ident, path))
             lo, hi = self._deck_keys(path)
             self.conn.execute("DELETE FROM deck_cards WHERE key BETWEEN ? AND ?", (lo, hi))
             self.conn.execute("DELETE FROM deck_tags WHERE key BETWEEN ? AND ?", (lo, hi))
             self.conn.executemany(
-                "INSERT INTO deck_cards (key, id, deck, parent, demos, chash, data, kind) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO deck_cards (key, id, deck, parent, demos, chash, data, kind, level) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(lo + c[0], *c[1:5], *c[6:]) for c in cards],
             )
             self.conn.executemany(
@@ -135,12 +155,24 @@ class DeckCacheStore(StoreCore):
                 (path, *self._deck_keys(path)),
             )
 
-    def deck_cache_card(self, path: str, line: int) -> tuple[str, str | None, str, str]:
-        """(deck, parent, demos, fields) of one cached card."""
-        return self.conn.execute(
-            "SELECT deck, parent, demos, data FROM deck_cards WHERE key = ?",
-            (self._deck_keys(path)[0] | line,),
+    def deck_cache_card(
+        self, path: str, line: int, card_id: str
+    ) -> tuple[int, str, str | None, str, str, str] | None:
+        """(line, deck, parent, demos, fields, content hash) of the cached card ``card_id``
+        of one file: at ``line``, or (the file was parsed again since, by another prep,
+        and the card moved) wherever it is in that file now; None when it is no longer
+        there."""
+        lo, hi = self._deck_keys(path)
+        cols = "key & 0xFFFFFFFF, deck, parent, demos, data, chash FROM deck_cards"
+        row = self.conn.execute(
+            f"SELECT {cols} WHERE key = ? AND id = ?", (lo | line, card_id)
         ).fetchone()
+        if row is None:
+            row = self.conn.execute(
+                f"SELECT {cols} WHERE key BETWEEN ? AND ? AND id = ? AND dup = 0 LIMIT 1",
+                (lo, hi, card_id),
+            ).fetchone()
+        return row
 
     def deck_cache_ids(self, path: str) -> list[tuple[int, str, int]]:
         """(line, id, left out as a duplicate) of each cached card of one file, in order
@@ -226,6 +258,47 @@ class DeckCacheStore(StoreCore):
             self.set_meta(_RECONCILED_KEY, key)
         return {"changed": changed, "removed": removed, "restored": restored}
 
+    def deck_cache_alias_claims(self, path: str, field: int) -> list[tuple[int, str, str]]:
+        """(line, card id, alias) of every alias the cached cards of ``path`` list
+        (``field``: the index of ``aliases`` in the cached card's JSON), in file order."""
+        return self.conn.execute(
+            "SELECT dc.key & 0xFFFFFFFF, dc.id, a.value FROM deck_cards dc, "
+            "json_each(dc.data, ?) a WHERE dc.key BETWEEN ? AND ? ORDER BY dc.key",
+            (f"$[{field}]", *self._deck_keys(path)),
+        ).fetchall()
+
+    def deck_cache_aliases(self, field: int) -> dict[str, str]:
+        """{alias: kept id} for the stored ids (progress or marks) that no loaded card has
+        but a loaded card lists as an alias (``field``: the index of ``aliases`` in the
+        cached card's JSON). Reads the cards' JSON only when such ids exist."""
+        live = self._LIVE_DECK_CARDS
+        has_marks = self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'card_marks'"
+        ).fetchone()
+        marks = " UNION SELECT card_id FROM card_marks" if has_marks else ""
+        orphans = [
+            r[0]
+            for r in self.conn.execute(
+                f"SELECT id FROM (SELECT id FROM cards{marks}) "
+                f"WHERE id NOT IN (SELECT id FROM ({live}))"
+            )
+        ]
+        if not orphans:
+            return {}
+        out: dict[str, str] = {}
+        for i in range(0, len(orphans), 900):
+            chunk = orphans[i : i + 900]
+            rows = self.conn.execute(
+                "SELECT a.value, dc.id FROM deck_cards dc "
+                "JOIN deck_files f ON f.fid = dc.key >> 32, json_each(dc.data, ?) a "
+                "WHERE f.ord IS NOT NULL AND +dc.dup = 0 "
+                f"AND a.value IN ({','.join('?' * len(chunk))}) ORDER BY f.ord, dc.key",
+                [f"$[{field}]", *chunk],
+            )
+            for alias, kept in rows:
+                out.setdefault(alias, kept)
+        return out
+
     def deck_cache_tag_progress(self, mature_days: float) -> dict[str, tuple[int, int, int]]:
         """Per tag of the loaded deck cards: (cards, seen, mature), one grouped query that
         walks the tags in card-id order beside the cards' id index. The cards left out as
@@ -271,21 +344,26 @@ class DeckCacheStore(StoreCore):
                 yield cid, cdeck, kind, parent, bool(parent_seen)
 
     def deck_cache_unseen_from(
-        self, path: str, kind: str, after: int | None, limit: int
+        self, path: str, kind: str, after: int | None, limit: int, level: int | None = None
     ) -> list[tuple[int, str, str, str | None, bool]]:
-        """Up to ``limit`` cached cards of one file and one kind without progress (and not
-        left out as duplicates), after key ``after`` (None: from the file's start), in file
-        order: (key, id, deck, parent, parent seen). One range of the (kind, key) index: the
-        new-card rotation reads only as far as the day's limit needs."""
+        """Up to ``limit`` cached cards of one file and one kind (and curriculum level, when
+        given) without progress (and not left out as duplicates), after key ``after`` (None:
+        from the file's start), in file order: (key, id, deck, parent, parent seen). One
+        range of the (kind, level, key) index: the new-card rotation reads only as far as
+        the day's limit needs."""
         lo, hi = self._deck_keys(path)
+        index, where = "deck_cards_kind", "kind = ?"
+        if level is not None:
+            index, where = "deck_cards_level", "kind = ? AND level = ?"
         sql = (
             "SELECT key, id, deck, parent, parent IS NOT NULL AND EXISTS "
             "(SELECT 1 FROM cards p WHERE p.id = dc.parent) "
-            "FROM deck_cards dc INDEXED BY deck_cards_kind "
-            "WHERE kind = ? AND key > ? AND key <= ? AND dup = 0 "
+            f"FROM deck_cards dc INDEXED BY {index} "
+            f"WHERE {where} AND key > ? AND key <= ? AND dup = 0 "
             "AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.id = dc.id)"
         )
-        args = [kind, lo - 1 if after is None else after, hi, limit]
+        args = [kind, *([] if level is None else [level])]
+        args += [lo - 1 if after is None else after, hi, limit]
         rows = self.conn.execute(sql + " ORDER BY key LIMIT ?", args)
         return [(key, cid, d, parent, bool(seen)) for key, cid, d, parent, seen in rows]
 
@@ -298,18 +376,22 @@ class DeckCacheStore(StoreCore):
             self._deck_keys(path),
         ).fetchall()
 
-    def due_counts(self, now: datetime) -> dict[str, tuple[int, int]]:
-        """Per deck: (learning or relearning cards due at ``now``, review cards due), of the
-        cards still in the decks. One grouped count over the (removed, state, due, deck)
-        index, per state as ``due_ids`` reads them; no card row is read."""
+    def due_counts(
+        self, now: datetime, learning_until: datetime | None = None
+    ) -> dict[str, tuple[int, int]]:
+        """Per deck: (learning or relearning cards due by ``learning_until`` (default
+        ``now``), review cards due at ``now``), of the cards still in the decks. One grouped
+        count over the (removed, state, due, deck) index, per state as ``due_ids`` reads
+        them; no card row is read."""
         others = [int(x) for x in State if x != State.Review]
         out: dict[str, list[int]] = {}
+        cutoffs = (learning_until or now, now)
         for column, states in ((0, others), (1, [int(State.Review)])):
             rows = self.conn.execute(
                 "SELECT deck, count(*) FROM cards INDEXED BY cards_removed_state_due "
                 f"WHERE removed = 0 AND state IN ({', '.join('?' * len(states))}) AND due <= ? "
                 "GROUP BY deck",
-                [*states, fmt(now)],
+                [*states, fmt(cutoffs[column])],
             )
             for deck, n in rows:
                 out.setdefault(deck, [0, 0])[column] += n

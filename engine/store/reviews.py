@@ -9,13 +9,14 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
+from prep.engine.store import devices
 from prep.engine.store.cards import state_to_json
-from prep.engine.store.core import StoreCore
+from prep.engine.store.core import StoreCore, StoreError
 from prep.engine.store.reviewlog import Chain, from_us, to_us
 from prep.engine.study.scheduler import CardState, State
-from prep.engine.timeutil import fmt
+from prep.engine.timeutil import EARLIEST, LATEST_STORED, clamp_duration, fmt, utcnow
 
 
 @dataclass(frozen=True)
@@ -33,12 +34,67 @@ def _json_or_none(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-def _decode(rows: Iterable[tuple]) -> Iterator[tuple[Review, int | None]]:
+class DamagedReview(NamedTuple):
+    """A review row that cannot be read (a hand edit, a damaged page): named, never guessed."""
+
+    id: int
+    card_id: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"review {self.id} (card {self.card_id!r}): {self.why}"
+
+
+def _row_problem(rating: Any, at: Any, dur: Any, prev_state: Any) -> str | None:
+    """Why a review row's plain columns are not what prep writes (an import would refuse)."""
+    if type(rating) is not int or not 1 <= rating <= 4:
+        return f"rating is {rating!r}, not 1 to 4"
+    if type(at) is not int:
+        return f"its time is {str(at)[:40]!r}, not a time"
+    if dur is not None and type(dur) is not int:
+        return f"duration_ms is {str(dur)[:40]!r}"
+    if prev_state is not None and prev_state not in (1, 2, 3):
+        return f"prev_state is {str(prev_state)[:40]!r}"
+    return None
+
+
+def _decode(
+    rows: Iterable[tuple], damaged: list[DamagedReview] | None = None
+) -> Iterator[tuple[Review, int | None]]:
     """Review log rows (``_REVIEW_COLS``, in id order, each card's from its first review)
-    as Reviews, with the prev_state column beside each."""
+    as Reviews, with the prev_state column beside each. A row that cannot be read is a
+    StoreError naming it, or, given ``damaged``, is left out and listed there (export and
+    optimize read the rest)."""
     chain = Chain()
+    lo, hi = to_us(EARLIEST), to_us(LATEST_STORED)
     for rid, cid, rating, at, dur, prev_state, prev, nxt in rows:
-        p, n = chain.decode(cid, prev_state, prev, nxt)
+        why = None
+        if not (
+            type(rating) is int
+            and 1 <= rating <= 4
+            and type(at) is int
+            and lo <= at < hi
+            and (dur is None or type(dur) is int)  # < 0: an older prep's, read as 0
+            and (prev_state is None or prev_state in (1, 2, 3))
+        ):
+            why = _row_problem(rating, at, dur, prev_state) or "its time is out of range"
+        else:
+            try:
+                p, n = chain.decode(cid, prev_state, prev, nxt)
+                if n is None:
+                    why = "it has no state after the review"
+            except Exception as exc:  # struct.error, ValueError, ...: whatever the bytes hold
+                why = f"its stored states cannot be read ({type(exc).__name__}: {exc})"
+        if why is not None:
+            bad = DamagedReview(rid, str(cid), why)
+            if damaged is None:
+                raise StoreError(
+                    f"the review log is damaged at {bad}; `prep export` saves the other reviews",
+                    kind="damaged",
+                )
+            damaged.append(bad)
+            continue
+        dur = dur if dur is None or dur >= 0 else 0  # a clock that stepped back (older prep)
         yield Review(rid, cid, rating, from_us(at), dur, p, n), prev_state
 
 
@@ -70,17 +126,36 @@ class ReviewsStore(StoreCore):
         rating: int,
         reviewed_at: datetime,
         duration_ms: int | None = None,
+        params: dict[str, Any] | None = None,
     ) -> int:
-        """Write the new card state and the review in one committed transaction."""
+        """Write the new card state and the review in one committed transaction. ``params``:
+        the scheduler's replay_params (default: the saved settings, fuzzed, seed 0), stored
+        with the review so that a sync replays it as it was made."""
         prev_state = None if prev is None or prev.is_new else prev.state
         prev = None if prev is None or prev.is_new else prev
+        duration_ms = clamp_duration(duration_ms)  # what an import takes back: 0 .. a day
+        if params is None:
+            from prep.engine.study.scheduler import replay_params
+
+            params = replay_params(self.settings(), True, 0)
         with self.transaction():
             pblob, nblob = self._chain(new.id).encode(new.id, prev_state, prev, new)
             self.put_card(new)
             cur = self.conn.execute(
-                "INSERT INTO reviews (card_id, rating, at, duration_ms, prev_state, prev, next) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (new.id, int(rating), to_us(reviewed_at), duration_ms, prev_state, pblob, nblob),
+                "INSERT INTO reviews (id, card_id, rating, at, duration_ms, prev_state, prev, "
+                "next, dev, params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    devices.next_review_id(self.conn),
+                    new.id,
+                    int(rating),
+                    to_us(reviewed_at),
+                    duration_ms,
+                    prev_state,
+                    pblob,
+                    nblob,
+                    devices.device(self.conn),
+                    devices.params_n(self.conn, params),
+                ),
             )
             return int(cur.lastrowid)
 
@@ -106,6 +181,7 @@ class ReviewsStore(StoreCore):
         rating: int,
         reviewed_at: datetime,
         duration_ms: int | None = None,
+        params: dict[str, Any] | None = None,
     ) -> tuple[int, CardState, CardState]:
         """Rate a card: read its stored state (``fresh`` when it has none), let ``decide``
         compute the next one, and write both, all inside one write transaction. Two sessions
@@ -115,7 +191,10 @@ class ReviewsStore(StoreCore):
         with self.transaction():
             prev = self.card(fresh.id) or fresh
             new = decide(prev)
-            return self.record_review(prev, new, rating, reviewed_at, duration_ms), prev, new
+            if new.last_review is not None and new.last_review > reviewed_at:
+                reviewed_at = new.last_review  # decide kept it after the card's last review
+            rid = self.record_review(prev, new, rating, reviewed_at, duration_ms, params)
+            return rid, prev, new
 
     def last_review(self) -> Review | None:
         row = self.conn.execute(
@@ -127,20 +206,29 @@ class ReviewsStore(StoreCore):
         """Remove the newest review and restore the card's exact previous state (or remove
         the card's row if it was new). Returns the undone review, or None if there is none —
         or, with ``expected_id``, if the newest review is another one (say another session's
-        rating committed since): checked inside the same write transaction."""
+        rating committed since): checked inside the same write transaction. Only this device's
+        reviews are undone (one received by a sync is not "the last rating"), and only the
+        newest of its card. The review leaves a tombstone that a sync takes to the others."""
         with self.transaction():
             row = self.conn.execute(
-                "SELECT id, card_id FROM reviews ORDER BY id DESC LIMIT 1"
+                "SELECT id, card_id FROM reviews WHERE dev = ? ORDER BY id DESC LIMIT 1",
+                (devices.device(self.conn),),
             ).fetchone()
             if row is None or (expected_id is not None and row[0] != expected_id):
                 return None
             review = self._card_log(row[1])[-1][0]
+            if review.id != row[0]:
+                return None  # a later review of the card (received by a sync) follows it
+            devices.bury_review(self.conn, review.id, review.card_id, utcnow())
             self.conn.execute("DELETE FROM reviews WHERE id = ?", (review.id,))
             if review.prev is None:
                 self.conn.execute("DELETE FROM cards WHERE id = ?", (review.card_id,))
             else:
                 current = self.card(review.card_id)
                 restored = review.prev
+                if isinstance(restored, CardState) and restored.id != review.card_id:
+                    # a review moved here from a merged-away card (Store.adopt_aliases)
+                    restored = CardState(**{**asdict(restored), "id": review.card_id})
                 if current is not None:
                     # membership flags describe the deck now, not the card's history
                     restored = CardState(
@@ -149,12 +237,20 @@ class ReviewsStore(StoreCore):
                 self.put_card(restored)
             return review
 
-    def reviews(self, since: datetime | None = None, card_id: str | None = None) -> list[Review]:
+    def reviews(
+        self,
+        since: datetime | None = None,
+        card_id: str | None = None,
+        *,
+        damaged: list[DamagedReview] | None = None,
+    ) -> list[Review]:
+        """The review log (since a time, of one card). A damaged row is a StoreError naming
+        it, or, given ``damaged``, left out and listed there."""
         if card_id is not None:
             out = [r for r, _ in self._card_log(card_id)]
         else:
             rows = self.conn.execute(f"SELECT {_REVIEW_COLS} FROM reviews ORDER BY id")
-            out = [r for r, _ in _decode(rows)]
+            out = [r for r, _ in _decode(rows, damaged)]
         if since is not None:
             out = [r for r in out if r.reviewed_at >= since]
         return out

@@ -44,9 +44,10 @@ class TransferStore(StoreCore):
         try:
             cards = self._rows("cards", "ORDER BY id")
             rows = self.conn.execute(f"SELECT {_REVIEW_COLS} FROM reviews ORDER BY id")
+            self.damaged_reviews = []  # the rows left out (the export says which)
             reviews = [
                 r | {"prev": _json_or_none(r["prev"]), "next": _json_or_none(r["next"])}
-                for r in (_review_dict(*x) for x in _decode(rows))
+                for r in (_review_dict(*x) for x in _decode(rows, self.damaged_reviews))
             ]
             runs = [
                 r | {"metrics": _json_or_none(r["metrics"])}
@@ -109,10 +110,14 @@ class TransferStore(StoreCore):
             prev, nxt = state_from_json(row["prev"]), state_from_json(row["next"])
             assert nxt is not None
             pblob, nblob = self._chain(cid).encode(cid, row["prev_state"], prev, nxt)
+            from prep.engine.store import devices
+
             self.conn.execute(
-                "INSERT INTO reviews (card_id, rating, at, duration_ms, prev_state, prev, next) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO reviews (id, dev, card_id, rating, at, duration_ms, prev_state, "
+                "prev, next) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
+                    devices.next_review_id(self.conn),
+                    devices.device(self.conn),
                     cid,
                     row["rating"],
                     to_us(parse(row["reviewed_at"])),

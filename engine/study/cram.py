@@ -1,14 +1,19 @@
 """`prep cram`: the 60-second bullets of each main card, for the way to the call.
 
 A main card is a card with ``bullets`` that is not a follow-up. The sheet is grouped by deck in
-deck order; the TUI's cram screen renders the same data.
+deck order; the TUI's cram screen renders the same data. The day before an interview and the
+day itself (engine/study/plan.py) it is one list instead, weakest first: the lowest predicted
+recall at the interview (FSRS's forgetting curve) on top.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
 
 from prep.engine.decks.deck import Card, Collection
+from prep.engine.study import plan as plan_mod
 from prep.engine.study.present import first_line
 
 
@@ -19,6 +24,7 @@ class CramItem:
     bullets: tuple[str, ...]
     tags: tuple[str, ...] = ()
     demos: tuple[str, ...] = ()
+    recall: float | None = None  # predicted recall at the interview (weakest-first sheets)
 
 
 @dataclass
@@ -58,6 +64,26 @@ def cram_sheet(collection: Collection, deck: str | None = None) -> list[CramDeck
     return sheet
 
 
+def weakest_first(sheet: list[CramDeck], store: Any, now: datetime) -> list[CramDeck]:
+    """The sheet as one list, lowest predicted recall at the interview first, on the day
+    before the interview and the day itself; the sheet unchanged on any other day."""
+    plan = plan_mod.Plan.of(store.settings(), now)
+    if plan is None or not plan.cramming or not sheet:
+        return sheet
+    items = [item for deck in sheet for item in deck.items]
+    states = store.cards(item.card_id for item in items)
+    recall = {item.card_id: plan.retrievability(states.get(item.card_id)) for item in items}
+    ranked = sorted(items, key=lambda item: recall[item.card_id])  # stable: deck order ties
+    title = f"Weakest first: predicted recall at the interview, {plan_mod.short_date(plan.date)}"
+    name = sheet[0].name if len(sheet) == 1 else ""
+    return [CramDeck(name, title, [replace(i, recall=recall[i.card_id]) for i in ranked])]
+
+
+def recall_text(item: CramItem) -> str:
+    """``[62% on the day] `` before a prompt of a weakest-first sheet, else nothing."""
+    return "" if item.recall is None else f"[{100 * item.recall:.0f}% on the day] "
+
+
 def render(sheet: list[CramDeck]) -> str:
     """The plain-text sheet `prep cram` prints."""
     if not sheet:
@@ -66,9 +92,9 @@ def render(sheet: list[CramDeck]) -> str:
     for d in sheet:
         if out:
             out.append("")
-        out.append(f"== {d.title} ({d.name}) ==")
+        out.append(f"== {d.title} ({d.name}) ==" if d.name else f"== {d.title} ==")
         for item in d.items:
             out.append("")
-            out.append(item.prompt)
+            out.append(recall_text(item) + item.prompt)
             out.extend(f"  - {b}" for b in item.bullets)
     return "\n".join(out)

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 
 from prep.engine.decks.deck import Card, Collection
 from prep.engine.store import Store
+from prep.engine.study import plan as plan_mod
 from prep.engine.study.present import Verdict, choice_verdict, clock_text, first_line, shorten
 from prep.engine.study.scheduler import RATING_NAMES, Outcome, Rating, Scheduler
 from prep.engine.study.session import ReviewSession
@@ -70,7 +71,8 @@ def pick_main(
     deck: str | None = None,
 ) -> Card:
     """Due (or never seen) main questions first, then the least known (lowest retrievability);
-    ties broken by ``rng``."""
+    ties broken by ``rng``. The day before an interview and the day itself, the chain whose
+    root is weakest at the interview (lowest predicted recall then)."""
     if deck is not None and deck not in collection.decks:
         raise MockError(f"no deck named {deck!r} (decks: {', '.join(collection.decks) or 'none'})")
     candidates = main_candidates(collection, deck)
@@ -80,12 +82,19 @@ def pick_main(
             f"no card in {where} has follow-up questions, so there is no mock interview to run"
         )
     states = store.cards(c.id for c in candidates)
+    plan = plan_mod.Plan.of(store.settings(), now)
+    if plan is not None and plan.cramming:
+        on_the_day = {c.id: round(plan.retrievability(states.get(c.id)), 2) for c in candidates}
+        best_r = min(on_the_day.values())
+        return rng.choice([c for c in candidates if on_the_day[c.id] == best_r])
 
     def key(card: Card) -> tuple[int, float]:
         state = states.get(card.id)
         if state is None or state.is_new:
             return (0, 0.0)
-        due = state.due is not None and state.due <= now
+        if not isinstance(state.due, datetime) or not isinstance(state.last_review, datetime):
+            return (1, 0.0)  # a hand-edited time: the session skips it with a message
+        due = state.due <= now
         return (0 if due else 1, round(scheduler.retrievability(state, now), 2))
 
     keyed = [(key(c), c) for c in candidates]
@@ -105,6 +114,7 @@ class MockStep:
     elapsed_s: float | None = None  # frozen at reveal
     rating: Rating | None = None
     interval: timedelta | None = None
+    missed: tuple[str, ...] = ()  # a graded typed answer: the rubric points it missed
 
     @property
     def revealed(self) -> bool:
@@ -253,7 +263,16 @@ class MockInterview:
         """Store the self-grade through the normal scheduler and move to the next question."""
         step = self._require(revealed=True)
         rating = Rating(rating)
-        outcome = self.session.rate(rating, duration_ms=int(step.elapsed_s * 1000))
+        shown = self.session.current
+        if shown is None or shown.id != step.card.id:
+            why = self.session.skipped[-1][1] if self.session.skipped else "it cannot be rated"
+            raise MockError(f"card {step.card.id} cannot be graded: {why}")
+        outcome = self.session.rate(
+            rating,
+            duration_ms=int(step.elapsed_s * 1000),
+            card_id=step.card.id,  # the question asked: never another card
+            content_hash=step.card.content_hash,
+        )
         step.rating, step.interval = rating, outcome.interval
         self.index += 1
         self._started = None
@@ -288,6 +307,7 @@ class MockInterview:
                     "budget_seconds": round(s.budget_s, 1),
                     "seconds": None if s.elapsed_s is None else round(s.elapsed_s, 1),
                     "rating": None if s.rating is None else int(s.rating),
+                    "missed": list(s.missed),
                 }
                 for s in self.steps
             ],

@@ -158,10 +158,16 @@ def _watch(optimizer: object, progress: Callable[[float], None]) -> None:
     optimizer._revlogs_train = _CountedReads(revlogs, on_read)  # type: ignore[attr-defined]
 
 
-def fit(store: Store, progress: Callable[[float], None] | None = None) -> FitResult:
+def fit(
+    store: Store,
+    progress: Callable[[float], None] | None = None,
+    damaged: list | None = None,
+) -> FitResult:
     """Fit parameters to the stored review log. Imports torch (via fsrs.optimizer).
-    ``progress`` is told the fraction done (0..1) as the fit goes: 54k reviews take minutes."""
-    reviews = store.reviews()
+    ``progress`` is told the fraction done (0..1) as the fit goes: 54k reviews take minutes.
+    ``damaged``: review rows that cannot be read are left out and listed there (else a
+    StoreError names the first)."""
+    reviews = store.reviews(damaged=[] if damaged is not None else None)
     logs = review_logs(reviews)
     n = check_enough(logs)
     old = current_parameters(store.settings())

@@ -9,9 +9,10 @@ interval the rating actually gives, and tests can fix the seed.
 from __future__ import annotations
 
 import random
+import re
 import zlib
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 import fsrs
 from fsrs.scheduler import FUZZ_RANGES
@@ -29,6 +30,8 @@ RATING_NAMES = {
 MAX_COUNT = 1_000_000_000  # upper bound of the whole-number settings
 MAX_STEP_MIN = 36500 * 24 * 60  # a learning step of at most 100 years, in minutes
 MAX_INTERVAL_DAYS = 36500  # fsrs's own default maximum: 100 years
+LEVELS = ("basics", "core", "advanced")  # the curriculum's levels, in order (a card's `level:`)
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,11 @@ class Settings:
     # Anki's learn-ahead limit: when nothing else is left, a learning card due within this
     # many minutes is shown early (and labelled so) instead of ending the session
     learn_ahead_min: int = 20
+    # the study plan (engine/study/plan.py): the interview's date (YYYY-MM-DD, None: no plan), the
+    # decks it covers (None: every loaded deck) and the highest level of card it covers
+    interview_date: str | None = None
+    plan_decks: tuple[str, ...] | None = None
+    plan_level: str = "advanced"
 
     def to_dict(self) -> dict:
         return {
@@ -58,12 +66,15 @@ class Settings:
             "maximum_interval": self.maximum_interval,
             "parameters": list(self.parameters) if self.parameters is not None else None,
             "learn_ahead_min": self.learn_ahead_min,
+            "interview_date": self.interview_date,
+            "plan_decks": list(self.plan_decks) if self.plan_decks is not None else None,
+            "plan_level": self.plan_level,
         }
 
     @classmethod
     def from_dict(cls, data: dict) -> Settings:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        for key in ("learning_steps_min", "relearning_steps_min", "parameters"):
+        for key in ("learning_steps_min", "relearning_steps_min", "parameters", "plan_decks"):
             if known.get(key) is not None:
                 known[key] = tuple(known[key])
         return cls(**known)
@@ -104,7 +115,31 @@ class Settings:
                     )
         if self.parameters is not None:
             fsrs.Scheduler(parameters=self.parameters)  # fsrs validates the bounds
+        if self.interview_date is not None:
+            interview_day(self.interview_date)
+        if self.plan_level not in LEVELS:
+            raise ValueError(
+                f"plan_level must be one of {', '.join(LEVELS)}, got {self.plan_level!r}"
+            )
+        if self.plan_decks is not None and not all(
+            isinstance(d, str) and d for d in self.plan_decks
+        ):
+            raise ValueError(f"plan_decks must be deck names, got {list(self.plan_decks)!r}")
         return self
+
+
+def interview_day(text: object) -> date:
+    """The interview's date from its setting (YYYY-MM-DD); ValueError naming the value."""
+    if isinstance(text, str) and _ISO_DATE.fullmatch(text):
+        try:
+            day = date.fromisoformat(text)
+        except ValueError:
+            pass
+        else:
+            if not 1900 <= day.year <= 9998:  # local-time arithmetic stays inside datetime's
+                raise ValueError(f"interview_date must be in the years 1900 to 9998, got {text!r}")
+            return day
+    raise ValueError(f"interview_date must be a date like 2026-12-11 (YYYY-MM-DD), got {text!r}")
 
 
 @dataclass(frozen=True)
@@ -229,6 +264,24 @@ class _SeededFsrs(fsrs.Scheduler):
         return timedelta(days=min(round(days), self.maximum_interval))
 
 
+# The settings that decide what a rating does to a card: stored with every review (v9), so
+# that a replay of the log on any machine computes the states the ratings gave
+REPLAY_KEYS = (
+    "desired_retention",
+    "learning_steps_min",
+    "relearning_steps_min",
+    "maximum_interval",
+    "parameters",
+    "leech_threshold",
+)
+
+
+def replay_params(settings: Settings, fuzz: bool, seed: int) -> dict:
+    """What a review stores of the scheduler that made it (see REPLAY_KEYS)."""
+    d = settings.to_dict()
+    return {**{k: d[k] for k in REPLAY_KEYS}, "fuzz": bool(fuzz), "seed": int(seed)}
+
+
 @dataclass
 class Scheduler:
     settings: Settings = field(default_factory=Settings)
@@ -246,6 +299,21 @@ class Scheduler:
             enable_fuzzing=self.enable_fuzzing,
             **kwargs,
         )
+
+    def replay_params(self) -> dict:
+        return replay_params(self.settings, self.enable_fuzzing, self.seed)
+
+    @classmethod
+    def from_replay_params(cls, params: dict) -> Scheduler:
+        """The scheduler a review was made with (its replay_params); ValueError when they are
+        not valid settings."""
+        fuzz, seed = params.get("fuzz"), params.get("seed")
+        if not isinstance(fuzz, bool) or not isinstance(seed, int) or isinstance(seed, bool):
+            raise ValueError("fuzz must be true or false and seed a whole number")
+        if set(params) != {*REPLAY_KEYS, "fuzz", "seed"}:
+            raise ValueError(f"scheduler parameters must have exactly {', '.join(REPLAY_KEYS)}")
+        settings = Settings.from_dict({k: params[k] for k in REPLAY_KEYS}).validated()
+        return cls(settings, enable_fuzzing=fuzz, seed=seed)
 
     def retrievability(self, card: CardState, now: datetime) -> float:
         if card.is_new:

@@ -1,345 +1,63 @@
-"""Today's queue and a review session over it (shared by `--plain`, the TUI and `mock`).
+"""A review session over today's queue (shared by `--plain`, the TUI and `mock`).
 
-Queue order: due cards first (most overdue first, up to the review limit), then new cards in
-deck order up to what is left of today's new-card allowance. A follow-up card is served only
-after its parent has been seen (before, or earlier in the same queue). Learning cards whose
-next step falls within the learn-ahead window come back later in the same session, as in Anki.
+The queue and the counts every screen shows are in engine/study/queue.py (re-exported here).
+The card on screen is the card rated: the session keeps it current until it is rated, marked
+away or undone, and refuses an action that names another card. Learning cards whose next
+step falls within the learn-ahead window come back later in the same session, as in Anki,
+and so do the steps another screen or terminal rated meanwhile.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
-from collections.abc import Set as AbstractSet
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from itertools import chain
-from typing import Any
 
 from prep.engine.decks.deck import Card, Collection
 from prep.engine.store import Mark, Store
+from prep.engine.study import plan as plan_mod
+from prep.engine.study.queue import (  # re-exported: callers import them from here
+    EXTRA_NEW_KEY,
+    LEARN_AHEAD,
+    DeckCounts,
+    Limits,
+    Queue,
+    add_new_today,
+    build_queue,
+    deck_counts,
+    extra_new_today,
+    limits_today,
+    review_ahead_ids,
+    unseen_per_deck,
+)
 from prep.engine.study.scheduler import CardState, Outcome, Rating, Scheduler, State, state_problem
-from prep.engine.timeutil import Clock, day_start, fmt, study_day_start, utcnow
+from prep.engine.timeutil import Clock, clamp_duration, study_day_start, utcnow
 
-LEARN_AHEAD = timedelta(minutes=20)  # a rating whose next step is due within it is re-shown
-
-
-@dataclass
-class Queue:
-    due: list[str]  # learning steps and reviews together, most overdue first
-    new: list[str]
-    learning: int = 0  # how many of ``due`` are learning or relearning steps
-    learning_ids: frozenset[str] = frozenset()  # which ones
-
-    @property
-    def ids(self) -> list[str]:
-        return self.due + self.new
-
-
-def build_queue(
-    store: Store,
-    collection: Collection,
-    now: datetime,
-    *,
-    deck: str | None = None,
-    new_limit: int | None = None,
-    review_limit: int | None = None,
-    seen: set[str] | None = None,
-) -> Queue:
-    """Today's queue. ``new_limit``/``review_limit`` default to the stored settings minus
-    what was already done today. ``seen`` (ids with stored progress) may be passed in when
-    the caller already holds it."""
-    new_limit, review_limit = _limits_left(store, now, new_limit, review_limit)
-    decks = None if deck is None else [deck]
-    hidden = store.hidden_ids(now)  # suspended, or buried until a later day (a few ids)
-    learning = store.due_ids(now, decks=decks, not_state=int(State.Review))
-    reviews = store.due_ids(
-        now, decks=decks, state=int(State.Review), limit=review_limit + len(hidden)
-    )
-    learning = [cid for cid in learning if cid in collection and cid not in hidden]
-    reviews = [cid for cid in reviews if cid in collection and cid not in hidden]
-    reviews = reviews[:review_limit]
-    due = _merge_by_due(store, learning, reviews)
-    if hidden:
-        seen = None if seen is None else seen | hidden  # never served as new either
-    new: list[str] = []
-    if new_limit > 0:
-        among = _decks_with_new(store, collection)
-        new = _new_cards(store, collection, seen, hidden, new_limit, deck, among)
-    return Queue(due=due, new=new, learning=len(learning), learning_ids=frozenset(learning))
+__all__ = [
+    "EXTRA_NEW_KEY",
+    "LEARN_AHEAD",
+    "DeckCounts",
+    "Limits",
+    "NotCurrentCard",
+    "Queue",
+    "ReviewSession",
+    "SessionStats",
+    "add_new_today",
+    "build_queue",
+    "deck_counts",
+    "extra_new_today",
+    "limits_today",
+    "review_ahead_ids",
+    "unseen_per_deck",
+]
 
 
-def _limits_left(
-    store: Store, now: datetime, new_limit: int | None, review_limit: int | None
-) -> tuple[int, int]:
-    """Today's new-card and review limits: those given, else the settings minus what was
-    already done today."""
-    settings = store.settings()
-    today = day_start(now)
-    if review_limit is None:
-        # Anki's "maximum reviews/day": reviews of Review-state cards already done today
-        # count against it; learning and relearning steps are never capped.
-        done = store.count_reviews(today, prev_state=int(State.Review))
-        review_limit = max(0, settings.review_limit - done)
-    if new_limit is None:
-        new_today = store.count_reviews(today, new_only=True)
-        new_limit = max(0, settings.new_per_day + extra_new_today(store, now) - new_today)
-    return new_limit, review_limit
+class NotCurrentCard(RuntimeError):
+    """An action named a card that is not the session's current card (or none is left)."""
 
 
-@dataclass(frozen=True)
-class DeckCounts:
-    """One row of the home screen: what today's session would serve from this deck."""
-
-    name: str  # "" for all decks together
-    title: str
-    cards: int
-    new: int
-    learning: int
-    due: int
-
-    @property
-    def total(self) -> int:
-        return self.new + self.learning + self.due
-
-
-_STEP_STATES = frozenset(int(x) for x in State if x != State.Review)  # as due_ids reads them
-
-
-def deck_counts(
-    store: Store, collection: Collection, now: datetime, *, new_limit: int | None = None
-) -> list[DeckCounts]:
-    """New / learning / due per deck, as ``build_queue`` would serve them (the first row is
-    all decks together), without building the queues: learning steps and reviews due are one
-    grouped count per state in SQL (less the few suspended or buried cards), reviews capped
-    by today's review limit; the new cards are the rotation's, read only as far as the
-    new-card limit needs."""
-    new_limit, review_limit = _limits_left(store, now, new_limit, None)
-    hidden = store.hidden_ids(now)
-    due = {deck: list(n) for deck, n in store.due_counts(now).items()}
-    for state in store.cards(hidden).values():  # due, but not served today
-        if state.removed or state.due is None or state.due > now or state.deck not in due:
-            continue
-        if state.state == State.Review:
-            due[state.deck][1] -= 1
-        elif state.state in _STEP_STATES:
-            due[state.deck][0] -= 1
-    seen = store.seen_ids() | hidden if collection.reads_seen and new_limit > 0 else None
-    among = _decks_with_new(store, collection)
-    decks: list[tuple[str | None, str, int]] = [(None, "All decks", len(collection))]
-    decks += [(name, info.title, len(info.card_ids)) for name, info in collection.decks.items()]
-    rows = []
-    for name, title, size in decks:
-        if name is None:
-            learning = sum(n[0] for n in due.values())
-            reviews = sum(n[1] for n in due.values())
-        else:
-            learning, reviews = due.get(name, (0, 0))
-        if name is not None and among is not None and name not in among:
-            new = []
-        else:
-            new = _new_cards(store, collection, seen, hidden, new_limit, name, among)
-        rows.append(
-            DeckCounts(
-                name=name or "",
-                title=title,
-                cards=size,
-                new=len(new),
-                learning=learning,
-                due=min(review_limit, reviews),
-            )
-        )
-    return rows
-
-
-def unseen_per_deck(store: Store, collection: Collection) -> dict[str, int]:
-    """How many cards of each deck have no progress, from two counts: the deck's size and
-    its cards with progress (grouped in SQL over the live cards, which the reconciliation keeps to
-    the loaded decks), so that a deck whose every card has progress is known to have no new
-    card without reading its cards one by one."""
-    seen = {deck: n for deck, (n, _) in store.deck_progress(0.0).items()}
-    return {deck: max(0, n - seen.get(deck, 0)) for deck, n in collection.deck_sizes().items()}
-
-
-def _decks_with_new(store: Store, collection: Collection) -> set[str] | None:
-    """The decks that have cards without progress, when the collection is over the deck cache
-    (whose load reconciled the progress with these decks); None (every deck may) otherwise."""
-    if collection.reads_seen:
-        return None
-    return {deck for deck, n in unseen_per_deck(store, collection).items() if n > 0}
-
-
-def _new_cards(
-    store: Store,
-    collection: Collection,
-    seen: set[str] | None,
-    hidden: set[str],
-    limit: int,
-    deck: str | None,
-    among: AbstractSet[str] | None = None,
-) -> list[str]:
-    """Up to ``limit`` unseen cards, taking one from each (deck, kind) group in turn, so a
-    day's new cards mix decks and recall, choice, red-flag and follow-up cards; file order
-    within a group, groups in the order of their first card. A follow-up waits until its
-    parent is seen or queued before it.
-
-    The groups come from ``Collection.new_card_groups`` and are read only as far as the
-    limit needs: from the deck cache, each (deck file, kind) is an index range read in steps,
-    so a new collection of 100k cards reads a few dozen rows, not every unseen card.
-    Suspended and buried cards (``hidden``, a few ids) count as seen: never served as new."""
-    if limit <= 0:
-        return []
-    groups: list[_Group] = []
-    by_key: dict[tuple[str, str], _Group] = {}
-    for source in collection.new_card_groups(store, deck, seen, among):
-        first = next((u for u in source if u[1] not in hidden), None)
-        if first is None:
-            continue
-        group = by_key.get((first[2], first[3]))
-        if group is None:
-            group = by_key[first[2], first[3]] = _Group(first[0], [first], [source])
-            groups.append(group)
-        else:  # the same (deck, kind) in a later group: read after the earlier one
-            group.sources.append(chain([first], source))
-    groups.sort(key=lambda g: g.position)  # the order of each group's first card
-    new: list[str] = []
-    queued: set[str] = set()
-
-    def ready(u: tuple) -> bool:
-        parent = u[4]
-        return parent is None or u[5] or parent in hidden or parent in queued
-
-    progress = True
-    while len(new) < limit and progress:
-        progress = False
-        for group in groups:
-            card = group.take(ready, hidden)
-            if card is not None:
-                new.append(card)
-                queued.add(card)
-                progress = True
-            if len(new) >= limit:
-                break
-    return new
-
-
-@dataclass
-class _Group:
-    """One (deck, kind) group of the new-card rotation: the cards read so far and not taken
-    (in order), then what is left to read."""
-
-    position: Any
-    pending: list[tuple]
-    sources: list[Iterator[tuple]]
-
-    def take(self, ready: Callable[[tuple], bool], hidden: set[str]) -> str | None:
-        """The id of the group's first card that can be served now (removed from the group),
-        reading on only when none of the cards read so far can."""
-        for i, u in enumerate(self.pending):
-            if ready(u):
-                del self.pending[i]
-                return u[1]
-        for source in self.sources:
-            for u in source:
-                if u[1] in hidden:
-                    continue
-                if ready(u):
-                    return u[1]
-                self.pending.append(u)
-        return None
-
-
-EXTRA_NEW_KEY = "extra_new_today"
-
-
-def extra_new_today(store: Store, now: datetime) -> int:
-    """New cards added to today's limit with "study more" (0 on any other day)."""
-    raw = store.get_meta(EXTRA_NEW_KEY)
-    if not raw:
-        return 0
-    day, _, n = raw.partition(" ")
-    return int(n) if day == fmt(day_start(now)) and n.isdigit() else 0
-
-
-def add_new_today(store: Store, now: datetime, n: int) -> int:
-    """Anki's custom study "increase today's new card limit": ``n`` more new cards today
-    only. Returns today's extra in all."""
-    total = extra_new_today(store, now) + n
-    with store.transaction():
-        store.set_meta(EXTRA_NEW_KEY, f"{fmt(day_start(now))} {total}")
-    return total
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Why a deck shows nothing (or less than is waiting): today's limits and what they hold
-    back, for a line like "daily new-card limit reached (20 today): 26 new cards wait"."""
-
-    new_per_day: int  # the limit in force today (the setting plus "study more")
-    new_done: int  # new cards studied today
-    new_waiting: int  # unseen cards the limit holds back
-    review_limit: int
-    reviews_done: int
-    reviews_waiting: bool  # due reviews beyond today's review limit
-
-    @property
-    def new_reached(self) -> bool:
-        return self.new_waiting > 0 and self.new_done >= self.new_per_day
-
-    @property
-    def reviews_reached(self) -> bool:
-        return self.reviews_waiting
-
-
-def limits_today(
-    store: Store,
-    collection: Collection,
-    now: datetime,
-    queue: Queue,
-    deck: str | None = None,
-    seen: set[str] | None = None,
-) -> Limits:
-    """Today's limits beside ``queue`` (built for ``deck``): what they hold back. ``seen``
-    (ids with stored progress) may be passed in when the caller already holds it."""
-    settings = store.settings()
-    today = day_start(now)
-    new_done = store.count_reviews(today, new_only=True)
-    reviews_done = store.count_reviews(today, prev_state=int(State.Review))
-    # counted from the deck cache in SQL when the collection has one
-    if collection.reads_seen:
-        unseen = sum(1 for _ in collection.unseen(store, deck, seen))
-    else:  # reconciled with these decks on load: two grouped counts
-        unseen = sum(n for d, n in unseen_per_deck(store, collection).items() if deck in (None, d))
-    decks = None if deck is None else [deck]
-    capped = len(queue.due) - queue.learning
-    beyond = store.due_ids(now, decks=decks, state=int(State.Review), limit=capped + 1)
-    return Limits(
-        new_per_day=settings.new_per_day + extra_new_today(store, now),
-        new_done=new_done,
-        new_waiting=max(0, unseen - len(queue.new)),
-        review_limit=settings.review_limit,
-        reviews_done=reviews_done,
-        reviews_waiting=len([c for c in beyond if c in collection]) > capped,
-    )
-
-
-def review_ahead_ids(
-    store: Store, collection: Collection, now: datetime, days: int = 1, deck: str | None = None
-) -> list[str]:
-    """Anki's custom study "review ahead": review cards due within ``days`` days (not yet
-    due), soonest first."""
-    decks = None if deck is None else [deck]
-    later = store.due_ids(now + timedelta(days=days), decks=decks, state=int(State.Review))
-    due_now = set(store.due_ids(now, decks=decks, state=int(State.Review)))
-    return [cid for cid in later if cid not in due_now and cid in collection]
-
-
-def _merge_by_due(store: Store, a: list[str], b: list[str]) -> list[str]:
-    """Two most-overdue-first id lists merged into one, still most overdue first."""
-    if not a or not b:
-        return a or b
-    due = {cid: s.due for cid, s in store.cards([*a, *b]).items()}
-    return sorted([*a, *b], key=lambda cid: due[cid])
+_US = timedelta(microseconds=1)
 
 
 @dataclass
@@ -381,9 +99,16 @@ class ReviewSession:
         self.collection = collection
         self.clock = clock
         self.scheduler = scheduler or Scheduler(store.settings())
+        # the settings as saved when the session began: a change saved since (`prep config`,
+        # `prep optimize` in another terminal) is used from the next rating on
+        self._settings_seen = store.settings()
         now = clock()
         collection.reconcile(store)
         learning_ids: frozenset[str] | None = None
+        # today's session (its queue built here) also takes the learning steps that come due
+        # while it is open, whichever screen rated them (a mock's Again, another terminal)
+        self._adopts = queue is None and requeue
+        self._deck = deck
         if queue is None:
             built = build_queue(store, collection, now, deck=deck, new_limit=new_limit)
             queue, new_ids, learning_ids = built.ids, set(built.new), built.learning_ids
@@ -406,6 +131,7 @@ class ReviewSession:
         # nothing else is left.
         self.learning: list[tuple[datetime, str]] = []
         self.learn_ahead = timedelta(minutes=store.settings().learn_ahead_min)
+        self.plan = plan_mod.Plan.of(store.settings(), now)  # None without an interview date
         self.done: list[str] = []  # ids rated in this session, in order (for undo)
         self._requeued: list[bool] = []  # whether each of those ratings re-queued its card
         self._review_ids: list[int] = []  # the review rows those ratings wrote
@@ -418,19 +144,48 @@ class ReviewSession:
         self._schedulable: set[str] = set()
         self.stats = SessionStats(started=now)
         self._shown_at = time.monotonic()
+        # the card on screen, once asked for (``current``), with its entry in ``learning``:
+        # it stays the current card until it is rated, marked away or undone, however the
+        # clock moves meanwhile (a learning step coming due never takes its place)
+        self._pinned: tuple[Card, tuple[datetime, str] | None] | None = None
 
     # --- the current card ---------------------------------------------------------------
+
+    def _shown(self) -> tuple[Card, tuple[datetime, str] | None] | None:
+        """The current card and its learning entry: the pinned one while it is still where it
+        was (in front of the queue, or waiting in ``learning``), else the next one, pinned."""
+        pinned = self._pinned
+        if pinned is not None:
+            card, entry = pinned
+            if entry is None and self.queue and self.queue[0] == card.id:
+                return pinned
+            if entry is not None and entry in self.learning:
+                return pinned
+        self._pinned = self._next()
+        return self._pinned
+
+    def _pin(self, card_id: str, entry: tuple[datetime, str] | None = None) -> None:
+        card = self.collection.get(card_id)
+        self._pinned = None if card is None else (card, entry)
 
     def _next(self) -> tuple[Card, tuple[datetime, str] | None] | None:
         """The card to show now and, when it is a waiting learning card, its entry: a learning
         card whose step is due first, then the queue, then (nothing else left) the soonest
         learning card within the learn-ahead limit, shown early."""
         now = self.clock()
+        if self._adopts:
+            self._adopt_due_steps(now)
         while self.queue:
             card = self.collection.get(self.queue[0])
-            if card is not None and (card.id in self._schedulable or self._schedulable_now(card)):
+            if (
+                card is not None
+                and (card.id in self._schedulable or self._schedulable_now(card))
+                and not self._parent_unanswered(card)
+            ):
                 break
-            self.queue.pop(0)  # removed from the decks since the queue was built, or unusable
+            # removed from the decks since the queue was built, unusable, or a new follow-up
+            # whose parent was buried or suspended before it was ever answered
+            self.queue.pop(0)
         self.learning = [e for e in self.learning if self.collection.get(e[1]) is not None]
         if self.learning and self.learning[0][0] <= now:
             return self.collection.get(self.learning[0][1]), self.learning[0]
@@ -439,6 +194,41 @@ class ReviewSession:
         if self.learning and self.learning[0][0] <= now + self.learn_ahead:
             return self.collection.get(self.learning[0][1]), self.learning[0]
         return None
+
+    def _adopt_due_steps(self, now: datetime) -> None:
+        """Learning and relearning steps due within the learn-ahead window that this
+        session does not hold (rated on another screen or in another terminal since it
+        began) join its learning cards: the queue takes every due card, whichever screen
+        rated it. One indexed query per card shown (learning cards are few)."""
+        decks = None if self._deck is None else [self._deck]
+        # within the learn-ahead window, as home counts them: served when due, or early
+        # when nothing else is left
+        ahead = now + self.learn_ahead
+        due = self.store.due_ids(ahead, decks=decks, not_state=int(State.Review))
+        held = {cid for _, cid in self.learning}
+        new = [cid for cid in due if cid not in held and cid in self.collection]
+        if not new:
+            return
+        hidden = self.store.hidden_ids(now)
+        states = self.store.cards([cid for cid in new if cid not in hidden])
+        queued = set(self.queue)
+        for cid, state in states.items():
+            if state.due is None:
+                continue
+            if cid in queued:  # still queued here (as new, or as a step): it is a step now
+                self.queue.remove(cid)
+            else:
+                self.total += 1
+            self.learning.append((state.due, cid))
+            self.kind_of[cid] = "learning"
+        self.learning.sort()
+
+    def _parent_unanswered(self, card: Card) -> bool:
+        """A new follow-up waits for its parent to have been answered: the parent, queued
+        before it, may have been buried or suspended unseen this session."""
+        if card.parent is None or self.kind_of.get(card.id) != "new":
+            return False
+        return self.store.card(card.parent) is None
 
     def _schedulable_now(self, card: Card) -> bool:
         """Whether the scheduler can rate this card's stored state. A state it rejects (from a
@@ -465,21 +255,25 @@ class ReviewSession:
 
     @property
     def current(self) -> Card | None:
-        found = self._next()
+        """The card to show: once asked for, the same card until it is rated, marked away or
+        undone (``rate`` and ``set_mark`` act on it and refuse to act on another)."""
+        found = self._shown()
         return found[0] if found else None
 
     @property
     def early(self) -> timedelta | None:
         """How long before its step is due the current card is shown (learn-ahead), or None
         when it is not early."""
-        found = self._next()
+        found = self._shown()
         if found is None or found[1] is None:
             return None
         ahead = found[1][0] - self.clock()
         return ahead if ahead > timedelta(0) else None
 
     def counts(self) -> tuple[int, int, int]:
-        """Anki's three numbers: new, learning and due (review) cards left in this session."""
+        """Anki's three numbers: new, learning and due (review) cards left in this session
+        (the card on screen included), as home counts them (``deck_counts``)."""
+        self._shown()  # (the steps come due from elsewhere are taken in first)
         kinds = [self.kind_of.get(cid, "review") for cid in self.queue]
         return (
             kinds.count("new"),
@@ -507,11 +301,21 @@ class ReviewSession:
             return stored
         return CardState(id=card.id, deck=card.deck, content_hash=card.content_hash)
 
+    def _follow_settings(self) -> None:
+        """Use the saved settings when they changed since this session last looked (the
+        scheduler keeps its fuzzing and seed)."""
+        saved = self.store.settings()
+        if saved != self._settings_seen:
+            self._settings_seen = saved
+            self.scheduler = replace(self.scheduler, settings=saved)
+            self.learn_ahead = timedelta(minutes=saved.learn_ahead_min)
+
     def preview(self) -> dict[Rating, Outcome]:
         """The outcome of each rating for the current card (for the rating buttons)."""
         card = self.current
         if card is None:
             return {}
+        self._follow_settings()
         return self.scheduler.preview(self.state_of(card), self.clock())
 
     def mark_shown(self) -> None:
@@ -519,25 +323,62 @@ class ReviewSession:
 
     # --- rating and undo ----------------------------------------------------------------
 
-    def rate(self, rating: Rating | int, duration_ms: int | None = None) -> Outcome:
-        found = self._next()
+    def _target(self, card_id: str | None, what: str) -> tuple[Card, tuple[datetime, str] | None]:
+        """The current card (and its learning entry), checked against the card the front end
+        showed: an action names that card, and one for any other card is refused."""
+        found = self._shown()
         if found is None:
-            raise RuntimeError("no card to rate: the session is finished")
-        card, entry = found
+            raise NotCurrentCard(f"no card to {what}: the session is finished")
+        if card_id is not None and found[0].id != card_id:
+            raise NotCurrentCard(
+                f"cannot {what} card {card_id!r}: the card shown now is {found[0].id!r}"
+            )
+        return found
+
+    def rate(
+        self,
+        rating: Rating | int,
+        duration_ms: int | None = None,
+        *,
+        card_id: str | None = None,
+        content_hash: str | None = None,
+    ) -> Outcome:
+        """Rate the current card (the one shown: ``card_id`` names it, and a rating for any
+        other card raises NotCurrentCard). ``content_hash`` is the text that was shown (the
+        current card's by default): when the deck's text has changed since (another prep
+        re-read an edited deck), the rating is kept for this card and its state is marked as
+        changed, so it is shown as edited and reviewed on the new text."""
+        card, entry = self._target(card_id, "rate")
         rating = Rating(rating)
+        self._follow_settings()
+        shown_hash = content_hash or card.content_hash
+        deck_hash = self.collection.content_hash_now(card.id) or card.content_hash
         now = self.clock()
         if duration_ms is None:
             duration_ms = int((time.monotonic() - self._shown_at) * 1000)
+        duration_ms = clamp_duration(duration_ms) or 0  # never negative (a clock stepped back)
         outcomes: list[Outcome] = []
 
         def decide(prev: CardState) -> CardState:
-            outcomes.append(self.scheduler.review(prev, rating, now))
-            return outcomes[-1].state
+            # never before the card's last review (a clock set back, or a review from a
+            # machine whose clock runs ahead, received by a sync): the log's time order is
+            # the order the ratings were made in, which a sync's replay follows (a hybrid
+            # logical clock per card)
+            at = now if prev.last_review is None else max(now, prev.last_review + _US)
+            outcome = self.scheduler.review(prev, rating, at)
+            if shown_hash != deck_hash:
+                # given on older text: kept, and flagged as edited since this review
+                state = replace(outcome.state, content_hash=deck_hash, changed=True)
+                outcome = replace(outcome, state=state)
+            outcomes.append(outcome)
+            return outcome.state
 
         # the state is read inside the write transaction: another terminal rating this card
         # at the same moment is serialised before or after us, never interleaved
-        fresh = CardState(id=card.id, deck=card.deck, content_hash=card.content_hash)
-        review_id, _prev, _new = self.store.rate_card(fresh, decide, rating, now, duration_ms)
+        fresh = CardState(id=card.id, deck=card.deck, content_hash=deck_hash)
+        review_id, _prev, _new = self.store.rate_card(
+            fresh, decide, rating, now, duration_ms, self.scheduler.replay_params()
+        )
         outcome = outcomes[-1]
         self._review_ids.append(review_id)
         if entry is None:
@@ -551,27 +392,26 @@ class ReviewSession:
         self.stats.ratings[int(rating)] += 1
         self.stats.again += rating == Rating.Again
         self.stats.seconds += duration_ms / 1000
+        # when it comes back (an interview plan may bring a review forward)
+        due = plan_mod.due_of(self.plan, self.collection, outcome.state)
         requeued = (
-            self.requeue
-            and outcome.state.due is not None
-            and outcome.state.due <= now + max(LEARN_AHEAD, self.learn_ahead)
+            self.requeue and due is not None and due <= now + max(LEARN_AHEAD, self.learn_ahead)
         )
         if requeued:  # a learning step due soon: see it again this session
-            assert outcome.state.due is not None
-            self.learning.append((outcome.state.due, card.id))
+            assert due is not None
+            self.learning.append((due, card.id))
             self.learning.sort()
             self.total += 1
         self._requeued.append(requeued)
+        self._pinned = None
         self.mark_shown()
         return outcome
 
-    def set_mark(self, change: str) -> Mark:
-        """Suspend, bury or flag (toggle) the current card, stored at once and undoable like a
-        rating. A suspended or buried card leaves this session; a flagged one stays."""
-        found = self._next()
-        if found is None:
-            raise RuntimeError("no card to mark: the session is finished")
-        card, entry = found
+    def set_mark(self, change: str, *, card_id: str | None = None) -> Mark:
+        """Suspend, bury or flag (toggle) the current card (``card_id`` names the card shown;
+        any other is refused), stored at once and undoable like a rating. A suspended or
+        buried card leaves this session; a flagged one stays."""
+        card, entry = self._target(card_id, "mark")
         before = self.store.mark(card.id)
         if change == "suspend":
             after = replace(before, suspended=True)
@@ -588,6 +428,8 @@ class ReviewSession:
             else:
                 self.learning.remove(entry)
         self._history.append((card.id, before, entry if change != "flag" else ("keep", card.id)))
+        if change != "flag":
+            self._pinned = None
         return after
 
     def undo(self) -> Card | None:
@@ -601,6 +443,7 @@ class ReviewSession:
                 if entry is not None:
                     self.kind_of[card_id] = "learning"
                 self.queue.insert(0, card_id)
+                self._pin(card_id)  # the card back is the card shown next
             return self.collection.get(card_id)
         if not self.done:
             return None
@@ -617,6 +460,7 @@ class ReviewSession:
         if self._from_learning.pop() is not None:
             self.kind_of[card_id] = "learning"
         self.queue.insert(0, card_id)  # back in front, as Anki's undo does
+        self._pin(card_id)  # and shown next, even when a learning step has come due meanwhile
         self.stats.reviewed -= 1
         self.stats.ratings[last.rating] -= 1
         self.stats.again -= last.rating == Rating.Again

@@ -13,7 +13,9 @@ from typing import Any
 
 from prep.engine.decks.deck import Collection
 from prep.engine.store import Store
+from prep.engine.study import plan as plan_mod
 from prep.engine.study.present import count, percent
+from prep.engine.study.session import deck_counts
 from prep.engine.timeutil import day_start, fmt, study_day_start
 
 MATURE_DAYS = 21.0  # Anki's threshold for a "mature" card
@@ -115,9 +117,16 @@ def compute(
         for run in store.demo_runs(latest=True)
     ]
 
+    # today's session: new / learning / due from the one source home and the review bar use
+    today_row = deck_counts(store, collection, now, per_deck=False)[0]
     return {
         "now": fmt(now),
         "since": fmt(since),
+        "session": {
+            "new": today_row.new,
+            "learning": today_row.learning,
+            "due": today_row.due,
+        },
         "reviews": {
             "today": store.count_reviews(day_start(now)),
             "total": store.count_reviews(since),
@@ -140,6 +149,8 @@ def compute(
             "verified": sorted(d["name"] for d in demos if d["passed"] and d["known"]),
             "latest": demos,
         },
+        # predicted recall at the interview per deck and tag (None without a date ahead)
+        "interview": plan_mod.on_the_day(store, collection, now),
     }
 
 
@@ -167,6 +178,8 @@ def render(stats: dict[str, Any]) -> str:
         f"Reviews      today {r['today']}   total{since} {r['total']}   streak {count(stats['streak_days'], 'day')}",
         f"Retention    true{since} {percent(tr['all']['rate'])} over {count(tr['all']['reviews'], 'review')}"
         f"   last 30 days {percent(tr['last_30_days']['rate'])}   target {percent(stats['desired_retention'])}",
+        f"Session      new {stats['session']['new']}   learning {stats['session']['learning']}   "
+        f"due {stats['session']['due']}   (what today's session serves now, as home shows it)",
         f"Due          now {d['now']}   today {d['today']}   tomorrow {d['tomorrow']}   next 7 days {d['next_7_days']}",
         f"Cards        {stats['cards']['seen']} of {stats['cards']['total']} seen   "
         + marks_text(stats["marks"]),
@@ -177,6 +190,14 @@ def render(stats: dict[str, Any]) -> str:
         lines.append(
             f"{name:<22}{m['cards']:>6}{m['seen']:>6}{m['mature']:>8}{percent(m['mastery']):>9}"
         )
+    if stats["tags"]:  # mastery per tag (topic), as the app's stats screen and --json give it
+        width = max(22, *(len(tag) + 2 for tag in stats["tags"]))
+        lines += ["", f"{'Tag':<{width}}{'cards':>6}{'seen':>6}{'mature':>8}{'mastery':>9}"]
+        for tag, m in stats["tags"].items():
+            lines.append(
+                f"{tag:<{width}}{m['cards']:>6}{m['seen']:>6}{m['mature']:>8}"
+                f"{percent(m['mastery']):>9}"
+            )
     listed = []
     if stats["leeches"]:
         listed.append(f"Leeches      {', '.join(stats['leeches'])}")
@@ -189,6 +210,8 @@ def render(stats: dict[str, Any]) -> str:
         )
     if listed:
         lines += ["", *listed]
+    if stats.get("interview"):
+        lines += ["", *interview_lines(stats["interview"])]
     demos = stats["demos"]
     lines += ["", f"Demos        {len(demos['verified'])} verified"]
     for run in demos["latest"]:
@@ -198,3 +221,39 @@ def render(stats: dict[str, Any]) -> str:
             line += "  (no such demo here: not verified)"
         lines.append(line)
     return "\n".join(lines)
+
+
+def interview_lines(day: dict[str, Any], tags: int | None = None) -> list[str]:
+    """The interview part of `prep stats`: the plan, then FSRS's predicted recall on the day
+    per deck and per tag (weakest tags first; ``tags``: at most that many)."""
+    when = date.fromisoformat(day["date"])
+    left = day["days_left"]
+    ahead = "today" if left == 0 else f"in {count(left, 'day')}"
+    target = percent(day["target"])
+    lines = [
+        f"Interview    {plan_mod.short_date(when)} {when.year}, {ahead}: {day['plan']}",
+        f"Predicted recall on the day (FSRS's forgetting curve, if nothing more is studied; "
+        f"target {target})",
+        f"{'Deck':<22}{'cards':>6}{'seen':>6}{'recall':>8}{'lowest':>8}{'below':>7}",
+    ]
+
+    def row(name: str, g: dict[str, Any]) -> str:
+        return (
+            f"{name:<22}{g['cards']:>6}{g['seen']:>6}{percent(g['recall']):>8}"
+            f"{percent(g['lowest']):>8}{g['below_target']:>7}"
+        )
+
+    lines += [row(name, g) for name, g in day["decks"].items()]
+    lines.append(row("all", day["all"]))
+    shown = list(day["tags"].items())[:tags]
+    if shown:
+        lines += [
+            "",
+            f"{'Tag (weakest first)':<22}{'cards':>6}{'seen':>6}{'recall':>8}{'lowest':>8}{'below':>7}",
+        ]
+        lines += [row(name, g) for name, g in shown]
+        if tags is not None and len(day["tags"]) > tags:
+            lines.append(
+                f"  ... {len(day['tags']) - tags} more (prep stats --json lists every tag)"
+            )
+    return lines

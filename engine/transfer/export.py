@@ -119,6 +119,9 @@ def _csv_text(columns: Iterable[str], rows: Iterable[dict[str, Any]], json_cols:
     return buf.getvalue()
 
 
+CSV_SIDE_FILES = ("cards", "demo_runs", "marks", "settings")  # FILE.<side>.csv beside FILE.csv
+
+
 def csv_paths(path: Path) -> dict[str, Path]:
     """The files of a CSV export named ``path`` (FILE.csv): reviews, cards, demo runs, marks,
     settings."""
@@ -169,6 +172,18 @@ def export_csv(store: Store, path: Path) -> list[Path]:
         raise ExportError(
             f"{path}: a csv export is five files named after it; give a file name "
             "(or --format json)"
+        )
+    side = next(
+        (f".{k}.csv" for k in CSV_SIDE_FILES if Path(path).name.lower().endswith(f".{k}.csv")),
+        None,
+    )
+    if side is not None:
+        # NAME.cards.csv is the cards file of the export NAME.csv: `prep import` would read
+        # NAME.csv (perhaps an older export) instead of this one
+        base = Path(path).name[: -len(side)]
+        raise ExportError(
+            f"{path}: a name ending in {side} is the side file of a csv export named "
+            f"{base}.csv; name the export {base}.csv (or another name)"
         )
     paths = csv_paths(Path(path))
     parts = to_csv(store)

@@ -6,7 +6,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Static
+
+from prep.tui.widgets.text import Static
 
 
 class Confirm(ModalScreen[bool]):

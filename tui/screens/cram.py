@@ -13,12 +13,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
 
 from prep.engine.decks.deck import Collection
-from prep.engine.study.cram import CramDeck, cram_sheet
+from prep.engine.study.cram import CramDeck, cram_sheet, recall_text, weakest_first
 from prep.engine.study.present import count
 from prep.tui.base import PrepScreen
+from prep.tui.widgets.text import Static
 
 MEASURE = 100  # the longest line on a wide terminal: a readable measure
 
@@ -36,6 +37,8 @@ def sheet_text(sheet: list[CramDeck], width: int | None = None) -> Text:
         text.append(f"{deck.title}\n", style="bold underline")
         for item in deck.items:
             text.append("\n")
+            if item.recall is not None:
+                text.append(recall_text(item), style="bold red" if item.recall < 0.9 else "dim")
             text.append(f"{item.prompt}\n", style="bold")
             for bullet in item.bullets:
                 text.append("  • ")
@@ -106,6 +109,9 @@ class CramScreen(PrepScreen):
     def render_sheet(self) -> None:
         deck = self.current_deck()
         sheet = cram_sheet(self.collection, deck)
+        store = getattr(self.prep, "store", None)  # (a host without progress: deck order)
+        if store is not None:  # the day before the interview and the day: weakest first
+            sheet = weakest_first(sheet, store, self.prep.now())
         items = sum(len(d.items) for d in sheet)
         where = f"deck {deck}" if deck else "all decks"
         self.query_one("#cram-title", Static).update(

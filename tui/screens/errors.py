@@ -7,11 +7,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Footer, Header
 
 from prep.engine.decks.deck import Collection
 from prep.engine.study.present import count
 from prep.tui.base import PrepScreen
+from prep.tui.widgets.text import Static
 
 
 class ErrorScreen(PrepScreen):

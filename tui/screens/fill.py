@@ -9,10 +9,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import Footer, ProgressBar, Static
+from textual.widgets import Footer, ProgressBar
 
 from prep.engine.decks.fill import Fill, describe
 from prep.tui.base import PrepScreen
+from prep.tui.widgets.text import Static
 
 
 class FillScreen(PrepScreen):

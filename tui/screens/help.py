@@ -8,7 +8,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
+
+from prep.tui.widgets.text import Static
 
 
 def _sections() -> list[tuple[str, str, list[Binding]]]:

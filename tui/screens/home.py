@@ -1,4 +1,5 @@
-"""Home: the decks with what today's session would serve, the streak, and how to start."""
+"""Home: the decks with what today's session would serve, the streak, the interview plan when
+a date is set, and how to start."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import Footer, Header
 
 from prep.engine.store import StoreError
+from prep.engine.study.plan import PlanDay, plan_day
 from prep.engine.study.present import count
 from prep.tui.base import PrepScreen
+from prep.tui.widgets.text import DataTable, Static
 
 if TYPE_CHECKING:
     from prep.tui.app import DeckCounts
@@ -65,6 +68,7 @@ class HomeScreen(PrepScreen):
         self._reasons: dict[str | None, list[str]] = {}  # limit lines per deck, this refresh
         # what the table shows (read by refresh_counts); a resize only truncates labels anew
         self._counts: tuple[list[DeckCounts], dict[str, int]] | None = None
+        self._plan: PlanDay | None = None  # today's share of the interview plan, if any
         self._width: int | None = None  # the width the labels were truncated for
         self._resume_read = False  # the first ScreenResume follows on_mount's own read
 
@@ -102,6 +106,8 @@ class HomeScreen(PrepScreen):
             self._reasons.clear()
             try:
                 self._counts = (self.prep.deck_counts(), self.prep.today())
+                store, now = self.prep.store, self.prep.now()
+                self._plan = plan_day(store, self.prep.collection, now) if store else None
             except StoreError as exc:
                 self._counts = None
                 self.query_one("#today", Static).update(
@@ -152,6 +158,13 @@ class HomeScreen(PrepScreen):
             line.append(f": {total.due} due, {total.learning} learning, {total.new} new")
         line.append(f" · streak {count(streak, 'day')}")
         line.append(f" · {count(today['reviews'], 'review')} today")
+        if self._plan is not None:  # "Interview: Fri 12 Dec, 4 days · 108 cards in 3 days: ..."
+            line.append("\n")
+            line.append(self._plan.plan.header(), style="bold")
+            line.append(f" · {self._plan.line()}")
+            why = self._plan.why()
+            if why:
+                line.append(f"\n{why}", style="dim")
         self.query_one("#today", Static).update(line)
         self.refresh_howto()
         table.focus()

@@ -10,13 +10,16 @@ reads the app's collection, store, selected deck, clock and scheduler. ``run_moc
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
-from textual.app import App, ComposeResult
+from textual import work
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Footer, Input
 
-from prep.engine.decks.deck import CHOICE_LETTERS, Collection
+from prep.engine.decks.deck import CHOICE_LETTERS, Card, Collection
 from prep.engine.store import Store, StoreError
 from prep.engine.study.mock import MockError, MockInterview
 from prep.engine.study.present import (
@@ -29,6 +32,7 @@ from prep.engine.study.scheduler import RATING_NAMES, Rating
 from prep.engine.timeutil import Clock
 from prep.tui.base import PrepScreen
 from prep.tui.plain import mock_summary_lines, took_text
+from prep.tui.widgets.text import Static
 
 
 class MockScreen(PrepScreen):
@@ -183,8 +187,10 @@ class MockScreen(PrepScreen):
             else:
                 label.update("Mock interview · done")
                 lines = mock_summary_lines(mock)
-                prompt.update(lines[0])
-                reveal.update("\n".join([*lines[1:], "", "Your grades are saved. Esc goes back."]))
+                prompt.update(Text(lines[0]))  # card text is user data, never markup
+                reveal.update(
+                    Text("\n".join([*lines[1:], "", "Your grades are saved. Esc goes back."]))
+                )
             self.tick()
             self.refresh_bindings()
             return
@@ -209,6 +215,9 @@ class MockScreen(PrepScreen):
         reveal.update("")
         grades.display = False
         mock.start()
+        grading = getattr(self.app, "grading", None)
+        if grading is not None and not card.choices:
+            grading.warm()  # the model loads while the answer is typed (once per worker)
         answer.focus()
         self.tick()
         self.refresh_bindings()
@@ -245,6 +254,9 @@ class MockScreen(PrepScreen):
                 text.append("\n")
             text.append(label, style="bold")
             text.append(rest)
+            if i == 0 and step.answer and self._grade_note is not None:
+                text.append("\n")
+                text.append_text(self._grade_note)
         self.query_one("#mock-reveal", Static).update(text)
         parts = [
             ("» " if suggested else "") + label  # as on the rating bar
@@ -282,9 +294,53 @@ class MockScreen(PrepScreen):
         assert step is not None
         typed = self.query_one("#mock-answer", Input).value.strip()
         letters = CHOICE_LETTERS[: len(step.card.choices)]
-        if letters and len(typed) == 1 and typed.lower() in letters:
+        picked = bool(letters) and len(typed) == 1 and typed.lower() in letters
+        if picked:
             mock.pick(letters.index(typed.lower()))
         mock.reveal(typed)
+        self._grade_note = None
+        if typed and not picked:
+            self._start_grade(mock.index, step.card, typed)
+        self.show_reveal()
+
+    # --- grading a typed answer (the model worker, waited on in a thread) ---------------------
+
+    _grade_note: Text | None = None
+
+    def _start_grade(self, index: int, card: Card, answer: str) -> None:
+        from prep.tui.grading import rubric_for
+
+        grading = getattr(self.app, "grading", None)
+        if grading is None or rubric_for(card) is None:
+            return
+        hint = grading.hint()
+        if hint is not None:
+            self._grade_note = Text(f"Not graded here: {hint}", style="dim")
+            return
+        self._grade_note = Text("Grading your answer…", style="italic dim")
+        self._wait_grade(grading, index, card, answer)
+
+    @work(thread=True, exclusive=True, group="mock-grade", exit_on_error=False)
+    def _wait_grade(self, grading: Any, index: int, card: Card, answer: str) -> None:
+        from prep.tui.grading import grade_now
+
+        grade, why = grade_now(grading, card, answer)
+        self.app.call_from_thread(self._grade_arrived, index, grade, why)
+
+    def _grade_arrived(self, index: int, grade: Any, why: str) -> None:
+        from prep.tui.grading import suggestion, verdict_text
+
+        mock = self.mock
+        if mock is None or mock.finished or mock.index != index or mock.step is None:
+            return  # graded by hand meanwhile: the learner's rating stands
+        step = mock.step
+        if grade is None:
+            self._grade_note = Text(why, style="dim")
+        else:
+            self._grade_note = verdict_text(grade)
+            step.missed = tuple(p.text for p in grade.missed)
+            if step.verdict is None:
+                step.suggested = Rating(suggestion(grade))
         self.show_reveal()
 
     def action_grade(self, rating: int) -> None:
@@ -293,7 +349,7 @@ class MockScreen(PrepScreen):
             return
         try:
             outcome = mock.grade(Rating(rating))
-        except StoreError as exc:  # a locked database: say so, nothing advances
+        except (StoreError, MockError) as exc:  # a locked database: say so, nothing advances
             self.notify(f"Could not save the grade: {exc}", severity="error")
             return
         self.show_step()
@@ -313,8 +369,14 @@ class MockScreen(PrepScreen):
             self.action_grade(int(step.suggested or Rating.Good))
 
     def action_back(self) -> None:
-        """Leave the mock; asks first when a typed answer would be thrown away."""
-        typed = self.query_one("#mock-answer", Input).value.strip()
+        """Esc: in the answer box with an answer typed, leave the box (the answer stays; then
+        q quits and Esc leaves the mock); otherwise leave the mock, asking first when a typed
+        answer would be thrown away."""
+        box = self.query_one("#mock-answer", Input)
+        typed = box.value.strip()
+        if box.has_focus and typed:
+            self.set_focus(None)  # what was typed stays (the footer says: Esc Back, q Quit)
+            return
         if typed and not self.revealed and self.mock is not None and not self.mock.finished:
             from prep.tui.screens.confirm import Confirm
 
@@ -330,20 +392,11 @@ class MockScreen(PrepScreen):
             self.query_one("#mock-answer", Input).focus()
 
 
-class MockApp(App):
-    """A minimal app around MockScreen, for `prep mock` (exits when the screen is left)."""
-
-    TITLE = "prep mock"
-
-    def __init__(self, mock: MockInterview) -> None:
-        super().__init__()
-        self._mock = mock
-
-    def on_mount(self) -> None:
-        self.push_screen(MockScreen(mock=self._mock), callback=lambda _result: self.exit(0))
-
-
 def run_mock(mock: MockInterview) -> int:
-    """Run the mock interview in the terminal; returns the exit code."""
-    MockApp(mock).run()
-    return 0
+    """Run `prep mock` in the terminal: the app opened on the mock, over home (Esc goes
+    home, q quits, as when `m` opens it); returns the exit code."""
+    from prep.tui.app import PrepApp
+
+    app = PrepApp(store=mock.store, collection=mock.collection, mock_first=mock)
+    result = app.run()
+    return app.return_code or int(result or 0)

@@ -1,7 +1,9 @@
 """Review: one card at a time; reveal, rate (1-4, with the interval each gives), undo.
 
 Choice and red-flag cards are picked with a-d first (the pick reveals the answer and suggests a
-rating; Enter takes it). Keys never collide: a-d only pick before the answer is shown, and `d`
+rating; Enter takes it). A red-flag card shows only the quoted answer first: the learner says
+what it gets wrong (in an interview the flaw must be articulated, not recognised), then space
+shows the choices. Keys never collide: a-d only pick before the answer is shown, and `d`
 runs the linked demo only after. The footer follows the card: it lists the keys that do
 something now. Every rating is committed by the engine before the next card is shown; a
 rating that cannot be saved (a locked database) is reported and nothing advances.
@@ -20,15 +22,17 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
 
 from prep.engine.decks.deck import CHOICE_LETTERS, Card
 from prep.engine.store import StoreError
 from prep.engine.study.scheduler import RATING_NAMES, Outcome, Rating
-from prep.engine.study.session import ReviewSession
+from prep.engine.study.session import NotCurrentCard, ReviewSession
 from prep.tui.base import PrepScreen
 from prep.tui.cardtext import card_text, inline_text, warm_up
+from prep.tui.screens.typed_answer import TypedAnswer
 from prep.tui.widgets.key_button import KeyButton
+from prep.tui.widgets.text import Static
 
 if TYPE_CHECKING:
     from prep.engine.study.present import DemoLink, Section
@@ -60,14 +64,14 @@ def back_markdown(sections: list[Section]) -> str:
 
 
 def demo_line(links: tuple[DemoLink, ...]) -> Text:
-    """`d  run the demo NAME`, its latest run and its claim; with several demos, their names
-    (d asks which one)."""
+    """`r  run the demo NAME`, its latest run and its claim; with several demos, their names
+    (r asks which one)."""
     if len(links) > 1:
-        line = Text.assemble(("d", "bold reverse"), f"  run one of {len(links)} demos: ")
+        line = Text.assemble(("r", "bold reverse"), f"  run one of {len(links)} demos: ")
         line.append(", ".join(link.name for link in links), style="bold")
         return line
     first = links[0]
-    line = Text.assemble(("d", "bold reverse"), "  run the demo ", (first.name, "bold"))
+    line = Text.assemble(("r", "bold reverse"), "  run the demo ", (first.name, "bold"))
     line.append(f"  ({first.last_run()})", style="dim")
     if first.claim:
         line.append(f"\n{first.claim}", style="dim")
@@ -77,9 +81,15 @@ def demo_line(links: tuple[DemoLink, ...]) -> Text:
 WARM_UP_SECONDS = 0.3
 
 
-class ReviewScreen(PrepScreen):
+class ReviewScreen(TypedAnswer, PrepScreen):
     RETRY_SECONDS = 10.0  # how long a rating retries while another prep holds the lock
     BINDINGS = [
+        Binding(
+            "space",
+            "show_choices",
+            "Show choices",
+            tooltip="Red flag: once you have said what the answer gets wrong, show the choices",
+        ),
         Binding("space", "reveal", "Show answer", tooltip="Show the answer"),
         Binding("space", "take('good')", "Good", tooltip="Once the answer is shown: rate Good"),
         Binding(
@@ -107,11 +117,19 @@ class ReviewScreen(PrepScreen):
         Binding("b", "pick(1)", "Pick b", show=False, tooltip="Pick choice b"),
         Binding("c", "pick(2)", "Pick c", show=False, tooltip="Pick choice c"),
         Binding("d", "pick(3)", "Pick d", show=False, tooltip="Pick choice d (before the answer)"),
+        # one meaning per key: a-d only pick (while the answer is hidden); r runs the demo, as
+        # r runs it again on the demo screen
         Binding(
-            "d",
+            "r",
             "demo",
-            "Demo",
-            tooltip="Run the card's linked demo, once the answer is shown",
+            "Run demo",
+            tooltip="Run the card's linked demo, once the answer is shown (a-d only pick choices)",
+        ),
+        Binding(
+            "t",
+            "type_answer",
+            "Type answer",
+            tooltip="Type your answer before the reveal: it is graded point by point",
         ),
         Binding("u", "undo", "Undo", tooltip="Undo the last rating or mark; its card comes back"),
         Binding(
@@ -145,6 +163,8 @@ class ReviewScreen(PrepScreen):
         self.session = session
         self.card: Card | None = None
         self.revealed = False
+        # a red-flag card's choices wait until the learner has said what is wrong (space)
+        self.choices_shown = True
         self.picked: int | None = None
         self.suggested: Rating | None = None
         self.preview: dict[Rating, Outcome] = {}
@@ -188,6 +208,9 @@ class ReviewScreen(PrepScreen):
 
     def show_card(self) -> None:
         """Show the session's current card, front side; or the summary when it is done."""
+        syncer = getattr(self.prep, "syncer", None)
+        if syncer is not None:  # what a sync brought: applied between cards
+            syncer.between_cards()
         card = self.session.current
         for notice in self.session.take_notices():
             self.notify(notice, severity="warning", timeout=10)
@@ -200,9 +223,11 @@ class ReviewScreen(PrepScreen):
         if card.demo is not None:
             self.prep.warm_demo(card.demo)  # torch loads in the background while you read
         self.revealed = False
+        self.choices_shown = card.kind != "red-flag" or not card.choices
         self.picked = None
         self.suggested = None
         self.preview = {}
+        self.reset_typed()
         self.query_one("#where", Static).update(self.where_text(card))
         self.query_one("#progress", Static).update(self.progress_text())
         context = self.query_one("#context", Static)
@@ -214,13 +239,17 @@ class ReviewScreen(PrepScreen):
         self.render_choices()
         if self._back is not None:
             self._back.display = False
+        if self._demo_link is not None:
+            self._demo_link.display = False
         self.query_one("#card", VerticalScroll).scroll_home(animate=False)
         hint = self.front_hint()
         if self._note is not None:
             hint = Text.assemble(self._note, (" · ", "dim"), hint)
         self.set_hint(hint)
         self._note = None
-        self.query_one("#reveal").display = True
+        button = self.query_one("#reveal", KeyButton)
+        button.label = "space  Show answer" if self.choices_shown else "space  Show choices"
+        button.display = True
         if self.ratings is not None:
             self.ratings.display = False
         self.refresh_bindings()
@@ -262,12 +291,24 @@ class ReviewScreen(PrepScreen):
 
     def front_hint(self) -> Text:
         assert self.card is not None
+        if not self.choices_shown:
+            return Text.assemble(
+                "Say out loud what this answer gets wrong, then ",
+                ("space", "bold"),
+                " shows the choices.",
+            )
         if self.card.choices:
             last = CHOICE_LETTERS[len(self.card.choices) - 1]
             return Text.assemble(
                 "Pick ", (f"a-{last}", "bold"), ", or ", ("space", "bold"), " shows the answer."
             )
-        return Text.assemble("Say your answer, then ", ("space", "bold"), " shows it.")
+        return Text.assemble(
+            "Say your answer (or ",
+            ("t", "bold"),
+            " to type it), then ",
+            ("space", "bold"),
+            " shows it.",
+        )
 
     def set_hint(self, text: Text | str) -> None:
         self.query_one("#hint", Static).update(text)
@@ -275,7 +316,7 @@ class ReviewScreen(PrepScreen):
     def render_choices(self) -> None:
         widget = self.query_one("#choices", Static)
         card = self.card
-        if card is None or not card.choices:
+        if card is None or not card.choices or not self.choices_shown:
             widget.display = False
             return
         widget.display = True
@@ -309,6 +350,7 @@ class ReviewScreen(PrepScreen):
         if card is None or self.revealed:
             return
         self.revealed = True
+        self.choices_shown = True
         try:
             self.preview = self.session.preview()
         except StoreError as exc:
@@ -322,8 +364,11 @@ class ReviewScreen(PrepScreen):
         sections = answer_sections(card, self.prep.demos, runs)
         if self._back is None:
             self._answer, self._demo_link = Static(id="answer"), Static(id="demo-link")
-            self._back = Vertical(self._answer, self._demo_link, id="back")
+            self._back = Vertical(self._answer, id="back")
             self.query_one("#card").mount(self._back)  # last: below the choices
+            # the demo line sits below the scrolling card, above the ratings: visible however
+            # long the answer is (at 80x24 it was below the fold)
+            self.mount(self._demo_link, after=self.query_one("#card"))
         assert self._answer is not None and self._demo_link is not None
         self._answer.update(card_text(back_markdown(sections)))
         link = self._demo_link
@@ -348,11 +393,17 @@ class ReviewScreen(PrepScreen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # The footer lists only what works now: space before the answer, 1-4 after it, a-d
-        # while a choice card waits for a pick, d once a card with a demo is revealed (on a
-        # four-choice card `d` picks choice d until then).
+        # while a choice card waits for a pick (and never after), r once a card with a demo
+        # is revealed.
         card = self.card
+        if self.box_open and action != "type_answer":
+            return False  # keys type text while the answer box is open
+        if action == "type_answer":
+            return card is not None and not self.revealed and not self.box_open
+        if action == "show_choices":
+            return card is not None and not self.revealed and not self.choices_shown
         if action == "reveal":
-            return card is not None and not self.revealed
+            return card is not None and not self.revealed and self.choices_shown
         if action == "rate":
             return card is not None and self.revealed
         if action == "take":  # labelled Good, or "Take suggestion" after a wrong pick
@@ -362,7 +413,12 @@ class ReviewScreen(PrepScreen):
             index = int(parameters[0]) if parameters else 0  # type: ignore[call-overload]
             if len(parameters) > 1 and card is not None and len(card.choices) != parameters[1]:
                 return False  # the "a" binding for another number of choices
-            return card is not None and not self.revealed and index < len(card.choices)
+            return (
+                card is not None
+                and not self.revealed
+                and self.choices_shown
+                and index < len(card.choices)
+            )
         if action == "demo":
             return card is not None and self.revealed and card.demo is not None
         return True
@@ -370,8 +426,23 @@ class ReviewScreen(PrepScreen):
     def action_reveal(self) -> None:
         self.reveal()
 
+    def show_choices(self) -> None:
+        """A red-flag card's second step: the choices, once the flaw has been said."""
+        if self.card is None or self.revealed or self.choices_shown:
+            return
+        self.choices_shown = True
+        self.render_choices()
+        self.set_hint(self.front_hint())
+        self.query_one("#reveal", KeyButton).label = "space  Show answer"
+        self.refresh_bindings()
+
+    def action_show_choices(self) -> None:
+        self.show_choices()
+
     def action_primary(self) -> None:
-        if not self.revealed:
+        if not self.revealed and not self.choices_shown:
+            self.show_choices()
+        elif not self.revealed:
             self.reveal()
         else:
             self.action_rate(int(self.suggested or Rating.Good))
@@ -386,7 +457,11 @@ class ReviewScreen(PrepScreen):
         if self.card is None or self.saving:
             return
         try:
-            mark = self.session.set_mark(change)
+            mark = self.session.set_mark(change, card_id=self.card.id)
+        except NotCurrentCard as exc:
+            self.notify(f"Not saved: {exc}", severity="error", timeout=8)
+            self.show_card()
+            return
         except StoreError as exc:
             self.notify(f"Not saved: {exc}", severity="error", timeout=8)
             return
@@ -410,7 +485,9 @@ class ReviewScreen(PrepScreen):
         from prep.engine.study.present import choice_verdict, rating_name
 
         card = self.card
-        if card is None or self.revealed or index >= len(card.choices):
+        if card is None or self.revealed or not self.choices_shown or index >= len(card.choices):
+            return
+        if self.box_open:
             return
         verdict = choice_verdict(card, index)
         self.picked = index
@@ -430,10 +507,10 @@ class ReviewScreen(PrepScreen):
         if self.card is None or not self.revealed or self.saving:
             return
         self.saving = True
-        self.save_rating(value)
+        self.save_rating(value, self.card)
 
     @work(exclusive=True, group="save", exit_on_error=False)
-    async def save_rating(self, value: int) -> None:
+    async def save_rating(self, value: int, card: Card) -> None:
         """Commit the rating; while another prep holds the write lock, retry on a timer (the
         screen stays live and says so) for up to RETRY_SECONDS, then give up saying so."""
         from prep.engine.study.present import spoken_interval
@@ -442,8 +519,15 @@ class ReviewScreen(PrepScreen):
         try:
             while True:
                 try:
-                    outcome = self.session.rate(Rating(value))
+                    # the card on screen, named: the session refuses any other
+                    outcome = self.session.rate(
+                        Rating(value), card_id=card.id, content_hash=card.content_hash
+                    )
                     break
+                except NotCurrentCard as exc:  # never saved on another card: say so
+                    self.notify(f"Not saved: {exc}", severity="error", timeout=8)
+                    self.show_card()
+                    return
                 except StoreError as exc:
                     if exc.kind == "busy" and time.monotonic() < deadline:
                         self.set_hint(
@@ -472,8 +556,8 @@ class ReviewScreen(PrepScreen):
         self.action_rate(int(event.rating))
 
     def on_key_button_pressed(self, event: KeyButton.Pressed) -> None:
-        if event.button.id == "reveal":
-            self.reveal()
+        if event.button.id == "reveal" and not self.submit_box():
+            self.action_primary()  # a red flag's choices first, then the answer
 
     def action_undo(self) -> None:
         if self.saving:

@@ -1,5 +1,6 @@
 """Stats: reviews per day (30 days), true retention, the 14-day due forecast, mastery per deck
-and tag, demos verified. The numbers are `prep stats`'s (prep.engine.study.stats.compute)."""
+and tag, demos verified; with an interview date, the predicted recall on the day. The numbers
+are `prep stats`'s (prep.engine.study.stats.compute)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import Footer, Header
 from textual_plotext import PlotextPlot
 
 from prep.engine.store import StoreError
 from prep.engine.study.present import count, percent
-from prep.engine.study.stats import marks_text
+from prep.engine.study.stats import interview_lines, marks_text
 from prep.tui.base import PrepScreen
+from prep.tui.widgets.text import DataTable, Static
 
 
 def bar_chart(widget: PlotextPlot, labels: list[str], values: list[int], title: str) -> None:
@@ -44,6 +46,10 @@ class StatsScreen(PrepScreen):
         margin: 1 0;
     }
 
+    StatsScreen #stats-interview {
+        margin: 0 0 1 0;
+    }
+
     StatsScreen PlotextPlot {
         height: 12;
         margin-bottom: 1;
@@ -67,6 +73,7 @@ class StatsScreen(PrepScreen):
         yield Header()
         with VerticalScroll(id="stats"):
             yield Static(id="stats-summary")
+            yield Static(id="stats-interview")
             yield PlotextPlot(id="per-day")
             yield PlotextPlot(id="forecast")
             yield Static("Mastery per deck", classes="section")
@@ -135,6 +142,10 @@ class StatsScreen(PrepScreen):
                 summary.append(f"\n{kind.capitalize():<11}", style="bold")
                 summary.append(", ".join(stats["marked"][kind]), style=style)
         self.query_one("#stats-summary", Static).update(summary)
+        interview = self.query_one("#stats-interview", Static)
+        interview.display = bool(stats.get("interview"))
+        if stats.get("interview"):  # the ten weakest tags here; `prep stats` lists them all
+            interview.update(Text("\n".join(interview_lines(stats["interview"], tags=10))))
 
         per_day = stats["per_day"]
         bar_chart(

@@ -11,7 +11,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Static
+
+from prep.tui.widgets.text import Static
 
 EXTRA_NEW = 10  # the new cards one "study more" adds to today's limit
 AHEAD_DAYS = 7  # review ahead: review cards due within this many days

@@ -6,13 +6,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Footer, Header
 
 from prep.engine.store import StoreError
 from prep.engine.study.present import count, duration_text, percent, spoken_interval
 from prep.engine.study.scheduler import RATING_NAMES, Rating
 from prep.engine.study.session import ReviewSession
 from prep.tui.base import PrepScreen
+from prep.tui.widgets.text import Static
 
 
 class SummaryScreen(PrepScreen):

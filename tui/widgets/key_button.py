@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from textual import events
 from textual.message import Message
-from textual.widgets import Static
+
+from prep.tui.widgets.text import Static
 
 VARIANTS = ("default", "primary", "success", "warning", "error")
 

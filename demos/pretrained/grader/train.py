@@ -1,0 +1,328 @@
+"""Train the grader's head (prep.demos.pretrained.grader.model.Head) and measure it on the held-out set.
+
+    python -m prep.demos.pretrained.grader.train            # writes demos/pretrained/weights/grader.json and
+                                                 # demos/pretrained/weights/grader_metrics.json
+    python -m prep.demos.pretrained.grader.train --out /tmp/g.json   # a trial run elsewhere
+
+MiniLM stays frozen; only the 7 -> 8 -> 1 head is fit (fixed seed, full-batch Adam), on:
+
+- pairs generated from the bundled decks' 60-second bullets (the cards behind the held-out
+  rubrics are left out): the point itself and light rewrites of it (covered); the point negated
+  at its first auxiliary verb, its words shuffled, its content words as a bare list, another
+  card's bullet, and each other bullet of the same card (same terms, another claim: what a
+  partial answer is made of) (not covered);
+- the paraphrase pairs of demos/pretrained/data/sentences.tsv (covered), and one anchor against another
+  pair's paraphrase or a negated paraphrase (not covered): plain English, no shared words;
+- the `tune` part of the labelled development set (a point counts as covered when the best of
+  the answer's sentences covers it, so the head is fit through the same max the grader uses).
+
+The `heldout` part is then graded once, with the two naive baselines beside it (MiniLM cosine
+and keyword overlap, each with the threshold that does best on the tune part).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from prep.demos._torch import torch
+from prep.demos.pretrained.grader import devset
+from prep.demos.pretrained.grader import text as tx
+from prep.demos.pretrained.grader.model import (
+    FEATURES,
+    HEAD_COLUMNS,
+    Grader,
+    Head,
+    apply_rules,
+    pair_features,
+)
+
+ROOT = Path(__file__).resolve().parents[3]
+WEIGHTS = Path(__file__).resolve().parents[1] / "weights"
+# The bundled cards whose topics the held-out rubrics ask about: never trained on.
+HELDOUT_CARDS = frozenset(
+    {
+        "wo-residual-without-wo",
+        "wo-per-head-sum",
+        "wo-param-share",
+        "wo-pruning-zero-block",
+        "wo-attention-sinks",
+        "wo-gpt2-init",
+    }
+)
+SEED = 0
+STEPS = 600
+LR = 0.02
+WEIGHT_DECAY = 1e-2  # run 2 fit the tune part to 0.993: a smaller, more regular head
+TUNE_WEIGHT = 3.0  # a labelled dev answer counts as much as three generated pairs
+
+_AUX = re.compile(
+    r"\b(is|are|was|were|can|could|will|would|should|must|has|have|does|do|keeps|makes|"
+    r"needs|mixes|writes|decides|lives|sits)\b"
+)
+_DO_FORM = {
+    "keeps": "does not keep",
+    "makes": "does not make",
+    "needs": "does not need",
+    "mixes": "does not mix",
+    "writes": "does not write",
+    "decides": "does not decide",
+    "lives": "does not live",
+    "sits": "does not sit",
+}
+
+
+def negate(sentence: str) -> str | None:
+    """The sentence with its first auxiliary (or common verb) negated, or None if it has none."""
+    m = _AUX.search(sentence)
+    if not m:
+        return None
+    word = m.group(1)
+    if word == "can":
+        neg = "cannot"
+    elif word in _DO_FORM:
+        neg = _DO_FORM[word]
+    else:
+        neg = word + " not"
+    return sentence[: m.start()] + neg + sentence[m.end() :]
+
+
+def deck_bullets() -> list[list[str]]:
+    """Each training card's bullets (the bundled decks, read as YAML; held-out cards left out)."""
+    import yaml
+
+    cards = []
+    for path in sorted((ROOT / "questions").glob("*.yaml")):
+        for card in yaml.safe_load(path.read_text("utf-8")).get("cards", []):
+            bullets = card.get("bullets") or []
+            if card.get("id") not in HELDOUT_CARDS and bullets:
+                cards.append([str(b) for b in bullets])
+    return cards
+
+
+def paraphrase_pairs() -> list[tuple[str, str]]:
+    text = (ROOT / "demos" / "pretrained" / "data" / "sentences.tsv").read_text("utf-8")
+    rows = [ln.split("\t") for ln in text.splitlines() if ln and not ln.startswith("#")]
+    return [(a.strip(), b.strip()) for a, b in rows]
+
+
+def generated(rng: random.Random) -> list[tuple[str, list[str], float]]:
+    """(point, [sentence], label) pairs from the decks and the paraphrase file."""
+    out: list[tuple[str, list[str], float]] = []
+    cards = deck_bullets()
+    every = [b for card in cards for b in card]
+    for ci, card in enumerate(cards):
+        for b in card:
+            out.append((b, [b], 1.0))
+            plain = re.sub(r"\s*\([^)]*\)", "", b).rstrip(".") + "."
+            if plain != b:
+                out.append((b, [plain], 1.0))
+            neg = negate(b)
+            if neg:
+                out.append((b, [neg], 0.0))
+            ws = b.split()
+            shuffled = ws[:]
+            rng.shuffle(shuffled)
+            if shuffled != ws:
+                out.append((b, [" ".join(shuffled)], 0.0))
+            content = [w for w in tx.words(b) if w not in tx.STOPWORDS]
+            if len(content) >= 3:
+                out.append((b, [", ".join(content) + "."], 0.0))
+            other = rng.choice([o for j, c in enumerate(cards) if j != ci for o in c])
+            out.append((b, [other], 0.0))
+            # the same card's other bullets: the same topic and terms, another claim (the
+            # hard negatives a partial answer is made of)
+            for sibling in card:
+                if sibling != b:
+                    out.append((b, [sibling], 0.0))
+    assert every
+    pairs = paraphrase_pairs()
+    for i, (a, p) in enumerate(pairs):
+        out.append((a, [p], 1.0))
+        out.append((p, [a], 1.0))
+        out.append((a, [pairs[(i + 7) % len(pairs)][1]], 0.0))
+        neg = negate(p)
+        if neg:
+            out.append((a, [neg], 0.0))
+    return out
+
+
+def tune_instances() -> list[tuple[str, list[str], float]]:
+    rubrics, examples = devset.load()
+    out = []
+    for ex in examples:
+        if ex.split != "tune":
+            continue
+        sents = tx.sentences(ex.answer)
+        for p in rubrics[ex.qid].points:
+            out.append((p.text, sents, float(ex.covered[p.id])))
+    return out
+
+
+def featurise(grader: Grader, items: list[tuple[str, list[str], float]]) -> list[torch.Tensor]:
+    texts = [t for point, sents, _ in items for t in (point, *sents)]
+    grader.encoder.encode(texts)
+    out = []
+    for point, sents, _ in items:
+        p, *ss = grader.encoder.encode([point, *sents])
+        out.append(torch.tensor([pair_features(p, s) for s in ss]))  # (S, F)
+    return out
+
+
+def fit(feats: list[torch.Tensor], labels: torch.Tensor, weights: torch.Tensor) -> Head:
+    torch.manual_seed(SEED)
+    head = Head()
+    flat = torch.cat(feats)  # (sum S, F)
+    cols = flat[:, HEAD_COLUMNS]  # (sum S, n)
+    head.mean.copy_(cols.mean(0))
+    head.std.copy_(cols.std(0).clamp_min(1e-3))
+    lengths = torch.tensor([f.shape[0] for f in feats])
+    owner = torch.repeat_interleave(torch.arange(len(feats)), lengths)  # (sum S,)
+    pos = float((labels * weights).sum())
+    neg = float(((1 - labels) * weights).sum())
+    w = weights * torch.where(labels > 0, (pos + neg) / (2 * pos), (pos + neg) / (2 * neg))
+    opt = torch.optim.Adam(head.parameters(), lr=LR, weight_decay=WEIGHT_DECAY)
+    for _ in range(STEPS):
+        logits = apply_rules(head(flat), flat)  # (sum S,)
+        best = torch.full((len(feats),), -1e9).scatter_reduce(0, owner, logits, "amax")
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(best, labels, weight=w)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return head.eval()
+
+
+def evaluate(grader: Grader, tune_threshold_split: str = "tune") -> dict[str, Any]:
+    """Grade the held-out part with the grader and the two baselines; time per answer."""
+    rubrics, examples = devset.load()
+    feats: dict[tuple[str, str], torch.Tensor] = {}
+
+    def features(rubric: Any, answer: str) -> torch.Tensor:
+        key = (rubric.question, answer)
+        if key not in feats:
+            sents = tx.sentences(answer)
+            enc = grader.encoder.encode([p.text for p in rubric.points] + sents)
+            ps, ss = enc[: len(rubric.points)], enc[len(rubric.points) :]
+            feats[key] = torch.tensor([[pair_features(p, s) for s in ss] for p in ps])
+        return feats[key]  # (P, S, F)
+
+    def baseline(column: int, tau: float):
+        def predict(rubric: Any, answer: str) -> dict[str, bool]:
+            best = features(rubric, answer)[..., column].max(1).values  # (P,)
+            return {p.id: bool(v >= tau) for p, v in zip(rubric.points, best, strict=True)}
+
+        return predict
+
+    tune = [e for e in examples if e.split == tune_threshold_split]
+    held = [e for e in examples if e.split == "heldout"]
+    baselines = {}
+    for name, column in (("minilm_cosine", FEATURES.index("cos")), ("keyword_overlap", 3)):
+        grid = [i / 100 for i in range(0, 101, 2)]
+        best_tau = max(
+            grid,
+            key=lambda t: devset.balanced_accuracy(
+                devset.judge(tune, baseline(column, t), rubrics)
+            ),
+        )
+        held_judged = devset.judge(held, baseline(column, best_tau), rubrics)
+        baselines[name] = {"threshold": best_tau, **devset.report(held_judged)}
+
+    grader.encoder._cache.clear()
+    start = time.perf_counter()
+    judged = devset.judge(
+        held,
+        lambda r, a: {v.id: v.covered for v in grader.grade(r, a).points},
+        rubrics,
+    )
+    per_answer = (time.perf_counter() - start) / len(held)
+    tune_judged = devset.judge(
+        tune, lambda r, a: {v.id: v.covered for v in grader.grade(r, a).points}, rubrics
+    )
+    return {
+        "heldout": devset.report(judged),
+        "tune": {"balanced_accuracy": round(devset.balanced_accuracy(tune_judged), 3)},
+        "baselines_heldout": baselines,
+        "seconds_per_answer": round(per_answer, 4),
+    }
+
+
+# Every run whose held-out numbers were seen, and what changed after it (none of the changes
+# was chosen by reading held-out answers; each is argued in its line). The last is the shipped.
+HISTORY = [
+    "run 1: head 8->16->1, no rule: heldout BA 0.786, salad 0.056, negated 0.333, "
+    "paraphrase 0.556 -> add the negation rule the issue proposes (a sentence whose negation "
+    "parity differs from the point's cannot cover it)",
+    "run 2: + parity rule: BA 0.788, salad 0.0, negated 0.278, paraphrase 0.611; tune BA 0.993 "
+    "(overfit) -> smaller head (8 hidden), weight decay 1e-2; rule by presence, not parity "
+    "(a doubly negated sentence slipped through parity)",
+    "run 3: BA 0.824, salad 0.0, negated 0.333, paraphrase 0.611; a synthetic probe (not the "
+    "dev set) showed the head scoring two unrelated negated sentences as agreeing -> the head "
+    "no longer sees neg_mismatch; negation is the rule's alone",
+    "run 4: BA 0.818, salad 0.056, negated 0.333, paraphrase 0.611; the tests' partial answers "
+    "(same subject, another claim) were called covered -> the same card's other bullets join "
+    "the generated negatives (leave-one-question-out on the tune part: BA 0.763 -> 0.753, no "
+    "better, kept because the argument for it stands)",
+    "run 5: shipped; its numbers are in this file",
+]
+
+BARS = {
+    "balanced_accuracy": (">=", 0.80),
+    "salad_called_covered": ("<=", 0.25),
+    "negated_called_covered": ("<=", 0.25),
+    "paraphrase_found": (">=", 0.50),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=WEIGHTS / "grader.json")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    start = time.perf_counter()
+    rng = random.Random(SEED)
+    grader = Grader(head=Head())
+    load_s = time.perf_counter() - start
+    items = generated(rng) + tune_instances()
+    n_gen = len(items) - len(tune_instances())
+    feats = featurise(grader, items)
+    labels = torch.tensor([lab for *_, lab in items])
+    weights = torch.tensor([1.0] * n_gen + [TUNE_WEIGHT] * (len(items) - n_gen))
+    grader.head = fit(feats, labels, weights)
+    train_s = time.perf_counter() - start - load_s
+    metrics = evaluate(grader)
+    metrics["bars"] = {k: f"{op} {v}" for k, (op, v) in BARS.items()}
+    metrics["history"] = HISTORY
+    metrics["training"] = {
+        "seed": SEED,
+        "steps": STEPS,
+        "lr": LR,
+        "weight_decay": WEIGHT_DECAY,
+        "generated_pairs": n_gen,
+        "tune_point_instances": len(items) - n_gen,
+        "heldout_cards_excluded": sorted(HELDOUT_CARDS),
+        "seconds_load": round(load_s, 1),
+        "seconds_features_and_fit": round(train_s, 1),
+    }
+    args.out.write_text(json.dumps({"head": grader.head.to_json()}, indent=None) + "\n", "utf-8")
+    metrics_path = args.out.with_name(args.out.stem + "_metrics.json")
+    metrics_path.write_text(json.dumps(metrics, indent=2) + "\n", "utf-8")
+    print(json.dumps({k: metrics[k] for k in ("heldout", "tune", "seconds_per_answer")}, indent=1))
+    for name, base in metrics["baselines_heldout"].items():
+        print(
+            name,
+            base["balanced_accuracy"],
+            base["salad_called_covered"],
+            base["negated_called_covered"],
+            base["paraphrase_found"],
+        )
+    print(f"wrote {args.out} and {metrics_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,411 @@
+"""The study plan that ends on the interview day (`prep config interview_date YYYY-MM-DD`).
+
+With a date set, the days before it are planned backwards from it:
+
+- every card the plan covers (the decks in ``plan_decks``, every deck when unset; cards up to
+  ``plan_level``) is introduced early enough to be studied on at least ``REVIEW_DAYS`` study
+  days before the interview: new cards come in over the days up to the one before the last,
+  at least ``new_per_day`` a day and more when the unseen cards need it;
+- a review FSRS would put on or after the interview day is brought forward to the last useful
+  day, the study day before the interview (unless the card was already studied that day);
+- a card whose retrievability at the interview is still below the desired retention after
+  that (it lapsed on the last day, say) is due on the morning of the day itself. Repeating it
+  the same day would not do: FSRS's same-day update barely moves stability (a Good adds about
+  5%), so only a later review raises the recall at the interview. A card failed that
+  morning comes back after ``AGAIN_ON_THE_DAY`` until it is above target (hours before the
+  interview, a small stability is enough).
+
+Retrievability "on the day" is FSRS's own forgetting curve (the card's stability, the
+scheduler's decay) at noon local time on the interview date, in fractional days.
+
+Nothing here is stored: the card states stay FSRS's own and the plan is a view on which of
+them are due. Changing or clearing the date changes the view only, and after the date
+scheduling is plain FSRS on the same states. Everything takes ``now``: the clock is the
+caller's (tests inject one).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from typing import Any
+
+from fsrs.scheduler import DEFAULT_PARAMETERS
+
+from prep.engine.study.scheduler import LEVELS, CardState, Settings, State, interview_day
+from prep.engine.timeutil import day_start, study_day_start, to_utc
+
+REVIEW_DAYS = 2  # study days (the introduction's included) each card gets before the day
+INTERVIEW_HOUR = 12  # local time of day at which "retrievability on the day" is measured
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+AGAIN_ON_THE_DAY = timedelta(minutes=10)  # as a relearning step
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def forgetting_curve(stability: float, elapsed_days: float, decay: float) -> float:
+    """FSRS-6's power forgetting curve, as fsrs computes it (``decay`` is parameter w20):
+    R = (1 + factor · t / S) ^ -decay, with factor chosen so that R = 0.9 when t = S."""
+    factor = 0.9 ** (-1 / decay) - 1
+    return (1 + factor * max(0.0, elapsed_days) / stability) ** -decay
+
+
+def study_date(now: datetime) -> date:
+    """The local calendar date of the study day holding ``now`` (days roll over at 4am)."""
+    return (day_start(now) + timedelta(hours=12)).astimezone().date()
+
+
+def short_date(day: date) -> str:
+    """``Fri 12 Dec`` (English names whatever the locale)."""
+    return f"{WEEKDAYS[day.weekday()][:3]} {day.day} {MONTHS[day.month - 1]}"
+
+
+def days_text(n: int) -> str:
+    return "1 day" if n == 1 else f"{n} days"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The interview plan as seen at ``now`` (the study day ``today``)."""
+
+    now: datetime
+    date: date  # the interview's date
+    today: date  # the study day holding now
+    moment: datetime  # when "on the day" is measured (noon local on the date), UTC
+    day_start: datetime  # the interview's study day starts (UTC)
+    last_day: datetime  # the study day before it starts (UTC)
+    target: float  # desired retention
+    decay: float  # FSRS's w20
+    decks: frozenset[str] | None  # None: every deck
+    level: str  # the highest level covered
+
+    @classmethod
+    def of(cls, settings: Settings, now: datetime) -> Plan | None:
+        """The plan for ``settings``' interview date, or None when no date is set."""
+        if settings.interview_date is None:
+            return None
+        day = interview_day(settings.interview_date)
+        today = study_date(now)
+        offset = (day - today).days
+        params = settings.parameters if settings.parameters is not None else DEFAULT_PARAMETERS
+        noon = datetime.combine(day, time(INTERVIEW_HOUR)).astimezone()  # local, then UTC
+        return cls(
+            now=to_utc(now),
+            date=day,
+            today=today,
+            moment=to_utc(noon),
+            day_start=study_day_start(now, offset),
+            last_day=study_day_start(now, offset - 1),
+            target=settings.desired_retention,
+            decay=float(params[20]),
+            decks=None if settings.plan_decks is None else frozenset(settings.plan_decks),
+            level=settings.plan_level,
+        )
+
+    # --- where we are ---------------------------------------------------------------------
+
+    @property
+    def days_left(self) -> int:
+        """Study days before the interview, today included (0 on the day, < 0 after)."""
+        return (self.date - self.today).days
+
+    @property
+    def before(self) -> bool:
+        """Whether the interview is still ahead (the plan shapes the queue only until then)."""
+        return self.now < self.moment
+
+    @property
+    def bringing_forward(self) -> bool:
+        """The day before the interview and its morning: reviews come early."""
+        return self.before and self.now >= self.last_day
+
+    @property
+    def intro_days(self) -> int:
+        """The days left on which new cards come in: all but the last REVIEW_DAYS - 1 of
+        them (at least today while the interview is a day or more ahead; none on the day)."""
+        return max(1, self.days_left - (REVIEW_DAYS - 1)) if self.days_left > 0 else 0
+
+    def new_per_day(self, unseen_at_day_start: int) -> int:
+        """New cards a day that introduce every unseen card in the introduction days (the
+        day itself adds none: that morning is for the weakest cards, not new ones)."""
+        return math.ceil(unseen_at_day_start / self.intro_days) if self.intro_days else 0
+
+    @property
+    def cramming(self) -> bool:
+        """The day before the interview and the day itself: cram and mock go weakest first."""
+        return 0 <= self.days_left <= 1
+
+    # --- which cards ----------------------------------------------------------------------
+
+    def covers(self, deck: str, level: str | None = None) -> bool:
+        """Whether a card of ``deck`` at ``level`` (None: core) is in the plan."""
+        if self.decks is not None and deck not in self.decks:
+            return False
+        return LEVELS.index(level or "core") <= LEVELS.index(self.level)
+
+    def covered_ids(self, collection: Any) -> list[str]:
+        """The ids of the collection's cards the plan covers, in deck order."""
+        out = []
+        for name, info in collection.decks.items():
+            if self.decks is not None and name not in self.decks:
+                continue
+            if self.level == LEVELS[-1]:  # every level: no card needs to be read
+                out += info.card_ids
+            else:
+                out += [
+                    cid
+                    for cid in info.card_ids
+                    if (card := collection.get(cid)) is not None
+                    and self.covers(name, getattr(card, "level", None))
+                ]
+        return out
+
+    # --- FSRS on the day ------------------------------------------------------------------
+
+    def retrievability(self, state: CardState | None) -> float:
+        """FSRS's predicted recall at the interview (0 for a card never studied)."""
+        if state is None or state.is_new or not state.stability or state.last_review is None:
+            return 0.0
+        elapsed = (self.moment - state.last_review).total_seconds() / 86400
+        return forgetting_curve(state.stability, elapsed, self.decay)
+
+    def due(self, state: CardState) -> datetime | None:
+        """When the plan serves a covered card: FSRS's due, except that a review due on or
+        after the interview day comes on the day before it (when it was not studied that
+        day), and one still below target at the interview comes on the morning of the day
+        (again after ``AGAIN_ON_THE_DAY`` while it stays below). Learning steps keep FSRS's
+        own."""
+        due = state.due
+        studied = state.last_review
+        if not self.before or due is None or studied is None or state.state != State.Review:
+            return due
+        if due >= self.day_start and studied < self.last_day:
+            due = self.last_day
+        if self.below(state):
+            again = self.day_start if studied < self.day_start else studied + AGAIN_ON_THE_DAY
+            due = min(due, again)
+        return due
+
+    def below(self, state: CardState) -> bool:
+        return self.retrievability(state) < self.target
+
+    # --- what the learner reads ----------------------------------------------------------
+
+    def header(self) -> str:
+        """``Interview: Fri 12 Dec, 4 days`` (``today`` on the day; the year when it is not
+        this one)."""
+        when = short_date(self.date)
+        if self.date.year != self.today.year:
+            when += f" {self.date.year}"
+        if self.days_left == 0:
+            return f"Interview: {when}, today"
+        if self.days_left < 0:
+            return f"Interview: {when}, {days_text(-self.days_left)} ago"
+        return f"Interview: {when}, {days_text(self.days_left)}"
+
+    def before_text(self) -> str:
+        """``before Friday`` within a week, ``before Fri 19 Dec`` further out."""
+        if self.days_left <= 6:
+            return f"before {WEEKDAYS[self.date.weekday()]}"
+        year = f" {self.date.year}" if self.date.year != self.today.year else ""
+        return f"before {short_date(self.date)}{year}"
+
+
+@dataclass(frozen=True)
+class PlanDay:
+    """Today's share of the plan: how many new cards and why."""
+
+    plan: Plan
+    cards: int  # cards the plan covers
+    unseen: int  # of them, not introduced when today began
+    per_day: int  # new cards a day the plan needs (from today on)
+    setting: int  # the new_per_day setting
+
+    @property
+    def new_today(self) -> int:
+        """Today's new-card limit: the setting, or more when the plan needs more."""
+        return max(self.setting, self.per_day)
+
+    @property
+    def raised(self) -> bool:
+        return self.per_day > self.setting
+
+    def line(self) -> str:
+        """``108 cards in 3 days: 36 new a day, 2 reviews each before Friday``."""
+        p = self.plan
+        if p.days_left == 0:
+            return "Today: the weakest cards first (c crams them, m runs a mock interview)"
+        reviews = f"{REVIEW_DAYS} reviews each {p.before_text()}"
+        if self.unseen == 0:
+            return f"All {self.cards} cards seen: {reviews}, due ones brought forward"
+        days = p.intro_days
+        n = self.new_today if days > 1 else self.unseen
+        return f"{self.unseen} cards in {days_text(days)}: {n} new a day, {reviews}"
+
+    def why(self) -> str | None:
+        """Why today's new cards are more than the setting, or None when they are not."""
+        if not self.raised:
+            return None
+        return (
+            f"{self.per_day} new today, not {self.setting} (new_per_day): every card seen "
+            f"twice {self.plan.before_text()}"
+        )
+
+
+def plan_day(
+    store: Any, collection: Any, now: datetime, settings: Settings | None = None
+) -> PlanDay | None:
+    """Today's share of the plan, or None when no interview is set or it is past."""
+    settings = settings or store.settings()
+    plan = Plan.of(settings, now)
+    if plan is None or plan.days_left < 0:
+        return None
+    hidden = store.hidden_ids(now)  # suspended or buried (a few): never served as new
+    if plan.level == LEVELS[-1]:  # whole decks: two grouped counts, no id is read
+        seen_in = {deck: n for deck, (n, _) in store.deck_progress(0.0).items()}
+        sizes = {d: n for d, n in collection.deck_sizes().items() if plan.covers(d)}
+        cards = sum(sizes.values())
+        unseen = sum(n - seen_in.get(d, 0) for d, n in sizes.items())
+        stored = store.cards(hidden)
+        unseen -= sum(
+            1
+            for cid in hidden
+            if cid not in stored
+            and (card := collection.get(cid)) is not None
+            and plan.covers(card.deck)
+        )
+    else:
+        ids = plan.covered_ids(collection)
+        seen = store.seen_ids() | hidden
+        cards, unseen = len(ids), sum(1 for cid in ids if cid not in seen)
+    introduced_today = store.count_reviews(day_start(now), new_only=True)
+    per_day = plan.new_per_day(unseen + introduced_today)
+    return PlanDay(plan, cards, unseen + introduced_today, per_day, settings.new_per_day)
+
+
+def new_per_day(store: Any, collection: Any, now: datetime, settings: Settings) -> int:
+    """Today's new-card limit before "study more": the setting, raised by the plan."""
+    if settings.interview_date is None:
+        return settings.new_per_day
+    day = plan_day(store, collection, now, settings)
+    return settings.new_per_day if day is None else day.new_today
+
+
+def new_card_decks(
+    settings: Settings, now: datetime, collection: Any, among: AbstractSet[str] | None
+) -> AbstractSet[str] | None:
+    """The decks today's new cards come from (all decks together): those of ``among``
+    (None: every deck) that an interview plan on some decks covers, while it is ahead."""
+    plan = Plan.of(settings, now) if settings.plan_decks is not None else None
+    if plan is None or not plan.before or plan.decks is None:
+        return among
+    decks = plan.decks & set(collection.decks)
+    return decks if among is None else decks & set(among)
+
+
+def brought_forward(
+    store: Any,
+    collection: Any,
+    now: datetime,
+    *,
+    decks: Iterable[str] | None = None,
+    hidden: set[str] | None = None,
+    settings: Settings | None = None,
+) -> list[str]:
+    """The review cards the plan makes due now that FSRS does not (on the last day before
+    the interview only: brought forward, or topped up), lowest retrievability on the day
+    first."""
+    settings = settings or store.settings()
+    plan = Plan.of(settings, now)
+    if plan is None or not plan.bringing_forward:
+        return []
+    wanted = None if decks is None else set(decks)
+    ids = [cid for cid in plan.covered_ids(collection) if not hidden or cid not in hidden]
+    states = [
+        s
+        for s in store.cards(ids).values()
+        if not s.removed
+        and (wanted is None or s.deck in wanted)
+        and s.due is not None
+        and s.due > now
+        and (due := plan.due(s)) is not None
+        and due <= now
+    ]
+    states.sort(key=plan.retrievability)
+    return [s.id for s in states]
+
+
+def due_of(plan: Plan | None, collection: Any, state: CardState) -> datetime | None:
+    """When a card is served: the plan's due for a covered card, FSRS's otherwise."""
+    if plan is None or not plan.before:
+        return state.due
+    card = collection.get(state.id)
+    if card is None or not plan.covers(card.deck, getattr(card, "level", None)):
+        return state.due
+    return plan.due(state)
+
+
+def on_the_day(
+    store: Any, collection: Any, now: datetime, settings: Settings | None = None
+) -> dict[str, Any] | None:
+    """`prep stats`' "on the day" part: per deck and tag, FSRS's predicted recall at the
+    interview if nothing more were studied (unseen cards count as 0), and how many cards
+    are below the desired retention. None without an interview ahead (or today)."""
+    settings = settings or store.settings()
+    day = plan_day(store, collection, now, settings)
+    if day is None:
+        return None
+    plan = day.plan
+    ids = plan.covered_ids(collection)
+    states = {cid: s for cid, s in store.cards(ids).items() if not s.removed}
+    r = {cid: plan.retrievability(states.get(cid)) for cid in ids}
+
+    def group(members: list[str]) -> dict[str, Any]:
+        values = [r[cid] for cid in members]
+        return {
+            "cards": len(members),
+            "seen": sum(1 for cid in members if cid in states and not states[cid].is_new),
+            "recall": sum(values) / len(values) if values else None,
+            "lowest": min(values) if values else None,
+            "below_target": sum(1 for v in values if v < plan.target),
+        }
+
+    by_deck: dict[str, list[str]] = {}
+    by_tag: dict[str, list[str]] = {}
+    for cid in ids:
+        card = collection.get(cid)
+        if card is None:
+            continue
+        by_deck.setdefault(card.deck, []).append(cid)
+        for tag in card.tags:
+            by_tag.setdefault(tag, []).append(cid)
+    tags = {tag: group(m) for tag, m in by_tag.items()}
+    return {
+        "date": plan.date.isoformat(),
+        "days_left": plan.days_left,
+        "moment": to_utc(plan.moment).isoformat(),
+        "target": plan.target,
+        "plan": day.line(),
+        "new_today": day.new_today,
+        "all": group(ids),
+        "decks": {name: group(m) for name, m in by_deck.items()},
+        # weakest first: the number to watch during the week
+        "tags": dict(sorted(tags.items(), key=lambda kv: (kv[1]["recall"] or 0.0, kv[0]))),
+    }
+
+
+def weakest_first(
+    store: Any, ids: Iterable[str], now: datetime, settings: Settings | None = None
+) -> list[str] | None:
+    """``ids`` ordered by predicted retrievability at the interview, lowest first (cram on
+    the day before and the day itself); None when no interview is that close."""
+    settings = settings or store.settings()
+    plan = Plan.of(settings, now)
+    if plan is None or not 0 <= plan.days_left <= 1:
+        return None
+    id_list = list(ids)
+    states = store.cards(id_list)
+    order = {cid: i for i, cid in enumerate(id_list)}
+    return sorted(id_list, key=lambda cid: (plan.retrievability(states.get(cid)), order[cid]))

@@ -1,0 +1,388 @@
+"""Today's queue: what a session serves and what every screen counts (home, the review bar,
+stats), from one place.
+
+Queue order: due cards first (most overdue first, up to the review limit), then new cards in
+curriculum order (level, then the decks' ``order:``, then file order; kinds taking turns
+within a level) up to what is left of today's new-card allowance. A follow-up card is served
+only after its parent has been answered (before, or earlier in the same queue).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from itertools import chain
+from typing import Any
+
+from prep.engine.decks.deck import Collection
+from prep.engine.store import Store
+from prep.engine.study import plan as plan_mod
+from prep.engine.study.scheduler import State
+from prep.engine.timeutil import day_start, fmt
+
+LEARN_AHEAD = timedelta(minutes=20)  # a rating whose next step is due within it is re-shown
+
+
+@dataclass
+class Queue:
+    due: list[str]  # learning steps and reviews together, most overdue first
+    new: list[str]
+    learning: int = 0  # how many of ``due`` are learning or relearning steps
+    learning_ids: frozenset[str] = frozenset()  # which ones
+
+    @property
+    def ids(self) -> list[str]:
+        return self.due + self.new
+
+
+def build_queue(
+    store: Store,
+    collection: Collection,
+    now: datetime,
+    *,
+    deck: str | None = None,
+    new_limit: int | None = None,
+    review_limit: int | None = None,
+    seen: set[str] | None = None,
+) -> Queue:
+    """Today's queue. ``new_limit``/``review_limit`` default to the stored settings minus
+    what was already done today. ``seen`` (ids with stored progress) may be passed in when
+    the caller already holds it."""
+    new_limit, review_limit = _limits_left(store, now, new_limit, review_limit, collection)
+    decks = None if deck is None else [deck]
+    hidden = store.hidden_ids(now)  # suspended, or buried until a later day (a few ids)
+    learning = store.due_ids(now, decks=decks, not_state=int(State.Review))
+    reviews = store.due_ids(
+        now, decks=decks, state=int(State.Review), limit=review_limit + len(hidden)
+    )
+    learning = [cid for cid in learning if cid in collection and cid not in hidden]
+    reviews = [cid for cid in reviews if cid in collection and cid not in hidden]
+    reviews = reviews[:review_limit]
+    # the day before an interview and its morning: reviews brought forward from after the
+    # date, and cards still below target at the interview (engine/study/plan.py; none without one)
+    ahead = plan_mod.brought_forward(store, collection, now, decks=decks, hidden=hidden)
+    reviews += ahead[: max(0, review_limit - len(reviews))]
+    due = _merge_by_due(store, learning, reviews)
+    if hidden:
+        seen = None if seen is None else seen | hidden  # never served as new either
+    new: list[str] = []
+    if new_limit > 0:
+        among = _decks_with_new(store, collection)
+        if deck is None:  # an interview plan on some decks: their new cards only
+            among = plan_mod.new_card_decks(store.settings(), now, collection, among)
+        new = _new_cards(store, collection, seen, hidden, new_limit, deck, among)
+    return Queue(due=due, new=new, learning=len(learning), learning_ids=frozenset(learning))
+
+
+def _limits_left(
+    store: Store,
+    now: datetime,
+    new_limit: int | None,
+    review_limit: int | None,
+    collection: Collection,
+) -> tuple[int, int]:
+    """Today's new-card and review limits: those given, else the settings (new cards raised
+    by an interview plan) minus what was already done today."""
+    settings = store.settings()
+    today = day_start(now)
+    if review_limit is None:
+        # Anki's "maximum reviews/day": reviews of Review-state cards already done today
+        # count against it; learning and relearning steps are never capped.
+        done = store.count_reviews(today, prev_state=int(State.Review))
+        review_limit = max(0, settings.review_limit - done)
+    if new_limit is None:
+        new_today = store.count_reviews(today, new_only=True)
+        per_day = plan_mod.new_per_day(store, collection, now, settings)
+        new_limit = max(0, per_day + extra_new_today(store, now) - new_today)
+    return new_limit, review_limit
+
+
+@dataclass(frozen=True)
+class DeckCounts:
+    """One row of the home screen: what today's session would serve from this deck."""
+
+    name: str  # "" for all decks together
+    title: str
+    cards: int
+    new: int
+    learning: int
+    due: int
+
+    @property
+    def total(self) -> int:
+        return self.new + self.learning + self.due
+
+
+_STEP_STATES = frozenset(int(x) for x in State if x != State.Review)  # as due_ids reads them
+
+
+def deck_counts(
+    store: Store,
+    collection: Collection,
+    now: datetime,
+    *,
+    new_limit: int | None = None,
+    per_deck: bool = True,
+) -> list[DeckCounts]:
+    """New / learning / due per deck, as today's session serves them (the first row is all
+    decks together; ``per_deck=False``: that row only). The one source of these three
+    numbers for every screen (home, the review bar, stats): learning counts the learning and
+    relearning steps due within the learn-ahead window (as the session holds them, shown
+    when due or early when nothing else is left), due the reviews due now, capped by
+    today's review limit, new the curriculum's next cards up to the new-card limit.
+
+    Without building the queues: learning steps and reviews due are one grouped count per
+    state in SQL (less the few suspended or buried cards); the new cards are read only as
+    far as the new-card limit needs."""
+    new_limit, review_limit = _limits_left(store, now, new_limit, None, collection)
+    ahead = now + timedelta(minutes=store.settings().learn_ahead_min)
+    hidden = store.hidden_ids(now)
+    due = {deck: list(n) for deck, n in store.due_counts(now, learning_until=ahead).items()}
+    for cid in plan_mod.brought_forward(store, collection, now, hidden=hidden):  # the plan's
+        card = collection.get(cid)
+        if card is not None:
+            due.setdefault(card.deck, [0, 0])[1] += 1
+    for state in store.cards(hidden).values():  # due, but not served today
+        if state.removed or not isinstance(state.due, datetime) or state.deck not in due:
+            continue
+        if state.state == State.Review and state.due <= now:
+            due[state.deck][1] -= 1
+        elif state.state in _STEP_STATES and state.due <= ahead:
+            due[state.deck][0] -= 1
+    seen = store.seen_ids() | hidden if collection.reads_seen and new_limit > 0 else None
+    among = _decks_with_new(store, collection)
+    decks: list[tuple[str | None, str, int]] = [(None, "All decks", len(collection))]
+    if per_deck:
+        decks += [(name, info.title, len(info.card_ids)) for name, info in collection.decks.items()]
+    rows = []
+    for name, title, size in decks:
+        if name is None:
+            learning = sum(n[0] for n in due.values())
+            reviews = sum(n[1] for n in due.values())
+        else:
+            learning, reviews = due.get(name, (0, 0))
+        if name is not None and among is not None and name not in among:
+            new = []
+        elif name is None:  # as build_queue: an interview plan on some decks takes theirs
+            new_among = plan_mod.new_card_decks(store.settings(), now, collection, among)
+            new = _new_cards(store, collection, seen, hidden, new_limit, name, new_among)
+        else:
+            new = _new_cards(store, collection, seen, hidden, new_limit, name, among)
+        rows.append(
+            DeckCounts(
+                name=name or "",
+                title=title,
+                cards=size,
+                new=len(new),
+                learning=learning,
+                due=min(review_limit, reviews),
+            )
+        )
+    return rows
+
+
+def unseen_per_deck(store: Store, collection: Collection) -> dict[str, int]:
+    """How many cards of each deck have no progress, from two counts: the deck's size and
+    its cards with progress (grouped in SQL over the live cards, which the reconciliation keeps to
+    the loaded decks), so that a deck whose every card has progress is known to have no new
+    card without reading its cards one by one."""
+    seen = {deck: n for deck, (n, _) in store.deck_progress(0.0).items()}
+    return {deck: max(0, n - seen.get(deck, 0)) for deck, n in collection.deck_sizes().items()}
+
+
+def _decks_with_new(store: Store, collection: Collection) -> set[str] | None:
+    """The decks that have cards without progress, when the collection is over the deck cache
+    (whose load reconciled the progress with these decks); None (every deck may) otherwise."""
+    if collection.reads_seen:
+        return None
+    return {deck for deck, n in unseen_per_deck(store, collection).items() if n > 0}
+
+
+def _new_cards(
+    store: Store,
+    collection: Collection,
+    seen: set[str] | None,
+    hidden: set[str],
+    limit: int,
+    deck: str | None,
+    among: AbstractSet[str] | None = None,
+) -> list[str]:
+    """Up to ``limit`` unseen cards in curriculum order: level by level (basics, core,
+    advanced), and within a level one card of each kind in turn (recall, choice, red-flag,
+    follow-up: a day mixes them), each kind in deck order (the decks' ``order:``, then file
+    order) and file order within a deck. A follow-up waits until its parent has been
+    answered or is queued before it (a suspended or buried parent that was never answered
+    holds its follow-ups back).
+
+    The groups come from ``Collection.new_card_groups`` and are read only as far as the
+    limit needs: from the deck cache, each (kind, level, deck file) is an index range read
+    in steps, so a new collection of 100k cards reads a few dozen rows, not every unseen
+    card. Suspended and buried cards (``hidden``, a few ids) are never served as new."""
+    if limit <= 0:
+        return []
+    groups: list[_Group] = []
+    by_key: dict[tuple[Any, str], _Group] = {}
+    for source in collection.new_card_groups(store, deck, seen, among):
+        first = next((u for u in source if u[1] not in hidden), None)
+        if first is None:
+            continue
+        group = by_key.get((first[0][0], first[3]))  # (level, kind)
+        if group is None:
+            group = by_key[first[0][0], first[3]] = _Group(first[0], [first], [source])
+            groups.append(group)
+        else:  # the same (deck, kind) in a later group: read after the earlier one
+            group.sources.append(chain([first], source))
+    groups.sort(key=lambda g: g.position)  # the order of each group's first card
+    new: list[str] = []
+    queued: set[str] = set()
+
+    def ready(u: tuple) -> bool:
+        parent = u[4]
+        return parent is None or u[5] or parent in queued
+
+    levels = sorted({g.level for g in groups})
+    upto = 0  # the groups of levels[: upto + 1] take turns; the next level when they are done
+    while levels and len(new) < limit:
+        progress = False
+        for group in groups:
+            if group.level > levels[upto]:
+                continue  # a level's cards all come before the next level's
+            card = group.take(ready, hidden)
+            if card is not None:
+                new.append(card)
+                queued.add(card)
+                progress = True
+            if len(new) >= limit:
+                break
+        if not progress:
+            if upto + 1 == len(levels):
+                break
+            upto += 1  # (a follow-up of an earlier level still comes once its parent is queued)
+    return new
+
+
+@dataclass
+class _Group:
+    """One (level, kind) group of the new-card rotation: the cards read so far and not taken
+    (in order), then what is left to read."""
+
+    position: Any  # the place of its first card: (level rank, deck rank, ...)
+    pending: list[tuple]
+    sources: list[Iterator[tuple]]
+
+    @property
+    def level(self) -> int:
+        return self.position[0]
+
+    def take(self, ready: Callable[[tuple], bool], hidden: set[str]) -> str | None:
+        """The id of the group's first card that can be served now (removed from the group),
+        reading on only when none of the cards read so far can."""
+        for i, u in enumerate(self.pending):
+            if ready(u):
+                del self.pending[i]
+                return u[1]
+        for source in self.sources:
+            for u in source:
+                if u[1] in hidden:
+                    continue
+                if ready(u):
+                    return u[1]
+                self.pending.append(u)
+        return None
+
+
+EXTRA_NEW_KEY = "extra_new_today"
+
+
+def extra_new_today(store: Store, now: datetime) -> int:
+    """New cards added to today's limit with "study more" (0 on any other day)."""
+    raw = store.get_meta(EXTRA_NEW_KEY)
+    if not raw:
+        return 0
+    day, _, n = raw.partition(" ")
+    return int(n) if day == fmt(day_start(now)) and n.isdigit() else 0
+
+
+def add_new_today(store: Store, now: datetime, n: int) -> int:
+    """Anki's custom study "increase today's new card limit": ``n`` more new cards today
+    only. Returns today's extra in all."""
+    total = extra_new_today(store, now) + n
+    with store.transaction():
+        store.set_meta(EXTRA_NEW_KEY, f"{fmt(day_start(now))} {total}")
+    return total
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Why a deck shows nothing (or less than is waiting): today's limits and what they hold
+    back, for a line like "daily new-card limit reached (20 today): 26 new cards wait"."""
+
+    new_per_day: int  # the limit in force today (the setting plus "study more")
+    new_done: int  # new cards studied today
+    new_waiting: int  # unseen cards the limit holds back
+    review_limit: int
+    reviews_done: int
+    reviews_waiting: bool  # due reviews beyond today's review limit
+
+    @property
+    def new_reached(self) -> bool:
+        return self.new_waiting > 0 and self.new_done >= self.new_per_day
+
+    @property
+    def reviews_reached(self) -> bool:
+        return self.reviews_waiting
+
+
+def limits_today(
+    store: Store,
+    collection: Collection,
+    now: datetime,
+    queue: Queue,
+    deck: str | None = None,
+    seen: set[str] | None = None,
+) -> Limits:
+    """Today's limits beside ``queue`` (built for ``deck``): what they hold back. ``seen``
+    (ids with stored progress) may be passed in when the caller already holds it."""
+    settings = store.settings()
+    today = day_start(now)
+    new_done = store.count_reviews(today, new_only=True)
+    reviews_done = store.count_reviews(today, prev_state=int(State.Review))
+    # counted from the deck cache in SQL when the collection has one
+    if collection.reads_seen:
+        unseen = sum(1 for _ in collection.unseen(store, deck, seen))
+    else:  # reconciled with these decks on load: two grouped counts
+        unseen = sum(n for d, n in unseen_per_deck(store, collection).items() if deck in (None, d))
+    decks = None if deck is None else [deck]
+    capped = len(queue.due) - queue.learning
+    beyond = store.due_ids(now, decks=decks, state=int(State.Review), limit=capped + 1)
+    return Limits(
+        new_per_day=plan_mod.new_per_day(store, collection, now, settings)
+        + extra_new_today(store, now),
+        new_done=new_done,
+        new_waiting=max(0, unseen - len(queue.new)),
+        review_limit=settings.review_limit,
+        reviews_done=reviews_done,
+        reviews_waiting=len([c for c in beyond if c in collection]) > capped,
+    )
+
+
+def review_ahead_ids(
+    store: Store, collection: Collection, now: datetime, days: int = 1, deck: str | None = None
+) -> list[str]:
+    """Anki's custom study "review ahead": review cards due within ``days`` days (not yet
+    due), soonest first."""
+    decks = None if deck is None else [deck]
+    later = store.due_ids(now + timedelta(days=days), decks=decks, state=int(State.Review))
+    due_now = set(store.due_ids(now, decks=decks, state=int(State.Review)))
+    return [cid for cid in later if cid not in due_now and cid in collection]
+
+
+def _merge_by_due(store: Store, a: list[str], b: list[str]) -> list[str]:
+    """Two most-overdue-first id lists merged into one, still most overdue first."""
+    if not a or not b:
+        return a or b
+    due = {cid: s.due for cid, s in store.cards([*a, *b]).items()}
+    never = datetime.max.replace(tzinfo=UTC)  # a due that is not a time: last (then skipped)
+    return sorted([*a, *b], key=lambda cid: due[cid] if isinstance(due[cid], datetime) else never)
