@@ -62,6 +62,8 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python tests/benchmarks/run.py
 	$(BIN)/python tests/benchmarks/grader_bench.py
 	$(BIN)/python tests/benchmarks/anki_bench.py $(ARGS)
+	$(BIN)/python tests/benchmarks/sync_bench.py
+	$(BIN)/python tests/benchmarks/demo_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -248,13 +248,42 @@ def relative_error(actual: torch.Tensor, reference: torch.Tensor) -> torch.Tenso
 PROGRESS_PREFIX = "progress: "
 
 
+# Where progress and checks go while a demo runs inside the demo worker (prep.demos.worker):
+# called as listener(event, payload) with ("progress", message) or ("checks", (section, checks)).
+# It may raise (the worker's way to stop a demo the learner left) at any of these points.
+Listener = Callable[[str, Any], None]
+_listener: Listener | None = None
+
+
+@contextlib.contextmanager
+def listening(listener: Listener) -> Iterator[None]:
+    """Send demo progress and checks to `listener` instead of stderr (the worker runs one demo
+    at a time, on one thread)."""
+    global _listener
+    old, _listener = _listener, listener
+    try:
+        yield
+    finally:
+        _listener = old
+
+
+def emit_checks(section: str, checks: list[Check]) -> None:
+    """The checks of one section ("claim" or "contrast") the moment they are measured."""
+    if _listener is not None:
+        _listener("checks", (section, checks))
+
+
 def progress(message: str) -> None:
     """One line on stderr saying what the demo is doing now ("loading all-MiniLM-L6-v2").
 
     Printed when stderr is a terminal (a person waits on `prep demo`) or when PREP_DEMO_PROGRESS=1:
     front ends that run a demo in a subprocess (the TUI's demo screen) set it, read stderr line by
     line and show the latest `progress: ...` line while the demo runs. stdout stays the report.
+    Inside the demo worker it goes to the worker's listener instead.
     """
+    if _listener is not None:
+        _listener("progress", message)
+        return
     wanted = os.environ.get("PREP_DEMO_PROGRESS") == "1" or sys.stderr.isatty()
     if wanted:
         print(PROGRESS_PREFIX + message, file=sys.stderr, flush=True)
@@ -298,8 +327,10 @@ def run_demo(
         setup = build(cfg, dev, gen)
         progress("measuring the claim")
         checks = check(setup)
+        emit_checks("claim", checks)
         progress("measuring the contrast")
         contrast_checks = contrast(setup, gen)
+        emit_checks("contrast", contrast_checks)
         synchronize(dev)
         seconds = time.perf_counter() - start
     drawn = figures(setup) if figures is not None else {}

@@ -200,6 +200,22 @@ _ALL = [
         "independent of depth, and zero-initialised output projections leave the residual stream "
         "exactly equal to the embedding.",
     ),
+    _info(
+        "mha-code",
+        "The live-coding answer (multi-head attention by hand: split, transpose, attend, "
+        "transpose back, .contiguous().view, o_proj) equals scaled_dot_product_attention plus "
+        "out_proj and nn.MultiheadAttention with the same weights; FlopCounterMode counts "
+        "2*B*T*d_model^2 FLOPs for o_proj and B*T*(8*d_model^2 + 4*T*d_model) for the forward; "
+        "o_proj's weight gradient is delta^T concat; a head's attention logits have rank at most "
+        "d_head; viewing before transposing back is wrong.",
+    ),
+    _info(
+        "sequence-parallel",
+        "Replacing the all-reduce after row-parallel W_O by a reduce-scatter along the sequence "
+        "(then the residual add and LayerNorm on each rank's own tokens) and an all-gather gives "
+        "the single-process output on every rank, with each rank holding only T/world_size "
+        "tokens of the norm region's activations.",
+    ),
 ]
 
 _ALL += [

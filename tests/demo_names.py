@@ -24,6 +24,8 @@ DEMO_NAMES = (
     "scale-migration",
     "lora-wo",
     "residual-growth",
+    "mha-code",
+    "sequence-parallel",
     "real-block-structure",
     "real-importance",
     "real-ov-rank",

@@ -134,7 +134,7 @@ def test_the_exception_is_only_where_it_is_documented() -> None:
 
 
 # The floor plan: engine/ grouped by purpose, demos/ by the evidence a demo rests on.
-ENGINE_ROOMS = {"store", "decks", "study", "transfer"}
+ENGINE_ROOMS = {"store", "decks", "study", "transfer", "sync"}
 ENGINE_TOP = {"__init__.py", "timeutil.py"}
 DEMO_ROOMS = {"synthetic": "synthetic", "decoder": "trained-here", "pretrained": "pretrained"}
 DEMO_TOP = {
@@ -146,6 +146,7 @@ DEMO_TOP = {
     "harness.py",
     "registry.py",
     "report.py",
+    "worker.py",  # the long-lived torch-side process the app talks to (JSON lines)
 }
 
 
@@ -157,7 +158,7 @@ def rooms(folder: str) -> tuple[set[str], set[str]]:
 
 
 def test_the_tree_reads_as_the_architecture() -> None:
-    """engine/ holds its four rooms and timeutil; demos/ holds the harness, registry, report
+    """engine/ holds its five rooms (sync: machine to machine) and timeutil; demos/ holds the harness, registry, report
     and CLI at the top and every demo in the room of its evidence: a pretrained demo in
     demos/pretrained/, a demo in demos/decoder/ measures trained weights."""
     from prep.demos.registry import DEMOS

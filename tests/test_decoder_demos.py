@@ -413,3 +413,25 @@ def test_every_check_of_these_demos_is_labelled() -> None:
         mod = module(name)
         setup = mod.counterexample(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0))
         assert all(c.kind == harness.MEASUREMENT for c in mod.check(setup)), name
+
+
+def test_ablation_resumed_from_the_cache_equals_a_full_forward() -> None:
+    """ablated_logits reuses the unablated run's layers below the first ablated head; the logits
+    must be exactly those of a full forward pass with the same ablation."""
+    cfg, params, _ = decoder.load(device=torch.device("cpu"))
+    params = {k: v.to(torch.float64) for k, v in params.items()}
+    gen = torch.Generator().manual_seed(3)
+    obs = decoder.observe(cfg, params, 16, gen)
+    means = decoder.head_means(obs.cache)
+    heads_sets = [[(ly, h)] for ly in range(cfg.n_layers) for h in range(cfg.n_heads)]
+    heads_sets.append([(0, 1), (1, 2)])
+    for heads in heads_sets:
+        full, _ = decoder.forward(
+            params, obs.data.tokens, ablate={(ly, h): means[ly][h] for ly, h in heads}
+        )
+        fast = decoder.ablated_logits(params, obs.data, obs.cache, heads)
+        assert torch.equal(fast, full), heads
+    # and the cache it resumed from is left as it was
+    again, _ = decoder.forward(params, obs.data.tokens)
+    assert torch.equal(again, obs.logits)
+    assert len(obs.cache.z) == cfg.n_layers

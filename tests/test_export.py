@@ -355,29 +355,31 @@ def test_csv_without_its_cards_file(filled: Store, tmp_path: Path) -> None:
         importer.import_file(Store.memory(), tmp_path / "p.csv")
 
 
-def test_import_with_conflicting_ids_changes_nothing(
+def test_import_of_a_diverged_history_merges_it(
     filled: Store, tmp_path: Path, small_collection: Collection
 ) -> None:
+    """This database reviewed the same cards at other times: both histories are kept, each
+    card replayed from the union in time order (as `prep sync` merges), never refused."""
     out = tmp_path / "p.json"
     ex.export_json(filled, out, T0)
     db = tmp_path / "mine.db"
     with Store.open(db) as mine:
-        # this database reviewed the same card ids, at other times: a different history
         review_all(mine, small_collection, T0 - timedelta(days=1), [2, 2])
-        mine.record_demo_run(name="other", device="cpu", passed=False, seconds=1.0, ran_at=T0)
-        before = snapshot(mine)
-        conflicted = sorted(c["id"] for c in before["cards"])
-        with pytest.raises(ex.ExportError) as err:
-            importer.import_file(mine, out)
-        message = str(err.value)
-        assert "conflict: card" in message and "nothing imported" in message
-        assert any(repr(cid) in message for cid in conflicted)
-        assert snapshot(mine) == before
+        here = mine.count_reviews()
+        result = importer.import_file(mine, out)
+        assert result.cards_merged > 0 and "two histories merged" in result.summary()
+        assert mine.count_reviews() == here + filled.count_reviews()
+        for cid in {r.card_id for r in filled.reviews()}:
+            log = mine.reviews(card_id=cid)
+            times = [r.reviewed_at for r in log]
+            assert times == sorted(times)  # one log, in time order
+            assert log[-1].next.reps == len(log)  # replayed: reps counts the merged log
+            assert mine.card(cid).reps == len(log)
+        merged = snapshot(mine)
+        again = importer.import_file(mine, out)  # idempotent
+        assert again.reviews_added == 0 and snapshot(mine) == merged
     result = cli(db, "import", str(out))
-    assert result.exit_code == 2
-    assert result.stderr.startswith(f"prep: {out}: conflict: card ")
-    with Store.open(db) as mine:
-        assert snapshot(mine) == before
+    assert result.exit_code == 0, result.stderr
 
 
 def test_same_review_time_with_different_data_is_a_conflict(filled: Store, tmp_path: Path) -> None:

@@ -152,7 +152,9 @@ def test_a_card_marked_twice_in_the_file_is_refused(marked: Store, tmp_path: Pat
         assert dst.count_reviews() == 0
 
 
-def test_a_differing_mark_is_a_conflict_naming_the_card(marked: Store, tmp_path: Path) -> None:
+def test_a_differing_mark_stays_as_marked_here(marked: Store, tmp_path: Path) -> None:
+    """A mark is last-writer-wins; an export's marks carry no time, so a card marked
+    differently here keeps this database's mark, and the rest is imported."""
     out = tmp_path / "p.json"
     ex.export_json(marked, out, T0)
     with Store.open(tmp_path / "dst.db") as dst:
@@ -160,24 +162,20 @@ def test_a_differing_mark_is_a_conflict_naming_the_card(marked: Store, tmp_path:
         dst.set_mark("roles", Mark(suspended=True))  # unflagged here since the export
         dst.set_mark("roles-follow", Mark(flagged=True))  # a card the file does not mark
         before = dst.dump()
-        with pytest.raises(
-            ex.ExportError,
-            match=r"conflict: card 'roles' is marked differently here \(suspended; the file: "
-            r"suspended, flagged\); nothing imported",
-        ):
-            importer.import_file(dst, out)
+        result = importer.import_file(dst, out)
+        assert result.marks_kept == 1 and "1 mark kept as marked here" in result.summary()
         assert dst.dump() == before
-    # a bury here that ran out is no mark: the file's flag is imported, no conflict
+    # a bury here that ran out is no mark: the file's flag is imported
     with Store.open(tmp_path / "stale.db") as stale:
         stale.set_mark("flag", Mark(buried_until=T0))
         assert importer.import_file(stale, out).marks_added == 3
         assert stale.mark("flag") == Mark(flagged=True)
-        # into a fresh database with a different mark on one card: nothing at all is imported
     with Store.open(tmp_path / "other.db") as other:
         other.set_mark("flag", Mark(suspended=True))
-        with pytest.raises(ex.ExportError, match=r"card 'flag' is marked differently"):
-            importer.import_file(other, out)
-        assert other.count_reviews() == 0 and other.mark("roles") == Mark()
+        result = importer.import_file(other, out)
+        assert other.mark("flag") == Mark(suspended=True)
+        assert other.mark("roles") == marked.mark("roles") and result.marks_added == 2
+        assert other.count_reviews() == marked.count_reviews()
 
 
 # --- prep marks, prep unmark ----------------------------------------------------------------

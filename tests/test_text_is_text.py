@@ -129,6 +129,9 @@ async def test_hostile_brackets_on_every_screen(tmp_path: Path) -> None:
                 shows(app, "[b]bold[/b]", "[@click=app.quit]quit[/]", "[red on white]", "[escaped]")
             if card.id == "b-follow":
                 shows(app, "Follows:")
+            if card.kind == "red-flag":  # the choices come after saying what is wrong
+                await pilot.press("space")
+                await wait_until(pilot, lambda: screen.choices_shown)
             if card.choices:
                 shows(app, *[c.split("**")[-1].strip() for c in card.choices])
             await pilot.press("space")
@@ -239,6 +242,9 @@ async def test_every_bundled_card_shows_its_brackets(tmp_path: Path) -> None:
             shown.add(card.id)
             for token in BRACKETED.findall(card.prompt.replace("`", "")):
                 shows(app, token)
+            if card.kind == "red-flag":  # the choices come after saying what is wrong
+                await pilot.press("space")
+                await wait_until(pilot, lambda: screen.choices_shown)
             await pilot.press("space")
             await wait_until(pilot, lambda: screen.revealed)
             for token in BRACKETED.findall(card.answer.replace("`", ""))[:3]:

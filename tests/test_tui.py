@@ -139,8 +139,17 @@ async def test_whole_session_is_stored(tmp_path: Path) -> None:
         assert "two roles" in text_of(app, "#context")
         await pilot.press("space", "3")
 
-        # red-flag: a right pick suggests Good; `d` picks d only before the answer
+        # red-flag: first say what is wrong (the choices are hidden, a-d pick nothing), then
+        # space shows the choices; a right pick suggests Good
         assert screen.card.id == "reshape-flag"
+        assert not screen.query_one("#choices").display
+        assert "Say out loud what this answer gets wrong" in text_of(app, "#hint")
+        assert "Show choices" in screen.query_one("#reveal", KeyButton).label
+        await pilot.press("b")
+        assert not screen.revealed and screen.picked is None
+        await pilot.press("space")
+        assert screen.query_one("#choices").display and not screen.revealed
+        assert "b)" in text_of(app, "#choices")
         await pilot.press("b")
         assert "Right" in text_of(app, "#hint") and screen.suggested == Rating.Good
         await pilot.press("enter")

@@ -16,6 +16,7 @@ import dataclasses
 import os
 import socket
 import sys
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -46,9 +47,12 @@ from prep.engine.study.session import (  # DeckCounts: home's rows (re-exported 
 from prep.engine.timeutil import Clock, utcnow
 
 if TYPE_CHECKING:
+    from prep.engine.decks.fill import Fill
     from prep.engine.study.collection import Cards
     from prep.engine.study.mock import MockInterview
+    from prep.tui.demoworker import DemoWorker
     from prep.tui.grading import Grading
+    from prep.tui.screens.fill import FillScreen
     from prep.tui.screens.upgrade import UpgradeScreen
 
 DemoCommand = Callable[[str], list[str]]
@@ -56,6 +60,9 @@ DemoCommand = Callable[[str], list[str]]
 # The app never waits long on another writer's lock: a statement gives up after this, and the
 # screen retries on a timer (the screen stays live) and says what is happening.
 UI_BUSY_TIMEOUT_MS = 100
+# Deck bytes to parse above which the first open shows the fill's progress (the bundled decks,
+# about 0.3 MB, parse in well under a second; 100k generated cards are about 40 MB)
+FILL_SCREEN_BYTES = 2_000_000
 
 
 def default_demo_command(name: str) -> list[str]:
@@ -148,10 +155,13 @@ class PrepApp(App[int]):
         demos: dict[str, str] | None = None,
         theme: str | None = None,
         review_first: bool = False,
+        demo_worker: DemoWorker | None = None,
         grading: Grading | None = None,
         mock_first: MockInterview | None = None,
     ) -> None:
         super().__init__()
+        # one long-lived process for every demo of the session (None: a subprocess per run)
+        self.demo_worker = demo_worker
         self.review_first = review_first
         self.mock_first = mock_first  # `prep mock`: open on it, over home (Esc goes home)
         self.db = db
@@ -174,10 +184,15 @@ class PrepApp(App[int]):
         self.instance = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self._told_others = False
         self._heartbeat: Timer | None = None
+        self._filled = False  # the deck cache's first fill ran in a thread this session
         # typed answers: the model worker, started the first time an answer is typed
         from prep.tui.grading import Grading
 
         self.grading = grading if grading is not None else Grading()
+
+        from prep.tui.appsync import AppSync
+
+        self.syncer = AppSync(self)  # `prep config sync_dir DIR`: syncs in the background
 
     # --- start-up and reload ------------------------------------------------------------
 
@@ -225,6 +240,8 @@ class PrepApp(App[int]):
 
                 self._show(ErrorScreen.database(str(exc), exc.kind))
                 return
+        if self._fill_first():
+            return  # a large first open: the cache fills in a thread, then boot runs again
         self.collection = self.load_collection()  # through the deck cache in the database
         for warning in self.collection.warnings:
             self.notify(str(warning), title="Decks", severity="warning", timeout=8)
@@ -282,6 +299,55 @@ class PrepApp(App[int]):
         with contextlib.suppress(RuntimeError):  # the app stopped meanwhile
             self.call_from_thread(self._upgraded, error)
 
+    def _fill_first(self) -> bool:
+        """Many deck bytes to parse (the first open of a large collection): fill the deck
+        cache in a thread, with a screen that shows how far it is. False: load as usual."""
+        if self._injected_collection is not None or not self._owns_store or self._filled:
+            return False
+        if self.store is None or self.store.path is None:
+            return False
+        try:
+            pending = deckcache.pending_fill(
+                self.store, self.questions, include_bundled=self.include_bundled
+            )
+        except StoreError:
+            return False
+        if pending.bytes_total < FILL_SCREEN_BYTES:
+            return False
+        from prep.tui.screens.fill import FillScreen
+
+        self._filled = True  # once a session; what the thread left undone loads as usual
+        screen = FillScreen(pending)
+        self._show(screen)
+        self._fill(screen, str(self.store.path))
+        return True
+
+    @work(thread=True, exclusive=True, group="fill")
+    def _fill(self, screen: FillScreen, db: str) -> None:
+        """Parse the changed deck files into the cache on this thread's own connection."""
+        worker = get_current_worker()
+
+        def progress(fill: Fill) -> None:
+            if worker.is_cancelled:  # the app is quitting: the files done so far are kept
+                raise _UpgradeStopped
+            screen.post_message(screen.Progress(fill))
+
+        try:
+            with Store.open(db) as store:
+                deckcache.load(
+                    store,
+                    self.questions,
+                    demo_names=sorted(self.demos) if self.demos else None,
+                    include_bundled=self.include_bundled,
+                    progress=progress,
+                )
+        except _UpgradeStopped:
+            return
+        except StoreError:
+            pass  # boot loads on the app's own connection and says what is wrong
+        with contextlib.suppress(RuntimeError):  # the app stopped meanwhile
+            self.call_from_thread(self.boot)
+
     def _upgraded(self, error: StoreError | None) -> None:
         from prep.tui.screens.errors import ErrorScreen
 
@@ -311,6 +377,7 @@ class PrepApp(App[int]):
             )
         if self._heartbeat is None:
             self._heartbeat = self.set_interval(30, self.announce)
+            self.syncer.start()  # with sync_dir set: after the first screen is drawn
 
     def _show(self, screen: Screen) -> None:
         """Replace whatever is on the stack above the default screen with ``screen``."""
@@ -322,8 +389,18 @@ class PrepApp(App[int]):
         """Reload the decks from disk (after fixing an error) and go home."""
         self.boot()
 
+    def warm_demo(self, name: str) -> None:
+        """A card links demo `name`: let the demo worker import torch and load what the demo
+        needs in the background, so pressing the key later costs the demo's compute only."""
+        if self.demo_worker is not None:
+            threading.Thread(target=self.demo_worker.warm, args=(name,), daemon=True).start()
+
     def on_unmount(self) -> None:
+        if self.demo_worker is not None:
+            self.demo_worker.close()
         self.grading.close()
+        if self.store is not None:
+            self.syncer.on_quit()
         if self.store is not None:
             with contextlib.suppress(StoreError):
                 self.store.depart(self.instance)
@@ -569,8 +646,16 @@ def run(
 ) -> int:
     """Run the app (blocking); returns the process exit code. ``review_first``: open on
     today's first card (`prep`, `prep quiz`) instead of home (`prep serve`'s page)."""
+    from prep.tui.demoworker import DemoWorker
+
     app = PrepApp(
-        db=db, questions=questions, deck=deck, new=new, limit=limit, review_first=review_first
+        db=db,
+        questions=questions,
+        deck=deck,
+        new=new,
+        limit=limit,
+        review_first=review_first,
+        demo_worker=DemoWorker(),
     )
     result = app.run()
     if app.return_code:

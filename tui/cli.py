@@ -46,6 +46,8 @@ COMMANDS = {
     "grade": "prep.tui.commands.grade:grade",
     "import": "prep.tui.commands.import_:import_cmd",
     "serve": "prep.tui.commands.serve:serve",
+    "sync": "prep.tui.commands.sync:sync_cmd",
+    "backup": "prep.tui.commands.sync:backup_cmd",
 }
 
 __all__ = [

@@ -1,9 +1,10 @@
 """The line mode: `prep quiz --plain` and `prep mock --plain` on stdin/stdout.
 
 For screen readers, pipes and dumb terminals, and the thing end-to-end tests drive.
-Quiz: Enter reveals; on a choice or red-flag card a-d picks first; t types an answer (graded
-point by point where the card has a rubric and the `real` extra is installed; the grade only
-suggests a rating); 1-4 rates (Enter takes the suggested rating after a pick or a grade);
+Quiz: Enter reveals; on a choice or red-flag card a-d picks first (a red-flag card first asks
+you to say what the quoted answer gets wrong; Enter then shows the choices); t types an answer
+(graded point by point where the card has a rubric and the `real` extra is installed; the grade
+only suggests a rating); 1-4 rates (Enter takes the suggested rating after a pick or a grade);
 u undoes the last rating; q (or end of input) quits.
 Mock: type an answer (or say it aloud), Enter reveals, 1-4 grades, q quits; a typed answer is
 graded the same way and the summary lists the points it missed.
@@ -165,6 +166,12 @@ class PlainQuiz:
         session.mark_shown()
         suggested: Rating | None = None
         letters = CHOICE_LETTERS[: len(card.choices)]
+        if card.kind == "red-flag" and card.choices:
+            # in an interview the flaw must be said, not recognised: say it first, then pick
+            answer = ask("Say what this answer gets wrong, then Enter shows the choices: ")
+            if answer == "u":
+                self.undo()
+                return
         if card.choices:
             for letter, choice in zip(letters, card.choices, strict=False):
                 say(f"  {letter}) {choice}")

@@ -8,6 +8,7 @@ within SHOW_AFTER_S (a fresh database, a small one).
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from prep.engine.store import Store
 
 SHOW_AFTER_S = 1.0  # an upgrade shorter than this shows nothing
+FILL_SHOW_AFTER_S = 1.0  # the same for the deck cache's fill (FillLine)
 PLAIN_EVERY_S = 5.0  # not a terminal: at most a line this often (and the last one)
 TTY_EVERY_S = 0.1  # a terminal: the line is redrawn at most this often
 
@@ -65,13 +67,16 @@ class UpgradeLine:
         if self.shown and not u.done and now - self._last < every:
             return
         self.shown, self._last = True, now
-        line = "prep: " + describe(u, self._arrow)
+        line = "prep: " + self.text(u)
         if self.tty:
             # \r and erase the line: the same line, redrawn; a newline once it is done
             self._write("\r\x1b[K" + line + ("\n" if u.done else ""))
             self._open = not u.done
         else:
             self._write(line + "\n")
+
+    def text(self, u: Any) -> str:
+        return describe(u, self._arrow)
 
     def close(self) -> None:
         """End a line left open on a terminal (the upgrade stopped short: an error, Ctrl-C),
@@ -88,12 +93,31 @@ class UpgradeLine:
             pass  # a closed or broken stderr: the upgrade itself goes on
 
 
+class FillLine(UpgradeLine):
+    """deckcache.load's ``progress`` for a command: the first open of a large collection (or
+    a big deck file changed) says what it is reading, as an upgrade does."""
+
+    def __init__(self, stream: TextIO | None = None, *, after: float | None = None) -> None:
+        super().__init__(stream, after=FILL_SHOW_AFTER_S if after is None else after)
+
+    def text(self, u: Any) -> str:
+        from prep.engine.decks.fill import describe as describe_fill
+
+        return describe_fill(u)
+
+
 def open_store(db: str | os.PathLike | None, **kwargs: Any) -> Store:
     """Store.open for a command: an older database's upgrade shows as a line on stderr, and
     the line is ended even when the open fails."""
     from prep.engine.store import Store
 
     line = UpgradeLine()
+    if not kwargs.get("reading") and Store.pending_upgrade(db) is not None:
+        from prep.engine.store import resolve_db_path
+        from prep.engine.store.backup import BackupError, before_upgrade
+
+        with contextlib.suppress(BackupError):  # (an unwritable folder: the upgrade says so)
+            before_upgrade(resolve_db_path(db))
     try:
         return Store.open(db, progress=line, **kwargs)
     finally:

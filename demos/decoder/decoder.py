@@ -93,31 +93,49 @@ class Cache:
     z: list[Tensor]  # n_layers tensors (B, T, n_heads, d_head): head outputs before W_O
 
 
+def _attend(x: Tensor, w: dict[str, Tensor], causal: Tensor) -> tuple[Tensor, Tensor]:
+    """One layer's attention pattern (B, n_heads, T, T) and head outputs z (B, T, n_heads, d_head)."""
+    d_head = w["W_Q"].shape[-1]
+    q = torch.einsum("btm,hmd->bhtd", x, w["W_Q"])  # (B, n_heads, T, d_head)
+    k = torch.einsum("btm,hmd->bhtd", x, w["W_K"])  # (B, n_heads, T, d_head)
+    v = torch.einsum("btm,hmd->bhtd", x, w["W_V"])  # (B, n_heads, T, d_head)
+    scores = q @ k.transpose(-1, -2) / d_head**0.5  # (B, n_heads, T, T)
+    scores = scores.masked_fill(~causal, float("-inf"))  # (B, n_heads, T, T)
+    pattern = scores.softmax(-1)  # (B, n_heads, T, T)
+    return pattern, (pattern @ v).transpose(1, 2)  # (B, T, n_heads, d_head)
+
+
 def forward(
     params: dict[str, Tensor],
     tokens: Tensor,
     *,
     ablate: dict[tuple[int, int], Tensor] | None = None,
+    resume: tuple[int, Cache] | None = None,
 ) -> tuple[Tensor, Cache]:
     """Logits (B, T, vocab) and the cache. `ablate[(layer, head)] = value (d_head,)` replaces
-    that head's output z by `value` at every position (mean-ablation passes the head's mean)."""
+    that head's output z by `value` at every position (mean-ablation passes the head's mean).
+
+    `resume=(layer, cache)` starts from an unablated run's cache of the same params and tokens:
+    everything below `layer`, and `layer`'s own attention, are taken from it instead of being
+    recomputed (the same operations on the same inputs: the logits are identical)."""
     n_ctx = params["W_pos"].shape[0]
     seq = tokens.shape[1]
     assert seq <= n_ctx, f"sequence of {seq} tokens is longer than n_ctx {n_ctx}"
-    x = params["W_E"][tokens] + params["W_pos"][:seq]  # (B, T, d_model)
-    cache = Cache([x], [], [])
+    start, done = resume if resume is not None else (0, None)
+    if done is None:
+        x = params["W_E"][tokens] + params["W_pos"][:seq]  # (B, T, d_model)
+        cache = Cache([x], [], [])
+    else:
+        x = done.resid[start]  # (B, T, d_model)
+        cache = Cache(done.resid[: start + 1], done.pattern[:start], done.z[:start])
     n_layers = sum(1 for k in params if k.endswith(".W_O"))
     causal = torch.ones(seq, seq, dtype=torch.bool, device=tokens.device).tril()  # (T, T)
-    for layer in range(n_layers):
+    for layer in range(start, n_layers):
         w = layer_params(params, layer)
-        d_head = w["W_Q"].shape[-1]
-        q = torch.einsum("btm,hmd->bhtd", x, w["W_Q"])  # (B, n_heads, T, d_head)
-        k = torch.einsum("btm,hmd->bhtd", x, w["W_K"])  # (B, n_heads, T, d_head)
-        v = torch.einsum("btm,hmd->bhtd", x, w["W_V"])  # (B, n_heads, T, d_head)
-        scores = q @ k.transpose(-1, -2) / d_head**0.5  # (B, n_heads, T, T)
-        scores = scores.masked_fill(~causal, float("-inf"))  # (B, n_heads, T, T)
-        pattern = scores.softmax(-1)  # (B, n_heads, T, T)
-        z = (pattern @ v).transpose(1, 2)  # (B, T, n_heads, d_head)
+        if done is not None and layer == start:
+            pattern, z = done.pattern[layer], done.z[layer]  # (B, n_heads, T, T), (B, T, h, dh)
+        else:
+            pattern, z = _attend(x, w, causal)
         for (abl_layer, head), value in (ablate or {}).items():
             if abl_layer == layer:
                 z = z.clone()
@@ -229,12 +247,19 @@ def head_means(cache: Cache) -> list[Tensor]:
 
 
 def ablated_logits(
-    params: dict[str, Tensor], data: Batch, cache: Cache, heads: list[tuple[int, int]]
+    params: dict[str, Tensor],
+    data: Batch,
+    cache: Cache,
+    heads: list[tuple[int, int]],
+    *,
+    means: list[Tensor] | None = None,
 ) -> Tensor:
     """Logits with each (layer, head) in `heads` mean-ablated (its output z replaced by its mean
-    over this batch): (B, T, vocab)."""
-    means = head_means(cache)
-    logits, _ = forward(params, data.tokens, ablate={(ly, h): means[ly][h] for ly, h in heads})
+    over this batch): (B, T, vocab). `means`: head_means(cache), when the caller has it."""
+    means = head_means(cache) if means is None else means
+    ablate = {(ly, h): means[ly][h] for ly, h in heads}
+    resume = (min(ablate)[0], cache) if ablate else None  # the layers below are unchanged
+    logits, _ = forward(params, data.tokens, ablate=ablate, resume=resume)
     return logits
 
 

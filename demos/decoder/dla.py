@@ -104,7 +104,17 @@ def correct_minus_mean(logits: torch.Tensor, data: decoder.Batch) -> torch.Tenso
     return logits[b, t, target] - logits[b, t].mean(-1)  # (N,)
 
 
-def measure(cfg: Config, model_cfg, params: dict, gen: torch.Generator, final_ln: bool) -> Setup:
+def measure(
+    cfg: Config,
+    model_cfg,
+    params: dict,
+    gen: torch.Generator,
+    final_ln: bool,
+    *,
+    ablate: bool = True,
+) -> Setup:
+    """DLA per head, and (unless ablate=False: the untrained contrast reads only the DLA)
+    each head's mean-ablation effect."""
     obs = decoder.observe(model_cfg, params, cfg.n_sequences, gen)
     logits = obs.logits
     if (
@@ -118,17 +128,14 @@ def measure(cfg: Config, model_cfg, params: dict, gen: torch.Generator, final_ln
         (ly, h): float(correct_minus_mean(parts[f"L{ly}H{h}"], obs.data).mean()) for ly, h in heads
     }
     base = correct_minus_mean(obs.logits, obs.data).mean()
-    harness.progress("ablating each head")
-    ablation = {
-        (ly, h): float(
-            base
-            - correct_minus_mean(
-                decoder.ablated_logits(params, obs.data, obs.cache, [(ly, h)]), obs.data
-            ).mean()
-        )
-        for ly, h in heads
-    }
-    top0 = max(range(model_cfg.n_heads), key=lambda h: ablation[(0, h)])
+    ablation = {}
+    if ablate:
+        harness.progress("ablating each head")
+        means = decoder.head_means(obs.cache)
+        for ly, h in heads:
+            logits_h = decoder.ablated_logits(params, obs.data, obs.cache, [(ly, h)], means=means)
+            ablation[(ly, h)] = float(base - correct_minus_mean(logits_h, obs.data).mean())
+    top0 = max(range(model_cfg.n_heads), key=lambda h: ablation.get((0, h), 0.0))
     ind = int(decoder.induction_scores(obs.cache.pattern[1], obs.data).argmax())
     return Setup(cfg, obs, parts, logits, dla, ablation, top0, ind, [ln_ratios(obs)])
 
@@ -283,7 +290,8 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
     heads attribute nothing."""
     model_cfg = setup.obs.cfg
     plain = [setup.dla[(1, h)] / setup.ablation[(1, h)] for h in range(model_cfg.n_heads)]
-    fresh = measure(setup.cfg, model_cfg, decoder.untrained(model_cfg, gen, DTYPE), gen, False)
+    untrained = decoder.untrained(model_cfg, gen, DTYPE)
+    fresh = measure(setup.cfg, model_cfg, untrained, gen, False, ablate=False)  # reads its DLA
     return [
         harness.at_most(
             "without LayerNorm: DLA / effect of removing the head, largest over layer-1 heads",

@@ -478,8 +478,10 @@ def run_real(
         if setup is None:
             setup = mod.build(cfg, real, gen)
         checks = mod.check(setup)
+        harness.emit_checks("claim", checks)
         harness.progress("measuring the contrast")
         contrast_checks = mod.contrast(setup, gen)
+        harness.emit_checks("contrast", contrast_checks)
         harness.synchronize(dev)
         seconds = time.perf_counter() - start
     notes = [

@@ -21,6 +21,7 @@ A deck is one YAML file::
         bullets: [...]            # the 60-second bullets for `prep cram`
         points: [...]             # the rubric `prep grade` and `t` grade a typed answer by:
                                   # 3-5 single ideas (default: the bullets, where they are)
+        aliases: [old-id]         # ids merged into this card: their progress lands here
         level: basics             # basics | core | advanced (default core): curriculum place
 
 A deck may declare ``order: 10`` (a number): new cards of a lower order come first within a
@@ -76,6 +77,7 @@ CARD_KEYS = frozenset(
         "sources",
         "bullets",
         "points",
+        "aliases",
         "level",
     }
 )
@@ -153,6 +155,7 @@ class Card:
     sources: tuple[str, ...] = ()
     bullets: tuple[str, ...] = ()
     points: tuple[str, ...] = ()  # the grading rubric; engine.rubric defaults it to bullets
+    aliases: tuple[str, ...] = ()  # ids of cards merged into this one (engine/aliases.py)
     level: str | None = None  # basics | core | advanced, as declared (None: core)
 
     @property
@@ -304,6 +307,13 @@ class Collection:
         only ``unseen`` can tell), a count per deck over the deck cache."""
         return None
 
+    def aliases(self) -> dict[str, str]:
+        """{alias: the id of the card that kept it} for every usable alias (see
+        engine/decks/aliases.py: one naming a live card, or claimed twice, is not usable)."""
+        from prep.engine.decks.aliases import alias_map
+
+        return alias_map(((c.id, c.aliases) for c in self.cards), self)
+
     def reconcile(self, store: Store) -> None:
         """Reconcile the store's progress with these cards (see Store.reconcile)."""
         store.reconcile(self.cards)
@@ -434,7 +444,7 @@ def _parse_card(
             )
             ok = False
     lists: dict[str, tuple[str, ...]] = {}
-    for key in ("tags", "sources", "bullets", "points", "demo", "choices"):
+    for key in ("tags", "sources", "bullets", "points", "demo", "choices", "aliases"):
         if key in raw:
             value = _str_list(raw[key])
             if value is None:
@@ -482,6 +492,11 @@ def _parse_card(
             if key in raw and _text(kind):
                 err(at(key), f"{label}: {key!r} only belongs on choice and red-flag cards")
                 ok = False
+    for alias in lists.get("aliases", ()):
+        if not SLUG.match(alias) or alias == card_id:
+            why = "is this card's own id" if alias == card_id else "is not a slug"
+            err(at("aliases"), f"{label}: alias {quoted(alias)} {why}")
+            ok = False
     level = raw.get("level")
     if "level" in raw and level not in LEVELS:
         err(
@@ -513,6 +528,7 @@ def _parse_card(
         sources=lists.get("sources", ()),
         bullets=lists.get("bullets", ()),
         points=lists.get("points", ()),
+        aliases=lists.get("aliases", ()),
         level=level,
     )
 
@@ -828,6 +844,12 @@ def assemble(
                         )
                     )
     _report_cycles(coll)
+    if any(getattr(c, "aliases", ()) for c in coll.cards):
+        from prep.engine.decks.aliases import alias_errors
+
+        coll.errors.extend(
+            alias_errors(((c.id, c.aliases, c.file, c.line) for c in coll.cards), coll)
+        )
     _drop_unservable(coll)
     coll.errors.sort(key=lambda e: (e.file, e.line))
     coll.errors[:] = _capped(coll.errors)

@@ -27,10 +27,6 @@ The entries of deck files that no longer exist on disk (a deck folder deleted or
 dropped as the decks load; those of files only not named this time are kept (``_prune``).
 
 ``prep check`` does not use the cache: it parses and validates every file.
-
-Size: about 610 lines: the loader (``load``, the format key, the fast path's rules) and the
-collection it returns (``CachedCollection``, which reads the cache lazily) share the cache's
-layout. The next split is ``CachedCollection`` into its own module.
 """
 
 from __future__ import annotations
@@ -39,7 +35,6 @@ import gc
 import hashlib
 import json
 import os
-import stat
 import time
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
@@ -52,10 +47,18 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from prep.engine.decks.changed import (  # noqa: F401 - pending_fill: the front ends' question
+    PARSER_SALT,
+    RACY_NS,
+    _fresh,
+    _read_changed,
+    _to_fill,
+    file_ident,
+    pending_fill,
+)
 from prep.engine.decks.deck import (
     KINDS,
     LEVELS,
-    MAX_DECK_BYTES,
     Card,
     Collection,
     DeckError,
@@ -66,33 +69,24 @@ from prep.engine.decks.deck import (
     parse_deck_text,
     read_deck_text,
 )
+from prep.engine.decks.fill import CHECK, DONE, PARSE, RECONCILE, STORE, Fill, Progress
+from prep.engine.decks.parsepool import ParsePool
 
 if TYPE_CHECKING:
     from prep.engine.store import Store
 
-# The cache's format has three parts, and a database whose cache was written under any other
-# format has it dropped and rebuilt before anything is read from it (the (size, mtime) fast path
-# included): ``format_key()`` hashes them, the store keeps it beside the cached rows.
-# - the loader's version: raised whenever parse_deck_text accepts less (or parses differently)
-#   than before;
-LOADER_VERSION = 2
-# - the assembly's version: raised when the checks across files change (2: duplicate deck names
-#   refused, cards that can never be served left out, as deck.load_collection does);
+# Part of every assembly's key: raised when the checks across files change, so that a cached
+# result of older checks is never served (2: duplicate deck names refused, cards that can
+# never be served left out, as deck.load_collection does since the hardening).
 ASSEMBLY_VERSION = 2
-# - Card's fields, read from the dataclass itself: adding, removing, renaming or retyping a field
-#   changes the key with no version to remember.
 
-
-def file_ident(st: os.stat_result) -> str:
-    """What no edit keeps: the device and inode (a file replaced by rename, `cp`, an editor's
-    save) and the ctime, which every write, chmod or `touch -d` sets to now and no tool can set
-    back (git's index keeps the same). Size and mtime alone are kept by `touch -d`, `cp -p`
-    and `rsync -t`."""
-    return f"{st.st_dev}:{st.st_ino}:{st.st_ctime_ns}"
-
-
-RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's mtime tick we expect
-
+# The cache's format: a database whose cache was written under any other format has it dropped
+# and rebuilt before anything is read from it (the (size, mtime) fast path included):
+# ``format_key()`` hashes the loader's version (raised whenever parse_deck_text accepts less
+# or parses differently), Card's fields read from the dataclass itself (adding, removing,
+# renaming or retyping a field changes the key with no version to remember) and the assembly's
+# version; the store keeps it beside the cached rows.
+LOADER_VERSION = 2
 _EXCLUDED = ("id", "deck", "file", "line", "parent")
 
 
@@ -111,7 +105,7 @@ def format_key() -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
 
 
-_TUPLES = frozenset({"choices", "demos", "tags", "sources", "bullets", "points"})
+_TUPLES = frozenset({"choices", "demos", "tags", "sources", "bullets", "points", "aliases"})
 
 
 @contextmanager
@@ -153,7 +147,7 @@ def card_from_fields(
         defaults = {f.name: f.default for f in fields(Card)}
         values += [defaults[f] for f in names[len(values) :]]
     kw: dict[str, Any] = {
-        f: tuple(v) if f in _TUPLES else v for f, v in zip(_fields_of(Card), values, strict=True)
+        f: tuple(v) if f in _TUPLES else v for f, v in zip(names, values, strict=True)
     }
     return Card(id=card_id, deck=deck, parent=parent, file=file, line=line, **kw)
 
@@ -410,16 +404,18 @@ def load(
     *,
     demo_names: Sequence[str] | None = None,
     include_bundled: bool = True,
+    progress: Progress | None = None,
 ) -> Collection:
     """``deck.load_collection`` through the cache in ``store`` (same cards, errors, order),
     and the store's progress reconciled with the decks if they changed since the last time.
     A database that cannot be written (read-only, busy) still opens: the decks are then
-    parsed as ``load_collection`` does, and reconciled by the caller (``Collection.reconcile``)."""
+    parsed as ``load_collection`` does, and reconciled by the caller (``Collection.reconcile``).
+    ``progress`` is called with a Fill as each changed file is parsed and stored (fill.py)."""
     from prep.engine.store import StoreError
 
     try:
         with gc_paused():  # a hundred thousand small objects, none of them garbage
-            return _load(store, paths, demo_names, include_bundled)
+            return _load(store, paths, demo_names, include_bundled, progress)
     except StoreError:
         return load_collection(paths, demo_names=demo_names, include_bundled=include_bundled)
 
@@ -429,6 +425,7 @@ def _load(
     paths: Iterable[Path] | None,
     demo_names: Sequence[str] | None,
     include_bundled: bool,
+    progress: Progress | None = None,
 ) -> Collection:
     warnings: list[DeckError] = []
     files = collect_deck_files(paths, include_bundled, warnings)  # as load_collection
@@ -439,39 +436,67 @@ def _load(
         store.deck_cache_reset(fmt_key)
     cached = store.deck_cache_files()
     now_ns = time.time_ns()
+    fill = _to_fill(files, cached) if progress is not None else None
     order: list[tuple[str, str]] = []  # (cache key, shown) of each readable deck file
     read_errors: list[DeckError] = []
     digest = hashlib.sha256(f"format {fmt_key}\n".encode())
+    reads = _read_changed(files, cached, read_deck_text)  # (tests count the reads)
+    jobs = [
+        (key, text, shown, path.stem)
+        for key, path, shown in files
+        if (read := reads.get(key)) is not None
+        and (text := read[1]) is not None
+        and (cached.get(key) or {}).get("sha256") != read[3]
+    ]
+    pool = ParsePool(jobs, sum(len(j[1]) for j in jobs))  # both cores, for a big fill
+    try:
+        _fill_files(
+            store, files, cached, reads, pool, now_ns, fill, progress, order, read_errors, digest
+        )
+    finally:
+        pool.close()
+    digest.update(json.dumps(sorted(demo_names) if demo_names is not None else None).encode())
+    return _assemble(
+        store, files, cached, order, read_errors, digest, demo_names, warnings, fill, progress
+    )
+
+
+def _fill_files(
+    store: Store,
+    files: list[tuple[str, Path, str]],
+    cached: dict[str, Any],
+    reads: dict[str, Any],
+    pool: ParsePool,
+    now_ns: int,
+    fill: Fill | None,
+    progress: Progress | None,
+    order: list[tuple[str, str]],
+    read_errors: list[DeckError],
+    digest: Any,
+) -> None:
     for key, path, shown in files:
         entry = cached.get(key)
-        try:
-            st = path.stat()
-        except OSError:
-            st = None
-        if (
-            st is not None
-            and stat.S_ISREG(st.st_mode)  # anything else is read (and refused) as the loader does
-            and st.st_size <= MAX_DECK_BYTES
-            and entry is not None
-            and (entry["size"], entry["mtime_ns"]) == (st.st_size, st.st_mtime_ns)
-            and entry.get("ident") == file_ident(st)
-            and entry["checked_ns"] - st.st_mtime_ns >= RACY_NS
-        ):
+        if key not in reads:
+            assert entry is not None  # (only a cached file is left unread)
             sha = entry["sha256"]
         else:
-            text, error = read_deck_text(path, shown)
+            st, text, error, sha = reads.pop(key)
             if error is not None:
                 read_errors.append(error)
                 digest.update(f"{key}\0{error}\n".encode())
                 continue
             assert text is not None and st is not None
-            # (a parse by another loader was dropped with the whole cache: see format_key)
-            sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
             # (a parse does not depend on how the path is shown: names are added on load)
             if entry is not None and entry["sha256"] == sha:
                 store.deck_cache_touch(key, st.st_size, st.st_mtime_ns, now_ns, file_ident(st))
             else:
-                info, cards, errors = _parse(text, shown, path.stem)
+                if fill is not None and progress is not None:
+                    fill.stage, fill.file = PARSE, shown
+                    progress(fill)
+                info, cards, errors = pool.result(key, _parse, text, shown, path.stem)
+                if fill is not None and progress is not None:
+                    fill.stage, fill.cards = STORE, fill.cards + len(cards)
+                    progress(fill)
                 store.deck_cache_put(
                     key,
                     shown=shown,
@@ -499,15 +524,34 @@ def _load(
                         for c in cards
                     ],
                 )
+            if fill is not None and st is not None:
+                fill.files_done += 1
+                fill.bytes_done += st.st_size
         digest.update(f"{key}\0{shown}\0{sha}\n".encode())
         order.append((key, shown))
-    digest.update(json.dumps(sorted(demo_names) if demo_names is not None else None).encode())
+
+
+def _assemble(
+    store: Store,
+    files: list[tuple[str, Path, str]],
+    cached: dict[str, Any],
+    order: list[tuple[str, str]],
+    read_errors: list[DeckError],
+    digest: Any,
+    demo_names: Sequence[str] | None,
+    warnings: list[DeckError],
+    fill: Fill | None,
+    progress: Progress | None,
+) -> Collection:
     state_key = digest.hexdigest()
 
     keys = [k for k, _ in order]
     parsed = store.deck_cache_parsed(keys)  # key -> (info json | None, errors)
     assembled = store.deck_cache_assembly(state_key)
     if assembled is None:
+        if fill is not None and progress is not None and fill.files_total:
+            fill.stage = CHECK
+            progress(fill)
         # the checks across files, on the outline of every card (only after a change)
         refs_by_file = {key: _refs(store, key, shown) for key, shown in order}
         declared = store.deck_cache_declared(keys)
@@ -524,6 +568,7 @@ def _load(
         excluded = [
             [key, r.line] for key in keys for r in refs_by_file[key] if coll.get(r.id) is not r
         ]
+        _check_aliases(store, coll, order, refs_by_file)
         renamed = {info.file: name for name, info in coll.decks.items()}
         assembled = {
             "errors": [[e.file, e.line, e.message] for e in coll.errors],
@@ -551,9 +596,37 @@ def _load(
             info.card_ids = list(map(_ID, file_rows))
         decks[info.name] = info
     if store.deck_reconcile_key() != state_key:
+        if fill is not None and progress is not None and fill.files_total:
+            fill.stage = RECONCILE
+            progress(fill)
+        store.adopt_aliases(store.deck_cache_aliases(_fields_of(Card).index("aliases")))
         store.reconcile_with_deck_cache(state_key)
     _prune(store, cached, {key for key, _, _ in files})
+    if fill is not None and progress is not None and fill.files_total:
+        fill.stage = DONE
+        progress(fill)
     return coll
+
+
+def _check_aliases(
+    store: Store, coll: Collection, order: list[tuple[str, str]], refs: dict[str, list[CardRef]]
+) -> None:
+    """The aliases' checks of ``assemble`` (which sees the cards' outline only), on the
+    aliases of the cached cards that were kept."""
+    from prep.engine.decks.aliases import alias_errors
+
+    field = _fields_of(Card).index("aliases")
+    entries = []
+    for key, _ in order:
+        kept = {r.line for r in refs[key] if coll.get(r.id) is r}
+        for line, cid, alias in store.deck_cache_alias_claims(key, field):
+            if line in kept:
+                ref = coll.get(cid)
+                assert ref is not None  # (kept: its line is in ``kept``)
+                entries.append((cid, (alias,), ref.file, line))
+    if entries:
+        coll.errors.extend(alias_errors(entries, coll))
+        coll.errors.sort(key=lambda e: (e.file, e.line))
 
 
 def _prune(store: Store, cached: dict[str, Any], loaded: set[str]) -> None:

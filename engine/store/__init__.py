@@ -7,11 +7,13 @@ marks.py       suspend, bury, flag
 demoruns.py    demo run summaries
 deckcache.py   the deck cache's tables (engine/decks/deckcache.py decides)
 transfer.py    rows out and in for export and import
+aliases.py     merged cards: an alias's progress moves onto the card that kept it
 schema.py      the tables and their migrations; reviewlog.py: the review log's codec
 """
 
 from __future__ import annotations
 
+from prep.engine.store.aliases import AliasesStore
 from prep.engine.store.cards import CardsStore, state_from_json, state_to_json, state_to_row
 from prep.engine.store.core import (
     BUSY_TIMEOUT_MS,
@@ -36,6 +38,7 @@ class Store(
     MarksStore,
     DemoRunsStore,
     DeckCacheStore,
+    AliasesStore,
     StoreCore,
 ):
     """The progress database. Open with ``Store.open(path)`` or ``Store.memory()``."""

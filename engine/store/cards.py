@@ -184,8 +184,14 @@ class CardsStore(StoreCore):
     def reconcile(self, cards: Iterable[Any]) -> dict[str, int]:
         """Reconcile stored progress with the loaded deck cards (objects with id, deck and
         content_hash): a card whose text changed keeps its progress and is marked changed;
-        a stored card missing from the decks keeps its history and is marked removed."""
+        a stored card missing from the decks keeps its history and is marked removed; one
+        that a card lists under ``aliases`` (merged into it) gives it its progress."""
         present = {c.id: c for c in cards}
+        claims = [(c.id, c.aliases) for c in present.values() if getattr(c, "aliases", ())]
+        if claims:
+            from prep.engine.decks.aliases import alias_map
+
+            self.adopt_aliases(alias_map(claims, present))  # type: ignore[attr-defined]
         stored = {
             r[0]: (r[1], r[2], r[3])
             for r in self.conn.execute("SELECT id, content_hash, removed, deck FROM cards")

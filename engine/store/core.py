@@ -593,12 +593,20 @@ class StoreCore:
         """Change only the named settings, against the settings saved now (read and written in
         one write transaction): a long `prep optimize` or a prompt left open never writes back
         what another `prep config` changed meanwhile. Returns the saved settings."""
+        from prep.engine.store import devices
+        from prep.engine.timeutil import utcnow
+
         with self.transaction():
             updated = replace(self.settings(), **changes).validated()
             self.set_meta("settings", json.dumps(updated.to_dict()))
+            devices.stamp_settings(self.conn, utcnow())  # the last writer wins on a sync
         return updated
 
-    def save_settings(self, settings: Settings) -> None:
+    def save_settings(self, settings: Settings, at: datetime | None = None) -> None:
+        from prep.engine.store import devices
+        from prep.engine.timeutil import utcnow
+
         settings.validated()
         with self.transaction():
             self.set_meta("settings", json.dumps(settings.to_dict()))
+            devices.stamp_settings(self.conn, at or utcnow())  # the last writer wins on a sync

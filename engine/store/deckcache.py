@@ -276,6 +276,47 @@ class DeckCacheStore(StoreCore):
             self.set_meta(_RECONCILED_KEY, key)
         return {"changed": changed, "removed": removed, "restored": restored}
 
+    def deck_cache_alias_claims(self, path: str, field: int) -> list[tuple[int, str, str]]:
+        """(line, card id, alias) of every alias the cached cards of ``path`` list
+        (``field``: the index of ``aliases`` in the cached card's JSON), in file order."""
+        return self.conn.execute(
+            "SELECT dc.key & 0xFFFFFFFF, dc.id, a.value FROM deck_cards dc, "
+            "json_each(dc.data, ?) a WHERE dc.key BETWEEN ? AND ? ORDER BY dc.key",
+            (f"$[{field}]", *self._deck_keys(path)),
+        ).fetchall()
+
+    def deck_cache_aliases(self, field: int) -> dict[str, str]:
+        """{alias: kept id} for the stored ids (progress or marks) that no loaded card has
+        but a loaded card lists as an alias (``field``: the index of ``aliases`` in the
+        cached card's JSON). Reads the cards' JSON only when such ids exist."""
+        live = self._LIVE_DECK_CARDS
+        has_marks = self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'card_marks'"
+        ).fetchone()
+        marks = " UNION SELECT card_id FROM card_marks" if has_marks else ""
+        orphans = [
+            r[0]
+            for r in self.conn.execute(
+                f"SELECT id FROM (SELECT id FROM cards{marks}) "
+                f"WHERE id NOT IN (SELECT id FROM ({live}))"
+            )
+        ]
+        if not orphans:
+            return {}
+        out: dict[str, str] = {}
+        for i in range(0, len(orphans), 900):
+            chunk = orphans[i : i + 900]
+            rows = self.conn.execute(
+                "SELECT a.value, dc.id FROM deck_cards dc "
+                "JOIN deck_files f ON f.fid = dc.key >> 32, json_each(dc.data, ?) a "
+                "WHERE f.ord IS NOT NULL AND +dc.dup = 0 "
+                f"AND a.value IN ({','.join('?' * len(chunk))}) ORDER BY f.ord, dc.key",
+                [f"$[{field}]", *chunk],
+            )
+            for alias, kept in rows:
+                out.setdefault(alias, kept)
+        return out
+
     def deck_cache_tag_progress(self, mature_days: float) -> dict[str, tuple[int, int, int]]:
         """Per tag of the loaded deck cards: (cards, seen, mature), one grouped query that
         walks the tags in card-id order beside the cards' id index. The cards left out as

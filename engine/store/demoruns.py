@@ -9,6 +9,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from prep.engine.store import devices
 from prep.engine.store.core import StoreCore
 from prep.engine.store.schema import (
     DEMO_RUN_COLUMNS,
@@ -39,8 +40,8 @@ class DemoRunsStore(StoreCore):
     ) -> int:
         with self.transaction():
             cur = self.conn.execute(
-                "INSERT INTO demo_runs (name, device, device_name, dtype, scale, seed, passed, seconds, metrics, ran_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO demo_runs (name, device, device_name, dtype, scale, seed, passed, seconds, metrics, ran_at, dev) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     name,
                     device,
@@ -52,6 +53,7 @@ class DemoRunsStore(StoreCore):
                     float(seconds),
                     json.dumps(metrics or {}, default=str),
                     fmt(ran_at or utcnow()),
+                    devices.device(self.conn),
                 ),
             )
             assert cur.lastrowid is not None

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from prep.engine.store import devices
 from prep.engine.store.core import StoreCore
-from prep.engine.timeutil import fmt, parse
+from prep.engine.timeutil import fmt, parse, utcnow
 
 
 @dataclass(frozen=True)
@@ -57,10 +58,12 @@ class MarksStore(StoreCore):
             return Mark()
         return Mark(suspended=bool(row[0]), buried_until=parse(row[1]), flagged=bool(row[2]))
 
-    def set_mark(self, card_id: str, mark: Mark) -> None:
-        """Store ``mark`` for the card (committed at once); an all-clear mark deletes the row."""
+    def set_mark(self, card_id: str, mark: Mark, at: datetime | None = None) -> None:
+        """Store ``mark`` for the card (committed at once); an all-clear mark deletes the row.
+        Stamped ``at`` (default: now) by this device: the last writer wins on a sync."""
         with self.transaction():
             self.conn.execute(self._MARKS_SQL)
+            devices.stamp_mark(self.conn, card_id, at or utcnow())
             if mark == Mark():
                 self.conn.execute("DELETE FROM card_marks WHERE card_id = ?", (card_id,))
                 return

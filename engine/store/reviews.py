@@ -11,11 +11,12 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from prep.engine.store import devices
 from prep.engine.store.cards import CardsStore, state_to_json
 from prep.engine.store.core import StoreError
 from prep.engine.store.reviewlog import Chain, from_us, to_us
 from prep.engine.study.scheduler import CardState, State
-from prep.engine.timeutil import EARLIEST, LATEST_STORED, clamp_duration, fmt
+from prep.engine.timeutil import EARLIEST, LATEST_STORED, clamp_duration, fmt, utcnow
 
 
 @dataclass(frozen=True)
@@ -125,18 +126,36 @@ class ReviewsStore(CardsStore):
         rating: int,
         reviewed_at: datetime,
         duration_ms: int | None = None,
+        params: dict[str, Any] | None = None,
     ) -> int:
-        """Write the new card state and the review in one committed transaction."""
+        """Write the new card state and the review in one committed transaction. ``params``:
+        the scheduler's replay_params (default: the saved settings, fuzzed, seed 0), stored
+        with the review so that a sync replays it as it was made."""
         prev_state = None if prev is None or prev.is_new else prev.state
         prev = None if prev is None or prev.is_new else prev
         duration_ms = clamp_duration(duration_ms)  # what an import takes back: 0 .. a day
+        if params is None:
+            from prep.engine.study.scheduler import replay_params
+
+            params = replay_params(self.settings(), True, 0)
         with self.transaction():
             pblob, nblob = self._chain(new.id).encode(new.id, prev_state, prev, new)
             self.put_card(new)
             cur = self.conn.execute(
-                "INSERT INTO reviews (card_id, rating, at, duration_ms, prev_state, prev, next) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (new.id, int(rating), to_us(reviewed_at), duration_ms, prev_state, pblob, nblob),
+                "INSERT INTO reviews (id, card_id, rating, at, duration_ms, prev_state, prev, "
+                "next, dev, params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    devices.next_review_id(self.conn),
+                    new.id,
+                    int(rating),
+                    to_us(reviewed_at),
+                    duration_ms,
+                    prev_state,
+                    pblob,
+                    nblob,
+                    devices.device(self.conn),
+                    devices.params_n(self.conn, params),
+                ),
             )
             assert cur.lastrowid is not None
             return cur.lastrowid
@@ -163,6 +182,7 @@ class ReviewsStore(CardsStore):
         rating: int,
         reviewed_at: datetime,
         duration_ms: int | None = None,
+        params: dict[str, Any] | None = None,
     ) -> tuple[int, CardState, CardState]:
         """Rate a card: read its stored state (``fresh`` when it has none), let ``decide``
         compute the next one, and write both, all inside one write transaction. Two sessions
@@ -172,7 +192,10 @@ class ReviewsStore(CardsStore):
         with self.transaction():
             prev = self.card(fresh.id) or fresh
             new = decide(prev)
-            return self.record_review(prev, new, rating, reviewed_at, duration_ms), prev, new
+            if new.last_review is not None and new.last_review > reviewed_at:
+                reviewed_at = new.last_review  # decide kept it after the card's last review
+            rid = self.record_review(prev, new, rating, reviewed_at, duration_ms, params)
+            return rid, prev, new
 
     def last_review(self) -> Review | None:
         row = self.conn.execute(
@@ -184,20 +207,29 @@ class ReviewsStore(CardsStore):
         """Remove the newest review and restore the card's exact previous state (or remove
         the card's row if it was new). Returns the undone review, or None if there is none —
         or, with ``expected_id``, if the newest review is another one (say another session's
-        rating committed since): checked inside the same write transaction."""
+        rating committed since): checked inside the same write transaction. Only this device's
+        reviews are undone (one received by a sync is not "the last rating"), and only the
+        newest of its card. The review leaves a tombstone that a sync takes to the others."""
         with self.transaction():
             row = self.conn.execute(
-                "SELECT id, card_id FROM reviews ORDER BY id DESC LIMIT 1"
+                "SELECT id, card_id FROM reviews WHERE dev = ? ORDER BY id DESC LIMIT 1",
+                (devices.device(self.conn),),
             ).fetchone()
             if row is None or (expected_id is not None and row[0] != expected_id):
                 return None
             review = self._card_log(row[1])[-1][0]
+            if review.id != row[0]:
+                return None  # a later review of the card (received by a sync) follows it
+            devices.bury_review(self.conn, review.id, review.card_id, utcnow())
             self.conn.execute("DELETE FROM reviews WHERE id = ?", (review.id,))
             if review.prev is None:
                 self.conn.execute("DELETE FROM cards WHERE id = ?", (review.card_id,))
             else:
                 current = self.card(review.card_id)
                 restored = review.prev
+                if isinstance(restored, CardState) and restored.id != review.card_id:
+                    # a review moved here from a merged-away card (Store.adopt_aliases)
+                    restored = CardState(**{**asdict(restored), "id": review.card_id})
                 if current is not None:
                     # membership flags describe the deck now, not the card's history
                     restored = CardState(

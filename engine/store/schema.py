@@ -14,6 +14,10 @@ Tables (the schema version is in ``meta``):
 - ``card_marks``: suspend / bury / flag, created on the first mark (Store.set_mark).
 - ``demo_runs``: every demo run (name, device, passed, seconds, the full report).
 - ``meta``: schema version and settings.
+- ``sync_devices``, ``sched_params``, ``review_graves``, ``mark_clock`` (v9): what merging
+  progress between installations needs (engine/sync/): every review's globally unique id
+  (its device and sequence number), the scheduler parameters it was made with, the undone
+  reviews (tombstones), and each mark's last-writer-wins stamp.
 
 Only engine/store/ uses this module directly; the export reuses the column lists.
 """
@@ -26,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 BATCH = 5_000  # review log rows rewritten per executemany (and per progress report)
 
 CARD_COLUMNS = (
@@ -298,6 +302,98 @@ def _v8_to_v9(db: Any, progress: UpgradeTracker | None = None) -> None:
     )
 
 
+def _v9_to_v10(db: Any, progress: UpgradeTracker | None = None) -> None:
+    # progress on several machines (engine/sync/): cheap on a big log. ALTER ... ADD COLUMN
+    # rewrites no row: every existing review is this device's (dev 1), its sequence number
+    # its row id (seq NULL), made with the settings saved now (params 1). (Written to run
+    # again over a database that has it all: a test sets an older version back.)
+    import json
+    import secrets
+    import socket
+
+    from prep.engine.study.scheduler import Settings, replay_params
+
+    conn = db.conn
+
+    def columns(table: str) -> set[str]:
+        return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS sync_devices (n INTEGER PRIMARY KEY, id TEXT NOT NULL "
+        "UNIQUE, name TEXT NOT NULL DEFAULT '', applied INTEGER NOT NULL DEFAULT 0, "
+        "wrote_at TEXT, applied_at TEXT)"
+    )
+    conn.execute(
+        "INSERT OR IGNORE INTO sync_devices (n, id, name) VALUES (1, ?, ?)",
+        (secrets.token_hex(8), socket.gethostname()[:64]),
+    )
+    conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('device', '1')")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS sched_params (n INTEGER PRIMARY KEY, "
+        "value TEXT NOT NULL UNIQUE)"
+    )
+    row = conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
+    try:
+        settings = Settings.from_dict(json.loads(row[0])).validated() if row else Settings()
+    except (TypeError, ValueError, AttributeError):
+        settings = Settings()
+    conn.execute(
+        "INSERT OR IGNORE INTO sched_params (n, value) VALUES (1, ?)",
+        (json.dumps(replay_params(settings, True, 0), sort_keys=True),),
+    )
+    have = columns("reviews")
+    for column, kind in (
+        ("dev", "INTEGER NOT NULL DEFAULT 1"),
+        ("seq", "INTEGER"),
+        ("params", "INTEGER NOT NULL DEFAULT 1"),
+    ):
+        if column not in have:
+            conn.execute(f"ALTER TABLE reviews ADD COLUMN {column} {kind}")
+    # a review's id is (device, coalesce(seq, id)): one index finds a review by it, and the
+    # reviews this device has not yet written to its journal (dev = me, id past the last sent)
+    conn.execute("CREATE INDEX IF NOT EXISTS reviews_uid ON reviews (dev, seq)")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS review_graves (dev INTEGER NOT NULL, seq INTEGER NOT NULL, "
+        "card_id TEXT NOT NULL, by_dev INTEGER NOT NULL, at INTEGER NOT NULL, "
+        "UNIQUE (dev, seq))"
+    )
+    conn.execute("CREATE INDEX IF NOT EXISTS review_graves_by ON review_graves (by_dev)")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS card_marks (card_id TEXT PRIMARY KEY, "
+        "suspended INTEGER NOT NULL DEFAULT 0, buried_until TEXT, "
+        "flagged INTEGER NOT NULL DEFAULT 0)"
+    )
+    # last-writer-wins: each card's mark was last set at ``at`` (us) by device ``dev``, that
+    # device's ``seq``-th stamp; compared as (at, device id, seq)
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS mark_clock (card_id TEXT PRIMARY KEY, at INTEGER NOT NULL, "
+        "dev INTEGER NOT NULL, seq INTEGER NOT NULL)"
+    )
+    conn.execute("CREATE INDEX IF NOT EXISTS mark_clock_dev ON mark_clock (dev, seq)")
+    now_us = int(time.time() * 1_000_000)
+    stamp = int((conn.execute("SELECT max(seq) FROM mark_clock").fetchone()[0]) or 0)
+    unstamped = conn.execute(
+        "SELECT card_id FROM card_marks WHERE card_id NOT IN (SELECT card_id FROM mark_clock) "
+        "ORDER BY card_id"
+    ).fetchall()
+    conn.executemany(
+        "INSERT INTO mark_clock (card_id, at, dev, seq) VALUES (?, ?, 1, ?)",
+        [(cid, now_us, stamp + i) for i, (cid,) in enumerate(unstamped, 1)],
+    )
+    stamp += len(unstamped)
+    conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('sync_stamp', ?)", (str(stamp),))
+    if row is not None:
+        conn.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES ('settings_clock', ?)",
+            (json.dumps([now_us, 1, 0]),),
+        )
+    have = columns("demo_runs")
+    for column, kind in (("dev", "INTEGER NOT NULL DEFAULT 1"), ("seq", "INTEGER")):
+        if column not in have:
+            conn.execute(f"ALTER TABLE demo_runs ADD COLUMN {column} {kind}")
+    conn.execute("CREATE INDEX IF NOT EXISTS demo_runs_uid ON demo_runs (dev, seq)")
+
+
 @dataclass(frozen=True)
 class Upgrade:
     """Where a schema upgrade stands, for a front end to show (Store.open's ``progress``).
@@ -399,5 +495,6 @@ MIGRATIONS: list[Callable[[Any, UpgradeTracker | None], None]] = [
     _v6_to_v7,
     _v7_to_v8,
     _v8_to_v9,
+    _v9_to_v10,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION

@@ -116,10 +116,14 @@ class TransferStore(ReviewsStore, MarksStore):
             prev, nxt = state_from_json(row["prev"]), state_from_json(row["next"])
             assert nxt is not None
             pblob, nblob = self._chain(cid).encode(cid, row["prev_state"], prev, nxt)
+            from prep.engine.store import devices
+
             self.conn.execute(
-                "INSERT INTO reviews (card_id, rating, at, duration_ms, prev_state, prev, next) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO reviews (id, dev, card_id, rating, at, duration_ms, prev_state, "
+                "prev, next) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
+                    devices.next_review_id(self.conn),
+                    devices.device(self.conn),
                     cid,
                     row["rating"],
                     to_us(parse(row["reviewed_at"])),

@@ -317,6 +317,24 @@ class _SeededFsrs(fsrs.Scheduler):
         return timedelta(days=min(round(days), self.maximum_interval))
 
 
+# The settings that decide what a rating does to a card: stored with every review (v9), so
+# that a replay of the log on any machine computes the states the ratings gave
+REPLAY_KEYS = (
+    "desired_retention",
+    "learning_steps_min",
+    "relearning_steps_min",
+    "maximum_interval",
+    "parameters",
+    "leech_threshold",
+)
+
+
+def replay_params(settings: Settings, fuzz: bool, seed: int) -> dict:
+    """What a review stores of the scheduler that made it (see REPLAY_KEYS)."""
+    d = settings.to_dict()
+    return {**{k: d[k] for k in REPLAY_KEYS}, "fuzz": bool(fuzz), "seed": int(seed)}
+
+
 @dataclass
 class Scheduler:
     settings: Settings = field(default_factory=Settings)
@@ -334,6 +352,21 @@ class Scheduler:
             enable_fuzzing=self.enable_fuzzing,
             **kwargs,
         )
+
+    def replay_params(self) -> dict:
+        return replay_params(self.settings, self.enable_fuzzing, self.seed)
+
+    @classmethod
+    def from_replay_params(cls, params: dict) -> Scheduler:
+        """The scheduler a review was made with (its replay_params); ValueError when they are
+        not valid settings."""
+        fuzz, seed = params.get("fuzz"), params.get("seed")
+        if not isinstance(fuzz, bool) or not isinstance(seed, int) or isinstance(seed, bool):
+            raise ValueError("fuzz must be true or false and seed a whole number")
+        if set(params) != {*REPLAY_KEYS, "fuzz", "seed"}:
+            raise ValueError(f"scheduler parameters must have exactly {', '.join(REPLAY_KEYS)}")
+        settings = Settings.from_dict({k: params[k] for k in REPLAY_KEYS}).validated()
+        return cls(settings, enable_fuzzing=fuzz, seed=seed)
 
     def retrievability(self, card: CardState, now: datetime) -> float:
         if card.is_new:

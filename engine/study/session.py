@@ -58,6 +58,9 @@ class NotCurrentCard(RuntimeError):
     """An action named a card that is not the session's current card (or none is left)."""
 
 
+_US = timedelta(microseconds=1)
+
+
 @dataclass
 class SessionStats:
     started: datetime
@@ -367,7 +370,12 @@ class ReviewSession:
         outcomes: list[Outcome] = []
 
         def decide(prev: CardState) -> CardState:
-            outcome = self.scheduler.review(prev, rating, now)
+            # never before the card's last review (a clock set back, or a review from a
+            # machine whose clock runs ahead, received by a sync): the log's time order is
+            # the order the ratings were made in, which a sync's replay follows (a hybrid
+            # logical clock per card)
+            at = now if prev.last_review is None else max(now, prev.last_review + _US)
+            outcome = self.scheduler.review(prev, rating, at)
             if shown_hash != deck_hash:
                 # given on older text: kept, and flagged as edited since this review
                 state = replace(outcome.state, content_hash=deck_hash, changed=True)
@@ -378,7 +386,9 @@ class ReviewSession:
         # the state is read inside the write transaction: another terminal rating this card
         # at the same moment is serialised before or after us, never interleaved
         fresh = CardState(id=card.id, deck=card.deck, content_hash=deck_hash)
-        review_id, _prev, _new = self.store.rate_card(fresh, decide, rating, now, duration_ms)
+        review_id, _prev, _new = self.store.rate_card(
+            fresh, decide, rating, now, duration_ms, self.scheduler.replay_params()
+        )
         outcome = outcomes[-1]
         self._review_ids.append(review_id)
         if entry is None:

@@ -3,13 +3,16 @@
 
 Importing is all or nothing (one transaction) and idempotent: a review already stored with the
 same data (same card and time) is skipped, as is a card state or demo run already stored
-unchanged. A review for the same card and time with different data, or a card whose stored
-state differs from the file's (and is not simply newer, from reviews made after the export),
-is a conflict: the import stops with an error naming the card and nothing is changed.
-Settings are taken from the file only when the database has none saved. Marks (suspended,
-buried, flagged) are added for cards with no mark here and skipped where the same mark is
-stored; a card marked differently here is a conflict (this database's marks may be newer,
-and a mark has no history to tell). A bury that has run out counts as no mark.
+unchanged. A review for the same card and time from the same state with different data is a
+conflict (a damaged or edited file): the import stops with an error naming the card and
+nothing is changed. A card whose history went on both here and in the file (since the export
+was made) is merged by `prep sync`'s rules (engine/sync/merge.py): the file's reviews not held
+here (by time and rating) join this database's log, and the card is replayed from the union in
+time order. Settings are taken from the file only when the database has none saved. Marks
+(suspended, buried, flagged) are added for cards with no mark here and skipped where the same
+mark is stored; a card marked differently here keeps this database's mark (a mark is
+last-writer-wins, and an export's marks carry no time). A bury that has run out counts as no
+mark.
 
 Size: about 700 lines, half of them the field validators (one refusal message per field and
 kind of bad value, what makes a hostile file fail with one line). The next split is those
@@ -23,7 +26,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -553,6 +556,8 @@ class ImportResult:
     demo_runs_skipped: int = 0
     marks_added: int = 0
     marks_skipped: int = 0  # the same mark already stored
+    marks_kept: int = 0  # marked differently here: this database's mark stays
+    cards_merged: int = 0  # both histories went on: merged and replayed (as a sync does)
     settings: str = "none"  # "imported", "same", "kept" (the database's differ), "none"
 
     def summary(self) -> str:
@@ -565,6 +570,10 @@ class ImportResult:
         )
         if self.marks_added:
             text += f", {count(self.marks_added, 'mark')} added"
+        if self.cards_merged:
+            text += f"; {count(self.cards_merged, 'card')} with two histories merged"
+        if self.marks_kept:
+            text += f"; {count(self.marks_kept, 'mark')} kept as marked here"
         skipped = self.cards_kept + self.reviews_skipped + self.demo_runs_skipped
         skipped += self.marks_skipped
         if skipped:
@@ -626,16 +635,28 @@ def _mark_words(mark: Mark) -> str:
     return ", ".join(words) or "no mark"
 
 
-def import_data(store: Store, data: ExportData, now: datetime | None = None) -> ImportResult:
+def import_data(
+    store: Store,
+    data: ExportData,
+    now: datetime | None = None,
+    aliases: Mapping[str, str] | None = None,
+) -> ImportResult:
     """Import into ``store`` in one transaction: everything, or (on any conflict) nothing.
-    ``now`` (default: the clock) tells a bury in force from one that ran out."""
+    ``now`` (default: the clock) tells a bury in force from one that ran out. ``aliases``
+    ({merged-away id: kept id}, Collection.aliases): rows naming an old id land on the
+    card that kept it, as the store's own progress did (engine/aliases.py)."""
     now = now or utcnow()
     _check_file(data)
+    if aliases:
+        from prep.engine.decks.aliases import map_export
+
+        data = map_export(data, aliases)
     result = ImportResult()
     src = data.source
     file_keys: dict[str, set[tuple]] = {}
     for r in data.reviews:
         file_keys.setdefault(r["card_id"], set()).add(_review_key(r))
+    diverged: list[str] = []
     with store.transaction():
         new_reviews = []
         for r in data.reviews:
@@ -674,13 +695,19 @@ def import_data(store: Store, data: ExportData, now: datetime | None = None) -> 
                 store.update_schedule(cid, card)
                 result.cards_updated += 1
             else:
-                raise ExportError(
-                    f"{src}: conflict: card {cid!r} has a different review history here "
-                    f"({', '.join(diff)} differ); nothing imported"
-                )
+                diverged.append(cid)  # both went on: merged by the sync's rules below
         for r in new_reviews:
+            if r["card_id"] in diverged:
+                continue
             store.insert_row("reviews", r)
             result.reviews_added += 1
+        if diverged:
+            from prep.engine.sync.merge import merge_reviews
+
+            result.reviews_added += merge_reviews(
+                store, {cid: [r for r in data.reviews if r["card_id"] == cid] for cid in diverged}
+            )
+            result.cards_merged = len(diverged)
         for run in data.demo_runs:
             stored = store.demo_run_row(run["name"], run["ran_at"])
             if stored is not None:
@@ -707,10 +734,9 @@ def import_data(store: Store, data: ExportData, now: datetime | None = None) -> 
             elif in_force(mark_here, now) == in_force(mark, now):
                 result.marks_skipped += 1  # they differ only in a bury that ran out
             else:
-                raise ExportError(
-                    f"{src}: conflict: card {cid!r} is marked differently here "
-                    f"({_mark_words(mark_here)}; the file: {_mark_words(mark)}); nothing imported"
-                )
+                # marked differently: a mark is last-writer-wins, and an export's marks carry
+                # no time to win with, so this database's (made here, since) stays
+                result.marks_kept += 1
         if data.settings is not None:
             saved = store.saved_settings()
             if saved is None:
@@ -723,5 +749,5 @@ def import_data(store: Store, data: ExportData, now: datetime | None = None) -> 
     return result
 
 
-def import_file(store: Store, path: Path) -> ImportResult:
-    return import_data(store, read_export(Path(path)))
+def import_file(store: Store, path: Path, aliases: Mapping[str, str] | None = None) -> ImportResult:
+    return import_data(store, read_export(Path(path)), aliases=aliases)

@@ -60,8 +60,19 @@ class Ctx:
 
         if store is not None:
             from prep.engine.decks import deckcache
+            from prep.tui.upgrade import FillLine
 
-            coll = deckcache.load(store, self.questions, demo_names=demo_names())
+            line = FillLine()  # a first open of a large collection shows how far it is
+            try:
+                # FillLine reads a Fill as UpgradeLine reads an Upgrade (done, elapsed, fraction)
+                coll = deckcache.load(
+                    store,
+                    self.questions,
+                    demo_names=demo_names(),
+                    progress=line,  # type: ignore[arg-type]
+                )
+            finally:
+                line.close()
         else:
             from prep.engine.decks.deck import load_collection
 

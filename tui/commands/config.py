@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -46,6 +47,11 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
             return
         if key == "parameters":
             _config_parameters(store, settings, value)
+            return
+        if key == "sync_dir":  # a setting of this machine: never synced
+            if value is not None:
+                store.set_meta("sync_dir", str(Path(value).expanduser().resolve()))
+            click.echo(f"sync_dir = {store.get_meta('sync_dir') or 'none'}")
             return
         if key not in Settings.settable():
             known = ", ".join([*Settings.settable(), "parameters"])

@@ -22,15 +22,21 @@ if TYPE_CHECKING:
 def import_cmd(obj: Ctx, file: str) -> None:
     """Import a json or csv export (from `prep export`) into this database.
 
-    All or nothing: on a corrupt file or a conflict (a card with a different review
-    history here, or marked differently here) nothing changes. Importing the same file
-    twice adds nothing twice."""
+    All or nothing: on a corrupt file or a conflicting review nothing changes. A card whose
+    history went on both here and in the file is merged as `prep sync` merges; a card marked
+    differently here keeps this database's mark. Importing the same file twice adds nothing
+    twice. The database is backed up first."""
+    from prep.engine.store import backup
     from prep.engine.transfer.export import ExportError
     from prep.engine.transfer.importer import import_file
 
+    # an export that names a merged-away card's id lands on the card that kept it (the
+    # decks are read, not synced: a refused import changes nothing)
+    aliases = obj.collection(strict=False).aliases()
     with obj.store() as store:
         try:
-            result = import_file(store, Path(file).expanduser())
-        except ExportError as exc:
+            backup.make(store, "import")
+            result = import_file(store, Path(file).expanduser(), aliases)
+        except (ExportError, backup.BackupError) as exc:
             raise UsageError(str(exc)) from None
     click.echo(f"Imported {file}: {result.summary()}.")

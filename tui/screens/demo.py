@@ -157,7 +157,10 @@ class DemoScreen(PrepScreen):
         self.tick()
         self._ticker = self.set_interval(0.1, self.tick)
         self.refresh_bindings()
-        self.run_demo()
+        if self.prep.demo_worker is not None:
+            self.run_in_worker()  # torch and the model stay loaded between runs
+        else:
+            self.run_demo()
 
     def tick(self) -> None:
         """While the demo runs: a spinner, the elapsed time and what it is doing now."""
@@ -248,6 +251,54 @@ class DemoScreen(PrepScreen):
         finally:
             self._process = None
         self.finish(code)
+
+    @work(exclusive=True, group="demo", exit_on_error=False)
+    async def run_in_worker(self) -> None:
+        """Run the demo in the app's demo worker (prep.tui.demoworker): progress and each
+        section's checks arrive as they are measured, the report at the end."""
+        from prep.tui.demoworker import WorkerError
+
+        worker = self.prep.demo_worker
+        assert worker is not None
+        loop = asyncio.get_running_loop()
+        streamed: dict[str, list[dict]] = {"claim": [], "contrast": []}
+        self.write_line(f"» {self.demo_name}  (in the demo worker: torch stays loaded)")
+
+        def on_event(message: dict) -> None:  # the worker's reader thread
+            loop.call_soon_threadsafe(event, message)
+
+        def event(message: dict) -> None:
+            if message.get("event") == "progress":
+                self.progress = str(message.get("message", ""))
+                self.write_line(self.progress)
+                self.tick()
+            elif message.get("event") == "checks" and message.get("section") in streamed:
+                streamed[message["section"]] = list(message.get("checks") or [])
+                with contextlib.suppress(KeyError, TypeError, ValueError):
+                    partial = {"name": self.demo_name, "checks": streamed["claim"]}
+                    self.show_checks(
+                        Report.from_dict({**partial, "contrast": streamed["contrast"]})
+                    )
+
+        future = worker.request("demo", on_event=on_event, name=self.demo_name)
+        try:
+            result = await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            worker.cancel(future)  # the learner left: the worker stops at its next step
+            raise
+        except WorkerError as exc:
+            if exc.cancelled:
+                return
+            self.write_line(str(exc))
+            self.finish(2)  # one line saying why, as a usage error reads
+            return
+        try:
+            self.report = Report.from_dict(result)
+        except (KeyError, TypeError, ValueError):
+            self.finish(None)
+            return
+        self.show_checks(self.report)
+        self.finish(0 if self.report.passed else 1)
 
     def finish(self, code: int | None) -> None:
         self.running = False

@@ -1,7 +1,9 @@
 """Review: one card at a time; reveal, rate (1-4, with the interval each gives), undo.
 
 Choice and red-flag cards are picked with a-d first (the pick reveals the answer and suggests a
-rating; Enter takes it). Keys never collide: a-d only pick before the answer is shown, and `d`
+rating; Enter takes it). A red-flag card shows only the quoted answer first: the learner says
+what it gets wrong (in an interview the flaw must be articulated, not recognised), then space
+shows the choices. Keys never collide: a-d only pick before the answer is shown, and `d`
 runs the linked demo only after. The footer follows the card: it lists the keys that do
 something now. Every rating is committed by the engine before the next card is shown; a
 rating that cannot be saved (a locked database) is reported and nothing advances.
@@ -82,6 +84,12 @@ WARM_UP_SECONDS = 0.3
 class ReviewScreen(TypedAnswer, PrepScreen):
     RETRY_SECONDS = 10.0  # how long a rating retries while another prep holds the lock
     BINDINGS = [
+        Binding(
+            "space",
+            "show_choices",
+            "Show choices",
+            tooltip="Red flag: once you have said what the answer gets wrong, show the choices",
+        ),
         Binding("space", "reveal", "Show answer", tooltip="Show the answer"),
         Binding("space", "take('good')", "Good", tooltip="Once the answer is shown: rate Good"),
         Binding(
@@ -155,6 +163,8 @@ class ReviewScreen(TypedAnswer, PrepScreen):
         self.session = session
         self.card: Card | None = None
         self.revealed = False
+        # a red-flag card's choices wait until the learner has said what is wrong (space)
+        self.choices_shown = True
         self.picked: int | None = None
         self.suggested: Rating | None = None
         self.preview: dict[Rating, Outcome] = {}
@@ -198,6 +208,9 @@ class ReviewScreen(TypedAnswer, PrepScreen):
 
     def show_card(self) -> None:
         """Show the session's current card, front side; or the summary when it is done."""
+        syncer = getattr(self.prep, "syncer", None)
+        if syncer is not None:  # what a sync brought: applied between cards
+            syncer.between_cards()
         card = self.session.current
         for notice in self.session.take_notices():
             self.notify(notice, severity="warning", timeout=10)
@@ -207,7 +220,10 @@ class ReviewScreen(TypedAnswer, PrepScreen):
             self.prep.switch_screen(SummaryScreen(self.session))
             return
         self.card = card
+        if card.demo is not None:
+            self.prep.warm_demo(card.demo)  # torch loads in the background while you read
         self.revealed = False
+        self.choices_shown = card.kind != "red-flag" or not card.choices
         self.picked = None
         self.suggested = None
         self.preview = {}
@@ -231,7 +247,9 @@ class ReviewScreen(TypedAnswer, PrepScreen):
             hint = Text.assemble(self._note, (" · ", "dim"), hint)
         self.set_hint(hint)
         self._note = None
-        self.query_one("#reveal").display = True
+        button = self.query_one("#reveal", KeyButton)
+        button.label = "space  Show answer" if self.choices_shown else "space  Show choices"
+        button.display = True
         if self.ratings is not None:
             self.ratings.display = False
         self.refresh_bindings()
@@ -273,6 +291,12 @@ class ReviewScreen(TypedAnswer, PrepScreen):
 
     def front_hint(self) -> Text:
         assert self.card is not None
+        if not self.choices_shown:
+            return Text.assemble(
+                "Say out loud what this answer gets wrong, then ",
+                ("space", "bold"),
+                " shows the choices.",
+            )
         if self.card.choices:
             last = CHOICE_LETTERS[len(self.card.choices) - 1]
             return Text.assemble(
@@ -292,7 +316,7 @@ class ReviewScreen(TypedAnswer, PrepScreen):
     def render_choices(self) -> None:
         widget = self.query_one("#choices", Static)
         card = self.card
-        if card is None or not card.choices:
+        if card is None or not card.choices or not self.choices_shown:
             widget.display = False
             return
         widget.display = True
@@ -326,6 +350,7 @@ class ReviewScreen(TypedAnswer, PrepScreen):
         if card is None or self.revealed:
             return
         self.revealed = True
+        self.choices_shown = True
         try:
             self.preview = self.session.preview()
         except StoreError as exc:
@@ -375,8 +400,10 @@ class ReviewScreen(TypedAnswer, PrepScreen):
             return False  # keys type text while the answer box is open
         if action == "type_answer":
             return card is not None and not self.revealed and not self.box_open
+        if action == "show_choices":
+            return card is not None and not self.revealed and not self.choices_shown
         if action == "reveal":
-            return card is not None and not self.revealed
+            return card is not None and not self.revealed and self.choices_shown
         if action == "rate":
             return card is not None and self.revealed
         if action == "take":  # labelled Good, or "Take suggestion" after a wrong pick
@@ -386,7 +413,12 @@ class ReviewScreen(TypedAnswer, PrepScreen):
             index = int(parameters[0]) if parameters else 0  # type: ignore[call-overload]
             if len(parameters) > 1 and card is not None and len(card.choices) != parameters[1]:
                 return False  # the "a" binding for another number of choices
-            return card is not None and not self.revealed and index < len(card.choices)
+            return (
+                card is not None
+                and not self.revealed
+                and self.choices_shown
+                and index < len(card.choices)
+            )
         if action == "demo":
             return card is not None and self.revealed and card.demo is not None
         return True
@@ -394,8 +426,23 @@ class ReviewScreen(TypedAnswer, PrepScreen):
     def action_reveal(self) -> None:
         self.reveal()
 
+    def show_choices(self) -> None:
+        """A red-flag card's second step: the choices, once the flaw has been said."""
+        if self.card is None or self.revealed or self.choices_shown:
+            return
+        self.choices_shown = True
+        self.render_choices()
+        self.set_hint(self.front_hint())
+        self.query_one("#reveal", KeyButton).label = "space  Show answer"
+        self.refresh_bindings()
+
+    def action_show_choices(self) -> None:
+        self.show_choices()
+
     def action_primary(self) -> None:
-        if not self.revealed:
+        if not self.revealed and not self.choices_shown:
+            self.show_choices()
+        elif not self.revealed:
             self.reveal()
         else:
             self.action_rate(int(self.suggested or Rating.Good))
@@ -438,7 +485,7 @@ class ReviewScreen(TypedAnswer, PrepScreen):
         from prep.engine.study.present import choice_verdict, rating_name
 
         card = self.card
-        if card is None or self.revealed or index >= len(card.choices):
+        if card is None or self.revealed or not self.choices_shown or index >= len(card.choices):
             return
         if self.box_open:
             return
@@ -510,7 +557,7 @@ class ReviewScreen(TypedAnswer, PrepScreen):
 
     def on_key_button_pressed(self, event: KeyButton.Pressed) -> None:
         if event.button.id == "reveal" and not self.submit_box():
-            self.reveal()
+            self.action_primary()  # a red flag's choices first, then the answer
 
     def action_undo(self) -> None:
         if self.saving:

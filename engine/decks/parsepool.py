@@ -1,0 +1,86 @@
+"""Parsing many deck files on every core: the first open of a large collection (100k cards in
+a few dozen files) spends most of its time in the YAML parser, one file at a time.
+
+`ParsePool` hands each file's text to `deck.parse_deck_text` in worker processes (forked, or
+spawned when the caller runs other threads) and gives the results back in the caller's order. The
+parse is the same function on the same text, so every refusal of the hardened loader holds;
+a worker that fails for any reason (a crash, a broken pool) makes that file parse here, as it
+would have without the pool. A small fill (most opens) never starts a process.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any
+
+from prep.engine.decks.deck import parse_deck_text
+
+# Below this many bytes to parse, worker processes cost more than they save (starting one
+# and importing the parser is ~0.3 s; the parser reads about 2 MB/s here).
+PARALLEL_BYTES = 4_000_000
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _context() -> Any:
+    """fork when this process runs one thread (the command line: no interpreter to start, no
+    module to import again); spawn when other threads run (the app fills in a thread, and a
+    fork would copy locks they may hold)."""
+    if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def _parse_quietly(text: str, shown: str, stem: str) -> Any:
+    gc.disable()  # a worker builds many small objects and frees them at exit
+    return parse_deck_text(text, shown, stem)
+
+
+class ParsePool:
+    """`submit(key, text, shown, stem)` for each file to parse, then `result(key, parse)`:
+    the (info, cards, errors) of that file, from a worker or, failing that, from `parse`."""
+
+    def __init__(self, jobs: list[tuple[str, str, str, str]], total_bytes: int) -> None:
+        self._futures: dict[str, Future[Any]] = {}
+        self._pool: ProcessPoolExecutor | None = None
+        n = min(cores(), len(jobs))
+        if n < 2 or total_bytes < PARALLEL_BYTES:
+            return
+        try:
+            self._pool = ProcessPoolExecutor(n, mp_context=_context())
+            for key, text, shown, stem in jobs:
+                self._futures[key] = self._pool.submit(_parse_quietly, text, shown, stem)
+        except Exception:  # no processes here (a sandbox): parse in this process
+            self.close()
+
+    def result(self, key: str, parse: Any, text: str, shown: str, stem: str) -> Any:
+        future = self._futures.pop(key, None)
+        if future is not None:
+            try:
+                return future.result()
+            except Exception:  # BrokenProcessPool, a pickling slip: parse it here instead
+                pass
+        return parse(text, shown, stem)
+
+    def close(self) -> None:
+        for future in self._futures.values():
+            future.cancel()
+        self._futures.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> ParsePool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,153 @@
+"""Backups of the progress database, as Anki makes them: a consistent copy through SQLite's
+online backup API (never a file copy of a live WAL database), in ``backups/`` beside the
+database, before every sync that applies entries, a schema upgrade, an import, a restore, and
+once a day; the newest KEEP are kept.
+
+    prep backup --list            the backups, newest first
+    prep backup --restore NAME    back up the database as it is, then put NAME in its place
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from prep.engine.timeutil import utcnow
+
+KEEP = 20
+DAILY = timedelta(days=1)
+_STAMP = r"-(\d{8}-\d{6}-\d{6})-([a-z]+)\.db"
+
+
+def _name(db_path: Path) -> re.Pattern[str]:
+    """Backup names of the database at ``db_path`` (its name first: two databases in one
+    folder keep their backups apart)."""
+    return re.compile(re.escape(Path(db_path).stem) + _STAMP)
+
+
+def _new_name(db_path: Path, now: datetime, reason: str) -> str:
+    return f"{Path(db_path).stem}-{now:%Y%m%d-%H%M%S-%f}-{reason}.db"
+
+
+class BackupError(Exception):
+    """A backup that cannot be made, listed or restored; one line."""
+
+
+def folder(db_path: Path) -> Path:
+    return Path(db_path).parent / "backups"
+
+
+def listing(db_path: Path) -> list[Path]:
+    """The backups of the database at ``db_path``, newest first."""
+    try:
+        names = os.listdir(folder(db_path))
+    except OSError:
+        return []
+    pattern = _name(db_path)
+    return sorted(
+        (folder(db_path) / n for n in names if pattern.fullmatch(n)),
+        key=lambda p: _when(p, pattern),
+        reverse=True,
+    )
+
+
+def _copy(src: sqlite3.Connection, target: Path) -> None:
+    tmp = target.with_name(target.name + ".part")
+    tmp.unlink(missing_ok=True)
+    dst = sqlite3.connect(tmp)
+    try:
+        src.backup(dst)
+        dst.execute("PRAGMA journal_mode = DELETE")
+    finally:
+        dst.close()
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, target)
+
+
+def make(store: Any, reason: str, now: datetime | None = None) -> Path | None:
+    """Back up ``store``'s database (None for one in memory); keeps the newest KEEP."""
+    if store.path is None:
+        return None
+    now = now or utcnow()
+    where = folder(store.path)
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        target = where / _new_name(store.path, now, reason)
+        _copy(store.conn, target)
+        for old in listing(store.path)[KEEP:]:
+            old.unlink(missing_ok=True)
+    except (OSError, sqlite3.Error) as exc:
+        raise BackupError(f"{where}: cannot write a backup ({exc})") from None
+    return target
+
+
+def daily(store: Any, now: datetime | None = None) -> Path | None:
+    """A backup when the newest is more than a day old (or there is none)."""
+    if store.path is None:
+        return None
+    now = now or utcnow()
+    newest = listing(store.path)[:1]
+    if newest and now - _when(newest[0], _name(store.path)) < DAILY:
+        return None
+    return make(store, "daily", now)
+
+
+def _when(path: Path, pattern: re.Pattern[str]) -> datetime:
+    from datetime import UTC
+
+    m = pattern.fullmatch(path.name)
+    assert m is not None
+    return datetime.strptime(m.group(1), "%Y%m%d-%H%M%S-%f").replace(tzinfo=UTC)
+
+
+def before_upgrade(db_path: Path) -> Path | None:
+    """Back up a database that is about to be upgraded (opened read-only for the copy)."""
+    from urllib.parse import quote
+
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(db_path))}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        where = folder(db_path)
+        where.mkdir(parents=True, exist_ok=True)
+        target = where / _new_name(db_path, utcnow(), "upgrade")
+        _copy(conn, target)
+        return target
+    except (OSError, sqlite3.Error) as exc:
+        raise BackupError(f"{folder(db_path)}: cannot write a backup ({exc})") from None
+    finally:
+        conn.close()
+
+
+def restore(store: Any, name: str) -> tuple[Path, Path | None]:
+    """Put the backup ``name`` (a file name from listing()) in place of ``store``'s content,
+    after backing up the database as it is. The restored database gets a new device id for
+    syncing (what was made since the backup comes back from the sync folder, under the old
+    one). Returns (the backup restored, the backup of what was replaced)."""
+    if store.path is None:
+        raise BackupError("a database in memory has no backups")
+    found = [p for p in listing(store.path) if p.name == name]
+    if not found:
+        raise BackupError(f"no backup named {name!r} (see `prep backup --list`)")
+    saved = make(store, "restore")
+    try:
+        src = sqlite3.connect(f"file:{found[0]}?mode=ro", uri=True)
+        try:
+            src.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            src.backup(store.conn)
+        finally:
+            src.close()
+    except sqlite3.Error as exc:
+        raise BackupError(f"{found[0]}: cannot restore it ({exc})") from None
+    from prep.engine.store import devices as local
+
+    store._migrate()  # a backup made before an upgrade is of the older schema
+    with store.transaction():
+        local.new_device(store.conn)
+    return found[0], saved

@@ -1,0 +1,124 @@
+"""This installation's identity and stamps, kept in its database (schema v9).
+
+Each database has one device (``meta.device``: its row in ``sync_devices``, whose ``id`` is a
+random 16-hex-digit name). A review made here is (this device, its row id); a review received
+from another device keeps that device's (device, sequence). A row id once used by a review of
+this device is never used again by another one (``meta.review_floor`` remembers the highest
+row id removed), so an id is never reused after an undo.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import socket
+import sqlite3
+from datetime import datetime
+
+from prep.engine.store.reviewlog import to_us
+
+
+def _meta(conn: sqlite3.Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else row[0]
+
+
+def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
+
+
+def device(conn: sqlite3.Connection) -> int:
+    """This installation's device (its number in sync_devices)."""
+    return int(_meta(conn, "device") or 1)
+
+
+def device_id(conn: sqlite3.Connection) -> str:
+    return conn.execute("SELECT id FROM sync_devices WHERE n = ?", (device(conn),)).fetchone()[0]
+
+
+def device_n(conn: sqlite3.Connection, dev_id: str, name: str | None = None) -> int:
+    """The number of the device called ``dev_id`` here (added when first seen)."""
+    row = conn.execute("SELECT n FROM sync_devices WHERE id = ?", (dev_id,)).fetchone()
+    if row is not None:
+        return int(row[0])
+    cur = conn.execute(
+        "INSERT INTO sync_devices (id, name) VALUES (?, ?)", (dev_id, (name or "")[:64])
+    )
+    return int(cur.lastrowid or 0)  # (an INSERT always sets it)
+
+
+def new_device(conn: sqlite3.Connection) -> str:
+    """Give this database a new device id (after a restore from a backup: the old id's
+    entries in the sync folder are then another device's, received on the next sync, and
+    nothing made from now on can take a sequence number the old id already used)."""
+    dev_id = secrets.token_hex(8)
+    n = device_n(conn, dev_id, socket.gethostname())
+    _set_meta(conn, "device", str(n))
+    conn.execute("DELETE FROM meta WHERE key = 'sync_sent'")
+    return dev_id
+
+
+def params_n(conn: sqlite3.Connection, params: dict) -> int:
+    """The number of these scheduler parameters (scheduler.replay_params) in sched_params."""
+    text = json.dumps(params, sort_keys=True)
+    row = conn.execute("SELECT n FROM sched_params WHERE value = ?", (text,)).fetchone()
+    if row is not None:
+        return int(row[0])
+    return int(conn.execute("INSERT INTO sched_params (value) VALUES (?)", (text,)).lastrowid or 0)
+
+
+def bump_floor(conn: sqlite3.Connection) -> None:
+    """Before review rows are removed: no later review of this device takes their ids."""
+    top = conn.execute("SELECT max(id) FROM reviews").fetchone()[0] or 0
+    if top > int(_meta(conn, "review_floor") or 0):
+        _set_meta(conn, "review_floor", str(top))
+
+
+def next_review_id(conn: sqlite3.Connection) -> int:
+    top = conn.execute("SELECT max(id) FROM reviews").fetchone()[0] or 0
+    return max(top, int(_meta(conn, "review_floor") or 0)) + 1
+
+
+def next_stamp(conn: sqlite3.Connection) -> int:
+    """This device's next stamp number (marks and settings), inside the caller's transaction."""
+    n = int(_meta(conn, "sync_stamp") or 0) + 1
+    _set_meta(conn, "sync_stamp", str(n))
+    return n
+
+
+def stamp_mark(conn: sqlite3.Connection, card_id: str, at: datetime) -> None:
+    """Stamp a mark set here: never before the card's last stamp (a clock set back), so the
+    last writer here is the last writer everywhere."""
+    row = conn.execute("SELECT at FROM mark_clock WHERE card_id = ?", (card_id,)).fetchone()
+    at_us = to_us(at) if row is None else max(to_us(at), row[0] + 1)
+    conn.execute(
+        "INSERT INTO mark_clock (card_id, at, dev, seq) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT(card_id) DO UPDATE SET at = excluded.at, dev = excluded.dev, "
+        "seq = excluded.seq",
+        (card_id, at_us, device(conn), next_stamp(conn)),
+    )
+
+
+def stamp_settings(conn: sqlite3.Connection, at: datetime) -> None:
+    """Stamp settings saved here, never before the last stamp (as stamp_mark)."""
+    old = _meta(conn, "settings_clock")
+    at_us = to_us(at) if old is None else max(to_us(at), json.loads(old)[0] + 1)
+    _set_meta(conn, "settings_clock", json.dumps([at_us, device(conn), next_stamp(conn)]))
+
+
+def bury_review(conn: sqlite3.Connection, review_id: int, card_id: str, at: datetime) -> None:
+    """Record the undo of review row ``review_id`` (a tombstone that travels to the other
+    devices), before the row is removed."""
+    dev, seq = conn.execute(
+        "SELECT dev, coalesce(seq, id) FROM reviews WHERE id = ?", (review_id,)
+    ).fetchone()
+    conn.execute(
+        "INSERT OR IGNORE INTO review_graves (dev, seq, card_id, by_dev, at) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (dev, seq, card_id, device(conn), to_us(at)),
+    )
+    bump_floor(conn)

@@ -1,0 +1,14 @@
+"""Progress on several machines, through a folder that a sync tool keeps in step.
+
+The review log is the truth. Every review has a globally unique id (the device that made it
+and a sequence number) and is never deleted: an undo is a tombstone (``review_graves``). A
+card's state is the FSRS replay of its surviving reviews in (time, device id, sequence)
+order, each with the scheduler parameters it was made with. Marks and study settings are
+last-writer-wins registers stamped (time, device id, sequence). Demo runs are a union.
+
+- local.py: this installation's device, stamps and sequence numbers (used by the store as
+  it writes a rating, an undo, a mark, settings or a demo run);
+- journal.py: the journal files (format, atomic writing, strict reading);
+- merge.py: applying another device's entries, and the replay;
+- run.py: `prep sync` (write this device's new entries, apply everyone else's) and its status.
+"""

@@ -1,0 +1,340 @@
+"""The journal files in the sync folder: one folder per device, numbered files in it.
+
+    DIR/<device id>/00000001.jsonl, 00000002.jsonl, ...
+
+A device writes only its own folder, and a file once in place is never rewritten: each sync
+that has something new puts one more file in place (written to a temporary name, flushed to
+disk, then linked to its final name, which fails rather than replace a file of that name).
+Other names in DIR (a sync tool's own files, a ``.git``) are left alone.
+
+A file is JSON lines: a header, then one entry a line::
+
+    {"format": "prep-journal", "version": 1, "device": ID, "name": HOST, "file": N,
+     "written_at": "...Z", "entries": COUNT, "params": {"P": {replay params}, ...}}
+    ["r", SEQ, CARD_ID, RATING, AT_US, DURATION_MS|null, P]   a review
+    ["u", DEVICE_ID, SEQ, CARD_ID, AT_US]                      the undo of a review (a tombstone)
+    ["m", STAMP, CARD_ID, AT_US, SUSPENDED, BURIED_UNTIL_US|null, FLAGGED]   a card's marks
+    ["s", STAMP, AT_US, {study settings}]                      the settings
+    ["d", SEQ, {demo run summary}]                             a demo run
+
+Reading is strict: a file from another machine may be damaged, cut short, hostile or from a
+newer prep; every field is checked before anything is applied, and a bad one is refused in
+one line naming the file and line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from prep.engine.study.scheduler import Scheduler, Settings
+from prep.engine.timeutil import fmt, parse
+from prep.engine.transfer.importer import loads_strict
+
+FORMAT = "prep-journal"
+VERSION = 1
+DEVICE_RE = re.compile(r"[0-9a-f]{16}")
+FILE_RE = re.compile(r"([0-9]{8})\.jsonl")
+MAX_FILE_BYTES = 1 << 30  # a first journal of a million reviews is ~60 MB
+MAX_ID = 200  # a card id's length
+MAX_US = 253_402_300_799_000_000  # 9999-12-31T23:59:59Z in microseconds since the epoch
+MAX_SEQ = 1 << 62
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class JournalError(Exception):
+    """A journal that cannot be applied; the message (one line) names the file."""
+
+
+@dataclass
+class Journal:
+    path: Path
+    device: str
+    name: str
+    number: int
+    written_at: str
+    params: dict[str, dict[str, Any]]
+    entries: list[list[Any]] = field(default_factory=list)
+
+
+def file_name(number: int) -> str:
+    return f"{number:08d}.jsonl"
+
+
+def numbered_files(folder: Path) -> dict[int, Path]:
+    """The journal files of one device's folder, by number (other names ignored)."""
+    out: dict[int, Path] = {}
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return out
+    for name in names:
+        m = FILE_RE.fullmatch(name)
+        if m:
+            out[int(m.group(1))] = folder / name
+    return out
+
+
+def device_folders(root: Path) -> dict[str, Path]:
+    """Every device's folder in the sync folder, by device id (other names ignored)."""
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return {}
+    return {n: root / n for n in names if DEVICE_RE.fullmatch(n) and (root / n).is_dir()}
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+def write(folder: Path, header: dict[str, Any], entries: list[list[Any]]) -> Path:
+    """Put one more journal file in ``folder`` (this device's), numbered after the last one
+    there; returns its path. Never replaces a file: a name taken meanwhile (another prep on
+    the same database syncing at the same moment) moves on to the next number."""
+    if folder.is_symlink():
+        raise JournalError(f"{folder}: is a symbolic link; prep writes only a folder of its own")
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob(".tmp-*"):  # left by a sync killed while writing
+        stale.unlink(missing_ok=True)
+    tmp = folder / f".tmp-{secrets.token_hex(8)}"
+    number = max(numbered_files(folder), default=0) + 1
+    body = [json.dumps({**header, "file": number, "entries": len(entries)}, ensure_ascii=False)]
+    body += [json.dumps(e, ensure_ascii=False, separators=(",", ":")) for e in entries]
+    data = ("\n".join(body) + "\n").encode()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        while True:
+            target = folder / file_name(number)
+            try:
+                os.link(tmp, target)  # fails if the name exists: never replaces a file
+                break
+            except FileExistsError:
+                number += 1
+                # the header names its number: write it again under the new one
+                body[0] = json.dumps(
+                    {**header, "file": number, "entries": len(entries)}, ensure_ascii=False
+                )
+                data = ("\n".join(body) + "\n").encode()
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+    finally:
+        tmp.unlink(missing_ok=True)
+    _fsync_dir(folder)
+    return target
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+class _Bad(Exception):
+    pass
+
+
+def _int(v: Any, lo: int, hi: int, what: str) -> int:
+    if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+        raise _Bad(f"{what} must be a whole number between {lo} and {hi}, got {v!r:.40}")
+    return v
+
+
+def _card_id(v: Any) -> str:
+    if not isinstance(v, str) or not 0 < len(v) <= MAX_ID or _CONTROL.search(v):
+        raise _Bad(f"a card id must be text of 1 to {MAX_ID} printable characters, got {v!r:.40}")
+    return v
+
+
+def _bit(v: Any, what: str) -> int:
+    if v not in (0, 1) or isinstance(v, float):
+        raise _Bad(f"{what} must be 0 or 1, got {v!r:.40}")
+    return int(v)
+
+
+def _check_entry(e: Any, params: dict[str, Any]) -> None:
+    if not isinstance(e, list) or not e or not isinstance(e[0], str):
+        raise _Bad("an entry must be a list starting with its kind")
+    kind, n = e[0], len(e)
+    if kind == "r" and n == 7:
+        _int(e[1], 1, MAX_SEQ, "a sequence number")
+        _card_id(e[2])
+        _int(e[3], 1, 4, "a rating")
+        _int(e[4], 0, MAX_US, "a time")
+        if e[5] is not None:
+            _int(e[5], 0, MAX_SEQ, "a duration")
+        if not isinstance(e[6], str) or e[6] not in params:
+            raise _Bad(f"a review names scheduler parameters {e[6]!r:.20} the header lacks")
+    elif kind == "u" and n == 5:
+        if not isinstance(e[1], str) or not DEVICE_RE.fullmatch(e[1]):
+            raise _Bad(f"a device id must be 16 hex digits, got {e[1]!r:.40}")
+        _int(e[2], 1, MAX_SEQ, "a sequence number")
+        _card_id(e[3])
+        _int(e[4], 0, MAX_US, "a time")
+    elif kind == "m" and n == 7:
+        _int(e[1], 1, MAX_SEQ, "a stamp")
+        _card_id(e[2])
+        _int(e[3], 0, MAX_US, "a time")
+        _bit(e[4], "suspended")
+        if e[5] is not None:
+            _int(e[5], 0, MAX_US, "a bury's end")
+        _bit(e[6], "flagged")
+    elif kind == "s" and n == 4:
+        _int(e[1], 1, MAX_SEQ, "a stamp")
+        _int(e[2], 0, MAX_US, "a time")
+        if not isinstance(e[3], dict):
+            raise _Bad("settings must be an object")
+        try:
+            Settings.from_dict(e[3]).validated()
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise _Bad(f"settings: {str(exc).splitlines()[0]}") from None
+        if set(e[3]) - set(Settings.__dataclass_fields__):
+            raise _Bad(
+                f"settings: unknown keys {sorted(set(e[3]) - set(Settings.__dataclass_fields__))}"
+            )
+    elif kind == "d" and n == 3:
+        _int(e[1], 1, MAX_SEQ, "a sequence number")
+        _check_run(e[2])
+    else:
+        raise _Bad(f"unknown entry {kind!r:.20} with {n} fields")
+
+
+_RUN_TEXT = ("name", "device", "device_name", "dtype", "scale")
+
+
+def _check_run(run: Any) -> None:
+    from prep.engine.transfer.importer import _depth_over  # the export's bound on nesting
+
+    if not isinstance(run, dict) or set(run) != {
+        *_RUN_TEXT,
+        "seed",
+        "passed",
+        "seconds",
+        "metrics",
+        "ran_at",
+    }:
+        raise _Bad(
+            "a demo run must have name, device, device_name, dtype, scale, seed, passed, seconds, metrics, ran_at"
+        )
+    for key in _RUN_TEXT:
+        v = run[key]
+        if not (v is None and key not in ("name", "device")) and not (
+            isinstance(v, str) and len(v) <= 200 and not _CONTROL.search(v)
+        ):
+            raise _Bad(f"a demo run's {key} must be short printable text, got {v!r:.40}")
+    if run["seed"] is not None:
+        _int(run["seed"], -(1 << 63), (1 << 63) - 1, "a demo run's seed")
+    _bit(run["passed"], "a demo run's passed")
+    s = run["seconds"]
+    if not isinstance(s, int | float) or isinstance(s, bool) or not 0 <= s <= 1e9:
+        raise _Bad(f"a demo run's seconds must be a number of seconds, got {s!r:.40}")
+    if not isinstance(run["metrics"], dict) or _depth_over(run["metrics"], 64):
+        raise _Bad("a demo run's metrics must be an object (nested at most 64 levels)")
+    t = run["ran_at"]
+    if not isinstance(t, str) or parse_time(t) is None:
+        raise _Bad(f"a demo run's ran_at must be a UTC time, got {t!r:.40}")
+
+
+def parse_time(text: str) -> datetime | None:
+    try:
+        value = parse(text)
+    except (TypeError, ValueError):
+        return None
+    return value if value is not None and fmt(value) == text else None
+
+
+def read(path: Path, device: str) -> Journal:
+    """Read and check one journal file of ``device``'s folder; JournalError (one line naming
+    the file and line) when it cannot be applied."""
+    try:
+        if path.is_symlink() or not path.is_file():
+            raise JournalError(f"{path}: not a regular file")
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise JournalError(f"{path}: {size:,} bytes, more than a journal file can hold")
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise JournalError(f"{path}: damaged (not UTF-8 text); nothing applied") from None
+    except OSError as exc:
+        raise JournalError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    lines = text.split("\n")
+    if not text.endswith("\n"):
+        raise JournalError(
+            f"{path}: damaged (cut short: no end of line at the end); nothing applied"
+        )
+    lines.pop()
+    line = 1
+    try:
+        if not lines:
+            raise _Bad("empty")
+        head = loads_strict(lines[0])
+        if not isinstance(head, dict) or head.get("format") != FORMAT:
+            raise _Bad(f"not a prep journal (format {FORMAT!r} expected)")
+        version = head.get("version")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise _Bad(f"version must be a whole number, got {version!r:.20}")
+        if version > VERSION:
+            raise JournalError(
+                f"{path}: written by a newer prep (journal v{version}; this prep reads "
+                f"v{VERSION}); upgrade prep on this machine; nothing applied"
+            )
+        if head.get("device") != device:
+            raise _Bad(
+                f"the header names device {str(head.get('device'))[:20]!r}, not its folder's"
+            )
+        number = _int(head.get("file"), 1, 99_999_999, "the file number")
+        if file_name(number) != path.name:
+            raise _Bad(f"the header names file {number}, not this one")
+        name = head.get("name")
+        if not isinstance(name, str) or len(name) > 64 or _CONTROL.search(name):
+            raise _Bad("the device name must be short printable text")
+        written = head.get("written_at")
+        if not isinstance(written, str) or parse_time(written) is None:
+            raise _Bad("written_at must be a UTC time")
+        params = head.get("params")
+        if not isinstance(params, dict) or len(params) > 10_000:
+            raise _Bad("params must be an object")
+        for key, p in params.items():
+            if not isinstance(p, dict):
+                raise _Bad(f"params {key!r:.20} must be an object")
+            try:
+                Scheduler.from_replay_params(p)
+            except (TypeError, ValueError, AttributeError) as exc:
+                raise _Bad(f"params {key!r:.20}: {str(exc).splitlines()[0]}") from None
+        count = head.get("entries")
+        if count != len(lines) - 1:
+            raise _Bad(
+                f"the header counts {count!r:.20} entries, the file has {len(lines) - 1} (cut short?)"
+            )
+        journal = Journal(path, device, name, number, written, params)
+        for i, text_line in enumerate(lines[1:], 2):
+            line = i
+            entry = loads_strict(text_line)
+            _check_entry(entry, params)
+            journal.entries.append(entry)
+    except _Bad as exc:
+        raise JournalError(f"{path}: line {line}: {exc}; nothing applied") from None
+    except ValueError as exc:
+        raise JournalError(f"{path}: line {line}: damaged ({exc}); nothing applied") from None
+    return journal

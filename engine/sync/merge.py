@@ -1,0 +1,406 @@
+"""Applying other devices' journal entries to this database, by rules that cannot conflict.
+
+- a review is added once (its id is its device and sequence number) unless a tombstone says
+  it was undone; a tombstone removes it wherever it is;
+- a card whose reviews changed is replayed: its surviving reviews in (time, device id,
+  sequence) order, each through the scheduler it was made with (its stored parameters; the
+  fuzz is seeded by the card and its review count, as when it was rated). Only the reviews
+  from the first changed one on are replayed and written again; the state of the reviews
+  before it is what they stored;
+- a mark and the study settings take the value with the latest (time, device id, stamp);
+- a demo run is added once.
+
+Every step only adds to a set or compares stamps, so applying the same entries in any order,
+any number of times, gives the same database (tests/test_sync_merge.py holds it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from prep.engine.store import devices as local
+from prep.engine.store.deckcache import _RECONCILED_KEY
+from prep.engine.store.reviewlog import Chain, from_us, to_us
+from prep.engine.study.scheduler import CardState, Scheduler
+from prep.engine.sync.journal import Journal
+from prep.engine.timeutil import fmt, utcnow
+
+
+@dataclass
+class Applied:
+    reviews: int = 0
+    undone: int = 0
+    marks: int = 0
+    settings: bool = False
+    demo_runs: int = 0
+    rescheduled: int = 0
+    by_device: dict[str, int] = field(default_factory=dict)  # device name -> reviews received
+
+    @property
+    def anything(self) -> bool:
+        return bool(self.reviews or self.undone or self.marks or self.settings or self.demo_runs)
+
+
+@dataclass(frozen=True)
+class _Rev:
+    """One review of a card as the replay orders it."""
+
+    dev: int
+    seq: int
+    at: int  # microseconds since the epoch
+    rating: int
+    duration_ms: int | None
+    params: int
+    row: int | None = None  # its row id here (None: arriving now)
+
+
+def _review_row(conn, dev: int, seq: int) -> tuple[int, str] | None:
+    """(row id, card id) of the review (dev, seq) stored here."""
+    row = conn.execute(
+        "SELECT id, card_id FROM reviews WHERE dev = ? AND seq = ?", (dev, seq)
+    ).fetchone()
+    if row is None:
+        row = conn.execute(
+            "SELECT id, card_id FROM reviews WHERE id = ? AND dev = ? AND seq IS NULL", (seq, dev)
+        ).fetchone()
+    return row
+
+
+def _buried(conn, dev: int, seq: int) -> bool:
+    return (
+        conn.execute("SELECT 1 FROM review_graves WHERE dev = ? AND seq = ?", (dev, seq)).fetchone()
+        is not None
+    )
+
+
+def _device_ids(conn) -> dict[int, str]:
+    return dict(conn.execute("SELECT n, id FROM sync_devices"))
+
+
+def apply(store: Any, journals: list[Journal], now: datetime | None = None) -> Applied:
+    """Apply ``journals`` (read and checked) inside the caller's transaction."""
+    conn = store.conn
+    now = now or utcnow()
+    out = Applied()
+    incoming: dict[str, dict[tuple[int, int], _Rev]] = defaultdict(dict)
+    affected: set[str] = set()
+    touched: set[str] = set()  # cards a tombstone reached: replayed from the start of the change
+    for j in journals:
+        dn = local.device_n(conn, j.device, j.name)
+        pmap = {key: local.params_n(conn, p) for key, p in j.params.items()}
+        for e in j.entries:
+            kind = e[0]
+            if kind == "r":
+                _, seq, cid, rating, at, dur, pk = e
+                if (
+                    (dn, seq) in incoming[cid]
+                    or _review_row(conn, dn, seq)
+                    or _buried(conn, dn, seq)
+                ):
+                    continue
+                incoming[cid][(dn, seq)] = _Rev(dn, seq, at, rating, dur, pmap[pk])
+                affected.add(cid)
+                out.reviews += 1
+                out.by_device[j.name or j.device] = out.by_device.get(j.name or j.device, 0) + 1
+            elif kind == "u":
+                _, rdev, rseq, cid, at = e
+                rn = local.device_n(conn, rdev)
+                cur = conn.execute(
+                    "INSERT OR IGNORE INTO review_graves (dev, seq, card_id, by_dev, at) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (rn, rseq, cid, dn, at),
+                )
+                if cur.rowcount:
+                    out.undone += 1
+                    found = _review_row(conn, rn, rseq)
+                    if found is not None:
+                        affected.add(found[1])
+                        touched.add(found[1])
+                    for ccid, revs in incoming.items():
+                        if revs.pop((rn, rseq), None) is not None:
+                            affected.add(ccid)
+            elif kind == "m":
+                out.marks += _apply_mark(conn, j.device, dn, e)
+            elif kind == "s":
+                out.settings |= _apply_settings(conn, j.device, dn, e)
+            elif kind == "d":
+                out.demo_runs += _apply_run(conn, dn, e)
+        conn.execute(
+            "UPDATE sync_devices SET applied = max(applied, ?), name = ?, wrote_at = ?, "
+            "applied_at = ? WHERE n = ?",
+            (j.number, j.name, j.written_at, fmt(now), dn),
+        )
+    devices = _device_ids(conn)
+    scheds: dict[int, Scheduler] = {}
+    new_cards = False
+    for cid in sorted(affected):
+        card_revs = list(incoming.get(cid, {}).values())
+        done = None if cid in touched else _append(store, cid, card_revs, devices, scheds)
+        changed, created = (
+            done if done is not None else replay(store, cid, card_revs, devices, scheds)
+        )
+        out.rescheduled += changed
+        new_cards |= created
+    if new_cards:  # cards new here: the next open checks them against the decks
+        conn.execute("DELETE FROM meta WHERE key = ?", (_RECONCILED_KEY,))
+    return out
+
+
+def _newer(conn, theirs: tuple[int, str, int], clock: tuple[int, int, int] | None) -> bool:
+    if clock is None:
+        return True
+    at, dev, seq = clock
+    dev_id = conn.execute("SELECT id FROM sync_devices WHERE n = ?", (dev,)).fetchone()
+    return theirs > (at, dev_id[0] if dev_id else "", seq)
+
+
+def _apply_mark(conn, dev_id: str, dn: int, e: list) -> int:
+    _, stamp, cid, at, suspended, buried_us, flagged = e
+    clock = conn.execute("SELECT at, dev, seq FROM mark_clock WHERE card_id = ?", (cid,)).fetchone()
+    if not _newer(conn, (at, dev_id, stamp), clock):
+        return 0
+    if not (suspended or flagged or buried_us is not None):
+        conn.execute("DELETE FROM card_marks WHERE card_id = ?", (cid,))
+    else:
+        buried = None if buried_us is None else fmt(from_us(buried_us))
+        conn.execute(
+            "INSERT INTO card_marks (card_id, suspended, buried_until, flagged) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT(card_id) DO UPDATE SET "
+            "suspended = excluded.suspended, buried_until = excluded.buried_until, "
+            "flagged = excluded.flagged",
+            (cid, suspended, buried, flagged),
+        )
+    conn.execute(
+        "INSERT INTO mark_clock (card_id, at, dev, seq) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT(card_id) DO UPDATE SET at = excluded.at, dev = excluded.dev, "
+        "seq = excluded.seq",
+        (cid, at, dn, stamp),
+    )
+    return 1
+
+
+def _apply_settings(conn, dev_id: str, dn: int, e: list) -> bool:
+    from prep.engine.study.scheduler import Settings
+
+    _, stamp, at, value = e
+    row = conn.execute("SELECT value FROM meta WHERE key = 'settings_clock'").fetchone()
+    clock = tuple(json.loads(row[0])) if row else None
+    if not _newer(conn, (at, dev_id, stamp), clock):  # type: ignore[arg-type]
+        return False
+    settings = Settings.from_dict(value).validated()
+    conn.execute(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES ('settings', ?)",
+        (json.dumps(settings.to_dict()),),
+    )
+    conn.execute(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES ('settings_clock', ?)",
+        (json.dumps([at, dn, stamp]),),
+    )
+    return True
+
+
+_RUN_COLUMNS = (
+    "name",
+    "device",
+    "device_name",
+    "dtype",
+    "scale",
+    "seed",
+    "passed",
+    "seconds",
+    "metrics",
+    "ran_at",
+)
+
+
+def _apply_run(conn, dn: int, e: list) -> int:
+    _, seq, run = e
+    exists = conn.execute(
+        "SELECT 1 FROM demo_runs WHERE dev = ? AND (seq = ? OR (seq IS NULL AND id = ?))",
+        (dn, seq, seq),
+    ).fetchone()
+    if exists:
+        return 0
+    values = [run[c] for c in _RUN_COLUMNS]
+    values[_RUN_COLUMNS.index("metrics")] = json.dumps(run["metrics"])
+    values[_RUN_COLUMNS.index("passed")] = int(run["passed"])
+    conn.execute(
+        f"INSERT INTO demo_runs ({', '.join(_RUN_COLUMNS)}, dev, seq) "
+        f"VALUES ({', '.join('?' * len(_RUN_COLUMNS))}, ?, ?)",
+        [*values, dn, seq],
+    )
+    return 1
+
+
+def _scheduler(conn, n: int, cache: dict[int, Scheduler]) -> Scheduler:
+    if n not in cache:
+        (text,) = conn.execute("SELECT value FROM sched_params WHERE n = ?", (n,)).fetchone()
+        cache[n] = Scheduler.from_replay_params(json.loads(text))
+    return cache[n]
+
+
+def _deck_of(conn, cid: str) -> tuple[str, str, bool] | None:
+    """(deck, content hash) of a card in the loaded decks (the deck cache), or None."""
+    row = conn.execute(
+        "SELECT dc.deck, dc.chash FROM deck_cards dc JOIN deck_files f ON f.fid = dc.key >> 32 "
+        "WHERE dc.id = ? AND f.ord IS NOT NULL AND dc.dup = 0 LIMIT 1",
+        (cid,),
+    ).fetchone()
+    return None if row is None else (row[0], row[1], False)
+
+
+def _append(
+    store: Any,
+    cid: str,
+    incoming: list[_Rev],
+    devices: dict[int, str],
+    scheds: dict[int, Scheduler],
+) -> tuple[bool, bool] | None:
+    """The usual case, without reading the card's log: every review arriving comes after the
+    card's last one here, so the replay starts from the card's stored state. None when that
+    is not the case (replay() then does it all)."""
+    conn = store.conn
+    live = sorted(incoming, key=lambda r: (r.at, devices[r.dev], r.seq))
+    if not live:
+        return None
+    last = conn.execute(
+        "SELECT dev, coalesce(seq, id), at FROM reviews WHERE card_id = ? ORDER BY id DESC LIMIT 1",
+        (cid,),
+    ).fetchone()
+    if last is None:
+        return None
+    current = store.card(cid)
+    if (
+        current is None
+        or current.last_review is None
+        or to_us(current.last_review) != last[2]
+        or (live[0].at, devices[live[0].dev], live[0].seq) <= (last[2], devices[last[0]], last[1])
+    ):
+        return None
+    final = _write(store, cid, current, live, Chain(), scheds)
+    return current.due != final.due, False
+
+
+def _write(
+    store: Any, cid: str, state: CardState, revs: list[_Rev], chain: Chain, scheds: dict
+) -> CardState:
+    """Rate ``state`` by each of ``revs`` in turn, writing each review; returns the last state.
+    (A chain that does not know the state before writes the first review's prev in full.)"""
+    conn = store.conn
+    for r in revs:
+        prev = None if state.is_new else state
+        prev_state = None if prev is None else prev.state
+        new = _scheduler(conn, r.params, scheds).review(state, r.rating, from_us(r.at)).state
+        pblob, nblob = chain.encode(cid, prev_state, prev, new)
+        conn.execute(
+            "INSERT INTO reviews (card_id, rating, at, duration_ms, prev_state, prev, next, "
+            "dev, seq, params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (cid, r.rating, r.at, r.duration_ms, prev_state, pblob, nblob, r.dev, r.seq, r.params),
+        )
+        state = new
+    store.put_card(state)
+    return state
+
+
+def replay(
+    store: Any,
+    cid: str,
+    incoming: list[_Rev],
+    devices: dict[int, str],
+    scheds: dict[int, Scheduler],
+) -> tuple[bool, bool]:
+    """Merge ``incoming`` into card ``cid``'s log (dropping undone reviews) and replay it
+    from the first review that changed. Returns (its due time changed, the card is new here)."""
+    conn = store.conn
+    log = store._card_log(cid)  # (Review, prev_state), in row order
+    meta = {
+        rid: (dev, seq, params)
+        for rid, dev, seq, params in conn.execute(
+            "SELECT id, dev, coalesce(seq, id), params FROM reviews WHERE card_id = ?", (cid,)
+        )
+    }
+    old = []
+    for review, _ps in log:
+        dev, seq, params = meta[review.id]
+        at = to_us(review.reviewed_at)
+        old.append(_Rev(dev, seq, at, review.rating, review.duration_ms, params, review.id))
+    survivors = [r for r in old if not _buried(conn, r.dev, r.seq)]
+    merged = sorted(
+        survivors + [r for r in incoming if not _buried(conn, r.dev, r.seq)],
+        key=lambda r: (r.at, devices[r.dev], r.seq),
+    )
+    k = 0
+    while k < len(old) and k < len(merged) and old[k] == merged[k]:
+        k += 1
+    if k == len(old) == len(merged):
+        return False, False
+    current = store.card(cid)
+    if current is not None:
+        deck, chash, removed = current.deck, current.content_hash, current.removed
+    else:
+        found = _deck_of(conn, cid)
+        deck, chash, removed = found if found is not None else ("", "", True)
+    if k > 0:
+        state = log[k - 1][0].next
+    elif log and log[0][0].prev is not None and merged and merged[0] == old[0]:
+        state = log[0][0].prev  # a history that began from an imported state
+    else:
+        state = CardState(id=cid, deck=deck, content_hash=chash)
+    local.bump_floor(conn)
+    conn.executemany("DELETE FROM reviews WHERE id = ?", [(r.row,) for r in old[k:]])
+    chain = Chain()
+    if k > 0:
+        chain.last[cid] = state
+    state = _write(store, cid, state, merged[k:], chain, scheds)
+    if not merged:
+        conn.execute("DELETE FROM cards WHERE id = ?", (cid,))
+        return current is not None, False
+    from dataclasses import replace
+
+    final = replace(
+        state,
+        deck=deck,
+        content_hash=chash,
+        removed=removed,
+        changed=current.changed if current is not None else False,
+    )
+    store.put_card(final)
+    return current is not None and current.due != final.due, current is None
+
+
+def merge_reviews(store: Any, reviews: dict[str, list[dict[str, Any]]]) -> int:
+    """`prep import` of an export whose history diverged from this one: each card's reviews
+    from the file that are not held here (by time and rating) join its log as this device's
+    (so a sync takes them on), and the card is replayed. Returns the reviews added."""
+    from prep.engine.study.scheduler import replay_params
+    from prep.engine.timeutil import parse
+
+    conn = store.conn
+    me = local.device(conn)
+    pn = local.params_n(conn, replay_params(store.settings(), True, 0))
+    devices = _device_ids(conn)
+    scheds: dict[int, Scheduler] = {}
+    added = 0
+    for cid, rows in reviews.items():
+        held = {(to_us(r.reviewed_at), r.rating) for r in store.reviews(card_id=cid)}
+        incoming = []
+        for r in rows:
+            at = to_us(parse(r["reviewed_at"]))
+            if (at, r["rating"]) in held:
+                continue
+            held.add((at, r["rating"]))
+            seq = local.next_review_id(conn)
+            conn.execute(  # this number is taken: no later review of this device gets it
+                "INSERT INTO meta (key, value) VALUES ('review_floor', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (str(seq),),
+            )
+            incoming.append(_Rev(me, seq, at, r["rating"], r["duration_ms"], pn))
+        if incoming:
+            replay(store, cid, incoming, devices, scheds)
+            added += len(incoming)
+    return added

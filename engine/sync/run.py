@@ -1,0 +1,276 @@
+"""`prep sync [DIR]`: write this device's new entries to its journal in DIR, then apply every
+other device's entries not applied yet (one transaction: a sync killed midway applied
+nothing, and the next one does it all). Its status: the devices seen and when each synced."""
+
+from __future__ import annotations
+
+import json
+import socket
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from prep.engine.store import devices as local
+from prep.engine.study.present import count
+from prep.engine.sync import journal, merge
+from prep.engine.sync.journal import JournalError
+from prep.engine.timeutil import fmt, utcnow
+
+__all__ = ["JournalError", "SyncError", "SyncResult", "status", "sync"]
+
+
+class SyncError(Exception):
+    """A sync folder that cannot be used (missing, not a folder); one line."""
+
+
+@dataclass
+class SyncResult:
+    sent_reviews: int = 0
+    sent_other: int = 0  # undos, marks, settings, demo runs
+    journal: Path | None = None
+    applied: merge.Applied = field(default_factory=merge.Applied)
+    backup: Path | None = None
+
+    def summary(self) -> str:
+        a = self.applied
+        parts = [f"sent {count(self.sent_reviews, 'review')}"]
+        if self.sent_other:
+            parts[0] += f" and {count(self.sent_other, 'other change')}"
+        if a.by_device:
+            parts.append(
+                "received "
+                + ", ".join(f"{count(n, 'review')} from {name}" for name, n in a.by_device.items())
+            )
+        else:
+            parts.append("received no review")
+        extra = [
+            f"{count(a.undone, 'undo')}" if a.undone else "",
+            f"{count(a.marks, 'mark')}" if a.marks else "",
+            "settings" if a.settings else "",
+            f"{count(a.demo_runs, 'demo run')}" if a.demo_runs else "",
+        ]
+        extra = [x for x in extra if x]
+        if extra:
+            parts.append("and " + ", ".join(extra))
+        parts.append(f"{count(a.rescheduled, 'card')} rescheduled")
+        return ", ".join(parts)
+
+
+_SENT_KEYS = ("r", "g", "m", "s", "d")
+
+
+def _sent(conn) -> dict[str, int]:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'sync_sent'").fetchone()
+    saved = json.loads(row[0]) if row else {}
+    return {k: int(saved.get(k, 0)) for k in _SENT_KEYS}
+
+
+def outbox(store: Any) -> tuple[list[list[Any]], dict[str, dict], dict[str, int], int]:
+    """This device's entries not yet written to its journal: (entries, params, the new
+    'sent' marks, reviews among them), read in one transaction."""
+    conn = store.conn
+    with store.transaction():
+        me = local.device(conn)
+        sent = _sent(conn)
+        new = dict(sent)
+        entries: list[list[Any]] = []
+        params: dict[str, dict] = {}
+        rows = conn.execute(
+            "SELECT id, card_id, rating, at, duration_ms, params FROM reviews "
+            "WHERE dev = ? AND seq IS NULL AND id > ? "
+            "UNION ALL SELECT seq, card_id, rating, at, duration_ms, params FROM reviews "
+            "WHERE dev = ? AND seq > ? ORDER BY 1",
+            (me, sent["r"], me, sent["r"]),
+        ).fetchall()
+        for seq, cid, rating, at, dur, pn in rows:
+            key = str(pn)
+            if key not in params:
+                (text,) = conn.execute(
+                    "SELECT value FROM sched_params WHERE n = ?", (pn,)
+                ).fetchone()
+                params[key] = json.loads(text)
+            entries.append(["r", seq, cid, rating, at, dur, key])
+            new["r"] = max(new["r"], seq)
+        reviews = len(entries)
+        for rowid, dev_id, seq, cid, at in conn.execute(
+            "SELECT g.rowid, d.id, g.seq, g.card_id, g.at FROM review_graves g "
+            "JOIN sync_devices d ON d.n = g.dev WHERE g.by_dev = ? AND g.rowid > ? "
+            "ORDER BY g.rowid",
+            (me, sent["g"]),
+        ):
+            entries.append(["u", dev_id, seq, cid, at])
+            new["g"] = max(new["g"], rowid)
+        for cid, at, stamp, susp, buried, flagged in conn.execute(
+            "SELECT c.card_id, c.at, c.seq, m.suspended, m.buried_until, m.flagged "
+            "FROM mark_clock c LEFT JOIN card_marks m ON m.card_id = c.card_id "
+            "WHERE c.dev = ? AND c.seq > ? ORDER BY c.seq",
+            (me, sent["m"]),
+        ):
+            from prep.engine.store.reviewlog import to_us
+            from prep.engine.timeutil import parse
+
+            b = parse(buried)
+            entries.append(
+                [
+                    "m",
+                    stamp,
+                    cid,
+                    at,
+                    int(susp or 0),
+                    None if b is None else to_us(b),
+                    int(flagged or 0),
+                ]
+            )
+            new["m"] = max(new["m"], stamp)
+        row = conn.execute("SELECT value FROM meta WHERE key = 'settings_clock'").fetchone()
+        if row is not None:
+            at, dev, stamp = json.loads(row[0])
+            if dev == me and stamp > sent["s"]:
+                entries.append(["s", stamp, at, store.settings().to_dict()])
+                new["s"] = stamp
+        for rid, *run in conn.execute(
+            "SELECT id, name, device, device_name, dtype, scale, seed, passed, seconds, "
+            "metrics, ran_at FROM demo_runs WHERE dev = ? AND seq IS NULL AND id > ? "
+            "ORDER BY id",
+            (me, sent["d"]),
+        ):
+            summary = dict(zip(merge._RUN_COLUMNS, run, strict=True))
+            summary["metrics"] = _metrics(summary["metrics"])
+            summary["passed"] = int(bool(summary["passed"]))
+            entries.append(["d", rid, summary])
+            new["d"] = rid
+    return entries, params, new, reviews
+
+
+def _metrics(text: str | None) -> dict:
+    try:
+        value = json.loads(text or "{}", parse_constant=lambda _t: None)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _folder(path: Path) -> Path:
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise SyncError(f"{path}: no such folder (create it, or let your sync tool make it)")
+    if not path.is_dir():
+        raise SyncError(
+            f"{path}: not a folder; prep sync takes the folder a sync tool keeps in step"
+        )
+    return path
+
+
+def pending(store: Any, root: Path) -> list[tuple[str, Path]]:
+    """(device id, file) of every other device's journal file not applied yet, each device's in
+    order, stopping at a gap (a file the sync tool has not brought yet)."""
+    conn = store.conn
+    me = local.device_id(conn)
+    applied = dict(conn.execute("SELECT id, applied FROM sync_devices"))
+    out = []
+    for dev, folder in sorted(journal.device_folders(root).items()):
+        if dev == me:
+            continue
+        files = journal.numbered_files(folder)
+        k = applied.get(dev, 0) + 1
+        while k in files:
+            out.append((dev, files[k]))
+            k += 1
+    return out
+
+
+def sync_out(store: Any, folder: Path, *, now: datetime | None = None) -> SyncResult:
+    """The first half of a sync: this device's new entries written to its journal."""
+    return sync(store, folder, now=now, apply=False)
+
+
+def sync(
+    store: Any,
+    folder: Path,
+    *,
+    now: datetime | None = None,
+    backup: Any = None,
+    apply: bool = True,
+) -> SyncResult:
+    """One sync through ``folder``. ``backup(store, reason)`` is called before entries are
+    applied (engine/backup.py's). Raises SyncError or JournalError (nothing applied)."""
+    root = _folder(folder)
+    now = now or utcnow()
+    result = SyncResult()
+    conn = store.conn
+    entries, params, sent, reviews = outbox(store)
+    me = local.device_id(conn)
+    if entries:
+        name = (
+            conn.execute(
+                "SELECT name FROM sync_devices WHERE n = ?", (local.device(conn),)
+            ).fetchone()[0]
+            or socket.gethostname()[:64]
+        )
+        header = {
+            "format": journal.FORMAT,
+            "version": journal.VERSION,
+            "device": me,
+            "name": name,
+            "written_at": fmt(now),
+            "params": params,
+        }
+        try:
+            result.journal = journal.write(root / me, header, entries)
+        except OSError as exc:
+            raise SyncError(
+                f"{root / me}: cannot write the journal ({exc.strerror or exc})"
+            ) from None
+        with store.transaction():
+            old = _sent(conn)
+            merged = {k: max(old[k], sent[k]) for k in _SENT_KEYS}
+            store.set_meta("sync_sent", json.dumps(merged))
+        result.sent_reviews, result.sent_other = reviews, len(entries) - reviews
+    if not apply:
+        return result
+    journals = [journal.read(path, dev) for dev, path in pending(store, root)]
+    if any(j.entries for j in journals) and backup is not None:
+        result.backup = backup(store, "sync")
+    with store.transaction():
+        result.applied = merge.apply(store, journals, now)
+        store.set_meta("sync_last", fmt(now))
+    return result
+
+
+def status(store: Any, folder: Path | None) -> dict[str, Any]:
+    """This device and every device seen (in the folder or applied before): name, id, the
+    journal files applied, when its last file was written, when this device applied it."""
+    conn = store.conn
+    me = local.device_id(conn)
+    rows = conn.execute(
+        "SELECT id, name, applied, wrote_at, applied_at FROM sync_devices ORDER BY n"
+    ).fetchall()
+    devices = {
+        r[0]: {"id": r[0], "name": r[1], "applied": r[2], "wrote_at": r[3], "applied_at": r[4]}
+        for r in rows
+        if r[0] != me
+    }
+    waiting = 0
+    if folder is not None and Path(folder).is_dir():
+        for dev, f in journal.device_folders(Path(folder)).items():
+            if dev != me and dev not in devices:
+                devices[dev] = {
+                    "id": dev,
+                    "name": "",
+                    "applied": 0,
+                    "wrote_at": None,
+                    "applied_at": None,
+                }
+            if dev != me:
+                waiting += len(
+                    [n for n in journal.numbered_files(f) if n > devices[dev]["applied"]]
+                )
+    last = conn.execute("SELECT value FROM meta WHERE key = 'sync_last'").fetchone()
+    return {
+        "device": me,
+        "folder": None if folder is None else str(folder),
+        "last_sync": last[0] if last else None,
+        "files_waiting": waiting,
+        "devices": list(devices.values()),
+    }

@@ -1,0 +1,67 @@
+"""Demo latency as a learner waits for it: key -> result, from the app's side.
+
+    python tests/benchmarks/demo_bench.py [--demos dla real-per-head-sum] [--runs 3]
+
+Per demo, three ways, interleaved on the same machine:
+- before: a fresh `python -m prep.demos NAME --json` per run (what the app did until issue 26);
+- worker, 1st run: the app's demo worker started cold (torch imported, the model loaded) and
+  the demo run at once -- the worst case: the key pressed before the background warm-up is done;
+- worker, again: the next runs in the same worker (what every later key press costs).
+The floor beside them is the demo's own compute as the report times it (the worker's runs).
+Nothing asserts; the machine's load average is printed with the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+from prep.tui.demoworker import DemoWorker
+
+
+def subprocess_run(name: str) -> float:
+    t = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "prep.demos", name, "--json"], capture_output=True, check=False
+    )
+    return time.perf_counter() - t
+
+
+def worker_runs(name: str, runs: int) -> tuple[float, list[float], list[float]]:
+    """(first key -> result on a cold worker, later key -> results, the reports' seconds)."""
+    worker = DemoWorker()
+    try:
+        times, computes = [], []
+        for _ in range(runs + 1):
+            t = time.perf_counter()
+            report = worker.request("demo", name=name).result(timeout=900)
+            times.append(time.perf_counter() - t)
+            computes.append(float(report["seconds"]))
+        return times[0], times[1:], computes[1:]
+    finally:
+        worker.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--demos", nargs="+", default=["dla", "real-per-head-sum"])
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    print(f"demo latency, key -> result (load average {os.getloadavg()[0]:.1f})")
+    print(f"{'demo':<20} {'before':>9} {'worker 1st':>11} {'again':>8} {'compute':>8}")
+    for name in args.demos:
+        before = statistics.median(subprocess_run(name) for _ in range(max(1, args.runs // 2)))
+        first, again, compute = worker_runs(name, args.runs)
+        print(
+            f"{name:<20} {before:>8.2f}s {first:>10.2f}s {statistics.median(again):>7.2f}s "
+            f"{statistics.median(compute):>7.2f}s"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

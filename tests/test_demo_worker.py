@@ -1,0 +1,219 @@
+"""The demo worker: one long-lived process per app session that keeps torch (and a demo's model)
+loaded, streams progress and checks as they are measured, and can be stopped mid-run.
+
+The real worker runs a real (small, CPU) demo twice in one process; the app is driven with a
+fake worker that speaks the same protocol (no torch in the app's tests)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from rich.text import Text
+from textual.widgets import Static
+
+from prep.demos import worker as demo_worker
+from prep.engine.store import Store
+from prep.tui.demoworker import DemoWorker, WorkerError
+from prep.tui.screens.demo import DemoScreen
+from prep.tui.screens.review import ReviewScreen
+from prep.tui.testing import fake_demo_command, make_app
+
+pytestmark = pytest.mark.usefixtures("utc_local_time")
+
+
+def async_test(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        asyncio.run(fn(*args, **kwargs))
+
+    return wrapper
+
+
+async def wait_until(pilot, condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await pilot.pause(0.05)
+
+
+def text_of(app, selector: str) -> str:
+    content = app.screen.query_one(selector, Static).content
+    if isinstance(content, str | Text):
+        return str(content)
+    console = Console(width=200, color_system=None)
+    with console.capture() as capture:
+        console.print(content)
+    return capture.get()
+
+
+# --------------------------------------------------------------------------- the real worker
+
+
+def test_real_worker_runs_demos_in_one_process_and_streams_checks() -> None:
+    worker = DemoWorker()
+    try:
+        ping = worker.request("ping", warm="block-diagonal").result(timeout=300)
+        assert ping["torch"] is True and ping["pid"] == worker.pid
+        runs = []
+        for _ in range(2):
+            events: list[dict] = []
+            result = worker.request(
+                "demo", on_event=events.append, name="block-diagonal", device="cpu"
+            ).result(timeout=300)
+            runs.append((result, events))
+        for result, events in runs:
+            assert result["name"] == "block-diagonal" and result["passed"] is True
+            kinds = [(e["event"], e.get("section")) for e in events]
+            # progress first, then the claim's checks, then the contrast's, before the answer
+            assert kinds[0][0] == "progress"
+            assert kinds.index(("checks", "claim")) < kinds.index(("checks", "contrast"))
+            claim = next(e for e in events if e.get("section") == "claim")
+            assert [c["name"] for c in claim["checks"]] == [c["name"] for c in result["checks"]]
+        # a live run each time (its own timing), in the same process that imported torch once
+        assert runs[0][0]["seconds"] > 0 and runs[1][0]["seconds"] > 0
+        assert worker.starts == 1 and worker.pid == ping["pid"]
+        assert any("torch imported" in e.get("message", "") for e in runs[0][1])
+        assert not any("torch imported" in e.get("message", "") for e in runs[1][1])
+        # a bad request answers with one line; the worker lives on
+        with pytest.raises(WorkerError, match="unknown demo 'nope'"):
+            worker.request("demo", name="nope").result(timeout=60)
+        assert worker.request("ping").result(timeout=60)["pid"] == ping["pid"]
+    finally:
+        worker.close()
+    assert not worker.running
+
+
+def test_cancel_stops_a_running_demo_at_its_next_step() -> None:
+    out: list[str] = []
+
+    class Out:
+        def write(self, text: str) -> None:
+            out.append(text)
+
+        def flush(self) -> None:
+            pass
+
+    w = demo_worker.Worker(Out())  # type: ignore[arg-type]
+    w.cancel(7)  # the cancel arrives while request 7 runs: its first step stops it
+    answer = w.handle({"id": 7, "op": "demo", "name": "block-diagonal", "device": "cpu"})
+    assert answer == {"id": 7, "ok": False, "cancelled": True, "error": "stopped"}
+    again = w.handle({"id": 8, "op": "demo", "name": "block-diagonal", "device": "cpu"})
+    assert again["ok"] is True and again["result"]["passed"] is True
+
+
+@pytest.mark.parametrize(
+    ("cores", "load", "threads"),
+    [(2, 0.0, 2), (2, 0.6, 2), (2, 1.6, 1), (2, 11.0, 1), (16, 4.0, 13), (16, 40.0, 1)],
+)
+def test_threads_follow_the_machines_load(cores: int, load: float, threads: int) -> None:
+    assert demo_worker.threads_for_load(cores, load) == threads
+
+
+# --------------------------------------------------------------------------- the app
+
+FAKE_WORKER = r"""
+import json, os, sys, time
+log = open(sys.argv[1], "a")
+for line in sys.stdin:
+    req = json.loads(line)
+    log.write(line); log.flush()
+    rid, op = req["id"], req["op"]
+    def send(msg):
+        sys.stdout.write(json.dumps({"id": rid, **msg}) + "\n"); sys.stdout.flush()
+    if op == "ping":
+        send({"ok": True, "result": {"pid": os.getpid()}})
+    elif op == "cancel":
+        send({"ok": True, "result": {}})
+    elif op == "demo":
+        check = {"name": "max |write outside slice|", "measured": 0.0, "expected": "== 0.0",
+                 "passed": True, "detail": "", "kind": "identity"}
+        send({"event": "progress", "message": "measuring the claim"})
+        send({"event": "checks", "section": "claim", "checks": [check]})
+        gate = sys.argv[2]
+        while not os.path.exists(gate):  # the test opens the gate once it saw the claim
+            time.sleep(0.02)
+        contrast = dict(check, measured=0.8, expected=">= 0.01", kind="measurement")
+        send({"event": "checks", "section": "contrast", "checks": [contrast]})
+        send({"ok": True, "result": {
+            "name": req["name"], "claim": "c", "device": "cpu", "device_name": "test cpu",
+            "device_reason": "", "dtype": "float32", "scale": "small", "seed": 0,
+            "sizes": {}, "seconds": 0.01, "passed": True, "checks": [check],
+            "contrast_label": "a dense W_O", "contrast": [contrast],
+            "notes": [f"pid {os.getpid()}"], "cards": []}})
+"""
+
+
+def fake_worker(tmp_path: Path) -> tuple[DemoWorker, Path, Path]:
+    script = tmp_path / "fake_worker.py"
+    script.write_text(FAKE_WORKER, encoding="utf-8")
+    log, gate = tmp_path / "requests.jsonl", tmp_path / "gate"
+    return DemoWorker([sys.executable, str(script), str(log), str(gate)]), log, gate
+
+
+def requests(log: Path) -> list[dict]:
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+@async_test
+async def test_app_warms_the_worker_streams_checks_and_reuses_it(tmp_path: Path) -> None:
+    worker, log, gate = fake_worker(tmp_path)
+    store = Store.open(tmp_path / "prep.db")
+    # demo_command would fail: every run must go through the worker
+    app = make_app(store=store, demo_command=fake_demo_command(tmp_path, "crash"))
+    app.demo_worker = worker
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("enter")
+        # the first card links a demo: the worker is warmed up while the card is read
+        await wait_until(pilot, lambda: any(r["op"] == "ping" for r in requests(log)))
+        assert requests(log)[0]["warm"] == "block-diagonal"
+        await pilot.press("space", "r")
+        demo = app.screen
+        assert isinstance(demo, DemoScreen)
+        # the claim's check is on screen while the demo still runs
+        await wait_until(pilot, lambda: "PASS" in text_of(app, "#checks"))
+        assert demo.running and "contrast" not in text_of(app, "#checks")
+        gate.touch()
+        await wait_until(pilot, lambda: not demo.running)
+        assert text_of(app, "#demo-status").startswith("PASS: all 2 checks hold")
+        assert [r["passed"] for r in store.demo_runs()] == [True]
+        first_pid = demo.report.notes[0]
+        await pilot.press("r")  # again: the same process answers
+        await wait_until(pilot, lambda: not demo.running)
+        assert demo.report.notes[0] == first_pid and worker.starts == 1
+        assert len(store.demo_runs()) == 2
+        # Esc during a run asks the worker to stop it, and the card is back as it was
+        gate.unlink()
+        await pilot.press("r")
+        await wait_until(pilot, lambda: "PASS" in text_of(app, "#checks") and demo.running)
+        await pilot.press("escape")
+        assert isinstance(app.screen, ReviewScreen) and app.screen.revealed
+        gate.touch()  # (the fake reads its next line once this run is done; the real worker
+        # reads a cancel at once: test_cancel_stops_a_running_demo_at_its_next_step)
+        await wait_until(pilot, lambda: any(r["op"] == "cancel" for r in requests(log)))
+        assert requests(log)[-1]["target"] == requests(log)[-2]["id"]
+        await pilot.pause(0.2)
+        assert len(store.demo_runs()) == 2  # a run the learner left is not recorded
+    assert not worker.running  # the app closed it on the way out
+
+
+@async_test
+async def test_a_worker_error_is_one_line_and_the_app_lives_on(tmp_path: Path) -> None:
+    app = make_app()
+    app.demo_worker = DemoWorker([sys.executable, "-c", "raise SystemExit(4)"])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("enter", "space", "r")
+        demo = app.screen
+        await wait_until(pilot, lambda: not demo.running)
+        assert "the demo worker stopped" in text_of(app, "#demo-status")
+        await pilot.press("escape", "3")
+        assert isinstance(app.screen, ReviewScreen) and app.screen.card.id == "wo-shape"

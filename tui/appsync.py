@@ -1,0 +1,99 @@
+"""The app's daily backup and its sync (when `prep config sync_dir DIR` is set): started in
+a thread once the first screen is drawn, it writes this device's journal and reads (and checks) the other
+devices' new entries with its own connection, and backs the database up; the entries are
+then applied on the app's thread between two cards (never under the card being answered),
+and the summary line is shown. On quit, one more sync, in full."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from prep.engine.store import Store
+
+
+class AppSync:
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.pending: list[Any] | None = None  # journals read, to apply between cards
+        self.sent = 0
+        self.last_line: str | None = None
+        self._lock = threading.Lock()
+        self._started = False
+
+    def folder(self, store: Store | None) -> Path | None:
+        if store is None or store.path is None or store.read_only:
+            return None
+        try:
+            where = store.get_meta("sync_dir")
+        except Exception:  # noqa: BLE001 - a busy or damaged database: no sync this time
+            return None
+        return Path(where) if where else None
+
+    def start(self) -> None:
+        """Once, after the first screen: the thread's half of a sync."""
+        store = self.app.store
+        if self._started or store is None or store.path is None or store.read_only:
+            return
+        self._started = True
+        folder = self.folder(store)
+        threading.Thread(target=self._fetch, args=(store.path, folder), daemon=True).start()
+
+    def _fetch(self, path: Path, folder: Path | None) -> None:
+        from prep.engine.store import Store, StoreError, backup
+        from prep.engine.sync import journal
+        from prep.engine.sync.run import JournalError, SyncError, pending, sync_out
+
+        try:
+            with Store.open(path) as store:
+                backup.daily(store)  # once a day, sync or not
+                if folder is None:
+                    return
+                self.sent = sync_out(store, folder).sent_reviews
+                journals = [journal.read(p, dev) for dev, p in pending(store, folder)]
+                if any(j.entries for j in journals):
+                    backup.make(store, "sync")
+        except (StoreError, SyncError, JournalError, backup.BackupError, OSError) as exc:
+            self.app.call_from_thread(self.app.notify, f"Sync: {exc}", severity="warning")
+            return
+        with self._lock:
+            self.pending = journals
+
+    def between_cards(self) -> None:
+        """Apply what the thread read (the app's thread, no card on screen being answered)."""
+        with self._lock:
+            journals, self.pending = self.pending, None
+        if journals is None:
+            return
+        from prep.engine.store import StoreError
+        from prep.engine.sync import merge
+        from prep.engine.sync.run import SyncResult
+        from prep.engine.timeutil import fmt, utcnow
+
+        store = self.app.store
+        try:
+            with store.transaction():
+                applied = merge.apply(store, journals)
+                store.set_meta("sync_last", fmt(utcnow()))
+        except StoreError as exc:
+            self.app.notify(f"Sync not applied: {exc}", severity="warning")
+            return
+        self.last_line = SyncResult(sent_reviews=self.sent, applied=applied).summary()
+        self.app.notify(self.last_line, title="Synced", timeout=8)
+
+    def on_quit(self) -> None:
+        """A last sync as the app closes (what this session rated goes out at once)."""
+        from prep.engine.store import StoreError, backup
+        from prep.engine.sync.run import JournalError, SyncError, sync
+
+        store = self.app.store
+        folder = self.folder(store)
+        if folder is None:
+            return
+        self.between_cards()
+        # (an error: the next `prep sync`, or the next start, says what is wrong)
+        with contextlib.suppress(StoreError, SyncError, JournalError, backup.BackupError, OSError):
+            sync(store, folder, backup=backup.make)

@@ -1,0 +1,94 @@
+"""`prep sync` and `prep backup`: registered on the `prep` group by tui/cli.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from prep.tui.commands.common import Ctx, UsageError
+
+
+def sync_dir(store) -> str | None:  # noqa: ANN001 - a Store
+    """The folder `prep config sync_dir DIR` saved on this machine (never synced)."""
+    return store.get_meta("sync_dir")
+
+
+@click.command("sync")
+@click.argument("folder", required=False, metavar="[DIR]")
+@click.option("--status", is_flag=True, help="The devices seen and when each last synced.")
+@click.option("--json", "as_json", is_flag=True, help="With --status: one JSON object.")
+@click.pass_obj
+def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
+    """Merge progress with your other machines through DIR, a folder that a sync tool
+    (Syncthing, Dropbox, a network share, a git repository you push) keeps in step.
+
+    Each machine writes only its own journal under DIR and applies everyone else's. Reviews
+    from every machine are kept (an undo travels as a tombstone), each card is rescheduled
+    from its whole history, and the latest mark or settings change wins. Without DIR, the
+    folder set by `prep config sync_dir DIR`."""
+    from prep.engine.store import backup
+    from prep.engine.sync.run import JournalError, SyncError, sync
+    from prep.engine.sync.run import status as sync_status
+
+    with obj.store() as store:
+        where = folder or sync_dir(store)
+        if status:
+            info = sync_status(store, Path(where).expanduser() if where else None)
+            if as_json:
+                click.echo(json.dumps(info, indent=1))
+                return
+            click.echo(f"this device: {info['device']}; last sync: {info['last_sync'] or 'never'}")
+            click.echo(f"folder: {info['folder'] or 'none (prep config sync_dir DIR)'}")
+            for d in info["devices"]:
+                click.echo(
+                    f"  {d['name'] or '?'} ({d['id']}): {d['applied']} journal file(s) applied, "
+                    f"last written {d['wrote_at'] or 'unknown'}, applied here {d['applied_at'] or 'never'}"
+                )
+            if info["files_waiting"]:
+                click.echo(
+                    f"{info['files_waiting']} journal file(s) not applied yet: run prep sync"
+                )
+            return
+        if not where:
+            raise UsageError("no sync folder: prep sync DIR, or prep config sync_dir DIR once")
+        try:
+            backup.daily(store)
+            result = sync(store, Path(where), backup=backup.make)
+        except (SyncError, JournalError, backup.BackupError) as exc:
+            raise UsageError(str(exc)) from None
+    click.echo(result.summary())
+
+
+@click.command("backup")
+@click.option("--list", "as_list", is_flag=True, help="The backups, newest first.")
+@click.option(
+    "--restore", metavar="NAME", help="Restore this backup (the database is backed up first)."
+)
+@click.pass_obj
+def backup_cmd(obj: Ctx, as_list: bool, restore: str | None) -> None:
+    """Back up the progress database now, list the backups, or restore one.
+
+    prep also backs up before every sync that applies entries, before a schema upgrade, an
+    import or a restore, and once a day; the newest 20 are kept in backups/ beside the
+    database."""
+    from prep.engine.store import backup
+
+    with obj.store() as store:
+        try:
+            if as_list:
+                for path in backup.listing(store.path):
+                    click.echo(f"{path.name}  {path.stat().st_size:,} bytes")
+                return
+            if restore:
+                restored, saved = backup.restore(store, restore)
+                click.echo(
+                    f"restored {restored.name}; the database as it was is in "
+                    f"{saved.name if saved else 'no backup'}"
+                )
+                return
+            made = backup.make(store, "manual")
+        except backup.BackupError as exc:
+            raise UsageError(str(exc)) from None
+    click.echo(f"backed up to {made}")
