@@ -5,8 +5,13 @@ the loaded collection and the clock; screens (tui/base.py's PrepScreen) reach th
 ``self.prep``, the app typed as PrepApp. Every rating
 is committed by the engine the moment it is made, so quitting at any point loses nothing.
 
-It never imports torch: demos run in a subprocess (``demo_command``) whose output is streamed
-into the demo screen.
+It never imports torch: demos run in a subprocess (``demo_command``) or the long-lived demo
+worker (tui/demoworker.py), whose output is streamed into the demo screen.
+
+Size: about 660 lines: the app is where the session's services meet (the store and the first
+fill of the deck cache, the upgrade screen, the demo and grading workers, background sync,
+going home and reloading). The next split is the start-up path (boot, upgrade, fill) into
+its own module.
 """
 
 from __future__ import annotations

@@ -30,14 +30,14 @@ from dataclasses import dataclass
 
 from prep.demos import harness
 from prep.demos._torch import torch
-from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, SANITY, Check, DeviceChoice, Report
 from prep.demos.synthetic import attention as attn
 
 NAME = "mha-code"
 DTYPE = torch.float32
 CONTRAST_LABEL = "the same code with .view(B, T, D) before transposing the heads back"
 SCALES = attn.standard_scales()
-CHECK_KINDS = {IDENTITY: 6, MEASUREMENT: 1}
+CHECK_KINDS = {IDENTITY: 6, SANITY: 1}
 
 # The card's answer (questions/wo-core.yaml, wo-code-mha), character for character.
 CARD_CODE = """\
@@ -235,7 +235,7 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
             "view before transposing back: ||out - reference|| / ||reference||",
             harness.relative_error(wrong, ref),
             0.5,
-            kind=MEASUREMENT,
+            kind=SANITY,  # a generic fact: a wrong reshape errs on any weights
         )
     ]
 

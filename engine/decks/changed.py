@@ -9,10 +9,13 @@ import os
 import stat
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prep.engine.decks.deck import MAX_DECK_BYTES, DeckError, collect_deck_files, read_deck_text
 from prep.engine.decks.fill import Fill
+
+if TYPE_CHECKING:
+    from prep.engine.store import Store
 
 # Hashed with every file's text: raised whenever parse_deck_text accepts less than before.
 # Hashed with every file's text: raised whenever parse_deck_text accepts less than before.
@@ -78,7 +81,7 @@ def _to_fill(files: list[tuple[str, Path, str]], cached: dict[str, Any]) -> Fill
 
 
 def pending_fill(
-    store: Any, paths: Iterable[Path] | None = None, *, include_bundled: bool = True
+    store: Store, paths: Iterable[Path] | None = None, *, include_bundled: bool = True
 ) -> Fill:
     """Without loading: how many deck files (and bytes) the next load will read, and parse
     unless their hash is unchanged (stat calls and one query). A front end shows progress

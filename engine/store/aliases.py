@@ -19,7 +19,7 @@ class AliasesStore(StoreCore):
         the kept card, in one transaction: its reviews (states untouched, the two chains
         interleaved in log order), its card state when it was reviewed later than the kept
         card's (or the kept card has none), its marks combined. Returns how many moved."""
-        from prep.engine.decks.aliases import keeps_alias_state
+        from prep.engine.store.aliasrules import keeps_alias_state
 
         store = self  # the combined Store: cards, reviews and marks methods
         stored = [

@@ -14,9 +14,12 @@ import re
 import sqlite3
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from prep.engine.timeutil import utcnow
+
+if TYPE_CHECKING:
+    from prep.engine.store import Store
 
 KEEP = 20
 DAILY = timedelta(days=1)
@@ -69,7 +72,7 @@ def _copy(src: sqlite3.Connection, target: Path) -> None:
     os.replace(tmp, target)
 
 
-def make(store: Any, reason: str, now: datetime | None = None) -> Path | None:
+def make(store: Store, reason: str, now: datetime | None = None) -> Path | None:
     """Back up ``store``'s database (None for one in memory); keeps the newest KEEP."""
     if store.path is None:
         return None
@@ -86,7 +89,7 @@ def make(store: Any, reason: str, now: datetime | None = None) -> Path | None:
     return target
 
 
-def daily(store: Any, now: datetime | None = None) -> Path | None:
+def daily(store: Store, now: datetime | None = None) -> Path | None:
     """A backup when the newest is more than a day old (or there is none)."""
     if store.path is None:
         return None
@@ -125,7 +128,7 @@ def before_upgrade(db_path: Path) -> Path | None:
         conn.close()
 
 
-def restore(store: Any, name: str) -> tuple[Path, Path | None]:
+def restore(store: Store, name: str) -> tuple[Path, Path | None]:
     """Put the backup ``name`` (a file name from listing()) in place of ``store``'s content,
     after backing up the database as it is. The restored database gets a new device id for
     syncing (what was made since the backup comes back from the sync folder, under the old

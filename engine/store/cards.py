@@ -189,7 +189,7 @@ class CardsStore(StoreCore):
         present = {c.id: c for c in cards}
         claims = [(c.id, c.aliases) for c in present.values() if getattr(c, "aliases", ())]
         if claims:
-            from prep.engine.decks.aliases import alias_map
+            from prep.engine.store.aliasrules import alias_map
 
             self.adopt_aliases(alias_map(claims, present))  # type: ignore[attr-defined]
         stored = {

@@ -20,7 +20,7 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prep.engine.store import devices as local
 from prep.engine.store.deckcache import _RECONCILED_KEY
@@ -28,6 +28,9 @@ from prep.engine.store.reviewlog import Chain, from_us, to_us
 from prep.engine.study.scheduler import CardState, Scheduler
 from prep.engine.sync.journal import Journal
 from prep.engine.timeutil import fmt, utcnow
+
+if TYPE_CHECKING:
+    from prep.engine.store import Store
 
 
 @dataclass
@@ -81,7 +84,7 @@ def _device_ids(conn) -> dict[int, str]:
     return dict(conn.execute("SELECT n, id FROM sync_devices"))
 
 
-def apply(store: Any, journals: list[Journal], now: datetime | None = None) -> Applied:
+def apply(store: Store, journals: list[Journal], now: datetime | None = None) -> Applied:
     """Apply ``journals`` (read and checked) inside the caller's transaction."""
     conn = store.conn
     now = now or utcnow()
@@ -254,7 +257,7 @@ def _deck_of(conn, cid: str) -> tuple[str, str, bool] | None:
 
 
 def _append(
-    store: Any,
+    store: Store,
     cid: str,
     incoming: list[_Rev],
     devices: dict[int, str],
@@ -286,7 +289,7 @@ def _append(
 
 
 def _write(
-    store: Any, cid: str, state: CardState, revs: list[_Rev], chain: Chain, scheds: dict
+    store: Store, cid: str, state: CardState, revs: list[_Rev], chain: Chain, scheds: dict
 ) -> CardState:
     """Rate ``state`` by each of ``revs`` in turn, writing each review; returns the last state.
     (A chain that does not know the state before writes the first review's prev in full.)"""
@@ -307,7 +310,7 @@ def _write(
 
 
 def replay(
-    store: Any,
+    store: Store,
     cid: str,
     incoming: list[_Rev],
     devices: dict[int, str],
@@ -372,7 +375,7 @@ def replay(
     return current is not None and current.due != final.due, current is None
 
 
-def merge_reviews(store: Any, reviews: dict[str, list[dict[str, Any]]]) -> int:
+def merge_reviews(store: Store, reviews: dict[str, list[dict[str, Any]]]) -> int:
     """`prep import` of an export whose history diverged from this one: each card's reviews
     from the file that are not held here (by time and rating) join its log as this device's
     (so a sync takes them on), and the card is replayed. Returns the reviews added."""

@@ -9,13 +9,16 @@ import socket
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prep.engine.store import devices as local
 from prep.engine.study.present import count
 from prep.engine.sync import journal, merge
 from prep.engine.sync.journal import JournalError
 from prep.engine.timeutil import fmt, utcnow
+
+if TYPE_CHECKING:
+    from prep.engine.store import Store
 
 __all__ = ["JournalError", "SyncError", "SyncResult", "status", "sync"]
 
@@ -66,7 +69,7 @@ def _sent(conn) -> dict[str, int]:
     return {k: int(saved.get(k, 0)) for k in _SENT_KEYS}
 
 
-def outbox(store: Any) -> tuple[list[list[Any]], dict[str, dict], dict[str, int], int]:
+def outbox(store: Store) -> tuple[list[list[Any]], dict[str, dict], dict[str, int], int]:
     """This device's entries not yet written to its journal: (entries, params, the new
     'sent' marks, reviews among them), read in one transaction."""
     conn = store.conn
@@ -162,7 +165,7 @@ def _folder(path: Path) -> Path:
     return path
 
 
-def pending(store: Any, root: Path) -> list[tuple[str, Path]]:
+def pending(store: Store, root: Path) -> list[tuple[str, Path]]:
     """(device id, file) of every other device's journal file not applied yet, each device's in
     order, stopping at a gap (a file the sync tool has not brought yet)."""
     conn = store.conn
@@ -180,13 +183,13 @@ def pending(store: Any, root: Path) -> list[tuple[str, Path]]:
     return out
 
 
-def sync_out(store: Any, folder: Path, *, now: datetime | None = None) -> SyncResult:
+def sync_out(store: Store, folder: Path, *, now: datetime | None = None) -> SyncResult:
     """The first half of a sync: this device's new entries written to its journal."""
     return sync(store, folder, now=now, apply=False)
 
 
 def sync(
-    store: Any,
+    store: Store,
     folder: Path,
     *,
     now: datetime | None = None,
@@ -238,7 +241,7 @@ def sync(
     return result
 
 
-def status(store: Any, folder: Path | None) -> dict[str, Any]:
+def status(store: Store, folder: Path | None) -> dict[str, Any]:
     """This device and every device seen (in the folder or applied before): name, id, the
     journal files applied, when its last file was written, when this device applied it."""
     conn = store.conn

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from prep.tui.commands.common import Ctx, UsageError
 
+if TYPE_CHECKING:
+    from prep.engine.store import Store
 
-def sync_dir(store) -> str | None:  # noqa: ANN001 - a Store
+
+def sync_dir(store: Store) -> str | None:
     """The folder `prep config sync_dir DIR` saved on this machine (never synced)."""
     return store.get_meta("sync_dir")
 

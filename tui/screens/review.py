@@ -3,10 +3,15 @@
 Choice and red-flag cards are picked with a-d first (the pick reveals the answer and suggests a
 rating; Enter takes it). A red-flag card shows only the quoted answer first: the learner says
 what it gets wrong (in an interview the flaw must be articulated, not recognised), then space
-shows the choices. Keys never collide: a-d only pick before the answer is shown, and `d`
+shows the choices. Keys never collide: a-d only pick before the answer is shown, and `r`
 runs the linked demo only after. The footer follows the card: it lists the keys that do
 something now. Every rating is committed by the engine before the next card is shown; a
 rating that cannot be saved (a locked database) is reported and nothing advances.
+
+Size: about 610 lines: the screen's states (front, red flag's choices, answer box, revealed,
+saving) and the keys valid in each live together so that check_action can say what each key
+does now. The typed answer's box already lives in tui/screens/typed_answer.py; the next split
+is the revealed side (answer, demo line, rating bar).
 """
 
 from __future__ import annotations
