@@ -46,11 +46,11 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python tools/typecheck.py
+	$(BIN)/python tests/typecheck.py
 	$(BIN)/python -m pytest -q
 
 lint: $(VENV)/.installed
-	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/python tools/typecheck.py
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/python tests/typecheck.py
 
 $(VENV)/.bench-installed: $(VENV)/.installed
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[dev,bench]"
