@@ -151,8 +151,8 @@ def print_list(linked_cards: LinkedCards | None = None, *, as_json: bool = False
 
 def unknown_name_message(name: str) -> str:
     close = difflib.get_close_matches(name, names(), n=3, cutoff=0.5)
-    hint = f"did you mean {' or '.join(close)}? " if close else ""
-    return f"{PROG}: unknown demo {name!r}; {hint}(`{PROG} --list` shows all)"
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    return f"{PROG}: unknown demo {name!r}{hint} (`{PROG} --list` shows all)"
 
 
 def main(argv: list[str] | None = None, *, linked_cards: LinkedCards | None = None) -> int:

@@ -146,7 +146,7 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
         changed, created = (
             done if done is not None else replay(store, cid, card_revs, devices, scheds)
         )
-        out.rescheduled += changed
+        out.rescheduled += bool(changed or created)  # a card first scheduled here counts too
         new_cards |= created
     if new_cards:  # cards new here: the next open checks them against the decks
         conn.execute("DELETE FROM meta WHERE key = ?", (_RECONCILED_KEY,))
