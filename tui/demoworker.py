@@ -22,17 +22,11 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
+from prep.tui.worker import WorkerError, end_process
+
 DEFAULT_COMMAND = (sys.executable, "-m", "prep.demos.worker")
 
 Event = Callable[[dict[str, Any]], None]
-
-
-class WorkerError(Exception):
-    """The worker answered with an error, or is gone; the message is one line."""
-
-    def __init__(self, message: str, *, cancelled: bool = False) -> None:
-        super().__init__(message)
-        self.cancelled = cancelled
 
 
 class DemoWorker:
@@ -163,11 +157,5 @@ class DemoWorker:
             proc, self._proc = self._proc, None
         if proc is None:
             return
-        try:
-            if proc.stdin:
-                proc.stdin.close()
-            proc.wait(timeout=2)
-        except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait()
+        end_process(proc)
         self._fail_all("the demo worker is closed")

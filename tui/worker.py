@@ -22,7 +22,24 @@ DEFAULT_COMMAND = (sys.executable, "-m", "prep.demos.pretrained.grader.worker")
 
 
 class WorkerError(Exception):
-    """The worker answered with an error, or is gone; the message is one line."""
+    """The worker answered with an error, or is gone; the message is one line. ``cancelled``:
+    the request was stopped on purpose (the demo screen's Esc), not failed."""
+
+    def __init__(self, message: str, *, cancelled: bool = False) -> None:
+        super().__init__(message)
+        self.cancelled = cancelled
+
+
+def end_process(proc: subprocess.Popen[Any]) -> None:
+    """End a worker process: close its stdin (it exits when it has answered what it has),
+    and kill it when it has not within 2 s."""
+    try:
+        if proc.stdin:
+            proc.stdin.close()
+        proc.wait(timeout=2)
+    except (OSError, subprocess.TimeoutExpired):
+        proc.kill()
+        proc.wait()
 
 
 class WorkerClient:
@@ -107,11 +124,5 @@ class WorkerClient:
             proc, self._proc = self._proc, None
         if proc is None:
             return
-        try:
-            if proc.stdin:
-                proc.stdin.close()
-            proc.wait(timeout=2)
-        except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait()
+        end_process(proc)
         self._fail_all("the model worker is closed")
