@@ -301,7 +301,6 @@ def test_prep_grade_card_reads_stdin_and_prints_the_verdict(tmp_path, monkeypatc
     ("args", "stdin", "message"),
     [
         (["grade", "no-such-card"], "x", "no card 'no-such-card'"),
-        (["grade", "wo-fu-dla-ln-scale"], "x", "has no usable rubric"),
         (["grade", "wo-two-roles"], "", "no answer"),
         (["grade"], "", "give a CARD_ID"),
         (["grade", "wo-two-roles", "--rubric", "r.yaml"], "", "not both"),
@@ -311,6 +310,20 @@ def test_prep_grade_usage_errors_are_one_line_exit_2(args, stdin, message):
     result = CliRunner().invoke(__import__("prep.tui.cli").tui.cli.main, args, input=stdin)
     assert result.exit_code == 2
     assert message in result.output and "Traceback" not in result.output
+
+
+def test_prep_grade_on_a_card_without_a_rubric_is_one_line_exit_2(tmp_path: Path):
+    # Every bundled card has points (tests/test_deck_rubrics.py), so the card is a user deck's.
+    (tmp_path / "d.yaml").write_text(
+        "deck: d\ntitle: D\ncards:\n  - id: bare\n    kind: recall\n"
+        "    prompt: What does W_O do?\n    answer: It mixes heads.\n",
+        encoding="utf-8",
+    )
+    args = ["--questions", str(tmp_path), "grade", "bare"]
+    result = CliRunner().invoke(__import__("prep.tui.cli").tui.cli.main, args, input="x")
+    assert result.exit_code == 2, result.output
+    assert "card bare has no usable rubric: no points: and no bullets" in result.output
+    assert "Traceback" not in result.output
 
 
 def test_prep_grade_without_the_extra_says_how_to_install(tmp_path: Path, monkeypatch):
