@@ -408,7 +408,7 @@ def _parse_card(
     for key, key_line in getattr(raw, "duplicate_keys", []):
         err(key_line, f"{label}: field {quoted(key)} appears twice")
         ok = False
-    for key in raw:
+    for key in () if CARD_KEYS.issuperset(raw) else raw:
         if key not in CARD_KEYS:
             known = ", ".join(sorted(CARD_KEYS))
             err(at(key), f"{label}: unknown field {quoted(key)} (known fields: {known})")
@@ -456,7 +456,12 @@ def _parse_card(
             else:
                 lists[key] = value
 
-    for key in ("prompt", "answer", "explain", "analogy", *lists):
+    texts = [raw[key] for key in ("prompt", "answer", "explain", "analogy") if _text(raw.get(key))]
+    for value in lists.values():
+        texts += value
+    # one search over every text first: the loop below only runs to say which field
+    checked = ("prompt", "answer", "explain", "analogy", *lists)
+    for key in checked if CONTROL.search("\n".join(texts)) else ():
         values = lists.get(key) or ((raw[key],) if _text(raw.get(key)) else ())
         for text in values:
             why = _control_problem(text)

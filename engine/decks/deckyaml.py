@@ -11,16 +11,8 @@ from typing import Any
 
 import yaml
 
+from prep.engine.decks.fastyaml import Undecided, _LineDict, fast_load
 from prep.engine.decks.refusal import MAX_DEPTH, Refused, one_line
-
-
-class _LineDict(dict):
-    """A dict that remembers the 1-based line of itself and of each key."""
-
-    line: int = 0
-    key_lines: dict[Any, int]
-    duplicate_keys: list[tuple[Any, int]]
-
 
 # The C parser (libyaml) when PyYAML has it: same nodes and marks, several times faster.
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -103,9 +95,16 @@ def _first_alias_line(text: str) -> int | None:
     return None
 
 
-def load_yaml(text: str) -> Any:
+def load_yaml(text: str, *, fast: bool = True) -> Any:
     """The YAML document in ``text``, built with line numbers; raises yaml.YAMLError or
-    Refused before building anything unsafe."""
+    Refused before building anything unsafe. The plain decks most files are go through
+    fastyaml's reader (the same objects, several times faster); whatever it does not decide,
+    and everything with ``fast=False``, through the hardened loader below."""
+    if fast:
+        try:
+            return fast_load(text)
+        except Undecided:
+            pass
     loader = _LineLoader(text)
     try:
         node = loader.get_single_node()
