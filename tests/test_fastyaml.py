@@ -64,7 +64,7 @@ def parsed_both_ways(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert fast == slow, text[:500]
 
 
-def _never(text: str) -> Any:
+def _never(text: str, cards_budget: int | None = None) -> Any:
     raise Undecided("off")
 
 
@@ -285,3 +285,57 @@ def test_random_yaml_agrees_and_most_of_it_is_read_fast(monkeypatch: pytest.Monk
     # the comparison means something only where the fast reader decides: most edited decks
     # and a good share of the dumps (the rest are aliases, tags, multi-line text, errors)
     assert decided["edit"] > 200 and decided["dump"] > 50, decided
+
+
+def _flow_card(i: int) -> str:
+    return f"- {{id: c{i}, kind: recall, prompt: p{i}, answer: a{i}}}\n"
+
+
+TAILS = {
+    "broken cards, then only empty ones": "deck: e\ncards:\n" + "- {}\n" * 3000,
+    "indented, with comments and blank lines": "deck: e\ncards:\n"
+    + "  - {}\n  # why\n\n  -\n  - id:\n  - word\n" * 600,
+    "valid cards up to the budget, then empty ones": "deck: e\ncards:\n"
+    + "".join(_flow_card(i) for i in range(1000))
+    + "- []\n" * 2000,
+    "empty cards, then a deck field": "deck: e\ncards:\n" + "-\n" * 3000 + "title: t\n",
+    "empty cards, then a date that cannot be read": "deck: e\ncards:\n"
+    + "- {}\n" * 3000
+    + "- 2024-13-45\n",
+    "empty cards, then an alias": "deck: e\ncards:\n" + "- {}\n" * 3000 + "- *a\n",
+}
+
+
+@pytest.mark.parametrize("name", TAILS)
+def test_a_long_tail_of_trivial_cards_is_counted_not_read(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = TAILS[name]
+    parsed_both_ways(text, monkeypatch)  # the same deck, cards and errors either way
+    try:
+        cards = fast_load(text, cards_budget=1000)["cards"]
+    except Undecided:
+        cards = None
+    if name.startswith(("broken", "indented", "valid")):
+        # read up to the budget, the rest only counted (the error cap is hit long before)
+        items = sum(line.lstrip().startswith("-") for line in text.splitlines())
+        assert len(cards) == 1000 and cards.skipped == items - 1000
+    else:  # anything but trivial items after the budget: the whole file is read
+        assert cards is None or not getattr(cards, "skipped", 0)
+
+
+def test_a_2_mb_deck_of_empty_cards_is_refused_without_reading_it_all() -> None:
+    import tracemalloc
+
+    from prep.engine.decks.deck import MAX_DECK_BYTES, MAX_ERRORS_PER_FILE
+
+    text = "deck: empty\ncards:\n" + "- {}\n" * ((MAX_DECK_BYTES - 30) // 5)
+    tracemalloc.start()
+    info, cards, errors = parse_deck_text(text, "e.yaml", "e")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    checked = (len(errors) - 1) // 4  # each empty card: 4 missing fields
+    assert cards == [] and MAX_ERRORS_PER_FILE < len(errors) <= MAX_ERRORS_PER_FILE + 5
+    assert errors[-1].message.startswith(f"... {text.count('- {}') - checked:,} more cards")
+    # every card built was ~450 MB and 5 s (an alias bomb: refused in ~0.1 s, 5 MB)
+    assert peak < 60_000_000, peak

@@ -399,7 +399,32 @@ def _refs(store: Store, key: str, shown: str) -> list[CardRef]:
 
 
 def _parse(text: str, shown: str, stem: str):
-    return parse_deck_text(text, shown, stem)
+    return parse_rows(text, shown, stem)
+
+
+def parse_rows(
+    text: str, shown: str, stem: str
+) -> tuple[DeckInfo | None, list[tuple[Any, ...]], list[DeckError]]:
+    """``parse_deck_text`` with each card as the row the cache stores: done where the file is
+    parsed (in a worker of the parse pool, for a big fill), so that the process filling the
+    cache only writes rows."""
+    info, cards, errors = parse_deck_text(text, shown, stem)
+    rows = [
+        (
+            c.line,
+            c.id,
+            c.deck,
+            c.parent,
+            ",".join(c.demos),
+            list(c.tags),
+            c.content_hash,
+            card_fields(c),
+            c.kind,
+            c.level_rank,
+        )
+        for c in cards
+    ]
+    return info, rows, errors
 
 
 def load(
@@ -497,9 +522,9 @@ def _fill_files(
                 if fill is not None and progress is not None:
                     fill.stage, fill.file = PARSE, shown
                     progress(fill)
-                info, cards, errors = pool.result(key, _parse, text, shown, path.stem)
+                info, rows, errors = pool.result(key, _parse, text, shown, path.stem)
                 if fill is not None and progress is not None:
-                    fill.stage, fill.cards = STORE, fill.cards + len(cards)
+                    fill.stage, fill.cards = STORE, fill.cards + len(rows)
                     progress(fill)
                 store.deck_cache_put(
                     key,
@@ -512,21 +537,7 @@ def _fill_files(
                     info=None if info is None else _info_json(info),
                     declared=[] if info is None else info.declared,
                     errors=[(e.line, e.message) for e in errors],
-                    cards=[
-                        (
-                            c.line,
-                            c.id,
-                            c.deck,
-                            c.parent,
-                            ",".join(c.demos),
-                            list(c.tags),
-                            c.content_hash,
-                            card_fields(c),
-                            c.kind,
-                            c.level_rank,
-                        )
-                        for c in cards
-                    ],
+                    cards=rows,
                 )
             if fill is not None and st is not None:
                 fill.files_done += 1

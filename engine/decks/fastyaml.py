@@ -22,6 +22,7 @@ hostile YAML.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any
 
 from yaml.constructor import SafeConstructor
@@ -172,8 +173,14 @@ def _put(mapping: _LineDict, key: Any, value: Any, line: int) -> None:
     mapping.key_lines[key] = line
 
 
+class Cards(list):
+    """A deck's card list read up to a budget; ``skipped`` trivial items follow (see skim)."""
+
+    skipped: int = 0
+
+
 class _Reader:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, cards_budget: int | None = None) -> None:
         if _ODD.search(text) or _MARKER.search(text):
             raise Undecided("outside the subset")
         self.ends_with_break = text.endswith("\n")
@@ -182,6 +189,8 @@ class _Reader:
             self.lines.pop()
         self.n = len(self.lines)
         self.line_no = 0  # the line of the value being read (a flow mapping's line)
+        self.budget = cards_budget
+        self.cards_next = False  # the next sequence read is the deck's card list
 
     # --- lines ------------------------------------------------------------------------------
 
@@ -372,7 +381,26 @@ class _Reader:
                     return self.sequence(j, k, depth + 1)
         return None, i + 1
 
+    def skim(self, i: int, indent: int, items: list[Any]) -> Cards | None:
+        """The deck's card list cut after ``budget`` items, when every line from ``i`` to the
+        end is one trivial item (``- {}``, ``-``, ``- id:``, ``- word``...) at this indent, a
+        blank line or a comment: what follows is then certainly YAML, and only its count of
+        items is kept. None for any other shape (the caller reads on)."""
+        pad = " " * indent
+        item = re.compile(rf"{pad}-(?: +(?:\{{\}}|\[\]|''|\"\"|~|[A-Za-z_][A-Za-z_-]*:?))? *\Z")
+        other = re.compile(r" *(?:#.*)?\Z")  # a blank line or a comment
+        skipped = 0
+        for line, count in Counter(self.lines[i:]).items():  # (a few distinct lines)
+            if item.match(line):
+                skipped += count
+            elif not other.match(line):
+                return None
+        cards = Cards(items)
+        cards.skipped = skipped
+        return cards
+
     def mapping(self, i: int, indent: int, depth: int, body: str) -> tuple[_LineDict, int]:
+        self.cards_next = False
         result = _new_dict(i + 1)
         key_lines, lines, n = result.key_lines, self.lines, self.n
         while True:
@@ -389,7 +417,9 @@ class _Reader:
                     value = _ESCAPE.sub(_unescape, value)
                 i += 1
             elif not first or first == "#":
+                self.cards_next = depth == 1 and key == "cards" and self.budget is not None
                 value, i = self.value_below(i, indent, depth, in_mapping=True)
+                self.cards_next = False
             else:
                 value, i = self.scalar(rest, i, indent, depth + 1, block_ok=True)
             if key in result:
@@ -413,7 +443,13 @@ class _Reader:
 
     def sequence(self, i: int, indent: int, depth: int) -> tuple[list[Any], int]:
         items: list[Any] = []
+        budget, self.cards_next = (self.budget if self.cards_next else None), False
         while True:
+            if budget is not None and len(items) >= budget:
+                cut = self.skim(i, indent, items)
+                if cut is not None:
+                    return cut, self.n
+                budget = None
             body = self.lines[i][indent:]
             if body == "-":
                 rest = ""
@@ -446,10 +482,15 @@ class _Reader:
                 raise Undecided("a line indented past its sequence")
 
 
-def fast_load(text: str) -> _LineDict:
+def fast_load(text: str, cards_budget: int | None = None) -> _LineDict:
     """The deck mapping in ``text`` as the hardened loader builds it; raises Undecided for
-    anything outside the subset (the caller then uses the hardened loader)."""
-    reader = _Reader(text)
+    anything outside the subset (the caller then uses the hardened loader).
+
+    ``cards_budget``: read at most that many items of the top-level ``cards`` list when all
+    the rest of the file is trivial items (a file of empty cards): the list is then a
+    ``Cards`` that counts the items left unread, and the caller, which stops checking a file
+    after so many problems, reads the file again without a budget if it needs them."""
+    reader = _Reader(text, cards_budget)
     i = reader.skip(0)
     if i >= reader.n or reader.indent(i) != 0:
         raise Undecided("not a mapping at the top")
