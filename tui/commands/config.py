@@ -31,9 +31,14 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
     goes back to fsrs's defaults, `prep config parameters "w0,w1,...,w20"` sets all 21
     (fit them to your own reviews with `prep optimize`)."""
 
+    from prep.engine.store import Store, resolve_db_path
     from prep.engine.study.scheduler import Settings
 
-    with obj.store() as store:
+    if not reset and value is None and not resolve_db_path(obj.db).exists():
+        store = Store.memory()  # nothing saved yet: show the defaults, create nothing
+    else:
+        store = obj.store()
+    with store:
         if reset:
             store.save_settings(Settings())
             click.echo("settings reset to their defaults")

@@ -36,7 +36,7 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
     from prep.engine.sync.run import JournalError, SyncError, sync
     from prep.engine.sync.run import status as sync_status
 
-    with obj.store() as store:
+    with obj.store(reading=status) as store:  # --status only reads: it creates nothing
         where = folder or sync_dir(store)
         if status:
             info = sync_status(store, Path(where).expanduser() if where else None)
@@ -79,7 +79,7 @@ def backup_cmd(obj: Ctx, as_list: bool, restore: str | None) -> None:
     database."""
     from prep.engine.store import backup
 
-    with obj.store() as store:
+    with obj.store(reading=as_list) as store:  # --list only reads: it creates nothing
         try:
             if as_list:
                 for path in backup.listing(store.path):
