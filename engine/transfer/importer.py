@@ -23,16 +23,17 @@ merge (``import_data``) here.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
+import os
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from prep.engine.decks.deck import CONTROL, SLUG, read_regular_file
+from prep.engine.decks.deck import CONTROL, SLUG
 from prep.engine.store import Mark, Store, state_from_json, state_to_json
 from prep.engine.store.schema import (
     CARD_COLUMNS,
@@ -379,21 +380,6 @@ def _not_export(path: Path, why: str) -> ExportError:
 MAX_EXPORT_BYTES = 256 * 1024 * 1024
 
 
-def _read_text(path: Path) -> str:
-    try:
-        data = read_regular_file(path, MAX_EXPORT_BYTES, "an export")
-    except FileNotFoundError:
-        raise ExportError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ExportError(f"{path}: is a folder, not an export file") from None
-    except OSError as exc:
-        raise ExportError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise _not_export(path, "not UTF-8 text") from None
-
-
 def _rows(
     path: Path, items: Any, parse_row: Callable[[dict[str, Any]], dict[str, Any]], what: str
 ) -> list[dict[str, Any]]:
@@ -410,15 +396,84 @@ def _rows(
     return out
 
 
-def read_json(path: Path) -> ExportData:
-    path = Path(path)
-    text = _read_text(path)
-    if not text.strip():
-        raise _not_export(path, "the file is empty")
+def _open_text(path: Path) -> IO[str]:
+    """The export file as a text stream (UTF-8, a BOM skipped), opened only when it is a
+    regular file within MAX_EXPORT_BYTES (read_regular_file's checks, without reading it)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        data = loads_strict(text)
-    except ValueError as exc:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise ExportError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ExportError(f"{path}: is a folder, not an export file") from None
+    except OSError as exc:
+        raise ExportError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    info = os.fstat(fd)
+    why = None
+    if stat.S_ISDIR(info.st_mode):
+        why = "is a folder, not an export file"
+    elif not stat.S_ISREG(info.st_mode):
+        why = "cannot read: not a regular file (a device, FIFO or socket)"
+    elif info.st_size > MAX_EXPORT_BYTES:
+        why = f"cannot read: {info.st_size} bytes; an export is at most {MAX_EXPORT_BYTES >> 20} MB"
+    if why is not None:
+        os.close(fd)
+        raise ExportError(f"{path}: {why}")
+    return open(fd, encoding="utf-8-sig", newline="")  # noqa: SIM115 (the caller closes it)
+
+
+def read_json(path: Path) -> ExportData:
+    """Read a JSON export as a stream (engine/transfer/jsonstream.py): each row of its lists
+    is checked as it is read; neither the file's text nor its parsed tree is held whole."""
+    from prep.engine.transfer.jsonstream import STREAMED, Empty, StreamError, read_object
+
+    path = Path(path)
+    parsers = {
+        "cards": _card_row,
+        "reviews": _review_row,
+        "demo_runs": _demo_run_row,
+        "marks": _mark_row,
+    }
+    lists: dict[str, list[dict[str, Any]]] = {}
+    bad: dict[str, ExportError] = {}  # the first bad row of each list (said in list order)
+
+    def rows(key: str) -> Callable[[Any], None] | None:
+        parse_row = parsers.get(key)
+        if parse_row is None:
+            return None
+        out = lists[key] = []  # (a key given twice: the last wins, as json.loads)
+        bad.pop(key, None)
+
+        def take(item: Any) -> None:
+            i = len(out)
+            if key in bad:
+                return  # past a bad row only the JSON is read on
+            if not isinstance(item, dict):
+                bad[key] = ExportError(f"{path}: {key}[{i}]: must be an object")
+                return
+            try:
+                out.append(parse_row(item))
+            except _Bad as exc:
+                bad[key] = ExportError(f"{path}: {key}[{i}]: {exc}")
+
+        return take
+
+    try:
+        with _open_text(path) as stream:
+            data = read_object(stream, rows, parse_constant=_no_constant)
+    except Empty:
+        raise _not_export(path, "the file is empty") from None
+    except UnicodeDecodeError:
+        raise _not_export(path, "not UTF-8 text") from None
+    except StreamError as exc:
         raise _not_export(path, str(exc)) from None
+    except RecursionError:
+        raise _not_export(path, "nested too deeply") from None
+    except ValueError as exc:  # int(): more than 4300 digits; or our NaN/Infinity refusal
+        message = str(exc).split(";")[0]
+        raise _not_export(
+            path, message if len(message) < 120 else "a number too long to read"
+        ) from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise _not_export(path, f'no "format": "{FORMAT}" field')
     version = data.get("version")
@@ -436,13 +491,18 @@ def read_json(path: Path) -> ExportData:
         settings = _settings(data.get("settings"))
     except _Bad as exc:
         raise ExportError(f"{path}: {exc}") from None
+    for key in parsers:
+        if key in data and data[key] is not STREAMED:  # (not a list: read whole)
+            _rows(path, data[key], parsers[key], key)  # raises: "... must be a list"
+        if key in bad:
+            raise bad[key]
     return ExportData(
         source=str(path),
         settings=settings,
-        cards=_rows(path, data["cards"], _card_row, "cards"),
-        reviews=_rows(path, data["reviews"], _review_row, "reviews"),
-        demo_runs=_rows(path, data.get("demo_runs", []), _demo_run_row, "demo_runs"),
-        marks=_rows(path, data.get("marks", []), _mark_row, "marks"),
+        cards=lists.get("cards", []),
+        reviews=lists.get("reviews", []),
+        demo_runs=lists.get("demo_runs", []),
+        marks=lists.get("marks", []),
     )
 
 
@@ -453,14 +513,29 @@ def _read_csv(
     *,
     required_columns: Iterable[str] | None = None,
 ) -> list[dict[str, Any]]:
-    text = _read_text(path)
-    if not text.strip():
-        raise _not_export(path, "the file is empty")
-    reader = csv.reader(io.StringIO(text, newline=""))
+    with _open_text(path) as stream:  # a row at a time: the file is never held whole
+        try:
+            return _read_csv_rows(path, stream, columns, parse_row, required_columns)
+        except UnicodeDecodeError:
+            raise _not_export(path, "not UTF-8 text") from None
+
+
+def _read_csv_rows(
+    path: Path,
+    stream: IO[str],
+    columns: tuple[str, ...],
+    parse_row: Callable[[dict[str, Any]], dict[str, Any]],
+    required_columns: Iterable[str] | None,
+) -> list[dict[str, Any]]:
+    reader = csv.reader(stream)
     try:
-        header = next(reader)
+        header = next(reader, None)
     except csv.Error as exc:
         raise _not_export(path, f"line 1: {exc}") from None
+    while header == []:  # blank lines before the header
+        header = next(reader, None)
+    if header is None or not "".join(header).strip():
+        raise _not_export(path, "the file is empty")
     header = [h.strip() for h in header]
     missing = [c for c in (required_columns or columns) if c not in header]
     if missing:
@@ -532,12 +607,17 @@ def read_export(path: Path) -> ExportData:
         return read_json(path)
     if name.endswith(".csv"):
         return read_csv(path)
-    head = _read_text(path).lstrip()[:1]
+    try:
+        with _open_text(path) as stream:
+            start = stream.read(4096)  # enough to tell them apart (not the whole file)
+    except UnicodeDecodeError:
+        raise _not_export(path, "not UTF-8 text") from None
+    head = start.lstrip()[:1]
     if head == "{":
         return read_json(path)
     if head == "":
         raise _not_export(path, "the file is empty")
-    if _read_text(path).startswith(REVIEW_COLUMNS[0]):
+    if start.startswith(REVIEW_COLUMNS[0]):
         return read_csv(path)
     raise _not_export(path, "neither a JSON export nor a CSV review log")
 
