@@ -64,6 +64,7 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python tests/benchmarks/anki_bench.py $(ARGS)
 	$(BIN)/python tests/benchmarks/sync_bench.py
 	$(BIN)/python tests/benchmarks/demo_bench.py
+	$(BIN)/python tests/benchmarks/fill_bench.py $(if $(findstring --million,$(ARGS)),--million)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
