@@ -13,10 +13,15 @@ It decides only what it is sure of. Anything else raises ``Undecided`` and the c
 that loader's: anchors, aliases (``&``/``*``) and tags (``!``) are never read here, nor
 directives, document markers, tabs, carriage returns, odd line breaks, control characters,
 multi-line plain or quoted scalars, a scalar that would resolve to a date, a float written
-oddly or an int of many digits, a key that is not a plain word, flow collections across
-lines, nesting deeper than ``MAX_FAST_DEPTH``, and every syntax error. tests/test_fastyaml.py
-holds the two loaders to identical results on every bundled deck and a corpus of odd and
-hostile YAML.
+oddly or an int of many digits, a key that is neither a plain word nor one-line quoted
+text, flow collections across lines, nesting deeper than ``MAX_FAST_DEPTH``, and every syntax
+error. tests/test_fastyaml.py holds the two loaders to identical results on every bundled deck
+and a corpus of odd, hostile and random YAML.
+
+A deck of a million empty cards is refused by its first fifty: ``fast_load(cards_budget=N)``
+reads N items of the card list and, when everything after them is trivial items (``- {}``,
+``-``), only counts those (``Cards.skipped``); parse_deck_text reads the file again whole in
+the rare case its error cap was not reached by then.
 """
 
 from __future__ import annotations
@@ -54,7 +59,7 @@ _ODD = re.compile(
 # Lines that may start or end a document, or carry a directive.
 _MARKER = re.compile(r"^(?:---|\.\.\.)(?:[ ]|$)|^%", re.M)
 
-# A block line: its indent, a "- " run, and the rest.
+# A plain key and the spaces after its colon.
 _KEY = re.compile(r"([A-Za-z0-9_][A-Za-z0-9_-]*):(?: +|$)")
 _DQ = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)"')
 _SQ = re.compile(r"'([^']*(?:''[^']*)*)'")
