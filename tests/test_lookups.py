@@ -353,6 +353,7 @@ def test_cram_apkg_and_cited_cards_read_the_cache(tmp_path, parses, no_full_pars
     for p in decks.iterdir():
         os.utime(p, (t, t))
     db = tmp_path / "prep.db"
+    Store.open(db).close()  # (cram only reads: it creates no database, it fills one's cache)
     full = load_collection([decks], demo_names=demo_names())
     assert not full.errors, full.errors
     first = _prep(db, decks, "cram")
