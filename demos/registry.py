@@ -135,7 +135,8 @@ _ALL = [
         "layer 0's writes from layer 1's queries alone costs at least 0.2 of in-context accuracy, "
         "more than removing them from its keys and its values together and more than half of "
         "removing them from all three paths, from its values alone less than 0.2; "
-        "the induction heads are redundant (together at least 0.2, any one alone less).",
+        "the induction heads are redundant (together they cost at least 0.2, and more than "
+        "their single-head drops added up).",
         weights="trained-here",
     ),
     _info(
