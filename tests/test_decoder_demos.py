@@ -265,7 +265,20 @@ def test_induction_redundancy_check_fails_with_one_working_induction_head() -> N
     params["blocks.1.W_O"] = w_o
     seed = mod.measure_one(0, cfg, params, model_cfg, harness.make_generator(CPU, 0))
     single = mod.check(mod.Setup(cfg, [seed]))[8]
-    assert single.name.startswith("largest drop with one") and not single.passed, single
+    assert single.name.startswith("drop with all induction heads ablated together minus")
+    assert not single.passed, single
+
+
+def test_induction_redundancy_fails_for_independent_heads() -> None:
+    """'Redundant' (demos/BARS.md): together more than the single drops added up. Heads whose
+    single drops add up to the whole (independent) fail at the one seed where they do."""
+    mod, setup = induction_setup()
+    assert mod.check(setup)[8].passed
+    last = setup.seeds[-1]
+    last.drop_singles = [last.drop_all / len(last.drop_singles)] * len(last.drop_singles)
+    assert not mod.check(setup)[8].passed
+    last.drop_singles = []  # no induction head to remove one at a time
+    assert not mod.check(setup)[8].passed
 
 
 def test_path_ablation_keeps_the_model_when_no_path_is_removed() -> None:
