@@ -83,6 +83,34 @@ def next_review_id(conn: sqlite3.Connection) -> int:
     return max(top, int(_meta(conn, "review_floor") or 0)) + 1
 
 
+def take_seq(conn: sqlite3.Connection, seq: int) -> None:
+    """A review of this device's own arrives back with ``seq`` (an import of an export made
+    here): no later review of this device takes that number."""
+    if seq > int(_meta(conn, "review_floor") or 0):
+        _set_meta(conn, "review_floor", str(seq))
+
+
+def origin_of(conn: sqlite3.Connection, dev_id: str, seq: int) -> tuple[int, str] | None | bool:
+    """The review (device ``dev_id``, ``seq``) here: (row id, card id) when held, True when
+    undone (a tombstone), None when never seen."""
+    row = conn.execute("SELECT n FROM sync_devices WHERE id = ?", (dev_id,)).fetchone()
+    if row is None:
+        return None
+    n = row[0]
+    found = (
+        conn.execute(
+            "SELECT id, card_id FROM reviews WHERE dev = ? AND seq = ?", (n, seq)
+        ).fetchone()
+        or conn.execute(
+            "SELECT id, card_id FROM reviews WHERE id = ? AND dev = ? AND seq IS NULL", (seq, n)
+        ).fetchone()
+    )
+    if found is not None:
+        return int(found[0]), str(found[1])
+    grave = conn.execute("SELECT 1 FROM review_graves WHERE dev = ? AND seq = ?", (n, seq))
+    return True if grave.fetchone() is not None else None
+
+
 def next_stamp(conn: sqlite3.Connection) -> int:
     """This device's next stamp number (marks and settings), inside the caller's transaction."""
     n = int(_meta(conn, "sync_stamp") or 0) + 1

@@ -12,10 +12,17 @@ A file is JSON lines: a header, then one entry a line::
     {"format": "prep-journal", "version": 1, "device": ID, "name": HOST, "file": N,
      "written_at": "...Z", "entries": COUNT, "params": {"P": {replay params}, ...}}
     ["r", SEQ, CARD_ID, RATING, AT_US, DURATION_MS|null, P]   a review
+    ["R", DEVICE_ID, SEQ, CARD_ID, RATING, AT_US, DURATION_MS|null, P]
+                                  another device's review this one holds by an import (v2)
     ["u", DEVICE_ID, SEQ, CARD_ID, AT_US]                      the undo of a review (a tombstone)
     ["m", STAMP, CARD_ID, AT_US, SUSPENDED, BURIED_UNTIL_US|null, FLAGGED]   a card's marks
     ["s", STAMP, AT_US, {study settings}]                      the settings
     ["d", SEQ, {demo run summary}]                             a demo run
+
+A review's id is its origin (the device that made it, its sequence number there) wherever it
+travels: a review one device took in by `prep import` is passed on ("R") with the id it has,
+so the same review arriving from its own device is held once. Version 2 added "R" and the
+replay parameters' "fuzz_by" (the fuzz seeded by the review's id); version 1 files are read.
 
 Reading is strict: a file from another machine may be damaged, cut short, hostile or from a
 newer prep; every field is checked before anything is applied, and a bad one is refused in
@@ -38,7 +45,7 @@ from prep.engine.timeutil import fmt, parse
 from prep.engine.transfer.importer import loads_strict
 
 FORMAT = "prep-journal"
-VERSION = 1
+VERSION = 2
 DEVICE_RE = re.compile(r"[0-9a-f]{16}")
 FILE_RE = re.compile(r"([0-9]{8})\.jsonl")
 MAX_FILE_BYTES = 1 << 30  # a first journal of a million reviews is ~60 MB
@@ -173,6 +180,12 @@ def _bit(v: Any, what: str) -> int:
     return int(v)
 
 
+def _device(v: Any) -> str:
+    if not isinstance(v, str) or not DEVICE_RE.fullmatch(v):
+        raise _Bad(f"a device id must be 16 hex digits, got {v!r:.40}")
+    return v
+
+
 def _check_entry(e: Any, params: dict[str, Any]) -> None:
     if not isinstance(e, list) or not e or not isinstance(e[0], str):
         raise _Bad("an entry must be a list starting with its kind")
@@ -186,9 +199,11 @@ def _check_entry(e: Any, params: dict[str, Any]) -> None:
             _int(e[5], 0, MAX_SEQ, "a duration")
         if not isinstance(e[6], str) or e[6] not in params:
             raise _Bad(f"a review names scheduler parameters {e[6]!r:.20} the header lacks")
+    elif kind == "R" and n == 8:
+        _device(e[1])
+        _check_entry(["r", *e[2:]], params)
     elif kind == "u" and n == 5:
-        if not isinstance(e[1], str) or not DEVICE_RE.fullmatch(e[1]):
-            raise _Bad(f"a device id must be 16 hex digits, got {e[1]!r:.40}")
+        _device(e[1])
         _int(e[2], 1, MAX_SEQ, "a sequence number")
         _card_id(e[3])
         _int(e[4], 0, MAX_US, "a time")

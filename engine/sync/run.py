@@ -60,13 +60,27 @@ class SyncResult:
         return ", ".join(parts)
 
 
-_SENT_KEYS = ("r", "g", "m", "s", "d")
+# what this device has written to its journal: its reviews ("r", by sequence number), undos
+# ("g"), marks ("m"), settings ("s"), demo runs ("d") by their numbers, and "x": the review
+# rows (by row id) up to which another device's reviews held here are in the folder already
+# (received by a sync) or passed on; one taken in by `prep import` after it is passed on
+_SENT_KEYS = ("r", "g", "m", "s", "d", "x")
 
 
 def _sent(conn) -> dict[str, int]:
     row = conn.execute("SELECT value FROM meta WHERE key = 'sync_sent'").fetchone()
     saved = json.loads(row[0]) if row else {}
+    if row is not None and "x" not in saved:  # synced by a prep before "x": all by sync
+        saved["x"] = conn.execute("SELECT coalesce(max(id), 0) FROM reviews").fetchone()[0]
     return {k: int(saved.get(k, 0)) for k in _SENT_KEYS}
+
+
+def _relayed_all(conn, me: int) -> bool:
+    """Whether every other device's review held here is in the folder or passed on (none
+    taken in by an import since the last sync)."""
+    x = _sent(conn)["x"]
+    row = conn.execute("SELECT 1 FROM reviews WHERE id > ? AND dev != ? LIMIT 1", (x, me))
+    return row.fetchone() is None
 
 
 def outbox(store: Store) -> tuple[list[list[Any]], dict[str, dict], dict[str, int], int]:
@@ -95,6 +109,22 @@ def outbox(store: Store) -> tuple[list[list[Any]], dict[str, dict], dict[str, in
                 params[key] = json.loads(text)
             entries.append(["r", seq, cid, rating, at, dur, key])
             new["r"] = max(new["r"], seq)
+        # other devices' reviews taken in by an import since: passed on with their own id
+        # (one received by a sync is in the folder already; "x" moves past those)
+        for _rid, dev_id, seq, cid, rating, at, dur, pn in conn.execute(
+            "SELECT r.id, d.id, coalesce(r.seq, r.id), r.card_id, r.rating, r.at, "
+            "r.duration_ms, r.params FROM reviews r JOIN sync_devices d ON d.n = r.dev "
+            "WHERE r.id > ? AND r.dev != ? ORDER BY r.id",
+            (sent["x"], me),
+        ):
+            key = str(pn)
+            if key not in params:
+                (text,) = conn.execute(
+                    "SELECT value FROM sched_params WHERE n = ?", (pn,)
+                ).fetchone()
+                params[key] = json.loads(text)
+            entries.append(["R", dev_id, seq, cid, rating, at, dur, key])
+        new["x"] = conn.execute("SELECT coalesce(max(id), 0) FROM reviews").fetchone()[0]
         reviews = len(entries)
         for rowid, dev_id, seq, cid, at in conn.execute(
             "SELECT g.rowid, d.id, g.seq, g.card_id, g.at FROM review_graves g "
@@ -236,8 +266,12 @@ def sync(
     if any(j.entries for j in journals) and backup is not None:
         result.backup = backup(store, "sync")
     with store.transaction():
+        relayed = _relayed_all(conn, local.device(conn))
         result.applied = merge.apply(store, journals, now)
         store.set_meta("sync_last", fmt(now))
+        if relayed:  # what was received is in the folder: not passed on again
+            top = conn.execute("SELECT coalesce(max(id), 0) FROM reviews").fetchone()[0]
+            store.set_meta("sync_sent", json.dumps({**_sent(conn), "x": top}))
     return result
 
 
