@@ -40,6 +40,32 @@ def device_id(conn: sqlite3.Connection) -> str:
     return conn.execute("SELECT id FROM sync_devices WHERE n = ?", (device(conn),)).fetchone()[0]
 
 
+MAX_NAME = 64  # a device name's length (the journal's header holds it)
+
+
+def name(conn: sqlite3.Connection) -> str:
+    """This device's name, as the other devices' summaries say it ("received 3 from
+    laptop"): `prep config device_name NAME`, by default the host's name."""
+    row = conn.execute("SELECT name FROM sync_devices WHERE n = ?", (device(conn),)).fetchone()
+    return (row[0] if row else "") or socket.gethostname()[:MAX_NAME]
+
+
+def name_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a device name, or None."""
+    if not text.strip():
+        return "a device name cannot be empty"
+    if len(text) > MAX_NAME:
+        return f"a device name has at most {MAX_NAME} characters, got {len(text)}"
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        return "a device name cannot hold control characters"
+    return None
+
+
+def set_name(conn: sqlite3.Connection, text: str) -> None:
+    """Name this device (checked by name_problem first); sent with its next journal file."""
+    conn.execute("UPDATE sync_devices SET name = ? WHERE n = ?", (text.strip(), device(conn)))
+
+
 def device_n(conn: sqlite3.Connection, dev_id: str, name: str | None = None) -> int:
     """The number of the device called ``dev_id`` here (added when first seen)."""
     row = conn.execute("SELECT n FROM sync_devices WHERE id = ?", (dev_id,)).fetchone()

@@ -291,7 +291,12 @@ def _append(
     ):
         return None
     final = _write(store, cid, current, live, Chain(), scheds, devices)
-    return current.due != final.due, False
+    return _schedule(current) != _schedule(final), False
+
+
+def _schedule(s: CardState) -> tuple:
+    """What a review changes of a card (a change of any is "rescheduled" in the summary)."""
+    return (s.state, s.step, s.stability, s.difficulty, s.due, s.last_review, s.reps, s.lapses)
 
 
 def _write(
@@ -388,7 +393,7 @@ def replay(
         changed=current.changed if current is not None else False,
     )
     store.put_card(final)
-    return current is not None and current.due != final.due, current is None
+    return current is not None and _schedule(current) != _schedule(final), current is None
 
 
 def merge_reviews(store: Store, reviews: dict[str, list[dict[str, Any]]]) -> int:

@@ -5,7 +5,6 @@ nothing, and the next one does it all). Its status: the devices seen and when ea
 from __future__ import annotations
 
 import json
-import socket
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -235,12 +234,7 @@ def sync(
     entries, params, sent, reviews = outbox(store)
     me = local.device_id(conn)
     if entries:
-        name = (
-            conn.execute(
-                "SELECT name FROM sync_devices WHERE n = ?", (local.device(conn),)
-            ).fetchone()[0]
-            or socket.gethostname()[:64]
-        )
+        name = local.name(conn)
         header = {
             "format": journal.FORMAT,
             "version": journal.VERSION,
@@ -306,6 +300,7 @@ def status(store: Store, folder: Path | None) -> dict[str, Any]:
     last = conn.execute("SELECT value FROM meta WHERE key = 'sync_last'").fetchone()
     return {
         "device": me,
+        "name": local.name(conn),
         "folder": None if folder is None else str(folder),
         "last_sync": last[0] if last else None,
         "files_waiting": waiting,
