@@ -19,7 +19,7 @@ from prep.engine.timeutil import fmt, utcnow
 if TYPE_CHECKING:
     from prep.engine.store import Store
 
-__all__ = ["JournalError", "SyncError", "SyncResult", "status", "sync"]
+__all__ = ["JournalError", "SyncError", "SyncResult", "apply_journals", "status", "sync"]
 
 
 class SyncError(Exception):
@@ -259,14 +259,25 @@ def sync(
     journals = [journal.read(path, dev) for dev, path in pending(store, root)]
     if any(j.entries for j in journals) and backup is not None:
         result.backup = backup(store, "sync")
+    result.applied = apply_journals(store, journals, now)
+    return result
+
+
+def apply_journals(
+    store: Store, journals: list[journal.Journal], now: datetime | None = None
+) -> merge.Applied:
+    """The second half of a sync: apply journals read (and checked) from the folder, in one
+    transaction (the app calls it between two cards)."""
+    conn = store.conn
+    now = now or utcnow()
     with store.transaction():
         relayed = _relayed_all(conn, local.device(conn))
-        result.applied = merge.apply(store, journals, now)
+        applied = merge.apply(store, journals, now)
         store.set_meta("sync_last", fmt(now))
         if relayed:  # what was received is in the folder: not passed on again
             top = conn.execute("SELECT coalesce(max(id), 0) FROM reviews").fetchone()[0]
             store.set_meta("sync_sent", json.dumps({**_sent(conn), "x": top}))
-    return result
+    return applied
 
 
 def status(store: Store, folder: Path | None) -> dict[str, Any]:
