@@ -31,6 +31,7 @@ one line naming the file and line.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -103,43 +104,89 @@ def device_folders(root: Path) -> dict[str, Path]:
 def write(folder: Path, header: dict[str, Any], entries: list[list[Any]]) -> Path:
     """Put one more journal file in ``folder`` (this device's), numbered after the last one
     there; returns its path. Never replaces a file: a name taken meanwhile (another prep on
-    the same database syncing at the same moment) moves on to the next number."""
+    the same database syncing at the same moment) moves on to the next number.
+
+    The file is written under a temporary name, locked while this prep writes it, so that
+    another prep cleaning up after a sync killed mid-write removes only a temporary file
+    nobody holds (and if it took ours in the instant before our lock, we start again)."""
     if folder.is_symlink():
         raise JournalError(f"{folder}: is a symbolic link; prep writes only a folder of its own")
     folder.mkdir(parents=True, exist_ok=True)
-    for stale in folder.glob(".tmp-*"):  # left by a sync killed while writing
-        stale.unlink(missing_ok=True)
-    tmp = folder / f".tmp-{secrets.token_hex(8)}"
-    number = max(numbered_files(folder), default=0) + 1
-    body = [json.dumps({**header, "file": number, "entries": len(entries)}, ensure_ascii=False)]
-    body += [json.dumps(e, ensure_ascii=False, separators=(",", ":")) for e in entries]
-    data = ("\n".join(body) + "\n").encode()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        while True:
-            target = folder / file_name(number)
+    _remove_stale(folder)
+    lines = [json.dumps(e, ensure_ascii=False, separators=(",", ":")) for e in entries]
+
+    def data(number: int) -> bytes:  # the header names the file's number
+        head = json.dumps({**header, "file": number, "entries": len(entries)}, ensure_ascii=False)
+        return ("\n".join([head, *lines]) + "\n").encode()
+
+    for _attempt in range(100):
+        tmp = folder / f".tmp-{secrets.token_hex(8)}"
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(tmp, flags, 0o644)
+        try:
+            _lock(fd)
+            number = max(numbered_files(folder), default=0) + 1
+            _put(fd, data(number))
+            while True:
+                target = folder / file_name(number)
+                try:
+                    os.link(tmp, target)  # fails if the name exists: never replaces a file
+                    break
+                except FileExistsError:
+                    number += 1
+                    _put(fd, data(number))
+        except FileNotFoundError:
+            if folder.is_dir():
+                continue  # our temporary file was removed by another prep: again
+            raise
+        finally:
+            tmp.unlink(missing_ok=True)
+            os.close(fd)
+        _fsync_dir(folder)
+        return target
+    raise JournalError(f"{folder}: cannot put a journal file in place (busy)")
+
+
+def _put(fd: int, data: bytes) -> None:
+    """``data`` as the whole content of the open file ``fd``, flushed to disk."""
+    os.ftruncate(fd, 0)
+    view = memoryview(data)
+    done = 0
+    while done < len(data):
+        done += os.pwrite(fd, view[done:], done)
+    os.fsync(fd)
+
+
+try:
+    import fcntl
+except ImportError:  # (Windows: no advisory locks; a stale file is then one an hour old)
+    fcntl = None  # type: ignore[assignment]
+
+STALE_TMP_S = 3600  # without locks: a temporary file this old was left by a killed sync
+
+
+def _lock(fd: int) -> None:
+    if fcntl is not None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+def _remove_stale(folder: Path) -> None:
+    """Remove temporary files left by a sync killed while writing: one that no prep holds
+    locked (one being written now, by another prep on the same database, is locked)."""
+    import time
+
+    for stale in folder.glob(".tmp-*"):
+        with contextlib.suppress(OSError):
+            if fcntl is None:
+                if time.time() - stale.lstat().st_mtime > STALE_TMP_S:
+                    stale.unlink()
+                continue
+            fd = os.open(stale, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
             try:
-                os.link(tmp, target)  # fails if the name exists: never replaces a file
-                break
-            except FileExistsError:
-                number += 1
-                # the header names its number: write it again under the new one
-                body[0] = json.dumps(
-                    {**header, "file": number, "entries": len(entries)}, ensure_ascii=False
-                )
-                data = ("\n".join(body) + "\n").encode()
-                with open(tmp, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-    finally:
-        tmp.unlink(missing_ok=True)
-    _fsync_dir(folder)
-    return target
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: in use
+                stale.unlink()
+            finally:
+                os.close(fd)
 
 
 def _fsync_dir(folder: Path) -> None:
