@@ -225,3 +225,24 @@ def test_preview_is_what_the_rating_gives(tmp_path: Path) -> None:
         shown = sched.preview(store.card("x"), t, store.next_review_key())
         given_ = rate(store, "x", 3, t)
         assert given_.due == shown[3].state.due
+
+
+def test_a_new_device_id_passes_on_what_the_old_one_had_not_sent(tmp_path: Path) -> None:
+    """After a restore (a new device id), the reviews the old id made but never sent reach
+    the others, with the old id, once; those it had sent are not sent again."""
+    (a, b), folder = stores(tmp_path, 2)
+    rate(a, "x", 3, T0)
+    sync(a, folder)
+    rate(a, "y", 3, T0)  # never sent under the old id
+    old = device_id(a)
+    with a.transaction():
+        devices.new_device(a.conn)
+    result = sync(a, folder)
+    assert result.sent_reviews == 1  # y, passed on; x is in the folder already
+    sync(b, folder)
+    assert {d for d, _ in ids(b)} == {old} and len(b.reviews()) == 2 and held_once(b)
+    assert sync(a, folder).sent_reviews == 0
+    rate(a, "x", 4, T0 + timedelta(days=3))  # the new id's own
+    sync(a, folder)
+    sync(b, folder)
+    assert view(a) == view(b) and held_once(b)

@@ -82,9 +82,14 @@ def new_device(conn: sqlite3.Connection) -> str:
     entries in the sync folder are then another device's, received on the next sync, and
     nothing made from now on can take a sequence number the old id already used)."""
     dev_id = secrets.token_hex(8)
-    n = device_n(conn, dev_id, socket.gethostname())
+    old = device(conn)
+    sent = json.loads(_meta(conn, "sync_sent") or "{}")
+    n = device_n(conn, dev_id, name(conn))
     _set_meta(conn, "device", str(n))
-    conn.execute("DELETE FROM meta WHERE key = 'sync_sent'")
+    # the new id has sent nothing; the old id's reviews it had not sent are passed on (as
+    # another device's, engine/sync/run.py), and the rest held here is in the folder already
+    top = conn.execute("SELECT coalesce(max(id), 0) FROM reviews").fetchone()[0]
+    _set_meta(conn, "sync_sent", json.dumps({"x": top, "o": [old, int(sent.get("r", 0))]}))
     return dev_id
 
 

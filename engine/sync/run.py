@@ -124,6 +124,23 @@ def outbox(store: Store) -> tuple[list[list[Any]], dict[str, dict], dict[str, in
                 params[key] = json.loads(text)
             entries.append(["R", dev_id, seq, cid, rating, at, dur, key])
         new["x"] = conn.execute("SELECT coalesce(max(id), 0) FROM reviews").fetchone()[0]
+        # after a restore (devices.new_device): the old id's reviews it had not sent yet
+        row = conn.execute("SELECT value FROM meta WHERE key = 'sync_sent'").fetchone()
+        old = json.loads(row[0]).get("o") if row else None
+        if old:
+            for dev_id, seq, cid, rating, at, dur, pn in conn.execute(
+                "SELECT d.id, coalesce(r.seq, r.id), r.card_id, r.rating, r.at, r.duration_ms, "
+                "r.params FROM reviews r JOIN sync_devices d ON d.n = r.dev WHERE r.dev = ? "
+                "AND ((r.seq IS NULL AND r.id > ?) OR r.seq > ?) AND r.id <= ? ORDER BY r.id",
+                (old[0], old[1], old[1], sent["x"]),
+            ):
+                key = str(pn)
+                if key not in params:
+                    (text,) = conn.execute(
+                        "SELECT value FROM sched_params WHERE n = ?", (pn,)
+                    ).fetchone()
+                    params[key] = json.loads(text)
+                entries.append(["R", dev_id, seq, cid, rating, at, dur, key])
         reviews = len(entries)
         for rowid, dev_id, seq, cid, at in conn.execute(
             "SELECT g.rowid, d.id, g.seq, g.card_id, g.at FROM review_graves g "
@@ -251,7 +268,7 @@ def sync(
             ) from None
         with store.transaction():
             old = _sent(conn)
-            merged = {k: max(old[k], sent[k]) for k in _SENT_KEYS}
+            merged = {k: max(old[k], sent[k]) for k in _SENT_KEYS}  # ("o": passed on now)
             store.set_meta("sync_sent", json.dumps(merged))
         result.sent_reviews, result.sent_other = reviews, len(entries) - reviews
     if not apply:
