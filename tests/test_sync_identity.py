@@ -246,3 +246,40 @@ def test_a_new_device_id_passes_on_what_the_old_one_had_not_sent(tmp_path: Path)
     sync(a, folder)
     sync(b, folder)
     assert view(a) == view(b) and held_once(b)
+
+
+def test_a_hostile_review_id_in_an_export_is_refused_in_one_line(tmp_path: Path) -> None:
+    import json
+
+    import pytest
+
+    (a, b), _folder = stores(tmp_path, 2)
+    rate(a, "x", 3, T0)
+    good = json.loads(ex.to_json(a, T0))
+    cases = {
+        "device must be 16 hex digits": {"device": "../../etc"},
+        "device and seq come together": {"seq": None},
+        "seq must be between 1 and": {"seq": 1 << 63},
+        "is not in the export's params": {"params": "nope"},
+    }
+    for message, change in cases.items():
+        data = json.loads(json.dumps(good))
+        data["reviews"][0].update(change)
+        path = tmp_path / "bad.json"
+        path.write_text(json.dumps(data))
+        with pytest.raises(ex.ExportError, match=message) as err:
+            importer.import_file(b, path)
+        assert "\n" not in str(err.value) and "bad.json" in str(err.value)
+    data = json.loads(json.dumps(good))
+    data["params"][good["reviews"][0]["params"]]["fuzz_by"] = "clock"
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    with pytest.raises(ex.ExportError, match="fuzz_by"):
+        importer.import_file(b, tmp_path / "bad.json")
+    assert b.count_reviews() == 0
+    # the same id with another rating: a conflict, nothing imported
+    importer.import_file(b, export(a, tmp_path / "a.json"))
+    data = json.loads(json.dumps(good))
+    data["reviews"][0]["rating"] = 1
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    with pytest.raises(ex.ExportError, match="conflict"):
+        importer.import_file(b, tmp_path / "bad.json")

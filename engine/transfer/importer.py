@@ -309,7 +309,7 @@ def _origin(raw: dict[str, Any]) -> dict[str, Any]:
     """A review's id: the device that made it and its sequence number there (both, or
     neither in an export of an older prep), and the key of its scheduler parameters."""
     device = _text(raw.get("device"), "device") or None
-    seq = _opt_int(raw.get("seq"), "seq", lo=1, hi=_INT64_MAX)
+    seq = _opt_int(raw.get("seq"), "seq", lo=1, hi=1 << 62)  # (as a journal: ids stay 64-bit)
     if (device is None) != (seq is None):
         raise _Bad("a review's device and seq come together (its id), or neither")
     if device is not None and not _DEVICE_ID.fullmatch(device):
