@@ -1,20 +1,22 @@
 """Import a progress export back (`prep import`): read and validate a JSON or CSV export
 (engine/transfer/export.py writes them), then merge it into the store.
 
-Importing is all or nothing (one transaction) and idempotent: a review already stored with the
-same data (same card and time) is skipped, as is a card state or demo run already stored
+Importing is all or nothing (one transaction) and idempotent: a review's identity is its id
+(the device that made it and its number there, which exports carry; an older export's
+reviews have none and are matched by card, time and previous state). A review already held
+(by import or sync, even with states a replay rewrote) or undone here is skipped, as is a card state or demo run already stored
 unchanged. A review for the same card and time from the same state with different data is a
 conflict (a damaged or edited file): the import stops with an error naming the card and
 nothing is changed. A card whose history went on both here and in the file (since the export
 was made) is merged by `prep sync`'s rules (engine/sync/merge.py): the file's reviews not held
-here (by time and rating) join this database's log, and the card is replayed from the union in
+here join this database's log with their own ids, and the card is replayed from the union in
 time order. Settings are taken from the file only when the database has none saved. Marks
 (suspended, buried, flagged) are added for cards with no mark here and skipped where the same
 mark is stored; a card marked differently here keeps this database's mark (a mark is
 last-writer-wins, and an export's marks carry no time). A bury that has run out counts as no
 mark.
 
-Size: about 700 lines, half of them the field validators (one refusal message per field and
+Size: about 830 lines, half of them the field validators (one refusal message per field and
 kind of bad value, what makes a hostile file fail with one line). The next split is those
 validators and row readers (``_card_row`` .. ``read_export``) into a reader module, leaving the
 merge (``import_data``) here.
