@@ -283,3 +283,24 @@ def test_a_hostile_review_id_in_an_export_is_refused_in_one_line(tmp_path: Path)
     (tmp_path / "bad.json").write_text(json.dumps(data))
     with pytest.raises(ex.ExportError, match="conflict"):
         importer.import_file(b, tmp_path / "bad.json")
+
+
+def test_a_reviews_fuzz_does_not_depend_on_where_it_lands() -> None:
+    """The draw follows the review's id, not the card's review count: a review another
+    machine's review lands before (one more rep) keeps its fuzz; another id draws anew."""
+    from dataclasses import replace
+
+    sched = Scheduler()
+    card = sched.review(CardState(id="x"), 4, T0, "a:1").state
+    for _ in range(3):  # a review state with an interval of weeks: fuzzed
+        card = sched.review(card, 3, card.due, "a:2").state
+    when = card.due
+    draws = {
+        sched.review(replace(card, reps=reps), 3, when, "0123456789abcdef:5").interval
+        for reps in range(1, 12)
+    }
+    assert len(draws) == 1
+    others = {sched.review(card, 3, when, f"0123456789abcdef:{s}").interval for s in range(40)}
+    assert len(others) > 1
+    # (without an id, as before: the review count seeds it)
+    assert len({sched.review(replace(card, reps=r), 3, when).interval for r in range(40)}) > 1
