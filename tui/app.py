@@ -68,6 +68,9 @@ UI_BUSY_TIMEOUT_MS = 100
 # Deck bytes to parse above which the first open shows the fill's progress (the bundled decks,
 # about 0.3 MB, parse in well under a second; 100k generated cards are about 40 MB)
 FILL_SCREEN_BYTES = 2_000_000
+# With sync_dir set, the background sync starts once the first card is on screen (it never
+# delays the first card); on home it starts after this many seconds
+SYNC_FROM_HOME_S = 2.0
 
 
 def default_demo_command(name: str) -> list[str]:
@@ -382,7 +385,9 @@ class PrepApp(App[int]):
             )
         if self._heartbeat is None:
             self._heartbeat = self.set_interval(30, self.announce)
-            self.syncer.start()  # with sync_dir set: after the first screen is drawn
+            # with sync_dir set: once the first card is on screen (the review screen starts
+            # it), or after a while on home
+            self.set_timer(SYNC_FROM_HOME_S, self.syncer.start)
 
     def _show(self, screen: Screen) -> None:
         """Replace whatever is on the stack above the default screen with ``screen``."""

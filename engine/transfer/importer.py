@@ -1,20 +1,22 @@
 """Import a progress export back (`prep import`): read and validate a JSON or CSV export
 (engine/transfer/export.py writes them), then merge it into the store.
 
-Importing is all or nothing (one transaction) and idempotent: a review already stored with the
-same data (same card and time) is skipped, as is a card state or demo run already stored
+Importing is all or nothing (one transaction) and idempotent: a review's identity is its id
+(the device that made it and its number there, which exports carry; an older export's
+reviews have none and are matched by card, time and previous state). A review already held
+(by import or sync, even with states a replay rewrote) or undone here is skipped, as is a card state or demo run already stored
 unchanged. A review for the same card and time from the same state with different data is a
 conflict (a damaged or edited file): the import stops with an error naming the card and
 nothing is changed. A card whose history went on both here and in the file (since the export
 was made) is merged by `prep sync`'s rules (engine/sync/merge.py): the file's reviews not held
-here (by time and rating) join this database's log, and the card is replayed from the union in
+here join this database's log with their own ids, and the card is replayed from the union in
 time order. Settings are taken from the file only when the database has none saved. Marks
 (suspended, buried, flagged) are added for cards with no mark here and skipped where the same
 mark is stored; a card marked differently here keeps this database's mark (a mark is
 last-writer-wins, and an export's marks carry no time). A bury that has run out counts as no
 mark.
 
-Size: about 700 lines, half of them the field validators (one refusal message per field and
+Size: about 830 lines, half of them the field validators (one refusal message per field and
 kind of bad value, what makes a hostile file fail with one line). The next split is those
 validators and row readers (``_card_row`` .. ``read_export``) into a reader module, leaving the
 merge (``import_data``) here.
@@ -26,6 +28,7 @@ import csv
 import json
 import math
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -40,11 +43,12 @@ from prep.engine.store.schema import (
     DEMO_RUN_COLUMNS,
     MARK_COLUMNS,
     REVIEW_COLUMNS,
+    REVIEW_COLUMNS_V1,
     SCHEDULE_COLUMNS,
 )
 from prep.engine.study.marks import in_force
 from prep.engine.study.present import count
-from prep.engine.study.scheduler import CardState, Settings, state_problem
+from prep.engine.study.scheduler import CardState, Scheduler, Settings, state_problem
 from prep.engine.timeutil import fmt, parse, stored_time_problem, utcnow
 from prep.engine.transfer.export import FORMAT, VERSION, ExportError, csv_paths, unneutralise_cell
 
@@ -297,7 +301,26 @@ def _review_row(raw: dict[str, Any]) -> dict[str, Any]:
         "prev_state": _opt_int(raw.get("prev_state"), "prev_state", lo=1, hi=3),
         "prev": _state_json(raw.get("prev"), "prev", cid, required=False),
         "next": _state_json(_req(raw, "next"), "next", cid, required=True),
+        **_origin(raw),
     }
+
+
+_DEVICE_ID = re.compile(r"[0-9a-f]{16}")
+
+
+def _origin(raw: dict[str, Any]) -> dict[str, Any]:
+    """A review's id: the device that made it and its sequence number there (both, or
+    neither in an export of an older prep), and the key of its scheduler parameters."""
+    device = _text(raw.get("device"), "device") or None
+    seq = _opt_int(raw.get("seq"), "seq", lo=1, hi=1 << 62)  # (as a journal: ids stay 64-bit)
+    if (device is None) != (seq is None):
+        raise _Bad("a review's device and seq come together (its id), or neither")
+    if device is not None and not _DEVICE_ID.fullmatch(device):
+        raise _Bad(f"device must be 16 hex digits (a review's origin), got {_short(device)}")
+    params = raw.get("params")
+    if params is not None and not isinstance(params, str):
+        raise _Bad(f"params must name an entry of the export's params, got {_short(params)}")
+    return {"device": device, "seq": seq, "params": params}
 
 
 def _metrics_json(metrics: Any) -> str:
@@ -496,14 +519,38 @@ def read_json(path: Path) -> ExportData:
             _rows(path, data[key], parsers[key], key)  # raises: "... must be a list"
         if key in bad:
             raise bad[key]
+    reviews = lists.get("reviews", [])
+    params = _params(path, data.get("params", {}))
+    for i, r in enumerate(reviews):  # each review with the parameters it was made with
+        if r["params"] is not None:
+            if r["params"] not in params:
+                raise ExportError(
+                    f"{path}: reviews[{i}]: params {_short(r['params'])} is not in the "
+                    "export's params"
+                )
+            r["params"] = params[r["params"]]
     return ExportData(
         source=str(path),
         settings=settings,
         cards=lists.get("cards", []),
-        reviews=lists.get("reviews", []),
+        reviews=reviews,
         demo_runs=lists.get("demo_runs", []),
         marks=lists.get("marks", []),
     )
+
+
+def _params(path: Path, raw: Any) -> dict[str, dict[str, Any]]:
+    """The export's scheduler parameters ({key: replay params}), each checked."""
+    if not isinstance(raw, dict) or len(raw) > 100_000:
+        raise _not_export(path, "'params' must be an object")
+    for key, value in raw.items():
+        try:
+            if not isinstance(value, dict):
+                raise ValueError("must be an object")
+            Scheduler.from_replay_params(value)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise ExportError(f"{path}: params {_short(key)}: {str(exc).splitlines()[0]}") from None
+    return raw
 
 
 def _read_csv(
@@ -573,7 +620,17 @@ def read_csv(path: Path) -> ExportData:
                 f"{paths[key]}: no such file (a CSV export is {paths['reviews'].name} "
                 f"with {paths['cards'].name} beside it)"
             )
-    reviews = _read_csv(paths["reviews"], REVIEW_COLUMNS, _review_row)
+    reviews = _read_csv(
+        paths["reviews"], REVIEW_COLUMNS, _review_row, required_columns=REVIEW_COLUMNS_V1
+    )
+    for i, r in enumerate(reviews):  # the parameters are JSON in their cells
+        if r["params"] is not None:
+            try:
+                r["params"] = _params(paths["reviews"], {"p": loads_strict(r["params"])})["p"]
+            except ValueError:
+                raise ExportError(
+                    f"{paths['reviews']}: reviews row {i + 1}: params is not JSON"
+                ) from None
     cards = _read_csv(paths["cards"], CARD_COLUMNS, _card_row)
     runs: list[dict[str, Any]] = []
     if paths["demo_runs"].exists():
@@ -669,6 +726,9 @@ def _differences(a: dict[str, Any], b: dict[str, Any], keys: Iterable[str]) -> l
     return [k for k in keys if a.get(k) != b.get(k)]
 
 
+_REVIEW_FACTS = ("card_id", "reviewed_at", "rating", "duration_ms")  # a review, not its states
+
+
 def _review_key(r: dict[str, Any]) -> tuple[str, str, str | None]:
     """A review's identity: the card, the time and the state it was reviewed from. (Two
     reviews of one card can share a time, e.g. under a fixed clock; they never share the
@@ -734,28 +794,44 @@ def import_data(
     result = ImportResult()
     src = data.source
     file_keys: dict[str, set[tuple]] = {}
-    for r in data.reviews:
-        file_keys.setdefault(r["card_id"], set()).add(_review_key(r))
-    diverged: list[str] = []
     with store.transaction():
         new_reviews = []
+        undone_here: set[str] = set()  # cards with a review of the file undone here
         for r in data.reviews:
-            stored = store.review_row(*_review_key(r))
-            if stored is None:
-                new_reviews.append(r)
+            # a review's identity is its id (device, sequence number) where the file gives
+            # one: held here (by import or sync) or undone here, it is the same review
+            held = None if not r["device"] else store.review_by_origin(r["device"], r["seq"])
+            if held is True:
+                undone_here.add(r["card_id"])  # its undo reached this database: not again
+                result.reviews_skipped += 1
                 continue
-            diff = _differences(stored, r, REVIEW_COLUMNS)
+            file_keys.setdefault(r["card_id"], set()).add(_review_key(r))
+            if isinstance(held, dict):
+                # a replay may have rewritten its states (reviews of the card from other
+                # devices landed before it); what it was cannot differ
+                diff = _differences(held, r, _REVIEW_FACTS)
+            else:
+                stored = store.review_row(*_review_key(r))
+                if stored is None:
+                    new_reviews.append(r)
+                    continue
+                diff = _differences(stored, r, REVIEW_COLUMNS_V1)
             if diff:
                 raise ExportError(
                     f"{src}: conflict: card {r['card_id']!r} already has a review at "
                     f"{r['reviewed_at']} with different {', '.join(diff)}; nothing imported"
                 )
             result.reviews_skipped += 1
+        diverged: list[str] = []
         for card in data.cards:
             cid = card["id"]
             stored = store.card_row(cid)
             here = store.review_keys(cid)
             there = file_keys.get(cid, set())
+            if cid in undone_here:
+                # the file's state counts a review undone here: replayed from the log
+                diverged.append(cid)
+                continue
             if stored is None:
                 if here:
                     raise ExportError(

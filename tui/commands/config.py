@@ -58,6 +58,9 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
                 store.set_meta("sync_dir", str(Path(value).expanduser().resolve()))
             click.echo(f"sync_dir = {store.get_meta('sync_dir') or 'none'}")
             return
+        if key == "device_name":  # this machine's name in the others' sync summaries
+            _device_name(store, value)
+            return
         if key not in Settings.settable():
             known = ", ".join([*Settings.settable(), "parameters"])
             raise UsageError(f"unknown setting {key!r} (settings: {known})")
@@ -94,6 +97,21 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
         if key == "plan_decks":
             typed = "all" if typed is None else ",".join(typed)
         click.echo(f"{key} = {typed}")
+
+
+def _device_name(store: Store, value: str | None) -> None:
+    """`prep config device_name [NAME]`: a machine setting (never synced as a setting; the
+    journal's header carries it, so the others say "received 3 from NAME")."""
+    from prep.engine.store import devices
+
+    if value is not None:
+        why = devices.name_problem(value)
+        if why is not None:
+            raise UsageError(f"device_name: {why}")
+        with store.transaction():
+            devices.set_name(store.conn, value)
+    with store.transaction():
+        click.echo(f"device_name = {devices.name(store.conn)}")
 
 
 def _say_plan(obj: Ctx, store: Store, settings: Settings) -> None:
