@@ -157,26 +157,6 @@ def _grader() -> Any:
     return _state["grader"]
 
 
-def threads_for_load(cores: int, load: float) -> int:
-    """Torch's intra-op threads for one run: every core on a quiet machine, fewer as other work
-    queues for them (on 2 busy cores, 2 threads ran the decoder demos 3x slower than 1)."""
-    return max(1, min(cores, round(cores - load) + 1))
-
-
-def _set_threads(torch: Any) -> int:
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    try:
-        load = os.getloadavg()[0]
-    except OSError:
-        load = 0.0
-    n = threads_for_load(cores, load)
-    torch.set_num_threads(n)
-    return n
-
-
 # --------------------------------------------------------------------------- ops
 
 
@@ -229,7 +209,9 @@ def op_demo(worker: Worker, req: dict[str, Any]) -> dict[str, Any]:
         if "import_seconds" in _state and not _state.get("told_import"):
             _state["told_import"] = True
             listener("progress", f"torch imported in {_state['import_seconds']} s")
-        _set_threads(harness.torch)
+        from prep.demos._torch import set_threads
+
+        set_threads()
         module = _module(name)
         choice = harness.select_device(req.get("device", "auto"))
         scale, seed = req.get("scale", "small"), int(req.get("seed", 0))
@@ -250,6 +232,9 @@ def op_grade(worker: Worker, req: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(answer, str):
         raise ValueError("'answer' must be text")
     grader = _grader()
+    from prep.demos._torch import set_threads
+
+    set_threads()
     with _minilm:
         return grader.grade(rubric, answer).to_dict()
 

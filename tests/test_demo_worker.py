@@ -19,6 +19,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from prep.demos import worker as demo_worker
+from prep.demos._torch import threads_for_load
 from prep.demos.pretrained.grader.rubric import Rubric
 from prep.engine.store import Store
 from prep.tui.screens.demo import DemoScreen
@@ -115,7 +116,7 @@ def test_cancel_stops_a_running_demo_at_its_next_step() -> None:
     [(2, 0.0, 2), (2, 0.6, 2), (2, 1.6, 1), (2, 11.0, 1), (16, 4.0, 13), (16, 40.0, 1)],
 )
 def test_threads_follow_the_machines_load(cores: int, load: float, threads: int) -> None:
-    assert demo_worker.threads_for_load(cores, load) == threads
+    assert threads_for_load(cores, load) == threads
 
 
 # --------------------------------------------------------------------------- the app
