@@ -6,7 +6,7 @@ the loaded collection and the clock; screens (tui/base.py's PrepScreen) reach th
 is committed by the engine the moment it is made, so quitting at any point loses nothing.
 
 It never imports torch: demos run in a subprocess (``demo_command``) or the long-lived demo
-worker (tui/demoworker.py), whose output is streamed into the demo screen.
+worker (tui/worker.py, shared with grading), whose output is streamed into the demo screen.
 
 Size: about 660 lines: the app is where the session's services meet (the store and the first
 fill of the deck cache, the upgrade screen, the demo and grading workers, background sync,
@@ -55,10 +55,10 @@ if TYPE_CHECKING:
     from prep.engine.decks.fill import Fill
     from prep.engine.study.collection import Cards
     from prep.engine.study.mock import MockInterview
-    from prep.tui.demoworker import DemoWorker
     from prep.tui.grading import Grading
     from prep.tui.screens.fill import FillScreen
     from prep.tui.screens.upgrade import UpgradeScreen
+    from prep.tui.worker import WorkerClient
 
 DemoCommand = Callable[[str], list[str]]
 
@@ -163,12 +163,13 @@ class PrepApp(App[int]):
         demos: dict[str, str] | None = None,
         theme: str | None = None,
         review_first: bool = False,
-        demo_worker: DemoWorker | None = None,
+        demo_worker: WorkerClient | None = None,
         grading: Grading | None = None,
         mock_first: MockInterview | None = None,
     ) -> None:
         super().__init__()
-        # one long-lived process for every demo of the session (None: a subprocess per run)
+        # one long-lived process for every demo and grade of the session (None: a subprocess
+        # per demo run, and grading's own worker)
         self.demo_worker = demo_worker
         self.review_first = review_first
         self.mock_first = mock_first  # `prep mock`: open on it, over home (Esc goes home)
@@ -196,7 +197,9 @@ class PrepApp(App[int]):
         # typed answers: the model worker, started the first time an answer is typed
         from prep.tui.grading import Grading
 
-        self.grading = grading if grading is not None else Grading()
+        if grading is None:  # one worker: grading shares the demos' process and its MiniLM
+            grading = Grading(demo_worker)
+        self.grading = grading
 
         from prep.tui.appsync import AppSync
 
@@ -656,7 +659,7 @@ def run(
 ) -> int:
     """Run the app (blocking); returns the process exit code. ``review_first``: open on
     today's first card (`prep`, `prep quiz`) instead of home (`prep serve`'s page)."""
-    from prep.tui.demoworker import DemoWorker
+    from prep.tui.worker import WorkerClient
 
     app = PrepApp(
         db=db,
@@ -665,7 +668,7 @@ def run(
         new=new,
         limit=limit,
         review_first=review_first,
-        demo_worker=DemoWorker(),
+        demo_worker=WorkerClient(),
     )
     result = app.run()
     if app.return_code:
