@@ -80,3 +80,20 @@ def test_the_store_refuses_reading_what_is_not_there_and_writing_creates_it(
     with pytest.raises(StoreError):  # a dangling link: not created through the link
         Store.open(dangling, reading=True)
     assert not (tmp_path / "missing-target.db").exists()
+
+
+@pytest.mark.parametrize("command", [["stats"], ["stats", "--json"], ["marks"]], ids=" ".join)
+def test_a_new_installation_shows_empty_progress_and_creates_nothing(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """Before the first quiz the default database does not exist: stats and marks show an
+    empty history (a line on stderr says why) and leave the data folder uncreated."""
+    env = {"HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "share"), "PREP_DB": ""}
+    done = prep(*command, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("prep: nothing studied yet (") and done.stderr.count("\n") == 1
+    assert not (tmp_path / "share").exists() and sorted(tmp_path.iterdir()) == []
+    if command == ["stats", "--json"]:
+        import json
+
+        assert json.loads(done.stdout)["reviews"]["total"] == 0

@@ -74,6 +74,7 @@ def test_status_names_the_folder_given_and_the_configured_one(tmp_path: Path) ->
     given.mkdir()
     configured.mkdir()
     db = tmp_path / "p.db"
+    Store.open(db).close()  # (--status only reads: it never creates the database)
     out = cli(db, "sync", str(given), "--status").output
     assert f"folder: {given} (given); none configured" in out
     cli(db, "config", "sync_dir", str(configured))
