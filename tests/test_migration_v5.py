@@ -81,7 +81,7 @@ def test_the_export_of_the_migrated_copy_is_the_v3_export(migrated) -> None:
     v3, copy = migrated
     want = v3_export(v3)
     with Store.open(copy) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 10
+        assert store.schema_version() == SCHEMA_VERSION == 11
         got = store.dump()
     assert got["reviews"] == want["reviews"]
     assert got["cards"] == want["cards"]

@@ -157,7 +157,8 @@ def deck_counts(
     among = None if unseen is None else {deck for deck, n in unseen.items() if n > 0}
     decks: list[tuple[str | None, str, int]] = [(None, "All decks", len(collection))]
     if per_deck:
-        decks += [(name, info.title, len(info.card_ids)) for name, info in collection.decks.items()]
+        sizes = collection.deck_sizes()  # (counted, not read, over the deck cache)
+        decks += [(name, info.title, sizes.get(name, 0)) for name, info in collection.decks.items()]
     rows = []
     for name, title, size in decks:
         if name is None:
