@@ -650,25 +650,25 @@ def _assemble(
         ]
         _check_aliases(store, coll, order, refs_by_file)
         renamed = {info.file: name for name, info in coll.decks.items()}
-        left_out = {(key, line) for key, line in excluded}
+        dropped = {(key, line) for key, line in excluded}
         assembled = {
             "errors": [[e.file, e.line, e.message] for e in coll.errors],
             "excluded_keys": excluded,
             "renamed": renamed,
             # the cards each file keeps: a later open counts without reading them
             "sizes": {
-                key: sum((key, r.line) not in left_out for r in refs_by_file[key]) for key in keys
+                key: sum((key, r.line) not in dropped for r in refs_by_file[key]) for key in keys
             },
         }
         store.deck_cache_save_assembly(state_key, keys, assembled)
-    excluded = {(key, line) for key, line in assembled["excluded_keys"]}
+    left_out = frozenset((key, line) for key, line in assembled["excluded_keys"])
     sizes = assembled.get("sizes")  # (an assembly saved before sizes were kept: counted)
     if sizes is None or set(sizes) != set(keys):
         counts = store.deck_cache_counts(keys)
-        sizes = {key: counts[key] - sum(k == key for k, _ in excluded) for key in keys}
+        sizes = {key: counts[key] - sum(k == key for k, _ in left_out) for key in keys}
     decks: dict[str, DeckInfo] = {}
     errors = [DeckError(f, line, m) for f, line, m in assembled["errors"]]
-    coll = CachedCollection(store, order, sizes, decks, errors, frozenset(excluded))
+    coll = CachedCollection(store, order, sizes, decks, errors, left_out)
     # (it reads each file's id and hash now: what it serves is what was loaded)
     coll.warnings = warnings
     for key, shown in order:
