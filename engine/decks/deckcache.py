@@ -16,9 +16,11 @@ only when it changed:
 
 The checks across files (duplicate ids, missing parents, parent cycles, unknown demos) run
 again whenever the set of files, any file's content or the list of demos changed; otherwise
-their result is read back with the cards. Cards are not built at open: the collection holds a
-light outline (id, deck, parent) and builds a Card from its cached fields the first time it
-is asked for (``get``), or all at once when a caller walks ``cards``.
+their result is read back with the cards (and each file's card count). Nothing per card is
+read at open: the collection finds a card by its id (the cache's id index) and builds it from
+its cached fields the first time it is asked for (``get``); the outline of every card (id,
+deck, parent) is read only when a caller walks every card (``cards``, ``refs``), so that the
+cold open costs what the day's cards need, not the collection's size.
 
 Progress is reconciled with the decks (the store's reconcile) only when the decks changed
 since the last reconciliation, in SQL against the cached outline, never by hashing every card.
@@ -28,9 +30,10 @@ dropped as the decks load; those of files only not named this time are kept (``_
 
 ``prep check`` does not use the cache: it parses and validates every file.
 
-Size: about 690 lines: the loader (``load``, the format key, filling the cache with its
+Size: about 770 lines: the loader (``load``, the format key, filling the cache with its
 progress) and the collection it returns (``CachedCollection``, which reads the cache lazily)
-share the cache's layout. The next split is ``CachedCollection`` into its own module.
+share the cache's layout. The next split is ``CachedCollection`` into its own module (left
+for after this round's merges: several issues edit it).
 """
 
 from __future__ import annotations
