@@ -169,8 +169,8 @@ class CachedCollection(Collection):
     the hash of the text cached for it) less the cards the checks across files left out
     (``excluded``: duplicate ids, usually none). The cache is read live, so a row counts only
     while its file still holds the text loaded: once another prep has parsed an edited file,
-    that file's rows are not this collection's (a card found before is followed to where it
-    is now by ``get``)."""
+    that file's rows are not this collection's, but a card found before (the day's queue: its
+    due cards looked up, its new cards read) is followed to where it is now by ``get``."""
 
     def __init__(
         self,
@@ -425,7 +425,10 @@ class CachedCollection(Collection):
                 if not self._unchanged(key):
                     break  # parsed again by another prep since: not this collection's rows
                 for row_key, cid, deck, parent, parent_seen in rows:
-                    if (key, row_key & 0xFFFFFFFF) not in self._excluded:
+                    line = row_key & 0xFFFFFFFF
+                    if (key, line) not in self._excluded:
+                        # found here: followed by ``get`` even once another prep re-reads it
+                        self._found.setdefault(cid, (key, line, self._shown[key]))
                         yield (level, rank, order, row_key), cid, deck, kind, parent, parent_seen
                 if len(rows) < size:
                     break
