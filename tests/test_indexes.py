@@ -74,3 +74,53 @@ def test_the_cached_cards_are_found_by_id() -> None:
     with Store.memory() as store:
         plan = _plan(store, "SELECT key FROM deck_cards WHERE id = ?", ("c1",))
         assert "INDEX deck_cards_id (id=?)" in plan, plan
+
+
+def test_a_v10_database_upgrades_its_indexes_and_shrinks(tmp_path) -> None:
+    """v10 -> v11 on a database with a log: the merged and partial indexes replace the old
+    ones, the reviews are all there, and the file gives the dropped indexes' pages back."""
+    import sqlite3
+
+    db = tmp_path / "p.db"
+    with Store.open(db) as store:
+        rows = [
+            (
+                f"c{i % 500}",
+                1 + i % 4,
+                NOW_US + i * 1_000_000,
+                5000,
+                2 if i % 3 else None,
+                b"x" * 40,
+            )
+            for i in range(20_000)
+        ]
+        with store.transaction():
+            store.conn.executemany(
+                "INSERT INTO reviews (card_id, rating, at, duration_ms, prev_state, next) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            # as v10 left them
+            store.conn.execute("DROP INDEX reviews_at_state")
+            store.conn.execute("DROP INDEX reviews_uid")
+            store.conn.execute("CREATE INDEX reviews_at ON reviews (at)")
+            store.conn.execute("CREATE INDEX reviews_state_at ON reviews (prev_state, at, rating)")
+            store.conn.execute("CREATE INDEX reviews_uid ON reviews (dev, seq)")
+            store.set_meta("schema_version", "10")
+    conn = sqlite3.connect(db)
+    conn.execute("VACUUM")
+    conn.close()
+    before = db.stat().st_size
+    with Store.open(db) as store:
+        assert store.schema_version() == 11
+        names = {
+            n for (n,) in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
+        }
+        assert {"reviews_at_state", "reviews_uid", "deck_cards_id"} <= names
+        assert not {"reviews_at", "reviews_state_at", "deck_cards_kind"} & names
+        assert store.count_reviews() == 20_000
+        (partial,) = store.conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'reviews_uid'"
+        ).fetchone()
+        assert "WHERE seq IS NOT NULL" in partial
+    assert db.stat().st_size < before
