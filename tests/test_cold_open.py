@@ -137,3 +137,41 @@ def test_a_suspended_or_buried_due_card_is_not_the_first(tmp_path: Path) -> None
         store.set_mark(first, Mark(suspended=True))
         fresh = deckcache.load(store, [decks], include_bundled=False)
         assert first not in build_queue(store, fresh, FIXED_NOW).ids
+
+
+def test_the_seen_count_per_deck_is_kept_by_every_write(tmp_path: Path) -> None:
+    """deck_seen (schema v11, kept by triggers) equals the count over every card after each
+    kind of write: first ratings, undo of a first rating, a card moved to another deck, cards
+    removed from and restored to the decks, an alias merged into its kept card."""
+    from prep.engine.study.scheduler import Rating
+
+    decks = write_mixed_decks(tmp_path / "decks", size=40)
+    with Store.open(tmp_path / "prep.db") as store:
+
+        def counted() -> dict[str, int]:
+            return {d: n for d, (n, _) in store.deck_progress(0.0).items() if n}
+
+        full = load_collection([decks], include_bundled=False)
+        add_progress(store, full, seed=3, fraction=0.5)
+        assert store.seen_per_deck() == counted() != {}
+        coll = deckcache.load(store, [decks], include_bundled=False)
+        session = ReviewSession(store, coll, clock=lambda: FIXED_NOW, new_limit=5)
+        for _ in range(4):
+            card = session.current
+            assert card is not None
+            session.rate(Rating.Good, card_id=card.id, content_hash=card.content_hash)
+            assert store.seen_per_deck() == counted()
+        session.undo()
+        assert store.seen_per_deck() == counted()
+        with store.transaction():  # a card moved to another deck (as a reconcile writes it)
+            store.conn.execute("UPDATE cards SET deck = 'mixed-3' WHERE deck = 'mixed-0' LIMIT 3")
+        assert store.seen_per_deck() == counted()
+        (decks / "mixed-1.yaml").rename(tmp_path / "away.yaml")  # its cards removed
+        deckcache.load(store, [decks], include_bundled=False)
+        assert "mixed-1" not in store.seen_per_deck() and store.seen_per_deck() == counted()
+        (tmp_path / "away.yaml").rename(decks / "mixed-1.yaml")  # and restored
+        deckcache.load(store, [decks], include_bundled=False)
+        assert store.seen_per_deck() == counted() and "mixed-1" in counted()
+        seen = sorted(store.seen_ids())
+        store.adopt_aliases({seen[0]: seen[1]})  # an alias merged into a card it names
+        assert store.seen_per_deck() == counted()

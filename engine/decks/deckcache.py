@@ -362,7 +362,7 @@ class CachedCollection(Collection):
         """How many cards of each deck have no progress, from two counts: the deck's size
         and its cards with progress (grouped in SQL over the live cards, which ``load``'s
         reconciliation keeps to these decks), without reading the cards one by one."""
-        seen = {deck: n for deck, (n, _) in store.deck_progress(0.0).items()}
+        seen = store.seen_per_deck()
         return {deck: max(0, n - seen.get(deck, 0)) for deck, n in self.deck_sizes().items()}
 
     def _deck_files(

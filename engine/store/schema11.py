@@ -18,6 +18,10 @@ index serves, read with EXPLAIN QUERY PLAN in tests/test_indexes.py):
   and ``deck_cards_level (kind, level, key, id, dup)`` serves a kind alone too.
 - ``deck_cards_id (id)`` (2.6 MB at 100k cards) is new: the cold open finds the day's cards
   by id (engine/decks/deckcache.py's ``_locate``) instead of reading every cached id.
+- ``deck_seen (deck, n)``, new, a few rows: the cards with progress per deck, kept exact by
+  triggers on ``cards`` (insert, delete, a change of deck or of ``removed``), so that "which
+  decks still have new cards" is read, not counted over every card (a GROUP BY over the
+  cards' index took 0.39 of a 1.06 s cold open at 1M cards).
 - ``reviews_card (card_id)`` 18.1 MB stays: a card's own log (undo, every rating's chain,
   sync replay) is one range of it, as Anki's ``ix_revlog_cid``.
 
@@ -41,3 +45,30 @@ def v10_to_v11(db: Any, progress: UpgradeTracker | None = None) -> None:
     conn.execute("CREATE INDEX reviews_uid ON reviews (dev, seq) WHERE seq IS NOT NULL")
     conn.execute("DROP INDEX IF EXISTS deck_cards_kind")
     conn.execute("CREATE INDEX IF NOT EXISTS deck_cards_id ON deck_cards (id)")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS deck_seen (deck TEXT PRIMARY KEY, n INTEGER NOT NULL) "
+        "WITHOUT ROWID"
+    )
+    conn.execute("DELETE FROM deck_seen")
+    conn.execute(
+        "INSERT INTO deck_seen (deck, n) SELECT deck, count(*) FROM cards WHERE removed = 0 "
+        "GROUP BY deck"
+    )
+    conn.execute(
+        "CREATE TRIGGER IF NOT EXISTS cards_seen_insert AFTER INSERT ON cards "
+        "WHEN new.removed = 0 BEGIN "
+        "INSERT INTO deck_seen (deck, n) VALUES (new.deck, 1) "
+        "ON CONFLICT (deck) DO UPDATE SET n = n + 1; END"
+    )
+    conn.execute(
+        "CREATE TRIGGER IF NOT EXISTS cards_seen_delete AFTER DELETE ON cards "
+        "WHEN old.removed = 0 BEGIN "
+        "UPDATE deck_seen SET n = n - 1 WHERE deck = old.deck; END"
+    )
+    conn.execute(
+        "CREATE TRIGGER IF NOT EXISTS cards_seen_update AFTER UPDATE OF deck, removed ON cards "
+        "WHEN old.deck IS NOT new.deck OR old.removed IS NOT new.removed BEGIN "
+        "UPDATE deck_seen SET n = n - 1 WHERE deck = old.deck AND old.removed = 0; "
+        "INSERT INTO deck_seen (deck, n) SELECT new.deck, 1 WHERE new.removed = 0 "
+        "ON CONFLICT (deck) DO UPDATE SET n = n + 1; END"
+    )

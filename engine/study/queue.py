@@ -191,7 +191,7 @@ def unseen_per_deck(store: Store, collection: Cards) -> dict[str, int]:
     its cards with progress (grouped in SQL over the live cards, which the reconciliation keeps to
     the loaded decks), so that a deck whose every card has progress is known to have no new
     card without reading its cards one by one."""
-    seen = {deck: n for deck, (n, _) in store.deck_progress(0.0).items()}
+    seen = store.seen_per_deck()
     return {deck: max(0, n - seen.get(deck, 0)) for deck, n in collection.deck_sizes().items()}
 
 
