@@ -156,13 +156,14 @@ class DeckCacheStore(StoreCore):
     def deck_cache_parsed(
         self, paths: list[str]
     ) -> dict[str, tuple[str | None, list[tuple[int, str]]]]:
-        out = {}
-        for path in paths:
-            info, errors = self.conn.execute(
-                "SELECT info, errors FROM deck_files WHERE path = ?", (path,)
-            ).fetchone()
-            out[path] = (info, [(line, msg) for line, msg in json.loads(errors)])
-        return out
+        """(info JSON, parse errors) of each of ``paths``: one read of the files' table."""
+        wanted = set(paths)
+        rows = self.conn.execute("SELECT path, info, errors FROM deck_files").fetchall()
+        found = {path: (info, errors) for path, info, errors in rows if path in wanted}
+        return {
+            path: (found[path][0], [(line, msg) for line, msg in json.loads(found[path][1])])
+            for path in paths
+        }
 
     def deck_cache_outline(self, paths: list[str]) -> Iterator[tuple]:
         """(file, line, id, deck, parent, demos) of every cached card of ``paths``, in order."""
