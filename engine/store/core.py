@@ -570,10 +570,10 @@ class StoreCore:
                     MIGRATIONS[step](self.db, tracker)
                 self.set_meta("schema_version", str(SCHEMA_VERSION))
             tracker.finished("commit")
-            if 0 < version < 5 and self.path is not None:
-                # v5 rewrote the review log in its compact form: give the space back (best
-                # effort: the migration is committed; another prep holding the file open
-                # only leaves the file its old size until a later VACUUM)
+            if 0 < version < 11 and self.path is not None:
+                # v5 rewrote the review log in its compact form, v11 dropped indexes: give
+                # the space back (best effort: the migration is committed; another prep
+                # holding the file open only leaves the file its old size until a later VACUUM)
                 with suppress(sqlite3.OperationalError):
                     self.conn.execute("VACUUM")
             tracker.finished("vacuum")

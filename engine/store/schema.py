@@ -30,7 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-SCHEMA_VERSION = 10
+from prep.engine.store.schema11 import v10_to_v11
+
+SCHEMA_VERSION = 11
 BATCH = 5_000  # review log rows rewritten per executemany (and per progress report)
 
 CARD_COLUMNS = (
@@ -505,5 +507,6 @@ MIGRATIONS: list[Callable[[Any, UpgradeTracker | None], None]] = [
     _v7_to_v8,
     _v8_to_v9,
     _v9_to_v10,
+    v10_to_v11,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION

@@ -190,7 +190,7 @@ class ReviewSession:
             # removed from the decks since the queue was built, unusable, or a new follow-up
             # whose parent was buried or suspended before it was ever answered
             self.queue.pop(0)
-        self.learning = [e for e in self.learning if self.collection.get(e[1]) is not None]
+        self.learning = [e for e in self.learning if e[1] in self.collection]  # (none built)
         if self.learning and self.learning[0][0] <= now:
             return self._card(self.learning[0][1]), self.learning[0]
         if self.queue:

@@ -205,8 +205,9 @@ class ReviewScreen(TypedAnswer, PrepScreen):
 
     def warm_up(self) -> None:
         """What the first reveal needs, imported while the question is read: Markdown, the
-        answer's sections, the rating bar."""
+        answer's sections, the rating bar (and the answer box)."""
         import prep.engine.study.present  # noqa: F401
+        import prep.tui.widgets.answer_box  # noqa: F401  (the box `t` opens)
         import prep.tui.widgets.rating_bar  # noqa: F401
 
         warm_up()
