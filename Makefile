@@ -62,8 +62,10 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python tests/benchmarks/run.py
 	$(BIN)/python tests/benchmarks/grader_bench.py
 	$(BIN)/python tests/benchmarks/anki_bench.py $(ARGS)
+	$(BIN)/python tests/benchmarks/pty_bench.py
 	$(BIN)/python tests/benchmarks/sync_bench.py
 	$(BIN)/python tests/benchmarks/demo_bench.py
+	$(BIN)/python tests/benchmarks/fill_bench.py $(if $(findstring --million,$(ARGS)),--million)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

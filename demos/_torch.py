@@ -1,4 +1,5 @@
-"""torch, imported without its "Failed to initialize NumPy" warning.
+"""torch, imported without its "Failed to initialize NumPy" warning, and its thread count for
+the machine's load (`set_threads`: the worker's demo runs and grades, `prep grade`).
 
 The demos never use NumPy. torch's CPU wheels emit a UserWarning at import when NumPy is absent,
 which would print on every `prep demo` run and turn into an error under pytest's
@@ -6,10 +7,32 @@ which would print on every `prep demo` run and turn into an error under pytest's
 in the process is this quiet one; later `import torch` statements reuse the loaded module.
 """
 
+import os
 import warnings
 
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     import torch
 
-__all__ = ["torch"]
+__all__ = ["set_threads", "threads_for_load", "torch"]
+
+
+def threads_for_load(cores: int, load: float) -> int:
+    """Torch's intra-op threads for one run: every core on a quiet machine, fewer as other work
+    queues for them (on 2 busy cores, 2 threads ran the decoder demos 3x slower than 1)."""
+    return max(1, min(cores, round(cores - load) + 1))
+
+
+def set_threads() -> int:
+    """Set torch's intra-op threads for the machine's load now (demo runs, grading)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = 0.0
+    n = threads_for_load(cores, load)
+    torch.set_num_threads(n)
+    return n

@@ -1,5 +1,8 @@
-"""`prep demo NAME [--device D] [--scale S] [--seed N] [--json] [--model M]`, `prep demo --list
-[--json]`.
+"""`prep demo NAME [--device D] [--scale S] [--seed N] [--json] [--plot FILE.svg] [--no-plot]
+[--model M]`, `prep demo --list [--json]`.
+
+A demo with figures draws them below its text when stdout is a terminal (the same drawings as the
+demo screen and `--plot`); `--no-plot`, `--json` or piped output print the text only.
 
 Exit codes: 0 every check holds, 1 a check failed, 2 a usage error (also: a real-weight demo
 without the optional `real` extra, or a --model that cannot be loaded). torch is imported only
@@ -75,12 +78,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="also write the report and its figures, drawn as in the terminal, to FILE.svg",
     )
     parser.add_argument(
+        "--no-plot",
+        action="store_true",
+        help="print the text only, without the figures drawn below it (the default when "
+        "stdout is not a terminal)",
+    )
+    parser.add_argument(
         "--model",
         metavar="PATH_OR_NAME",
         help="real-* demos only: a BERT- or GPT-2-family checkpoint folder (or a hub name, "
         "where there is a network) instead of the shipped all-MiniLM-L6-v2",
     )
     return parser
+
+
+def _is_terminal() -> bool:
+    """Whether stdout is a terminal: figures are drawn there only, never into a pipe or file."""
+    return sys.stdout.isatty()
 
 
 def _cards(linked_cards: LinkedCards | None, name: str) -> list[str]:
@@ -237,6 +251,10 @@ def _run_demo(
             return 2, None
     report.cards = _cards(linked_cards, args.name)
     print(report.to_json() if args.json else render(report), flush=True)
+    if report.figures and not (args.json or args.no_plot) and _is_terminal():
+        from prep.demos.figures import print_figures
+
+        print_figures(report.figures)
     if args.plot is not None:
         from prep.demos.figures import write_svg
 

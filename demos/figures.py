@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +118,14 @@ def render_figures(figures: dict[str, Any]) -> list[RenderableType]:
             out.append(Text(f"{name}: figure unreadable ({exc})", style="dim"))
         out.append(Text(""))
     return out
+
+
+def print_figures(figures: dict[str, Any], file: Any = None) -> None:
+    """Every figure drawn to `file` (stdout by default), as the demo screen draws it."""
+    console = Console(file=file if file is not None else sys.stdout)
+    console.print()
+    for part in render_figures(figures):
+        console.print(part)
 
 
 def write_svg(path: Path, title: str, text: str, figures: dict[str, Any]) -> None:

@@ -121,7 +121,8 @@ _ALL = [
         "is centred and divided by the frozen sigma; the layer-0 head whose ablation costs most "
         "has a direct attribution of at most a quarter of its effect (it works through layer 1), "
         "and under a final LayerNorm frozen-scale attribution overstates what removing a "
-        "layer-1 head does (LayerNorm recomputed) by at least a fifth, at each of three seeds.",
+        "layer-1 head does (LayerNorm recomputed): over three seeds, the least overstated head's "
+        "95% interval lies beyond every disagreement the same heads show without a LayerNorm.",
         weights="trained-here",
     ),
     _info(
@@ -131,9 +132,11 @@ _ALL = [
         "duplicate-token head (at least half its attention on the current token's earlier "
         "occurrence) feeds the queries of layer-1 induction heads (at least half their attention "
         "on the token after it) with a Q-composition above every shuffled-weight score; removing "
-        "layer 0's writes from layer 1's queries alone costs at least 0.2 of in-context accuracy "
-        "and more than removing them from its keys alone, from its values alone less than 0.2; "
-        "the induction heads are redundant (together at least 0.2, any one alone less).",
+        "layer 0's writes from layer 1's queries alone costs at least 0.2 of in-context accuracy, "
+        "more than removing them from its keys and its values together and more than half of "
+        "removing them from all three paths, from its values alone less than 0.2; "
+        "the induction heads are redundant (together they cost at least 0.2, and more than "
+        "their single-head drops added up).",
         weights="trained-here",
     ),
     _info(
@@ -141,8 +144,9 @@ _ALL = [
         "In the shipped decoder, at each of its three training seeds, the layer-1 head with the "
         "most induction attention has a copying full OV circuit W_E W_V^h W_O^h W_U: at least 3/4 "
         "of its eigenvalues have positive real part, sum(lambda)/sum(|lambda|) is at least 0.5 "
-        "and at least ten times chance of the tokens raise their own logit most, while random "
-        "weights stay below each of these bars on average.",
+        "and more tokens raise their own logit most than in any of 1000 copies of the same "
+        "circuit with its output tokens relabelled, while random weights stay below each of "
+        "these bars on average.",
         weights="trained-here",
     ),
     _info(

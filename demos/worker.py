@@ -1,15 +1,16 @@
-"""The demo worker: one long-lived process that holds the torch side for the TUI.
+"""The worker: one long-lived process that holds the torch side for the TUI: the demos and the
+grader of typed answers.
 
     python -m prep.demos.worker
 
-torch, each demo module and the model a demo needs are imported and loaded once, by the first
+torch, each demo module, MiniLM and the grader are imported and loaded once, by the first
 request that needs them, and then kept for the app's session: from the second run on, a demo
-costs its own compute only. It still runs live every time; nothing is cached but code and
-weights.
+costs its own compute only, and grading an answer its few milliseconds. MiniLM is loaded once
+and shared: the real-* demos read it and the grader encodes with it. A demo still runs live
+every time; nothing is cached but code and weights.
 
-JSON lines on stdin/stdout, one request a line, answered by one final line matched by `id`
-(the protocol of the grading worker, so one process can serve both: a new op is one function
-in OPS):
+JSON lines on stdin/stdout, one request a line, answered by one final line matched by `id`;
+`op` tags the request:
 
     {"id": 1, "op": "ping", "warm": "dla"}     -> {"id": 1, "ok": true, "result": {...}}
     {"id": 2, "op": "demo", "name": "dla", "scale": "small", "device": "auto", "seed": 0}
@@ -19,12 +20,19 @@ in OPS):
         -> {"id": 2, "ok": true, "result": {the Report as a dict}}
     {"id": 3, "op": "cancel", "target": 2}     -> demo 2 stops at its next progress point
                                                   and answers {"ok": false, "cancelled": true}
-    {"id": 4, "op": "nope"}                    -> {"id": 4, "ok": false, "error": "..."}
+    {"id": 4, "op": "ping", "warm": "grader"}  -> loads the grader (MiniLM and its head)
+    {"id": 5, "op": "grade", "rubric": {...}, "answer": "..."}
+                                               -> {"id": 5, "ok": true, "result": Grade}
+    {"id": 6, "op": "nope"}                    -> {"id": 6, "ok": false, "error": "..."}
 
 `ping` with "warm": a demo name imports torch, that demo's module and its model (the app sends
-it in the background when the first card with a demo is shown). Requests run one at a time, in
-order; `cancel` is read while a demo runs. stdout carries nothing but these lines (library
-chatter goes to stderr). End of input ends the worker.
+it in the background when the first card with a demo is shown); "grader" loads the grader (sent
+when the learner starts typing). One reader loop takes every line: `cancel` is handled at once,
+grading requests go to the grading lane and everything else to the demo lane; each lane runs
+its requests one at a time, in order, so a long demo never holds up a grade and cancelling a
+demo (the demo screen's Esc) never touches grading. The real-* demos and the grader take turns
+on MiniLM (a demo hooks its modules while it runs). stdout carries nothing but these lines
+(library chatter goes to stderr). End of input ends the worker.
 """
 
 from __future__ import annotations
@@ -42,7 +50,11 @@ from typing import Any, TextIO
 from prep.demos.pretrained import extra
 from prep.demos.registry import DEMOS, names
 
-_state: dict[Any, Any] = {}  # "harness", loaded modules and models, timings
+_state: dict[Any, Any] = {}  # "harness", loaded modules and models, the grader, timings
+_loading = threading.RLock()  # one lane loads at a time (torch, a model, the grader)
+_minilm = threading.Lock()  # the shared MiniLM: a real-* demo or the grader, one at a time
+GRADE_LANE = "grade"
+DEMO_LANE = "demo"
 
 
 class Cancelled(Exception):
@@ -55,6 +67,7 @@ class Worker:
         self._write_lock = threading.Lock()
         self._cancelled: set[Any] = set()
         self.current: Any = None
+        self.closing = False  # end of input: demos still queued are not started
 
     def send(self, message: dict[str, Any]) -> None:
         line = json.dumps(message) + "\n"
@@ -69,12 +82,17 @@ class Worker:
         if rid in self._cancelled:
             raise Cancelled
 
-    def handle(self, req: Any) -> dict[str, Any]:
+    def handle(self, req: Any, lane: str = DEMO_LANE) -> dict[str, Any]:
         rid = req.get("id") if isinstance(req, dict) else None
         op = OPS.get(str(req.get("op"))) if isinstance(req, dict) else None
         if op is None:
             return {"id": rid, "ok": False, "error": f"unknown op (expected {', '.join(OPS)})"}
-        self.current = rid
+        if lane == DEMO_LANE:
+            heavy = req.get("op") == "demo" or bool(req.get("warm"))
+            if rid in self._cancelled or (self.closing and heavy):
+                self._cancelled.discard(rid)  # cancelled before it started
+                return {"id": rid, "ok": False, "cancelled": True, "error": "stopped"}
+            self.current = rid  # what end of input stops (grading ends on its own)
         try:
             return {"id": rid, "ok": True, "result": op(self, req)}
         except Cancelled:
@@ -83,7 +101,8 @@ class Worker:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             return {"id": rid, "ok": False, "error": first}
         finally:
-            self.current = None
+            if lane == DEMO_LANE:
+                self.current = None
             self._cancelled.discard(rid)
 
 
@@ -91,12 +110,13 @@ class Worker:
 
 
 def _harness() -> Any:
-    if "harness" not in _state:
-        start = time.perf_counter()
-        from prep.demos import harness
+    with _loading:
+        if "harness" not in _state:
+            start = time.perf_counter()
+            from prep.demos import harness
 
-        _state["harness"] = harness
-        _state["import_seconds"] = round(time.perf_counter() - start, 2)
+            _state["harness"] = harness
+            _state["import_seconds"] = round(time.perf_counter() - start, 2)
     return _state["harness"]
 
 
@@ -111,31 +131,30 @@ def _real(device: Any) -> Any:
     """The shipped pretrained model on `device`, loaded once (demos only read it: those that
     change weights work on a copy)."""
     key = ("real", device.type)
-    if key not in _state:
-        from prep.demos.pretrained import pretrained
+    with _loading:
+        if key not in _state:
+            from prep.demos.pretrained import pretrained
 
-        _state[key] = pretrained.load(None, device)
+            _state[key] = pretrained.load(None, device)
     return _state[key]
 
 
-def threads_for_load(cores: int, load: float) -> int:
-    """Torch's intra-op threads for one run: every core on a quiet machine, fewer as other work
-    queues for them (on 2 busy cores, 2 threads ran the decoder demos 3x slower than 1)."""
-    return max(1, min(cores, round(cores - load) + 1))
+def _grader() -> Any:
+    """The grader on the CPU copy of MiniLM (the one the real-* demos use on a CPU machine)."""
+    with _loading:
+        if "grader" not in _state:
+            from prep.demos.pretrained.grader.batch import missing
 
+            if hint := missing():
+                raise RuntimeError(hint)
+            start = time.perf_counter()
+            harness = _harness()
+            from prep.demos.pretrained.grader.model import Encoder, Grader
 
-def _set_threads(torch: Any) -> int:
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    try:
-        load = os.getloadavg()[0]
-    except OSError:
-        load = 0.0
-    n = threads_for_load(cores, load)
-    torch.set_num_threads(n)
-    return n
+            encoder = Encoder(real=_real(harness.torch.device("cpu")))
+            _state["grader"] = Grader(encoder=encoder)
+            _state["grader_seconds"] = round(time.perf_counter() - start, 2)
+    return _state["grader"]
 
 
 # --------------------------------------------------------------------------- ops
@@ -143,7 +162,9 @@ def _set_threads(torch: Any) -> int:
 
 def op_ping(worker: Worker, req: dict[str, Any]) -> dict[str, Any]:
     warm = req.get("warm")
-    if warm:
+    if warm == "grader":
+        _grader()
+    elif warm:
         harness = _harness()
         if isinstance(warm, str) and warm in DEMOS:
             _module(warm)
@@ -154,6 +175,8 @@ def op_ping(worker: Worker, req: dict[str, Any]) -> dict[str, Any]:
         "torch": "harness" in _state,
         "import_seconds": _state.get("import_seconds"),
         "models": sorted(k[1] for k in _state if isinstance(k, tuple)),
+        "grader": "grader" in _state,
+        "grader_seconds": _state.get("grader_seconds"),
     }
 
 
@@ -186,15 +209,34 @@ def op_demo(worker: Worker, req: dict[str, Any]) -> dict[str, Any]:
         if "import_seconds" in _state and not _state.get("told_import"):
             _state["told_import"] = True
             listener("progress", f"torch imported in {_state['import_seconds']} s")
-        _set_threads(harness.torch)
+        from prep.demos._torch import set_threads
+
+        set_threads()
         module = _module(name)
         choice = harness.select_device(req.get("device", "auto"))
         scale, seed = req.get("scale", "small"), int(req.get("seed", 0))
         if real:
-            report = module.run(scale=scale, device=choice, seed=seed, real=_real(choice.device))
+            model = _real(choice.device)
+            with _minilm:
+                report = module.run(scale=scale, device=choice, seed=seed, real=model)
         else:
             report = module.run(scale=scale, device=choice, seed=seed)
     return report.to_dict()
+
+
+def op_grade(worker: Worker, req: dict[str, Any]) -> dict[str, Any]:
+    from prep.demos.pretrained.grader.rubric import Rubric
+
+    rubric = Rubric.from_dict(req["rubric"])
+    answer = req.get("answer")
+    if not isinstance(answer, str):
+        raise ValueError("'answer' must be text")
+    grader = _grader()
+    from prep.demos._torch import set_threads
+
+    set_threads()
+    with _minilm:
+        return grader.grade(rubric, answer).to_dict()
 
 
 def op_cancel(worker: Worker, req: dict[str, Any]) -> dict[str, Any]:
@@ -205,18 +247,29 @@ def op_cancel(worker: Worker, req: dict[str, Any]) -> dict[str, Any]:
 OPS: dict[str, Callable[[Worker, dict[str, Any]], Any]] = {
     "ping": op_ping,
     "demo": op_demo,
+    "grade": op_grade,
     "cancel": op_cancel,
 }
+
+
+def lane_of(req: Any) -> str:
+    """Grading requests (and the ping that warms the grader) run in the grading lane."""
+    if isinstance(req, dict) and (
+        req.get("op") == "grade" or (req.get("op") == "ping" and req.get("warm") == "grader")
+    ):
+        return GRADE_LANE
+    return DEMO_LANE
 
 
 # --------------------------------------------------------------------------- serving
 
 
 def serve(stdin: TextIO, stdout: TextIO) -> None:
-    """Answer requests until end of input. A reader thread takes `cancel` at once, so a demo can
-    be stopped while it runs; everything else runs here, in order."""
+    """Answer requests until end of input. One reader loop takes every line: `cancel` at once
+    (so a demo can be stopped while it runs, or before it starts), grading to the grading lane
+    (its own thread), the rest to the demo lane (here); each lane in order."""
     worker = Worker(stdout)
-    todo: queue.Queue[Any] = queue.Queue()
+    lanes: dict[str, queue.Queue[Any]] = {DEMO_LANE: queue.Queue(), GRADE_LANE: queue.Queue()}
 
     def read() -> None:
         for line in stdin:
@@ -228,17 +281,26 @@ def serve(stdin: TextIO, stdout: TextIO) -> None:
                 worker.send({"id": None, "ok": False, "error": "not a JSON object"})
                 continue
             if isinstance(req, dict) and req.get("op") == "cancel":
-                worker.send(worker.handle(req))
+                worker.send(worker.handle(req, lane="cancel"))
             else:
-                todo.put(req)
-        worker.cancel(worker.current)  # the front end is gone: stop what runs, drop the rest
-        while not todo.empty():
-            todo.get_nowait()
-        todo.put(None)
+                lanes[lane_of(req)].put(req)
+        # the front end is gone: stop the demo that runs, start no other (each still gets
+        # its one answer line); grading answers what it has, in milliseconds each
+        worker.closing = True
+        worker.cancel(worker.current)
+        for todo in lanes.values():
+            todo.put(None)
 
+    def run(lane: str) -> None:
+        todo = lanes[lane]
+        while (req := todo.get()) is not None:
+            worker.send(worker.handle(req, lane=lane))
+
+    grading = threading.Thread(target=run, args=(GRADE_LANE,), daemon=True)
+    grading.start()
     threading.Thread(target=read, daemon=True).start()
-    while (req := todo.get()) is not None:
-        worker.send(worker.handle(req))
+    run(DEMO_LANE)
+    grading.join()
 
 
 def main() -> int:

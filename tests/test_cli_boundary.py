@@ -104,6 +104,7 @@ def test_closed_stdin(tmp_path: Path, small_deck_dir: Path) -> None:
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
 def test_stdout_on_a_full_disk(tmp_path: Path) -> None:
+    Store.open(tmp_path / "p.db").close()  # (stats only reads: it creates no database)
     cmd = " ".join([*PREP, "--db", str(tmp_path / "p.db"), "stats"])
     done = shell(f"{cmd} > /dev/full")
     assert done.returncode == 2
@@ -151,6 +152,7 @@ def test_a_time_zone_offset_of_a_day_or_more_is_one_line(tmp_path: Path, tz: str
 
 
 def test_invalid_tz(tmp_path: Path, small_deck_dir: Path) -> None:
+    Store.open(tmp_path / "p.db").close()  # (read-only commands create no database)
     # an unknown zone name: the C library (and so Python) takes it as UTC
     env = {"TZ": "Nowhere/Bogus"}
     done = prep(tmp_path / "p.db", "stats", env=env)
@@ -248,6 +250,7 @@ def test_read_only_database_and_folder_still_allow_stats_and_export() -> None:
 def test_export_to_stdout_keeps_the_report_on_stderr(
     tmp_path: Path, name: str, fmt: list[str]
 ) -> None:
+    Store.open(tmp_path / "p.db").close()  # (read-only commands create no database)
     # Without --format, stdout is json (README: "`-o -` writes to stdout"); it has no extension.
     done = prep(tmp_path / "p.db", "export", *fmt, "-o", name, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -262,6 +265,7 @@ def test_csv_export_to_stdout_is_refused(tmp_path: Path) -> None:
 
 
 def test_export_to_a_fifo_writes_through_it(tmp_path: Path) -> None:
+    Store.open(tmp_path / "p.db").close()  # (read-only commands create no database)
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
@@ -281,6 +285,7 @@ def test_a_questions_folder_without_decks_warns(tmp_path: Path) -> None:
 
 
 def test_csv_export_to_a_device_is_refused_and_creates_nothing(tmp_path: Path) -> None:
+    Store.open(tmp_path / "p.db").close()  # (read-only commands create no database)
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     done = prep(tmp_path / "p.db", "export", "--format", "csv", "-o", str(fifo))
@@ -289,6 +294,7 @@ def test_csv_export_to_a_device_is_refused_and_creates_nothing(tmp_path: Path) -
 
 
 def test_a_bug_is_one_line_exit_70_and_debug_shows_it(tmp_path: Path) -> None:
+    Store.open(tmp_path / "p.db").close()  # (read-only commands create no database)
     # a command that fails in a way nobody planned for: stats on a store whose query breaks
     code = (
         "import sys\n"
@@ -311,6 +317,7 @@ def test_a_bug_is_one_line_exit_70_and_debug_shows_it(tmp_path: Path) -> None:
 
 
 def test_a_hostile_file_name_stays_one_line(tmp_path: Path) -> None:
+    Store.open(tmp_path / "p.db").close()  # (read-only commands create no database)
     name = tmp_path / "missing\nfolder\x1b]0;x\x07" / "out.json"
     result = CliRunner().invoke(main, ["--db", str(tmp_path / "p.db"), "export", "-o", str(name)])
     assert result.exit_code == 2

@@ -148,6 +148,25 @@ def test_dla_measurements_fail_when_their_claims_do() -> None:
     assert checks[0].passed and checks[1].passed and not any(c.passed for c in checks[2:]), checks
 
 
+def test_dla_overstatement_bar_is_the_t_interval_beyond_the_no_layernorm_null() -> None:
+    """The LayerNorm check (demos/BARS.md): the 95% t-interval over seeds of the least overstated
+    head's ratio must lie beyond 1 + the largest disagreement without a LayerNorm. Fails for a
+    mean above 1 with one low seed, for an overstatement inside the null's own spread, and with
+    one seed (no interval)."""
+    mod, setup = dla_setup()
+    assert mod.check(setup)[-1].passed
+    assert mod.lower_bound([1.0, 2.0, 3.0]) == pytest.approx(2.0 - 4.303 * 1.0 / 3**0.5)
+    setup.ln_ratios = [[1.6] * 4, [1.6] * 4, [0.95] + [1.6] * 3]  # one seed's head not overstated
+    assert not mod.check(setup)[-1].passed
+    setup.ln_ratios = [[1.5] * 4] * 3  # a tight 1.5 everywhere ...
+    assert mod.check(setup)[-1].passed
+    setup.plain_ratios = [[1.6] * 4] * 3  # ... is no overstatement if no LayerNorm disagrees more
+    low, bar = mod.overstatement(setup)
+    assert bar == pytest.approx(1.6) and not mod.check(setup)[-1].passed
+    setup.ln_ratios = [[3.0] * 4]  # one seed: no interval
+    assert not mod.check(setup)[-1].passed
+
+
 def test_dla_layernorm_overstates_at_every_seed() -> None:
     """The issue's numbers: frozen-scale DLA 1.5-1.8x what removal with LayerNorm recomputed
     does, at every seed; the same ratio without LayerNorm is 1."""
@@ -183,14 +202,17 @@ def test_induction_counterexample_fails_every_check_but_no_value_path() -> None:
     mod = module("induction")
     cfg = mod.SCALES["small"]
     checks = mod.check(mod.counterexample(cfg, CPU, harness.make_generator(CPU, 0)))
-    assert [c.passed for c in checks] == [False] * 5 + [True] + [False] * 2, checks
+    passed = [c.passed for c in checks]
+    # 'mainly Q' (checks 4 and 5) compares path drops that are all noise at initialisation:
+    # whichever way they fall, the large-drop check on the queries path (3) fails.
+    assert passed[:4] == [False] * 4 and passed[6:] == [True, False, False], checks
 
 
 def test_induction_path_checks_fail_when_keys_or_values_carry_the_job() -> None:
     """Swap which path's removal hurts: a K-composition model (keys carry the job) fails 'mainly
     Q', a V-composition one fails 'values need not read layer 0'."""
     mod, setup = induction_setup()
-    for swap, check_at in (("k", 4), ("v", 5)):
+    for swap, check_at in (("k", 4), ("v", 6)):
         for s in setup.seeds:
             d = s.circuit.drop
             d["q"], d[swap] = d[swap], d["q"]
@@ -199,6 +221,24 @@ def test_induction_path_checks_fail_when_keys_or_values_carry_the_job() -> None:
         for s in setup.seeds:
             d = s.circuit.drop
             d["q"], d[swap] = d[swap], d["q"]
+
+
+def test_mainly_q_fails_when_queries_carry_less_than_keys_and_values_or_half_of_all() -> None:
+    """'Mainly Q' (demos/BARS.md): q > k + v and q / all > 1/2 at every seed. A model where the
+    queries path costs 0.5, keys 0.3 and values 0.3 (q beats each alone, not both together)
+    fails the first; one where removing every path costs 1.2 fails the second."""
+    mod, setup = induction_setup()
+    assert mod.check(setup)[4].passed and mod.check(setup)[5].passed
+    last = setup.seeds[-1].circuit
+    last.drop.update(q=0.5, k=0.3, v=0.3)
+    checks = mod.check(setup)
+    assert not checks[4].passed and checks[5].passed, (checks[4], checks[5])
+    last.drop.update(k=0.1, v=0.0)
+    last.drop_all_paths = 1.2
+    checks = mod.check(setup)
+    assert checks[4].passed and not checks[5].passed, (checks[4], checks[5])
+    last.drop_all_paths = 0.0  # layer 0 does nothing for layer 1: there is no share to have
+    assert not mod.check(setup)[5].passed
 
 
 def test_induction_q_composition_fails_on_shuffled_weights() -> None:
@@ -224,8 +264,21 @@ def test_induction_redundancy_check_fails_with_one_working_induction_head() -> N
             w_o[h] = 0.0
     params["blocks.1.W_O"] = w_o
     seed = mod.measure_one(0, cfg, params, model_cfg, harness.make_generator(CPU, 0))
-    single = mod.check(mod.Setup(cfg, [seed]))[7]
-    assert single.name.startswith("largest drop with one") and not single.passed, single
+    single = mod.check(mod.Setup(cfg, [seed]))[8]
+    assert single.name.startswith("drop with all induction heads ablated together minus")
+    assert not single.passed, single
+
+
+def test_induction_redundancy_fails_for_independent_heads() -> None:
+    """'Redundant' (demos/BARS.md): together more than the single drops added up. Heads whose
+    single drops add up to the whole (independent) fail at the one seed where they do."""
+    mod, setup = induction_setup()
+    assert mod.check(setup)[8].passed
+    last = setup.seeds[-1]
+    last.drop_singles = [last.drop_all / len(last.drop_singles)] * len(last.drop_singles)
+    assert not mod.check(setup)[8].passed
+    last.drop_singles = []  # no induction head to remove one at a time
+    assert not mod.check(setup)[8].passed
 
 
 def test_path_ablation_keeps_the_model_when_no_path_is_removed() -> None:
@@ -273,6 +326,36 @@ def test_ov_copying_fails_for_a_head_that_does_not_copy() -> None:
     mod = module("ov-copying")
     setup = mod.build(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0))
     setup.heads[(1, setup.ind)] = min(setup.heads.values(), key=lambda ov: ov.copying)
+    assert not mod.check(setup)[2].passed
+
+
+def test_copying_null_relabels_outputs() -> None:
+    """The copying score's null (demos/BARS.md): a circuit with its output tokens permuted. Its
+    mean is 1/vocab whatever the rows are; a circuit whose every row peaks on the *next* token
+    (structured, but not copying) scores 0 and cannot beat it, the identity scores 1 and does."""
+    mod = module("ov-copying")
+    gen = torch.Generator().manual_seed(0)
+    vocab = 64
+    own = torch.arange(vocab)
+    null = mod.relabelled_copying(own, 4000, gen)
+    assert float(null.mean()) == pytest.approx(1 / vocab, rel=0.1) and float(null.max()) < 0.2
+    shifted = torch.eye(vocab).roll(1, dims=1)  # row i peaks at column i + 1
+    assert float((shifted.argmax(-1) == own).double().mean()) == 0.0
+    assert float(mod.relabelled_copying(shifted.argmax(-1), 4000, gen).max()) > 0.0
+    same = torch.zeros(vocab, dtype=torch.long)  # every row peaks on token 0
+    assert torch.all(mod.relabelled_copying(same, 500, gen) <= 1 / vocab)
+
+
+def test_ov_copying_check_fails_inside_its_permutation_null() -> None:
+    """A head whose copying score is no larger than its relabelled maximum at one seed fails,
+    as does one never held against the null (NaN)."""
+    mod = module("ov-copying")
+    setup = mod.build(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0))
+    assert mod.check(setup)[2].passed
+    last = setup.others[-1]
+    setup.others[-1] = dataclasses.replace(last, null_max=last.copying)
+    assert not mod.check(setup)[2].passed
+    setup.others[-1] = dataclasses.replace(last, null_max=float("nan"))
     assert not mod.check(setup)[2].passed
 
 

@@ -110,6 +110,52 @@ def test_plot_writes_an_svg_of_the_report_and_figures(tmp_path: Path, capsys) ->
     assert f"wrote {out}" in capsys.readouterr().err
 
 
+def test_a_terminal_gets_the_figures_drawn_below_the_text(monkeypatch, capsys) -> None:
+    """Plain `prep demo NAME` in a terminal draws the same figure --plot exports."""
+    monkeypatch.setattr(cli, "_is_terminal", lambda: True)
+    assert cli.main(["ov-copying", "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    text, _, drawing = out.partition("result: all 6 checks hold")
+    assert "L1H" in drawing and "eigenvalues, real part" in drawing and "λ0" in drawing
+    assert "eigenvalues, real part" not in text  # below the report, not inside it
+
+
+def _canned(monkeypatch, figs: dict) -> Report:
+    """ov-copying's run replaced by a report with `figs`: the CLI's choices, without the run."""
+    from prep.demos.decoder import ov_copying
+
+    canned = report(name="ov-copying", figures=figs)
+    monkeypatch.setattr(ov_copying, "run", lambda **_: canned)
+    return canned
+
+
+BARS_FIG = {"b": {"kind": "bars", "title": "a drawn figure", "labels": ["x"], "values": [1.0]}}
+
+
+@pytest.mark.parametrize(
+    ("terminal", "argv"),
+    [(True, ["--no-plot"]), (False, []), (True, ["--json"])],
+    ids=["no-plot", "piped", "json"],
+)
+def test_no_plot_pipes_and_json_print_todays_text(monkeypatch, capsys, terminal, argv) -> None:
+    canned = _canned(monkeypatch, BARS_FIG)
+    monkeypatch.setattr(cli, "_is_terminal", lambda: terminal)
+    assert cli.main(["ov-copying", "--device", "cpu", *argv]) == 0
+    out = capsys.readouterr().out
+    assert out == (canned.to_json() if "--json" in argv else render(canned)) + "\n"
+    assert out.count("a drawn figure") == ("--json" in argv)  # JSON carries it, drawn never
+
+
+def test_a_terminal_without_figures_prints_the_text_only(monkeypatch, capsys) -> None:
+    canned = _canned(monkeypatch, {})
+    monkeypatch.setattr(cli, "_is_terminal", lambda: True)
+    assert cli.main(["ov-copying", "--device", "cpu"]) == 0
+    assert capsys.readouterr().out == render(canned) + "\n"
+    _canned(monkeypatch, BARS_FIG)
+    assert cli.main(["ov-copying", "--device", "cpu"]) == 0
+    assert "a drawn figure" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("name", "why"),
     [("x.png", "ending in .svg"), ("missing/x.svg", "does not exist"), (".", "ending in .svg")],

@@ -19,11 +19,13 @@ from rich.text import Text
 from textual.widgets import Static
 
 from prep.demos import worker as demo_worker
+from prep.demos._torch import threads_for_load
+from prep.demos.pretrained.grader.rubric import Rubric
 from prep.engine.store import Store
-from prep.tui.demoworker import DemoWorker, WorkerError
 from prep.tui.screens.demo import DemoScreen
 from prep.tui.screens.review import ReviewScreen
 from prep.tui.testing import fake_demo_command, make_app
+from prep.tui.worker import WorkerClient, WorkerError
 
 pytestmark = pytest.mark.usefixtures("utc_local_time")
 
@@ -58,7 +60,7 @@ def text_of(app, selector: str) -> str:
 
 
 def test_real_worker_runs_demos_in_one_process_and_streams_checks() -> None:
-    worker = DemoWorker()
+    worker = WorkerClient()
     try:
         ping = worker.request("ping", warm="block-diagonal").result(timeout=300)
         assert ping["torch"] is True and ping["pid"] == worker.pid
@@ -114,7 +116,7 @@ def test_cancel_stops_a_running_demo_at_its_next_step() -> None:
     [(2, 0.0, 2), (2, 0.6, 2), (2, 1.6, 1), (2, 11.0, 1), (16, 4.0, 13), (16, 40.0, 1)],
 )
 def test_threads_follow_the_machines_load(cores: int, load: float, threads: int) -> None:
-    assert demo_worker.threads_for_load(cores, load) == threads
+    assert threads_for_load(cores, load) == threads
 
 
 # --------------------------------------------------------------------------- the app
@@ -132,6 +134,9 @@ for line in sys.stdin:
         send({"ok": True, "result": {"pid": os.getpid()}})
     elif op == "cancel":
         send({"ok": True, "result": {}})
+    elif op == "grade":
+        send({"ok": True, "result": {"points": [{"id": "p1", "text": "t", "covered": True,
+              "score": 0.9, "sentence": f"pid {os.getpid()}"}], "seconds": 0.0}})
     elif op == "demo":
         check = {"name": "max |write outside slice|", "measured": 0.0, "expected": "== 0.0",
                  "passed": True, "detail": "", "kind": "identity"}
@@ -151,11 +156,11 @@ for line in sys.stdin:
 """
 
 
-def fake_worker(tmp_path: Path) -> tuple[DemoWorker, Path, Path]:
+def fake_worker(tmp_path: Path) -> tuple[WorkerClient, Path, Path]:
     script = tmp_path / "fake_worker.py"
     script.write_text(FAKE_WORKER, encoding="utf-8")
     log, gate = tmp_path / "requests.jsonl", tmp_path / "gate"
-    return DemoWorker([sys.executable, str(script), str(log), str(gate)]), log, gate
+    return WorkerClient([sys.executable, str(script), str(log), str(gate)]), log, gate
 
 
 def requests(log: Path) -> list[dict]:
@@ -169,8 +174,10 @@ async def test_app_warms_the_worker_streams_checks_and_reuses_it(tmp_path: Path)
     worker, log, gate = fake_worker(tmp_path)
     store = Store.open(tmp_path / "prep.db")
     # demo_command would fail: every run must go through the worker
-    app = make_app(store=store, demo_command=fake_demo_command(tmp_path, "crash"))
-    app.demo_worker = worker
+    app = make_app(
+        store=store, demo_command=fake_demo_command(tmp_path, "crash"), demo_worker=worker
+    )
+    assert app.grading.client is worker  # one worker process for demos and grading
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("enter")
         # the first card links a demo: the worker is warmed up while the card is read
@@ -203,17 +210,21 @@ async def test_app_warms_the_worker_streams_checks_and_reuses_it(tmp_path: Path)
         assert requests(log)[-1]["target"] == requests(log)[-2]["id"]
         await pilot.pause(0.2)
         assert len(store.demo_runs()) == 2  # a run the learner left is not recorded
+        # grading goes through the same process, which the Esc left running
+        rubric = Rubric.from_texts("q", ["t"])
+        grade = app.grading.grade(rubric, "an answer").result(timeout=30)
+        assert grade.points[0].sentence == first_pid and worker.starts == 1
     assert not worker.running  # the app closed it on the way out
 
 
 @async_test
 async def test_a_worker_error_is_one_line_and_the_app_lives_on(tmp_path: Path) -> None:
     app = make_app()
-    app.demo_worker = DemoWorker([sys.executable, "-c", "raise SystemExit(4)"])
+    app.demo_worker = WorkerClient([sys.executable, "-c", "raise SystemExit(4)"])
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("enter", "space", "r")
         demo = app.screen
         await wait_until(pilot, lambda: not demo.running)
-        assert "the demo worker stopped" in text_of(app, "#demo-status")
+        assert "the worker stopped" in text_of(app, "#demo-status")
         await pilot.press("escape", "3")
         assert isinstance(app.screen, ReviewScreen) and app.screen.card.id == "wo-shape"

@@ -77,7 +77,7 @@ def test_json_round_trip_is_lossless(filled: Store, tmp_path: Path) -> None:
     assert data["format"] == "prep-export" and data["version"] == 1
     assert data["exported_at"] == "2026-03-02T09:00:00.000000Z"
     assert len(data["reviews"]) == filled.count_reviews() > 4
-    assert set(data["reviews"][0]) == set(ex.REVIEW_COLUMNS)
+    assert set(data["reviews"][0]) == {*ex.REVIEW_COLUMNS, "params"}
     assert isinstance(data["reviews"][-1]["next"], dict)
     assert data["demo_runs"][0]["metrics"]["note"] == "ünïcode"
 
@@ -334,6 +334,7 @@ def test_out_of_range_values_are_clear_errors(
     assert message in result.stderr
     with Store.open(dst) as store:
         empty = {"settings": None, "cards": [], "reviews": [], "demo_runs": [], "marks": []}
+        empty["params"] = {}
         assert snapshot(store) == empty
 
 
@@ -343,7 +344,7 @@ def test_truncated_csv_names_the_line(filled: Store, tmp_path: Path) -> None:
     cut = lines[:4] + [lines[4][:25]]
     (tmp_path / "p.csv").write_text("\n".join(cut))
     with Store.open(tmp_path / "dst.db") as dst:
-        with pytest.raises(ex.ExportError, match=r"p\.csv:5: expected 7 fields, found \d"):
+        with pytest.raises(ex.ExportError, match=r"p\.csv:5: expected 10 fields, found \d"):
             importer.import_file(dst, tmp_path / "p.csv")
         assert dst.count_reviews() == 0
 

@@ -128,6 +128,7 @@ def test_a_hand_edited_time_skips_its_card_with_a_message(
 
 @pytest.mark.parametrize("side", ["cards", "marks", "demo_runs", "settings", "CARDS"])
 def test_a_csv_export_named_like_a_side_file_is_refused(tmp_path: Path, side: str) -> None:
+    Store.open(tmp_path / "p.db").close()  # (read-only commands create no database)
     db = tmp_path / "p.db"
     old = tmp_path / "NAME.csv"
     old.write_text("an older export\n")

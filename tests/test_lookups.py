@@ -353,6 +353,7 @@ def test_cram_apkg_and_cited_cards_read_the_cache(tmp_path, parses, no_full_pars
     for p in decks.iterdir():
         os.utime(p, (t, t))
     db = tmp_path / "prep.db"
+    Store.open(db).close()  # (cram only reads: it creates no database, it fills one's cache)
     full = load_collection([decks], demo_names=demo_names())
     assert not full.errors, full.errors
     first = _prep(db, decks, "cram")
@@ -384,14 +385,14 @@ def test_a_v7_database_migrates_and_the_lookups_use_their_indexes(tmp_path, deck
         add_progress(store, coll, seed=5, fraction=0.4)
         before = build_queue(store, coll, FIXED_NOW, new_limit=30)
         cited = coll.ids_for_demo("dla")
-        # as a v7 prep left it
-        store.conn.execute("DROP INDEX deck_cards_kind")
+        # as a v7 prep left it (v11 dropped deck_cards_kind again and indexes the ids)
+        store.conn.execute("DROP INDEX deck_cards_id")
         store.conn.execute("DROP INDEX deck_cards_demos")
         store.conn.execute("DROP INDEX cards_removed_state_due")
         store.conn.execute("CREATE INDEX cards_removed_state_due ON cards (removed, state, due)")
         store.set_meta("schema_version", "7")
     with Store.open(db) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 10
+        assert store.schema_version() == SCHEMA_VERSION == 11
         coll = deckcache.load(store, [decks], include_bundled=False)
         assert build_queue(store, coll, FIXED_NOW, new_limit=30) == before
         assert coll.ids_for_demo("dla") == cited and cited

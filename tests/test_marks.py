@@ -215,6 +215,7 @@ def test_prep_marks_lists_each_marked_card(
 
 
 def test_prep_marks_with_nothing_marked(db_path: Path, small_deck_dir: Path) -> None:
+    Store.open(db_path).close()  # (read-only commands create no database)
     result = cli(db_path, small_deck_dir, "marks")
     assert result.exit_code == 0 and result.output == "No suspended, buried or flagged cards.\n"
     data = json.loads(cli(db_path, small_deck_dir, "marks", "--json").output)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from prep.engine.store import SCHEMA_VERSION, Store, state_from_json
+from prep.engine.store.schema import REVIEW_COLUMNS_V1
 from tests.benchmarks import gencoll
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -81,9 +82,11 @@ def test_the_export_of_the_migrated_copy_is_the_v3_export(migrated) -> None:
     v3, copy = migrated
     want = v3_export(v3)
     with Store.open(copy) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 10
+        assert store.schema_version() == SCHEMA_VERSION == 11
         got = store.dump()
-    assert got["reviews"] == want["reviews"]
+    # (each review now also carries its id and parameters: this device's, by row id)
+    assert [{k: r[k] for k in REVIEW_COLUMNS_V1} for r in got["reviews"]] == want["reviews"]
+    assert [r["seq"] for r in got["reviews"]] == list(range(1, len(got["reviews"]) + 1))
     assert got["cards"] == want["cards"]
 
 

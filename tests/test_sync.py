@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from prep.engine.store import Mark, Store
 from prep.engine.study.scheduler import CardState, Scheduler
+from prep.engine.sync import journal
 from prep.engine.sync.run import sync
 from prep.tui.cli import main
 
@@ -31,7 +32,7 @@ def rate(store: Store, cid: str, rating: int, at: datetime) -> CardState:
 
     def decide(prev: CardState) -> CardState:
         when = at if prev.last_review is None else max(at, prev.last_review + timedelta.resolution)
-        return sched.review(prev, rating, when).state
+        return sched.review(prev, rating, when, store.next_review_key()).state
 
     return store.rate_card(CardState(id=cid), decide, rating, at, None, sched.replay_params())[2]
 
@@ -41,6 +42,7 @@ def view(store: Store) -> tuple:
     d = store.dump()
     cards = [{k: v for k, v in c.items() if k not in LOCAL} for c in d["cards"]]
     for r in d["reviews"]:  # the states in the log carry the deck flags of their time too
+        r["params"] = d["params"][r["params"]]  # (numbered per database)
         for side in ("prev", "next"):
             if r[side] is not None:
                 r[side] = {k: v for k, v in r[side].items() if k not in LOCAL}
@@ -191,7 +193,7 @@ def _put(path: Path, lines: list) -> None:
     "damage, message",
     [
         (lambda ls: ls[:1], "counts 1 entries"),
-        (lambda ls: [{**ls[0], "version": 2}, *ls[1:]], "newer prep"),
+        (lambda ls: [{**ls[0], "version": journal.VERSION + 1}, *ls[1:]], "newer prep"),
         (lambda ls: [{**ls[0], "device": "0" * 16}, *ls[1:]], "not its folder's"),
         (lambda ls: [ls[0], ["r", 1, "x\u001b[2J", 3, 0, None, "1"]], "card id"),
         (lambda ls: [ls[0], ["r", 1, "x", 9, 0, None, "1"]], "rating"),

@@ -1,5 +1,6 @@
-"""The app's sync (sync_dir set): in the background after the first screen, applied between
-cards, the summary line shown, and one more sync on quit."""
+"""The app's sync (sync_dir set): in the background once the first card is on screen,
+applied between cards, the summary line shown in a status line that stays, and one more sync
+on quit."""
 
 from __future__ import annotations
 
@@ -12,12 +13,19 @@ import pytest
 from prep.engine.store import Store
 from prep.engine.store import devices as local
 from prep.engine.sync.run import sync
+from prep.tui.screens.home import HomeScreen
 from prep.tui.screens.review import ReviewScreen
 from prep.tui.testing import NOW, fixed_collection, make_app
+from prep.tui.widgets.syncline import SyncLine
 from tests.test_sync import rate
 from tests.test_tui import async_test
 
 pytestmark = pytest.mark.usefixtures("utc_local_time")
+
+
+def line_of(screen) -> str:
+    widget = screen.query_one(SyncLine)
+    return str(widget.render()) if widget.display else ""
 
 
 @async_test
@@ -26,26 +34,55 @@ async def test_app_syncs_in_the_background_between_cards_and_on_quit(tmp_path: P
     folder.mkdir()
     card_ids = [c.id for c in fixed_collection().cards]
     with Store.open(tmp_path / "b.db") as b:  # the other machine studied the last card
+        local.set_name(b.conn, "laptop")
         rate(b, card_ids[-1], 3, NOW - timedelta(days=1))
         sync(b, folder)
     a = Store.open(tmp_path / "a.db")
     a.set_meta("sync_dir", str(folder))
     app = make_app(store=a)
     async with app.run_test(size=(100, 30)) as pilot:
-        for _ in range(200):  # the thread reads the folder
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen) and line_of(app.screen) == ""
+        await pilot.press("enter")  # study: the first card is shown, then the sync starts
+        assert isinstance(app.screen, ReviewScreen)
+        for _ in range(250):  # the thread reads the folder
             if app.syncer.pending is not None:
                 break
             await asyncio.sleep(0.02)
         assert app.syncer.pending is not None
-        await pilot.press("enter")  # study: the first card is shown
-        assert isinstance(app.screen, ReviewScreen)
+        assert a.card(card_ids[-1]) is None  # nothing applied under the card shown
         await pilot.press("space", "3")  # rated: the next card comes, after the sync applied
         await pilot.pause()
-        assert app.syncer.last_line is not None and "received 1 review" in app.syncer.last_line
         assert a.card(card_ids[-1]) is not None
+        shown = line_of(app.screen)
+        assert shown.startswith("Synced ")
+        assert "received 1 review from laptop, 1 card rescheduled" in shown
+        await pilot.press("space", "3")  # another card: the line stays
+        await pilot.pause()
+        assert line_of(app.screen) == shown
+        await pilot.press("escape")  # home: the same line there
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen) and line_of(app.screen) == shown
         await pilot.press("ctrl+c")
         await pilot.pause()
     me = local.device_id(a.conn)
     assert list((folder / me).glob("*.jsonl")), "the quit's sync wrote this device's journal"
-    assert a.count_reviews() == 2
+    assert a.count_reviews() == 3
+    a.close()
+
+
+@async_test
+async def test_a_failed_sync_says_so_in_the_line(tmp_path: Path) -> None:
+    a = Store.open(tmp_path / "a.db")
+    a.set_meta("sync_dir", str(tmp_path / "gone"))  # the folder is not there
+    app = make_app(store=a)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("enter")
+        for _ in range(250):
+            if app.syncer.status is not None:
+                break
+            await asyncio.sleep(0.02)
+        await pilot.pause()
+        assert "Sync failed:" in line_of(app.screen) and "no such folder" in line_of(app.screen)
+        await pilot.press("ctrl+c")
     a.close()

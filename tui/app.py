@@ -6,7 +6,7 @@ the loaded collection and the clock; screens (tui/base.py's PrepScreen) reach th
 is committed by the engine the moment it is made, so quitting at any point loses nothing.
 
 It never imports torch: demos run in a subprocess (``demo_command``) or the long-lived demo
-worker (tui/demoworker.py), whose output is streamed into the demo screen.
+worker (tui/worker.py, shared with grading), whose output is streamed into the demo screen.
 
 Size: about 660 lines: the app is where the session's services meet (the store and the first
 fill of the deck cache, the upgrade screen, the demo and grading workers, background sync,
@@ -55,10 +55,10 @@ if TYPE_CHECKING:
     from prep.engine.decks.fill import Fill
     from prep.engine.study.collection import Cards
     from prep.engine.study.mock import MockInterview
-    from prep.tui.demoworker import DemoWorker
     from prep.tui.grading import Grading
     from prep.tui.screens.fill import FillScreen
     from prep.tui.screens.upgrade import UpgradeScreen
+    from prep.tui.worker import WorkerClient
 
 DemoCommand = Callable[[str], list[str]]
 
@@ -68,6 +68,9 @@ UI_BUSY_TIMEOUT_MS = 100
 # Deck bytes to parse above which the first open shows the fill's progress (the bundled decks,
 # about 0.3 MB, parse in well under a second; 100k generated cards are about 40 MB)
 FILL_SCREEN_BYTES = 2_000_000
+# With sync_dir set, the background sync starts once the first card is on screen (it never
+# delays the first card); on home it starts after this many seconds
+SYNC_FROM_HOME_S = 2.0
 
 
 def default_demo_command(name: str) -> list[str]:
@@ -160,12 +163,13 @@ class PrepApp(App[int]):
         demos: dict[str, str] | None = None,
         theme: str | None = None,
         review_first: bool = False,
-        demo_worker: DemoWorker | None = None,
+        demo_worker: WorkerClient | None = None,
         grading: Grading | None = None,
         mock_first: MockInterview | None = None,
     ) -> None:
         super().__init__()
-        # one long-lived process for every demo of the session (None: a subprocess per run)
+        # one long-lived process for every demo and grade of the session (None: a subprocess
+        # per demo run, and grading's own worker)
         self.demo_worker = demo_worker
         self.review_first = review_first
         self.mock_first = mock_first  # `prep mock`: open on it, over home (Esc goes home)
@@ -193,7 +197,9 @@ class PrepApp(App[int]):
         # typed answers: the model worker, started the first time an answer is typed
         from prep.tui.grading import Grading
 
-        self.grading = grading if grading is not None else Grading()
+        if grading is None:  # one worker: grading shares the demos' process and its MiniLM
+            grading = Grading(demo_worker)
+        self.grading = grading
 
         from prep.tui.appsync import AppSync
 
@@ -382,7 +388,9 @@ class PrepApp(App[int]):
             )
         if self._heartbeat is None:
             self._heartbeat = self.set_interval(30, self.announce)
-            self.syncer.start()  # with sync_dir set: after the first screen is drawn
+            # with sync_dir set: once the first card is on screen (the review screen starts
+            # it), or after a while on home
+            self.set_timer(SYNC_FROM_HOME_S, self.syncer.start)
 
     def _show(self, screen: Screen) -> None:
         """Replace whatever is on the stack above the default screen with ``screen``."""
@@ -651,7 +659,7 @@ def run(
 ) -> int:
     """Run the app (blocking); returns the process exit code. ``review_first``: open on
     today's first card (`prep`, `prep quiz`) instead of home (`prep serve`'s page)."""
-    from prep.tui.demoworker import DemoWorker
+    from prep.tui.worker import WorkerClient
 
     app = PrepApp(
         db=db,
@@ -660,7 +668,7 @@ def run(
         new=new,
         limit=limit,
         review_first=review_first,
-        demo_worker=DemoWorker(),
+        demo_worker=WorkerClient(),
     )
     result = app.run()
     if app.return_code:

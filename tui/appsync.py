@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,8 @@ class AppSync:
         self.app = app
         self.pending: list[Any] | None = None  # journals read, to apply between cards
         self.sent = 0
-        self.last_line: str | None = None
+        self.last_line: str | None = None  # the last summary (None: none this session)
+        self.status: tuple[str, bool] | None = None  # (line, a warning) the SyncLine shows
         self._lock = threading.Lock()
         self._started = False
 
@@ -57,7 +59,7 @@ class AppSync:
                 if any(j.entries for j in journals):
                     backup.make(store, "sync")
         except (StoreError, SyncError, JournalError, backup.BackupError, OSError) as exc:
-            self.app.call_from_thread(self.app.notify, f"Sync: {exc}", severity="warning")
+            self.app.call_from_thread(self._say, f"Sync failed: {exc}", True)
             return
         with self._lock:
             self.pending = journals
@@ -69,20 +71,28 @@ class AppSync:
         if journals is None:
             return
         from prep.engine.store import StoreError
-        from prep.engine.sync import merge
-        from prep.engine.sync.run import SyncResult
-        from prep.engine.timeutil import fmt, utcnow
+        from prep.engine.sync.run import SyncResult, apply_journals
 
         store = self.app.store
         try:
-            with store.transaction():
-                applied = merge.apply(store, journals)
-                store.set_meta("sync_last", fmt(utcnow()))
+            applied = apply_journals(store, journals)
         except StoreError as exc:
-            self.app.notify(f"Sync not applied: {exc}", severity="warning")
+            self._say(f"Sync not applied: {exc}", True)
             return
         self.last_line = SyncResult(sent_reviews=self.sent, applied=applied).summary()
-        self.app.notify(self.last_line, title="Synced", timeout=8)
+        self._say(f"Synced {datetime.now().strftime('%H:%M')}: {self.last_line}")
+
+    def _say(self, line: str, warning: bool = False) -> None:
+        """Show ``line`` in the sync line of every screen open (it stays), and a warning
+        as a notification too."""
+        from prep.tui.widgets.syncline import SyncLine
+
+        self.status = (line, warning)
+        for screen in self.app.screen_stack:
+            for widget in screen.query(SyncLine):
+                widget.show(line, warning)
+        if warning:
+            self.app.notify(line, severity="warning")
 
     def on_quit(self) -> None:
         """A last sync as the app closes (what this session rated goes out at once)."""

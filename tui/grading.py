@@ -1,6 +1,7 @@
-"""Typed answers in the front ends: the card's rubric, the grader worker, and the verdict.
+"""Typed answers in the front ends: the card's rubric, the worker that grades, and the verdict.
 
-`Grading` is the app's one handle on the model worker (prep.tui.worker): it says whether
+`Grading` is the app's handle on grading through the one worker (prep.tui.worker, shared
+with the demos when the app passes its client): it says whether
 grading can run here (`hint()`: one line on what to install, or None), warms the worker up in
 the background and grades through it. Tests replace it with a fake of the same shape.
 """
@@ -50,7 +51,7 @@ class Grading:
         """Start the worker and let it load the model while the learner types (once)."""
         if self.hint() is None and not self._warmed:
             self._warmed = True
-            self.client.request("ping", warm=True)
+            self.client.warm("grader")
 
     def grade(self, rubric: Rubric, answer: str) -> Future[Grade]:
         """A Future of the Grade (raises prep.tui.worker.WorkerError on failure)."""

@@ -112,6 +112,7 @@ class Circuit:
     null_max: dict[str, float]  # path -> largest score over every pair and every shuffle
     null_mean: dict[str, float]  # path -> mean shuffled score
     drop: dict[str, float]  # path -> accuracy drop with layer 0 removed from that path only
+    drop_all_paths: float  # accuracy drop with layer 0 removed from queries, keys and values
     patterns: list[Tensor]  # per layer (n_heads, T, T): attention on the longest-chunk sequence
 
 
@@ -129,11 +130,12 @@ def measure(
         for p in PATHS:
             null[p].append(composition_table(shuffled, p).flatten())
     drop = {}
-    for p in PATHS:
-        logits = forward_without(params, obs.data.tokens, (p,))
+    for p in (*PATHS, "all"):
+        logits = forward_without(params, obs.data.tokens, PATHS if p == "all" else (p,))
         drop[p] = acc - float(
             decoder.in_context_accuracy(logits, obs.data.tokens, obs.data.predictable)
         )
+    drop_all_paths = drop.pop("all")
     return Circuit(
         accuracy=acc,
         duplicate=duplicate_token_scores(obs.cache.pattern[0], obs.data),
@@ -143,5 +145,6 @@ def measure(
         null_max={p: float(torch.cat(null[p]).max()) for p in PATHS},
         null_mean={p: float(torch.cat(null[p]).mean()) for p in PATHS},
         drop=drop,
+        drop_all_paths=drop_all_paths,
         patterns=[pat[shown].detach().cpu() for pat in obs.cache.pattern],
     )

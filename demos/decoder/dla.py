@@ -31,11 +31,15 @@ Pass bars:
   its ablation effect (sanity: nearly automatic, see above);
 - the layer-0 head whose ablation costs most has |DLA| at most a quarter of its ablation effect
   ("mostly indirect"; argued before the first run);
-- with a final LayerNorm, frozen-scale DLA over the effect of removing the head with LayerNorm
-  recomputed is at least LN_BAR = 1.2 for every layer-1 head at each of the three seeds: "DLA
-  overstates" must mean an error of at least a fifth, not a rounding. Honest note: this bar was
-  set after the audit had reported 1.5-1.75x; it sits well below that, and the alternative
-  (no LayerNorm, where the same ratio is 1.00) is in the contrast.
+- with a final LayerNorm, "frozen-scale DLA overstates what removing a layer-1 head does (the
+  LayerNorm recomputed)": argued from the claim and its null before the run (demos/BARS.md,
+  2026-12-01). Per seed the statistic is the least overstated layer-1 head's ratio (the claim is
+  about every head); its 95% Student-t interval over the three seeds (each seed a fresh batch, so
+  the spread holds training and sampling variance) must lie above 1 + the largest |ratio - 1| of
+  the null that matches the claim: the same heads, seeds and batches without a LayerNorm, where
+  nothing is frozen (there a last-layer head's removal is its DLA minus its mean write's DLA, so
+  the ratio is near 1, not exactly 1). No number is chosen by hand. It replaces LN_BAR = 1.2 ("at
+  least a fifth"), which was set after the audit had reported 1.5-1.75x.
 """
 
 from __future__ import annotations
@@ -55,7 +59,12 @@ CONTRAST_LABEL = "the same decoder without the LayerNorm, and untrained"
 CHECK_KINDS = {IDENTITY: 2, SANITY: 4, MEASUREMENT: 2}
 DIRECT_BAR = 0.5
 INDIRECT_BAR = 0.25
-LN_BAR = 1.2
+# 97.5% quantiles of Student's t by degrees of freedom (n_seeds - 1): the LayerNorm check's
+# interval over seeds. Three seeds ship, so df = 2; fewer than two seeds give no interval.
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571}
+# Sanity, not a claim: without LayerNorm a last-layer head's removal is its DLA minus its mean
+# write's DLA, zero in expectation on uniformly random targets; 5% allows a finite batch.
+NO_LN_TOLERANCE = 0.05
 
 
 @dataclass(frozen=True)
@@ -77,6 +86,7 @@ class Setup:
     top0: int  # the layer-0 head whose mean-ablation costs most
     ind: int  # layer-1 induction head
     ln_ratios: list[list[float]]  # per seed, per layer-1 head: frozen-scale DLA / LN-recomputed
+    plain_ratios: list[list[float]]  # the same without a LayerNorm (the null): DLA / removal
 
 
 def components(params: dict[str, torch.Tensor], obs: decoder.Observed) -> dict[str, torch.Tensor]:
@@ -137,7 +147,8 @@ def measure(
             ablation[(ly, h)] = float(base - correct_minus_mean(logits_h, obs.data).mean())
     top0 = max(range(model_cfg.n_heads), key=lambda h: ablation.get((0, h), 0.0))
     ind = int(decoder.induction_scores(obs.cache.pattern[1], obs.data).argmax())
-    return Setup(cfg, obs, parts, logits, dla, ablation, top0, ind, [ln_ratios(obs)])
+    ratios = [ln_ratios(obs)], [ln_ratios(obs, layernorm=False)]
+    return Setup(cfg, obs, parts, logits, dla, ablation, top0, ind, *ratios)
 
 
 def final_ln(x: torch.Tensor) -> torch.Tensor:
@@ -166,21 +177,43 @@ def ln_split(obs: decoder.Observed) -> tuple[torch.Tensor, torch.Tensor]:
     return total + p["b_U"], final_ln(x) @ p["W_U"] + p["b_U"]
 
 
-def ln_ratios(obs: decoder.Observed) -> list[float]:
+def ln_ratios(obs: decoder.Observed, *, layernorm: bool = True) -> list[float]:
     """Per layer-1 head: its frozen-scale DLA under a final LayerNorm over the drop of the same
-    logit difference when it is mean-ablated and the LayerNorm recomputed."""
+    logit difference when it is mean-ablated and the LayerNorm recomputed. With layernorm=False
+    the same ratio for the model as shipped (no LayerNorm, nothing frozen): the null."""
     p, x = obs.params, obs.cache.resid[-1]  # x: (B, T, d_model)
+    norm = final_ln if layernorm else (lambda v: v)
+    scale = sigma(x) if layernorm else torch.ones_like(x[..., :1])  # (B, T, 1)
     w1 = decoder.layer_params(p, 1)
-    base = correct_minus_mean(final_ln(x) @ p["W_U"], obs.data).mean()
+    base = correct_minus_mean(norm(x) @ p["W_U"], obs.data).mean()
     out = []
     for h in range(w1["W_O"].shape[0]):
         write = obs.cache.z[1][:, :, h] @ w1["W_O"][h]  # (B, T, d_model)
-        centred = write - write.mean(-1, keepdim=True)
-        frozen = correct_minus_mean(centred / sigma(x) @ p["W_U"], obs.data).mean()
+        centred = write - write.mean(-1, keepdim=True) if layernorm else write
+        frozen = correct_minus_mean(centred / scale @ p["W_U"], obs.data).mean()
         ablated = x - write + write.mean((0, 1))  # mean-ablated, LayerNorm recomputed below
-        effect = base - correct_minus_mean(final_ln(ablated) @ p["W_U"], obs.data).mean()
+        effect = base - correct_minus_mean(norm(ablated) @ p["W_U"], obs.data).mean()
         out.append(float(frozen / effect) if float(effect) > 0 else float("inf"))
     return out
+
+
+def lower_bound(values: list[float]) -> float:
+    """The lower end of the 95% Student-t interval of the mean of `values` (NaN for fewer than
+    two values, or more than T975 covers: no interval, so a check on it fails)."""
+    n = len(values)
+    if n - 1 not in T975:
+        return float("nan")
+    mean = sum(values) / n
+    sd = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5
+    return mean - T975[n - 1] * sd / n**0.5
+
+
+def overstatement(setup: Setup) -> tuple[float, float]:
+    """(lower 95% bound over seeds of the least overstated layer-1 head's ratio, the bar:
+    1 + the largest |ratio - 1| without a LayerNorm over the same heads and seeds)."""
+    low = lower_bound([min(seed) for seed in setup.ln_ratios])
+    null = max(abs(r - 1.0) for seed in setup.plain_ratios for r in seed)
+    return low, 1.0 + null
 
 
 def build(cfg: Config, device: torch.device, gen: torch.Generator) -> Setup:
@@ -190,7 +223,9 @@ def build(cfg: Config, device: torch.device, gen: torch.Generator) -> Setup:
     for path in circuit.seed_files()[1:]:  # the LayerNorm comparison at the other two seeds
         _, other, _ = decoder.load(path, device=device)
         other = {k: v.to(DTYPE) for k, v in other.items()}
-        setup.ln_ratios.append(ln_ratios(decoder.observe(model_cfg, other, cfg.n_sequences, gen)))
+        obs = decoder.observe(model_cfg, other, cfg.n_sequences, gen)
+        setup.ln_ratios.append(ln_ratios(obs))
+        setup.plain_ratios.append(ln_ratios(obs, layernorm=False))
     return setup
 
 
@@ -213,8 +248,8 @@ def check(setup: Setup) -> list[Check]:
     top_abl = max(layer1, key=setup.ablation.__getitem__)
     ind, top0 = (1, setup.ind), (0, setup.top0)
     ln_total, ln_logits = ln_split(setup.obs)
-    ratios = [r for seed in setup.ln_ratios for r in seed]
     per_seed = "; ".join(", ".join(f"{r:.2f}" for r in seed) for seed in setup.ln_ratios)
+    low, ln_bar = overstatement(setup)
     automatic = (
         "a layer-1 head's ablation effect is its DLA minus its mean write's DLA, which favours "
         "no random token: agreement is nearly automatic"
@@ -270,17 +305,19 @@ def check(setup: Setup) -> list[Check]:
             bar="'mostly indirect': at most a quarter of its effect is direct; ranking heads by "
             "DLA would then put the most important head near the bottom",
         ),
-        harness.at_least(
+        Check(
             f"with a final LayerNorm: frozen-scale DLA / effect of removing the head with "
-            f"LayerNorm recomputed, smallest over layer-1 heads and {len(setup.ln_ratios)} seeds "
-            f"(per seed: {per_seed})",
-            min(ratios),
-            LN_BAR,
+            f"LayerNorm recomputed; the least overstated layer-1 head per seed, lower end of its "
+            f"95% t-interval over {len(setup.ln_ratios)} seeds (per seed, every head: {per_seed})",
+            low,
+            f"> {ln_bar:.4g}",
+            low > ln_bar,
             "freezing the scale is harmless here: removing a head changes sigma too little to "
             "matter",
-            kind=MEASUREMENT,
-            bar="an overstatement of at least a fifth, not a rounding; without LayerNorm the "
-            "same ratio is 1.00 (contrast)",
+            MEASUREMENT,
+            "1 + the largest |DLA / removal - 1| of the same heads, seeds and batches without "
+            "a LayerNorm, where nothing is frozen (the null); argued before the run, "
+            "demos/BARS.md",
         ),
     ]
 
@@ -289,16 +326,18 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
     """Without the LayerNorm DLA is what removing a layer-1 head does; the untrained decoder's
     heads attribute nothing."""
     model_cfg = setup.obs.cfg
-    plain = [setup.dla[(1, h)] / setup.ablation[(1, h)] for h in range(model_cfg.n_heads)]
+    plain = [abs(r - 1.0) for seed in setup.plain_ratios for r in seed]
     untrained = decoder.untrained(model_cfg, gen, DTYPE)
     fresh = measure(setup.cfg, model_cfg, untrained, gen, False, ablate=False)  # reads its DLA
     return [
         harness.at_most(
-            "without LayerNorm: DLA / effect of removing the head, largest over layer-1 heads",
+            f"without LayerNorm: |DLA / effect of removing the head - 1|, largest over layer-1 "
+            f"heads and {len(setup.plain_ratios)} seeds",
             max(plain),
-            LN_BAR,
+            NO_LN_TOLERANCE,
             kind=SANITY,
-            bar="the same bar: without a scale to recompute, DLA and removal agree (see above)",
+            bar="without a scale to recompute, a last-layer head's removal is its DLA minus its "
+            "mean write's DLA, zero in expectation on random targets; 5% allows a finite batch",
         ),
         harness.at_most(
             "untrained: largest head DLA to the correct token",

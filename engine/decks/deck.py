@@ -408,7 +408,7 @@ def _parse_card(
     for key, key_line in getattr(raw, "duplicate_keys", []):
         err(key_line, f"{label}: field {quoted(key)} appears twice")
         ok = False
-    for key in raw:
+    for key in () if CARD_KEYS.issuperset(raw) else raw:
         if key not in CARD_KEYS:
             known = ", ".join(sorted(CARD_KEYS))
             err(at(key), f"{label}: unknown field {quoted(key)} (known fields: {known})")
@@ -456,7 +456,12 @@ def _parse_card(
             else:
                 lists[key] = value
 
-    for key in ("prompt", "answer", "explain", "analogy", *lists):
+    texts = [raw[key] for key in ("prompt", "answer", "explain", "analogy") if _text(raw.get(key))]
+    for value in lists.values():
+        texts += value
+    # one search over every text first: the loop below only runs to say which field
+    checked = ("prompt", "answer", "explain", "analogy", *lists)
+    for key in checked if CONTROL.search("\n".join(texts)) else ():
         values = lists.get(key) or ((raw[key],) if _text(raw.get(key)) else ())
         for text in values:
             why = _control_problem(text)
@@ -540,8 +545,13 @@ def _deck_order(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
+# A file of more cards than this whose tail is only trivial items (``- {}``, ``-``) has the
+# tail counted, not read, while the problems of the cards before it reach the cap (fastyaml.skim).
+CARDS_READ_FIRST = 1000
+
+
 def parse_deck_text(
-    text: str, file: str, default_name: str
+    text: str, file: str, default_name: str, *, cards_budget: int | None = CARDS_READ_FIRST
 ) -> tuple[DeckInfo | None, list[Card], list[DeckError]]:
     """Parse one deck's YAML text. Returns (info, cards, errors); never raises on bad input."""
     import yaml  # here, not at the top: the deck cache serves unchanged decks without it
@@ -550,7 +560,7 @@ def parse_deck_text(
 
     errors: list[DeckError] = []
     try:
-        data = load_yaml(text)
+        data = load_yaml(text, cards_budget=cards_budget)
     except Refused as exc:
         return None, [], [DeckError(file, exc.line, exc.message)]
     except RecursionError:
@@ -627,9 +637,10 @@ def parse_deck_text(
     )
     cards = []
     fallback = key_lines.get("cards", 1)
+    unread = getattr(raw_cards, "skipped", 0)  # trivial items the reader counted, not read
     for n, raw in enumerate(raw_cards):
         if len(errors) >= MAX_ERRORS_PER_FILE:  # a file of broken cards: stop here, say so
-            rest = len(raw_cards) - n
+            rest = len(raw_cards) + unread - n
             errors.append(
                 DeckError(
                     file,
@@ -645,6 +656,9 @@ def parse_deck_text(
         if card is not None:
             cards.append(card)
             info.card_ids.append(card.id)
+    else:
+        if unread:  # the cap was not reached: the unread items are needed after all
+            return parse_deck_text(text, file, default_name, cards_budget=None)
     return info, cards, errors
 
 

@@ -16,9 +16,11 @@ only when it changed:
 
 The checks across files (duplicate ids, missing parents, parent cycles, unknown demos) run
 again whenever the set of files, any file's content or the list of demos changed; otherwise
-their result is read back with the cards. Cards are not built at open: the collection holds a
-light outline (id, deck, parent) and builds a Card from its cached fields the first time it
-is asked for (``get``), or all at once when a caller walks ``cards``.
+their result is read back with the cards (and each file's card count). Nothing per card is
+read at open: the collection finds a card by its id (the cache's id index) and builds it from
+its cached fields the first time it is asked for (``get``); the outline of every card (id,
+deck, parent) is read only when a caller walks every card (``cards``, ``refs``), so that the
+cold open costs what the day's cards need, not the collection's size.
 
 Progress is reconciled with the decks (the store's reconcile) only when the decks changed
 since the last reconciliation, in SQL against the cached outline, never by hashing every card.
@@ -28,9 +30,10 @@ dropped as the decks load; those of files only not named this time are kept (``_
 
 ``prep check`` does not use the cache: it parses and validates every file.
 
-Size: about 690 lines: the loader (``load``, the format key, filling the cache with its
+Size: about 770 lines: the loader (``load``, the format key, filling the cache with its
 progress) and the collection it returns (``CachedCollection``, which reads the cache lazily)
-share the cache's layout. The next split is ``CachedCollection`` into its own module.
+share the cache's layout. The next split is ``CachedCollection`` into its own module (left
+for after this round's merges: several issues edit it).
 """
 
 from __future__ import annotations
@@ -40,12 +43,11 @@ import hashlib
 import json
 import os
 import time
-from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, fields
-from functools import cache
+from functools import cache, partial
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
@@ -157,17 +159,28 @@ def card_from_fields(
 
 
 class CachedCollection(Collection):
-    """A Collection over the deck cache: only the ids in memory (in order, with where each
-    card is cached); a Card is built the first time it is asked for, and the outline (deck,
-    parent, demos of every card) is read only by the calls that walk every card."""
+    """A Collection over the deck cache that reads no more than it is asked for: opening it
+    reads each file's size (kept in the assembly) and nothing per card; a card is found by
+    its id through the cache's id index and built the first time it is asked for
+    (``get``); the map of every id, and the outline (deck, parent, demos of every card), are
+    read only by the calls that walk every card (``cards``, ``refs``, ``in_deck``...).
+
+    Which cards are in it is fixed when it is loaded: the loaded files (in order, each with
+    the hash of the text cached for it) less the cards the checks across files left out
+    (``excluded``: duplicate ids, usually none). The cache is read live, so a row counts only
+    while its file still holds the text loaded: once another prep has parsed an edited file,
+    that file's rows are not this collection's, but a card found before (the day's queue: its
+    due cards looked up, its new cards read) is followed to where it is now by ``get``."""
 
     def __init__(
         self,
         store: Store,
         files: list[tuple[str, str]],
-        rows: dict[str, list[tuple[int, str, int]]],
+        sizes: dict[str, int],
         decks: dict[str, DeckInfo],
         errors: list[DeckError],
+        excluded: AbstractSet[tuple[str, int]] = frozenset(),
+        fids: dict[str, tuple[int, str]] | None = None,
     ) -> None:
         # Collection's own fields, but ``cards`` is built on demand (see the property)
         self.decks = decks
@@ -175,27 +188,67 @@ class CachedCollection(Collection):
         self.warnings: list[DeckError] = []
         self._store = store
         self._files = files  # (cache key, shown name) of each file, in order
-        # the cards kept of each file (not left out as duplicates: their ids are unique)
-        self._kept = {key: _kept(rows[key]) for key, _ in files}
-        self._count = sum(map(len, self._kept.values()))
+        self._shown = dict(files)
+        self._place = {key: i for i, (key, _) in enumerate(files)}  # a file's place in order
+        self._sizes = sizes  # the cards kept of each file
+        self._excluded = excluded  # (key, line) of each card left out (a duplicate id)
+        self._count = sum(sizes.values())
+        # each file's id in the cache and the hash of the text loaded (read at load)
+        self._fids = store.deck_cache_fids(self._shown) if fids is None else fids
+        self._key_of = {fid: key for key, (fid, _) in self._fids.items()}
+        self._found: dict[str, tuple[str, int, str] | None] = {}  # ids looked up one by one
+        self._rows: dict[str, list[tuple[int, str, int]]] = {}  # each file's kept rows, read once
         self._where_map: dict[str, tuple[str, int, str]] | None = None
         self._built: dict[str, Card] = {}
         self._refs: list[CardRef] | None = None
         self._all: list[Card] | None = None
         self._citing: list[tuple[str, tuple[str, ...]]] | None = None  # cards citing a demo
 
+    def _kept(self, key: str) -> list[tuple[int, str, int]]:
+        """(line, id, dup) of the cards of one file that are in the collection, in order
+        (read from the cache's covering index the first time a file is walked)."""
+        rows = self._rows.get(key)
+        if rows is None:
+            # (none once another prep has parsed an edited file: not this collection's rows)
+            rows = self._store.deck_cache_ids(key) if self._unchanged(key) else []
+            if self._excluded:
+                rows = [r for r in rows if (key, r[0]) not in self._excluded]
+            self._rows[key] = rows
+        return rows
+
     @property
     def _where(self) -> dict[str, tuple[str, int, str]]:
-        """id -> (key, line, shown) of each card kept, built on first use (`prep stats` needs
-        only the counts); by map/zip, not a Python loop per card."""
+        """id -> (key, line, shown) of every card kept, built on first use by the calls that
+        walk every card (the queue, a card shown, the counts never need it); by map/zip, not
+        a Python loop per card."""
         if self._where_map is None:
             where: dict[str, tuple[str, int, str]] = {}
             for key, shown in self._files:
-                kept = self._kept[key]
+                kept = self._kept(key)
                 places = zip(repeat(key), map(_LINE, kept), repeat(shown))
                 where.update(zip(map(_ID, kept), places, strict=True))
             self._where_map = where
         return self._where_map
+
+    def _locate(self, card_id: str) -> tuple[str, int, str] | None:
+        """(key, line, shown) of the card ``card_id``: from the map of every id once it is
+        built, else one lookup in the cache's id index (its entry in the first loaded file
+        that holds it and did not leave it out)."""
+        if self._where_map is not None:
+            return self._where_map.get(card_id)
+        if card_id in self._found:
+            return self._found[card_id]
+        best: tuple[int, str, int] | None = None
+        for fid, line, sha in self._store.deck_cache_locate(card_id):
+            key = self._key_of.get(fid)
+            if key is None or sha != self._fids[key][1] or (key, line) in self._excluded:
+                continue  # a file not loaded here or parsed again since, or a card left out
+            if best is None or (self._place[key], line) < best[::2]:
+                best = (self._place[key], key, line)
+        found = None if best is None else (best[1], best[2], self._shown[best[1]])
+        if len(self._found) < 100_000:  # (a caller walking every id builds the map instead)
+            self._found[card_id] = found
+        return found
 
     def refs(self) -> list[CardRef]:
         """Every card's outline, in order (read from the cache on first use)."""
@@ -234,7 +287,7 @@ class CachedCollection(Collection):
         card = self._built.get(card_id)
         if card is not None:
             return card
-        where = self._where.get(card_id)
+        where = self._locate(card_id)
         if where is None:
             return None
         key, line, shown = where
@@ -247,14 +300,14 @@ class CachedCollection(Collection):
     def content_hash_now(self, card_id: str) -> str | None:
         """The hash of the card's text in the deck cache now: another prep may have re-read
         an edited deck since this collection was loaded."""
-        where = self._where.get(card_id)
+        where = self._locate(card_id)
         if where is None:
             return None
         row = self._store.deck_cache_card(where[0], where[1], card_id)
         return None if row is None else row[5]
 
     def __contains__(self, card_id: object) -> bool:
-        return card_id in self._where
+        return isinstance(card_id, str) and self._locate(card_id) is not None
 
     def __len__(self) -> int:
         return self._count  # len(self._where), without building it
@@ -274,18 +327,16 @@ class CachedCollection(Collection):
             self._citing = [
                 (cid, _demos(demos))
                 for key, _ in self._files
+                if self._unchanged(key)
                 for line, cid, demos in self._store.deck_cache_citing(key)
-                if self._kept_at(key, line, cid)
+                if (key, line) not in self._excluded
             ]
         return [cid for cid, demos in self._citing if name in demos]
 
-    def _kept_at(self, key: str, line: int, cid: str) -> bool:
-        """Whether the card ``cid`` at ``line`` of file ``key`` is one of this collection's
-        (another prep may have parsed an edited file since): by bisection in the file's kept
-        rows, without the map of every id."""
-        kept = self._kept[key]
-        i = bisect_left(kept, (line,))
-        return i < len(kept) and kept[i][0] == line and kept[i][1] == cid
+    def _unchanged(self, key: str) -> bool:
+        """Whether the cache still holds the text of file ``key`` this collection loaded."""
+        entry = self._fids.get(key)
+        return entry is not None and self._store.deck_cache_sha(entry[0]) == entry[1]
 
     def in_deck(self, deck: str | None) -> list[Card]:
         """The cards of ``deck`` (all cards for None), in order: a deck is one file, whose
@@ -311,7 +362,7 @@ class CachedCollection(Collection):
         """How many cards of each deck have no progress, from two counts: the deck's size
         and its cards with progress (grouped in SQL over the live cards, which ``load``'s
         reconciliation keeps to these decks), without reading the cards one by one."""
-        seen = {deck: n for deck, (n, _) in store.deck_progress(0.0).items()}
+        seen = store.seen_per_deck()
         return {deck: max(0, n - seen.get(deck, 0)) for deck, n in self.deck_sizes().items()}
 
     def _deck_files(
@@ -328,10 +379,23 @@ class CachedCollection(Collection):
         return [(i, key) for i, (key, shown) in enumerate(self._files) if shown in named]
 
     def deck_sizes(self) -> dict[str, int]:
-        return {
-            name: sum(len(self._kept[key]) for _, key in self._deck_files(name))
-            for name in self.decks
-        }
+        """Cards per deck, from each file's count (one pass over the files)."""
+        deck_of = {info.file: name for name, info in self.decks.items()}
+        sizes = dict.fromkeys(self.decks, 0)
+        for key, shown in self._files:
+            name = deck_of.get(shown)
+            if name is not None:
+                sizes[name] += self._sizes[key]
+        return sizes
+
+    def deck_ids(self, key: str) -> list[str]:
+        """The ids of the file ``key``'s valid cards that are in the collection, in order (as
+        load_collection: a duplicate id is listed under both decks, its card is the first)."""
+        rows = self._store.deck_cache_ids(key) if self._unchanged(key) else []
+        if not any(k == key for k, _ in self._excluded):
+            return list(map(_ID, rows))  # every card of the file was kept
+        where = self._where
+        return [cid for _, cid, _ in rows if cid in where]
 
     def new_card_groups(
         self,
@@ -363,9 +427,13 @@ class CachedCollection(Collection):
             after, size = None, 2  # the first card places the group; then growing steps
             while True:
                 rows = self._store.deck_cache_unseen_from(key, kind, after, size, level)
+                if not self._unchanged(key):
+                    break  # parsed again by another prep since: not this collection's rows
                 for row_key, cid, deck, parent, parent_seen in rows:
-                    # as ``unseen``: only this collection's cards are served
-                    if self._kept_at(key, row_key & 0xFFFFFFFF, cid):
+                    line = row_key & 0xFFFFFFFF
+                    if (key, line) not in self._excluded:
+                        # found here: followed by ``get`` even once another prep re-reads it
+                        self._found.setdefault(cid, (key, line, self._shown[key]))
                         yield (level, rank, order, row_key), cid, deck, kind, parent, parent_seen
                 if len(rows) < size:
                     break
@@ -379,12 +447,31 @@ class CachedCollection(Collection):
         return (u for u in self._store.deck_cache_unseen(deck) if u[0] in self._where)
 
 
-_LINE, _ID, _DUP = itemgetter(0), itemgetter(1), itemgetter(2)  # of deck_cache_ids' rows
+_LINE, _ID = itemgetter(0), itemgetter(1)  # of deck_cache_ids' rows
 
 
-def _kept(rows: list[tuple[int, str, int]]) -> list[tuple[int, str, int]]:
-    """The rows of one file not left out as duplicates (usually all of them, as they are)."""
-    return [r for r in rows if not r[2]] if any(map(_DUP, rows)) else rows
+class _CachedDeckInfo(DeckInfo):
+    """A deck of the cached collection: its card ids are read from the cache the first time
+    they are asked for (a cold open needs the deck's name and size, not its ids)."""
+
+    _ids: list[str] | None
+    _read: Callable[[], list[str]]
+
+    @classmethod
+    def of(cls, info: DeckInfo, read: Callable[[], list[str]]) -> _CachedDeckInfo:
+        out = cls(**{f.name: getattr(info, f.name) for f in fields(DeckInfo)})
+        out._ids, out._read = None, read
+        return out
+
+    @property  # type: ignore[override]  # (a field of DeckInfo, read on first use here)
+    def card_ids(self) -> list[str]:
+        if self._ids is None:
+            self._ids = self._read()
+        return self._ids
+
+    @card_ids.setter
+    def card_ids(self, value: list[str]) -> None:
+        self._ids = value
 
 
 def _demos(text: str) -> tuple[str, ...]:
@@ -399,7 +486,32 @@ def _refs(store: Store, key: str, shown: str) -> list[CardRef]:
 
 
 def _parse(text: str, shown: str, stem: str):
-    return parse_deck_text(text, shown, stem)
+    return parse_rows(text, shown, stem)
+
+
+def parse_rows(
+    text: str, shown: str, stem: str
+) -> tuple[DeckInfo | None, list[tuple[Any, ...]], list[DeckError]]:
+    """``parse_deck_text`` with each card as the row the cache stores: done where the file is
+    parsed (in a worker of the parse pool, for a big fill), so that the process filling the
+    cache only writes rows."""
+    info, cards, errors = parse_deck_text(text, shown, stem)
+    rows = [
+        (
+            c.line,
+            c.id,
+            c.deck,
+            c.parent,
+            ",".join(c.demos),
+            list(c.tags),
+            c.content_hash,
+            card_fields(c),
+            c.kind,
+            c.level_rank,
+        )
+        for c in cards
+    ]
+    return info, rows, errors
 
 
 def load(
@@ -497,9 +609,9 @@ def _fill_files(
                 if fill is not None and progress is not None:
                     fill.stage, fill.file = PARSE, shown
                     progress(fill)
-                info, cards, errors = pool.result(key, _parse, text, shown, path.stem)
+                info, rows, errors = pool.result(key, _parse, text, shown, path.stem)
                 if fill is not None and progress is not None:
-                    fill.stage, fill.cards = STORE, fill.cards + len(cards)
+                    fill.stage, fill.cards = STORE, fill.cards + len(rows)
                     progress(fill)
                 store.deck_cache_put(
                     key,
@@ -512,21 +624,7 @@ def _fill_files(
                     info=None if info is None else _info_json(info),
                     declared=[] if info is None else info.declared,
                     errors=[(e.line, e.message) for e in errors],
-                    cards=[
-                        (
-                            c.line,
-                            c.id,
-                            c.deck,
-                            c.parent,
-                            ",".join(c.demos),
-                            list(c.tags),
-                            c.content_hash,
-                            card_fields(c),
-                            c.kind,
-                            c.level_rank,
-                        )
-                        for c in cards
-                    ],
+                    cards=rows,
                 )
             if fill is not None and st is not None:
                 fill.files_done += 1
@@ -574,31 +672,34 @@ def _assemble(
         ]
         _check_aliases(store, coll, order, refs_by_file)
         renamed = {info.file: name for name, info in coll.decks.items()}
+        dropped = {(key, line) for key, line in excluded}
         assembled = {
             "errors": [[e.file, e.line, e.message] for e in coll.errors],
             "excluded_keys": excluded,
             "renamed": renamed,
+            # the cards each file keeps: a later open counts without reading them
+            "sizes": {
+                key: sum((key, r.line) not in dropped for r in refs_by_file[key]) for key in keys
+            },
         }
         store.deck_cache_save_assembly(state_key, keys, assembled)
-    rows = {key: store.deck_cache_ids(key) for key in keys}  # (line, id, duplicate)
+    left_out = frozenset((key, line) for key, line in assembled["excluded_keys"])
+    sizes = assembled.get("sizes")  # (an assembly saved before sizes were kept: counted)
+    if sizes is None or set(sizes) != set(keys):
+        counts = store.deck_cache_counts(keys)
+        sizes = {key: counts[key] - sum(k == key for k, _ in left_out) for key in keys}
     decks: dict[str, DeckInfo] = {}
     errors = [DeckError(f, line, m) for f, line, m in assembled["errors"]]
-    coll = CachedCollection(store, order, rows, decks, errors)
+    coll = CachedCollection(store, order, sizes, decks, errors, left_out)
+    # (it reads each file's id and hash now: what it serves is what was loaded)
     coll.warnings = warnings
     for key, shown in order:
         info, _ = _info_and_errors(parsed[key], shown, [])
         if info is None or shown not in assembled["renamed"]:
             continue  # unparsable, or its deck name is already used (its cards left out)
         info.name = assembled["renamed"][shown]
-        # as load_collection: the file's valid ids that are in the collection (a duplicate
-        # id is listed under both decks, its card is the first one)
-        file_rows = rows[key]
-        if any(map(_DUP, file_rows)):
-            where = coll._where  # `cid in coll`, without a method call per card
-            info.card_ids = [cid for _, cid, _ in file_rows if cid in where]
-        else:  # every card of the file was kept, so is in the collection
-            info.card_ids = list(map(_ID, file_rows))
-        decks[info.name] = info
+        # its card ids, read from the cache when first asked for (a plan, a deck's list)
+        decks[info.name] = _CachedDeckInfo.of(info, partial(coll.deck_ids, key))
     if store.deck_reconcile_key() != state_key:
         if fill is not None and progress is not None and fill.files_total:
             fill.stage = RECONCILE

@@ -7,20 +7,13 @@ the database serves unchanged decks without parsing them, so the app starts with
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import yaml
 
+from prep.engine.decks.fastyaml import Undecided, _LineDict, fast_load
 from prep.engine.decks.refusal import MAX_DEPTH, Refused, one_line
-
-
-class _LineDict(dict):
-    """A dict that remembers the 1-based line of itself and of each key."""
-
-    line: int = 0
-    key_lines: dict[Any, int]
-    duplicate_keys: list[tuple[Any, int]]
-
 
 # The C parser (libyaml) when PyYAML has it: same nodes and marks, several times faster.
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -103,9 +96,29 @@ def _first_alias_line(text: str) -> int | None:
     return None
 
 
-def load_yaml(text: str) -> Any:
+def load_yaml(text: str, *, fast: bool = True, cards_budget: int | None = None) -> Any:
     """The YAML document in ``text``, built with line numbers; raises yaml.YAMLError or
-    Refused before building anything unsafe."""
+    Refused before building anything unsafe. The plain decks most files are go through
+    fastyaml's reader (the same objects, several times faster); whatever it does not decide,
+    and everything with ``fast=False``, through the hardened loader below. ``cards_budget``:
+    see fastyaml.fast_load (the hardened loader reads every card)."""
+    # a deck is many small containers, none of them garbage: the cyclic collector would walk
+    # them again and again (it more than doubled the read of a 2 MB deck of empty cards)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load(text, fast, cards_budget)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _load(text: str, fast: bool, cards_budget: int | None) -> Any:
+    if fast:
+        try:
+            return fast_load(text, cards_budget)
+        except Undecided:
+            pass
     loader = _LineLoader(text)
     try:
         node = loader.get_single_node()

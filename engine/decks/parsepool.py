@@ -1,7 +1,7 @@
 """Parsing many deck files on every core: the first open of a large collection (100k cards in
 a few dozen files) spends most of its time in the YAML parser, one file at a time.
 
-`ParsePool` hands each file's text to `deck.parse_deck_text` in worker processes (forked, or
+`ParsePool` hands each file's text to `deckcache.parse_rows` in worker processes (forked, or
 spawned when the caller runs other threads) and gives the results back in the caller's order. The
 parse is the same function on the same text, so every refusal of the hardened loader holds;
 a worker that fails for any reason (a crash, a broken pool) makes that file parse here, as it
@@ -16,8 +16,6 @@ import os
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
-
-from prep.engine.decks.deck import parse_deck_text
 
 # Below this many bytes to parse, worker processes cost more than they save (starting one
 # and importing the parser is ~0.3 s; the parser reads about 2 MB/s here).
@@ -41,13 +39,17 @@ def _context() -> Any:
 
 
 def _parse_quietly(text: str, shown: str, stem: str) -> Any:
+    # the rows the cache stores, built here (card text to JSON, content hashes): the filling
+    # process only writes them (deckcache imports this module, so it is imported here)
+    from prep.engine.decks.deckcache import parse_rows
+
     gc.disable()  # a worker builds many small objects and frees them at exit
-    return parse_deck_text(text, shown, stem)
+    return parse_rows(text, shown, stem)
 
 
 class ParsePool:
     """`submit(key, text, shown, stem)` for each file to parse, then `result(key, parse)`:
-    the (info, cards, errors) of that file, from a worker or, failing that, from `parse`."""
+    the (info, rows, errors) of that file, from a worker or, failing that, from `parse`."""
 
     def __init__(self, jobs: list[tuple[str, str, str, str]], total_bytes: int) -> None:
         self._futures: dict[str, Future[Any]] = {}

@@ -6,6 +6,7 @@ Part of the one `Store` (engine/store/__init__.py combines the tables' classes).
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal
@@ -265,6 +266,15 @@ class CardsStore(StoreCore):
             [mature_days],
         )
         return {deck: (int(seen), int(mature)) for deck, seen, mature in rows}
+
+    def seen_per_deck(self) -> dict[str, int]:
+        """Per deck: cards with progress that are still in the decks, read from ``deck_seen``
+        (kept by triggers on this table since schema v11: nothing counted per card)."""
+        try:
+            rows = self.conn.execute("SELECT deck, n FROM deck_seen WHERE n > 0").fetchall()
+        except sqlite3.OperationalError:  # an older schema, read as it is
+            return {deck: n for deck, (n, _) in self.deck_progress(0.0).items()}
+        return dict(rows)
 
     def flagged(self, flag: Literal["leech", "changed"]) -> list[str]:
         """Ids of live cards marked as leeches, or whose text changed since their last review."""

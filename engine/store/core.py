@@ -53,7 +53,8 @@ class StoreError(Exception):
     """A problem with the progress database, with a one-line message for the user.
 
     ``kind`` says what went wrong, so a front end can say what to do: "read-only" (the file
-    or its folder cannot be written), "busy" (another prep holds a write lock), "damaged",
+    or its folder cannot be written), "missing" (a command that only reads found no database),
+    "busy" (another prep holds a write lock), "damaged",
     "write" (a full disk, an I/O error) or "other". ``retryable``: the same write may succeed
     if tried again (busy, a full disk)."""
 
@@ -299,9 +300,10 @@ class StoreCore:
     ) -> Self:
         """Open (creating on first use) the database at ``path`` (see resolve_db_path).
 
-        ``reading``: the caller only reads (stats, export). A database or folder that cannot
-        be written is then opened read-only instead of refused, and a schema version that
-        cannot be read does not stop it. ``progress``: called as an older database is
+        ``reading``: the caller only reads (stats, export). A database that does not exist is
+        then refused (nothing is created: no file, no folder), one that cannot be written is
+        opened read-only instead of refused, and a schema version that cannot be read does not
+        stop it. ``progress``: called as an older database is
         upgraded (one transaction: an upgrade cut short leaves the database as it was)."""
         target = resolve_db_path(path)
         if str(target) in (":memory:", "") or str(target).startswith("file:"):
@@ -309,6 +311,14 @@ class StoreCore:
             raise StoreError(
                 f"--db {str(target)!r}: names no file (SQLite would keep nothing); give the "
                 "path of the progress database"
+            )
+        if reading and not target.exists():  # (a dangling link too: nothing made through it)
+            # a command that only reads (stats, export, sync --status, backup --list) never
+            # creates a database, nor the folders above it: a mistyped --db is said as such
+            raise StoreError(
+                f"{target}: no progress database here (nothing to read; a review with "
+                "`prep quiz` creates it, or name yours with --db PATH or PREP_DB)",
+                kind="missing",
             )
         if target.exists() and not target.is_file():
             # SQLite would take /dev/null for an empty database and make /dev/null-wal beside it
@@ -560,10 +570,10 @@ class StoreCore:
                     MIGRATIONS[step](self.db, tracker)
                 self.set_meta("schema_version", str(SCHEMA_VERSION))
             tracker.finished("commit")
-            if 0 < version < 5 and self.path is not None:
-                # v5 rewrote the review log in its compact form: give the space back (best
-                # effort: the migration is committed; another prep holding the file open
-                # only leaves the file its old size until a later VACUUM)
+            if 0 < version < 11 and self.path is not None:
+                # v5 rewrote the review log in its compact form, v11 dropped indexes: give
+                # the space back (best effort: the migration is committed; another prep
+                # holding the file open only leaves the file its old size until a later VACUUM)
                 with suppress(sqlite3.OperationalError):
                     self.conn.execute("VACUUM")
             tracker.finished("vacuum")

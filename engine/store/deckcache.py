@@ -7,7 +7,7 @@ Part of the one `Store` (engine/store/__init__.py combines the tables' classes).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -156,13 +156,14 @@ class DeckCacheStore(StoreCore):
     def deck_cache_parsed(
         self, paths: list[str]
     ) -> dict[str, tuple[str | None, list[tuple[int, str]]]]:
-        out = {}
-        for path in paths:
-            info, errors = self.conn.execute(
-                "SELECT info, errors FROM deck_files WHERE path = ?", (path,)
-            ).fetchone()
-            out[path] = (info, [(line, msg) for line, msg in json.loads(errors)])
-        return out
+        """(info JSON, parse errors) of each of ``paths``: one read of the files' table."""
+        wanted = set(paths)
+        rows = self.conn.execute("SELECT path, info, errors FROM deck_files").fetchall()
+        found = {path: (info, errors) for path, info, errors in rows if path in wanted}
+        return {
+            path: (found[path][0], [(line, msg) for line, msg in json.loads(found[path][1])])
+            for path in paths
+        }
 
     def deck_cache_outline(self, paths: list[str]) -> Iterator[tuple]:
         """(file, line, id, deck, parent, demos) of every cached card of ``paths``, in order."""
@@ -200,6 +201,36 @@ class DeckCacheStore(StoreCore):
             "ORDER BY key",
             self._deck_keys(path),
         ).fetchall()
+
+    def deck_cache_fids(self, paths: Iterable[str]) -> dict[str, tuple[int, str]]:
+        """(file id, sha256 of the text cached) of each of ``paths`` that is cached."""
+        wanted = set(paths)
+        rows = self.conn.execute("SELECT path, fid, sha256 FROM deck_files")
+        return {path: (fid, sha) for path, fid, sha in rows if path in wanted}
+
+    def deck_cache_sha(self, fid: int) -> str | None:
+        """The sha256 of the text cached now for the file ``fid`` (None: no longer cached)."""
+        row = self.conn.execute("SELECT sha256 FROM deck_files WHERE fid = ?", (fid,)).fetchone()
+        return None if row is None else row[0]
+
+    def deck_cache_locate(self, card_id: str) -> list[tuple[int, int, str]]:
+        """(file id, line, the file's sha256) of each cached card with id ``card_id`` (one
+        probe of the id index; usually one row, more for an id that several files declare)."""
+        return self.conn.execute(
+            "SELECT dc.key >> 32, dc.key & 0xFFFFFFFF, f.sha256 FROM deck_cards dc "
+            "JOIN deck_files f ON f.fid = dc.key >> 32 WHERE dc.id = ?",
+            (card_id,),
+        ).fetchall()
+
+    def deck_cache_counts(self, paths: list[str]) -> dict[str, int]:
+        """How many cards are cached for each file (counted in the key index)."""
+        return {
+            path: self.conn.execute(
+                "SELECT count(*) FROM deck_cards WHERE key BETWEEN ? AND ?",
+                self._deck_keys(path),
+            ).fetchone()[0]
+            for path in paths
+        }
 
     def deck_cache_declared(self, paths: list[str]) -> dict[str, list[tuple[str, int]]]:
         """(id, line) of every card entry of each file that names an id, valid or not."""
@@ -370,9 +401,8 @@ class DeckCacheStore(StoreCore):
         range of the (kind, level, key) index: the new-card rotation reads only as far as
         the day's limit needs."""
         lo, hi = self._deck_keys(path)
-        index, where = "deck_cards_kind", "kind = ?"
-        if level is not None:
-            index, where = "deck_cards_level", "kind = ? AND level = ?"
+        where = "kind = ?" if level is None else "kind = ? AND level = ?"
+        index = "deck_cards_level"  # (kind, level, key, id, dup): a kind alone is its prefix
         sql = (
             "SELECT key, id, deck, parent, parent IS NOT NULL AND EXISTS "
             "(SELECT 1 FROM cards p WHERE p.id = dc.parent) "

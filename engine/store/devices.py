@@ -40,6 +40,32 @@ def device_id(conn: sqlite3.Connection) -> str:
     return conn.execute("SELECT id FROM sync_devices WHERE n = ?", (device(conn),)).fetchone()[0]
 
 
+MAX_NAME = 64  # a device name's length (the journal's header holds it)
+
+
+def name(conn: sqlite3.Connection) -> str:
+    """This device's name, as the other devices' summaries say it ("received 3 from
+    laptop"): `prep config device_name NAME`, by default the host's name."""
+    row = conn.execute("SELECT name FROM sync_devices WHERE n = ?", (device(conn),)).fetchone()
+    return (row[0] if row else "") or socket.gethostname()[:MAX_NAME]
+
+
+def name_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a device name, or None."""
+    if not text.strip():
+        return "a device name cannot be empty"
+    if len(text) > MAX_NAME:
+        return f"a device name has at most {MAX_NAME} characters, got {len(text)}"
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        return "a device name cannot hold control characters"
+    return None
+
+
+def set_name(conn: sqlite3.Connection, text: str) -> None:
+    """Name this device (checked by name_problem first); sent with its next journal file."""
+    conn.execute("UPDATE sync_devices SET name = ? WHERE n = ?", (text.strip(), device(conn)))
+
+
 def device_n(conn: sqlite3.Connection, dev_id: str, name: str | None = None) -> int:
     """The number of the device called ``dev_id`` here (added when first seen)."""
     row = conn.execute("SELECT n FROM sync_devices WHERE id = ?", (dev_id,)).fetchone()
@@ -56,9 +82,14 @@ def new_device(conn: sqlite3.Connection) -> str:
     entries in the sync folder are then another device's, received on the next sync, and
     nothing made from now on can take a sequence number the old id already used)."""
     dev_id = secrets.token_hex(8)
-    n = device_n(conn, dev_id, socket.gethostname())
+    old = device(conn)
+    sent = json.loads(_meta(conn, "sync_sent") or "{}")
+    n = device_n(conn, dev_id, name(conn))
     _set_meta(conn, "device", str(n))
-    conn.execute("DELETE FROM meta WHERE key = 'sync_sent'")
+    # the new id has sent nothing; the old id's reviews it had not sent are passed on (as
+    # another device's, engine/sync/run.py), and the rest held here is in the folder already
+    top = conn.execute("SELECT coalesce(max(id), 0) FROM reviews").fetchone()[0]
+    _set_meta(conn, "sync_sent", json.dumps({"x": top, "o": [old, int(sent.get("r", 0))]}))
     return dev_id
 
 
@@ -81,6 +112,34 @@ def bump_floor(conn: sqlite3.Connection) -> None:
 def next_review_id(conn: sqlite3.Connection) -> int:
     top = conn.execute("SELECT max(id) FROM reviews").fetchone()[0] or 0
     return max(top, int(_meta(conn, "review_floor") or 0)) + 1
+
+
+def take_seq(conn: sqlite3.Connection, seq: int) -> None:
+    """A review of this device's own arrives back with ``seq`` (an import of an export made
+    here): no later review of this device takes that number."""
+    if seq > int(_meta(conn, "review_floor") or 0):
+        _set_meta(conn, "review_floor", str(seq))
+
+
+def origin_of(conn: sqlite3.Connection, dev_id: str, seq: int) -> tuple[int, str] | None | bool:
+    """The review (device ``dev_id``, ``seq``) here: (row id, card id) when held, True when
+    undone (a tombstone), None when never seen."""
+    row = conn.execute("SELECT n FROM sync_devices WHERE id = ?", (dev_id,)).fetchone()
+    if row is None:
+        return None
+    n = row[0]
+    found = (
+        conn.execute(
+            "SELECT id, card_id FROM reviews WHERE dev = ? AND seq = ?", (n, seq)
+        ).fetchone()
+        or conn.execute(
+            "SELECT id, card_id FROM reviews WHERE id = ? AND dev = ? AND seq IS NULL", (seq, n)
+        ).fetchone()
+    )
+    if found is not None:
+        return int(found[0]), str(found[1])
+    grave = conn.execute("SELECT 1 FROM review_graves WHERE dev = ? AND seq = ?", (n, seq))
+    return True if grave.fetchone() is not None else None
 
 
 def next_stamp(conn: sqlite3.Connection) -> int:

@@ -160,6 +160,11 @@ class ReviewsStore(CardsStore):
             assert cur.lastrowid is not None
             return cur.lastrowid
 
+    def next_review_key(self) -> str:
+        """The id the next review made here will have, "DEVICE:SEQ" (what seeds its fuzz:
+        Scheduler.review's ``key``); inside rate_card's transaction, the id it does get."""
+        return f"{devices.device_id(self.conn)}:{devices.next_review_id(self.conn)}"
+
     def _card_log(self, card_id: str) -> list[tuple[Review, int | None]]:
         """One card's reviews, oldest first (its states are read along its chain)."""
         rows = self.conn.execute(

@@ -30,7 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-SCHEMA_VERSION = 10
+from prep.engine.store.schema11 import v10_to_v11
+
+SCHEMA_VERSION = 11
 BATCH = 5_000  # review log rows rewritten per executemany (and per progress report)
 
 CARD_COLUMNS = (
@@ -57,7 +59,16 @@ REVIEW_COLUMNS = (
     "prev_state",  # fsrs state before the review (empty for a new card)
     "prev",  # card state before the review, JSON (empty for a new card)
     "next",  # card state after the review, JSON
+    # the review's own id, everywhere it travels (export, import, sync): the device that made
+    # it (16 hex digits) and its sequence number there (empty in exports of older preps)
+    "device",
+    "seq",
+    # the scheduler parameters it was made with (a replay on any machine uses them): in JSON
+    # the key of the export's "params" object, in CSV the parameters as JSON
+    "params",
 )
+# the columns an export from before review ids has (an import still reads it)
+REVIEW_COLUMNS_V1 = REVIEW_COLUMNS[:7]
 DEMO_RUN_COLUMNS = (
     "name",
     "device",
@@ -339,7 +350,7 @@ def _v9_to_v10(db: Any, progress: UpgradeTracker | None = None) -> None:
         settings = Settings()
     conn.execute(
         "INSERT OR IGNORE INTO sched_params (n, value) VALUES (1, ?)",
-        (json.dumps(replay_params(settings, True, 0), sort_keys=True),),
+        (json.dumps(replay_params(settings, True, 0, by_review=False), sort_keys=True),),
     )
     have = columns("reviews")
     for column, kind in (
@@ -496,5 +507,6 @@ MIGRATIONS: list[Callable[[Any, UpgradeTracker | None], None]] = [
     _v7_to_v8,
     _v8_to_v9,
     _v9_to_v10,
+    v10_to_v11,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION

@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, Literal
 
+from prep.engine.store import devices
 from prep.engine.store.cards import state_from_json, state_to_json
 from prep.engine.store.marks import MarksStore
 from prep.engine.store.reviewlog import to_us
@@ -51,10 +52,20 @@ class TransferStore(ReviewsStore, MarksStore):
             cards = self._rows("cards", "ORDER BY id")
             rows = self.conn.execute(f"SELECT {_REVIEW_COLS} FROM reviews ORDER BY id")
             self.damaged_reviews = []  # the rows left out (the export says which)
-            reviews = [
-                r | {"prev": _json_or_none(r["prev"]), "next": _json_or_none(r["next"])}
-                for r in (_review_dict(*x) for x in _decode(rows, self.damaged_reviews))
-            ]
+            origin = self._origins()
+            used: set[int] = set()
+            reviews = []
+            for x in _decode(rows, self.damaged_reviews):
+                dev, seq, pn = origin[x[0].id]
+                used.add(pn)
+                r = _review_dict(*x)
+                r |= {"prev": _json_or_none(r["prev"]), "next": _json_or_none(r["next"])}
+                reviews.append(r | {"device": dev, "seq": seq, "params": str(pn)})
+            params = {
+                str(n): json.loads(text)
+                for n, text in self.conn.execute("SELECT n, value FROM sched_params")
+                if n in used
+            }
             runs = [
                 r | {"metrics": _json_or_none(r["metrics"])}
                 for r in self._rows("demo_runs", "ORDER BY id")
@@ -63,12 +74,35 @@ class TransferStore(ReviewsStore, MarksStore):
                 "settings": self.saved_settings(),
                 "cards": cards,
                 "reviews": reviews,
+                "params": params,  # the scheduler parameters each review was made with
                 "demo_runs": runs,
                 "marks": self.mark_rows(),
             }
         finally:
             if own:
                 self.conn.execute("COMMIT")
+
+    def _origins(self) -> dict[int, tuple[str, int, int]]:
+        """Every review row's (device id, sequence number, params number)."""
+        return {
+            rid: (dev, seq, pn)
+            for rid, dev, seq, pn in self.conn.execute(
+                "SELECT r.id, d.id, coalesce(r.seq, r.id), r.params FROM reviews r "
+                "JOIN sync_devices d ON d.n = r.dev"
+            )
+        }
+
+    def review_by_origin(self, device: str, seq: int) -> dict[str, Any] | bool | None:
+        """The review whose id is (``device``, ``seq``), as exported (without its origin);
+        True when it was undone (a tombstone says so); None when never seen here."""
+        found = devices.origin_of(self.conn, device, seq)
+        if not isinstance(found, tuple):
+            return found
+        rid, cid = found
+        for review, prev_state in self._card_log(cid):
+            if review.id == rid:
+                return _review_dict(review, prev_state)
+        return None
 
     def _rows(self, table: Table, tail: str = "", args: Iterable[Any] = ()) -> list[dict[str, Any]]:
         columns = _COLUMNS[table]
@@ -116,14 +150,23 @@ class TransferStore(ReviewsStore, MarksStore):
             prev, nxt = state_from_json(row["prev"]), state_from_json(row["next"])
             assert nxt is not None
             pblob, nblob = self._chain(cid).encode(cid, row["prev_state"], prev, nxt)
-            from prep.engine.store import devices
-
+            # the review keeps its id: its device and sequence number (one from an export of
+            # an older prep, without them, becomes this device's)
+            dev, seq = devices.device(self.conn), None
+            if row.get("device"):
+                dev = devices.device_n(self.conn, row["device"])
+                seq = row["seq"]
+                if dev == devices.device(self.conn):
+                    devices.take_seq(self.conn, seq)
+            params = row.get("params")
             self.conn.execute(
-                "INSERT INTO reviews (id, dev, card_id, rating, at, duration_ms, prev_state, "
-                "prev, next) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO reviews (id, dev, seq, params, card_id, rating, at, duration_ms, "
+                "prev_state, prev, next) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     devices.next_review_id(self.conn),
-                    devices.device(self.conn),
+                    dev,
+                    seq,
+                    1 if params is None else devices.params_n(self.conn, params),
                     cid,
                     row["rating"],
                     to_us(parse(row["reviewed_at"])),

@@ -157,7 +157,8 @@ def deck_counts(
     among = None if unseen is None else {deck for deck, n in unseen.items() if n > 0}
     decks: list[tuple[str | None, str, int]] = [(None, "All decks", len(collection))]
     if per_deck:
-        decks += [(name, info.title, len(info.card_ids)) for name, info in collection.decks.items()]
+        sizes = collection.deck_sizes()  # (counted, not read, over the deck cache)
+        decks += [(name, info.title, sizes.get(name, 0)) for name, info in collection.decks.items()]
     rows = []
     for name, title, size in decks:
         if name is None:
@@ -190,7 +191,7 @@ def unseen_per_deck(store: Store, collection: Cards) -> dict[str, int]:
     its cards with progress (grouped in SQL over the live cards, which the reconciliation keeps to
     the loaded decks), so that a deck whose every card has progress is known to have no new
     card without reading its cards one by one."""
-    seen = {deck: n for deck, (n, _) in store.deck_progress(0.0).items()}
+    seen = store.seen_per_deck()
     return {deck: max(0, n - seen.get(deck, 0)) for deck, n in collection.deck_sizes().items()}
 
 

@@ -2,8 +2,11 @@
 
 We never write our own scheduling; this module only adapts fsrs to our stored card state and
 makes fuzzing *deterministic per review*: the fuzz for a review is drawn from a generator
-seeded by (seed, card id, review time), so the interval previewed on a rating button is the
-interval the rating actually gives, and tests can fix the seed.
+seeded by (seed, the review's own id: its device and sequence number), so the interval
+previewed on a rating button is the interval the rating actually gives, every machine that
+replays the review draws the same fuzz wherever other reviews land in the card's log, and
+tests can fix the seed. (Reviews stored before v2 of the replay parameters were seeded by
+the card id and its review count; their parameters say so, and a replay keeps that.)
 """
 
 from __future__ import annotations
@@ -329,10 +332,17 @@ REPLAY_KEYS = (
 )
 
 
-def replay_params(settings: Settings, fuzz: bool, seed: int) -> dict:
-    """What a review stores of the scheduler that made it (see REPLAY_KEYS)."""
+FUZZ_BY_REVIEW = "review"  # replay params' "fuzz_by": the fuzz seeded by the review's id
+
+
+def replay_params(settings: Settings, fuzz: bool, seed: int, by_review: bool = True) -> dict:
+    """What a review stores of the scheduler that made it (see REPLAY_KEYS). ``by_review``
+    False: the older seeding by card id and review count (no "fuzz_by" key)."""
     d = settings.to_dict()
-    return {**{k: d[k] for k in REPLAY_KEYS}, "fuzz": bool(fuzz), "seed": int(seed)}
+    out = {**{k: d[k] for k in REPLAY_KEYS}, "fuzz": bool(fuzz), "seed": int(seed)}
+    if by_review:
+        out["fuzz_by"] = FUZZ_BY_REVIEW
+    return out
 
 
 @dataclass
@@ -340,6 +350,7 @@ class Scheduler:
     settings: Settings = field(default_factory=Settings)
     enable_fuzzing: bool = True
     seed: int = 0
+    by_review: bool = True  # the fuzz seeded by the review's id (False: by card id and reps)
 
     def __post_init__(self) -> None:
         s = self.settings
@@ -354,7 +365,7 @@ class Scheduler:
         )
 
     def replay_params(self) -> dict:
-        return replay_params(self.settings, self.enable_fuzzing, self.seed)
+        return replay_params(self.settings, self.enable_fuzzing, self.seed, self.by_review)
 
     @classmethod
     def from_replay_params(cls, params: dict) -> Scheduler:
@@ -363,22 +374,35 @@ class Scheduler:
         fuzz, seed = params.get("fuzz"), params.get("seed")
         if not isinstance(fuzz, bool) or not isinstance(seed, int) or isinstance(seed, bool):
             raise ValueError("fuzz must be true or false and seed a whole number")
-        if set(params) != {*REPLAY_KEYS, "fuzz", "seed"}:
+        by = params.get("fuzz_by")
+        if by not in (None, FUZZ_BY_REVIEW):
+            raise ValueError(f"fuzz_by must be {FUZZ_BY_REVIEW!r}, got {by!r:.20}")
+        if set(params) - {"fuzz_by"} != {*REPLAY_KEYS, "fuzz", "seed"}:
             raise ValueError(f"scheduler parameters must have exactly {', '.join(REPLAY_KEYS)}")
         settings = Settings.from_dict({k: params[k] for k in REPLAY_KEYS}).validated()
-        return cls(settings, enable_fuzzing=fuzz, seed=seed)
+        return cls(settings, enable_fuzzing=fuzz, seed=seed, by_review=by is not None)
 
     def retrievability(self, card: CardState, now: datetime) -> float:
         if card.is_new:
             return 0.0
         return self._fsrs.get_card_retrievability(card.to_fsrs(now), to_utc(now))
 
-    def review(self, card: CardState, rating: Rating | int, now: datetime) -> Outcome:
+    def review(
+        self, card: CardState, rating: Rating | int, now: datetime, key: str | None = None
+    ) -> Outcome:
+        """What ``rating`` at ``now`` does to ``card``. ``key``: the review's own id
+        ("DEVICE:SEQ", Store.next_review_key), which seeds the fuzz, so that every machine
+        replaying this review draws the same interval wherever other reviews land in the
+        card's log. Without one (a preview outside a store, a simulation) the card's id and
+        review count seed it, as they do for reviews stored with the older parameters."""
         now = to_utc(now)
         rating = Rating(rating)
-        # Seeded by the card's own history, not the clock: the interval previewed on a
-        # button is the interval the same rating gives a moment later.
-        self._fsrs.rng = random.Random(f"{self.seed}:{card.id}:{card.reps}")
+        # Seeded by the review, not the clock: the interval previewed on a button is the
+        # interval the same rating gives a moment later.
+        if self.by_review and key is not None:
+            self._fsrs.rng = random.Random(f"{self.seed}:{key}")
+        else:
+            self._fsrs.rng = random.Random(f"{self.seed}:{card.id}:{card.reps}")
         new_card, _log = self._fsrs.review_card(card.to_fsrs(now), rating, now)
         lapsed = card.state == State.Review and rating == Rating.Again
         lapses = card.lapses + (1 if lapsed else 0)
@@ -397,6 +421,9 @@ class Scheduler:
         )
         return Outcome(rating, new_state, new_card.due - now, lapsed)
 
-    def preview(self, card: CardState, now: datetime) -> dict[Rating, Outcome]:
-        """What each of the four ratings would do, computed before the user rates."""
-        return {r: self.review(card, r, now) for r in Rating}
+    def preview(
+        self, card: CardState, now: datetime, key: str | None = None
+    ) -> dict[Rating, Outcome]:
+        """What each of the four ratings would do, computed before the user rates (``key``:
+        the id the review will get, as review())."""
+        return {r: self.review(card, r, now, key) for r in Rating}

@@ -190,7 +190,7 @@ class ReviewSession:
             # removed from the decks since the queue was built, unusable, or a new follow-up
             # whose parent was buried or suspended before it was ever answered
             self.queue.pop(0)
-        self.learning = [e for e in self.learning if self.collection.get(e[1]) is not None]
+        self.learning = [e for e in self.learning if e[1] in self.collection]  # (none built)
         if self.learning and self.learning[0][0] <= now:
             return self._card(self.learning[0][1]), self.learning[0]
         if self.queue:
@@ -326,7 +326,9 @@ class ReviewSession:
         if card is None:
             return {}
         self._follow_settings()
-        return self.scheduler.preview(self.state_of(card), self.clock())
+        return self.scheduler.preview(
+            self.state_of(card), self.clock(), self.store.next_review_key()
+        )
 
     def mark_shown(self) -> None:
         self._shown_at = time.monotonic()
@@ -375,7 +377,8 @@ class ReviewSession:
             # the order the ratings were made in, which a sync's replay follows (a hybrid
             # logical clock per card)
             at = now if prev.last_review is None else max(now, prev.last_review + _US)
-            outcome = self.scheduler.review(prev, rating, at)
+            # (inside rate_card's transaction: the id this review gets seeds its fuzz)
+            outcome = self.scheduler.review(prev, rating, at, self.store.next_review_key())
             if shown_hash != deck_hash:
                 # given on older text: kept, and flagged as edited since this review
                 state = replace(outcome.state, content_hash=deck_hash, changed=True)

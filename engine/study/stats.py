@@ -100,8 +100,9 @@ def compute(
             "mastery": (mature / n_cards) if n_cards else 0.0,
         }
 
+    sizes = collection.deck_sizes()  # (counted, not read, over the deck cache)
     decks = {
-        name: {"title": info.title, **mastery(len(info.card_ids), *per_deck.get(name, (0, 0)))}
+        name: {"title": info.title, **mastery(sizes.get(name, 0), *per_deck.get(name, (0, 0)))}
         for name, info in collection.decks.items()
     }
     # per tag in SQL when the decks come from the cache (no card is built)

@@ -12,10 +12,17 @@ A file is JSON lines: a header, then one entry a line::
     {"format": "prep-journal", "version": 1, "device": ID, "name": HOST, "file": N,
      "written_at": "...Z", "entries": COUNT, "params": {"P": {replay params}, ...}}
     ["r", SEQ, CARD_ID, RATING, AT_US, DURATION_MS|null, P]   a review
+    ["R", DEVICE_ID, SEQ, CARD_ID, RATING, AT_US, DURATION_MS|null, P]
+                                  another device's review this one holds by an import (v2)
     ["u", DEVICE_ID, SEQ, CARD_ID, AT_US]                      the undo of a review (a tombstone)
     ["m", STAMP, CARD_ID, AT_US, SUSPENDED, BURIED_UNTIL_US|null, FLAGGED]   a card's marks
     ["s", STAMP, AT_US, {study settings}]                      the settings
     ["d", SEQ, {demo run summary}]                             a demo run
+
+A review's id is its origin (the device that made it, its sequence number there) wherever it
+travels: a review one device took in by `prep import` is passed on ("R") with the id it has,
+so the same review arriving from its own device is held once. Version 2 added "R" and the
+replay parameters' "fuzz_by" (the fuzz seeded by the review's id); version 1 files are read.
 
 Reading is strict: a file from another machine may be damaged, cut short, hostile or from a
 newer prep; every field is checked before anything is applied, and a bad one is refused in
@@ -24,6 +31,7 @@ one line naming the file and line.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -38,7 +46,7 @@ from prep.engine.timeutil import fmt, parse
 from prep.engine.transfer.importer import loads_strict
 
 FORMAT = "prep-journal"
-VERSION = 1
+VERSION = 2
 DEVICE_RE = re.compile(r"[0-9a-f]{16}")
 FILE_RE = re.compile(r"([0-9]{8})\.jsonl")
 MAX_FILE_BYTES = 1 << 30  # a first journal of a million reviews is ~60 MB
@@ -96,43 +104,89 @@ def device_folders(root: Path) -> dict[str, Path]:
 def write(folder: Path, header: dict[str, Any], entries: list[list[Any]]) -> Path:
     """Put one more journal file in ``folder`` (this device's), numbered after the last one
     there; returns its path. Never replaces a file: a name taken meanwhile (another prep on
-    the same database syncing at the same moment) moves on to the next number."""
+    the same database syncing at the same moment) moves on to the next number.
+
+    The file is written under a temporary name, locked while this prep writes it, so that
+    another prep cleaning up after a sync killed mid-write removes only a temporary file
+    nobody holds (and if it took ours in the instant before our lock, we start again)."""
     if folder.is_symlink():
         raise JournalError(f"{folder}: is a symbolic link; prep writes only a folder of its own")
     folder.mkdir(parents=True, exist_ok=True)
-    for stale in folder.glob(".tmp-*"):  # left by a sync killed while writing
-        stale.unlink(missing_ok=True)
-    tmp = folder / f".tmp-{secrets.token_hex(8)}"
-    number = max(numbered_files(folder), default=0) + 1
-    body = [json.dumps({**header, "file": number, "entries": len(entries)}, ensure_ascii=False)]
-    body += [json.dumps(e, ensure_ascii=False, separators=(",", ":")) for e in entries]
-    data = ("\n".join(body) + "\n").encode()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        while True:
-            target = folder / file_name(number)
+    _remove_stale(folder)
+    lines = [json.dumps(e, ensure_ascii=False, separators=(",", ":")) for e in entries]
+
+    def data(number: int) -> bytes:  # the header names the file's number
+        head = json.dumps({**header, "file": number, "entries": len(entries)}, ensure_ascii=False)
+        return ("\n".join([head, *lines]) + "\n").encode()
+
+    for _attempt in range(100):
+        tmp = folder / f".tmp-{secrets.token_hex(8)}"
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(tmp, flags, 0o644)
+        try:
+            _lock(fd)
+            number = max(numbered_files(folder), default=0) + 1
+            _put(fd, data(number))
+            while True:
+                target = folder / file_name(number)
+                try:
+                    os.link(tmp, target)  # fails if the name exists: never replaces a file
+                    break
+                except FileExistsError:
+                    number += 1
+                    _put(fd, data(number))
+        except FileNotFoundError:
+            if folder.is_dir():
+                continue  # our temporary file was removed by another prep: again
+            raise
+        finally:
+            tmp.unlink(missing_ok=True)
+            os.close(fd)
+        _fsync_dir(folder)
+        return target
+    raise JournalError(f"{folder}: cannot put a journal file in place (busy)")
+
+
+def _put(fd: int, data: bytes) -> None:
+    """``data`` as the whole content of the open file ``fd``, flushed to disk."""
+    os.ftruncate(fd, 0)
+    view = memoryview(data)
+    done = 0
+    while done < len(data):
+        done += os.pwrite(fd, view[done:], done)
+    os.fsync(fd)
+
+
+try:
+    import fcntl
+except ImportError:  # (Windows: no advisory locks; a stale file is then one an hour old)
+    fcntl = None  # type: ignore[assignment]
+
+STALE_TMP_S = 3600  # without locks: a temporary file this old was left by a killed sync
+
+
+def _lock(fd: int) -> None:
+    if fcntl is not None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+def _remove_stale(folder: Path) -> None:
+    """Remove temporary files left by a sync killed while writing: one that no prep holds
+    locked (one being written now, by another prep on the same database, is locked)."""
+    import time
+
+    for stale in folder.glob(".tmp-*"):
+        with contextlib.suppress(OSError):
+            if fcntl is None:
+                if time.time() - stale.lstat().st_mtime > STALE_TMP_S:
+                    stale.unlink()
+                continue
+            fd = os.open(stale, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
             try:
-                os.link(tmp, target)  # fails if the name exists: never replaces a file
-                break
-            except FileExistsError:
-                number += 1
-                # the header names its number: write it again under the new one
-                body[0] = json.dumps(
-                    {**header, "file": number, "entries": len(entries)}, ensure_ascii=False
-                )
-                data = ("\n".join(body) + "\n").encode()
-                with open(tmp, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-    finally:
-        tmp.unlink(missing_ok=True)
-    _fsync_dir(folder)
-    return target
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: in use
+                stale.unlink()
+            finally:
+                os.close(fd)
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -173,6 +227,12 @@ def _bit(v: Any, what: str) -> int:
     return int(v)
 
 
+def _device(v: Any) -> str:
+    if not isinstance(v, str) or not DEVICE_RE.fullmatch(v):
+        raise _Bad(f"a device id must be 16 hex digits, got {v!r:.40}")
+    return v
+
+
 def _check_entry(e: Any, params: dict[str, Any]) -> None:
     if not isinstance(e, list) or not e or not isinstance(e[0], str):
         raise _Bad("an entry must be a list starting with its kind")
@@ -186,9 +246,11 @@ def _check_entry(e: Any, params: dict[str, Any]) -> None:
             _int(e[5], 0, MAX_SEQ, "a duration")
         if not isinstance(e[6], str) or e[6] not in params:
             raise _Bad(f"a review names scheduler parameters {e[6]!r:.20} the header lacks")
+    elif kind == "R" and n == 8:
+        _device(e[1])
+        _check_entry(["r", *e[2:]], params)
     elif kind == "u" and n == 5:
-        if not isinstance(e[1], str) or not DEVICE_RE.fullmatch(e[1]):
-            raise _Bad(f"a device id must be 16 hex digits, got {e[1]!r:.40}")
+        _device(e[1])
         _int(e[2], 1, MAX_SEQ, "a sequence number")
         _card_id(e[3])
         _int(e[4], 0, MAX_US, "a time")

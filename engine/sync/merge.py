@@ -4,7 +4,8 @@
   it was undone; a tombstone removes it wherever it is;
 - a card whose reviews changed is replayed: its surviving reviews in (time, device id,
   sequence) order, each through the scheduler it was made with (its stored parameters; the
-  fuzz is seeded by the card and its review count, as when it was rated). Only the reviews
+  fuzz is seeded by the review's own id, device and sequence, as when it was rated, so it
+  is the same wherever other reviews land in the log). Only the reviews
   from the first changed one on are replayed and written again; the state of the reviews
   before it is what they stored;
 - a mark and the study settings take the value with the latest (time, device id, stamp);
@@ -93,12 +94,17 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
     affected: set[str] = set()
     touched: set[str] = set()  # cards a tombstone reached: replayed from the start of the change
     for j in journals:
-        dn = local.device_n(conn, j.device, j.name)
+        jn = local.device_n(conn, j.device, j.name)
         pmap = {key: local.params_n(conn, p) for key, p in j.params.items()}
         for e in j.entries:
             kind = e[0]
-            if kind == "r":
-                _, seq, cid, rating, at, dur, pk = e
+            if kind in ("r", "R"):
+                if kind == "r":
+                    _, seq, cid, rating, at, dur, pk = e
+                    dn = jn
+                else:  # another device's review, passed on by this journal's (an import)
+                    _, origin, seq, cid, rating, at, dur, pk = e
+                    dn = local.device_n(conn, origin)
                 if (
                     (dn, seq) in incoming[cid]
                     or _review_row(conn, dn, seq)
@@ -115,7 +121,7 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
                 cur = conn.execute(
                     "INSERT OR IGNORE INTO review_graves (dev, seq, card_id, by_dev, at) "
                     "VALUES (?, ?, ?, ?, ?)",
-                    (rn, rseq, cid, dn, at),
+                    (rn, rseq, cid, jn, at),
                 )
                 if cur.rowcount:
                     out.undone += 1
@@ -127,15 +133,15 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
                         if revs.pop((rn, rseq), None) is not None:
                             affected.add(ccid)
             elif kind == "m":
-                out.marks += _apply_mark(conn, j.device, dn, e)
+                out.marks += _apply_mark(conn, j.device, jn, e)
             elif kind == "s":
-                out.settings |= _apply_settings(conn, j.device, dn, e)
+                out.settings |= _apply_settings(conn, j.device, jn, e)
             elif kind == "d":
-                out.demo_runs += _apply_run(conn, dn, e)
+                out.demo_runs += _apply_run(conn, jn, e)
         conn.execute(
             "UPDATE sync_devices SET applied = max(applied, ?), name = ?, wrote_at = ?, "
             "applied_at = ? WHERE n = ?",
-            (j.number, j.name, j.written_at, fmt(now), dn),
+            (j.number, j.name, j.written_at, fmt(now), jn),
         )
     devices = _device_ids(conn)
     scheds: dict[int, Scheduler] = {}
@@ -284,20 +290,35 @@ def _append(
         or (live[0].at, devices[live[0].dev], live[0].seq) <= (last[2], devices[last[0]], last[1])
     ):
         return None
-    final = _write(store, cid, current, live, Chain(), scheds)
-    return current.due != final.due, False
+    final = _write(store, cid, current, live, Chain(), scheds, devices)
+    return _schedule(current) != _schedule(final), False
+
+
+def _schedule(s: CardState) -> tuple:
+    """What a review changes of a card (a change of any is "rescheduled" in the summary)."""
+    return (s.state, s.step, s.stability, s.difficulty, s.due, s.last_review, s.reps, s.lapses)
 
 
 def _write(
-    store: Store, cid: str, state: CardState, revs: list[_Rev], chain: Chain, scheds: dict
+    store: Store,
+    cid: str,
+    state: CardState,
+    revs: list[_Rev],
+    chain: Chain,
+    scheds: dict,
+    devices: dict[int, str],
 ) -> CardState:
     """Rate ``state`` by each of ``revs`` in turn, writing each review; returns the last state.
     (A chain that does not know the state before writes the first review's prev in full.)"""
     conn = store.conn
+    me = local.device(conn)
     for r in revs:
+        if r.dev == me and r.seq is not None:
+            local.take_seq(conn, r.seq)  # one of ours coming back: its number stays taken
         prev = None if state.is_new else state
         prev_state = None if prev is None else prev.state
-        new = _scheduler(conn, r.params, scheds).review(state, r.rating, from_us(r.at)).state
+        key = f"{devices[r.dev]}:{r.seq}"  # the review's own id seeds its fuzz
+        new = _scheduler(conn, r.params, scheds).review(state, r.rating, from_us(r.at), key).state
         pblob, nblob = chain.encode(cid, prev_state, prev, new)
         conn.execute(
             "INSERT INTO reviews (card_id, rating, at, duration_ms, prev_state, prev, next, "
@@ -358,7 +379,7 @@ def replay(
     chain = Chain()
     if k > 0:
         chain.last[cid] = state
-    state = _write(store, cid, state, merged[k:], chain, scheds)
+    state = _write(store, cid, state, merged[k:], chain, scheds, devices)
     if not merged:
         conn.execute("DELETE FROM cards WHERE id = ?", (cid,))
         return current is not None, False
@@ -372,20 +393,22 @@ def replay(
         changed=current.changed if current is not None else False,
     )
     store.put_card(final)
-    return current is not None and current.due != final.due, current is None
+    return current is not None and _schedule(current) != _schedule(final), current is None
 
 
 def merge_reviews(store: Store, reviews: dict[str, list[dict[str, Any]]]) -> int:
     """`prep import` of an export whose history diverged from this one: each card's reviews
-    from the file that are not held here (by time and rating) join its log as this device's
-    (so a sync takes them on), and the card is replayed. Returns the reviews added."""
+    from the file that are not held here join its log, and the card is replayed. A review
+    keeps its id (device, sequence number) and the parameters it was made with, so the same
+    review arriving later by a sync is held once; one undone here (a tombstone) stays undone.
+    A review from an export of an older prep, without an id, is matched by time and rating
+    and joins as this device's (so a sync takes it on). Returns the reviews added."""
     from prep.engine.study.scheduler import replay_params
     from prep.engine.timeutil import parse
 
     conn = store.conn
     me = local.device(conn)
     pn = local.params_n(conn, replay_params(store.settings(), True, 0))
-    devices = _device_ids(conn)
     scheds: dict[int, Scheduler] = {}
     added = 0
     for cid, rows in reviews.items():
@@ -393,17 +416,22 @@ def merge_reviews(store: Store, reviews: dict[str, list[dict[str, Any]]]) -> int
         incoming = []
         for r in rows:
             at = to_us(parse(r["reviewed_at"]))
+            if r.get("device"):
+                dn, seq = local.device_n(conn, r["device"]), r["seq"]
+                if _review_row(conn, dn, seq) or _buried(conn, dn, seq):
+                    continue
+                if dn == me:
+                    local.take_seq(conn, seq)
+                params = pn if r.get("params") is None else local.params_n(conn, r["params"])
+                incoming.append(_Rev(dn, seq, at, r["rating"], r["duration_ms"], params))
+                continue
             if (at, r["rating"]) in held:
                 continue
             held.add((at, r["rating"]))
             seq = local.next_review_id(conn)
-            conn.execute(  # this number is taken: no later review of this device gets it
-                "INSERT INTO meta (key, value) VALUES ('review_floor', ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (str(seq),),
-            )
+            local.take_seq(conn, seq)  # this number is taken: no later review here gets it
             incoming.append(_Rev(me, seq, at, r["rating"], r["duration_ms"], pn))
         if incoming:
-            replay(store, cid, incoming, devices, scheds)
+            replay(store, cid, incoming, _device_ids(conn), scheds)
             added += len(incoming)
     return added

@@ -5,7 +5,6 @@ nothing, and the next one does it all). Its status: the devices seen and when ea
 from __future__ import annotations
 
 import json
-import socket
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -20,7 +19,7 @@ from prep.engine.timeutil import fmt, utcnow
 if TYPE_CHECKING:
     from prep.engine.store import Store
 
-__all__ = ["JournalError", "SyncError", "SyncResult", "status", "sync"]
+__all__ = ["JournalError", "SyncError", "SyncResult", "apply_journals", "status", "sync"]
 
 
 class SyncError(Exception):
@@ -60,13 +59,27 @@ class SyncResult:
         return ", ".join(parts)
 
 
-_SENT_KEYS = ("r", "g", "m", "s", "d")
+# what this device has written to its journal: its reviews ("r", by sequence number), undos
+# ("g"), marks ("m"), settings ("s"), demo runs ("d") by their numbers, and "x": the review
+# rows (by row id) up to which another device's reviews held here are in the folder already
+# (received by a sync) or passed on; one taken in by `prep import` after it is passed on
+_SENT_KEYS = ("r", "g", "m", "s", "d", "x")
 
 
 def _sent(conn) -> dict[str, int]:
     row = conn.execute("SELECT value FROM meta WHERE key = 'sync_sent'").fetchone()
     saved = json.loads(row[0]) if row else {}
+    if row is not None and "x" not in saved:  # synced by a prep before "x": all by sync
+        saved["x"] = conn.execute("SELECT coalesce(max(id), 0) FROM reviews").fetchone()[0]
     return {k: int(saved.get(k, 0)) for k in _SENT_KEYS}
+
+
+def _relayed_all(conn, me: int) -> bool:
+    """Whether every other device's review held here is in the folder or passed on (none
+    taken in by an import since the last sync)."""
+    x = _sent(conn)["x"]
+    row = conn.execute("SELECT 1 FROM reviews WHERE id > ? AND dev != ? LIMIT 1", (x, me))
+    return row.fetchone() is None
 
 
 def outbox(store: Store) -> tuple[list[list[Any]], dict[str, dict], dict[str, int], int]:
@@ -95,6 +108,39 @@ def outbox(store: Store) -> tuple[list[list[Any]], dict[str, dict], dict[str, in
                 params[key] = json.loads(text)
             entries.append(["r", seq, cid, rating, at, dur, key])
             new["r"] = max(new["r"], seq)
+        # other devices' reviews taken in by an import since: passed on with their own id
+        # (one received by a sync is in the folder already; "x" moves past those)
+        for _rid, dev_id, seq, cid, rating, at, dur, pn in conn.execute(
+            "SELECT r.id, d.id, coalesce(r.seq, r.id), r.card_id, r.rating, r.at, "
+            "r.duration_ms, r.params FROM reviews r JOIN sync_devices d ON d.n = r.dev "
+            "WHERE r.id > ? AND r.dev != ? ORDER BY r.id",
+            (sent["x"], me),
+        ):
+            key = str(pn)
+            if key not in params:
+                (text,) = conn.execute(
+                    "SELECT value FROM sched_params WHERE n = ?", (pn,)
+                ).fetchone()
+                params[key] = json.loads(text)
+            entries.append(["R", dev_id, seq, cid, rating, at, dur, key])
+        new["x"] = conn.execute("SELECT coalesce(max(id), 0) FROM reviews").fetchone()[0]
+        # after a restore (devices.new_device): the old id's reviews it had not sent yet
+        row = conn.execute("SELECT value FROM meta WHERE key = 'sync_sent'").fetchone()
+        old = json.loads(row[0]).get("o") if row else None
+        if old:
+            for dev_id, seq, cid, rating, at, dur, pn in conn.execute(
+                "SELECT d.id, coalesce(r.seq, r.id), r.card_id, r.rating, r.at, r.duration_ms, "
+                "r.params FROM reviews r JOIN sync_devices d ON d.n = r.dev WHERE r.dev = ? "
+                "AND ((r.seq IS NULL AND r.id > ?) OR r.seq > ?) AND r.id <= ? ORDER BY r.id",
+                (old[0], old[1], old[1], sent["x"]),
+            ):
+                key = str(pn)
+                if key not in params:
+                    (text,) = conn.execute(
+                        "SELECT value FROM sched_params WHERE n = ?", (pn,)
+                    ).fetchone()
+                    params[key] = json.loads(text)
+                entries.append(["R", dev_id, seq, cid, rating, at, dur, key])
         reviews = len(entries)
         for rowid, dev_id, seq, cid, at in conn.execute(
             "SELECT g.rowid, d.id, g.seq, g.card_id, g.at FROM review_graves g "
@@ -205,12 +251,7 @@ def sync(
     entries, params, sent, reviews = outbox(store)
     me = local.device_id(conn)
     if entries:
-        name = (
-            conn.execute(
-                "SELECT name FROM sync_devices WHERE n = ?", (local.device(conn),)
-            ).fetchone()[0]
-            or socket.gethostname()[:64]
-        )
+        name = local.name(conn)
         header = {
             "format": journal.FORMAT,
             "version": journal.VERSION,
@@ -227,7 +268,7 @@ def sync(
             ) from None
         with store.transaction():
             old = _sent(conn)
-            merged = {k: max(old[k], sent[k]) for k in _SENT_KEYS}
+            merged = {k: max(old[k], sent[k]) for k in _SENT_KEYS}  # ("o": passed on now)
             store.set_meta("sync_sent", json.dumps(merged))
         result.sent_reviews, result.sent_other = reviews, len(entries) - reviews
     if not apply:
@@ -235,10 +276,25 @@ def sync(
     journals = [journal.read(path, dev) for dev, path in pending(store, root)]
     if any(j.entries for j in journals) and backup is not None:
         result.backup = backup(store, "sync")
-    with store.transaction():
-        result.applied = merge.apply(store, journals, now)
-        store.set_meta("sync_last", fmt(now))
+    result.applied = apply_journals(store, journals, now)
     return result
+
+
+def apply_journals(
+    store: Store, journals: list[journal.Journal], now: datetime | None = None
+) -> merge.Applied:
+    """The second half of a sync: apply journals read (and checked) from the folder, in one
+    transaction (the app calls it between two cards)."""
+    conn = store.conn
+    now = now or utcnow()
+    with store.transaction():
+        relayed = _relayed_all(conn, local.device(conn))
+        applied = merge.apply(store, journals, now)
+        store.set_meta("sync_last", fmt(now))
+        if relayed:  # what was received is in the folder: not passed on again
+            top = conn.execute("SELECT coalesce(max(id), 0) FROM reviews").fetchone()[0]
+            store.set_meta("sync_sent", json.dumps({**_sent(conn), "x": top}))
+    return applied
 
 
 def status(store: Store, folder: Path | None) -> dict[str, Any]:
@@ -272,6 +328,7 @@ def status(store: Store, folder: Path | None) -> dict[str, Any]:
     last = conn.execute("SELECT value FROM meta WHERE key = 'sync_last'").fetchone()
     return {
         "device": me,
+        "name": local.name(conn),
         "folder": None if folder is None else str(folder),
         "last_sync": last[0] if last else None,
         "files_waiting": waiting,

@@ -11,7 +11,9 @@ JSON (one file)::
     {"format": "prep-export", "version": 1, "exported_at": "...Z",
      "settings": {...} | null,          # null: the database never saved settings
      "cards": [{CARD_COLUMNS...}],        # ordered by id
-     "reviews": [{REVIEW_COLUMNS...}],    # in log order; prev/next are state objects
+     "reviews": [{REVIEW_COLUMNS...}],    # in log order; prev/next are state objects,
+                                          # params a key of "params" below
+     "params": {KEY: {scheduler parameters}},  # what each review was made with
      "demo_runs": [{DEMO_RUN_COLUMNS...}],  # in run order; metrics is an object
      "marks": [{MARK_COLUMNS...}]}       # ordered by card_id; absent in older exports
 
@@ -145,7 +147,11 @@ def to_csv(store: Store) -> dict[str, str]:
         else [{"key": k, "value": json.dumps(v)} for k, v in settings.items()]
     )
     return {
-        "reviews": _csv_text(REVIEW_COLUMNS, data["reviews"], {"prev", "next"}),
+        "reviews": _csv_text(
+            REVIEW_COLUMNS,
+            ({**r, "params": data["params"].get(r["params"])} for r in data["reviews"]),
+            {"prev", "next", "params"},
+        ),
         "cards": _csv_text(CARD_COLUMNS, data["cards"], set()),
         "demo_runs": _csv_text(DEMO_RUN_COLUMNS, data["demo_runs"], {"metrics"}),
         "marks": _csv_text(MARK_COLUMNS, data["marks"], set()),

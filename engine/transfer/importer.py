@@ -1,20 +1,22 @@
 """Import a progress export back (`prep import`): read and validate a JSON or CSV export
 (engine/transfer/export.py writes them), then merge it into the store.
 
-Importing is all or nothing (one transaction) and idempotent: a review already stored with the
-same data (same card and time) is skipped, as is a card state or demo run already stored
+Importing is all or nothing (one transaction) and idempotent: a review's identity is its id
+(the device that made it and its number there, which exports carry; an older export's
+reviews have none and are matched by card, time and previous state). A review already held
+(by import or sync, even with states a replay rewrote) or undone here is skipped, as is a card state or demo run already stored
 unchanged. A review for the same card and time from the same state with different data is a
 conflict (a damaged or edited file): the import stops with an error naming the card and
 nothing is changed. A card whose history went on both here and in the file (since the export
 was made) is merged by `prep sync`'s rules (engine/sync/merge.py): the file's reviews not held
-here (by time and rating) join this database's log, and the card is replayed from the union in
+here join this database's log with their own ids, and the card is replayed from the union in
 time order. Settings are taken from the file only when the database has none saved. Marks
 (suspended, buried, flagged) are added for cards with no mark here and skipped where the same
 mark is stored; a card marked differently here keeps this database's mark (a mark is
 last-writer-wins, and an export's marks carry no time). A bury that has run out counts as no
 mark.
 
-Size: about 700 lines, half of them the field validators (one refusal message per field and
+Size: about 830 lines, half of them the field validators (one refusal message per field and
 kind of bad value, what makes a hostile file fail with one line). The next split is those
 validators and row readers (``_card_row`` .. ``read_export``) into a reader module, leaving the
 merge (``import_data``) here.
@@ -23,27 +25,30 @@ merge (``import_data``) here.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
+import os
+import re
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from prep.engine.decks.deck import CONTROL, SLUG, read_regular_file
+from prep.engine.decks.deck import CONTROL, SLUG
 from prep.engine.store import Mark, Store, state_from_json, state_to_json
 from prep.engine.store.schema import (
     CARD_COLUMNS,
     DEMO_RUN_COLUMNS,
     MARK_COLUMNS,
     REVIEW_COLUMNS,
+    REVIEW_COLUMNS_V1,
     SCHEDULE_COLUMNS,
 )
 from prep.engine.study.marks import in_force
 from prep.engine.study.present import count
-from prep.engine.study.scheduler import CardState, Settings, state_problem
+from prep.engine.study.scheduler import CardState, Scheduler, Settings, state_problem
 from prep.engine.timeutil import fmt, parse, stored_time_problem, utcnow
 from prep.engine.transfer.export import FORMAT, VERSION, ExportError, csv_paths, unneutralise_cell
 
@@ -296,7 +301,26 @@ def _review_row(raw: dict[str, Any]) -> dict[str, Any]:
         "prev_state": _opt_int(raw.get("prev_state"), "prev_state", lo=1, hi=3),
         "prev": _state_json(raw.get("prev"), "prev", cid, required=False),
         "next": _state_json(_req(raw, "next"), "next", cid, required=True),
+        **_origin(raw),
     }
+
+
+_DEVICE_ID = re.compile(r"[0-9a-f]{16}")
+
+
+def _origin(raw: dict[str, Any]) -> dict[str, Any]:
+    """A review's id: the device that made it and its sequence number there (both, or
+    neither in an export of an older prep), and the key of its scheduler parameters."""
+    device = _text(raw.get("device"), "device") or None
+    seq = _opt_int(raw.get("seq"), "seq", lo=1, hi=1 << 62)  # (as a journal: ids stay 64-bit)
+    if (device is None) != (seq is None):
+        raise _Bad("a review's device and seq come together (its id), or neither")
+    if device is not None and not _DEVICE_ID.fullmatch(device):
+        raise _Bad(f"device must be 16 hex digits (a review's origin), got {_short(device)}")
+    params = raw.get("params")
+    if params is not None and not isinstance(params, str):
+        raise _Bad(f"params must name an entry of the export's params, got {_short(params)}")
+    return {"device": device, "seq": seq, "params": params}
 
 
 def _metrics_json(metrics: Any) -> str:
@@ -379,21 +403,6 @@ def _not_export(path: Path, why: str) -> ExportError:
 MAX_EXPORT_BYTES = 256 * 1024 * 1024
 
 
-def _read_text(path: Path) -> str:
-    try:
-        data = read_regular_file(path, MAX_EXPORT_BYTES, "an export")
-    except FileNotFoundError:
-        raise ExportError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ExportError(f"{path}: is a folder, not an export file") from None
-    except OSError as exc:
-        raise ExportError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise _not_export(path, "not UTF-8 text") from None
-
-
 def _rows(
     path: Path, items: Any, parse_row: Callable[[dict[str, Any]], dict[str, Any]], what: str
 ) -> list[dict[str, Any]]:
@@ -410,15 +419,84 @@ def _rows(
     return out
 
 
-def read_json(path: Path) -> ExportData:
-    path = Path(path)
-    text = _read_text(path)
-    if not text.strip():
-        raise _not_export(path, "the file is empty")
+def _open_text(path: Path) -> IO[str]:
+    """The export file as a text stream (UTF-8, a BOM skipped), opened only when it is a
+    regular file within MAX_EXPORT_BYTES (read_regular_file's checks, without reading it)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        data = loads_strict(text)
-    except ValueError as exc:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise ExportError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ExportError(f"{path}: is a folder, not an export file") from None
+    except OSError as exc:
+        raise ExportError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    info = os.fstat(fd)
+    why = None
+    if stat.S_ISDIR(info.st_mode):
+        why = "is a folder, not an export file"
+    elif not stat.S_ISREG(info.st_mode):
+        why = "cannot read: not a regular file (a device, FIFO or socket)"
+    elif info.st_size > MAX_EXPORT_BYTES:
+        why = f"cannot read: {info.st_size} bytes; an export is at most {MAX_EXPORT_BYTES >> 20} MB"
+    if why is not None:
+        os.close(fd)
+        raise ExportError(f"{path}: {why}")
+    return open(fd, encoding="utf-8-sig", newline="")  # noqa: SIM115 (the caller closes it)
+
+
+def read_json(path: Path) -> ExportData:
+    """Read a JSON export as a stream (engine/transfer/jsonstream.py): each row of its lists
+    is checked as it is read; neither the file's text nor its parsed tree is held whole."""
+    from prep.engine.transfer.jsonstream import STREAMED, Empty, StreamError, read_object
+
+    path = Path(path)
+    parsers = {
+        "cards": _card_row,
+        "reviews": _review_row,
+        "demo_runs": _demo_run_row,
+        "marks": _mark_row,
+    }
+    lists: dict[str, list[dict[str, Any]]] = {}
+    bad: dict[str, ExportError] = {}  # the first bad row of each list (said in list order)
+
+    def rows(key: str) -> Callable[[Any], None] | None:
+        parse_row = parsers.get(key)
+        if parse_row is None:
+            return None
+        out = lists[key] = []  # (a key given twice: the last wins, as json.loads)
+        bad.pop(key, None)
+
+        def take(item: Any) -> None:
+            i = len(out)
+            if key in bad:
+                return  # past a bad row only the JSON is read on
+            if not isinstance(item, dict):
+                bad[key] = ExportError(f"{path}: {key}[{i}]: must be an object")
+                return
+            try:
+                out.append(parse_row(item))
+            except _Bad as exc:
+                bad[key] = ExportError(f"{path}: {key}[{i}]: {exc}")
+
+        return take
+
+    try:
+        with _open_text(path) as stream:
+            data = read_object(stream, rows, parse_constant=_no_constant)
+    except Empty:
+        raise _not_export(path, "the file is empty") from None
+    except UnicodeDecodeError:
+        raise _not_export(path, "not UTF-8 text") from None
+    except StreamError as exc:
         raise _not_export(path, str(exc)) from None
+    except RecursionError:
+        raise _not_export(path, "nested too deeply") from None
+    except ValueError as exc:  # int(): more than 4300 digits; or our NaN/Infinity refusal
+        message = str(exc).split(";")[0]
+        raise _not_export(
+            path, message if len(message) < 120 else "a number too long to read"
+        ) from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise _not_export(path, f'no "format": "{FORMAT}" field')
     version = data.get("version")
@@ -436,14 +514,43 @@ def read_json(path: Path) -> ExportData:
         settings = _settings(data.get("settings"))
     except _Bad as exc:
         raise ExportError(f"{path}: {exc}") from None
+    for key in parsers:
+        if key in data and data[key] is not STREAMED:  # (not a list: read whole)
+            _rows(path, data[key], parsers[key], key)  # raises: "... must be a list"
+        if key in bad:
+            raise bad[key]
+    reviews = lists.get("reviews", [])
+    params = _params(path, data.get("params", {}))
+    for i, r in enumerate(reviews):  # each review with the parameters it was made with
+        if r["params"] is not None:
+            if r["params"] not in params:
+                raise ExportError(
+                    f"{path}: reviews[{i}]: params {_short(r['params'])} is not in the "
+                    "export's params"
+                )
+            r["params"] = params[r["params"]]
     return ExportData(
         source=str(path),
         settings=settings,
-        cards=_rows(path, data["cards"], _card_row, "cards"),
-        reviews=_rows(path, data["reviews"], _review_row, "reviews"),
-        demo_runs=_rows(path, data.get("demo_runs", []), _demo_run_row, "demo_runs"),
-        marks=_rows(path, data.get("marks", []), _mark_row, "marks"),
+        cards=lists.get("cards", []),
+        reviews=reviews,
+        demo_runs=lists.get("demo_runs", []),
+        marks=lists.get("marks", []),
     )
+
+
+def _params(path: Path, raw: Any) -> dict[str, dict[str, Any]]:
+    """The export's scheduler parameters ({key: replay params}), each checked."""
+    if not isinstance(raw, dict) or len(raw) > 100_000:
+        raise _not_export(path, "'params' must be an object")
+    for key, value in raw.items():
+        try:
+            if not isinstance(value, dict):
+                raise ValueError("must be an object")
+            Scheduler.from_replay_params(value)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise ExportError(f"{path}: params {_short(key)}: {str(exc).splitlines()[0]}") from None
+    return raw
 
 
 def _read_csv(
@@ -453,14 +560,29 @@ def _read_csv(
     *,
     required_columns: Iterable[str] | None = None,
 ) -> list[dict[str, Any]]:
-    text = _read_text(path)
-    if not text.strip():
-        raise _not_export(path, "the file is empty")
-    reader = csv.reader(io.StringIO(text, newline=""))
+    with _open_text(path) as stream:  # a row at a time: the file is never held whole
+        try:
+            return _read_csv_rows(path, stream, columns, parse_row, required_columns)
+        except UnicodeDecodeError:
+            raise _not_export(path, "not UTF-8 text") from None
+
+
+def _read_csv_rows(
+    path: Path,
+    stream: IO[str],
+    columns: tuple[str, ...],
+    parse_row: Callable[[dict[str, Any]], dict[str, Any]],
+    required_columns: Iterable[str] | None,
+) -> list[dict[str, Any]]:
+    reader = csv.reader(stream)
     try:
-        header = next(reader)
+        header = next(reader, None)
     except csv.Error as exc:
         raise _not_export(path, f"line 1: {exc}") from None
+    while header == []:  # blank lines before the header
+        header = next(reader, None)
+    if header is None or not "".join(header).strip():
+        raise _not_export(path, "the file is empty")
     header = [h.strip() for h in header]
     missing = [c for c in (required_columns or columns) if c not in header]
     if missing:
@@ -498,7 +620,17 @@ def read_csv(path: Path) -> ExportData:
                 f"{paths[key]}: no such file (a CSV export is {paths['reviews'].name} "
                 f"with {paths['cards'].name} beside it)"
             )
-    reviews = _read_csv(paths["reviews"], REVIEW_COLUMNS, _review_row)
+    reviews = _read_csv(
+        paths["reviews"], REVIEW_COLUMNS, _review_row, required_columns=REVIEW_COLUMNS_V1
+    )
+    for i, r in enumerate(reviews):  # the parameters are JSON in their cells
+        if r["params"] is not None:
+            try:
+                r["params"] = _params(paths["reviews"], {"p": loads_strict(r["params"])})["p"]
+            except ValueError:
+                raise ExportError(
+                    f"{paths['reviews']}: reviews row {i + 1}: params is not JSON"
+                ) from None
     cards = _read_csv(paths["cards"], CARD_COLUMNS, _card_row)
     runs: list[dict[str, Any]] = []
     if paths["demo_runs"].exists():
@@ -532,12 +664,17 @@ def read_export(path: Path) -> ExportData:
         return read_json(path)
     if name.endswith(".csv"):
         return read_csv(path)
-    head = _read_text(path).lstrip()[:1]
+    try:
+        with _open_text(path) as stream:
+            start = stream.read(4096)  # enough to tell them apart (not the whole file)
+    except UnicodeDecodeError:
+        raise _not_export(path, "not UTF-8 text") from None
+    head = start.lstrip()[:1]
     if head == "{":
         return read_json(path)
     if head == "":
         raise _not_export(path, "the file is empty")
-    if _read_text(path).startswith(REVIEW_COLUMNS[0]):
+    if start.startswith(REVIEW_COLUMNS[0]):
         return read_csv(path)
     raise _not_export(path, "neither a JSON export nor a CSV review log")
 
@@ -587,6 +724,9 @@ class ImportResult:
 
 def _differences(a: dict[str, Any], b: dict[str, Any], keys: Iterable[str]) -> list[str]:
     return [k for k in keys if a.get(k) != b.get(k)]
+
+
+_REVIEW_FACTS = ("card_id", "reviewed_at", "rating", "duration_ms")  # a review, not its states
 
 
 def _review_key(r: dict[str, Any]) -> tuple[str, str, str | None]:
@@ -654,28 +794,44 @@ def import_data(
     result = ImportResult()
     src = data.source
     file_keys: dict[str, set[tuple]] = {}
-    for r in data.reviews:
-        file_keys.setdefault(r["card_id"], set()).add(_review_key(r))
-    diverged: list[str] = []
     with store.transaction():
         new_reviews = []
+        undone_here: set[str] = set()  # cards with a review of the file undone here
         for r in data.reviews:
-            stored = store.review_row(*_review_key(r))
-            if stored is None:
-                new_reviews.append(r)
+            # a review's identity is its id (device, sequence number) where the file gives
+            # one: held here (by import or sync) or undone here, it is the same review
+            held = None if not r["device"] else store.review_by_origin(r["device"], r["seq"])
+            if held is True:
+                undone_here.add(r["card_id"])  # its undo reached this database: not again
+                result.reviews_skipped += 1
                 continue
-            diff = _differences(stored, r, REVIEW_COLUMNS)
+            file_keys.setdefault(r["card_id"], set()).add(_review_key(r))
+            if isinstance(held, dict):
+                # a replay may have rewritten its states (reviews of the card from other
+                # devices landed before it); what it was cannot differ
+                diff = _differences(held, r, _REVIEW_FACTS)
+            else:
+                stored = store.review_row(*_review_key(r))
+                if stored is None:
+                    new_reviews.append(r)
+                    continue
+                diff = _differences(stored, r, REVIEW_COLUMNS_V1)
             if diff:
                 raise ExportError(
                     f"{src}: conflict: card {r['card_id']!r} already has a review at "
                     f"{r['reviewed_at']} with different {', '.join(diff)}; nothing imported"
                 )
             result.reviews_skipped += 1
+        diverged: list[str] = []
         for card in data.cards:
             cid = card["id"]
             stored = store.card_row(cid)
             here = store.review_keys(cid)
             there = file_keys.get(cid, set())
+            if cid in undone_here:
+                # the file's state counts a review undone here: replayed from the log
+                diverged.append(cid)
+                continue
             if stored is None:
                 if here:
                     raise ExportError(

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from prep.tui.demoworker import DemoWorker
+from prep.tui.worker import WorkerClient
 
 
 def subprocess_run(name: str) -> float:
@@ -33,7 +33,7 @@ def subprocess_run(name: str) -> float:
 
 def worker_runs(name: str, runs: int) -> tuple[float, list[float], list[float]]:
     """(first key -> result on a cold worker, later key -> results, the reports' seconds)."""
-    worker = DemoWorker()
+    worker = WorkerClient()
     try:
         times, computes = [], []
         for _ in range(runs + 1):

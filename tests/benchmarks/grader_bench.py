@@ -44,6 +44,14 @@ def main() -> int:
         value = held[key]
         ok = value >= bar if op == ">=" else value <= bar
         print(f"  {key:24} {value:6.3f}   bar {op} {bar}  {'meets' if ok else 'MISSES'}")
+    if fresh := result.get("heldout_fresh"):
+        lo, hi = fresh["balanced_accuracy_ci95"]
+        print(
+            f"  of which round 2's fresh questions ({fresh['n_answers']} answers): balanced "
+            f"accuracy {fresh['balanced_accuracy']:.3f} (95% CI {lo:.3f}-{hi:.3f}), salad "
+            f"{fresh['salad_called_covered']:.3f}, negated {fresh['negated_called_covered']:.3f}, "
+            f"paraphrase {fresh['paraphrase_found']:.3f}"
+        )
     print("  per style: accuracy, share called covered (labelled covered)")
     for style, row in held["by_style"].items():
         print(

@@ -43,12 +43,6 @@ def main() -> None:
     big, other = tmp / "big.db", tmp / "other.db"
     print(f"Building {args.cards:,} cards, {args.reviews:,} reviews ...", flush=True)
     ids, _, _ = make_large_db(big, args.cards, args.reviews, now)
-    src, dst = sqlite3.connect(big), sqlite3.connect(other)
-    src.backup(dst)
-    src.close()
-    dst.close()
-    with Store.open(other) as s, s.transaction():
-        local.new_device(s.conn)  # a second installation with the same history
 
     with Store.open(big) as a:
         n = a.count_reviews()
@@ -63,6 +57,14 @@ def main() -> None:
     print(
         f"  database: {db_bytes / n:6.1f} bytes per review ({db_bytes / 1e6:.0f} MB, cards and indexes included)"
     )
+    # a second installation with the same history (a copy made after that sync, as a
+    # restored backup is: a new device id, the old one's reviews in the folder already)
+    src, dst = sqlite3.connect(big), sqlite3.connect(other)
+    src.backup(dst)
+    src.close()
+    dst.close()
+    with Store.open(other) as s, s.transaction():
+        local.new_device(s.conn)
 
     with Store.open(other) as b:
         t = time.perf_counter()
@@ -80,7 +82,7 @@ def main() -> None:
                     if prev.last_review is None
                     else max(at, prev.last_review + timedelta.resolution)
                 )
-                return sched.review(prev, 3, when).state
+                return sched.review(prev, 3, when, b.next_review_key()).state
 
             b.rate_card(CardState(id=cid), decide, 3, day, 4000, sched.replay_params())
         t = time.perf_counter()

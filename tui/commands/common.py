@@ -40,15 +40,30 @@ class Ctx:
         self.db = db
         self.questions = [Path(q) for q in questions]
 
-    def store(self, *, reading: bool = False):
+    def store(self, *, reading: bool = False, empty_ok: bool = False):
         """The progress database; ``reading``: the command only reads it (stats, export), so
-        a read-only database or folder, or a hand-edited schema version, does not stop it."""
-        from prep.engine.store import StoreError
+        a read-only database or folder, or a hand-edited schema version, does not stop it.
+
+        ``empty_ok`` (a reading command that can show nothing: stats, marks): on a new installation, where the default database does not exist
+        yet, the command shows an empty one (in memory: nothing is created) with a line on
+        stderr. A --db or PREP_DB naming a missing file is still refused (likely a typo)."""
+        from prep.engine.store import Store, StoreError
         from prep.tui.upgrade import open_store
 
         try:  # an older database is upgraded first, with a line on stderr
             return open_store(self.db, reading=reading)
         except StoreError as exc:
+            if reading and empty_ok and exc.kind == "missing" and self.db is None:
+                from prep.engine.store import resolve_db_path
+
+                click.echo(
+                    f"prep: nothing studied yet ({resolve_db_path(None)} does not exist; "
+                    "`prep` starts the quiz and creates it)",
+                    err=True,
+                )
+                store = Store.memory()
+                store.read_only = True  # nothing to reconcile or sync into
+                return store
             raise UsageError(str(exc)) from exc
 
     def collection(self, *, strict: bool = True, store: Store | None = None) -> Collection:

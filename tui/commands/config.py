@@ -31,9 +31,14 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
     goes back to fsrs's defaults, `prep config parameters "w0,w1,...,w20"` sets all 21
     (fit them to your own reviews with `prep optimize`)."""
 
+    from prep.engine.store import Store, resolve_db_path
     from prep.engine.study.scheduler import Settings
 
-    with obj.store() as store:
+    if not reset and value is None and not resolve_db_path(obj.db).exists():
+        store = Store.memory()  # nothing saved yet: show the defaults, create nothing
+    else:
+        store = obj.store()
+    with store:
         if reset:
             store.save_settings(Settings())
             click.echo("settings reset to their defaults")
@@ -52,6 +57,9 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
             if value is not None:
                 store.set_meta("sync_dir", str(Path(value).expanduser().resolve()))
             click.echo(f"sync_dir = {store.get_meta('sync_dir') or 'none'}")
+            return
+        if key == "device_name":  # this machine's name in the others' sync summaries
+            _device_name(store, value)
             return
         if key not in Settings.settable():
             known = ", ".join([*Settings.settable(), "parameters"])
@@ -89,6 +97,21 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
         if key == "plan_decks":
             typed = "all" if typed is None else ",".join(typed)
         click.echo(f"{key} = {typed}")
+
+
+def _device_name(store: Store, value: str | None) -> None:
+    """`prep config device_name [NAME]`: a machine setting (never synced as a setting; the
+    journal's header carries it, so the others say "received 3 from NAME")."""
+    from prep.engine.store import devices
+
+    if value is not None:
+        why = devices.name_problem(value)
+        if why is not None:
+            raise UsageError(f"device_name: {why}")
+        with store.transaction():
+            devices.set_name(store.conn, value)
+    with store.transaction():
+        click.echo(f"device_name = {devices.name(store.conn)}")
 
 
 def _say_plan(obj: Ctx, store: Store, settings: Settings) -> None:

@@ -24,7 +24,7 @@ def marks_cmd(obj: Ctx, as_json: bool) -> None:
     from prep.engine.study.present import count, shorten
     from prep.engine.timeutil import utcnow
 
-    with obj.store(reading=True) as store:
+    with obj.store(reading=True, empty_ok=True) as store:
         coll = obj.collection(strict=False, store=store)  # through the deck cache
         cards = marked_cards(store, coll, utcnow())
     totals = {k: sum(k in c.kinds for c in cards) for k in ("suspended", "buried", "flagged")}

@@ -38,7 +38,7 @@ def stats(obj: Ctx, as_json: bool, since: str | None) -> None:
             since_dt = to_utc(datetime.fromisoformat(since).astimezone())
         except (ValueError, OverflowError):  # OverflowError: no UTC form (year 0 or 10000)
             raise UsageError(f"--since {since!r} is not a date (expected YYYY-MM-DD)") from None
-    with obj.store(reading=True) as store:
+    with obj.store(reading=True, empty_ok=True) as store:
         # through the deck cache; a read-only database falls back to parsing the decks
         coll = obj.collection(strict=False, store=store)
         if not store.read_only:

@@ -19,6 +19,20 @@ def sync_dir(store: Store) -> str | None:
     return store.get_meta("sync_dir")
 
 
+def _folder_line(path: Path | None, given: bool, configured: str | None) -> str:
+    """Which folder --status looked at: the one on the command line, or the configured one
+    (and the configured one beside a folder given)."""
+    if path is None:
+        return "folder: none (prep sync DIR, or prep config sync_dir DIR)"
+    state = "" if path.is_dir() else " (no such folder)"
+    if not given:
+        return f"folder: {path}{state} (prep config sync_dir)"
+    also = f"; configured: {configured}" if configured else "; none configured"
+    if configured and Path(configured) == path:
+        also = " (also the configured one)"
+    return f"folder: {path}{state} (given){also}"
+
+
 @click.command("sync")
 @click.argument("folder", required=False, metavar="[DIR]")
 @click.option("--status", is_flag=True, help="The devices seen and when each last synced.")
@@ -36,15 +50,21 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
     from prep.engine.sync.run import JournalError, SyncError, sync
     from prep.engine.sync.run import status as sync_status
 
-    with obj.store() as store:
-        where = folder or sync_dir(store)
+    with obj.store(reading=status) as store:  # --status only reads: it creates nothing
+        configured = sync_dir(store)
+        where = folder or configured
         if status:
-            info = sync_status(store, Path(where).expanduser() if where else None)
+            path = Path(where).expanduser().absolute() if where else None
+            info = sync_status(store, path)
+            info["configured"] = configured
             if as_json:
                 click.echo(json.dumps(info, indent=1))
                 return
-            click.echo(f"this device: {info['device']}; last sync: {info['last_sync'] or 'never'}")
-            click.echo(f"folder: {info['folder'] or 'none (prep config sync_dir DIR)'}")
+            click.echo(
+                f"this device: {info['name']} ({info['device']}); "
+                f"last sync: {info['last_sync'] or 'never'}"
+            )
+            click.echo(_folder_line(path, folder is not None, configured))
             for d in info["devices"]:
                 click.echo(
                     f"  {d['name'] or '?'} ({d['id']}): {d['applied']} journal file(s) applied, "
@@ -79,7 +99,7 @@ def backup_cmd(obj: Ctx, as_list: bool, restore: str | None) -> None:
     database."""
     from prep.engine.store import backup
 
-    with obj.store() as store:
+    with obj.store(reading=as_list) as store:  # --list only reads: it creates nothing
         try:
             if as_list:
                 for path in backup.listing(store.path):

@@ -254,9 +254,9 @@ class DemoScreen(PrepScreen):
 
     @work(exclusive=True, group="demo", exit_on_error=False)
     async def run_in_worker(self) -> None:
-        """Run the demo in the app's demo worker (prep.tui.demoworker): progress and each
+        """Run the demo in the app's demo worker (prep.tui.worker): progress and each
         section's checks arrive as they are measured, the report at the end."""
-        from prep.tui.demoworker import WorkerError
+        from prep.tui.worker import WorkerError
 
         worker = self.prep.demo_worker
         assert worker is not None

@@ -14,6 +14,7 @@ from prep.engine.store import StoreError
 from prep.engine.study.plan import PlanDay, plan_day
 from prep.engine.study.present import count
 from prep.tui.base import PrepScreen
+from prep.tui.widgets.syncline import SyncLine
 from prep.tui.widgets.text import DataTable, Static
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ class HomeScreen(PrepScreen):
         yield Static(id="today")
         yield DeckTable(id="decks", cursor_type="row", zebra_stripes=False)
         yield Static(id="howto")
+        yield SyncLine()
         yield Footer()
 
     def on_mount(self) -> None:

@@ -37,6 +37,7 @@ from prep.tui.base import PrepScreen
 from prep.tui.cardtext import card_text, inline_text, warm_up
 from prep.tui.screens.typed_answer import TypedAnswer
 from prep.tui.widgets.key_button import KeyButton
+from prep.tui.widgets.syncline import SyncLine
 from prep.tui.widgets.text import Static
 
 if TYPE_CHECKING:
@@ -193,6 +194,7 @@ class ReviewScreen(TypedAnswer, PrepScreen):
         with Horizontal(id="actions"):
             yield KeyButton("space  Show answer", id="reveal", variant="primary")
             # the rating bar is mounted at the first reveal: the first card shows sooner
+        yield SyncLine()
         yield Footer()
 
     def on_mount(self) -> None:
@@ -203,8 +205,9 @@ class ReviewScreen(TypedAnswer, PrepScreen):
 
     def warm_up(self) -> None:
         """What the first reveal needs, imported while the question is read: Markdown, the
-        answer's sections, the rating bar."""
+        answer's sections, the rating bar (and the answer box)."""
         import prep.engine.study.present  # noqa: F401
+        import prep.tui.widgets.answer_box  # noqa: F401  (the box `t` opens)
         import prep.tui.widgets.rating_bar  # noqa: F401
 
         warm_up()
@@ -214,8 +217,9 @@ class ReviewScreen(TypedAnswer, PrepScreen):
     def show_card(self) -> None:
         """Show the session's current card, front side; or the summary when it is done."""
         syncer = getattr(self.prep, "syncer", None)
-        if syncer is not None:  # what a sync brought: applied between cards
-            syncer.between_cards()
+        if syncer is not None:  # what a sync brought: applied between cards; the first
+            syncer.between_cards()  # sync starts once the first card is on screen
+            self.call_after_refresh(syncer.start)
         card = self.session.current
         for notice in self.session.take_notices():
             self.notify(notice, severity="warning", timeout=10)

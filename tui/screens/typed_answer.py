@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual import work
 
-from prep.tui.widgets.answer_box import AnswerBox
 from prep.tui.widgets.text import Static
 
 if TYPE_CHECKING:
     from prep.demos.pretrained.grader.rubric import Grade
+    from prep.tui.widgets.answer_box import AnswerBox
 
 
 class TypedAnswer:
@@ -56,6 +56,9 @@ class TypedAnswer:
         if screen.card is None or screen.revealed:
             return
         if self._box is None:
+            # (TextArea's import is not on the way to the first card: warm_up imports it)
+            from prep.tui.widgets.answer_box import AnswerBox
+
             self._box = AnswerBox(id="answer-box")
             screen.query_one("#card").mount(self._box, after=screen.query_one("#choices"))
             grading = screen.prep.grading
@@ -103,6 +106,8 @@ class TypedAnswer:
             return False
         text = self._box.text.strip()
         if text:
+            from prep.tui.widgets.answer_box import AnswerBox
+
             self.on_answer_box_submitted(AnswerBox.Submitted(self._box, text))
         else:
             self._close_box()

@@ -58,14 +58,68 @@ def is_negation(word: str) -> bool:
     return word in NEGATIONS or bool(_NEG_SUFFIX.search(word))
 
 
+# "No W_O: ...", "no bias, so ...", "no W_O means fixed slices": "no" + one term before a colon,
+# a comma or "means" states a condition (= "without W_O"), not a denial.
+_CONDITION = re.compile(
+    r"\bno\s+(?=[\w^·']+\s*(?:[:,;\u2192]|\s+(?:means|gives|leaves|then)\b))", re.IGNORECASE
+)
+
+
+def _unconditioned(text: str) -> str:
+    return _CONDITION.sub("without ", text)
+
+
 def negations(text: str) -> int:
-    """How many negation cues the text holds ("n't" counts, "without" does not)."""
-    return sum(1 for w in words(text) if is_negation(w))
+    """How many negation cues the text holds ("n't" counts; "without" and a "no X:" condition
+    do not)."""
+    return sum(1 for w in words(_unconditioned(text)) if is_negation(w))
+
+
+_CLAUSE_BREAK = re.compile(
+    r"(?:\s*[,;:()\u2014\u2013]\s*|\s+-\s+|\s+)(?:but|and|while|whereas|so|because|although|since)\s+"
+    r"|\s*[,;:()\u2014\u2013]\s*|\s+-\s+",
+    re.IGNORECASE,
+)
+
+
+def clauses(text: str) -> list[str]:
+    """The text's clauses: split at commas, colons, dashes, brackets and the conjunctions
+    that join two claims (but, and, while, so, because ...)."""
+    return [c for c in _CLAUSE_BREAK.split(text) if c and any(ch.isalnum() for ch in c)]
+
+
+def denied(text: str) -> set[str]:
+    """The content stems a text denies: in each clause with a negation cue, the words after the
+    cue ("W_O does not mix heads" denies {mix, head}; "heads never share a direction" denies
+    {share, direction})."""
+    out: set[str] = set()
+    for clause in clauses(_unconditioned(text)):
+        ws = words(clause)
+        cues = [i for i, w in enumerate(ws) if is_negation(w)]
+        if cues:
+            out |= content_stems(" ".join(ws[cues[0] + 1 :]))
+    return out
 
 
 def negation_mismatch(point: str, sentence: str) -> bool:
-    """One of the two negates (not, no, never, n't) and the other does not."""
-    return (negations(point) > 0) != (negations(sentence) > 0)
+    """The sentence denies what the point asserts, or asserts what the point denies.
+
+    - neither negates: no mismatch;
+    - only the sentence negates: a mismatch (a denial never covers a plain claim);
+    - only the point negates: a mismatch when the sentence uses what the point denies
+      ("softmax rows amplify values" against "... never amplify it"); a sentence that says
+      it another way ("a convex combination of the values") is left to the head;
+    - both negate: they agree only when they deny the same thing ("no two heads ever share
+      a direction" and "heads never share a direction" do; "W_O does not mix heads" and
+      "No W_O: ... heads never share a direction" do not).
+    """
+    p_neg, s_neg = negations(point) > 0, negations(sentence) > 0
+    if not p_neg:
+        return s_neg
+    p_denied = denied(point)
+    if not s_neg:
+        return bool(p_denied & content_stems(sentence))
+    return not (p_denied & denied(sentence))
 
 
 def function_ratio(text: str) -> float:

@@ -53,8 +53,19 @@ HELDOUT_CARDS = frozenset(
         "wo-pruning-zero-block",
         "wo-attention-sinks",
         "wo-gpt2-init",
+        # round 2's fresh held-out questions and the cards that share their facts
+        "wo-flops",
+        "wo-fu-flops-decode",
+        "wo-no-o-bias",
+        "wo-fu-no-bias-ablation",
+        "wo-lora-o-proj",
+        "wo-fu-lora-which",
+        "wo-choice-lora-rank",
     }
 )
+# Held-out questions added in round 2, answers and labels written before any grader saw them:
+# reported apart as well, since the first six were looked at five times in round 1.
+FRESH_HELDOUT = frozenset({"flops", "no-o-bias", "lora-o-proj"})
 SEED = 0
 STEPS = 600
 LR = 0.02
@@ -243,8 +254,10 @@ def evaluate(grader: Grader, tune_threshold_split: str = "tune") -> dict[str, An
     tune_judged = devset.judge(
         tune, lambda r, a: {v.id: v.covered for v in grader.grade(r, a).points}, rubrics
     )
+    fresh = [j for j in judged if j[0].qid in FRESH_HELDOUT]
     return {
         "heldout": devset.report(judged),
+        "heldout_fresh": devset.report(fresh) if fresh else None,
         "tune": {"balanced_accuracy": round(devset.balanced_accuracy(tune_judged), 3)},
         "baselines_heldout": baselines,
         "seconds_per_answer": round(per_answer, 4),
@@ -267,7 +280,27 @@ HISTORY = [
     "(same subject, another claim) were called covered -> the same card's other bullets join "
     "the generated negatives (leave-one-question-out on the tune part: BA 0.763 -> 0.753, no "
     "better, kept because the argument for it stands)",
-    "run 5: shipped; its numbers are in this file",
+    "run 5 (round 1's shipped head): BA 0.787 (CI 0.709-0.858), salad 0.0, negated 0.333, "
+    "paraphrase 0.5; a user pass found 'W_O does not mix heads ... it only fixes the shape' "
+    "graded 2/2 on wo-two-roles (a point that itself says 'never' let the presence rule "
+    "through) -> round 2: the negation rule compares what the point and the sentence deny "
+    "(text.negation_mismatch; 'no X:' is a condition), the user-pass case and its rubric join "
+    "the tune part, three fresh held-out questions (flops, no-o-bias, lora-o-proj; answers and "
+    "labels written before any grader saw them, their cards left out of training). Judged on "
+    "the tune part only: BA 0.787 -> 0.839, paraphrase 0.381 -> 0.714, negated 0.143 -> 0.190",
+    "run 6 (retrained with the round-2 rule): held-out (9 questions) BA 0.770 (CI "
+    "0.698-0.843), salad 0.0, negated 0.069, paraphrase 0.393; of which the fresh three: BA "
+    "0.748, paraphrase 0.2 (their first look); tune BA 0.839. It also failed two of "
+    "tests/test_grader.py's hand-written cases that run 5's head passes (the strong answer's "
+    "'slice' point credited to the weighting sentence at 0.96; the 'common axes' paraphrase "
+    "missed) -> a tune-only trial, no held-out look: clauses of a sentence as extra units "
+    "(for terse answers): tune BA 0.767, salad 0.381, dropped",
+    "run 7: run 5's head unchanged with the round-2 rule (python -m "
+    "prep.demos.pretrained.grader.train --evaluate): tune BA 0.822 (run 6: 0.839, both "
+    "in-sample), passes every hand-written case in tests/test_grader.py; chosen on those two "
+    "before its held-out look (BA 0.777, salad 0.034, negated 0.138, paraphrase 0.429); "
+    "shipped. Evaluated once more, unchanged, after the grader took torch's thread count from "
+    "the machine's load (time per answer 1.73 s -> this file's, on 2 cores at load ~11)",
 ]
 
 BARS = {
@@ -281,8 +314,29 @@ BARS = {
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=WEIGHTS / "grader.json")
+    parser.add_argument(
+        "--evaluate",
+        action="store_true",
+        help="no training: grade the dev set with the head already in --out, rewrite its metrics",
+    )
+    parser.add_argument(
+        "--tune-only",
+        action="store_true",
+        help="report the tune part per style and stop: no held-out look, nothing written",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(max(1, torch.get_num_threads()))
+    metrics_path = args.out.with_name(args.out.stem + "_metrics.json")
+    if args.evaluate:
+        head = Head.from_json(json.loads(args.out.read_text("utf-8"))["head"])
+        old = json.loads(metrics_path.read_text("utf-8")) if metrics_path.exists() else {}
+        metrics = evaluate(Grader(head=head))
+        metrics["bars"] = {k: f"{op} {v}" for k, (op, v) in BARS.items()}
+        metrics["history"] = HISTORY
+        metrics["training"] = old.get("training")  # the run that fit this head
+        metrics_path.write_text(json.dumps(metrics, indent=2) + "\n", "utf-8")
+        print(json.dumps({k: metrics[k] for k in ("heldout", "seconds_per_answer")}, indent=1))
+        return 0
     start = time.perf_counter()
     rng = random.Random(SEED)
     grader = Grader(head=Head())
@@ -294,6 +348,15 @@ def main(argv: list[str] | None = None) -> int:
     weights = torch.tensor([1.0] * n_gen + [TUNE_WEIGHT] * (len(items) - n_gen))
     grader.head = fit(feats, labels, weights)
     train_s = time.perf_counter() - start - load_s
+    if args.tune_only:
+        args.out.write_text(json.dumps({"head": grader.head.to_json()}) + "\n", "utf-8")
+        rubrics, examples = devset.load()
+        tune = [e for e in examples if e.split == "tune"]
+        judged = devset.judge(
+            tune, lambda r, a: {v.id: v.covered for v in grader.grade(r, a).points}, rubrics
+        )
+        print(json.dumps(devset.report(judged), indent=1))
+        return 0
     metrics = evaluate(grader)
     metrics["bars"] = {k: f"{op} {v}" for k, (op, v) in BARS.items()}
     metrics["history"] = HISTORY
@@ -309,7 +372,6 @@ def main(argv: list[str] | None = None) -> int:
         "seconds_features_and_fit": round(train_s, 1),
     }
     args.out.write_text(json.dumps({"head": grader.head.to_json()}, indent=None) + "\n", "utf-8")
-    metrics_path = args.out.with_name(args.out.stem + "_metrics.json")
     metrics_path.write_text(json.dumps(metrics, indent=2) + "\n", "utf-8")
     print(json.dumps({k: metrics[k] for k in ("heldout", "tune", "seconds_per_answer")}, indent=1))
     for name, base in metrics["baselines_heldout"].items():
