@@ -108,6 +108,21 @@ def test_negation_rule_and_sentences():
     assert tx.function_ratio("W_O, heads, mixing, residual") == 0.0
 
 
+def test_sentences_do_not_end_at_abbreviations_or_a_bare_choice_letter():
+    # a citation is one sentence with its claim (the rubric pass found "Xiao et al." and
+    # "2023." graded as sentences of their own); a choice answer's "(c)." has nothing to grade
+    assert tx.sentences("Sinks were named by Xiao et al. 2023. They absorb mass.") == [
+        "Sinks were named by Xiao et al. 2023.",
+        "They absorb mass.",
+    ]
+    assert tx.sentences("(c). W_O is shared, e.g. across heads, i.e. once. No. It is.") == [
+        "W_O is shared, e.g. across heads, i.e. once.",
+        "No.",
+        "It is.",
+    ]
+    assert tx.sentences("See Fig. 3 vs. Eq. 2. Next.") == ["See Fig. 3 vs. Eq. 2.", "Next."]
+
+
 NO_WO = (
     "No W_O: shapes still line up, but each head's write slice is fixed by its index and heads "
     "never share a direction."

@@ -135,9 +135,21 @@ def sentences(answer: str, max_sentences: int = 24) -> list[str]:
 
     A very long answer keeps its first `max_sentences` sentences (graded time stays bounded).
     """
-    out = []
+    out: list[str] = []
+    glue = False  # the last piece ended in an abbreviation ("et al.", "e.g."): not a sentence end
     for piece in _SENTENCE_END.split(answer.strip()):
         piece = _ENUM.sub("", piece).strip()
-        if any(c.isalnum() for c in piece):
+        if _LABEL_ONLY.fullmatch(piece):
+            continue  # a choice's letter alone, "(c).": no content to grade
+        if glue and out:
+            out[-1] = f"{out[-1]} {piece}"
+        elif any(c.isalnum() for c in piece):
             out.append(piece)
+        glue = bool(out) and bool(_ABBREVIATION.search(out[-1]))
     return out[:max_sentences]
+
+
+# a period that ends an abbreviation, not a sentence: citations ("Xiao et al. 2023"), "e.g.",
+# "i.e.", "vs.", "cf.", "Fig. 3", "Eq. 2", "approx."
+_ABBREVIATION = re.compile(r"(?i:\b(?:et al|e\.g|i\.e|vs|cf|figs?|eqs?|approx|resp|sec))\.$")
+_LABEL_ONLY = re.compile(r"\(?[a-dA-D]\)?[.:]?")
