@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import math
 
 import pytest
 
@@ -389,6 +390,37 @@ def test_learned_suppression_noise_check_fails_when_noise_heads_read_the_target(
     assert not noise.passed and useful.passed and loss.passed
 
 
+def test_learned_suppression_t_bound_matches_scipy() -> None:
+    from scipy import stats
+
+    mod = module("learned-suppression")
+    growth = [0.82, 0.7, 1.01, 0.9, 0.6]
+    logs = [math.log(g) for g in growth]
+    upper = stats.t.interval(0.90, len(logs) - 1, loc=sum(logs) / 5, scale=stats.sem(logs))[1]
+    assert mod.log_upper_bound(growth) == pytest.approx(upper, abs=2e-3)
+    assert mod.log_upper_bound([0.5]) == math.inf  # one seed: no interval
+
+
+def test_learned_suppression_control_rule_fails_when_shrinkage_is_within_seed_noise() -> None:
+    """Counterexample to the control/AdamW rule: a median below 1 (last round's rule passed it)
+    whose spread over seeds leaves 'no change' inside the interval."""
+    mod = module("learned-suppression")
+    cfg = dataclasses.replace(mod.SCALES["small"], n_seeds=1)
+    run = mod.train(cfg, harness.make_generator(CPU, 0))
+    runs = []
+    for worst in (0.5, 0.7, 1.4, 0.8, 1.3):  # median 0.8, but two seeds grew
+        r = dataclasses.replace(run, ov_final=run.ov_final.clone())
+        noise = ~r.useful
+        r.ov_final[noise] = r.ov_init[noise] * worst
+        runs.append(r)
+    noise_check = mod._claim_checks(runs, "x", every_seed=False)[0]
+    assert not noise_check.passed and noise_check.measured > 0
+    shrunk = [dataclasses.replace(r, ov_final=r.ov_final * 0 + r.ov_init * 0.7) for r in runs]
+    for r in shrunk:
+        r.ov_final[r.useful] = r.ov_init[r.useful] * 2
+    assert mod._claim_checks(shrunk, "x", every_seed=False)[0].passed
+
+
 # --------------------------------------------------------------------------- cross-head-mixing
 
 
@@ -477,9 +509,24 @@ def test_block_diagonal_trained_checks_fail_with_the_students_swapped() -> None:
     tr = dataclasses.replace(mod.TRAIN, steps=60)
     block = mod.train_student(tr, torch.Generator().manual_seed(1), block=True)
     dense = mod.train_student(tr, torch.Generator().manual_seed(1), block=False)
-    assert dense < block
-    checks = mod.trained_checks({"dense": [block], "block": [dense]})
+    null = mod.train_student(tr, torch.Generator().manual_seed(1), block=True, mixing_teacher=False)
+    assert dense < block and null < block
+    checks = mod.trained_checks({"dense": [block], "block": [null], "block_null": [block]})
     assert all(not c.passed for c in checks)
+    assert [c.kind for c in checks] == [harness.SANITY, harness.MEASUREMENT]
+
+
+def test_block_diagonal_null_teacher_in_place_of_the_mixing_one_fails() -> None:
+    """Counterexample to the measurement: the block student's 'mixing' teacher does not mix.
+    Same seeds, so the two error lists are the same numbers, and min > max cannot hold."""
+    mod = module("block-diagonal")
+    tr = dataclasses.replace(mod.TRAIN, steps=40, seeds=2)
+    gen = harness.make_generator(CPU, 0)
+    trained = mod.train_students(tr, gen)
+    assert all(d < b for d, b in zip(trained["dense"], trained["block"], strict=True))
+    fake = dict(trained, block=list(trained["block_null"]))
+    measurement = mod.trained_checks(fake)[1]
+    assert not measurement.passed and measurement.measured <= 0
 
 
 def test_no_wo_ov_rank_head_weighting_counterexamples_fail_every_check() -> None:

@@ -25,16 +25,18 @@ What the runs showed, and how the claim changed (the bar, 1.0, did not): the cla
 noise head of every seed ends below its start" for all three rows. Over 30 seeds (1000..1029,
 small scale) that held for SGD with weight decay 1e-3 in 30 of 30 (worst 0.24, median 0.20), for
 SGD without weight decay in 29 of 30 (worst 1.01, median 0.82) and for AdamW in 26 of 30 (worst
-1.16, median 0.81); a demo run with --seed 3 drew seeds where the control reached 1.17 and AdamW
-1.48. So weight decay is what makes the shrinkage hold for every noise head in every seed;
-without it (or with AdamW) the typical seed's noise heads still shrink, but not all of them. The
-control and AdamW rows now check the median over seeds; the weight-decay row keeps "every seed".
+1.16, median 0.81). Last round the control and AdamW rows were then switched to "median over
+seeds", a rule chosen after the data. This round (demos/BARS.md, pre-registered in commit a120629
+before any run with it) they use a rule argued from what the claim means: the one-sided 95%
+Student-t upper bound over seeds of log(largest noise-head growth per seed) must be below 0. The
+weight-decay row keeps "every seed".
 Every seed s in seed..seed+n_seeds-1 builds its own task and weights from a generator on the run's
 device, so a seed fixes the run.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from prep.demos import harness
@@ -52,8 +54,22 @@ CHECK_KINDS = {IDENTITY: 0, MEASUREMENT: 10}
 # own starting norm, so the bar is the claim itself. Every noise head in every seed must end with
 # ||OV|| / ||OV at init|| < 1 and every useful head > 1: a single exception means the effect is
 # not reliable at this size. The loss must fall to <= 0.9 of its start, or nothing was learned.
+# The control (no weight decay) and AdamW rows claim less: "the noise heads shrink, seed to seed".
+# Pre-registered in demos/BARS.md (commit a120629) before a run with it: per seed s_i = log of
+# the largest noise-head growth (log: a ratio's null "no change" is 0, and x2 / x0.5 weigh the
+# same); the seeds are independent draws, so the bar is the one-sided 95% Student-t upper bound
+# mean(s) + t(0.95, n-1) sd(s) / sqrt(n) < 0. Fewer than 2 seeds: no interval, the check fails.
+# (A sign test at p < 0.05 needs 5 of 5 seeds at n = 5, i.e. "every seed" again.)
 NOISE_BAR = 1.0
 USEFUL_BAR = 1.0
+NOISE_LOG_BAR = 0.0
+# One-sided 95% Student-t quantiles t(0.95, df); past df 30 the df-30 value (conservative).
+T95 = {
+    1: 6.314, 2: 2.920, 3: 2.353, 4: 2.132, 5: 2.015, 6: 1.943, 7: 1.895, 8: 1.860, 9: 1.833,
+    10: 1.812, 11: 1.796, 12: 1.782, 13: 1.771, 14: 1.761, 15: 1.753, 16: 1.746, 17: 1.740,
+    18: 1.734, 19: 1.729, 20: 1.725, 21: 1.721, 22: 1.717, 23: 1.714, 24: 1.711, 25: 1.708,
+    26: 1.706, 27: 1.703, 28: 1.701, 29: 1.699, 30: 1.697,
+}  # fmt: skip
 LOSS_BAR = 0.9
 
 
@@ -236,26 +252,53 @@ def _spread(values: list[float]) -> str:
     return "per seed: " + ", ".join(f"{v:.3g}" for v in values)
 
 
+def log_upper_bound(values: list[float]) -> float:
+    """One-sided 95% Student-t upper bound of mean(log values) over seeds; +inf below 2 seeds."""
+    n = len(values)
+    if n < 2:
+        return math.inf
+    logs = [math.log(v) for v in values]
+    mean = sum(logs) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
+    return mean + T95[min(n - 1, 30)] * sd / math.sqrt(n)
+
+
+def _noise_check(runs: list[Run], label: str, every_seed: bool) -> Check:
+    worst, noise_seeds = _worst_noise(runs)
+    spread = _spread(noise_seeds)
+    if every_seed:
+        return Check(
+            f"{label}: largest noise-head ||OV|| / its initial value, over {len(runs)} seeds "
+            f"({spread})",
+            worst,
+            f"< {NOISE_BAR:g}",
+            worst < NOISE_BAR,
+            "a noise head's write is independent of the target, so the loss gradient pulls its "
+            "OV circuit towards 0; if it grew, something other than the loss drove it",
+            MEASUREMENT,
+        )
+    bound = log_upper_bound(noise_seeds)
+    return Check(
+        f"{label}: 95% one-sided t upper bound over {len(runs)} seeds of log(largest noise-head "
+        f"||OV|| / initial) ({spread}; bound as a ratio {math.exp(min(bound, 50.0)):.3g}x)",
+        bound,
+        f"< {NOISE_LOG_BAR:g}",
+        bound < NOISE_LOG_BAR,
+        "the noise heads shrink seed to seed only if the interval over seeds of the worst "
+        "noise head's log growth excludes 0 (no change); if not, the shrinkage is not "
+        "distinguishable from seed-to-seed noise (Adam's normalised steps random-walk weights "
+        "whose gradient is mostly noise)",
+        MEASUREMENT,
+    )
+
+
 def _claim_checks(runs: list[Run], label: str, every_seed: bool = True) -> list[Check]:
     """The noise, useful and loss checks over seeds. every_seed: the largest noise-head growth
-    of every seed must be below NOISE_BAR; otherwise its median over seeds (the typical seed)."""
-    worst, noise_seeds = _worst_noise(runs)
-    noise = worst if every_seed else float(torch.tensor(noise_seeds).median())
-    which = "largest" if every_seed else "median over seeds of the largest"
+    of every seed must be below NOISE_BAR; otherwise the t bound over seeds of its log (BARS.md)."""
     useful, useful_seeds = _worst_useful(runs)
     loss = max(r.loss_final / r.loss_init for r in runs)
     return [
-        Check(
-            f"{label}: {which} noise-head ||OV|| / its initial value, over {len(runs)} seeds "
-            f"({_spread(noise_seeds)})",
-            noise,
-            f"< {NOISE_BAR:g}",
-            noise < NOISE_BAR,
-            "a noise head's write is independent of the target, so the loss gradient pulls its "
-            "OV circuit towards 0; if it grew, something other than the loss drove it (Adam's "
-            "normalised steps random-walk weights whose gradient is mostly noise)",
-            MEASUREMENT,
-        ),
+        _noise_check(runs, label, every_seed),
         Check(
             f"{label}: smallest useful-head ||OV|| / its initial value, over {len(runs)} seeds "
             f"({_spread(useful_seeds)})",
@@ -314,9 +357,10 @@ def notes(cfg: Config) -> list[str]:
         f"{cfg.n_seeds} seeds, each its own task and initialisation; every noise head of every "
         "seed must end below its own starting OV norm and every useful head above.",
         f"What weight decay adds: with it ({cfg.weight_decay:g}) every noise head of every seed "
-        "shrank (30 of 30 seeds in a 30-seed sweep, worst 0.24x); without it the typical seed "
-        "still shrinks (median 0.82x) but 1 of 30 seeds had a noise head end at 1.01x, and "
-        "AdamW 4 of 30 (worst 1.16x). So those rows check the median over seeds.",
+        "shrank (30 of 30 seeds in a 30-seed sweep, worst 0.24x); without it 1 of 30 seeds had a "
+        "noise head end at 1.01x, and AdamW 4 of 30 (worst 1.16x). Those two rows claim less "
+        "(pre-registered in demos/BARS.md): the 95% one-sided t upper bound over seeds of "
+        "log(largest noise-head growth) must be below 0.",
         "Scope: the toy fixes attention patterns and trains only W_V and W_O; in a real model "
         "attention also trains, and a large lr with a small initial OV can let Adam's "
         "per-weight steps outrun the loss's pull on a useless head.",
