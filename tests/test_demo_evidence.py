@@ -172,7 +172,16 @@ def test_the_figures_demos_draw_carry_their_arrays(capsys) -> None:
     pattern = data["figures"]["pattern_induction"]["values"]
     assert len(pattern) == 32 and all(len(row) == 32 for row in pattern)
     assert abs(sum(pattern[20]) - 1.0) < 1e-2  # a row of attention sums to 1
-    assert len(data["figures"]["path_ablation"]["values"]) == 9  # 3 seeds x 3 paths
+    bars = data["figures"]["path_ablation"]
+    assert len(bars["values"]) == 15  # 3 seeds x (3 paths, all three, half of all three)
+    all_paths = [
+        v for lab, v in zip(bars["labels"], bars["values"], strict=True) if "all three" in lab
+    ]
+    half = [v for lab, v in zip(bars["labels"], bars["values"], strict=True) if "half" in lab]
+    assert len(all_paths) == 3 and all(
+        abs(a / 2 - h) < 1e-3 for a, h in zip(all_paths, half, strict=True)
+    )
+    assert all(a > 0 for a in all_paths)  # the all-paths bar is drawn, not zeros
 
 
 def test_list_counts_sanity_checks(capsys) -> None:

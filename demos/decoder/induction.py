@@ -327,7 +327,7 @@ def notes(cfg: Config) -> list[str]:
 
 def figures(setup: Setup) -> dict:
     """Seed 0's duplicate-token and strongest induction head on one sequence, and what removing
-    layer 0 from each path of layer 1 costs at every seed."""
+    layer 0 from each path of layer 1, and from all three at once, costs at every seed."""
     first = setup.seeds[0]
     c = first.circuit
     ind = int(c.induction.argmax())
@@ -352,11 +352,16 @@ def figures(setup: Setup) -> dict:
         for p in circuit.PATHS:
             labels.append(f"seed {s.seed} {circuit.PATH_NAMES[p]}")
             values.append(round(s.circuit.drop[p], 4))
+        labels += [f"seed {s.seed} all three", f"seed {s.seed} half of all (bar)"]
+        values += [round(s.circuit.drop_all_paths, 4), round(s.circuit.drop_all_paths / 2, 4)]
     out["path_ablation"] = {
         "kind": "bars",
-        "title": "in-context accuracy drop with layer 0 removed from one path of layer 1",
+        "title": "in-context accuracy drop with layer 0 removed from one path of layer 1, "
+        "and from all three at once",
         "labels": labels,
         "values": values,
+        "caption": "'mainly Q' (demos/BARS.md) needs, at every seed, queries > keys + values "
+        "and queries > half of all three",
     }
     return out
 
