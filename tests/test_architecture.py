@@ -145,6 +145,7 @@ DEMO_TOP = {
     "cli.py",
     "figures.py",  # torch-free drawings of a report, shared by the CLI and the TUI
     "harness.py",
+    "hooks.py",  # the one "run with an edit of z" seam, for the decoder and pretrained models
     "registry.py",
     "report.py",
     "worker.py",  # the long-lived torch-side process the app talks to (JSON lines)
@@ -342,3 +343,42 @@ def test_every_screen_with_keys_has_a_help_section_or_says_why() -> None:
     # help's sections are the registry's, in its order, after the app's own keys
     shown = [name for name, _ in HelpScreen().tables()]
     assert shown == ["PrepApp", *(spec.cls for spec in help_sections())]
+
+
+def test_one_implementation_of_the_collection_protocol() -> None:
+    """The study loop's ``Cards`` (engine/study/collection.py) has one implementation, the
+    deck cache's: a class anywhere that defines any of the protocol's questions about
+    progress (unseen cards, the new-card groups, counts per deck, tag progress) is it. The
+    parse (ParsedDecks) feeds the cache and answers none of them."""
+    protocol = ast.parse((ROOT / "engine" / "study" / "collection.py").read_text("utf-8"))
+    cards = next(n for n in protocol.body if isinstance(n, ast.ClassDef) and n.name == "Cards")
+    questions = {"unseen", "new_card_groups", "unseen_by_deck", "tag_progress"}
+    assert questions <= {n.name for n in cards.body if isinstance(n, ast.FunctionDef)}
+    found = []
+    for folder in FOLDERS:
+        for path in modules(folder):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ClassDef) and node is not cards:
+                    defined = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
+                    if defined & questions and node.name != "Cards":
+                        found.append(f"{path.relative_to(ROOT)}:{node.name}")
+    assert found == ["engine/decks/collection.py:CachedCollection"]
+
+
+def test_one_seam_edits_z() -> None:
+    """Demos edit a model's head outputs through demos/hooks.py alone: the library hooks live
+    in the pretrained model's ZModel (pretrained.py), the resumed runs in the decoder's
+    (decoder.py), and no demo registers hooks or resumes a run of its own."""
+    allowed = {
+        "register_forward_pre_hook": {"demos/pretrained/pretrained.py"},
+        "register_forward_hook": {"demos/pretrained/pretrained.py"},
+        "resume": {"demos/decoder/decoder.py"},
+    }
+    found: dict[str, set[str]] = {name: set() for name in allowed}
+    for path in modules("demos"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in found:
+                found[node.attr].add(str(path.relative_to(ROOT)))
+            if isinstance(node, ast.keyword) and node.arg in found:
+                found[node.arg].add(str(path.relative_to(ROOT)))
+    assert found == allowed
