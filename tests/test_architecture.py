@@ -345,26 +345,6 @@ def test_every_screen_with_keys_has_a_help_section_or_says_why() -> None:
     assert shown == ["PrepApp", *(spec.cls for spec in help_sections())]
 
 
-def test_one_implementation_of_the_collection_protocol() -> None:
-    """The study loop's ``Cards`` (engine/study/collection.py) has one implementation, the
-    deck cache's: a class anywhere that defines any of the protocol's questions about
-    progress (unseen cards, the new-card groups, counts per deck, tag progress) is it. The
-    parse (ParsedDecks) feeds the cache and answers none of them."""
-    protocol = ast.parse((ROOT / "engine" / "study" / "collection.py").read_text("utf-8"))
-    cards = next(n for n in protocol.body if isinstance(n, ast.ClassDef) and n.name == "Cards")
-    questions = {"unseen", "new_card_groups", "unseen_by_deck", "tag_progress"}
-    assert questions <= {n.name for n in cards.body if isinstance(n, ast.FunctionDef)}
-    found = []
-    for folder in FOLDERS:
-        for path in modules(folder):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.ClassDef) and node is not cards:
-                    defined = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
-                    if defined & questions and node.name != "Cards":
-                        found.append(f"{path.relative_to(ROOT)}:{node.name}")
-    assert found == ["engine/decks/collection.py:CachedCollection"]
-
-
 def test_one_seam_edits_z() -> None:
     """Demos edit a model's head outputs through demos/hooks.py alone: the library hooks live
     in the pretrained model's ZModel (pretrained.py), the resumed runs in the decoder's
