@@ -446,7 +446,9 @@ def _open_text(path: Path) -> IO[str]:
     return open(fd, encoding="utf-8-sig", newline="")  # noqa: SIM115 (the caller closes it)
 
 
-def read_json(path: Path) -> ExportData:
+def read_json(
+    path: Path, watch: Callable[[], Callable[[dict[str, Any], int], None]] | None = None
+) -> ExportData:
     """Read a JSON export as a stream (engine/transfer/jsonstream.py): each row of its lists
     is checked as it is read; neither the file's text nor its parsed tree is held whole, and
     its reviews and demo runs not at all: they are ``Rows``, read again when iterated."""
@@ -469,6 +471,7 @@ def read_json(path: Path) -> ExportData:
 
     def rows(key: str) -> Callable[[Any], None] | None:
         nonlocal ids
+        seen = None
         parse_row = parsers.get(key)
         if parse_row is None:
             return None
@@ -478,6 +481,7 @@ def read_json(path: Path) -> ExportData:
         if key == "reviews":
             ids = ReviewIds(_review_key)
             param_refs.clear()
+            seen = watch() if watch is not None else None
         bad.pop(key, None)
 
         def take(item: Any) -> None:
@@ -497,6 +501,8 @@ def read_json(path: Path) -> ExportData:
                 out.append(row)
             elif key == "reviews":
                 ids.add(i, row)
+                if seen is not None:
+                    seen(row, i)
                 if row["params"] is not None:
                     param_refs.setdefault(row["params"], i)
 
@@ -714,7 +720,9 @@ def _csv_again(
     return Rows(again, n)
 
 
-def read_csv(path: Path) -> ExportData:
+def read_csv(
+    path: Path, watch: Callable[[], Callable[[dict[str, Any], int], None]] | None = None
+) -> ExportData:
     """Read a CSV export: ``path`` is the review log (FILE.csv; FILE.cards.csv also works).
     Its reviews and demo runs are checked here and read again when iterated (``Rows``)."""
     path = Path(path)
@@ -739,7 +747,14 @@ def read_csv(path: Path) -> ExportData:
         return r
 
     ids = ReviewIds(_review_key)
-    reviews = _csv_again(log, REVIEW_COLUMNS, review, ids.add, required_columns=REVIEW_COLUMNS_V1)
+    seen = watch() if watch is not None else None
+
+    def each(i: int, r: dict[str, Any]) -> None:
+        ids.add(i, r)
+        if seen is not None:
+            seen(r, i)
+
+    reviews = _csv_again(log, REVIEW_COLUMNS, review, each, required_columns=REVIEW_COLUMNS_V1)
     reviews.ids = ids
     cards = _read_csv(paths["cards"], CARD_COLUMNS, _card_row)
     runs = Rows(lambda: iter(()), 0)
@@ -766,14 +781,17 @@ def read_csv(path: Path) -> ExportData:
     return ExportData(str(path), settings, cards, reviews, runs, marks)
 
 
-def read_export(path: Path) -> ExportData:
-    """Read a JSON or CSV export, told apart by extension, else by content."""
+def read_export(
+    path: Path, watch: Callable[[], Callable[[dict[str, Any], int], None]] | None = None
+) -> ExportData:
+    """Read a JSON or CSV export, told apart by extension, else by content. ``watch()``,
+    called as the reviews' list begins, gives what sees each checked review as it is read."""
     path = Path(path)
     name = path.name.lower()
     if name.endswith(".json"):
-        return read_json(path)
+        return read_json(path, watch)
     if name.endswith(".csv"):
-        return read_csv(path)
+        return read_csv(path, watch)
     try:
         with _open_text(path) as stream:
             start = stream.read(4096)  # enough to tell them apart (not the whole file)
@@ -781,11 +799,11 @@ def read_export(path: Path) -> ExportData:
         raise _not_export(path, "not UTF-8 text") from None
     head = start.lstrip()[:1]
     if head == "{":
-        return read_json(path)
+        return read_json(path, watch)
     if head == "":
         raise _not_export(path, "the file is empty")
     if start.startswith(REVIEW_COLUMNS[0]):
-        return read_csv(path)
+        return read_csv(path, watch)
     raise _not_export(path, "neither a JSON export nor a CSV review log")
 
 
@@ -889,11 +907,64 @@ def _mark_words(mark: Mark) -> str:
     return ", ".join(words) or "no mark"
 
 
+class _Held:
+    """What a first reading of an export's reviews finds held here: per card the file's
+    reviews F (those not undone here) and how many of them this database holds (F & H by
+    key), |H|, the cards with a review of the file undone here, the reviews skipped, and
+    the first conflict (said after the file's own checks, as an import always did)."""
+
+    def __init__(self, store: Store, aliases: Mapping[str, str] | None) -> None:
+        self.store, self.aliases = store, aliases or {}
+        self.counts: dict[str, list[int]] = {}  # card -> [|F|, |F & H|]
+        self.here_n: dict[str, int] = {}  # card -> |H|
+        self.undone: set[str] = set()
+        self.skipped = 0
+        self.conflict: str | None = None
+
+    def add(self, r: dict[str, Any], i: int = 0) -> None:
+        store = self.store
+        cid = self.aliases.get(r["card_id"], r["card_id"])
+        if cid != r["card_id"]:
+            r = {**r, "card_id": cid}
+        # a review's identity is its id (device, sequence number) where the file gives
+        # one: held here (by import or sync) or undone here, it is the same review
+        held = None if not r["device"] else store.review_by_origin(r["device"], r["seq"])
+        if held is True:
+            self.undone.add(cid)  # its undo reached this database: not again
+            self.skipped += 1
+            return
+        if cid not in self.here_n:  # (a card with no reviews here needs no look per review)
+            self.here_n[cid] = len(store.review_keys(cid))
+        n = self.counts.setdefault(cid, [0, 0])
+        n[0] += 1
+        stored = None
+        if isinstance(held, dict) and _review_key(held) == _review_key(r):
+            n[1] += 1  # (held by its id, and so by its key: no look)
+        elif self.here_n[cid]:
+            stored = store.review_row(*_review_key(r))
+            n[1] += stored is not None
+        if isinstance(held, dict):
+            # a replay may have rewritten its states (reviews of the card from other
+            # devices landed before it); what it was cannot differ
+            diff = _differences(held, r, _REVIEW_FACTS)
+        elif stored is None:
+            return  # new: added by the second reading
+        else:
+            diff = _differences(stored, r, REVIEW_COLUMNS_V1)
+        if diff and self.conflict is None:
+            self.conflict = (
+                f"conflict: card {cid!r} already has a review at {r['reviewed_at']} with "
+                f"different {', '.join(diff)}"
+            )
+        self.skipped += 1
+
+
 def import_data(
     store: Store,
     data: ExportData,
     now: datetime | None = None,
     aliases: Mapping[str, str] | None = None,
+    held_here: _Held | None = None,
 ) -> ImportResult:
     """Import into ``store`` in one transaction: everything, or (on any conflict) nothing.
     ``now`` (default: the clock) tells a bury in force from one that ran out. ``aliases``
@@ -908,42 +979,22 @@ def import_data(
     result = ImportResult()
     src = data.source
     # The file's reviews are read twice (Rows read them again from the file): first to find
-    # what is held here and, per card, how the file's history and this one compare (counts:
-    # the file's reviews F and this database's H as sets, F & H counted); then to add them.
-    counts: dict[str, list[int]] = {}  # card -> [|F|, |F & H|]
+    # what is held here and, per card, how the file's history and this one compare (_Held;
+    # import_file does it as the file is checked), then to add them.
     with store.transaction():
-        undone_here: set[str] = set()  # cards with a review of the file undone here
-        for r in data.reviews:
-            # a review's identity is its id (device, sequence number) where the file gives
-            # one: held here (by import or sync) or undone here, it is the same review
-            held = None if not r["device"] else store.review_by_origin(r["device"], r["seq"])
-            if held is True:
-                undone_here.add(r["card_id"])  # its undo reached this database: not again
-                result.reviews_skipped += 1
-                continue
-            n = counts.setdefault(r["card_id"], [0, 0])
-            n[0] += 1
-            stored = store.review_row(*_review_key(r))
-            n[1] += stored is not None
-            if isinstance(held, dict):
-                # a replay may have rewritten its states (reviews of the card from other
-                # devices landed before it); what it was cannot differ
-                diff = _differences(held, r, _REVIEW_FACTS)
-            elif stored is None:
-                continue  # new: added below
-            else:
-                diff = _differences(stored, r, REVIEW_COLUMNS_V1)
-            if diff:
-                raise ExportError(
-                    f"{src}: conflict: card {r['card_id']!r} already has a review at "
-                    f"{r['reviewed_at']} with different {', '.join(diff)}; nothing imported"
-                )
-            result.reviews_skipped += 1
+        if held_here is None:
+            held_here = _Held(store, aliases)
+            for r in data.reviews:
+                held_here.add(r)
+        if held_here.conflict is not None:
+            raise ExportError(f"{src}: {held_here.conflict}; nothing imported")
+        result.reviews_skipped = held_here.skipped
+        counts, here_n, undone_here = held_here.counts, held_here.here_n, held_here.undone
         diverged: dict[str, list[dict[str, Any]]] = {}  # card -> the file's reviews of it
         for card in data.cards:
             cid = card["id"]
             stored = store.card_row(cid)
-            here = len(store.review_keys(cid))
+            here = here_n[cid] if cid in here_n else len(store.review_keys(cid))
             there, both = counts.get(cid, (0, 0))
             if cid in undone_here:
                 # the file's state counts a review undone here: replayed from the log
@@ -973,10 +1024,14 @@ def import_data(
             if r["card_id"] in diverged:
                 diverged[r["card_id"]].append(r)
                 continue
+            there, both = counts.get(r["card_id"], (0, 0))
+            if both == there:
+                continue  # every review of the card in the file is held here (by key)
             held = None if not r["device"] else store.review_by_origin(r["device"], r["seq"])
             if held is True or isinstance(held, dict):
                 continue  # held (by its id) or undone here: counted above
-            if store.review_row(*_review_key(r)) is None:
+            # held by its key: none of the card's, or look
+            if both == 0 or store.review_row(*_review_key(r)) is None:
                 store.insert_row("reviews", r)
                 result.reviews_added += 1
         if diverged:
@@ -1026,4 +1081,14 @@ def import_data(
 
 
 def import_file(store: Store, path: Path, aliases: Mapping[str, str] | None = None) -> ImportResult:
-    return import_data(store, read_export(Path(path)), aliases=aliases)
+    """Import the export at ``path``: its reviews are read twice, checked (and compared with
+    what is held here) in the first reading, merged in the second; nothing is held per review."""
+    held: list[_Held] = []
+
+    def watch() -> Callable[[dict[str, Any], int], None]:
+        held[:] = [_Held(store, aliases)]  # (a "reviews" key given twice: the last wins)
+        return held[0].add
+
+    with store.transaction():
+        data = read_export(Path(path), watch)
+        return import_data(store, data, aliases=aliases, held_here=held[0] if held else None)
