@@ -68,8 +68,8 @@ def map_export(data: Any, aliases: Mapping[str, str]) -> Any:
     """``data`` (an importer.ExportData) with every row that names an alias moved onto the
     kept card, as the store moves its own progress: the reviews (their states untouched),
     the card state reviewed last, the marks combined."""
-    named = {c["id"] for c in data.cards} | {r["card_id"] for r in data.reviews}
-    named |= {m["card_id"] for m in data.marks}
+    # (every review names a card of the file: importer._check_file holds that before)
+    named = {c["id"] for c in data.cards} | {m["card_id"] for m in data.marks}
     if not named & aliases.keys():
         return data
     from dataclasses import replace
@@ -95,5 +95,12 @@ def map_export(data: Any, aliases: Mapping[str, str]) -> Any:
         cid = aliases.get(row["card_id"], row["card_id"])
         row = {**row, "card_id": cid}
         marks[cid] = merge_marks(marks[cid], row) if cid in marks else row
-    reviews = [{**r, "card_id": aliases.get(r["card_id"], r["card_id"])} for r in data.reviews]
+
+    def kept(r: dict[str, Any]) -> dict[str, Any]:
+        return {**r, "card_id": aliases.get(r["card_id"], r["card_id"])}
+
+    # the reviews of an export read from a file (importer's Rows) stay there: mapped as
+    # they are read again
+    rows = data.reviews
+    reviews = rows.map(kept) if hasattr(rows, "map") else [kept(r) for r in rows]
     return replace(data, cards=list(cards.values()), reviews=reviews, marks=list(marks.values()))

@@ -30,7 +30,7 @@ import math
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -51,6 +51,7 @@ from prep.engine.study.present import count
 from prep.engine.study.scheduler import CardState, Scheduler, Settings, state_problem
 from prep.engine.timeutil import fmt, parse, stored_time_problem, utcnow
 from prep.engine.transfer.export import FORMAT, VERSION, ExportError, csv_paths, unneutralise_cell
+from prep.engine.transfer.rows import ReviewIds, Rows, stamp
 
 # --- reading an export ---------------------------------------------------------------------
 
@@ -389,8 +390,8 @@ class ExportData:
     source: str
     settings: dict[str, Any] | None
     cards: list[dict[str, Any]]
-    reviews: list[dict[str, Any]]
-    demo_runs: list[dict[str, Any]]
+    reviews: list[dict[str, Any]] | Rows  # Rows: read again from the file when iterated
+    demo_runs: list[dict[str, Any]] | Rows
     marks: list[dict[str, Any]]  # none from older exports
 
 
@@ -445,9 +446,12 @@ def _open_text(path: Path) -> IO[str]:
     return open(fd, encoding="utf-8-sig", newline="")  # noqa: SIM115 (the caller closes it)
 
 
-def read_json(path: Path) -> ExportData:
+def read_json(
+    path: Path, watch: Callable[[], Callable[[dict[str, Any], int], None]] | None = None
+) -> ExportData:
     """Read a JSON export as a stream (engine/transfer/jsonstream.py): each row of its lists
-    is checked as it is read; neither the file's text nor its parsed tree is held whole."""
+    is checked as it is read; neither the file's text nor its parsed tree is held whole, and
+    its reviews and demo runs not at all: they are ``Rows``, read again when iterated."""
     from prep.engine.transfer.jsonstream import STREAMED, Empty, StreamError, read_object
 
     path = Path(path)
@@ -457,27 +461,50 @@ def read_json(path: Path) -> ExportData:
         "demo_runs": _demo_run_row,
         "marks": _mark_row,
     }
-    lists: dict[str, list[dict[str, Any]]] = {}
+    lists: dict[str, list[dict[str, Any]]] = {}  # cards and marks (a few per card)
+    counts: dict[str, int] = {}  # rows of each list
+    lists_seen: dict[str, int] = {}  # lists under each key (a key given twice: the last wins)
+    ids = ReviewIds(_review_key)
+    param_refs: dict[str, int] = {}  # params key -> the first review that names it
     bad: dict[str, ExportError] = {}  # the first bad row of each list (said in list order)
+    when = stamp(path) if path.exists() else None
 
     def rows(key: str) -> Callable[[Any], None] | None:
+        nonlocal ids
+        seen = None
         parse_row = parsers.get(key)
         if parse_row is None:
             return None
+        lists_seen[key] = lists_seen.get(key, 0) + 1
         out = lists[key] = []  # (a key given twice: the last wins, as json.loads)
+        counts[key] = 0
+        if key == "reviews":
+            ids = ReviewIds(_review_key)
+            param_refs.clear()
+            seen = watch() if watch is not None else None
         bad.pop(key, None)
 
         def take(item: Any) -> None:
-            i = len(out)
+            i = counts[key]
+            counts[key] += 1
             if key in bad:
                 return  # past a bad row only the JSON is read on
             if not isinstance(item, dict):
                 bad[key] = ExportError(f"{path}: {key}[{i}]: must be an object")
                 return
             try:
-                out.append(parse_row(item))
+                row = parse_row(item)
             except _Bad as exc:
                 bad[key] = ExportError(f"{path}: {key}[{i}]: {exc}")
+                return
+            if key in ("cards", "marks"):
+                out.append(row)
+            elif key == "reviews":
+                ids.add(i, row)
+                if seen is not None:
+                    seen(row, i)
+                if row["params"] is not None:
+                    param_refs.setdefault(row["params"], i)
 
         return take
 
@@ -519,24 +546,72 @@ def read_json(path: Path) -> ExportData:
             _rows(path, data[key], parsers[key], key)  # raises: "... must be a list"
         if key in bad:
             raise bad[key]
-    reviews = lists.get("reviews", [])
     params = _params(path, data.get("params", {}))
-    for i, r in enumerate(reviews):  # each review with the parameters it was made with
-        if r["params"] is not None:
-            if r["params"] not in params:
-                raise ExportError(
-                    f"{path}: reviews[{i}]: params {_short(r['params'])} is not in the "
-                    "export's params"
-                )
-            r["params"] = params[r["params"]]
+    missing = [(i, key) for key, i in param_refs.items() if key not in params]
+    if missing:
+        i, key = min(missing)
+        raise ExportError(
+            f"{path}: reviews[{i}]: params {_short(key)} is not in the export's params"
+        )
+
+    def with_params(r: dict[str, Any]) -> dict[str, Any]:
+        # each review with the parameters it was made with
+        return r if r["params"] is None else {**r, "params": params[r["params"]]}
+
+    def again(key: str) -> Rows:
+        if key not in lists_seen:
+            return Rows(lambda: iter(()), 0)
+        change = with_params if key == "reviews" else None
+        return Rows(
+            lambda: _json_again(path, when, key, lists_seen[key], parsers[key], change),
+            counts[key],
+        )
+
+    reviews = again("reviews")
+    reviews.ids = ids
     return ExportData(
         source=str(path),
         settings=settings,
         cards=lists.get("cards", []),
         reviews=reviews,
-        demo_runs=lists.get("demo_runs", []),
+        demo_runs=again("demo_runs"),
         marks=lists.get("marks", []),
     )
+
+
+def _changed(path: Path, why: str = "") -> ExportError:
+    return ExportError(f"{path}: changed while it was being imported{why}; nothing imported")
+
+
+def _json_again(
+    path: Path,
+    when: Any,
+    key: str,
+    occurrence: int,
+    parse_row: Callable[[dict[str, Any]], dict[str, Any]],
+    change: Callable[[dict[str, Any]], dict[str, Any]] | None,
+) -> Iterator[dict[str, Any]]:
+    """The rows of list ``key`` of a JSON export read_json read before, read again."""
+    from prep.engine.transfer.jsonstream import iter_list
+
+    if stamp(path) != when:
+        raise _changed(path)
+    with _open_text(path) as stream:
+        items = enumerate(iter_list(stream, key, occurrence, parse_constant=_no_constant))
+        while True:
+            try:
+                i, item = next(items)
+            except StopIteration:
+                return
+            except (ValueError, RecursionError) as exc:  # (StreamError, UnicodeDecodeError)
+                raise _changed(path, f" ({_short(str(exc), 100)})") from None
+            try:
+                if not isinstance(item, dict):
+                    raise _Bad("must be an object")
+                row = parse_row(item)
+            except _Bad as exc:
+                raise _changed(path, f" ({key}[{i}]: {exc})") from None
+            yield change(row) if change else row
 
 
 def _params(path: Path, raw: Any) -> dict[str, dict[str, Any]]:
@@ -560,9 +635,19 @@ def _read_csv(
     *,
     required_columns: Iterable[str] | None = None,
 ) -> list[dict[str, Any]]:
+    return list(_iter_csv(path, columns, parse_row, required_columns=required_columns))
+
+
+def _iter_csv(
+    path: Path,
+    columns: tuple[str, ...],
+    parse_row: Callable[[dict[str, Any]], dict[str, Any]],
+    *,
+    required_columns: Iterable[str] | None = None,
+) -> Iterator[dict[str, Any]]:
     with _open_text(path) as stream:  # a row at a time: the file is never held whole
         try:
-            return _read_csv_rows(path, stream, columns, parse_row, required_columns)
+            yield from _read_csv_rows(path, stream, columns, parse_row, required_columns)
         except UnicodeDecodeError:
             raise _not_export(path, "not UTF-8 text") from None
 
@@ -573,7 +658,7 @@ def _read_csv_rows(
     columns: tuple[str, ...],
     parse_row: Callable[[dict[str, Any]], dict[str, Any]],
     required_columns: Iterable[str] | None,
-) -> list[dict[str, Any]]:
+) -> Iterator[dict[str, Any]]:
     reader = csv.reader(stream)
     try:
         header = next(reader, None)
@@ -587,29 +672,59 @@ def _read_csv_rows(
     missing = [c for c in (required_columns or columns) if c not in header]
     if missing:
         raise _not_export(path, f"line 1: the header lacks column(s) {', '.join(missing)}")
-    out = []
-    try:
-        for record in reader:
-            line = reader.line_num
-            if not record:
-                continue
-            if len(record) != len(header):
-                raise ExportError(
-                    f"{path}:{line}: expected {len(header)} fields, found {len(record)}"
-                    " (the file may be truncated)"
-                )
-            record = [unneutralise_cell(cell) for cell in record]  # see export.neutralise_cell
-            try:
-                out.append(parse_row(dict(zip(header, record, strict=True))))
-            except _Bad as exc:
-                raise ExportError(f"{path}:{line}: {exc}") from None
-    except csv.Error as exc:
-        raise _not_export(path, f"line {reader.line_num}: {exc}") from None
-    return out
+    records = iter(reader)
+    while True:
+        try:
+            record = next(records)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise _not_export(path, f"line {reader.line_num}: {exc}") from None
+        line = reader.line_num
+        if not record:
+            continue
+        if len(record) != len(header):
+            raise ExportError(
+                f"{path}:{line}: expected {len(header)} fields, found {len(record)}"
+                " (the file may be truncated)"
+            )
+        record = [unneutralise_cell(cell) for cell in record]  # see export.neutralise_cell
+        try:
+            row = parse_row(dict(zip(header, record, strict=True)))
+        except _Bad as exc:
+            raise ExportError(f"{path}:{line}: {exc}") from None
+        yield row
 
 
-def read_csv(path: Path) -> ExportData:
-    """Read a CSV export: ``path`` is the review log (FILE.csv; FILE.cards.csv also works)."""
+def _csv_again(
+    path: Path,
+    columns: tuple[str, ...],
+    parse_row: Any,
+    each: Callable[[int, dict[str, Any]], None] | None = None,
+    **kw: Any,
+) -> Rows:
+    """The rows of a CSV file, checked in a first reading (``each`` sees them) and read
+    again when iterated (each reading checks each row: a changed file cannot slip by)."""
+    when = stamp(path)
+    n = 0
+    for row in _iter_csv(path, columns, parse_row, **kw):
+        if each is not None:
+            each(n, row)
+        n += 1
+
+    def again() -> Iterator[dict[str, Any]]:
+        if stamp(path) != when:
+            raise _changed(path)
+        return _iter_csv(path, columns, parse_row, **kw)
+
+    return Rows(again, n)
+
+
+def read_csv(
+    path: Path, watch: Callable[[], Callable[[dict[str, Any], int], None]] | None = None
+) -> ExportData:
+    """Read a CSV export: ``path`` is the review log (FILE.csv; FILE.cards.csv also works).
+    Its reviews and demo runs are checked here and read again when iterated (``Rows``)."""
     path = Path(path)
     if path.name.lower().endswith(".cards.csv"):
         path = path.with_name(path.name[: -len(".cards.csv")] + ".csv")
@@ -620,21 +735,31 @@ def read_csv(path: Path) -> ExportData:
                 f"{paths[key]}: no such file (a CSV export is {paths['reviews'].name} "
                 f"with {paths['cards'].name} beside it)"
             )
-    reviews = _read_csv(
-        paths["reviews"], REVIEW_COLUMNS, _review_row, required_columns=REVIEW_COLUMNS_V1
-    )
-    for i, r in enumerate(reviews):  # the parameters are JSON in their cells
-        if r["params"] is not None:
+    log = paths["reviews"]
+
+    def review(raw: dict[str, Any]) -> dict[str, Any]:
+        r = _review_row(raw)
+        if r["params"] is not None:  # the parameters are JSON in their cells
             try:
-                r["params"] = _params(paths["reviews"], {"p": loads_strict(r["params"])})["p"]
+                r["params"] = _params(log, {"p": loads_strict(r["params"])})["p"]
             except ValueError:
-                raise ExportError(
-                    f"{paths['reviews']}: reviews row {i + 1}: params is not JSON"
-                ) from None
+                raise _Bad("params is not JSON") from None
+        return r
+
+    ids = ReviewIds(_review_key)
+    seen = watch() if watch is not None else None
+
+    def each(i: int, r: dict[str, Any]) -> None:
+        ids.add(i, r)
+        if seen is not None:
+            seen(r, i)
+
+    reviews = _csv_again(log, REVIEW_COLUMNS, review, each, required_columns=REVIEW_COLUMNS_V1)
+    reviews.ids = ids
     cards = _read_csv(paths["cards"], CARD_COLUMNS, _card_row)
-    runs: list[dict[str, Any]] = []
+    runs = Rows(lambda: iter(()), 0)
     if paths["demo_runs"].exists():
-        runs = _read_csv(paths["demo_runs"], DEMO_RUN_COLUMNS, _demo_run_row)
+        runs = _csv_again(paths["demo_runs"], DEMO_RUN_COLUMNS, _demo_run_row)
     marks: list[dict[str, Any]] = []
     if paths["marks"].exists():  # older exports have no marks file
         marks = _read_csv(paths["marks"], MARK_COLUMNS, _mark_row)
@@ -656,14 +781,17 @@ def read_csv(path: Path) -> ExportData:
     return ExportData(str(path), settings, cards, reviews, runs, marks)
 
 
-def read_export(path: Path) -> ExportData:
-    """Read a JSON or CSV export, told apart by extension, else by content."""
+def read_export(
+    path: Path, watch: Callable[[], Callable[[dict[str, Any], int], None]] | None = None
+) -> ExportData:
+    """Read a JSON or CSV export, told apart by extension, else by content. ``watch()``,
+    called as the reviews' list begins, gives what sees each checked review as it is read."""
     path = Path(path)
     name = path.name.lower()
     if name.endswith(".json"):
-        return read_json(path)
+        return read_json(path, watch)
     if name.endswith(".csv"):
-        return read_csv(path)
+        return read_csv(path, watch)
     try:
         with _open_text(path) as stream:
             start = stream.read(4096)  # enough to tell them apart (not the whole file)
@@ -671,11 +799,11 @@ def read_export(path: Path) -> ExportData:
         raise _not_export(path, "not UTF-8 text") from None
     head = start.lstrip()[:1]
     if head == "{":
-        return read_json(path)
+        return read_json(path, watch)
     if head == "":
         raise _not_export(path, "the file is empty")
     if start.startswith(REVIEW_COLUMNS[0]):
-        return read_csv(path)
+        return read_csv(path, watch)
     raise _not_export(path, "neither a JSON export nor a CSV review log")
 
 
@@ -743,20 +871,24 @@ def _check_file(data: ExportData) -> None:
         if c["id"] in seen:
             raise ExportError(f"{src}: cards[{i}]: card {c['id']!r} appears twice")
         seen.add(c["id"])
-    keys: set[tuple[str, str, str | None]] = set()
-    for i, r in enumerate(data.reviews):
-        if r["card_id"] not in seen:
-            raise ExportError(
-                f"{src}: reviews[{i}]: card {r['card_id']!r} is reviewed but has no card state "
-                "in the export"
-            )
-        key = _review_key(r)
-        if key in keys:
-            raise ExportError(
-                f"{src}: reviews[{i}]: the same review of card {r['card_id']!r} at "
-                f"{r['reviewed_at']} appears twice"
-            )
-        keys.add(key)
+    ids = data.reviews.ids if isinstance(data.reviews, Rows) else None
+    if ids is None:  # (gathered as the file was read, or here)
+        ids = ReviewIds(_review_key)
+        for i, r in enumerate(data.reviews):
+            ids.add(i, r)
+    unknown = ids.unknown_card(seen)
+    repeat = ids.repeat(data.reviews)
+    if unknown is not None and (repeat is None or unknown[0] <= repeat[0]):
+        raise ExportError(
+            f"{src}: reviews[{unknown[0]}]: card {unknown[1]!r} is reviewed but has no card "
+            "state in the export"
+        )
+    if repeat is not None:
+        i, r = repeat
+        raise ExportError(
+            f"{src}: reviews[{i}]: the same review of card {r['card_id']!r} at "
+            f"{r['reviewed_at']} appears twice"
+        )
     marked: set[str] = set()
     for i, m in enumerate(data.marks):
         if m["card_id"] in marked:
@@ -775,11 +907,64 @@ def _mark_words(mark: Mark) -> str:
     return ", ".join(words) or "no mark"
 
 
+class _Held:
+    """What a first reading of an export's reviews finds held here: per card the file's
+    reviews F (those not undone here) and how many of them this database holds (F & H by
+    key), |H|, the cards with a review of the file undone here, the reviews skipped, and
+    the first conflict (said after the file's own checks, as an import always did)."""
+
+    def __init__(self, store: Store, aliases: Mapping[str, str] | None) -> None:
+        self.store, self.aliases = store, aliases or {}
+        self.counts: dict[str, list[int]] = {}  # card -> [|F|, |F & H|]
+        self.here_n: dict[str, int] = {}  # card -> |H|
+        self.undone: set[str] = set()
+        self.skipped = 0
+        self.conflict: str | None = None
+
+    def add(self, r: dict[str, Any], i: int = 0) -> None:
+        store = self.store
+        cid = self.aliases.get(r["card_id"], r["card_id"])
+        if cid != r["card_id"]:
+            r = {**r, "card_id": cid}
+        # a review's identity is its id (device, sequence number) where the file gives
+        # one: held here (by import or sync) or undone here, it is the same review
+        held = None if not r["device"] else store.review_by_origin(r["device"], r["seq"])
+        if held is True:
+            self.undone.add(cid)  # its undo reached this database: not again
+            self.skipped += 1
+            return
+        if cid not in self.here_n:  # (a card with no reviews here needs no look per review)
+            self.here_n[cid] = len(store.review_keys(cid))
+        n = self.counts.setdefault(cid, [0, 0])
+        n[0] += 1
+        stored = None
+        if isinstance(held, dict) and _review_key(held) == _review_key(r):
+            n[1] += 1  # (held by its id, and so by its key: no look)
+        elif self.here_n[cid]:
+            stored = store.review_row(*_review_key(r))
+            n[1] += stored is not None
+        if isinstance(held, dict):
+            # a replay may have rewritten its states (reviews of the card from other
+            # devices landed before it); what it was cannot differ
+            diff = _differences(held, r, _REVIEW_FACTS)
+        elif stored is None:
+            return  # new: added by the second reading
+        else:
+            diff = _differences(stored, r, REVIEW_COLUMNS_V1)
+        if diff and self.conflict is None:
+            self.conflict = (
+                f"conflict: card {cid!r} already has a review at {r['reviewed_at']} with "
+                f"different {', '.join(diff)}"
+            )
+        self.skipped += 1
+
+
 def import_data(
     store: Store,
     data: ExportData,
     now: datetime | None = None,
     aliases: Mapping[str, str] | None = None,
+    held_here: _Held | None = None,
 ) -> ImportResult:
     """Import into ``store`` in one transaction: everything, or (on any conflict) nothing.
     ``now`` (default: the clock) tells a bury in force from one that ran out. ``aliases``
@@ -793,44 +978,27 @@ def import_data(
         data = map_export(data, aliases)
     result = ImportResult()
     src = data.source
-    file_keys: dict[str, set[tuple]] = {}
+    # The file's reviews are read twice (Rows read them again from the file): first to find
+    # what is held here and, per card, how the file's history and this one compare (_Held;
+    # import_file does it as the file is checked), then to add them.
     with store.transaction():
-        new_reviews = []
-        undone_here: set[str] = set()  # cards with a review of the file undone here
-        for r in data.reviews:
-            # a review's identity is its id (device, sequence number) where the file gives
-            # one: held here (by import or sync) or undone here, it is the same review
-            held = None if not r["device"] else store.review_by_origin(r["device"], r["seq"])
-            if held is True:
-                undone_here.add(r["card_id"])  # its undo reached this database: not again
-                result.reviews_skipped += 1
-                continue
-            file_keys.setdefault(r["card_id"], set()).add(_review_key(r))
-            if isinstance(held, dict):
-                # a replay may have rewritten its states (reviews of the card from other
-                # devices landed before it); what it was cannot differ
-                diff = _differences(held, r, _REVIEW_FACTS)
-            else:
-                stored = store.review_row(*_review_key(r))
-                if stored is None:
-                    new_reviews.append(r)
-                    continue
-                diff = _differences(stored, r, REVIEW_COLUMNS_V1)
-            if diff:
-                raise ExportError(
-                    f"{src}: conflict: card {r['card_id']!r} already has a review at "
-                    f"{r['reviewed_at']} with different {', '.join(diff)}; nothing imported"
-                )
-            result.reviews_skipped += 1
-        diverged: list[str] = []
+        if held_here is None:
+            held_here = _Held(store, aliases)
+            for r in data.reviews:
+                held_here.add(r)
+        if held_here.conflict is not None:
+            raise ExportError(f"{src}: {held_here.conflict}; nothing imported")
+        result.reviews_skipped = held_here.skipped
+        counts, here_n, undone_here = held_here.counts, held_here.here_n, held_here.undone
+        diverged: dict[str, list[dict[str, Any]]] = {}  # card -> the file's reviews of it
         for card in data.cards:
             cid = card["id"]
             stored = store.card_row(cid)
-            here = store.review_keys(cid)
-            there = file_keys.get(cid, set())
+            here = here_n[cid] if cid in here_n else len(store.review_keys(cid))
+            there, both = counts.get(cid, (0, 0))
             if cid in undone_here:
                 # the file's state counts a review undone here: replayed from the log
-                diverged.append(cid)
+                diverged[cid] = []
                 continue
             if stored is None:
                 if here:
@@ -844,25 +1012,32 @@ def import_data(
             diff = _differences(stored, card, SCHEDULE_COLUMNS)
             if not diff:
                 result.cards_kept += 1
-            elif there < here:
+            elif both == there < here:
                 result.cards_kept += 1  # reviewed here since the export: this state is newer
-            elif here < there:
+            elif both == here < there:
                 # the file continues this card's history: bring its schedule up to date
                 store.update_schedule(cid, card)
                 result.cards_updated += 1
             else:
-                diverged.append(cid)  # both went on: merged by the sync's rules below
-        for r in new_reviews:
+                diverged[cid] = []  # both went on: merged by the sync's rules below
+        for r in data.reviews:
             if r["card_id"] in diverged:
+                diverged[r["card_id"]].append(r)
                 continue
-            store.insert_row("reviews", r)
-            result.reviews_added += 1
+            there, both = counts.get(r["card_id"], (0, 0))
+            if both == there:
+                continue  # every review of the card in the file is held here (by key)
+            held = None if not r["device"] else store.review_by_origin(r["device"], r["seq"])
+            if held is True or isinstance(held, dict):
+                continue  # held (by its id) or undone here: counted above
+            # held by its key: none of the card's, or look
+            if both == 0 or store.review_row(*_review_key(r)) is None:
+                store.insert_row("reviews", r)
+                result.reviews_added += 1
         if diverged:
             from prep.engine.sync.merge import merge_reviews
 
-            result.reviews_added += merge_reviews(
-                store, {cid: [r for r in data.reviews if r["card_id"] == cid] for cid in diverged}
-            )
+            result.reviews_added += merge_reviews(store, diverged)
             result.cards_merged = len(diverged)
         for run in data.demo_runs:
             stored = store.demo_run_row(run["name"], run["ran_at"])
@@ -906,4 +1081,14 @@ def import_data(
 
 
 def import_file(store: Store, path: Path, aliases: Mapping[str, str] | None = None) -> ImportResult:
-    return import_data(store, read_export(Path(path)), aliases=aliases)
+    """Import the export at ``path``: its reviews are read twice, checked (and compared with
+    what is held here) in the first reading, merged in the second; nothing is held per review."""
+    held: list[_Held] = []
+
+    def watch() -> Callable[[dict[str, Any], int], None]:
+        held[:] = [_Held(store, aliases)]  # (a "reviews" key given twice: the last wins)
+        return held[0].add
+
+    with store.transaction():
+        data = read_export(Path(path), watch)
+        return import_data(store, data, aliases=aliases, held_here=held[0] if held else None)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 CHUNK = 1 << 20  # characters read at a time
@@ -156,6 +156,12 @@ def read_object(
 
 
 def _read_list(buf: _Buffer, consumer: Callable[[Any], None]) -> None:
+    for item in _items(buf):
+        consumer(item)
+
+
+def _items(buf: _Buffer) -> Iterator[Any]:
+    """The elements of the list at the current position ("[" next), one at a time."""
     buf.pos += 1  # "["
     if buf.skip_space() == "]":
         buf.pos += 1
@@ -163,12 +169,51 @@ def _read_list(buf: _Buffer, consumer: Callable[[Any], None]) -> None:
     while True:
         if buf.skip_space() == "":
             raise buf.error("Expecting value")
-        consumer(buf.value())
+        yield buf.value()
         char = buf.skip_space()
         if char == ",":
             buf.pos += 1
             continue
         if char == "]":
             buf.pos += 1
+            return
+        raise buf.error("Expecting ',' delimiter")
+
+
+def iter_list(
+    stream: IO[str],
+    key: str,
+    occurrence: int = 1,
+    *,
+    parse_constant: Callable[[str], Any] | None = None,
+) -> Iterator[Any]:
+    """The elements of the list under ``key`` of the JSON object in ``stream`` (the
+    ``occurrence``-th list under that key), one at a time: a second reading of a file
+    ``read_object`` read before. Other lists are read on without being held; errors as
+    read_object's."""
+    buf = _Buffer(stream, json.JSONDecoder(parse_constant=parse_constant))
+    buf.expect("{", "'{'")
+    if buf.skip_space() == "}":
+        return
+    seen = 0
+    while True:
+        if buf.skip_space() != '"':
+            raise buf.error("Expecting property name enclosed in double quotes")
+        name = buf.value()
+        buf.expect(":", "':' delimiter")
+        if buf.skip_space() == "[":
+            seen += name == key
+            if name == key and seen == occurrence:
+                yield from _items(buf)
+                return
+            for _ in _items(buf):
+                pass
+        else:
+            buf.value()
+        char = buf.skip_space()
+        if char == ",":
+            buf.pos += 1
+            continue
+        if char == "}":
             return
         raise buf.error("Expecting ',' delimiter")
