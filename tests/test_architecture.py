@@ -12,6 +12,7 @@ what pulls torch in, and it happens only when the user runs the optimizer).
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -144,6 +145,7 @@ DEMO_TOP = {
     "cli.py",
     "figures.py",  # torch-free drawings of a report, shared by the CLI and the TUI
     "harness.py",
+    "hooks.py",  # the one "run with an edit of z" seam, for the decoder and pretrained models
     "registry.py",
     "report.py",
     "worker.py",  # the long-lived torch-side process the app talks to (JSON lines)
@@ -270,3 +272,93 @@ def test_the_screens_do_not_import_the_line_mode() -> None:
         if _hits(name, ("prep.tui.plain",))
     ]
     assert out == []
+
+
+def screen_classes() -> dict[str, str]:
+    """{class name: module} of every Textual screen class defined under tui/ (by AST: a class
+    whose base is Screen, ModalScreen, or a screen class found so far), prep's own base class
+    (tui/base.py's PrepScreen) aside."""
+    classes: dict[str, tuple[str, list[str]]] = {}
+    for path in modules("tui"):
+        module = ".".join(("prep.tui", *path.relative_to(ROOT / "tui").with_suffix("").parts))
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef):
+                bases = [
+                    b.id if isinstance(b, ast.Name) else getattr(b, "attr", "")
+                    for b in (x.value if isinstance(x, ast.Subscript) else x for x in node.bases)
+                ]
+                classes[node.name] = (module, bases)
+    screens = {"Screen", "ModalScreen"}
+    grown = True
+    while grown:
+        found = {name for name, (_, bases) in classes.items() if screens & set(bases)}
+        grown = not found <= screens
+        screens |= found
+    return {name: classes[name][0] for name in screens if name in classes and name != "PrepScreen"}
+
+
+def test_every_screen_is_registered_once() -> None:
+    """A new screen is named in tui/screens/registry.py (which the app, help and the command
+    palette read), so that forgetting its help section cannot pass silently."""
+    from prep.tui.screens.registry import SCREENS
+
+    registered = {spec.cls: spec.module for spec in SCREENS}
+    assert len(registered) == len(SCREENS), "a screen registered twice"
+    assert len({spec.name for spec in SCREENS}) == len(SCREENS), "a name used twice"
+    assert registered == screen_classes()
+    for spec in SCREENS:
+        assert spec.load().__name__ == spec.cls
+
+
+def test_the_screen_finder_sees_a_new_screen(tmp_path: Path, monkeypatch) -> None:
+    """The check above fails on a screen class that is not registered (through a subclass
+    of a subclass, generic bases included)."""
+    (tmp_path / "tui" / "screens").mkdir(parents=True)
+    (tmp_path / "tui" / "screens" / "new.py").write_text(
+        "from prep.tui.base import PrepScreen\nfrom textual.screen import ModalScreen\n"
+        "class A(PrepScreen):\n    pass\nclass B(A):\n    pass\n"
+        "class C(ModalScreen[bool]):\n    pass\nclass NotOne:\n    pass\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "tui" / "base.py").write_text(
+        "from textual.screen import Screen\nclass PrepScreen(Screen):\n    pass\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert screen_classes() == {n: "prep.tui.screens.new" for n in ("A", "B", "C")}
+
+
+def test_every_screen_with_keys_has_a_help_section_or_says_why() -> None:
+    from textual.binding import Binding
+
+    from prep.tui.screens.help import HelpScreen
+    from prep.tui.screens.registry import SCREENS, help_sections
+
+    for spec in SCREENS:
+        keys = [b for b in spec.load().BINDINGS if isinstance(b, Binding) and b.show]
+        if spec.help is None:
+            assert spec.why, f"{spec.cls} has keys {[b.key for b in keys]} and no help section"
+        else:
+            assert not spec.why, f"{spec.cls}: a help section and a reason for none"
+    # help's sections are the registry's, in its order, after the app's own keys
+    shown = [name for name, _ in HelpScreen().tables()]
+    assert shown == ["PrepApp", *(spec.cls for spec in help_sections())]
+
+
+def test_one_seam_edits_z() -> None:
+    """Demos edit a model's head outputs through demos/hooks.py alone: the library hooks live
+    in the pretrained model's ZModel (pretrained.py), the resumed runs in the decoder's
+    (decoder.py), and no demo registers hooks or resumes a run of its own."""
+    allowed = {
+        "register_forward_pre_hook": {"demos/pretrained/pretrained.py"},
+        "register_forward_hook": {"demos/pretrained/pretrained.py"},
+        "resume": {"demos/decoder/decoder.py"},
+    }
+    found: dict[str, set[str]] = {name: set() for name in allowed}
+    for path in modules("demos"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in found:
+                found[node.attr].add(str(path.relative_to(ROOT)))
+            if isinstance(node, ast.keyword) and node.arg in found:
+                found[node.arg].add(str(path.relative_to(ROOT)))
+    assert found == allowed

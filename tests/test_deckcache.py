@@ -226,7 +226,7 @@ def test_stats_are_the_same_through_the_cache(store, decks, clock) -> None:
     )
     assert stats.compute(store, cached, clock()) == stats.compute(store, full, clock())
     # stats counts the seen cards from the per-deck progress, not a query of its own
-    assert stats.compute(store, cached, clock())["cards"]["seen"] == store.count_cards() == 2
+    assert stats.compute(store, cached, clock()).cards.seen == store.count_cards() == 2
 
 
 def test_another_working_directory_renames_files_but_parses_nothing(

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from prep.demos import harness
+from prep.demos import harness, hooks
 from prep.demos._torch import torch
 from prep.demos.decoder import decoder, train_decoder
 from prep.demos.registry import DEMOS
@@ -510,7 +510,9 @@ def test_ablation_resumed_from_the_cache_equals_a_full_forward() -> None:
     heads_sets.append([(0, 1), (1, 2)])
     for heads in heads_sets:
         full, _ = decoder.forward(
-            params, obs.data.tokens, ablate={(ly, h): means[ly][h] for ly, h in heads}
+            params,
+            obs.data.tokens,
+            edit=hooks.set_heads({(ly, h): means[ly][h] for ly, h in heads}),
         )
         fast = decoder.ablated_logits(params, obs.data, obs.cache, heads)
         assert torch.equal(fast, full), heads
@@ -518,3 +520,21 @@ def test_ablation_resumed_from_the_cache_equals_a_full_forward() -> None:
     again, _ = decoder.forward(params, obs.data.tokens)
     assert torch.equal(again, obs.logits)
     assert len(obs.cache.z) == cfg.n_layers
+
+
+def test_each_head_in_one_batch_equals_one_head_at_a_time() -> None:
+    """demos/hooks.py's seam on the decoder: ablating every head of a layer in one repeated
+    batch gives each copy the logits of ablating that head alone, and the cached run's logits
+    come back when there is nothing to set."""
+    cfg, params, _ = decoder.load(device=torch.device("cpu"))
+    params = {k: v.to(torch.float64) for k, v in params.items()}
+    obs = decoder.observe(cfg, params, 8, torch.Generator().manual_seed(5))
+    means = decoder.head_means(obs.cache)
+    model = decoder.Decoder(params)
+    for layer in range(cfg.n_layers):
+        batched = hooks.run_with_each_head(model, obs.cache, layer, means[layer])
+        assert batched.shape == (cfg.n_heads, *obs.logits.shape)
+        for h in range(cfg.n_heads):
+            alone = decoder.ablated_logits(params, obs.data, obs.cache, [(layer, h)])
+            torch.testing.assert_close(batched[h], alone, rtol=0, atol=1e-12)
+    assert torch.equal(hooks.run_with_heads_set(model, obs.cache, {}), obs.logits)

@@ -369,7 +369,7 @@ def test_migration_from_v1_keeps_data(db_path: Path) -> None:
     )
     conn.close()
     with Store.open(db_path) as migrated:
-        assert migrated.schema_version() == SCHEMA_VERSION == 11
+        assert migrated.schema_version() == SCHEMA_VERSION == 12
         indexes = {i.name for i in migrated.db["reviews"].indexes}
         assert "reviews_at_state" in indexes  # (v11: reviews_at and reviews_state_at merged)
         assert "cards_removed_state_due" in {i.name for i in migrated.db["cards"].indexes}
@@ -453,7 +453,7 @@ def test_migration_from_v6_indexes_the_deck_cache_ids(tmp_path: Path) -> None:
         store.conn.execute("DROP INDEX deck_cards_ids")
         store.set_meta("schema_version", "6")
     with Store.open(db) as migrated:
-        assert migrated.schema_version() == SCHEMA_VERSION == 11
+        assert migrated.schema_version() == SCHEMA_VERSION == 12
         names = {r[0] for r in migrated.conn.execute("SELECT name FROM sqlite_master")}
         assert "deck_cards_ids" in names
         plan = migrated.conn.execute(

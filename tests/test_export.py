@@ -503,9 +503,9 @@ def test_stats_days_follow_local_study_days_across_a_dst_change(
     review("flag", datetime(2026, 3, 7, 8, 30, tzinfo=UTC))
     now = datetime(2026, 3, 10, 16, tzinfo=UTC)
     result = stats_mod.compute(store, small_collection, now)
-    per_day = {d["date"]: d["reviews"] for d in result["per_day"]}
+    per_day = {d.date: d.reviews for d in result.per_day}
     assert per_day["2026-03-06"] == 1 and per_day["2026-03-07"] == 0
-    assert result["streak_days"] == 3  # Mar 8, 9, 10
+    assert result.streak_days == 3  # Mar 8, 9, 10
     # forecast from EST into EDT: due 04:30 EDT on Mar 9 is Mar 9's, not Mar 8's
     store = Store.memory()
     review(
@@ -514,7 +514,7 @@ def test_stats_days_follow_local_study_days_across_a_dst_change(
         due=datetime(2026, 3, 9, 8, 30, tzinfo=UTC),
     )
     result = stats_mod.compute(store, small_collection, datetime(2026, 3, 5, 13, tzinfo=UTC))
-    forecast = {d["date"]: d["due"] for d in result["forecast"]}
+    forecast = {d.date: d.due for d in result.forecast}
     assert forecast["2026-03-09"] == 1 and forecast["2026-03-08"] == 0
 
 

@@ -73,7 +73,7 @@ def test_an_unknown_demo_is_not_verified(tmp_path: Path, small_collection: Colle
     store.record_demo_run(name="block-diagonal", device="cpu", passed=True, seconds=1, ran_at=T0)
     store.record_demo_run(name="made-up-demo", device="cpu", passed=True, seconds=1, ran_at=T0)
     result = stats_mod.compute(store, small_collection, T0, known_demos=["block-diagonal"])
-    assert result["demos"]["verified"] == ["block-diagonal"]
+    assert result.demos.verified == ["block-diagonal"]
     from prep.tui.reports import stats_text
 
     text = stats_text(result)

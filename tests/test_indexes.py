@@ -4,7 +4,7 @@ behind the v11 choices are in engine/store/schema11.py."""
 
 from __future__ import annotations
 
-from prep.engine.store import Store
+from prep.engine.store import SCHEMA_VERSION, Store
 
 NOW_US = 1_772_442_000_000_000
 
@@ -112,7 +112,7 @@ def test_a_v10_database_upgrades_its_indexes_and_shrinks(tmp_path) -> None:
     conn.close()
     before = db.stat().st_size
     with Store.open(db) as store:
-        assert store.schema_version() == 11
+        assert store.schema_version() == SCHEMA_VERSION
         names = {
             n for (n,) in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
         }

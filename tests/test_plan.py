@@ -237,12 +237,12 @@ def test_stats_on_the_day_per_deck_and_tag(week):
     store, coll, _ = week
     out = plan_mod.on_the_day(store, coll, ON_THE_DAY - timedelta(hours=1))
     assert out is not None
-    assert set(out["decks"]) == {"alpha", "beta"} and set(out["tags"]) == {"t0", "t1", "t2"}
-    assert out["decks"]["alpha"]["cards"] == 42 and out["decks"]["alpha"]["seen"] == 42
-    assert out["all"]["below_target"] == 0 and out["all"]["lowest"] >= 0.9
+    assert set(out.decks) == {"alpha", "beta"} and set(out.tags) == {"t0", "t1", "t2"}
+    assert out.decks["alpha"].cards == 42 and out.decks["alpha"].seen == 42
+    assert out.all.below_target == 0 and (out.all.lowest or 0) >= 0.9
     fresh = plan_mod.on_the_day(Store.memory(), coll, MONDAY, Settings(interview_date=INTERVIEW))
-    assert fresh is not None and fresh["all"]["recall"] == 0.0
-    assert fresh["all"]["below_target"] == 84
+    assert fresh is not None and fresh.all.recall == 0.0
+    assert fresh.all.below_target == 84
     assert plan_mod.on_the_day(Store.memory(), coll, MONDAY, Settings()) is None
 
 

@@ -45,7 +45,7 @@ def decomposition_error(real: pt.Real, texts: list[str]) -> float:
     """max over layers and real tokens of |sum_h z_h W_O^h + b_O - the library's output|, with
     z recomputed from the layer input by our per-head reading of W_Q, W_K, W_V."""
     s = real.sentences(texts)
-    cap = real.capture(s)
+    _, cap = real.run_with_cache(s)
     mask = s.mask.bool()
     worst = 0.0
     for layer in range(real.n_layers):
@@ -137,7 +137,7 @@ def test_importance_task_metric_is_unsaturated_and_bootstrapped(setups) -> None:
 
     setup = setups["real-importance"]
     s = setup.real.sentences(pt.paraphrase_pairs(setup.cfg.n_pairs))
-    cap = setup.real.capture(s)
+    _, cap = setup.real.run_with_cache(s)
     margins = tm.margins(cap.final, s.mask)
     assert bool((margins > 0.2).all()) and bool((margins < 0.9).all())  # not saturated
     assert setup.task.shape == (6, 12, setup.cfg.n_pairs)
@@ -206,13 +206,13 @@ def test_reparameterisation_checks_catch_a_forgotten_bias(minilm: pt.Real) -> No
     """W_V^h scaled but b_V^h not: the function changes, and the float64 check sees it."""
     twin = pt.in_float64(minilm)
     s = twin.sentences(pt.paraphrase_pairs(1))
-    before = twin.capture(s).final
+    before = twin.run_with_cache(s)[0]
     c = torch.linspace(0.5, 2.0, twin.n_heads, dtype=torch.float64)
     pt.reparameterise(twin, 3, c, bias=False)
-    assert float((twin.capture(s).final - before).abs().max()) > 1e-6
+    assert float((twin.run_with_cache(s)[0] - before).abs().max()) > 1e-6
     pt.reparameterise(twin, 3, 1 / c, bias=False)  # undone
     pt.reparameterise(twin, 3, c)  # done right
-    assert float((twin.capture(s).final - before).abs().max()) <= 1e-10
+    assert float((twin.run_with_cache(s)[0] - before).abs().max()) <= 1e-10
 
 
 def test_reparameterisation_checks_fail_when_nothing_was_reversed(setups) -> None:

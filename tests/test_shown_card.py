@@ -321,11 +321,11 @@ def test_home_the_review_bar_and_stats_give_the_same_three_numbers(
 
     def numbers() -> list[tuple[int, int, int]]:
         home = deck_counts(fresh_store, small_collection, clock())[0]
-        st = stats.compute(fresh_store, small_collection, clock())["session"]
+        st = stats.compute(fresh_store, small_collection, clock()).session
         return [
             s.counts(),
             (home.new, home.learning, home.due),
-            (st["new"], st["learning"], st["due"]),
+            (st.new, st.learning, st.due),
         ]
 
     first = numbers()

@@ -388,8 +388,8 @@ def test_suspend_bury_flag_are_stored_undoable_and_honoured(fresh_store, small_c
     assert fresh_store.mark("pick-one").buried_until > clock()
     queue = build_queue(fresh_store, small_collection, clock(), new_limit=10)
     assert "roles" not in queue.ids and "pick-one" not in queue.ids
-    marks = compute(fresh_store, small_collection, clock())["marks"]
-    assert marks == {"suspended": 1, "buried": 1, "flagged": 1}
+    marks = compute(fresh_store, small_collection, clock()).marks
+    assert (marks.suspended, marks.buried, marks.flagged) == (1, 1, 1)
     # undo goes back through the marks, one at a time
     assert s.undo().id == "pick-one" and fresh_store.mark("pick-one").buried_until is None
     assert s.current.id == "pick-one"

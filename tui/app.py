@@ -50,6 +50,7 @@ from prep.engine.study.session import (  # DeckCounts: home's rows (re-exported 
     review_ahead_ids,
 )
 from prep.engine.timeutil import Clock, utcnow
+from prep.tui.screens import registry as screen_registry
 
 if TYPE_CHECKING:
     from prep.engine.decks.fill import Fill
@@ -578,12 +579,21 @@ class PrepApp(App[int]):
 
             self.push_screen(HomeScreen())
 
+    def open_screen(self, name: str, *args: Any, **kwargs: Any) -> None:
+        """Open the screen registered as ``name`` (tui/screens/registry.py), built with
+        ``args``: never over itself when it is opened once, nor before the database is open
+        when it reads progress."""
+        spec = screen_registry.BY_NAME[name]
+        cls = spec.load()
+        if spec.needs_store and self.store is None:
+            return
+        if spec.single and isinstance(self.screen, cls):
+            return
+        self.push_screen(cls(*args, **kwargs))
+
     def action_help(self) -> None:
         """Help, opened at the section of the screen you are on."""
-        from prep.tui.screens.help import HelpScreen
-
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(at=type(self.screen).__name__))
+        self.open_screen("help", at=type(self.screen).__name__)
 
     def action_help_quit(self) -> None:
         """ctrl+c (when no text is selected to copy) quits, as in any terminal program;
@@ -591,33 +601,19 @@ class PrepApp(App[int]):
         self.exit()
 
     def action_stats(self) -> None:
-        from prep.tui.screens.stats import StatsScreen
-
-        if self.store is not None and not isinstance(self.screen, StatsScreen):
-            self.push_screen(StatsScreen())
+        self.open_screen("stats")
 
     def action_demos(self) -> None:
-        from prep.tui.screens.demos import DemoListScreen
-
-        if not isinstance(self.screen, DemoListScreen):
-            self.push_screen(DemoListScreen())
+        self.open_screen("demos")
 
     def action_run_demo(self, name: str) -> None:
-        from prep.tui.screens.demo import DemoScreen
-
-        self.push_screen(DemoScreen(name))
+        self.open_screen("demo", name)
 
     def action_cram(self) -> None:
-        from prep.tui.screens.cram import CramScreen
-
-        if not isinstance(self.screen, CramScreen):
-            self.push_screen(CramScreen())
+        self.open_screen("cram")
 
     def action_mock(self) -> None:
-        from prep.tui.screens.mock import MockScreen
-
-        if self.store is not None and not isinstance(self.screen, MockScreen):
-            self.push_screen(MockScreen())
+        self.open_screen("mock")
 
     def notify(self, message: str, *, markup: bool = False, **kwargs: Any) -> None:  # type: ignore[override]
         """A notification shown as it is: its text names cards, decks, files and errors (user
@@ -626,16 +622,14 @@ class PrepApp(App[int]):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield SystemCommand("Start today's session", "Review the cards due now", self.action_start)
-        yield SystemCommand(
-            "Statistics", "Reviews, retention, forecast, mastery", self.action_stats
-        )
-        yield SystemCommand("Demos", "Every demo and its last run", self.action_demos)
-        yield SystemCommand("Cram: the 60-second bullets", "Open cram", self.action_cram)
-        yield SystemCommand("Mock interview", "Open mock", self.action_mock)
+        for spec in screen_registry.commands():  # the screens, as registered
+            assert spec.command is not None
+            title, about = spec.command
+            opener = getattr(self, f"action_{spec.name}", None)
+            yield SystemCommand(title, about, opener or (lambda n=spec.name: self.open_screen(n)))
         yield SystemCommand(
             "Study more", "More new cards today, or review ahead", self.action_study_more
         )
-        yield SystemCommand("Keys", "Every key, on every screen", self.action_help)
         yield SystemCommand("Reload decks", "Read the deck files again", self.action_reload)
         for name, claim in self.demos.items():
             yield SystemCommand(

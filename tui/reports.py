@@ -6,107 +6,109 @@ from __future__ import annotations
 
 import math
 from datetime import date, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from prep.engine.study import plan as plan_mod
 from prep.engine.study.cram import recall_text
 from prep.engine.study.present import count, human_interval, percent
-from prep.engine.study.stats import marks_text
 
 if TYPE_CHECKING:
     from prep.engine.study.cram import CramDeck
     from prep.engine.study.optimize import FitResult
     from prep.engine.study.scheduler import Settings
+    from prep.engine.study.statsresult import MarkCounts, OnTheDay, Recall, Stats
 
 
-def stats_text(stats: dict[str, Any]) -> str:
+def marks_text(marks: MarkCounts) -> str:
+    """``2 suspended · 1 buried · 3 flagged``."""
+    return f"{marks.suspended} suspended · {marks.buried} buried · {marks.flagged} flagged"
+
+
+def stats_text(stats: Stats) -> str:
     """The human form of `prep stats`."""
-    r = stats["reviews"]
-    tr = stats["true_retention"]
-    d = stats["due"]
-    since = f" since {stats['since'][:10]}" if stats.get("since") else ""
+    r, tr, d, session, cards = (
+        stats.reviews,
+        stats.true_retention,
+        stats.due,
+        stats.session,
+        stats.cards,
+    )
+    since = f" since {stats.since[:10]}" if stats.since else ""
     lines = [
-        f"Reviews      today {r['today']}   total{since} {r['total']}   streak {count(stats['streak_days'], 'day')}",
-        f"Retention    true{since} {percent(tr['all']['rate'])} over {count(tr['all']['reviews'], 'review')}"
-        f"   last 30 days {percent(tr['last_30_days']['rate'])}   target {percent(stats['desired_retention'])}",
-        f"Session      new {stats['session']['new']}   learning {stats['session']['learning']}   "
-        f"due {stats['session']['due']}   (what today's session serves now, as home shows it)",
-        f"Due          now {d['now']}   today {d['today']}   tomorrow {d['tomorrow']}   next 7 days {d['next_7_days']}",
-        f"Cards        {stats['cards']['seen']} of {stats['cards']['total']} seen   "
-        + marks_text(stats["marks"]),
+        f"Reviews      today {r.today}   total{since} {r.total}   streak {count(stats.streak_days, 'day')}",
+        f"Retention    true{since} {percent(tr.all.rate)} over {count(tr.all.reviews, 'review')}"
+        f"   last 30 days {percent(tr.last_30_days.rate)}   target {percent(stats.desired_retention)}",
+        f"Session      new {session.new}   learning {session.learning}   "
+        f"due {session.due}   (what today's session serves now, as home shows it)",
+        f"Due          now {d.now}   today {d.today}   tomorrow {d.tomorrow}   next 7 days {d.next_7_days}",
+        f"Cards        {cards.seen} of {cards.total} seen   " + marks_text(stats.marks),
         "",
         f"{'Deck':<22}{'cards':>6}{'seen':>6}{'mature':>8}{'mastery':>9}",
     ]
-    for name, m in stats["decks"].items():
-        lines.append(
-            f"{name:<22}{m['cards']:>6}{m['seen']:>6}{m['mature']:>8}{percent(m['mastery']):>9}"
-        )
-    if stats["tags"]:  # mastery per tag (topic), as the app's stats screen and --json give it
-        width = max(22, *(len(tag) + 2 for tag in stats["tags"]))
+    for name, dm in stats.decks.items():
+        lines.append(f"{name:<22}{dm.cards:>6}{dm.seen:>6}{dm.mature:>8}{percent(dm.mastery):>9}")
+    if stats.tags:  # mastery per tag (topic), as the app's stats screen and --json give it
+        width = max(22, *(len(tag) + 2 for tag in stats.tags))
         lines += ["", f"{'Tag':<{width}}{'cards':>6}{'seen':>6}{'mature':>8}{'mastery':>9}"]
-        for tag, m in stats["tags"].items():
+        for tag, m in stats.tags.items():
             lines.append(
-                f"{tag:<{width}}{m['cards']:>6}{m['seen']:>6}{m['mature']:>8}"
-                f"{percent(m['mastery']):>9}"
+                f"{tag:<{width}}{m.cards:>6}{m.seen:>6}{m.mature:>8}{percent(m.mastery):>9}"
             )
     listed = []
-    if stats["leeches"]:
-        listed.append(f"Leeches      {', '.join(stats['leeches'])}")
-    for kind in ("suspended", "flagged"):  # (`prep marks` shows each with its deck and prompt)
-        if stats["marked"][kind]:
-            listed.append(f"{kind.capitalize():<13}{', '.join(stats['marked'][kind])}")
-    if stats["changed"]:
-        listed.append(
-            f"Edited       {', '.join(stats['changed'])} (text changed since last review)"
-        )
+    if stats.leeches:
+        listed.append(f"Leeches      {', '.join(stats.leeches)}")
+    # (`prep marks` shows each with its deck and prompt)
+    for kind, ids in (("suspended", stats.marked.suspended), ("flagged", stats.marked.flagged)):
+        if ids:
+            listed.append(f"{kind.capitalize():<13}{', '.join(ids)}")
+    if stats.changed:
+        listed.append(f"Edited       {', '.join(stats.changed)} (text changed since last review)")
     if listed:
         lines += ["", *listed]
-    if stats.get("interview"):
-        lines += ["", *interview_lines(stats["interview"])]
-    demos = stats["demos"]
-    lines += ["", f"Demos        {len(demos['verified'])} verified"]
-    for run in demos["latest"]:
-        mark = ("PASS" if run["passed"] else "FAIL") if run.get("known", True) else "????"
-        line = f"  {mark}  {run['name']:<22} {run['device']:<5} {run['scale'] or '':<6} {run['ran_at'][:16]}"
-        if not run.get("known", True):
+    if stats.interview:
+        lines += ["", *interview_lines(stats.interview)]
+    demos = stats.demos
+    lines += ["", f"Demos        {len(demos.verified)} verified"]
+    for run in demos.latest:
+        mark = ("PASS" if run.passed else "FAIL") if run.known else "????"
+        line = f"  {mark}  {run.name:<22} {run.device:<5} {run.scale or '':<6} {run.ran_at[:16]}"
+        if not run.known:
             line += "  (no such demo here: not verified)"
         lines.append(line)
     return "\n".join(lines)
 
 
-def interview_lines(day: dict[str, Any], tags: int | None = None) -> list[str]:
+def interview_lines(day: OnTheDay, tags: int | None = None) -> list[str]:
     """The interview part of `prep stats`: the plan, then FSRS's predicted recall on the day
     per deck and per tag (weakest tags first; ``tags``: at most that many)."""
-    when = date.fromisoformat(day["date"])
-    left = day["days_left"]
+    when = date.fromisoformat(day.date)
+    left = day.days_left
     ahead = "today" if left == 0 else f"in {count(left, 'day')}"
-    target = percent(day["target"])
+    target = percent(day.target)
     lines = [
-        f"Interview    {plan_mod.short_date(when)} {when.year}, {ahead}: {day['plan']}",
+        f"Interview    {plan_mod.short_date(when)} {when.year}, {ahead}: {day.plan}",
         f"Predicted recall on the day (FSRS's forgetting curve, if nothing more is studied; "
         f"target {target})",
         f"{'Deck':<22}{'cards':>6}{'seen':>6}{'recall':>8}{'lowest':>8}{'below':>7}",
     ]
 
-    def row(name: str, g: dict[str, Any]) -> str:
+    def row(name: str, g: Recall) -> str:
         return (
-            f"{name:<22}{g['cards']:>6}{g['seen']:>6}{percent(g['recall']):>8}"
-            f"{percent(g['lowest']):>8}{g['below_target']:>7}"
+            f"{name:<22}{g.cards:>6}{g.seen:>6}{percent(g.recall):>8}"
+            f"{percent(g.lowest):>8}{g.below_target:>7}"
         )
 
-    lines += [row(name, g) for name, g in day["decks"].items()]
-    lines.append(row("all", day["all"]))
-    shown = list(day["tags"].items())[:tags]
+    lines += [row(name, g) for name, g in day.decks.items()]
+    lines.append(row("all", day.all))
+    shown = list(day.tags.items())[:tags]
     if shown:
         lines += [
             "",
             f"{'Tag (weakest first)':<22}{'cards':>6}{'seen':>6}{'recall':>8}{'lowest':>8}{'below':>7}",
         ]
         lines += [row(name, g) for name, g in shown]
-        if tags is not None and len(day["tags"]) > tags:
-            lines.append(
-                f"  ... {len(day['tags']) - tags} more (prep stats --json lists every tag)"
-            )
+        if tags is not None and len(day.tags) > tags:
+            lines.append(f"  ... {len(day.tags) - tags} more (prep stats --json lists every tag)")
     return lines
 
 

@@ -26,7 +26,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TypeAlias
 
+from prep.demos import hooks
 from prep.demos._torch import torch
+from prep.demos.hooks import ZEdit
 
 Tensor: TypeAlias = torch.Tensor  # a type for annotations (torch is not followed by mypy)
 
@@ -107,44 +109,69 @@ def _attend(x: Tensor, w: dict[str, Tensor], causal: Tensor) -> tuple[Tensor, Te
 
 def forward(
     params: dict[str, Tensor],
-    tokens: Tensor,
+    tokens: Tensor | None,
     *,
-    ablate: dict[tuple[int, int], Tensor] | None = None,
+    edit: ZEdit | None = None,
     resume: tuple[int, Cache] | None = None,
 ) -> tuple[Tensor, Cache]:
-    """Logits (B, T, vocab) and the cache. `ablate[(layer, head)] = value (d_head,)` replaces
-    that head's output z by `value` at every position (mean-ablation passes the head's mean).
+    """Logits (B, T, vocab) and the cache. `edit(layer, z)` (demos/hooks.py) gives the head
+    outputs z (B, T, n_heads, d_head) each layer uses instead of its own (mean-ablation sets a
+    head's to its mean: hooks.set_heads).
 
-    `resume=(layer, cache)` starts from an unablated run's cache of the same params and tokens:
+    `resume=(layer, cache)` starts from an unedited run's cache of the same params and tokens:
     everything below `layer`, and `layer`'s own attention, are taken from it instead of being
-    recomputed (the same operations on the same inputs: the logits are identical)."""
-    n_ctx = params["W_pos"].shape[0]
-    seq = tokens.shape[1]
-    assert seq <= n_ctx, f"sequence of {seq} tokens is longer than n_ctx {n_ctx}"
+    recomputed (the same operations on the same inputs: the logits are identical; `tokens`
+    may then be None)."""
     start, done = resume if resume is not None else (0, None)
     if done is None:
+        assert tokens is not None, "a run that does not resume reads tokens"
+        n_ctx = params["W_pos"].shape[0]
+        seq = tokens.shape[1]
+        assert seq <= n_ctx, f"sequence of {seq} tokens is longer than n_ctx {n_ctx}"
         x = params["W_E"][tokens] + params["W_pos"][:seq]  # (B, T, d_model)
         cache = Cache([x], [], [])
     else:
         x = done.resid[start]  # (B, T, d_model)
+        seq = x.shape[1]
         cache = Cache(done.resid[: start + 1], done.pattern[:start], done.z[:start])
     n_layers = sum(1 for k in params if k.endswith(".W_O"))
-    causal = torch.ones(seq, seq, dtype=torch.bool, device=tokens.device).tril()  # (T, T)
+    causal = torch.ones(seq, seq, dtype=torch.bool, device=x.device).tril()  # (T, T)
     for layer in range(start, n_layers):
         w = layer_params(params, layer)
         if done is not None and layer == start:
             pattern, z = done.pattern[layer], done.z[layer]  # (B, n_heads, T, T), (B, T, h, dh)
         else:
             pattern, z = _attend(x, w, causal)
-        for (abl_layer, head), value in (ablate or {}).items():
-            if abl_layer == layer:
-                z = z.clone()
-                z[:, :, head] = value  # (B, T, d_head) broadcast
+        if edit is not None:
+            z = edit(layer, z)  # (B, T, n_heads, d_head)
         x = x + torch.einsum("bthd,hdm->btm", z, w["W_O"]) + w["b_O"]  # (B, T, d_model)
         cache.pattern.append(pattern)
         cache.z.append(z)
         cache.resid.append(x)
     return x @ params["W_U"] + params["b_U"], cache  # (B, T, vocab)
+
+
+@dataclass
+class Decoder:
+    """The decoder as demos/hooks.py's ZModel: runs with a cache, and with an edit of z."""
+
+    params: dict[str, Tensor]
+
+    def run_with_cache(self, tokens: Tensor) -> tuple[Tensor, Cache]:
+        return forward(self.params, tokens)  # (B, T, vocab), its cache
+
+    def run_with_z_edit(self, cache: Cache, start: int, edit: ZEdit, repeat: int = 1) -> Tensor:
+        """Logits (repeat*B, T, vocab) with `edit` from layer `start` on, the layers below
+        (and `start`'s attention) taken from `cache`, an unedited run's."""
+        if repeat > 1:
+            more = [t.repeat(repeat, *([1] * (t.ndim - 1))) for t in cache.resid[: start + 1]]
+            cache = Cache(
+                more,
+                [t.repeat(repeat, 1, 1, 1) for t in cache.pattern],
+                [t.repeat(repeat, 1, 1, 1) for t in cache.z],
+            )
+        logits, _ = forward(self.params, None, edit=edit, resume=(start, cache))
+        return logits
 
 
 @dataclass
@@ -255,12 +282,11 @@ def ablated_logits(
     means: list[Tensor] | None = None,
 ) -> Tensor:
     """Logits with each (layer, head) in `heads` mean-ablated (its output z replaced by its mean
-    over this batch): (B, T, vocab). `means`: head_means(cache), when the caller has it."""
+    over this batch): (B, T, vocab). `means`: head_means(cache), when the caller has it. The
+    layers below the first ablated head are the cached run's (demos/hooks.py)."""
     means = head_means(cache) if means is None else means
-    ablate = {(ly, h): means[ly][h] for ly, h in heads}
-    resume = (min(ablate)[0], cache) if ablate else None  # the layers below are unchanged
-    logits, _ = forward(params, data.tokens, ablate=ablate, resume=resume)
-    return logits
+    values: dict[tuple[int, int], Tensor | float] = {(ly, h): means[ly][h] for ly, h in heads}
+    return hooks.run_with_heads_set(Decoder(params), cache, values)
 
 
 def ov_circuit(params: dict[str, Tensor], layer: int, head: int) -> Tensor:

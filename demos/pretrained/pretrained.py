@@ -12,9 +12,10 @@ dense.weight.T reshaped to (n_heads, d_head, d_model); GPT-2's Conv1D stores (in
 `per_head_writes` recomputes every head's write z_h W_O^h from the layer's input with these
 tensors; tests/test_real_demos.py holds sum_h z_h W_O^h + b_O against the library's own output.
 
-Activations are captured with hooks on the library's modules: the input of the self-attention
-module (what W_Q, W_K, W_V read), the input of the output projection (the concat z) and the
-arguments of every layer, so an ablation can replay the layers from the ablated one onwards.
+Activations are captured with hooks on the library's modules (``run_with_cache``): the input of
+the self-attention module (what W_Q, W_K, W_V read), the input of the output projection (the
+concat z) and the arguments of every layer, so an edit of z replays the layers from the edited
+one onwards (``run_with_z_edit``): demos/hooks.py's seam, which the decoder answers too.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any, TypeAlias
 from prep.demos import harness
 from prep.demos._torch import torch
 from prep.demos.harness import Check, DeviceChoice, Report
+from prep.demos.hooks import ZEdit
 from prep.demos.pretrained import extra
 from prep.demos.registry import DEMOS
 from prep.demos.report import glossary_for
@@ -151,8 +153,9 @@ class Real:
         out = self.model(input_ids=s.input_ids, attention_mask=s.mask, use_cache=False)
         return out.last_hidden_state  # (N, T, d_model)
 
-    def capture(self, s: Sentences) -> Capture:
-        """One forward pass with hooks that keep every layer's attention input, z and output."""
+    def run_with_cache(self, s: Sentences) -> tuple[Tensor, Capture]:
+        """The last hidden state (N, T, d_model) and what the pass saw (demos/hooks.py's
+        ZModel): hooks keep every layer's attention input, z and output, and its arguments."""
         n = self.n_layers
         attn_in: list[Any] = [None] * n
         z: list[Any] = [None] * n
@@ -185,16 +188,16 @@ class Real:
         finally:
             for handle in handles:
                 handle.remove()
-        return Capture(attn_in, z, proj_out, layer_args, final)
+        return final, Capture(attn_in, z, proj_out, layer_args, final)
 
-    def replay_from(
-        self, layer: int, cap: Capture, edit: Callable[[Tensor], Tensor], repeat: int = 1
-    ) -> Tensor:
-        """The last hidden state when layer `layer`'s concat z is replaced by edit(concat).
+    def run_with_z_edit(self, cap: Capture, start: int, edit: ZEdit, repeat: int = 1) -> Tensor:
+        """The last hidden state (repeat*N, T, d_model) when every layer's z from `start` on is
+        replaced by edit(layer, z) (z: (repeat*N, T, n_heads, d_head), what the output
+        projection reads, split per head).
 
-        The layers before `layer` are not rerun: their output is the captured input of `layer`.
-        The batch is repeated `repeat` times (edit sees all copies) so several ablations run as
-        one batch.
+        The layers before `start` are not rerun: their output is the captured input of
+        `start`. The batch is repeated `repeat` times (edit sees all copies) so several
+        ablations run as one batch.
         """
         n_rows = cap.final.shape[0]
 
@@ -203,22 +206,29 @@ class Real:
                 return value.repeat(repeat, *([1] * (value.ndim - 1)))
             return value
 
-        args, kwargs = cap.layer_args[layer]
+        if start >= self.n_layers:
+            hidden = rep(cap.final)  # nothing to edit: the captured output
+            return hidden
+        args, kwargs = cap.layer_args[start]
         hidden = rep(args[0] if args else kwargs["hidden_states"])
+        handles = []
+        for i in range(start, self.n_layers):
 
-        def on_proj(mod: Any, inputs: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
-            return (edit(inputs[0]), *inputs[1:])
+            def on_proj(mod: Any, inputs: tuple[Tensor, ...], i: int = i) -> tuple[Tensor, ...]:
+                z = inputs[0].unflatten(-1, (self.n_heads, self.d_head))  # (rN, T, h, dh)
+                return (edit(i, z).flatten(-2), *inputs[1:])  # (rN, T, h*dh)
 
-        handle = self.out_proj(layer).register_forward_pre_hook(on_proj)
+            handles.append(self.out_proj(i).register_forward_pre_hook(on_proj))
         try:
-            for i in range(layer, self.n_layers):
+            for i in range(start, self.n_layers):
                 args, kwargs = cap.layer_args[i]
                 rest = tuple(rep(a) for a in args[1:])
                 kw = {k: rep(v) for k, v in kwargs.items() if k != "hidden_states"}
                 out = self.layers[i](hidden, *rest, **kw)
                 hidden = out[0] if isinstance(out, tuple) else out
         finally:
-            handle.remove()
+            for handle in handles:
+                handle.remove()
         if self.family == "gpt2":
             hidden = self.model.ln_f(hidden)
         return hidden  # (repeat*N, T, d_model)

@@ -45,7 +45,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from prep.demos import harness
+from prep.demos import harness, hooks
 from prep.demos._torch import torch
 from prep.demos.harness import IDENTITY, MEASUREMENT, SANITY, Check
 from prep.demos.pretrained import pretrained as pt
@@ -105,7 +105,9 @@ def ablation_effects(
     real: pt.Real, cap: pt.Capture, mask: torch.Tensor, layer: int, means: torch.Tensor | None
 ) -> torch.Tensor:
     """Effect of ablating each head of `layer` (zero, or its mean when `means` is given)."""
-    return pt.masked_mean(relative_change(tm.ablated_finals(real, cap, layer, means), cap), mask)
+    return pt.masked_mean(
+        relative_change(hooks.run_with_each_head(real, cap, layer, means), cap), mask
+    )
 
 
 def relative_change(finals: torch.Tensor, cap: pt.Capture) -> torch.Tensor:
@@ -131,26 +133,19 @@ def mnrl_loss(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.cross_entropy(logits, labels)
 
 
-def gradient_scores(real: pt.Real, s: pt.Sentences) -> torch.Tensor:
-    """Michel et al.'s E_x |dL/dxi_h|: per-sequence gates on every head, one backward pass."""
+def gradient_scores(real: pt.Real, s: pt.Sentences, cap: pt.Capture) -> torch.Tensor:
+    """Michel et al.'s E_x |dL/dxi_h|: per-sequence gates on every head, one backward pass
+    (the gates are an edit of z: demos/hooks.py's seam, replayed from the first layer)."""
     n = s.input_ids.shape[0]
     gates = torch.ones(n, real.n_layers, real.n_heads, device=real.device, requires_grad=True)
-    handles = []
-    for layer in range(real.n_layers):
 
-        def gate(mod: torch.nn.Module, inputs: tuple, layer: int = layer) -> tuple:
-            concat = inputs[0]  # (N, T, h*dh)
-            z = concat.unflatten(-1, (real.n_heads, real.d_head))  # (N, T, h, dh)
-            return ((z * gates[:, layer, None, :, None]).flatten(-2), *inputs[1:])
+    def gate(layer: int, z: torch.Tensor) -> torch.Tensor:
+        return z * gates[:, layer, None, :, None]  # (N, T, h, dh)
 
-        handles.append(real.out_proj(layer).register_forward_pre_hook(gate))
-    try:
-        with torch.enable_grad():
-            loss = -tm.margins(real.forward(s), s.mask).mean()  # unsaturated, unlike MNRL
-            (grad,) = torch.autograd.grad(loss, gates)  # (N, n_layers, n_heads)
-    finally:
-        for handle in handles:
-            handle.remove()
+    with torch.enable_grad():
+        final = real.run_with_z_edit(cap, 0, gate)  # (N, T, d_model)
+        loss = -tm.margins(final, s.mask).mean()  # unsaturated, unlike MNRL
+        (grad,) = torch.autograd.grad(loss, gates)  # (N, n_layers, n_heads)
     return grad.abs().mean(0)  # (n_layers, n_heads)
 
 
@@ -164,7 +159,7 @@ def reversing_factors(norms: torch.Tensor) -> torch.Tensor:
 
 def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
     s = real.sentences(pt.paraphrase_pairs(cfg.n_pairs))
-    cap = real.capture(s)
+    _, cap = real.run_with_cache(s)
     rows: dict[str, list[Any]] = {
         key: [] for key in ("wo", "act", "zero", "mean", "hidden_pairs", "task")
     }
@@ -176,22 +171,22 @@ def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
         means = (z * s.mask[..., None, None]).sum((0, 1)) / s.mask.sum()  # (h, dh)
         rows["wo"].append(w_o.norm(dim=(1, 2)))
         rows["act"].append(act_scores(z, w_o, s.mask))
-        finals = tm.ablated_finals(real, cap, layer, None)  # (h, N, T, d)
+        finals = hooks.run_with_each_head(real, cap, layer, None)  # (h, N, T, d)
         rel = relative_change(finals, cap)  # (h, N, T)
         rows["zero"].append(pt.masked_mean(rel, s.mask))
         rows["hidden_pairs"].append(per_pair(rel, s.mask))
         rows["task"].append(base - tm.margins(finals, s.mask))  # (h, pairs)
         rows["mean"].append(ablation_effects(real, cap, s.mask, layer, means))
-    grad = gradient_scores(real, s)
+    grad = gradient_scores(real, s, cap)
     harness.progress("reparameterising one layer in float64")
     layer = real.n_layers // 2
     r64 = pt.in_float64(real)
     s64 = r64.sentences(pt.paraphrase_pairs(cfg.n_pairs))
-    before = r64.capture(s64)
+    _, before = r64.run_with_cache(s64)
     norms = r64.weights(layer).W_O.norm(dim=(1, 2))
     act_before = act_scores(before.z[layer], r64.weights(layer).W_O, s64.mask)
     pt.reparameterise(r64, layer, reversing_factors(norms))
-    after = r64.capture(s64)
+    _, after = r64.run_with_cache(s64)
     act_after = act_scores(after.z[layer], r64.weights(layer).W_O, s64.mask)
     seed = int(torch.randint(2**31, (1,), generator=gen, device=gen.device))
     stack = {k: torch.stack(v).cpu().double() for k, v in rows.items()}

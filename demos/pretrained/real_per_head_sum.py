@@ -49,7 +49,7 @@ class Setup:
 def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
     r64 = pt.in_float64(real)
     s = r64.sentences(pt.paraphrase_pairs(cfg.n_pairs))
-    cap = r64.capture(s)
+    _, cap = r64.run_with_cache(s)
     return Setup(r64, s, cap, [r64.weights(i).W_O for i in range(r64.n_layers)])
 
 

@@ -46,22 +46,6 @@ def margins(hidden: Tensor, mask: Tensor) -> Tensor:
     return positive - hardest  # (..., P)
 
 
-def ablated_finals(real: pt.Real, cap: pt.Capture, layer: int, means: Tensor | None) -> Tensor:
-    """Last hidden state with each head of `layer` ablated in turn (zeroed, or set to its mean
-    when `means` (n_heads, d_head) is given): (n_heads, N, T, d_model)."""
-    h, dh = real.n_heads, real.d_head
-    n = cap.final.shape[0]
-
-    def edit(concat: Tensor) -> Tensor:
-        z = concat.unflatten(-1, (h, dh)).unflatten(0, (h, n)).clone()  # (h, N, T, h, dh)
-        for k in range(h):  # copy k of the batch ablates head k
-            z[k, :, :, k] = 0.0 if means is None else means[k]
-        return z.flatten(0, 1).flatten(-2)  # (h*N, T, h*dh)
-
-    with torch.no_grad():
-        return real.replay_from(layer, cap, edit, repeat=h).unflatten(0, (h, n))
-
-
 def bootstrap_rho(
     score: Tensor, effect: Tensor, n_boot: int, gen: torch.Generator
 ) -> tuple[float, float, float]:

@@ -49,20 +49,8 @@ class DeckCacheStore(StoreCore):
             self.conn.execute("DELETE FROM meta WHERE key = 'deck_assembly'")
             self.set_meta(_FORMAT_KEY, format_key)
 
-    def _deck_ident_column(self, *, add: bool) -> bool:
-        """Whether deck_files has its ``ident`` column (device, inode and ctime of the file as
-        last read), added on the first write that needs it: like card_marks, no schema version
-        of its own, and an older prep reads the table as before."""
-        have = any(r[1] == "ident" for r in self.conn.execute("PRAGMA table_info(deck_files)"))
-        if not have and add:
-            self.conn.execute("ALTER TABLE deck_files ADD COLUMN ident TEXT")
-            have = True
-        return have
-
     def deck_cache_files(self) -> dict[str, dict[str, Any]]:
-        keys: tuple[str, ...] = ("path", "shown", "size", "mtime_ns", "sha256", "checked_ns")
-        if self._deck_ident_column(add=False):
-            keys += ("ident",)
+        keys = ("path", "shown", "size", "mtime_ns", "sha256", "checked_ns", "ident")
         rows = self.conn.execute(f"SELECT {', '.join(keys)} FROM deck_files")
         return {r[0]: dict(zip(keys, r, strict=True)) for r in rows}
 
@@ -76,7 +64,7 @@ class DeckCacheStore(StoreCore):
                 "UPDATE deck_files SET size = ?, mtime_ns = ?, checked_ns = ? WHERE path = ?",
                 (size, mtime_ns, checked_ns, path),
             )
-            if ident is not None and self._deck_ident_column(add=True):
+            if ident is not None:
                 self.conn.execute("UPDATE deck_files SET ident = ? WHERE path = ?", (ident, path))
 
     def deck_cache_put(
@@ -117,8 +105,7 @@ class DeckCacheStore(StoreCore):
                     json.dumps(errors),
                 ),
             )
-            if self._deck_ident_column(add=ident is not None):
-                self.conn.execute("UPDATE deck_files SET ident = ? WHERE path = ?", (ident, path))
+            self.conn.execute("UPDATE deck_files SET ident = ? WHERE path = ?", (ident, path))
             lo, hi = self._deck_keys(path)
             self.conn.execute("DELETE FROM deck_cards WHERE key BETWEEN ? AND ?", (lo, hi))
             self.conn.execute("DELETE FROM deck_tags WHERE key BETWEEN ? AND ?", (lo, hi))
@@ -321,14 +308,10 @@ class DeckCacheStore(StoreCore):
         but a loaded card lists as an alias (``field``: the index of ``aliases`` in the
         cached card's JSON). Reads the cards' JSON only when such ids exist."""
         live = self._LIVE_DECK_CARDS
-        has_marks = self.conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'card_marks'"
-        ).fetchone()
-        marks = " UNION SELECT card_id FROM card_marks" if has_marks else ""
         orphans = [
             r[0]
             for r in self.conn.execute(
-                f"SELECT id FROM (SELECT id FROM cards{marks}) "
+                "SELECT id FROM (SELECT id FROM cards UNION SELECT card_id FROM card_marks) "
                 f"WHERE id NOT IN (SELECT id FROM ({live}))"
             )
         ]

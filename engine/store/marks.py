@@ -29,27 +29,11 @@ class MarksStore(StoreCore):
 
     # --- marks: suspend, bury, flag (Anki's) --------------------------------------------
     #
-    # One small table, created on the first mark (so marking needs no schema version of its
-    # own): a row per marked card; a card with no mark has no row.
-
-    _MARKS_SQL = (
-        "CREATE TABLE IF NOT EXISTS card_marks (card_id TEXT PRIMARY KEY, "
-        "suspended INTEGER NOT NULL DEFAULT 0, buried_until TEXT, "
-        "flagged INTEGER NOT NULL DEFAULT 0)"
-    )
-
-    def _has_marks(self) -> bool:
-        return (
-            self.conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'card_marks'"
-            ).fetchone()
-            is not None
-        )
+    # One small table (schema v10, and v11 for a database that never had it): a row per
+    # marked card; a card with no mark has no row.
 
     def mark(self, card_id: str) -> Mark:
         """The card's suspend / bury / flag state (all clear when never marked)."""
-        if not self._has_marks():
-            return Mark()
         row = self.conn.execute(
             "SELECT suspended, buried_until, flagged FROM card_marks WHERE card_id = ?",
             (card_id,),
@@ -62,7 +46,6 @@ class MarksStore(StoreCore):
         """Store ``mark`` for the card (committed at once); an all-clear mark deletes the row.
         Stamped ``at`` (default: now) by this device: the last writer wins on a sync."""
         with self.transaction():
-            self.conn.execute(self._MARKS_SQL)
             devices.stamp_mark(self.conn, card_id, at or utcnow())
             if mark == Mark():
                 self.conn.execute("DELETE FROM card_marks WHERE card_id = ?", (card_id,))
@@ -77,8 +60,6 @@ class MarksStore(StoreCore):
 
     def hidden_ids(self, now: datetime) -> set[str]:
         """Cards the queue leaves out at ``now``: suspended, or buried until later."""
-        if not self._has_marks():
-            return set()
         rows = self.conn.execute(
             "SELECT card_id FROM card_marks WHERE suspended = 1 OR buried_until > ?",
             (fmt(now),),
@@ -87,8 +68,6 @@ class MarksStore(StoreCore):
 
     def mark_counts(self, now: datetime) -> dict[str, int]:
         """How many cards are suspended, buried (until later than ``now``) and flagged."""
-        if not self._has_marks():
-            return {"suspended": 0, "buried": 0, "flagged": 0}
         row = self.conn.execute(
             "SELECT COALESCE(SUM(suspended), 0), COALESCE(SUM(buried_until > ?), 0), "
             "COALESCE(SUM(flagged), 0) FROM card_marks",
@@ -101,8 +80,6 @@ class MarksStore(StoreCore):
 
     def mark_rows(self, card_id: str | None = None) -> list[dict[str, Any]]:
         """Every stored mark (or ``card_id``'s), in id order, as exported."""
-        if not self._has_marks():
-            return []
         where, args = ("WHERE card_id = ?", [card_id]) if card_id is not None else ("", [])
         rows = self.conn.execute(
             "SELECT card_id, suspended, buried_until, flagged FROM card_marks "

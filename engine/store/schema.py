@@ -10,8 +10,9 @@ Tables (the schema version is in ``meta``):
   restores the exact previous state and the export gives both.
 - ``deck_files``, ``deck_cards``, ``deck_tags``: the parsed decks (engine/decks/deckcache.py), so
   that start-up re-parses only what changed (v4; v6 added each card's kind; v8 indexes the
-  unseen cards by kind and the cards that cite a demo; v9 adds each card's curriculum level).
-- ``card_marks``: suspend / bury / flag, created on the first mark (Store.set_mark).
+  unseen cards by kind and the cards that cite a demo; v9 adds each card's curriculum level;
+  v12 each file's identity, ``ident``, which older preps added on the first write needing it).
+- ``card_marks``: suspend / bury / flag (v10; before it, created on the first mark).
 - ``demo_runs``: every demo run (name, device, passed, seconds, the full report).
 - ``meta``: schema version and settings.
 - ``sync_devices``, ``sched_params``, ``review_graves``, ``mark_clock`` (v9): what merging
@@ -32,7 +33,7 @@ from typing import Any
 
 from prep.engine.store.schema11 import v10_to_v11
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 BATCH = 5_000  # review log rows rewritten per executemany (and per progress report)
 
 CARD_COLUMNS = (
@@ -86,6 +87,11 @@ MARK_COLUMNS = (
     "suspended",  # 1 when suspended (never served until unsuspended)
     "buried_until",  # UTC ISO-8601: left out of the queue until then (empty: not buried)
     "flagged",  # 1 when flagged
+)
+MARKS_SQL = (
+    "CREATE TABLE IF NOT EXISTS card_marks (card_id TEXT PRIMARY KEY, "
+    "suspended INTEGER NOT NULL DEFAULT 0, buried_until TEXT, "
+    "flagged INTEGER NOT NULL DEFAULT 0)"
 )
 # Fields that describe a card's schedule (deck, content_hash, changed and removed describe the
 # local decks and are reconciled by Store.reconcile).
@@ -369,11 +375,7 @@ def _v9_to_v10(db: Any, progress: UpgradeTracker | None = None) -> None:
         "UNIQUE (dev, seq))"
     )
     conn.execute("CREATE INDEX IF NOT EXISTS review_graves_by ON review_graves (by_dev)")
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS card_marks (card_id TEXT PRIMARY KEY, "
-        "suspended INTEGER NOT NULL DEFAULT 0, buried_until TEXT, "
-        "flagged INTEGER NOT NULL DEFAULT 0)"
-    )
+    conn.execute(MARKS_SQL)
     # last-writer-wins: each card's mark was last set at ``at`` (us) by device ``dev``, that
     # device's ``seq``-th stamp; compared as (at, device id, seq)
     conn.execute(
@@ -403,6 +405,18 @@ def _v9_to_v10(db: Any, progress: UpgradeTracker | None = None) -> None:
         if column not in have:
             conn.execute(f"ALTER TABLE demo_runs ADD COLUMN {column} {kind}")
     conn.execute("CREATE INDEX IF NOT EXISTS demo_runs_uid ON demo_runs (dev, seq)")
+
+
+def _v11_to_v12(db: Any, progress: UpgradeTracker | None = None) -> None:
+    # Every table and column in the chain: the deck cache's ``ident`` (device, inode, ctime of
+    # each file as last read) and ``card_marks`` were created by the first write that needed
+    # them, so a database's schema depended on what it had been used for. Both are created
+    # here when missing (in the same words as before, so that a fresh database and an
+    # upgraded one end with the same sqlite_master: tests/test_schema_chain.py).
+    conn = db.conn
+    if not any(r[1] == "ident" for r in conn.execute("PRAGMA table_info(deck_files)")):
+        conn.execute("ALTER TABLE deck_files ADD COLUMN ident TEXT")
+    conn.execute(MARKS_SQL)
 
 
 @dataclass(frozen=True)
@@ -508,5 +522,6 @@ MIGRATIONS: list[Callable[[Any, UpgradeTracker | None], None]] = [
     _v8_to_v9,
     _v9_to_v10,
     v10_to_v11,
+    _v11_to_v12,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION

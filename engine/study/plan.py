@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from fsrs.scheduler import DEFAULT_PARAMETERS
 
 from prep.engine.study.scheduler import LEVELS, CardState, Settings, State, interview_day
+from prep.engine.study.statsresult import OnTheDay, Recall
 from prep.engine.timeutil import day_start, study_day_start, to_utc
 
 if TYPE_CHECKING:
@@ -353,7 +354,7 @@ def due_of(plan: Plan | None, collection: Any, state: CardState) -> datetime | N
 
 def on_the_day(
     store: Store, collection: Any, now: datetime, settings: Settings | None = None
-) -> dict[str, Any] | None:
+) -> OnTheDay | None:
     """`prep stats`' "on the day" part: per deck and tag, FSRS's predicted recall at the
     interview if nothing more were studied (unseen cards count as 0), and how many cards
     are below the desired retention. None without an interview ahead (or today)."""
@@ -366,15 +367,15 @@ def on_the_day(
     states = {cid: s for cid, s in store.cards(ids).items() if not s.removed}
     r = {cid: plan.retrievability(states.get(cid)) for cid in ids}
 
-    def group(members: list[str]) -> dict[str, Any]:
+    def group(members: list[str]) -> Recall:
         values = [r[cid] for cid in members]
-        return {
-            "cards": len(members),
-            "seen": sum(1 for cid in members if cid in states and not states[cid].is_new),
-            "recall": sum(values) / len(values) if values else None,
-            "lowest": min(values) if values else None,
-            "below_target": sum(1 for v in values if v < plan.target),
-        }
+        return Recall(
+            cards=len(members),
+            seen=sum(1 for cid in members if cid in states and not states[cid].is_new),
+            recall=sum(values) / len(values) if values else None,
+            lowest=min(values) if values else None,
+            below_target=sum(1 for v in values if v < plan.target),
+        )
 
     by_deck: dict[str, list[str]] = {}
     by_tag: dict[str, list[str]] = {}
@@ -386,18 +387,18 @@ def on_the_day(
         for tag in card.tags:
             by_tag.setdefault(tag, []).append(cid)
     tags = {tag: group(m) for tag, m in by_tag.items()}
-    return {
-        "date": plan.date.isoformat(),
-        "days_left": plan.days_left,
-        "moment": to_utc(plan.moment).isoformat(),
-        "target": plan.target,
-        "plan": day.line(),
-        "new_today": day.new_today,
-        "all": group(ids),
-        "decks": {name: group(m) for name, m in by_deck.items()},
+    return OnTheDay(
+        date=plan.date.isoformat(),
+        days_left=plan.days_left,
+        moment=to_utc(plan.moment).isoformat(),
+        target=plan.target,
+        plan=day.line(),
+        new_today=day.new_today,
+        all=group(ids),
+        decks={name: group(m) for name, m in by_deck.items()},
         # weakest first: the number to watch during the week
-        "tags": dict(sorted(tags.items(), key=lambda kv: (kv[1]["recall"] or 0.0, kv[0]))),
-    }
+        tags=dict(sorted(tags.items(), key=lambda kv: (kv[1].recall or 0.0, kv[0]))),
+    )
 
 
 def weakest_first(

@@ -9,12 +9,28 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import date, datetime, timedelta
-from typing import Any
 
 from prep.engine.store import Store
 from prep.engine.study import plan as plan_mod
 from prep.engine.study.collection import Cards
 from prep.engine.study.session import deck_counts
+from prep.engine.study.statsresult import (
+    CardCounts,
+    DeckMastery,
+    DemoRun,
+    Demos,
+    Due,
+    DueOn,
+    MarkCounts,
+    Marked,
+    Mastery,
+    Retention,
+    Reviews,
+    ReviewsOn,
+    Session,
+    Stats,
+    TrueRetention,
+)
 from prep.engine.timeutil import day_start, fmt, study_day_start
 
 MATURE_DAYS = 21.0  # Anki's threshold for a "mature" card
@@ -53,19 +69,14 @@ def compute(
     history_days: int = 30,
     forecast_days: int = 14,
     known_demos: Iterable[str] | None = None,
-) -> dict[str, Any]:
+) -> Stats:
     """Every number `prep stats` shows. ``known_demos``: the names of the demos this prep has
     (the caller's registry; engine knows no demos). A run of any other name (say, imported
     from a file) is listed as unknown and never counted as verified."""
 
-    def retention(start: datetime | None) -> dict[str, Any]:
+    def retention(start: datetime | None) -> Retention:
         n, passed = store.retention_counts(start)
-        return {"reviews": n, "passed": passed, "rate": (passed / n) if n else None}
-
-    true_retention = {
-        "all": retention(since),
-        "last_30_days": retention(study_day_start(now, -30)),
-    }
+        return Retention(reviews=n, passed=passed, rate=(passed / n) if n else None)
 
     # Reviews per study day for the last `history_days` days (oldest first).
     today_date = study_day(now)
@@ -74,95 +85,88 @@ def compute(
         [study_day_start(now, i - history_days + 1) for i in range(history_days + 1)]
     )
     days = [(first_day + timedelta(days=i)).isoformat() for i in range(history_days)]
-    per_day = [{"date": d, "reviews": n} for d, n in zip(days, counts, strict=True)]
+    per_day = [ReviewsOn(date=d, reviews=n) for d, n in zip(days, counts, strict=True)]
 
     # Due counts and forecast (removed cards are not served; overdue cards count as today's).
     n_ahead = max(forecast_days, 7)
     days_ahead = [(today_date + timedelta(days=i)).isoformat() for i in range(n_ahead)]
     due_counts = store.due_per_interval([study_day_start(now, i) for i in range(n_ahead + 1)])
     by_day = dict(zip(days_ahead, due_counts, strict=True))
-    forecast = [{"date": d, "due": by_day.get(d, 0)} for d in days_ahead[:forecast_days]]
-    due = {
-        "now": store.count_due(now),
-        "today": by_day.get(days_ahead[0], 0),
-        "tomorrow": by_day.get(days_ahead[1], 0),
-        "next_7_days": sum(by_day.get(d, 0) for d in days_ahead[:7]),
-    }
+    forecast = [DueOn(date=d, due=by_day.get(d, 0)) for d in days_ahead[:forecast_days]]
+    due = Due(
+        now=store.count_due(now),
+        today=by_day.get(days_ahead[0], 0),
+        tomorrow=by_day.get(days_ahead[1], 0),
+        next_7_days=sum(by_day.get(d, 0) for d in days_ahead[:7]),
+    )
 
     # Mastery per deck and per tag: seen / mature (stability >= 21 days) over the deck's cards.
     per_deck = store.deck_progress(MATURE_DAYS)
 
-    def mastery(n_cards: int, seen: int, mature: int) -> dict[str, Any]:
-        return {
-            "cards": n_cards,
-            "seen": seen,
-            "mature": mature,
-            "mastery": (mature / n_cards) if n_cards else 0.0,
-        }
+    def mastery(n_cards: int, seen: int, mature: int) -> Mastery:
+        share = (mature / n_cards) if n_cards else 0.0
+        return Mastery(cards=n_cards, seen=seen, mature=mature, mastery=share)
 
     sizes = collection.deck_sizes()  # (counted, not read, over the deck cache)
-    decks = {
-        name: {"title": info.title, **mastery(sizes.get(name, 0), *per_deck.get(name, (0, 0)))}
-        for name, info in collection.decks.items()
-    }
+    decks = {}
+    for name, info in collection.decks.items():
+        m = mastery(sizes.get(name, 0), *per_deck.get(name, (0, 0)))
+        decks[name] = DeckMastery(info.title, m.cards, m.seen, m.mature, m.mastery)
     # per tag in SQL when the decks come from the cache (no card is built)
     progress = collection.tag_progress(store, MATURE_DAYS)
     tags = {tag: mastery(*progress[tag]) for tag in sorted(progress)}
 
     # Demos verified: the latest run of each demo.
-    keys = ("name", "device", "device_name", "scale", "passed", "seconds", "ran_at")
     known = None if known_demos is None else set(known_demos)
     demos = [
-        {**{k: run[k] for k in keys}, "known": known is None or run["name"] in known}
+        DemoRun(
+            name=run["name"],
+            device=run["device"],
+            device_name=run["device_name"],
+            scale=run["scale"],
+            passed=run["passed"],
+            seconds=run["seconds"],
+            ran_at=run["ran_at"],
+            known=known is None or run["name"] in known,
+        )
         for run in store.demo_runs(latest=True)
     ]
 
     # today's session: new / learning / due from the one source home and the review bar use
     today_row = deck_counts(store, collection, now, per_deck=False)[0]
-    return {
-        "now": fmt(now),
-        "since": fmt(since),
-        "session": {
-            "new": today_row.new,
-            "learning": today_row.learning,
-            "due": today_row.due,
-        },
-        "reviews": {
-            "today": store.count_reviews(day_start(now)),
-            "total": store.count_reviews(since),
-        },
-        "true_retention": true_retention,
-        "desired_retention": store.settings().desired_retention,
-        "due": due,
-        "forecast": forecast,
-        "per_day": per_day,
-        "streak_days": streak_days(store, now),
+    return Stats(
+        now=fmt(now),
+        since=fmt(since),
+        session=Session(new=today_row.new, learning=today_row.learning, due=today_row.due),
+        reviews=Reviews(
+            today=store.count_reviews(day_start(now)), total=store.count_reviews(since)
+        ),
+        true_retention=TrueRetention(
+            all=retention(since), last_30_days=retention(study_day_start(now, -30))
+        ),
+        desired_retention=store.settings().desired_retention,
+        due=due,
+        forecast=forecast,
+        per_day=per_day,
+        streak_days=streak_days(store, now),
         # the live cards with progress are those deck_progress grouped (store.count_cards())
-        "cards": {"total": len(collection), "seen": sum(seen for seen, _ in per_deck.values())},
-        "marks": store.mark_counts(now),  # suspended, buried, flagged (from the review screen)
-        "marked": marked_ids(store),  # the suspended and the flagged cards' ids
-        "decks": decks,
-        "tags": tags,
-        "leeches": store.flagged("leech"),
-        "changed": store.flagged("changed"),
-        "demos": {
-            "verified": sorted(d["name"] for d in demos if d["passed"] and d["known"]),
-            "latest": demos,
-        },
+        cards=CardCounts(total=len(collection), seen=sum(seen for seen, _ in per_deck.values())),
+        marks=MarkCounts(**store.mark_counts(now)),  # suspended, buried, flagged
+        marked=marked_ids(store),  # the suspended and the flagged cards' ids
+        decks=decks,
+        tags=tags,
+        leeches=store.flagged("leech"),
+        changed=store.flagged("changed"),
+        demos=Demos(verified=sorted(d.name for d in demos if d.passed and d.known), latest=demos),
         # predicted recall at the interview per deck and tag (None without a date ahead)
-        "interview": plan_mod.on_the_day(store, collection, now),
-    }
+        interview=plan_mod.on_the_day(store, collection, now),
+    )
 
 
-def marked_ids(store: Store) -> dict[str, list[str]]:
+def marked_ids(store: Store) -> Marked:
     """The ids of the suspended and of the flagged cards (`prep marks` lists them all)."""
     marks = store.marks()
-    return {
-        "suspended": [cid for cid, m in marks.items() if m.suspended],
-        "flagged": [cid for cid, m in marks.items() if m.flagged],
-    }
-
-
-def marks_text(marks: dict[str, int]) -> str:
-    """``2 suspended · 1 buried · 3 flagged``."""
-    return " · ".join(f"{marks[k]} {k}" for k in ("suspended", "buried", "flagged"))
+    return Marked(
+        suspended=[cid for cid, m in marks.items() if m.suspended],
+        flagged=[cid for cid, m in marks.items() if m.flagged],
+    )

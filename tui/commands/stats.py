@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import click
 
 from prep.tui.commands.common import (
@@ -11,9 +9,6 @@ from prep.tui.commands.common import (
     UsageError,
     demo_names,
 )
-
-if TYPE_CHECKING:
-    pass
 
 
 @click.command("stats")
@@ -47,7 +42,7 @@ def stats(obj: Ctx, as_json: bool, since: str | None) -> None:
     if as_json:
         import json
 
-        click.echo(json.dumps(result, indent=2))
+        click.echo(json.dumps(result.to_dict(), indent=2))
     else:
         from prep.tui.reports import stats_text
 

@@ -19,36 +19,19 @@ from prep.tui.widgets.text import Static
 
 
 def _sections() -> list[tuple[str, str, list[Binding]]]:
-    """(title, screen class name, bindings) for every section, in order."""
+    """(title, screen class name, bindings) for every section, in order: the app's own keys,
+    then each screen the registry gives a section (tui/screens/registry.py)."""
     from prep.tui.app import PrepApp
-    from prep.tui.screens.cram import CramScreen
-    from prep.tui.screens.demo import DemoScreen
-    from prep.tui.screens.demos import DemoListScreen
-    from prep.tui.screens.errors import ErrorScreen
-    from prep.tui.screens.home import HomeScreen
-    from prep.tui.screens.mock import MockScreen
-    from prep.tui.screens.review import ReviewScreen
-    from prep.tui.screens.stats import StatsScreen
-    from prep.tui.screens.summary import SummaryScreen
+    from prep.tui.screens.registry import help_sections
 
     def bindings(cls: type[DOMNode]) -> list[Binding]:
         return [b for b in cls.BINDINGS if isinstance(b, Binding)]
 
-    screens: list[tuple[str, type[DOMNode]]] = [
-        ("Home", HomeScreen),
-        ("Review", ReviewScreen),
-        ("End of session", SummaryScreen),
-        ("Demo", DemoScreen),
-        ("Demo list", DemoListScreen),
-        ("Stats", StatsScreen),
-        ("Cram", CramScreen),
-        ("Mock interview", MockScreen),
-    ]
-    return [
-        ("Everywhere", PrepApp.__name__, bindings(PrepApp)),
-        *[(title, cls.__name__, bindings(cls)) for title, cls in screens],
-        ("Deck or database errors", ErrorScreen.__name__, bindings(ErrorScreen)),
-    ]
+    sections = [("Everywhere", PrepApp.__name__, bindings(PrepApp))]
+    for spec in help_sections():
+        assert spec.help is not None
+        sections.append((spec.help, spec.cls, bindings(spec.load())))
+    return sections
 
 
 def key_label(binding: Binding) -> str:

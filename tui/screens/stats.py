@@ -4,8 +4,6 @@ are `prep stats`'s (prep.engine.study.stats.compute)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,9 +13,9 @@ from textual_plotext import PlotextPlot
 
 from prep.engine.store import StoreError
 from prep.engine.study.present import count, percent
-from prep.engine.study.stats import marks_text
+from prep.engine.study.statsresult import DeckMastery, Mastery, Stats
 from prep.tui.base import PrepScreen
-from prep.tui.reports import interview_lines
+from prep.tui.reports import interview_lines, marks_text
 from prep.tui.widgets.text import DataTable, Static
 
 
@@ -110,80 +108,84 @@ class StatsScreen(PrepScreen):
             return
         self.show(stats)
 
-    def show(self, stats: dict[str, Any]) -> None:
-        r = stats["reviews"]
-        tr = stats["true_retention"]
-        d = stats["due"]
-        cards = stats["cards"]
+    def show(self, stats: Stats) -> None:
+        r, tr, d, cards = stats.reviews, stats.true_retention, stats.due, stats.cards
         summary = Text()
         summary.append("Reviews    ", style="bold")
         summary.append(
-            f"today {r['today']}   total {r['total']}   streak {count(stats['streak_days'], 'day')}\n"
+            f"today {r.today}   total {r.total}   streak {count(stats.streak_days, 'day')}\n"
         )
         summary.append("Retention  ", style="bold")
-        if tr["all"]["reviews"]:
+        if tr.all.reviews:
             summary.append(
-                f"true {percent(tr['all']['rate'])} of {count(tr['all']['reviews'], 'review')}   "
-                f"last 30 days {percent(tr['last_30_days']['rate'])}   "
+                f"true {percent(tr.all.rate)} of {count(tr.all.reviews, 'review')}   "
+                f"last 30 days {percent(tr.last_30_days.rate)}   "
             )
         else:  # true retention counts reviews of cards already learned: none yet
             summary.append("true retention: no reviews of learned cards yet   ", style="dim")
-        summary.append(f"target {percent(stats['desired_retention'])}\n")
+        summary.append(f"target {percent(stats.desired_retention)}\n")
         summary.append("Due        ", style="bold")
         summary.append(
-            f"now {d['now']}   today {d['today']}   tomorrow {d['tomorrow']}   "
-            f"next 7 days {d['next_7_days']}\n"
+            f"now {d.now}   today {d.today}   tomorrow {d.tomorrow}   next 7 days {d.next_7_days}\n"
         )
         summary.append("Cards      ", style="bold")
-        summary.append(f"{cards['seen']} of {cards['total']} seen")
-        summary.append(f"   {marks_text(stats['marks'])}", style="dim")
-        if stats["leeches"]:
-            summary.append(f"   leeches: {', '.join(stats['leeches'])}", style="red")
-        for kind, style in (("suspended", "yellow"), ("flagged", "red")):
-            if stats["marked"][kind]:
+        summary.append(f"{cards.seen} of {cards.total} seen")
+        summary.append(f"   {marks_text(stats.marks)}", style="dim")
+        if stats.leeches:
+            summary.append(f"   leeches: {', '.join(stats.leeches)}", style="red")
+        marked = (
+            ("suspended", stats.marked.suspended, "yellow"),
+            ("flagged", stats.marked.flagged, "red"),
+        )
+        for kind, ids, style in marked:
+            if ids:
                 summary.append(f"\n{kind.capitalize():<11}", style="bold")
-                summary.append(", ".join(stats["marked"][kind]), style=style)
+                summary.append(", ".join(ids), style=style)
         self.query_one("#stats-summary", Static).update(summary)
         interview = self.query_one("#stats-interview", Static)
-        interview.display = bool(stats.get("interview"))
-        if stats.get("interview"):  # the ten weakest tags here; `prep stats` lists them all
-            interview.update(Text("\n".join(interview_lines(stats["interview"], tags=10))))
+        interview.display = stats.interview is not None
+        if stats.interview is not None:  # the ten weakest tags here; `prep stats` lists them all
+            interview.update(Text("\n".join(interview_lines(stats.interview, tags=10))))
 
-        per_day = stats["per_day"]
+        per_day = stats.per_day
         bar_chart(
             self.query_one("#per-day", PlotextPlot),
-            [p["date"][5:] for p in per_day],
-            [p["reviews"] for p in per_day],
+            [p.date[5:] for p in per_day],
+            [p.reviews for p in per_day],
             "Reviews per day, last 30 days",
         )
-        forecast = stats["forecast"]
+        forecast = stats.forecast
         bar_chart(
             self.query_one("#forecast", PlotextPlot),
-            [f["date"][5:] for f in forecast],
-            [f["due"] for f in forecast],
+            [f.date[5:] for f in forecast],
+            [f.due for f in forecast],
             "Due per day, next 14 days",
         )
-        for table_id, rows in (("#deck-mastery", stats["decks"]), ("#tag-mastery", stats["tags"])):
+        rows: tuple[tuple[str, dict[str, DeckMastery] | dict[str, Mastery]], ...] = (
+            ("#deck-mastery", stats.decks),
+            ("#tag-mastery", stats.tags),
+        )
+        for table_id, groups in rows:
             table = self.query_one(table_id, DataTable)
             table.clear()
-            for name, m in rows.items():
-                table.add_row(name, m["cards"], m["seen"], m["mature"], percent(m["mastery"]))
+            for name, m in groups.items():
+                table.add_row(name, m.cards, m.seen, m.mature, percent(m.mastery))
 
-        demos = stats["demos"]
+        demos = stats.demos
         text = Text()
         text.append("Demos verified  ", style="bold")
-        text.append(f"{len(demos['verified'])} of {len(self.prep.demos) or len(demos['latest'])}\n")
-        for run in demos["latest"]:
-            if not run.get("known", True):
+        text.append(f"{len(demos.verified)} of {len(self.prep.demos) or len(demos.latest)}\n")
+        for run in demos.latest:
+            if not run.known:
                 mark = Text("????", style="dim")  # imported, of a demo this prep does not have
-            elif run["passed"]:
+            elif run.passed:
                 mark = Text("PASS", style="bold green")
             else:
                 mark = Text("FAIL", style="bold red")
             text.append("  ")
             text.append(mark)
-            when = (run["ran_at"] or "")[:16].replace("T", " ")
-            text.append(f"  {run['name']:<20} {run['device']:<5} {run['scale'] or '':<6} {when}\n")
+            when = (run.ran_at or "")[:16].replace("T", " ")
+            text.append(f"  {run.name:<20} {run.device:<5} {run.scale or '':<6} {when}\n")
         self.query_one("#stats-demos", Static).update(text)
 
     def action_back(self) -> None:
