@@ -92,6 +92,17 @@ def outbox(store: Store) -> tuple[list[list[Any]], dict[str, dict], dict[str, in
         new = dict(sent)
         entries: list[list[Any]] = []
         params: dict[str, dict] = {}
+
+        def param_key(pn: int) -> str:
+            """The journal's key for parameter set ``pn``, its value read once into params."""
+            key = str(pn)
+            if key not in params:
+                (text,) = conn.execute(
+                    "SELECT value FROM sched_params WHERE n = ?", (pn,)
+                ).fetchone()
+                params[key] = json.loads(text)
+            return key
+
         rows = conn.execute(
             "SELECT id, card_id, rating, at, duration_ms, params FROM reviews "
             "WHERE dev = ? AND seq IS NULL AND id > ? "
@@ -100,12 +111,7 @@ def outbox(store: Store) -> tuple[list[list[Any]], dict[str, dict], dict[str, in
             (me, sent["r"], me, sent["r"]),
         ).fetchall()
         for seq, cid, rating, at, dur, pn in rows:
-            key = str(pn)
-            if key not in params:
-                (text,) = conn.execute(
-                    "SELECT value FROM sched_params WHERE n = ?", (pn,)
-                ).fetchone()
-                params[key] = json.loads(text)
+            key = param_key(pn)
             entries.append(["r", seq, cid, rating, at, dur, key])
             new["r"] = max(new["r"], seq)
         # other devices' reviews taken in by an import since: passed on with their own id
@@ -116,12 +122,7 @@ def outbox(store: Store) -> tuple[list[list[Any]], dict[str, dict], dict[str, in
             "WHERE r.id > ? AND r.dev != ? ORDER BY r.id",
             (sent["x"], me),
         ):
-            key = str(pn)
-            if key not in params:
-                (text,) = conn.execute(
-                    "SELECT value FROM sched_params WHERE n = ?", (pn,)
-                ).fetchone()
-                params[key] = json.loads(text)
+            key = param_key(pn)
             entries.append(["R", dev_id, seq, cid, rating, at, dur, key])
         new["x"] = conn.execute("SELECT coalesce(max(id), 0) FROM reviews").fetchone()[0]
         # after a restore (devices.new_device): the old id's reviews it had not sent yet
@@ -134,12 +135,7 @@ def outbox(store: Store) -> tuple[list[list[Any]], dict[str, dict], dict[str, in
                 "AND ((r.seq IS NULL AND r.id > ?) OR r.seq > ?) AND r.id <= ? ORDER BY r.id",
                 (old[0], old[1], old[1], sent["x"]),
             ):
-                key = str(pn)
-                if key not in params:
-                    (text,) = conn.execute(
-                        "SELECT value FROM sched_params WHERE n = ?", (pn,)
-                    ).fetchone()
-                    params[key] = json.loads(text)
+                key = param_key(pn)
                 entries.append(["R", dev_id, seq, cid, rating, at, dur, key])
         reviews = len(entries)
         for rowid, dev_id, seq, cid, at in conn.execute(
