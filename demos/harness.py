@@ -26,7 +26,16 @@ from typing import Any
 
 from prep.demos._torch import torch
 from prep.demos.registry import DEMOS
-from prep.demos.report import IDENTITY, MEASUREMENT, SANITY, Check, Report, glossary_for, render
+from prep.demos.report import (
+    IDENTITY,
+    MEASUREMENT,
+    SANITY,
+    Check,
+    Report,
+    glossary_for,
+    observing_checks,
+    render,
+)
 
 # Check, Report and render live in the torch-free report module; demos import them from here.
 __all__ = ["IDENTITY", "MEASUREMENT", "SANITY", "Check", "Report", "render"]
@@ -249,7 +258,9 @@ PROGRESS_PREFIX = "progress: "
 
 
 # Where progress and checks go while a demo runs inside the demo worker (prep.demos.worker):
-# called as listener(event, payload) with ("progress", message) or ("checks", (section, checks)).
+# called as listener(event, payload) with ("progress", message), ("check", (section, check)) for
+# each check the moment it is made, and ("checks", (section, checks)) once a section is done (the
+# section's checks as the report holds them: what a front end shows in the end).
 # It may raise (the worker's way to stop a demo the learner left) at any of these points.
 Listener = Callable[[str, Any], None]
 _listener: Listener | None = None
@@ -265,6 +276,22 @@ def listening(listener: Listener) -> Iterator[None]:
         yield
     finally:
         _listener = old
+
+
+@contextlib.contextmanager
+def measuring(section: str) -> Iterator[None]:
+    """Inside the demo worker: send each Check made in the block to the listener as it is made,
+    tagged with `section` ("claim" or "contrast"). Elsewhere it does nothing."""
+    listener = _listener
+    if listener is None:
+        yield
+        return
+
+    def made(check: Check) -> None:
+        listener("check", (section, check))
+
+    with observing_checks(made):
+        yield
 
 
 def emit_checks(section: str, checks: list[Check]) -> None:
@@ -326,10 +353,12 @@ def run_demo(
         progress(f"building {name} on {dev.type}")
         setup = build(cfg, dev, gen)
         progress("measuring the claim")
-        checks = check(setup)
+        with measuring("claim"):
+            checks = check(setup)
         emit_checks("claim", checks)
         progress("measuring the contrast")
-        contrast_checks = contrast(setup, gen)
+        with measuring("contrast"):
+            contrast_checks = contrast(setup, gen)
         emit_checks("contrast", contrast_checks)
         synchronize(dev)
         seconds = time.perf_counter() - start

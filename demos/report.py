@@ -22,11 +22,13 @@ checks (`glossary`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
 import re
 import textwrap
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +36,22 @@ IDENTITY = "identity"
 SANITY = "sanity"
 MEASUREMENT = "measurement"
 KINDS = (IDENTITY, SANITY, MEASUREMENT)
+
+
+# Called with every Check as it is made, while a demo runs in the demo worker
+# (demos/harness.measuring sets it around a section's measurement); None everywhere else.
+_observer: Callable[[Check], None] | None = None
+
+
+@contextlib.contextmanager
+def observing_checks(observer: Callable[[Check], None]) -> Iterator[None]:
+    """Call `observer(check)` for each Check made inside the block (one demo at a time)."""
+    global _observer
+    old, _observer = _observer, observer
+    try:
+        yield
+    finally:
+        _observer = old
 
 
 @dataclass(frozen=True)
@@ -51,6 +69,8 @@ class Check:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"check {self.name!r}: kind must be one of {KINDS}, not {self.kind!r}")
+        if _observer is not None:  # the demo worker streams each check the moment it is made
+            _observer(self)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

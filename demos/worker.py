@@ -5,7 +5,9 @@ grader of typed answers.
 
 torch, each demo module, MiniLM and the grader are imported and loaded once, by the first
 request that needs them, and then kept for the app's session: from the second run on, a demo
-costs its own compute only, and grading an answer its few milliseconds. MiniLM is loaded once
+costs its own compute only, and grading an answer its few milliseconds. The distributed demos'
+rank processes are kept too (demos/synthetic/ranks.py: interpreters with torch imported, a fresh
+process group every run). MiniLM is loaded once
 and shared: the real-* demos read it and the grader encodes with it. A demo still runs live
 every time; nothing is cached but code and weights.
 
@@ -15,6 +17,7 @@ JSON lines on stdin/stdout, one request a line, answered by one final line match
     {"id": 1, "op": "ping", "warm": "dla"}     -> {"id": 1, "ok": true, "result": {...}}
     {"id": 2, "op": "demo", "name": "dla", "scale": "small", "device": "auto", "seed": 0}
         -> {"id": 2, "event": "progress", "message": "loading the shipped decoder"}
+        -> {"id": 2, "event": "check", "section": "claim", "check": {...}}  (each, as made)
         -> {"id": 2, "event": "checks", "section": "claim", "checks": [{...}, ...]}
         -> {"id": 2, "event": "checks", "section": "contrast", "checks": [...]}
         -> {"id": 2, "ok": true, "result": {the Report as a dict}}
@@ -49,6 +52,7 @@ from typing import Any, TextIO
 
 from prep.demos.pretrained import extra
 from prep.demos.registry import DEMOS, names
+from prep.demos.synthetic import ranks
 
 _state: dict[Any, Any] = {}  # "harness", loaded modules and models, the grader, timings
 _loading = threading.RLock()  # one lane loads at a time (torch, a model, the grader)
@@ -167,7 +171,9 @@ def op_ping(worker: Worker, req: dict[str, Any]) -> dict[str, Any]:
     elif warm:
         harness = _harness()
         if isinstance(warm, str) and warm in DEMOS:
-            _module(warm)
+            module = _module(warm)
+            if hasattr(module, "warm"):  # the distributed demos: their rank interpreters
+                module.warm()
             if DEMOS[warm].weights == "pretrained" and extra.missing(None) is None:
                 _real(harness.select_device(req.get("device", "auto")).device)
     return {
@@ -193,6 +199,9 @@ def op_demo(worker: Worker, req: dict[str, Any]) -> dict[str, Any]:
         worker.check_cancelled(rid)
         if event == "progress":
             worker.send({"id": rid, "event": "progress", "message": str(payload)})
+        elif event == "check":
+            section, check = payload
+            worker.send({"id": rid, "event": "check", "section": section, "check": check.to_dict()})
         elif event == "checks":
             section, checks = payload
             worker.send(
@@ -306,7 +315,11 @@ def serve(stdin: TextIO, stdout: TextIO) -> None:
 def main() -> int:
     out = sys.stdout
     sys.stdout = sys.stderr  # library chatter must never corrupt the protocol
-    serve(sys.stdin, out)
+    ranks.keep_warm()  # the distributed demos' rank interpreters live as long as the worker
+    try:
+        serve(sys.stdin, out)
+    finally:
+        ranks.close()
     return 0
 
 

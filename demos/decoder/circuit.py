@@ -60,12 +60,30 @@ def composition(params: dict[str, Tensor], path: str, writer: int, reader: int) 
     return decoder.composition_score(ov, reader_matrix(params, path, 1, reader))
 
 
+def reader_matrices(params: dict[str, Tensor], path: str, layer: int) -> Tensor:
+    """`reader_matrix` of every head of `layer` at once: (n_heads, d_model, d_model)."""
+    w = decoder.layer_params(params, layer)
+    if path == "q":
+        return w["W_Q"] @ w["W_K"].transpose(-1, -2)  # (h, d_model, d_head) @ (h, d_head, d_model)
+    if path == "k":
+        return w["W_K"] @ w["W_Q"].transpose(-1, -2)
+    if path == "v":
+        return w["W_V"] @ w["W_O"]
+    raise ValueError(f"path must be one of {PATHS}, not {path!r}")
+
+
 def composition_table(params: dict[str, Tensor], path: str) -> Tensor:
-    """(n_heads writer in layer 0, n_heads reader in layer 1) composition scores along `path`."""
-    n = params["blocks.0.W_O"].shape[0]
-    return torch.stack(
-        [torch.stack([composition(params, path, w, r) for r in range(n)]) for w in range(n)]
-    )
+    """(n_heads writer in layer 0, n_heads reader in layer 1) composition scores along `path`:
+    every pair's `composition` in one batched product (each writer's OV circuit, each reader's
+    matrix and their norms made once; tests/test_decoder_demos.py holds it to the per-pair
+    scores)."""
+    w = decoder.layer_params(params, 0)
+    ov = w["W_V"] @ w["W_O"]  # (n_heads, d_model, d_model): each writer's OV circuit
+    readers = reader_matrices(params, path, 1)  # (n_heads, d_model, d_model)
+    both = ov[:, None] @ readers[None]  # (writer, reader, d_model, d_model)
+    norm = torch.linalg.vector_norm
+    ov_norm, reader_norm = norm(ov, dim=(-2, -1)), norm(readers, dim=(-2, -1))  # (h,), (h,)
+    return norm(both, dim=(-2, -1)) / (ov_norm[:, None] * reader_norm[None, :])  # (h, h)
 
 
 def duplicate_token_scores(pattern: Tensor, data: decoder.Batch) -> Tensor:
@@ -76,11 +94,19 @@ def duplicate_token_scores(pattern: Tensor, data: decoder.Batch) -> Tensor:
     return pattern[b, :, t, key].mean(0)  # (n_heads,)
 
 
-def forward_without(params: dict[str, Tensor], tokens: Tensor, paths: tuple[str, ...]) -> Tensor:
+def forward_without(
+    params: dict[str, Tensor],
+    tokens: Tensor,
+    paths: tuple[str, ...],
+    cache: decoder.Cache | None = None,
+) -> Tensor:
     """Logits (B, T, vocab) of the 2-layer decoder with layer 0's head writes mean-ablated in
-    layer 1's `paths` only (a subset of "q", "k", "v"); every other path sees them unchanged."""
+    layer 1's `paths` only (a subset of "q", "k", "v"); every other path sees them unchanged.
+    `cache`: the unedited run's on these params and tokens, when the caller has it (it is what
+    this function would compute first)."""
     with torch.no_grad():
-        _, cache = decoder.forward(params, tokens)
+        if cache is None:
+            _, cache = decoder.forward(params, tokens)
         w0, w1 = decoder.layer_params(params, 0), decoder.layer_params(params, 1)
         x0, x1 = cache.resid[0], cache.resid[1]  # (B, T, d_model)
         z0 = cache.z[0]  # (B, T, n_heads, d_head)
@@ -131,7 +157,8 @@ def measure(
             null[p].append(composition_table(shuffled, p).flatten())
     drop = {}
     for p in (*PATHS, "all"):
-        logits = forward_without(params, obs.data.tokens, PATHS if p == "all" else (p,))
+        paths = PATHS if p == "all" else (p,)
+        logits = forward_without(params, obs.data.tokens, paths, cache=obs.cache)
         drop[p] = acc - float(
             decoder.in_context_accuracy(logits, obs.data.tokens, obs.data.predictable)
         )

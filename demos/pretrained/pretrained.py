@@ -487,10 +487,12 @@ def run_real(
         harness.progress(f"measuring {mod.NAME} on {real.name} ({dev.type})")
         if setup is None:
             setup = mod.build(cfg, real, gen)
-        checks = mod.check(setup)
+        with harness.measuring("claim"):
+            checks = mod.check(setup)
         harness.emit_checks("claim", checks)
         harness.progress("measuring the contrast")
-        contrast_checks = mod.contrast(setup, gen)
+        with harness.measuring("contrast"):
+            contrast_checks = mod.contrast(setup, gen)
         harness.emit_checks("contrast", contrast_checks)
         harness.synchronize(dev)
         seconds = time.perf_counter() - start

@@ -28,7 +28,6 @@ from __future__ import annotations
 import datetime
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import traceback
@@ -39,6 +38,7 @@ from prep.demos import harness
 from prep.demos._torch import torch
 from prep.demos.harness import IDENTITY, SANITY, Check, DeviceChoice, Report
 from prep.demos.synthetic import attention as attn
+from prep.demos.synthetic import ranks
 from prep.demos.synthetic.tensor_parallel import (
     _free_port,
     _loopback_env,
@@ -180,40 +180,24 @@ def run_distributed(setup: Setup) -> tuple[list[dict], str]:
             "plain_tp": setup.plain_tp,
         }
         (Path(folder) / "inputs.pt").write_bytes(_to_bytes(inputs))
-        port, env = _free_port(), _loopback_env()
-        procs, logs, errors = [], [], []
+        port = _free_port()
+        rank_args = [
+            [str(r), str(setup.world_size), str(port), folder, setup.backend, str(os.getpid())]
+            for r in range(setup.world_size)
+        ]
+        errors = []
         try:
-            for r in range(setup.world_size):
-                args = [str(r), str(setup.world_size), str(port), folder, setup.backend]
-                log = open(Path(folder) / f"rank{r}.log", "wb")  # noqa: SIM115 closed below
-                logs.append(log)
-                cmd = [sys.executable, "-m", "prep.demos.synthetic.sequence_parallel", *args]
-                procs.append(
-                    subprocess.Popen(
-                        [*cmd, str(os.getpid())], stdout=log, stderr=subprocess.STDOUT, env=env
-                    )
-                )
-            for p in procs:
-                try:
-                    p.wait(TIMEOUT_S)
-                except subprocess.TimeoutExpired:
-                    break
+            codes = ranks.run(__name__, rank_args, Path(folder), _loopback_env(), TIMEOUT_S)
         except OSError as e:
             errors.append(f"could not start a rank: {e}")
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait(5)
-            for log in logs:
-                log.close()
+            codes = []
         results = []
-        for r, p in enumerate(procs):
+        for r, code in enumerate(codes):
             f = Path(folder) / f"rank{r}.pt"
             if not f.exists():
                 tail = (Path(folder) / f"rank{r}.log").read_text(errors="replace").strip()
                 last = tail.splitlines()[-1] if tail else "no output"
-                errors.append(f"rank {r} wrote no result (exit code {p.returncode}): {last}")
+                errors.append(f"rank {r} wrote no result (exit code {code}): {last}")
                 continue
             res = torch.load(f, weights_only=False)
             if res["error"]:
@@ -313,6 +297,16 @@ def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0)
     return harness.run_module(__name__, scale, device, seed)
 
 
+def warm() -> None:
+    """Start the kept ranks in the background (the demo worker's warm-up; no-op elsewhere)."""
+    ranks.warm(WORLD_SIZE, _loopback_env())
+
+
+def rank_main(argv: list[str]) -> None:
+    """One rank, from its command line (demos/synthetic/ranks.py starts or reuses it)."""
+    rank, world, port, folder, backend, parent = argv[:6]
+    _worker(int(rank), int(world), int(port), folder, backend, int(parent))
+
+
 if __name__ == "__main__":  # a worker rank, started by run_distributed
-    _rank, _world, _port, _folder, _backend, _parent = sys.argv[1:7]
-    _worker(int(_rank), int(_world), int(_port), _folder, _backend, int(_parent))
+    rank_main(sys.argv[1:])

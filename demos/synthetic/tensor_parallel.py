@@ -19,7 +19,6 @@ import io
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import traceback
@@ -30,6 +29,7 @@ from prep.demos import harness
 from prep.demos._torch import torch
 from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
 from prep.demos.synthetic import attention as attn
+from prep.demos.synthetic import ranks
 
 NAME = "tensor-parallel"
 DTYPE = torch.float32
@@ -167,40 +167,23 @@ def run_distributed(setup: Setup) -> tuple[list[torch.Tensor | None], str]:
         }
         (Path(folder) / "inputs.pt").write_bytes(_to_bytes(inputs))
         port = _free_port()
-        env = _loopback_env()
-        procs: list[tuple[subprocess.Popen, io.BufferedWriter]] = []
+        rank_args = [
+            [str(r), str(setup.world_size), str(port), folder, setup.backend, str(os.getpid())]
+            for r in range(setup.world_size)
+        ]
         errors = []
         try:
-            for r in range(setup.world_size):
-                args = [str(r), str(setup.world_size), str(port), folder, setup.backend]
-                args.append(str(os.getpid()))
-                log = open(Path(folder) / f"rank{r}.log", "wb")  # noqa: SIM115 closed below
-                try:
-                    cmd = [sys.executable, "-m", "prep.demos.synthetic.tensor_parallel", *args]
-                    p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-                except OSError as e:
-                    log.close()
-                    errors.append(f"could not start rank {r}: {e}")
-                    break
-                procs.append((p, log))
-            for p, _ in procs:
-                try:
-                    p.wait(TIMEOUT_S)
-                except subprocess.TimeoutExpired:
-                    break
-        finally:
-            for p, log in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait(5)
-                log.close()
+            codes = ranks.run(__name__, rank_args, Path(folder), _loopback_env(), TIMEOUT_S)
+        except OSError as e:
+            errors.append(f"could not start a rank: {e}")
+            codes = []
         outs: list[torch.Tensor | None] = []
-        for r, (p, _) in enumerate(procs):
+        for r, code in enumerate(codes):
             f = Path(folder) / f"rank{r}.pt"
             if not f.exists():
                 tail = (Path(folder) / f"rank{r}.log").read_text(errors="replace").strip()
                 last = tail.splitlines()[-1] if tail else "no output"
-                errors.append(f"rank {r} wrote no result (exit code {p.returncode}): {last}")
+                errors.append(f"rank {r} wrote no result (exit code {code}): {last}")
                 outs.append(None)
                 continue
             res = torch.load(f, weights_only=False)
@@ -293,6 +276,16 @@ def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0)
     return harness.run_module(__name__, scale, device, seed)
 
 
+def warm() -> None:
+    """Start the kept ranks in the background (the demo worker's warm-up; no-op elsewhere)."""
+    ranks.warm(WORLD_SIZE, _loopback_env())
+
+
+def rank_main(argv: list[str]) -> None:
+    """One rank, from its command line (demos/synthetic/ranks.py starts or reuses it)."""
+    rank, world, port, folder, backend, parent = argv[:6]
+    _worker(int(rank), int(world), int(port), folder, backend, int(parent))
+
+
 if __name__ == "__main__":  # a worker rank, started by run_distributed
-    _rank, _world, _port, _folder, _backend, _parent = sys.argv[1:7]
-    _worker(int(_rank), int(_world), int(_port), _folder, _backend, int(_parent))
+    rank_main(sys.argv[1:])

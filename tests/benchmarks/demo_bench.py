@@ -1,6 +1,7 @@
 """Demo latency as a learner waits for it: key -> result, from the app's side.
 
-    python tests/benchmarks/demo_bench.py [--demos dla real-per-head-sum] [--runs 3]
+    python tests/benchmarks/demo_bench.py [--demos dla real-per-head-sum | --all] [--runs 3]
+                                          [--no-before]
 
 Per demo, three ways, interleaved on the same machine:
 - before: a fresh `python -m prep.demos NAME --json` per run (what the app did until issue 26);
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import time
 
+from prep.demos.registry import names
 from prep.tui.worker import WorkerClient
 
 
@@ -49,16 +51,26 @@ def worker_runs(name: str, runs: int) -> tuple[float, list[float], list[float]]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--demos", nargs="+", default=["dla", "real-per-head-sum"])
+    parser.add_argument("--all", action="store_true", help="every demo of the registry")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--no-before", action="store_true", help="skip the fresh-process column (the slowest)"
+    )
     args = parser.parse_args()
-    print(f"demo latency, key -> result (load average {os.getloadavg()[0]:.1f})")
-    print(f"{'demo':<20} {'before':>9} {'worker 1st':>11} {'again':>8} {'compute':>8}")
-    for name in args.demos:
-        before = statistics.median(subprocess_run(name) for _ in range(max(1, args.runs // 2)))
+    demos = names() if args.all else args.demos
+    print(f"demo latency, key -> result (load average {os.getloadavg()[0]:.1f} at the start)")
+    print(f"{'demo':<22} {'before':>9} {'worker 1st':>11} {'again':>8} {'compute':>8} {'load':>5}")
+    for name in demos:
+        before = (
+            float("nan")
+            if args.no_before
+            else statistics.median(subprocess_run(name) for _ in range(max(1, args.runs // 2)))
+        )
         first, again, compute = worker_runs(name, args.runs)
         print(
-            f"{name:<20} {before:>8.2f}s {first:>10.2f}s {statistics.median(again):>7.2f}s "
-            f"{statistics.median(compute):>7.2f}s"
+            f"{name:<22} {before:>8.2f}s {first:>10.2f}s {statistics.median(again):>7.2f}s "
+            f"{statistics.median(compute):>7.2f}s {os.getloadavg()[0]:>5.1f}",
+            flush=True,
         )
     return 0
 

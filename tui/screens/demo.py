@@ -254,8 +254,9 @@ class DemoScreen(PrepScreen):
 
     @work(exclusive=True, group="demo", exit_on_error=False)
     async def run_in_worker(self) -> None:
-        """Run the demo in the app's demo worker (prep.tui.worker): progress and each
-        section's checks arrive as they are measured, the report at the end."""
+        """Run the demo in the app's demo worker (prep.tui.worker): progress and each check
+        arrive as they are measured (each check appended to the list on screen; a section's
+        final list replaces what streamed), the report at the end."""
         from prep.tui.worker import WorkerError
 
         worker = self.prep.demo_worker
@@ -268,17 +269,23 @@ class DemoScreen(PrepScreen):
             loop.call_soon_threadsafe(event, message)
 
         def event(message: dict) -> None:
-            if message.get("event") == "progress":
+            kind, section = message.get("event"), message.get("section")
+            if kind == "progress":
                 self.progress = str(message.get("message", ""))
                 self.write_line(self.progress)
                 self.tick()
-            elif message.get("event") == "checks" and message.get("section") in streamed:
-                streamed[message["section"]] = list(message.get("checks") or [])
-                with contextlib.suppress(KeyError, TypeError, ValueError):
-                    partial = {"name": self.demo_name, "checks": streamed["claim"]}
-                    self.show_checks(
-                        Report.from_dict({**partial, "contrast": streamed["contrast"]})
-                    )
+                return
+            if section not in streamed or not self.running:
+                return
+            if kind == "check" and isinstance(message.get("check"), dict):
+                streamed[section].append(message["check"])  # one check, the moment it is made
+            elif kind == "checks":  # the section is done: its checks as the report holds them
+                streamed[section] = list(message.get("checks") or [])
+            else:
+                return
+            with contextlib.suppress(KeyError, TypeError, ValueError):
+                partial = {"name": self.demo_name, "checks": streamed["claim"]}
+                self.show_checks(Report.from_dict({**partial, "contrast": streamed["contrast"]}))
 
         future = worker.request("demo", on_event=on_event, name=self.demo_name)
         try:
