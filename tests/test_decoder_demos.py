@@ -293,6 +293,33 @@ def test_path_ablation_keeps_the_model_when_no_path_is_removed() -> None:
     assert not torch.allclose(removed, logits)
 
 
+def test_composition_table_is_every_pairs_composition_and_a_cache_changes_nothing() -> None:
+    """The batched table (induction's null: 3 paths x 100 shuffles per seed) holds each pair's
+    own score, on the trained weights and on shuffled ones; the path ablation given the run's
+    cache is the one that computes it."""
+    from prep.demos.decoder import circuit
+
+    cfg, params, _ = decoder.load()
+    gen = torch.Generator().manual_seed(0)
+    for weights in (params, decoder.shuffled(params, gen)):
+        for path in circuit.PATHS:
+            per_pair = torch.stack(
+                [
+                    torch.stack([circuit.composition(weights, path, w, r) for r in range(4)])
+                    for w in range(4)
+                ]
+            )
+            table = circuit.composition_table(weights, path)
+            torch.testing.assert_close(table, per_pair, rtol=1e-6, atol=0)
+    data = decoder.copy_batch(cfg, 8, gen)
+    _, cache = decoder.forward(params, data.tokens)
+    for paths in (("q",), ("k", "v"), circuit.PATHS):
+        assert torch.equal(
+            circuit.forward_without(params, data.tokens, paths, cache=cache),
+            circuit.forward_without(params, data.tokens, paths),
+        )
+
+
 def test_k_path_composition_is_the_existing_k_composition() -> None:
     from prep.demos.decoder import circuit
 

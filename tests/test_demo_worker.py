@@ -77,8 +77,18 @@ def test_real_worker_runs_demos_in_one_process_and_streams_checks() -> None:
             # progress first, then the claim's checks, then the contrast's, before the answer
             assert kinds[0][0] == "progress"
             assert kinds.index(("checks", "claim")) < kinds.index(("checks", "contrast"))
-            claim = next(e for e in events if e.get("section") == "claim")
+            claim = next(e for e in events if e["event"] == "checks" and e["section"] == "claim")
             assert [c["name"] for c in claim["checks"]] == [c["name"] for c in result["checks"]]
+            # and before that, each check on its own the moment it was made
+            for section, final in (("claim", result["checks"]), ("contrast", result["contrast"])):
+                done = kinds.index(("checks", section))
+                one_by_one = [
+                    (i, e["check"]["name"])
+                    for i, e in enumerate(events)
+                    if e["event"] == "check" and e["section"] == section
+                ]
+                assert [name for _, name in one_by_one] == [c["name"] for c in final]
+                assert all(i < done for i, _ in one_by_one)
         # a live run each time (its own timing), in the same process that imported torch once
         assert runs[0][0]["seconds"] > 0 and runs[1][0]["seconds"] > 0
         assert worker.starts == 1 and worker.pid == ping["pid"]
