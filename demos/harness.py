@@ -294,6 +294,12 @@ def measuring(section: str) -> Iterator[None]:
         yield
 
 
+def not_streamed() -> contextlib.AbstractContextManager[None]:
+    """Checks made inside are a demo's intermediates (it reports others made from them): not
+    streamed one by one."""
+    return observing_checks(None)
+
+
 def emit_checks(section: str, checks: list[Check]) -> None:
     """The checks of one section ("claim" or "contrast") the moment they are measured."""
     if _listener is not None:

@@ -44,8 +44,9 @@ _observer: Callable[[Check], None] | None = None
 
 
 @contextlib.contextmanager
-def observing_checks(observer: Callable[[Check], None]) -> Iterator[None]:
-    """Call `observer(check)` for each Check made inside the block (one demo at a time)."""
+def observing_checks(observer: Callable[[Check], None] | None) -> Iterator[None]:
+    """Call `observer(check)` for each Check made inside the block (one demo at a time); None:
+    nobody (a demo's intermediate checks, which it turns into others)."""
     global _observer
     old, _observer = _observer, observer
     try:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from prep.demos import harness
 from prep.demos._torch import torch
 from prep.demos.harness import IDENTITY, MEASUREMENT, SANITY, Check
 from prep.demos.pretrained import pretrained as pt
@@ -234,14 +235,15 @@ def check(setup: Setup) -> list[Check]:
 def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
     cpu = torch.Generator().manual_seed(setup.seed + 2)
     w0 = setup.W_O[0].detach().cpu()
-    blocky = share_check("block-diagonal layer 0", block_diagonal(w0), setup.cfg, cpu)
-    shared = overlap_check(
-        "layer 0 with one direction shared by every head",
-        shared_direction(w0),
-        setup.null,
-        cpu,
-        setup.cfg.gaussian_draws,
-    )
+    with harness.not_streamed():  # the contrast reports their opposites, below
+        blocky = share_check("block-diagonal layer 0", block_diagonal(w0), setup.cfg, cpu)
+        shared = overlap_check(
+            "layer 0 with one direction shared by every head",
+            shared_direction(w0),
+            setup.null,
+            cpu,
+            setup.cfg.gaussian_draws,
+        )
     return [
         Check(
             blocky.name,
