@@ -94,6 +94,58 @@ def duplicate_token_scores(pattern: Tensor, data: decoder.Batch) -> Tensor:
     return pattern[b, :, t, key].mean(0)  # (n_heads,)
 
 
+class PathAblation:
+    """Layer 1 of the 2-layer decoder run with layer 0's head writes mean-ablated in some of its
+    paths: each projection (of the residual as it is, or with layer 0's writes at their mean)
+    and each attention pattern is made once and shared by the ablations that use it (the same
+    operations on the same tensors as computing each ablation alone)."""
+
+    def __init__(
+        self, params: dict[str, Tensor], tokens: Tensor, cache: decoder.Cache | None = None
+    ) -> None:
+        with torch.no_grad():
+            if cache is None:
+                _, cache = decoder.forward(params, tokens)
+            w0 = decoder.layer_params(params, 0)
+            self.params, self.w1 = params, decoder.layer_params(params, 1)
+            self.x1 = cache.resid[1]  # (B, T, d_model)
+            z0 = cache.z[0]  # (B, T, n_heads, d_head)
+            writes = torch.einsum("bthd,hdm->btm", z0, w0["W_O"])  # (B, T, d_model)
+            mean_writes = torch.einsum("hd,hdm->m", z0.mean((0, 1)), w0["W_O"])  # (d_model,)
+            self.ablated = self.x1 - writes + mean_writes  # (B, T, d_model): writes at mean
+        self.seq = tokens.shape[1]
+        self._proj: dict[tuple[str, bool], Tensor] = {}
+        self._pattern: dict[tuple[bool, bool], Tensor] = {}
+
+    def proj(self, path: str, ablated: bool) -> Tensor:
+        """Layer 1's queries, keys or values: (B, h, T, d_head)."""
+        if (path, ablated) not in self._proj:
+            src = self.ablated if ablated else self.x1  # (B, T, d_model)
+            w = self.w1["W_" + path.upper()]  # (h, d_model, d_head)
+            self._proj[path, ablated] = torch.einsum("btm,hmd->bhtd", src, w)
+        return self._proj[path, ablated]
+
+    def pattern(self, q_ablated: bool, k_ablated: bool) -> Tensor:
+        """Layer 1's attention pattern: (B, h, T, T)."""
+        if (q_ablated, k_ablated) not in self._pattern:
+            q, k = self.proj("q", q_ablated), self.proj("k", k_ablated)
+            d_head = q.shape[-1]
+            causal = torch.ones(self.seq, self.seq, dtype=torch.bool, device=q.device).tril()
+            scores = (q @ k.transpose(-1, -2) / d_head**0.5).masked_fill(~causal, float("-inf"))
+            self._pattern[q_ablated, k_ablated] = scores.softmax(-1)
+        return self._pattern[q_ablated, k_ablated]
+
+    def logits(self, paths: tuple[str, ...]) -> Tensor:
+        """Logits (B, T, vocab) with layer 0's writes mean-ablated in `paths` (a subset of
+        "q", "k", "v") of layer 1 only."""
+        with torch.no_grad():
+            pattern = self.pattern("q" in paths, "k" in paths)  # (B, h, T, T)
+            z1 = (pattern @ self.proj("v", "v" in paths)).transpose(1, 2)  # (B, T, h, d_head)
+            out = torch.einsum("bthd,hdm->btm", z1, self.w1["W_O"])  # (B, T, d_model)
+            x2 = self.x1 + out + self.w1["b_O"]  # (B, T, d_model)
+            return x2 @ self.params["W_U"] + self.params["b_U"]  # (B, T, vocab)
+
+
 def forward_without(
     params: dict[str, Tensor],
     tokens: Tensor,
@@ -104,26 +156,7 @@ def forward_without(
     layer 1's `paths` only (a subset of "q", "k", "v"); every other path sees them unchanged.
     `cache`: the unedited run's on these params and tokens, when the caller has it (it is what
     this function would compute first)."""
-    with torch.no_grad():
-        if cache is None:
-            _, cache = decoder.forward(params, tokens)
-        w0, w1 = decoder.layer_params(params, 0), decoder.layer_params(params, 1)
-        x0, x1 = cache.resid[0], cache.resid[1]  # (B, T, d_model)
-        z0 = cache.z[0]  # (B, T, n_heads, d_head)
-        writes = torch.einsum("bthd,hdm->btm", z0, w0["W_O"])  # (B, T, d_model)
-        mean_writes = torch.einsum("hd,hdm->m", z0.mean((0, 1)), w0["W_O"])  # (d_model,)
-        ablated = x1 - writes + mean_writes  # (B, T, d_model): layer 0's writes at their mean
-        src = {p: ablated if p in paths else x1 for p in PATHS}
-        seq, d_head = tokens.shape[1], w1["W_Q"].shape[-1]
-        q = torch.einsum("btm,hmd->bhtd", src["q"], w1["W_Q"])  # (B, h, T, d_head)
-        k = torch.einsum("btm,hmd->bhtd", src["k"], w1["W_K"])  # (B, h, T, d_head)
-        v = torch.einsum("btm,hmd->bhtd", src["v"], w1["W_V"])  # (B, h, T, d_head)
-        causal = torch.ones(seq, seq, dtype=torch.bool, device=tokens.device).tril()
-        scores = (q @ k.transpose(-1, -2) / d_head**0.5).masked_fill(~causal, float("-inf"))
-        z1 = (scores.softmax(-1) @ v).transpose(1, 2)  # (B, T, h, d_head)
-        x2 = x1 + torch.einsum("bthd,hdm->btm", z1, w1["W_O"]) + w1["b_O"]  # (B, T, d_model)
-        del x0
-        return x2 @ params["W_U"] + params["b_U"]  # (B, T, vocab)
+    return PathAblation(params, tokens, cache).logits(paths)
 
 
 @dataclass
@@ -156,9 +189,9 @@ def measure(
         for p in PATHS:
             null[p].append(composition_table(shuffled, p).flatten())
     drop = {}
+    ablation = PathAblation(params, obs.data.tokens, obs.cache)
     for p in (*PATHS, "all"):
-        paths = PATHS if p == "all" else (p,)
-        logits = forward_without(params, obs.data.tokens, paths, cache=obs.cache)
+        logits = ablation.logits(PATHS if p == "all" else (p,))
         drop[p] = acc - float(
             decoder.in_context_accuracy(logits, obs.data.tokens, obs.data.predictable)
         )
