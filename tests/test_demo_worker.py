@@ -238,3 +238,26 @@ async def test_a_worker_error_is_one_line_and_the_app_lives_on(tmp_path: Path) -
         assert "the worker stopped" in text_of(app, "#demo-status")
         await pilot.press("escape", "3")
         assert isinstance(app.screen, ReviewScreen) and app.screen.card.id == "wo-shape"
+
+
+def test_checks_stream_as_made_tagged_by_section_and_intermediates_do_not() -> None:
+    from prep.demos import harness
+    from prep.demos._torch import torch
+
+    heard: list[tuple[str, object]] = []
+    with harness.listening(lambda event, payload: heard.append((event, payload))):
+        with harness.measuring("claim"):
+            first = harness.at_most("a", 0.0, 1.0)
+            with harness.not_streamed():  # an intermediate the demo turns into another check
+                harness.at_least("scratch", 0.0, 1.0)
+            second = harness.exactly_zero("b", torch.zeros(3))
+        harness.emit_checks("claim", [first, second])
+    assert heard == [
+        ("check", ("claim", first)),
+        ("check", ("claim", second)),
+        ("checks", ("claim", [first, second])),
+    ]
+    # outside the worker (no listener) nothing is observed: `prep demo` is as before
+    with harness.measuring("claim"):
+        harness.at_most("c", 0.0, 1.0)
+    assert len(heard) == 3
