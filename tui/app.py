@@ -35,7 +35,7 @@ from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from prep.engine.decks import deckcache
-from prep.engine.decks.deck import Collection, load_collection
+from prep.engine.decks.deck import ParsedDecks
 from prep.engine.store import Store, StoreError
 from prep.engine.store.schema import Upgrade
 from prep.engine.study.scheduler import Scheduler, Settings
@@ -183,7 +183,7 @@ class PrepApp(App[int]):
         self._upgrading = False  # an older database is being upgraded in a thread
         self._owns_store = store is None
         self._injected_collection = collection
-        self.collection: Cards = collection or Collection()
+        self.collection: Cards = collection or deckcache.from_parsed(ParsedDecks())
         self.include_bundled = include_bundled
         self.clock = clock
         self._scheduler = scheduler
@@ -223,7 +223,7 @@ class PrepApp(App[int]):
                 demo_names=sorted(self.demos) if self.demos else None,
                 include_bundled=self.include_bundled,
             )
-        return load_collection(
+        return deckcache.load_collection(
             self.questions,
             demo_names=sorted(self.demos) if self.demos else None,
             include_bundled=self.include_bundled,
