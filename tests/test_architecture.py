@@ -283,11 +283,11 @@ def test_one_implementation_of_the_collection_protocol() -> None:
 
 
 def test_the_queue_asks_no_collection_which_it_is() -> None:
-    """No path of the study loop chooses by what the collection can answer: the counts per
+    """No path (engine, tui) chooses by what the collection can answer: the counts per
     deck are always there (``unseen_by_deck`` returns a dict), so nothing compares them with
     None, and no one asks which class a collection is."""
     out = []
-    for path in sorted((ROOT / "engine" / "study").rglob("*.py")):
+    for path in [*modules("engine"), *modules("tui")]:
         text = path.read_text(encoding="utf-8")
         for node in ast.walk(ast.parse(text)):
             if (

@@ -368,7 +368,7 @@ class CachedCollection:
 
     def deck_ids(self, key: str) -> list[str]:
         """The ids of the file ``key``'s valid cards that are in the collection, in order (as
-        load_collection: a duplicate id is listed under both decks, its card is the first)."""
+        parse_decks: a duplicate id is listed under both decks, its card is the first)."""
         rows = self._store.deck_cache_ids(key) if self._unchanged(key) else []
         if not any(k == key for k, _ in self._excluded):
             return list(map(_ID, rows))  # every card of the file was kept

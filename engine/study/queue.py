@@ -337,10 +337,8 @@ def limits_today(
     now: datetime,
     queue: Queue,
     deck: str | None = None,
-    seen: set[str] | None = None,
 ) -> Limits:
-    """Today's limits beside ``queue`` (built for ``deck``): what they hold back. ``seen``
-    (ids with stored progress) may be passed in when the caller already holds it."""
+    """Today's limits beside ``queue`` (built for ``deck``): what they hold back."""
     settings = store.settings()
     today = day_start(now)
     new_done = store.count_reviews(today, new_only=True)

@@ -113,7 +113,7 @@ class Ctx:
         the apkg export, the cards citing a demo): an unchanged collection is not parsed
         again. When the database cannot be opened (a --db that is a folder, a newer schema)
         every deck is parsed instead and the command still runs; a read-only one is read,
-        and the decks parsed (deckcache.load)."""
+        through a cache private to the connection (deckcache.load)."""
         from prep.engine.store import StoreError
         from prep.tui.upgrade import open_store
 
