@@ -14,7 +14,8 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from prep.engine.decks.deck import MAX_DECK_BYTES, DeckError, one_line_safe
+from prep.engine.decks import deck
+from prep.engine.decks.deck import DeckError, one_line_safe
 
 
 def display_path(path: Path | str) -> str:
@@ -84,7 +85,7 @@ def read_regular_file(path: Path | str, max_bytes: int, what: str = "a deck") ->
 
 def read_deck_file(path: Path) -> str:
     """The text of one deck file (see read_regular_file; at most MAX_DECK_BYTES of UTF-8)."""
-    data = read_regular_file(path, MAX_DECK_BYTES)
+    data = read_regular_file(path, deck.MAX_DECK_BYTES)  # (deck.py's limit, read as it is now)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
