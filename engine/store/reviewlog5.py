@@ -120,12 +120,12 @@ class Chain5(Chain):
         s: CardState | LegacyState,
         card_id: str,
         ref: CardState | LegacyState | None,
-        at: int | None,
+        at: int | None = None,
     ) -> bytes:
         return pack(s, card_id, ref)
 
     @staticmethod
     def _unpack(
-        blob: bytes, card_id: str, ref: CardState | LegacyState | None, at: int | None
+        blob: bytes, card_id: str, ref: CardState | LegacyState | None, at: int | None = None
     ) -> CardState | LegacyState:
         return unpack(blob, card_id, ref)
