@@ -9,7 +9,8 @@ Tables (the schema version is in ``meta``):
   compact form of engine/store/reviewlog.py (v13; v5 to v12 wrote reviewlog5.py's, up to v4
   both states were JSON text), so undo restores the exact previous state and the export
   gives both. Since v13 a view over ``revlog``, whose rows name their card by number
-  (``review_cards``): engine/store/schema13.py.
+  (``review_cards``), with ``review_tally`` counting them by state and rating:
+  engine/store/schema13.py.
 - ``deck_files``, ``deck_cards``, ``deck_tags``: the parsed decks (engine/decks/deckcache.py), so
   that start-up re-parses only what changed (v4; v6 added each card's kind; v8 indexes the
   unseen cards by kind and the cards that cite a demo; v9 adds each card's curriculum level;
