@@ -149,8 +149,8 @@ def _convert(conn: sqlite3.Connection, progress: UpgradeTracker | None) -> None:
                 p, n = old.decode(cid, ps, prev, nxt)
                 pb, nb = new.encode(cid, ps, p, n, when)
             except Exception:  # a damaged row (struct.error, ValueError, ...): kept as it was
-                pb = None if prev is None else KEPT + bytes(prev)
-                nb = KEPT + (nxt if isinstance(nxt, bytes) else str(nxt).encode())
+                pb = None if prev is None else KEPT + _bytes(prev)
+                nb = KEPT + _bytes(nxt)
             out.append((rid, numbers[cid], rating, at, dur, ps, pb, nb, dev, seq, pn))
         conn.executemany(
             "INSERT INTO revlog (id, cn, rating, at, duration_ms, prev_state, prev, next, dev, "
@@ -167,3 +167,8 @@ def _convert(conn: sqlite3.Connection, progress: UpgradeTracker | None) -> None:
         "INSERT INTO review_tally (ps, rating, n) SELECT coalesce(prev_state, 0), rating, "
         "count(*) FROM revlog GROUP BY 1, 2"
     )
+
+
+def _bytes(value: Any) -> bytes:
+    """A damaged row's state column as bytes, whatever it holds (a hand edit: text, a number)."""
+    return value if isinstance(value, bytes) else str(value).encode()

@@ -85,3 +85,44 @@ def test_a_card_keeps_its_number_and_its_log_reads_by_id() -> None:
         assert dict(store.conn.execute("SELECT id, n FROM review_cards")) == numbers
         assert [r.card_id for r in store.reviews()] == ["a", "b"]
         assert [r.rating for r in store.reviews(card_id="b")] == [4]
+
+
+def test_a_damaged_v12_row_is_kept_through_the_upgrade_and_named_by_the_export(
+    tmp_path,
+) -> None:
+    """v12 -> v13 rewrites every row; one whose states cannot be read (a hand edit) is kept
+    byte for byte behind a mark, the export names it and gives every other review."""
+    import sqlite3
+
+    import sqlite_utils
+
+    from prep.engine.store.reviewlog import to_us
+    from prep.engine.store.reviewlog5 import Chain5
+    from prep.engine.store.schema import MIGRATIONS
+
+    db = tmp_path / "v12.db"
+    conn = sqlite3.connect(db, isolation_level=None)
+    for step in range(12):
+        MIGRATIONS[step](sqlite_utils.Database(conn), None)
+    conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '12')")
+    chain, sched, state = Chain5(), Scheduler(), CardState(id="a", deck="d", content_hash="h")
+    t = T0
+    for i in range(4):
+        new = sched.review(state, 3, t, f"k{i}").state
+        prev = None if state.is_new else state
+        pb, nb = chain.encode("a", None if prev is None else prev.state, prev, new)
+        conn.execute(
+            "INSERT INTO reviews (card_id, rating, at, duration_ms, prev_state, prev, next) "
+            "VALUES ('a', 3, ?, 1000, ?, ?, ?)",
+            (to_us(t), None if prev is None else prev.state, pb, nb),
+        )
+        state, t = new, t + timedelta(days=5)
+    conn.execute("UPDATE reviews SET prev = 'a hand edit', next = 42 WHERE id = 3")
+    conn.close()
+    with Store.open(db) as store:
+        kept = store.conn.execute("SELECT prev, next FROM revlog WHERE id = 3").fetchone()
+        assert kept == (b"\xfea hand edit", b"\xfe42")
+        data = store.dump()
+        assert [d.id for d in store.damaged_reviews] == [3]
+        assert [r["seq"] for r in data["reviews"]] == [1, 2, 4]
+        assert data["reviews"][-1]["next"]["reps"] == 4
