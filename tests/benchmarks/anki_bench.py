@@ -143,7 +143,7 @@ def answer_pairs(
     anki_t: list[float] = []
     with Store.open(db) as store:
         store.update_settings(review_limit=RAISED, new_per_day=RAISED)  # as Anki's below
-        coll = deckcache.load(store, [Path(decks)], include_bundled=False)
+        coll = deckcache.load(store, [Path(decks)])  # as the app opens them
         session = ReviewSession(store, coll)
         session.preview()
         card = None
