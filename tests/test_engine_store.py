@@ -36,7 +36,8 @@ def test_schema_created_with_version_and_wal(db_path: Path) -> None:
         assert store.schema_version() == SCHEMA_VERSION
         assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert store.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
-        assert {"cards", "reviews", "demo_runs", "meta"} <= set(store.db.table_names())
+        assert {"cards", "revlog", "demo_runs", "meta"} <= set(store.db.table_names())
+        assert "reviews" in store.db.view_names()  # (v13: the log's v12 columns, over revlog)
 
 
 def test_newer_schema_is_refused(db_path: Path) -> None:
@@ -371,9 +372,9 @@ def test_migration_from_v1_keeps_data(db_path: Path) -> None:
     )
     conn.close()
     with Store.open(db_path) as migrated:
-        assert migrated.schema_version() == SCHEMA_VERSION == 12
-        indexes = {i.name for i in migrated.db["reviews"].indexes}
-        assert "reviews_at_state" in indexes  # (v11: reviews_at and reviews_state_at merged)
+        assert migrated.schema_version() == SCHEMA_VERSION == 13
+        indexes = {i.name for i in migrated.db["revlog"].indexes}
+        assert {"reviews_at", "reviews_card"} <= indexes  # (v13: on revlog, by card number)
         assert "cards_removed_state_due" in {i.name for i in migrated.db["cards"].indexes}
         assert migrated.count_reviews() == 1
 
@@ -455,7 +456,7 @@ def test_migration_from_v6_indexes_the_deck_cache_ids(tmp_path: Path) -> None:
         store.conn.execute("DROP INDEX deck_cards_ids")
         store.set_meta("schema_version", "6")
     with Store.open(db) as migrated:
-        assert migrated.schema_version() == SCHEMA_VERSION == 12
+        assert migrated.schema_version() == SCHEMA_VERSION == 13
         names = {r[0] for r in migrated.conn.execute("SELECT name FROM sqlite_master")}
         assert "deck_cards_ids" in names
         plan = migrated.conn.execute(

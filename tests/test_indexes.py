@@ -12,19 +12,22 @@ NOW_US = 1_772_442_000_000_000
 # engine/store/devices.py write them)
 READERS = {
     "reviews_card": [
-        ("SELECT id FROM reviews WHERE card_id = ? ORDER BY id", ("c1",)),  # a card's log
+        # a card's log, by its number (the store) and through the view by its id (the sync)
+        ("SELECT id FROM revlog WHERE cn = ? ORDER BY id", (1,)),
+        ("SELECT id FROM reviews WHERE card_id = ? ORDER BY id", ("c1",)),
     ],
-    "reviews_at_state": [
+    "reviews_at": [
         # today's new cards and the review limit's count: today's range of it
-        ("SELECT count(*) FROM reviews WHERE at >= ? AND prev_state IS NULL", (NOW_US,)),
-        ("SELECT count(*) FROM reviews WHERE at >= ? AND prev_state = ?", (NOW_US, 2)),
+        ("SELECT count(*) FROM revlog WHERE at >= ? AND prev_state IS NULL", (NOW_US,)),
+        ("SELECT count(*) FROM revlog WHERE at >= ? AND prev_state = ?", (NOW_US, 2)),
         # the study days' histogram and "reviewed today?"
-        ("SELECT count(*) FROM reviews WHERE at >= ? AND at < ?", (NOW_US, NOW_US + 1)),
-        ("SELECT 1 FROM reviews WHERE at >= ? AND at < ? LIMIT 1", (NOW_US, NOW_US + 1)),
-        # true retention over the whole log: covering, no row read
+        ("SELECT count(*) FROM revlog WHERE at >= ? AND at < ?", (NOW_US, NOW_US + 1)),
+        ("SELECT 1 FROM revlog WHERE at >= ? AND at < ? LIMIT 1", (NOW_US, NOW_US + 1)),
+        # the last 30 days' retention (the whole log's is read from review_tally)
         (
-            "SELECT count(*), coalesce(sum(rating > 1), 0) FROM reviews WHERE prev_state = ?",
-            (2,),
+            "SELECT count(*), coalesce(sum(rating > 1), 0) FROM revlog "
+            "WHERE prev_state = ? AND at >= ?",
+            (2, NOW_US),
         ),
     ],
     "reviews_uid": [
@@ -44,7 +47,7 @@ def test_each_index_on_the_review_log_is_read_by_a_query() -> None:
         indexes = {
             name
             for (name,) in store.conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'reviews' "
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'revlog' "
                 "AND sql IS NOT NULL"
             )
         }
@@ -67,7 +70,7 @@ def test_the_reviews_made_here_are_read_by_row_id() -> None:
         newest = _plan(
             store, "SELECT id, card_id FROM reviews WHERE dev = ? ORDER BY id DESC LIMIT 1", (1,)
         )
-        assert "SCAN reviews" in newest and "TEMP B-TREE" not in newest, newest
+        assert "SCAN r" in newest and "TEMP B-TREE" not in newest, newest
 
 
 def test_the_cached_cards_are_found_by_id() -> None:
@@ -77,37 +80,31 @@ def test_the_cached_cards_are_found_by_id() -> None:
 
 
 def test_a_v10_database_upgrades_its_indexes_and_shrinks(tmp_path) -> None:
-    """v10 -> v11 on a database with a log: the merged and partial indexes replace the old
-    ones, the reviews are all there, and the file gives the dropped indexes' pages back."""
+    """v10 -> v13 on a database with a log: the partial and v13's indexes replace the old
+    ones on the rewritten log, the reviews are all there (rows whose states cannot be read
+    are kept as they were), and the file gives the old pages back."""
     import sqlite3
 
+    import sqlite_utils
+
+    from prep.engine.store.schema import MIGRATIONS
+
     db = tmp_path / "p.db"
-    with Store.open(db) as store:
-        rows = [
-            (
-                f"c{i % 500}",
-                1 + i % 4,
-                NOW_US + i * 1_000_000,
-                5000,
-                2 if i % 3 else None,
-                b"x" * 40,
-            )
-            for i in range(20_000)
-        ]
-        with store.transaction():
-            store.conn.executemany(
-                "INSERT INTO reviews (card_id, rating, at, duration_ms, prev_state, next) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                rows,
-            )
-            # as v10 left them
-            store.conn.execute("DROP INDEX reviews_at_state")
-            store.conn.execute("DROP INDEX reviews_uid")
-            store.conn.execute("CREATE INDEX reviews_at ON reviews (at)")
-            store.conn.execute("CREATE INDEX reviews_state_at ON reviews (prev_state, at, rating)")
-            store.conn.execute("CREATE INDEX reviews_uid ON reviews (dev, seq)")
-            store.set_meta("schema_version", "10")
-    conn = sqlite3.connect(db)
+    conn = sqlite3.connect(db, isolation_level=None)
+    for step in range(10):  # the database a v10 prep made
+        MIGRATIONS[step](sqlite_utils.Database(conn), None)
+    conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '10')")
+    rows = [
+        (f"c{i % 500}", 1 + i % 4, NOW_US + i * 1_000_000, 5000, 2 if i % 3 else None, b"x" * 40)
+        for i in range(20_000)
+    ]
+    with conn:  # one transaction
+        conn.execute("BEGIN")
+        conn.executemany(
+            "INSERT INTO reviews (card_id, rating, at, duration_ms, prev_state, next) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            rows,
+        )
     conn.execute("VACUUM")
     conn.close()
     before = db.stat().st_size
@@ -116,11 +113,15 @@ def test_a_v10_database_upgrades_its_indexes_and_shrinks(tmp_path) -> None:
         names = {
             n for (n,) in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
         }
-        assert {"reviews_at_state", "reviews_uid", "deck_cards_id"} <= names
-        assert not {"reviews_at", "reviews_state_at", "deck_cards_kind"} & names
+        assert {"reviews_at", "reviews_card", "reviews_uid", "deck_cards_id"} <= names
+        assert not {"reviews_at_state", "reviews_state_at", "deck_cards_kind"} & names
         assert store.count_reviews() == 20_000
+        assert store.count_reviews(prev_state=2) == sum(1 for r in rows if r[4] == 2)
         (partial,) = store.conn.execute(
             "SELECT sql FROM sqlite_master WHERE name = 'reviews_uid'"
         ).fetchone()
         assert "WHERE seq IS NOT NULL" in partial
+        # the 40 bytes that were no v5 record are kept, behind the mark that says so
+        kept = store.conn.execute("SELECT card_id, next FROM reviews WHERE id = 1").fetchone()
+        assert kept == ("c0", b"\xfe" + b"x" * 40)
     assert db.stat().st_size < before

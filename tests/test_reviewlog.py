@@ -43,16 +43,46 @@ def test_microseconds_round_trip_exactly() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(s=states, ref=st.none() | states)
-def test_a_state_unpacks_to_itself(s: CardState, ref: CardState | None) -> None:
-    assert unpack(pack(s, "a", ref), "a", ref) == s
+@given(s=states, ref=st.none() | states, at_last=st.booleans())
+def test_a_state_unpacks_to_itself(s: CardState, ref: CardState | None, at_last: bool) -> None:
+    at = to_us(s.last_review) if at_last and s.last_review else None
+    assert unpack(pack(s, "a", ref, at), "a", ref, at) == s
+
+
+def test_what_the_row_and_the_chain_say_is_not_stored_again() -> None:
+    """v13: last_review when it is the row's time, reps + 1, lapses kept or + 1, and a due a
+    whole number of seconds after the last review are not stored as they were in v5."""
+    from prep.engine.store.reviewlog5 import pack as pack5
+
+    a = CardState("a", "d", 2, None, 4.5, 5.0, T0 + timedelta(days=3), T0, 3, 1)
+    b = replace(a, stability=9.0, due=T0 + timedelta(days=12), last_review=T0 + timedelta(days=3))
+    at = to_us(b.last_review)
+    for nxt in (replace(b, reps=4), replace(b, reps=4, lapses=2)):
+        blob = pack(nxt, "a", a, at)
+        assert len(blob) == 2 + 8 + 8 + 3  # state and form, flags; s, d; due in seconds
+        assert len(pack5(nxt, "a", a)) == 40
+        assert unpack(blob, "a", a, at) == nxt
+        with pytest.raises(ValueError, match="needs the review's time"):
+            unpack(blob, "a", a)
+    # what does not follow is stored, and read back exactly
+    odd = replace(b, reps=9, lapses=0, due=b.due + timedelta(microseconds=7))
+    assert len(pack(odd, "a", a, at)) > len(pack(replace(b, reps=4), "a", a, at))
+    assert unpack(pack(odd, "a", a, None), "a", a, None) == odd
+    # a state outside fsrs's (hand-made), a hash that is not hex, a foreign id: exact too
+    for other in (
+        replace(odd, state=200),
+        replace(odd, content_hash="not hex ünï", deck="é"),
+        replace(odd, id="b"),
+        replace(odd, content_hash="ABCDEF0123456789"),
+    ):
+        assert unpack(pack(other, "a", None, at), "a", None, at) == other
 
 
 def test_deck_and_hash_are_stored_only_when_they_change() -> None:
     a = CardState(id="a", deck="d", content_hash="h" * 16, due=T0, last_review=T0, reps=1)
     b = replace(a, reps=2)
     assert len(pack(b, "a", a)) < len(pack(b, "a", None))
-    assert len(pack(replace(b, deck="e"), "a", a)) == len(pack(b, "a", None))  # stored
+    assert len(pack(replace(b, deck="e"), "a", a)) > len(pack(b, "a", a))  # stored
     with pytest.raises(ValueError, match="refers to none"):
         unpack(pack(b, "a", a), "a", None)  # the chain is needed to read it
 
@@ -73,8 +103,9 @@ def test_a_log_decodes_to_what_was_encoded(rows) -> None:
         prev_state = None if prev is None else prev.state
         prev = prev and replace(prev, id=card_id)
         nxt = replace(nxt, id=card_id)
-        pblob, nblob = enc.encode(card_id, prev_state, prev, nxt)
-        assert dec.decode(card_id, prev_state, pblob, nblob) == (prev, nxt)
+        at = to_us(nxt.last_review) if nxt.last_review and new else None
+        pblob, nblob = enc.encode(card_id, prev_state, prev, nxt, at)
+        assert dec.decode(card_id, prev_state, pblob, nblob, at) == (prev, nxt)
 
 
 def test_the_usual_review_stores_no_prev() -> None:
@@ -98,6 +129,7 @@ def slow_legacy_state(text: str):
     import struct
 
     from prep.engine.store.reviewlog import LegacyState, state_json
+    from prep.engine.store.reviewlog5 import pack as pack5
 
     try:
         d = json.loads(text)
@@ -105,7 +137,7 @@ def slow_legacy_state(text: str):
             if d.get(key) is not None:
                 d[key] = datetime.fromisoformat(d[key]).astimezone(UTC)
         state = CardState(**d)
-        pack(state, state.id, None)
+        pack5(state, state.id, None)
     except (TypeError, ValueError, AttributeError, OverflowError, struct.error):
         return LegacyState(text)
     return state if state_json(state) == text else LegacyState(text)
@@ -159,3 +191,16 @@ def test_odd_json_states_are_read_as_before(edit) -> None:
 
     s = CardState("a", "d", 2, None, 4.5, 5.0, T0, T0 - timedelta(days=1), 3, 1)
     assert_same_reading(edit(state_json(s)))
+
+
+def test_a_chain_that_does_not_know_the_earlier_reviews_writes_what_any_reader_reads() -> None:
+    """Sync appends to a card's log with a chain that has not read it (no ``before``): the
+    prev it gives is written in full, reps and lapses included, so that the reader, which
+    knows the earlier reviews, reads the same states (reps 1, not its own reps + 1)."""
+    a = CardState("a", "d", 1, 1, 2.3, 2.1, T0 + timedelta(minutes=10), T0, 1, 0)
+    b = replace(a, reps=2, state=2, step=None, last_review=T0 + timedelta(days=1))
+    writer, reader = Chain(), Chain()
+    first = writer.encode("a", None, None, a, to_us(T0))
+    second = Chain().encode("a", a.state, a, b)  # knows nothing of the first review
+    assert reader.decode("a", None, *first, to_us(T0)) == (None, a)
+    assert reader.decode("a", a.state, *second, to_us(b.last_review)) == (a, b)

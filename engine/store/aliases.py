@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from prep.engine.store.core import StoreCore
 from prep.engine.store.marks import Mark
-from prep.engine.store.reviewlog import Chain
+from prep.engine.store.reviewlog import Chain, to_us
 
 
 class AliasesStore(StoreCore):
@@ -38,7 +38,8 @@ class AliasesStore(StoreCore):
                 )
                 chain, rows = Chain(), []
                 for review, prev_state in log:
-                    pblob, nblob = chain.encode(kept, prev_state, review.prev, review.next)
+                    at = to_us(review.reviewed_at)
+                    pblob, nblob = chain.encode(kept, prev_state, review.prev, review.next, at)
                     rows.append((kept, pblob, nblob, review.id))
                 self.conn.executemany(
                     "UPDATE reviews SET card_id = ?, prev = ?, next = ? WHERE id = ?", rows

@@ -142,7 +142,8 @@ def _refuse_foreign(conn: sqlite3.Connection, target: Path) -> None:
         return  # a new (or empty) file: prep's to fill
     try:
         ours = "meta" in tables and (
-            {"cards", "reviews"} <= set(tables)  # prep's, its version row edited away
+            # prep's, its version row edited away (the log: v13's revlog, before it reviews)
+            ({"cards", "reviews"} <= set(tables) or {"cards", "revlog"} <= set(tables))
             or conn.execute("SELECT 1 FROM meta WHERE key = 'schema_version'").fetchone()
         )
     except sqlite3.OperationalError:
@@ -543,9 +544,9 @@ class StoreCore:
             )
         if version == SCHEMA_VERSION:
             return
-        # the reviews the upgrade rewrites (v4 -> v5), the bulk of its work
+        # the reviews the upgrade rewrites (v4 -> v5, v12 -> v13), the bulk of its work
         rewrites = (
-            0 < version < 5
+            0 < version < 13
             and self.conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'reviews'"
             ).fetchone()
@@ -570,9 +571,9 @@ class StoreCore:
                     MIGRATIONS[step](self.db, tracker)
                 self.set_meta("schema_version", str(SCHEMA_VERSION))
             tracker.finished("commit")
-            if 0 < version < 11 and self.path is not None:
-                # v5 rewrote the review log in its compact form, v11 dropped indexes: give
-                # the space back (best effort: the migration is committed; another prep
+            if 0 < version < 13 and self.path is not None:
+                # v5 and v13 rewrote the review log in compact forms, v11 dropped indexes:
+                # give the space back (best effort: the migration is committed; another prep
                 # holding the file open only leaves the file its old size until a later VACUUM)
                 with suppress(sqlite3.OperationalError):
                     self.conn.execute("VACUUM")

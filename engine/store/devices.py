@@ -88,7 +88,7 @@ def new_device(conn: sqlite3.Connection) -> str:
     _set_meta(conn, "device", str(n))
     # the new id has sent nothing; the old id's reviews it had not sent are passed on (as
     # another device's, engine/sync/run.py), and the rest held here is in the folder already
-    top = conn.execute("SELECT coalesce(max(id), 0) FROM reviews").fetchone()[0]
+    top = conn.execute("SELECT coalesce(max(id), 0) FROM revlog").fetchone()[0]
     _set_meta(conn, "sync_sent", json.dumps({"x": top, "o": [old, int(sent.get("r", 0))]}))
     return dev_id
 
@@ -104,13 +104,13 @@ def params_n(conn: sqlite3.Connection, params: dict) -> int:
 
 def bump_floor(conn: sqlite3.Connection) -> None:
     """Before review rows are removed: no later review of this device takes their ids."""
-    top = conn.execute("SELECT max(id) FROM reviews").fetchone()[0] or 0
+    top = conn.execute("SELECT max(id) FROM revlog").fetchone()[0] or 0
     if top > int(_meta(conn, "review_floor") or 0):
         _set_meta(conn, "review_floor", str(top))
 
 
 def next_review_id(conn: sqlite3.Connection) -> int:
-    top = conn.execute("SELECT max(id) FROM reviews").fetchone()[0] or 0
+    top = conn.execute("SELECT max(id) FROM revlog").fetchone()[0] or 0
     return max(top, int(_meta(conn, "review_floor") or 0)) + 1
 
 
@@ -173,7 +173,7 @@ def bury_review(conn: sqlite3.Connection, review_id: int, card_id: str, at: date
     """Record the undo of review row ``review_id`` (a tombstone that travels to the other
     devices), before the row is removed."""
     dev, seq = conn.execute(
-        "SELECT dev, coalesce(seq, id) FROM reviews WHERE id = ?", (review_id,)
+        "SELECT dev, coalesce(seq, id) FROM revlog WHERE id = ?", (review_id,)
     ).fetchone()
     conn.execute(
         "INSERT OR IGNORE INTO review_graves (dev, seq, card_id, by_dev, at) "

@@ -1,12 +1,16 @@
-"""The compact form of the review log's card states (schema v5).
+"""The compact form of the review log's card states (schema v13; v5 to v12 wrote the records
+of engine/store/reviewlog5.py).
 
 Undo needs the exact state a card had before each review, and the export gives the state
 before and after each one. Up to v4 each review row kept both as JSON (about 650 bytes a
-review); now a state is a 40-byte binary record, and only what cannot be derived is stored:
+review); v5 made a state a 40-byte binary record; v13 stores only what the row and the chain
+do not already say (``pack``: about 26 bytes for a usual review, where v5 took 40):
 
 - ``next``: the state after the review, always. Its membership fields (deck, content hash)
   are written only when they differ from the state it follows in the card's chain (the
-  ``prev`` of the same review, or the card's previous ``next``): ``pack(state, ref)``.
+  ``prev`` of the same review, or the card's previous ``next``), and so are reps and lapses
+  when they follow it (+ 1; the same or + 1); last_review is not stored when it is the row's
+  own time (``at``): ``pack(state, card_id, ref, at)``.
 - ``prev``: NULL when the card was new (``prev_state`` NULL too), or when it is exactly the
   ``next`` of the card's previous review (the usual case: nothing happens to a card between
   two of its reviews); otherwise the full state, or ``b""`` for "no previous state".
@@ -33,11 +37,6 @@ from prep.engine.timeutil import fmt
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
-# state (+ _WIDE), flags, step, s, d, due, last, reps, lapses: step, reps and lapses take two
-# bytes each, or eight (with _WIDE in the state byte) when one of them does not fit
-_HEAD = struct.Struct("<BBHddqqHH")
-_WIDE_HEAD = struct.Struct("<BBqddqqqq")
-_WIDE = 0x80
 _STEP_NONE, _S_NONE, _D_NONE, _DUE_NONE, _LAST_NONE, _LEECH, _CHANGED, _REMOVED = (
     1 << i for i in range(8)
 )
@@ -60,82 +59,6 @@ def to_us(dt: datetime) -> int:
 
 def from_us(us: int) -> datetime:
     return EPOCH + us * _US
-
-
-def pack(s: CardState | LegacyState, card_id: str, ref: CardState | LegacyState | None) -> bytes:
-    """``s`` as bytes; deck, content hash and a foreign id are appended (as JSON) only when
-    they differ from ``ref``, the state this one follows in the card's chain."""
-    if isinstance(s, LegacyState):
-        return _RAW + s.encode()
-    head = _head(s)
-    same = isinstance(ref, CardState) and (ref.deck, ref.content_hash) == (s.deck, s.content_hash)
-    if same and s.id == card_id:
-        return head
-    tail = [s.deck, s.content_hash] + ([s.id] if s.id != card_id else [])
-    return head + json.dumps(tail, ensure_ascii=False).encode()
-
-
-def _head(s: CardState) -> bytes:
-    """The fixed-size record of ``s`` (without deck, hash and id); raises ValueError or
-    struct.error when a field does not fit."""
-    flags = (
-        (_STEP_NONE if s.step is None else 0)
-        | (_S_NONE if s.stability is None else 0)
-        | (_D_NONE if s.difficulty is None else 0)
-        | (_DUE_NONE if s.due is None else 0)
-        | (_LAST_NONE if s.last_review is None else 0)
-        | (_LEECH if s.leech else 0)
-        | (_CHANGED if s.changed else 0)
-        | (_REMOVED if s.removed else 0)
-    )
-    if not 0 <= s.state < _WIDE - 1:  # (0xff with _WIDE would read as _RAW)
-        raise ValueError(f"state {s.state!r} is not an fsrs state")
-    wide = not (0 <= (s.step or 0) <= 0xFFFF and 0 <= s.reps <= 0xFFFF and 0 <= s.lapses <= 0xFFFF)
-    return (_WIDE_HEAD if wide else _HEAD).pack(
-        s.state | (_WIDE if wide else 0),
-        flags,
-        s.step or 0,
-        s.stability or 0.0,
-        s.difficulty or 0.0,
-        0 if s.due is None else to_us(s.due),
-        0 if s.last_review is None else to_us(s.last_review),
-        s.reps,
-        s.lapses,
-    )
-
-
-def unpack(
-    blob: bytes, card_id: str, ref: CardState | LegacyState | None
-) -> CardState | LegacyState:
-    if blob[:1] == _RAW:
-        return LegacyState(blob[1:].decode())
-    head = _WIDE_HEAD if blob[0] & _WIDE else _HEAD
-    state, flags, step, s, d, due, last, reps, lapses = head.unpack_from(blob)
-    state &= ~_WIDE
-    if len(blob) > head.size:
-        tail = json.loads(blob[head.size :].decode())
-        deck, chash = tail[0], tail[1]
-        cid = tail[2] if len(tail) > 2 else card_id
-    else:
-        if not isinstance(ref, CardState):
-            raise ValueError(f"review log: a state of {card_id!r} refers to none before it")
-        deck, chash, cid = ref.deck, ref.content_hash, card_id
-    return CardState(
-        id=cid,
-        deck=deck,
-        state=state,
-        step=None if flags & _STEP_NONE else step,
-        stability=None if flags & _S_NONE else s,
-        difficulty=None if flags & _D_NONE else d,
-        due=None if flags & _DUE_NONE else from_us(due),
-        last_review=None if flags & _LAST_NONE else from_us(last),
-        reps=reps,
-        lapses=lapses,
-        leech=bool(flags & _LEECH),
-        content_hash=chash,
-        changed=bool(flags & _CHANGED),
-        removed=bool(flags & _REMOVED),
-    )
 
 
 @overload
@@ -177,7 +100,9 @@ def legacy_state(text: str | None, *, check: bool = True) -> CardState | LegacyS
         state = object.__new__(CardState)
         state.__dict__.update(d)
         if check:
-            _head(state)  # in range
+            from prep.engine.store.reviewlog5 import _head
+
+            _head(state)  # fits the v5 record the migration writes
     except (TypeError, ValueError, AttributeError, OverflowError, struct.error):
         return LegacyState(text)
     return state
@@ -271,15 +196,247 @@ def state_json(s: CardState) -> str:
     return json.dumps(d)
 
 
+# The compact record (schema v13): one byte for the fsrs state (1-3) and ``form`` (which
+# fields are derived; another state takes _ESCAPE, then the state and form bytes), the flags,
+# then only the fields that are not derived: step and reps/lapses as zigzag varints, stability and
+# difficulty as doubles, last_review as a varint of microseconds unless it is the review's own
+# time (the row's ``at``), due as a varint of its distance from last_review (whole seconds
+# when it is a whole number of them, as a scheduled interval is), reps and lapses unless they
+# follow the state this one follows (reps + 1; lapses the same or + 1), and the JSON tail
+# (deck, content hash, a foreign id) only when they differ from that state's: a byte saying
+# how (_HEX_HASH: the usual hash, 16 hex digits, as 8 bytes; _OWN_ID: a foreign id follows),
+# then each as a varint length and UTF-8.
+_D = struct.Struct("<d")
+_LAST_AT, _REPS_NEXT, _LAPSES_SAME, _LAPSES_NEXT, _DUE_SECONDS, _TAIL = (1 << i for i in range(6))
+# form < 60 (_LAPSES_SAME and _LAPSES_NEXT never come together): state | form << 2 < 0xF0
+_ESCAPE = 0xFC
+_HEX_HASH, _OWN_ID = 1, 2
+_HEX = re.compile(r"[0-9a-f]{16}")
+_S_US = 1_000_000
+
+
+def _put(out: bytearray, n: int) -> None:
+    """Append ``n`` (any int) as a zigzag varint."""
+    if type(n) is not int:  # (bool is an int subclass: its type is not int)
+        if not isinstance(n, int):
+            raise ValueError(f"{n!r} is not a whole number")
+        n = int(n)
+    z = n << 1 if n >= 0 else ((-n) << 1) - 1
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+
+
+def _get(blob: bytes, i: int) -> tuple[int, int]:
+    """The zigzag varint at ``blob[i]`` and the index after it."""
+    z = shift = 0
+    while True:
+        b = blob[i]
+        i += 1
+        z |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (z >> 1 if not z & 1 else -((z + 1) >> 1)), i
+        shift += 7
+
+
+def pack(
+    s: CardState | LegacyState,
+    card_id: str,
+    ref: CardState | LegacyState | None,
+    at: int | None = None,
+) -> bytes:
+    """``s`` as bytes, given ``ref`` (the state it follows in the card's chain) and ``at``
+    (the review's time in microseconds, None when not known: last_review is then stored)."""
+    if isinstance(s, LegacyState):
+        return _RAW + s.encode()
+    if type(s.state) is not int or not 0 <= s.state <= 0xFF:
+        raise ValueError(f"state {s.state!r} is not an fsrs state")
+    r = ref if isinstance(ref, CardState) else None
+    last = None if s.last_review is None else to_us(s.last_review)
+    form = 0
+    if last is not None and last == at:
+        form |= _LAST_AT
+    # only from a state the caller knows: one that does not (a chain started after the card's
+    # earlier reviews, as sync's) writes these in full, and a reader that knows more reads them
+    if r is not None:
+        if s.reps == r.reps + 1:
+            form |= _REPS_NEXT
+        if s.lapses == r.lapses:
+            form |= _LAPSES_SAME
+        elif s.lapses == r.lapses + 1:
+            form |= _LAPSES_NEXT
+    due = None
+    if s.due is not None:
+        due = to_us(s.due) - (last or 0)
+        if due % _S_US == 0:
+            form |= _DUE_SECONDS
+            due //= _S_US
+    same = r is not None and (r.deck, r.content_hash) == (s.deck, s.content_hash)
+    if not same or s.id != card_id:
+        form |= _TAIL
+    flags = (
+        (_STEP_NONE if s.step is None else 0)
+        | (_S_NONE if s.stability is None else 0)
+        | (_D_NONE if s.difficulty is None else 0)
+        | (_DUE_NONE if s.due is None else 0)
+        | (_LAST_NONE if s.last_review is None else 0)
+        | (_LEECH if s.leech else 0)
+        | (_CHANGED if s.changed else 0)
+        | (_REMOVED if s.removed else 0)
+    )
+    if 0 <= s.state <= 3:
+        out = bytearray((s.state | form << 2, flags))
+    else:
+        out = bytearray((_ESCAPE, s.state, form, flags))
+    if s.step is not None:
+        _put(out, s.step)
+    if s.stability is not None:
+        out += _D.pack(s.stability)
+    if s.difficulty is not None:
+        out += _D.pack(s.difficulty)
+    if last is not None and not form & _LAST_AT:
+        _put(out, last)
+    if due is not None:
+        _put(out, due)
+    if not form & _REPS_NEXT:
+        _put(out, s.reps)
+    if not form & (_LAPSES_SAME | _LAPSES_NEXT):
+        _put(out, s.lapses)
+    if form & _TAIL:
+        hexed = _HEX.fullmatch(s.content_hash) is not None
+        out.append((_HEX_HASH if hexed else 0) | (_OWN_ID if s.id != card_id else 0))
+        _put_text(out, s.deck)
+        if hexed:
+            out += bytes.fromhex(s.content_hash)
+        else:
+            _put_text(out, s.content_hash)
+        if s.id != card_id:
+            _put_text(out, s.id)
+    return bytes(out)
+
+
+def _put_text(out: bytearray, text: str) -> None:
+    if type(text) is not str:
+        raise ValueError(f"{text!r} is not text")
+    data = text.encode()
+    _put(out, len(data))
+    out += data
+
+
+def _get_text(blob: bytes, i: int) -> tuple[str, int]:
+    n, i = _get(blob, i)
+    if not 0 <= n <= len(blob) - i:
+        raise ValueError("review log: a text runs past the end of its record")
+    return blob[i : i + n].decode(), i + n
+
+
+def unpack(
+    blob: bytes,
+    card_id: str,
+    ref: CardState | LegacyState | None,
+    at: int | None = None,
+) -> CardState | LegacyState:
+    """The state ``pack`` wrote (with the same ``ref`` and ``at``)."""
+    if blob[:1] == _RAW:
+        return LegacyState(blob[1:].decode())
+    if blob[:1] == KEPT:
+        raise ValueError("kept as it was when the log was converted to schema v13 (unreadable)")
+    if blob[0] == _ESCAPE:
+        state, form, flags = blob[1], blob[2], blob[3]
+        i = 4
+    else:
+        state, form, flags = blob[0] & 3, blob[0] >> 2, blob[1]
+        i = 2
+    step = s = d = last = due = None
+    if not flags & _STEP_NONE:
+        step, i = _get(blob, i)
+    if not flags & _S_NONE:
+        (s,) = _D.unpack_from(blob, i)
+        i += 8
+    if not flags & _D_NONE:
+        (d,) = _D.unpack_from(blob, i)
+        i += 8
+    if not flags & _LAST_NONE:
+        if form & _LAST_AT:
+            if at is None:
+                raise ValueError(f"review log: a state of {card_id!r} needs the review's time")
+            last = at
+        else:
+            last, i = _get(blob, i)
+    if not flags & _DUE_NONE:
+        delta, i = _get(blob, i)
+        due = (delta * _S_US if form & _DUE_SECONDS else delta) + (last or 0)
+    r = ref if isinstance(ref, CardState) else None
+    if form & (_REPS_NEXT | _LAPSES_SAME | _LAPSES_NEXT) and r is None:
+        raise ValueError(f"review log: a state of {card_id!r} refers to none before it")
+    if form & _REPS_NEXT:
+        reps = r.reps + 1  # type: ignore[union-attr]
+    else:
+        reps, i = _get(blob, i)
+    if form & _LAPSES_SAME:
+        lapses = r.lapses  # type: ignore[union-attr]
+    elif form & _LAPSES_NEXT:
+        lapses = r.lapses + 1  # type: ignore[union-attr]
+    else:
+        lapses, i = _get(blob, i)
+    if form & _TAIL:
+        how = blob[i]
+        deck, i = _get_text(blob, i + 1)
+        if how & _HEX_HASH:
+            chash, i = blob[i : i + 8].hex(), i + 8
+        else:
+            chash, i = _get_text(blob, i)
+        cid = card_id
+        if how & _OWN_ID:
+            cid, i = _get_text(blob, i)
+    if i != len(blob):
+        raise ValueError(f"review log: {len(blob) - i} bytes too many in a state of {card_id!r}")
+    if not form & _TAIL:
+        if r is None:
+            raise ValueError(f"review log: a state of {card_id!r} refers to none before it")
+        deck, chash, cid = r.deck, r.content_hash, card_id
+    return CardState(
+        id=cid,
+        deck=deck,
+        state=state,
+        step=step,
+        stability=s,
+        difficulty=d,
+        due=None if due is None else from_us(due),
+        last_review=None if last is None else from_us(last),
+        reps=reps,
+        lapses=lapses,
+        leech=bool(flags & _LEECH),
+        content_hash=chash,
+        changed=bool(flags & _CHANGED),
+        removed=bool(flags & _REMOVED),
+    )
+
+
+# prefix of a row's states that the v13 conversion could not read (a damaged v12 row): kept
+# byte for byte behind it, and read as damaged (export names the row, as before)
+KEPT = b"\xfe"
+
+
 class Chain:
     """Decodes reviews in log order, remembering each card's latest ``next``."""
 
     def __init__(self) -> None:
         self.last: dict[str, CardState | LegacyState] = {}
 
+    _pack = staticmethod(pack)
+    _unpack = staticmethod(unpack)
+
     def decode(
-        self, card_id: str, prev_state: int | None, prev: bytes | None, nxt: bytes
+        self,
+        card_id: str,
+        prev_state: int | None,
+        prev: bytes | None,
+        nxt: bytes,
+        at: int | None = None,
     ) -> tuple[CardState | None, CardState]:
+        """The review's (prev, next) states; ``at``: its time (the row's ``at``)."""
         before = self.last.get(card_id)
         if prev is None:
             prev_s = None if prev_state is None else before
@@ -288,8 +445,8 @@ class Chain:
         elif prev == NO_STATE:
             prev_s = None
         else:
-            prev_s = unpack(prev, card_id, before)
-        next_s = unpack(nxt, card_id, prev_s if prev_s is not None else before)
+            prev_s = self._unpack(prev, card_id, before, at)
+        next_s = self._unpack(nxt, card_id, prev_s if prev_s is not None else before, at)
         self.last[card_id] = next_s
         # a LegacyState (a state kept verbatim by the v5 migration) is read as the caller's
         # CardState: it carries the same fields, checked when it was kept
@@ -301,16 +458,18 @@ class Chain:
         prev_state: int | None,
         prev: CardState | LegacyState | None,
         nxt: CardState | LegacyState,
+        at: int | None = None,
     ) -> tuple[bytes | None, bytes]:
         """(prev blob, next blob) of a review appended after those seen so far; ``prev_state``
-        is the column stored beside them (NULL for a new card)."""
+        is the column stored beside them (NULL for a new card); ``at`` the review's time in
+        microseconds (the row's ``at``: when given, a last_review equal to it is not stored)."""
         before = self.last.get(card_id)
         if prev is None:
             prev_blob = None if prev_state is None else NO_STATE
         elif prev_state is not None and (before is prev or before == prev):
             prev_blob = None
         else:
-            prev_blob = pack(prev, card_id, before)
-        next_blob = pack(nxt, card_id, prev if prev is not None else before)
+            prev_blob = self._pack(prev, card_id, before, at)
+        next_blob = self._pack(nxt, card_id, prev if prev is not None else before, at)
         self.last[card_id] = nxt
         return prev_blob, next_blob

@@ -15,6 +15,7 @@ from prep.engine.store import devices
 from prep.engine.store.cards import CardsStore, state_to_json
 from prep.engine.store.core import StoreError
 from prep.engine.store.reviewlog import Chain, from_us, to_us
+from prep.engine.store.schema13 import card_number
 from prep.engine.study.scheduler import CardState, State
 from prep.engine.timeutil import EARLIEST, LATEST_STORED, clamp_duration, fmt, utcnow
 
@@ -80,7 +81,7 @@ def _decode(
             why = _row_problem(rating, at, dur, prev_state) or "its time is out of range"
         else:
             try:
-                p, n = chain.decode(cid, prev_state, prev, nxt)
+                p, n = chain.decode(cid, prev_state, prev, nxt, at)
                 if n is None:
                     why = "it has no state after the review"
             except Exception as exc:  # struct.error, ValueError, ...: whatever the bytes hold
@@ -138,17 +139,18 @@ class ReviewsStore(CardsStore):
             from prep.engine.study.scheduler import replay_params
 
             params = replay_params(self.settings(), True, 0)
+        at = to_us(reviewed_at)
         with self.transaction():
-            pblob, nblob = self._chain(new.id).encode(new.id, prev_state, prev, new)
+            pblob, nblob = self._chain(new.id).encode(new.id, prev_state, prev, new, at)
             self.put_card(new)
             cur = self.conn.execute(
-                "INSERT INTO reviews (id, card_id, rating, at, duration_ms, prev_state, prev, "
+                "INSERT INTO revlog (id, cn, rating, at, duration_ms, prev_state, prev, "
                 "next, dev, params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     devices.next_review_id(self.conn),
-                    new.id,
+                    card_number(self.conn, new.id),
                     int(rating),
-                    to_us(reviewed_at),
+                    at,
                     duration_ms,
                     prev_state,
                     pblob,
@@ -168,7 +170,9 @@ class ReviewsStore(CardsStore):
     def _card_log(self, card_id: str) -> list[tuple[Review, int | None]]:
         """One card's reviews, oldest first (its states are read along its chain)."""
         rows = self.conn.execute(
-            f"SELECT {_REVIEW_COLS} FROM reviews WHERE card_id = ? ORDER BY id", (card_id,)
+            "SELECT id, ?, rating, at, duration_ms, prev_state, prev, next FROM revlog "
+            "WHERE cn = (SELECT n FROM review_cards WHERE id = ?) ORDER BY id",
+            (card_id, card_id),
         )
         return list(_decode(rows))
 
@@ -204,7 +208,8 @@ class ReviewsStore(CardsStore):
 
     def last_review(self) -> Review | None:
         row = self.conn.execute(
-            "SELECT id, card_id FROM reviews ORDER BY id DESC LIMIT 1"
+            "SELECT r.id, c.id FROM revlog r JOIN review_cards c ON c.n = r.cn "
+            "ORDER BY r.id DESC LIMIT 1"
         ).fetchone()
         return None if row is None else self._card_log(row[1])[-1][0]
 
@@ -217,7 +222,8 @@ class ReviewsStore(CardsStore):
         newest of its card. The review leaves a tombstone that a sync takes to the others."""
         with self.transaction():
             row = self.conn.execute(
-                "SELECT id, card_id FROM reviews WHERE dev = ? ORDER BY id DESC LIMIT 1",
+                "SELECT r.id, c.id FROM revlog r JOIN review_cards c ON c.n = r.cn "
+                "WHERE r.dev = ? ORDER BY r.id DESC LIMIT 1",
                 (devices.device(self.conn),),
             ).fetchone()
             if row is None or (expected_id is not None and row[0] != expected_id):
@@ -226,7 +232,7 @@ class ReviewsStore(CardsStore):
             if review.id != row[0]:
                 return None  # a later review of the card (received by a sync) follows it
             devices.bury_review(self.conn, review.id, review.card_id, utcnow())
-            self.conn.execute("DELETE FROM reviews WHERE id = ?", (review.id,))
+            self.conn.execute("DELETE FROM revlog WHERE id = ?", (review.id,))
             if review.prev is None:
                 self.conn.execute("DELETE FROM cards WHERE id = ?", (review.card_id,))
             else:
@@ -280,26 +286,37 @@ class ReviewsStore(CardsStore):
         if prev_state is not None:
             where.append("prev_state = ?")
             args.append(prev_state)
+        if since is None and new_only != (prev_state is not None) and prev_state != 0:
+            # by state over the whole log: review_tally's few rows (schema v13; ps 0 is new)
+            n = self.conn.execute(
+                "SELECT coalesce(sum(n), 0) FROM review_tally WHERE ps = ?", [prev_state or 0]
+            ).fetchone()[0]
+            return int(n)
         # no WHERE at all when nothing is filtered: SQLite then counts the smallest index's
         # pages instead of stepping every entry (a million reviews: 4 ms instead of 20)
-        sql = "SELECT count(*) FROM reviews" + (f" WHERE {' AND '.join(where)}" if where else "")
+        sql = "SELECT count(*) FROM revlog" + (f" WHERE {' AND '.join(where)}" if where else "")
         return int(self.conn.execute(sql, args).fetchone()[0])
 
     def retention_counts(self, since: datetime | None = None) -> tuple[int, int]:
         """Reviews of cards in the Review state (since a time) and how many were not Again:
         true retention."""
-        sql = "SELECT count(*), coalesce(sum(rating > 1), 0) FROM reviews WHERE prev_state = ?"
-        args: list[Any] = [int(State.Review)]
-        if since is not None:
+        if since is None:  # the whole log: review_tally's few rows (schema v13)
+            sql = (
+                "SELECT coalesce(sum(n), 0), coalesce(sum(CASE WHEN rating > 1 THEN n END), 0) "
+                "FROM review_tally WHERE ps = ?"
+            )
+            args: list[Any] = [int(State.Review)]
+        else:
+            sql = "SELECT count(*), coalesce(sum(rating > 1), 0) FROM revlog WHERE prev_state = ?"
             sql += " AND at >= ?"
-            args.append(to_us(since))
+            args = [int(State.Review), to_us(since)]
         n, passed = self.conn.execute(sql, args).fetchone()
         return int(n), int(passed)
 
     def reviewed_between(self, start: datetime, end: datetime) -> bool:
         """Whether any review was made in [start, end) (one indexed probe)."""
         row = self.conn.execute(
-            "SELECT 1 FROM reviews WHERE at >= ? AND at < ? LIMIT 1",
+            "SELECT 1 FROM revlog WHERE at >= ? AND at < ? LIMIT 1",
             [to_us(start), to_us(end)],
         ).fetchone()
         return row is not None
@@ -311,7 +328,7 @@ class ReviewsStore(CardsStore):
         args = [to_us(t) for pair in zip(bounds[:-1], bounds[1:], strict=True) for t in pair]
         rows = self.conn.execute(
             f"WITH b(lo, hi) AS (VALUES {values}) "
-            "SELECT (SELECT count(*) FROM reviews WHERE at >= b.lo AND at < b.hi) FROM b",
+            "SELECT (SELECT count(*) FROM revlog WHERE at >= b.lo AND at < b.hi) FROM b",
             args,
         )
         return [n for (n,) in rows]

@@ -38,11 +38,15 @@ if TYPE_CHECKING:
 
 def v10_to_v11(db: Any, progress: UpgradeTracker | None = None) -> None:
     conn = db.conn
-    conn.execute("DROP INDEX IF EXISTS reviews_at")
-    conn.execute("DROP INDEX IF EXISTS reviews_state_at")
-    conn.execute("CREATE INDEX IF NOT EXISTS reviews_at_state ON reviews (at, prev_state, rating)")
-    conn.execute("DROP INDEX IF EXISTS reviews_uid")
-    conn.execute("CREATE INDEX reviews_uid ON reviews (dev, seq) WHERE seq IS NOT NULL")
+    log = conn.execute("SELECT type FROM sqlite_master WHERE name = 'reviews'").fetchone()
+    if log == ("table",):  # (a view over v13's revlog when a test sets a newer database back)
+        conn.execute("DROP INDEX IF EXISTS reviews_at")
+        conn.execute("DROP INDEX IF EXISTS reviews_state_at")
+        conn.execute(
+            "CREATE INDEX IF NOT EXISTS reviews_at_state ON reviews (at, prev_state, rating)"
+        )
+        conn.execute("DROP INDEX IF EXISTS reviews_uid")
+        conn.execute("CREATE INDEX reviews_uid ON reviews (dev, seq) WHERE seq IS NOT NULL")
     conn.execute("DROP INDEX IF EXISTS deck_cards_kind")
     conn.execute("CREATE INDEX IF NOT EXISTS deck_cards_id ON deck_cards (id)")
     conn.execute(

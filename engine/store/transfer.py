@@ -26,6 +26,7 @@ from prep.engine.store.schema import (
     REVIEW_COLUMNS,
     SCHEDULE_COLUMNS,
 )
+from prep.engine.store.schema13 import card_number
 from prep.engine.timeutil import fmt, parse
 
 Table = Literal["cards", "reviews", "demo_runs"]
@@ -149,7 +150,8 @@ class TransferStore(ReviewsStore, MarksStore):
             cid = row["card_id"]
             prev, nxt = state_from_json(row["prev"]), state_from_json(row["next"])
             assert nxt is not None
-            pblob, nblob = self._chain(cid).encode(cid, row["prev_state"], prev, nxt)
+            at = to_us(parse(row["reviewed_at"]))
+            pblob, nblob = self._chain(cid).encode(cid, row["prev_state"], prev, nxt, at)
             # the review keeps its id: its device and sequence number (one from an export of
             # an older prep, without them, becomes this device's)
             dev, seq = devices.device(self.conn), None
@@ -160,16 +162,16 @@ class TransferStore(ReviewsStore, MarksStore):
                     devices.take_seq(self.conn, seq)
             params = row.get("params")
             self.conn.execute(
-                "INSERT INTO reviews (id, dev, seq, params, card_id, rating, at, duration_ms, "
+                "INSERT INTO revlog (id, dev, seq, params, cn, rating, at, duration_ms, "
                 "prev_state, prev, next) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     devices.next_review_id(self.conn),
                     dev,
                     seq,
                     1 if params is None else devices.params_n(self.conn, params),
-                    cid,
+                    card_number(self.conn, cid),
                     row["rating"],
-                    to_us(parse(row["reviewed_at"])),
+                    at,
                     row["duration_ms"],
                     row["prev_state"],
                     pblob,

@@ -7,7 +7,8 @@ Prints medians and prep/Anki ratios for
 - cold open to first card: a fresh process until the first card's text is on stdout
   (`prep quiz --plain` with the generated decks vs. Anki opening the collection and
   `sched.getCard()` + rendering the question);
-- answer -> next card, in process (rate Good, fetch the next card and its four intervals);
+- answer -> next card, in process, in interleaved pairs (rate Good, fetch the next card and
+  its four intervals; limits raised, both syncing every commit);
 - stats: `prep stats --json` vs. Anki computing its full graphs (`graphs`, whole collection,
   one year), each a fresh process;
 - database size (prep's after it has opened, migrated and checkpointed it; Anki's file);
@@ -126,51 +127,54 @@ def prep_cmd(db: Path, decks: str, *args: str) -> list[str]:
     return [PREP, "--db", str(db), "--questions", decks, *args]
 
 
-def answer_prep(db: Path, decks: str, n: int) -> float:
-    """In process: rate Good, then the next card and its four previewed intervals."""
+def answer_pairs(
+    db: Path, decks: str, anki_path: Path | None, n: int
+) -> tuple[float, float | None]:
+    """In process, interleaved: rate Good and fetch the next card (prep: and its four
+    previewed intervals) in prep, then in Anki, ``n`` times; the medians of each. Both with
+    their daily limits raised, both syncing every commit; pairs, so that a busy disk slows
+    both alike. prep's cards come from its deck cache (filled by the first open)."""
     from prep.engine.decks import deckcache
     from prep.engine.store import Store
     from prep.engine.study.session import ReviewSession
 
-    times = []
+    col = None
+    prep_t: list[float] = []
+    anki_t: list[float] = []
     with Store.open(db) as store:
         store.update_settings(review_limit=RAISED, new_per_day=RAISED)  # as Anki's below
         coll = deckcache.load(store, [Path(decks)])  # as the app opens them
         session = ReviewSession(store, coll)
         session.preview()
-        for _ in range(n):
-            if session.current is None:
-                break
-            t = time.perf_counter()
-            session.rate(3)
-            if session.current is not None:
-                session.preview()
-            times.append(time.perf_counter() - t)
-    return statistics.median(times)
+        card = None
+        if anki_path is not None:
+            from anki.collection import Collection
 
-
-def answer_anki(path: Path, n: int) -> float:
-    from anki.collection import Collection
-
-    col = Collection(str(path))
-    times = []
-    try:
-        # Anki's daily limits raised (at its default of 200 reviews a day an answer costs
-        # ~4 ms, recounting the limit: that is not the engine's speed)
-        for conf in col.decks.all_config():
-            conf["new"]["perDay"] = conf["rev"]["perDay"] = RAISED
-            col.decks.update_config(conf)
-        card = col.sched.getCard()
-        for _ in range(n):
-            if card is None:
-                break
-            t = time.perf_counter()
-            col.sched.answerCard(card, 3)
+            col = Collection(str(anki_path))
+            # Anki's daily limits raised (at its default of 200 reviews a day an answer costs
+            # ~4 ms, recounting the limit: that is not the engine's speed)
+            for conf in col.decks.all_config():
+                conf["new"]["perDay"] = conf["rev"]["perDay"] = RAISED
+                col.decks.update_config(conf)
             card = col.sched.getCard()
-            times.append(time.perf_counter() - t)
-    finally:
-        col.close()
-    return statistics.median(times)
+        try:
+            for _ in range(n):
+                if session.current is None:
+                    break
+                t = time.perf_counter()
+                session.rate(3)
+                if session.current is not None:
+                    session.preview()
+                prep_t.append(time.perf_counter() - t)
+                if col is not None and card is not None:
+                    t = time.perf_counter()
+                    col.sched.answerCard(card, 3)
+                    card = col.sched.getCard()
+                    anki_t.append(time.perf_counter() - t)
+        finally:
+            if col is not None:
+                col.close()
+    return statistics.median(prep_t), statistics.median(anki_t) if anki_t else None
 
 
 def checkpoint(db: Path) -> None:
@@ -206,11 +210,6 @@ def measure(manifest: dict, work: Path, repeat: int, *, anki: bool, answers: int
     )
     checkpoint(db)
     res["prep_bytes"] = file_size(db)
-    if answers:
-        copy = folder / "answer.db"
-        shutil.copyfile(db, copy)
-        res["prep_answer"] = answer_prep(copy, decks, answers)
-        copy.unlink()
     if anki and manifest.get("anki"):
         col = folder / "collection.anki2"
         shutil.copyfile(manifest["anki"], col)
@@ -221,11 +220,15 @@ def measure(manifest: dict, work: Path, repeat: int, *, anki: bool, answers: int
         whole(graphs, env)
         res["anki_stats"] = median_of(lambda: whole(graphs, env), repeat)
         res["anki_bytes"] = file_size(col)
-        if answers:
-            copy = folder / "answer.anki2"
-            shutil.copyfile(col, copy)
-            res["anki_answer"] = answer_anki(copy, answers)
-            copy.unlink()
+    if answers:
+        copy, anki_copy = folder / "answer.db", folder / "answer.anki2"
+        shutil.copyfile(db, copy)
+        with_anki = anki and manifest.get("anki")
+        if with_anki:
+            shutil.copyfile(manifest["anki"], anki_copy)
+        res["prep_answer"], res["anki_answer"] = answer_pairs(
+            copy, decks, anki_copy if with_anki else None, answers
+        )
     shutil.rmtree(folder, ignore_errors=True)
     return res
 
@@ -304,7 +307,7 @@ def main() -> None:
     ap.add_argument(
         "--million",
         action="store_true",
-        help="add 1M cards (1 review each; prep only) to the growth table; built once",
+        help="add 1M cards (--reviews-per-card each, Anki beside it) to every table; built once",
     )
     ap.add_argument("--tui-repeat", type=int, default=5, help="pty pairs per size (0: none)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench-out")
@@ -337,10 +340,10 @@ def main() -> None:
         repeat = args.repeat if n <= 10_000 else max(3, args.repeat // 2)
         print(f"measuring {n:,} cards ...", flush=True)
         results.append(measure(m, work, repeat, anki=have_anki, answers=args.answers))
-    if args.million:
-        m = gencoll.build(args.out, 1_000_000, 1, anki=False)
-        print("measuring 1,000,000 cards (prep only) ...", flush=True)
-        results.append(measure(m, work, 2, anki=False, answers=0))
+    if args.million:  # streamed by gencoll: ~1 GB of memory, ~20 GB of disk, an hour or more
+        m = gencoll.build(args.out, 1_000_000, args.reviews_per_card, anki=have_anki)
+        print("measuring 1,000,000 cards ...", flush=True)
+        results.append(measure(m, work, 2, anki=have_anki, answers=args.answers))
     report(results)
 
 

@@ -15,12 +15,15 @@ dates spread from 30 days overdue to 60 days ahead. Ratings are drawn 1/6 Again,
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import random
 import sqlite3
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TextIO
 
 GENERATOR_VERSION = 6
 N_DECKS = 20  # at least; more where a deck file would pass prep's cap (deck.MAX_DECK_BYTES)
@@ -28,6 +31,7 @@ N_DECKS = 20  # at least; more where a deck file would pass prep's cap (deck.MAX
 # deck file (v6: 100k cards in 20 files of 2.2 MB each were refused, as they should be).
 CARDS_PER_DECK_FILE = 4000
 _FMT = "%Y-%m-%dT%H:%M:%S.%fZ"
+BATCH = 10_000  # cards per batch of inserts (and of notes added to Anki)
 
 SCHEMA_V3 = """
 CREATE TABLE "meta" ("key" TEXT PRIMARY KEY, "value" TEXT);
@@ -194,49 +198,63 @@ def _yaml_str(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)  # a JSON string is a valid YAML flow scalar
 
 
-def write_decks(cards: list[GenCard], folder: Path) -> None:
+def write_decks(cards: Iterable[GenCard], folder: Path) -> None:
+    """One YAML file per deck, written as the cards stream by (every deck's file open)."""
     folder.mkdir(parents=True, exist_ok=True)
-    by_deck: dict[str, list[GenCard]] = {}
-    for c in cards:
-        by_deck.setdefault(c.deck, []).append(c)
-    for deck, members in by_deck.items():
-        lines = [f"deck: {deck}", f"title: Generated deck {deck}", "cards:"]
-        for c in members:
-            lines += [
-                f"  - id: {c.id}",
-                "    kind: recall",
-                f"    prompt: {_yaml_str(c.prompt)}",
-                f"    answer: {_yaml_str(c.answer)}",
-                f"    explain: {_yaml_str(c.explain)}",
-                f"    tags: [{', '.join(c.tags)}]",
-            ]
-        (folder / f"{deck}.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    files: dict[str, TextIO] = {}
+    try:
+        for c in cards:
+            f = files.get(c.deck)
+            if f is None:
+                f = files[c.deck] = (folder / f"{c.deck}.yaml").open("w", encoding="utf-8")
+                f.write(f"deck: {c.deck}\ntitle: Generated deck {c.deck}\ncards:\n")
+            f.write(
+                f"  - id: {c.id}\n    kind: recall\n    prompt: {_yaml_str(c.prompt)}\n"
+                f"    answer: {_yaml_str(c.answer)}\n    explain: {_yaml_str(c.explain)}\n"
+                f"    tags: [{', '.join(c.tags)}]\n"
+            )
+    finally:
+        for f in files.values():
+            f.close()
 
 
-def write_prep_v3(cards: list[GenCard], path: Path) -> None:
-    """A schema-v3 prep database holding these cards' states and histories."""
+def _batches(items: Iterable, n: int) -> Iterator[list]:
+    it = iter(items)
+    while batch := list(itertools.islice(it, n)):
+        yield batch
+
+
+def write_prep_v3(cards: Iterable[GenCard], path: Path) -> None:
+    """A schema-v3 prep database holding these cards' states and histories. Streamed: the
+    reviews wait in a temporary table (on disk) and are copied into the log in time order."""
     path.unlink(missing_ok=True)
     conn = sqlite3.connect(path, isolation_level=None)
     conn.executescript(SCHEMA_V3)
+    conn.execute("PRAGMA temp_store = FILE")
+    conn.execute(
+        "CREATE TEMP TABLE staged (n INTEGER PRIMARY KEY, card_id, rating, reviewed_at, "
+        "duration_ms, prev_state, prev, next)"
+    )
     conn.execute("BEGIN")
     cols = (
         "id, deck, state, step, stability, difficulty, due, last_review, reps, lapses, leech, "
         "content_hash, changed, removed"
     )
-    conn.executemany(
-        f"INSERT INTO cards ({cols}) VALUES ({', '.join('?' * 14)})",
-        (
+    for batch in _batches(cards, BATCH):
+        conn.executemany(
+            f"INSERT INTO cards ({cols}) VALUES ({', '.join('?' * 14)})",
             (
-                s["id"], s["deck"], s["state"], s["step"], s["stability"], s["difficulty"],
-                s["due"], s["last_review"], s["reps"], s["lapses"], 0, s["content_hash"], 0, 0,
-            )
-            for s in (c.state for c in cards)
-        ),
-    )  # fmt: skip
-    rows = []
-    for c in cards:
-        for at, rating, dur, prev, nxt in c.reviews:
-            rows.append(
+                (
+                    s["id"], s["deck"], s["state"], s["step"], s["stability"], s["difficulty"],
+                    s["due"], s["last_review"], s["reps"], s["lapses"], 0, s["content_hash"], 0, 0,
+                )
+                for s in (c.state for c in batch)
+            ),
+        )  # fmt: skip
+        conn.executemany(
+            "INSERT INTO staged (card_id, rating, reviewed_at, duration_ms, prev_state, prev, "
+            "next) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
                 (
                     c.id,
                     rating,
@@ -246,92 +264,115 @@ def write_prep_v3(cards: list[GenCard], path: Path) -> None:
                     None if prev is None else json.dumps(prev),
                     json.dumps(nxt),
                 )
-            )
-    rows.sort(key=lambda r: r[2])  # the log is in time order, as a real one is
-    conn.executemany(
+                for c in batch
+                for at, rating, dur, prev, nxt in c.reviews
+            ),
+        )
+    # the log is in time order, as a real one is (ties in the order generated)
+    conn.execute(
         "INSERT INTO reviews (card_id, rating, reviewed_at, duration_ms, prev_state, prev, next) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        rows,
+        "SELECT card_id, rating, reviewed_at, duration_ms, prev_state, prev, next FROM staged "
+        "ORDER BY reviewed_at, n"
     )
     conn.execute("COMMIT")
+    conn.execute("DROP TABLE staged")
     conn.close()
 
 
-def write_anki(cards: list[GenCard], path: Path, now: datetime) -> None:
+def write_anki(cards: Iterable[GenCard], path: Path, now: datetime) -> None:
     """The same cards as an Anki collection with FSRS on: one Basic note per card, the
-    card's state (FSRS memory state in card.data) and its revlog."""
+    card's state (FSRS memory state in card.data) and its revlog. Streamed: notes are added
+    in batches, the states and the log wait in a scratch database beside it."""
     from anki.collection import AddNoteRequest, Collection
 
     path.unlink(missing_ok=True)
+    scratch = path.with_name(path.name + ".scratch")
+    scratch.unlink(missing_ok=True)
+    stash = sqlite3.connect(scratch, isolation_level=None)
+    stash.execute("PRAGMA journal_mode = OFF")
+    stash.execute("PRAGMA synchronous = OFF")
+    stash.execute("CREATE TABLE upd (i INTEGER PRIMARY KEY, due, ivl, reps, lapses, data)")
+    stash.execute("CREATE TABLE rev (id, i, ease, ivl, lastIvl, time, type)")
+    stash.execute("BEGIN")
     col = Collection(str(path))
     try:
         col.set_config("fsrs", True)
         model = col.models.by_name("Basic")
-        deck_ids = {}
-        requests = []
-        for c in cards:
-            if c.deck not in deck_ids:  # under one parent, studied as one collection
-                deck_ids[c.deck] = col.decks.id(f"bench::{c.deck}")
-            note = col.new_note(model)
-            note["Front"] = c.prompt
-            note["Back"] = c.answer + "<br>" + c.explain
-            note.tags = list(c.tags)
-            requests.append(AddNoteRequest(note=note, deck_id=deck_ids[c.deck]))
-        col.add_notes(requests)
-        col.decks.select(col.decks.id("bench"))
-        card_ids = [cid for (cid,) in col.db.all("SELECT id FROM cards ORDER BY nid")]
+        deck_ids: dict[str, int] = {}
         today = col.sched.today
         now_s = now.timestamp()
-        updates, revlog = [], []
-        for anki_id, c in zip(card_ids, cards, strict=True):
-            s = c.state
-            due_dt = datetime.fromisoformat(s["due"])
-            last_dt = datetime.fromisoformat(s["last_review"])
-            ivl = max(1, round((due_dt - last_dt).total_seconds() / 86400))
-            due_day = today + int((due_dt.timestamp() - now_s) // 86400)
-            data = json.dumps(
-                {
-                    "s": s["stability"],
-                    "d": s["difficulty"],
-                    "dr": 0.9,
-                    "lrt": int(last_dt.timestamp()),
-                }
-            )
-            updates.append((due_day, ivl, len(c.reviews), s["lapses"], data, anki_id))
-            last_ivl = 0
-            for at, rating, dur, prev, nxt in c.reviews:
-                n_ivl = max(1, round(nxt["stability"]))
-                revlog.append(
-                    (
-                        int(at.timestamp() * 1000),
-                        anki_id,
-                        rating,
-                        n_ivl,
-                        last_ivl,
-                        2500,
-                        dur,
-                        0 if prev is None else 1,
-                    )
+        i = 0
+        for batch in _batches(cards, BATCH):
+            requests = []
+            for c in batch:
+                if c.deck not in deck_ids:  # under one parent, studied as one collection
+                    deck_ids[c.deck] = col.decks.id(f"bench::{c.deck}")
+                note = col.new_note(model)
+                note["Front"] = c.prompt
+                note["Back"] = c.answer + "<br>" + c.explain
+                note.tags = list(c.tags)
+                requests.append(AddNoteRequest(note=note, deck_id=deck_ids[c.deck]))
+            col.add_notes(requests)
+            updates, revlog = [], []
+            for c in batch:
+                s = c.state
+                due_dt = datetime.fromisoformat(s["due"])
+                last_dt = datetime.fromisoformat(s["last_review"])
+                ivl = max(1, round((due_dt - last_dt).total_seconds() / 86400))
+                due_day = today + int((due_dt.timestamp() - now_s) // 86400)
+                data = json.dumps(
+                    {
+                        "s": s["stability"],
+                        "d": s["difficulty"],
+                        "dr": 0.9,
+                        "lrt": int(last_dt.timestamp()),
+                    }
                 )
-                last_ivl = n_ivl
+                updates.append((i, due_day, ivl, len(c.reviews), s["lapses"], data))
+                last_ivl = 0
+                for at, rating, dur, prev, nxt in c.reviews:
+                    n_ivl = max(1, round(nxt["stability"]))
+                    revlog.append(
+                        (int(at.timestamp() * 1000), i, rating, n_ivl, last_ivl, dur,
+                         0 if prev is None else 1)
+                    )  # fmt: skip
+                    last_ivl = n_ivl
+                i += 1
+            stash.executemany("INSERT INTO upd VALUES (?, ?, ?, ?, ?, ?)", updates)
+            stash.executemany("INSERT INTO rev VALUES (?, ?, ?, ?, ?, ?, ?)", revlog)
+        col.decks.select(col.decks.id("bench"))
     finally:
         col.close()
+        stash.execute("COMMIT")
+        stash.close()
     # Anki's DB proxy commits row by row (minutes at 100k): write the states and the log
-    # straight into the closed collection's SQLite file, in one transaction
+    # straight into the closed collection's SQLite file, in one transaction; the i-th card
+    # generated is the i-th card by note id (notes were added in that order)
     conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("BEGIN")
-    conn.executemany(
-        "UPDATE cards SET type = 2, queue = 2, due = ?, ivl = ?, factor = 2500, reps = ?, "
-        "lapses = ?, data = ? WHERE id = ?",
-        updates,
-    )
-    conn.executemany(
-        "INSERT INTO revlog (id, cid, usn, ease, ivl, lastIvl, factor, time, type) "
-        "VALUES (?, ?, -1, ?, ?, ?, ?, ?, ?)",
-        revlog,
-    )
-    conn.execute("COMMIT")
-    conn.close()
+    try:
+        conn.execute("ATTACH DATABASE ? AS st", (str(scratch),))
+        conn.execute("BEGIN")
+        conn.execute(
+            "CREATE TEMP TABLE m AS SELECT row_number() OVER (ORDER BY nid, id) - 1 AS i, "
+            "id FROM cards"
+        )
+        conn.execute("CREATE UNIQUE INDEX temp.m_i ON m (i)")
+        conn.execute(
+            "UPDATE cards SET type = 2, queue = 2, due = u.due, ivl = u.ivl, factor = 2500, "
+            "reps = u.reps, lapses = u.lapses, data = u.data "
+            "FROM (SELECT m.id AS cid, s.* FROM st.upd s JOIN m ON m.i = s.i) AS u "
+            "WHERE cards.id = u.cid"
+        )
+        conn.execute(
+            "INSERT INTO revlog (id, cid, usn, ease, ivl, lastIvl, factor, time, type) "
+            "SELECT r.id, m.id, -1, r.ease, r.ivl, r.lastIvl, 2500, r.time, r.type "
+            "FROM st.rev r JOIN m ON m.i = r.i ORDER BY r.rowid"
+        )
+        conn.execute("COMMIT")
+        conn.execute("DETACH DATABASE st")
+    finally:
+        conn.close()
+        scratch.unlink(missing_ok=True)
 
 
 def build(out: Path, n_cards: int, reviews_per_card: int, *, anki: bool = True, log=print) -> dict:
@@ -346,13 +387,14 @@ def build(out: Path, n_cards: int, reviews_per_card: int, *, anki: bool = True, 
     folder.mkdir(parents=True, exist_ok=True)
     now = datetime.now(UTC)
     log(f"  generating {n_cards:,} cards x {reviews_per_card} reviews in {folder} ...")
-    cards = list(generate(n_cards, reviews_per_card, now))
-    write_decks(cards, folder / "decks")
-    write_prep_v3(cards, folder / "prep-v3.db")
+    # streamed: each writer takes the cards from its own run of the (seeded) generator, so
+    # that 1M cards x 10 reviews never sit in memory at once (they took ~10 GB)
+    write_decks(generate(n_cards, reviews_per_card, now), folder / "decks")
+    write_prep_v3(generate(n_cards, reviews_per_card, now), folder / "prep-v3.db")
     anki_path = None
     if anki:
         anki_path = folder / "collection.anki2"
-        write_anki(cards, anki_path, now)
+        write_anki(generate(n_cards, reviews_per_card, now), anki_path, now)
     manifest = {
         "version": GENERATOR_VERSION,
         "cards": n_cards,
