@@ -21,7 +21,6 @@ from typing import Any
 import click
 
 from prep.tui.commands import common
-from prep.tui.startup import pause_gc, resume_gc
 from prep.tui.commands.common import (
     EXIT_INTERNAL,
     EXIT_USAGE,
@@ -30,6 +29,7 @@ from prep.tui.commands.common import (
     demo_names,
     line_mode_reason,
 )
+from prep.tui.startup import pause_gc, resume_gc
 
 # name -> "module:function" of the click command (`prep --help` lists them by name)
 COMMANDS = {
