@@ -198,11 +198,7 @@ class PrepApp(App[int]):
         # what waits for the first frame (see after_first_frame); None once it is drawn
         self._first_frame: list[Callable[[], object]] | None = []
         # typed answers: the model worker, started the first time an answer is typed
-        from prep.tui.grading import Grading
-
-        if grading is None:  # one worker: grading shares the demos' process and its MiniLM
-            grading = Grading(demo_worker)
-        self.grading = grading
+        self._grading = grading  # (None: built when first asked for, off the first card's way)
 
         from prep.tui.appsync import AppSync
 
@@ -211,6 +207,9 @@ class PrepApp(App[int]):
     # --- start-up and reload ------------------------------------------------------------
 
     def on_mount(self) -> None:
+        # after the mount's batch update: a screen pushed inside it is drawn once in the batch
+        # (a frame Textual drops) and then again in parts; pushed after it, its first frame is
+        # the whole card
         self.call_later(self.boot)
 
     def load_collection(self) -> Cards:
@@ -435,7 +434,8 @@ class PrepApp(App[int]):
     def on_unmount(self) -> None:
         if self.demo_worker is not None:
             self.demo_worker.close()
-        self.grading.close()
+        if self._grading is not None:
+            self._grading.close()
         if self.store is not None:
             self.syncer.on_quit()
         if self.store is not None:
@@ -445,6 +445,15 @@ class PrepApp(App[int]):
             self.store.close()
 
     # --- what screens share -------------------------------------------------------------
+
+    @property
+    def grading(self) -> Grading:
+        """Typed answers' grading; one worker: it shares the demos' process and its MiniLM."""
+        if self._grading is None:
+            from prep.tui.grading import Grading
+
+            self._grading = Grading(self.demo_worker)
+        return self._grading
 
     @property
     def scheduler(self) -> Scheduler:
