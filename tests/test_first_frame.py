@@ -33,6 +33,7 @@ LATER = (
     "markdown_it",
     "pygments",
     "textual.widgets._text_area",
+    "textual.widgets._data_table",
     "prep.tui.widgets.answer_box",
     "prep.tui.widgets.rating_bar",
     "prep.tui.screens.home",
