@@ -195,12 +195,10 @@ class PrepApp(App[int]):
         self._told_others = False
         self._heartbeat: Timer | None = None
         self._filled = False  # the deck cache's first fill ran in a thread this session
+        # what waits for the first frame (see after_first_frame); None once it is drawn
+        self._first_frame: list[Callable[[], object]] | None = []
         # typed answers: the model worker, started the first time an answer is typed
-        from prep.tui.grading import Grading
-
-        if grading is None:  # one worker: grading shares the demos' process and its MiniLM
-            grading = Grading(demo_worker)
-        self.grading = grading
+        self._grading = grading  # (None: built when first asked for, off the first card's way)
 
         from prep.tui.appsync import AppSync
 
@@ -221,7 +219,10 @@ class PrepApp(App[int]):
     # --- start-up and reload ------------------------------------------------------------
 
     def on_mount(self) -> None:
-        self.boot()
+        # after the mount's batch update: a screen pushed inside it is drawn once in the batch
+        # (a frame Textual drops) and then again in parts; pushed after it, its first frame is
+        # the whole card
+        self.call_later(self.boot)
 
     def load_collection(self) -> Cards:
         """The decks, through the deck cache in the database when it is open (only changed
@@ -277,7 +278,7 @@ class PrepApp(App[int]):
         self.store.set_busy_timeout(UI_BUSY_TIMEOUT_MS)  # screens retry instead of freezing
         # the heartbeat is a committed write (a sync to disk): made once the home screen is
         # drawn, not before it
-        self.call_after_refresh(self.announce)
+        self.after_first_frame(self.announce)
         try:
             self.collection.reconcile(self.store)
         except StoreError as exc:
@@ -405,6 +406,27 @@ class PrepApp(App[int]):
             # it), or after a while on home
             self.set_timer(SYNC_FROM_HOME_S, self.syncer.start)
 
+    def after_first_frame(self, callback: Callable[[], object]) -> None:
+        """Run ``callback`` once the first frame has been handed to the terminal (soon, when
+        it already has): the heartbeat's synced write, sync, the demo worker and the answer
+        side's imports never delay the first card, even on a busy machine, where a timer set
+        at mount can fire before the first paint."""
+        if self._first_frame is None:
+            self.call_later(callback)
+        else:
+            self._first_frame.append(callback)
+
+    def post_display_hook(self) -> None:
+        # Textual calls this after every display; the first one outside its batch update
+        # (the app's mount, which pushes the first screen) is the first frame
+        if self._first_frame is not None and not self._batch_count:
+            from prep.tui.startup import resume_gc
+
+            resume_gc()  # paused by the console script for the start-up
+            waiting, self._first_frame = self._first_frame, None
+            for callback in waiting:
+                self.call_later(callback)
+
     def _show(self, screen: Screen) -> None:
         """Replace whatever is on the stack above the default screen with ``screen``."""
         while len(self.screen_stack) > 1:
@@ -424,7 +446,8 @@ class PrepApp(App[int]):
     def on_unmount(self) -> None:
         if self.demo_worker is not None:
             self.demo_worker.close()
-        self.grading.close()
+        if self._grading is not None:
+            self._grading.close()
         if self.store is not None:
             self.syncer.on_quit()
         if self.store is not None:
@@ -434,6 +457,15 @@ class PrepApp(App[int]):
             self.store.close()
 
     # --- what screens share -------------------------------------------------------------
+
+    @property
+    def grading(self) -> Grading:
+        """Typed answers' grading; one worker: it shares the demos' process and its MiniLM."""
+        if self._grading is None:
+            from prep.tui.grading import Grading
+
+            self._grading = Grading(self.demo_worker)
+        return self._grading
 
     @property
     def scheduler(self) -> Scheduler:

@@ -29,6 +29,7 @@ from prep.tui.commands.common import (
     demo_names,
     line_mode_reason,
 )
+from prep.tui.startup import pause_gc, resume_gc
 
 # name -> "module:function" of the click command (`prep --help` lists them by name)
 COMMANDS = {
@@ -156,6 +157,8 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
         if not Path(folder).expanduser().exists():
             raise UsageError(f"{given} {folder}: no such folder or file (it names your own decks)")
     ctx.obj = Ctx(db, questions)
+    if ctx.invoked_subcommand not in (None, "quiz"):
+        resume_gc()  # only the terminal app keeps it paused, until its first frame
     if ctx.invoked_subcommand is None:
         quiz = ctx.command.get_command(ctx, "quiz")  # type: ignore[attr-defined]
         ctx.invoke(quiz)
@@ -200,6 +203,7 @@ def run(argv: list[str] | None = None) -> None:
     of ours (PREP_DEBUG=1 shows its traceback)."""
     import errno
 
+    pause_gc()  # until the first frame (the app) or the command's start (tui/startup.py)
     if not _prepare_streams():
         _say("standard output is closed; nothing can be shown")
         sys.exit(EXIT_USAGE)

@@ -11,11 +11,12 @@ would have without the pool. A small fill (most opens) never starts a process.
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 import threading
-from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # (imported when a pool starts: not on the way of an open that parses little)
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 # Below this many bytes to parse, worker processes cost more than they save (starting one
 # and importing the parser is ~0.3 s; the parser reads about 2 MB/s here).
@@ -33,6 +34,8 @@ def _context() -> Any:
     """fork when this process runs one thread (the command line: no interpreter to start, no
     module to import again); spawn when other threads run (the app fills in a thread, and a
     fork would copy locks they may hold)."""
+    import multiprocessing
+
     if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
@@ -57,6 +60,8 @@ class ParsePool:
         n = min(cores(), len(jobs))
         if n < 2 or total_bytes < PARALLEL_BYTES:
             return
+        from concurrent.futures import ProcessPoolExecutor
+
         try:
             self._pool = ProcessPoolExecutor(n, mp_context=_context())
             for key, text, shown, stem in jobs:

@@ -36,12 +36,12 @@ from typing import TYPE_CHECKING
 from fsrs.scheduler import DEFAULT_PARAMETERS
 
 from prep.engine.study.scheduler import LEVELS, CardState, Settings, State, interview_day
-from prep.engine.study.statsresult import OnTheDay, Recall
 from prep.engine.timeutil import day_start, study_day_start, to_utc
 
 if TYPE_CHECKING:
     from prep.engine.store import Store
     from prep.engine.study.collection import Cards
+    from prep.engine.study.statsresult import OnTheDay, Recall
 
 _Date = date  # (a field of Plan is named date)
 REVIEW_DAYS = 2  # study days (the introduction's included) each card gets before the day
@@ -359,6 +359,9 @@ def on_the_day(
     """`prep stats`' "on the day" part: per deck and tag, FSRS's predicted recall at the
     interview if nothing more were studied (unseen cards count as 0), and how many cards
     are below the desired retention. None without an interview ahead (or today)."""
+    from prep.engine.study.statsresult import OnTheDay, Recall  # (stats only: not on the
+    # way to the first card)
+
     settings = settings or store.settings()
     day = plan_day(store, collection, now, settings)
     if day is None:

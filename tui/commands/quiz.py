@@ -56,6 +56,9 @@ def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: 
         )
     from prep.engine.study.session import ReviewSession
     from prep.tui.plain import run_plain
+    from prep.tui.startup import resume_gc
+
+    resume_gc()  # (paused for the app's start-up: tui/startup.py)
 
     with obj.store() as store:
         coll = obj.collection(store=store)

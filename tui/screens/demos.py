@@ -11,7 +11,8 @@ from textual.widgets import Footer, Header
 
 from prep.engine.store import StoreError
 from prep.tui.base import PrepScreen
-from prep.tui.widgets.text import DataTable, Static
+from prep.tui.widgets.table import DataTable
+from prep.tui.widgets.text import Static
 
 
 class DemoTable(DataTable):

@@ -15,7 +15,8 @@ from prep.engine.study.plan import PlanDay, plan_day
 from prep.engine.study.present import count
 from prep.tui.base import PrepScreen
 from prep.tui.widgets.syncline import SyncLine
-from prep.tui.widgets.text import DataTable, Static
+from prep.tui.widgets.table import DataTable
+from prep.tui.widgets.text import Static
 
 if TYPE_CHECKING:
     from prep.tui.app import DeckCounts

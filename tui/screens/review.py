@@ -17,7 +17,9 @@ is the revealed side (answer, demo line, rating bar).
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -27,7 +29,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from prep.engine.decks.deck import CHOICE_LETTERS, Card
 from prep.engine.store import StoreError
@@ -36,6 +37,7 @@ from prep.engine.study.session import NotCurrentCard, ReviewSession
 from prep.tui.base import PrepScreen
 from prep.tui.cardtext import card_text, inline_text, warm_up
 from prep.tui.screens.typed_answer import TypedAnswer
+from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.key_button import KeyButton
 from prep.tui.widgets.syncline import SyncLine
 from prep.tui.widgets.text import Static
@@ -201,7 +203,13 @@ class ReviewScreen(TypedAnswer, PrepScreen):
         self.show_card()
         # the answer side is Markdown: import it while the question is being read, not on
         # the way to the first card (the first reveal would pay it instead)
-        self.set_timer(WARM_UP_SECONDS, self.warm_up)
+        self._after_first_frame(lambda: self.set_timer(WARM_UP_SECONDS, self.warm_up))
+
+    def _after_first_frame(self, callback: Callable[[], object]) -> None:
+        """``callback`` once the first frame is on the terminal (see PrepApp.after_first_frame;
+        after the next refresh in an app without it)."""
+        later = getattr(self.app, "after_first_frame", None)
+        (later or self.call_after_refresh)(callback)
 
     def warm_up(self) -> None:
         """What the first reveal needs, imported while the question is read: Markdown, the
@@ -219,7 +227,7 @@ class ReviewScreen(TypedAnswer, PrepScreen):
         syncer = getattr(self.prep, "syncer", None)
         if syncer is not None:  # what a sync brought: applied between cards; the first
             syncer.between_cards()  # sync starts once the first card is on screen
-            self.call_after_refresh(syncer.start)
+            self._after_first_frame(syncer.start)
         card = self.session.current
         for notice in self.session.take_notices():
             self.notify(notice, severity="warning", timeout=10)
@@ -230,7 +238,8 @@ class ReviewScreen(TypedAnswer, PrepScreen):
             return
         self.card = card
         if card.demo is not None:
-            self.prep.warm_demo(card.demo)  # torch loads in the background while you read
+            # torch loads in the background while you read (the first card drawn first)
+            self._after_first_frame(functools.partial(self.prep.warm_demo, card.demo))
         self.revealed = False
         self.choices_shown = card.kind != "red-flag" or not card.choices
         self.picked = None

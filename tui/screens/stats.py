@@ -16,7 +16,8 @@ from prep.engine.study.present import count, percent
 from prep.engine.study.statsresult import DeckMastery, Mastery, Stats
 from prep.tui.base import PrepScreen
 from prep.tui.reports import interview_lines, marks_text
-from prep.tui.widgets.text import DataTable, Static
+from prep.tui.widgets.table import DataTable
+from prep.tui.widgets.text import Static
 
 
 def bar_chart(widget: PlotextPlot, labels: list[str], values: list[int], title: str) -> None:
