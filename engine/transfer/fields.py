@@ -327,6 +327,59 @@ def _mark_row(raw: dict[str, Any]) -> dict[str, Any]:
         "suspended": _flag(raw.get("suspended") or 0, "suspended"),
         "buried_until": _time(raw.get("buried_until"), "buried_until"),
         "flagged": _flag(raw.get("flagged") or 0, "flagged"),
+        **(_clock(raw) or dict.fromkeys(CLOCK_COLUMNS)),
+    }
+
+
+# A mark's or the settings' last-writer-wins clock, as an export carries it (older exports:
+# none): when it was set, by which device, that device's stamp number.
+CLOCK_COLUMNS = ("at", "device", "stamp")
+# An undo (a tombstone): the review's id (device, seq), its card, when it was undone.
+UNDONE_COLUMNS = ("device", "seq", "card_id", "at")
+
+
+def _device(value: Any, key: str) -> str:
+    text = _text(value, key, required=True)
+    assert text is not None
+    if not _DEVICE_ID.fullmatch(text):
+        raise _Bad(f"{key} must be 16 hex digits (a device id), got {_short(text)}")
+    return text
+
+
+def _clock(raw: dict[str, Any]) -> dict[str, Any] | None:
+    """The (at, device, stamp) clock of a mark or the settings: all three, or none."""
+    given = [raw.get(k) not in (None, "") for k in CLOCK_COLUMNS]
+    if not any(given):
+        return None
+    if not all(given):
+        raise _Bad("at, device and stamp come together (the clock of a mark), or none")
+    return {
+        "at": _time(raw["at"], "at", required=True),
+        "device": _device(raw["device"], "device"),
+        "stamp": _int(raw["stamp"], "stamp", lo=0, hi=1 << 62),
+    }
+
+
+def _settings_clock(raw: Any) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise _Bad(f"settings_clock must be an object, got {type(raw).__name__}")
+    unknown = sorted(set(raw) - set(CLOCK_COLUMNS))
+    if unknown:
+        raise _Bad(f"settings_clock: unknown field {_short(unknown[0])}")
+    try:
+        return _clock(raw)
+    except _Bad as exc:
+        raise _Bad(f"settings_clock: {exc}") from None
+
+
+def _undone_row(raw: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "device": _device(_req(raw, "device"), "device"),
+        "seq": _int(_req(raw, "seq"), "seq", lo=1, hi=1 << 62),
+        "card_id": _slug(_req(raw, "card_id"), "card_id"),
+        "at": _time(_req(raw, "at"), "at", required=True),
     }
 
 

@@ -35,6 +35,7 @@ from prep.engine.study.marks import in_force
 from prep.engine.study.present import count
 from prep.engine.study.scheduler import Settings
 from prep.engine.timeutil import fmt, parse, utcnow
+from prep.engine.transfer import clocks
 from prep.engine.transfer.export import ExportError
 from prep.engine.transfer.fields import _review_key, loads_strict
 from prep.engine.transfer.readers import ExportData, read_csv, read_export, read_json
@@ -67,6 +68,7 @@ class ImportResult:
     marks_skipped: int = 0  # the same mark already stored
     marks_kept: int = 0  # marked differently here: this database's mark stays
     cards_merged: int = 0  # both histories went on: merged and replayed (as a sync does)
+    reviews_undone: int = 0  # held here, undone where the export was made: removed here
     settings: str = "none"  # "imported", "same", "kept" (the database's differ), "none"
 
     def summary(self) -> str:
@@ -81,6 +83,8 @@ class ImportResult:
             text += f", {count(self.marks_added, 'mark')} added"
         if self.cards_merged:
             text += f"; {count(self.cards_merged, 'card')} with two histories merged"
+        if self.reviews_undone:
+            text += f"; {count(self.reviews_undone, 'review')} undone (as where it was exported)"
         if self.marks_kept:
             text += f"; {count(self.marks_kept, 'mark')} kept as marked here"
         skipped = self.cards_kept + self.reviews_skipped + self.demo_runs_skipped
@@ -227,13 +231,16 @@ def import_data(
             raise ExportError(f"{src}: {held_here.conflict}; nothing imported")
         result.reviews_skipped = held_here.skipped
         counts, here_n, undone_here = held_here.counts, held_here.here_n, held_here.undone
+        # the file's undos first (as a sync applies them): a card losing a review held here
+        # is replayed from the union below, as one whose history went on both sides
+        result.reviews_undone, undone_now = clocks.apply_undone(store, data.undone, aliases)
         diverged: dict[str, list[dict[str, Any]]] = {}  # card -> the file's reviews of it
         for card in data.cards:
             cid = card["id"]
             stored = store.card_row(cid)
             here = here_n[cid] if cid in here_n else len(store.review_keys(cid))
             there, both = counts.get(cid, (0, 0))
-            if cid in undone_here:
+            if cid in undone_here or cid in undone_now:
                 # the file's state counts a review undone here: replayed from the log
                 diverged[cid] = []
                 continue
@@ -275,7 +282,11 @@ def import_data(
             from prep.engine.sync.merge import merge_reviews
 
             result.reviews_added += merge_reviews(store, diverged)
-            result.cards_merged = len(diverged)
+            result.cards_merged = len(diverged.keys() - undone_now)
+        if undone_now:
+            from prep.engine.sync.merge import replay_cards
+
+            replay_cards(store, undone_now)  # (one merged above is not replayed again)
         for run in data.demo_runs:
             stored = store.demo_run_row(run["name"], run["ran_at"])
             if stored is not None:
@@ -291,6 +302,17 @@ def import_data(
             result.demo_runs_added += 1
         for row in data.marks:
             cid, mark = row["card_id"], _mark(row)
+            if row["at"] is not None:  # with its clock: the later one wins (as by a sync)
+                before = store.mark(cid)
+                if clocks.apply_mark(store, row):
+                    taken = store.mark(cid) != before
+                    result.marks_added += taken
+                    result.marks_skipped += not taken
+                elif in_force(before, now) == in_force(mark, now):
+                    result.marks_skipped += 1
+                else:
+                    result.marks_kept += 1  # this database's was set later
+                continue
             if mark == Mark():
                 continue  # marks nothing (an export never holds one)
             mark_here = store.mark(cid)
@@ -307,7 +329,11 @@ def import_data(
                 result.marks_kept += 1
         if data.settings is not None:
             saved = store.saved_settings()
-            if saved is None:
+            same = saved is not None and Settings.from_dict(saved).to_dict() == data.settings
+            if data.settings_clock is not None:  # the later settings win (as by a sync)
+                taken = clocks.apply_settings(store, data.settings, data.settings_clock)
+                result.settings = "same" if same else "imported" if taken else "kept"
+            elif saved is None:
                 store.set_meta("settings", json.dumps(data.settings))
                 result.settings = "imported"
             elif Settings.from_dict(saved).to_dict() == data.settings:

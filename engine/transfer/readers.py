@@ -10,7 +10,7 @@ import csv
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,8 +22,16 @@ from prep.engine.store.schema import (
     REVIEW_COLUMNS_V1,
 )
 from prep.engine.study.scheduler import Scheduler
-from prep.engine.transfer.export import FORMAT, VERSION, ExportError, csv_paths, unneutralise_cell
+from prep.engine.transfer.export import (
+    FORMAT,
+    SETTINGS_CLOCK_KEY,
+    VERSION,
+    ExportError,
+    csv_paths,
+    unneutralise_cell,
+)
 from prep.engine.transfer.fields import (
+    UNDONE_COLUMNS,
     _Bad,
     _card_row,
     _demo_run_row,
@@ -32,7 +40,9 @@ from prep.engine.transfer.fields import (
     _review_key,
     _review_row,
     _settings,
+    _settings_clock,
     _short,
+    _undone_row,
     loads_strict,
 )
 from prep.engine.transfer.rows import ReviewIds, Rows, stamp
@@ -48,6 +58,9 @@ class ExportData:
     reviews: list[dict[str, Any]] | Rows  # Rows: read again from the file when iterated
     demo_runs: list[dict[str, Any]] | Rows
     marks: list[dict[str, Any]]  # none from older exports
+    # undos (tombstones) and the settings' clock: none from older exports
+    undone: list[dict[str, Any]] = field(default_factory=list)
+    settings_clock: dict[str, Any] | None = None
 
 
 def _not_export(path: Path, why: str) -> ExportError:
@@ -115,8 +128,9 @@ def read_json(
         "reviews": _review_row,
         "demo_runs": _demo_run_row,
         "marks": _mark_row,
+        "undone": _undone_row,
     }
-    lists: dict[str, list[dict[str, Any]]] = {}  # cards and marks (a few per card)
+    lists: dict[str, list[dict[str, Any]]] = {}  # cards, marks and undos (a few per card)
     counts: dict[str, int] = {}  # rows of each list
     lists_seen: dict[str, int] = {}  # lists under each key (a key given twice: the last wins)
     ids = ReviewIds(_review_key)
@@ -152,7 +166,7 @@ def read_json(
             except _Bad as exc:
                 bad[key] = ExportError(f"{path}: {key}[{i}]: {exc}")
                 return
-            if key in ("cards", "marks"):
+            if key in ("cards", "marks", "undone"):
                 out.append(row)
             elif key == "reviews":
                 ids.add(i, row)
@@ -194,6 +208,7 @@ def read_json(
             raise _not_export(path, f"no {key!r} list; the file may be truncated")
     try:
         settings = _settings(data.get("settings"))
+        settings_clock = _settings_clock(data.get("settings_clock"))
     except _Bad as exc:
         raise ExportError(f"{path}: {exc}") from None
     for key in parsers:
@@ -231,6 +246,8 @@ def read_json(
         reviews=reviews,
         demo_runs=again("demo_runs"),
         marks=lists.get("marks", []),
+        undone=lists.get("undone", []),
+        settings_clock=settings_clock if settings is not None else None,
     )
 
 
@@ -418,7 +435,10 @@ def read_csv(
     marks: list[dict[str, Any]] = []
     if paths["marks"].exists():  # older exports have no marks file
         marks = _read_csv(paths["marks"], MARK_COLUMNS, _mark_row)
-    settings = None
+    undone: list[dict[str, Any]] = []
+    if paths["undone"].exists():  # older exports have no undos file
+        undone = _read_csv(paths["undone"], UNDONE_COLUMNS, _undone_row)
+    settings = settings_clock = None
     if paths["settings"].exists():
         pairs = _read_csv(paths["settings"], ("key", "value"), lambda r: r)
         raw: dict[str, Any] = {}
@@ -429,11 +449,13 @@ def read_csv(
                 raise ExportError(
                     f"{paths['settings']}: row {i + 1}: value of {_short(pair['key'])} is not JSON"
                 ) from None
+        clock = raw.pop(SETTINGS_CLOCK_KEY, None)  # (a row of its own: not a setting)
         try:
             settings = _settings(raw) if raw else None  # header only: no settings saved
+            settings_clock = _settings_clock(clock) if settings is not None else None
         except _Bad as exc:
             raise ExportError(f"{paths['settings']}: {exc}") from None
-    return ExportData(str(path), settings, cards, reviews, runs, marks)
+    return ExportData(str(path), settings, cards, reviews, runs, marks, undone, settings_clock)
 
 
 def read_export(
