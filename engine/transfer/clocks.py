@@ -72,11 +72,14 @@ def apply_undone(
     """Record an export's undos here (engine/sync/merge.bury, as a sync does), recorded as
     this device's so that its next sync passes them on. Returns (the reviews held here they
     remove, the cards to replay)."""
+    rows = list(rows)
+    removed, cards = 0, set()
+    if not rows:  # (an older export's: nothing to load)
+        return removed, cards
     from prep.engine.sync.merge import bury
 
     conn = store.conn
     me = local.device(conn)
-    removed, cards = 0, set()
     for row in rows:
         cid = (aliases or {}).get(row["card_id"], row["card_id"])
         rn = local.device_n(conn, row["device"])
