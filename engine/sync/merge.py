@@ -104,7 +104,8 @@ def bury(conn, rn: int, rseq: int, cid: str, by: int, at: int) -> tuple[bool, st
 def replay_cards(store: Store, cids: set[str]) -> int:
     """Replay each of ``cids`` from its surviving reviews (a tombstone reached it); returns
     the cards rescheduled."""
-    devices, scheds = _device_ids(store.conn), {}
+    devices = _device_ids(store.conn)
+    scheds: dict[int, Scheduler] = {}
     return sum(any(replay(store, cid, [], devices, scheds)) for cid in sorted(cids))
 
 

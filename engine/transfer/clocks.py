@@ -73,7 +73,7 @@ def apply_undone(
     this device's so that its next sync passes them on. Returns (the reviews held here they
     remove, the cards to replay)."""
     rows = list(rows)
-    removed, cards = 0, set()
+    removed, cards = 0, set[str]()
     if not rows:  # (an older export's: nothing to load)
         return removed, cards
     from prep.engine.sync.merge import bury
