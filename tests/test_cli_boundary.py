@@ -261,7 +261,7 @@ def test_export_to_stdout_keeps_the_report_on_stderr(
 
 def test_csv_export_to_stdout_is_refused(tmp_path: Path) -> None:
     done = prep(tmp_path / "p.db", "export", "--format", "csv", "-o", "-", cwd=tmp_path)
-    assert done.returncode == 2 and "five files" in one_line(done.stderr)
+    assert done.returncode == 2 and "six files" in one_line(done.stderr)
 
 
 def test_export_to_a_fifo_writes_through_it(tmp_path: Path) -> None:
@@ -289,7 +289,7 @@ def test_csv_export_to_a_device_is_refused_and_creates_nothing(tmp_path: Path) -
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     done = prep(tmp_path / "p.db", "export", "--format", "csv", "-o", str(fifo))
-    assert done.returncode == 2 and "five files named after it" in one_line(done.stderr)
+    assert done.returncode == 2 and "six files named after it" in one_line(done.stderr)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.db", "pipe"]  # no pipe.cards.csv
 
 

@@ -101,6 +101,7 @@ def test_csv_round_trip_is_lossless(filled: Store, tmp_path: Path) -> None:
         "log.demo_runs.csv",
         "log.marks.csv",
         "log.settings.csv",
+        "log.undone.csv",
     ]
     header = out.read_text().splitlines()[0]
     assert header == ",".join(ex.REVIEW_COLUMNS)

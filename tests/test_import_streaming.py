@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from prep.engine.transfer import export as ex
-from prep.engine.transfer import importer, jsonstream
+from prep.engine.transfer import importer, jsonstream, readers
 from prep.engine.transfer.jsonstream import STREAMED, Empty, StreamError, read_object
 from tests.conftest import reviewed_store
 
@@ -161,8 +161,8 @@ def test_a_csv_export_is_read_a_line_at_a_time(
     expected = len(store.dump()["reviews"])
     store.close()
     reads: list = []
-    real = importer._open_text
-    monkeypatch.setattr(importer, "_open_text", lambda path: _Spy(real(path), reads))
+    real = readers._open_text
+    monkeypatch.setattr(readers, "_open_text", lambda path: _Spy(real(path), reads))
     data = importer.read_export(tmp_path / "e.csv")
     assert len(data.reviews) == expected > 0
     assert reads.count("line") >= expected  # row by row

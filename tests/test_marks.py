@@ -55,11 +55,12 @@ def test_marks_survive_export_and_import(marked: Store, tmp_path: Path, fmt: str
         ex.export_json(marked, out, T0)
         rows = json.loads(out.read_text())["marks"]
         assert [r["card_id"] for r in rows] == ["flag", "pick-one", "roles"]
-        assert all(list(r) == list(ex.MARK_COLUMNS) for r in rows)
+        assert all(list(r) == [*ex.MARK_COLUMNS, "at", "device", "stamp"] for r in rows)
     else:
         ex.export_csv(marked, out)
         lines = (tmp_path / "p.marks.csv").read_text().splitlines()
-        assert lines[0] == ",".join(ex.MARK_COLUMNS) and len(lines) == 4
+        assert lines[0] == ",".join([*ex.MARK_COLUMNS, "at", "device", "stamp"])
+        assert len(lines) == 4
     with Store.open(tmp_path / "dst.db") as dst:
         result = importer.import_file(dst, out)
         assert result.marks_added == 3 and "3 marks added" in result.summary()
@@ -155,8 +156,9 @@ def test_a_card_marked_twice_in_the_file_is_refused(marked: Store, tmp_path: Pat
 
 
 def test_a_differing_mark_stays_as_marked_here(marked: Store, tmp_path: Path) -> None:
-    """A mark is last-writer-wins; an export's marks carry no time, so a card marked
-    differently here keeps this database's mark, and the rest is imported."""
+    """A mark is last-writer-wins: a card marked differently here since the export keeps
+    this database's mark, and the rest is imported. An older export's marks carry no time:
+    a card marked here keeps its mark, except a bury that ran out (no mark)."""
     out = tmp_path / "p.json"
     ex.export_json(marked, out, T0)
     with Store.open(tmp_path / "dst.db") as dst:
@@ -167,6 +169,11 @@ def test_a_differing_mark_stays_as_marked_here(marked: Store, tmp_path: Path) ->
         result = importer.import_file(dst, out)
         assert result.marks_kept == 1 and "1 mark kept as marked here" in result.summary()
         assert dst.dump() == before
+    data = json.loads(out.read_text())
+    for row in data["marks"]:
+        del row["at"], row["device"], row["stamp"]
+    out = tmp_path / "old.json"
+    out.write_text(json.dumps(data))
     # a bury here that ran out is no mark: the file's flag is imported
     with Store.open(tmp_path / "stale.db") as stale:
         stale.set_mark("flag", Mark(buried_until=T0))

@@ -12,8 +12,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prep.engine.store import Store, devices
-from prep.engine.study.scheduler import CardState, Scheduler
+from prep.engine.store import Mark, Store, devices
+from prep.engine.study.scheduler import CardState, Scheduler, Settings
 from prep.engine.sync.run import sync
 from prep.engine.transfer import export as ex
 from prep.engine.transfer import importer
@@ -127,10 +127,10 @@ def test_csv_export_carries_the_origin(tmp_path: Path) -> None:
 
 OPS = st.lists(
     st.tuples(
-        st.sampled_from(["rate", "rate", "undo", "import", "sync"]),
+        st.sampled_from(["rate", "rate", "undo", "import", "sync", "mark", "settings"]),
         st.integers(0, 2),  # the machine acting
         st.integers(0, 2),  # the other machine (the export's) / the card
-        st.integers(1, 4),  # a rating
+        st.integers(1, 4),  # a rating / a mark / a setting
     ),
     min_size=1,
     max_size=14,
@@ -138,27 +138,41 @@ OPS = st.lists(
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
-@given(ops=OPS)
-def test_any_path_holds_each_review_once(tmp_path_factory, ops) -> None:
+@given(ops=OPS, finish=st.sampled_from(["sync", "import"]))
+def test_any_path_holds_each_review_once(tmp_path_factory, ops, finish) -> None:
+    """Any mix of ratings, undos, marks, settings, exports/imports and syncs on 3 machines
+    with disagreeing clocks; then everyone syncs -- or only exports and imports, so an undo,
+    a mark and the settings must travel through an export as through a sync: all agree."""
     tmp = tmp_path_factory.mktemp("paths")
     dbs, folder = stores(tmp, 3)
     clocks = [T0, T0 + timedelta(minutes=3), T0 - timedelta(minutes=10)]  # clocks disagree
     try:
-        for step, (op, who, other, rating) in enumerate(ops):
+        for step, (op, who, other, n) in enumerate(ops):
             s = dbs[who]
             if op == "rate":
-                clocks[who] += timedelta(hours=7 * rating)
-                rate(s, f"c{other}", rating, clocks[who])
+                clocks[who] += timedelta(hours=7 * n)
+                rate(s, f"c{other}", n, clocks[who])
             elif op == "undo":
                 s.undo_last()
             elif op == "import" and other != who:
                 importer.import_file(s, export(dbs[other], tmp / f"e{step}.json"))
             elif op == "sync":
                 sync(s, folder)
+            elif op == "mark":
+                clocks[who] += timedelta(minutes=n)
+                mark = Mark(suspended=n == 1, flagged=n >= 3, buried_until=None)
+                s.set_mark(f"c{other}", mark, at=clocks[who])
+            elif op == "settings":
+                s.save_settings(Settings(new_per_day=10 * n + who))
             assert held_once(s)
-        for _ in range(2):  # everyone syncs until nothing is new
-            for s in dbs:
-                sync(s, folder)
+        for round_ in range(2):  # everyone syncs (or imports the others') until nothing is new
+            for i, s in enumerate(dbs):
+                if finish == "sync":
+                    sync(s, folder)
+                    continue
+                for j, o in enumerate(dbs):
+                    if j != i:
+                        importer.import_file(s, export(o, tmp / f"f{round_}{i}{j}.json"))
         views = [view(s) for s in dbs]
         assert views[0] == views[1] == views[2]
         assert all(held_once(s) for s in dbs)

@@ -90,7 +90,30 @@ def new_device(conn: sqlite3.Connection) -> str:
     # another device's, engine/sync/run.py), and the rest held here is in the folder already
     top = conn.execute("SELECT coalesce(max(id), 0) FROM revlog").fetchone()[0]
     _set_meta(conn, "sync_sent", json.dumps({"x": top, "o": [old, int(sent.get("r", 0))]}))
+    _hand_over(conn, old, n, sent)
     return dev_id
+
+
+def _hand_over(conn: sqlite3.Connection, old: int, new: int, sent: dict) -> None:
+    """The old id's marks, settings and undos it had not sent yet become the new id's, so its
+    next sync sends them (each keeps its time: the last writer stays the last writer)."""
+    for (cid,) in conn.execute(
+        "SELECT card_id FROM mark_clock WHERE dev = ? AND seq > ? ORDER BY seq",
+        (old, int(sent.get("m", 0))),
+    ).fetchall():
+        conn.execute(
+            "UPDATE mark_clock SET dev = ?, seq = ? WHERE card_id = ?",
+            (new, next_stamp(conn), cid),
+        )
+    clock = _meta(conn, "settings_clock")
+    if clock is not None:
+        at, dev, stamp = json.loads(clock)
+        if dev == old and stamp > int(sent.get("s", 0)):
+            _set_meta(conn, "settings_clock", json.dumps([at, new, next_stamp(conn)]))
+    conn.execute(
+        "UPDATE review_graves SET by_dev = ? WHERE by_dev = ? AND rowid > ?",
+        (new, old, int(sent.get("g", 0))),
+    )
 
 
 def params_n(conn: sqlite3.Connection, params: dict) -> int:

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from prep.engine.store import devices
 from prep.engine.store.cards import state_from_json, state_to_json
 from prep.engine.store.marks import MarksStore
-from prep.engine.store.reviewlog import to_us
+from prep.engine.store.reviewlog import Chain, to_us
 from prep.engine.store.reviews import (
     _REVIEW_COLS,
     ReviewsStore,
@@ -144,14 +144,20 @@ class TransferStore(ReviewsStore, MarksStore):
         rows = self._rows("demo_runs", "WHERE name = ? AND ran_at = ?", [name, ran_at])
         return rows[0] if rows else None
 
-    def insert_row(self, table: Table, row: dict[str, Any]) -> None:
-        """Insert one row as exported (columns as in engine/store/schema.py), e.g. by an import."""
+    def insert_row(self, table: Table, row: dict[str, Any], chain: Chain | None = None) -> None:
+        """Insert one row as exported (columns as in engine/store/schema.py), e.g. by an import.
+        ``chain``: a review's, kept by the caller across a run of inserts in one transaction
+        (with no other change to those cards' reviews between them), so that a card's log is
+        decoded once, not per review."""
         if table == "reviews":
             cid = row["card_id"]
             prev, nxt = state_from_json(row["prev"]), state_from_json(row["next"])
             assert nxt is not None
             at = to_us(parse(row["reviewed_at"]))
-            pblob, nblob = self._chain(cid).encode(cid, row["prev_state"], prev, nxt, at)
+            if chain is None or cid not in chain.last:
+                chain = chain or Chain()
+                chain.last.update(self._chain(cid).last)
+            pblob, nblob = chain.encode(cid, row["prev_state"], prev, nxt, at)
             # the review keeps its id: its device and sequence number (one from an export of
             # an older prep, without them, becomes this device's)
             dev, seq = devices.device(self.conn), None

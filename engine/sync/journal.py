@@ -43,7 +43,7 @@ from typing import Any
 
 from prep.engine.study.scheduler import Scheduler, Settings
 from prep.engine.timeutil import fmt, parse
-from prep.engine.transfer.importer import loads_strict
+from prep.engine.transfer.fields import loads_strict
 
 FORMAT = "prep-journal"
 VERSION = 2
@@ -286,7 +286,7 @@ _RUN_TEXT = ("name", "device", "device_name", "dtype", "scale")
 
 
 def _check_run(run: Any) -> None:
-    from prep.engine.transfer.importer import _depth_over  # the export's bound on nesting
+    from prep.engine.transfer.fields import _depth_over  # the export's bound on nesting
 
     if not isinstance(run, dict) or set(run) != {
         *_RUN_TEXT,

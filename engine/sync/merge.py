@@ -85,6 +85,30 @@ def _device_ids(conn) -> dict[int, str]:
     return dict(conn.execute("SELECT n, id FROM sync_devices"))
 
 
+def bury(conn, rn: int, rseq: int, cid: str, by: int, at: int) -> tuple[bool, str | None]:
+    """Record the undo of review (device ``rn``, ``rseq``) of card ``cid`` (a tombstone; ``by``:
+    the device it came from, ``at``: when, in microseconds), as a sync or an import of an export
+    brings it. Returns (whether it is new here, the card of the review it removes here when
+    one is held: that card is to be replayed without it)."""
+    cur = conn.execute(
+        "INSERT OR IGNORE INTO review_graves (dev, seq, card_id, by_dev, at) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (rn, rseq, cid, by, at),
+    )
+    if not cur.rowcount:
+        return False, None
+    found = _review_row(conn, rn, rseq)
+    return True, None if found is None else found[1]
+
+
+def replay_cards(store: Store, cids: set[str]) -> int:
+    """Replay each of ``cids`` from its surviving reviews (a tombstone reached it); returns
+    the cards rescheduled."""
+    devices = _device_ids(store.conn)
+    scheds: dict[int, Scheduler] = {}
+    return sum(any(replay(store, cid, [], devices, scheds)) for cid in sorted(cids))
+
+
 def apply(store: Store, journals: list[Journal], now: datetime | None = None) -> Applied:
     """Apply ``journals`` (read and checked) inside the caller's transaction."""
     conn = store.conn
@@ -118,24 +142,19 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
             elif kind == "u":
                 _, rdev, rseq, cid, at = e
                 rn = local.device_n(conn, rdev)
-                cur = conn.execute(
-                    "INSERT OR IGNORE INTO review_graves (dev, seq, card_id, by_dev, at) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (rn, rseq, cid, jn, at),
-                )
-                if cur.rowcount:
+                new, held = bury(conn, rn, rseq, cid, jn, at)
+                if new:
                     out.undone += 1
-                    found = _review_row(conn, rn, rseq)
-                    if found is not None:
-                        affected.add(found[1])
-                        touched.add(found[1])
+                    if held is not None:
+                        affected.add(held)
+                        touched.add(held)
                     for ccid, revs in incoming.items():
                         if revs.pop((rn, rseq), None) is not None:
                             affected.add(ccid)
             elif kind == "m":
-                out.marks += _apply_mark(conn, j.device, jn, e)
+                out.marks += apply_mark(conn, j.device, jn, e)
             elif kind == "s":
-                out.settings |= _apply_settings(conn, j.device, jn, e)
+                out.settings |= apply_settings(conn, j.device, jn, e)
             elif kind == "d":
                 out.demo_runs += _apply_run(conn, jn, e)
         conn.execute(
@@ -167,7 +186,7 @@ def _newer(conn, theirs: tuple[int, str, int], clock: tuple[int, int, int] | Non
     return theirs > (at, dev_id[0] if dev_id else "", seq)
 
 
-def _apply_mark(conn, dev_id: str, dn: int, e: list) -> int:
+def apply_mark(conn, dev_id: str, dn: int, e: list) -> int:
     _, stamp, cid, at, suspended, buried_us, flagged = e
     clock = conn.execute("SELECT at, dev, seq FROM mark_clock WHERE card_id = ?", (cid,)).fetchone()
     if not _newer(conn, (at, dev_id, stamp), clock):
@@ -192,7 +211,7 @@ def _apply_mark(conn, dev_id: str, dn: int, e: list) -> int:
     return 1
 
 
-def _apply_settings(conn, dev_id: str, dn: int, e: list) -> bool:
+def apply_settings(conn, dev_id: str, dn: int, e: list) -> bool:
     from prep.engine.study.scheduler import Settings
 
     _, stamp, at, value = e

@@ -15,12 +15,23 @@ JSON (one file)::
                                           # params a key of "params" below
      "params": {KEY: {scheduler parameters}},  # what each review was made with
      "demo_runs": [{DEMO_RUN_COLUMNS...}],  # in run order; metrics is an object
-     "marks": [{MARK_COLUMNS...}]}       # ordered by card_id; absent in older exports
+     "marks": [{MARK_COLUMNS..., at, device, stamp}],  # ordered by card_id; absent in
+                                          # older exports; at/device/stamp: its clock
+                                          # (a mark cleared since is listed, all 0)
+     "settings_clock": {at, device, stamp} | null,
+     "undone": [{device, seq, card_id, at}]}  # the reviews undone (tombstones)
+
+The clocks and undos (engine/transfer/clocks.py) let an import merge as a sync does: a later
+mark or settings win whichever way they arrive, and a review undone on the exporting machine
+is undone where an earlier export or a sync brought it. An older prep reads such an export
+as before (it ignores them), so the version stays 1.
 
 CSV (one table per file, UTF-8, a header row; empty cell = no value): ``FILE.csv`` is the
 review log (the table a spreadsheet user wants), with the card states beside it in
 ``FILE.cards.csv``, the demo runs in ``FILE.demo_runs.csv``, the marks in ``FILE.marks.csv``
-and the settings in ``FILE.settings.csv`` (columns key,value; the value is JSON). ``prev``/``next``/``metrics``
+(with their clocks), the undos in ``FILE.undone.csv`` and the settings in
+``FILE.settings.csv`` (columns key,value; the value is JSON; the settings' clock is the row
+``_clock``). ``prev``/``next``/``metrics``
 are JSON text in their cells. The columns are engine/store/schema.py's, in that order.
 """
 
@@ -40,6 +51,8 @@ from prep.engine.store import Store
 from prep.engine.store.schema import CARD_COLUMNS, DEMO_RUN_COLUMNS, MARK_COLUMNS, REVIEW_COLUMNS
 from prep.engine.timeutil import fmt
 from prep.engine.transfer.atomic import WriteError, write_files
+from prep.engine.transfer.clocks import progress
+from prep.engine.transfer.fields import CLOCK_COLUMNS, UNDONE_COLUMNS
 
 FORMAT = "prep-export"
 VERSION = 1
@@ -78,7 +91,7 @@ def _finite(value: Any) -> Any:
 
 
 def to_json(store: Store, now: datetime) -> str:
-    data = {"format": FORMAT, "version": VERSION, "exported_at": fmt(now), **store.dump()}
+    data = {"format": FORMAT, "version": VERSION, "exported_at": fmt(now), **progress(store)}
     return json.dumps(_finite(data), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
 
@@ -121,12 +134,13 @@ def _csv_text(columns: Iterable[str], rows: Iterable[dict[str, Any]], json_cols:
     return buf.getvalue()
 
 
-CSV_SIDE_FILES = ("cards", "demo_runs", "marks", "settings")  # FILE.<side>.csv beside FILE.csv
+CSV_SIDE_FILES = ("cards", "demo_runs", "marks", "settings", "undone")
+SETTINGS_CLOCK_KEY = "_clock"  # the settings file's row holding the settings' clock  # FILE.<side>.csv beside FILE.csv
 
 
 def csv_paths(path: Path) -> dict[str, Path]:
     """The files of a CSV export named ``path`` (FILE.csv): reviews, cards, demo runs, marks,
-    settings."""
+    settings, undos."""
     stem = path.name[: -len(".csv")] if path.name.lower().endswith(".csv") else path.name
     return {
         "reviews": path,
@@ -134,18 +148,23 @@ def csv_paths(path: Path) -> dict[str, Path]:
         "demo_runs": path.with_name(f"{stem}.demo_runs.csv"),
         "marks": path.with_name(f"{stem}.marks.csv"),
         "settings": path.with_name(f"{stem}.settings.csv"),
+        "undone": path.with_name(f"{stem}.undone.csv"),
     }
 
 
 def to_csv(store: Store) -> dict[str, str]:
     """The CSV export as {part: text} (parts as in csv_paths)."""
-    data = store.dump()
+    data = progress(store)
     settings = data["settings"]
     settings_rows = (
         []
         if settings is None
         else [{"key": k, "value": json.dumps(v)} for k, v in settings.items()]
     )
+    if data["settings_clock"] is not None:
+        settings_rows.append(
+            {"key": SETTINGS_CLOCK_KEY, "value": json.dumps(data["settings_clock"])}
+        )
     return {
         "reviews": _csv_text(
             REVIEW_COLUMNS,
@@ -154,8 +173,9 @@ def to_csv(store: Store) -> dict[str, str]:
         ),
         "cards": _csv_text(CARD_COLUMNS, data["cards"], set()),
         "demo_runs": _csv_text(DEMO_RUN_COLUMNS, data["demo_runs"], {"metrics"}),
-        "marks": _csv_text(MARK_COLUMNS, data["marks"], set()),
+        "marks": _csv_text((*MARK_COLUMNS, *CLOCK_COLUMNS), data["marks"], set()),
         "settings": _csv_text(("key", "value"), settings_rows, set()),
+        "undone": _csv_text(UNDONE_COLUMNS, data["undone"], set()),
     }
 
 
@@ -171,13 +191,12 @@ def export_json(store: Store, path: Path, now: datetime) -> None:
 
 
 def export_csv(store: Store, path: Path) -> list[Path]:
-    """Write the CSV export; returns the files written (reviews file first). The other four
+    """Write the CSV export; returns the files written (reviews file first). The other five
     files are named after ``path``, so ``path`` must be a file (or not exist yet): beside a
     device, a FIFO or standard output (/dev/null.cards.csv) they would be files nobody named."""
     if str(path) == "-" or (os.path.exists(path) and not os.path.isfile(path)):
         raise ExportError(
-            f"{path}: a csv export is five files named after it; give a file name "
-            "(or --format json)"
+            f"{path}: a csv export is six files named after it; give a file name (or --format json)"
         )
     side = next(
         (f".{k}.csv" for k in CSV_SIDE_FILES if Path(path).name.lower().endswith(f".{k}.csv")),

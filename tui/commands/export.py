@@ -36,7 +36,7 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
     \b
     json  one file: {"format": "prep-export", "version": 1, "exported_at",
           "settings", "cards": [...], "reviews": [...], "demo_runs": [...],
-          "marks": [...]}
+          "marks": [...], "settings_clock", "undone": [...]}
     csv   FILE.csv is the review log, one row per review, with columns
             card_id, reviewed_at (UTC ISO-8601), rating (1 Again .. 4 Easy),
             duration_ms, prev_state (1 learning, 2 review, 3 relearning),
@@ -45,8 +45,9 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
           stability, difficulty, due, last_review, reps, lapses, leech,
           content_hash, changed, removed), FILE.demo_runs.csv the demo runs,
           FILE.marks.csv the suspended, buried and flagged cards (card_id,
-          suspended, buried_until, flagged) and FILE.settings.csv the settings
-          (key, JSON value).
+          suspended, buried_until, flagged, and the clock at, device, stamp),
+          FILE.undone.csv the reviews undone (device, seq, card_id, at) and
+          FILE.settings.csv the settings (key, JSON value).
     apkg  the decks for Anki: one note per card (Front/Back), tags kept.
 
     `prep import FILE` reads a json or csv export back; every file is written
@@ -72,7 +73,7 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
         raise UsageError("--deck only applies to --format apkg (progress exports hold everything)")
     if to_stdout and fmt == "csv":
         raise UsageError(
-            f"-o {output}: a csv export is five files; give a file name (or --format json)"
+            f"-o {output}: a csv export is six files; give a file name (or --format json)"
         )
     if to_stdout and fmt == "apkg" and sys.stdout.isatty():
         raise UsageError(
