@@ -49,7 +49,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, fields
 from functools import cache, partial
 from itertools import repeat
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +76,7 @@ from prep.engine.decks.deck import (
     read_deck_text,
 )
 from prep.engine.decks.fill import CHECK, DONE, PARSE, RECONCILE, STORE, Fill, Progress
+from prep.engine.decks.fillbatch import Batch
 from prep.engine.decks.parsepool import ParsePool
 
 if TYPE_CHECKING:
@@ -141,7 +142,11 @@ class CardRef:
 
 def card_fields(card: Card) -> str:
     """The cached form of a card's content (JSON list in ``_fields_of(Card)`` order)."""
-    return json.dumps([getattr(card, f) for f in _fields_of(Card)], ensure_ascii=False)
+    return _TO_JSON([getattr(card, f) for f in _fields_of(Card)])
+
+
+# json.dumps(value, ensure_ascii=False) without an encoder built per call (a fill: every card)
+_TO_JSON = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def card_from_fields(
@@ -496,6 +501,7 @@ def parse_rows(
     parsed (in a worker of the parse pool, for a big fill), so that the process filling the
     cache only writes rows."""
     info, cards, errors = parse_deck_text(text, shown, stem)
+    values = attrgetter(*_fields_of(Card))  # card_fields(c) is _TO_JSON(values(c)): a tuple
     rows = [
         (
             c.line,
@@ -505,7 +511,7 @@ def parse_rows(
             ",".join(c.demos),
             list(c.tags),
             c.content_hash,
-            card_fields(c),
+            _TO_JSON(values(c)),
             c.kind,
             c.level_rank,
         )
@@ -590,6 +596,38 @@ def _fill_files(
     read_errors: list[DeckError],
     digest: Any,
 ) -> None:
+    # few transactions, each of whole files (fillbatch.py: why, and what a kill leaves)
+    with Batch(store) as batch:
+        _fill_batched(
+            store,
+            files,
+            cached,
+            reads,
+            pool,
+            now_ns,
+            fill,
+            progress,
+            order,
+            read_errors,
+            digest,
+            batch,
+        )
+
+
+def _fill_batched(
+    store: Store,
+    files: list[tuple[str, Path, str]],
+    cached: dict[str, Any],
+    reads: dict[str, Any],
+    pool: ParsePool,
+    now_ns: int,
+    fill: Fill | None,
+    progress: Progress | None,
+    order: list[tuple[str, str]],
+    read_errors: list[DeckError],
+    digest: Any,
+    batch: Batch,
+) -> None:
     for key, path, shown in files:
         entry = cached.get(key)
         if key not in reads:
@@ -604,15 +642,18 @@ def _fill_files(
             assert text is not None and st is not None
             # (a parse does not depend on how the path is shown: names are added on load)
             if entry is not None and entry["sha256"] == sha:
+                batch.begin()
                 store.deck_cache_touch(key, st.st_size, st.st_mtime_ns, now_ns, file_ident(st))
             else:
                 if fill is not None and progress is not None:
                     fill.stage, fill.file = PARSE, shown
                     progress(fill)
+                batch.pause(pool.ready(key))  # (the lock is not held while waiting)
                 info, rows, errors = pool.result(key, _parse, text, shown, path.stem)
                 if fill is not None and progress is not None:
                     fill.stage, fill.cards = STORE, fill.cards + len(rows)
                     progress(fill)
+                batch.begin()
                 store.deck_cache_put(
                     key,
                     shown=shown,

@@ -64,6 +64,12 @@ class ParsePool:
         except Exception:  # no processes here (a sandbox): parse in this process
             self.close()
 
+    def ready(self, key: str) -> bool:
+        """The file's parse is done (or it is parsed here, when asked): asking for its result
+        will not wait for a worker."""
+        future = self._futures.get(key)
+        return future is None or future.done()
+
     def result(self, key: str, parse: Any, text: str, shown: str, stem: str) -> Any:
         future = self._futures.pop(key, None)
         if future is not None:
