@@ -154,3 +154,36 @@ def test_a_fill_killed_half_way_is_completed_by_the_next_open(
             progress=lambda f: parsed.append(f.file) if f.stage == PARSE else None,
         )
         assert parsed == []
+
+
+def test_the_outline_kept_from_the_fill_is_the_one_the_cache_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checks across files read the outline of the files parsed now as they were
+    written, not read back: it must be what a later open reads from the cache."""
+    decks = write_decks(tmp_path / "decks", n_files=3, per_file=20)
+    (decks / "more.yaml").write_text(
+        "deck: more\ncards:\n"
+        "  - {id: m-1, kind: recall, prompt: p, answer: a, demo: [dla, induction]}\n"
+        "  - {id: m-2, kind: follow-up, parent: m-1, prompt: p, answer: a}\n"
+        "  - {id: gen-0-1, kind: recall, prompt: dup, answer: a}\n",
+        encoding="utf-8",
+    )
+    kept: dict[str, list] = {}
+    real = deckcache._assemble
+
+    def spy(*args, **kwargs):  # noqa: ANN002, ANN003
+        kept.update(args[-1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(deckcache, "_assemble", spy)
+    store = Store.open(tmp_path / "p.db")
+    coll = deckcache.load(store, [decks], include_bundled=False)
+    assert len(kept) == 4
+    for key, refs in kept.items():
+        assert refs == deckcache._refs(store, key, refs[0].file)
+    full = load_collection([decks], include_bundled=False)
+    assert [(c.id, c.parent, c.demos) for c in coll.cards] == [
+        (c.id, c.parent, c.demos) for c in full.cards
+    ]
+    assert [str(e) for e in coll.errors] == [str(e) for e in full.errors]

@@ -571,15 +571,37 @@ def _load(
         and (cached.get(key) or {}).get("sha256") != read[3]
     ]
     pool = ParsePool(jobs, sum(len(j[1]) for j in jobs))  # both cores, for a big fill
+    outline: dict[str, list[CardRef]] = {}  # of each file parsed now (the checks read it)
     try:
         _fill_files(
-            store, files, cached, reads, pool, now_ns, fill, progress, order, read_errors, digest
+            store,
+            files,
+            cached,
+            reads,
+            pool,
+            now_ns,
+            fill,
+            progress,
+            order,
+            read_errors,
+            digest,
+            outline,
         )
     finally:
         pool.close()
     digest.update(json.dumps(sorted(demo_names) if demo_names is not None else None).encode())
     return _assemble(
-        store, files, cached, order, read_errors, digest, demo_names, warnings, fill, progress
+        store,
+        files,
+        cached,
+        order,
+        read_errors,
+        digest,
+        demo_names,
+        warnings,
+        fill,
+        progress,
+        outline,
     )
 
 
@@ -595,6 +617,7 @@ def _fill_files(
     order: list[tuple[str, str]],
     read_errors: list[DeckError],
     digest: Any,
+    outline: dict[str, list[CardRef]] | None = None,
 ) -> None:
     # few transactions, each of whole files (fillbatch.py: why, and what a kill leaves)
     with Batch(store) as batch:
@@ -611,6 +634,7 @@ def _fill_files(
             read_errors,
             digest,
             batch,
+            outline,
         )
 
 
@@ -627,6 +651,7 @@ def _fill_batched(
     read_errors: list[DeckError],
     digest: Any,
     batch: Batch,
+    outline: dict[str, list[CardRef]] | None,
 ) -> None:
     for key, path, shown in files:
         entry = cached.get(key)
@@ -667,6 +692,11 @@ def _fill_batched(
                     errors=[(e.line, e.message) for e in errors],
                     cards=rows,
                 )
+                if outline is not None:  # (built here, while the workers parse on)
+                    outline[key] = [
+                        CardRef(cid, deck, parent, _demos(demos), shown, line)
+                        for line, cid, deck, parent, demos, *_ in rows
+                    ]
             if fill is not None and st is not None:
                 fill.files_done += 1
                 fill.bytes_done += st.st_size
@@ -685,6 +715,7 @@ def _assemble(
     warnings: list[DeckError],
     fill: Fill | None,
     progress: Progress | None,
+    outline: dict[str, list[CardRef]] | None = None,
 ) -> Collection:
     state_key = digest.hexdigest()
 
@@ -696,7 +727,11 @@ def _assemble(
             fill.stage = CHECK
             progress(fill)
         # the checks across files, on the outline of every card (only after a change)
-        refs_by_file = {key: _refs(store, key, shown) for key, shown in order}
+        # (the files parsed now: as they were written, without reading them back)
+        known = outline or {}
+        refs_by_file = {
+            key: known[key] if key in known else _refs(store, key, shown) for key, shown in order
+        }
         declared = store.deck_cache_declared(keys)
         coll = Collection()
         coll.errors.extend(read_errors)
@@ -764,8 +799,11 @@ def _check_aliases(
     field = _fields_of(Card).index("aliases")
     entries = []
     for key, _ in order:
+        claims = store.deck_cache_alias_claims(key, field)
+        if not claims:
+            continue  # (most files: no card of it lists an alias)
         kept = {r.line for r in refs[key] if coll.get(r.id) is r}
-        for line, cid, alias in store.deck_cache_alias_claims(key, field):
+        for line, cid, alias in claims:
             if line in kept:
                 ref = coll.get(cid)
                 assert ref is not None  # (kept: its line is in ``kept``)
