@@ -67,6 +67,21 @@ def test_a_batch_lets_the_lock_go_before_a_wait_and_after_its_time(tmp_path: Pat
     }
 
 
+def test_the_lock_goes_before_a_wait_for_a_worker_or_a_long_parse_here() -> None:
+    from concurrent.futures import Future
+
+    from prep.engine.decks.parsepool import QUICK_PARSE_CHARS, ParsePool
+
+    pool = ParsePool([], 0)  # no worker: every file is parsed in this process
+    assert pool.ready("small.yaml", 3_000)
+    assert not pool.ready("big.yaml", QUICK_PARSE_CHARS)  # a long parse: commit before it
+    running: Future = Future()
+    pool._futures["w.yaml"] = running
+    assert not pool.ready("w.yaml", 10)  # a worker still parses it
+    running.set_result(None)
+    assert pool.ready("w.yaml", 10**9)
+
+
 def test_a_failure_rolls_back_only_the_open_batch(tmp_path: Path) -> None:
     store = Store.open(tmp_path / "p.db")
     with pytest.raises(RuntimeError, match="half-way"), Batch(store, seconds=3600) as batch:

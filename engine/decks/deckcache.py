@@ -673,7 +673,7 @@ def _fill_batched(
                 if fill is not None and progress is not None:
                     fill.stage, fill.file = PARSE, shown
                     progress(fill)
-                batch.pause(pool.ready(key))  # (the lock is not held while waiting)
+                batch.pause(pool.ready(key, len(text)))  # (no lock held while waiting)
                 info, rows, errors = pool.result(key, _parse, text, shown, path.stem)
                 if fill is not None and progress is not None:
                     fill.stage, fill.cards = STORE, fill.cards + len(rows)

@@ -20,6 +20,9 @@ from typing import Any
 # Below this many bytes to parse, worker processes cost more than they save (starting one
 # and importing the parser is ~0.3 s; the parser reads about 2 MB/s here).
 PARALLEL_BYTES = 4_000_000
+# A file this small parses here in ~25 ms: not worth letting the database's write lock go
+# before it (deckcache's fill writes in batches, fillbatch.py).
+QUICK_PARSE_CHARS = 256_000
 
 
 def cores() -> int:
@@ -64,11 +67,13 @@ class ParsePool:
         except Exception:  # no processes here (a sandbox): parse in this process
             self.close()
 
-    def ready(self, key: str) -> bool:
-        """The file's parse is done (or it is parsed here, when asked): asking for its result
-        will not wait for a worker."""
+    def ready(self, key: str, size: int) -> bool:
+        """Asking for the file's result now will not wait long: a worker has parsed it, or
+        it is parsed here and small (``size``: its characters)."""
         future = self._futures.get(key)
-        return future is None or future.done()
+        if future is None:
+            return size < QUICK_PARSE_CHARS
+        return future.done()
 
     def result(self, key: str, parse: Any, text: str, shown: str, stem: str) -> Any:
         future = self._futures.pop(key, None)
