@@ -573,20 +573,22 @@ def _load(
     pool = ParsePool(jobs, sum(len(j[1]) for j in jobs))  # both cores, for a big fill
     outline: dict[str, list[CardRef]] = {}  # of each file parsed now (the checks read it)
     try:
-        _fill_files(
-            store,
-            files,
-            cached,
-            reads,
-            pool,
-            now_ns,
-            fill,
-            progress,
-            order,
-            read_errors,
-            digest,
-            outline,
-        )
+        with Batch(store) as batch:  # few transactions, each of whole files (fillbatch.py)
+            _fill_files(
+                store,
+                files,
+                cached,
+                reads,
+                pool,
+                now_ns,
+                fill,
+                progress,
+                order,
+                read_errors,
+                digest,
+                batch,
+                outline,
+            )
     finally:
         pool.close()
     digest.update(json.dumps(sorted(demo_names) if demo_names is not None else None).encode())
@@ -606,39 +608,6 @@ def _load(
 
 
 def _fill_files(
-    store: Store,
-    files: list[tuple[str, Path, str]],
-    cached: dict[str, Any],
-    reads: dict[str, Any],
-    pool: ParsePool,
-    now_ns: int,
-    fill: Fill | None,
-    progress: Progress | None,
-    order: list[tuple[str, str]],
-    read_errors: list[DeckError],
-    digest: Any,
-    outline: dict[str, list[CardRef]] | None = None,
-) -> None:
-    # few transactions, each of whole files (fillbatch.py: why, and what a kill leaves)
-    with Batch(store) as batch:
-        _fill_batched(
-            store,
-            files,
-            cached,
-            reads,
-            pool,
-            now_ns,
-            fill,
-            progress,
-            order,
-            read_errors,
-            digest,
-            batch,
-            outline,
-        )
-
-
-def _fill_batched(
     store: Store,
     files: list[tuple[str, Path, str]],
     cached: dict[str, Any],
