@@ -19,6 +19,7 @@ from prep.engine.decks.deck import load_collection
 from prep.engine.decks.fill import PARSE
 from prep.engine.decks.fillbatch import Batch
 from prep.engine.store import Store
+from prep.engine.store.deckfill import FILL_CACHE_KIB
 from prep.engine.study.scheduler import CardState, Scheduler
 
 from .test_fill_progress import write_decks
@@ -44,7 +45,10 @@ def test_the_commits_of_a_fill_do_not_grow_with_its_files(tmp_path: Path) -> Non
 
 def test_a_batch_lets_the_lock_go_before_a_wait_and_after_its_time(tmp_path: Path) -> None:
     store = Store.open(tmp_path / "p.db")
+    cache = store.conn.execute("PRAGMA cache_size").fetchone()[0]
     with Batch(store, seconds=3600) as batch:
+        # a page cache that holds the id index while every file's ids land all over it
+        assert store.conn.execute("PRAGMA cache_size").fetchone()[0] == -FILL_CACHE_KIB
         batch.begin()
         store.set_meta("a", "1")
         batch.pause(next_ready=True)  # the next file is parsed: keep writing in this one
@@ -54,6 +58,7 @@ def test_a_batch_lets_the_lock_go_before_a_wait_and_after_its_time(tmp_path: Pat
         batch.begin()
         store.set_meta("b", "2")
     assert batch.commits == 2 and not store.conn.in_transaction
+    assert store.conn.execute("PRAGMA cache_size").fetchone()[0] == cache  # the connection's own
     with Batch(store, seconds=0) as batch:
         batch.begin()
         store.set_meta("c", "3")
@@ -101,6 +106,7 @@ from pathlib import Path
 from prep.engine.decks import deckcache, fillbatch
 from prep.engine.decks.fill import STORE
 from prep.engine.store import Store
+from prep.engine.store.deckfill import FILL_CACHE_KIB
 fillbatch.BATCH_SECONDS = float(sys.argv[3])
 
 def progress(fill):

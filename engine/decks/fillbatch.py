@@ -6,6 +6,9 @@ themselves. ``Batch`` keeps one transaction open across several files' writes an
 once it has held the write lock for ``BATCH_SECONDS``, before waiting for a file that is still
 being parsed (so the lock is never held while nothing is written), and at the end.
 
+While it is open the connection's page cache is larger (engine/store/deckfill.py: each
+file's ids land all over the id index, which the default 2 MiB cache cannot hold).
+
 Crash safety is the per-file rule it had, at a coarser grain: a file's entry and its cards are
 always in the same transaction (``deck_cache_put`` joins the batch), so a fill killed half-way
 leaves whole files cached (those of the committed batches) and nothing of the others; the
@@ -17,7 +20,7 @@ written by the fill at all: the reconciliation after it is its own transaction.
 from __future__ import annotations
 
 import time
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,6 +41,7 @@ class Batch:
         self._seconds = BATCH_SECONDS if seconds is None else seconds
         self._tx: AbstractContextManager[Any] | None = None
         self._began = 0.0
+        self._cache: AbstractContextManager[Any] = nullcontext()
         self.commits = 0  # (tests and the bench count them)
 
     def begin(self) -> None:
@@ -61,14 +65,19 @@ class Batch:
             self.commits += 1
 
     def __enter__(self) -> Batch:
+        self._cache = self._store.deck_cache_filling()  # (a larger page cache: deckfill.py)
+        self._cache.__enter__()
         return self
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
         tx, self._tx = self._tx, None
-        if tx is None:
-            return
-        if exc is None:
-            tx.__exit__(None, None, None)
-            self.commits += 1
-        else:
-            tx.__exit__(kind, exc, tb)  # rolled back; raises StoreError for a database error
+        try:
+            if tx is None:
+                return
+            if exc is None:
+                tx.__exit__(None, None, None)
+                self.commits += 1
+            else:
+                tx.__exit__(kind, exc, tb)  # rolled back; raises StoreError for a database error
+        finally:
+            self._cache.__exit__(None, None, None)
