@@ -48,7 +48,7 @@ class Batch:
     def begin(self) -> None:
         """Open a transaction unless one is open (the writes that follow join it)."""
         if self._tx is None:
-            tx = self._store.transaction()
+            tx = self._store.deck_cache_transaction()
             tx.__enter__()
             self._tx, self._began = tx, time.monotonic()
 

@@ -39,8 +39,8 @@ class Store(
     CardsStore,
     MarksStore,
     DemoRunsStore,
+    DeckFillStore,  # (on DeckCacheStore)
     DeckCacheStore,
-    DeckFillStore,
     AliasesStore,
     StoreCore,
 ):

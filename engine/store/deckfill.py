@@ -6,9 +6,9 @@ Part of the one `Store` (engine/store/__init__.py combines the tables' classes).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
-from prep.engine.store.core import StoreCore
+from prep.engine.store.deckcache import DeckCacheStore
 
 # Page cache while a fill writes (SQLite's default is 2 MiB). A deck file's card ids are
 # spread over the whole id order, so each file's inserts touch most pages of the id index and
@@ -17,8 +17,14 @@ from prep.engine.store.core import StoreCore
 FILL_CACHE_KIB = 262_144
 
 
-class DeckFillStore(StoreCore):
-    """The deck cache's fill: a larger page cache while it writes."""
+class DeckFillStore(DeckCacheStore):
+    """The deck cache's fill: its batches' transactions, a larger page cache while it writes."""
+
+    def deck_cache_transaction(self) -> AbstractContextManager[None]:
+        """A transaction of the cache's writes (several files' puts join it); none for a
+        private cache (TEMP tables: each put is its own transaction, which neither syncs
+        nor takes a lock of the database's)."""
+        return self._cache_tx() if self._private is None else nullcontext()
 
     @contextmanager
     def deck_cache_filling(self) -> Iterator[None]:
