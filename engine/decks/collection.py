@@ -57,7 +57,11 @@ class CardRef:
 
 def card_fields(card: Card) -> str:
     """The cached form of a card's content (JSON list in ``_fields_of(Card)`` order)."""
-    return json.dumps([getattr(card, f) for f in _fields_of(Card)], ensure_ascii=False)
+    return _TO_JSON([getattr(card, f) for f in _fields_of(Card)])
+
+
+# json.dumps(value, ensure_ascii=False) without an encoder built per call (a fill: every card)
+_TO_JSON = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def card_from_fields(

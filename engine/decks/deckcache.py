@@ -49,6 +49,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import fields
 from functools import partial
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,9 +64,11 @@ from prep.engine.decks.changed import (  # noqa: F401 - pending_fill: the front 
 )
 from prep.engine.decks.checks import assemble, parse_decks
 from prep.engine.decks.collection import (  # noqa: F401 - CachedCollection, card_from_fields: what load gives
+    _TO_JSON,
     CachedCollection,
     CardRef,
     _CachedDeckInfo,
+    _demos,
     _fields_of,
     _refs,
     card_fields,
@@ -74,6 +77,7 @@ from prep.engine.decks.collection import (  # noqa: F401 - CachedCollection, car
 from prep.engine.decks.deck import Card, DeckError, DeckInfo, ParsedDecks, parse_deck_text
 from prep.engine.decks.files import collect_deck_files, read_deck_text
 from prep.engine.decks.fill import CHECK, DONE, PARSE, RECONCILE, STORE, Fill, Progress
+from prep.engine.decks.fillbatch import Batch
 from prep.engine.decks.parsepool import ParsePool
 
 if TYPE_CHECKING:
@@ -125,6 +129,7 @@ def parse_rows(
     parsed (in a worker of the parse pool, for a big fill), so that the process filling the
     cache only writes rows."""
     info, cards, errors = parse_deck_text(text, shown, stem)
+    values = attrgetter(*_fields_of(Card))  # card_fields(c) is _TO_JSON(values(c)): a tuple
     rows = [
         (
             c.line,
@@ -134,7 +139,7 @@ def parse_rows(
             ",".join(c.demos),
             list(c.tags),
             c.content_hash,
-            card_fields(c),
+            _TO_JSON(values(c)),
             c.kind,
             c.level_rank,
         )
@@ -297,15 +302,39 @@ def _load(
         and (cached.get(key) or {}).get("sha256") != read[3]
     ]
     pool = ParsePool(jobs, sum(len(j[1]) for j in jobs))  # both cores, for a big fill
+    outline: dict[str, list[CardRef]] = {}  # of each file parsed now (the checks read it)
     try:
-        _fill_files(
-            store, files, cached, reads, pool, now_ns, fill, progress, order, read_errors, digest
-        )
+        with Batch(store) as batch:  # few transactions, each of whole files (fillbatch.py)
+            _fill_files(
+                store,
+                files,
+                cached,
+                reads,
+                pool,
+                now_ns,
+                fill,
+                progress,
+                order,
+                read_errors,
+                digest,
+                batch,
+                outline,
+            )
     finally:
         pool.close()
     digest.update(json.dumps(sorted(demo_names) if demo_names is not None else None).encode())
     return _assemble(
-        store, files, cached, order, read_errors, digest, demo_names, warnings, fill, progress
+        store,
+        files,
+        cached,
+        order,
+        read_errors,
+        digest,
+        demo_names,
+        warnings,
+        fill,
+        progress,
+        outline,
     )
 
 
@@ -321,6 +350,8 @@ def _fill_files(
     order: list[tuple[str, str]],
     read_errors: list[DeckError],
     digest: Any,
+    batch: Batch,
+    outline: dict[str, list[CardRef]] | None,
 ) -> None:
     for key, path, shown in files:
         entry = cached.get(key)
@@ -336,15 +367,18 @@ def _fill_files(
             assert text is not None and st is not None
             # (a parse does not depend on how the path is shown: names are added on load)
             if entry is not None and entry["sha256"] == sha:
+                batch.begin()
                 store.deck_cache_touch(key, st.st_size, st.st_mtime_ns, now_ns, file_ident(st))
             else:
                 if fill is not None and progress is not None:
                     fill.stage, fill.file = PARSE, shown
                     progress(fill)
+                batch.pause(pool.ready(key, len(text)))  # (no lock held while waiting)
                 info, rows, errors = pool.result(key, _parse, text, shown, path.stem)
                 if fill is not None and progress is not None:
                     fill.stage, fill.cards = STORE, fill.cards + len(rows)
                     progress(fill)
+                batch.begin()
                 store.deck_cache_put(
                     key,
                     shown=shown,
@@ -358,6 +392,11 @@ def _fill_files(
                     errors=[(e.line, e.message) for e in errors],
                     cards=rows,
                 )
+                if outline is not None:  # (built here, while the workers parse on)
+                    outline[key] = [
+                        CardRef(cid, deck, parent, _demos(demos), shown, line)
+                        for line, cid, deck, parent, demos, *_ in rows
+                    ]
             if fill is not None and st is not None:
                 fill.files_done += 1
                 fill.bytes_done += st.st_size
@@ -376,6 +415,7 @@ def _assemble(
     warnings: list[DeckError],
     fill: Fill | None,
     progress: Progress | None,
+    outline: dict[str, list[CardRef]] | None = None,
 ) -> CachedCollection:
     state_key = digest.hexdigest()
 
@@ -387,7 +427,11 @@ def _assemble(
             fill.stage = CHECK
             progress(fill)
         # the checks across files, on the outline of every card (only after a change)
-        refs_by_file = {key: _refs(store, key, shown) for key, shown in order}
+        # (the files parsed now: as they were written, without reading them back)
+        known = outline or {}
+        refs_by_file = {
+            key: known[key] if key in known else _refs(store, key, shown) for key, shown in order
+        }
         declared = store.deck_cache_declared(keys)
         coll = ParsedDecks()
         coll.errors.extend(read_errors)
@@ -457,8 +501,11 @@ def _check_aliases(
     field = _fields_of(Card).index("aliases")
     entries = []
     for key, _ in order:
+        claims = store.deck_cache_alias_claims(key, field)
+        if not claims:
+            continue  # (most files: no card of it lists an alias)
         kept = {r.line for r in refs[key] if coll.get(r.id) is r}
-        for line, cid, alias in store.deck_cache_alias_claims(key, field):
+        for line, cid, alias in claims:
             if line in kept:
                 ref = coll.get(cid)
                 assert ref is not None  # (kept: its line is in ``kept``)

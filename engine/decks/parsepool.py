@@ -21,6 +21,9 @@ if TYPE_CHECKING:  # (imported when a pool starts: not on the way of an open tha
 # Below this many bytes to parse, worker processes cost more than they save (starting one
 # and importing the parser is ~0.3 s; the parser reads about 2 MB/s here).
 PARALLEL_BYTES = 4_000_000
+# A file this small parses here in ~25 ms: not worth letting the database's write lock go
+# before it (deckcache's fill writes in batches, fillbatch.py).
+QUICK_PARSE_CHARS = 256_000
 
 
 def cores() -> int:
@@ -68,6 +71,14 @@ class ParsePool:
                 self._futures[key] = self._pool.submit(_parse_quietly, text, shown, stem)
         except Exception:  # no processes here (a sandbox): parse in this process
             self.close()
+
+    def ready(self, key: str, size: int) -> bool:
+        """Asking for the file's result now will not wait long: a worker has parsed it, or
+        it is parsed here and small (``size``: its characters)."""
+        future = self._futures.get(key)
+        if future is None:
+            return size < QUICK_PARSE_CHARS
+        return future.done()
 
     def result(self, key: str, parse: Any, text: str, shown: str, stem: str) -> Any:
         future = self._futures.pop(key, None)

@@ -6,6 +6,7 @@ reviews.py     the review log: rate, undo, counts
 marks.py       suspend, bury, flag
 demoruns.py    demo run summaries
 deckcache.py   the deck cache's tables (engine/decks/deckcache.py decides)
+deckfill.py    the deck cache's fill: its page cache
 transfer.py    rows out and in for export and import
 aliases.py     merged cards: an alias's progress moves onto the card that kept it
 schema.py      the tables and their migrations; reviewlog.py: the review log's codec
@@ -24,6 +25,7 @@ from prep.engine.store.core import (
     resolve_db_path,
 )
 from prep.engine.store.deckcache import DeckCacheStore
+from prep.engine.store.deckfill import DeckFillStore
 from prep.engine.store.demoruns import DemoRunsStore
 from prep.engine.store.marks import Mark, MarksStore
 from prep.engine.store.reviews import Review, ReviewsStore
@@ -37,6 +39,7 @@ class Store(
     CardsStore,
     MarksStore,
     DemoRunsStore,
+    DeckFillStore,  # (on DeckCacheStore)
     DeckCacheStore,
     AliasesStore,
     StoreCore,

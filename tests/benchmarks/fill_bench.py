@@ -5,10 +5,13 @@
 Each run is a fresh process filling a fresh database from the same decks (gencoll's, 4,000
 cards a file), as `prep stats` does the first time it sees them. Printed per size: wall
 seconds, CPU seconds (the process and its parse workers) and the load average (the machine is
-shared: CPU seconds move less with the load than wall seconds). Beside it, the floor measured
-in the same run: the CPU the YAML costs through PyYAML's C loader alone (libyaml, no line
-numbers, no checks, no database) — what the fill cost before the fast reader was mostly that.
-Goal (issue 26): 100k cards ≤ 3 s, 1M ≤ 30 s on a quiet machine. Nothing asserts.
+shared: CPU seconds move less with the load than wall seconds). Beside it, floors measured in
+the same run, each in this one process: reading the same bytes (wall), the YAML alone through
+prep's fast reader (engine/decks/fastyaml.py: the subset decks are written in, line numbers
+kept, no checks, no database) and through PyYAML's C loader (libyaml, no line numbers) — what
+the fill cost before the fast reader was mostly the latter. The fill parses on every core, so
+its wall time can go below the fast reader's CPU alone. Goal (issue 26): 100k cards ≤ 3 s,
+1M ≤ 30 s on a quiet machine. Nothing asserts.
 """
 
 from __future__ import annotations
@@ -81,6 +84,28 @@ def c_loader_floor(decks: Path) -> float:
     return time.process_time() - cpu
 
 
+def read_floor(decks: Path) -> float:
+    """Wall seconds to read every deck file's bytes, in this process."""
+    start = time.perf_counter()
+    for path in sorted(decks.glob("*.yaml")):
+        path.read_bytes()
+    return time.perf_counter() - start
+
+
+def fast_reader_floor(decks: Path) -> float:
+    """CPU seconds for fastyaml.fast_load over every file, in this process."""
+    import gc
+
+    from prep.engine.decks.fastyaml import fast_load
+
+    gc.disable()
+    cpu = time.process_time()
+    for path in sorted(decks.glob("*.yaml")):
+        fast_load(path.read_text(encoding="utf-8"))
+    gc.enable()
+    return time.process_time() - cpu
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cards", type=int, default=100_000)
@@ -93,16 +118,18 @@ def main() -> None:
     sizes = [args.cards] + ([1_000_000] if args.million else [])
     print("deck cache fill (first open): fresh process, fresh database")
     print(
-        f"{'cards':>10}  {'wall s':>7}  {'CPU s':>6}  {'load':>5}  {'C loader CPU s (floor)':>22}"
+        f"{'cards':>10}  {'wall s':>7}  {'CPU s':>6}  {'load':>5}   floors: "
+        f"{'read s':>6}  {'fast YAML CPU s':>15}  {'C loader CPU s':>14}"
     )
     for n in sizes:
         decks = decks_for(n, root)
-        floor = c_loader_floor(decks)
+        read, fast, floor = read_floor(decks), fast_reader_floor(decks), c_loader_floor(decks)
         for _ in range(args.runs):
             r = fill_once(decks, root)
             load = os.getloadavg()[0]
             print(
-                f"{r['cards']:>10,}  {r['wall']:>7.2f}  {r['cpu']:>6.2f}  {load:>5.1f}  {floor:>22.2f}"
+                f"{r['cards']:>10,}  {r['wall']:>7.2f}  {r['cpu']:>6.2f}  {load:>5.1f}           "
+                f"{read:>6.2f}  {fast:>15.2f}  {floor:>14.2f}"
             )
 
 
