@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.decks.deck import Collection, load_collection
+from prep.engine.decks.collection import CachedCollection
+from prep.engine.decks.deckcache import load_collection
 from prep.engine.store import Store
 
 FIXED_NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -108,7 +109,7 @@ def small_deck_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def small_collection(small_deck_dir: Path) -> Collection:
+def small_collection(small_deck_dir: Path) -> CachedCollection:
     coll = load_collection([small_deck_dir], include_bundled=False)
     assert not coll.errors, coll.errors
     return coll
@@ -135,7 +136,7 @@ def clock() -> Clock:
 
 
 def reviewed_store(
-    collection: Collection, days: tuple[tuple[int, int], ...] = ((0, 3), (3, 3))
+    collection: CachedCollection, days: tuple[tuple[int, int], ...] = ((0, 3), (3, 3))
 ) -> Store:
     """An in-memory store where every card of ``collection`` was reviewed once on each of
     ``days`` ((day after FIXED_NOW, rating), fuzz off), so some cards are in review state."""

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from prep.engine.decks import deckcache
-from prep.engine.decks.deck import load_collection
+from prep.engine.decks.deckcache import load_collection
 from prep.engine.store import Mark, Store
 from prep.engine.study.scheduler import CardState, Rating, Scheduler
 from prep.engine.transfer.export import to_json

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from prep.engine.decks.deck import Collection, load_collection
+from prep.engine.decks.collection import CachedCollection
+from prep.engine.decks.deckcache import load_collection
 from prep.engine.transfer import anki
 from prep.engine.transfer.export import ExportError
 from prep.tui.cli import main
@@ -60,14 +61,14 @@ def read_apkg(path: Path) -> dict:
 
 
 @pytest.fixture
-def coll(small_deck_dir: Path) -> Collection:
+def coll(small_deck_dir: Path) -> CachedCollection:
     (small_deck_dir / "extra.yaml").write_text(EXTRA_DECK, encoding="utf-8")
     c = load_collection([small_deck_dir], include_bundled=False)
     assert not c.errors, c.errors
     return c
 
 
-def test_one_note_per_card_with_the_back_and_tags(coll: Collection, tmp_path: Path) -> None:
+def test_one_note_per_card_with_the_back_and_tags(coll: CachedCollection, tmp_path: Path) -> None:
     out = tmp_path / "deck.apkg"
     assert anki.write_apkg(coll, out, timestamp=1_700_000_000) == len(coll)
     pkg = read_apkg(out)
@@ -100,7 +101,7 @@ def test_one_note_per_card_with_the_back_and_tags(coll: Collection, tmp_path: Pa
 
 
 def test_ids_are_stable_so_anki_updates_instead_of_duplicating(
-    coll: Collection, tmp_path: Path
+    coll: CachedCollection, tmp_path: Path
 ) -> None:
     anki.write_apkg(coll, tmp_path / "a.apkg", timestamp=1)
     anki.write_apkg(coll, tmp_path / "b.apkg", timestamp=2)
@@ -113,12 +114,12 @@ def test_ids_are_stable_so_anki_updates_instead_of_duplicating(
     assert len({v["guid"] for v in a["notes"].values()}) == len(coll)
 
 
-def test_one_deck_only(coll: Collection, tmp_path: Path) -> None:
+def test_one_deck_only(coll: CachedCollection, tmp_path: Path) -> None:
     assert anki.write_apkg(coll, tmp_path / "x.apkg", deck="extra") == 1
     assert set(read_apkg(tmp_path / "x.apkg")["notes"]) == {"with-demo"}
 
 
-def test_unwritable_path_is_a_clear_error(coll: Collection, tmp_path: Path) -> None:
+def test_unwritable_path_is_a_clear_error(coll: CachedCollection, tmp_path: Path) -> None:
     target = tmp_path / "missing" / "deck.apkg"
     with pytest.raises(ExportError, match="cannot write .*deck.apkg: no folder"):
         anki.write_apkg(coll, target)

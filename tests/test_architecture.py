@@ -262,6 +262,46 @@ def test_the_store_is_typed_everywhere() -> None:
     assert untyped_stores() == []
 
 
+def test_one_implementation_of_the_collection_protocol() -> None:
+    """The study loop's ``Cards`` (engine/study/collection.py) has one implementation, the
+    deck cache's: a class anywhere that defines any of the protocol's questions about
+    progress (unseen cards, the new-card groups, counts per deck, tag progress) is it. The
+    parse (ParsedDecks) feeds the cache and answers none of them."""
+    protocol = ast.parse((ROOT / "engine" / "study" / "collection.py").read_text("utf-8"))
+    cards = next(n for n in protocol.body if isinstance(n, ast.ClassDef) and n.name == "Cards")
+    questions = {"unseen", "new_card_groups", "unseen_by_deck", "tag_progress"}
+    assert questions <= {n.name for n in cards.body if isinstance(n, ast.FunctionDef)}
+    found = []
+    for folder in FOLDERS:
+        for path in modules(folder):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ClassDef) and node.name != "Cards":
+                    defined = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
+                    if defined & questions:
+                        found.append(f"{path.relative_to(ROOT)}:{node.name}")
+    assert found == ["engine/decks/collection.py:CachedCollection"]
+
+
+def test_the_queue_asks_no_collection_which_it_is() -> None:
+    """No path (engine, tui) chooses by what the collection can answer: the counts per
+    deck are always there (``unseen_by_deck`` returns a dict), so nothing compares them with
+    None, and no one asks which class a collection is."""
+    out = []
+    for path in [*modules("engine"), *modules("tui")]:
+        text = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(text)):
+            if (
+                isinstance(node, ast.Compare)
+                and any(isinstance(c, ast.Constant) and c.value is None for c in node.comparators)
+                and "unseen" in ast.unparse(node.left)
+            ):
+                out.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+            asks_class = isinstance(node, ast.Call) and ast.unparse(node.func) == "isinstance"
+            if asks_class and "Collection" in ast.unparse(node):
+                out.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert out == []
+
+
 def test_the_screens_do_not_import_the_line_mode() -> None:
     """Textual screens and the line mode share text through neutral modules (present.py,
     tui/mocktext.py), never one front end's module imported by the other."""

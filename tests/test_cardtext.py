@@ -18,7 +18,7 @@ from textual.app import App
 from textual.visual import Visual, visualize
 from textual.widgets import Static
 
-from prep.engine.decks.deck import load_collection
+from prep.engine.decks.deckcache import load_collection
 from prep.tui.cardtext import card_text, is_simple, markdown, simple_text
 
 EDGE = [

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from prep.engine.decks import deckcache
-from prep.engine.decks.deck import load_collection
+from prep.engine.decks.deckcache import load_collection
 from prep.engine.store import Mark, Store
 from prep.engine.study.scheduler import CardState, State
 from prep.engine.study.session import ReviewSession, build_queue, deck_counts
@@ -80,7 +80,7 @@ def test_the_queue_is_the_one_built_from_every_id(tmp_path: Path, seed: int, bun
         assert first is not None
         assert first == ReviewSession(store, old, clock=lambda: FIXED_NOW).current
         # membership and lookups agree card by card, the left-out duplicate included
-        for cid in [*full._by_id, "m0-004", "gone-1", "nope"]:
+        for cid in [*(c.id for c in full.cards), "m0-004", "gone-1", "nope"]:
             assert (cid in lazy) == (cid in old) == (cid in full), cid
             assert lazy.get(cid) == old.get(cid), cid
 

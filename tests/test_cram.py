@@ -10,7 +10,8 @@ from click.testing import CliRunner
 from textual.app import App
 from textual.widgets import Static
 
-from prep.engine.decks.deck import Collection, load_collection
+from prep.engine.decks.collection import CachedCollection
+from prep.engine.decks.deckcache import load_collection
 from prep.engine.study.cram import UnknownDeck, cram_sheet
 from prep.tui.cli import main
 from prep.tui.reports import cram_text as render
@@ -41,14 +42,14 @@ cards:
 
 
 @pytest.fixture
-def coll(small_deck_dir: Path) -> Collection:
+def coll(small_deck_dir: Path) -> CachedCollection:
     (small_deck_dir / "second.yaml").write_text(SECOND, encoding="utf-8")
     c = load_collection([small_deck_dir], include_bundled=False)
     assert not c.errors, c.errors
     return c
 
 
-def test_sheet_has_main_cards_with_bullets_only(coll: Collection) -> None:
+def test_sheet_has_main_cards_with_bullets_only(coll: CachedCollection) -> None:
     sheet = cram_sheet(coll)
     assert [d.name for d in sheet] == ["second", "small"]  # deck (file) order
     assert [i.card_id for d in sheet for i in d.items] == ["multi-line", "roles"]
@@ -57,7 +58,7 @@ def test_sheet_has_main_cards_with_bullets_only(coll: Collection) -> None:
     assert item.bullets == ("concat only stacks", "W_O mixes", "it maps back to d_model")
 
 
-def test_deck_filter_and_unknown_deck(coll: Collection) -> None:
+def test_deck_filter_and_unknown_deck(coll: CachedCollection) -> None:
     assert [d.name for d in cram_sheet(coll, "second")] == ["second"]
     with pytest.raises(UnknownDeck, match=r"no deck named 'nope' \(decks: second, small\)"):
         cram_sheet(coll, "nope")
@@ -67,7 +68,7 @@ def test_render() -> None:
     assert "No 60-second bullets" in render([])
 
 
-def test_render_lists_bullets(coll: Collection) -> None:
+def test_render_lists_bullets(coll: CachedCollection) -> None:
     text = render(cram_sheet(coll))
     assert text.splitlines()[0] == "== Second deck (second) =="
     assert "== A small test deck (small) ==" in text
@@ -103,7 +104,7 @@ class Host(App):
         self.push_screen(self._screen, callback=lambda _: setattr(self, "closed", True))
 
 
-def test_screen_shows_the_sheet_and_escape_goes_back(coll: Collection) -> None:
+def test_screen_shows_the_sheet_and_escape_goes_back(coll: CachedCollection) -> None:
     async def run() -> None:
         app = Host(CramScreen(coll, deck="second"))
         async with app.run_test(size=(100, 30)) as pilot:

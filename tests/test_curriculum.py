@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from prep.engine.decks import deckcache
-from prep.engine.decks.deck import Card, load_collection
+from prep.engine.decks.deck import Card
+from prep.engine.decks.deckcache import load_collection
 from prep.engine.store import SCHEMA_VERSION, Store
 
 LEVELLED = """\

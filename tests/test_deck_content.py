@@ -15,7 +15,8 @@ from fractions import Fraction
 import pytest
 
 from prep.demos.registry import names as demo_names
-from prep.engine.decks.deck import SLUG, Card, load_collection
+from prep.engine.decks.deck import SLUG, Card
+from prep.engine.decks.deckcache import load_collection
 from tests.demo_names import DEMO_NAMES
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from prep.engine.decks.deck import Card, load_collection
+from prep.engine.decks.deck import Card
+from prep.engine.decks.deckcache import load_collection
 from prep.engine.decks.rubric import card_rubric, single_idea
 
 # Words (of 3+ letters) that say nothing about which card a point belongs to.

@@ -4,6 +4,7 @@ its content changes."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -11,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from prep.engine.decks import deckcache
-from prep.engine.decks.deck import load_collection
-from prep.engine.store import Mark, Store, StoreError
+from prep.engine.decks.checks import parse_decks
+from prep.engine.decks.deckcache import load_collection
+from prep.engine.store import Mark, Store
 from prep.engine.study import stats
 from prep.engine.study.scheduler import Rating
 from prep.engine.study.session import ReviewSession, build_queue, limits_today
@@ -70,7 +72,7 @@ def age(path: Path, seconds: float = 10) -> None:
 
 
 def same_as_full_parse(coll, folder: Path) -> None:
-    full = load_collection([folder], include_bundled=False)
+    full = parse_decks([folder], include_bundled=False)
     assert coll.cards == full.cards
     assert [str(e) for e in coll.errors] == [str(e) for e in full.errors]
     assert {n: (i.title, i.card_ids, i.file) for n, i in coll.decks.items()} == {
@@ -97,7 +99,7 @@ def test_the_cached_collection_is_the_parsed_one(store, decks, parses) -> None:
 def test_the_bundled_decks_come_back_the_same(store) -> None:
     cached = deckcache.load(store, [])
     again = deckcache.load(store, [])
-    full = load_collection([])
+    full = parse_decks([])
     assert again.cards == cached.cards == full.cards
     assert [str(e) for e in again.errors] == [str(e) for e in full.errors]
 
@@ -190,15 +192,43 @@ def test_the_queue_is_the_same_through_the_cache(store, decks, clock) -> None:
     assert build_queue(store, cached, clock(), deck="small").new == ["roles-follow"]
 
 
-def test_a_database_that_refuses_writes_still_opens(store, decks, monkeypatch) -> None:
-    """Read-only or busy: the cache cannot be written, the decks are parsed as without it."""
-
-    def refuse(*args, **kwargs):
-        raise StoreError("prep.db: the progress database is read-only; nothing saved")
-
-    monkeypatch.setattr(store, "deck_cache_put", refuse)
-    coll = deckcache.load(store, [decks], include_bundled=False)
-    assert coll.cards == load_collection([decks], include_bundled=False).cards
+def test_a_database_that_refuses_writes_still_opens(tmp_path, decks, clock) -> None:
+    """Read-only, or another prep holds the write lock: the decks are read through a cache
+    private to the connection (TEMP tables), the same cards as a parse, new cards served from
+    it beside the database's progress, and nothing written to the database."""
+    db = tmp_path / "p.db"
+    Store.open(db).close()
+    parsed = parse_decks([decks], include_bundled=False)
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None)
+    with Store(conn, db) as read_only:
+        coll = deckcache.load(read_only, [decks], include_bundled=False)
+        assert read_only.deck_cache_is_private()
+        assert coll.cards == parsed.cards and len(coll) == 4
+        assert build_queue(read_only, coll, clock()).new == [
+            "roles",
+            "pick-one",
+            "roles-follow",
+            "flag",
+        ]
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another prep, mid-write
+    try:
+        with Store.open(db) as busy:
+            busy.set_busy_timeout(50)
+            coll = deckcache.load(busy, [decks], include_bundled=False)
+            assert busy.deck_cache_is_private()
+            assert coll.cards == parsed.cards
+            assert build_queue(busy, coll, clock()).new == [
+                "roles",
+                "pick-one",
+                "roles-follow",
+                "flag",
+            ]
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    with Store.open(db) as store:
+        assert store.deck_cache_files() == {}  # the database's own cache: never written
 
 
 def test_stats_are_the_same_through_the_cache(store, decks, clock) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.decks import deck, deckcache
+from prep.engine.decks import collection, deck, deckcache
 from prep.engine.store import Store
 from prep.engine.study.scheduler import Rating
 from prep.engine.study.session import ReviewSession
@@ -59,6 +59,7 @@ def test_a_new_card_field_rebuilds_an_old_cache_and_keeps_progress(
     # the code now has a Card with one more field; the database is the old one
     monkeypatch.setattr(deck, "Card", LeveledCard)
     monkeypatch.setattr(deckcache, "Card", LeveledCard)
+    monkeypatch.setattr(collection, "Card", LeveledCard)  # (builds the cards from the cache)
     with Store.open(db) as store:
         coll = deckcache.load(store, [decks], include_bundled=False)
         cards = coll.cards  # every card built from the cache: no zip() shorter than the fields
@@ -97,6 +98,7 @@ def test_a_cache_from_before_the_key_is_rebuilt(store_path, decks, parses) -> No
 def test_the_key_follows_the_card_fields(monkeypatch) -> None:
     before = deckcache.format_key()
     monkeypatch.setattr(deckcache, "Card", LeveledCard)
+    monkeypatch.setattr(collection, "Card", LeveledCard)  # (builds the cards from the cache)
     assert deckcache.format_key() != before
 
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.decks.deck import load_collection, parse_deck_text
+from prep.engine.decks.deck import parse_deck_text
+from prep.engine.decks.deckcache import load_collection
 
 DEMOS = ["block-diagonal", "no-wo"]
 

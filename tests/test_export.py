@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prep.engine.decks.deck import Collection
+from prep.engine.decks.collection import CachedCollection
 from prep.engine.store import Store
 from prep.engine.study.scheduler import CardState, Rating, Scheduler, Settings
 from prep.engine.study.session import ReviewSession
@@ -24,7 +24,7 @@ from prep.tui.cli import main
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
-def review_all(store: Store, coll: Collection, now: datetime, ratings: list[int]) -> None:
+def review_all(store: Store, coll: CachedCollection, now: datetime, ratings: list[int]) -> None:
     """One pass over today's queue at ``now`` (fuzz off), rating in turn from ``ratings``."""
     session = ReviewSession(
         store, coll, scheduler=Scheduler(store.settings(), enable_fuzzing=False), clock=lambda: now
@@ -35,7 +35,7 @@ def review_all(store: Store, coll: Collection, now: datetime, ratings: list[int]
         i += 1
 
 
-def history(store: Store, coll: Collection, days: int = 3) -> None:
+def history(store: Store, coll: CachedCollection, days: int = 3) -> None:
     for d in range(days):
         review_all(store, coll, T0 + timedelta(days=d * 3), [3, 1, 4, 2, 3, 3])
     store.record_demo_run(
@@ -60,7 +60,7 @@ def cli(db: Path, *args: str, input: str | None = None):
 
 
 @pytest.fixture
-def filled(tmp_path: Path, small_collection: Collection) -> Store:
+def filled(tmp_path: Path, small_collection: CachedCollection) -> Store:
     store = Store.open(tmp_path / "src.db")
     history(store, small_collection)
     yield store
@@ -134,7 +134,7 @@ def test_import_twice_adds_nothing_twice(filled: Store, tmp_path: Path) -> None:
 
 
 def test_a_later_export_brings_an_earlier_import_up_to_date(
-    tmp_path: Path, small_collection: Collection
+    tmp_path: Path, small_collection: CachedCollection
 ) -> None:
     with Store.open(tmp_path / "a.db") as a, Store.open(tmp_path / "b.db") as b:
         review_all(a, small_collection, T0, [3, 3, 3, 3])
@@ -357,7 +357,7 @@ def test_csv_without_its_cards_file(filled: Store, tmp_path: Path) -> None:
 
 
 def test_import_of_a_diverged_history_merges_it(
-    filled: Store, tmp_path: Path, small_collection: Collection
+    filled: Store, tmp_path: Path, small_collection: CachedCollection
 ) -> None:
     """This database reviewed the same cards at other times: both histories are kept, each
     card replayed from the union in time order (as `prep sync` merges), never refused."""
@@ -484,7 +484,7 @@ def test_stats_json_has_what_the_stats_screen_shows_and_since_filters(filled: St
 
 @pytest.mark.usefixtures("new_york_local_time")
 def test_stats_days_follow_local_study_days_across_a_dst_change(
-    small_collection: Collection,
+    small_collection: CachedCollection,
 ) -> None:
     """Each review is put on its own local study day (4am rollover) with the UTC offset it
     was made under, not today's: New York moved from EST to EDT on 2026-03-08."""
@@ -519,7 +519,7 @@ def test_stats_days_follow_local_study_days_across_a_dst_change(
 
 
 def test_export_is_one_snapshot_while_another_session_rates(
-    filled: Store, small_collection: Collection
+    filled: Store, small_collection: CachedCollection
 ) -> None:
     """`prep export` while the app is rating in another terminal: a rating is in both the
     cards and the reviews of the export, or in neither."""

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from prep.engine.decks.deck import Collection
+from prep.engine.decks.collection import CachedCollection
 from prep.engine.store import Store
 from prep.engine.study import stats as stats_mod
 from prep.engine.transfer import export as ex
@@ -68,7 +68,9 @@ def test_json_export_is_strict(tmp_path: Path) -> None:
     assert data["demo_runs"][0]["metrics"] == {"max_error": None, "ratio": None, "ok": 1.5}
 
 
-def test_an_unknown_demo_is_not_verified(tmp_path: Path, small_collection: Collection) -> None:
+def test_an_unknown_demo_is_not_verified(
+    tmp_path: Path, small_collection: CachedCollection
+) -> None:
     store = Store.memory()
     store.record_demo_run(name="block-diagonal", device="cpu", passed=True, seconds=1, ran_at=T0)
     store.record_demo_run(name="made-up-demo", device="cpu", passed=True, seconds=1, ran_at=T0)

@@ -15,8 +15,9 @@ import pytest
 import yaml
 
 from prep.engine.decks import deckyaml
-from prep.engine.decks.deck import bundled_deck_files, parse_deck_text
+from prep.engine.decks.deck import parse_deck_text
 from prep.engine.decks.fastyaml import Undecided, fast_load
+from prep.engine.decks.files import bundled_deck_files
 
 
 def canon(value: Any) -> Any:

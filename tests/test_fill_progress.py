@@ -170,7 +170,7 @@ def test_a_big_fill_parses_on_every_core_with_the_same_result(
     from concurrent.futures import Future
 
     from prep.engine.decks import parsepool
-    from prep.engine.decks.deck import load_collection
+    from prep.engine.decks.deckcache import load_collection
 
     decks = write_decks(tmp_path / "decks", n_files=4, per_file=25)
     (decks / "broken.yaml").write_text("deck: broken\ncards:\n  - id: [unclosed\n")

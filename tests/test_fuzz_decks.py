@@ -19,7 +19,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prep.engine.decks.deck import CARD_KEYS, DECK_KEYS, load_collection
+from prep.engine.decks.deck import CARD_KEYS, DECK_KEYS
+from prep.engine.decks.deckcache import load_collection
 from prep.tui.cli import main
 from tests.conftest import SMALL_DECK
 

@@ -18,7 +18,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prep.engine.decks.deck import Collection, parse_deck_text
+from prep.engine.decks.deck import ParsedDecks, parse_deck_text
+from prep.engine.decks.deckcache import from_parsed
 from prep.engine.store import Store
 from prep.engine.study.scheduler import state_problem
 from prep.engine.transfer import export as ex
@@ -33,7 +34,7 @@ T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 def _reviewed_store() -> Store:
     info, cards, errors = parse_deck_text(SMALL_DECK, "small.yaml", "small")
     assert info is not None and not errors
-    store = reviewed_store(Collection(cards=cards), days=((0, 3), (2, 1), (5, 4)))
+    store = reviewed_store(from_parsed(ParsedDecks(cards=cards)), days=((0, 3), (2, 1), (5, 4)))
     store.record_demo_run(
         name="block-diagonal", device="cpu", passed=True, seconds=0.5, metrics={"x": 1.0}, ran_at=T0
     )

@@ -12,7 +12,9 @@ import pytest
 from textual.widgets import Static
 
 from prep.demos.pretrained.grader.rubric import Grade, PointVerdict, Rubric
-from prep.engine.decks.deck import Collection, parse_deck_text
+from prep.engine.decks.collection import CachedCollection
+from prep.engine.decks.deck import ParsedDecks, parse_deck_text
+from prep.engine.decks.deckcache import from_parsed
 from prep.engine.study.scheduler import Rating
 from prep.tui.screens.review import ReviewScreen
 from prep.tui.testing import make_app
@@ -73,14 +75,14 @@ class FakeGrading:
         pass
 
 
-def collection() -> Collection:
-    coll = Collection()
+def collection() -> CachedCollection:
+    coll = ParsedDecks()
     info, cards, errors = parse_deck_text(DECK, "typed.yaml", "typed")
     assert info is not None and not errors, errors
     coll.decks[info.name] = info
     for card in cards:
         coll.add(card)
-    return coll
+    return from_parsed(coll)
 
 
 async def _open_review(app, pilot) -> ReviewScreen:

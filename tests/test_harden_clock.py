@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from prep.engine.decks.deck import Collection
+from prep.engine.decks.collection import CachedCollection
 from prep.engine.store import Store
 from prep.engine.study import session as session_module
 from prep.engine.study.scheduler import Rating
@@ -25,7 +25,7 @@ from tests.conftest import FIXED_NOW
 
 
 def test_a_monotonic_clock_stepping_back_stores_zero(
-    tmp_path: Path, small_collection: Collection, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, small_collection: CachedCollection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     now = [1000.0]
     monkeypatch.setattr(session_module, "time", SimpleNamespace(monotonic=lambda: now[0]))
@@ -51,7 +51,7 @@ def test_a_monotonic_clock_stepping_back_stores_zero(
 def test_an_older_export_with_a_negative_duration_imports(tmp_path: Path) -> None:
     with Store.open(tmp_path / "a.db") as store:
         export_json(store, tmp_path / "empty.json", FIXED_NOW)
-    from prep.engine.decks.deck import load_collection
+    from prep.engine.decks.deckcache import load_collection
 
     coll = load_collection([])
     with Store.open(tmp_path / "a.db") as store:

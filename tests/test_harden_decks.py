@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from prep.engine.decks.deck import load_collection
+from prep.engine.decks.deckcache import load_collection
 
 
 def chain_deck(folder: Path, n: int, *, cycle: bool = False) -> Path:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.decks.deck import load_collection
+from prep.engine.decks.deckcache import load_collection
 from prep.engine.store import Store
 from prep.engine.study.scheduler import Rating
 from prep.engine.study.session import ReviewSession

@@ -22,7 +22,7 @@ from tests.test_cli_boundary import _without_root_override, one_line, prep, run_
 RATE_AND_DIE = textwrap.dedent(
     """
     import os, sys
-    from prep.engine.decks.deck import load_collection
+    from prep.engine.decks.deckcache import load_collection
     from prep.engine.study.scheduler import Rating
     from prep.engine.study.session import ReviewSession
     from prep.engine.store import Store

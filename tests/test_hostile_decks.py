@@ -16,7 +16,7 @@ import pytest
 
 from prep.engine.decks import deck as deck_mod
 from prep.engine.decks import deckcache
-from prep.engine.decks.deck import load_collection
+from prep.engine.decks.deckcache import load_collection
 from prep.engine.store import Store
 
 CARD = """\

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from prep.engine.decks.deck import Collection
+from prep.engine.decks.collection import CachedCollection
 from prep.engine.store import Store, StoreError
 from prep.engine.study.scheduler import CardState, Rating
 from prep.engine.study.session import ReviewSession
@@ -30,7 +30,7 @@ T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def export(small_collection: Collection) -> dict:
+def export(small_collection: CachedCollection) -> dict:
     store = reviewed_store(small_collection)
     data = json.loads(ex.to_json(store, T0))
     store.close()
@@ -183,7 +183,9 @@ def test_good_export_still_imports(tmp_path: Path, export: dict) -> None:
 # --- defence in depth: a stored state the scheduler rejects --------------------------------
 
 
-def test_session_skips_a_card_whose_stored_state_fsrs_rejects(small_collection: Collection) -> None:
+def test_session_skips_a_card_whose_stored_state_fsrs_rejects(
+    small_collection: CachedCollection,
+) -> None:
     store = reviewed_store(small_collection)
     victim = small_collection.cards[0].id
     state = store.card(victim)
@@ -206,7 +208,7 @@ def test_session_skips_a_card_whose_stored_state_fsrs_rejects(small_collection: 
 
 
 def test_plain_session_prints_the_skip_and_goes_on(
-    tmp_path: Path, small_deck_dir: Path, small_collection: Collection
+    tmp_path: Path, small_deck_dir: Path, small_collection: CachedCollection
 ) -> None:
     db = tmp_path / "p.db"
     with Store.open(db) as store:

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from prep.engine.decks import deckcache
-from prep.engine.decks.deck import Collection, load_collection
+from prep.engine.decks.collection import CachedCollection
+from prep.engine.decks.deckcache import load_collection
 from prep.engine.store import Mark, Store
 from prep.engine.study.scheduler import CardState, State
 from prep.engine.study.session import build_queue, deck_counts
@@ -75,7 +76,7 @@ def write_mixed_decks(folder: Path, seed: int = 0, size: int = 45) -> Path:
     return folder
 
 
-def add_progress(store: Store, coll: Collection, seed: int, fraction: float) -> None:
+def add_progress(store: Store, coll: CachedCollection, seed: int, fraction: float) -> None:
     """Some cards seen (learning, relearning, review; due now or later); marks on a few,
     seen and unseen alike."""
     rng = random.Random(seed)
@@ -116,7 +117,7 @@ def add_progress(store: Store, coll: Collection, seed: int, fraction: float) -> 
 
 
 def old_unseen(
-    coll: Collection, store: Store, deck: str | None, seen: set[str] | None
+    coll: CachedCollection, store: Store, deck: str | None, seen: set[str] | None
 ) -> Iterator[tuple[str, str, str, str | None, bool]]:
     if seen is None:
         seen = store.seen_ids()
@@ -126,7 +127,7 @@ def old_unseen(
 
 
 def old_new_cards(
-    store: Store, coll: Collection, hidden: set[str], limit: int, deck: str | None
+    store: Store, coll: CachedCollection, hidden: set[str], limit: int, deck: str | None
 ) -> list[str]:
     """The curriculum's new cards, computed eagerly: every unseen card placed by (level,
     deck rank, position) and grouped by (level, kind); the groups of a level take turns
@@ -171,7 +172,7 @@ def old_new_cards(
     return new
 
 
-def old_deck_counts(store: Store, coll: Collection, new_limit: int | None) -> list[tuple]:
+def old_deck_counts(store: Store, coll: CachedCollection, new_limit: int | None) -> list[tuple]:
     """PrepApp.deck_counts before the grouped SQL: a queue built per deck (the queue's new
     cards from the old rotation)."""
     now = FIXED_NOW
@@ -312,7 +313,7 @@ def test_a_deck_and_the_cram_sheet_are_the_same_through_the_cache(store, decks) 
     # the apkg export's notes, front and back
     from prep.engine.transfer.anki import build_package
 
-    def notes(coll: Collection) -> list:
+    def notes(coll: CachedCollection) -> list:
         return [(n.guid, n.fields, n.tags) for d in build_package(coll).decks for n in d.notes]
 
     assert notes(cached) == notes(full) and notes(full)

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from prep.engine.decks.deck import Collection
+from prep.engine.decks.collection import CachedCollection
+from prep.engine.decks.deck import ParsedDecks
+from prep.engine.decks.deckcache import from_parsed
 from prep.engine.store import Mark, Store
 from prep.engine.transfer import export as ex
 from prep.engine.transfer import importer
@@ -33,7 +35,7 @@ def mark_some(store: Store) -> None:
 
 
 @pytest.fixture
-def marked(tmp_path: Path, small_collection: Collection) -> Store:
+def marked(tmp_path: Path, small_collection: CachedCollection) -> Store:
     store = Store.open(tmp_path / "src.db")
     history(store, small_collection, days=1)
     mark_some(store)
@@ -278,7 +280,7 @@ def test_stats_lists_suspended_and_flagged_cards(marked: Store, small_deck_dir: 
 
     @async_test
     async def drive() -> None:
-        app = make_app(store=marked, collection=Collection())
+        app = make_app(store=marked, collection=from_parsed(ParsedDecks()))
         async with app.run_test(size=(100, 30)) as pilot:
             await pilot.press("s")
             assert isinstance(app.screen, StatsScreen)

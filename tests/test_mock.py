@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from textual.app import App
 from textual.widgets import Input, Static
 
-from prep.engine.decks.deck import Collection, load_collection
+from prep.engine.decks.collection import CachedCollection
+from prep.engine.decks.deckcache import load_collection
 from prep.engine.store import Store
 from prep.engine.study.mock import MockError, MockInterview, follow_up_chain, pick_main
 from prep.engine.study.present import clock_text
@@ -72,7 +73,7 @@ class FakeTimer:
 
 
 @pytest.fixture
-def coll(tmp_path: Path) -> Collection:
+def coll(tmp_path: Path) -> CachedCollection:
     folder = tmp_path / "interview"
     folder.mkdir()
     (folder / "interview.yaml").write_text(INTERVIEW, encoding="utf-8")
@@ -81,7 +82,7 @@ def coll(tmp_path: Path) -> Collection:
     return c
 
 
-def make_mock(store: Store, coll: Collection, clock, timer=None, **kwargs) -> MockInterview:
+def make_mock(store: Store, coll: CachedCollection, clock, timer=None, **kwargs) -> MockInterview:
     return MockInterview(
         store,
         coll,
@@ -95,7 +96,7 @@ def make_mock(store: Store, coll: Collection, clock, timer=None, **kwargs) -> Mo
 # --- picking the chain --------------------------------------------------------------------------
 
 
-def test_chain_is_depth_first(coll: Collection) -> None:
+def test_chain_is_depth_first(coll: CachedCollection) -> None:
     chain = follow_up_chain(coll, "why-wo")
     assert [(c.id, d) for c, d in chain] == [
         ("why-wo", 0),
@@ -106,7 +107,7 @@ def test_chain_is_depth_first(coll: Collection) -> None:
 
 
 def test_pick_prefers_due_and_least_known_and_is_seeded(
-    fresh_store: Store, coll: Collection, clock
+    fresh_store: Store, coll: CachedCollection, clock
 ) -> None:
     sched = Scheduler(fresh_store.settings(), enable_fuzzing=False)
     picks = {pick_main(fresh_store, coll, sched, clock(), random.Random(s)).id for s in range(20)}
@@ -126,7 +127,7 @@ def test_pick_prefers_due_and_least_known_and_is_seeded(
 
 
 def test_no_chain_or_unknown_deck_is_a_clear_error(
-    fresh_store: Store, small_collection: Collection, clock
+    fresh_store: Store, small_collection: CachedCollection, clock
 ) -> None:
     with pytest.raises(MockError, match=r"no deck named 'nope' \(decks: small\)"):
         make_mock(fresh_store, small_collection, clock, deck="nope")
@@ -145,7 +146,7 @@ def test_no_chain_or_unknown_deck_is_a_clear_error(
 
 
 def test_timers_budgets_and_grades_feed_the_schedule(
-    fresh_store: Store, coll: Collection, clock
+    fresh_store: Store, coll: CachedCollection, clock
 ) -> None:
     timer = FakeTimer()
     mock = make_mock(fresh_store, coll, clock, timer, minutes=5, main_id="why-wo")
@@ -183,7 +184,7 @@ def test_timers_budgets_and_grades_feed_the_schedule(
     assert summary["seconds"] == 72 + 90 + 10 + 5
 
 
-def test_grade_before_reveal_is_refused(fresh_store: Store, coll: Collection, clock) -> None:
+def test_grade_before_reveal_is_refused(fresh_store: Store, coll: CachedCollection, clock) -> None:
     mock = make_mock(fresh_store, coll, clock, main_id="other-main")
     with pytest.raises(RuntimeError, match="reveal the answer first"):
         mock.grade(3)
@@ -194,7 +195,7 @@ def test_clock_text() -> None:
     assert clock_text(0) == "0:00" and clock_text(72.9) == "1:12" and clock_text(3725) == "1:02:05"
 
 
-def test_plain_mock(fresh_store: Store, coll: Collection, clock) -> None:
+def test_plain_mock(fresh_store: Store, coll: CachedCollection, clock) -> None:
     timer = FakeTimer()
 
     class Stdin(io.StringIO):
@@ -221,7 +222,9 @@ def test_plain_mock(fresh_store: Store, coll: Collection, clock) -> None:
     ]
 
 
-def test_plain_mock_quit_keeps_what_was_graded(fresh_store: Store, coll: Collection, clock) -> None:
+def test_plain_mock_quit_keeps_what_was_graded(
+    fresh_store: Store, coll: CachedCollection, clock
+) -> None:
     mock = make_mock(fresh_store, coll, clock, main_id="why-wo")
     out = io.StringIO()
     run_mock_plain(mock, io.StringIO("\n4\n\nq\n"), out)
@@ -270,7 +273,7 @@ def text_of(screen, selector: str) -> str:
     return str(screen.query_one(selector, Static).render())
 
 
-def test_screen_runs_a_whole_mock(fresh_store: Store, coll: Collection, clock) -> None:
+def test_screen_runs_a_whole_mock(fresh_store: Store, coll: CachedCollection, clock) -> None:
     timer = FakeTimer()
     mock = make_mock(fresh_store, coll, clock, timer, minutes=2, main_id="other-main")
 

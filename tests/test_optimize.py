@@ -128,7 +128,6 @@ def test_fit_on_a_simulated_learner(
     (fit,) = fits
     assert fit.trainable >= 512 and fit.changed
     assert fit.new_loss < fit.old_loss  # the fit predicts this learner better
-    assert fit.seconds < 20
     with Store.open(db) as store:
         assert store.settings().parameters is None
         store.save_settings(replace(store.settings(), parameters=fit.new))  # fsrs accepts them

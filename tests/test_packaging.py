@@ -29,17 +29,18 @@ def shipped_files() -> list[str]:
 
 
 PROBE = (
-    "from prep.engine.decks.deck import bundled_deck_files, load_collection\n"
+    "from prep.engine.decks.checks import parse_decks\n"
+    "from prep.engine.decks.files import bundled_deck_files\n"
     "import prep.engine, prep.questions\n"
     "files = bundled_deck_files()\n"
-    "coll = load_collection()\n"
+    "coll = parse_decks()\n"
     "print(prep.engine.__file__)\n"
     "print(len(files), len(coll.cards))\n"
 )
 
 
 def test_editable_install_reads_the_repo_decks() -> None:
-    from prep.engine.decks.deck import bundled_deck_files
+    from prep.engine.decks.files import bundled_deck_files
 
     files = bundled_deck_files()
     assert files, "no bundled decks found in the prep.questions package"

@@ -10,7 +10,9 @@ from datetime import UTC, datetime, timedelta
 import fsrs
 import pytest
 
-from prep.engine.decks.deck import Card, Collection, DeckInfo
+from prep.engine.decks.collection import CachedCollection
+from prep.engine.decks.deck import Card, DeckInfo, ParsedDecks
+from prep.engine.decks.deckcache import from_parsed
 from prep.engine.store import Store
 from prep.engine.study import plan as plan_mod
 from prep.engine.study.plan import Plan, forgetting_curve, plan_day
@@ -23,9 +25,9 @@ INTERVIEW = "2026-03-09"
 ON_THE_DAY = datetime(2026, 3, 9, 12, 0, tzinfo=UTC)  # noon local (local time is UTC here)
 
 
-def week_collection(n_per_deck: int = 42) -> Collection:
+def week_collection(n_per_deck: int = 42) -> CachedCollection:
     """Two decks of recall cards, tagged in threes."""
-    coll = Collection()
+    coll = ParsedDecks()
     for deck in ("alpha", "beta"):
         info = DeckInfo(name=deck, title=deck.title(), description="", file=f"{deck}.yaml")
         coll.decks[deck] = info
@@ -42,10 +44,12 @@ def week_collection(n_per_deck: int = 42) -> Collection:
                 )
             )
             info.card_ids.append(cid)
-    return coll
+    return from_parsed(coll)
 
 
-def study_day(store: Store, coll: Collection, clock: Clock, rng: random.Random, accuracy: float):
+def study_day(
+    store: Store, coll: CachedCollection, clock: Clock, rng: random.Random, accuracy: float
+):
     """One study day: sessions until nothing is left today, each card answered right with
     probability ``accuracy`` (Good, else Again). Returns the ids rated."""
     rated: list[str] = []
@@ -246,9 +250,9 @@ def test_stats_on_the_day_per_deck_and_tag(week):
     assert plan_mod.on_the_day(Store.memory(), coll, MONDAY, Settings()) is None
 
 
-def chain_collection() -> Collection:
+def chain_collection() -> CachedCollection:
     """Three main cards with bullets; ``a`` and ``b`` open chains (a follow-up each)."""
-    coll = Collection()
+    coll = ParsedDecks()
     info = DeckInfo(name="d", title="D", description="", file="d.yaml")
     coll.decks["d"] = info
     for cid, parent in (("a", None), ("b", None), ("c", None), ("a-fu", "a"), ("b-fu", "b")):
@@ -256,7 +260,7 @@ def chain_collection() -> Collection:
         bullets = () if parent else (f"{cid} in a line",)
         coll.add(Card(cid, kind, f"{cid}?", f"{cid}.", "d", parent=parent, bullets=bullets))
         info.card_ids.append(cid)
-    return coll
+    return from_parsed(coll)
 
 
 def test_the_day_before_cram_and_mock_take_the_weakest_first(utc_local_time):

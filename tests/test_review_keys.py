@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from prep.engine.decks.deck import Collection, parse_deck_text
+from prep.engine.decks.collection import CachedCollection
+from prep.engine.decks.deck import ParsedDecks, parse_deck_text
+from prep.engine.decks.deckcache import from_parsed
 from prep.tui.screens.demo import DemoScreen
 from prep.tui.screens.help import HelpScreen
 from prep.tui.screens.review import ReviewScreen
@@ -27,14 +29,14 @@ cards:
 """
 
 
-def four_choice() -> Collection:
+def four_choice() -> CachedCollection:
     info, cards, errors = parse_deck_text(FOUR, "keys.yaml", "keys")
     assert info is not None and not errors
-    coll = Collection()
+    coll = ParsedDecks()
     coll.decks[info.name] = info
     for card in cards:
         coll.add(card)
-    return coll
+    return from_parsed(coll)
 
 
 @async_test
@@ -82,14 +84,14 @@ async def test_help_says_r_runs_the_demo_on_the_review_screen() -> None:
 async def test_the_demo_line_stays_in_view_at_80x24() -> None:
     """A long answer (the bundled two-roles card) at 80x24: the card's demo line is on
     screen once the answer shows, not below the fold (issue 19 item 9)."""
-    from prep.engine.decks.deck import load_collection
+    from prep.engine.decks.deckcache import load_collection
 
     bundled = load_collection()
-    coll = Collection()
+    coll = ParsedDecks()
     info = bundled.decks["wo-core"]
     coll.decks["wo-core"] = info
     coll.add(bundled.get("wo-two-roles"))
-    app = make_app(collection=coll)
+    app = make_app(collection=from_parsed(coll))
     app.demos.update({name: "a claim" for name in bundled.get("wo-two-roles").demos})
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("enter", "space")

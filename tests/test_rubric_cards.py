@@ -7,7 +7,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from prep.engine.decks.deck import load_collection, parse_deck_text
+from prep.engine.decks.deck import parse_deck_text
+from prep.engine.decks.deckcache import load_collection
 from prep.engine.decks.rubric import card_rubric, suggest_rating
 from prep.engine.store import Store
 

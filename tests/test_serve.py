@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.decks.deck import load_collection
+from prep.engine.decks.deckcache import load_collection
 from prep.engine.store import Store
 from prep.tui.serve import app_command, is_loopback
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.decks.deck import load_collection
+from prep.engine.decks.deckcache import load_collection
 from prep.engine.store import Store
 from prep.tui.app import PrepApp
 from prep.tui.screens.errors import ErrorScreen

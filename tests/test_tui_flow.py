@@ -207,7 +207,7 @@ def test_deck_names_use_the_width_at_80_columns(width: int) -> None:
     from prep.engine.decks.deck import parse_deck_text
     from prep.tui.testing import fixed_collection
 
-    coll = fixed_collection()
+    coll = fixed_collection().parsed()  # (its parse, to add a deck to)
     title = "A deck whose title runs long - parameters, folding, pruning and importance"
     info, cards, errors = parse_deck_text(
         f"deck: long\ntitle: {title}\ncards:\n  - id: x\n    kind: recall\n"
@@ -221,7 +221,9 @@ def test_deck_names_use_the_width_at_80_columns(width: int) -> None:
         coll.add(card)
 
     async def run() -> None:
-        app = make_app(collection=coll)
+        from prep.engine.decks.deckcache import from_parsed
+
+        app = make_app(collection=from_parsed(coll))
         async with app.run_test(size=(width, 24)) as pilot:
             await pilot.pause()
             table = app.screen.query_one("#decks", DataTable)
@@ -259,7 +261,7 @@ async def test_card_text_keeps_a_readable_measure_on_a_wide_terminal() -> None:
 def test_new_cards_mix_decks_and_wait_for_their_parent(small_collection, fresh_store, clock):
     from collections import Counter
 
-    from prep.engine.decks.deck import load_collection
+    from prep.engine.decks.deckcache import load_collection
     from prep.engine.study.session import build_queue
     from prep.tui.testing import fixed_collection
 
@@ -557,13 +559,14 @@ async def test_a_card_with_several_demos_asks_which() -> None:
         "two",
     )
     assert not errors
-    from prep.engine.decks.deck import Collection
+    from prep.engine.decks.deck import ParsedDecks
+    from prep.engine.decks.deckcache import from_parsed
 
-    coll = Collection()
+    coll = ParsedDecks()
     coll.decks[info.name] = info
     for card in cards:
         coll.add(card)
-    app = make_app(collection=coll)
+    app = make_app(collection=from_parsed(coll))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("enter", "space")
         assert "run one of 2 demos" in text_of(app, "#demo-link")

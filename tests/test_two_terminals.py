@@ -19,7 +19,7 @@ from prep.engine.store import Store
 RATER = """
 import sys, time
 from pathlib import Path
-from prep.engine.decks.deck import load_collection
+from prep.engine.decks.deckcache import load_collection
 from prep.engine.study.session import ReviewSession
 from prep.engine.store import Store
 

@@ -35,7 +35,7 @@ from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from prep.engine.decks import deckcache
-from prep.engine.decks.deck import Collection, load_collection
+from prep.engine.decks.deck import ParsedDecks
 from prep.engine.store import Store, StoreError
 from prep.engine.store.schema import Upgrade
 from prep.engine.study.scheduler import Scheduler, Settings
@@ -183,7 +183,7 @@ class PrepApp(App[int]):
         self._upgrading = False  # an older database is being upgraded in a thread
         self._owns_store = store is None
         self._injected_collection = collection
-        self.collection: Cards = collection or Collection()
+        self._cards: Cards | None = collection  # (the decks, once loaded; see ``collection``)
         self.include_bundled = include_bundled
         self.clock = clock
         self._scheduler = scheduler
@@ -206,6 +206,18 @@ class PrepApp(App[int]):
 
         self.syncer = AppSync(self)  # `prep config sync_dir DIR`: syncs in the background
 
+    @property
+    def collection(self) -> Cards:
+        """The loaded decks; before they are loaded (a database being upgraded), none: an
+        empty collection, made only if something asks (it costs an in-memory database)."""
+        if self._cards is None:
+            self._cards = deckcache.from_parsed(ParsedDecks())
+        return self._cards
+
+    @collection.setter
+    def collection(self, value: Cards) -> None:
+        self._cards = value
+
     # --- start-up and reload ------------------------------------------------------------
 
     def on_mount(self) -> None:
@@ -223,7 +235,7 @@ class PrepApp(App[int]):
                 demo_names=sorted(self.demos) if self.demos else None,
                 include_bundled=self.include_bundled,
             )
-        return load_collection(
+        return deckcache.load_collection(
             self.questions,
             demo_names=sorted(self.demos) if self.demos else None,
             include_bundled=self.include_bundled,
@@ -457,12 +469,8 @@ class PrepApp(App[int]):
         """Today's limits for ``deck`` and what they hold back (for "limit reached" lines)."""
         assert self.store is not None
         now = self.now()
-        # read once for both (a collection over the deck cache asks SQL instead)
-        seen = self.store.seen_ids() if self.collection.unseen_by_deck(self.store) is None else None
-        queue = build_queue(
-            self.store, self.collection, now, deck=deck, new_limit=self.new_limit, seen=seen
-        )
-        return limits_today(self.store, self.collection, now, queue, deck, seen)
+        queue = build_queue(self.store, self.collection, now, deck=deck, new_limit=self.new_limit)
+        return limits_today(self.store, self.collection, now, queue, deck)
 
     def limit_reasons(self) -> list[str]:
         """The daily limits holding cards back for the selected deck, one line each ([] when

@@ -12,7 +12,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from prep.engine.decks.deck import Card, Collection, DeckInfo, parse_deck_text
+from prep.engine.decks.collection import CachedCollection
+from prep.engine.decks.deck import Card, DeckInfo, ParsedDecks, parse_deck_text
+from prep.engine.decks.deckcache import from_parsed
 from prep.engine.store import Store
 from prep.engine.study.scheduler import Rating, Scheduler
 from prep.engine.study.session import ReviewSession
@@ -123,16 +125,17 @@ def write_decks(folder: Path) -> Path:
     return folder
 
 
-def fixed_collection() -> Collection:
-    """The two test decks, parsed from text (no files, no bundled decks)."""
-    coll = Collection()
+def fixed_collection() -> CachedCollection:
+    """The two test decks, parsed from text (no files, no bundled decks), in a cache of
+    their own until a database is asked about (deckcache.from_parsed)."""
+    coll = ParsedDecks()
     for text, name in ((DECK_YAML, "wo-core"), (SECOND_DECK_YAML, "wo-sums")):
         info, cards, errors = parse_deck_text(text, f"{name}.yaml", name)
         assert info is not None and not errors, errors
         coll.decks[info.name] = info
         for card in cards:
             coll.add(card)
-    return coll
+    return from_parsed(coll)
 
 
 def fake_demo_command(folder: Path, mode: str = "pass") -> Callable[[str], list[str]]:
@@ -145,7 +148,7 @@ def fake_demo_command(folder: Path, mode: str = "pass") -> Callable[[str], list[
 def make_app(
     *,
     store: Store | None = None,
-    collection: Collection | None = None,
+    collection: CachedCollection | None = None,
     clock: Callable[[], datetime] = lambda: NOW,
     demo_command: Callable[[str], list[str]] | None = None,
     **kwargs,
@@ -163,7 +166,7 @@ def make_app(
     )
 
 
-def add_history(store: Store, collection: Collection, days: int = 6) -> None:
+def add_history(store: Store, collection: CachedCollection, days: int = 6) -> None:
     """Review every card once a day for ``days`` days before NOW (for the stats screen)."""
     scheduler = Scheduler(store.settings(), enable_fuzzing=False)
     for back in range(days, 0, -1):
@@ -184,10 +187,10 @@ def add_history(store: Store, collection: Collection, days: int = 6) -> None:
     )
 
 
-def big_collection(n: int = 10_000) -> Collection:
+def big_collection(n: int = 10_000) -> CachedCollection:
     """``n`` recall cards in one deck (for timing rating -> next card)."""
     info = DeckInfo(name="big", title="Big deck", description="", file="big.yaml")
-    coll = Collection(decks={"big": info})
+    coll = ParsedDecks(decks={"big": info})
     for i in range(n):
         card = Card(
             id=f"card-{i}",
@@ -199,10 +202,10 @@ def big_collection(n: int = 10_000) -> Collection:
         )
         coll.add(card)
         info.card_ids.append(card.id)
-    return coll
+    return from_parsed(coll)
 
 
-def seed_due(store: Store, collection: Collection, now: datetime = NOW) -> None:
+def seed_due(store: Store, collection: CachedCollection, now: datetime = NOW) -> None:
     """Give every card a stored Review state that is due at ``now`` (one transaction), so a
     session over a big collection serves review cards, as a long-time user's would."""
     from prep.engine.study.scheduler import CardState, State

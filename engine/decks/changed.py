@@ -11,7 +11,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prep.engine.decks.deck import MAX_DECK_BYTES, DeckError, collect_deck_files, read_deck_text
+from prep.engine.decks.deck import MAX_DECK_BYTES, DeckError
+from prep.engine.decks.files import collect_deck_files, read_deck_text
 from prep.engine.decks.fill import Fill
 
 if TYPE_CHECKING:

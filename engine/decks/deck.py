@@ -32,33 +32,23 @@ Files are parsed with ``yaml.SafeLoader`` semantics, but every mapping remembers
 of each key, so that every error is reported as ``FILE:LINE: message``. All errors of all
 files are collected; nothing raises on bad input.
 
-Size: about 920 lines, because a card's validation (every field's refusal and its message),
-the deck file's reading and the checks across files share the error vocabulary (DeckError,
-quoted, the control-character rules). The next split is the checks across files
-(``assemble``, ``_drop_unservable``) into their own module beside deckcache.py, which calls them
-on the cached outline; the Card/Collection types would stay here.
+The deck's types (Card, DeckInfo, DeckError, ParsedDecks) and one file's parse and
+validation live here; finding and reading the files is engine/decks/files.py, the checks
+across files (and ``parse_decks``, every file parsed and checked) engine/decks/checks.py, and
+what the study loop reads is the deck cache's collection (engine/decks/collection.py).
 """
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import math
-import os
 import re
-import stat
-from collections.abc import Iterable, Iterator, Sequence
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import Any, TypeGuard
 
 from prep.engine.decks.refusal import MAX_DEPTH, Refused
 from prep.engine.decks.refusal import one_line as _one_line
-
-if TYPE_CHECKING:
-    from prep.engine.store import Store
 
 KINDS = ("recall", "choice", "red-flag", "follow-up")
 CARD_KEYS = frozenset(
@@ -197,8 +187,11 @@ class DeckInfo:
 
 
 @dataclass
-class Collection:
-    """Every card of every loaded deck, in file order."""
+class ParsedDecks:
+    """What parsing and validating deck files gives: every valid card of every deck, in file
+    order, and the problems found. Not what the study loop reads (that is the deck cache's
+    ``CachedCollection``, engine/decks/collection.py, which a parse feeds: deckcache.load,
+    deckcache.from_parsed); `prep check` reads it as it is."""
 
     cards: list[Card] = field(default_factory=list)
     decks: dict[str, DeckInfo] = field(default_factory=dict)
@@ -208,16 +201,6 @@ class Collection:
 
     def __post_init__(self) -> None:
         self._by_id: dict[str, Card] = {c.id: c for c in self.cards}
-
-    def deck_ranks(self) -> dict[str, int]:
-        """Each deck's place in the curriculum (0 first): the decks that declare ``order:`` by
-        it (ties in file order), then the others in file order."""
-        names = list(self.decks)
-        ordered = sorted(
-            range(len(names)),
-            key=lambda i: (self.decks[names[i]].order is None, self.decks[names[i]].order or 0, i),
-        )
-        return {names[i]: rank for rank, i in enumerate(ordered)}
 
     def add(self, card: Card) -> None:
         self.cards.append(card)
@@ -229,127 +212,8 @@ class Collection:
     def __contains__(self, card_id: object) -> bool:
         return card_id in self._by_id
 
-    def content_hash_now(self, card_id: str) -> str | None:
-        """The hash of the card's text as the decks hold it now (a collection over the deck
-        cache reads it again: another prep may have re-read an edited deck)."""
-        card = self._by_id.get(card_id)
-        return None if card is None else card.content_hash
-
     def __len__(self) -> int:
         return len(self.cards)
-
-    def in_deck(self, deck: str | None) -> list[Card]:
-        return [c for c in self.cards if deck is None or c.deck == deck]
-
-    def children(self, card_id: str) -> list[Card]:
-        return [c for c in self.cards if c.parent == card_id]
-
-    def cards_for_demo(self, name: str) -> list[Card]:
-        return [c for c in self.cards if name in c.demos]
-
-    def ids_for_demo(self, name: str) -> list[str]:
-        """The ids of the cards that cite demo ``name``, in order."""
-        return [c.id for c in self.cards if name in c.demos]
-
-    def outline(self) -> Iterator[tuple[str, str, str | None]]:
-        """(id, deck, parent) of every card, in order, without building anything."""
-        return ((c.id, c.deck, c.parent) for c in self.cards)
-
-    def unseen(
-        self, store: Store, deck: str | None = None, seen: set[str] | None = None
-    ) -> Iterator[tuple[str, str, str, str | None, bool]]:
-        """(id, deck, kind, parent, parent seen) of each card without stored progress, in
-        deck order; ``seen`` (ids with progress) may be passed in when the caller holds it."""
-        if seen is None:
-            seen = store.seen_ids()
-        for c in self.cards:
-            if (deck is None or c.deck == deck) and c.id not in seen:
-                yield c.id, c.deck, c.kind, c.parent, c.parent is not None and c.parent in seen
-
-    def deck_sizes(self) -> dict[str, int]:
-        """How many cards each deck has."""
-        sizes: dict[str, int] = {}
-        for card in self.cards:
-            sizes[card.deck] = sizes.get(card.deck, 0) + 1
-        return sizes
-
-    def new_card_groups(
-        self,
-        store: Store,
-        deck: str | None = None,
-        seen: set[str] | None = None,
-        among: AbstractSet[str] | None = None,
-    ) -> list[Iterator[tuple[Any, str, str, str, str | None, bool]]]:
-        """The cards without progress for the new-card rotation, one iterator per (level,
-        kind) group: (place, id, deck, kind, parent, parent seen), in curriculum order. A
-        place is (level rank, deck rank, position in the deck order): the cards of a group
-        come in place order, and places order cards across groups. Iterators are read only
-        as far as the day's limit needs (the deck cache reads them from SQL in steps).
-        ``among``: only the cards of these decks (the caller knows the others have none
-        without progress)."""
-        ranks = self.deck_ranks()
-        groups: dict[tuple[int, str], list[tuple[Any, str, str, str, str | None, bool]]] = {}
-        for pos, (cid, cdeck, kind, parent, parent_seen) in enumerate(
-            self.unseen(store, deck, seen)
-        ):
-            if among is not None and cdeck not in among:
-                continue
-            card = self._by_id[cid]
-            place = (card.level_rank, ranks.get(cdeck, len(ranks)), pos)
-            groups.setdefault((card.level_rank, kind), []).append(
-                (place, cid, cdeck, kind, parent, parent_seen)
-            )
-        return [iter(sorted(group)) for group in groups.values()]
-
-    def unseen_by_deck(self, store: Store) -> dict[str, int] | None:
-        """How many cards of each deck have no progress, when that is known without walking
-        the cards; None here (a parsed collection is not reconciled with the store on load, so
-        only ``unseen`` can tell), a count per deck over the deck cache."""
-        return None
-
-    def aliases(self) -> dict[str, str]:
-        """{alias: the id of the card that kept it} for every usable alias (see
-        engine/decks/aliases.py: one naming a live card, or claimed twice, is not usable)."""
-        from prep.engine.decks.aliases import alias_map
-
-        return alias_map(((c.id, c.aliases) for c in self.cards), self)
-
-    def reconcile(self, store: Store) -> None:
-        """Reconcile the store's progress with these cards (see Store.reconcile)."""
-        store.reconcile(self.cards)
-
-    def tag_progress(self, store: Store, mature_days: float) -> dict[str, tuple[int, int, int]]:
-        """Per tag: (cards, seen, mature: stability of at least ``mature_days``)."""
-        tag_cards: dict[str, list[str]] = {}
-        for card in self.cards:
-            for tag in card.tags:
-                tag_cards.setdefault(tag, []).append(card.id)
-        tagged = store.cards({cid for ids in tag_cards.values() for cid in ids})
-        out = {}
-        for tag, ids in tag_cards.items():
-            states = [tagged[c] for c in ids if c in tagged and not tagged[c].removed]
-            mature = sum((s.stability or 0) >= mature_days for s in states)
-            out[tag] = (len(ids), len(states), mature)
-        return out
-
-
-# --- YAML with line numbers ---------------------------------------------------------------
-
-
-def display_path(path: Path | str) -> str:
-    """A path as the user would type it: relative to the working directory when inside it."""
-    shown = str(path)
-    try:
-        for candidate in (os.path.abspath(path), os.path.realpath(path)):
-            relative = os.path.relpath(candidate)
-            if relative != os.pardir and not relative.startswith(os.pardir + os.sep):
-                shown = relative
-                break
-    except (ValueError, OSError):
-        pass
-    # a file name is printed on the user's terminal too, in a one-line message: escape what
-    # would control the terminal or break the line
-    return one_line_safe(shown)
 
 
 # --- validation ---------------------------------------------------------------------------
@@ -660,299 +524,3 @@ def parse_deck_text(
         if unread:  # the cap was not reached: the unread items are needed after all
             return parse_deck_text(text, file, default_name, cards_budget=None)
     return info, cards, errors
-
-
-def bundled_deck_files() -> list[Path]:
-    """The YAML decks shipped in the ``prep.questions`` package. The package is always a
-    folder (pip installs it unpacked), so its path is read directly: importlib.resources
-    would import zipfile and its readers on every start for nothing."""
-    from prep import questions
-
-    root = Path(questions.__file__).parent
-    return sorted(
-        (p for p in root.iterdir() if p.name.endswith((".yaml", ".yml"))), key=lambda p: p.name
-    )
-
-
-def deck_files_in(path: Path) -> list[Path]:
-    if path.is_dir():
-        return sorted([*path.glob("*.yaml"), *path.glob("*.yml")])
-    return [path]
-
-
-def read_regular_file(path: Path | str, max_bytes: int, what: str = "a deck") -> bytes:
-    """The bytes of a regular file of at most ``max_bytes``. Raises OSError (with a message
-    for the user) otherwise: a FIFO or a device such as /dev/zero is refused at once (opened
-    without blocking, checked before any byte is read); so is a symbolic link loop."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise OSError(exc.errno, "a symbolic link loop") from None
-        raise
-    limit = f"{what} is at most {max_bytes / 1024 / 1024:g} MB"
-    try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise OSError(errno.EISDIR, f"is a folder, not {what} file")
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket)")
-        if info.st_size > max_bytes:
-            raise OSError(errno.EFBIG, f"{info.st_size} bytes; {limit}")
-        chunks, size = [], 0
-        while chunk := os.read(fd, 1 << 16):
-            size += len(chunk)
-            if size > max_bytes:  # grew while we read
-                raise OSError(errno.EFBIG, limit)
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
-
-
-def read_deck_file(path: Path) -> str:
-    """The text of one deck file (see read_regular_file; at most MAX_DECK_BYTES of UTF-8)."""
-    data = read_regular_file(path, MAX_DECK_BYTES)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        column = exc.start - data.rfind(b"\n", 0, exc.start)
-        error = OSError(errno.EILSEQ, f"not UTF-8 text (byte {column} of the line)")
-        error.line = data.count(b"\n", 0, exc.start) + 1  # type: ignore[attr-defined]
-        raise error from None
-
-
-def collect_deck_files(
-    paths: Iterable[Path] | None, include_bundled: bool, warnings: list[DeckError]
-) -> list[tuple[str, Path, str]]:
-    """(real path, path, shown name) of each deck file to load, each file once: the bundled
-    ones (unless told not to), then each path's (a file, or a folder's *.yaml / *.yml); a
-    path with none is a warning in ``warnings``."""
-    files: list[Path] = list(bundled_deck_files()) if include_bundled else []
-    for p in paths or ():
-        found = deck_files_in(Path(p))
-        if not found:
-            warnings.append(
-                DeckError(display_path(p), 1, "no deck here (no *.yaml or *.yml files)")
-            )
-        files.extend(found)
-    out, seen = [], set()
-    for path in files:
-        key = os.path.realpath(path)  # never raises, even on a symlink loop
-        if key not in seen:
-            seen.add(key)
-            out.append((key, path, display_path(path)))
-    return out
-
-
-def load_collection(
-    paths: Iterable[Path] | None = None,
-    *,
-    demo_names: Sequence[str] | None = None,
-    include_bundled: bool = True,
-) -> Collection:
-    """Load and validate decks: the bundled ones (unless told not to) plus ``paths``.
-
-    ``paths`` may name files or folders of ``*.yaml``. ``demo_names`` is the set of demos a
-    ``demo:`` field may name; None skips that check (engine stays free of torch, so the
-    caller passes ``prep.demos.registry.names()``). Invalid cards are left out and every
-    problem is in ``Collection.errors``.
-    """
-    coll = Collection()
-    parsed = []
-    for _, path, shown in collect_deck_files(paths, include_bundled, coll.warnings):
-        text, error = read_deck_text(path, shown)
-        if error is not None:
-            coll.errors.append(error)
-            continue
-        assert text is not None
-        info, cards, errors = parse_deck_text(text, shown, path.stem)
-        parsed.append((shown, info, errors, cards))
-    assemble(coll, parsed, demo_names)
-    return coll
-
-
-def read_deck_text(path: Path, shown: str) -> tuple[str | None, DeckError | None]:
-    """The text of one deck file (see read_deck_file: a regular file of at most
-    MAX_DECK_BYTES of UTF-8), or the one-line error saying why it cannot be read."""
-    try:
-        return read_deck_file(path), None
-    except FileNotFoundError:
-        return None, DeckError(shown, 0, "no such file or folder")
-    except OSError as exc:
-        line = getattr(exc, "line", 1)
-        return None, DeckError(shown, line, f"cannot read: {exc.strerror or exc}")
-
-
-def assemble(
-    coll: Collection,
-    parsed: Iterable[tuple[str, DeckInfo | None, list[DeckError], list[Any]]],
-    demo_names: Sequence[str] | None,
-) -> None:
-    """Add each parsed file's (shown name, info, errors, cards) to ``coll`` in order, then
-    run the checks across files: duplicate ids (the first one wins), parents that do not
-    exist, cards that are their own parent, unknown demos, parent cycles. A card only needs
-    id, deck, parent, demos, file and line (the deck cache passes light references)."""
-    first_seen: dict[str, tuple[str, int]] = {}
-    for shown, info, errors, cards in parsed:
-        coll.errors.extend(errors)
-        if info is None:
-            continue
-        if info.name in coll.decks:
-            first = coll.decks[info.name]
-            coll.errors.append(
-                DeckError(
-                    shown,
-                    info.line,
-                    f"deck name {info.name!r} is already used by {first.file}:{first.line}; "
-                    "give this deck its own `deck:` name",
-                )
-            )
-            continue  # its cards are left out, as any invalid card is
-        coll.decks[info.name] = info
-        duplicates: set[int] = set()
-        for card_id, line in info.declared:
-            if card_id in first_seen:
-                first_file, first_line = first_seen[card_id]
-                coll.errors.append(
-                    DeckError(
-                        shown,
-                        line,
-                        f"duplicate card id {quoted(card_id)} (first defined at {first_file}:{first_line})",
-                    )
-                )
-                duplicates.add(line)
-            else:
-                first_seen[card_id] = (shown, line)
-        for card in cards:
-            if card.line not in duplicates:
-                coll.add(card)
-        info.card_ids = [c for c in info.card_ids if c in coll]
-    demo_set = set(demo_names) if demo_names is not None else None
-    for card in coll.cards:
-        if card.parent is not None and card.parent not in coll:
-            coll.errors.append(
-                DeckError(
-                    card.file,
-                    card.line,
-                    f"card {quoted(card.id)}: parent {quoted(card.parent)} does not exist",
-                )
-            )
-        if card.parent == card.id:
-            coll.errors.append(
-                DeckError(card.file, card.line, f"card {quoted(card.id)} is its own parent")
-            )
-        if demo_set is not None:
-            for name in card.demos:
-                if name not in demo_set:
-                    from difflib import get_close_matches
-
-                    close = get_close_matches(name, sorted(demo_set), n=1)
-                    hint = f" (did you mean {close[0]!r}?)" if close else ""
-                    coll.errors.append(
-                        DeckError(
-                            card.file,
-                            card.line,
-                            f"card {quoted(card.id)}: no demo named {quoted(name)}{hint}",
-                        )
-                    )
-    _report_cycles(coll)
-    if any(getattr(c, "aliases", ()) for c in coll.cards):
-        from prep.engine.decks.aliases import alias_errors
-
-        coll.errors.extend(
-            alias_errors(((c.id, c.aliases, c.file, c.line) for c in coll.cards), coll)
-        )
-    _drop_unservable(coll)
-    coll.errors.sort(key=lambda e: (e.file, e.line))
-    coll.errors[:] = _capped(coll.errors)
-
-
-def _capped(errors: list[DeckError]) -> list[DeckError]:
-    """At most MAX_ERRORS_PER_FILE errors per file (sorted by file), then one line counting
-    the rest: a file of 400,000 broken cards is 51 lines, not 2.8 million."""
-    out: list[DeckError] = []
-    i = 0
-    while i < len(errors):
-        j = i
-        while j < len(errors) and errors[j].file == errors[i].file:
-            j += 1
-        group = errors[i:j]
-        notes = [e for e in group if e.message.startswith("... ")]  # cards not checked
-        found = [e for e in group if not e.message.startswith("... ")]
-        if len(found) > MAX_ERRORS_PER_FILE + 1:
-            rest = len(found) - MAX_ERRORS_PER_FILE
-            found = found[:MAX_ERRORS_PER_FILE]
-            found.append(DeckError(errors[i].file, 0, f"... and {rest:,} more problems"))
-        out.extend(found + notes)
-        i = j
-    return out
-
-
-def _report_cycles(coll: Collection) -> None:
-    """One error per parent cycle, at its smallest id ("a -> b -> a"). Linear in the number of
-    cards: each card is walked once (a chain of 4,000 follow-ups took 106 s when every card
-    walked its whole chain and searched it as a list)."""
-    done: set[str] = set()
-    for card in coll.cards:
-        if card.id in done:
-            continue
-        path: list[str] = []
-        index: dict[str, int] = {}
-        node: Card | None = card
-        while node is not None and node.id not in done and node.id not in index:
-            index[node.id] = len(path)
-            path.append(node.id)
-            if node.parent is None or node.parent == node.id:  # own parent: reported above
-                node = None
-                break
-            node = coll.get(node.parent)
-        if node is not None and node.id in index:  # back onto this walk: a cycle
-            cycle = path[index[node.id] :]
-            start = cycle.index(min(cycle))
-            cycle = cycle[start:] + cycle[:start]
-            first = coll.get(cycle[0])
-            assert first is not None
-            shown = [*cycle, cycle[0]]
-            if len(cycle) > 8:  # one line, whatever the length
-                shown = [*shown[:4], "...", *shown[-3:]]
-            text = " -> ".join(shown) + (f" ({len(cycle)} cards)" if len(cycle) > 8 else "")
-            coll.errors.append(DeckError(first.file, first.line, f"parent cycle: {text}"))
-        done.update(path)
-
-
-def _drop_unservable(coll: Collection) -> None:
-    """Leave out follow-ups that can never be served: a follow-up waits for its parent, so
-    one whose parent is missing, itself, or in a cycle (and every card below it) would wait
-    forever. Each is already an error above; leaving it out keeps 'valid cards' true."""
-    servable: dict[str, bool] = {}
-    for card in coll.cards:  # walk up each chain once, without recursion (chains may be long)
-        path: list[str] = []
-        on_path: set[str] = set()
-        node_id: str | None = card.id
-        while True:
-            if node_id in servable:
-                result = servable[node_id]
-                break
-            node = coll.get(node_id) if node_id is not None else None
-            if node is None or node.id in on_path:
-                result = False  # a missing parent, or a cycle
-                break
-            path.append(node.id)
-            on_path.add(node.id)
-            if node.parent is None:
-                result = True
-                break
-            node_id = node.parent
-        for cid in path:
-            servable[cid] = result
-
-    keep = [c for c in coll.cards if servable[c.id]]
-    if len(keep) == len(coll.cards):
-        return
-    dropped = {c.id for c in coll.cards} - {c.id for c in keep}
-    coll.cards[:] = keep
-    coll.__post_init__()
-    for info in coll.decks.values():
-        info.card_ids = [c for c in info.card_ids if c not in dropped]

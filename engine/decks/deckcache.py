@@ -30,10 +30,12 @@ dropped as the decks load; those of files only not named this time are kept (``_
 
 ``prep check`` does not use the cache: it parses and validates every file.
 
-Size: about 770 lines: the loader (``load``, the format key, filling the cache with its
-progress) and the collection it returns (``CachedCollection``, which reads the cache lazily)
-share the cache's layout. The next split is ``CachedCollection`` into its own module (left
-for after this round's merges: several issues edit it).
+What ``load`` returns is the one collection the study loop reads (``CachedCollection``,
+engine/decks/collection.py). A database that cannot be written now (read-only, or another
+prep holds the write lock) still opens through it: the cache is then private to the
+connection (TEMP tables: Store.deck_cache_private) and filled by parsing the decks. Decks
+parsed in memory (tests, benchmarks) are fed into a cache the same way (``from_parsed``):
+no second implementation of the collection exists.
 """
 
 from __future__ import annotations
@@ -43,13 +45,10 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, fields
-from functools import cache, partial
-from itertools import repeat
-from operator import itemgetter
+from dataclasses import fields
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,19 +61,18 @@ from prep.engine.decks.changed import (  # noqa: F401 - pending_fill: the front 
     file_ident,
     pending_fill,
 )
-from prep.engine.decks.deck import (
-    KINDS,
-    LEVELS,
-    Card,
-    Collection,
-    DeckError,
-    DeckInfo,
-    assemble,
-    collect_deck_files,
-    load_collection,
-    parse_deck_text,
-    read_deck_text,
+from prep.engine.decks.checks import assemble, parse_decks
+from prep.engine.decks.collection import (  # noqa: F401 - CachedCollection, card_from_fields: what load gives
+    CachedCollection,
+    CardRef,
+    _CachedDeckInfo,
+    _fields_of,
+    _refs,
+    card_fields,
+    card_from_fields,
 )
+from prep.engine.decks.deck import Card, DeckError, DeckInfo, ParsedDecks, parse_deck_text
+from prep.engine.decks.files import collect_deck_files, read_deck_text
 from prep.engine.decks.fill import CHECK, DONE, PARSE, RECONCILE, STORE, Fill, Progress
 from prep.engine.decks.parsepool import ParsePool
 
@@ -83,7 +81,7 @@ if TYPE_CHECKING:
 
 # Part of every assembly's key: raised when the checks across files change, so that a cached
 # result of older checks is never served (2: duplicate deck names refused, cards that can
-# never be served left out, as deck.load_collection does since the hardening).
+# never be served left out, as checks.parse_decks does since the hardening).
 ASSEMBLY_VERSION = 2
 
 # The cache's format: a database whose cache was written under any other format has it dropped
@@ -93,14 +91,6 @@ ASSEMBLY_VERSION = 2
 # renaming or retyping a field changes the key with no version to remember) and the assembly's
 # version; the store keeps it beside the cached rows.
 LOADER_VERSION = 2
-_EXCLUDED = ("id", "deck", "file", "line", "parent")
-
-
-@cache
-def _fields_of(card_class: type) -> tuple[str, ...]:
-    """The Card fields kept in the cache's JSON, in Card's order (id, deck and parent are
-    columns of their own; file and line are the cache entry's)."""
-    return tuple(f.name for f in fields(card_class) if f.name not in _EXCLUDED)
 
 
 def format_key() -> str:
@@ -109,9 +99,6 @@ def format_key() -> str:
     card = [[f.name, str(f.type)] for f in fields(Card)]
     spec = {"loader": LOADER_VERSION, "card": card, "assembly": ASSEMBLY_VERSION}
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
-
-
-_TUPLES = frozenset({"choices", "demos", "tags", "sources", "bullets", "points", "aliases"})
 
 
 @contextmanager
@@ -125,364 +112,6 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-@dataclass(frozen=True, slots=True)
-class CardRef:
-    """What the checks across files and the queue need of a card, without its text."""
-
-    id: str
-    deck: str
-    parent: str | None
-    demos: tuple[str, ...]
-    file: str
-    line: int
-
-
-def card_fields(card: Card) -> str:
-    """The cached form of a card's content (JSON list in ``_fields_of(Card)`` order)."""
-    return json.dumps([getattr(card, f) for f in _fields_of(Card)], ensure_ascii=False)
-
-
-def card_from_fields(
-    data: str, *, card_id: str, deck: str, parent: str | None, file: str, line: int
-) -> Card:
-    values = json.loads(data)
-    names = _fields_of(Card)
-    if len(values) < len(names):  # cached before a field was added (the field's default)
-        defaults = {f.name: f.default for f in fields(Card)}
-        values += [defaults[f] for f in names[len(values) :]]
-    kw: dict[str, Any] = {
-        f: tuple(v) if f in _TUPLES else v for f, v in zip(names, values, strict=True)
-    }
-    return Card(id=card_id, deck=deck, parent=parent, file=file, line=line, **kw)
-
-
-class CachedCollection(Collection):
-    """A Collection over the deck cache that reads no more than it is asked for: opening it
-    reads each file's size (kept in the assembly) and nothing per card; a card is found by
-    its id through the cache's id index and built the first time it is asked for
-    (``get``); the map of every id, and the outline (deck, parent, demos of every card), are
-    read only by the calls that walk every card (``cards``, ``refs``, ``in_deck``...).
-
-    Which cards are in it is fixed when it is loaded: the loaded files (in order, each with
-    the hash of the text cached for it) less the cards the checks across files left out
-    (``excluded``: duplicate ids, usually none). The cache is read live, so a row counts only
-    while its file still holds the text loaded: once another prep has parsed an edited file,
-    that file's rows are not this collection's, but a card found before (the day's queue: its
-    due cards looked up, its new cards read) is followed to where it is now by ``get``."""
-
-    def __init__(
-        self,
-        store: Store,
-        files: list[tuple[str, str]],
-        sizes: dict[str, int],
-        decks: dict[str, DeckInfo],
-        errors: list[DeckError],
-        excluded: AbstractSet[tuple[str, int]] = frozenset(),
-        fids: dict[str, tuple[int, str]] | None = None,
-    ) -> None:
-        # Collection's own fields, but ``cards`` is built on demand (see the property)
-        self.decks = decks
-        self.errors = errors
-        self.warnings: list[DeckError] = []
-        self._store = store
-        self._files = files  # (cache key, shown name) of each file, in order
-        self._shown = dict(files)
-        self._place = {key: i for i, (key, _) in enumerate(files)}  # a file's place in order
-        self._sizes = sizes  # the cards kept of each file
-        self._excluded = excluded  # (key, line) of each card left out (a duplicate id)
-        self._count = sum(sizes.values())
-        # each file's id in the cache and the hash of the text loaded (read at load)
-        self._fids = store.deck_cache_fids(self._shown) if fids is None else fids
-        self._key_of = {fid: key for key, (fid, _) in self._fids.items()}
-        self._found: dict[str, tuple[str, int, str] | None] = {}  # ids looked up one by one
-        self._rows: dict[str, list[tuple[int, str, int]]] = {}  # each file's kept rows, read once
-        self._where_map: dict[str, tuple[str, int, str]] | None = None
-        self._built: dict[str, Card] = {}
-        self._refs: list[CardRef] | None = None
-        self._all: list[Card] | None = None
-        self._citing: list[tuple[str, tuple[str, ...]]] | None = None  # cards citing a demo
-
-    def _kept(self, key: str) -> list[tuple[int, str, int]]:
-        """(line, id, dup) of the cards of one file that are in the collection, in order
-        (read from the cache's covering index the first time a file is walked)."""
-        rows = self._rows.get(key)
-        if rows is None:
-            # (none once another prep has parsed an edited file: not this collection's rows)
-            rows = self._store.deck_cache_ids(key) if self._unchanged(key) else []
-            if self._excluded:
-                rows = [r for r in rows if (key, r[0]) not in self._excluded]
-            self._rows[key] = rows
-        return rows
-
-    @property
-    def _where(self) -> dict[str, tuple[str, int, str]]:
-        """id -> (key, line, shown) of every card kept, built on first use by the calls that
-        walk every card (the queue, a card shown, the counts never need it); by map/zip, not
-        a Python loop per card."""
-        if self._where_map is None:
-            where: dict[str, tuple[str, int, str]] = {}
-            for key, shown in self._files:
-                kept = self._kept(key)
-                places = zip(repeat(key), map(_LINE, kept), repeat(shown))
-                where.update(zip(map(_ID, kept), places, strict=True))
-            self._where_map = where
-        return self._where_map
-
-    def _locate(self, card_id: str) -> tuple[str, int, str] | None:
-        """(key, line, shown) of the card ``card_id``: from the map of every id once it is
-        built, else one lookup in the cache's id index (its entry in the first loaded file
-        that holds it and did not leave it out)."""
-        if self._where_map is not None:
-            return self._where_map.get(card_id)
-        if card_id in self._found:
-            return self._found[card_id]
-        best: tuple[int, str, int] | None = None
-        for fid, line, sha in self._store.deck_cache_locate(card_id):
-            key = self._key_of.get(fid)
-            if key is None or sha != self._fids[key][1] or (key, line) in self._excluded:
-                continue  # a file not loaded here or parsed again since, or a card left out
-            if best is None or (self._place[key], line) < best[::2]:
-                best = (self._place[key], key, line)
-        found = None if best is None else (best[1], best[2], self._shown[best[1]])
-        if len(self._found) < 100_000:  # (a caller walking every id builds the map instead)
-            self._found[card_id] = found
-        return found
-
-    def refs(self) -> list[CardRef]:
-        """Every card's outline, in order (read from the cache on first use)."""
-        if self._refs is None:
-            self._refs = [
-                r
-                for key, shown in self._files
-                for r in _refs(self._store, key, shown)
-                if self._where.get(r.id, (None, None))[:2] == (key, r.line)
-            ]
-        return self._refs
-
-    @property
-    def cards(self) -> list[Card]:  # type: ignore[override]  # (built on first use)
-        if self._all is None:
-            data: dict[tuple[str, int], str] = {}
-            for key, line, text in self._store.deck_cache_card_data([k for k, _ in self._files]):
-                data[key, line] = text
-            self._all = [
-                self._built.get(r.id) or self._build(r, data[self._where[r.id][:2]])
-                for r in self.refs()
-            ]
-        return self._all
-
-    def _build(self, ref: CardRef, data: str) -> Card:
-        card = card_from_fields(
-            data, card_id=ref.id, deck=ref.deck, parent=ref.parent, file=ref.file, line=ref.line
-        )
-        self._built[ref.id] = card
-        return card
-
-    def add(self, card: Card) -> None:
-        raise TypeError("a cached collection is read-only; load_collection() builds one to edit")
-
-    def get(self, card_id: str) -> Card | None:
-        card = self._built.get(card_id)
-        if card is not None:
-            return card
-        where = self._locate(card_id)
-        if where is None:
-            return None
-        key, line, shown = where
-        row = self._store.deck_cache_card(key, line, card_id)
-        if row is None:  # another prep re-read an edited deck that no longer holds it
-            return None
-        line, deck, parent, demos, data, _ = row
-        return self._build(CardRef(card_id, deck, parent, _demos(demos), shown, line), data)
-
-    def content_hash_now(self, card_id: str) -> str | None:
-        """The hash of the card's text in the deck cache now: another prep may have re-read
-        an edited deck since this collection was loaded."""
-        where = self._locate(card_id)
-        if where is None:
-            return None
-        row = self._store.deck_cache_card(where[0], where[1], card_id)
-        return None if row is None else row[5]
-
-    def __contains__(self, card_id: object) -> bool:
-        return isinstance(card_id, str) and self._locate(card_id) is not None
-
-    def __len__(self) -> int:
-        return self._count  # len(self._where), without building it
-
-    def outline(self) -> Iterator[tuple[str, str, str | None]]:
-        return ((r.id, r.deck, r.parent) for r in self.refs())
-
-    def children(self, card_id: str) -> list[Card]:
-        return [c for r in self.refs() if r.parent == card_id and (c := self.get(r.id))]
-
-    def cards_for_demo(self, name: str) -> list[Card]:
-        return [c for cid in self.ids_for_demo(name) if (c := self.get(cid))]
-
-    def ids_for_demo(self, name: str) -> list[str]:
-        """From the index of the cards that cite a demo: no other card is read or built."""
-        if self._citing is None:  # read once: `prep demo --list` asks for every demo
-            self._citing = [
-                (cid, _demos(demos))
-                for key, _ in self._files
-                if self._unchanged(key)
-                for line, cid, demos in self._store.deck_cache_citing(key)
-                if (key, line) not in self._excluded
-            ]
-        return [cid for cid, demos in self._citing if name in demos]
-
-    def _unchanged(self, key: str) -> bool:
-        """Whether the cache still holds the text of file ``key`` this collection loaded."""
-        entry = self._fids.get(key)
-        return entry is not None and self._store.deck_cache_sha(entry[0]) == entry[1]
-
-    def in_deck(self, deck: str | None) -> list[Card]:
-        """The cards of ``deck`` (all cards for None), in order: a deck is one file, whose
-        outline and text are read in one pass each (not a walk over every card per deck)."""
-        if deck is None:
-            return list(self.cards)
-        where, shown_of = self._where, dict(self._files)
-        out = []
-        for _, key in self._deck_files(deck):
-            data = {line: text for _, line, text in self._store.deck_cache_card_data([key])}
-            for ref in _refs(self._store, key, shown_of[key]):
-                if where.get(ref.id, (None, None))[:2] == (key, ref.line):
-                    out.append(self._built.get(ref.id) or self._build(ref, data[ref.line]))
-        return out
-
-    def reconcile(self, store: Store) -> None:
-        """Nothing to do: ``load`` reconciled the store with these decks when they changed."""
-
-    def tag_progress(self, store: Store, mature_days: float) -> dict[str, tuple[int, int, int]]:
-        return self._store.deck_cache_tag_progress(mature_days)
-
-    def unseen_by_deck(self, store: Store) -> dict[str, int]:
-        """How many cards of each deck have no progress, from two counts: the deck's size
-        and its cards with progress (grouped in SQL over the live cards, which ``load``'s
-        reconciliation keeps to these decks), without reading the cards one by one."""
-        seen = store.seen_per_deck()
-        return {deck: max(0, n - seen.get(deck, 0)) for deck, n in self.deck_sizes().items()}
-
-    def _deck_files(
-        self, deck: str | None, among: AbstractSet[str] | None = None
-    ) -> list[tuple[int, str]]:
-        """(order, cache key) of the loaded files whose cards are in the collection (a deck
-        is one file: a second file of the same deck name has its cards left out), of
-        ``deck`` and of the decks ``among`` when given."""
-        named = {
-            info.file
-            for name, info in self.decks.items()
-            if (deck is None or name == deck) and (among is None or name in among)
-        }
-        return [(i, key) for i, (key, shown) in enumerate(self._files) if shown in named]
-
-    def deck_sizes(self) -> dict[str, int]:
-        """Cards per deck, from each file's count (one pass over the files)."""
-        deck_of = {info.file: name for name, info in self.decks.items()}
-        sizes = dict.fromkeys(self.decks, 0)
-        for key, shown in self._files:
-            name = deck_of.get(shown)
-            if name is not None:
-                sizes[name] += self._sizes[key]
-        return sizes
-
-    def deck_ids(self, key: str) -> list[str]:
-        """The ids of the file ``key``'s valid cards that are in the collection, in order (as
-        load_collection: a duplicate id is listed under both decks, its card is the first)."""
-        rows = self._store.deck_cache_ids(key) if self._unchanged(key) else []
-        if not any(k == key for k, _ in self._excluded):
-            return list(map(_ID, rows))  # every card of the file was kept
-        where = self._where
-        return [cid for _, cid, _ in rows if cid in where]
-
-    def new_card_groups(
-        self,
-        store: Store,
-        deck: str | None = None,
-        seen: set[str] | None = None,
-        among: AbstractSet[str] | None = None,
-    ) -> list[Iterator[tuple[Any, str, str, str, str | None, bool]]]:
-        """One group per (level, kind): the files in curriculum order (deck rank), each an
-        index range of the (kind, level, key) index read from SQL in growing steps as the
-        rotation asks (a level or kind a file lacks costs one probe)."""
-        ranks = self.deck_ranks()
-        name_of = {info.file: name for name, info in self.decks.items()}
-        shown_of = dict(self._files)
-        files = sorted(
-            (ranks.get(name_of.get(shown_of[key], ""), len(ranks)), order, key)
-            for order, key in self._deck_files(deck, among)
-        )
-        return [
-            self._unseen_in_level(level, kind, files)
-            for level in range(len(LEVELS))
-            for kind in KINDS
-        ]
-
-    def _unseen_in_level(
-        self, level: int, kind: str, files: list[tuple[int, int, str]]
-    ) -> Iterator[tuple[Any, str, str, str, str | None, bool]]:
-        for rank, order, key in files:
-            after, size = None, 2  # the first card places the group; then growing steps
-            while True:
-                rows = self._store.deck_cache_unseen_from(key, kind, after, size, level)
-                if not self._unchanged(key):
-                    break  # parsed again by another prep since: not this collection's rows
-                for row_key, cid, deck, parent, parent_seen in rows:
-                    line = row_key & 0xFFFFFFFF
-                    if (key, line) not in self._excluded:
-                        # found here: followed by ``get`` even once another prep re-reads it
-                        self._found.setdefault(cid, (key, line, self._shown[key]))
-                        yield (level, rank, order, row_key), cid, deck, kind, parent, parent_seen
-                if len(rows) < size:
-                    break
-                after, size = rows[-1][0], min(8 * size, 4096)
-
-    def unseen(
-        self, store: Store, deck: str | None = None, seen: set[str] | None = None
-    ) -> Iterator[tuple[str, str, str, str | None, bool]]:
-        # a collection loaded by another process with other decks may have re-ordered the
-        # cache meanwhile: only this collection's cards are served
-        return (u for u in self._store.deck_cache_unseen(deck) if u[0] in self._where)
-
-
-_LINE, _ID = itemgetter(0), itemgetter(1)  # of deck_cache_ids' rows
-
-
-class _CachedDeckInfo(DeckInfo):
-    """A deck of the cached collection: its card ids are read from the cache the first time
-    they are asked for (a cold open needs the deck's name and size, not its ids)."""
-
-    _ids: list[str] | None
-    _read: Callable[[], list[str]]
-
-    @classmethod
-    def of(cls, info: DeckInfo, read: Callable[[], list[str]]) -> _CachedDeckInfo:
-        out = cls(**{f.name: getattr(info, f.name) for f in fields(DeckInfo)})
-        out._ids, out._read = None, read
-        return out
-
-    @property  # type: ignore[override]  # (a field of DeckInfo, read on first use here)
-    def card_ids(self) -> list[str]:
-        if self._ids is None:
-            self._ids = self._read()
-        return self._ids
-
-    @card_ids.setter
-    def card_ids(self, value: list[str]) -> None:
-        self._ids = value
-
-
-def _demos(text: str) -> tuple[str, ...]:
-    return tuple(text.split(",")) if text else ()
-
-
-def _refs(store: Store, key: str, shown: str) -> list[CardRef]:
-    return [
-        CardRef(cid, deck, parent, _demos(demos), shown, line)
-        for _, line, cid, deck, parent, demos in store.deck_cache_outline([key])
-    ]
 
 
 def _parse(text: str, shown: str, stem: str):
@@ -521,19 +150,122 @@ def load(
     demo_names: Sequence[str] | None = None,
     include_bundled: bool = True,
     progress: Progress | None = None,
-) -> Collection:
-    """``deck.load_collection`` through the cache in ``store`` (same cards, errors, order),
-    and the store's progress reconciled with the decks if they changed since the last time.
-    A database that cannot be written (read-only, busy) still opens: the decks are then
-    parsed as ``load_collection`` does, and reconciled by the caller (``Collection.reconcile``).
-    ``progress`` is called with a Fill as each changed file is parsed and stored (fill.py)."""
+) -> CachedCollection:
+    """The decks (``checks.parse_decks``'s cards, errors, order) through the cache in
+    ``store``, and the store's progress reconciled with the decks if they changed since the
+    last time. A database that cannot be written now (read-only, busy) still opens: the
+    cache is then private to this connection (TEMP tables), filled from the files, and
+    progress is read as it is. ``progress`` is called with a Fill as each changed file is
+    parsed and stored (fill.py)."""
     from prep.engine.store import StoreError
 
-    try:
-        with gc_paused():  # a hundred thousand small objects, none of them garbage
+    with gc_paused():  # a hundred thousand small objects, none of them garbage
+        try:
             return _load(store, paths, demo_names, include_bundled, progress)
+        except StoreError:
+            if store.deck_cache_is_private():
+                raise
+            store.deck_cache_private()
+            return _load(store, paths, demo_names, include_bundled, progress)
+
+
+def load_collection(
+    paths: Iterable[Path] | None = None,
+    *,
+    demo_names: Sequence[str] | None = None,
+    include_bundled: bool = True,
+) -> CachedCollection:
+    """The decks parsed (``checks.parse_decks``) and fed into a new in-memory database's
+    cache (``from_parsed``): for a caller without a database (tests, benchmarks); the
+    collection moves into the cache of the database it is first asked about."""
+    parsed = parse_decks(paths, demo_names=demo_names, include_bundled=include_bundled)
+    return from_parsed(parsed)
+
+
+def from_parsed(parsed: ParsedDecks, store: Store | None = None) -> CachedCollection:
+    """``parsed`` fed into ``store``'s deck cache (a new in-memory database's when None) and
+    read back as the one collection: cards in their order and with their text, each deck one
+    cached entry named by its DeckInfo.file (cards whose deck has no entry get one, named
+    after the deck), the parse's errors and warnings. Progress is reconciled with these
+    decks, as ``load`` does; a database that cannot be written gets a private cache."""
+    from prep.engine.store import Store as StoreClass
+    from prep.engine.store import StoreError
+
+    if store is None:
+        store = StoreClass.memory()
+    try:
+        coll = _feed(store, parsed)
     except StoreError:
-        return load_collection(paths, demo_names=demo_names, include_bundled=include_bundled)
+        if store.deck_cache_is_private():
+            raise
+        store.deck_cache_private()
+        coll = _feed(store, parsed)
+    coll.errors = list(parsed.errors)
+    coll.warnings = list(parsed.warnings)
+    for name, info in coll.decks.items():  # as parsed (a duplicate id is under both decks)
+        if name in parsed.decks:
+            info.card_ids = list(parsed.decks[name].card_ids)
+    coll._source = parsed
+    return coll
+
+
+def _feed(store: Store, parsed: ParsedDecks) -> CachedCollection:
+    """Each deck of ``parsed`` as one cached entry, keyed by its content (``parsed:`` and a
+    hash: not a path, so never taken for a deck file, and two different feeds into one
+    database never replace each other's rows), then assembled as ``load`` assembles files."""
+    fmt_key = format_key()
+    if store.deck_cache_format() != fmt_key:
+        store.deck_cache_reset(fmt_key)
+    groups: dict[str, list[Card]] = {name: [] for name in parsed.decks}
+    for card in parsed.cards:
+        groups.setdefault(card.deck, []).append(card)
+    digest = hashlib.sha256(f"format {fmt_key}\n".encode())
+    order: list[tuple[str, str]] = []
+    cached = store.deck_cache_files()
+    now_ns = time.time_ns()
+    for deck, cards in groups.items():
+        info = parsed.decks.get(deck)
+        if info is None:  # cards built by hand without their deck's entry: a deck of its own
+            info = DeckInfo(name=deck, title=deck, description="", file=f"{deck}.yaml")
+        shown = info.file or f"{deck}.yaml"
+        lines = [c.line for c in cards]
+        if not all(a < b for a, b in zip([0, *lines], lines, strict=False)):
+            lines = list(range(1, len(cards) + 1))  # (built by hand: places in order)
+        rows = [
+            (
+                line,
+                c.id,
+                c.deck,
+                c.parent,
+                ",".join(c.demos),
+                list(c.tags),
+                c.content_hash,
+                card_fields(c),
+                c.kind,
+                c.level_rank,
+            )
+            for line, c in zip(lines, cards, strict=True)
+        ]
+        info_json = _info_json(info)
+        sha = hashlib.sha256(json.dumps([shown, info_json, rows]).encode()).hexdigest()
+        key = f"parsed:{sha}"
+        if key not in cached:
+            store.deck_cache_put(
+                key,
+                shown=shown,
+                size=0,
+                mtime_ns=0,
+                sha256=sha,
+                checked_ns=now_ns,
+                info=info_json,
+                declared=[(c.id, line) for line, c in zip(lines, cards, strict=True)],
+                errors=[],
+                cards=rows,
+            )
+        digest.update(f"{key}\0{shown}\0{sha}\n".encode())
+        order.append((key, shown))
+    digest.update(b"null")  # no demo names: the parse checked them
+    return _assemble(store, [], {}, order, [], digest, None, [], None, None)
 
 
 def _load(
@@ -542,9 +274,9 @@ def _load(
     demo_names: Sequence[str] | None,
     include_bundled: bool,
     progress: Progress | None = None,
-) -> Collection:
+) -> CachedCollection:
     warnings: list[DeckError] = []
-    files = collect_deck_files(paths, include_bundled, warnings)  # as load_collection
+    files = collect_deck_files(paths, include_bundled, warnings)  # as parse_decks
     fmt_key = format_key()
     if store.deck_cache_format() != fmt_key:
         # written by another version of the loader, Card or the checks: nothing of it is
@@ -644,7 +376,7 @@ def _assemble(
     warnings: list[DeckError],
     fill: Fill | None,
     progress: Progress | None,
-) -> Collection:
+) -> CachedCollection:
     state_key = digest.hexdigest()
 
     keys = [k for k, _ in order]
@@ -657,7 +389,7 @@ def _assemble(
         # the checks across files, on the outline of every card (only after a change)
         refs_by_file = {key: _refs(store, key, shown) for key, shown in order}
         declared = store.deck_cache_declared(keys)
-        coll = Collection()
+        coll = ParsedDecks()
         coll.errors.extend(read_errors)
         assemble(
             coll,
@@ -690,17 +422,19 @@ def _assemble(
         sizes = {key: counts[key] - sum(k == key for k, _ in left_out) for key in keys}
     decks: dict[str, DeckInfo] = {}
     errors = [DeckError(f, line, m) for f, line, m in assembled["errors"]]
-    coll = CachedCollection(store, order, sizes, decks, errors, left_out)
+    loaded = CachedCollection(store, order, sizes, decks, errors, left_out)
     # (it reads each file's id and hash now: what it serves is what was loaded)
-    coll.warnings = warnings
+    loaded.warnings = warnings
     for key, shown in order:
         info, _ = _info_and_errors(parsed[key], shown, [])
         if info is None or shown not in assembled["renamed"]:
             continue  # unparsable, or its deck name is already used (its cards left out)
         info.name = assembled["renamed"][shown]
         # its card ids, read from the cache when first asked for (a plan, a deck's list)
-        decks[info.name] = _CachedDeckInfo.of(info, partial(coll.deck_ids, key))
-    if store.deck_reconcile_key() != state_key:
+        decks[info.name] = _CachedDeckInfo.of(info, partial(loaded.deck_ids, key))
+    # (a private cache is for a database that cannot be written now: progress is read as it
+    # is, and reconciled by the next prep that can write)
+    if store.deck_reconcile_key() != state_key and not store.deck_cache_is_private():
         if fill is not None and progress is not None and fill.files_total:
             fill.stage = RECONCILE
             progress(fill)
@@ -710,11 +444,11 @@ def _assemble(
     if fill is not None and progress is not None and fill.files_total:
         fill.stage = DONE
         progress(fill)
-    return coll
+    return loaded
 
 
 def _check_aliases(
-    store: Store, coll: Collection, order: list[tuple[str, str]], refs: dict[str, list[CardRef]]
+    store: Store, coll: ParsedDecks, order: list[tuple[str, str]], refs: dict[str, list[CardRef]]
 ) -> None:
     """The aliases' checks of ``assemble`` (which sees the cards' outline only), on the
     aliases of the cached cards that were kept."""
@@ -752,6 +486,8 @@ def _prune(store: Store, cached: dict[str, Any], loaded: set[str]) -> None:
 def _gone(path: str) -> bool:
     """The file does not exist (any other failure, say a folder we may not read, is not
     taken as gone)."""
+    if not os.path.isabs(path):
+        return False  # not a file's entry (decks fed from a parse: from_parsed)
     try:
         os.stat(path)
     except (FileNotFoundError, NotADirectoryError):

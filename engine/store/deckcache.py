@@ -7,7 +7,9 @@ Part of the one `Store` (engine/store/__init__.py combines the tables' classes).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -33,21 +35,78 @@ class DeckCacheStore(StoreCore):
 
     # --- deck cache (engine/decks/deckcache.py decides; these are its tables) -----------------
 
+    # A cache private to this connection (deck_cache_private): its keys (format, assembly,
+    # reconciliation) in memory; None while the cache is the database's own.
+    _private: dict[str, str] | None = None
+
+    def deck_cache_private(self) -> None:
+        """Keep this connection's deck cache in TEMP tables, which shadow the database's own
+        (left as they are), and its keys in memory: for a database that cannot be written
+        now (read-only, or another prep holds the write lock), so that its decks are still
+        read through the one cache, beside its progress. Nothing of it is saved."""
+        if self._private is not None:
+            return
+        rows = self.conn.execute(
+            "SELECT type, sql FROM main.sqlite_master WHERE sql IS NOT NULL AND "
+            "tbl_name IN ('deck_files', 'deck_cards', 'deck_tags') ORDER BY type DESC"
+        ).fetchall()  # the tables, then their indexes
+        for kind, sql in rows:
+            if kind == "table":
+                sql = re.sub(r"^CREATE TABLE ", "CREATE TEMP TABLE ", sql)
+            else:
+                sql = re.sub(r"^CREATE (UNIQUE )?INDEX ", r"CREATE \1INDEX temp.", sql)
+            self.conn.execute(sql)
+        self._private = {}
+
+    def deck_cache_is_private(self) -> bool:
+        return self._private is not None
+
+    @contextmanager
+    def _cache_tx(self) -> Iterator[None]:
+        """A write of the cache: the store's transaction, or (a private cache, TEMP tables
+        only) a deferred one, which takes no lock of the database's."""
+        if self._private is None:
+            with self.transaction():
+                yield
+            return
+        self.conn.execute("BEGIN")
+        try:
+            yield
+            self.conn.execute("COMMIT")
+        except BaseException:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
+
+    def _cache_meta(self, key: str) -> str | None:
+        return self.get_meta(key) if self._private is None else self._private.get(key)
+
+    def _set_cache_meta(self, key: str, value: str | None) -> None:
+        if self._private is not None:
+            if value is None:
+                self._private.pop(key, None)
+            else:
+                self._private[key] = value
+        elif value is None:
+            self.conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+        else:
+            self.set_meta(key, value)
+
     def deck_cache_format(self) -> str | None:
         """The format key (engine/decks/deckcache.py's ``format_key``) the cache was written
         under; None for a cache from before the key was kept."""
-        return self.get_meta(_FORMAT_KEY)
+        return self._cache_meta(_FORMAT_KEY)
 
     def deck_cache_reset(self, format_key: str) -> None:
         """Drop every cached parse and assembly, and record the format the cache is rebuilt
         under, in one transaction. Only the cache: progress is another set of tables (the
         next reconciliation runs, since the decks' state key names the format)."""
-        with self.transaction():
+        with self._cache_tx():
             self.conn.execute("DELETE FROM deck_tags")
             self.conn.execute("DELETE FROM deck_cards")
             self.conn.execute("DELETE FROM deck_files")
-            self.conn.execute("DELETE FROM meta WHERE key = 'deck_assembly'")
-            self.set_meta(_FORMAT_KEY, format_key)
+            self._set_cache_meta("deck_assembly", None)
+            self._set_cache_meta(_FORMAT_KEY, format_key)
 
     def deck_cache_files(self) -> dict[str, dict[str, Any]]:
         keys = ("path", "shown", "size", "mtime_ns", "sha256", "checked_ns", "ident")
@@ -59,7 +118,7 @@ class DeckCacheStore(StoreCore):
     ) -> None:
         """The file was read and its hash is unchanged: remember its new size, mtime and
         identity (device, inode, ctime)."""
-        with self.transaction():
+        with self._cache_tx():
             self.conn.execute(
                 "UPDATE deck_files SET size = ?, mtime_ns = ?, checked_ns = ? WHERE path = ?",
                 (size, mtime_ns, checked_ns, path),
@@ -84,7 +143,7 @@ class DeckCacheStore(StoreCore):
     ) -> None:
         """Replace one file's parse: its entry and its cards (line, id, deck, parent, demos,
         tags, content hash, fields, kind, level rank). The checks across files are then redone (assembly dropped)."""
-        with self.transaction():
+        with self._cache_tx():
             self.conn.execute(
                 "INSERT INTO deck_files "
                 "(path, shown, size, mtime_ns, sha256, checked_ns, info, declared, errors, ord) "
@@ -118,12 +177,12 @@ class DeckCacheStore(StoreCore):
                 "INSERT OR IGNORE INTO deck_tags (id, tag, key) VALUES (?, ?, ?)",
                 [(c[1], tag, lo + c[0]) for c in cards for tag in c[5]],
             )
-            self.conn.execute("DELETE FROM meta WHERE key = 'deck_assembly'")
+            self._set_cache_meta("deck_assembly", None)
 
     def deck_cache_prune(self, paths: list[str]) -> None:
         """Forget the cached parse of these files (entry, cards, tags), in one transaction.
         Only the cache: progress (cards, reviews, marks) is another set of tables."""
-        with self.transaction():
+        with self._cache_tx():
             for path in paths:
                 row = self.conn.execute(
                     "SELECT fid FROM deck_files WHERE path = ?", (path,)
@@ -238,10 +297,10 @@ class DeckCacheStore(StoreCore):
 
     def deck_cache_assembly(self, key: str) -> dict[str, Any] | None:
         """The checks across files, if they were last run on exactly this state of the decks."""
-        row = self.conn.execute("SELECT value FROM meta WHERE key = 'deck_assembly'").fetchone()
-        if row is None:
+        value = self._cache_meta("deck_assembly")
+        if value is None:
             return None
-        saved = json.loads(row[0])
+        saved = json.loads(value)
         return saved if saved.get("key") == key else None
 
     def deck_cache_save_assembly(
@@ -249,7 +308,7 @@ class DeckCacheStore(StoreCore):
     ) -> None:
         """Record which files are loaded now (in order) and which cards the checks across
         files left out (duplicate ids), for the queue's and the reconciliation's SQL."""
-        with self.transaction():
+        with self._cache_tx():
             self.conn.execute("UPDATE deck_files SET ord = NULL WHERE ord IS NOT NULL")
             self.conn.executemany(
                 "UPDATE deck_files SET ord = ? WHERE path = ?",
@@ -260,13 +319,10 @@ class DeckCacheStore(StoreCore):
                 "UPDATE deck_cards SET dup = 1 WHERE key = ?",
                 [(self._deck_keys(path)[0] | line,) for path, line in assembly["excluded_keys"]],
             )
-            self.set_meta("deck_assembly", json.dumps({"key": key, **assembly}))
+            self._set_cache_meta("deck_assembly", json.dumps({"key": key, **assembly}))
 
     def deck_reconcile_key(self) -> str | None:
-        row = self.conn.execute(
-            "SELECT value FROM meta WHERE key = ?", (_RECONCILED_KEY,)
-        ).fetchone()
-        return row[0] if row else None
+        return self._cache_meta(_RECONCILED_KEY)
 
     _LIVE_DECK_CARDS = (
         "SELECT dc.id, dc.deck, dc.chash FROM deck_cards dc JOIN deck_files f ON f.fid = dc.key >> 32 "

@@ -1,11 +1,12 @@
 """The cards the study loop reads: one protocol, which the session, the queue, stats, mock and
 cram are written against.
 
-Two classes answer it: the deck cache's ``CachedCollection`` (engine/decks/deckcache.py: what
-every front end opens, cards built on demand, unseen cards and counts asked of SQL) and the
-parsed ``Collection`` (engine/decks/deck.py: ``prep check``, a database that refuses writes, tests),
-which adapts by walking its cards. The loop never asks which one it holds: where the cache can
-count without reading cards, ``unseen_by_deck`` says so, and None means "walk ``unseen``".
+One class answers it: the deck cache's ``CachedCollection`` (engine/decks/collection.py: cards
+built on demand, unseen cards and counts asked of SQL beside progress). Every source of decks
+feeds that cache: the deck files (deckcache.load, what every front end opens; a private cache
+for a database that cannot be written now) and decks parsed in memory (deckcache.from_parsed:
+tests, benchmarks). `prep check` reads the parse itself (checks.parse_decks gives
+deck.ParsedDecks), which is not a collection of this protocol.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class Cards(Protocol):
     def unseen(
         self, store: Store, deck: str | None = None, seen: set[str] | None = None
     ) -> Iterator[tuple[str, str, str, str | None, bool]]: ...
-    def unseen_by_deck(self, store: Store) -> dict[str, int] | None: ...
+    def unseen_by_deck(self, store: Store) -> dict[str, int]: ...
     def new_card_groups(
         self,
         store: Store,

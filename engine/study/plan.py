@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fsrs.scheduler import DEFAULT_PARAMETERS
 
@@ -41,6 +41,7 @@ from prep.engine.timeutil import day_start, study_day_start, to_utc
 
 if TYPE_CHECKING:
     from prep.engine.store import Store
+    from prep.engine.study.collection import Cards
 
 _Date = date  # (a field of Plan is named date)
 REVIEW_DAYS = 2  # study days (the introduction's included) each card gets before the day
@@ -150,7 +151,7 @@ class Plan:
             return False
         return LEVELS.index(level or "core") <= LEVELS.index(self.level)
 
-    def covered_ids(self, collection: Any) -> list[str]:
+    def covered_ids(self, collection: Cards) -> list[str]:
         """The ids of the collection's cards the plan covers, in deck order."""
         out = []
         for name, info in collection.decks.items():
@@ -260,7 +261,7 @@ class PlanDay:
 
 
 def plan_day(
-    store: Store, collection: Any, now: datetime, settings: Settings | None = None
+    store: Store, collection: Cards, now: datetime, settings: Settings | None = None
 ) -> PlanDay | None:
     """Today's share of the plan, or None when no interview is set or it is past."""
     settings = settings or store.settings()
@@ -290,7 +291,7 @@ def plan_day(
     return PlanDay(plan, cards, unseen + introduced_today, per_day, settings.new_per_day)
 
 
-def new_per_day(store: Store, collection: Any, now: datetime, settings: Settings) -> int:
+def new_per_day(store: Store, collection: Cards, now: datetime, settings: Settings) -> int:
     """Today's new-card limit before "study more": the setting, raised by the plan."""
     if settings.interview_date is None:
         return settings.new_per_day
@@ -299,7 +300,7 @@ def new_per_day(store: Store, collection: Any, now: datetime, settings: Settings
 
 
 def new_card_decks(
-    settings: Settings, now: datetime, collection: Any, among: AbstractSet[str] | None
+    settings: Settings, now: datetime, collection: Cards, among: AbstractSet[str] | None
 ) -> AbstractSet[str] | None:
     """The decks today's new cards come from (all decks together): those of ``among``
     (None: every deck) that an interview plan on some decks covers, while it is ahead."""
@@ -312,7 +313,7 @@ def new_card_decks(
 
 def brought_forward(
     store: Store,
-    collection: Any,
+    collection: Cards,
     now: datetime,
     *,
     decks: Iterable[str] | None = None,
@@ -342,7 +343,7 @@ def brought_forward(
     return [s.id for s in states]
 
 
-def due_of(plan: Plan | None, collection: Any, state: CardState) -> datetime | None:
+def due_of(plan: Plan | None, collection: Cards, state: CardState) -> datetime | None:
     """When a card is served: the plan's due for a covered card, FSRS's otherwise."""
     if plan is None or not plan.before:
         return state.due
@@ -353,7 +354,7 @@ def due_of(plan: Plan | None, collection: Any, state: CardState) -> datetime | N
 
 
 def on_the_day(
-    store: Store, collection: Any, now: datetime, settings: Settings | None = None
+    store: Store, collection: Cards, now: datetime, settings: Settings | None = None
 ) -> OnTheDay | None:
     """`prep stats`' "on the day" part: per deck and tag, FSRS's predicted recall at the
     interview if nothing more were studied (unseen cards count as 0), and how many cards

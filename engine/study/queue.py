@@ -69,7 +69,7 @@ def build_queue(
         seen = None if seen is None else seen | hidden  # never served as new either
     new: list[str] = []
     if new_limit > 0:
-        among = _decks_with_new(store, collection)
+        among: AbstractSet[str] | None = _decks_with_new(store, collection)
         if deck is None:  # an interview plan on some decks: their new cards only
             among = plan_mod.new_card_decks(store.settings(), now, collection, among)
         new = _new_cards(store, collection, seen, hidden, new_limit, deck, among)
@@ -151,10 +151,8 @@ def deck_counts(
             due[state.deck][1] -= 1
         elif state.state in _STEP_STATES and state.due <= ahead:
             due[state.deck][0] -= 1
-    unseen = collection.unseen_by_deck(store)
-    # without the counts, the rotation walks the unseen cards: the seen ids are read once here
-    seen = store.seen_ids() | hidden if unseen is None and new_limit > 0 else None
-    among = None if unseen is None else {deck for deck, n in unseen.items() if n > 0}
+    # the decks with cards without progress, counted in SQL: the others are not looked at
+    among = _decks_with_new(store, collection)
     decks: list[tuple[str | None, str, int]] = [(None, "All decks", len(collection))]
     if per_deck:
         sizes = collection.deck_sizes()  # (counted, not read, over the deck cache)
@@ -166,13 +164,13 @@ def deck_counts(
             reviews = sum(n[1] for n in due.values())
         else:
             learning, reviews = due.get(name, (0, 0))
-        if name is not None and among is not None and name not in among:
+        if name is not None and name not in among:
             new = []
         elif name is None:  # as build_queue: an interview plan on some decks takes theirs
             new_among = plan_mod.new_card_decks(store.settings(), now, collection, among)
-            new = _new_cards(store, collection, seen, hidden, new_limit, name, new_among)
+            new = _new_cards(store, collection, None, hidden, new_limit, name, new_among)
         else:
-            new = _new_cards(store, collection, seen, hidden, new_limit, name, among)
+            new = _new_cards(store, collection, None, hidden, new_limit, name, among)
         rows.append(
             DeckCounts(
                 name=name or "",
@@ -187,19 +185,15 @@ def deck_counts(
 
 
 def unseen_per_deck(store: Store, collection: Cards) -> dict[str, int]:
-    """How many cards of each deck have no progress, from two counts: the deck's size and
-    its cards with progress (grouped in SQL over the live cards, which the reconciliation keeps to
-    the loaded decks), so that a deck whose every card has progress is known to have no new
-    card without reading its cards one by one."""
-    seen = store.seen_per_deck()
-    return {deck: max(0, n - seen.get(deck, 0)) for deck, n in collection.deck_sizes().items()}
+    """How many cards of each deck have no progress (``Cards.unseen_by_deck``: two grouped
+    counts in SQL, no card read one by one), so that a deck whose every card has progress is
+    known to have no new card."""
+    return collection.unseen_by_deck(store)
 
 
-def _decks_with_new(store: Store, collection: Cards) -> AbstractSet[str] | None:
-    """The decks that have cards without progress, when the collection can count them
-    (``unseen_by_deck``); None (every deck may) otherwise."""
-    unseen = collection.unseen_by_deck(store)
-    return None if unseen is None else {deck for deck, n in unseen.items() if n > 0}
+def _decks_with_new(store: Store, collection: Cards) -> AbstractSet[str]:
+    """The decks that have cards without progress."""
+    return {deck for deck, n in collection.unseen_by_deck(store).items() if n > 0}
 
 
 def _new_cards(
@@ -343,20 +337,14 @@ def limits_today(
     now: datetime,
     queue: Queue,
     deck: str | None = None,
-    seen: set[str] | None = None,
 ) -> Limits:
-    """Today's limits beside ``queue`` (built for ``deck``): what they hold back. ``seen``
-    (ids with stored progress) may be passed in when the caller already holds it."""
+    """Today's limits beside ``queue`` (built for ``deck``): what they hold back."""
     settings = store.settings()
     today = day_start(now)
     new_done = store.count_reviews(today, new_only=True)
     reviews_done = store.count_reviews(today, prev_state=int(State.Review))
-    # counted from the deck cache in SQL when the collection has one
-    by_deck = collection.unseen_by_deck(store)
-    if by_deck is None:
-        unseen = sum(1 for _ in collection.unseen(store, deck, seen))
-    else:  # the deck cache, reconciled with these decks on load: two grouped counts
-        unseen = sum(n for d, n in by_deck.items() if deck in (None, d))
+    # from the deck cache, reconciled with these decks on load: two grouped counts
+    unseen = sum(n for d, n in collection.unseen_by_deck(store).items() if deck in (None, d))
     decks = None if deck is None else [deck]
     capped = len(queue.due) - queue.learning
     beyond = store.due_ids(now, decks=decks, state=int(State.Review), limit=capped + 1)

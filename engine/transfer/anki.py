@@ -25,7 +25,8 @@ from pathlib import Path
 
 import genanki
 
-from prep.engine.decks.deck import Card, Collection
+from prep.engine.decks.deck import Card
+from prep.engine.study.collection import Cards
 from prep.engine.study.present import answer_sections, first_line
 from prep.engine.transfer.atomic import WriteError, write_files
 from prep.engine.transfer.export import ExportError
@@ -77,7 +78,7 @@ def _model() -> genanki.Model:
     )
 
 
-def front_html(card: Card, collection: Collection) -> str:
+def front_html(card: Card, collection: Cards) -> str:
     parts = []
     if card.parent:
         parent = collection.get(card.parent)
@@ -116,7 +117,7 @@ def back_html(card: Card) -> str:
     return "".join(parts)
 
 
-def build_package(collection: Collection, deck: str | None = None) -> genanki.Package:
+def build_package(collection: Cards, deck: str | None = None) -> genanki.Package:
     model = _model()
     decks = []
     for name, info in collection.decks.items():
@@ -142,7 +143,7 @@ def build_package(collection: Collection, deck: str | None = None) -> genanki.Pa
 
 
 def write_apkg(
-    collection: Collection, path: Path, *, deck: str | None = None, timestamp: float | None = None
+    collection: Cards, path: Path, *, deck: str | None = None, timestamp: float | None = None
 ) -> int:
     """Write the package to ``path`` (via a temporary file, so a failure leaves nothing
     behind). Returns the number of notes. Raises ExportError when the path is unwritable."""

@@ -968,7 +968,7 @@ def import_data(
 ) -> ImportResult:
     """Import into ``store`` in one transaction: everything, or (on any conflict) nothing.
     ``now`` (default: the clock) tells a bury in force from one that ran out. ``aliases``
-    ({merged-away id: kept id}, Collection.aliases): rows naming an old id land on the
+    ({merged-away id: kept id}, CachedCollection.aliases): rows naming an old id land on the
     card that kept it, as the store's own progress did (engine/aliases.py)."""
     now = now or utcnow()
     _check_file(data)

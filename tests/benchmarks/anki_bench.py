@@ -128,14 +128,14 @@ def prep_cmd(db: Path, decks: str, *args: str) -> list[str]:
 
 def answer_prep(db: Path, decks: str, n: int) -> float:
     """In process: rate Good, then the next card and its four previewed intervals."""
-    from prep.engine.decks.deck import load_collection
+    from prep.engine.decks import deckcache
     from prep.engine.store import Store
     from prep.engine.study.session import ReviewSession
 
-    coll = load_collection([Path(decks)])
     times = []
     with Store.open(db) as store:
         store.update_settings(review_limit=RAISED, new_per_day=RAISED)  # as Anki's below
+        coll = deckcache.load(store, [Path(decks)])  # as the app opens them
         session = ReviewSession(store, coll)
         session.preview()
         for _ in range(n):

@@ -83,12 +83,13 @@ def _read_v3_log(path: Path) -> float:
 
 
 def big_collection(ids: list[str], extra_new: int):
-    from prep.engine.decks.deck import Card, Collection
+    from prep.engine.decks.deck import Card, ParsedDecks
+    from prep.engine.decks.deckcache import from_parsed
 
-    coll = Collection()
+    coll = ParsedDecks()
     for cid in ids + [f"new-{i:06d}" for i in range(extra_new)]:
         coll.add(Card(id=cid, kind="recall", prompt="p", answer="a", deck=f"deck-{len(coll) % 20}"))
-    return coll
+    return from_parsed(coll)
 
 
 def row(label: str, seconds: float, floor: float | None = None, target: str = "") -> None:

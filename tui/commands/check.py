@@ -26,12 +26,12 @@ def check(obj: Ctx, paths: tuple[Path, ...], rubrics: bool) -> None:
     """Validate decks: the bundled ones, --questions, and any PATHs given.
 
     Errors are printed as FILE:LINE: message (all at once), exit 2."""
-    from prep.engine.decks.deck import load_collection
+    from prep.engine.decks.checks import parse_decks
     from prep.engine.decks.deckcache import gc_paused
     from prep.engine.study.present import count
 
     with gc_paused():  # every file parsed, as always: no cache here
-        coll = load_collection([*obj.questions, *paths], demo_names=demo_names())
+        coll = parse_decks([*obj.questions, *paths], demo_names=demo_names())
     for warning in coll.warnings:
         click.echo(f"warning: {warning.file}: {warning.message}", err=True)
     for error in coll.errors:

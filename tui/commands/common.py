@@ -17,7 +17,7 @@ import click
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from prep.engine.decks.deck import Collection
+    from prep.engine.decks.collection import CachedCollection
     from prep.engine.store import Store
 
 EXIT_USAGE = 2
@@ -66,7 +66,7 @@ class Ctx:
                 return store
             raise UsageError(str(exc)) from exc
 
-    def collection(self, *, strict: bool = True, store: Store | None = None) -> Collection:
+    def collection(self, *, strict: bool = True, store: Store | None = None) -> CachedCollection:
         """The bundled decks plus --questions/PREP_QUESTIONS. With ``strict``, any deck error
         is printed as FILE:LINE: message and the command exits 2. With ``store``, through
         the deck cache in its database (only changed files are parsed; progress is reconciled
@@ -89,7 +89,7 @@ class Ctx:
             finally:
                 line.close()
         else:
-            from prep.engine.decks.deck import load_collection
+            from prep.engine.decks.deckcache import load_collection
 
             coll = load_collection(self.questions, demo_names=demo_names())
         for warning in coll.warnings:
@@ -108,12 +108,12 @@ class Ctx:
         return coll
 
     @contextlib.contextmanager
-    def cached_collection(self, *, strict: bool = True) -> Iterator[Collection]:
+    def cached_collection(self, *, strict: bool = True) -> Iterator[CachedCollection]:
         """The decks through the deck cache, for the commands that read no progress (cram,
         the apkg export, the cards citing a demo): an unchanged collection is not parsed
         again. When the database cannot be opened (a --db that is a folder, a newer schema)
         every deck is parsed instead and the command still runs; a read-only one is read,
-        and the decks parsed (deckcache.load)."""
+        through a cache private to the connection (deckcache.load)."""
         from prep.engine.store import StoreError
         from prep.tui.upgrade import open_store
 

@@ -14,7 +14,7 @@ from prep.tui.commands.common import (
 
 if TYPE_CHECKING:
     from prep.demos.report import Report
-    from prep.engine.decks.deck import Collection
+    from prep.engine.decks.collection import CachedCollection
 
 
 @click.command("demo", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
@@ -26,7 +26,7 @@ def demo(obj: Ctx, args: tuple[str, ...]) -> None:
     from prep.demos.cli import run as run_demo
 
     with contextlib.ExitStack() as stack:
-        loaded: list[Collection] = []  # read once (`--list` asks for every demo's cards)
+        loaded: list[CachedCollection] = []  # read once (`--list` asks for every demo's cards)
 
         def linked_cards(name: str) -> list[str]:
             if not loaded:

@@ -34,10 +34,8 @@ def stats(obj: Ctx, as_json: bool, since: str | None) -> None:
         except (ValueError, OverflowError):  # OverflowError: no UTC form (year 0 or 10000)
             raise UsageError(f"--since {since!r} is not a date (expected YYYY-MM-DD)") from None
     with obj.store(reading=True, empty_ok=True) as store:
-        # through the deck cache; a read-only database falls back to parsing the decks
+        # through the deck cache, reconciled on load (a read-only database: a private cache)
         coll = obj.collection(strict=False, store=store)
-        if not store.read_only:
-            coll.reconcile(store)
         result = stats_mod.compute(store, coll, utcnow(), since=since_dt, known_demos=demo_names())
     if as_json:
         import json

@@ -15,7 +15,6 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Footer
 
-from prep.engine.decks.deck import Collection
 from prep.engine.study.collection import Cards
 from prep.engine.study.cram import CramDeck, cram_sheet, recall_text, weakest_first
 from prep.engine.study.present import count
@@ -77,7 +76,7 @@ class CramScreen(PrepScreen):
         Binding("k", "scroll(-1)", "Up", show=False, tooltip="Scroll up"),
     ]
 
-    def __init__(self, collection: Collection | None = None, deck: str | None = None) -> None:
+    def __init__(self, collection: Cards | None = None, deck: str | None = None) -> None:
         super().__init__()
         self._collection = collection
         self.deck = deck

@@ -19,8 +19,9 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Input
 
-from prep.engine.decks.deck import CHOICE_LETTERS, Card, Collection
+from prep.engine.decks.deck import CHOICE_LETTERS, Card
 from prep.engine.store import Store, StoreError
+from prep.engine.study.collection import Cards
 from prep.engine.study.mock import MockError, MockInterview
 from prep.engine.study.present import (
     answer_sections,
@@ -91,7 +92,7 @@ class MockScreen(PrepScreen):
 
     def __init__(
         self,
-        collection: Collection | None = None,
+        collection: Cards | None = None,
         store: Store | None = None,
         *,
         minutes: float = 10.0,
