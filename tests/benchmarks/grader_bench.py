@@ -52,6 +52,17 @@ def main() -> int:
             f"{fresh['salad_called_covered']:.3f}, negated {fresh['negated_called_covered']:.3f}, "
             f"paraphrase {fresh['paraphrase_found']:.3f}"
         )
+    for key, label in (
+        ("heldout_before_round3", "the nine questions before round 3"),
+        ("heldout_round3", "round 3's fresh questions"),
+    ):
+        if part := result.get(key):
+            print(
+                f"  of which {label} ({part['n_answers']} answers): balanced accuracy "
+                f"{part['balanced_accuracy']:.3f}, salad {part['salad_called_covered']:.3f}, "
+                f"negated {part['negated_called_covered']:.3f}, "
+                f"paraphrase {part['paraphrase_found']:.3f}"
+            )
     print("  per style: accuracy, share called covered (labelled covered)")
     for style, row in held["by_style"].items():
         print(
