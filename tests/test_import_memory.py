@@ -18,17 +18,26 @@ from prep.engine.transfer import importer
 from prep.engine.transfer.export import ExportError
 from tests.bigexport import write_big_export
 
-# The import runs in a subprocess under an address-space cap of 14 MB above what it uses
-# before reading; the export is ~25 MB of reviews (~800 bytes each). Holding the checked
-# rows (as the import did before) needs ~35 MB more and fails; streaming them twice fits.
+# The import runs in a subprocess under an address-space cap of 20 MB above what it uses
+# before reading; the export is ~25 MB of reviews (~800 bytes each). Streaming needs ~10 MB of
+# Python heap at its peak (a hash per review, the JSON reader's 1 MB chunks) plus SQLite's page
+# cache and the v13 log's tables in the one transaction; the cap was 14 MB until that sum sat
+# within 2 MB of it (a MemoryError that came and went with the allocator's layout). Holding the
+# checked rows needs ~35 MB more; the test below proves a holding import fails under this cap.
+CAP = 20_000_000
 CAPPED = """
 import resource, sys
 from pathlib import Path
 from prep.engine.store import Store
 from prep.engine.transfer import importer
 store = Store.open(sys.argv[2])
+if len(sys.argv) > 4:  # a regression: the first reading keeps every checked row
+    from prep.engine.transfer import rows
+    held = []
+    real_add = rows.ReviewIds.add
+    rows.ReviewIds.add = lambda self, i, review: (held.append(review), real_add(self, i, review))
 used = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
-resource.setrlimit(resource.RLIMIT_AS, (used + 14_000_000, resource.RLIM_INFINITY))
+resource.setrlimit(resource.RLIMIT_AS, (used + int(sys.argv[3]), resource.RLIM_INFINITY))
 try:
     result = importer.import_file(store, Path(sys.argv[1]))
 except MemoryError:
@@ -45,7 +54,7 @@ def test_an_export_much_larger_than_the_memory_left_imports_whole(tmp_path: Path
     db = tmp_path / "prep.db"
     Store.open(db).close()  # (created before the cap: the schema is not the import's)
     done = subprocess.run(
-        [sys.executable, "-c", CAPPED, str(path), str(db)],
+        [sys.executable, "-c", CAPPED, str(path), str(db), str(CAP)],
         capture_output=True,
         text=True,
         timeout=600,
@@ -114,3 +123,18 @@ def test_both_readings_agree_with_the_rows_read_whole(tmp_path: Path, suffix: st
         assert len(again.reviews) == 2 and [r["reviewed_at"] for r in again.reviews] == [
             r["reviewed_at"] for r in rows[:2]
         ]
+
+
+def test_the_cap_fails_an_import_that_holds_the_rows(tmp_path: Path) -> None:
+    """The cap above separates: the same import keeping each checked row runs out of memory."""
+    path = tmp_path / "big.json"
+    write_big_export(path, 1500, 20, replay_params(Settings(), True, 0))
+    db = tmp_path / "prep.db"
+    Store.open(db).close()
+    done = subprocess.run(
+        [sys.executable, "-c", CAPPED, str(path), str(db), str(CAP), "hold"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 3 and done.stdout.strip() == "MemoryError", done.stdout
