@@ -11,21 +11,16 @@ test_real_worker_streams_each_check_as_it_is_made.
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from rich.console import Console
-from rich.text import Text
-from textual.widgets import Static
 
 from prep.tui.screens.demo import DemoScreen
 from prep.tui.screens.review import ReviewScreen
 from prep.tui.testing import fake_demo_command, make_app
 from prep.tui.worker import WorkerClient
+from tests.pilot import async_test, text_of, wait_until
 
 pytestmark = pytest.mark.usefixtures("utc_local_time")
 
@@ -72,32 +67,6 @@ for line in sys.stdin:
         "sizes": {}, "seconds": 0.01, "passed": True, "checks": claim,
         "contrast_label": "a dense W_O", "contrast": contrast, "notes": [], "cards": []}})
 """
-
-
-def async_test(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        asyncio.run(fn(*args, **kwargs))
-
-    return wrapper
-
-
-async def wait_until(pilot, condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await pilot.pause(0.05)
-
-
-def text_of(app, selector: str) -> str:
-    content = app.screen.query_one(selector, Static).content
-    if isinstance(content, str | Text):
-        return str(content)
-    console = Console(width=200, color_system=None)
-    with console.capture() as capture:
-        console.print(content)
-    return capture.get()
 
 
 def fake_worker(tmp_path: Path) -> WorkerClient:

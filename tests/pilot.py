@@ -1,0 +1,40 @@
+"""Helpers for the app's Pilot tests: run an async test, wait for a condition, read a Static."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+
+from rich.console import Console
+from rich.text import Text
+from textual.widgets import Static
+
+
+def async_test(fn):
+    """Run an async test on a fresh event loop (no pytest-asyncio needed)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        asyncio.run(fn(*args, **kwargs))
+
+    return wrapper
+
+
+async def wait_until(pilot, condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await pilot.pause(0.05)
+
+
+def text_of(app, selector: str) -> str:
+    """The text a Static on the app's screen shows (rendered if it is not plain text)."""
+    content = app.screen.query_one(selector, Static).content
+    if isinstance(content, str | Text):
+        return str(content)
+    console = Console(width=200, color_system=None)
+    with console.capture() as capture:
+        console.print(content)
+    return capture.get()
