@@ -130,22 +130,24 @@ def parse_rows(
     cache only writes rows."""
     info, cards, errors = parse_deck_text(text, shown, stem)
     values = attrgetter(*_fields_of(Card))  # card_fields(c) is _TO_JSON(values(c)): a tuple
-    rows = [
-        (
-            c.line,
-            c.id,
-            c.deck,
-            c.parent,
-            ",".join(c.demos),
-            list(c.tags),
-            c.content_hash,
-            _TO_JSON(values(c)),
-            c.kind,
-            c.level_rank,
-        )
-        for c in cards
-    ]
+    rows = [_cache_row(c, c.line, _TO_JSON(values(c))) for c in cards]
     return info, rows, errors
+
+
+def _cache_row(c: Card, line: int, content: str) -> tuple[Any, ...]:
+    """The row the cache stores for card ``c`` at ``line``; ``content``: its card_fields."""
+    return (
+        line,
+        c.id,
+        c.deck,
+        c.parent,
+        ",".join(c.demos),
+        list(c.tags),
+        c.content_hash,
+        content,
+        c.kind,
+        c.level_rank,
+    )
 
 
 def load(
@@ -236,21 +238,7 @@ def _feed(store: Store, parsed: ParsedDecks) -> CachedCollection:
         lines = [c.line for c in cards]
         if not all(a < b for a, b in zip([0, *lines], lines, strict=False)):
             lines = list(range(1, len(cards) + 1))  # (built by hand: places in order)
-        rows = [
-            (
-                line,
-                c.id,
-                c.deck,
-                c.parent,
-                ",".join(c.demos),
-                list(c.tags),
-                c.content_hash,
-                card_fields(c),
-                c.kind,
-                c.level_rank,
-            )
-            for line, c in zip(lines, cards, strict=True)
-        ]
+        rows = [_cache_row(c, line, card_fields(c)) for line, c in zip(lines, cards, strict=True)]
         info_json = _info_json(info)
         sha = hashlib.sha256(json.dumps([shown, info_json, rows]).encode()).hexdigest()
         key = f"parsed:{sha}"
