@@ -86,10 +86,12 @@ def new_device(conn: sqlite3.Connection) -> str:
     sent = json.loads(_meta(conn, "sync_sent") or "{}")
     n = device_n(conn, dev_id, name(conn))
     _set_meta(conn, "device", str(n))
-    # the new id has sent nothing; the old id's reviews it had not sent are passed on (as
-    # another device's, engine/sync/run.py), and the rest held here is in the folder already
+    # the new id has sent nothing; the old id's reviews and demo runs it had not sent are
+    # passed on (as another device's, engine/sync/run.py), and the rest held here is in the
+    # folder already
     top = conn.execute("SELECT coalesce(max(id), 0) FROM revlog").fetchone()[0]
-    _set_meta(conn, "sync_sent", json.dumps({"x": top, "o": [old, int(sent.get("r", 0))]}))
+    unsent = [old, int(sent.get("r", 0)), int(sent.get("d", 0))]  # (reviews, demo runs)
+    _set_meta(conn, "sync_sent", json.dumps({"x": top, "o": unsent}))
     _hand_over(conn, old, n, sent)
     return dev_id
 

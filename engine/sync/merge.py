@@ -9,7 +9,10 @@
   from the first changed one on are replayed and written again; the state of the reviews
   before it is what they stored;
 - a mark and the study settings take the value with the latest (time, device id, stamp);
-- a demo run is added once.
+- a demo run is added once;
+- a mark, the settings or a demo run another device made, passed on by this journal's device
+  ("M", "S", "D": an import took it in, or a restore gave this one a new id), is taken as
+  its origin's own entry would be.
 
 Every step only adds to a set or compares stamps, so applying the same entries in any order,
 any number of times, gives the same database (tests/test_sync_merge.py holds it).
@@ -157,6 +160,15 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
                 out.settings |= apply_settings(conn, j.device, jn, e)
             elif kind == "d":
                 out.demo_runs += _apply_run(conn, jn, e)
+            elif kind in ("M", "S", "D"):  # another device's, passed on (engine/sync/relay.py)
+                origin, own = e[1], [kind.lower(), *e[2:]]
+                on = local.device_n(conn, origin)
+                if kind == "M":
+                    out.marks += apply_mark(conn, origin, on, own)
+                elif kind == "S":
+                    out.settings |= apply_settings(conn, origin, on, own)
+                else:
+                    out.demo_runs += _apply_run(conn, on, own)
         conn.execute(
             "UPDATE sync_devices SET applied = max(applied, ?), name = ?, wrote_at = ?, "
             "applied_at = ? WHERE n = ?",
