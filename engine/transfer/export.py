@@ -49,7 +49,7 @@ from typing import Any
 
 from prep.engine.store import Store
 from prep.engine.store.schema import CARD_COLUMNS, DEMO_RUN_COLUMNS, MARK_COLUMNS, REVIEW_COLUMNS
-from prep.engine.transfer.atomic import WriteError, write_files
+from prep.engine.transfer.atomic import Content, WriteError, write_files
 from prep.engine.transfer.clocks import progress
 from prep.engine.transfer.fields import CLOCK_COLUMNS, UNDONE_COLUMNS
 
@@ -182,7 +182,7 @@ def to_csv(store: Store) -> dict[str, str]:
     }
 
 
-def _write(files: Mapping[str | os.PathLike[str], str]) -> None:
+def _write(files: Mapping[str | os.PathLike[str], Content]) -> None:
     try:
         write_files(files)
     except WriteError as exc:
