@@ -127,7 +127,7 @@ def test_csv_export_carries_the_origin(tmp_path: Path) -> None:
 
 OPS = st.lists(
     st.tuples(
-        st.sampled_from(["rate", "rate", "undo", "import", "sync", "mark", "settings"]),
+        st.sampled_from(["rate", "rate", "undo", "import", "sync", "mark", "settings", "run"]),
         st.integers(0, 2),  # the machine acting
         st.integers(0, 2),  # the other machine (the export's) / the card
         st.integers(1, 4),  # a rating / a mark / a setting
@@ -140,8 +140,8 @@ OPS = st.lists(
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(ops=OPS, finish=st.sampled_from(["sync", "import", "relay"]))
 def test_any_path_holds_each_review_once(tmp_path_factory, ops, finish) -> None:
-    """Any mix of ratings, undos, marks, settings, exports/imports and syncs on 3 machines
-    with disagreeing clocks; then everyone syncs -- or only exports and imports, so an undo,
+    """Any mix of ratings, undos, marks, settings, demo runs, exports/imports and syncs on 3
+    machines with disagreeing clocks; then everyone syncs -- or only exports and imports, so an undo,
     a mark and the settings must travel through an export as through a sync -- or 0 reaches 2
     only through 1 (0 -> file -> 1 -> sync -> 2), so what 1 took in by an import must travel
     on by 1's sync: all agree."""
@@ -166,6 +166,12 @@ def test_any_path_holds_each_review_once(tmp_path_factory, ops, finish) -> None:
                 s.set_mark(f"c{other}", mark, at=clocks[who])
             elif op == "settings":
                 s.save_settings(Settings(new_per_day=10 * n + who))
+            elif op == "run":  # a demo run (its time names the machine: no two alike)
+                clocks[who] += timedelta(seconds=n)
+                when = clocks[who] + timedelta(microseconds=who)
+                s.record_demo_run(
+                    name=f"d{other}", device="cpu", passed=n > 1, seconds=n, ran_at=when
+                )
             assert held_once(s)
         if finish == "relay":  # 0 only exports to 1 by file; 1 and 2 sync; 0 imports 1's
             for round_ in range(2):

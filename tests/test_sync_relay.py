@@ -163,3 +163,15 @@ def test_after_a_restore_a_run_never_synced_reaches_the_others(tmp_path: Path) -
     sync(b, folder)
     assert runs_by_id(b) == [(old, 1)] and view(a) == view(b)
     assert sync(a, folder).sent_other == 0
+
+
+def test_a_demo_run_taken_in_by_an_import_is_held_once_everywhere(tmp_path: Path) -> None:
+    """b imports a's run (as its own: an export does not carry a run's id) and syncs; a
+    syncs too: c, and a itself, hold the run once (they held it twice)."""
+    (a, b, c), folder = stores(tmp_path, 3)
+    _record(a, "rank")
+    importer.import_file(b, export(a, tmp_path / "1.json"))
+    for s in (b, a, c, b):
+        sync(s, folder)
+    assert [len(s.demo_runs()) for s in (a, b, c)] == [1, 1, 1]
+    assert view(a) == view(b) == view(c)
