@@ -111,9 +111,8 @@ def sent(conn: sqlite3.Connection, written: list[list[Any]]) -> None:
     if not notes["m"] and notes["s"] is None:
         return
     numbers = {dev_id: n for n, dev_id in conn.execute("SELECT n, id FROM sync_devices")}
-    done_m = {
-        (e[3], e[4], numbers.get(e[1]), e[2]) for e in written if e[0] == "M"
-    }  # (card, at, dev, stamp)
+    # (card, at, device, stamp) of each mark passed on
+    done_m = {(e[3], e[4], numbers.get(e[1]), e[2]) for e in written if e[0] == "M"}
     for cid, (at, dev, stamp) in list(notes["m"].items()):
         row = conn.execute(
             "SELECT at, dev, seq FROM mark_clock WHERE card_id = ?", (cid,)
