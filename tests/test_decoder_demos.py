@@ -543,6 +543,24 @@ def test_block_diagonal_trained_checks_fail_with_the_students_swapped() -> None:
     assert [c.kind for c in checks] == [harness.SANITY, harness.MEASUREMENT]
 
 
+def test_block_diagonal_batched_training_is_the_separate_trainings() -> None:
+    """The batched students (one training for every seed and kind) end where the separate
+    trainings do, within float32 reassociation (the docstring's argument: <= 1e-5 relative),
+    and print the same 3 digits; a batch that mixed up seeds or kinds would be far off."""
+    mod = module("block-diagonal")
+    tr = dataclasses.replace(mod.TRAIN, steps=40)
+    seeds = [5, 6]
+    batched = mod.train_batch(tr, seeds, CPU)
+    for seed, row in zip(seeds, batched, strict=True):
+        for kind, got in zip(mod.KINDS, row, strict=True):
+            gen = torch.Generator().manual_seed(seed)
+            one = mod.train_student(
+                tr, gen, block=kind != "dense", mixing_teacher=kind != "block_null"
+            )
+            assert got == pytest.approx(one, rel=1e-5), (seed, kind)
+            assert f"{got:.3g}" == f"{one:.3g}", (seed, kind)
+
+
 def test_block_diagonal_null_teacher_in_place_of_the_mixing_one_fails() -> None:
     """Counterexample to the measurement: the block student's 'mixing' teacher does not mix.
     Same seeds, so the two error lists are the same numbers, and min > max cannot hold."""
