@@ -417,6 +417,27 @@ def test_learned_suppression_noise_check_fails_when_noise_heads_read_the_target(
     assert not noise.passed and useful.passed and loss.passed
 
 
+def test_learned_suppression_batched_training_is_the_separate_trainings() -> None:
+    """Every row's runs trained as one batch are `train`'s runs, bit for bit on the CPU (the
+    docstring's argument); a batch that mixed up seeds, rows or optimisers would differ."""
+    mod = module("learned-suppression")
+    cfg = dataclasses.replace(mod.SCALES["small"], steps=12)
+    variants = [mod.MAIN, mod.CONTROL, mod.ADAM, mod.ALL_USEFUL]
+    batched = mod.train_batch(cfg, CPU, [3, 4], variants)
+    for variant, row in zip(variants, batched, strict=True):
+        for seed, got in zip([3, 4], row, strict=True):
+            one = mod.train(
+                cfg,
+                torch.Generator().manual_seed(seed),
+                optimizer=variant.optimizer,
+                weight_decay=variant.weight_decay,
+                noise_heads_useful=variant.noise_heads_useful,
+            )
+            assert torch.equal(got.ov_final, one.ov_final), (variant, seed)
+            assert torch.equal(got.ov_init, one.ov_init) and torch.equal(got.useful, one.useful)
+            assert (got.loss_init, got.loss_final) == (one.loss_init, one.loss_final)
+
+
 def test_learned_suppression_t_bound_matches_scipy() -> None:
     from scipy import stats
 

@@ -191,7 +191,9 @@ def train_batch(tr: TrainSizes, seeds: list[int], device: torch.device) -> list[
         return torch.stack([attn.random_inputs(replace(s, batch=batch), g, DTYPE) for g in gens])
 
     held_out = inputs(4 * tr.batch)  # (S, 4B, T, d)
-    for _ in range(tr.steps):
+    for step in range(tr.steps):
+        if step and step % 50 == 0:  # a point where a cancelled run stops
+            harness.progress(f"step {step}/{tr.steps}")
         opt.zero_grad(set_to_none=True)
         torch.stack(losses(inputs(tr.batch))).sum().backward()
         opt.step()
