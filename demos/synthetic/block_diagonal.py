@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from prep.demos import harness
-from prep.demos._torch import torch
+from prep.demos._torch import torch, warm_optimizers
 from prep.demos.harness import IDENTITY, MEASUREMENT, SANITY, Check, DeviceChoice, Report
 from prep.demos.synthetic import attention as attn
 
@@ -384,6 +384,11 @@ NOTES = [
     "the assert_close defaults widened by sqrt(d_model/64), as the products are summed "
     "in another order.",
 ]
+
+
+def warm() -> None:
+    """The worker's warm-up: what the first training step imports (torch.optim's torch._dynamo)."""
+    warm_optimizers()
 
 
 def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:

@@ -40,7 +40,7 @@ import math
 from dataclasses import dataclass, replace
 
 from prep.demos import harness
-from prep.demos._torch import torch
+from prep.demos._torch import torch, warm_optimizers
 from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
 from prep.demos.synthetic import attention as attn
 
@@ -461,6 +461,11 @@ def notes(cfg: Config) -> list[str]:
         "attention also trains, and a large lr with a small initial OV can let Adam's "
         "per-weight steps outrun the loss's pull on a useless head.",
     ]
+
+
+def warm() -> None:
+    """The worker's warm-up: what the first training step imports (torch.optim's torch._dynamo)."""
+    warm_optimizers()
 
 
 def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
