@@ -138,8 +138,8 @@ def train_batch(tr: TrainSizes, seeds: list[int], device: torch.device) -> list[
     pattern, written out as softmax(q k^T / sqrt(d_head)) and applied to every value matrix
     with a batched matmul, where `train_student` calls the fused attention kernel per student.
 
-    Float tolerance argument: that kernel sums the same terms in another order (online
-    softmax), ~1e-7 relative per step in float32; 150 Adam steps carry it into the errors at
+    Float tolerance argument: that kernel (and the one matmul per seed that makes its three
+    kinds' values) sums the same terms in another order, ~1e-7 relative per step in float32; 150 Adam steps carry it into the errors at
     5.3e-7 relative at most (9 trainings, 3 seed sets, against `train_student`; a test holds
     1e-5). The errors are printed to 3 significant digits and the checks compare them with bars
     they miss by far more (dense ~0.015 vs 0.05; the gap ~0.4 vs 0): no printed digit or pass
