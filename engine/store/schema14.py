@@ -1,11 +1,11 @@
 """Schema v14: what one answer writes (issue 26, answer -> next card), in one step.
 
 Measured on the generated collection of 100k cards and 1M reviews right after its upgrade
-(tests/benchmarks/answer_bench.py: the WAL frames of each answer's commit, each frame mapped
-to the b-tree that owns its page): a v13 answer wrote 23 pages (92 KB, all synced), ~4 of
-them in each of the three ``cards`` indexes that an answer moves (the upgrade's VACUUM
-leaves their pages full, so an entry inserted splits its page), and it read the card's whole
-review log to decide how to store the state before the review. Now:
+(tests/benchmarks/answer_bench.py --profile: the WAL frames of each answer's commit, each
+mapped to the b-tree that owns its page): a v13 answer wrote 23 pages (94 KB, all synced),
+~4 in each of the three ``cards`` indexes that an answer moves (the upgrade's VACUUM leaves
+every page full, so an entry inserted splits its page), and it read the card's whole review
+log to decide how to store the state before the review. v14: 14 pages (57 KB), no log read.
 
 - ``cards_due (removed, due, state, deck)`` is the one index of every card's due time, where
   v13 had two: ``cards_removed_due (removed, due)`` and ``cards_removed_state_due (removed,
@@ -25,7 +25,7 @@ review log to decide how to store the state before the review. Now:
   still the card's newest review, a rating stores the state before it as NULL ("that
   review's next": engine/store/reviewlog.py) without reading the card's log, which v13 read
   whole on every rating; in any other case (a card last rated before v14, or changed since
-  by a sync, an undo, a deck edit) the state before is stored in full (~25 bytes more,
+  by a sync, an undo, a deck edit) the state before is stored in full (a whole record,
   once), as a sync stores the first review of a chain it starts. The log is read only by
   what needs its states (undo, export, replay).
 """

@@ -134,6 +134,40 @@ def profile(db: Path, decks: str, n: int) -> None:
         store.conn.execute("PRAGMA wal_autocheckpoint = 1000")
 
 
+def warm(db: Path, decks: str, anki: Path, n: int) -> None:
+    """``n`` answers in each engine before the timing (syncing off: their speed is not the
+    point): an upgrade's VACUUM leaves every index page full, so the first answers split the
+    pages their entries move to (~10 of v14's 14 WAL pages an answer); a collection in use
+    has room in its pages, as Anki's generated one has (~12% of each index leaf free)."""
+    from anki.collection import Collection
+
+    from prep.engine.decks import deckcache
+    from prep.engine.store import Store
+    from prep.engine.study.session import ReviewSession
+
+    with Store.open(db) as store:
+        store.update_settings(review_limit=RAISED, new_per_day=RAISED)
+        store.conn.execute("PRAGMA synchronous = OFF")
+        session = ReviewSession(store, deckcache.load(store, [Path(decks)]))
+        for _ in range(n):
+            if session.current is None:
+                break
+            session.rate(3)
+    col = Collection(str(anki))
+    try:
+        col.db.execute("PRAGMA synchronous = OFF")
+        for conf in col.decks.all_config():
+            conf["new"]["perDay"] = conf["rev"]["perDay"] = RAISED
+            col.decks.update_config(conf)
+        for _ in range(n):
+            card = col.sched.getCard()
+            if card is None:
+                break
+            col.sched.answerCard(card, 3)
+    finally:
+        col.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--coll", type=Path, required=True, help="gencoll's folder (NxR)")
@@ -141,6 +175,7 @@ def main() -> None:
     ap.add_argument("--answers", type=int, default=60)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--warm", type=int, default=0, help="answers in each engine before timing")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     decks = str(args.coll / "decks")
@@ -150,6 +185,8 @@ def main() -> None:
     for r in range(args.rounds):
         fresh_copy(base, db)
         fresh_copy(args.coll / "collection.anki2", anki)
+        if args.warm:
+            warm(db, decks, anki, args.warm)
         p, a = answer_pairs(db, decks, anki, args.answers)
         assert a is not None
         print(
@@ -159,6 +196,9 @@ def main() -> None:
         )
     if args.profile:
         fresh_copy(base, db)
+        if args.warm:
+            fresh_copy(args.coll / "collection.anki2", anki)
+            warm(db, decks, anki, args.warm)
         profile(db, decks, args.answers)
     for path in (db, anki):
         for extra in ("", "-wal", "-shm"):
