@@ -162,3 +162,62 @@ def test_the_queue_reads_the_due_indexes(store: Store) -> None:
     assert plans[0].startswith("SEARCH cards USING INDEX cards_learning"), plans
     for plan in plans[2:]:
         assert "cards_due" in plan and "TEMP B-TREE" not in plan, plans
+
+
+def test_a_rating_writes_no_tally_row_and_the_counts_stay_exact(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """v13 counted every review into review_tally by a trigger (a page written by every
+    answer); v14 counts the rows past the tally's mark when read and folds them in once
+    every FOLD ratings. Whatever writes the log, before or past the mark, the counts the
+    store reads are the log's."""
+    from datetime import UTC, datetime, timedelta
+
+    from prep.engine.store import reviews
+    from prep.engine.study.scheduler import CardState, Scheduler
+
+    monkeypatch.setattr(reviews, "FOLD", 4)
+    sched = Scheduler()
+    at = datetime(2026, 3, 2, 9, tzinfo=UTC)
+
+    def rate(cid: str, rating: int) -> None:
+        store.rate_card(
+            CardState(id=cid, deck="d", content_hash="h"),
+            lambda prev: sched.review(prev, rating, at, store.next_review_key()).state,
+            rating,
+            at,
+        )
+
+    def tally_rows() -> list[tuple[int, int, int]]:
+        return store.conn.execute("SELECT ps, rating, n FROM review_tally ORDER BY 1, 2").fetchall()
+
+    def exact() -> None:
+        for ps in (1, 2, 3):
+            want = store.conn.execute(
+                "SELECT count(*), coalesce(sum(rating > 1), 0) FROM revlog WHERE prev_state = ?",
+                (ps,),
+            ).fetchone()
+            assert store.count_reviews(prev_state=ps) == want[0]
+            if ps == 2:
+                assert store.retention_counts() == tuple(want)
+        new = store.conn.execute("SELECT count(*) FROM revlog WHERE prev_state IS NULL")
+        assert store.count_reviews(new_only=True) == new.fetchone()[0]
+
+    for i, rating in enumerate([3, 1, 3, 4, 2, 3, 3, 1, 3, 2, 3]):
+        before = tally_rows()
+        rate(f"c{i % 3}", rating)
+        rid = store.conn.execute("SELECT max(id) FROM revlog").fetchone()[0]
+        if rid % 4:  # not a folding rating: the tally's rows are as they were
+            assert tally_rows() == before
+        exact()
+        at += timedelta(days=2)
+    mark = store.conn.execute("SELECT n FROM review_tally WHERE ps = -1").fetchone()[0]
+    assert 0 < mark < store.conn.execute("SELECT max(id) FROM revlog").fetchone()[0]
+    assert store.undo_last() is not None  # past the mark
+    exact()
+    with store.transaction():  # as sync writes, through the view: before the mark and past it
+        store.conn.execute("UPDATE reviews SET rating = 1, prev_state = 3 WHERE id = 2")
+        store.conn.execute("DELETE FROM reviews WHERE id = 1")
+        store.conn.execute(f"UPDATE reviews SET prev_state = 1 WHERE id = {mark + 1}")
+        store.conn.execute(f"UPDATE reviews SET id = 1 WHERE id = {mark + 2}")  # moved under it
+    exact()

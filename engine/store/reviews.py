@@ -17,6 +17,7 @@ from prep.engine.store.core import StoreError
 from prep.engine.store.reviewlog import Chain, from_us, to_us
 from prep.engine.store.schema import CARD_COLUMNS
 from prep.engine.store.schema13 import card_number
+from prep.engine.store.schema14 import FOLD, TALLY_MARK, fold_tally
 from prep.engine.study.scheduler import CardState, State
 from prep.engine.timeutil import EARLIEST, LATEST_STORED, clamp_duration, fmt, utcnow
 
@@ -191,6 +192,8 @@ class ReviewsStore(CardsStore):
                     devices.params_n(self.conn, params),
                 ),
             )
+            if rid % FOLD == 0:  # (schema v14) the tally catches up, once every FOLD ratings
+                fold_tally(self.conn)
             return rid
 
     def _log_head(self, card_id: str) -> tuple[int | None, int | None]:
@@ -348,10 +351,7 @@ class ReviewsStore(CardsStore):
             args.append(prev_state)
         if since is None and new_only != (prev_state is not None) and prev_state != 0:
             # by state over the whole log: review_tally's few rows (schema v13; ps 0 is new)
-            n = self.conn.execute(
-                "SELECT coalesce(sum(n), 0) FROM review_tally WHERE ps = ?", [prev_state or 0]
-            ).fetchone()[0]
-            return int(n)
+            return self._tallied(prev_state or 0)[0]
         # no WHERE at all when nothing is filtered: SQLite then counts the smallest index's
         # pages instead of stepping every entry (a million reviews: 4 ms instead of 20)
         sql = "SELECT count(*) FROM revlog" + (f" WHERE {' AND '.join(where)}" if where else "")
@@ -361,16 +361,25 @@ class ReviewsStore(CardsStore):
         """Reviews of cards in the Review state (since a time) and how many were not Again:
         true retention."""
         if since is None:  # the whole log: review_tally's few rows (schema v13)
-            sql = (
-                "SELECT coalesce(sum(n), 0), coalesce(sum(CASE WHEN rating > 1 THEN n END), 0) "
-                "FROM review_tally WHERE ps = ?"
-            )
-            args: list[Any] = [int(State.Review)]
-        else:
-            sql = "SELECT count(*), coalesce(sum(rating > 1), 0) FROM revlog WHERE prev_state = ?"
-            sql += " AND at >= ?"
-            args = [int(State.Review), to_us(since)]
-        n, passed = self.conn.execute(sql, args).fetchone()
+            return self._tallied(int(State.Review))
+        sql = "SELECT count(*), coalesce(sum(rating > 1), 0) FROM revlog WHERE prev_state = ?"
+        sql += " AND at >= ?"
+        n, passed = self.conn.execute(sql, [int(State.Review), to_us(since)]).fetchone()
+        return int(n), int(passed)
+
+    def _tallied(self, ps: int) -> tuple[int, int]:
+        """The whole log's reviews made in fsrs state ``ps`` (0: new cards), and how many of
+        them were not Again: review_tally's rows, and the rows past its mark (schema v14: at
+        most FOLD of them after a rating, a range of row ids) counted here."""
+        n, passed = self.conn.execute(
+            "SELECT (SELECT coalesce(sum(n), 0) FROM review_tally WHERE ps = ?1) "
+            f"+ (SELECT count(*) FROM revlog WHERE id > {TALLY_MARK} "
+            "AND coalesce(prev_state, 0) = ?1), "
+            "(SELECT coalesce(sum(n), 0) FROM review_tally WHERE ps = ?1 AND rating > 1) "
+            f"+ (SELECT count(*) FROM revlog WHERE id > {TALLY_MARK} "
+            "AND coalesce(prev_state, 0) = ?1 AND rating > 1)",
+            (ps,),
+        ).fetchone()
         return int(n), int(passed)
 
     def reviewed_between(self, start: datetime, end: datetime) -> bool:

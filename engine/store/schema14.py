@@ -20,6 +20,12 @@ log to decide how to store the state before the review. v14: 14 pages (57 KB), n
   new, the mature ones (stability >= 21 days) from ``deck_seen`` (schema v11), whose
   triggers on ``cards`` now count both. An answer writes ``deck_seen`` only when its card
   crosses the threshold.
+- ``review_tally`` (v13: the log counted by state before and rating, kept by a trigger on
+  every insert, one page written by every answer) counts the rows up to a mark, its row
+  ``(-1, 0)`` whose ``n`` is the highest row id counted: the rows past it, a rating's own
+  among them, are counted when read (a range of row ids, at most FOLD of them after a
+  rating) and folded in by the rating whose id is a multiple of FOLD. Deletes and edits of
+  counted rows keep the tally exact by triggers, as in v13.
 - ``cards.logged``: the id of the review whose ``next`` state this row is, exactly (set by
   each rating, made NULL by the trigger below on any other change of the row). When it is
   still the card's newest review, a rating stores the state before it as NULL ("that
@@ -57,6 +63,47 @@ SEEN_TRIGGERS = (
     "ON CONFLICT (deck) DO UPDATE SET n = n + 1, mature = mature + excluded.mature; END",
 )
 
+FOLD = 1024  # rows past the tally's mark read by a count before a rating folds them in
+TALLY_MARK = "(SELECT n FROM review_tally WHERE ps = -1 AND rating = 0)"
+_COUNT = (
+    "INSERT INTO review_tally (ps, rating, n) SELECT coalesce(new.prev_state, 0), new.rating, "
+    f"1 WHERE new.id <= {TALLY_MARK} ON CONFLICT (ps, rating) DO UPDATE SET n = n + 1;"
+)
+_UNCOUNT = (
+    "UPDATE review_tally SET n = n - 1 WHERE ps = coalesce(old.prev_state, 0) "
+    f"AND rating = old.rating AND old.id <= {TALLY_MARK};"
+)
+TALLY_TRIGGERS = (
+    f"CREATE TRIGGER revlog_tally_insert AFTER INSERT ON revlog WHEN new.id <= {TALLY_MARK} "
+    f"BEGIN {_COUNT} END",
+    f"CREATE TRIGGER revlog_tally_delete AFTER DELETE ON revlog WHEN old.id <= {TALLY_MARK} "
+    f"BEGIN {_UNCOUNT} END",
+    "CREATE TRIGGER revlog_tally_update AFTER UPDATE OF id, prev_state, rating ON revlog "
+    "WHEN old.id IS NOT new.id OR old.prev_state IS NOT new.prev_state "
+    f"OR old.rating IS NOT new.rating BEGIN {_UNCOUNT} {_COUNT} END",
+)
+
+
+def fold_tally(conn: Any) -> None:
+    """Count the log's rows past the tally's mark into it and move the mark to the newest
+    row (inside the caller's write transaction). A database without the mark (none yet)
+    is left as it is."""
+    mark = conn.execute(f"SELECT {TALLY_MARK}").fetchone()[0]
+    if mark is None:
+        return
+    conn.execute(
+        "INSERT INTO review_tally (ps, rating, n) SELECT coalesce(prev_state, 0), rating, "
+        "count(*) FROM revlog WHERE id > ? GROUP BY 1, 2 "
+        "ON CONFLICT (ps, rating) DO UPDATE SET n = n + excluded.n",
+        (mark,),
+    )
+    conn.execute(
+        "UPDATE review_tally SET n = (SELECT coalesce(max(id), ?) FROM revlog) "
+        "WHERE ps = -1 AND rating = 0",
+        (mark,),
+    )
+
+
 DDL = (
     "DROP INDEX IF EXISTS cards_removed_due",
     "DROP INDEX IF EXISTS cards_removed_state_due",
@@ -79,6 +126,19 @@ def v13_to_v14(db: Any, progress: UpgradeTracker | None = None) -> None:
     if not any(r[1] == "mature" for r in conn.execute("PRAGMA table_info(deck_seen)")):
         conn.execute("ALTER TABLE deck_seen ADD COLUMN mature INTEGER NOT NULL DEFAULT 0")
     for sql in DDL:
+        conn.execute(sql)
+    # the tally (exact over the whole log until now) gets its mark: or, over a database that
+    # has one (a test sets a newer one back), the rows past it are folded in first
+    if conn.execute(f"SELECT {TALLY_MARK}").fetchone()[0] is None:
+        conn.execute(
+            "INSERT INTO review_tally (ps, rating, n) "
+            "SELECT -1, 0, coalesce(max(id), 0) FROM revlog WHERE 1"
+        )
+    else:
+        fold_tally(conn)
+    for name in ("insert", "delete", "update"):
+        conn.execute(f"DROP TRIGGER IF EXISTS revlog_tally_{name}")
+    for sql in TALLY_TRIGGERS:
         conn.execute(sql)
     for name in ("insert", "delete", "update"):
         conn.execute(f"DROP TRIGGER IF EXISTS cards_seen_{name}")
