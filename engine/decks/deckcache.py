@@ -53,14 +53,16 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prep.engine.decks.changed import (  # noqa: F401 - pending_fill: the front ends' question
+from prep.engine.decks.changed import (  # noqa: F401 - pending_fill, scan_decks: the front ends' question
     PARSER_SALT,
     RACY_NS,
+    Scan,
     _fresh,
     _read_changed,
     _to_fill,
     file_ident,
     pending_fill,
+    scan_decks,
 )
 from prep.engine.decks.checks import assemble, parse_decks
 from prep.engine.decks.collection import (  # noqa: F401 - CachedCollection, card_from_fields: what load gives
@@ -157,18 +159,20 @@ def load(
     demo_names: Sequence[str] | None = None,
     include_bundled: bool = True,
     progress: Progress | None = None,
+    scan: Scan | None = None,
 ) -> CachedCollection:
     """The decks (``checks.parse_decks``'s cards, errors, order) through the cache in
     ``store``, and the store's progress reconciled with the decks if they changed since the
     last time. A database that cannot be written now (read-only, busy) still opens: the
     cache is then private to this connection (TEMP tables), filled from the files, and
     progress is read as it is. ``progress`` is called with a Fill as each changed file is
-    parsed and stored (fill.py)."""
+    parsed and stored (fill.py). ``scan``: what ``scan_decks`` found just before, for these
+    paths in this store (the deck files are then not listed, looked up and stat'ed again)."""
     from prep.engine.store import StoreError
 
     with gc_paused():  # a hundred thousand small objects, none of them garbage
         try:
-            return _load(store, paths, demo_names, include_bundled, progress)
+            return _load(store, paths, demo_names, include_bundled, progress, scan)
         except StoreError:
             if store.deck_cache_is_private():
                 raise
@@ -267,21 +271,27 @@ def _load(
     demo_names: Sequence[str] | None,
     include_bundled: bool,
     progress: Progress | None = None,
+    scan: Scan | None = None,
 ) -> CachedCollection:
-    warnings: list[DeckError] = []
-    files = collect_deck_files(paths, include_bundled, warnings)  # as parse_decks
     fmt_key = format_key()
-    if store.deck_cache_format() != fmt_key:
-        # written by another version of the loader, Card or the checks: nothing of it is
-        # trusted, not even the (size, mtime) of an unchanged file (progress is not touched)
-        store.deck_cache_reset(fmt_key)
-    cached = store.deck_cache_files()
+    if scan is None or not scan.serves(paths, include_bundled) or scan.format != fmt_key:
+        scan = None  # (a scan of other paths, or of a cache about to be reset: not used)
+        warnings: list[DeckError] = []
+        files = collect_deck_files(paths, include_bundled, warnings)  # as parse_decks
+        if store.deck_cache_format() != fmt_key:
+            # written by another version of the loader, Card or the checks: nothing of it is
+            # trusted, not even the (size, mtime) of an unchanged file (progress is not touched)
+            store.deck_cache_reset(fmt_key)
+        cached = store.deck_cache_files()
+    else:  # the front end's scan of this open (app: _fill_first): not listed and read twice
+        files, warnings, cached = scan.files, list(scan.warnings), scan.cached
+    stats = None if scan is None else scan.stats
     now_ns = time.time_ns()
-    fill = _to_fill(files, cached) if progress is not None else None
+    fill = _to_fill(files, cached, stats) if progress is not None else None
     order: list[tuple[str, str]] = []  # (cache key, shown) of each readable deck file
     read_errors: list[DeckError] = []
     digest = hashlib.sha256(f"format {fmt_key}\n".encode())
-    reads = _read_changed(files, cached, read_deck_text)  # (tests count the reads)
+    reads = _read_changed(files, cached, read_deck_text, stats)  # (tests count the reads)
     jobs = [
         (key, text, shown, path.stem)
         for key, path, shown in files
