@@ -107,6 +107,15 @@ def format_key() -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
 
 
+def _state_digest(fmt_key: str) -> Any:
+    """The hash that names a state of the decks (the assembly's and the reconciliation's
+    key): the cache's format, then each file's key (its real path) and text hash, the demos.
+    Not how a path is shown: that depends on the working directory, and opening prep from
+    another folder must not redo the checks across files and the reconciliation (a minute at
+    a million cards); an assembly with errors is redone when the names they show changed."""
+    return hashlib.sha256(f"format {fmt_key}\nfiles by key\n".encode())
+
+
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """Parsing a big deck allocates a million small objects, none of them garbage: the cyclic
@@ -230,7 +239,7 @@ def _feed(store: Store, parsed: ParsedDecks) -> CachedCollection:
     groups: dict[str, list[Card]] = {name: [] for name in parsed.decks}
     for card in parsed.cards:
         groups.setdefault(card.deck, []).append(card)
-    digest = hashlib.sha256(f"format {fmt_key}\n".encode())
+    digest = _state_digest(fmt_key)
     order: list[tuple[str, str]] = []
     cached = store.deck_cache_files()
     now_ns = time.time_ns()
@@ -259,7 +268,7 @@ def _feed(store: Store, parsed: ParsedDecks) -> CachedCollection:
                 errors=[],
                 cards=rows,
             )
-        digest.update(f"{key}\0{shown}\0{sha}\n".encode())
+        digest.update(f"{key}\0{sha}\n".encode())
         order.append((key, shown))
     digest.update(b"null")  # no demo names: the parse checked them
     return _assemble(store, [], {}, order, [], digest, None, [], None, None)
@@ -290,7 +299,7 @@ def _load(
     fill = _to_fill(files, cached, stats) if progress is not None else None
     order: list[tuple[str, str]] = []  # (cache key, shown) of each readable deck file
     read_errors: list[DeckError] = []
-    digest = hashlib.sha256(f"format {fmt_key}\n".encode())
+    digest = _state_digest(fmt_key)
     reads = _read_changed(files, cached, read_deck_text, stats)  # (tests count the reads)
     jobs = [
         (key, text, shown, path.stem)
@@ -360,7 +369,7 @@ def _fill_files(
             st, text, error, sha = reads.pop(key)
             if error is not None:
                 read_errors.append(error)
-                digest.update(f"{key}\0{error}\n".encode())
+                digest.update(f"{key}\0{error.line}\0{error.message}\n".encode())
                 continue
             assert text is not None and st is not None
             # (a parse does not depend on how the path is shown: names are added on load)
@@ -398,7 +407,7 @@ def _fill_files(
             if fill is not None and st is not None:
                 fill.files_done += 1
                 fill.bytes_done += st.st_size
-        digest.update(f"{key}\0{shown}\0{sha}\n".encode())
+        digest.update(f"{key}\0{sha}\n".encode())
         order.append((key, shown))
 
 
@@ -420,6 +429,9 @@ def _assemble(
     keys = [k for k, _ in order]
     parsed = store.deck_cache_parsed(keys)  # key -> (info json | None, errors)
     assembled = store.deck_cache_assembly(state_key)
+    shown_now = dict(order)
+    if assembled is not None and assembled["errors"] and assembled.get("shown") != shown_now:
+        assembled = None  # its messages name the files as shown from another folder
     if assembled is None:
         if fill is not None and progress is not None and fill.files_total:
             fill.stage = CHECK
@@ -445,12 +457,14 @@ def _assemble(
             [key, r.line] for key in keys for r in refs_by_file[key] if coll.get(r.id) is not r
         ]
         _check_aliases(store, coll, order, refs_by_file)
-        renamed = {info.file: name for name, info in coll.decks.items()}
+        key_of = {shown: key for key, shown in order}
+        renamed = {key_of[info.file]: name for name, info in coll.decks.items()}
         dropped = {(key, line) for key, line in excluded}
         assembled = {
             "errors": [[e.file, e.line, e.message] for e in coll.errors],
             "excluded_keys": excluded,
-            "renamed": renamed,
+            "renamed": renamed,  # file key -> its deck's name
+            "shown": shown_now,  # how the errors' messages name the files
             # the cards each file keeps: a later open counts without reading them
             "sizes": {
                 key: sum((key, r.line) not in dropped for r in refs_by_file[key]) for key in keys
@@ -469,9 +483,9 @@ def _assemble(
     loaded.warnings = warnings
     for key, shown in order:
         info, _ = _info_and_errors(parsed[key], shown, [])
-        if info is None or shown not in assembled["renamed"]:
+        if info is None or key not in assembled["renamed"]:
             continue  # unparsable, or its deck name is already used (its cards left out)
-        info.name = assembled["renamed"][shown]
+        info.name = assembled["renamed"][key]
         # its card ids, read from the cache when first asked for (a plan, a deck's list)
         decks[info.name] = _CachedDeckInfo.of(info, partial(loaded.deck_ids, key))
     # (a private cache is for a database that cannot be written now: progress is read as it
