@@ -188,3 +188,41 @@ def test_errors_name_the_files_as_shown_from_the_working_directory(
                 coll = deckcache.load(store, [small_deck_dir], include_bundled=False)
                 assert coll.errors and {e.file for e in coll.errors} <= shown
                 assert all(any(s in e.message for s in shown) for e in coll.errors)
+
+
+V13_DECK_FILES = (  # v4's table and v12's ``ident``, as a v13 database has it
+    "CREATE TABLE deck_files (fid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, "
+    "shown TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, "
+    "sha256 TEXT NOT NULL, checked_ns INTEGER NOT NULL, info TEXT, declared TEXT NOT NULL, "
+    "errors TEXT NOT NULL, ord INTEGER, ident TEXT)"
+)
+
+
+def test_v14_keeps_every_cached_file_with_its_big_column_last(
+    tmp_path: Path, small_deck_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (small_deck_dir / "other.yaml").write_text(SMALL_DECK.replace("deck: small", "deck: other"))
+    path = tmp_path / "prep.db"
+    with Store.open(path) as store:
+        deckcache.load(store, [small_deck_dir], include_bundled=False)
+        before = {r[1]: r for r in store.conn.execute("SELECT * FROM deck_files")}
+        columns = [r[1] for r in store.conn.execute("PRAGMA table_info(deck_files)")]
+        assert columns[-1] == "declared"  # read only when the checks are redone
+        assert columns.index("ident") < columns.index("info")
+        # the table as v13 had it, the same rows
+        with store.transaction():
+            store.conn.execute("ALTER TABLE deck_files RENAME TO v14")
+            store.conn.execute(V13_DECK_FILES)
+            names = ", ".join(columns)
+            store.conn.execute(f"INSERT INTO deck_files ({names}) SELECT {names} FROM v14")
+            store.conn.execute("DROP TABLE v14")
+            store.set_meta("schema_version", "13")
+    with Store.open(path) as store:  # upgraded
+        assert store.schema_version() == 14
+        assert [r[1] for r in store.conn.execute("PRAGMA table_info(deck_files)")] == columns
+        after = {r[1]: r for r in store.conn.execute("SELECT * FROM deck_files")}
+        assert after == before  # every file, its fid (the cards' keys) and every value
+        counted = Counted(monkeypatch)
+        coll = deckcache.load(store, [small_deck_dir], include_bundled=False)
+        assert counted.assemblies == 0  # the cached parse and checks are used as they were
+        assert len(coll.cards) > 0 and list(coll.decks) == ["other", "small"]

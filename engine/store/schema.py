@@ -14,7 +14,8 @@ Tables (the schema version is in ``meta``):
 - ``deck_files``, ``deck_cards``, ``deck_tags``: the parsed decks (engine/decks/deckcache.py), so
   that start-up re-parses only what changed (v4; v6 added each card's kind; v8 indexes the
   unseen cards by kind and the cards that cite a demo; v9 adds each card's curriculum level;
-  v12 each file's identity, ``ident``, which older preps added on the first write needing it).
+  v12 each file's identity, ``ident``, which older preps added on the first write needing it;
+  v14 puts the files' small columns before ``declared``: engine/store/schema14_files.py).
 - ``card_marks``: suspend / bury / flag (v10; before it, created on the first mark).
 - ``demo_runs``: every demo run (name, device, passed, seconds, the full report).
 - ``meta``: schema version and settings.
@@ -36,8 +37,9 @@ from typing import Any
 
 from prep.engine.store.schema11 import v10_to_v11
 from prep.engine.store.schema13 import v12_to_v13
+from prep.engine.store.schema14_files import v13_to_v14
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 BATCH = 5_000  # review log rows rewritten per executemany (and per progress report)
 
 CARD_COLUMNS = (
@@ -536,5 +538,6 @@ MIGRATIONS: list[Callable[[Any, UpgradeTracker | None], None]] = [
     v10_to_v11,
     _v11_to_v12,
     v12_to_v13,
+    v13_to_v14,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION
