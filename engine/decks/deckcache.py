@@ -59,6 +59,7 @@ from prep.engine.decks.changed import (  # noqa: F401 - pending_fill, scan_decks
     Scan,
     _fresh,
     _read_changed,
+    _stat,
     _to_fill,
     file_ident,
     pending_fill,
@@ -294,7 +295,8 @@ def _load(
         cached = store.deck_cache_files()
     else:  # the front end's scan of this open (app: _fill_first): not listed and read twice
         files, warnings, cached = scan.files, list(scan.warnings), scan.cached
-    stats = None if scan is None else scan.stats
+    # each file stat'ed once: for the fill's question (with progress) and the freshness rule
+    stats = {key: _stat(path) for key, path, _ in files} if scan is None else scan.stats
     now_ns = time.time_ns()
     fill = _to_fill(files, cached, stats) if progress is not None else None
     order: list[tuple[str, str]] = []  # (cache key, shown) of each readable deck file
