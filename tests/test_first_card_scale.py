@@ -20,7 +20,12 @@ from pathlib import Path
 import pytest
 
 from prep.engine.decks import changed, deckcache
-from prep.engine.decks.files import collect_deck_files, deck_files_in, display_path
+from prep.engine.decks.files import (
+    bundled_deck_files,
+    collect_deck_files,
+    deck_files_in,
+    display_path,
+)
 from prep.engine.store import Store
 from prep.tui.app import PrepApp
 from prep.tui.screens.review import ReviewScreen
@@ -80,6 +85,26 @@ def test_a_folder_resolved_once_gives_what_each_file_resolved_gives(tmp_path: Pa
                 fast = collect_deck_files(paths, False, [])
                 assert fast == one_by_one(paths), (here, paths)
                 assert [s for _, _, s in fast if "\t" in s] == []  # (shown on one line)
+
+
+def test_a_folder_of_many_decks_is_resolved_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decks = tmp_path / "decks"
+    decks.mkdir()
+    for i in range(60):
+        (decks / f"deck-{i:02}.yaml").write_text(SMALL_DECK)
+    resolved: list[str] = []
+    real = os.path.realpath
+
+    def realpath(path, *args, **kwargs):
+        resolved.append(str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os.path, "realpath", realpath)
+    files = collect_deck_files([decks], True, [])
+    assert len(files) == 60 + len(bundled_deck_files())
+    assert len(resolved) <= 2  # the bundled folder and this one, not each of 60 files
 
 
 class Counted:
