@@ -15,7 +15,7 @@ import pytest
 from prep.engine.decks import deckcache
 from prep.engine.decks.fill import DONE, PARSE, STORE, Fill, describe
 from prep.engine.store import Store
-from prep.tui import app as app_module
+from prep.tui import startup as startup_module
 from prep.tui.app import PrepApp
 from prep.tui.screens.fill import FillScreen
 from prep.tui.upgrade import FillLine
@@ -131,7 +131,7 @@ def test_app_fills_a_large_collection_behind_a_progress_screen(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     decks = write_decks(tmp_path / "decks")
-    monkeypatch.setattr(app_module, "FILL_SCREEN_BYTES", 1)  # the test decks count as large
+    monkeypatch.setattr(startup_module, "FILL_SCREEN_BYTES", 1)  # the test decks count as large
     lines: list[str] = []
     shown = FillScreen.on_fill_screen_progress
 

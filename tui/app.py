@@ -8,10 +8,10 @@ is committed by the engine the moment it is made, so quitting at any point loses
 It never imports torch: demos run in a subprocess (``demo_command``) or the long-lived demo
 worker (tui/worker.py, shared with grading), whose output is streamed into the demo screen.
 
-Size: about 660 lines: the app is where the session's services meet (the store and the first
-fill of the deck cache, the upgrade screen, the demo and grading workers, background sync,
-going home and reloading). The next split is the start-up path (boot, upgrade, fill) into
-its own module.
+The start-up sequence (boot: the database opened or upgraded, the first fill of the deck
+cache, the decks loaded; the first frame and the work that waits for it: heartbeat, sync,
+the demo worker's warm-up, the collector's freeze) is tui/startup.py's ``Startup``, mixed in
+here; this module keeps what the screens share once the app runs.
 """
 
 from __future__ import annotations
@@ -21,23 +21,19 @@ import dataclasses
 import os
 import socket
 import sys
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.worker import get_current_worker
 
 from prep.engine.decks import deckcache
 from prep.engine.decks.deck import ParsedDecks
 from prep.engine.store import Store, StoreError
-from prep.engine.store.schema import Upgrade
 from prep.engine.study.scheduler import Scheduler, Settings
 from prep.engine.study.session import (  # DeckCounts: home's rows (re-exported for the screens)
     DeckCounts,
@@ -51,27 +47,16 @@ from prep.engine.study.session import (  # DeckCounts: home's rows (re-exported 
 )
 from prep.engine.timeutil import Clock, utcnow
 from prep.tui.screens import registry as screen_registry
+from prep.tui.startup import Startup
 
 if TYPE_CHECKING:
-    from prep.engine.decks.fill import Fill
+    from prep.engine.decks.changed import Scan
     from prep.engine.study.collection import Cards
     from prep.engine.study.mock import MockInterview
     from prep.tui.grading import Grading
-    from prep.tui.screens.fill import FillScreen
-    from prep.tui.screens.upgrade import UpgradeScreen
     from prep.tui.worker import WorkerClient
 
 DemoCommand = Callable[[str], list[str]]
-
-# The app never waits long on another writer's lock: a statement gives up after this, and the
-# screen retries on a timer (the screen stays live) and says what is happening.
-UI_BUSY_TIMEOUT_MS = 100
-# Deck bytes to parse above which the first open shows the fill's progress (the bundled decks,
-# about 0.3 MB, parse in well under a second; 100k generated cards are about 40 MB)
-FILL_SCREEN_BYTES = 2_000_000
-# With sync_dir set, the background sync starts once the first card is on screen (it never
-# delays the first card); on home it starts after this many seconds
-SYNC_FROM_HOME_S = 2.0
 
 
 def default_demo_command(name: str) -> list[str]:
@@ -84,22 +69,6 @@ def demo_infos() -> dict[str, str]:
     from prep.demos.registry import DEMOS
 
     return {name: info.claim for name, info in DEMOS.items()}
-
-
-def _alive(instance: str) -> bool:
-    """Whether the prep that wrote heartbeat ``instance`` (HOST:PID:...) may still run: on
-    this host its process must exist (a killed prep leaves a fresh-looking row behind)."""
-    host, _, rest = instance.partition(":")
-    pid = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid.isdigit():
-        return True
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # another user's process: it exists
-    return True
 
 
 def pick_theme(environ: dict[str, str] | os._Environ[str] = os.environ) -> str:
@@ -115,12 +84,7 @@ def pick_theme(environ: dict[str, str] | os._Environ[str] = os.environ) -> str:
     return "textual-dark"
 
 
-class _UpgradeStopped(Exception):
-    """Raised from the upgrade's progress callback when the app quits: the upgrade's
-    transaction rolls back."""
-
-
-class PrepApp(App[int]):
+class PrepApp(Startup, App[int]):
     """prep's terminal app.
 
     Everything that makes a run nondeterministic is injectable, so tests and snapshots can fix
@@ -197,6 +161,7 @@ class PrepApp(App[int]):
         self._filled = False  # the deck cache's first fill ran in a thread this session
         # what waits for the first frame (see after_first_frame); None once it is drawn
         self._first_frame: list[Callable[[], object]] | None = []
+        self._scan: Scan | None = None  # (startup.py: the deck files found before the load)
         # typed answers: the model worker, started the first time an answer is typed
         self._grading = grading  # (None: built when first asked for, off the first card's way)
 
@@ -224,209 +189,6 @@ class PrepApp(App[int]):
         # the whole card
         self.call_later(self.boot)
 
-    def load_collection(self) -> Cards:
-        """The decks, through the deck cache in the database when it is open (only changed
-        files are parsed, and progress is reconciled only when the decks changed)."""
-        if self._injected_collection is not None:
-            return self._injected_collection
-        if self.store is not None:
-            return deckcache.load(
-                self.store,
-                self.questions,
-                demo_names=sorted(self.demos) if self.demos else None,
-                include_bundled=self.include_bundled,
-            )
-        return deckcache.load_collection(
-            self.questions,
-            demo_names=sorted(self.demos) if self.demos else None,
-            include_bundled=self.include_bundled,
-        )
-
-    def boot(self, *, ignore_deck_errors: bool = False) -> None:
-        """Load the decks, open the database, then show home (or what went wrong)."""
-        if self.store is None:
-            if self._upgrading:
-                return  # the upgrade's thread boots again when it is done
-            pending = Store.pending_upgrade(self.db)
-            if pending is not None:
-                # an older database: upgraded in a thread (a large one takes a while) while
-                # a screen shows how far it is; the app opens it once it is done
-                from prep.tui.screens.upgrade import UpgradeScreen
-
-                self._upgrading = True
-                screen = UpgradeScreen(*pending)
-                self._show(screen)
-                self._upgrade(screen)
-                return
-            try:
-                self.store = Store.open(self.db)
-            except StoreError as exc:
-                from prep.tui.screens.errors import ErrorScreen
-
-                self._show(ErrorScreen.database(str(exc), exc.kind))
-                return
-        if self._fill_first():
-            return  # a large first open: the cache fills in a thread, then boot runs again
-        self.collection = self.load_collection()  # through the deck cache in the database
-        for warning in self.collection.warnings:
-            self.notify(str(warning), title="Decks", severity="warning", timeout=8)
-        if self.collection.errors and not ignore_deck_errors:
-            from prep.tui.screens.errors import ErrorScreen
-
-            self._show(ErrorScreen.deck_errors(self.collection))
-            return
-        self.store.set_busy_timeout(UI_BUSY_TIMEOUT_MS)  # screens retry instead of freezing
-        # the heartbeat is a committed write (a sync to disk): made once the home screen is
-        # drawn, not before it
-        self.after_first_frame(self.announce)
-        try:
-            self.collection.reconcile(self.store)
-        except StoreError as exc:
-            self.notify(f"Could not update card states: {exc}", severity="warning")
-        if self.selected_deck is not None and self.selected_deck not in self.collection.decks:
-            self.notify(
-                f"No deck named {self.selected_deck!r}; showing all decks.", severity="warning"
-            )
-            self.selected_deck = None
-        if self.mock_first is not None:  # `prep mock`: the mock over home, as `m` opens it
-            from prep.tui.screens.home import HomeScreen
-            from prep.tui.screens.mock import MockScreen
-
-            mock, self.mock_first = self.mock_first, None  # once: a reload goes home
-            self._show(HomeScreen())
-            self.push_screen(MockScreen(mock=mock))
-        elif self.review_first:  # `prep quiz`: home is built when first asked for
-            self.review_first = False  # once: a reload goes home
-            self.action_start()
-        else:
-            from prep.tui.screens.home import HomeScreen
-
-            self._show(HomeScreen())
-
-    @work(thread=True, exclusive=True, group="upgrade")
-    def _upgrade(self, screen: UpgradeScreen) -> None:
-        """Upgrade the database on this worker's own connection (closed here: the app's
-        connection is opened on the event loop's thread afterwards, by boot)."""
-        worker = get_current_worker()
-
-        def progress(upgrade: Upgrade) -> None:
-            if worker.is_cancelled:  # the app is quitting
-                raise _UpgradeStopped  # rolled back: the database stays as it was
-            screen.post_message(screen.Progress(upgrade))
-
-        error: StoreError | None = None
-        try:
-            Store.open(self.db, progress=progress).close()
-        except _UpgradeStopped:
-            return
-        except StoreError as exc:
-            error = exc
-        with contextlib.suppress(RuntimeError):  # the app stopped meanwhile
-            self.call_from_thread(self._upgraded, error)
-
-    def _fill_first(self) -> bool:
-        """Many deck bytes to parse (the first open of a large collection): fill the deck
-        cache in a thread, with a screen that shows how far it is. False: load as usual."""
-        if self._injected_collection is not None or not self._owns_store or self._filled:
-            return False
-        if self.store is None or self.store.path is None:
-            return False
-        try:
-            pending = deckcache.pending_fill(
-                self.store, self.questions, include_bundled=self.include_bundled
-            )
-        except StoreError:
-            return False
-        if pending.bytes_total < FILL_SCREEN_BYTES:
-            return False
-        from prep.tui.screens.fill import FillScreen
-
-        self._filled = True  # once a session; what the thread left undone loads as usual
-        screen = FillScreen(pending)
-        self._show(screen)
-        self._fill(screen, str(self.store.path))
-        return True
-
-    @work(thread=True, exclusive=True, group="fill")
-    def _fill(self, screen: FillScreen, db: str) -> None:
-        """Parse the changed deck files into the cache on this thread's own connection."""
-        worker = get_current_worker()
-
-        def progress(fill: Fill) -> None:
-            if worker.is_cancelled:  # the app is quitting: the files done so far are kept
-                raise _UpgradeStopped
-            screen.post_message(screen.Progress(fill))
-
-        try:
-            with Store.open(db) as store:
-                deckcache.load(
-                    store,
-                    self.questions,
-                    demo_names=sorted(self.demos) if self.demos else None,
-                    include_bundled=self.include_bundled,
-                    progress=progress,
-                )
-        except _UpgradeStopped:
-            return
-        except StoreError:
-            pass  # boot loads on the app's own connection and says what is wrong
-        with contextlib.suppress(RuntimeError):  # the app stopped meanwhile
-            self.call_from_thread(self.boot)
-
-    def _upgraded(self, error: StoreError | None) -> None:
-        from prep.tui.screens.errors import ErrorScreen
-
-        self._upgrading = False
-        if error is not None:
-            self._show(ErrorScreen.database(str(error), error.kind))
-            return
-        self.boot()
-
-    def announce(self) -> None:
-        """Say so when another prep has this database open (both can study; each one's undo
-        covers only its own ratings), and keep our own heartbeat fresh."""
-        if self.store is None:
-            return
-        try:
-            others = [i for i in self.store.announce(self.instance, utcnow()) if _alive(i)]
-        except StoreError:
-            return  # a read-only or busy database: the screens say so when it matters
-        if others and not self._told_others:
-            self._told_others = True
-            self.notify(
-                "Another prep has this database open. Both can study: every rating is kept, "
-                "and u undoes only this window's own ratings.",
-                title="Open twice",
-                severity="warning",
-                timeout=12,
-            )
-        if self._heartbeat is None:
-            self._heartbeat = self.set_interval(30, self.announce)
-            # with sync_dir set: once the first card is on screen (the review screen starts
-            # it), or after a while on home
-            self.set_timer(SYNC_FROM_HOME_S, self.syncer.start)
-
-    def after_first_frame(self, callback: Callable[[], object]) -> None:
-        """Run ``callback`` once the first frame has been handed to the terminal (soon, when
-        it already has): the heartbeat's synced write, sync, the demo worker and the answer
-        side's imports never delay the first card, even on a busy machine, where a timer set
-        at mount can fire before the first paint."""
-        if self._first_frame is None:
-            self.call_later(callback)
-        else:
-            self._first_frame.append(callback)
-
-    def post_display_hook(self) -> None:
-        # Textual calls this after every display; the first one outside its batch update
-        # (the app's mount, which pushes the first screen) is the first frame
-        if self._first_frame is not None and not self._batch_count:
-            from prep.tui.startup import resume_gc
-
-            resume_gc()  # paused by the console script for the start-up
-            waiting, self._first_frame = self._first_frame, None
-            for callback in waiting:
-                self.call_later(callback)
-
     def _show(self, screen: Screen) -> None:
         """Replace whatever is on the stack above the default screen with ``screen``."""
         while len(self.screen_stack) > 1:
@@ -436,12 +198,6 @@ class PrepApp(App[int]):
     def action_reload(self) -> None:
         """Reload the decks from disk (after fixing an error) and go home."""
         self.boot()
-
-    def warm_demo(self, name: str) -> None:
-        """A card links demo `name`: let the demo worker import torch and load what the demo
-        needs in the background, so pressing the key later costs the demo's compute only."""
-        if self.demo_worker is not None:
-            threading.Thread(target=self.demo_worker.warm, args=(name,), daemon=True).start()
 
     def on_unmount(self) -> None:
         if self.demo_worker is not None:

@@ -1,6 +1,9 @@
 """Which deck files a load must read: the cache's freshness rule (see deckcache's module doc)
 and the reads themselves, apart from the cache's bookkeeping so that a front end can ask how
-much is to be read (pending_fill) before it loads."""
+much is to be read (pending_fill, scan_decks) before it loads: the scan it asked with is
+handed to the load (``deckcache.load(scan=...)``), so the deck files are listed, resolved,
+looked up in the cache and stat'ed once per open, not once for the question and again for
+the load."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import hashlib
 import os
 import stat
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,20 +23,23 @@ if TYPE_CHECKING:
     from prep.engine.store import Store
 
 # Hashed with every file's text: raised whenever parse_deck_text accepts less than before.
-# Hashed with every file's text: raised whenever parse_deck_text accepts less than before.
 # (4: cards carry `points` and `aliases`, fields the cached JSON of older parses lacks)
 PARSER_SALT = b"parser 4\n"
 RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's mtime tick we expect
 
 
 def _read_changed(
-    files: list[tuple[str, Path, str]], cached: dict[str, Any], read: Any = read_deck_text
+    files: list[tuple[str, Path, str]],
+    cached: dict[str, Any],
+    read: Any = read_deck_text,
+    stats: dict[str, os.stat_result | None] | None = None,
 ) -> dict[str, tuple[os.stat_result | None, str | None, DeckError | None, str]]:
     """key -> (stat, text, read error, sha256) of each file whose cached parse cannot be used
-    as it is (the others are not read at all)."""
+    as it is (the others are not read at all); ``stats``: each file's stat, when a scan made
+    them already."""
     reads = {}
     for key, path, shown in files:
-        st = _stat(path)
+        st = _stat(path) if stats is None else stats[key]
         if _fresh(cached.get(key), st):
             continue
         text, error = read(path, shown)
@@ -71,14 +78,63 @@ def _stat(path: Path) -> os.stat_result | None:
         return None
 
 
-def _to_fill(files: list[tuple[str, Path, str]], cached: dict[str, Any]) -> Fill:
+def _to_fill(
+    files: list[tuple[str, Path, str]],
+    cached: dict[str, Any],
+    stats: dict[str, os.stat_result | None] | None = None,
+) -> Fill:
     """What a load will read: the files whose cached parse cannot be used as it is."""
-    sizes = [
-        st.st_size if st is not None and stat.S_ISREG(st.st_mode) else 0
-        for key, path, _ in files
-        if not _fresh(cached.get(key), st := _stat(path))
-    ]
+    sizes = []
+    for key, path, _ in files:
+        st = _stat(path) if stats is None else stats[key]
+        if not _fresh(cached.get(key), st):
+            sizes.append(st.st_size if st is not None and stat.S_ISREG(st.st_mode) else 0)
     return Fill(files_total=len(sizes), bytes_total=sum(sizes))
+
+
+@dataclass
+class Scan:
+    """The deck files of one open, as the cache sees them: listed and resolved
+    (collect_deck_files), their cached entries (read with the format they were written
+    under) and their stat, and what a load would read (``pending``). Made by
+    ``scan_decks``; ``deckcache.load(scan=...)`` uses it instead of doing it all again."""
+
+    request: tuple[tuple[str, ...], bool]  # (the paths asked for, include_bundled)
+    files: list[tuple[str, Path, str]]
+    warnings: list[DeckError]
+    format: str | None  # the cache's format when its entries were read
+    cached: dict[str, Any]
+    stats: dict[str, os.stat_result | None] = field(repr=False)
+    pending: Fill
+
+    def serves(self, paths: Iterable[Path] | None, include_bundled: bool) -> bool:
+        """Whether the scan is of these paths (a load of other paths scans its own)."""
+        return self.request == _request(paths, include_bundled)
+
+
+def _request(paths: Iterable[Path] | None, include_bundled: bool) -> tuple[tuple[str, ...], bool]:
+    return tuple(str(p) for p in paths or ()), include_bundled
+
+
+def scan_decks(
+    store: Store, paths: Iterable[Path] | None = None, *, include_bundled: bool = True
+) -> Scan:
+    """The deck files to load and how much the next load will read, without reading them
+    (one listing, one query, one stat a file)."""
+    paths = list(paths or ())
+    warnings: list[DeckError] = []
+    files = collect_deck_files(paths, include_bundled, warnings)
+    cached = store.deck_cache_files()
+    stats = {key: _stat(path) for key, path, _ in files}
+    return Scan(
+        _request(paths, include_bundled),
+        files,
+        warnings,
+        store.deck_cache_format(),
+        cached,
+        stats,
+        _to_fill(files, cached, stats),
+    )
 
 
 def pending_fill(
@@ -86,6 +142,5 @@ def pending_fill(
 ) -> Fill:
     """Without loading: how many deck files (and bytes) the next load will read, and parse
     unless their hash is unchanged (stat calls and one query). A front end shows progress
-    when there is much to do."""
-    files = collect_deck_files(paths, include_bundled, [])
-    return _to_fill(files, store.deck_cache_files())
+    when there is much to do (``scan_decks`` keeps what it found for the load)."""
+    return scan_decks(store, paths, include_bundled=include_bundled).pending

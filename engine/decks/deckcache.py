@@ -54,14 +54,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prep.engine.decks import fedcache
-from prep.engine.decks.changed import (  # noqa: F401 - pending_fill: the front ends' question
+from prep.engine.decks.changed import (  # noqa: F401 - pending_fill, scan_decks: the front ends' question
     PARSER_SALT,
     RACY_NS,
+    Scan,
     _fresh,
     _read_changed,
+    _stat,
     _to_fill,
     file_ident,
     pending_fill,
+    scan_decks,
 )
 from prep.engine.decks.checks import assemble, parse_decks
 from prep.engine.decks.collection import (  # noqa: F401 - CachedCollection, card_from_fields: what load gives
@@ -104,6 +107,15 @@ def format_key() -> str:
     card = [[f.name, str(f.type)] for f in fields(Card)]
     spec = {"loader": LOADER_VERSION, "card": card, "assembly": ASSEMBLY_VERSION}
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+
+
+def _state_digest(fmt_key: str) -> Any:
+    """The hash that names a state of the decks (the assembly's and the reconciliation's
+    key): the cache's format, then each file's key (its real path) and text hash, the demos.
+    Not how a path is shown: that depends on the working directory, and opening prep from
+    another folder must not redo the checks across files and the reconciliation (a minute at
+    a million cards); an assembly with errors is redone when the names they show changed."""
+    return hashlib.sha256(f"format {fmt_key}\nfiles by key\n".encode())
 
 
 @contextmanager
@@ -158,18 +170,20 @@ def load(
     demo_names: Sequence[str] | None = None,
     include_bundled: bool = True,
     progress: Progress | None = None,
+    scan: Scan | None = None,
 ) -> CachedCollection:
     """The decks (``checks.parse_decks``'s cards, errors, order) through the cache in
     ``store``, and the store's progress reconciled with the decks if they changed since the
     last time. A database that cannot be written now (read-only, busy) still opens: the
     cache is then private to this connection (TEMP tables), filled from the files, and
     progress is read as it is. ``progress`` is called with a Fill as each changed file is
-    parsed and stored (fill.py)."""
+    parsed and stored (fill.py). ``scan``: what ``scan_decks`` found just before, for these
+    paths in this store (the deck files are then not listed, looked up and stat'ed again)."""
     from prep.engine.store import StoreError
 
     with gc_paused():  # a hundred thousand small objects, none of them garbage
         try:
-            return _load(store, paths, demo_names, include_bundled, progress)
+            return _load(store, paths, demo_names, include_bundled, progress, scan)
         except StoreError:
             if store.deck_cache_is_private():
                 raise
@@ -227,7 +241,7 @@ def _feed(store: Store, parsed: ParsedDecks) -> CachedCollection:
     groups: dict[str, list[Card]] = {name: [] for name in parsed.decks}
     for card in parsed.cards:
         groups.setdefault(card.deck, []).append(card)
-    digest = hashlib.sha256(f"format {fmt_key}\n".encode())
+    digest = _state_digest(fmt_key)
     order: list[tuple[str, str]] = []
     cached = store.deck_cache_files()
     now_ns = time.time_ns()
@@ -258,7 +272,7 @@ def _feed(store: Store, parsed: ParsedDecks) -> CachedCollection:
             )
         elif (cached[key]["checked_ns"] or 0) < now_ns - fedcache.TOUCH_NS:
             store.deck_cache_touch(key, 0, 0, now_ns)  # used again: among the newest kept
-        digest.update(f"{key}\0{shown}\0{sha}\n".encode())
+        digest.update(f"{key}\0{sha}\n".encode())
         order.append((key, shown))
     digest.update(b"null")  # no demo names: the parse checked them
     coll = _assemble(store, [], {}, order, [], digest, None, [], None, None)
@@ -272,21 +286,28 @@ def _load(
     demo_names: Sequence[str] | None,
     include_bundled: bool,
     progress: Progress | None = None,
+    scan: Scan | None = None,
 ) -> CachedCollection:
-    warnings: list[DeckError] = []
-    files = collect_deck_files(paths, include_bundled, warnings)  # as parse_decks
     fmt_key = format_key()
-    if store.deck_cache_format() != fmt_key:
-        # written by another version of the loader, Card or the checks: nothing of it is
-        # trusted, not even the (size, mtime) of an unchanged file (progress is not touched)
-        store.deck_cache_reset(fmt_key)
-    cached = store.deck_cache_files()
+    if scan is None or not scan.serves(paths, include_bundled) or scan.format != fmt_key:
+        scan = None  # (a scan of other paths, or of a cache about to be reset: not used)
+        warnings: list[DeckError] = []
+        files = collect_deck_files(paths, include_bundled, warnings)  # as parse_decks
+        if store.deck_cache_format() != fmt_key:
+            # written by another version of the loader, Card or the checks: nothing of it is
+            # trusted, not even the (size, mtime) of an unchanged file (progress is not touched)
+            store.deck_cache_reset(fmt_key)
+        cached = store.deck_cache_files()
+    else:  # the front end's scan of this open (app: _fill_first): not listed and read twice
+        files, warnings, cached = scan.files, list(scan.warnings), scan.cached
+    # each file stat'ed once: for the fill's question (with progress) and the freshness rule
+    stats = {key: _stat(path) for key, path, _ in files} if scan is None else scan.stats
     now_ns = time.time_ns()
-    fill = _to_fill(files, cached) if progress is not None else None
+    fill = _to_fill(files, cached, stats) if progress is not None else None
     order: list[tuple[str, str]] = []  # (cache key, shown) of each readable deck file
     read_errors: list[DeckError] = []
-    digest = hashlib.sha256(f"format {fmt_key}\n".encode())
-    reads = _read_changed(files, cached, read_deck_text)  # (tests count the reads)
+    digest = _state_digest(fmt_key)
+    reads = _read_changed(files, cached, read_deck_text, stats)  # (tests count the reads)
     jobs = [
         (key, text, shown, path.stem)
         for key, path, shown in files
@@ -355,7 +376,7 @@ def _fill_files(
             st, text, error, sha = reads.pop(key)
             if error is not None:
                 read_errors.append(error)
-                digest.update(f"{key}\0{error}\n".encode())
+                digest.update(f"{key}\0{error.line}\0{error.message}\n".encode())
                 continue
             assert text is not None and st is not None
             # (a parse does not depend on how the path is shown: names are added on load)
@@ -393,7 +414,7 @@ def _fill_files(
             if fill is not None and st is not None:
                 fill.files_done += 1
                 fill.bytes_done += st.st_size
-        digest.update(f"{key}\0{shown}\0{sha}\n".encode())
+        digest.update(f"{key}\0{sha}\n".encode())
         order.append((key, shown))
 
 
@@ -415,6 +436,9 @@ def _assemble(
     keys = [k for k, _ in order]
     parsed = store.deck_cache_parsed(keys)  # key -> (info json | None, errors)
     assembled = store.deck_cache_assembly(state_key)
+    shown_now = dict(order)
+    if assembled is not None and assembled["errors"] and assembled.get("shown") != shown_now:
+        assembled = None  # its messages name the files as shown from another folder
     if assembled is None:
         if fill is not None and progress is not None and fill.files_total:
             fill.stage = CHECK
@@ -440,12 +464,14 @@ def _assemble(
             [key, r.line] for key in keys for r in refs_by_file[key] if coll.get(r.id) is not r
         ]
         _check_aliases(store, coll, order, refs_by_file)
-        renamed = {info.file: name for name, info in coll.decks.items()}
+        key_of = {shown: key for key, shown in order}
+        renamed = {key_of[info.file]: name for name, info in coll.decks.items()}
         dropped = {(key, line) for key, line in excluded}
         assembled = {
             "errors": [[e.file, e.line, e.message] for e in coll.errors],
             "excluded_keys": excluded,
-            "renamed": renamed,
+            "renamed": renamed,  # file key -> its deck's name
+            "shown": shown_now,  # how the errors' messages name the files
             # the cards each file keeps: a later open counts without reading them
             "sizes": {
                 key: sum((key, r.line) not in dropped for r in refs_by_file[key]) for key in keys
@@ -464,9 +490,9 @@ def _assemble(
     loaded.warnings = warnings
     for key, shown in order:
         info, _ = _info_and_errors(parsed[key], shown, [])
-        if info is None or shown not in assembled["renamed"]:
+        if info is None or key not in assembled["renamed"]:
             continue  # unparsable, or its deck name is already used (its cards left out)
-        info.name = assembled["renamed"][shown]
+        info.name = assembled["renamed"][key]
         # its card ids, read from the cache when first asked for (a plan, a deck's list)
         decks[info.name] = _CachedDeckInfo.of(info, partial(loaded.deck_ids, key))
     # (a private cache is for a database that cannot be written now: progress is read as it

@@ -52,6 +52,59 @@ def deck_files_in(path: Path) -> list[Path]:
     return [path]
 
 
+def _folder_decks(folder: Path) -> list[tuple[str, Path, str]] | None:
+    """(real path, path, shown name) of each deck file in ``folder`` (what ``deck_files_in``
+    lists: every entry named *.yaml or *.yml, dot-files, folders and dangling links too, by
+    name), resolved and shown once per folder instead of once per file: a file that is not a
+    symbolic link has the folder's real path and the folder's shown path, plus its name. A
+    link is resolved on its own. The same triples as resolving each file (a test holds it);
+    None when the folder cannot be listed so (not a folder, or the working directory is gone):
+    the caller resolves each file then."""
+    try:
+        with os.scandir(folder) as it:
+            entries = sorted(
+                (e for e in it if e.name.endswith((".yaml", ".yml"))), key=lambda e: e.name
+            )
+        real = os.path.realpath(folder)
+        # display_path's two candidates, for the folder: a file's is the folder's plus its name
+        shown_dirs = [_inside_cwd(os.path.abspath(folder)), _inside_cwd(real)]
+    except PermissionError:
+        return []  # (as pathlib's glob: an unreadable folder lists nothing)
+    except (OSError, ValueError):
+        return None
+    out = []
+    for entry in entries:
+        path = folder / entry.name
+        try:
+            link = entry.is_symlink()
+        except OSError:
+            link = True
+        if link:
+            out.append((os.path.realpath(path), path, display_path(path)))
+            continue
+        shown = str(path)
+        for rel in shown_dirs:
+            if rel is not None:
+                shown = entry.name if rel == os.curdir else os.path.join(rel, entry.name)
+                break
+        out.append((os.path.join(real, entry.name), path, one_line_safe(shown)))
+    return out
+
+
+def _each(files: list[Path]) -> list[tuple[str, Path, str]]:
+    """(real path, path, shown name) of each of ``files``, resolved one by one."""
+    return [(os.path.realpath(f), f, display_path(f)) for f in files]  # (realpath never raises)
+
+
+def _inside_cwd(candidate: str) -> str | None:
+    """``candidate`` relative to the working directory when it is inside it (display_path's
+    rule), else None."""
+    relative = os.path.relpath(candidate)
+    if relative != os.pardir and not relative.startswith(os.pardir + os.sep):
+        return relative
+    return None
+
+
 def read_regular_file(path: Path | str, max_bytes: int, what: str = "a deck") -> bytes:
     """The bytes of a regular file of at most ``max_bytes``. Raises OSError (with a message
     for the user) otherwise: a FIFO or a device such as /dev/zero is refused at once (opened
@@ -101,20 +154,28 @@ def collect_deck_files(
     """(real path, path, shown name) of each deck file to load, each file once: the bundled
     ones (unless told not to), then each path's (a file, or a folder's *.yaml / *.yml); a
     path with none is a warning in ``warnings``."""
-    files: list[Path] = list(bundled_deck_files()) if include_bundled else []
+    groups: list[list[tuple[str, Path, str]]] = []
+    if include_bundled:
+        from prep import questions
+
+        found = _folder_decks(Path(questions.__file__).parent)
+        groups.append(_each(bundled_deck_files()) if found is None else found)
     for p in paths or ():
-        found = deck_files_in(Path(p))
+        path = Path(p)
+        found = _folder_decks(path) if path.is_dir() else None
+        if found is None:
+            found = _each(deck_files_in(path))
         if not found:
             warnings.append(
                 DeckError(display_path(p), 1, "no deck here (no *.yaml or *.yml files)")
             )
-        files.extend(found)
+        groups.append(found)
     out, seen = [], set()
-    for path in files:
-        key = os.path.realpath(path)  # never raises, even on a symlink loop
-        if key not in seen:
-            seen.add(key)
-            out.append((key, path, display_path(path)))
+    for group in groups:
+        for key, path, shown in group:
+            if key not in seen:
+                seen.add(key)
+                out.append((key, path, shown))
     return out
 
 

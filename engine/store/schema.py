@@ -16,7 +16,8 @@ Tables (the schema version is in ``meta``):
 - ``deck_files``, ``deck_cards``, ``deck_tags``: the parsed decks (engine/decks/deckcache.py), so
   that start-up re-parses only what changed (v4; v6 added each card's kind; v8 indexes the
   unseen cards by kind and the cards that cite a demo; v9 adds each card's curriculum level;
-  v12 each file's identity, ``ident``, which older preps added on the first write needing it).
+  v12 each file's identity, ``ident``, which older preps added on the first write needing it;
+  v15 puts the files' small columns before ``declared``: engine/store/schema15.py).
 - ``card_marks``: suspend / bury / flag (v10; before it, created on the first mark).
 - ``demo_runs``: every demo run (name, device, passed, seconds, the full report).
 - ``meta``: schema version and settings.
@@ -39,8 +40,9 @@ from typing import Any
 from prep.engine.store.schema11 import v10_to_v11
 from prep.engine.store.schema13 import v12_to_v13
 from prep.engine.store.schema14 import v13_to_v14
+from prep.engine.store.schema15 import v14_to_v15
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 BATCH = 5_000  # review log rows rewritten per executemany (and per progress report)
 
 CARD_COLUMNS = (
@@ -540,5 +542,6 @@ MIGRATIONS: list[Callable[[Any, UpgradeTracker | None], None]] = [
     _v11_to_v12,
     v12_to_v13,
     v13_to_v14,
+    v14_to_v15,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION
