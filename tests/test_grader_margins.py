@@ -110,3 +110,28 @@ def test_a_sentence_per_point_is_credited_to_its_own_point(grader):
     shown = [v.sentence for v in grade.points]
     assert shown[0].startswith("Every GPU") and shown[1].startswith("W_O is cut")
     assert shown[2].startswith("Then one all-reduce")
+
+
+def test_training_sees_the_features_grading_computes(grader):
+    """train.py fits the head on each tune point beside its rubric's other points; the grader
+    computes point_margin over the whole rubric at once. The two must agree, or the head is
+    fit on features it never meets."""
+    from prep.demos.pretrained.grader import devset
+    from prep.demos.pretrained.grader import text as tx
+    from prep.demos.pretrained.grader import train as head_train
+    from prep.demos.pretrained.grader.model import pair_features
+
+    items, rival = head_train.tune_instances(), head_train.tune_rivals()
+    assert len(items) == len(rival)
+    rubrics, examples = devset.load()
+    first = next(ex for ex in examples if ex.split == "tune")
+    points = [p.text for p in rubrics[first.qid].points]
+    n = len(points)
+    trained = head_train.featurise(grader, items[:n], rival[:n])  # n x (S, F)
+    sents = tx.sentences(first.answer)
+    enc = grader.encoder.encode(points + sents)
+    pair = torch.tensor([[pair_features(p, s) for s in enc[n:]] for p in enc[:n]])
+    graded = with_context(pair)  # (n, S, F)
+    for i in range(n):
+        assert items[i][0] == points[i] and items[i][1] == sents
+        torch.testing.assert_close(trained[i], graded[i])
