@@ -140,7 +140,8 @@ def test_a_suspended_or_buried_due_card_is_not_the_first(tmp_path: Path) -> None
 
 
 def test_the_seen_count_per_deck_is_kept_by_every_write(tmp_path: Path) -> None:
-    """deck_seen (schema v11, kept by triggers) equals the count over every card after each
+    """deck_seen (schema v11, kept by triggers; v14 counts the mature cards too) equals the
+    count over every card after each
     kind of write: first ratings, undo of a first rating, a card moved to another deck, cards
     removed from and restored to the decks, an alias merged into its kept card."""
     from prep.engine.study.scheduler import Rating
@@ -151,27 +152,43 @@ def test_the_seen_count_per_deck_is_kept_by_every_write(tmp_path: Path) -> None:
         def counted() -> dict[str, int]:
             return {d: n for d, (n, _) in store.deck_progress(0.0).items() if n}
 
+        def same() -> bool:
+            """The counts kept (seen, and since v14 mature: stability >= 21 days) == counted."""
+            scanned = {
+                deck: (n, mature)
+                for deck, n, mature in store.conn.execute(
+                    "SELECT deck, count(*), sum(coalesce(stability, 0) >= 21.0) FROM cards "
+                    "WHERE removed = 0 GROUP BY deck"
+                )
+            }
+            return store.seen_per_deck() == counted() and store.deck_progress(21.0) == scanned
+
         full = load_collection([decks], include_bundled=False)
         add_progress(store, full, seed=3, fraction=0.5)
-        assert store.seen_per_deck() == counted() != {}
+        assert same() and counted() != {}
         coll = deckcache.load(store, [decks], include_bundled=False)
         session = ReviewSession(store, coll, clock=lambda: FIXED_NOW, new_limit=5)
         for _ in range(4):
             card = session.current
             assert card is not None
             session.rate(Rating.Good, card_id=card.id, content_hash=card.content_hash)
-            assert store.seen_per_deck() == counted()
+            assert same()
         session.undo()
-        assert store.seen_per_deck() == counted()
+        assert same()
         with store.transaction():  # a card moved to another deck (as a reconcile writes it)
             store.conn.execute("UPDATE cards SET deck = 'mixed-3' WHERE deck = 'mixed-0' LIMIT 3")
-        assert store.seen_per_deck() == counted()
+        assert same()
+        with store.transaction():  # cards crossing the mature threshold, both ways
+            store.conn.execute("UPDATE cards SET stability = 30 WHERE stability < 21 LIMIT 3")
+            store.conn.execute("UPDATE cards SET stability = 2 WHERE stability >= 21 LIMIT 1")
+            store.conn.execute("UPDATE cards SET stability = NULL WHERE stability >= 21 LIMIT 1")
+        assert same() and any(m for _, m in store.deck_progress(21.0).values())
         (decks / "mixed-1.yaml").rename(tmp_path / "away.yaml")  # its cards removed
         deckcache.load(store, [decks], include_bundled=False)
-        assert "mixed-1" not in store.seen_per_deck() and store.seen_per_deck() == counted()
+        assert "mixed-1" not in store.seen_per_deck() and same()
         (tmp_path / "away.yaml").rename(decks / "mixed-1.yaml")  # and restored
         deckcache.load(store, [decks], include_bundled=False)
-        assert store.seen_per_deck() == counted() and "mixed-1" in counted()
+        assert same() and "mixed-1" in counted()
         seen = sorted(store.seen_ids())
         store.adopt_aliases({seen[0]: seen[1]})  # an alias merged into a card it names
-        assert store.seen_per_deck() == counted()
+        assert same()

@@ -101,6 +101,8 @@ STATE_CASES = {
     "reps huge": ({"reps": 10**30}, "reps must be a whole number between 0 and"),
     "unknown field": ({"evil": 1}, "unknown field 'evil'"),
     "due not a time": ({"due": 5}, "due must be a UTC time"),
+    "deck null": ({"deck": None}, "deck must be text, got None"),  # (a traceback before)
+    "content_hash a number": ({"content_hash": 5}, "content_hash must be text, got 5"),
 }
 
 

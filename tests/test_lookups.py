@@ -389,11 +389,14 @@ def test_a_v7_database_migrates_and_the_lookups_use_their_indexes(tmp_path, deck
         # as a v7 prep left it (v11 dropped deck_cards_kind again and indexes the ids)
         store.conn.execute("DROP INDEX deck_cards_id")
         store.conn.execute("DROP INDEX deck_cards_demos")
-        store.conn.execute("DROP INDEX cards_removed_state_due")
+        for index in ("cards_due", "cards_learning"):  # (v14's)
+            store.conn.execute(f"DROP INDEX {index}")
+        store.conn.execute("CREATE INDEX cards_removed_due ON cards (removed, due)")
+        store.conn.execute("CREATE INDEX cards_removed_deck ON cards (removed, deck, stability)")
         store.conn.execute("CREATE INDEX cards_removed_state_due ON cards (removed, state, due)")
         store.set_meta("schema_version", "7")
     with Store.open(db) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 13
+        assert store.schema_version() == SCHEMA_VERSION == 14
         coll = deckcache.load(store, [decks], include_bundled=False)
         assert build_queue(store, coll, FIXED_NOW, new_limit=30) == before
         assert coll.ids_for_demo("dla") == cited and cited
@@ -401,9 +404,14 @@ def test_a_v7_database_migrates_and_the_lookups_use_their_indexes(tmp_path, deck
         def plan(sql: str, args: tuple = ()) -> str:
             return " ".join(r[3] for r in store.conn.execute("EXPLAIN QUERY PLAN " + sql, args))
 
-        assert "COVERING INDEX cards_removed_state_due" in plan(
-            "SELECT deck, count(*) FROM cards INDEXED BY cards_removed_state_due "
-            "WHERE removed = 0 AND state IN (1, 3) AND due <= '2026' GROUP BY deck"
+        # (v14: the learning cards' partial index and the one due index, each covering)
+        assert "COVERING INDEX cards_learning" in plan(
+            "SELECT deck, count(*) FROM cards INDEXED BY cards_learning "
+            "WHERE removed = 0 AND state != 2 AND state IN (1, 3) AND due <= '2026' GROUP BY deck"
+        )
+        assert "COVERING INDEX cards_due" in plan(
+            "SELECT deck, count(*) FROM cards INDEXED BY cards_due "
+            "WHERE removed = 0 AND due <= '2026' AND state = 2 GROUP BY deck"
         )
         assert "INDEX deck_cards_demos" in plan(
             "SELECT key & 0xFFFFFFFF, id, demos FROM deck_cards INDEXED BY deck_cards_demos "

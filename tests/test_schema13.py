@@ -31,8 +31,18 @@ def _recount(store: Store) -> dict[tuple[int, int], int]:
 
 
 def _tally(store: Store) -> dict[tuple[int, int], int]:
-    rows = store.conn.execute("SELECT ps, rating, n FROM review_tally WHERE n != 0")
-    return {(ps, r): n for ps, r, n in rows}
+    """The tally's counts; since v14 its rows count the log up to its mark (row (-1, 0)), and
+    the rows past the mark are counted as the store reads them."""
+    mark = store.conn.execute("SELECT n FROM review_tally WHERE ps = -1 AND rating = 0")
+    (upto,) = mark.fetchone()
+    out: dict[tuple[int, int], int] = {}
+    for ps, r, n in store.conn.execute(
+        "SELECT ps, rating, n FROM review_tally WHERE ps >= 0 UNION ALL "
+        "SELECT coalesce(prev_state, 0), rating, count(*) FROM revlog WHERE id > ? GROUP BY 1, 2",
+        (upto,),
+    ):
+        out[(ps, r)] = out.get((ps, r), 0) + n
+    return {k: n for k, n in out.items() if n}
 
 
 def test_the_tally_is_the_log_counted_whatever_writes_it() -> None:

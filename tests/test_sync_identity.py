@@ -127,7 +127,7 @@ def test_csv_export_carries_the_origin(tmp_path: Path) -> None:
 
 OPS = st.lists(
     st.tuples(
-        st.sampled_from(["rate", "rate", "undo", "import", "sync", "mark", "settings"]),
+        st.sampled_from(["rate", "rate", "undo", "import", "sync", "mark", "settings", "run"]),
         st.integers(0, 2),  # the machine acting
         st.integers(0, 2),  # the other machine (the export's) / the card
         st.integers(1, 4),  # a rating / a mark / a setting
@@ -138,11 +138,13 @@ OPS = st.lists(
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
-@given(ops=OPS, finish=st.sampled_from(["sync", "import"]))
+@given(ops=OPS, finish=st.sampled_from(["sync", "import", "relay"]))
 def test_any_path_holds_each_review_once(tmp_path_factory, ops, finish) -> None:
-    """Any mix of ratings, undos, marks, settings, exports/imports and syncs on 3 machines
-    with disagreeing clocks; then everyone syncs -- or only exports and imports, so an undo,
-    a mark and the settings must travel through an export as through a sync: all agree."""
+    """Any mix of ratings, undos, marks, settings, demo runs, exports/imports and syncs on 3
+    machines with disagreeing clocks; then everyone syncs -- or only exports and imports, so an undo,
+    a mark and the settings must travel through an export as through a sync -- or 0 reaches 2
+    only through 1 (0 -> file -> 1 -> sync -> 2), so what 1 took in by an import must travel
+    on by 1's sync: all agree."""
     tmp = tmp_path_factory.mktemp("paths")
     dbs, folder = stores(tmp, 3)
     clocks = [T0, T0 + timedelta(minutes=3), T0 - timedelta(minutes=10)]  # clocks disagree
@@ -164,8 +166,20 @@ def test_any_path_holds_each_review_once(tmp_path_factory, ops, finish) -> None:
                 s.set_mark(f"c{other}", mark, at=clocks[who])
             elif op == "settings":
                 s.save_settings(Settings(new_per_day=10 * n + who))
+            elif op == "run":  # a demo run (its time names the machine: no two alike)
+                clocks[who] += timedelta(seconds=n)
+                when = clocks[who] + timedelta(microseconds=who)
+                s.record_demo_run(
+                    name=f"d{other}", device="cpu", passed=n > 1, seconds=n, ran_at=when
+                )
             assert held_once(s)
-        for round_ in range(2):  # everyone syncs (or imports the others') until nothing is new
+        if finish == "relay":  # 0 only exports to 1 by file; 1 and 2 sync; 0 imports 1's
+            for round_ in range(2):
+                importer.import_file(dbs[1], export(dbs[0], tmp / f"r{round_}.json"))
+                for s in (dbs[1], dbs[2], dbs[1]):
+                    sync(s, folder)
+            importer.import_file(dbs[0], export(dbs[1], tmp / "back.json"))
+        for round_ in range(2 * (finish != "relay")):  # everyone syncs (or imports the others')
             for i, s in enumerate(dbs):
                 if finish == "sync":
                     sync(s, folder)

@@ -53,6 +53,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from prep.engine.decks import fedcache
 from prep.engine.decks.changed import (  # noqa: F401 - pending_fill: the front ends' question
     PARSER_SALT,
     RACY_NS,
@@ -241,7 +242,7 @@ def _feed(store: Store, parsed: ParsedDecks) -> CachedCollection:
         rows = [_cache_row(c, line, card_fields(c)) for line, c in zip(lines, cards, strict=True)]
         info_json = _info_json(info)
         sha = hashlib.sha256(json.dumps([shown, info_json, rows]).encode()).hexdigest()
-        key = f"parsed:{sha}"
+        key = f"{fedcache.PREFIX}{sha}"
         if key not in cached:
             store.deck_cache_put(
                 key,
@@ -255,10 +256,14 @@ def _feed(store: Store, parsed: ParsedDecks) -> CachedCollection:
                 errors=[],
                 cards=rows,
             )
+        elif (cached[key]["checked_ns"] or 0) < now_ns - fedcache.TOUCH_NS:
+            store.deck_cache_touch(key, 0, 0, now_ns)  # used again: among the newest kept
         digest.update(f"{key}\0{shown}\0{sha}\n".encode())
         order.append((key, shown))
     digest.update(b"null")  # no demo names: the parse checked them
-    return _assemble(store, [], {}, order, [], digest, None, [], None, None)
+    coll = _assemble(store, [], {}, order, [], digest, None, [], None, None)
+    fedcache.prune(store, coll, cached)
+    return coll
 
 
 def _load(

@@ -16,6 +16,7 @@ from prep.engine.store.reviewlog import state_json
 from prep.engine.store.schema import (
     CARD_COLUMNS,
 )
+from prep.engine.store.schema14 import MATURE_DAYS, NOT_REVIEW_SQL
 from prep.engine.study.scheduler import CardState, State
 from prep.engine.timeutil import fmt, parse
 
@@ -151,13 +152,15 @@ class CardsStore(StoreCore):
         state: int | None = None,
         not_state: int | None = None,
     ) -> list[str]:
-        """Ids of cards due at ``now``, most overdue first (uses the (removed, due) index),
+        """Ids of cards due at ``now``, most overdue first (uses the (removed, due, ...) index),
         optionally only those in (or not in) one fsrs state."""
-        by_state = state is not None or not_state is not None
-        # with a state filter, walk the per-state index: few cards are in learning, while the
-        # (removed, due) index would visit every overdue Review card to find them
-        index = " INDEXED BY cards_removed_state_due" if by_state else ""
-        sql = f"SELECT id FROM cards{index} WHERE removed = 0 AND due <= ?"
+        # cards in learning and relearning (any state but Review) are few: they are read from
+        # their partial index, never by stepping over every overdue Review card (schema v14)
+        learning = (state is not None and state != State.Review) or not_state == State.Review
+        index = "cards_learning" if learning else "cards_due"
+        sql = f"SELECT id FROM cards INDEXED BY {index} WHERE removed = 0 AND due <= ?"
+        if learning:
+            sql += f" AND {NOT_REVIEW_SQL}"  # (the index's own condition, as it is written)
         args: list[Any] = [fmt(now)]
         if state is not None:
             sql += " AND state = ?"
@@ -259,7 +262,11 @@ class CardsStore(StoreCore):
         return [n for (n,) in rows]
 
     def deck_progress(self, mature_days: float) -> dict[str, tuple[int, int]]:
-        """Per deck: (cards seen, cards whose stability reaches ``mature_days``)."""
+        """Per deck: (cards seen, cards whose stability reaches ``mature_days``). Stats' 21
+        days reads no card row: both counts are kept in ``deck_seen`` (schema v14)."""
+        if mature_days == MATURE_DAYS:
+            rows = self.conn.execute("SELECT deck, n, mature FROM deck_seen WHERE n > 0")
+            return {deck: (int(n), int(mature)) for deck, n, mature in rows}
         rows = self.conn.execute(
             "SELECT deck, count(*), sum(coalesce(stability, 0) >= ?) FROM cards "
             "WHERE removed = 0 GROUP BY deck",
@@ -273,7 +280,9 @@ class CardsStore(StoreCore):
         try:
             rows = self.conn.execute("SELECT deck, n FROM deck_seen WHERE n > 0").fetchall()
         except sqlite3.OperationalError:  # an older schema, read as it is
-            return {deck: n for deck, (n, _) in self.deck_progress(0.0).items()}
+            rows = self.conn.execute(
+                "SELECT deck, count(*) FROM cards WHERE removed = 0 GROUP BY deck"
+            ).fetchall()
         return dict(rows)
 
     def flagged(self, flag: Literal["leech", "changed"]) -> list[str]:

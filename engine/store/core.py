@@ -592,8 +592,13 @@ class StoreCore:
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
         if row is None:
             return Settings()
+        seen = getattr(self, "_settings_seen", None)
+        if seen is not None and seen[0] == row[0]:
+            return seen[1]  # the same text as last read (each rating asks): parsed once
         try:
-            return Settings.from_dict(json.loads(row[0])).validated()
+            settings = Settings.from_dict(json.loads(row[0])).validated()
+            self._settings_seen = (row[0], settings)
+            return settings
         except (ValueError, TypeError, AttributeError) as exc:  # JSONDecodeError is a ValueError
             raise StoreError(
                 f"{self.path or ':memory:'}: the saved settings are invalid ({exc}); "

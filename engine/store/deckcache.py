@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from prep.engine.store.core import StoreCore
+from prep.engine.store.schema14 import NOT_REVIEW_SQL
 from prep.engine.study.scheduler import State
 from prep.engine.timeutil import fmt
 
@@ -468,18 +469,26 @@ class DeckCacheStore(StoreCore):
     ) -> dict[str, tuple[int, int]]:
         """Per deck: (learning or relearning cards due by ``learning_until`` (default
         ``now``), review cards due at ``now``), of the cards still in the decks. One grouped
-        count over the (removed, state, due, deck) index, per state as ``due_ids`` reads
-        them; no card row is read."""
+        count over an index that holds the deck, per state as ``due_ids`` reads them (schema
+        v14: the learning cards' partial index, the due index for Review cards); no card row
+        is read."""
         others = [int(x) for x in State if x != State.Review]
         out: dict[str, list[int]] = {}
-        cutoffs = (learning_until or now, now)
-        for column, states in ((0, others), (1, [int(State.Review)])):
-            rows = self.conn.execute(
-                "SELECT deck, count(*) FROM cards INDEXED BY cards_removed_state_due "
-                f"WHERE removed = 0 AND state IN ({', '.join('?' * len(states))}) AND due <= ? "
-                "GROUP BY deck",
-                [*states, fmt(cutoffs[column])],
-            )
+        learning = (
+            "SELECT deck, count(*) FROM cards INDEXED BY cards_learning WHERE removed = 0 "
+            f"AND {NOT_REVIEW_SQL} AND state IN ({', '.join('?' * len(others))}) AND due <= ? "
+            "GROUP BY deck"
+        )
+        review = (
+            "SELECT deck, count(*) FROM cards INDEXED BY cards_due WHERE removed = 0 "
+            "AND due <= ? AND state = ? GROUP BY deck"
+        )
+        queries = (
+            (learning, [*others, fmt(learning_until or now)]),
+            (review, [fmt(now), int(State.Review)]),
+        )
+        for column, (sql, args) in enumerate(queries):
+            rows = self.conn.execute(sql, args)
             for deck, n in rows:
                 out.setdefault(deck, [0, 0])[column] += n
         return {deck: (n[0], n[1]) for deck, n in out.items()}

@@ -86,10 +86,12 @@ def new_device(conn: sqlite3.Connection) -> str:
     sent = json.loads(_meta(conn, "sync_sent") or "{}")
     n = device_n(conn, dev_id, name(conn))
     _set_meta(conn, "device", str(n))
-    # the new id has sent nothing; the old id's reviews it had not sent are passed on (as
-    # another device's, engine/sync/run.py), and the rest held here is in the folder already
+    # the new id has sent nothing; the old id's reviews and demo runs it had not sent are
+    # passed on (as another device's, engine/sync/run.py), and the rest held here is in the
+    # folder already
     top = conn.execute("SELECT coalesce(max(id), 0) FROM revlog").fetchone()[0]
-    _set_meta(conn, "sync_sent", json.dumps({"x": top, "o": [old, int(sent.get("r", 0))]}))
+    unsent = [old, int(sent.get("r", 0)), int(sent.get("d", 0))]  # (reviews, demo runs)
+    _set_meta(conn, "sync_sent", json.dumps({"x": top, "o": unsent}))
     _hand_over(conn, old, n, sent)
     return dev_id
 
@@ -135,6 +137,18 @@ def bump_floor(conn: sqlite3.Connection) -> None:
 def next_review_id(conn: sqlite3.Connection) -> int:
     top = conn.execute("SELECT max(id) FROM revlog").fetchone()[0] or 0
     return max(top, int(_meta(conn, "review_floor") or 0)) + 1
+
+
+def review_stamp(conn: sqlite3.Connection) -> tuple[int, str, int]:
+    """(this device's number, its id, the row id the next review made here takes), read in one
+    statement (device, device_id and next_review_id together: a rating asks for all three)."""
+    n, dev_id, top, floor = conn.execute(
+        "WITH me(n) AS (SELECT coalesce(max(CAST(value AS INTEGER)), 1) FROM meta "
+        "WHERE key = 'device') SELECT me.n, (SELECT id FROM sync_devices d WHERE d.n = me.n), "
+        "coalesce((SELECT max(id) FROM revlog), 0), coalesce((SELECT CAST(value AS INTEGER) "
+        "FROM meta WHERE key = 'review_floor'), 0) FROM me"
+    ).fetchone()
+    return int(n), dev_id, max(int(top), int(floor)) + 1
 
 
 def take_seq(conn: sqlite3.Connection, seq: int) -> None:

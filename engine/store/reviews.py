@@ -12,10 +12,12 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from prep.engine.store import devices
-from prep.engine.store.cards import CardsStore, state_to_json
+from prep.engine.store.cards import CardsStore, _row_to_state, state_to_json, state_to_row
 from prep.engine.store.core import StoreError
 from prep.engine.store.reviewlog import Chain, from_us, to_us
+from prep.engine.store.schema import CARD_COLUMNS
 from prep.engine.store.schema13 import card_number
+from prep.engine.store.schema14 import FOLD, TALLY_MARK, fold_tally
 from prep.engine.study.scheduler import CardState, State
 from prep.engine.timeutil import EARLIEST, LATEST_STORED, clamp_duration, fmt, utcnow
 
@@ -113,6 +115,9 @@ def _review_dict(review: Review, prev_state: int | None) -> dict[str, Any]:
 
 
 _REVIEW_COLS = "id, card_id, rating, at, duration_ms, prev_state, prev, next"
+_CARD_COLS = ", ".join(CARD_COLUMNS)
+_CARD_MARKS = ", ".join("?" * len(CARD_COLUMNS))
+_CARD_SETS = ", ".join(f"{c} = excluded.{c}" for c in CARD_COLUMNS if c != "id")
 
 
 class ReviewsStore(CardsStore):
@@ -128,10 +133,16 @@ class ReviewsStore(CardsStore):
         reviewed_at: datetime,
         duration_ms: int | None = None,
         params: dict[str, Any] | None = None,
+        *,
+        stored: tuple[CardState | None, int | None] | None = None,
     ) -> int:
         """Write the new card state and the review in one committed transaction. ``params``:
         the scheduler's replay_params (default: the saved settings, fuzzed, seed 0), stored
-        with the review so that a sync replays it as it was made."""
+        with the review so that a sync replays it as it was made. ``stored``: the card's row
+        as read in this transaction and its ``logged`` review (rate_card), when ``prev`` is
+        that row: when the row is its newest review's state, the state before is stored as
+        NULL ("that review's next"), else in full (engine/store/schema14.py)."""
+        prev_in = prev
         prev_state = None if prev is None or prev.is_new else prev.state
         prev = None if prev is None or prev.is_new else prev
         duration_ms = clamp_duration(duration_ms)  # what an import takes back: 0 .. a day
@@ -141,31 +152,65 @@ class ReviewsStore(CardsStore):
             params = replay_params(self.settings(), True, 0)
         at = to_us(reviewed_at)
         with self.transaction():
-            pblob, nblob = self._chain(new.id).encode(new.id, prev_state, prev, new, at)
-            self.put_card(new)
-            cur = self.conn.execute(
+            cn, last = self._log_head(new.id)
+            if prev is None:
+                known = last is None  # the card's first review: no state to follow
+            else:  # (schema v14) the row is exactly the state after the card's newest review
+                known = (
+                    stored is not None
+                    and stored[0] is prev_in
+                    and stored[1] is not None
+                    and stored[1] == last
+                )
+            # the card's log is never read here: when the row is not known to be its newest
+            # review's state (rated before v14, changed since by a sync, an undo, a deck
+            # edit), the state before is stored in full, as a sync's chain starts
+            chain = Chain()
+            if known and prev is not None:
+                chain.last[new.id] = prev
+            pblob, nblob = chain.encode(new.id, prev_state, prev, new, at)
+            dev, _dev_id, rid = devices.review_stamp(self.conn)
+            row = state_to_row(new)
+            self.conn.execute(
+                f"INSERT INTO cards ({_CARD_COLS}, logged) VALUES ({_CARD_MARKS}, ?) "
+                f"ON CONFLICT(id) DO UPDATE SET {_CARD_SETS}, logged = excluded.logged",
+                (*(row[c] for c in CARD_COLUMNS), rid),
+            )
+            self.conn.execute(
                 "INSERT INTO revlog (id, cn, rating, at, duration_ms, prev_state, prev, "
                 "next, dev, params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    devices.next_review_id(self.conn),
-                    card_number(self.conn, new.id),
+                    rid,
+                    card_number(self.conn, new.id) if cn is None else cn,
                     int(rating),
                     at,
                     duration_ms,
                     prev_state,
                     pblob,
                     nblob,
-                    devices.device(self.conn),
+                    dev,
                     devices.params_n(self.conn, params),
                 ),
             )
-            assert cur.lastrowid is not None
-            return cur.lastrowid
+            if rid % FOLD == 0:  # (schema v14) the tally catches up, once every FOLD ratings
+                fold_tally(self.conn)
+            return rid
+
+    def _log_head(self, card_id: str) -> tuple[int | None, int | None]:
+        """The card's number in the log (None before its first review) and its newest
+        review's row id (None when it has none): one probe of each index."""
+        row = self.conn.execute(
+            "SELECT n, (SELECT max(id) FROM revlog WHERE cn = review_cards.n) FROM review_cards "
+            "WHERE id = ?",
+            (card_id,),
+        ).fetchone()
+        return (None, None) if row is None else (row[0], row[1])
 
     def next_review_key(self) -> str:
         """The id the next review made here will have, "DEVICE:SEQ" (what seeds its fuzz:
         Scheduler.review's ``key``); inside rate_card's transaction, the id it does get."""
-        return f"{devices.device_id(self.conn)}:{devices.next_review_id(self.conn)}"
+        _n, dev_id, rid = devices.review_stamp(self.conn)
+        return f"{dev_id}:{rid}"
 
     def _card_log(self, card_id: str) -> list[tuple[Review, int | None]]:
         """One card's reviews, oldest first (its states are read along its chain)."""
@@ -199,11 +244,23 @@ class ReviewsStore(CardsStore):
         log stays a chain (each review's prev is the previous review's next) and ``reps``
         counts the reviews. Returns (review id, prev, next)."""
         with self.transaction():
-            prev = self.card(fresh.id) or fresh
+            row = self.conn.execute(
+                f"SELECT {_CARD_COLS}, logged FROM cards WHERE id = ?", (fresh.id,)
+            ).fetchone()
+            stored = None if row is None else _row_to_state(row[:-1])
+            prev = stored or fresh
             new = decide(prev)
             if new.last_review is not None and new.last_review > reviewed_at:
                 reviewed_at = new.last_review  # decide kept it after the card's last review
-            rid = self.record_review(prev, new, rating, reviewed_at, duration_ms, params)
+            rid = self.record_review(
+                prev,
+                new,
+                rating,
+                reviewed_at,
+                duration_ms,
+                params,
+                stored=(stored, None if row is None else row[-1]),
+            )
             return rid, prev, new
 
     def last_review(self) -> Review | None:
@@ -228,7 +285,8 @@ class ReviewsStore(CardsStore):
             ).fetchone()
             if row is None or (expected_id is not None and row[0] != expected_id):
                 return None
-            review = self._card_log(row[1])[-1][0]
+            log = self._card_log(row[1])
+            review = log[-1][0]
             if review.id != row[0]:
                 return None  # a later review of the card (received by a sync) follows it
             devices.bury_review(self.conn, review.id, review.card_id, utcnow())
@@ -247,6 +305,11 @@ class ReviewsStore(CardsStore):
                         **{**asdict(restored), "removed": current.removed, "deck": current.deck}
                     )
                 self.put_card(restored)
+                if len(log) > 1 and log[-2][0].next == restored:
+                    # the row is again exactly its newest review's state (schema v14)
+                    self.conn.execute(
+                        "UPDATE cards SET logged = ? WHERE id = ?", (log[-2][0].id, review.card_id)
+                    )
             return review
 
     def reviews(
@@ -288,10 +351,7 @@ class ReviewsStore(CardsStore):
             args.append(prev_state)
         if since is None and new_only != (prev_state is not None) and prev_state != 0:
             # by state over the whole log: review_tally's few rows (schema v13; ps 0 is new)
-            n = self.conn.execute(
-                "SELECT coalesce(sum(n), 0) FROM review_tally WHERE ps = ?", [prev_state or 0]
-            ).fetchone()[0]
-            return int(n)
+            return self._tallied(prev_state or 0)[0]
         # no WHERE at all when nothing is filtered: SQLite then counts the smallest index's
         # pages instead of stepping every entry (a million reviews: 4 ms instead of 20)
         sql = "SELECT count(*) FROM revlog" + (f" WHERE {' AND '.join(where)}" if where else "")
@@ -301,16 +361,25 @@ class ReviewsStore(CardsStore):
         """Reviews of cards in the Review state (since a time) and how many were not Again:
         true retention."""
         if since is None:  # the whole log: review_tally's few rows (schema v13)
-            sql = (
-                "SELECT coalesce(sum(n), 0), coalesce(sum(CASE WHEN rating > 1 THEN n END), 0) "
-                "FROM review_tally WHERE ps = ?"
-            )
-            args: list[Any] = [int(State.Review)]
-        else:
-            sql = "SELECT count(*), coalesce(sum(rating > 1), 0) FROM revlog WHERE prev_state = ?"
-            sql += " AND at >= ?"
-            args = [int(State.Review), to_us(since)]
-        n, passed = self.conn.execute(sql, args).fetchone()
+            return self._tallied(int(State.Review))
+        sql = "SELECT count(*), coalesce(sum(rating > 1), 0) FROM revlog WHERE prev_state = ?"
+        sql += " AND at >= ?"
+        n, passed = self.conn.execute(sql, [int(State.Review), to_us(since)]).fetchone()
+        return int(n), int(passed)
+
+    def _tallied(self, ps: int) -> tuple[int, int]:
+        """The whole log's reviews made in fsrs state ``ps`` (0: new cards), and how many of
+        them were not Again: review_tally's rows, and the rows past its mark (schema v14: at
+        most FOLD of them after a rating, a range of row ids) counted here."""
+        n, passed = self.conn.execute(
+            "SELECT (SELECT coalesce(sum(n), 0) FROM review_tally WHERE ps = ?1) "
+            f"+ (SELECT count(*) FROM revlog WHERE id > {TALLY_MARK} "
+            "AND coalesce(prev_state, 0) = ?1), "
+            "(SELECT coalesce(sum(n), 0) FROM review_tally WHERE ps = ?1 AND rating > 1) "
+            f"+ (SELECT count(*) FROM revlog WHERE id > {TALLY_MARK} "
+            "AND coalesce(prev_state, 0) = ?1 AND rating > 1)",
+            (ps,),
+        ).fetchone()
         return int(n), int(passed)
 
     def reviewed_between(self, start: datetime, end: datetime) -> bool:

@@ -3,7 +3,9 @@ export and its CSV headers) and the migrations that build them.
 
 Tables (the schema version is in ``meta``):
 
-- ``cards``: scheduling state per card id (a row exists once a card has been reviewed).
+- ``cards``: scheduling state per card id (a row exists once a card has been reviewed);
+  since v14 indexed by due time once, and by the review whose state it is (``logged``):
+  engine/store/schema14.py.
 - ``reviews``: the append-only log: card, time (whole microseconds since the epoch, UTC),
   rating, duration, the fsrs state before, and the card's state before and after in the
   compact form of engine/store/reviewlog.py (v13; v5 to v12 wrote reviewlog5.py's, up to v4
@@ -36,8 +38,9 @@ from typing import Any
 
 from prep.engine.store.schema11 import v10_to_v11
 from prep.engine.store.schema13 import v12_to_v13
+from prep.engine.store.schema14 import v13_to_v14
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 BATCH = 5_000  # review log rows rewritten per executemany (and per progress report)
 
 CARD_COLUMNS = (
@@ -536,5 +539,6 @@ MIGRATIONS: list[Callable[[Any, UpgradeTracker | None], None]] = [
     v10_to_v11,
     _v11_to_v12,
     v12_to_v13,
+    v13_to_v14,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION

@@ -6,7 +6,7 @@ Part of the one `Store` (engine/store/__init__.py combines the tables' classes).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
 from prep.engine.store import devices
@@ -50,48 +50,61 @@ class TransferStore(ReviewsStore, MarksStore):
         if own:
             self.conn.execute("BEGIN")
         try:
-            cards = self._rows("cards", "ORDER BY id")
-            rows = self.conn.execute(f"SELECT {_REVIEW_COLS} FROM reviews ORDER BY id")
-            self.damaged_reviews = []  # the rows left out (the export says which)
-            origin = self._origins()
+            cards = list(self.export_cards())
             used: set[int] = set()
-            reviews = []
-            for x in _decode(rows, self.damaged_reviews):
-                dev, seq, pn = origin[x[0].id]
-                used.add(pn)
-                r = _review_dict(*x)
-                r |= {"prev": _json_or_none(r["prev"]), "next": _json_or_none(r["next"])}
-                reviews.append(r | {"device": dev, "seq": seq, "params": str(pn)})
-            params = {
-                str(n): json.loads(text)
-                for n, text in self.conn.execute("SELECT n, value FROM sched_params")
-                if n in used
-            }
-            runs = [
-                r | {"metrics": _json_or_none(r["metrics"])}
-                for r in self._rows("demo_runs", "ORDER BY id")
-            ]
+            reviews = list(self.export_reviews(used))
             return {
                 "settings": self.saved_settings(),
                 "cards": cards,
                 "reviews": reviews,
-                "params": params,  # the scheduler parameters each review was made with
-                "demo_runs": runs,
+                "params": self.export_params(used),  # what each review was made with
+                "demo_runs": list(self.export_runs()),
                 "marks": self.mark_rows(),
             }
         finally:
             if own:
                 self.conn.execute("COMMIT")
 
-    def _origins(self) -> dict[int, tuple[str, int, int]]:
-        """Every review row's (device id, sequence number, params number)."""
+    # dump()'s parts, row by row (`prep export` streams them: engine/transfer/jsonout.py),
+    # read inside the caller's transaction
+
+    def export_cards(self) -> Iterator[dict[str, Any]]:
+        """The card states as exported, in id order."""
+        return self._iter_rows("cards", "ORDER BY id")
+
+    def export_reviews(self, used: set[int]) -> Iterator[dict[str, Any]]:
+        """The review log as exported (prev/next as objects, its id and params number), in
+        log order; each review's params number is added to ``used``. A row that cannot be
+        read is left out and listed in ``damaged_reviews``. Holds one state per card (the
+        log is a chain), not the log."""
+        self.damaged_reviews = []  # the rows left out (the export says which)
+        rows = self.conn.execute(f"SELECT {_REVIEW_COLS} FROM reviews ORDER BY id")
+        origins = self.conn.execute(
+            "SELECT r.id, d.id, coalesce(r.seq, r.id), r.params FROM reviews r "
+            "JOIN sync_devices d ON d.n = r.dev ORDER BY r.id"
+        )
+        origin = (0, "", 0, 0)
+        for x in _decode(rows, self.damaged_reviews):
+            while origin[0] != x[0].id:  # (both in id order; a damaged row is skipped)
+                origin = next(origins)
+            _rid, dev, seq, pn = origin
+            used.add(pn)
+            r = _review_dict(*x)
+            r |= {"prev": _json_or_none(r["prev"]), "next": _json_or_none(r["next"])}
+            yield r | {"device": dev, "seq": seq, "params": str(pn)}
+
+    def export_params(self, used: set[int]) -> dict[str, Any]:
+        """The scheduler parameters numbered ``used``, by number (as text)."""
         return {
-            rid: (dev, seq, pn)
-            for rid, dev, seq, pn in self.conn.execute(
-                "SELECT r.id, d.id, coalesce(r.seq, r.id), r.params FROM reviews r "
-                "JOIN sync_devices d ON d.n = r.dev"
-            )
+            str(n): json.loads(text)
+            for n, text in self.conn.execute("SELECT n, value FROM sched_params")
+            if n in used
         }
+
+    def export_runs(self) -> Iterator[dict[str, Any]]:
+        """The demo runs as exported (metrics as an object), in run order."""
+        for r in self._iter_rows("demo_runs", "ORDER BY id"):
+            yield r | {"metrics": _json_or_none(r["metrics"])}
 
     def review_by_origin(self, device: str, seq: int) -> dict[str, Any] | bool | None:
         """The review whose id is (``device``, ``seq``), as exported (without its origin);
@@ -106,9 +119,14 @@ class TransferStore(ReviewsStore, MarksStore):
         return None
 
     def _rows(self, table: Table, tail: str = "", args: Iterable[Any] = ()) -> list[dict[str, Any]]:
+        return list(self._iter_rows(table, tail, args))
+
+    def _iter_rows(
+        self, table: Table, tail: str = "", args: Iterable[Any] = ()
+    ) -> Iterator[dict[str, Any]]:
         columns = _COLUMNS[table]
         rows = self.conn.execute(f"SELECT {', '.join(columns)} FROM {table} {tail}", list(args))
-        return [dict(zip(columns, row, strict=True)) for row in rows]
+        return (dict(zip(columns, row, strict=True)) for row in rows)
 
     def saved_settings(self) -> dict[str, Any] | None:
         """The settings as saved (a dict, unvalidated), or None when none were saved."""

@@ -270,7 +270,7 @@ def plan_day(
         return None
     hidden = store.hidden_ids(now)  # suspended or buried (a few): never served as new
     if plan.level == LEVELS[-1]:  # whole decks: two grouped counts, no id is read
-        seen_in = {deck: n for deck, (n, _) in store.deck_progress(0.0).items()}
+        seen_in = store.seen_per_deck()
         sizes = {d: n for d, n in collection.deck_sizes().items() if plan.covers(d)}
         cards = sum(sizes.values())
         unseen = sum(n - seen_in.get(d, 0) for d, n in sizes.items())

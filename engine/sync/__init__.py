@@ -10,5 +10,7 @@ last-writer-wins registers stamped (time, device id, sequence). Demo runs are a 
   it writes a rating, an undo, a mark, settings or a demo run);
 - journal.py: the journal files (format, atomic writing, strict reading);
 - merge.py: applying another device's entries, and the replay;
+- relay.py: the marks and settings another device made that an import took in, passed on
+  by this device's next sync with their own clocks;
 - run.py: `prep sync` (write this device's new entries, apply everyone else's) and its status.
 """

@@ -18,11 +18,19 @@ A file is JSON lines: a header, then one entry a line::
     ["m", STAMP, CARD_ID, AT_US, SUSPENDED, BURIED_UNTIL_US|null, FLAGGED]   a card's marks
     ["s", STAMP, AT_US, {study settings}]                      the settings
     ["d", SEQ, {demo run summary}]                             a demo run
+    ["M", DEVICE_ID, STAMP, CARD_ID, AT_US, SUSPENDED, BURIED_UNTIL_US|null, FLAGGED]
+                                  another device's mark this one took in by an import (v3)
+    ["S", DEVICE_ID, STAMP, AT_US, {study settings}]   another device's settings, the same (v3)
+    ["D", DEVICE_ID, SEQ, {demo run summary}]
+                                  a demo run of this database's id before a restore (v3)
 
 A review's id is its origin (the device that made it, its sequence number there) wherever it
 travels: a review one device took in by `prep import` is passed on ("R") with the id it has,
 so the same review arriving from its own device is held once. Version 2 added "R" and the
 replay parameters' "fuzz_by" (the fuzz seeded by the review's id); version 1 files are read.
+A mark, the settings or a demo run passed on the same way keeps its origin's id and clock
+(engine/sync/relay.py): version 3 added "M", "S" and "D"; a file holding none of them is
+written as version 2, so that a prep of the last version still reads it.
 
 Reading is strict: a file from another machine may be damaged, cut short, hostile or from a
 newer prep; every field is checked before anything is applied, and a bad one is refused in
@@ -46,7 +54,8 @@ from prep.engine.timeutil import fmt, parse
 from prep.engine.transfer.fields import loads_strict
 
 FORMAT = "prep-journal"
-VERSION = 2
+VERSION = 3
+RELAYED = frozenset("MSD")  # the entry kinds of version 3
 DEVICE_RE = re.compile(r"[0-9a-f]{16}")
 FILE_RE = re.compile(r"([0-9]{8})\.jsonl")
 MAX_FILE_BYTES = 1 << 30  # a first journal of a million reviews is ~60 MB
@@ -233,6 +242,9 @@ def _device(v: Any) -> str:
     return v
 
 
+_PASSED_ON = {"M": 8, "S": 5, "D": 4}  # another device's entry: its origin, then its fields
+
+
 def _check_entry(e: Any, params: dict[str, Any]) -> None:
     if not isinstance(e, list) or not e or not isinstance(e[0], str):
         raise _Bad("an entry must be a list starting with its kind")
@@ -278,6 +290,9 @@ def _check_entry(e: Any, params: dict[str, Any]) -> None:
     elif kind == "d" and n == 3:
         _int(e[1], 1, MAX_SEQ, "a sequence number")
         _check_run(e[2])
+    elif n == _PASSED_ON.get(kind):
+        _device(e[1])  # another device's, passed on: the origin, then its own entry's fields
+        _check_entry([kind.lower(), *e[2:]], params)
     else:
         raise _Bad(f"unknown entry {kind!r:.20} with {n} fields")
 

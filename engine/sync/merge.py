@@ -9,7 +9,11 @@
   from the first changed one on are replayed and written again; the state of the reviews
   before it is what they stored;
 - a mark and the study settings take the value with the latest (time, device id, stamp);
-- a demo run is added once.
+- a demo run is added once (known by its id, or by its name and time: an import took it in
+  under the importing device's id);
+- a mark, the settings or a demo run another device made, passed on by this journal's device
+  ("M", "S", "D": an import took it in, or a restore gave this one a new id), is taken as
+  its origin's own entry would be.
 
 Every step only adds to a set or compares stamps, so applying the same entries in any order,
 any number of times, gives the same database (tests/test_sync_merge.py holds it).
@@ -157,6 +161,15 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
                 out.settings |= apply_settings(conn, j.device, jn, e)
             elif kind == "d":
                 out.demo_runs += _apply_run(conn, jn, e)
+            elif kind in ("M", "S", "D"):  # another device's, passed on (engine/sync/relay.py)
+                origin, own = e[1], [kind.lower(), *e[2:]]
+                on = local.device_n(conn, origin)
+                if kind == "M":
+                    out.marks += apply_mark(conn, origin, on, own)
+                elif kind == "S":
+                    out.settings |= apply_settings(conn, origin, on, own)
+                else:
+                    out.demo_runs += _apply_run(conn, on, own)
         conn.execute(
             "UPDATE sync_devices SET applied = max(applied, ?), name = ?, wrote_at = ?, "
             "applied_at = ? WHERE n = ?",
@@ -252,6 +265,14 @@ def _apply_run(conn, dn: int, e: list) -> int:
         (dn, seq, seq),
     ).fetchone()
     if exists:
+        return 0
+    # the same run under another id: `prep import` takes a run in as this device's (an export
+    # does not carry a run's id), and knows it by its name and time; so does a sync
+    same = conn.execute(
+        "SELECT 1 FROM demo_runs WHERE name = ? AND ran_at = ? AND dev != ? LIMIT 1",
+        (run["name"], run["ran_at"], dn),
+    ).fetchone()
+    if same:
         return 0
     values = [run[c] for c in _RUN_COLUMNS]
     values[_RUN_COLUMNS.index("metrics")] = json.dumps(run["metrics"])

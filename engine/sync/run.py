@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from prep.engine.store import devices as local
 from prep.engine.study.present import count
-from prep.engine.sync import journal, merge
+from prep.engine.sync import journal, merge, relay
 from prep.engine.sync.journal import JournalError
 from prep.engine.timeutil import fmt, utcnow
 
@@ -180,12 +180,29 @@ def outbox(store: Store) -> tuple[list[list[Any]], dict[str, dict], dict[str, in
             "ORDER BY id",
             (me, sent["d"]),
         ):
-            summary = dict(zip(merge._RUN_COLUMNS, run, strict=True))
-            summary["metrics"] = _metrics(summary["metrics"])
-            summary["passed"] = int(bool(summary["passed"]))
-            entries.append(["d", rid, summary])
+            entries.append(["d", rid, _summary(run)])
             new["d"] = rid
+        if old:  # the old id's demo runs it had not sent: with the old id (held once anywhere)
+            (old_id,) = conn.execute(
+                "SELECT id FROM sync_devices WHERE n = ?", (old[0],)
+            ).fetchone()
+            for rid, *run in conn.execute(
+                "SELECT id, name, device, device_name, dtype, scale, seed, passed, seconds, "
+                "metrics, ran_at FROM demo_runs WHERE dev = ? AND seq IS NULL AND id > ? "
+                "ORDER BY id",
+                (old[0], old[2] if len(old) > 2 else 0),
+            ):
+                entries.append(["D", old_id, rid, _summary(run)])
+        entries += relay.entries(conn, store.settings().to_dict())
     return entries, params, new, reviews
+
+
+def _summary(run: list[Any]) -> dict[str, Any]:
+    """A demo run's row (merge._RUN_COLUMNS) as a journal entry holds it."""
+    summary = dict(zip(merge._RUN_COLUMNS, run, strict=True))
+    summary["metrics"] = _metrics(summary["metrics"])
+    summary["passed"] = int(bool(summary["passed"]))
+    return summary
 
 
 def _metrics(text: str | None) -> dict:
@@ -250,7 +267,8 @@ def sync(
         name = local.name(conn)
         header = {
             "format": journal.FORMAT,
-            "version": journal.VERSION,
+            # (a file without the entries of version 3 stays readable by the last prep)
+            "version": journal.VERSION if any(e[0] in journal.RELAYED for e in entries) else 2,
             "device": me,
             "name": name,
             "written_at": fmt(now),
@@ -266,6 +284,7 @@ def sync(
             old = _sent(conn)
             merged = {k: max(old[k], sent[k]) for k in _SENT_KEYS}  # ("o": passed on now)
             store.set_meta("sync_sent", json.dumps(merged))
+            relay.sent(conn, entries)
         result.sent_reviews, result.sent_other = reviews, len(entries) - reviews
     if not apply:
         return result

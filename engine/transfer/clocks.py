@@ -11,6 +11,10 @@
   whichever way it arrives;
 - the settings' clock: the settings are one register too.
 
+A mark or the settings another device made, taken in by an import, is passed on by this
+device's next sync with its own clock (engine/sync/relay.py), as the reviews and undos an
+import brings are.
+
 An export of an older prep has none of these: its marks and settings are taken as they
 always were (only where this database has none), and undos do not travel.
 """
@@ -18,11 +22,13 @@ always were (only where this database has none), and undos do not travel.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from prep.engine.store import devices as local
 from prep.engine.store.reviewlog import from_us, to_us
+from prep.engine.sync import relay
 from prep.engine.timeutil import fmt, parse
 
 if TYPE_CHECKING:
@@ -31,39 +37,65 @@ if TYPE_CHECKING:
 
 def progress(store: Store) -> dict[str, Any]:
     """``store.dump()`` with the clocks and undos, read in one read transaction."""
+    with read_transaction(store):
+        data = store.dump()
+        data["marks"] = marks(store, data["marks"])
+        data["settings_clock"] = settings_clock(store, data["settings"])
+        data["undone"] = list(undone(store))
+        return data
+
+
+@contextmanager
+def read_transaction(store: Store) -> Iterator[None]:
+    """One read transaction (unless the caller holds one): a rating committed meanwhile is
+    in all that is read, or in none of it."""
     conn = store.conn
     own = not conn.in_transaction
     if own:
         conn.execute("BEGIN")
     try:
-        data = store.dump()
-        names = dict(conn.execute("SELECT n, id FROM sync_devices"))
-        marks = {m["card_id"]: m for m in data["marks"]}
-        clear = {"suspended": 0, "buried_until": None, "flagged": 0}
-        rows = []
-        for cid, at, dev, stamp in conn.execute(
-            "SELECT card_id, at, dev, seq FROM mark_clock ORDER BY card_id"
-        ):
-            mark = marks.pop(cid, None) or {"card_id": cid, **clear}  # cleared: no mark now
-            rows.append({**mark, "at": fmt(from_us(at)), "device": names[dev], "stamp": stamp})
-        rows += [{**m, "at": None, "device": None, "stamp": None} for m in marks.values()]
-        data["marks"] = sorted(rows, key=lambda m: m["card_id"])
-        clock = conn.execute("SELECT value FROM meta WHERE key = 'settings_clock'").fetchone()
-        data["settings_clock"] = None
-        if clock is not None and data["settings"] is not None:
-            at, dev, stamp = json.loads(clock[0])
-            data["settings_clock"] = {"at": fmt(from_us(at)), "device": names[dev], "stamp": stamp}
-        data["undone"] = [
-            {"device": dev, "seq": seq, "card_id": cid, "at": fmt(from_us(at))}
-            for dev, seq, cid, at in conn.execute(
-                "SELECT d.id, g.seq, g.card_id, g.at FROM review_graves g "
-                "JOIN sync_devices d ON d.n = g.dev ORDER BY g.rowid"
-            )
-        ]
-        return data
+        yield
     finally:
         if own:
             conn.execute("COMMIT")
+
+
+def _names(store: Store) -> dict[int, str]:
+    return dict(store.conn.execute("SELECT n, id FROM sync_devices"))
+
+
+def marks(store: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The marks ``rows`` (store.mark_rows()) with their clocks, the marks cleared since
+    (with a clock, no mark now) added, in card order."""
+    names = _names(store)
+    by_card = {m["card_id"]: m for m in rows}
+    clear = {"suspended": 0, "buried_until": None, "flagged": 0}
+    out = []
+    for cid, at, dev, stamp in store.conn.execute(
+        "SELECT card_id, at, dev, seq FROM mark_clock ORDER BY card_id"
+    ):
+        mark = by_card.pop(cid, None) or {"card_id": cid, **clear}  # cleared: no mark now
+        out.append({**mark, "at": fmt(from_us(at)), "device": names[dev], "stamp": stamp})
+    out += [{**m, "at": None, "device": None, "stamp": None} for m in by_card.values()]
+    return sorted(out, key=lambda m: m["card_id"])
+
+
+def settings_clock(store: Store, settings: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The clock of the saved ``settings`` (None when none are saved, or unstamped)."""
+    clock = store.conn.execute("SELECT value FROM meta WHERE key = 'settings_clock'").fetchone()
+    if clock is None or settings is None:
+        return None
+    at, dev, stamp = json.loads(clock[0])
+    return {"at": fmt(from_us(at)), "device": _names(store)[dev], "stamp": stamp}
+
+
+def undone(store: Store) -> Iterator[dict[str, Any]]:
+    """The undos (tombstones) as exported, in the order they were recorded."""
+    for dev, seq, cid, at in store.conn.execute(
+        "SELECT d.id, g.seq, g.card_id, g.at FROM review_graves g "
+        "JOIN sync_devices d ON d.n = g.dev ORDER BY g.rowid"
+    ):
+        yield {"device": dev, "seq": seq, "card_id": cid, "at": fmt(from_us(at))}
 
 
 def apply_undone(
@@ -106,7 +138,12 @@ def apply_mark(store: Store, row: dict[str, Any]) -> bool:
         None if buried is None else to_us(buried),
         int(row["flagged"]),
     ]
-    return bool(apply_mark(conn, row["device"], local.device_n(conn, row["device"]), entry))
+    dn = local.device_n(conn, row["device"])
+    if not apply_mark(conn, row["device"], dn, entry):
+        return False
+    if dn != local.device(conn):  # another device's: this device's next sync passes it on
+        relay.note_mark(conn, row["card_id"], (entry[3], dn, row["stamp"]))
+    return True
 
 
 def apply_settings(store: Store, settings: dict[str, Any], clock: dict[str, Any]) -> bool:
@@ -115,4 +152,9 @@ def apply_settings(store: Store, settings: dict[str, Any], clock: dict[str, Any]
 
     conn = store.conn
     entry = ["s", clock["stamp"], to_us(parse(clock["at"])), settings]
-    return apply_settings(conn, clock["device"], local.device_n(conn, clock["device"]), entry)
+    dn = local.device_n(conn, clock["device"])
+    if not apply_settings(conn, clock["device"], dn, entry):
+        return False
+    if dn != local.device(conn):  # (as a mark: passed on by the next sync)
+        relay.note_settings(conn, (entry[2], dn, clock["stamp"]))
+    return True

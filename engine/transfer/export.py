@@ -49,8 +49,7 @@ from typing import Any
 
 from prep.engine.store import Store
 from prep.engine.store.schema import CARD_COLUMNS, DEMO_RUN_COLUMNS, MARK_COLUMNS, REVIEW_COLUMNS
-from prep.engine.timeutil import fmt
-from prep.engine.transfer.atomic import WriteError, write_files
+from prep.engine.transfer.atomic import Content, WriteError, write_files
 from prep.engine.transfer.clocks import progress
 from prep.engine.transfer.fields import CLOCK_COLUMNS, UNDONE_COLUMNS
 
@@ -91,8 +90,12 @@ def _finite(value: Any) -> Any:
 
 
 def to_json(store: Store, now: datetime) -> str:
-    data = {"format": FORMAT, "version": VERSION, "exported_at": fmt(now), **progress(store)}
-    return json.dumps(_finite(data), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    """The JSON export as text (export_json streams the same bytes to a file)."""
+    from prep.engine.transfer.jsonout import write_json
+
+    buf = io.BytesIO()
+    write_json(store, now, buf)
+    return buf.getvalue().decode("utf-8")
 
 
 # OWASP "CSV injection": a cell a spreadsheet would read as a formula starts with one of these.
@@ -179,7 +182,7 @@ def to_csv(store: Store) -> dict[str, str]:
     }
 
 
-def _write(files: Mapping[str | os.PathLike[str], str]) -> None:
+def _write(files: Mapping[str | os.PathLike[str], Content]) -> None:
     try:
         write_files(files)
     except WriteError as exc:
@@ -187,7 +190,17 @@ def _write(files: Mapping[str | os.PathLike[str], str]) -> None:
 
 
 def export_json(store: Store, path: Path, now: datetime) -> None:
-    _write({Path(path): to_json(store, now)})
+    """Write the JSON export to ``path``, streamed (engine/transfer/jsonout.py): its memory
+    does not grow with the review log."""
+    from prep.engine.transfer.jsonout import write_json
+
+    def stream(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:
+            write_json(store, now, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    _write({Path(path): stream})
 
 
 def export_csv(store: Store, path: Path) -> list[Path]:

@@ -197,6 +197,9 @@ def _state_json(value: Any, key: str, card_id: str, *, required: bool) -> str | 
     for field in ("due", "last_review"):
         if value.get(field) is not None:
             value = {**value, field: _time(value[field], f"{key}.{field}")}
+    for field in ("deck", "content_hash"):  # (text in every state prep writes)
+        if field in value and not isinstance(value[field], str):
+            raise _Bad(f"{key}.{field} must be text, got {_short(value[field])}")
     try:
         state = state_from_json(json.dumps(value))
     except (TypeError, ValueError, AttributeError, OverflowError) as exc:
