@@ -226,10 +226,11 @@ def test_a_denial_of_something_else_covers_no_negated_point(grader):
     assert covered(grader, TWO_ROLES, answer) == {"p1": False, "p2": False}
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN_LIMIT)
 def test_the_user_pass_answer_covers_nothing(grader):
-    """With its second sentence, the vague 'It only fixes the shape ...' scores about 0.5 on
-    both points (the negation rule holds; the head's same-subject weakness does not)."""
+    """With its second sentence, the vague 'It only fixes the shape ...' scored about 0.5 on
+    both points until round 4 (a strict xfail then); point_margin and sentence_margin, which
+    weigh a sentence against the rubric's other points and the answer's other sentences, let
+    it pass."""
     answer = (
         "W_O does not mix heads across the residual stream. It only fixes the shape so the "
         "output matches d_model."
@@ -263,9 +264,10 @@ def test_terse_answers_are_found(grader, rubric):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="round 3's head (cos_sentence) scores this one-sentence paraphrase 0.40 on the mixing "
-    "point; run 7's head found it. Held-out paraphrases found rose 0.455 -> 0.523 all the same "
-    "(grader_metrics.json, run 9); tests/test_grader_paraphrase.py holds one it finds",
+    reason="round 3's head (cos_sentence) scored this one-sentence paraphrase 0.40 on the mixing "
+    "point, round 4's (run 10) 0.25; run 7's head found it. Held-out paraphrases found rose "
+    "0.455 -> 0.523 -> 0.636 all the same (grader_metrics.json, runs 9 and 10); "
+    "tests/test_grader_paraphrase.py holds one it finds",
 )
 def test_paraphrased_answers_are_found(grader, rubric):
     paraphrase = "The output projection lets every attention unit deposit onto common axes."

@@ -63,10 +63,19 @@ def main() -> int:
                 f"negated {part['negated_called_covered']:.3f}, "
                 f"paraphrase {part['paraphrase_found']:.3f}"
             )
-    print("  per style: accuracy, share called covered (labelled covered)")
+    older = (result.get("heldout_before_round3") or {}).get("by_style", {})
+    newer = (result.get("heldout_round3") or {}).get("by_style", {})
+    print(
+        "  per style: accuracy (all | nine older | round 3's four), share called covered "
+        "(labelled covered)"
+    )
     for style, row in held["by_style"].items():
+        parts = " | ".join(
+            f"{part[style]['accuracy']:.3f}" if style in part else "  -  "
+            for part in (older, newer)
+        )
         print(
-            f"    {style:10} {row['accuracy']:.3f}  {row['called_covered']:.3f} "
+            f"    {style:10} {row['accuracy']:.3f} | {parts}  {row['called_covered']:.3f} "
             f"({row['labelled_covered']:.3f})"
         )
     for name, base in result["baselines_heldout"].items():

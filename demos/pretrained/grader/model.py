@@ -18,7 +18,16 @@ For a point p and one sentence s of the answer, `pair_features` measures:
   list has no function words, so its cos_sentence is 0 (round 3: with it, the tune part's
   leave-one-question-out paraphrases found rose from 0.33 to 0.62, salad did not rise).
 
-The head (an MLP, 8 -> 8 -> 1, on all but neg_mismatch) turns them into a logit, and the
+Two more weigh the pair against its neighbours (`with_context`, round 4), since a sentence
+about the rubric's subject is close to every point of it and a partial answer's one sentence
+was credited with its neighbours' points:
+
+- point_margin: cos minus the sentence's best cosine with the rubric's OTHER points (is this
+  point the one the sentence states?; 0 when the rubric has one point: no rival, no evidence);
+- sentence_margin: cos minus the point's best cosine with the answer's OTHER sentences (is
+  this the answer's sentence for the point?; 0 for a one-sentence answer).
+
+The head (an MLP, 10 -> 8 -> 1, on all but neg_mismatch) turns them into a logit, and the
 negation rule caps it; a point's score is the sigmoid of the
 best sentence's logit, and it is covered when the score reaches 0.5. The sentence is reported
 as the one that covers it.
@@ -48,7 +57,10 @@ FEATURES = (
     "order",
     "length",
     "cos_sentence",
+    "point_margin",
+    "sentence_margin",
 )
+N_PAIR = FEATURES.index("point_margin")  # pair_features gives the first N_PAIR
 WEIGHTS_FILE = "grader.json"
 THRESHOLD = 0.5
 
@@ -120,7 +132,7 @@ def _content_piece(piece: str) -> bool:
 
 
 def pair_features(p: Encoded, s: Encoded) -> list[float]:
-    """The nine features of (point, sentence), in FEATURES order."""
+    """The nine features of (point, sentence) alone: FEATURES[:N_PAIR]."""
     sim = p.tokens @ s.tokens.T  # (n_p, n_s)
     best_s = sim.max(1)  # each point token's closest sentence token
     recall = float(best_s.values.mean())
@@ -143,6 +155,27 @@ def pair_features(p: Encoded, s: Encoded) -> list[float]:
         math.log1p(s.n_words),
         cos * s.function_ratio,
     ]
+
+
+def with_context(feats: Tensor) -> Tensor:
+    """(P, S, N_PAIR) pair features of a rubric's points by an answer's sentences ->
+    (P, S, len(FEATURES)): point_margin and sentence_margin appended (see the module doc)."""
+    cos = feats[..., FEATURES.index("cos")]  # (P, S)
+    return torch.cat(
+        [feats, _margin(cos, 0).unsqueeze(-1), _margin(cos, 1).unsqueeze(-1)], -1
+    )  # (P, S, F)
+
+
+def _margin(cos: Tensor, dim: int) -> Tensor:
+    """cos minus the best cos of the OTHER rows along dim (points: 0, sentences: 1); 0 where
+    there is no other row. (Not cos for a one-point rubric: a keyword list's high cosine then
+    read as a wide margin, and "W_O heads mixing, shared directions." scored 0.88 on a lone
+    point; with 0 it scores 0.44.)"""
+    if cos.shape[dim] == 1:
+        return torch.zeros_like(cos)
+    top = cos.topk(2, dim=dim).values  # (2, S) or (P, 2)
+    first, second = top.select(dim, 0).unsqueeze(dim), top.select(dim, 1).unsqueeze(dim)
+    return cos - torch.where(cos >= first, second, first)  # (P, S)
 
 
 # The head never sees neg_mismatch: negation is the rule's alone (apply_rules). A head that
@@ -217,7 +250,8 @@ class Grader:
         """Logits and MiniLM cosines, each (n_points, n_sentences)."""
         enc = self.encoder.encode(points + sents)
         ps, ss = enc[: len(points)], enc[len(points) :]
-        feats = torch.tensor([[pair_features(p, s) for s in ss] for p in ps])  # (P, S, F)
+        pair = torch.tensor([[pair_features(p, s) for s in ss] for p in ps])  # (P, S, N_PAIR)
+        feats = with_context(pair)  # (P, S, F)
         return apply_rules(self.head(feats), feats), feats[..., FEATURES.index("cos")]
 
     def grade(self, rubric: Rubric, answer: str) -> Grade:
