@@ -93,9 +93,9 @@ def assemble(
                 duplicates.add(line)
             else:
                 first_seen[card_id] = (shown, line)
-        for card in cards:
-            if card.line not in duplicates:
-                coll.add(card)
+        if duplicates:
+            cards = [card for card in cards if card.line not in duplicates]
+        coll.extend(cards)
         info.card_ids = [c for c in info.card_ids if c in coll]
     demo_set = set(demo_names) if demo_names is not None else None
     for card in coll.cards:
@@ -164,8 +164,8 @@ def _report_cycles(coll: ParsedDecks) -> None:
     walked its whole chain and searched it as a list)."""
     done: set[str] = set()
     for card in coll.cards:
-        if card.id in done:
-            continue
+        if card.parent is None or card.id in done:
+            continue  # (a card without a parent is in no cycle)
         path: list[str] = []
         index: dict[str, int] = {}
         node: Card | None = card
@@ -196,6 +196,8 @@ def _drop_unservable(coll: ParsedDecks) -> None:
     forever. Each is already an error above; leaving it out keeps 'valid cards' true."""
     servable: dict[str, bool] = {}
     for card in coll.cards:  # walk up each chain once, without recursion (chains may be long)
+        if card.parent is None:
+            continue  # (servable: not walked, not kept in ``servable``)
         path: list[str] = []
         on_path: set[str] = set()
         node_id: str | None = card.id
@@ -216,7 +218,7 @@ def _drop_unservable(coll: ParsedDecks) -> None:
         for cid in path:
             servable[cid] = result
 
-    keep = [c for c in coll.cards if servable[c.id]]
+    keep = [c for c in coll.cards if c.parent is None or servable[c.id]]
     if len(keep) == len(coll.cards):
         return
     dropped = {c.id for c in coll.cards} - {c.id for c in keep}

@@ -53,6 +53,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from prep.engine.decks import fillbatch
 from prep.engine.decks.changed import (  # noqa: F401 - pending_fill: the front ends' question
     PARSER_SALT,
     RACY_NS,
@@ -68,15 +69,16 @@ from prep.engine.decks.collection import (  # noqa: F401 - CachedCollection, car
     CachedCollection,
     CardRef,
     _CachedDeckInfo,
-    _demos,
     _fields_of,
     _refs,
     card_fields,
     card_from_fields,
 )
 from prep.engine.decks.deck import Card, DeckError, DeckInfo, ParsedDecks, parse_deck_text
+from prep.engine.decks.fastdeck import plain_rows
+from prep.engine.decks.fastyaml import Undecided
 from prep.engine.decks.files import collect_deck_files, read_deck_text
-from prep.engine.decks.fill import CHECK, DONE, PARSE, RECONCILE, STORE, Fill, Progress
+from prep.engine.decks.fill import CHECK, DONE, INDEX, PARSE, RECONCILE, STORE, Fill, Progress
 from prep.engine.decks.fillbatch import Batch
 from prep.engine.decks.parsepool import ParsePool
 
@@ -127,7 +129,12 @@ def parse_rows(
 ) -> tuple[DeckInfo | None, list[tuple[Any, ...]], list[DeckError]]:
     """``parse_deck_text`` with each card as the row the cache stores: done where the file is
     parsed (in a worker of the parse pool, for a big fill), so that the process filling the
-    cache only writes rows."""
+    cache only writes rows. A deck in the plain shape large collections are written in takes
+    fastdeck's one pass (the same result: tests/test_fastdeck.py)."""
+    try:
+        return plain_rows(text, shown, stem)
+    except Undecided:
+        pass
     info, cards, errors = parse_deck_text(text, shown, stem)
     values = attrgetter(*_fields_of(Card))  # card_fields(c) is _TO_JSON(values(c)): a tuple
     rows = [_cache_row(c, c.line, _TO_JSON(values(c))) for c in cards]
@@ -289,10 +296,15 @@ def _load(
         and (text := read[1]) is not None
         and (cached.get(key) or {}).get("sha256") != read[3]
     ]
-    pool = ParsePool(jobs, sum(len(j[1]) for j in jobs))  # both cores, for a big fill
+    to_parse = sum(len(j[1]) for j in jobs)
+    pool = ParsePool(jobs, to_parse)  # both cores, for a big fill
     outline: dict[str, list[CardRef]] = {}  # of each file parsed now (the checks read it)
+    parsing = {j[0] for j in jobs}
+    kept = sum(e["size"] for key, e in cached.items() if key not in parsing)
+    bulk = to_parse >= max(fillbatch.BULK_CHARS, kept) and not store.deck_cache_is_private()
     try:
-        with Batch(store) as batch:  # few transactions, each of whole files (fillbatch.py)
+        # few transactions, each of whole files; a big fill in bulk (fillbatch.py)
+        with Batch(store, bulk=bulk) as batch:
             _fill_files(
                 store,
                 files,
@@ -310,6 +322,14 @@ def _load(
             )
     finally:
         pool.close()
+
+    def indexing() -> None:
+        if fill is not None and progress is not None:
+            fill.stage = INDEX
+            progress(fill)
+
+    # a bulk fill's id index and tags built (or those of one killed half-way); else nothing
+    store.deck_cache_bulk_finish(_fields_of(Card).index("tags"), indexing)
     digest.update(json.dumps(sorted(demo_names) if demo_names is not None else None).encode())
     return _assemble(
         store,
@@ -369,6 +389,7 @@ def _fill_files(
                 batch.begin()
                 store.deck_cache_put(
                     key,
+                    tags=not batch.bulk,
                     shown=shown,
                     size=st.st_size,
                     mtime_ns=st.st_mtime_ns,
@@ -382,7 +403,9 @@ def _fill_files(
                 )
                 if outline is not None:  # (built here, while the workers parse on)
                     outline[key] = [
-                        CardRef(cid, deck, parent, _demos(demos), shown, line)
+                        CardRef(
+                            cid, deck, parent, tuple(demos.split(",")) if demos else (), shown, line
+                        )
                         for line, cid, deck, parent, demos, *_ in rows
                     ]
             if fill is not None and st is not None:

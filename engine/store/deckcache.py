@@ -140,9 +140,11 @@ class DeckCacheStore(StoreCore):
         errors: list[tuple[int, str]],
         cards: list[tuple[int, str, str, str | None, str, list[str], str, str, str, int]],
         ident: str | None = None,
+        tags: bool = True,
     ) -> None:
         """Replace one file's parse: its entry and its cards (line, id, deck, parent, demos,
-        tags, content hash, fields, kind, level rank). The checks across files are then redone (assembly dropped)."""
+        tags, content hash, fields, kind, level rank). The checks across files are then redone (assembly dropped).
+        ``tags=False``: the cards' tags are left to the bulk fill's end (store/deckfill.py)."""
         with self._cache_tx():
             self.conn.execute(
                 "INSERT INTO deck_files "
@@ -167,16 +169,18 @@ class DeckCacheStore(StoreCore):
             self.conn.execute("UPDATE deck_files SET ident = ? WHERE path = ?", (ident, path))
             lo, hi = self._deck_keys(path)
             self.conn.execute("DELETE FROM deck_cards WHERE key BETWEEN ? AND ?", (lo, hi))
-            self.conn.execute("DELETE FROM deck_tags WHERE key BETWEEN ? AND ?", (lo, hi))
+            if tags:  # (a scan of every tag: the bulk fill's end rebuilds them all instead)
+                self.conn.execute("DELETE FROM deck_tags WHERE key BETWEEN ? AND ?", (lo, hi))
             self.conn.executemany(
                 "INSERT INTO deck_cards (key, id, deck, parent, demos, chash, data, kind, level) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(lo + c[0], *c[1:5], *c[6:]) for c in cards],
             )
-            self.conn.executemany(
-                "INSERT OR IGNORE INTO deck_tags (id, tag, key) VALUES (?, ?, ?)",
-                [(c[1], tag, lo + c[0]) for c in cards for tag in c[5]],
-            )
+            if tags:
+                self.conn.executemany(
+                    "INSERT OR IGNORE INTO deck_tags (id, tag, key) VALUES (?, ?, ?)",
+                    [(c[1], tag, lo + c[0]) for c in cards for tag in c[5]],
+                )
             self._set_cache_meta("deck_assembly", None)
 
     def deck_cache_prune(self, paths: list[str]) -> None:

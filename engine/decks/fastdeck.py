@@ -1,0 +1,282 @@
+"""The deck cache's rows of a plain deck file in one pass: read, checked and turned into rows
+without building the YAML objects, the Card objects or the error machinery first.
+
+A first open of a large collection parses every file; most of its time went into the general
+path (fastyaml's reader, then ``_parse_card``'s checks, then the cache row): ~37 µs a card.
+Large decks are mostly written by tools in one plain shape::
+
+    deck: name                       # the header: parsed by the general path (a few lines)
+    title: ...
+    cards:
+      - id: c-1                      # each card: one line per field, at one indent
+        kind: recall
+        prompt: "one line of text"   # "double" (no escapes), 'single' (no ''), or plain text
+        tags: [a, b]                 # a one-line flow list
+      - id: c-2
+        ...
+
+``plain_rows`` reads exactly that shape, and only files in which every card is valid; it gives
+what ``deckcache.parse_rows`` gives for the same text (the same DeckInfo, rows, no errors).
+Anything else raises ``Undecided`` and the caller takes the general path, so every refusal,
+every error message and every line number stays the general path's: a blank line or comment
+among the cards, a block scalar, a field over several lines, an escape, an unknown or repeated
+field, a card that fails a check. tests/test_fastdeck.py holds the two paths to identical
+results on generated decks and on a corpus of cards each a step away from the shape.
+"""
+
+from __future__ import annotations
+
+import re
+from hashlib import sha256
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from typing import Any
+
+from prep.engine.decks.collection import _TO_JSON, _fields_of
+from prep.engine.decks.deck import (
+    CARD_KEYS,
+    CHOICE_LETTERS,
+    DEFAULT_LEVEL,
+    KINDS,
+    LEVELS,
+    SLUG,
+    Card,
+    DeckError,
+    DeckInfo,
+    parse_deck_text,
+)
+from prep.engine.decks.fastyaml import _PLAIN_FIRST_BAD, Undecided, _Reader, _resolve
+
+# The Card fields in the cached JSON, in the order built below (checked against Card itself:
+# a Card with other fields takes the general path until this module is taught them).
+_ORDER = (
+    "kind",
+    "prompt",
+    "answer",
+    "explain",
+    "analogy",
+    "choices",
+    "correct",
+    "demos",
+    "tags",
+    "sources",
+    "bullets",
+    "points",
+    "aliases",
+    "level",
+)
+_CARD_OK = _fields_of(Card) == _ORDER
+
+# The `cards:` line that ends the header (nothing after the colon, no comment).
+_CARDS = re.compile(r"^cards:\n", re.M)
+# One card line: (indent, "- " on an item's first line, key, value); every character of the
+# value one the subset allows (as fastyaml's _ODD: no tab, CR, control, BOM...), so that the
+# lines matching, all of them, is that check too.
+_OK = "\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff"
+_LINE = re.compile(rf"^( *)(- )?([a-z]+): ([{_OK}]+)$", re.M)
+# A one-line flow list of plain words: [a], [a, b-c].
+_WORDS = re.compile(r"\[ *[A-Za-z_][A-Za-z0-9_-]*(?: *, *[A-Za-z_][A-Za-z0-9_-]*)* *\]\Z")
+_LISTS = ("tags", "sources", "bullets", "points", "demo", "choices", "aliases")
+_FLOW = _Reader("x: 1\n")  # (fastyaml's flow reader, for lists other than plain words)
+# json.dumps(value, ensure_ascii=False) of a tuple, without JSONEncoder.encode's per-call set-up
+_ENCODER = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(None, None, encode_basestring, None, ": ", ", ", False, False, True)
+)
+
+
+def _json(value: tuple[Any, ...] | list[Any]) -> str:
+    return _TO_JSON(value) if _ENCODER is None else "".join(_ENCODER(value, 0))
+
+
+_WORD_VALUES: dict[str, Any] = {}  # plain scalars resolved so far (a deck's few tags, kinds)
+
+
+def _plain(text: str) -> str:
+    """A plain scalar as fastyaml's reader reads it on a key's line: text only."""
+    value = _WORD_VALUES.get(text)
+    if value is not None:
+        return value
+    first = text[0]
+    if first in _PLAIN_FIRST_BAD and not (first in "-?:" and text[1:2] not in ("", " ")):
+        raise Undecided(text)
+    if "#" in text or ": " in text or text.endswith(":"):
+        raise Undecided(text)  # (a comment, or a mapping: the general path decides)
+    value = _resolve(text)
+    if not isinstance(value, str):
+        raise Undecided(text)  # (a number, a boolean, null: not text)
+    if len(text) <= 24 and len(_WORD_VALUES) < 4096:
+        _WORD_VALUES[text] = value
+    return value
+
+
+def _value(text: str) -> Any:
+    """A field's value on its line: quoted text, a flow list or plain text."""
+    first = text[0]
+    if first == " " or text[-1] == " ":
+        raise Undecided(text)  # (spaces the general path reads past)
+    if first == '"':
+        if text[-1] != '"' or len(text) < 2 or "\\" in text or text.count('"') != 2:
+            raise Undecided(text)
+        return text[1:-1]
+    if first == "'":
+        if text[-1] != "'" or len(text) < 2 or text.count("'") != 2:
+            raise Undecided(text)
+        return text[1:-1]
+    if first == "[":
+        if _WORDS.match(text):
+            return [_plain(w.strip(" ")) for w in text[1:-1].split(",")]
+        if "\\" in text or "{" in text:
+            raise Undecided(text)
+        items, rest = _FLOW.inline(text, 2)
+        if rest:
+            raise Undecided(text)
+        return items
+    if first == "{":
+        raise Undecided(text)
+    return _plain(text)
+
+
+def _str_list(value: Any) -> tuple[str, ...]:
+    """As deck.py's _str_list; Undecided where that gives None (the card has an error)."""
+    if type(value) is str:
+        return (value,)
+    for item in value:  # (a list: a value here is text or a list)
+        if type(item) is not str or not item.strip():
+            raise Undecided(value)
+    return tuple(value)
+
+
+_LIST_KEYS = frozenset(_LISTS)
+
+
+def _row(raw: dict[str, Any], line: int, deck: str) -> tuple[Any, ...]:
+    """The cache row of a card that deck.py's _parse_card accepts; Undecided for any other.
+    (Every value here is text or a list: _value gives nothing else.)"""
+    keys = raw.keys()
+    if not keys <= CARD_KEYS:
+        raise Undecided("an unknown field")
+    get = raw.get
+    cid, kind, prompt, answer = get("id"), get("kind"), get("prompt"), get("answer")
+    if type(cid) is not str or type(prompt) is not str or type(answer) is not str:
+        raise Undecided("a required field")
+    if kind not in KINDS or not SLUG.match(cid):  # (so both are text, not blank)
+        raise Undecided(cid)
+    prompt, answer = prompt.strip(), answer.strip()
+    if not prompt or not answer:
+        raise Undecided("a required field")
+    explain, analogy, parent = get("explain", ""), get("analogy", ""), get("parent")
+    if explain:
+        if type(explain) is not str or not (explain := explain.strip()):
+            raise Undecided(explain)
+    elif "explain" in raw:
+        raise Undecided("explain")
+    if analogy:
+        if type(analogy) is not str or not (analogy := analogy.strip()):
+            raise Undecided(analogy)
+    elif "analogy" in raw:
+        raise Undecided("analogy")
+    if parent is not None and (type(parent) is not str or not parent.strip()):
+        raise Undecided(parent)
+    lists = {key: _str_list(raw[key]) for key in keys & _LIST_KEYS} if len(raw) > 4 else {}
+    correct: int | None = None
+    choices = lists.get("choices", ())
+    if kind == "choice" or kind == "red-flag":
+        letter = get("correct")
+        if not (
+            "choices" in raw
+            and 2 <= len(choices) <= len(CHOICE_LETTERS)
+            and type(letter) is str
+            and len(letter) == 1
+            and letter.lower() in CHOICE_LETTERS[: len(choices)]
+        ):
+            raise Undecided("choices")
+        correct = CHOICE_LETTERS.index(letter.lower())
+        choices = tuple(c.strip() for c in choices)
+    elif "choices" in raw or "correct" in raw:
+        raise Undecided("choices")
+    aliases = lists.get("aliases", ())
+    for alias in aliases:
+        if alias == cid or not SLUG.match(alias):
+            raise Undecided(alias)
+    level = get("level")
+    if level is not None and level not in LEVELS:
+        raise Undecided("level")
+    if parent is None and kind == "follow-up":
+        raise Undecided("parent")
+    demos, tags = lists.get("demo", ()), lists.get("tags", ())
+    content = _json(
+        (
+            kind,
+            prompt,
+            answer,
+            explain,
+            analogy,
+            choices,
+            correct,
+            demos,
+            tags,
+            lists.get("sources", ()),
+            lists.get("bullets", ()),
+            lists.get("points", ()),
+            aliases,
+            level,
+        )
+    )
+    payload = _json([kind, prompt, answer, list(choices), correct])
+    chash = sha256(payload.encode()).hexdigest()[:16]
+    rank = _RANK[level]
+    return (line, cid, deck, parent, ",".join(demos), list(tags), chash, content, kind, rank)
+
+
+_RANK = {None: LEVELS.index(DEFAULT_LEVEL), **{name: i for i, name in enumerate(LEVELS)}}
+
+
+def plain_rows(
+    text: str, file: str, stem: str
+) -> tuple[DeckInfo | None, list[tuple[Any, ...]], list[DeckError]]:
+    """``deckcache.parse_rows(text, file, stem)`` for a deck in the plain shape (see above)
+    whose every card is valid; Undecided for any other text."""
+    if not _CARD_OK:
+        raise Undecided("Card's fields")
+    m = _CARDS.search(text)
+    if m is None:
+        raise Undecided("no `cards:` line")
+    head, body = text[: m.start()], text[m.end() :]
+    if not body.endswith("\n"):
+        raise Undecided("no line break at the end")
+    found = _LINE.findall(body)  # (no line of them can be a document marker or directive)
+    if not found or len(found) != body.count("\n"):
+        raise Undecided("a line outside the plain shape")  # (blank, comment, block, ...)
+    first_line = head.count("\n") + 2  # the line of the first card
+    info, cards, errors = parse_deck_text(head + "cards: []\n", file, stem)
+    if info is None or errors or cards:
+        raise Undecided("the header")
+    indent = found[0][0]
+    if not found[0][1]:
+        raise Undecided("the first line is not an item")
+    inner = indent + "  "
+    deck = info.name
+    rows: list[tuple[Any, ...]] = []
+    declared, ids = info.declared, info.card_ids
+    raw: dict[str, Any] = {}
+    line = start = first_line
+    for ind, dash, key, value in found:
+        if dash:
+            if ind != indent:
+                raise Undecided("an item's indent")
+            if raw:
+                rows.append(_row(raw, start, deck))
+                raw = {}
+            start = line
+        elif ind != inner:
+            raise Undecided("a field's indent")
+        elif key in raw:
+            raise Undecided("a repeated field")
+        raw[key] = _value(value)
+        line += 1
+    rows.append(_row(raw, start, deck))
+    for row in rows:
+        declared.append((row[1], row[0]))
+        ids.append(row[1])
+    return info, rows, []
