@@ -134,7 +134,13 @@ def parse_rows(
     try:
         return plain_rows(text, shown, stem)
     except Undecided:
-        pass
+        return general_rows(text, shown, stem)
+
+
+def general_rows(
+    text: str, shown: str, stem: str
+) -> tuple[DeckInfo | None, list[tuple[Any, ...]], list[DeckError]]:
+    """``parse_rows`` through ``parse_deck_text``: any deck, every error with file and line."""
     info, cards, errors = parse_deck_text(text, shown, stem)
     values = attrgetter(*_fields_of(Card))  # card_fields(c) is _TO_JSON(values(c)): a tuple
     rows = [_cache_row(c, c.line, _TO_JSON(values(c))) for c in cards]
