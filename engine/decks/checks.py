@@ -99,19 +99,20 @@ def assemble(
         info.card_ids = [c for c in info.card_ids if c in coll]
     demo_set = set(demo_names) if demo_names is not None else None
     for card in coll.cards:
-        if card.parent is not None and card.parent not in coll:
-            coll.errors.append(
-                DeckError(
-                    card.file,
-                    card.line,
-                    f"card {quoted(card.id)}: parent {quoted(card.parent)} does not exist",
+        if card.parent is not None:
+            if card.parent not in coll:
+                coll.errors.append(
+                    DeckError(
+                        card.file,
+                        card.line,
+                        f"card {quoted(card.id)}: parent {quoted(card.parent)} does not exist",
+                    )
                 )
-            )
-        if card.parent == card.id:
-            coll.errors.append(
-                DeckError(card.file, card.line, f"card {quoted(card.id)} is its own parent")
-            )
-        if demo_set is not None:
+            if card.parent == card.id:
+                coll.errors.append(
+                    DeckError(card.file, card.line, f"card {quoted(card.id)} is its own parent")
+                )
+        if demo_set is not None and card.demos:
             for name in card.demos:
                 if name not in demo_set:
                     from difflib import get_close_matches
@@ -126,7 +127,8 @@ def assemble(
                         )
                     )
     _report_cycles(coll)
-    if any(getattr(c, "aliases", ()) for c in coll.cards):
+    # (only a Card has aliases: the deck cache checks those of its light references itself)
+    if any(isinstance(c, Card) and c.aliases for c in coll.cards):
         from prep.engine.decks.aliases import alias_errors
 
         coll.errors.extend(

@@ -460,8 +460,13 @@ def _assemble(
             ),
             demo_names,
         )
+        # (every card kept, as in most collections: no card to look up one by one)
+        every = len(coll.cards) == sum(len(refs_by_file[key]) for key in keys)
         excluded = [
-            [key, r.line] for key in keys for r in refs_by_file[key] if coll.get(r.id) is not r
+            [key, r.line]
+            for key in (() if every else keys)
+            for r in refs_by_file[key]
+            if coll.get(r.id) is not r
         ]
         _check_aliases(store, coll, order, refs_by_file)
         renamed = {info.file: name for name, info in coll.decks.items()}
@@ -472,7 +477,10 @@ def _assemble(
             "renamed": renamed,
             # the cards each file keeps: a later open counts without reading them
             "sizes": {
-                key: sum((key, r.line) not in dropped for r in refs_by_file[key]) for key in keys
+                key: sum((key, r.line) not in dropped for r in refs_by_file[key])
+                if dropped
+                else len(refs_by_file[key])
+                for key in keys
             },
         }
         store.deck_cache_save_assembly(state_key, keys, assembled)
