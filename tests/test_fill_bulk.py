@@ -15,7 +15,7 @@ import pytest
 
 from prep.engine.decks import deckcache, fillbatch
 from prep.engine.decks.deckcache import load_collection
-from prep.engine.decks.fill import INDEX, PARSE, Fill
+from prep.engine.decks.fill import INDEX, PARSE, Fill, describe
 from prep.engine.store import Store
 
 
@@ -84,6 +84,7 @@ def test_a_bulk_fill_caches_what_a_row_by_row_fill_caches(
     assert INDEX in stages and stages.index(INDEX) > max(
         i for i, s in enumerate(stages) if s == PARSE
     )
+    assert "indexing" in describe(Fill(files_total=6, bytes_total=1, stage=INDEX))
     by_rows, in_bulk = cache_contents(tmp_path / "rows.db"), cache_contents(tmp_path / "bulk.db")
     assert in_bulk == by_rows
     assert in_bulk[2] == [("deck_cards_id",)] and in_bulk[3] == []  # indexed, the mark gone

@@ -229,7 +229,8 @@ def _row(raw: dict[str, Any], line: int, deck: str) -> tuple[Any, ...]:
     return (line, cid, deck, parent, ",".join(demos), list(tags), chash, content, kind, rank)
 
 
-_RANK = {None: LEVELS.index(DEFAULT_LEVEL), **{name: i for i, name in enumerate(LEVELS)}}
+_RANK: dict[str | None, int] = {name: i for i, name in enumerate(LEVELS)}
+_RANK[None] = LEVELS.index(DEFAULT_LEVEL)  # (a card without a level is "core")
 
 
 def plain_rows(
