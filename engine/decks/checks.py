@@ -11,6 +11,8 @@ the deck cache's collection, which a parse feeds (deckcache.load, deckcache.from
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +82,12 @@ def assemble(
             continue  # its cards are left out, as any invalid card is
         coll.decks[info.name] = info
         duplicates: set[int] = set()
-        for card_id, line in info.declared:
+        ids = [card_id for card_id, _ in info.declared]
+        fresh = first_seen.keys().isdisjoint(ids) and len(set(ids)) == len(ids)
+        if fresh:  # no id seen before (most files): all of them kept in one step
+            places = zip(repeat(shown), map(itemgetter(1), info.declared), strict=False)
+            first_seen.update(zip(ids, places, strict=False))
+        for card_id, line in () if fresh else info.declared:
             if card_id in first_seen:
                 first_file, first_line = first_seen[card_id]
                 coll.errors.append(

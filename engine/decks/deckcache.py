@@ -74,7 +74,7 @@ from prep.engine.decks.collection import (  # noqa: F401 - CachedCollection, car
     card_fields,
     card_from_fields,
 )
-from prep.engine.decks.deck import Card, DeckError, DeckInfo, ParsedDecks, parse_deck_text
+from prep.engine.decks.deck import LEVELS, Card, DeckError, DeckInfo, ParsedDecks, parse_deck_text
 from prep.engine.decks.fastdeck import plain_rows
 from prep.engine.decks.fastyaml import Undecided
 from prep.engine.decks.files import collect_deck_files, read_deck_text
@@ -523,10 +523,13 @@ def _check_aliases(
     aliases of the cached cards that were kept."""
     from prep.engine.decks.aliases import alias_errors
 
-    field = _fields_of(Card).index("aliases")
+    names = _fields_of(Card)
+    field = names.index("aliases")
+    # a card without aliases: its JSON ends with them empty, then its level
+    empty = () if names[-2:] != ("aliases", "level") else _NO_ALIASES
     entries = []
     for key, _ in order:
-        claims = store.deck_cache_alias_claims(key, field)
+        claims = store.deck_cache_alias_claims(key, field, empty)
         if not claims:
             continue  # (most files: no card of it lists an alias)
         kept = {r.line for r in refs[key] if coll.get(r.id) is r}
@@ -538,6 +541,9 @@ def _check_aliases(
     if entries:
         coll.errors.extend(alias_errors(entries, coll))
         coll.errors.sort(key=lambda e: (e.file, e.line))
+
+
+_NO_ALIASES = tuple(f", [], {_TO_JSON(level)}]" for level in (None, *LEVELS))
 
 
 def _prune(store: Store, cached: dict[str, Any], loaded: set[str]) -> None:

@@ -354,13 +354,18 @@ class DeckCacheStore(StoreCore):
             self.set_meta(_RECONCILED_KEY, key)
         return {"changed": changed, "removed": removed, "restored": restored}
 
-    def deck_cache_alias_claims(self, path: str, field: int) -> list[tuple[int, str, str]]:
+    def deck_cache_alias_claims(
+        self, path: str, field: int, without: tuple[str, ...] = ()
+    ) -> list[tuple[int, str, str]]:
         """(line, card id, alias) of every alias the cached cards of ``path`` list
-        (``field``: the index of ``aliases`` in the cached card's JSON), in file order."""
+        (``field``: the index of ``aliases`` in the cached card's JSON), in file order.
+        ``without``: endings of the JSON of a card that lists none (its JSON is not parsed:
+        at 1M cards, parsing every card's JSON here took ~2 s)."""
+        skip = "".join(f" AND substr(dc.data, -{len(end)}) != ?" for end in without)
         return self.conn.execute(
             "SELECT dc.key & 0xFFFFFFFF, dc.id, a.value FROM deck_cards dc, "
-            "json_each(dc.data, ?) a WHERE dc.key BETWEEN ? AND ? ORDER BY dc.key",
-            (f"$[{field}]", *self._deck_keys(path)),
+            f"json_each(dc.data, ?) a WHERE dc.key BETWEEN ? AND ?{skip} ORDER BY dc.key",
+            (f"$[{field}]", *self._deck_keys(path), *without),
         ).fetchall()
 
     def deck_cache_aliases(self, field: int) -> dict[str, str]:
