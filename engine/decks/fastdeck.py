@@ -27,6 +27,7 @@ results on generated decks and on a corpus of cards each a step away from the sh
 from __future__ import annotations
 
 import re
+from functools import cache
 from hashlib import sha256
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
@@ -68,11 +69,20 @@ _CARD_OK = _fields_of(Card) == _ORDER
 
 # The `cards:` line that ends the header (nothing after the colon, no comment).
 _CARDS = re.compile(r"^cards:\n", re.M)
-# One card line: (indent, "- " on an item's first line, key, value); every character of the
-# value one the subset allows (as fastyaml's _ODD: no tab, CR, control, BOM...), so that the
-# lines matching, all of them, is that check too.
-_OK = "\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff"
-_LINE = re.compile(rf"^( *)(- )?([a-z]+): ([{_OK}]+)$", re.M)
+# The characters a value may hold: those fastyaml's reader allows (its _ODD: no tab, CR,
+# control, BOM...), as regex escapes; and the same without the double quote and backslash.
+_OK = r"\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff"
+_TEXT = r"\x20\x21\x23-\x5b\x5d-\x7e" + _OK[len(r"\x20-\x7e") :]
+
+
+@cache
+def _card_lines(inner: str) -> re.Pattern[str]:
+    """The lines of one card (its item's ``- `` taken off the first): (key, the text of a
+    "quoted" value, any other value), each line whole (so that every line of the card
+    matching is the subset's character check too)."""
+    return re.compile(rf'(?:\A|\n{inner})([a-z]+): (?:"([{_TEXT}]*)"|([{_OK}]+))(?=\n|\Z)')
+
+
 # A one-line flow list of plain words: [a], [a, b-c].
 _WORDS = re.compile(r"\[ *[A-Za-z_][A-Za-z0-9_-]*(?: *, *[A-Za-z_][A-Za-z0-9_-]*)* *\]\Z")
 _LISTS = ("tags", "sources", "bullets", "points", "demo", "choices", "aliases")
@@ -246,37 +256,27 @@ def plain_rows(
     head, body = text[: m.start()], text[m.end() :]
     if not body.endswith("\n"):
         raise Undecided("no line break at the end")
-    found = _LINE.findall(body)  # (no line of them can be a document marker or directive)
-    if not found or len(found) != body.count("\n"):
-        raise Undecided("a line outside the plain shape")  # (blank, comment, block, ...)
     first_line = head.count("\n") + 2  # the line of the first card
-    info, cards, errors = parse_deck_text(head + "cards: []\n", file, stem)
-    if info is None or errors or cards:
-        raise Undecided("the header")
-    indent = found[0][0]
-    if not found[0][1]:
+    indent = body[: len(body) - len(body.lstrip(" "))]
+    cards = ("\n" + body[:-1]).split(f"\n{indent}- ")  # (a value is one line: no split in one)
+    if len(cards) < 2 or cards[0]:
         raise Undecided("the first line is not an item")
-    inner = indent + "  "
-    deck = info.name
+    info, parsed, errors = parse_deck_text(head + "cards: []\n", file, stem)
+    if info is None or errors or parsed:
+        raise Undecided("the header")
+    lines = _card_lines(indent + "  ")
+    deck, declared, ids = info.name, info.declared, info.card_ids
     rows: list[tuple[Any, ...]] = []
-    declared, ids = info.declared, info.card_ids
-    raw: dict[str, Any] = {}
-    line = start = first_line
-    for ind, dash, key, value in found:
-        if dash:
-            if ind != indent:
-                raise Undecided("an item's indent")
-            if raw:
-                rows.append(_row(raw, start, deck))
-                raw = {}
-            start = line
-        elif ind != inner:
-            raise Undecided("a field's indent")
-        elif key in raw:
-            raise Undecided("a repeated field")
-        raw[key] = _value(value)
-        line += 1
-    rows.append(_row(raw, start, deck))
+    line = first_line
+    for card in cards[1:]:
+        n = card.count("\n") + 1
+        raw = {
+            key: _value(other) if other else quoted for key, quoted, other in lines.findall(card)
+        }
+        if len(raw) != n:  # (a line outside the shape: blank, comment, block...; a field twice)
+            raise Undecided("a line outside the plain shape, or a repeated field")
+        rows.append(_row(raw, line, deck))
+        line += n
     for row in rows:
         declared.append((row[1], row[0]))
         ids.append(row[1])
