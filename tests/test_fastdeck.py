@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.decks.deckcache import general_rows, parse_rows
-from prep.engine.decks.fastdeck import plain_rows
+from prep.engine.decks.fastdeck import general_rows, parse_rows, plain_rows
 from prep.engine.decks.fastyaml import Undecided
 
 sys.path.insert(0, str(Path(__file__).parent / "benchmarks"))

@@ -49,7 +49,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import fields
 from functools import partial
-from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -74,9 +73,8 @@ from prep.engine.decks.collection import (  # noqa: F401 - CachedCollection, car
     card_fields,
     card_from_fields,
 )
-from prep.engine.decks.deck import LEVELS, Card, DeckError, DeckInfo, ParsedDecks, parse_deck_text
-from prep.engine.decks.fastdeck import plain_rows
-from prep.engine.decks.fastyaml import Undecided
+from prep.engine.decks.deck import LEVELS, Card, DeckError, DeckInfo, ParsedDecks
+from prep.engine.decks.fastdeck import _cache_row, parse_rows
 from prep.engine.decks.files import collect_deck_files, read_deck_text
 from prep.engine.decks.fill import CHECK, DONE, INDEX, PARSE, RECONCILE, STORE, Fill, Progress
 from prep.engine.decks.fillbatch import Batch
@@ -122,45 +120,6 @@ def gc_paused() -> Iterator[None]:
 
 def _parse(text: str, shown: str, stem: str):
     return parse_rows(text, shown, stem)
-
-
-def parse_rows(
-    text: str, shown: str, stem: str
-) -> tuple[DeckInfo | None, list[tuple[Any, ...]], list[DeckError]]:
-    """``parse_deck_text`` with each card as the row the cache stores: done where the file is
-    parsed (in a worker of the parse pool, for a big fill), so that the process filling the
-    cache only writes rows. A deck in the plain shape large collections are written in takes
-    fastdeck's one pass (the same result: tests/test_fastdeck.py)."""
-    try:
-        return plain_rows(text, shown, stem)
-    except Undecided:
-        return general_rows(text, shown, stem)
-
-
-def general_rows(
-    text: str, shown: str, stem: str
-) -> tuple[DeckInfo | None, list[tuple[Any, ...]], list[DeckError]]:
-    """``parse_rows`` through ``parse_deck_text``: any deck, every error with file and line."""
-    info, cards, errors = parse_deck_text(text, shown, stem)
-    values = attrgetter(*_fields_of(Card))  # card_fields(c) is _TO_JSON(values(c)): a tuple
-    rows = [_cache_row(c, c.line, _TO_JSON(values(c))) for c in cards]
-    return info, rows, errors
-
-
-def _cache_row(c: Card, line: int, content: str) -> tuple[Any, ...]:
-    """The row the cache stores for card ``c`` at ``line``; ``content``: its card_fields."""
-    return (
-        line,
-        c.id,
-        c.deck,
-        c.parent,
-        ",".join(c.demos),
-        list(c.tags),
-        c.content_hash,
-        content,
-        c.kind,
-        c.level_rank,
-    )
 
 
 def load(

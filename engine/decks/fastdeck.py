@@ -16,12 +16,16 @@ Large decks are mostly written by tools in one plain shape::
         ...
 
 ``plain_rows`` reads exactly that shape, and only files in which every card is valid; it gives
-what ``deckcache.parse_rows`` gives for the same text (the same DeckInfo, rows, no errors).
+what ``general_rows`` gives for the same text (the same DeckInfo, rows, no errors).
 Anything else raises ``Undecided`` and the caller takes the general path, so every refusal,
 every error message and every line number stays the general path's: a blank line or comment
 among the cards, a block scalar, a field over several lines, an escape, an unknown or repeated
 field, a card that fails a check. tests/test_fastdeck.py holds the two paths to identical
-results on generated decks and on a corpus of cards each a step away from the shape.
+results on generated decks, on a corpus of cards each a step away from the shape and on
+random edits of a plain deck.
+
+``parse_rows`` (what the fill's workers run) takes this pass, or the general one
+(``general_rows``) when it declines.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import re
 from functools import cache
 from hashlib import sha256
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from operator import attrgetter
 from typing import Any
 
 from prep.engine.decks.collection import _TO_JSON, _fields_of
@@ -281,3 +286,42 @@ def plain_rows(
         declared.append((row[1], row[0]))
         ids.append(row[1])
     return info, rows, []
+
+
+def parse_rows(
+    text: str, shown: str, stem: str
+) -> tuple[DeckInfo | None, list[tuple[Any, ...]], list[DeckError]]:
+    """``parse_deck_text`` with each card as the row the cache stores: done where the file is
+    parsed (in a worker of the parse pool, for a big fill), so that the process filling the
+    cache only writes rows. A deck in the plain shape large collections are written in takes
+    the one pass above (plain_rows: the same result, held by tests/test_fastdeck.py)."""
+    try:
+        return plain_rows(text, shown, stem)
+    except Undecided:
+        return general_rows(text, shown, stem)
+
+
+def general_rows(
+    text: str, shown: str, stem: str
+) -> tuple[DeckInfo | None, list[tuple[Any, ...]], list[DeckError]]:
+    """``parse_rows`` through ``parse_deck_text``: any deck, every error with file and line."""
+    info, cards, errors = parse_deck_text(text, shown, stem)
+    values = attrgetter(*_fields_of(Card))  # card_fields(c) is _TO_JSON(values(c)): a tuple
+    rows = [_cache_row(c, c.line, _TO_JSON(values(c))) for c in cards]
+    return info, rows, errors
+
+
+def _cache_row(c: Card, line: int, content: str) -> tuple[Any, ...]:
+    """The row the cache stores for card ``c`` at ``line``; ``content``: its card_fields."""
+    return (
+        line,
+        c.id,
+        c.deck,
+        c.parent,
+        ",".join(c.demos),
+        list(c.tags),
+        c.content_hash,
+        content,
+        c.kind,
+        c.level_rank,
+    )

@@ -1,7 +1,7 @@
 """Parsing many deck files on every core: the first open of a large collection (100k cards in
 a few dozen files) spends most of its time in the YAML parser, one file at a time.
 
-`ParsePool` hands each file's text to `deckcache.parse_rows` in worker processes (forked, or
+`ParsePool` hands each file's text to `fastdeck.parse_rows` in worker processes (forked, or
 spawned when the caller runs other threads) and gives the results back in the caller's order. The
 parse is the same function on the same text, so every refusal of the hardened loader holds;
 a worker that fails for any reason (a crash, a broken pool) makes that file parse here, as it
@@ -47,7 +47,7 @@ def _context() -> Any:
 def _parse_quietly(text: str, shown: str, stem: str) -> Any:
     # the rows the cache stores, built here (card text to JSON, content hashes): the filling
     # process only writes them (deckcache imports this module, so it is imported here)
-    from prep.engine.decks.deckcache import parse_rows
+    from prep.engine.decks.fastdeck import parse_rows
 
     gc.disable()  # a worker builds many small objects and frees them at exit
     return parse_rows(text, shown, stem)

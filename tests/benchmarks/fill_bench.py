@@ -112,7 +112,7 @@ def one_pass_floor(decks: Path) -> float:
     every file, in this process: what the fill's workers do, on one core."""
     import gc
 
-    from prep.engine.decks.deckcache import parse_rows
+    from prep.engine.decks.fastdeck import parse_rows
 
     gc.disable()
     cpu = time.process_time()
