@@ -79,8 +79,10 @@ def test_a_bulk_fill_caches_what_a_row_by_row_fill_caches(
             **{f"tag-{k}": (len([n for n in range(180) if n % 7 == k]), 0, 0) for k in range(7)},
         }
     assert any("DROP INDEX IF EXISTS deck_cards_id" in s for s in statements)  # it was bulk
-    row_by_row = "INSERT OR IGNORE INTO deck_tags (id, tag, key) VALUES"
+    row_by_row = "DELETE FROM deck_tags WHERE key BETWEEN"  # (each put's scan of every tag)
     assert not any(s.startswith(row_by_row) for s in statements)
+    from_json = "INSERT OR IGNORE INTO deck_tags (id, tag, key) SELECT"
+    assert not any(s.startswith(from_json) for s in statements)  # (kept as they were put)
     assert INDEX in stages and stages.index(INDEX) > max(
         i for i, s in enumerate(stages) if s == PARSE
     )
@@ -150,3 +152,26 @@ def test_a_bulk_fill_killed_half_way_is_completed_by_the_next_open(tmp_path: Pat
         deckcache.load(store, [decks], include_bundled=False)
     assert cache_contents(db) == cache_contents(tmp_path / "fresh.db")
     assert cache_contents(db)[2:] == ([("deck_cards_id",)], [])
+
+
+def test_a_bulk_fill_beside_cached_files_keeps_their_tags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files cached before a bulk fill (not parsed again) keep their tags: the end reads
+    every card's tags back from the cache, not only those put now."""
+    small = tagged_decks(tmp_path / "small", n_files=1, per_file=10)
+    big = tagged_decks(tmp_path / "big", n_files=4, per_file=30)
+    for path in big.glob("*.yaml"):  # (other deck names and ids than the small folder's)
+        path.write_text(path.read_text().replace("tagged-", "big-").replace("t-0", "b-0"))
+    monkeypatch.setattr(fillbatch, "BULK_CHARS", 0)
+    with Store.open(tmp_path / "p.db") as store:
+        deckcache.load(store, [small], include_bundled=False)  # in bulk, alone
+        statements: list[str] = []
+        store.conn.set_trace_callback(statements.append)
+        deckcache.load(store, [small, big], include_bundled=False)  # in bulk, beside it
+        store.conn.set_trace_callback(None)
+    assert any("DROP INDEX IF EXISTS deck_cards_id" in s for s in statements)
+    monkeypatch.setattr(fillbatch, "BULK_CHARS", 10**12)
+    with Store.open(tmp_path / "rows.db") as store:
+        deckcache.load(store, [small, big], include_bundled=False)
+    assert cache_contents(tmp_path / "p.db") == cache_contents(tmp_path / "rows.db")

@@ -3,13 +3,14 @@
 A large fill is written in bulk: the two orders that each file's cards land all over (the
 cards' id index, the tags by id) are built once at the end, sorted, instead of row by row.
 A deck file's card ids are spread over the whole id order (a generated collection deals them
-round-robin), so row by row every batch rewrote most pages of both: the fill's commits grew
-with the cache, and a fill of n cards cost ~n² (1M cards: 265 s, loaded). In bulk, the first
-batch drops the id index and marks the cache ``deck_cache_bulk`` (meta), the files' puts skip
-their tags, and ``deck_cache_bulk_finish`` (after the last batch, and on every later open
-while the mark is there: a fill killed half-way) rebuilds the tags from the cached cards'
-JSON and the index, and clears the mark, in one transaction. Nothing is lost to a kill: the
-tags and the index are derived from rows that are committed with their files.
+round-robin), so row by row every batch rewrote most pages of both, and each file's put
+scanned every tag to delete its own: a fill of n cards cost ~n² (1M cards: 265 s, loaded). In
+bulk, the first batch drops the id index and marks the cache ``deck_cache_bulk`` (meta), the
+files' puts skip their tags, and ``deck_cache_bulk_finish`` (after the last batch, and on
+every later open while the mark is there: a fill killed half-way) writes the tags (those kept
+in memory as the files were put, sorted; else read from the cached cards' JSON), builds the
+index and clears the mark, in one transaction. Nothing is lost to a kill: the tags and the
+index are derived from rows committed with their files.
 
 Part of the one `Store` (engine/store/__init__.py combines the tables' classes).
 """
@@ -54,9 +55,16 @@ class DeckFillStore(DeckCacheStore):
             self.conn.execute(f"PRAGMA cache_size = {int(before)}")
 
     def deck_cache_bulk_begin(self) -> None:
-        """Inside the fill's first batch: drop the id index and mark the cache (see above)."""
+        """Inside the fill's first batch: drop the id index and mark the cache (see above).
+        Into a cache without tags (a first fill), the files' tags are kept in memory as they
+        are put, for the end to write them sorted without reading the cards back."""
+        fresh = (
+            self.get_meta(_BULK_KEY) is None
+            and self.conn.execute("SELECT 1 FROM deck_tags LIMIT 1").fetchone() is None
+        )
         self.conn.execute("DROP INDEX IF EXISTS deck_cards_id")
         self.set_meta(_BULK_KEY, "1")
+        self._bulk_tags, self._bulk_cards = ([] if fresh else None), 0
 
     def deck_cache_bulk_finish(
         self, tags_field: int, starting: Callable[[], None] | None = None
@@ -70,13 +78,21 @@ class DeckFillStore(DeckCacheStore):
             return False
         if starting is not None:
             starting()  # (the fill's progress: a few seconds at 1M cards)
+        kept, self._bulk_tags = self._bulk_tags, None
         with self.transaction():
+            (cards,) = self.conn.execute("SELECT count(*) FROM deck_cards").fetchone()
             self.conn.execute("DELETE FROM deck_tags")
-            self.conn.execute(
-                "INSERT OR IGNORE INTO deck_tags (id, tag, key) SELECT dc.id, t.value, dc.key "
-                "FROM deck_cards dc, json_each(dc.data, ?) t ORDER BY 1, 2, 3",
-                (f"$[{tags_field}]",),
-            )
+            if kept is not None and cards == self._bulk_cards:  # (every cached card put now)
+                kept.sort()
+                self.conn.executemany(
+                    "INSERT OR IGNORE INTO deck_tags (id, tag, key) VALUES (?, ?, ?)", kept
+                )
+            else:  # (a fill killed half-way, or one beside cards cached before: from the JSON)
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO deck_tags (id, tag, key) SELECT dc.id, t.value, "
+                    "dc.key FROM deck_cards dc, json_each(dc.data, ?) t ORDER BY 1, 2, 3",
+                    (f"$[{tags_field}]",),
+                )
             self.conn.execute(_ID_INDEX)
             self.conn.execute("DELETE FROM meta WHERE key = ?", (_BULK_KEY,))
         return True
