@@ -253,21 +253,25 @@ def _load(
     order: list[tuple[str, str]] = []  # (cache key, shown) of each readable deck file
     read_errors: list[DeckError] = []
     digest = hashlib.sha256(f"format {fmt_key}\n".encode())
-    reads = _read_changed(files, cached, read_deck_text)  # (tests count the reads)
-    jobs = [
-        (key, text, shown, path.stem)
-        for key, path, shown in files
-        if (read := reads.get(key)) is not None
-        and (text := read[1]) is not None
-        and (cached.get(key) or {}).get("sha256") != read[3]
-    ]
-    to_parse = sum(len(j[1]) for j in jobs)
-    pool = ParsePool(jobs, to_parse)  # both cores, for a big fill
+    # both cores for a big fill: a worker parses each changed file as soon as it is read
+    ahead = fill if fill is not None else _to_fill(files, cached)
+    pool = ParsePool([], ahead.bytes_total, ahead.files_total)
     outline: dict[str, list[CardRef]] = {}  # of each file parsed now (the checks read it)
-    parsing = {j[0] for j in jobs}
-    kept = sum(e["size"] for key, e in cached.items() if key not in parsing)
-    bulk = to_parse >= max(fillbatch.BULK_CHARS, kept) and not store.deck_cache_is_private()
+
+    def parse_soon(key: str, path: Path, shown: str, text: str | None, sha: str) -> None:
+        if text is not None and (cached.get(key) or {}).get("sha256") != sha:
+            pool.submit(key, text, shown, path.stem)
+
     try:
+        reads = _read_changed(files, cached, read_deck_text, parse_soon)  # (tests count them)
+        parsing = {
+            key: len(read[1])
+            for key, read in reads.items()
+            if read[1] is not None and (cached.get(key) or {}).get("sha256") != read[3]
+        }
+        to_parse = sum(parsing.values())
+        kept = sum(e["size"] for key, e in cached.items() if key not in parsing)
+        bulk = to_parse >= max(fillbatch.BULK_CHARS, kept) and not store.deck_cache_is_private()
         # few transactions, each of whole files; a big fill in bulk (fillbatch.py)
         with Batch(store, bulk=bulk) as batch:
             _fill_files(

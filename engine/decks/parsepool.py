@@ -57,18 +57,31 @@ class ParsePool:
     """`submit(key, text, shown, stem)` for each file to parse, then `result(key, parse)`:
     the (info, rows, errors) of that file, from a worker or, failing that, from `parse`."""
 
-    def __init__(self, jobs: list[tuple[str, str, str, str]], total_bytes: int) -> None:
+    def __init__(
+        self, jobs: list[tuple[str, str, str, str]], total_bytes: int, files: int | None = None
+    ) -> None:
+        """Workers for ``total_bytes`` to parse in ``files`` files (default: ``jobs``, each
+        submitted now; more are given by ``submit`` as they are read)."""
         self._futures: dict[str, Future[Any]] = {}
         self._pool: ProcessPoolExecutor | None = None
-        n = min(cores(), len(jobs))
+        n = min(cores(), len(jobs) if files is None else files)
         if n < 2 or total_bytes < PARALLEL_BYTES:
             return
         from concurrent.futures import ProcessPoolExecutor
 
         try:
             self._pool = ProcessPoolExecutor(n, mp_context=_context())
-            for key, text, shown, stem in jobs:
-                self._futures[key] = self._pool.submit(_parse_quietly, text, shown, stem)
+        except Exception:  # no processes here (a sandbox): parse in this process
+            self.close()
+        for key, text, shown, stem in jobs:
+            self.submit(key, text, shown, stem)
+
+    def submit(self, key: str, text: str, shown: str, stem: str) -> None:
+        """Have a worker parse this file (nothing without workers: ``result`` parses it)."""
+        if self._pool is None:
+            return
+        try:
+            self._futures[key] = self._pool.submit(_parse_quietly, text, shown, stem)
         except Exception:  # no processes here (a sandbox): parse in this process
             self.close()
 
