@@ -257,6 +257,7 @@ def _load(
     ahead = fill if fill is not None else _to_fill(files, cached)
     pool = ParsePool([], ahead.bytes_total, ahead.files_total)
     outline: dict[str, list[CardRef]] = {}  # of each file parsed now (the checks read it)
+    now: dict[str, tuple[list[tuple[str, int]], bool]] = {}  # its ids' lines, aliases or not
 
     def parse_soon(key: str, path: Path, shown: str, text: str | None, sha: str) -> None:
         if text is not None and (cached.get(key) or {}).get("sha256") != sha:
@@ -288,6 +289,7 @@ def _load(
                 digest,
                 batch,
                 outline,
+                now,
             )
     finally:
         pool.close()
@@ -312,6 +314,7 @@ def _load(
         fill,
         progress,
         outline,
+        now=now,
     )
 
 
@@ -329,7 +332,11 @@ def _fill_files(
     digest: Any,
     batch: Batch,
     outline: dict[str, list[CardRef]] | None,
+    now: dict[str, tuple[list[tuple[str, int]], bool]],
 ) -> None:
+    """Each file's cached parse kept, refreshed or replaced; ``outline`` and ``now`` get the
+    outline, the declared ids and whether any card lists an alias, of each file parsed now."""
+    no_aliases = _no_aliases()
     for key, path, shown in files:
         entry = cached.get(key)
         if key not in reads:
@@ -377,6 +384,8 @@ def _fill_files(
                         )
                         for line, cid, deck, parent, demos, *_ in rows
                     ]
+                    declared = [] if info is None else info.declared
+                    now[key] = (declared, not all(r[7].endswith(no_aliases) for r in rows))
             if fill is not None and st is not None:
                 fill.files_done += 1
                 fill.bytes_done += st.st_size
@@ -396,6 +405,8 @@ def _assemble(
     fill: Fill | None,
     progress: Progress | None,
     outline: dict[str, list[CardRef]] | None = None,
+    *,
+    now: dict[str, tuple[list[tuple[str, int]], bool]] | None = None,
 ) -> CachedCollection:
     state_key = digest.hexdigest()
 
@@ -412,7 +423,9 @@ def _assemble(
         refs_by_file = {
             key: known[key] if key in known else _refs(store, key, shown) for key, shown in order
         }
-        declared = store.deck_cache_declared(keys)
+        now = now or {}  # (the files parsed now: their declared ids are not read back)
+        declared = store.deck_cache_declared([key for key in keys if key not in now])
+        declared.update((key, now[key][0]) for key in keys if key in now)
         coll = ParsedDecks()
         coll.errors.extend(read_errors)
         assemble(
@@ -431,7 +444,8 @@ def _assemble(
             for r in refs_by_file[key]
             if coll.get(r.id) is not r
         ]
-        _check_aliases(store, coll, order, refs_by_file)
+        none = {key for key, (_, aliases) in now.items() if not aliases}  # (no card lists one)
+        _check_aliases(store, coll, [o for o in order if o[0] not in none], refs_by_file)
         renamed = {info.file: name for name, info in coll.decks.items()}
         dropped = {(key, line) for key, line in excluded}
         assembled = {
@@ -486,10 +500,8 @@ def _check_aliases(
     aliases of the cached cards that were kept."""
     from prep.engine.decks.aliases import alias_errors
 
-    names = _fields_of(Card)
-    field = names.index("aliases")
-    # a card without aliases: its JSON ends with them empty, then its level
-    empty = () if names[-2:] != ("aliases", "level") else _NO_ALIASES
+    field = _fields_of(Card).index("aliases")
+    empty = _no_aliases()
     entries = []
     for key, _ in order:
         claims = store.deck_cache_alias_claims(key, field, empty)
@@ -507,6 +519,12 @@ def _check_aliases(
 
 
 _NO_ALIASES = tuple(f", [], {_TO_JSON(level)}]" for level in (None, *LEVELS))
+
+
+def _no_aliases() -> tuple[str, ...]:
+    """How the cached JSON of a card that lists no alias ends: its aliases empty, then its
+    level (none when Card's fields are laid out otherwise: every card's JSON is then read)."""
+    return _NO_ALIASES if _fields_of(Card)[-2:] == ("aliases", "level") else ()
 
 
 def _prune(store: Store, cached: dict[str, Any], loaded: set[str]) -> None:
