@@ -444,8 +444,8 @@ def _assemble(
             for r in refs_by_file[key]
             if coll.get(r.id) is not r
         ]
-        none = {key for key, (_, aliases) in now.items() if not aliases}  # (no card lists one)
-        _check_aliases(store, coll, [o for o in order if o[0] not in none], refs_by_file)
+        unlisted = {key for key, (_, aliases) in now.items() if not aliases}  # (no alias)
+        _check_aliases(store, coll, [o for o in order if o[0] not in unlisted], refs_by_file)
         renamed = {info.file: name for name, info in coll.decks.items()}
         dropped = {(key, line) for key, line in excluded}
         assembled = {

@@ -38,8 +38,9 @@ BULK_CHARS = 4_000_000
 
 class Batch:
     """``with Batch(store) as batch:`` then ``batch.begin()`` before each file's writes and
-    ``batch.pause()`` before waiting for the next file's parse (``bulk``: see BULK_CHARS). Leaving the block commits the
-    open transaction, or rolls it back on an exception (earlier batches stay committed)."""
+    ``batch.pause()`` before waiting for the next file's parse (``bulk``: see BULK_CHARS).
+    Leaving the block commits the open transaction, or rolls it back on an exception (earlier
+    batches stay committed)."""
 
     def __init__(self, store: Store, seconds: float | None = None, bulk: bool = False) -> None:
         self._store = store
