@@ -80,8 +80,13 @@ def test_aliases_are_read(tmp_path):
             "    aliases: [dropped]\n",
             "alias 'dropped' is already claimed by card 'kept'",
         ),
+        (  # (the cache reads the aliases of a card with a level too: fill7's filter)
+            NEW + "  - id: other\n    kind: recall\n    prompt: p\n    answer: a\n"
+            "    aliases: [dropped]\n    level: advanced\n",
+            "alias 'dropped' is already claimed by card 'kept'",
+        ),
     ],
-    ids=["names-a-live-card", "own-id", "not-a-slug", "claimed-twice"],
+    ids=["names-a-live-card", "own-id", "not-a-slug", "claimed-twice", "claimed-with-a-level"],
 )
 def test_a_bad_alias_is_an_error_with_file_and_line(tmp_path, text, message):
     folder = _deck(tmp_path, text)

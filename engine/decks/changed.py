@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,10 +33,12 @@ def _read_changed(
     cached: dict[str, Any],
     read: Any = read_deck_text,
     stats: dict[str, os.stat_result | None] | None = None,
+    then: Callable[[str, Path, str, str | None, str], None] | None = None,
 ) -> dict[str, tuple[os.stat_result | None, str | None, DeckError | None, str]]:
     """key -> (stat, text, read error, sha256) of each file whose cached parse cannot be used
     as it is (the others are not read at all); ``stats``: each file's stat, when a scan made
-    them already."""
+    them already. ``then(key, path, shown, text, sha256)`` is called as each is read (the
+    fill's workers start on it while the next is read)."""
     reads = {}
     for key, path, shown in files:
         st = _stat(path) if stats is None else stats[key]
@@ -47,6 +49,8 @@ def _read_changed(
         # (before a refusal was added) is never served
         sha = "" if text is None else hashlib.sha256(PARSER_SALT + text.encode("utf-8")).hexdigest()
         reads[key] = (st, text, error, sha)
+        if then is not None:
+            then(key, path, shown, text, sha)
     return reads
 
 

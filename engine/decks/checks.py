@@ -11,6 +11,8 @@ the deck cache's collection, which a parse feeds (deckcache.load, deckcache.from
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +82,12 @@ def assemble(
             continue  # its cards are left out, as any invalid card is
         coll.decks[info.name] = info
         duplicates: set[int] = set()
-        for card_id, line in info.declared:
+        ids = [card_id for card_id, _ in info.declared]
+        fresh = first_seen.keys().isdisjoint(ids) and len(set(ids)) == len(ids)
+        if fresh:  # no id seen before (most files): all of them kept in one step
+            places = zip(repeat(shown), map(itemgetter(1), info.declared), strict=False)
+            first_seen.update(zip(ids, places, strict=False))
+        for card_id, line in () if fresh else info.declared:
             if card_id in first_seen:
                 first_file, first_line = first_seen[card_id]
                 coll.errors.append(
@@ -93,25 +100,26 @@ def assemble(
                 duplicates.add(line)
             else:
                 first_seen[card_id] = (shown, line)
-        for card in cards:
-            if card.line not in duplicates:
-                coll.add(card)
+        if duplicates:
+            cards = [card for card in cards if card.line not in duplicates]
+        coll.extend(cards)
         info.card_ids = [c for c in info.card_ids if c in coll]
     demo_set = set(demo_names) if demo_names is not None else None
     for card in coll.cards:
-        if card.parent is not None and card.parent not in coll:
-            coll.errors.append(
-                DeckError(
-                    card.file,
-                    card.line,
-                    f"card {quoted(card.id)}: parent {quoted(card.parent)} does not exist",
+        if card.parent is not None:
+            if card.parent not in coll:
+                coll.errors.append(
+                    DeckError(
+                        card.file,
+                        card.line,
+                        f"card {quoted(card.id)}: parent {quoted(card.parent)} does not exist",
+                    )
                 )
-            )
-        if card.parent == card.id:
-            coll.errors.append(
-                DeckError(card.file, card.line, f"card {quoted(card.id)} is its own parent")
-            )
-        if demo_set is not None:
+            if card.parent == card.id:
+                coll.errors.append(
+                    DeckError(card.file, card.line, f"card {quoted(card.id)} is its own parent")
+                )
+        if demo_set is not None and card.demos:
             for name in card.demos:
                 if name not in demo_set:
                     from difflib import get_close_matches
@@ -126,7 +134,8 @@ def assemble(
                         )
                     )
     _report_cycles(coll)
-    if any(getattr(c, "aliases", ()) for c in coll.cards):
+    # (only a Card has aliases: the deck cache checks those of its light references itself)
+    if any(isinstance(c, Card) and c.aliases for c in coll.cards):
         from prep.engine.decks.aliases import alias_errors
 
         coll.errors.extend(
@@ -164,8 +173,8 @@ def _report_cycles(coll: ParsedDecks) -> None:
     walked its whole chain and searched it as a list)."""
     done: set[str] = set()
     for card in coll.cards:
-        if card.id in done:
-            continue
+        if card.parent is None or card.id in done:
+            continue  # (a card without a parent is in no cycle)
         path: list[str] = []
         index: dict[str, int] = {}
         node: Card | None = card
@@ -196,6 +205,8 @@ def _drop_unservable(coll: ParsedDecks) -> None:
     forever. Each is already an error above; leaving it out keeps 'valid cards' true."""
     servable: dict[str, bool] = {}
     for card in coll.cards:  # walk up each chain once, without recursion (chains may be long)
+        if card.parent is None:
+            continue  # (servable: not walked, not kept in ``servable``)
         path: list[str] = []
         on_path: set[str] = set()
         node_id: str | None = card.id
@@ -216,7 +227,7 @@ def _drop_unservable(coll: ParsedDecks) -> None:
         for cid in path:
             servable[cid] = result
 
-    keep = [c for c in coll.cards if servable[c.id]]
+    keep = [c for c in coll.cards if c.parent is None or servable[c.id]]
     if len(keep) == len(coll.cards):
         return
     dropped = {c.id for c in coll.cards} - {c.id for c in keep}

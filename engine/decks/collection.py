@@ -19,11 +19,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from functools import cache
 from itertools import repeat
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from prep.engine.decks.deck import KINDS, LEVELS, Card, DeckError, DeckInfo, ParsedDecks
 
@@ -43,9 +43,9 @@ def _fields_of(card_class: type) -> tuple[str, ...]:
 _TUPLES = frozenset({"choices", "demos", "tags", "sources", "bullets", "points", "aliases"})
 
 
-@dataclass(frozen=True, slots=True)
-class CardRef:
-    """What the checks across files and the queue need of a card, without its text."""
+class CardRef(NamedTuple):
+    """What the checks across files and the queue need of a card, without its text (a
+    tuple: a fill builds one per card, ~4x cheaper than a frozen dataclass)."""
 
     id: str
     deck: str

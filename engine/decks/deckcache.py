@@ -49,11 +49,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import fields
 from functools import partial
-from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prep.engine.decks import fedcache
+from prep.engine.decks import fedcache, fillbatch
 from prep.engine.decks.changed import (  # noqa: F401 - pending_fill, scan_decks: the front ends' question
     PARSER_SALT,
     RACY_NS,
@@ -72,15 +71,15 @@ from prep.engine.decks.collection import (  # noqa: F401 - CachedCollection, car
     CachedCollection,
     CardRef,
     _CachedDeckInfo,
-    _demos,
     _fields_of,
     _refs,
     card_fields,
     card_from_fields,
 )
-from prep.engine.decks.deck import Card, DeckError, DeckInfo, ParsedDecks, parse_deck_text
+from prep.engine.decks.deck import LEVELS, Card, DeckError, DeckInfo, ParsedDecks
+from prep.engine.decks.fastdeck import _cache_row, parse_rows
 from prep.engine.decks.files import collect_deck_files, read_deck_text
-from prep.engine.decks.fill import CHECK, DONE, PARSE, RECONCILE, STORE, Fill, Progress
+from prep.engine.decks.fill import CHECK, DONE, INDEX, PARSE, RECONCILE, STORE, Fill, Progress
 from prep.engine.decks.fillbatch import Batch
 from prep.engine.decks.parsepool import ParsePool
 
@@ -133,34 +132,6 @@ def gc_paused() -> Iterator[None]:
 
 def _parse(text: str, shown: str, stem: str):
     return parse_rows(text, shown, stem)
-
-
-def parse_rows(
-    text: str, shown: str, stem: str
-) -> tuple[DeckInfo | None, list[tuple[Any, ...]], list[DeckError]]:
-    """``parse_deck_text`` with each card as the row the cache stores: done where the file is
-    parsed (in a worker of the parse pool, for a big fill), so that the process filling the
-    cache only writes rows."""
-    info, cards, errors = parse_deck_text(text, shown, stem)
-    values = attrgetter(*_fields_of(Card))  # card_fields(c) is _TO_JSON(values(c)): a tuple
-    rows = [_cache_row(c, c.line, _TO_JSON(values(c))) for c in cards]
-    return info, rows, errors
-
-
-def _cache_row(c: Card, line: int, content: str) -> tuple[Any, ...]:
-    """The row the cache stores for card ``c`` at ``line``; ``content``: its card_fields."""
-    return (
-        line,
-        c.id,
-        c.deck,
-        c.parent,
-        ",".join(c.demos),
-        list(c.tags),
-        c.content_hash,
-        content,
-        c.kind,
-        c.level_rank,
-    )
 
 
 def load(
@@ -307,18 +278,28 @@ def _load(
     order: list[tuple[str, str]] = []  # (cache key, shown) of each readable deck file
     read_errors: list[DeckError] = []
     digest = _state_digest(fmt_key)
-    reads = _read_changed(files, cached, read_deck_text, stats)  # (tests count the reads)
-    jobs = [
-        (key, text, shown, path.stem)
-        for key, path, shown in files
-        if (read := reads.get(key)) is not None
-        and (text := read[1]) is not None
-        and (cached.get(key) or {}).get("sha256") != read[3]
-    ]
-    pool = ParsePool(jobs, sum(len(j[1]) for j in jobs))  # both cores, for a big fill
+    # both cores for a big fill: a worker parses each changed file as soon as it is read
+    ahead = fill if fill is not None else _to_fill(files, cached, stats)
+    pool = ParsePool([], ahead.bytes_total, ahead.files_total)
     outline: dict[str, list[CardRef]] = {}  # of each file parsed now (the checks read it)
+    now: dict[str, tuple[list[tuple[str, int]], bool]] = {}  # its ids' lines, aliases or not
+
+    def parse_soon(key: str, path: Path, shown: str, text: str | None, sha: str) -> None:
+        if text is not None and (cached.get(key) or {}).get("sha256") != sha:
+            pool.submit(key, text, shown, path.stem)
+
     try:
-        with Batch(store) as batch:  # few transactions, each of whole files (fillbatch.py)
+        reads = _read_changed(files, cached, read_deck_text, stats, then=parse_soon)  # (counted)
+        parsing = {
+            key: len(read[1])
+            for key, read in reads.items()
+            if read[1] is not None and (cached.get(key) or {}).get("sha256") != read[3]
+        }
+        to_parse = sum(parsing.values())
+        kept = sum(e["size"] for key, e in cached.items() if key not in parsing)
+        bulk = to_parse >= max(fillbatch.BULK_CHARS, kept) and not store.deck_cache_is_private()
+        # few transactions, each of whole files; a big fill in bulk (fillbatch.py)
+        with Batch(store, bulk=bulk) as batch:
             _fill_files(
                 store,
                 files,
@@ -333,9 +314,18 @@ def _load(
                 digest,
                 batch,
                 outline,
+                now,
             )
     finally:
         pool.close()
+
+    def indexing() -> None:
+        if fill is not None and progress is not None:
+            fill.stage = INDEX
+            progress(fill)
+
+    # a bulk fill's id index and tags built (or those of one killed half-way); else nothing
+    store.deck_cache_bulk_finish(_fields_of(Card).index("tags"), indexing)
     digest.update(json.dumps(sorted(demo_names) if demo_names is not None else None).encode())
     return _assemble(
         store,
@@ -349,6 +339,7 @@ def _load(
         fill,
         progress,
         outline,
+        now=now,
     )
 
 
@@ -366,7 +357,11 @@ def _fill_files(
     digest: Any,
     batch: Batch,
     outline: dict[str, list[CardRef]] | None,
+    now: dict[str, tuple[list[tuple[str, int]], bool]],
 ) -> None:
+    """Each file's cached parse kept, refreshed or replaced; ``outline`` and ``now`` get the
+    outline, the declared ids and whether any card lists an alias, of each file parsed now."""
+    no_aliases = _no_aliases()
     for key, path, shown in files:
         entry = cached.get(key)
         if key not in reads:
@@ -395,6 +390,7 @@ def _fill_files(
                 batch.begin()
                 store.deck_cache_put(
                     key,
+                    tags=not batch.bulk,
                     shown=shown,
                     size=st.st_size,
                     mtime_ns=st.st_mtime_ns,
@@ -408,9 +404,13 @@ def _fill_files(
                 )
                 if outline is not None:  # (built here, while the workers parse on)
                     outline[key] = [
-                        CardRef(cid, deck, parent, _demos(demos), shown, line)
+                        CardRef(
+                            cid, deck, parent, tuple(demos.split(",")) if demos else (), shown, line
+                        )
                         for line, cid, deck, parent, demos, *_ in rows
                     ]
+                    declared = [] if info is None else info.declared
+                    now[key] = (declared, not all(r[7].endswith(no_aliases) for r in rows))
             if fill is not None and st is not None:
                 fill.files_done += 1
                 fill.bytes_done += st.st_size
@@ -430,6 +430,8 @@ def _assemble(
     fill: Fill | None,
     progress: Progress | None,
     outline: dict[str, list[CardRef]] | None = None,
+    *,
+    now: dict[str, tuple[list[tuple[str, int]], bool]] | None = None,
 ) -> CachedCollection:
     state_key = digest.hexdigest()
 
@@ -449,7 +451,9 @@ def _assemble(
         refs_by_file = {
             key: known[key] if key in known else _refs(store, key, shown) for key, shown in order
         }
-        declared = store.deck_cache_declared(keys)
+        now = now or {}  # (the files parsed now: their declared ids are not read back)
+        declared = store.deck_cache_declared([key for key in keys if key not in now])
+        declared.update((key, now[key][0]) for key in keys if key in now)
         coll = ParsedDecks()
         coll.errors.extend(read_errors)
         assemble(
@@ -460,10 +464,16 @@ def _assemble(
             ),
             demo_names,
         )
+        # (every card kept, as in most collections: no card to look up one by one)
+        every = len(coll.cards) == sum(len(refs_by_file[key]) for key in keys)
         excluded = [
-            [key, r.line] for key in keys for r in refs_by_file[key] if coll.get(r.id) is not r
+            [key, r.line]
+            for key in (() if every else keys)
+            for r in refs_by_file[key]
+            if coll.get(r.id) is not r
         ]
-        _check_aliases(store, coll, order, refs_by_file)
+        unlisted = {key for key, (_, aliases) in now.items() if not aliases}  # (no alias)
+        _check_aliases(store, coll, [o for o in order if o[0] not in unlisted], refs_by_file)
         key_of = {shown: key for key, shown in order}
         renamed = {key_of[info.file]: name for name, info in coll.decks.items()}
         dropped = {(key, line) for key, line in excluded}
@@ -474,7 +484,10 @@ def _assemble(
             "shown": shown_now,  # how the errors' messages name the files
             # the cards each file keeps: a later open counts without reading them
             "sizes": {
-                key: sum((key, r.line) not in dropped for r in refs_by_file[key]) for key in keys
+                key: sum((key, r.line) not in dropped for r in refs_by_file[key])
+                if dropped
+                else len(refs_by_file[key])
+                for key in keys
             },
         }
         store.deck_cache_save_assembly(state_key, keys, assembled)
@@ -518,9 +531,10 @@ def _check_aliases(
     from prep.engine.decks.aliases import alias_errors
 
     field = _fields_of(Card).index("aliases")
+    empty = _no_aliases()
     entries = []
     for key, _ in order:
-        claims = store.deck_cache_alias_claims(key, field)
+        claims = store.deck_cache_alias_claims(key, field, empty)
         if not claims:
             continue  # (most files: no card of it lists an alias)
         kept = {r.line for r in refs[key] if coll.get(r.id) is r}
@@ -532,6 +546,15 @@ def _check_aliases(
     if entries:
         coll.errors.extend(alias_errors(entries, coll))
         coll.errors.sort(key=lambda e: (e.file, e.line))
+
+
+_NO_ALIASES = tuple(f", [], {_TO_JSON(level)}]" for level in (None, *LEVELS))
+
+
+def _no_aliases() -> tuple[str, ...]:
+    """How the cached JSON of a card that lists no alias ends: its aliases empty, then its
+    level (none when Card's fields are laid out otherwise: every card's JSON is then read)."""
+    return _NO_ALIASES if _fields_of(Card)[-2:] == ("aliases", "level") else ()
 
 
 def _prune(store: Store, cached: dict[str, Any], loaded: set[str]) -> None:

@@ -3,8 +3,8 @@ parses deck files that changed (the first open of a large collection parses them
 that the line mode and the app show progress instead of a silent wait.
 
 Parsing is done a file at a time; `fraction` counts the bytes of the files to parse that are
-done, and a stage names what happens now (parsing a file, storing its cards, the checks across
-decks, reconciling progress with them).
+done, and a stage names what happens now (parsing a file, storing its cards, indexing them after
+a bulk fill, the checks across decks, reconciling progress with them).
 """
 
 from __future__ import annotations
@@ -13,7 +13,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-PARSE, STORE, CHECK, RECONCILE, DONE = "parse", "store", "check", "reconcile", "done"
+PARSE, STORE, INDEX, CHECK, RECONCILE, DONE = (
+    "parse",
+    "store",
+    "index",
+    "check",
+    "reconcile",
+    "done",
+)
 
 
 @dataclass
@@ -70,6 +77,8 @@ def describe(fill: Fill) -> str:
         )
     elif fill.stage == STORE:
         what = f"storing the cards of {fill.file}"
+    elif fill.stage == INDEX:
+        what = "indexing the cards' ids and tags"
     elif fill.stage == CHECK:
         what = "checking ids, parents and demos across the decks"
     else:

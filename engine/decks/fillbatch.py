@@ -30,15 +30,21 @@ if TYPE_CHECKING:
 # How long one batch may hold the database's write lock: short beside the busy timeout
 # another prep waits for it (BUSY_TIMEOUT_MS, 5 s), long beside one synced commit (~10-100 ms).
 BATCH_SECONDS = 1.0
+# A fill of at least this many characters of decks, and at least as many as the cache keeps
+# of other files, is written in bulk (engine/store/deckfill.py: the id index and the tags
+# built once at the end): ~10k cards.
+BULK_CHARS = 4_000_000
 
 
 class Batch:
     """``with Batch(store) as batch:`` then ``batch.begin()`` before each file's writes and
-    ``batch.pause()`` before waiting for the next file's parse. Leaving the block commits the
-    open transaction, or rolls it back on an exception (earlier batches stay committed)."""
+    ``batch.pause()`` before waiting for the next file's parse (``bulk``: see BULK_CHARS).
+    Leaving the block commits the open transaction, or rolls it back on an exception (earlier
+    batches stay committed)."""
 
-    def __init__(self, store: Store, seconds: float | None = None) -> None:
+    def __init__(self, store: Store, seconds: float | None = None, bulk: bool = False) -> None:
         self._store = store
+        self.bulk = bulk  # the first batch starts a bulk fill (store/deckfill.py)
         self._seconds = BATCH_SECONDS if seconds is None else seconds
         self._tx: AbstractContextManager[Any] | None = None
         self._began = 0.0
@@ -51,6 +57,8 @@ class Batch:
             tx = self._store.deck_cache_transaction()
             tx.__enter__()
             self._tx, self._began = tx, time.monotonic()
+            if self.bulk and not self.commits:  # (with the first files' rows: one commit)
+                self._store.deck_cache_bulk_begin()
 
     def pause(self, next_ready: bool) -> None:
         """Commit now if the next file must be waited for, or the lock was held long enough."""

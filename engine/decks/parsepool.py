@@ -1,7 +1,7 @@
 """Parsing many deck files on every core: the first open of a large collection (100k cards in
 a few dozen files) spends most of its time in the YAML parser, one file at a time.
 
-`ParsePool` hands each file's text to `deckcache.parse_rows` in worker processes (forked, or
+`ParsePool` hands each file's text to `fastdeck.parse_rows` in worker processes (forked, or
 spawned when the caller runs other threads) and gives the results back in the caller's order. The
 parse is the same function on the same text, so every refusal of the hardened loader holds;
 a worker that fails for any reason (a crash, a broken pool) makes that file parse here, as it
@@ -47,7 +47,7 @@ def _context() -> Any:
 def _parse_quietly(text: str, shown: str, stem: str) -> Any:
     # the rows the cache stores, built here (card text to JSON, content hashes): the filling
     # process only writes them (deckcache imports this module, so it is imported here)
-    from prep.engine.decks.deckcache import parse_rows
+    from prep.engine.decks.fastdeck import parse_rows
 
     gc.disable()  # a worker builds many small objects and frees them at exit
     return parse_rows(text, shown, stem)
@@ -57,18 +57,31 @@ class ParsePool:
     """`submit(key, text, shown, stem)` for each file to parse, then `result(key, parse)`:
     the (info, rows, errors) of that file, from a worker or, failing that, from `parse`."""
 
-    def __init__(self, jobs: list[tuple[str, str, str, str]], total_bytes: int) -> None:
+    def __init__(
+        self, jobs: list[tuple[str, str, str, str]], total_bytes: int, files: int | None = None
+    ) -> None:
+        """Workers for ``total_bytes`` to parse in ``files`` files (default: ``jobs``, each
+        submitted now; more are given by ``submit`` as they are read)."""
         self._futures: dict[str, Future[Any]] = {}
         self._pool: ProcessPoolExecutor | None = None
-        n = min(cores(), len(jobs))
+        n = min(cores(), len(jobs) if files is None else files)
         if n < 2 or total_bytes < PARALLEL_BYTES:
             return
         from concurrent.futures import ProcessPoolExecutor
 
         try:
             self._pool = ProcessPoolExecutor(n, mp_context=_context())
-            for key, text, shown, stem in jobs:
-                self._futures[key] = self._pool.submit(_parse_quietly, text, shown, stem)
+        except Exception:  # no processes here (a sandbox): parse in this process
+            self.close()
+        for key, text, shown, stem in jobs:
+            self.submit(key, text, shown, stem)
+
+    def submit(self, key: str, text: str, shown: str, stem: str) -> None:
+        """Have a worker parse this file (nothing without workers: ``result`` parses it)."""
+        if self._pool is None:
+            return
+        try:
+            self._futures[key] = self._pool.submit(_parse_quietly, text, shown, stem)
         except Exception:  # no processes here (a sandbox): parse in this process
             self.close()
 

@@ -39,6 +39,9 @@ class DeckCacheStore(StoreCore):
     # A cache private to this connection (deck_cache_private): its keys (format, assembly,
     # reconciliation) in memory; None while the cache is the database's own.
     _private: dict[str, str] | None = None
+    # A bulk fill's tags, kept here as its files are put (store/deckfill.py); None otherwise.
+    _bulk_tags: list[tuple[str, str, int]] | None = None
+    _bulk_cards = 0  # the cards it put
 
     def deck_cache_private(self) -> None:
         """Keep this connection's deck cache in TEMP tables, which shadow the database's own
@@ -141,9 +144,11 @@ class DeckCacheStore(StoreCore):
         errors: list[tuple[int, str]],
         cards: list[tuple[int, str, str, str | None, str, list[str], str, str, str, int]],
         ident: str | None = None,
+        tags: bool = True,
     ) -> None:
         """Replace one file's parse: its entry and its cards (line, id, deck, parent, demos,
-        tags, content hash, fields, kind, level rank). The checks across files are then redone (assembly dropped)."""
+        tags, content hash, fields, kind, level rank). The checks across files are then redone (assembly dropped).
+        ``tags=False``: the cards' tags are left to a bulk fill's end (store/deckfill.py)."""
         with self._cache_tx():
             self.conn.execute(
                 "INSERT INTO deck_files "
@@ -168,16 +173,21 @@ class DeckCacheStore(StoreCore):
             self.conn.execute("UPDATE deck_files SET ident = ? WHERE path = ?", (ident, path))
             lo, hi = self._deck_keys(path)
             self.conn.execute("DELETE FROM deck_cards WHERE key BETWEEN ? AND ?", (lo, hi))
-            self.conn.execute("DELETE FROM deck_tags WHERE key BETWEEN ? AND ?", (lo, hi))
+            if tags:  # (a scan of every tag: the bulk fill's end rebuilds them all instead)
+                self.conn.execute("DELETE FROM deck_tags WHERE key BETWEEN ? AND ?", (lo, hi))
             self.conn.executemany(
                 "INSERT INTO deck_cards (key, id, deck, parent, demos, chash, data, kind, level) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(lo + c[0], *c[1:5], *c[6:]) for c in cards],
             )
-            self.conn.executemany(
-                "INSERT OR IGNORE INTO deck_tags (id, tag, key) VALUES (?, ?, ?)",
-                [(c[1], tag, lo + c[0]) for c in cards for tag in c[5]],
-            )
+            if tags:
+                self.conn.executemany(
+                    "INSERT OR IGNORE INTO deck_tags (id, tag, key) VALUES (?, ?, ?)",
+                    [(c[1], tag, lo + c[0]) for c in cards for tag in c[5]],
+                )
+            elif self._bulk_tags is not None:
+                self._bulk_tags.extend((c[1], tag, lo + c[0]) for c in cards for tag in c[5])
+                self._bulk_cards += len(cards)
             self._set_cache_meta("deck_assembly", None)
 
     def deck_cache_prune(self, paths: list[str]) -> None:
@@ -351,13 +361,18 @@ class DeckCacheStore(StoreCore):
             self.set_meta(_RECONCILED_KEY, key)
         return {"changed": changed, "removed": removed, "restored": restored}
 
-    def deck_cache_alias_claims(self, path: str, field: int) -> list[tuple[int, str, str]]:
+    def deck_cache_alias_claims(
+        self, path: str, field: int, without: tuple[str, ...] = ()
+    ) -> list[tuple[int, str, str]]:
         """(line, card id, alias) of every alias the cached cards of ``path`` list
-        (``field``: the index of ``aliases`` in the cached card's JSON), in file order."""
+        (``field``: the index of ``aliases`` in the cached card's JSON), in file order.
+        ``without``: endings of the JSON of a card that lists none (its JSON is not parsed:
+        reading every card's JSON here took ~1 s at 400k cards)."""
+        skip = "".join(f" AND substr(dc.data, -{len(end)}) != ?" for end in without)
         return self.conn.execute(
             "SELECT dc.key & 0xFFFFFFFF, dc.id, a.value FROM deck_cards dc, "
-            "json_each(dc.data, ?) a WHERE dc.key BETWEEN ? AND ? ORDER BY dc.key",
-            (f"$[{field}]", *self._deck_keys(path)),
+            f"json_each(dc.data, ?) a WHERE dc.key BETWEEN ? AND ?{skip} ORDER BY dc.key",
+            (f"$[{field}]", *self._deck_keys(path), *without),
         ).fetchall()
 
     def deck_cache_aliases(self, field: int) -> dict[str, str]:

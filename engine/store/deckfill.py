@@ -1,11 +1,23 @@
 """What the deck cache's fill asks of the database beyond its rows (engine/decks/fillbatch.py).
 
+A large fill is written in bulk: the two orders that each file's cards land all over (the
+cards' id index, the tags by id) are built once at the end, sorted, instead of row by row.
+A deck file's card ids are spread over the whole id order (a generated collection deals them
+round-robin), so row by row every batch rewrote most pages of both, and each file's put
+scanned every tag to delete its own: a fill of n cards cost ~n² (1M cards: 265 s, loaded). In
+bulk, the first batch drops the id index and marks the cache ``deck_cache_bulk`` (meta), the
+files' puts skip their tags, and ``deck_cache_bulk_finish`` (after the last batch, and on
+every later open while the mark is there: a fill killed half-way) writes the tags (those kept
+in memory as the files were put, sorted; else read from the cached cards' JSON), builds the
+index and clears the mark, in one transaction. Nothing is lost to a kill: the tags and the
+index are derived from rows committed with their files.
+
 Part of the one `Store` (engine/store/__init__.py combines the tables' classes).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 from prep.engine.store.deckcache import DeckCacheStore
@@ -15,6 +27,11 @@ from prep.engine.store.deckcache import DeckCacheStore
 # of deck_tags: with the default cache they are read back and written again for every file
 # (at 600k cards 14.2 s of CPU and 158 s wall for the inserts; with 256 MiB 11.5 s and 63 s).
 FILL_CACHE_KIB = 262_144
+
+# The meta key marking a cache whose id index and tags are not built yet (see above).
+_BULK_KEY = "deck_cache_bulk"
+# The index a bulk fill drops and builds again (engine/store/schema11.py made it).
+_ID_INDEX = "CREATE INDEX IF NOT EXISTS deck_cards_id ON deck_cards (id)"
 
 
 class DeckFillStore(DeckCacheStore):
@@ -36,3 +53,46 @@ class DeckFillStore(DeckCacheStore):
             yield
         finally:
             self.conn.execute(f"PRAGMA cache_size = {int(before)}")
+
+    def deck_cache_bulk_begin(self) -> None:
+        """Inside the fill's first batch: drop the id index and mark the cache (see above).
+        Into a cache without tags (a first fill), the files' tags are kept in memory as they
+        are put, for the end to write them sorted without reading the cards back."""
+        fresh = (
+            self.get_meta(_BULK_KEY) is None
+            and self.conn.execute("SELECT 1 FROM deck_tags LIMIT 1").fetchone() is None
+        )
+        self.conn.execute("DROP INDEX IF EXISTS deck_cards_id")
+        self.set_meta(_BULK_KEY, "1")
+        self._bulk_tags, self._bulk_cards = ([] if fresh else None), 0
+
+    def deck_cache_bulk_finish(
+        self, tags_field: int, starting: Callable[[], None] | None = None
+    ) -> bool:
+        """If the cache is marked (a bulk fill, finished or killed): every cached card's tags
+        (``tags_field``: their place in the cached JSON) and the id index built again, in one
+        transaction, and the mark cleared. False (nothing done) when it is not marked, or
+        for a cache private to this connection (its fill is never in bulk). ``starting`` is
+        called before the work, when there is some."""
+        if self._private is not None or self.get_meta(_BULK_KEY) is None:
+            return False
+        if starting is not None:
+            starting()  # (the fill's progress: a few seconds at 1M cards)
+        kept, self._bulk_tags = self._bulk_tags, None
+        with self.transaction():
+            (cards,) = self.conn.execute("SELECT count(*) FROM deck_cards").fetchone()
+            self.conn.execute("DELETE FROM deck_tags")
+            if kept is not None and cards == self._bulk_cards:  # (every cached card put now)
+                kept.sort()
+                self.conn.executemany(
+                    "INSERT OR IGNORE INTO deck_tags (id, tag, key) VALUES (?, ?, ?)", kept
+                )
+            else:  # (a fill killed half-way, or one beside cards cached before: from the JSON)
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO deck_tags (id, tag, key) SELECT dc.id, t.value, "
+                    "dc.key FROM deck_cards dc, json_each(dc.data, ?) t ORDER BY 1, 2, 3",
+                    (f"$[{tags_field}]",),
+                )
+            self.conn.execute(_ID_INDEX)
+            self.conn.execute("DELETE FROM meta WHERE key = ?", (_BULK_KEY,))
+        return True
