@@ -183,6 +183,16 @@ def checkpoint(db: Path) -> None:
     conn.close()
 
 
+class _Shown(dict):
+    """A size's results, each printed as it is measured (with the load average then): a
+    long run that dies late still leaves its numbers."""
+
+    def __setitem__(self, key: str, value) -> None:
+        super().__setitem__(key, value)
+        if key not in ("cards", "reviews"):
+            print(f"    {key}: {value}  (load {os.getloadavg()[0]:.1f})", flush=True)
+
+
 def measure(manifest: dict, work: Path, repeat: int, *, anki: bool, answers: int) -> dict:
     n = manifest["cards"]
     folder = work / str(n)
@@ -192,7 +202,7 @@ def measure(manifest: dict, work: Path, repeat: int, *, anki: bool, answers: int
     shutil.copyfile(manifest["prep_v3"], db)
     decks = manifest["decks"]
     env = prep_env(bytecode=not NO_BYTECODE)
-    res: dict = {"cards": n, "reviews": manifest["reviews"]}
+    res: dict = _Shown(cards=n, reviews=manifest["reviews"])
     marker = "Question"
     quiz = prep_cmd(db, decks, "quiz", "--plain")
     # warm-up: the first open migrates an older database and fills any cache
