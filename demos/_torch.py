@@ -14,7 +14,7 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     import torch
 
-__all__ = ["set_threads", "threads_for_load", "torch"]
+__all__ = ["set_threads", "threads_for_load", "torch", "warm_optimizers"]
 
 
 def threads_for_load(cores: int, load: float) -> int:
@@ -36,3 +36,10 @@ def set_threads() -> int:
     n = threads_for_load(cores, load)
     torch.set_num_threads(n)
     return n
+
+
+def warm_optimizers() -> None:
+    """Import what a torch.optim step imports on its first call: torch._dynamo (~800 modules,
+    sympy among them; ~1.3 s on a quiet core, more than a small training's compute). The
+    worker's warm-up calls it (a demo module's `warm`) so the first key press does not pay it."""
+    import torch._dynamo  # noqa: F401

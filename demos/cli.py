@@ -220,12 +220,17 @@ def _run_demo(
     args: argparse.Namespace, linked_cards: LinkedCards | None
 ) -> tuple[int, Report | None]:
     from prep.demos import harness  # imports torch
+    from prep.demos._torch import set_threads
 
     try:
         choice = harness.select_device(args.device)
     except harness.DeviceError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2, None
+    # torch's intra-op threads for the machine's load, as the app's worker sets them: on 2 busy
+    # cores, 2 threads spin-waiting for each other ran block-diagonal 305 s (73 CPU-s) instead
+    # of ~10 s; on a quiet machine this is every core, torch's default.
+    set_threads()
     if args.scale == "large" and choice.device.type == "cpu":
         print(
             f"{PROG}: note: --scale large is meant for a GPU; on cpu it may take minutes",

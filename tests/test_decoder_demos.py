@@ -417,6 +417,27 @@ def test_learned_suppression_noise_check_fails_when_noise_heads_read_the_target(
     assert not noise.passed and useful.passed and loss.passed
 
 
+def test_learned_suppression_batched_training_is_the_separate_trainings() -> None:
+    """Every row's runs trained as one batch are `train`'s runs, bit for bit on the CPU (the
+    docstring's argument); a batch that mixed up seeds, rows or optimisers would differ."""
+    mod = module("learned-suppression")
+    cfg = dataclasses.replace(mod.SCALES["small"], steps=12)
+    variants = [mod.MAIN, mod.CONTROL, mod.ADAM, mod.ALL_USEFUL]
+    batched = mod.train_batch(cfg, CPU, [3, 4], variants)
+    for variant, row in zip(variants, batched, strict=True):
+        for seed, got in zip([3, 4], row, strict=True):
+            one = mod.train(
+                cfg,
+                torch.Generator().manual_seed(seed),
+                optimizer=variant.optimizer,
+                weight_decay=variant.weight_decay,
+                noise_heads_useful=variant.noise_heads_useful,
+            )
+            assert torch.equal(got.ov_final, one.ov_final), (variant, seed)
+            assert torch.equal(got.ov_init, one.ov_init) and torch.equal(got.useful, one.useful)
+            assert (got.loss_init, got.loss_final) == (one.loss_init, one.loss_final)
+
+
 def test_learned_suppression_t_bound_matches_scipy() -> None:
     from scipy import stats
 
@@ -541,6 +562,24 @@ def test_block_diagonal_trained_checks_fail_with_the_students_swapped() -> None:
     checks = mod.trained_checks({"dense": [block], "block": [null], "block_null": [block]})
     assert all(not c.passed for c in checks)
     assert [c.kind for c in checks] == [harness.SANITY, harness.MEASUREMENT]
+
+
+def test_block_diagonal_batched_training_is_the_separate_trainings() -> None:
+    """The batched students (one training for every seed and kind) end where the separate
+    trainings do, within float32 reassociation (the docstring's argument: <= 1e-5 relative),
+    and print the same 3 digits; a batch that mixed up seeds or kinds would be far off."""
+    mod = module("block-diagonal")
+    tr = dataclasses.replace(mod.TRAIN, steps=40)
+    seeds = [5, 6]
+    batched = mod.train_batch(tr, seeds, CPU)
+    for seed, row in zip(seeds, batched, strict=True):
+        for kind, got in zip(mod.KINDS, row, strict=True):
+            gen = torch.Generator().manual_seed(seed)
+            one = mod.train_student(
+                tr, gen, block=kind != "dense", mixing_teacher=kind != "block_null"
+            )
+            assert got == pytest.approx(one, rel=1e-5), (seed, kind)
+            assert f"{got:.3g}" == f"{one:.3g}", (seed, kind)
 
 
 def test_block_diagonal_null_teacher_in_place_of_the_mixing_one_fails() -> None:

@@ -40,7 +40,7 @@ import math
 from dataclasses import dataclass, replace
 
 from prep.demos import harness
-from prep.demos._torch import torch
+from prep.demos._torch import torch, warm_optimizers
 from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
 from prep.demos.synthetic import attention as attn
 
@@ -126,6 +126,7 @@ class Setup:
     control: list[Run]  # the same with weight decay 0
     adam: list[Run]  # the same tasks and seeds with AdamW (and the main run's weight decay)
     seeds: list[int]
+    all_useful: list[Run]  # the contrast: the main run when every head reads the target
 
 
 @dataclass
@@ -214,23 +215,115 @@ def _seeds(gen: torch.Generator, n: int) -> list[int]:
     return [int(s) for s in torch.randint(2**31 - 1, (n,), generator=gen, device=gen.device)]
 
 
-def _train_seeds(cfg: Config, device: torch.device, seeds: list[int], **kw) -> list[Run]:
-    runs = []
-    for i, s in enumerate(seeds):
-        harness.progress(f"training seed {i + 1}/{len(seeds)} ({kw or 'SGD, weight decay'})")
-        runs.append(train(cfg, torch.Generator(device=device).manual_seed(s), **kw))
-    return runs
+@dataclass(frozen=True)
+class Variant:
+    """How one row's students train: `train`'s keyword arguments."""
+
+    optimizer: str = "sgd"
+    weight_decay: float | None = None  # None: the config's
+    noise_heads_useful: bool = False
+
+
+MAIN, CONTROL, ADAM, ALL_USEFUL = (
+    Variant(),
+    Variant(weight_decay=0.0),
+    Variant(optimizer="adamw"),
+    Variant(noise_heads_useful=True),
+)
+
+
+def train_batch(
+    cfg: Config, device: torch.device, seeds: list[int], variants: list[Variant]
+) -> list[list[Run]]:
+    """`train` for every variant and seed, as one batched training: [variant][seed] runs.
+
+    The same trainings, the same floats: the runs share no parameters, so the batched loss is
+    the sum of the separate ones and each run's gradient is its own loss's (the sum passes 1.0
+    to each term). A seed's generator draws what `train` draws, in the same order (the task,
+    the held-out and every step's tokens, which its variants shared there too); the value
+    einsum, the W_O and W_U matmuls run as batched matmuls of each run's own shapes, attention
+    is a gather, each run's cross-entropy is its own call on its own slice, and the optimisers
+    (one per variant, over its seeds stacked) are elementwise. On the CPU every number equals
+    `train`'s bit for bit (a test holds it); a BLAS that blocked a batched matmul differently
+    could move the last bits (~1e-7 relative), far below the 3 digits printed.
+    """
+    n_seeds, n_var = len(seeds), len(variants)
+
+    def generator(seed: int) -> torch.Generator:
+        return torch.Generator(device=device).manual_seed(seed)
+
+    # A variant changes no draw (only which heads read t-1): its tasks from fresh generators.
+    tasks = [[make_task(cfg, generator(s), v.noise_heads_useful) for s in seeds] for v in variants]
+    gens = [generator(s) for s in seeds]  # then the draws after the task, as `train` makes them
+    base = [make_task(cfg, g) for g in gens]
+    params, opts = [], []
+    for v in variants:
+        w_v = torch.nn.Parameter(torch.stack([t.W_V for t in base]))  # (S, h, d, dh)
+        w_o = torch.nn.Parameter(torch.stack([t.W_O for t in base]))  # (S, h, dh, d)
+        wd = cfg.weight_decay if v.weight_decay is None else v.weight_decay
+        if v.optimizer == "sgd":
+            opts.append(torch.optim.SGD([w_v, w_o], lr=cfg.lr, momentum=0.9, weight_decay=wd))
+        else:
+            opts.append(torch.optim.AdamW([w_v, w_o], lr=cfg.adam_lr, weight_decay=wd))
+        params.append((w_v, w_o))
+    emb = torch.stack([t.E for t in base])  # (S, vocab, d)
+    w_u = torch.stack([t.W_U for t in base]).repeat(n_var, 1, 1)  # (N, d, vocab), N = var*seeds
+    source = torch.stack([t.source for row in tasks for t in row])  # (N, h, T)
+
+    def losses(tokens: torch.Tensor) -> list[torch.Tensor]:
+        """Every run's loss on its seed's tokens (S, B, T)."""
+        w_v = torch.cat([p[0] for p in params])  # (N, h, d, dh)
+        w_o = torch.cat([p[1] for p in params])  # (N, h, dh, d)
+        x = torch.stack([e[t] for e, t in zip(emb, tokens, strict=True)])  # (S, B, T, d)
+        v = torch.einsum("nbtm,nhmd->nbhtd", x.repeat(n_var, 1, 1, 1), w_v)  # (N, B, h, T, dh)
+        idx = source[:, None, :, :, None].expand(-1, tokens.shape[1], -1, -1, v.shape[-1])
+        z = torch.gather(v, 3, idx).transpose(2, 3).flatten(-2)  # (N, B, T, h*dh)
+        logits = (z.flatten(1, 2) @ w_o.flatten(1, 2)) @ w_u  # (N, B*T, vocab)
+        logits = logits.unflatten(1, tokens.shape[1:])  # (N, B, T, vocab)
+        target = tokens[:, :, :-1].repeat(n_var, 1, 1)  # (N, B, T-1)
+        return [
+            torch.nn.functional.cross_entropy(lg[:, 1:].flatten(0, 1), tg.flatten())
+            for lg, tg in zip(logits, target, strict=True)
+        ]
+
+    def randint(shape: tuple[int, ...]) -> torch.Tensor:
+        return torch.stack(
+            [torch.randint(cfg.vocab, shape, generator=g, device=device) for g in gens]
+        )  # (S, *shape)
+
+    held_out = randint((4 * cfg.batch, cfg.seq_len))  # (S, 4B, T)
+    with torch.no_grad():
+        loss_init = [float(x) for x in losses(held_out)]
+    for step in range(cfg.steps):
+        if step and step % 50 == 0:  # a point where a cancelled run stops
+            harness.progress(f"step {step}/{cfg.steps}")
+        tokens = randint((cfg.batch, cfg.seq_len))  # (S, B, T)
+        for opt in opts:
+            opt.zero_grad(set_to_none=True)
+        torch.stack(losses(tokens)).sum().backward()
+        for opt in opts:
+            opt.step()
+    with torch.no_grad():
+        loss_final = [float(x) for x in losses(held_out)]
+    out = []
+    for i, (w_v, w_o) in enumerate(params):
+        row = []
+        for j, task in enumerate(tasks[i]):
+            n = i * n_seeds + j
+            with torch.no_grad():
+                final = ov_norms(w_v[j], w_o[j])  # (n_heads,)
+            init = ov_norms(task.W_V, task.W_O)  # (n_heads,)
+            row.append(Run(task.useful, init, final, loss_init[n], loss_final[n]))
+        out.append(row)
+    return out
 
 
 def build(cfg: Config, device: torch.device, gen: torch.Generator) -> Setup:
+    """Every row's trainings (the contrast's too) as one batched training."""
     seeds = _seeds(gen, cfg.n_seeds)
-    return Setup(
-        cfg,
-        _train_seeds(cfg, device, seeds),
-        _train_seeds(cfg, device, seeds, weight_decay=0.0),
-        _train_seeds(cfg, device, seeds, optimizer="adamw"),
-        seeds,
-    )
+    harness.progress(f"training {cfg.n_seeds} seeds x 4 rows at once")
+    main, control, adam, useful = train_batch(cfg, device, seeds, [MAIN, CONTROL, ADAM, ALL_USEFUL])
+    return Setup(cfg, main, control, adam, seeds, useful)
 
 
 def counterexample(cfg: Config, device: torch.device, gen: torch.Generator) -> Setup:
@@ -334,7 +427,7 @@ def check(setup: Setup) -> list[Check]:
 def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
     """The same training (SGD with weight decay) when heads n_useful.. read the predictive token."""
     cfg = setup.cfg
-    runs = _train_seeds(cfg, gen.device, setup.seeds, noise_heads_useful=True)
+    runs = setup.all_useful  # trained in `build`, in the same batch as the claim's runs
     smallest = min(float(r.growth[cfg.n_useful :].min()) for r in runs)
     return [
         harness.at_least(
@@ -368,6 +461,11 @@ def notes(cfg: Config) -> list[str]:
         "attention also trains, and a large lr with a small initial OV can let Adam's "
         "per-weight steps outrun the loss's pull on a useless head.",
     ]
+
+
+def warm() -> None:
+    """The worker's warm-up: what the first training step imports (torch.optim's torch._dynamo)."""
+    warm_optimizers()
 
 
 def run(scale: str = "small", device: str | DeviceChoice = "cpu", seed: int = 0) -> Report:
