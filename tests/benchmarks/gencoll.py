@@ -19,13 +19,14 @@ import itertools
 import json
 import random
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TextIO
 
-GENERATOR_VERSION = 6
+GENERATOR_VERSION = 7  # v7: the Anki collection's rows written by executemany (ids, guids)
 N_DECKS = 20  # at least; more where a deck file would pass prep's cap (deck.MAX_DECK_BYTES)
 # A generated card is about 450 bytes of YAML: 4,000 of them stay under the 2 MB cap on a
 # deck file (v6: 100k cards in 20 files of 2.2 MB each were refused, as they should be).
@@ -86,7 +87,13 @@ INSERT INTO meta VALUES ('schema_version', '3');
 
 
 def fmt(dt: datetime | None) -> str | None:
-    return None if dt is None else dt.astimezone(UTC).strftime(_FMT)
+    """``dt`` as _FMT writes it (isoformat: the same text, faster than strftime)."""
+    return None if dt is None else f"{dt.astimezone(UTC).isoformat(timespec='microseconds')[:26]}Z"
+
+
+def deck_names(n_cards: int) -> list[str]:
+    """The decks ``n_cards`` generated cards are dealt into, in turn."""
+    return [f"deck-{k:02d}" for k in range(max(N_DECKS, -(-n_cards // CARDS_PER_DECK_FILE)))]
 
 
 def content_hash(kind: str, prompt: str, answer: str) -> str:
@@ -134,9 +141,9 @@ def generate(n_cards: int, reviews_per_card: int, now: datetime, seed: int = 0):
     """Yield GenCards; review times are unique to the millisecond (Anki's revlog id)."""
     rng = random.Random(seed)
     used_ms: set[int] = set()
-    n_decks = max(N_DECKS, -(-n_cards // CARDS_PER_DECK_FILE))
+    decks = deck_names(n_cards)
     for i in range(n_cards):
-        deck = f"deck-{i % n_decks:02d}"
+        deck = decks[i % len(decks)]
         cid = f"c-{i:07d}"
         prompt = (
             f"Question {i}: why does the output projection W_O matter for head {i % 97} "
@@ -198,51 +205,75 @@ def _yaml_str(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)  # a JSON string is a valid YAML flow scalar
 
 
-def write_decks(cards: Iterable[GenCard], folder: Path) -> None:
-    """One YAML file per deck, written as the cards stream by (every deck's file open)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    files: dict[str, TextIO] = {}
-    try:
-        for c in cards:
-            f = files.get(c.deck)
-            if f is None:
-                f = files[c.deck] = (folder / f"{c.deck}.yaml").open("w", encoding="utf-8")
-                f.write(f"deck: {c.deck}\ntitle: Generated deck {c.deck}\ncards:\n")
-            f.write(
-                f"  - id: {c.id}\n    kind: recall\n    prompt: {_yaml_str(c.prompt)}\n"
-                f"    answer: {_yaml_str(c.answer)}\n    explain: {_yaml_str(c.explain)}\n"
-                f"    tags: [{', '.join(c.tags)}]\n"
-            )
-    finally:
-        for f in files.values():
-            f.close()
-
-
 def _batches(items: Iterable, n: int) -> Iterator[list]:
     it = iter(items)
     while batch := list(itertools.islice(it, n)):
         yield batch
 
 
-def write_prep_v3(cards: Iterable[GenCard], path: Path) -> None:
-    """A schema-v3 prep database holding these cards' states and histories. Streamed: the
-    reviews wait in a temporary table (on disk) and are copied into the log in time order."""
-    path.unlink(missing_ok=True)
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.executescript(SCHEMA_V3)
-    conn.execute("PRAGMA temp_store = FILE")
-    conn.execute(
-        "CREATE TEMP TABLE staged (n INTEGER PRIMARY KEY, card_id, rating, reviewed_at, "
-        "duration_ms, prev_state, prev, next)"
-    )
-    conn.execute("BEGIN")
-    cols = (
-        "id, deck, state, step, stability, difficulty, due, last_review, reps, lapses, leech, "
-        "content_hash, changed, removed"
-    )
-    for batch in _batches(cards, BATCH):
+class DeckWriter:
+    """One YAML file per deck, written as the cards stream by (every deck's file open)."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
+        self.files: dict[str, TextIO] = {}
+
+    def add(self, batch: list[GenCard]) -> None:
+        for c in batch:
+            f = self.files.get(c.deck)
+            if f is None:
+                f = self.files[c.deck] = (self.folder / f"{c.deck}.yaml").open(
+                    "w", encoding="utf-8"
+                )
+                f.write(f"deck: {c.deck}\ntitle: Generated deck {c.deck}\ncards:\n")
+            f.write(
+                f"  - id: {c.id}\n    kind: recall\n    prompt: {_yaml_str(c.prompt)}\n"
+                f"    answer: {_yaml_str(c.answer)}\n    explain: {_yaml_str(c.explain)}\n"
+                f"    tags: [{', '.join(c.tags)}]\n"
+            )
+
+    def close(self) -> None:
+        for f in self.files.values():
+            f.close()
+
+
+_V3_CARD_COLS = (
+    "id, deck, state, step, stability, difficulty, due, last_review, reps, lapses, leech, "
+    "content_hash, changed, removed"
+)
+_V3_LOG_INDEXES = [  # built after the log is copied in: one sort each, not 10M B-tree inserts
+    s.strip()
+    for s in SCHEMA_V3.split(";")
+    if s.strip().startswith("CREATE INDEX") and '"reviews"' in s
+]
+
+
+class PrepV3Writer:
+    """A schema-v3 prep database holding the cards' states and histories. Streamed: the
+    reviews wait in a temporary table (on disk) and are copied into the log in time order;
+    the log's indexes are built after (the same DDL as SCHEMA_V3's)."""
+
+    def __init__(self, path: Path) -> None:
+        path.unlink(missing_ok=True)
+        self.conn = conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("PRAGMA journal_mode = OFF")  # a fresh file: a crash means a rebuild
+        conn.execute("PRAGMA synchronous = OFF")
+        conn.execute("PRAGMA cache_size = -262144")  # 256 MiB
+        conn.execute("PRAGMA temp_store = FILE")
+        conn.executescript(SCHEMA_V3)
+        conn.execute("BEGIN")
+        for ddl in _V3_LOG_INDEXES:
+            conn.execute(f"DROP INDEX {ddl.split()[2]}")
+        conn.execute(
+            "CREATE TEMP TABLE staged (n INTEGER PRIMARY KEY, card_id, rating, reviewed_at, "
+            "duration_ms, prev_state, prev, next)"
+        )
+
+    def add(self, batch: list[GenCard]) -> None:
+        conn = self.conn
         conn.executemany(
-            f"INSERT INTO cards ({cols}) VALUES ({', '.join('?' * 14)})",
+            f"INSERT INTO cards ({_V3_CARD_COLS}) VALUES ({', '.join('?' * 14)})",
             (
                 (
                     s["id"], s["deck"], s["state"], s["step"], s["stability"], s["difficulty"],
@@ -254,130 +285,173 @@ def write_prep_v3(cards: Iterable[GenCard], path: Path) -> None:
         conn.executemany(
             "INSERT INTO staged (card_id, rating, reviewed_at, duration_ms, prev_state, prev, "
             "next) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                (
-                    c.id,
-                    rating,
-                    fmt(at),
-                    dur,
-                    None if prev is None else prev["state"],
-                    None if prev is None else json.dumps(prev),
-                    json.dumps(nxt),
-                )
-                for c in batch
-                for at, rating, dur, prev, nxt in c.reviews
-            ),
+            (row for c in batch for row in self._log_rows(c)),
         )
-    # the log is in time order, as a real one is (ties in the order generated)
-    conn.execute(
-        "INSERT INTO reviews (card_id, rating, reviewed_at, duration_ms, prev_state, prev, next) "
-        "SELECT card_id, rating, reviewed_at, duration_ms, prev_state, prev, next FROM staged "
-        "ORDER BY reviewed_at, n"
-    )
-    conn.execute("COMMIT")
-    conn.execute("DROP TABLE staged")
-    conn.close()
 
+    @staticmethod
+    def _log_rows(c: GenCard) -> Iterator[tuple]:
+        prev_json = None  # a review's "prev" is the review before's "next": encoded once
+        for at, rating, dur, prev, nxt in c.reviews:
+            next_json = json.dumps(nxt)
+            yield (
+                c.id,
+                rating,
+                fmt(at),
+                dur,
+                None if prev is None else prev["state"],
+                prev_json,
+                next_json,
+            )
+            prev_json = next_json
 
-def write_anki(cards: Iterable[GenCard], path: Path, now: datetime) -> None:
-    """The same cards as an Anki collection with FSRS on: one Basic note per card, the
-    card's state (FSRS memory state in card.data) and its revlog. Streamed: notes are added
-    in batches, the states and the log wait in a scratch database beside it."""
-    from anki.collection import AddNoteRequest, Collection
-
-    path.unlink(missing_ok=True)
-    scratch = path.with_name(path.name + ".scratch")
-    scratch.unlink(missing_ok=True)
-    stash = sqlite3.connect(scratch, isolation_level=None)
-    stash.execute("PRAGMA journal_mode = OFF")
-    stash.execute("PRAGMA synchronous = OFF")
-    stash.execute("CREATE TABLE upd (i INTEGER PRIMARY KEY, due, ivl, reps, lapses, data)")
-    stash.execute("CREATE TABLE rev (id, i, ease, ivl, lastIvl, time, type)")
-    stash.execute("BEGIN")
-    col = Collection(str(path))
-    try:
-        col.set_config("fsrs", True)
-        model = col.models.by_name("Basic")
-        deck_ids: dict[str, int] = {}
-        today = col.sched.today
-        now_s = now.timestamp()
-        i = 0
-        for batch in _batches(cards, BATCH):
-            requests = []
-            for c in batch:
-                if c.deck not in deck_ids:  # under one parent, studied as one collection
-                    deck_ids[c.deck] = col.decks.id(f"bench::{c.deck}")
-                note = col.new_note(model)
-                note["Front"] = c.prompt
-                note["Back"] = c.answer + "<br>" + c.explain
-                note.tags = list(c.tags)
-                requests.append(AddNoteRequest(note=note, deck_id=deck_ids[c.deck]))
-            col.add_notes(requests)
-            updates, revlog = [], []
-            for c in batch:
-                s = c.state
-                due_dt = datetime.fromisoformat(s["due"])
-                last_dt = datetime.fromisoformat(s["last_review"])
-                ivl = max(1, round((due_dt - last_dt).total_seconds() / 86400))
-                due_day = today + int((due_dt.timestamp() - now_s) // 86400)
-                data = json.dumps(
-                    {
-                        "s": s["stability"],
-                        "d": s["difficulty"],
-                        "dr": 0.9,
-                        "lrt": int(last_dt.timestamp()),
-                    }
-                )
-                updates.append((i, due_day, ivl, len(c.reviews), s["lapses"], data))
-                last_ivl = 0
-                for at, rating, dur, prev, nxt in c.reviews:
-                    n_ivl = max(1, round(nxt["stability"]))
-                    revlog.append(
-                        (int(at.timestamp() * 1000), i, rating, n_ivl, last_ivl, dur,
-                         0 if prev is None else 1)
-                    )  # fmt: skip
-                    last_ivl = n_ivl
-                i += 1
-            stash.executemany("INSERT INTO upd VALUES (?, ?, ?, ?, ?, ?)", updates)
-            stash.executemany("INSERT INTO rev VALUES (?, ?, ?, ?, ?, ?, ?)", revlog)
-        col.decks.select(col.decks.id("bench"))
-    finally:
-        col.close()
-        stash.execute("COMMIT")
-        stash.close()
-    # Anki's DB proxy commits row by row (minutes at 100k): write the states and the log
-    # straight into the closed collection's SQLite file, in one transaction; the i-th card
-    # generated is the i-th card by note id (notes were added in that order)
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        conn.execute("ATTACH DATABASE ? AS st", (str(scratch),))
-        conn.execute("BEGIN")
+    def close(self) -> None:
+        conn = self.conn
+        # the log is in time order, as a real one is (ties in the order generated)
         conn.execute(
-            "CREATE TEMP TABLE m AS SELECT row_number() OVER (ORDER BY nid, id) - 1 AS i, "
-            "id FROM cards"
+            "INSERT INTO reviews (card_id, rating, reviewed_at, duration_ms, prev_state, prev, "
+            "next) SELECT card_id, rating, reviewed_at, duration_ms, prev_state, prev, next "
+            "FROM staged ORDER BY reviewed_at, n"
         )
-        conn.execute("CREATE UNIQUE INDEX temp.m_i ON m (i)")
-        conn.execute(
-            "UPDATE cards SET type = 2, queue = 2, due = u.due, ivl = u.ivl, factor = 2500, "
-            "reps = u.reps, lapses = u.lapses, data = u.data "
-            "FROM (SELECT m.id AS cid, s.* FROM st.upd s JOIN m ON m.i = s.i) AS u "
-            "WHERE cards.id = u.cid"
-        )
-        conn.execute(
-            "INSERT INTO revlog (id, cid, usn, ease, ivl, lastIvl, factor, time, type) "
-            "SELECT r.id, m.id, -1, r.ease, r.ivl, r.lastIvl, 2500, r.time, r.type "
-            "FROM st.rev r JOIN m ON m.i = r.i ORDER BY r.rowid"
-        )
+        conn.execute("DROP TABLE staged")
+        for ddl in _V3_LOG_INDEXES:
+            conn.execute(ddl)
         conn.execute("COMMIT")
-        conn.execute("DETACH DATABASE st")
-    finally:
         conn.close()
-        scratch.unlink(missing_ok=True)
+
+
+def _guid(card_id: str) -> str:
+    """A stable note guid (Anki draws a random one; a build is reproducible)."""
+    return hashlib.sha1(card_id.encode()).hexdigest()[:10]
+
+
+class AnkiWriter:
+    """The same cards as an Anki collection with FSRS on: one Basic note per card, the card's
+    state (FSRS memory state in card.data) and its revlog.
+
+    Anki creates the collection (schema, the Basic notetype, FSRS on, the decks); the notes,
+    cards and log rows are then written into its SQLite file with executemany (through
+    Anki's Python API, 1M notes took most of an hour), and Anki opens the result and
+    schedules from it on close. Rows are what Anki writes for an added note (usn -1, the
+    sort field and checksum of the front); tests/test_gencoll.py holds a small build against
+    one made through the API, and against Anki's database check."""
+
+    def __init__(self, path: Path, now: datetime, n_cards: int) -> None:
+        from anki.collection import Collection
+
+        self.path = path
+        path.unlink(missing_ok=True)
+        col = Collection(str(path))
+        try:
+            col.set_config("fsrs", True)
+            model = col.models.by_name("Basic")
+            assert model is not None
+            self.mid = model["id"]
+            # under one parent, studied as one collection
+            self.deck_ids = {d: col.decks.id(f"bench::{d}") for d in deck_names(n_cards)}
+            col.decks.select(col.decks.id("bench"))
+            self.today = col.sched.today
+        finally:
+            col.close()
+        self.now_s = now.timestamp()
+        self.mod = int(self.now_s)
+        # note and card ids are milliseconds, as Anki's: the i-th card's the i-th before now
+        self.next_id = int(self.now_s * 1000) - n_cards
+        self.conn = conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("PRAGMA journal_mode = OFF")
+        conn.execute("PRAGMA synchronous = OFF")
+        conn.execute("PRAGMA cache_size = -262144")
+        conn.execute("PRAGMA temp_store = FILE")
+        conn.execute("BEGIN")
+        conn.execute("CREATE TEMP TABLE rev (id, cid, ease, ivl, lastIvl, time, type)")
+
+    def add(self, batch: list[GenCard]) -> None:
+        notes, cards, revlog = [], [], []
+        for c in batch:
+            nid = self.next_id
+            self.next_id += 1
+            csum = int(hashlib.sha1(c.prompt.encode()).hexdigest()[:8], 16)
+            flds = f"{c.prompt}\x1f{c.answer}<br>{c.explain}"
+            tags = f" {' '.join(c.tags)} "
+            notes.append((nid, _guid(c.id), self.mid, self.mod, tags, flds, c.prompt, csum))
+            s = c.state
+            due_dt = datetime.fromisoformat(s["due"])
+            last_dt = datetime.fromisoformat(s["last_review"])
+            ivl = max(1, round((due_dt - last_dt).total_seconds() / 86400))
+            due_day = self.today + int((due_dt.timestamp() - self.now_s) // 86400)
+            data = json.dumps(
+                {
+                    "s": s["stability"],
+                    "d": s["difficulty"],
+                    "dr": 0.9,
+                    "lrt": int(last_dt.timestamp()),
+                }
+            )
+            cards.append(
+                (nid, nid, self.deck_ids[c.deck], self.mod, due_day, ivl, len(c.reviews), s["lapses"], data)
+            )  # fmt: skip
+            last_ivl = 0
+            for at, rating, dur, prev, nxt in c.reviews:
+                n_ivl = max(1, round(nxt["stability"]))
+                revlog.append(
+                    (int(at.timestamp() * 1000), nid, rating, n_ivl, last_ivl, dur, 0 if prev is None else 1)
+                )  # fmt: skip
+                last_ivl = n_ivl
+        conn = self.conn
+        conn.executemany(
+            "INSERT INTO notes (id, guid, mid, mod, usn, tags, flds, sfld, csum, flags, data) "
+            "VALUES (?, ?, ?, ?, -1, ?, ?, ?, ?, 0, '')",
+            notes,
+        )
+        conn.executemany(
+            "INSERT INTO cards (id, nid, did, ord, mod, usn, type, queue, due, ivl, factor, reps, "
+            "lapses, left, odue, odid, flags, data) "
+            "VALUES (?, ?, ?, 0, ?, -1, 2, 2, ?, ?, 2500, ?, ?, 0, 0, 0, 0, ?)",
+            cards,
+        )
+        conn.executemany("INSERT INTO rev VALUES (?, ?, ?, ?, ?, ?, ?)", revlog)
+
+    def close(self) -> None:
+        from anki.collection import Collection
+
+        conn = self.conn
+        conn.execute(  # in id (time) order: appended, not 10M inserts all over the table
+            "INSERT INTO revlog (id, cid, usn, ease, ivl, lastIvl, factor, time, type) "
+            "SELECT id, cid, -1, ease, ivl, lastIvl, 2500, time, type FROM rev ORDER BY id"
+        )
+        conn.execute("DROP TABLE rev")
+        conn.execute("COMMIT")
+        conn.close()
+        col = Collection(str(self.path))  # Anki reads it back: a card is scheduled from it
+        try:
+            if col.card_count() and col.sched.getCard() is None:
+                raise RuntimeError(f"{self.path}: Anki schedules no card from the build")
+        finally:
+            col.close()
+
+
+def _feed(cards: Iterable[GenCard], writer) -> None:
+    try:
+        for batch in _batches(cards, BATCH):
+            writer.add(batch)
+    finally:
+        writer.close()
+
+
+def write_decks(cards: Iterable[GenCard], folder: Path) -> None:
+    _feed(cards, DeckWriter(folder))
+
+
+def write_prep_v3(cards: Iterable[GenCard], path: Path) -> None:
+    _feed(cards, PrepV3Writer(path))
+
+
+def write_anki(cards: Iterable[GenCard], path: Path, now: datetime, n_cards: int) -> None:
+    _feed(cards, AnkiWriter(path, now, n_cards))
 
 
 def build(out: Path, n_cards: int, reviews_per_card: int, *, anki: bool = True, log=print) -> dict:
     """Build (or reuse from ``out``) the decks, the v3 prep database and the Anki collection
-    of one size. Returns the manifest: paths, sizes, ``now`` of the build."""
+    of one size. Returns the manifest: paths, sizes, ``now``, seconds per phase."""
     folder = out / f"{n_cards}x{reviews_per_card}"
     manifest_path = folder / "manifest.json"
     if manifest_path.exists():
@@ -387,14 +461,39 @@ def build(out: Path, n_cards: int, reviews_per_card: int, *, anki: bool = True, 
     folder.mkdir(parents=True, exist_ok=True)
     now = datetime.now(UTC)
     log(f"  generating {n_cards:,} cards x {reviews_per_card} reviews in {folder} ...")
-    # streamed: each writer takes the cards from its own run of the (seeded) generator, so
-    # that 1M cards x 10 reviews never sit in memory at once (they took ~10 GB)
-    write_decks(generate(n_cards, reviews_per_card, now), folder / "decks")
-    write_prep_v3(generate(n_cards, reviews_per_card, now), folder / "prep-v3.db")
-    anki_path = None
-    if anki:
-        anki_path = folder / "collection.anki2"
-        write_anki(generate(n_cards, reviews_per_card, now), anki_path, now)
+    anki_path = folder / "collection.anki2" if anki else None
+    # one pass of the (seeded) generator, batch by batch, feeds every writer: 1M cards x 10
+    # reviews never sit in memory at once (they took ~10 GB)
+    phases = dict.fromkeys(("generate", "decks", "prep v3", "anki"), 0.0)
+    t = time.perf_counter()
+    writers: dict[str, DeckWriter | PrepV3Writer | AnkiWriter] = {
+        "decks": DeckWriter(folder / "decks"),
+        "prep v3": PrepV3Writer(folder / "prep-v3.db"),
+    }
+    if anki_path is not None:
+        writers["anki"] = AnkiWriter(anki_path, now, n_cards)
+    phases["anki"] = time.perf_counter() - t
+    batches = _batches(generate(n_cards, reviews_per_card, now), BATCH)
+    done = 0
+    while True:
+        t = time.perf_counter()
+        batch = next(batches, None)
+        phases["generate"] += time.perf_counter() - t
+        if batch is None:
+            break
+        for name, writer in writers.items():
+            t = time.perf_counter()
+            writer.add(batch)
+            phases[name] += time.perf_counter() - t
+        done += len(batch)
+        if done % 100_000 == 0:
+            log(f"    {done:,} cards  ({', '.join(f'{k} {v:.0f} s' for k, v in phases.items())})")
+    for name, writer in writers.items():  # sorts the logs, builds their indexes
+        t = time.perf_counter()
+        writer.close()
+        phases[name] += time.perf_counter() - t
+    phases = {k: round(v, 1) for k, v in phases.items()}
+    log(f"    built: {phases} s")
     manifest = {
         "version": GENERATOR_VERSION,
         "cards": n_cards,
@@ -403,6 +502,7 @@ def build(out: Path, n_cards: int, reviews_per_card: int, *, anki: bool = True, 
         "decks": str(folder / "decks"),
         "prep_v3": str(folder / "prep-v3.db"),
         "anki": str(anki_path) if anki_path else None,
+        "build_seconds": phases,
     }
     manifest_path.write_text(json.dumps(manifest, indent=2))
     return manifest
