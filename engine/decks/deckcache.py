@@ -77,7 +77,6 @@ from prep.engine.decks.collection import (  # noqa: F401 - CachedCollection, car
     card_from_fields,
 )
 from prep.engine.decks.deck import LEVELS, Card, DeckError, DeckInfo, ParsedDecks
-from prep.engine.decks.fastdeck import _cache_row, parse_rows
 from prep.engine.decks.files import collect_deck_files, read_deck_text
 from prep.engine.decks.fill import CHECK, DONE, INDEX, PARSE, RECONCILE, STORE, Fill, Progress
 from prep.engine.decks.fillbatch import Batch
@@ -131,6 +130,8 @@ def gc_paused() -> Iterator[None]:
 
 
 def _parse(text: str, shown: str, stem: str):
+    from prep.engine.decks.fastdeck import parse_rows  # (imports yaml: only a parse needs it)
+
     return parse_rows(text, shown, stem)
 
 
@@ -187,67 +188,18 @@ def from_parsed(parsed: ParsedDecks, store: Store | None = None) -> CachedCollec
     if store is None:
         store = StoreClass.memory()
     try:
-        coll = _feed(store, parsed)
+        coll = fedcache.feed(store, parsed)
     except StoreError:
         if store.deck_cache_is_private():
             raise
         store.deck_cache_private()
-        coll = _feed(store, parsed)
+        coll = fedcache.feed(store, parsed)
     coll.errors = list(parsed.errors)
     coll.warnings = list(parsed.warnings)
     for name, info in coll.decks.items():  # as parsed (a duplicate id is under both decks)
         if name in parsed.decks:
             info.card_ids = list(parsed.decks[name].card_ids)
     coll._source = parsed
-    return coll
-
-
-def _feed(store: Store, parsed: ParsedDecks) -> CachedCollection:
-    """Each deck of ``parsed`` as one cached entry, keyed by its content (``parsed:`` and a
-    hash: not a path, so never taken for a deck file, and two different feeds into one
-    database never replace each other's rows), then assembled as ``load`` assembles files."""
-    fmt_key = format_key()
-    if store.deck_cache_format() != fmt_key:
-        store.deck_cache_reset(fmt_key)
-    groups: dict[str, list[Card]] = {name: [] for name in parsed.decks}
-    for card in parsed.cards:
-        groups.setdefault(card.deck, []).append(card)
-    digest = _state_digest(fmt_key)
-    order: list[tuple[str, str]] = []
-    cached = store.deck_cache_files()
-    now_ns = time.time_ns()
-    for deck, cards in groups.items():
-        info = parsed.decks.get(deck)
-        if info is None:  # cards built by hand without their deck's entry: a deck of its own
-            info = DeckInfo(name=deck, title=deck, description="", file=f"{deck}.yaml")
-        shown = info.file or f"{deck}.yaml"
-        lines = [c.line for c in cards]
-        if not all(a < b for a, b in zip([0, *lines], lines, strict=False)):
-            lines = list(range(1, len(cards) + 1))  # (built by hand: places in order)
-        rows = [_cache_row(c, line, card_fields(c)) for line, c in zip(lines, cards, strict=True)]
-        info_json = _info_json(info)
-        sha = hashlib.sha256(json.dumps([shown, info_json, rows]).encode()).hexdigest()
-        key = f"{fedcache.PREFIX}{sha}"
-        if key not in cached:
-            store.deck_cache_put(
-                key,
-                shown=shown,
-                size=0,
-                mtime_ns=0,
-                sha256=sha,
-                checked_ns=now_ns,
-                info=info_json,
-                declared=[(c.id, line) for line, c in zip(lines, cards, strict=True)],
-                errors=[],
-                cards=rows,
-            )
-        elif (cached[key]["checked_ns"] or 0) < now_ns - fedcache.TOUCH_NS:
-            store.deck_cache_touch(key, 0, 0, now_ns)  # used again: among the newest kept
-        digest.update(f"{key}\0{sha}\n".encode())
-        order.append((key, shown))
-    digest.update(b"null")  # no demo names: the parse checked them
-    coll = _assemble(store, [], {}, order, [], digest, None, [], None, None)
-    fedcache.prune(store, coll, cached)
     return coll
 
 

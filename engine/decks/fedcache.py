@@ -14,12 +14,18 @@ to the store (CachedCollection._bind).
 
 from __future__ import annotations
 
+import hashlib
+import json
+import time
 import weakref
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
+from prep.engine.decks.deck import Card, DeckInfo
+
 if TYPE_CHECKING:
     from prep.engine.decks.collection import CachedCollection
+    from prep.engine.decks.deck import ParsedDecks
     from prep.engine.store import Store
 
 PREFIX = "parsed:"
@@ -45,3 +51,56 @@ def prune(store: Store, fed: CachedCollection, cached: dict[str, dict[str, Any]]
     if drop:
         with suppress(StoreError):  # best effort, as deckcache._prune
             store.deck_cache_prune(drop)
+
+
+def feed(store: Store, parsed: ParsedDecks) -> CachedCollection:
+    """Each deck of ``parsed`` as one cached entry, keyed by its content (``parsed:`` and a
+    hash: not a path, so never taken for a deck file, and two different feeds into one
+    database never replace each other's rows), then assembled as ``load`` assembles files."""
+    from prep.engine.decks import deckcache as dc
+    from prep.engine.decks.collection import card_fields
+    from prep.engine.decks.fastdeck import _cache_row  # (imports yaml: only a feed needs it)
+
+    fmt_key = dc.format_key()
+    if store.deck_cache_format() != fmt_key:
+        store.deck_cache_reset(fmt_key)
+    groups: dict[str, list[Card]] = {name: [] for name in parsed.decks}
+    for card in parsed.cards:
+        groups.setdefault(card.deck, []).append(card)
+    digest = dc._state_digest(fmt_key)
+    order: list[tuple[str, str]] = []
+    cached = store.deck_cache_files()
+    now_ns = time.time_ns()
+    for deck, cards in groups.items():
+        info = parsed.decks.get(deck)
+        if info is None:  # cards built by hand without their deck's entry: a deck of its own
+            info = DeckInfo(name=deck, title=deck, description="", file=f"{deck}.yaml")
+        shown = info.file or f"{deck}.yaml"
+        lines = [c.line for c in cards]
+        if not all(a < b for a, b in zip([0, *lines], lines, strict=False)):
+            lines = list(range(1, len(cards) + 1))  # (built by hand: places in order)
+        rows = [_cache_row(c, line, card_fields(c)) for line, c in zip(lines, cards, strict=True)]
+        info_json = dc._info_json(info)
+        sha = hashlib.sha256(json.dumps([shown, info_json, rows]).encode()).hexdigest()
+        key = f"{PREFIX}{sha}"
+        if key not in cached:
+            store.deck_cache_put(
+                key,
+                shown=shown,
+                size=0,
+                mtime_ns=0,
+                sha256=sha,
+                checked_ns=now_ns,
+                info=info_json,
+                declared=[(c.id, line) for line, c in zip(lines, cards, strict=True)],
+                errors=[],
+                cards=rows,
+            )
+        elif (cached[key]["checked_ns"] or 0) < now_ns - TOUCH_NS:
+            store.deck_cache_touch(key, 0, 0, now_ns)  # used again: among the newest kept
+        digest.update(f"{key}\0{sha}\n".encode())
+        order.append((key, shown))
+    digest.update(b"null")  # no demo names: the parse checked them
+    coll = dc._assemble(store, [], {}, order, [], digest, None, [], None, None)
+    prune(store, coll, cached)
+    return coll
