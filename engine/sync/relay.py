@@ -62,13 +62,20 @@ def _settings_clock(conn: sqlite3.Connection) -> list[int] | None:
     return None if row is None else list(json.loads(row[0]))
 
 
+def mark_fields(suspended: Any, buried_until: Any, flagged: Any) -> list[Any]:
+    """A mark's register as a journal entry ends it (``m`` and ``M``): SUSPENDED,
+    BURIED_UNTIL_US, FLAGGED, from card_marks' columns (NULL where the mark was cleared)."""
+    from prep.engine.store.reviewlog import to_us
+    from prep.engine.timeutil import parse
+
+    b = parse(buried_until)
+    return [int(suspended or 0), None if b is None else to_us(b), int(flagged or 0)]
+
+
 def entries(conn: sqlite3.Connection, settings: dict[str, Any]) -> list[list[Any]]:
     """The journal entries passing on what imports took and is still the register's value
     here: ["M", ORIGIN, STAMP, CARD, AT, SUSPENDED, BURIED_UNTIL_US, FLAGGED] and ["S",
     ORIGIN, STAMP, AT, SETTINGS] (``settings``: the study settings saved here)."""
-    from prep.engine.store.reviewlog import to_us
-    from prep.engine.timeutil import parse
-
     notes = _load(conn)
     if not notes["m"] and notes["s"] is None:
         return []
@@ -84,19 +91,7 @@ def entries(conn: sqlite3.Connection, settings: dict[str, Any]) -> list[list[Any
         if row is None or list(row[:3]) != notes["m"][cid]:
             continue  # changed here since (or the note is stale): not this register's value
         at, dev, stamp, susp, buried, flagged = row
-        b = parse(buried)
-        out.append(
-            [
-                "M",
-                names[dev],
-                stamp,
-                cid,
-                at,
-                int(susp or 0),
-                None if b is None else to_us(b),
-                int(flagged or 0),
-            ]
-        )
+        out.append(["M", names[dev], stamp, cid, at, *mark_fields(susp, buried, flagged)])
     if notes["s"] is not None and _settings_clock(conn) == notes["s"]:
         at, dev, stamp = notes["s"]
         out.append(["S", names[dev], stamp, at, settings])

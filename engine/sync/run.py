@@ -152,21 +152,7 @@ def outbox(store: Store) -> tuple[list[list[Any]], dict[str, dict], dict[str, in
             "WHERE c.dev = ? AND c.seq > ? ORDER BY c.seq",
             (me, sent["m"]),
         ):
-            from prep.engine.store.reviewlog import to_us
-            from prep.engine.timeutil import parse
-
-            b = parse(buried)
-            entries.append(
-                [
-                    "m",
-                    stamp,
-                    cid,
-                    at,
-                    int(susp or 0),
-                    None if b is None else to_us(b),
-                    int(flagged or 0),
-                ]
-            )
+            entries.append(["m", stamp, cid, at, *relay.mark_fields(susp, buried, flagged)])
             new["m"] = max(new["m"], stamp)
         row = conn.execute("SELECT value FROM meta WHERE key = 'settings_clock'").fetchone()
         if row is not None:
