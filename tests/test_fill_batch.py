@@ -5,10 +5,7 @@ saved lost."""
 
 from __future__ import annotations
 
-import signal
 import sqlite3
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,12 +13,12 @@ import pytest
 
 from prep.engine.decks import deckcache
 from prep.engine.decks.deckcache import load_collection
-from prep.engine.decks.fill import PARSE
 from prep.engine.decks.fillbatch import Batch
 from prep.engine.store import Store
 from prep.engine.store.deckfill import FILL_CACHE_KIB
 from prep.engine.study.scheduler import CardState, Scheduler
 
+from .killedfill import kill_a_fill, opened_noting_parsed
 from .test_fill_progress import write_decks
 
 
@@ -100,24 +97,6 @@ def test_a_failure_rolls_back_only_the_open_batch(tmp_path: Path) -> None:
     assert store.get_meta("kept") == "1" and store.get_meta("lost") is None
 
 
-_KILLED_FILL = """
-import os, signal, sys
-from pathlib import Path
-from prep.engine.decks import deckcache, fillbatch
-from prep.engine.decks.fill import STORE
-from prep.engine.store import Store
-from prep.engine.store.deckfill import FILL_CACHE_KIB
-fillbatch.BATCH_SECONDS = float(sys.argv[3])
-
-def progress(fill):
-    if fill.stage == STORE and fill.files_done == 3:  # the 4th file parsed, not yet written
-        os.kill(os.getpid(), signal.SIGKILL)
-
-deckcache.load(Store.open(Path(sys.argv[1])), [Path(sys.argv[2])], include_bundled=False,
-               progress=progress)
-"""
-
-
 @pytest.mark.parametrize(("seconds", "reparsed"), [(0.0, 3), (3600.0, 6)])
 def test_a_fill_killed_half_way_is_completed_by_the_next_open(
     tmp_path: Path, seconds: float, reparsed: int
@@ -138,23 +117,8 @@ def test_a_fill_killed_half_way_is_completed_by_the_next_open(
                 at,
             )
         saved = store.count_reviews()
-    proc = subprocess.run(
-        [sys.executable, "-c", _KILLED_FILL, str(db), str(decks), str(seconds)],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == -signal.SIGKILL, proc.stderr
-    conn = sqlite3.connect(db)
-    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-    conn.close()
-    parsed: list[str] = []
-    with Store.open(db) as store:
-        coll = deckcache.load(
-            store,
-            [decks],
-            include_bundled=False,
-            progress=lambda f: parsed.append(f.file) if f.stage == PARSE else None,
-        )
+    kill_a_fill(db, decks, seconds)
+    with opened_noting_parsed(db, decks) as (store, coll, parsed):
         full = load_collection([decks], include_bundled=False)
         assert [(c.id, c.content_hash) for c in coll.cards] == [
             (c.id, c.content_hash) for c in full.cards
@@ -166,14 +130,7 @@ def test_a_fill_killed_half_way_is_completed_by_the_next_open(
             "gen-4-2",
             "gen-5-3",
         }
-    with Store.open(db) as store:  # and the open after that parses nothing
-        parsed.clear()
-        deckcache.load(
-            store,
-            [decks],
-            include_bundled=False,
-            progress=lambda f: parsed.append(f.file) if f.stage == PARSE else None,
-        )
+    with opened_noting_parsed(db, decks) as (_, _, parsed):  # the open after parses nothing
         assert parsed == []
 
 

@@ -5,10 +5,7 @@ with nothing lost."""
 
 from __future__ import annotations
 
-import signal
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +14,8 @@ from prep.engine.decks import deckcache, fillbatch
 from prep.engine.decks.deckcache import load_collection
 from prep.engine.decks.fill import INDEX, PARSE, Fill, describe
 from prep.engine.store import Store
+
+from .killedfill import kill_a_fill, opened_noting_parsed
 
 
 def tagged_decks(folder: Path, n_files: int = 6, per_file: int = 30) -> Path:
@@ -79,7 +78,7 @@ def test_a_bulk_fill_caches_what_a_row_by_row_fill_caches(
             **{f"tag-{k}": (len([n for n in range(180) if n % 7 == k]), 0, 0) for k in range(7)},
         }
     assert any("DROP INDEX IF EXISTS deck_cards_id" in s for s in statements)  # it was bulk
-    row_by_row = "DELETE FROM deck_tags WHERE key BETWEEN"  # (each put's scan of every tag)
+    row_by_row = "DELETE FROM deck_tags WHERE key BETWEEN"  # (each put deleting its tags)
     assert not any(s.startswith(row_by_row) for s in statements)
     from_json = "INSERT OR IGNORE INTO deck_tags (id, tag, key) SELECT"
     assert not any(s.startswith(from_json) for s in statements)  # (kept as they were put)
@@ -93,40 +92,14 @@ def test_a_bulk_fill_caches_what_a_row_by_row_fill_caches(
     assert len(in_bulk[1]) == 180 * 2
 
 
-_KILLED_BULK_FILL = """
-import os, signal, sys
-from pathlib import Path
-from prep.engine.decks import deckcache, fillbatch
-from prep.engine.decks.fill import STORE
-from prep.engine.store import Store
-fillbatch.BATCH_SECONDS = 0.0  # a batch a file: three files committed when killed
-fillbatch.BULK_CHARS = 0
-
-def progress(fill):
-    if fill.stage == STORE and fill.files_done == 3:  # the 4th file parsed, not yet written
-        os.kill(os.getpid(), signal.SIGKILL)
-
-deckcache.load(Store.open(Path(sys.argv[1])), [Path(sys.argv[2])], include_bundled=False,
-               progress=progress)
-"""
-
-
 def test_a_bulk_fill_killed_half_way_is_completed_by_the_next_open(tmp_path: Path) -> None:
     decks = tagged_decks(tmp_path / "decks")
     db = tmp_path / "p.db"
     with Store.open(db) as store:
         store.set_meta("kept", "yes")  # (something saved before the fill)
-    proc = subprocess.run(
-        [sys.executable, "-c", _KILLED_BULK_FILL, str(db), str(decks)],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    kill_a_fill(db, decks, seconds=0.0, bulk_chars=0)  # a batch a file, in bulk
     cards, tags, index, mark = cache_contents(db)
     assert len(cards) == 3 * 30 and tags == [] and index == [] and mark == [("1",)]
-    conn = sqlite3.connect(db)
-    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-    conn.close()
 
     # a prep that may not write still opens it (its own private cache)
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None)
@@ -135,14 +108,7 @@ def test_a_bulk_fill_killed_half_way_is_completed_by_the_next_open(tmp_path: Pat
         assert read_only.deck_cache_is_private() and len(coll) == 180
     assert cache_contents(db)[2:] == ([], [("1",)])  # (it wrote nothing)
 
-    parsed: list[str] = []
-    with Store.open(db) as store:
-        coll = deckcache.load(
-            store,
-            [decks],
-            include_bundled=False,
-            progress=lambda f: parsed.append(f.file) if f.stage == PARSE else None,
-        )
+    with opened_noting_parsed(db, decks) as (store, coll, parsed):
         assert len(parsed) == 3  # only the files the killed fill had not committed
         assert [c.id for c in coll.cards] == [
             c.id for c in load_collection([decks], include_bundled=False).cards
@@ -175,3 +141,35 @@ def test_a_bulk_fill_beside_cached_files_keeps_their_tags(
     with Store.open(tmp_path / "rows.db") as store:
         deckcache.load(store, [small, big], include_bundled=False)
     assert cache_contents(tmp_path / "p.db") == cache_contents(tmp_path / "rows.db")
+
+
+def test_a_file_parsed_again_row_by_row_replaces_its_tags_without_scanning_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small fill (row by row) of a changed file deletes that file's old tags by its
+    cards' ids (deck_tags' key), not by a scan of every tag of the collection (which made
+    each file's write cost the collection's size); the tags left are a fresh fill's."""
+    decks = tagged_decks(tmp_path / "decks")
+    monkeypatch.setattr(fillbatch, "BULK_CHARS", 10**12)  # row by row
+    db = tmp_path / "p.db"
+    with Store.open(db) as store:
+        deckcache.load(store, [decks], include_bundled=False)
+    edited = decks / "tagged-2.yaml"
+    text = edited.read_text(encoding="utf-8")
+    text = text.replace("shared, ", "renamed, ").replace("t-00008", "t-99998")  # (an id too)
+    edited.write_text(text, encoding="utf-8")
+    statements: list[str] = []
+    with Store.open(db) as store:
+        store.conn.set_trace_callback(statements.append)
+        deckcache.load(store, [decks], include_bundled=False)
+        store.conn.set_trace_callback(None)
+        deletes = [s for s in statements if s.startswith("DELETE FROM deck_tags")]
+        assert len(deletes) == 1  # (the one file parsed again)
+        plan = [r[3] for r in store.conn.execute("EXPLAIN QUERY PLAN " + deletes[0])]
+        assert not any(step.startswith("SCAN deck_tags") for step in plan), plan
+    with Store.open(tmp_path / "fresh.db") as store:
+        deckcache.load(store, [decks], include_bundled=False)
+    after, fresh = cache_contents(db), cache_contents(tmp_path / "fresh.db")
+    assert after[1] == fresh[1]  # the tags: the edited file's new ones, the others kept
+    assert sum(tag == "renamed" for _, tag, _ in after[1]) == 30
+    assert not any(cid == "t-00008" for cid, _, _ in after[1])

@@ -172,9 +172,9 @@ class DeckCacheStore(StoreCore):
             )
             self.conn.execute("UPDATE deck_files SET ident = ? WHERE path = ?", (ident, path))
             lo, hi = self._deck_keys(path)
+            if tags:  # (the bulk fill's end rebuilds them all instead)
+                self._delete_tags(lo, hi)
             self.conn.execute("DELETE FROM deck_cards WHERE key BETWEEN ? AND ?", (lo, hi))
-            if tags:  # (a scan of every tag: the bulk fill's end rebuilds them all instead)
-                self.conn.execute("DELETE FROM deck_tags WHERE key BETWEEN ? AND ?", (lo, hi))
             self.conn.executemany(
                 "INSERT INTO deck_cards (key, id, deck, parent, demos, chash, data, kind, level) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -201,9 +201,20 @@ class DeckCacheStore(StoreCore):
                 if row is None:
                     continue  # pruned meanwhile by another prep
                 lo, hi = _key_range(row[0])
+                self._delete_tags(lo, hi)
                 self.conn.execute("DELETE FROM deck_cards WHERE key BETWEEN ? AND ?", (lo, hi))
-                self.conn.execute("DELETE FROM deck_tags WHERE key BETWEEN ? AND ?", (lo, hi))
                 self.conn.execute("DELETE FROM deck_files WHERE fid = ?", (row[0],))
+
+    def _delete_tags(self, lo: int, hi: int) -> None:
+        """The tags of the cached cards keyed ``lo``..``hi`` (one file's), found by those cards'
+        own ids (deck_tags' key is (id, tag, key)): a search per card, where asking for the key
+        range alone scanned every tag of the collection for each file written (before its cards
+        go: they name the ids)."""
+        self.conn.execute(
+            "DELETE FROM deck_tags WHERE key BETWEEN ?1 AND ?2 AND id IN "
+            "(SELECT id FROM deck_cards WHERE key BETWEEN ?1 AND ?2)",
+            (lo, hi),
+        )
 
     def _deck_keys(self, path: str) -> tuple[int, int]:
         """The range of deck_cards keys of one cached file (its id << 32 | line)."""
