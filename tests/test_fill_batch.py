@@ -15,7 +15,7 @@ from prep.engine.decks import deckcache
 from prep.engine.decks.deckcache import load_collection
 from prep.engine.decks.fillbatch import Batch
 from prep.engine.store import Store
-from prep.engine.store.deckfill import FILL_CACHE_KIB
+from prep.engine.store.deckfill import FILL_CACHE_KIB, FILL_CHECKPOINT_PAGES
 from prep.engine.study.scheduler import CardState, Scheduler
 
 from .killedfill import kill_a_fill, opened_noting_parsed
@@ -46,6 +46,11 @@ def test_a_batch_lets_the_lock_go_before_a_wait_and_after_its_time(tmp_path: Pat
     with Batch(store, seconds=3600) as batch:
         # a page cache that holds the id index while every file's ids land all over it
         assert store.conn.execute("PRAGMA cache_size").fetchone()[0] == -FILL_CACHE_KIB
+        # the cache's batches (derived data) committed without a sync each, fewer checkpoints
+        assert store.conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+        assert store.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == (
+            FILL_CHECKPOINT_PAGES
+        )
         batch.begin()
         store.set_meta("a", "1")
         batch.pause(next_ready=True)  # the next file is parsed: keep writing in this one
@@ -56,6 +61,9 @@ def test_a_batch_lets_the_lock_go_before_a_wait_and_after_its_time(tmp_path: Pat
         store.set_meta("b", "2")
     assert batch.commits == 2 and not store.conn.in_transaction
     assert store.conn.execute("PRAGMA cache_size").fetchone()[0] == cache  # the connection's own
+    # every commit after the fill (a rating's) synced again, as the store opened it
+    assert store.conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert store.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
     with Batch(store, seconds=0) as batch:
         batch.begin()
         store.set_meta("c", "3")
