@@ -49,6 +49,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import fields
 from functools import partial
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -355,19 +356,28 @@ def _fill_files(
                     cards=rows,
                 )
                 if outline is not None:  # (built here, while the workers parse on)
-                    outline[key] = [
-                        CardRef(
-                            cid, deck, parent, tuple(demos.split(",")) if demos else (), shown, line
-                        )
-                        for line, cid, deck, parent, demos, *_ in rows
-                    ]
-                    declared = [] if info is None else info.declared
-                    now[key] = (declared, not all(r[7].endswith(no_aliases) for r in rows))
+                    outline[key], aliases = _outline(rows, shown, no_aliases)
+                    now[key] = ([] if info is None else info.declared, aliases)
             if fill is not None and st is not None:
                 fill.files_done += 1
                 fill.bytes_done += st.st_size
         digest.update(f"{key}\0{sha}\n".encode())
         order.append((key, shown))
+
+
+def _outline(
+    rows: list[tuple[Any, ...]], shown: str, no_aliases: tuple[str, ...]
+) -> tuple[list[CardRef], bool]:
+    """The outline of a file's cache rows (as ``_refs`` reads it back), and whether any of its
+    cards lists an alias (its JSON does not end as ``no_aliases``), built column by column
+    with zip and map: no Python code per card (a million of them in a big fill)."""
+    if not rows:
+        return [], False
+    lines, ids, decks, parents, demos, _, _, data, *_ = zip(*rows, strict=True)
+    split = {d: tuple(d.split(",")) if d else () for d in set(demos)}  # (a deck's few)
+    fields = zip(ids, decks, parents, map(split.__getitem__, demos), repeat(shown), lines)
+    refs: list[CardRef] = list(map(tuple.__new__, repeat(CardRef), fields))  # CardRef._make
+    return refs, not all(map(str.endswith, data, repeat(no_aliases)))
 
 
 def _assemble(
