@@ -576,6 +576,6 @@ def _info_and_errors(
         file=shown,
         line=d.get("line", 1),
         order=d.get("order"),
-        declared=[(cid, line) for cid, line in declared],
+        declared=list(map(tuple, declared)),  # (JSON lists, or the parse's tuples: kept)
     )
     return info, deck_errors
