@@ -80,8 +80,9 @@ def test_a_bulk_fill_caches_what_a_row_by_row_fill_caches(
     assert any("DROP INDEX IF EXISTS deck_cards_id" in s for s in statements)  # it was bulk
     row_by_row = "DELETE FROM deck_tags WHERE key BETWEEN"  # (each put deleting its tags)
     assert not any(s.startswith(row_by_row) for s in statements)
-    from_json = "INSERT OR IGNORE INTO deck_tags (id, tag, key) SELECT"
-    assert not any(s.startswith(from_json) for s in statements)  # (kept as they were put)
+    from_json = "INSERT OR IGNORE INTO deck_tags (id, tag, key) SELECT dc.id"
+    assert not any(s.startswith(from_json) for s in statements)  # (kept as they were put:
+    assert any("FROM temp.deck_fill_tags" in s for s in statements)  # sorted by SQLite)
     assert INDEX in stages and stages.index(INDEX) > max(
         i for i, s in enumerate(stages) if s == PARSE
     )

@@ -39,8 +39,8 @@ class DeckCacheStore(StoreCore):
     # A cache private to this connection (deck_cache_private): its keys (format, assembly,
     # reconciliation) in memory; None while the cache is the database's own.
     _private: dict[str, str] | None = None
-    # A bulk fill's tags, kept here as its files are put (store/deckfill.py); None otherwise.
-    _bulk_tags: list[tuple[str, str, int]] | None = None
+    # A bulk fill keeps its files' tags in a TEMP table as they are put (store/deckfill.py).
+    _bulk_tags = False
     _bulk_cards = 0  # the cards it put
 
     def deck_cache_private(self) -> None:
@@ -185,8 +185,11 @@ class DeckCacheStore(StoreCore):
                     "INSERT OR IGNORE INTO deck_tags (id, tag, key) VALUES (?, ?, ?)",
                     [(c[1], tag, lo + c[0]) for c in cards for tag in c[5]],
                 )
-            elif self._bulk_tags is not None:
-                self._bulk_tags.extend((c[1], tag, lo + c[0]) for c in cards for tag in c[5])
+            elif self._bulk_tags:
+                self.conn.executemany(
+                    "INSERT INTO temp.deck_fill_tags (id, tag, key) VALUES (?, ?, ?)",
+                    [(c[1], tag, lo + c[0]) for c in cards for tag in c[5]],
+                )
                 self._bulk_cards += len(cards)
             self._set_cache_meta("deck_assembly", None)
 

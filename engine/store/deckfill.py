@@ -3,13 +3,14 @@
 A large fill is written in bulk: the two orders that each file's cards land all over (the
 cards' id index, the tags by id) are built once at the end, sorted, instead of row by row.
 A deck file's card ids are spread over the whole id order (a generated collection deals them
-round-robin), so row by row every batch rewrote most pages of both, and each file's put
-scanned every tag to delete its own: a fill of n cards cost ~n² (1M cards: 265 s, loaded). In
-bulk, the first batch drops the id index and marks the cache ``deck_cache_bulk`` (meta), the
-files' puts skip their tags, and ``deck_cache_bulk_finish`` (after the last batch, and on
-every later open while the mark is there: a fill killed half-way) writes the tags (those kept
-in memory as the files were put, sorted; else read from the cached cards' JSON), builds the
-index and clears the mark, in one transaction. Nothing is lost to a kill: the tags and the
+round-robin), so row by row every batch rewrote most pages of both (and each file's put
+scanned every tag to delete its own, until it searched them by its cards' ids): a fill of n
+cards cost ~n² (1M cards: 265 s, loaded). In bulk, the first batch drops the id index and
+marks the cache ``deck_cache_bulk`` (meta), the files' puts skip deck_tags, and
+``deck_cache_bulk_finish`` (after the last batch, and on every later open while the mark is
+there: a fill killed half-way) writes the tags (those kept in a TEMP table as the files were
+put, sorted by SQLite; else read from the cached cards' JSON), builds the index and clears
+the mark, in one transaction. Nothing is lost to a kill: the tags and the
 index are derived from rows committed with their files.
 
 Part of the one `Store` (engine/store/__init__.py combines the tables' classes).
@@ -35,6 +36,15 @@ FILL_CHECKPOINT_PAGES = 16_384
 _BULK_KEY = "deck_cache_bulk"
 # The index a bulk fill drops and builds again (engine/store/schema11.py made it).
 _ID_INDEX = "CREATE INDEX IF NOT EXISTS deck_cards_id ON deck_cards (id)"
+# Where a first fill in bulk keeps its files' tags until its end sorts them into deck_tags:
+# a TEMP table (gone with the connection, as a killed fill's tags are; the end then reads
+# them from the cards' JSON). In memory as Python tuples they were ~150 MB at 1M cards, and
+# sorting and inserting them at the end (one core, the other idle) took 1.6 CPU-s; SQLite's
+# sorter takes 0.6, and the 0.9 of inserting moves into the fill, while the workers parse.
+_KEPT_TAGS = (
+    "CREATE TEMP TABLE IF NOT EXISTS deck_fill_tags "
+    "(id TEXT NOT NULL, tag TEXT NOT NULL, key INTEGER NOT NULL)"
+)
 
 
 class DeckFillStore(DeckCacheStore):
@@ -76,15 +86,18 @@ class DeckFillStore(DeckCacheStore):
 
     def deck_cache_bulk_begin(self) -> None:
         """Inside the fill's first batch: drop the id index and mark the cache (see above).
-        Into a cache without tags (a first fill), the files' tags are kept in memory as they
-        are put, for the end to write them sorted without reading the cards back."""
+        Into a cache without tags (a first fill), the files' tags are kept in a TEMP table as
+        they are put, for the end to write them sorted without reading the cards back."""
         fresh = (
             self.get_meta(_BULK_KEY) is None
             and self.conn.execute("SELECT 1 FROM deck_tags LIMIT 1").fetchone() is None
         )
         self.conn.execute("DROP INDEX IF EXISTS deck_cards_id")
         self.set_meta(_BULK_KEY, "1")
-        self._bulk_tags, self._bulk_cards = ([] if fresh else None), 0
+        if fresh:
+            self.conn.execute(_KEPT_TAGS)
+            self.conn.execute("DELETE FROM temp.deck_fill_tags")
+        self._bulk_tags, self._bulk_cards = fresh, 0
 
     def deck_cache_bulk_finish(
         self, tags_field: int, starting: Callable[[], None] | None = None
@@ -98,14 +111,14 @@ class DeckFillStore(DeckCacheStore):
             return False
         if starting is not None:
             starting()  # (the fill's progress: a few seconds at 1M cards)
-        kept, self._bulk_tags = self._bulk_tags, None
+        kept, self._bulk_tags = self._bulk_tags, False
         with self.transaction():
             (cards,) = self.conn.execute("SELECT count(*) FROM deck_cards").fetchone()
             self.conn.execute("DELETE FROM deck_tags")
-            if kept is not None and cards == self._bulk_cards:  # (every cached card put now)
-                kept.sort()
-                self.conn.executemany(
-                    "INSERT OR IGNORE INTO deck_tags (id, tag, key) VALUES (?, ?, ?)", kept
+            if kept and cards == self._bulk_cards:  # (every cached card put now)
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO deck_tags (id, tag, key) "
+                    "SELECT id, tag, key FROM temp.deck_fill_tags ORDER BY 1, 2, 3"
                 )
             else:  # (a fill killed half-way, or one beside cards cached before: from the JSON)
                 self.conn.execute(
@@ -115,4 +128,6 @@ class DeckFillStore(DeckCacheStore):
                 )
             self.conn.execute(_ID_INDEX)
             self.conn.execute("DELETE FROM meta WHERE key = ?", (_BULK_KEY,))
+            if kept:
+                self.conn.execute("DROP TABLE temp.deck_fill_tags")
         return True
