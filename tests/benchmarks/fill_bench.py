@@ -4,8 +4,9 @@
 
 Each run is a fresh process filling a fresh database from the same decks (gencoll's, 4,000
 cards a file), as `prep stats` does the first time it sees them. Printed per size: wall
-seconds, CPU seconds (the process and its parse workers) and the load average (the machine is
-shared: CPU seconds move less with the load than wall seconds). Beside it, floors measured in
+seconds, CPU seconds (the process and its parse workers; then the filling process's own, the
+fill's critical path at 1M, and its peak memory) and the load average (the machine is shared:
+CPU seconds move less with the load than wall seconds). Beside it, floors measured in
 the same run, each in this one process: reading the same bytes (wall), the YAML alone through
 prep's fast reader (engine/decks/fastyaml.py: the subset decks are written in, line numbers
 kept, no checks, no database) and through PyYAML's C loader (libyaml, no line numbers) — what
@@ -40,8 +41,11 @@ store = Store.open(Path(sys.argv[1]))
 n = len(deckcache.load(store, [Path(sys.argv[2])], include_bundled=False))
 wall = time.perf_counter() - start
 children = resource.getrusage(resource.RUSAGE_CHILDREN)
-cpu = time.process_time() - cpu + children.ru_utime + children.ru_stime
-print(json.dumps({"cards": n, "wall": wall, "cpu": cpu}))
+parent = time.process_time() - cpu
+workers = children.ru_utime + children.ru_stime
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"cards": n, "wall": wall, "cpu": parent + workers, "parent": parent,
+                  "peak_mb": peak}))
 """
 
 
@@ -134,7 +138,8 @@ def main() -> None:
     sizes = [args.cards] + ([1_000_000] if args.million else [])
     print("deck cache fill (first open): fresh process, fresh database")
     print(
-        f"{'cards':>10}  {'wall s':>7}  {'CPU s':>6}  {'load':>5}   floors: "
+        f"{'cards':>10}  {'wall s':>7}  {'CPU s':>6}  {'parent':>6}  {'peak MB':>7}  {'load':>5}"
+        "   floors: "
         f"{'read s':>6}  {'one pass CPU s':>14}  {'fast YAML CPU s':>15}  {'C loader CPU s':>14}"
     )
     for n in sizes:
@@ -145,7 +150,8 @@ def main() -> None:
             r = fill_once(decks, root)
             load = os.getloadavg()[0]
             print(
-                f"{r['cards']:>10,}  {r['wall']:>7.2f}  {r['cpu']:>6.2f}  {load:>5.1f}           "
+                f"{r['cards']:>10,}  {r['wall']:>7.2f}  {r['cpu']:>6.2f}  {r['parent']:>6.2f}  "
+                f"{r['peak_mb']:>7.0f}  {load:>5.1f}           "
                 f"{read:>6.2f}  {one:>14.2f}  {fast:>15.2f}  {floor:>14.2f}"
             )
 
