@@ -43,6 +43,8 @@ def test_the_commits_of_a_fill_do_not_grow_with_its_files(tmp_path: Path) -> Non
 def test_a_batch_lets_the_lock_go_before_a_wait_and_after_its_time(tmp_path: Path) -> None:
     store = Store.open(tmp_path / "p.db")
     cache = store.conn.execute("PRAGMA cache_size").fetchone()[0]
+    checkpoint = store.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+    assert store.conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL, as opened
     with Batch(store, seconds=3600) as batch:
         # a page cache that holds the id index while every file's ids land all over it
         assert store.conn.execute("PRAGMA cache_size").fetchone()[0] == -FILL_CACHE_KIB
@@ -63,7 +65,7 @@ def test_a_batch_lets_the_lock_go_before_a_wait_and_after_its_time(tmp_path: Pat
     assert store.conn.execute("PRAGMA cache_size").fetchone()[0] == cache  # the connection's own
     # every commit after the fill (a rating's) synced again, as the store opened it
     assert store.conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
-    assert store.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
+    assert store.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == checkpoint
     with Batch(store, seconds=0) as batch:
         batch.begin()
         store.set_meta("c", "3")
