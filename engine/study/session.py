@@ -216,7 +216,7 @@ class ReviewSession:
         ahead = now + self.learn_ahead
         due = self.store.due_ids(ahead, decks=decks, not_state=int(State.Review))
         held = {cid for _, cid in self.learning}
-        new = [cid for cid in due if cid not in held and cid in self.collection]
+        new = self.collection.known(cid for cid in due if cid not in held)
         if not new:
             return
         hidden = self.store.hidden_ids(now)
