@@ -118,9 +118,26 @@ def _hand_over(conn: sqlite3.Connection, old: int, new: int, sent: dict) -> None
     )
 
 
+# the parameters last encoded, a copy of them and their text: a session passes the same
+# dict with every rating (Scheduler.replay_params), encoded once
+_encoded: tuple[dict, dict, str] | None = None
+
+
+def params_text(params: dict) -> str:
+    """The parameters as sched_params stores them (sorted JSON). The same dict as last time,
+    unchanged since, is not encoded again."""
+    global _encoded
+    seen = _encoded
+    if seen is not None and seen[0] is params and seen[1] == params:
+        return seen[2]
+    text = json.dumps(params, sort_keys=True)
+    _encoded = (params, json.loads(text), text)
+    return text
+
+
 def params_n(conn: sqlite3.Connection, params: dict) -> int:
     """The number of these scheduler parameters (scheduler.replay_params) in sched_params."""
-    text = json.dumps(params, sort_keys=True)
+    text = params_text(params)
     row = conn.execute("SELECT n FROM sched_params WHERE value = ?", (text,)).fetchone()
     if row is not None:
         return int(row[0])

@@ -247,8 +247,8 @@ class ReviewSession:
         state = self.state_of(card)
         why = state_problem(state)
         if why is None:
-            try:
-                self.scheduler.preview(state, self.clock())
+            try:  # (with the key its review will get: the preview shown is this one, kept)
+                self.scheduler.preview(state, self.clock(), self.store.next_review_key())
             except (ArithmeticError, AssertionError, TypeError, ValueError) as exc:
                 why = f"the scheduler cannot rate it ({type(exc).__name__}: {exc})"
         if why is not None:
