@@ -118,6 +118,10 @@ _REVIEW_COLS = "id, card_id, rating, at, duration_ms, prev_state, prev, next"
 _CARD_COLS = ", ".join(CARD_COLUMNS)
 _CARD_MARKS = ", ".join("?" * len(CARD_COLUMNS))
 _CARD_SETS = ", ".join(f"{c} = excluded.{c}" for c in CARD_COLUMNS if c != "id")
+_CARD_AND_STAMP = (
+    f"SELECT s.*, {', '.join(f'c.{c}' for c in CARD_COLUMNS)} FROM ({devices.STAMP_SQL}) s "
+    "LEFT JOIN cards c ON c.id = ?"
+)
 # what a rating reads of the card (rate_card): its row, the review its row is the state after
 # (schema v14), its number in the log and its newest review (as _log_head)
 _RATED_ROW = (
@@ -225,6 +229,20 @@ class ReviewsStore(CardsStore):
         Scheduler.review's ``key``); inside rate_card's transaction, the id it does get."""
         _n, dev_id, rid = self._rating_stamp or devices.review_stamp(self.conn)
         return f"{dev_id}:{rid}"
+
+    def card_and_key(self, card_id: str) -> tuple[CardState | None, str]:
+        """The card's stored state (None before its first review) and the id its review
+        would get (next_review_key), read in one statement: what a card shown asks."""
+        row = self.conn.execute(_CARD_AND_STAMP, (card_id,)).fetchone()
+        _n, dev_id, rid = devices.stamp_of(row[:4])
+        return (None if row[4] is None else _row_to_state(row[4:])), f"{dev_id}:{rid}"
+
+    def changes_mark(self) -> tuple[int, int]:
+        """What moves whenever the database may have changed: other connections' commits
+        (PRAGMA data_version) and the rows this one wrote (total_changes). The same mark
+        twice: nothing was written in between, so what was read before still holds."""
+        (version,) = self.conn.execute("PRAGMA data_version").fetchone()
+        return int(version), self.conn.total_changes
 
     def _card_log(self, card_id: str) -> list[tuple[Review, int | None]]:
         """One card's reviews, oldest first (its states are read along its chain)."""
