@@ -319,6 +319,9 @@ class _FirstDraw:
         return self._value
 
 
+_FUZZ_RANGES = tuple((r["start"], r["end"], r["factor"]) for r in FUZZ_RANGES)
+
+
 class _SeededFsrs(fsrs.Scheduler):
     """fsrs.Scheduler whose fuzz comes from ``self.rng`` instead of the global ``random``
     (one draw a review: ``_get_fuzzed_interval`` below is the only caller)."""
@@ -330,8 +333,8 @@ class _SeededFsrs(fsrs.Scheduler):
         if interval_days < 2.5:
             return interval
         delta = 1.0
-        for r in FUZZ_RANGES:
-            delta += r["factor"] * max(min(float(interval_days), r["end"]) - r["start"], 0.0)
+        for start, end, factor in _FUZZ_RANGES:  # (fsrs's, in its order: the same sums)
+            delta += factor * max(min(float(interval_days), end) - start, 0.0)
         min_ivl = max(2, round(interval_days - delta))
         max_ivl = min(round(interval_days + delta), self.maximum_interval)
         min_ivl = min(min_ivl, max_ivl)
