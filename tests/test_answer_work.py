@@ -279,3 +279,27 @@ def test_the_preview_on_reveal_sees_a_write_made_since_the_card_was_shown(
     assert session.preview() == Scheduler(store.settings()).preview(
         restored, clock.now, store.next_review_key()
     )
+
+
+def test_settings_saved_invalid_meanwhile_are_still_reported_by_the_preview(
+    store: Store, deck: CachedCollection, clock: Clock, tmp_path: Path
+) -> None:
+    """A hand edit leaves the saved settings invalid while a session is open: showing the
+    next card does not fail, and the preview on reveal says so (StoreError, which the app
+    shows) instead of showing intervals from settings that are no longer saved."""
+    from prep.engine.store import StoreError
+
+    session = ReviewSession(store, deck, clock=clock)
+    _answer(session, clock)
+    other = Store.open(tmp_path / "prep.db")
+    try:
+        with other.transaction():
+            other.conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) "
+                "VALUES ('settings', '{\"desired_retention\": 7}')"
+            )
+    finally:
+        other.close()
+    assert session.current is not None
+    with pytest.raises(StoreError, match="settings are invalid"):
+        session.preview()

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from prep.engine.decks.deck import Card
-from prep.engine.store import Mark, Store
+from prep.engine.store import Mark, Store, StoreError
 from prep.engine.study import plan as plan_mod
 from prep.engine.study.collection import Cards
 from prep.engine.study.queue import (  # re-exported: callers import them from here
@@ -249,8 +249,11 @@ class ReviewSession:
         a notice instead of crashing the session when the answer is revealed. The check is
         the card's preview, with the key its review will get: the scheduler keeps it for the
         preview asked for when the answer is shown and for the rating (one computation)."""
-        mark = self.store.changes_mark()  # (first: a write after it moves it)
-        self._follow_settings()
+        mark: tuple[int, int] | None = self.store.changes_mark()  # (first: a write moves it)
+        try:
+            self._follow_settings()
+        except StoreError:  # settings saved invalid meanwhile (a hand edit): the preview
+            mark = None  # and the rating read them again and say so, as they did before
         state, key = self._state_and_key(card)
         why = state_problem(state)
         if why is None:
@@ -263,7 +266,7 @@ class ReviewSession:
             self.notices.append(f"Skipped card {card.id}: its stored state is unusable: {why}")
             return False
         self._schedulable.add(card.id)
-        self._seen = (card.id, mark, state, key)
+        self._seen = None if mark is None else (card.id, mark, state, key)
         return True
 
     def take_notices(self) -> list[str]:
