@@ -240,12 +240,14 @@ class DeckCacheStore(StoreCore):
         of one file: at ``line``, or (the file was parsed again since, by another prep,
         and the card moved) wherever it is in that file now; None when it is no longer
         there."""
-        lo, hi = self._deck_keys(path)
         cols = "key & 0xFFFFFFFF, deck, parent, demos, data, chash FROM deck_cards"
-        row = self.conn.execute(
-            f"SELECT {cols} WHERE key = ? AND id = ?", (lo | line, card_id)
+        row = self.conn.execute(  # (the file's id and the card at its line: one statement)
+            f"SELECT {cols} WHERE key = (SELECT fid FROM deck_files WHERE path = ?) << 32 | ? "
+            "AND id = ?",
+            (path, line, card_id),
         ).fetchone()
         if row is None:
+            lo, hi = self._deck_keys(path)
             row = self.conn.execute(
                 f"SELECT {cols} WHERE key BETWEEN ? AND ? AND id = ? AND dup = 0 LIMIT 1",
                 (lo, hi, card_id),
