@@ -1,7 +1,8 @@
 """The command-line boundary (issue 10, items 1 and 5): whatever the streams, the locale, the
 database or the signal, `prep` ends with one line and a meaningful exit code, no traceback.
 
-These run the real entry point (`python -m prep.tui.cli`, i.e. `prep`'s console script
+These run the real entry point (`python -m prep.tui.entry`, i.e. `prep`'s console script
+`prep.tui.entry:run`, which hands everything but the app in a terminal to click's
 `prep.tui.cli:run`) in a subprocess: closed and full streams only exist at that level.
 """
 
@@ -24,7 +25,7 @@ from click.testing import CliRunner
 from prep.engine.store import Store
 from prep.tui.cli import main
 
-PREP = [sys.executable, "-m", "prep.tui.cli"]
+PREP = [sys.executable, "-m", "prep.tui.entry"]
 
 
 def prep(

@@ -49,7 +49,7 @@ LATER = (
 
 PROBE = """
 import asyncio, gc, json, sys
-from prep.tui.cli import run  # noqa: F401  (what the console script imports first)
+from prep.tui.entry import run  # noqa: F401  (what the console script imports first)
 from prep.tui.startup import pause_gc
 from prep.tui.app import PrepApp
 from prep.tui.widgets.text import Static

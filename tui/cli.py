@@ -6,12 +6,13 @@ Every command lives in its own module under tui/commands/ and is imported only w
 every command's --help and holds `prep --help` to importing neither torch nor textual.
 
 This module keeps what is around every command: the group and its options (--db,
---questions), and ``run``, the process boundary (one line and an exit code, never a traceback).
+--questions), and ``run``: click inside the process boundary (entry.guarded: one line and an
+exit code, never a traceback). The console script is tui/entry.py's ``run``, which opens the
+app on today's first card without click when that is all it is asked to do.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import os
 import sys
@@ -28,6 +29,13 @@ from prep.tui.commands.common import (
     UsageError,
     demo_names,
     line_mode_reason,
+)
+from prep.tui.entry import (
+    guarded,
+    local_time_problem,
+    questions_from_env,
+    replace_unshowable,
+    say,
 )
 from prep.tui.startup import pause_gc, resume_gc
 
@@ -94,32 +102,11 @@ class PrepGroup(click.Group):
 
 
 def _check_local_time() -> None:
-    """Study days follow local time; a TZ the C library accepts but Python cannot use (an
-    offset of a day or more, like TZ=UTC+25) is a one-line error here, not a crash later."""
-    from datetime import datetime
-
-    try:
-        datetime.now().astimezone()
-    except (ValueError, OverflowError, OSError) as exc:
-        tz = os.environ.get("TZ")
-        where = f"TZ={tz[:40]!r}" if tz is not None else "the local time zone"
-        raise UsageError(f"{where} is not a usable time zone ({exc}); fix or unset it") from None
-    import time
-
-    from prep.engine.timeutil import clock_problem, utcnow
-
-    try:
-        time.time_ns()
-        why = clock_problem(utcnow())
-    except (OverflowError, OSError, ValueError) as exc:  # past 2262: no clock Python can read
-        why = f"the system clock cannot be read ({exc}); fix the system clock"
+    """Study days follow local time: a clock or time zone prep cannot use is a one-line
+    error here (entry.local_time_problem), not a crash later."""
+    why = local_time_problem()
     if why is not None:
         raise UsageError(why)
-
-
-def _questions_from_env() -> tuple[str, ...]:
-    env = os.environ.get("PREP_QUESTIONS", "")
-    return tuple(p for p in env.split(os.pathsep) if p)
 
 
 @click.group(
@@ -152,7 +139,7 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
     _check_local_time()
     given = "--questions"
     if not questions:
-        questions, given = _questions_from_env(), "PREP_QUESTIONS"
+        questions, given = questions_from_env(), "PREP_QUESTIONS"
     for folder in questions:
         if not Path(folder).expanduser().exists():
             raise UsageError(f"{given} {folder}: no such folder or file (it names your own decks)")
@@ -173,93 +160,43 @@ def _prepare_streams() -> bool:
     if sys.stdin is None:
         common.stdin_closed = True
         sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - for the whole run
-    for stream in (sys.stdout, sys.stderr):
-        if stream is not None and hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="replace")
+    replace_unshowable()
     return sys.stdout is not None
 
 
-def _silence_stdout() -> None:
-    """After a failed write to stdout, make the final flush at exit a no-op (no second
-    error, no 'Exception ignored' traceback)."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass
-
-
-def _say(message: str) -> None:
-    if sys.stderr is not None:
-        with contextlib.suppress(OSError, ValueError):
-            print(f"prep: {message}", file=sys.stderr, flush=True)
-
-
-def run(argv: list[str] | None = None) -> None:
-    """The `prep` command (the console script): `main` with a boundary around it. Whatever
-    happens, the process ends with one line and an exit code, never a traceback: 130 on
-    Ctrl-C, 2 when standard output is closed or cannot be written (a full disk), 70 on a bug
-    of ours (PREP_DEBUG=1 shows its traceback)."""
-    import errno
-
-    pause_gc()  # until the first frame (the app) or the command's start (tui/startup.py)
-    if not _prepare_streams():
-        _say("standard output is closed; nothing can be shown")
-        sys.exit(EXIT_USAGE)
-    try:
-        code = main.main(args=argv, prog_name="prep", standalone_mode=False)
-        code = code if isinstance(code, int) else 0
-    except click.exceptions.Abort as exc:
+def _click_code(exc: Exception) -> int | None:
+    """The exit code of an exception click raises on purpose, having said what it means
+    (one line, not a usage block); None for any other exception."""
+    if isinstance(exc, click.exceptions.Abort):
         if isinstance(exc.__cause__, KeyboardInterrupt):
-            _say("interrupted")
-            code = 130
-        else:
-            _say("aborted")
-            code = 1
-    except KeyboardInterrupt:
-        _say("interrupted")
-        code = 130
-    except click.exceptions.Exit as exc:
-        code = exc.exit_code
-    except click.UsageError as exc:  # click's own (a bad option): one line, not a usage block
+            say("interrupted")
+            return 130
+        say("aborted")
+        return 1
+    if isinstance(exc, click.exceptions.Exit):
+        return exc.exit_code
+    if isinstance(exc, click.UsageError):  # click's own (a bad option)
         from prep.engine.decks.deck import one_line_safe
 
         where = exc.ctx.command_path if exc.ctx is not None else "prep"
-        _say(f"{one_line_safe(exc.format_message())} (see `{where} --help`)")
-        code = exc.exit_code
-    except click.ClickException as exc:
+        say(f"{one_line_safe(exc.format_message())} (see `{where} --help`)")
+        return exc.exit_code
+    if isinstance(exc, click.ClickException):
         exc.show()
-        code = exc.exit_code
-    except OSError as exc:
-        if exc.errno == errno.EPIPE:  # the reader went away (`prep stats | head -1`)
-            _silence_stdout()
-            sys.exit(1)
-        where = exc.filename if exc.filename else "cannot write the output"
-        _say(f"{where}: {exc.strerror or exc}")
-        _silence_stdout()
-        code = EXIT_USAGE
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except Exception as exc:  # a bug of ours: one line, the traceback on request
-        if os.environ.get("PREP_DEBUG"):
-            raise
-        detail = " ".join(str(exc).split())[:200]
-        _say(
-            f"internal error ({type(exc).__name__}: {detail}); nothing is lost. "
-            "PREP_DEBUG=1 shows the traceback for a bug report"
-        )
-        code = EXIT_INTERNAL
-    try:
-        sys.stdout.flush()
-    except OSError as exc:
-        if exc.errno != errno.EPIPE:
-            _say(f"cannot write the output: {exc.strerror or exc}")
-            code = EXIT_USAGE
-        _silence_stdout()
-    except ValueError:  # closed by the command
-        pass
-    sys.exit(code)
+        return exc.exit_code
+    return None
+
+
+def run(argv: list[str] | None = None) -> None:
+    """Every `prep` command through click, with the boundary around it (entry.guarded):
+    whatever happens, the process ends with one line and an exit code, never a traceback.
+    The console script is entry.run, which opens the app itself when that is all it is
+    asked to do and comes here for everything else."""
+    pause_gc()  # until the first frame (the app) or the command's start (tui/startup.py)
+    if not _prepare_streams():
+        say("standard output is closed; nothing can be shown")
+        sys.exit(EXIT_USAGE)
+    guarded(lambda: main.main(args=argv, prog_name="prep", standalone_mode=False), _click_code)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ that database's cache first (``_bind``), so every answer comes from one SQL over
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import fields
 from functools import cache
@@ -158,17 +158,39 @@ class CachedCollection:
             return self._where_map.get(card_id)
         if card_id in self._found:
             return self._found[card_id]
+        found = self._best(self._store.deck_cache_locate(card_id))
+        if len(self._found) < 100_000:  # (a caller walking every id builds the map instead)
+            self._found[card_id] = found
+        return found
+
+    def _best(self, rows: Iterable[tuple[int, int, str]]) -> tuple[str, int, str] | None:
+        """Of the cached entries (file id, line, sha) of one id, the collection's: in the
+        first loaded file that holds it as loaded and did not leave it out."""
         best: tuple[int, str, int] | None = None
-        for fid, line, sha in self._store.deck_cache_locate(card_id):
+        for fid, line, sha in rows:
             key = self._key_of.get(fid)
             if key is None or sha != self._fids[key][1] or (key, line) in self._excluded:
                 continue  # a file not loaded here or parsed again since, or a card left out
             if best is None or (self._place[key], line) < best[::2]:
                 best = (self._place[key], key, line)
-        found = None if best is None else (best[1], best[2], self._shown[best[1]])
-        if len(self._found) < 100_000:  # (a caller walking every id builds the map instead)
-            self._found[card_id] = found
-        return found
+        return None if best is None else (best[1], best[2], self._shown[best[1]])
+
+    def known(self, card_ids: Iterable[str]) -> list[str]:
+        """Those of ``card_ids`` that are cards of this collection, in the order given: ``in``
+        for many ids at once (the ids not looked up yet in one query, not one query an id:
+        the day's due cards)."""
+        ids = list(card_ids)
+        found: dict[str, tuple[str, int, str] | None] = {}
+        if self._where_map is None:
+            todo = list(dict.fromkeys(c for c in ids if c not in self._found))
+            rows: dict[str, list[tuple[int, int, str]]] = {c: [] for c in todo}
+            if todo:
+                for cid, fid, line, sha in self._store.deck_cache_locate_many(todo):
+                    rows[cid].append((fid, line, sha))
+            found = {cid: self._best(entries) for cid, entries in rows.items()}
+            if len(self._found) < 100_000:
+                self._found.update(found)
+        return [c for c in ids if (found[c] if c in found else self._locate(c)) is not None]
 
     def refs(self) -> list[CardRef]:
         """Every card's outline, in order (read from the cache on first use)."""

@@ -118,9 +118,26 @@ def _hand_over(conn: sqlite3.Connection, old: int, new: int, sent: dict) -> None
     )
 
 
+# the parameters last encoded, a copy of them and their text: a session passes the same
+# dict with every rating (Scheduler.replay_params), encoded once
+_encoded: tuple[dict, dict, str] | None = None
+
+
+def params_text(params: dict) -> str:
+    """The parameters as sched_params stores them (sorted JSON). The same dict as last time,
+    unchanged since, is not encoded again."""
+    global _encoded
+    seen = _encoded
+    if seen is not None and seen[0] is params and seen[1] == params:
+        return seen[2]
+    text = json.dumps(params, sort_keys=True)
+    _encoded = (params, json.loads(text), text)
+    return text
+
+
 def params_n(conn: sqlite3.Connection, params: dict) -> int:
     """The number of these scheduler parameters (scheduler.replay_params) in sched_params."""
-    text = json.dumps(params, sort_keys=True)
+    text = params_text(params)
     row = conn.execute("SELECT n FROM sched_params WHERE value = ?", (text,)).fetchone()
     if row is not None:
         return int(row[0])
@@ -139,16 +156,25 @@ def next_review_id(conn: sqlite3.Connection) -> int:
     return max(top, int(_meta(conn, "review_floor") or 0)) + 1
 
 
+# this device's number, its id, the newest review's row id and the floor (review_stamp)
+STAMP_SQL = (
+    "WITH me(n) AS (SELECT coalesce(max(CAST(value AS INTEGER)), 1) FROM meta "
+    "WHERE key = 'device') SELECT me.n, (SELECT id FROM sync_devices d WHERE d.n = me.n), "
+    "coalesce((SELECT max(id) FROM revlog), 0), coalesce((SELECT CAST(value AS INTEGER) "
+    "FROM meta WHERE key = 'review_floor'), 0) FROM me"
+)
+
+
+def stamp_of(row: tuple) -> tuple[int, str, int]:
+    """review_stamp's answer from STAMP_SQL's four columns."""
+    n, dev_id, top, floor = row
+    return int(n), dev_id, max(int(top), int(floor)) + 1
+
+
 def review_stamp(conn: sqlite3.Connection) -> tuple[int, str, int]:
     """(this device's number, its id, the row id the next review made here takes), read in one
     statement (device, device_id and next_review_id together: a rating asks for all three)."""
-    n, dev_id, top, floor = conn.execute(
-        "WITH me(n) AS (SELECT coalesce(max(CAST(value AS INTEGER)), 1) FROM meta "
-        "WHERE key = 'device') SELECT me.n, (SELECT id FROM sync_devices d WHERE d.n = me.n), "
-        "coalesce((SELECT max(id) FROM revlog), 0), coalesce((SELECT CAST(value AS INTEGER) "
-        "FROM meta WHERE key = 'review_floor'), 0) FROM me"
-    ).fetchone()
-    return int(n), dev_id, max(int(top), int(floor)) + 1
+    return stamp_of(conn.execute(STAMP_SQL).fetchone())
 
 
 def take_seq(conn: sqlite3.Connection, seq: int) -> None:

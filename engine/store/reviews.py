@@ -118,10 +118,24 @@ _REVIEW_COLS = "id, card_id, rating, at, duration_ms, prev_state, prev, next"
 _CARD_COLS = ", ".join(CARD_COLUMNS)
 _CARD_MARKS = ", ".join("?" * len(CARD_COLUMNS))
 _CARD_SETS = ", ".join(f"{c} = excluded.{c}" for c in CARD_COLUMNS if c != "id")
+_CARD_AND_STAMP = (
+    f"SELECT s.*, {', '.join(f'c.{c}' for c in CARD_COLUMNS)} FROM ({devices.STAMP_SQL}) s "
+    "LEFT JOIN cards c ON c.id = ?"
+)
+# what a rating reads of the card (rate_card): its row, the review its row is the state after
+# (schema v14), its number in the log and its newest review (as _log_head)
+_RATED_ROW = (
+    f"SELECT {', '.join(f'c.{c}' for c in CARD_COLUMNS)}, c.logged, rc.n, "
+    "(SELECT max(id) FROM revlog WHERE cn = rc.n) "
+    "FROM cards c LEFT JOIN review_cards rc ON rc.id = c.id WHERE c.id = ?"
+)
 
 
 class ReviewsStore(CardsStore):
     """The reviews table."""
+
+    # inside rate_card: the stamp of the review being made (next_review_key's answer)
+    _rating_stamp: tuple[int, str, int] | None = None
 
     # --- reviews ------------------------------------------------------------------------
 
@@ -135,13 +149,17 @@ class ReviewsStore(CardsStore):
         params: dict[str, Any] | None = None,
         *,
         stored: tuple[CardState | None, int | None] | None = None,
+        head: tuple[int | None, int | None] | None = None,
+        stamp: tuple[int, str, int] | None = None,
     ) -> int:
         """Write the new card state and the review in one committed transaction. ``params``:
         the scheduler's replay_params (default: the saved settings, fuzzed, seed 0), stored
         with the review so that a sync replays it as it was made. ``stored``: the card's row
         as read in this transaction and its ``logged`` review (rate_card), when ``prev`` is
         that row: when the row is its newest review's state, the state before is stored as
-        NULL ("that review's next"), else in full (engine/store/schema14.py)."""
+        NULL ("that review's next"), else in full (engine/store/schema14.py). ``head`` (the
+        card's log number and newest review, ``_log_head``) and ``stamp``
+        (devices.review_stamp), when the caller read them in this transaction."""
         prev_in = prev
         prev_state = None if prev is None or prev.is_new else prev.state
         prev = None if prev is None or prev.is_new else prev
@@ -152,7 +170,7 @@ class ReviewsStore(CardsStore):
             params = replay_params(self.settings(), True, 0)
         at = to_us(reviewed_at)
         with self.transaction():
-            cn, last = self._log_head(new.id)
+            cn, last = self._log_head(new.id) if head is None else head
             if prev is None:
                 known = last is None  # the card's first review: no state to follow
             else:  # (schema v14) the row is exactly the state after the card's newest review
@@ -169,7 +187,7 @@ class ReviewsStore(CardsStore):
             if known and prev is not None:
                 chain.last[new.id] = prev
             pblob, nblob = chain.encode(new.id, prev_state, prev, new, at)
-            dev, _dev_id, rid = devices.review_stamp(self.conn)
+            dev, _dev_id, rid = stamp or devices.review_stamp(self.conn)
             row = state_to_row(new)
             self.conn.execute(
                 f"INSERT INTO cards ({_CARD_COLS}, logged) VALUES ({_CARD_MARKS}, ?) "
@@ -209,8 +227,22 @@ class ReviewsStore(CardsStore):
     def next_review_key(self) -> str:
         """The id the next review made here will have, "DEVICE:SEQ" (what seeds its fuzz:
         Scheduler.review's ``key``); inside rate_card's transaction, the id it does get."""
-        _n, dev_id, rid = devices.review_stamp(self.conn)
+        _n, dev_id, rid = self._rating_stamp or devices.review_stamp(self.conn)
         return f"{dev_id}:{rid}"
+
+    def card_and_key(self, card_id: str) -> tuple[CardState | None, str]:
+        """The card's stored state (None before its first review) and the id its review
+        would get (next_review_key), read in one statement: what a card shown asks."""
+        row = self.conn.execute(_CARD_AND_STAMP, (card_id,)).fetchone()
+        _n, dev_id, rid = devices.stamp_of(row[:4])
+        return (None if row[4] is None else _row_to_state(row[4:])), f"{dev_id}:{rid}"
+
+    def changes_mark(self) -> tuple[int, int]:
+        """What moves whenever the database may have changed: other connections' commits
+        (PRAGMA data_version) and the rows this one wrote (total_changes). The same mark
+        twice: nothing was written in between, so what was read before still holds."""
+        (version,) = self.conn.execute("PRAGMA data_version").fetchone()
+        return int(version), self.conn.total_changes
 
     def _card_log(self, card_id: str) -> list[tuple[Review, int | None]]:
         """One card's reviews, oldest first (its states are read along its chain)."""
@@ -244,23 +276,30 @@ class ReviewsStore(CardsStore):
         log stays a chain (each review's prev is the previous review's next) and ``reps``
         counts the reviews. Returns (review id, prev, next)."""
         with self.transaction():
-            row = self.conn.execute(
-                f"SELECT {_CARD_COLS}, logged FROM cards WHERE id = ?", (fresh.id,)
-            ).fetchone()
-            stored = None if row is None else _row_to_state(row[:-1])
-            prev = stored or fresh
-            new = decide(prev)
-            if new.last_review is not None and new.last_review > reviewed_at:
-                reviewed_at = new.last_review  # decide kept it after the card's last review
-            rid = self.record_review(
-                prev,
-                new,
-                rating,
-                reviewed_at,
-                duration_ms,
-                params,
-                stored=(stored, None if row is None else row[-1]),
-            )
+            # the id this review takes (what ``decide`` seeds its fuzz with: next_review_key
+            # answers from it until the review is written), then the card's row, its number
+            # in the log and its newest review, in one statement
+            stamp = self._rating_stamp = devices.review_stamp(self.conn)
+            try:
+                row = self.conn.execute(_RATED_ROW, (fresh.id,)).fetchone()
+                stored = None if row is None else _row_to_state(row[:-3])
+                prev = stored or fresh
+                new = decide(prev)
+                if new.last_review is not None and new.last_review > reviewed_at:
+                    reviewed_at = new.last_review  # decide kept it after the card's last review
+                rid = self.record_review(
+                    prev,
+                    new,
+                    rating,
+                    reviewed_at,
+                    duration_ms,
+                    params,
+                    stored=(stored, None if row is None else row[-3]),
+                    head=None if row is None else (row[-2], row[-1]),
+                    stamp=stamp,
+                )
+            finally:
+                self._rating_stamp = None
             return rid, prev, new
 
     def last_review(self) -> Review | None:

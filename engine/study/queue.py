@@ -57,8 +57,10 @@ def build_queue(
     reviews = store.due_ids(
         now, decks=decks, state=int(State.Review), limit=review_limit + len(hidden)
     )
-    learning = [cid for cid in learning if cid in collection and cid not in hidden]
-    reviews = [cid for cid in reviews if cid in collection and cid not in hidden]
+    # which of them are cards of these decks: one query for all (not one a card)
+    known = set(collection.known([*learning, *reviews]))
+    learning = [cid for cid in learning if cid in known and cid not in hidden]
+    reviews = [cid for cid in reviews if cid in known and cid not in hidden]
     reviews = reviews[:review_limit]
     # the day before an interview and its morning: reviews brought forward from after the
     # date, and cards still below target at the interview (engine/study/plan.py; none without one)
@@ -355,7 +357,7 @@ def limits_today(
         new_waiting=max(0, unseen - len(queue.new)),
         review_limit=settings.review_limit,
         reviews_done=reviews_done,
-        reviews_waiting=len([c for c in beyond if c in collection]) > capped,
+        reviews_waiting=len(collection.known(beyond)) > capped,
     )
 
 
@@ -367,7 +369,7 @@ def review_ahead_ids(
     decks = None if deck is None else [deck]
     later = store.due_ids(now + timedelta(days=days), decks=decks, state=int(State.Review))
     due_now = set(store.due_ids(now, decks=decks, state=int(State.Review)))
-    return [cid for cid in later if cid not in due_now and cid in collection]
+    return collection.known(cid for cid in later if cid not in due_now)
 
 
 def _merge_by_due(store: Store, a: list[str], b: list[str]) -> list[str]:

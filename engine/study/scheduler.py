@@ -15,7 +15,7 @@ import random
 import re
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from datetime import date, datetime, timedelta
 from typing import Any, TypeGuard
 
@@ -301,18 +301,40 @@ class Outcome:
     lapsed: bool
 
 
-class _SeededFsrs(fsrs.Scheduler):
-    """fsrs.Scheduler whose fuzz comes from ``self.rng`` instead of the global ``random``."""
+class _FirstDraw:
+    """The first ``random()`` of ``random.Random(seed)``, drawn when first asked for (a fuzz is
+    drawn only for an interval of 3 days or more) and then kept: the four ratings of one
+    preview share their review's seed, and seeding (a SHA-512 of the text) costs more than
+    the rest of the fuzz. The same number a fresh ``Random(seed)`` gives, each time asked."""
 
-    rng: random.Random
+    __slots__ = ("_seed", "_value")
+
+    def __init__(self, seed: str) -> None:
+        self._seed = seed
+        self._value: float | None = None
+
+    def random(self) -> float:
+        if self._value is None:
+            self._value = random.Random(self._seed).random()
+        return self._value
+
+
+_FUZZ_RANGES = tuple((r["start"], r["end"], r["factor"]) for r in FUZZ_RANGES)
+
+
+class _SeededFsrs(fsrs.Scheduler):
+    """fsrs.Scheduler whose fuzz comes from ``self.rng`` instead of the global ``random``
+    (one draw a review: ``_get_fuzzed_interval`` below is the only caller)."""
+
+    rng: _FirstDraw
 
     def _get_fuzzed_interval(self, *, interval: timedelta) -> timedelta:
         interval_days = interval.days
         if interval_days < 2.5:
             return interval
         delta = 1.0
-        for r in FUZZ_RANGES:
-            delta += r["factor"] * max(min(float(interval_days), r["end"]) - r["start"], 0.0)
+        for start, end, factor in _FUZZ_RANGES:  # (fsrs's, in its order: the same sums)
+            delta += factor * max(min(float(interval_days), end) - start, 0.0)
         min_ivl = max(2, round(interval_days - delta))
         max_ivl = min(round(interval_days + delta), self.maximum_interval)
         min_ivl = min(min_ivl, max_ivl)
@@ -363,9 +385,22 @@ class Scheduler:
             enable_fuzzing=self.enable_fuzzing,
             **kwargs,
         )
+        # the last preview: (card, seed text, time, its four outcomes), which the reviews of
+        # the same card with the same seed take (``_from_preview``) instead of running fsrs
+        # again: a card's preview is computed when it is shown, then asked for when the
+        # answer is revealed, then its rating is one of the four (issue 26)
+        self._previewed: tuple[CardState, str, datetime, dict[Rating, Outcome]] | None = None
+        self._replay: dict | None = None
 
     def replay_params(self) -> dict:
-        return replay_params(self.settings, self.enable_fuzzing, self.seed, self.by_review)
+        """What a review made by this scheduler stores of it (module replay_params): the
+        same dict each call (a store encodes it once), to read, not to change."""
+        made = self._replay
+        if made is None:
+            made = self._replay = replay_params(
+                self.settings, self.enable_fuzzing, self.seed, self.by_review
+            )
+        return made
 
     @classmethod
     def from_replay_params(cls, params: dict) -> Scheduler:
@@ -387,6 +422,12 @@ class Scheduler:
             return 0.0
         return self._fsrs.get_card_retrievability(card.to_fsrs(now), to_utc(now))
 
+    def _seed(self, card: CardState, key: str | None) -> str:
+        """The text that seeds this review's fuzz (see review)."""
+        if self.by_review and key is not None:
+            return f"{self.seed}:{key}"
+        return f"{self.seed}:{card.id}:{card.reps}"
+
     def review(
         self, card: CardState, rating: Rating | int, now: datetime, key: str | None = None
     ) -> Outcome:
@@ -399,14 +440,27 @@ class Scheduler:
         rating = Rating(rating)
         # Seeded by the review, not the clock: the interval previewed on a button is the
         # interval the same rating gives a moment later.
-        if self.by_review and key is not None:
-            self._fsrs.rng = random.Random(f"{self.seed}:{key}")
-        else:
-            self._fsrs.rng = random.Random(f"{self.seed}:{card.id}:{card.reps}")
-        new_card, _log = self._fsrs.review_card(card.to_fsrs(now), rating, now)
+        seed = self._seed(card, key)
+        kept = self._kept(card, seed, now)
+        if kept is not None:
+            return _moved(kept[0][rating], now, kept[1])
+        return self._review(card, rating, now, _FirstDraw(seed))
+
+    def _review(
+        self,
+        card: CardState,
+        rating: Rating,
+        now: datetime,
+        draw: _FirstDraw,
+        given: fsrs.Card | None = None,
+    ) -> Outcome:
+        """fsrs's review (``given``: the card as fsrs.Card, which fsrs copies, never changes)."""
+        self._fsrs.rng = draw
+        fcard = card.to_fsrs(now) if given is None else given
+        new_card, _log = self._fsrs.review_card(fcard, rating, now)
         lapsed = card.state == State.Review and rating == Rating.Again
         lapses = card.lapses + (1 if lapsed else 0)
-        new_state = replace(
+        new_state = _changed(
             card,
             state=int(new_card.state),
             step=new_card.step,
@@ -425,5 +479,49 @@ class Scheduler:
         self, card: CardState, now: datetime, key: str | None = None
     ) -> dict[Rating, Outcome]:
         """What each of the four ratings would do, computed before the user rates (``key``:
-        the id the review will get, as review())."""
-        return {r: self.review(card, r, now, key) for r in Rating}
+        the id the review will get, as review()). Kept for the reviews and previews of the
+        same card and seed that follow (the rating among them), moved to their time."""
+        now = to_utc(now)
+        seed = self._seed(card, key)
+        kept = self._kept(card, seed, now)
+        if kept is not None:
+            return {r: _moved(o, now, kept[1]) for r, o in kept[0].items()}
+        draw, fcard = _FirstDraw(seed), card.to_fsrs(now)
+        outcomes = {r: self._review(card, r, now, draw, fcard) for r in Rating}
+        self._previewed = (card, seed, now, outcomes)
+        return dict(outcomes)
+
+    def _kept(
+        self, card: CardState, seed: str, now: datetime
+    ) -> tuple[dict[Rating, Outcome], timedelta] | None:
+        """The last preview's outcomes and the time passed since, when moving them by that
+        time gives what fsrs would give now: the same card state and seed, and the same whole
+        number of days since the card's last review (the only way fsrs reads the time besides
+        adding it to the interval: fsrs.Scheduler.review_card, its retrievability)."""
+        kept = self._previewed
+        if kept is None or kept[1] != seed or kept[0] != card:
+            return None
+        at, outcomes = kept[2], kept[3]
+        last = card.last_review
+        if last is not None and (now - last).days != (at - last).days:
+            return None
+        return outcomes, now - at
+
+
+def _changed(card: CardState, /, **changes: Any) -> CardState:
+    """``dataclasses.replace`` for CardState without its per-field checks (a rating makes
+    several: this is the hot path of an answer)."""
+    new = object.__new__(CardState)
+    new.__dict__.update(card.__dict__)
+    new.__dict__.update(changes)
+    return new
+
+
+def _moved(outcome: Outcome, now: datetime, moved: timedelta) -> Outcome:
+    """A previewed outcome as the same rating gives it ``moved`` later, at ``now``: fsrs's
+    due is the review's time plus the interval, its last review the review's time."""
+    if not moved:
+        return outcome
+    due = outcome.state.due
+    state = _changed(outcome.state, due=None if due is None else due + moved, last_review=now)
+    return Outcome(outcome.rating, state, outcome.interval, outcome.lapsed)

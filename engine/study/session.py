@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from prep.engine.decks.deck import Card
-from prep.engine.store import Mark, Store
+from prep.engine.store import Mark, Store, StoreError
 from prep.engine.study import plan as plan_mod
 from prep.engine.study.collection import Cards
 from prep.engine.study.queue import (  # re-exported: callers import them from here
@@ -146,6 +146,9 @@ class ReviewSession:
         self.skipped: list[tuple[str, str]] = []  # (card id, why) of cards left out
         self.notices: list[str] = []
         self._schedulable: set[str] = set()
+        # the card last shown: (id, Store.changes_mark before it was read, its state, the id
+        # its review would get), which its preview takes while nothing has been written since
+        self._seen: tuple[str, tuple[int, int], CardState, str] | None = None
         self.stats = SessionStats(started=now)
         self._shown_at = time.monotonic()
         # the card on screen, once asked for (``current``), with its entry in ``learning``:
@@ -216,7 +219,7 @@ class ReviewSession:
         ahead = now + self.learn_ahead
         due = self.store.due_ids(ahead, decks=decks, not_state=int(State.Review))
         held = {cid for _, cid in self.learning}
-        new = [cid for cid in due if cid not in held and cid in self.collection]
+        new = self.collection.known(cid for cid in due if cid not in held)
         if not new:
             return
         hidden = self.store.hidden_ids(now)
@@ -243,12 +246,19 @@ class ReviewSession:
     def _schedulable_now(self, card: Card) -> bool:
         """Whether the scheduler can rate this card's stored state. A state it rejects (from a
         hand-edited database, or an import before imports were validated) skips the card with
-        a notice instead of crashing the session when the answer is revealed."""
-        state = self.state_of(card)
+        a notice instead of crashing the session when the answer is revealed. The check is
+        the card's preview, with the key its review will get: the scheduler keeps it for the
+        preview asked for when the answer is shown and for the rating (one computation)."""
+        mark: tuple[int, int] | None = self.store.changes_mark()  # (first: a write moves it)
+        try:
+            self._follow_settings()
+        except StoreError:  # settings saved invalid meanwhile (a hand edit): the preview
+            mark = None  # and the rating read them again and say so, as they did before
+        state, key = self._state_and_key(card)
         why = state_problem(state)
         if why is None:
             try:
-                self.scheduler.preview(state, self.clock())
+                self.scheduler.preview(state, self.clock(), key)
             except (ArithmeticError, AssertionError, TypeError, ValueError) as exc:
                 why = f"the scheduler cannot rate it ({type(exc).__name__}: {exc})"
         if why is not None:
@@ -256,6 +266,7 @@ class ReviewSession:
             self.notices.append(f"Skipped card {card.id}: its stored state is unusable: {why}")
             return False
         self._schedulable.add(card.id)
+        self._seen = None if mark is None else (card.id, mark, state, key)
         return True
 
     def take_notices(self) -> list[str]:
@@ -306,10 +317,15 @@ class ReviewSession:
         return min(len(self.done) + 1, max(self.total, 1))
 
     def state_of(self, card: Card) -> CardState:
-        stored = self.store.card(card.id)
+        return self._state_and_key(card)[0]
+
+    def _state_and_key(self, card: Card) -> tuple[CardState, str]:
+        """The card's stored state (a new card's when it has none) and the id its review
+        would get (Store.next_review_key), read together."""
+        stored, key = self.store.card_and_key(card.id)
         if stored is not None:
-            return stored
-        return CardState(id=card.id, deck=card.deck, content_hash=card.content_hash)
+            return stored, key
+        return CardState(id=card.id, deck=card.deck, content_hash=card.content_hash), key
 
     def _follow_settings(self) -> None:
         """Use the saved settings when they changed since this session last looked (the
@@ -325,10 +341,15 @@ class ReviewSession:
         card = self.current
         if card is None:
             return {}
-        self._follow_settings()
-        return self.scheduler.preview(
-            self.state_of(card), self.clock(), self.store.next_review_key()
-        )
+        seen = self._seen
+        if seen is not None and seen[0] == card.id and seen[1] == self.store.changes_mark():
+            # nothing written anywhere since the card was shown (its state, the review id
+            # and the settings as read then): the scheduler's kept preview, moved to now
+            state, key = seen[2], seen[3]
+        else:
+            self._follow_settings()
+            state, key = self._state_and_key(card)
+        return self.scheduler.preview(state, self.clock(), key)
 
     def mark_shown(self) -> None:
         self._shown_at = time.monotonic()

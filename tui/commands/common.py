@@ -7,21 +7,19 @@ Import weight matters: only click at the top (`prep --help` imports this module 
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import click
+
+# (the commands import these from here; the console script's quick way in shares them)
+from prep.tui.entry import EXIT_INTERNAL, EXIT_USAGE, line_mode_reason  # noqa: F401
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from prep.engine.decks.collection import CachedCollection
     from prep.engine.store import Store
-
-EXIT_USAGE = 2
-EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in prep, not bad input (1 means a demo check failed)
 
 
 class UsageError(click.ClickException):
@@ -130,15 +128,6 @@ def demo_names() -> list[str]:
     from prep.demos.registry import names
 
     return names()
-
-
-def line_mode_reason() -> str | None:
-    """Why the full-screen app cannot run here (so the line mode runs instead), or None."""
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        return "not a terminal"
-    if os.environ.get("TERM", "") in ("dumb", "unknown"):
-        return f"TERM={os.environ['TERM']} cannot draw the full-screen app"
-    return None
 
 
 # set by cli.run when the process started without a standard input (read as empty input)
