@@ -25,6 +25,16 @@ Two measurements per layer of a real checkpoint, with their pass bars argued bef
    A Gaussian W_O (isotropic null) is printed beside it, to show how much of the overlap the
    anisotropy alone makes.
 
+Cost (issue 26): ~9 CPU-s a run, nearly all in the seven covariance-matched nulls and the Gaussian
+one (1,592 draws of a 384 x 384 W_O): per chunk of 50 draws, on one core, the draws ~55 ms, the
+product with C^(1/2) ~55 ms, the Gram matrix ~55 ms, the 3,300 batched 32 x 32 eigvalsh ~85 ms.
+The draws, their order and the statistic are kept (every printed digit depends on them); what
+changed is that each chunk's statistic runs on a pool of torch's threads (`chunked.over_chunks`),
+because batched eigvalsh and randn use one core whatever torch's thread count. Tried and dropped:
+whitening each head before one triangle of products (11 small GEMMs: slower than the full Gram),
+and a power iteration for the top eigenvalue (a certified one needs as many 32^3 products as
+eigvalsh costs).
+
 History: the first version held the overlap against the isotropic Gaussian null only and claimed
 "more than chance"; that failed in the last layer (p = 0.28) and, more to the point, compared the
 trained heads with the wrong chance: blocks drawn from each layer's own covariance overlap as much

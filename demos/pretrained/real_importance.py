@@ -33,6 +33,11 @@ Checks, with pass bars argued before running:
    O(10) activations is ~1e-13), the W_O-norm ranking's Spearman rho against the old one is -1,
    and the activation-aware scores move by <= 1e-10 relative.
 
+Cost (issue 26): most of a run is 21 layer passes on 12 copies of the batch (each layer's heads
+ablated in turn, the layers from the ablated one on replayed: demos/hooks.py); a replay
+starts from the ablated BERT layer's captured z, not its attention (pretrained.py). The
+mean-ablation replays, which no check, note or figure read, were dropped (21 of 42).
+
 Every score's rho against the hidden-state effect (with its permutation p) and against the task
 effect (with its bootstrap interval) is reported per layer in the notes, the gradient score's
 too (no pass bar: context for the cards, not part of the claim).
