@@ -200,6 +200,7 @@ class Real:
         ablations run as one batch. In a BERT layer z reads only the layer's input, so at
         `start` the captured z is edited directly (Q, K, V and the attention not recomputed
         for every copy; `_bert_from_z`); a GPT-2 block adds its residual inline, so it reruns.
+        Like the layers below `start`, that z is the cached run's: the weights are unchanged.
         """
         n_rows = cap.final.shape[0]
 
