@@ -197,7 +197,10 @@ class Real:
 
         The layers before `start` are not rerun: their output is the captured input of
         `start`. The batch is repeated `repeat` times (edit sees all copies) so several
-        ablations run as one batch.
+        ablations run as one batch. In a BERT layer z reads only the layer's input, so at
+        `start` the captured z is edited directly (Q, K, V and the attention not recomputed
+        for every copy; `_bert_from_z`); a GPT-2 block adds its residual inline, so it reruns.
+        Like the layers below `start`, that z is the cached run's: the weights are unchanged.
         """
         n_rows = cap.final.shape[0]
 
@@ -211,8 +214,12 @@ class Real:
             return hidden
         args, kwargs = cap.layer_args[start]
         hidden = rep(args[0] if args else kwargs["hidden_states"])
+        first = start
+        if self.family == "bert":
+            hidden = self._bert_from_z(start, hidden, edit(start, rep(cap.z[start])))
+            first = start + 1
         handles = []
-        for i in range(start, self.n_layers):
+        for i in range(first, self.n_layers):
 
             def on_proj(mod: Any, inputs: tuple[Tensor, ...], i: int = i) -> tuple[Tensor, ...]:
                 z = inputs[0].unflatten(-1, (self.n_heads, self.d_head))  # (rN, T, h, dh)
@@ -220,7 +227,7 @@ class Real:
 
             handles.append(self.out_proj(i).register_forward_pre_hook(on_proj))
         try:
-            for i in range(start, self.n_layers):
+            for i in range(first, self.n_layers):
                 args, kwargs = cap.layer_args[i]
                 rest = tuple(rep(a) for a in args[1:])
                 kw = {k: rep(v) for k, v in kwargs.items() if k != "hidden_states"}
@@ -232,6 +239,13 @@ class Real:
         if self.family == "gpt2":
             hidden = self.model.ln_f(hidden)
         return hidden  # (repeat*N, T, d_model)
+
+    def _bert_from_z(self, layer: int, hidden: Tensor, z: Tensor) -> Tensor:
+        """A BERT layer's output from its input `hidden` (B, T, d_model) and its heads' outputs
+        `z` (B, T, h, dh): BertLayer.forward after the self-attention, for an encoder layer."""
+        block = self.layers[layer]
+        attended = block.attention.output(z.flatten(-2), hidden)  # W_O, residual, LayerNorm
+        return block.feed_forward_chunk(attended)  # (B, T, d_model)
 
 
 # --------------------------------------------------------------------------- per-head algebra

@@ -14,7 +14,6 @@ the fixed paraphrase pairs in demos/pretrained/data/sentences.tsv:
   the last hidden state H when head h's z is set to 0 in that layer (the later layers rerun).
 - zero-ablation effect on the task: the drop of the paraphrase-retrieval margin (`task_metric`:
   cos to the paraphrase minus cos to the hardest other sentence), per pair.
-- mean-ablation effect: the hidden-state effect with z_h replaced by its mean over the tokens.
 
 Checks, with pass bars argued before running:
 
@@ -33,6 +32,11 @@ Checks, with pass bars argued before running:
    Identities: the last hidden state moves by <= 1e-10 (float64 rounding through 6 layers of
    O(10) activations is ~1e-13), the W_O-norm ranking's Spearman rho against the old one is -1,
    and the activation-aware scores move by <= 1e-10 relative.
+
+Cost (issue 26): most of a run is 21 layer passes on 12 copies of the batch (each layer's heads
+ablated in turn, the layers from the ablated one on replayed: demos/hooks.py); a replay
+starts from the ablated BERT layer's captured z, not its attention (pretrained.py). The
+mean-ablation replays, which no check, note or figure read, were dropped (21 of 42).
 
 Every score's rho against the hidden-state effect (with its permutation p) and against the task
 effect (with its bootstrap interval) is reported per layer in the notes, the gradient score's
@@ -84,7 +88,6 @@ class Setup:
     act: torch.Tensor  # (n_layers, n_heads) mean ||z_h W_O^h||
     grad: torch.Tensor  # (n_layers, n_heads) E |dL/dxi_h|
     zero: torch.Tensor  # (n_layers, n_heads) zero-ablation effect on the hidden state
-    mean: torch.Tensor  # (n_layers, n_heads) mean-ablation effect
     hidden_pairs: torch.Tensor  # (n_layers, n_heads, pairs) the hidden-state effect per pair
     task: torch.Tensor  # (n_layers, n_heads, pairs) zero-ablation drop of the retrieval margin
     reparam_layer: int
@@ -99,15 +102,6 @@ class Setup:
 def act_scores(z: torch.Tensor, w_o: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     writes = pt.per_head_writes(z, w_o)  # (n_heads, N, T, d_model)
     return pt.masked_mean(writes.norm(dim=-1), mask)  # (n_heads,)
-
-
-def ablation_effects(
-    real: pt.Real, cap: pt.Capture, mask: torch.Tensor, layer: int, means: torch.Tensor | None
-) -> torch.Tensor:
-    """Effect of ablating each head of `layer` (zero, or its mean when `means` is given)."""
-    return pt.masked_mean(
-        relative_change(hooks.run_with_each_head(real, cap, layer, means), cap), mask
-    )
 
 
 def relative_change(finals: torch.Tensor, cap: pt.Capture) -> torch.Tensor:
@@ -160,15 +154,12 @@ def reversing_factors(norms: torch.Tensor) -> torch.Tensor:
 def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
     s = real.sentences(pt.paraphrase_pairs(cfg.n_pairs))
     _, cap = real.run_with_cache(s)
-    rows: dict[str, list[Any]] = {
-        key: [] for key in ("wo", "act", "zero", "mean", "hidden_pairs", "task")
-    }
+    rows: dict[str, list[Any]] = {key: [] for key in ("wo", "act", "zero", "hidden_pairs", "task")}
     base = tm.margins(cap.final, s.mask)  # (pairs,)
     for layer in range(real.n_layers):
         harness.progress(f"ablating the heads of layer {layer}")
         w_o = real.weights(layer).W_O.detach()  # (h, dh, d)
         z = cap.z[layer]  # (N, T, h, dh)
-        means = (z * s.mask[..., None, None]).sum((0, 1)) / s.mask.sum()  # (h, dh)
         rows["wo"].append(w_o.norm(dim=(1, 2)))
         rows["act"].append(act_scores(z, w_o, s.mask))
         finals = hooks.run_with_each_head(real, cap, layer, None)  # (h, N, T, d)
@@ -176,7 +167,6 @@ def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
         rows["zero"].append(pt.masked_mean(rel, s.mask))
         rows["hidden_pairs"].append(per_pair(rel, s.mask))
         rows["task"].append(base - tm.margins(finals, s.mask))  # (h, pairs)
-        rows["mean"].append(ablation_effects(real, cap, s.mask, layer, means))
     grad = gradient_scores(real, s, cap)
     harness.progress("reparameterising one layer in float64")
     layer = real.n_layers // 2
@@ -197,7 +187,6 @@ def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
         stack["act"],
         grad.detach().cpu().double(),
         stack["zero"],
-        stack["mean"],
         stack["hidden_pairs"],
         stack["task"],
         layer,
