@@ -114,24 +114,32 @@ def test_an_upgrade_stopped_midway_leaves_the_old_database(copy: Path, v3: Path,
         assert len(store.dump()["reviews"]) == 51
 
 
-@pytest.mark.parametrize("step", ["drop", "index", "commit"])
+@pytest.mark.parametrize("step", ["converting", "drop", "index", "commit"])
 def test_a_process_killed_midway_leaves_the_old_database(copy: Path, v3: Path, step: str):
     """A crash, not an exception: the process dies (no rollback, no close) right after a
-    step of the upgrade. Before the commit nothing of it may be seen; after it, all."""
+    step of the upgrade, or with the new log half written ("converting": batches of 7 rows,
+    the third written). Before the commit nothing of it may be seen; after it, all."""
     script = textwrap.dedent(
         f"""
         import os
         from prep.engine.store import schema
         from prep.engine.store import Store
 
-        finished = schema.UpgradeTracker.finished
+        finished, converted = schema.UpgradeTracker.finished, schema.UpgradeTracker.converted
 
         def die_after(self, step):
             finished(self, step)
             if step == {step!r}:
                 os._exit(9)
 
+        def die_halfway(self, rows):
+            converted(self, rows)
+            if {step!r} == "converting" and self.converted_rows >= 21:
+                os._exit(9)
+
+        schema.BATCH = 7
         schema.UpgradeTracker.finished = die_after
+        schema.UpgradeTracker.converted = die_halfway
         Store.open({str(copy)!r})
         """
     )

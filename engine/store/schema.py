@@ -469,7 +469,8 @@ class Upgrade:
 class UpgradeTracker:
     """Counts an upgrade's work and reports it as an Upgrade to ``callback``.
 
-    The work is the review log's rows (rewritten by v4 -> v5), one unit each, and the
+    The work is the review log's rows (rewritten by v4 -> v5 and by v12 -> v13, or by
+    both at once: ``straight_to_v13``), one unit each per pass, and the
     steps after them, each weighed as a number of units per review: measured on a v3
     database of 100k cards and 1M reviews (tests/benchmarks, 2-core machine), dropping the
     old log took ~0.02 of the conversion's time, building the indexes ~0.09, the commit
