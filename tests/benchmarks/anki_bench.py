@@ -215,10 +215,18 @@ class _Shown(dict):
     """A size's results, each printed as it is measured (with the load average then): a
     long run that dies late still leaves its numbers."""
 
+    loads: list[float]
+
     def __setitem__(self, key: str, value) -> None:
         super().__setitem__(key, value)
         if key not in ("cards", "reviews"):
-            print(f"    {key}: {value}  (load {os.getloadavg()[0]:.1f})", flush=True)
+            load = os.getloadavg()[0]
+            self.__dict__.setdefault("loads", []).append(load)
+            print(f"    {key}: {value}  (load {load:.1f})", flush=True)
+
+    def load_range(self) -> str:
+        loads = self.__dict__.get("loads") or [os.getloadavg()[0]]
+        return f"{min(loads):.1f}-{max(loads):.1f}"
 
 
 def migrated(manifest: dict, db: Path, env: dict, res: dict, *, keep: bool) -> None:
@@ -344,6 +352,8 @@ def issue_table(results: list[dict]) -> None:
             if r.get(pk) is not None and r.get(ak)
         ]
         print(f"| {label} | {before} | {', '.join(now) or '-'} | {goal} |")
+    loads = [f"{_size(r['cards'])} {r.load_range()}" for r in results if isinstance(r, _Shown)]
+    print(f"\n(load average while measured: {', '.join(loads)})")
 
 
 def _size(n: int) -> str:
