@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from prep.engine.store import SCHEMA_VERSION, Store, schema, schema13
+from prep.engine.store import SCHEMA_VERSION, Store, schema
 from prep.engine.store.schema import REVIEW_COLUMNS_V1, Upgrade
 from prep.tui import upgrade as upgrade_line
 from prep.tui.cli import main
@@ -53,7 +53,6 @@ def version_of(path: Path) -> int:
 
 def test_progress_is_monotone_and_ends_at_100_percent(copy: Path, monkeypatch) -> None:
     monkeypatch.setattr(schema, "BATCH", 7)  # many batches out of a small log
-    monkeypatch.setattr(schema13, "BATCH", 7)  # (v13 rewrites the log again)
     seen: list[Upgrade] = []
     Store.open(copy, progress=seen.append).close()
     assert version_of(copy) == SCHEMA_VERSION
@@ -63,10 +62,10 @@ def test_progress_is_monotone_and_ends_at_100_percent(copy: Path, monkeypatch) -
     assert fractions[0] == 0.0 and fractions == sorted(fractions)
     converted = [u.converted for u in seen]
     assert converted == sorted(converted)
-    # a report per batch of 7 rows (8 batches) in each rewrite of the log (v4 -> v5 and
-    # v12 -> v13, ``converted`` counting the two as one: half a row each), then one per step
-    assert len({c for c in converted if 0 < c < 51}) == 15
-    assert len(seen) >= 1 + 16 + len(schema.UpgradeTracker.TAIL) + 1
+    # a report per batch of 7 rows (8 batches) in the one rewrite of the log (v4 straight to
+    # v13's form: engine/store/fused13.py), then one per step
+    assert len({c for c in converted if 0 < c < 51}) == 7
+    assert len(seen) >= 1 + 8 + len(schema.UpgradeTracker.TAIL) + 1
     elapsed = [u.elapsed for u in seen]
     assert elapsed == sorted(elapsed)
     assert [u.done for u in seen] == [False] * (len(seen) - 1) + [True]
@@ -115,24 +114,32 @@ def test_an_upgrade_stopped_midway_leaves_the_old_database(copy: Path, v3: Path,
         assert len(store.dump()["reviews"]) == 51
 
 
-@pytest.mark.parametrize("step", ["drop", "index", "commit"])
+@pytest.mark.parametrize("step", ["converting", "drop", "index", "commit"])
 def test_a_process_killed_midway_leaves_the_old_database(copy: Path, v3: Path, step: str):
     """A crash, not an exception: the process dies (no rollback, no close) right after a
-    step of the upgrade. Before the commit nothing of it may be seen; after it, all."""
+    step of the upgrade, or with the new log half written ("converting": batches of 7 rows,
+    the third written). Before the commit nothing of it may be seen; after it, all."""
     script = textwrap.dedent(
         f"""
         import os
         from prep.engine.store import schema
         from prep.engine.store import Store
 
-        finished = schema.UpgradeTracker.finished
+        finished, converted = schema.UpgradeTracker.finished, schema.UpgradeTracker.converted
 
         def die_after(self, step):
             finished(self, step)
             if step == {step!r}:
                 os._exit(9)
 
+        def die_halfway(self, rows):
+            converted(self, rows)
+            if {step!r} == "converting" and self.converted_rows >= 21:
+                os._exit(9)
+
+        schema.BATCH = 7
         schema.UpgradeTracker.finished = die_after
+        schema.UpgradeTracker.converted = die_halfway
         Store.open({str(copy)!r})
         """
     )

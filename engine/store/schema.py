@@ -231,6 +231,14 @@ def _v3_to_v4(db: Any, progress: UpgradeTracker | None = None) -> None:
 def _v4_to_v5(db: Any, progress: UpgradeTracker | None = None) -> None:
     # the compact review log (engine/store/reviewlog.py): every row converted, nothing lost; the
     # store vacuums afterwards so that the file shrinks
+    if progress is not None and progress.straight_to_v13:
+        # an upgrade past v13: the log goes to v13's form in one pass (engine/store/fused13.py)
+        from prep.engine.store.fused13 import v4_log_to_v13
+
+        v4_log_to_v13(db.conn, progress)
+        db.execute("CREATE INDEX IF NOT EXISTS cards_leech ON cards (id) WHERE leech = 1")
+        db.execute("CREATE INDEX IF NOT EXISTS cards_changed ON cards (id) WHERE changed = 1")
+        return
     from prep.engine.store.reviewlog import legacy_state, to_us
     from prep.engine.store.reviewlog5 import Chain5 as Chain
     from prep.engine.timeutil import parse
@@ -463,7 +471,8 @@ class Upgrade:
 class UpgradeTracker:
     """Counts an upgrade's work and reports it as an Upgrade to ``callback``.
 
-    The work is the review log's rows (rewritten by v4 -> v5), one unit each, and the
+    The work is the review log's rows (rewritten by v4 -> v5 and by v12 -> v13, or by
+    both at once: ``straight_to_v13``), one unit each per pass, and the
     steps after them, each weighed as a number of units per review: measured on a v3
     database of 100k cards and 1M reviews (tests/benchmarks, 2-core machine), dropping the
     old log took ~0.02 of the conversion's time, building the indexes ~0.09, the commit
@@ -488,7 +497,13 @@ class UpgradeTracker:
         self.start = clock()
         # the log is rewritten by v4 -> v5 and by v12 -> v13: each pass converts every row,
         # drops the old log and builds the indexes
-        self.passes = max(1, (0 < from_version < 5) + (from_version < 13 <= to_version))
+        # (a store's upgrade from v4 or older past v13 does both in one: engine/store/fused13.py)
+        self.straight_to_v13 = 0 < from_version < 5 and to_version >= 13
+        self.passes = (
+            1
+            if self.straight_to_v13
+            else max(1, (0 < from_version < 5) + (from_version < 13 <= to_version))
+        )
         self.converted_rows = 0  # over all passes
         self.tail_done = 0.0
         per_pass = 1.0 + self.TAIL["drop"] + self.TAIL["index"]

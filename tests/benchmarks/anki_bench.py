@@ -25,7 +25,9 @@ Targets (issue 15): cold open at 100k <= 1.0x Anki, at 1M under 5 s; stats at 10
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -57,10 +59,18 @@ col.close()
 """
 
 PREP_MIGRATE = """
-import sys
-from prep.engine.store import Store
+import json, sys, time
+from prep.engine.store import Store, schema
+# each step after the conversion of the log, as it ends: (step, wall s, CPU s) since the start
+t0, c0, phases = time.perf_counter(), time.process_time(), []
+finished = schema.UpgradeTracker.finished
+def mark(self, step):
+    finished(self, step)
+    phases.append((step, round(time.perf_counter() - t0, 2), round(time.process_time() - c0, 2)))
+schema.UpgradeTracker.finished = mark
 with Store.open(sys.argv[1]):
     pass
+print("PHASES", json.dumps(phases), flush=True)
 """
 
 ANKI_GRAPHS = """
@@ -102,12 +112,23 @@ def to_first_card(cmd: list[str], marker: str, env: dict | None = None) -> float
 
 
 def whole(cmd: list[str], env: dict | None = None) -> float:
+    return run_whole(cmd, env)[0]
+
+
+def run_whole(cmd: list[str], env: dict | None = None) -> tuple[float, str]:
+    """Seconds a whole run takes, and its stdout."""
     t = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     elapsed = time.perf_counter() - t
     if out.returncode != 0:
         raise RuntimeError(f"{cmd[:3]}... exit {out.returncode}: {out.stderr.strip()[-300:]}")
-    return elapsed
+    return elapsed, out.stdout
+
+
+def child_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes so far."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def median_of(fn, repeat: int) -> float:
@@ -194,28 +215,77 @@ class _Shown(dict):
     """A size's results, each printed as it is measured (with the load average then): a
     long run that dies late still leaves its numbers."""
 
+    loads: list[float]
+
     def __setitem__(self, key: str, value) -> None:
         super().__setitem__(key, value)
         if key not in ("cards", "reviews"):
-            print(f"    {key}: {value}  (load {os.getloadavg()[0]:.1f})", flush=True)
+            load = os.getloadavg()[0]
+            self.__dict__.setdefault("loads", []).append(load)
+            print(f"    {key}: {value}  (load {load:.1f})", flush=True)
+
+    def load_range(self) -> str:
+        loads = self.__dict__.get("loads") or [os.getloadavg()[0]]
+        return f"{min(loads):.1f}-{max(loads):.1f}"
 
 
-def measure(manifest: dict, work: Path, repeat: int, *, anki: bool, answers: int) -> dict:
+def migrated(manifest: dict, db: Path, env: dict, res: dict, *, keep: bool) -> None:
+    """``db``: the build's v3 database upgraded to this prep's schema (timed alone: the
+    store opened in a fresh process; wall, CPU and each step's end in ``res``). With
+    ``keep``, the upgraded copy is kept beside the build, keyed by the schema version (and
+    the generator's, as the build), and a later run starts from it (the numbers it was made
+    with are shown again, marked as kept): a 1M upgrade takes minutes."""
+    from prep.engine.store import SCHEMA_VERSION
+
+    kept = Path(manifest["prep_v3"]).with_name(f"prep-v{SCHEMA_VERSION}.db")
+    record = kept.with_suffix(".json")
+    if keep and kept.exists() and record.exists():
+        shutil.copyfile(kept, db)
+        was = json.loads(record.read_text())
+        res["prep_migrate_kept"] = f"{kept} (made {was.get('at')}, load {was.get('load')})"
+        res["prep_migrate"], res["prep_migrate_cpu"] = was["wall"], was["cpu"]
+        return
+    shutil.copyfile(manifest["prep_v3"], db)
+    load, cpu = os.getloadavg()[0], child_cpu()
+    res["prep_migrate"], out = run_whole([PY, "-c", PREP_MIGRATE, str(db)], env)
+    res["prep_migrate_cpu"] = round(child_cpu() - cpu, 2)
+    phases = next((line[7:] for line in out.splitlines() if line.startswith("PHASES ")), "[]")
+    res["prep_migrate_phases"] = json.loads(phases)
+    if keep:
+        checkpoint(db)
+        shutil.copyfile(db, kept)
+        record.write_text(
+            json.dumps(
+                {
+                    "wall": res["prep_migrate"],
+                    "cpu": res["prep_migrate_cpu"],
+                    "phases": res["prep_migrate_phases"],
+                    "load": round(load, 1),
+                    "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                }
+            )
+        )
+
+
+def measure(
+    manifest: dict, work: Path, repeat: int, *, anki: bool, answers: int, keep: bool = False
+) -> dict:
     n = manifest["cards"]
     folder = work / str(n)
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     db = folder / "prep.db"
-    shutil.copyfile(manifest["prep_v3"], db)
     decks = manifest["decks"]
     env = prep_env(bytecode=not NO_BYTECODE)
     res: dict = _Shown(cards=n, reviews=manifest["reviews"])
     marker = "Question"
     quiz = prep_cmd(db, decks, "quiz", "--plain")
-    # warm-up: the first open migrates an older database (timed alone: the store opened in a
-    # fresh process), then fills the deck cache and shows the first card
-    res["prep_migrate"] = whole([PY, "-c", PREP_MIGRATE, str(db)], env)
+    # warm-up: the first open migrates an older database (timed alone), then fills the deck
+    # cache and shows the first card
+    migrated(manifest, db, env, res, keep=keep)
+    cpu = child_cpu()
     res["prep_first_open"] = to_first_card(quiz, marker, env)
+    res["prep_first_open_cpu"] = round(child_cpu() - cpu, 2)
     checkpoint(db)
     res["prep_open"] = median_of(lambda: to_first_card(quiz, marker, env), repeat)
     if TUI_REPEAT:  # the TUI's first card in a pseudo-terminal, beside a minimal Textual app
@@ -282,6 +352,8 @@ def issue_table(results: list[dict]) -> None:
             if r.get(pk) is not None and r.get(ak)
         ]
         print(f"| {label} | {before} | {', '.join(now) or '-'} | {goal} |")
+    loads = [f"{_size(r['cards'])} {r.load_range()}" for r in results if isinstance(r, _Shown)]
+    print(f"\n(load average while measured: {', '.join(loads)})")
 
 
 def _size(n: int) -> str:
@@ -312,15 +384,19 @@ def report(results: list[dict]) -> None:
         " fill and the first card)"
     )
     print(
-        f"  {'cards':>10} {'reviews':>11} {'migrate':>11} {'first open':>11} {'cold open':>11} "
-        f"{'stats':>11} {'database':>11}"
+        f"  {'cards':>10} {'reviews':>11} {'migrate':>11} {'(CPU)':>9} {'first open':>11} "
+        f"{'(CPU)':>9} {'cold open':>11} {'stats':>11} {'database':>11}"
     )
     for r in results:
+        kept = "*" if r.get("prep_migrate_kept") else ""
         print(
-            f"  {r['cards']:>10,} {r['reviews']:>11,} {fmt_s(r.get('prep_migrate')):>11} "
-            f"{fmt_s(r['prep_first_open']):>11} {fmt_s(r['prep_open']):>11} "
+            f"  {r['cards']:>10,} {r['reviews']:>11,} {fmt_s(r.get('prep_migrate')) + kept:>11} "
+            f"{fmt_s(r.get('prep_migrate_cpu')):>9} {fmt_s(r['prep_first_open']):>11} "
+            f"{fmt_s(r.get('prep_first_open_cpu')):>9} {fmt_s(r['prep_open']):>11} "
             f"{fmt_s(r['prep_stats']):>11} {r['prep_bytes'] / 1e6:>8.1f} MB"
         )
+    if any(r.get("prep_migrate_kept") for r in results):
+        print("  * the upgrade of an earlier run, kept beside the build (--remigrate: again)")
 
 
 def main() -> None:
@@ -333,6 +409,12 @@ def main() -> None:
         "--million",
         action="store_true",
         help="add 1M cards (--reviews-per-card each, Anki beside it) to every table; built once",
+    )
+    ap.add_argument(
+        "--remigrate",
+        action="store_true",
+        help="1M: upgrade the v3 database again (by default the upgraded copy a run keeps "
+        "beside the build, prep-vN.db for schema N, is reused)",
     )
     ap.add_argument("--tui-repeat", type=int, default=5, help="pty pairs per size (0: none)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench-out")
@@ -368,7 +450,9 @@ def main() -> None:
     if args.million:  # streamed by gencoll: ~1 GB of memory, ~20 GB of disk, an hour or more
         m = gencoll.build(args.out, 1_000_000, args.reviews_per_card, anki=have_anki)
         print("measuring 1,000,000 cards ...", flush=True)
-        results.append(measure(m, work, 2, anki=have_anki, answers=args.answers))
+        results.append(
+            measure(m, work, 2, anki=have_anki, answers=args.answers, keep=not args.remigrate)
+        )
     report(results)
 
 
