@@ -18,7 +18,7 @@ from prep.engine.store.schema import Upgrade
 if TYPE_CHECKING:
     import os
 
-    from prep.engine.store import Store
+    from prep.engine.store import Store, StoreError
 
 SHOW_AFTER_S = 1.0  # an upgrade shorter than this shows nothing
 FILL_SHOW_AFTER_S = 1.0  # the same for the deck cache's fill (FillLine)
@@ -112,16 +112,43 @@ def open_store(db: str | os.PathLike | None, **kwargs: Any) -> Store:
     from prep.engine.store import Store
 
     line = UpgradeLine()
-    if not kwargs.get("reading") and Store.pending_upgrade(db) is not None:
-        from prep.engine.store import resolve_db_path
-        from prep.engine.store.backup import BackupError, before_upgrade
-
-        with contextlib.suppress(BackupError):  # (an unwritable folder: the upgrade says so)
-            before_upgrade(resolve_db_path(db))
+    pending = None if kwargs.get("reading") else Store.pending_upgrade(db)
+    if pending is not None:
+        back_up_before_upgrade(db, pending[0])
     try:
         return Store.open(db, progress=line, **kwargs)
     finally:
         line.close()
+
+
+def upgrade_room(db: str | os.PathLike | None, from_version: int) -> StoreError | None:
+    """Why the upgrade of ``db`` and its backup copy would not fit (a StoreError of kind
+    "space", one line), or None (also when the free space cannot be asked)."""
+    from prep.engine.store import StoreError, resolve_db_path
+    from prep.engine.store.backup import SpaceError, check_upgrade_space
+
+    try:
+        check_upgrade_space(resolve_db_path(db), from_version)
+    except SpaceError as exc:
+        return StoreError(str(exc), kind="space")
+    except OSError:
+        return None
+    return None
+
+
+def back_up_before_upgrade(db: str | os.PathLike | None, from_version: int) -> None:
+    """The backup copy made before an upgrade, once the free space for it and for the
+    upgrade is checked: too little is a StoreError (kind "space", one line saying how much
+    is needed where), and nothing is written. A folder where no backup can be written is
+    left to the upgrade, which says what is wrong."""
+    from prep.engine.store import resolve_db_path
+    from prep.engine.store.backup import BackupError, before_upgrade
+
+    short = upgrade_room(db, from_version)
+    if short is not None:
+        raise short
+    with contextlib.suppress(BackupError, OSError):  # (an unwritable folder: the upgrade says so)
+        before_upgrade(resolve_db_path(db))
 
 
 def _isatty(stream: TextIO) -> bool:

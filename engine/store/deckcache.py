@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -340,24 +340,43 @@ class DeckCacheStore(StoreCore):
         "WHERE f.ord IS NOT NULL AND +dc.dup = 0"
     )
 
-    def reconcile_with_deck_cache(self, key: str) -> dict[str, int]:
+    def reconcile_with_deck_cache(
+        self, key: str, step: Callable[[int, int], None] | None = None
+    ) -> dict[str, int]:
         """Store.reconcile in SQL, against the cached cards of the loaded deck files: the same
-        flags (changed, removed, restored), no card hashed, no Python loop over cards."""
+        flags (changed, removed, restored), no card hashed, no Python loop over cards. One
+        transaction, done file by file: ``step(done, steps)`` is called before each step (an
+        exception it raises rolls the whole reconciliation back)."""
+        tell = step if step is not None else (lambda done, steps: None)
         live = self._LIVE_DECK_CARDS
+        fids = [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT fid FROM deck_files WHERE ord IS NOT NULL ORDER BY ord"
+            )
+        ]
+        one = "SELECT id, deck, chash FROM deck_cards WHERE key BETWEEN ? AND ? AND +dup = 0"
         with self.transaction():
+            tell(0, len(fids) + 1)
             removed = self.conn.execute(
                 f"UPDATE cards SET removed = 1 WHERE removed = 0 AND id NOT IN "
                 f"(SELECT id FROM ({live}))"
             ).rowcount
-            restored = self.conn.execute(
-                f"UPDATE cards SET removed = 0 WHERE removed = 1 AND id IN "
-                f"(SELECT id FROM ({live}))"
-            ).rowcount
-            changed = self.conn.execute(
-                f"UPDATE cards SET changed = (cards.content_hash IS NOT l.chash) OR cards.changed, "
-                f"content_hash = l.chash, deck = l.deck FROM ({live}) AS l "
-                "WHERE cards.id = l.id AND (cards.content_hash IS NOT l.chash OR cards.deck != l.deck)"
-            ).rowcount
+            restored = changed = 0
+            for i, fid in enumerate(fids):
+                tell(i + 1, len(fids) + 1)
+                restored += self.conn.execute(
+                    f"UPDATE cards SET removed = 0 WHERE removed = 1 AND id IN "
+                    f"(SELECT id FROM ({one}))",
+                    _key_range(fid),
+                ).rowcount
+                changed += self.conn.execute(
+                    "UPDATE cards SET changed = (cards.content_hash IS NOT l.chash) OR "
+                    f"cards.changed, content_hash = l.chash, deck = l.deck FROM ({one}) AS l "
+                    "WHERE cards.id = l.id AND "
+                    "(cards.content_hash IS NOT l.chash OR cards.deck != l.deck)",
+                    _key_range(fid),
+                ).rowcount
             self.set_meta(_RECONCILED_KEY, key)
         return {"changed": changed, "removed": removed, "restored": restored}
 

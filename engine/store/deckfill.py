@@ -66,6 +66,10 @@ class DeckFillStore(DeckCacheStore):
         self.set_meta(_BULK_KEY, "1")
         self._bulk_tags, self._bulk_cards = ([] if fresh else None), 0
 
+    def deck_cache_bulk_pending(self) -> bool:
+        """Whether the next load builds a bulk fill's id index and tags (deck_cache_bulk_finish)."""
+        return self._private is None and self.get_meta(_BULK_KEY) is not None
+
     def deck_cache_bulk_finish(
         self, tags_field: int, starting: Callable[[], None] | None = None
     ) -> bool:
