@@ -344,41 +344,19 @@ class DeckCacheStore(StoreCore):
         self, key: str, step: Callable[[int, int], None] | None = None
     ) -> dict[str, int]:
         """Store.reconcile in SQL, against the cached cards of the loaded deck files: the same
-        flags (changed, removed, restored), no card hashed, no Python loop over cards. One
-        transaction, done file by file: ``step(done, steps)`` is called before each step (an
-        exception it raises rolls the whole reconciliation back)."""
+        flags (changed, removed, restored), no card hashed, no Python loop over cards; only
+        the files that changed since the last reconciliation are matched when it is known
+        what that one saw (engine/store/reconcile.py). One transaction, done file by file:
+        ``step(done, steps)`` is called before each step (an exception it raises rolls the
+        whole reconciliation back)."""
+        from prep.engine.store import reconcile
+
         tell = step if step is not None else (lambda done, steps: None)
-        live = self._LIVE_DECK_CARDS
-        fids = [
-            r[0]
-            for r in self.conn.execute(
-                "SELECT fid FROM deck_files WHERE ord IS NOT NULL ORDER BY ord"
-            )
-        ]
-        one = "SELECT id, deck, chash FROM deck_cards WHERE key BETWEEN ? AND ? AND +dup = 0"
         with self.transaction():
-            tell(0, len(fids) + 1)
-            removed = self.conn.execute(
-                f"UPDATE cards SET removed = 1 WHERE removed = 0 AND id NOT IN "
-                f"(SELECT id FROM ({live}))"
-            ).rowcount
-            restored = changed = 0
-            for i, fid in enumerate(fids):
-                tell(i + 1, len(fids) + 1)
-                restored += self.conn.execute(
-                    f"UPDATE cards SET removed = 0 WHERE removed = 1 AND id IN "
-                    f"(SELECT id FROM ({one}))",
-                    _key_range(fid),
-                ).rowcount
-                changed += self.conn.execute(
-                    "UPDATE cards SET changed = (cards.content_hash IS NOT l.chash) OR "
-                    f"cards.changed, content_hash = l.chash, deck = l.deck FROM ({one}) AS l "
-                    "WHERE cards.id = l.id AND "
-                    "(cards.content_hash IS NOT l.chash OR cards.deck != l.deck)",
-                    _key_range(fid),
-                ).rowcount
+            last = self.get_meta(_RECONCILED_KEY)
+            out = reconcile.reconcile(self.conn, key, last, self.deck_cache_format(), tell)
             self.set_meta(_RECONCILED_KEY, key)
-        return {"changed": changed, "removed": removed, "restored": restored}
+        return out
 
     def deck_cache_alias_claims(
         self, path: str, field: int, without: tuple[str, ...] = ()
