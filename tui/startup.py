@@ -271,7 +271,10 @@ class Startup(_AppBase):
         try:
             from prep.tui.upgrade import back_up_before_upgrade
 
-            back_up_before_upgrade(self.db, screen.versions[0])  # (room checked first)
+            def say(text: str) -> None:
+                screen.post_message(screen.Note(text[0].upper() + text[1:]))
+
+            back_up_before_upgrade(self.db, screen.versions[0], say=say)  # (room checked first)
             Store.open(self.db, progress=progress).close()
         except _UpgradeStopped:
             return

@@ -17,6 +17,7 @@ from prep.engine.store.schema import Upgrade
 
 if TYPE_CHECKING:
     import os
+    from collections.abc import Callable
 
     from prep.engine.store import Store, StoreError
 
@@ -78,6 +79,11 @@ class UpgradeLine:
     def text(self, u: Any) -> str:
         return describe(u, self._arrow)
 
+    def say(self, text: str) -> None:
+        """One line of its own (what happens before the upgrade: its backup copy)."""
+        self.close()
+        self._write(f"prep: {text}\n")
+
     def close(self) -> None:
         """End a line left open on a terminal (the upgrade stopped short: an error, Ctrl-C),
         so that what is printed next starts a line of its own."""
@@ -114,7 +120,7 @@ def open_store(db: str | os.PathLike | None, **kwargs: Any) -> Store:
     line = UpgradeLine()
     pending = None if kwargs.get("reading") else Store.pending_upgrade(db)
     if pending is not None:
-        back_up_before_upgrade(db, pending[0])
+        back_up_before_upgrade(db, pending[0], say=line.say)
     try:
         return Store.open(db, progress=line, **kwargs)
     finally:
@@ -136,19 +142,34 @@ def upgrade_room(db: str | os.PathLike | None, from_version: int) -> StoreError 
     return None
 
 
-def back_up_before_upgrade(db: str | os.PathLike | None, from_version: int) -> None:
+# A database at least this big says that it is being backed up (the copy takes a while)
+SAY_BACKUP_BYTES = 50_000_000
+
+
+def back_up_before_upgrade(
+    db: str | os.PathLike | None, from_version: int, say: Callable[[str], None] | None = None
+) -> None:
     """The backup copy made before an upgrade, once the free space for it and for the
     upgrade is checked: too little is a StoreError (kind "space", one line saying how much
     is needed where), and nothing is written. A folder where no backup can be written is
-    left to the upgrade, which says what is wrong."""
+    left to the upgrade, which says what is wrong. ``say``: told what is copied where, for
+    a big database (a copy of gigabytes takes a minute)."""
     from prep.engine.store import resolve_db_path
-    from prep.engine.store.backup import BackupError, before_upgrade
+    from prep.engine.store.backup import BackupError, before_upgrade, folder
 
     short = upgrade_room(db, from_version)
     if short is not None:
         raise short
+    path = resolve_db_path(db)
+    with contextlib.suppress(OSError):
+        size = path.stat().st_size
+        if say is not None and size >= SAY_BACKUP_BYTES:
+            say(
+                f"backing up the progress database ({size / 1e6:,.0f} MB) to {folder(path)} "
+                "before the upgrade"
+            )
     with contextlib.suppress(BackupError, OSError):  # (an unwritable folder: the upgrade says so)
-        before_upgrade(resolve_db_path(db))
+        before_upgrade(path)
 
 
 def _isatty(stream: TextIO) -> bool:
