@@ -126,7 +126,9 @@ def test_the_load_reports_the_checks_and_the_reconciliation_file_by_file(
     assert seen[-1].stage == DONE
     bars = [f.overall for f in seen]
     assert bars == sorted(bars) and bars[-1] == 1.0
-    assert "checking ids, parents and demos across the decks (file 2 of 4)" in describe(checks[1])
+    assert "checking ids, parents and demos across the decks (file 2 of 3)" in describe(checks[1])
+    assert describe(checks[-1]).endswith("across the decks (comparing them)")
+    assert describe(matches[-1]).endswith("matching your progress to the cards (file 3 of 3)")
     assert describe(matches[-1]).startswith("bringing the deck cache up to date")
     assert describe(seen[-1]).startswith("brought the deck cache up to date in")
     assert states(db)[kept] == 0 and states(db)[gone] == 1  # reconciled

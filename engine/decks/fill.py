@@ -103,9 +103,9 @@ def describe(fill: Fill) -> str:
     elif fill.stage == INDEX:
         what = "indexing the cards' ids and tags"
     elif fill.stage == CHECK:
-        what = "checking ids, parents and demos across the decks" + _steps(fill, "file")
+        what = "checking ids, parents and demos across the decks" + _checked(fill)
     else:
-        what = "matching your progress to the cards" + _steps(fill, "step")
+        what = "matching your progress to the cards" + _matched(fill)
     text = f"{head}: {what}"
     if fill.cards:
         text += f", {fill.cards:,} cards so far"
@@ -114,8 +114,22 @@ def describe(fill: Fill) -> str:
     return text
 
 
-def _steps(fill: Fill, what: str) -> str:
-    return f" ({what} {min(fill.step + 1, fill.steps)} of {fill.steps})" if fill.steps else ""
+def _checked(fill: Fill) -> str:
+    """The checks' steps: each file's cards read, then all of them compared."""
+    files = fill.steps - 1
+    if files <= 0:
+        return ""
+    return f" (file {fill.step + 1} of {files})" if fill.step < files else " (comparing them)"
+
+
+def _matched(fill: Fill) -> str:
+    """The reconciliation's steps: the cards no deck holds now, then file by file."""
+    files = fill.steps - 1
+    if files < 0:
+        return ""
+    if fill.step == 0:
+        return " (finding the cards no deck holds now)"
+    return f" (file {min(fill.step, files)} of {files})"
 
 
 def _size(n: int) -> str:
