@@ -6,13 +6,16 @@ Part of the one `Store` (engine/store/__init__.py combines the tables' classes).
 
 from __future__ import annotations
 
+from prep.engine.store import devices
 from prep.engine.store.core import StoreCore
 from prep.engine.store.marks import Mark
 from prep.engine.store.reviewlog import Chain, to_us
+from prep.engine.timeutil import fmt, utcnow
 
 
 class AliasesStore(StoreCore):
-    """Moves a merged-away card's rows (cards, reviews, card_marks) onto the kept card."""
+    """Moves a merged-away card's rows (cards, reviews, card_marks with their clock) onto the
+    kept card."""
 
     def adopt_aliases(self, aliases: dict[str, str]) -> int:
         """Move the progress of each merged-away id in ``aliases`` ({alias: kept id}) onto
@@ -60,6 +63,34 @@ class AliasesStore(StoreCore):
                         buried_until=max(buried) if buried else None,
                         flagged=old.flagged or new.flagged,
                     )
-                    store.set_mark(alias, Mark())  # type: ignore[attr-defined]
-                    store.set_mark(kept, both)  # type: ignore[attr-defined]
+                    self._move_mark(alias, kept, both)
         return len(stored)
+
+    def _move_mark(self, alias: str, kept: str, both: Mark) -> None:
+        """The combined mark onto ``kept`` with the later of the two cards' mark clocks (not a
+        new stamp: every device merges the same cards itself, and a stamp of the merge's time
+        would outrank a change made on another device after its own merge, or drop it). The
+        alias's row goes; its clock stays, so a stale entry naming it is still refused."""
+        later = self.conn.execute(
+            "SELECT c.at, c.dev, c.seq FROM mark_clock c LEFT JOIN sync_devices d ON d.n = c.dev "
+            "WHERE c.card_id IN (?, ?) ORDER BY c.at DESC, coalesce(d.id, '') DESC, c.seq DESC "
+            "LIMIT 1",
+            (alias, kept),
+        ).fetchone()
+        self.conn.execute("DELETE FROM card_marks WHERE card_id = ?", (alias,))
+        self.conn.execute(
+            "INSERT INTO card_marks (card_id, suspended, buried_until, flagged) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT(card_id) DO UPDATE SET "
+            "suspended = excluded.suspended, buried_until = excluded.buried_until, "
+            "flagged = excluded.flagged",
+            (kept, int(both.suspended), fmt(both.buried_until), int(both.flagged)),
+        )
+        if later is None:  # marks from before clocks (v9 stamps every mark): stamp it now
+            devices.stamp_mark(self.conn, kept, utcnow())
+            return
+        self.conn.execute(
+            "INSERT INTO mark_clock (card_id, at, dev, seq) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(card_id) DO UPDATE SET at = excluded.at, dev = excluded.dev, "
+            "seq = excluded.seq",
+            (kept, *later),
+        )

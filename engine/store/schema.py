@@ -19,7 +19,8 @@ Tables (the schema version is in ``meta``):
   v12 each file's identity, ``ident``, which older preps added on the first write needing it;
   v15 puts the files' small columns before ``declared``: engine/store/schema15.py).
 - ``card_marks``: suspend / bury / flag (v10; before it, created on the first mark).
-- ``demo_runs``: every demo run (name, device, passed, seconds, the full report).
+- ``demo_runs``: every demo run (name, device, passed, seconds, the full report); v16
+  indexes it by (name, ran_at): engine/store/schema16.py.
 - ``meta``: schema version and settings.
 - ``sync_devices``, ``sched_params``, ``review_graves``, ``mark_clock`` (v9): what merging
   progress between installations needs (engine/sync/): every review's globally unique id
@@ -41,8 +42,9 @@ from prep.engine.store.schema11 import v10_to_v11
 from prep.engine.store.schema13 import v12_to_v13
 from prep.engine.store.schema14 import v13_to_v14
 from prep.engine.store.schema15 import v14_to_v15
+from prep.engine.store.schema16 import v15_to_v16
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 BATCH = 5_000  # review log rows rewritten per executemany (and per progress report)
 
 CARD_COLUMNS = (
@@ -543,5 +545,6 @@ MIGRATIONS: list[Callable[[Any, UpgradeTracker | None], None]] = [
     v12_to_v13,
     v13_to_v14,
     v14_to_v15,
+    v15_to_v16,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION

@@ -104,6 +104,22 @@ def fold_tally(conn: Any) -> None:
     )
 
 
+def catch_up_tally(conn: Any) -> bool:
+    """Fold the tally when FOLD rows or more wait past its mark (inside the caller's write
+    transaction): the end of an import or a sync that added many rows, which no rating folds
+    in, so a count never reads more than FOLD rows past the mark. True when it folded."""
+    mark = conn.execute(f"SELECT {TALLY_MARK}").fetchone()[0]
+    if mark is None:
+        return False
+    (waiting,) = conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM revlog WHERE id > ? LIMIT ?)", (mark, FOLD)
+    ).fetchone()
+    if waiting < FOLD:
+        return False
+    fold_tally(conn)
+    return True
+
+
 DDL = (
     "DROP INDEX IF EXISTS cards_removed_due",
     "DROP INDEX IF EXISTS cards_removed_state_due",

@@ -367,6 +367,13 @@ def _write(
         )
         state = new
     store.put_card(state)
+    # (schema v14) the row is its newest review's state: the next rating here stores the
+    # state before it as "that review's next" (NULL), not in full
+    conn.execute(
+        "UPDATE cards SET logged = (SELECT max(id) FROM revlog WHERE cn = "
+        "(SELECT n FROM review_cards WHERE id = ?)) WHERE id = ?",
+        (cid, cid),
+    )
     return state
 
 
@@ -419,20 +426,22 @@ def replay(
     chain = Chain()
     if k > 0:
         chain.last[cid] = state
+    from dataclasses import replace
+
+    changed = current.changed if current is not None else False
+
+    def flagged(s: CardState) -> CardState:  # the card's flags now (deck, text, membership)
+        return replace(s, deck=deck, content_hash=chash, removed=removed, changed=changed)
+
+    if merged[k:] and isinstance(state, CardState):
+        state = flagged(state)  # reviews written now carry the card's flags, as ratings' do
     state = _write(store, cid, state, merged[k:], chain, scheds, devices)
     if not merged:
         conn.execute("DELETE FROM cards WHERE id = ?", (cid,))
         return current is not None, False
-    from dataclasses import replace
-
-    final = replace(
-        state,
-        deck=deck,
-        content_hash=chash,
-        removed=removed,
-        changed=current.changed if current is not None else False,
-    )
-    store.put_card(final)
+    final = flagged(state)
+    if final != state:  # (a row unlike its newest review's state is not ``logged``)
+        store.put_card(final)
     return current is not None and _schedule(current) != _schedule(final), current is None
 
 

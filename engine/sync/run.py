@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prep.engine.store import devices as local
+from prep.engine.store.schema14 import catch_up_tally
 from prep.engine.study.present import count
 from prep.engine.sync import journal, merge, relay
 from prep.engine.sync.journal import JournalError
@@ -291,6 +292,7 @@ def apply_journals(
     with store.transaction():
         relayed = _relayed_all(conn, local.device(conn))
         applied = merge.apply(store, journals, now)
+        catch_up_tally(conn)  # many reviews taken in: the counts' tally catches up
         store.set_meta("sync_last", fmt(now))
         if relayed:  # what was received is in the folder: not passed on again
             top = conn.execute("SELECT coalesce(max(id), 0) FROM reviews").fetchone()[0]

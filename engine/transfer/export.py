@@ -42,7 +42,7 @@ import io
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -50,7 +50,7 @@ from typing import Any
 from prep.engine.store import Store
 from prep.engine.store.schema import CARD_COLUMNS, DEMO_RUN_COLUMNS, MARK_COLUMNS, REVIEW_COLUMNS
 from prep.engine.transfer.atomic import Content, WriteError, write_files
-from prep.engine.transfer.clocks import progress
+from prep.engine.transfer.clocks import progress, read_transaction
 from prep.engine.transfer.fields import CLOCK_COLUMNS, UNDONE_COLUMNS
 
 FORMAT = "prep-export"
@@ -113,27 +113,34 @@ def unneutralise_cell(text: str) -> str:
     return text[1:] if text.startswith("'") else text
 
 
+def csv_cells(
+    columns: Iterable[str], row: Mapping[str, Any], json_cols: Container[str]
+) -> list[str]:
+    """One row's cells as the CSV export writes them (engine/transfer/csvout.py streams them)."""
+    out = []
+    for col in columns:
+        value = row[col]
+        if value is None:
+            out.append("")
+        elif col in json_cols:
+            text = json.dumps(_finite(value), ensure_ascii=False, allow_nan=False)
+            out.append(neutralise_cell(text))
+        elif isinstance(value, float):
+            out.append(repr(value))  # shortest text that reads back as the same float
+        elif isinstance(value, int):
+            out.append(str(value))  # a number, never a formula
+        else:
+            out.append(neutralise_cell(str(value)))
+    return out
+
+
 def _csv_text(columns: Iterable[str], rows: Iterable[dict[str, Any]], json_cols: set[str]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     columns = list(columns)
     writer.writerow(columns)
     for row in rows:
-        out = []
-        for col in columns:
-            value = row[col]
-            if value is None:
-                out.append("")
-            elif col in json_cols:
-                text = json.dumps(_finite(value), ensure_ascii=False, allow_nan=False)
-                out.append(neutralise_cell(text))
-            elif isinstance(value, float):
-                out.append(repr(value))  # shortest text that reads back as the same float
-            elif isinstance(value, int):
-                out.append(str(value))  # a number, never a formula
-            else:
-                out.append(neutralise_cell(str(value)))
-        writer.writerow(out)
+        writer.writerow(csv_cells(columns, row, json_cols))
     return buf.getvalue()
 
 
@@ -156,7 +163,8 @@ def csv_paths(path: Path) -> dict[str, Path]:
 
 
 def to_csv(store: Store) -> dict[str, str]:
-    """The CSV export as {part: text} (parts as in csv_paths)."""
+    """The CSV export as {part: text} (parts as in csv_paths), built in memory from the whole
+    dump; export_csv streams the same bytes to the files (engine/transfer/csvout.py)."""
     data = progress(store)
     settings = data["settings"]
     settings_rows = (
@@ -204,7 +212,8 @@ def export_json(store: Store, path: Path, now: datetime) -> None:
 
 
 def export_csv(store: Store, path: Path) -> list[Path]:
-    """Write the CSV export; returns the files written (reviews file first). The other five
+    """Write the CSV export, streamed: its memory does not grow with the review log. Returns
+    the files written (reviews file first). The other five
     files are named after ``path``, so ``path`` must be a file (or not exist yet): beside a
     device, a FIFO or standard output (/dev/null.cards.csv) they would be files nobody named."""
     if str(path) == "-" or (os.path.exists(path) and not os.path.isfile(path)):
@@ -223,7 +232,9 @@ def export_csv(store: Store, path: Path) -> list[Path]:
             f"{path}: a name ending in {side} is the side file of a csv export named "
             f"{base}.csv; name the export {base}.csv (or another name)"
         )
+    from prep.engine.transfer.csvout import csv_writers
+
     paths = csv_paths(Path(path))
-    parts = to_csv(store)
-    _write({paths[k]: parts[k] for k in paths})
+    with read_transaction(store):  # the six files read as one state of the database
+        _write(csv_writers(store, paths))
     return list(paths.values())

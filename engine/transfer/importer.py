@@ -40,6 +40,7 @@ from prep.engine.store.devices import origin_of
 from prep.engine.store.reviewlog import Chain
 from prep.engine.store.reviews import _review_dict
 from prep.engine.store.schema import DEMO_RUN_COLUMNS, REVIEW_COLUMNS_V1, SCHEDULE_COLUMNS
+from prep.engine.store.schema14 import catch_up_tally
 from prep.engine.study.marks import in_force
 from prep.engine.study.present import count
 from prep.engine.study.scheduler import Settings
@@ -393,6 +394,7 @@ def import_data(
                 result.settings = "same"
             else:
                 result.settings = "kept"
+        catch_up_tally(store.conn)  # many reviews taken in: the counts' tally catches up
     return result
 
 

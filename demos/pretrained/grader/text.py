@@ -65,7 +65,34 @@ _CONDITION = re.compile(
 )
 
 
+# Phrases built on a negation word that deny nothing: a comparative bound ("no more than
+# d_head" = at most d_head, "can't be larger than", "never fewer than two"), an addition ("not
+# only X but Y", "isn't just"), an identification ("nothing but a sum", "none other than W_O"),
+# and the set phrases "no matter", "whether or not", "no doubt", "not least", "not unlike".
+# Each is read as what it says, in function words (no content stem is added); a real denial
+# beside one ("no more than d_head, and heads never mix") still counts.
+_COMPARATIVE = (
+    r"more|less|fewer|greater|larger|bigger|smaller|higher|lower|longer|shorter|wider|"
+    r"narrower|later|earlier|faster|slower|cheaper|deeper"
+)
+_NOT = r"\b(?:not|no|never|cannot|[a-z]+n['’]t)"
+_NON_DENIAL = [
+    (re.compile(rf"{_NOT}(?:\s+be)?\s+(?:{_COMPARATIVE})\s+than\b", re.IGNORECASE), "about"),
+    (re.compile(rf"{_NOT}\s+(?:only|just|merely|simply|solely)\b", re.IGNORECASE), "also"),
+    (
+        re.compile(
+            r"\b(?:nothing|none)\s+(?:(?:more|less|else|other)\s+than|but)\b", re.IGNORECASE
+        ),
+        "just",
+    ),
+    (re.compile(r"\b(?:no\s+matter|whether\s+or\s+not)\b", re.IGNORECASE), "for any"),
+    (re.compile(r"\b(?:no\s+doubt|not\s+least|not\s+unlike)\b", re.IGNORECASE), "also"),
+]
+
+
 def _unconditioned(text: str) -> str:
+    for pattern, plain in _NON_DENIAL:
+        text = pattern.sub(plain, text)
     return _CONDITION.sub("without ", text)
 
 
