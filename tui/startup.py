@@ -183,6 +183,14 @@ class Startup(_AppBase):
                 # an older database: upgraded in a thread (a large one takes a while) while
                 # a screen shows how far it is; the app opens it once it is done
                 from prep.tui.screens.upgrade import UpgradeScreen
+                from prep.tui.upgrade import upgrade_room
+
+                short = upgrade_room(self.db, pending[0])  # (room for its backup: asked first)
+                if short is not None:
+                    from prep.tui.screens.errors import ErrorScreen
+
+                    self._show(ErrorScreen.database(str(short), short.kind))
+                    return
 
                 self._upgrading = True
                 screen = UpgradeScreen(*pending)
@@ -261,6 +269,12 @@ class Startup(_AppBase):
 
         error: StoreError | None = None
         try:
+            from prep.tui.upgrade import back_up_before_upgrade
+
+            def say(text: str) -> None:
+                screen.post_message(screen.Note(text[0].upper() + text[1:]))
+
+            back_up_before_upgrade(self.db, screen.versions[0], say=say)  # (room checked first)
             Store.open(self.db, progress=progress).close()
         except _UpgradeStopped:
             return
@@ -270,10 +284,13 @@ class Startup(_AppBase):
             self.call_from_thread(self._upgraded, error)
 
     def _fill_first(self) -> bool:
-        """Many deck bytes to parse (the first open of a large collection): fill the deck
-        cache in a thread, with a screen that shows how far it is. False: load as usual
-        (with the deck files as found here: ``_scan``)."""
+        """A long load (many deck bytes to parse: the first open of a large collection; or
+        the work over every card of a large one: the checks across files and the
+        reconciliation after an upgrade or an edit, a killed fill's indexes): the load runs
+        in a thread, with a screen that shows what it does and how far it is. False: load as
+        usual, here (with the deck files as found here: ``_scan``)."""
         from prep.engine.decks import deckcache
+        from prep.engine.decks.openwork import open_work
         from prep.engine.store import StoreError
 
         self._scan = None
@@ -285,15 +302,20 @@ class Startup(_AppBase):
             scan = deckcache.scan_decks(
                 self.store, self.questions, include_bundled=self.include_bundled
             )
+            work = open_work(self.store, scan, sorted(self.demos) if self.demos else None)
         except StoreError:
             return False
-        if scan.pending.bytes_total < FILL_SCREEN_BYTES:
+        if not work.large(FILL_SCREEN_BYTES):
             self._scan = scan  # the load right after uses it
             return False
+        from prep.engine.decks.fill import Fill
         from prep.tui.screens.fill import FillScreen
 
         self._filled = True  # once a session; what the thread left undone loads as usual
-        screen = FillScreen(scan.pending)
+        pending = scan.pending if work.parse_bytes == scan.pending.bytes_total else None
+        screen = FillScreen(
+            pending or Fill(files_total=len(scan.files), bytes_total=work.parse_bytes)
+        )
         self._show(screen)
         self._fill(screen, str(self.store.path))
         return True

@@ -17,8 +17,9 @@ from prep.engine.store.schema import Upgrade
 
 if TYPE_CHECKING:
     import os
+    from collections.abc import Callable
 
-    from prep.engine.store import Store
+    from prep.engine.store import Store, StoreError
 
 SHOW_AFTER_S = 1.0  # an upgrade shorter than this shows nothing
 FILL_SHOW_AFTER_S = 1.0  # the same for the deck cache's fill (FillLine)
@@ -78,6 +79,11 @@ class UpgradeLine:
     def text(self, u: Any) -> str:
         return describe(u, self._arrow)
 
+    def say(self, text: str) -> None:
+        """One line of its own (what happens before the upgrade: its backup copy)."""
+        self.close()
+        self._write(f"prep: {text}\n")
+
     def close(self) -> None:
         """End a line left open on a terminal (the upgrade stopped short: an error, Ctrl-C),
         so that what is printed next starts a line of its own."""
@@ -112,16 +118,58 @@ def open_store(db: str | os.PathLike | None, **kwargs: Any) -> Store:
     from prep.engine.store import Store
 
     line = UpgradeLine()
-    if not kwargs.get("reading") and Store.pending_upgrade(db) is not None:
-        from prep.engine.store import resolve_db_path
-        from prep.engine.store.backup import BackupError, before_upgrade
-
-        with contextlib.suppress(BackupError):  # (an unwritable folder: the upgrade says so)
-            before_upgrade(resolve_db_path(db))
+    pending = None if kwargs.get("reading") else Store.pending_upgrade(db)
+    if pending is not None:
+        back_up_before_upgrade(db, pending[0], say=line.say)
     try:
         return Store.open(db, progress=line, **kwargs)
     finally:
         line.close()
+
+
+def upgrade_room(db: str | os.PathLike | None, from_version: int) -> StoreError | None:
+    """Why the upgrade of ``db`` and its backup copy would not fit (a StoreError of kind
+    "space", one line), or None (also when the free space cannot be asked)."""
+    from prep.engine.store import StoreError, resolve_db_path
+    from prep.engine.store.backup import SpaceError, check_upgrade_space
+
+    try:
+        check_upgrade_space(resolve_db_path(db), from_version)
+    except SpaceError as exc:
+        return StoreError(str(exc), kind="space")
+    except OSError:
+        return None
+    return None
+
+
+# A database at least this big says that it is being backed up (the copy takes a while)
+SAY_BACKUP_BYTES = 50_000_000
+
+
+def back_up_before_upgrade(
+    db: str | os.PathLike | None, from_version: int, say: Callable[[str], None] | None = None
+) -> None:
+    """The backup copy made before an upgrade, once the free space for it and for the
+    upgrade is checked: too little is a StoreError (kind "space", one line saying how much
+    is needed where), and nothing is written. A folder where no backup can be written is
+    left to the upgrade, which says what is wrong. ``say``: told what is copied where, for
+    a big database (a copy of gigabytes takes a minute)."""
+    from prep.engine.store import resolve_db_path
+    from prep.engine.store.backup import BackupError, before_upgrade, folder
+
+    short = upgrade_room(db, from_version)
+    if short is not None:
+        raise short
+    path = resolve_db_path(db)
+    with contextlib.suppress(OSError):
+        size = path.stat().st_size
+        if say is not None and size >= SAY_BACKUP_BYTES:
+            say(
+                f"backing up the progress database ({size / 1e6:,.0f} MB) to {folder(path)} "
+                "before the upgrade"
+            )
+    with contextlib.suppress(BackupError, OSError):  # (an unwritable folder: the upgrade says so)
+        before_upgrade(path)
 
 
 def _isatty(stream: TextIO) -> bool:

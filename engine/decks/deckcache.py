@@ -403,16 +403,17 @@ def _assemble(
     shown_now = dict(order)
     if assembled is not None and assembled["errors"] and assembled.get("shown") != shown_now:
         assembled = None  # its messages name the files as shown from another folder
+    worked = fill is not None and fill.files_total > 0  # (done: what the progress says)
     if assembled is None:
-        if fill is not None and progress is not None and fill.files_total:
-            fill.stage = CHECK
-            progress(fill)
+        worked = True
+        _tell(fill, progress, stage=CHECK, step=0, steps=len(order) + 1)
         # the checks across files, on the outline of every card (only after a change)
         # (the files parsed now: as they were written, without reading them back)
         known = outline or {}
-        refs_by_file = {
-            key: known[key] if key in known else _refs(store, key, shown) for key, shown in order
-        }
+        refs_by_file = {}
+        for i, (key, shown) in enumerate(order):
+            refs_by_file[key] = known[key] if key in known else _refs(store, key, shown)
+            _tell(fill, progress, step=i + 1)  # (file by file: a million cards take a while)
         now = now or {}  # (the files parsed now: their declared ids are not read back)
         declared = store.deck_cache_declared([key for key in keys if key not in now])
         declared.update((key, now[key][0]) for key in keys if key in now)
@@ -473,16 +474,26 @@ def _assemble(
     # (a private cache is for a database that cannot be written now: progress is read as it
     # is, and reconciled by the next prep that can write)
     if store.deck_reconcile_key() != state_key and not store.deck_cache_is_private():
-        if fill is not None and progress is not None and fill.files_total:
-            fill.stage = RECONCILE
-            progress(fill)
+
+        def step(done: int, steps: int) -> None:  # (a stop raised here: rolled back)
+            _tell(fill, progress, stage=RECONCILE, step=done, steps=steps)
+
+        worked = True
+        step(0, 0)
         store.adopt_aliases(store.deck_cache_aliases(_fields_of(Card).index("aliases")))
-        store.reconcile_with_deck_cache(state_key)
+        store.reconcile_with_deck_cache(state_key, step=step)
     _prune(store, cached, {key for key, _, _ in files})
-    if fill is not None and progress is not None and fill.files_total:
-        fill.stage = DONE
-        progress(fill)
+    if worked:
+        _tell(fill, progress, stage=DONE)
     return loaded
+
+
+def _tell(fill: Fill | None, progress: Progress | None, **now: Any) -> None:
+    """The load's progress, when it is asked for: ``fill`` updated with ``now``, reported."""
+    if fill is not None and progress is not None:
+        for name, value in now.items():
+            setattr(fill, name, value)
+        progress(fill)
 
 
 def _check_aliases(

@@ -33,6 +33,9 @@ class Fill:
     stage: str = PARSE
     file: str = ""  # the file being parsed (as shown to the user)
     started: float = field(default_factory=time.monotonic)
+    # the checks across files and the reconciliation, done file by file: how far they are
+    step: int = 0
+    steps: int = 0
 
     @property
     def done(self) -> bool:
@@ -51,6 +54,21 @@ class Fill:
         return min(1.0, self.bytes_done / self.bytes_total)
 
     @property
+    def overall(self) -> float:
+        """How far the whole load is (a progress bar's): the parse by its bytes, then the
+        checks across files and the reconciliation by their steps; never goes back."""
+        if self.done:
+            return 1.0
+        parse = 0.8 if self.bytes_total > 0 else 0.0  # (0: nothing to parse, a re-check)
+        if self.stage in (PARSE, STORE):
+            return parse * self.fraction
+        if self.stage == INDEX:
+            return parse
+        part = self.step / self.steps if self.steps else 0.0
+        half = (1.0 - parse) / 2
+        return parse + (half * part if self.stage == CHECK else half + half * part)
+
+    @property
     def remaining(self) -> float | None:
         """Seconds left, from the bytes done so far (None until a file is done)."""
         if self.bytes_done <= 0 or self.done:
@@ -64,12 +82,17 @@ Progress = Callable[[Fill], None]
 def describe(fill: Fill) -> str:
     """One line, e.g. ``reading the decks into the cache: parsing big.yaml (file 1 of 3,
     40% of 24 MB), 40,000 cards so far, ~6 s left``."""
+    if fill.done and not fill.files_total:
+        return f"brought the deck cache up to date in {_seconds(fill.elapsed)}"
     if fill.done:
         return (
             f"read {fill.cards:,} cards from {fill.files_total} deck file"
             f"{'s' if fill.files_total != 1 else ''} into the cache in {_seconds(fill.elapsed)}"
         )
-    head = "reading the decks into the cache (once; later starts skip this)"
+    if fill.files_total:
+        head = "reading the decks into the cache (once; later starts skip this)"
+    else:  # nothing to parse: the checks or the reconciliation are redone (an upgrade)
+        head = "bringing the deck cache up to date (once after an upgrade or a change)"
     if fill.stage == PARSE:
         what = (
             f"parsing {fill.file} (file {fill.files_done + 1} of {fill.files_total}, "
@@ -80,15 +103,33 @@ def describe(fill: Fill) -> str:
     elif fill.stage == INDEX:
         what = "indexing the cards' ids and tags"
     elif fill.stage == CHECK:
-        what = "checking ids, parents and demos across the decks"
+        what = "checking ids, parents and demos across the decks" + _checked(fill)
     else:
-        what = "matching your progress to the cards"
+        what = "matching your progress to the cards" + _matched(fill)
     text = f"{head}: {what}"
     if fill.cards:
         text += f", {fill.cards:,} cards so far"
     if fill.remaining is not None and fill.stage == PARSE:
         text += f", ~{_seconds(fill.remaining)} left"
     return text
+
+
+def _checked(fill: Fill) -> str:
+    """The checks' steps: each file's cards read, then all of them compared."""
+    files = fill.steps - 1
+    if files <= 0:
+        return ""
+    return f" (file {fill.step + 1} of {files})" if fill.step < files else " (comparing them)"
+
+
+def _matched(fill: Fill) -> str:
+    """The reconciliation's steps: the cards no deck holds now, then file by file."""
+    files = fill.steps - 1
+    if files < 0:
+        return ""
+    if fill.step == 0:
+        return " (finding the cards no deck holds now)"
+    return f" (file {min(fill.step, files)} of {files})"
 
 
 def _size(n: int) -> str:

@@ -9,8 +9,10 @@ once a day; the newest KEEP are kept.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shutil
 import sqlite3
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -106,6 +108,57 @@ def _when(path: Path, pattern: re.Pattern[str]) -> datetime:
     m = pattern.fullmatch(path.name)
     assert m is not None
     return datetime.strptime(m.group(1), "%Y%m%d-%H%M%S-%f").replace(tzinfo=UTC)
+
+
+class SpaceError(BackupError):
+    """Not enough free space for an upgrade's backup copy and the upgrade itself."""
+
+
+# Left free beyond what the upgrade's estimate needs (the file system's own margin, the WAL)
+SPACE_MARGIN = 16 * 1024 * 1024
+
+
+def upgrade_space(db_path: Path, from_version: int) -> list[tuple[Path, int, int]]:
+    """(folder, bytes needed there, bytes free there) for upgrading the database at
+    ``db_path`` from schema ``from_version``: the backup copy (the database and its WAL) in
+    ``backups/`` beside it, and, for an upgrade that rewrites the review log (schema before
+    13), about the database's size again beside the database (the rewrite, the VACUUM
+    after it); each with SPACE_MARGIN. One entry when both are on one file system."""
+    db_path = Path(db_path)
+    size = 0
+    for suffix in ("", "-wal"):
+        with contextlib.suppress(OSError):
+            size += os.stat(f"{db_path}{suffix}").st_size
+    rewrite = size if 0 < from_version < 13 else 0
+    here = db_path.parent
+    backups = folder(db_path) if folder(db_path).is_dir() else here
+    if os.stat(backups).st_dev == os.stat(here).st_dev:
+        return [(here, size + rewrite + SPACE_MARGIN, shutil.disk_usage(here).free)]
+    return [
+        (backups, size + SPACE_MARGIN, shutil.disk_usage(backups).free),
+        (here, rewrite + SPACE_MARGIN, shutil.disk_usage(here).free),
+    ]
+
+
+def check_upgrade_space(db_path: Path, from_version: int) -> None:
+    """Raise SpaceError (one line: where, how much is needed, how much is free) when the
+    upgrade of ``db_path`` and its backup copy would not fit: checked before anything is
+    written, so the database stays as it is."""
+    for where, needed, free in upgrade_space(db_path, from_version):
+        if free < needed:
+            raise SpaceError(
+                f"{where}: not enough free space to upgrade the progress database: its backup "
+                f"copy and the upgrade need {_bytes(needed)}, {_bytes(free)} are free. Free "
+                "some space there (or move the database and name it with --db), then start "
+                "prep again; nothing was changed"
+            )
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} bytes"
 
 
 def before_upgrade(db_path: Path) -> Path | None:

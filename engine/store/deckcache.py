@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -373,26 +373,23 @@ class DeckCacheStore(StoreCore):
         "WHERE f.ord IS NOT NULL AND +dc.dup = 0"
     )
 
-    def reconcile_with_deck_cache(self, key: str) -> dict[str, int]:
+    def reconcile_with_deck_cache(
+        self, key: str, step: Callable[[int, int], None] | None = None
+    ) -> dict[str, int]:
         """Store.reconcile in SQL, against the cached cards of the loaded deck files: the same
-        flags (changed, removed, restored), no card hashed, no Python loop over cards."""
-        live = self._LIVE_DECK_CARDS
+        flags (changed, removed, restored), no card hashed, no Python loop over cards; only
+        the files that changed since the last reconciliation are matched when it is known
+        what that one saw (engine/store/reconcile.py). One transaction, done file by file:
+        ``step(done, steps)`` is called before each step (an exception it raises rolls the
+        whole reconciliation back)."""
+        from prep.engine.store import reconcile
+
+        tell = step if step is not None else (lambda done, steps: None)
         with self.transaction():
-            removed = self.conn.execute(
-                f"UPDATE cards SET removed = 1 WHERE removed = 0 AND id NOT IN "
-                f"(SELECT id FROM ({live}))"
-            ).rowcount
-            restored = self.conn.execute(
-                f"UPDATE cards SET removed = 0 WHERE removed = 1 AND id IN "
-                f"(SELECT id FROM ({live}))"
-            ).rowcount
-            changed = self.conn.execute(
-                f"UPDATE cards SET changed = (cards.content_hash IS NOT l.chash) OR cards.changed, "
-                f"content_hash = l.chash, deck = l.deck FROM ({live}) AS l "
-                "WHERE cards.id = l.id AND (cards.content_hash IS NOT l.chash OR cards.deck != l.deck)"
-            ).rowcount
+            last = self.get_meta(_RECONCILED_KEY)
+            out = reconcile.reconcile(self.conn, key, last, self.deck_cache_format(), tell)
             self.set_meta(_RECONCILED_KEY, key)
-        return {"changed": changed, "removed": removed, "restored": restored}
+        return out
 
     def deck_cache_alias_claims(
         self, path: str, field: int, without: tuple[str, ...] = ()

@@ -99,6 +99,10 @@ class DeckFillStore(DeckCacheStore):
             self.conn.execute("DELETE FROM temp.deck_fill_tags")
         self._bulk_tags, self._bulk_cards = fresh, 0
 
+    def deck_cache_bulk_pending(self) -> bool:
+        """Whether the next load builds a bulk fill's id index and tags (deck_cache_bulk_finish)."""
+        return self._private is None and self.get_meta(_BULK_KEY) is not None
+
     def deck_cache_bulk_finish(
         self, tags_field: int, starting: Callable[[], None] | None = None
     ) -> bool:

@@ -58,6 +58,9 @@ class ErrorScreen(PrepScreen):
             "folder writable (or start prep with --db PATH for another file), then press r "
             "to retry; q quits.",
             "busy": "Another prep is writing to it: wait a moment and press r to retry; q quits.",
+            "space": "There is not enough free space to upgrade it (and keep a backup copy); "
+            "nothing was changed. Free the space the line below names, then press r to retry; "
+            "q quits.",
             "damaged": "It is damaged: restore it from a backup or a `prep export` file (or "
             "start prep with --db PATH for a new one); q quits.",
         }.get(kind, "Fix what the line below says, then press r to retry; q quits.")

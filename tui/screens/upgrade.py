@@ -32,6 +32,13 @@ class UpgradeScreen(PrepScreen):
             super().__init__()
             self.upgrade = upgrade
 
+    class Note(Message):
+        """A line from the upgrading thread before the upgrade (its backup copy)."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
     def __init__(self, from_version: int, to_version: int) -> None:
         super().__init__()
         self.versions = (from_version, to_version)
@@ -57,3 +64,6 @@ class UpgradeScreen(PrepScreen):
         self.query_one("#upgrade-bar", ProgressBar).update(progress=int(u.fraction * 100))
         line = describe(u)
         self.query_one("#upgrade-line", Static).update(line[0].upper() + line[1:])
+
+    def on_upgrade_screen_note(self, message: Note) -> None:
+        self.query_one("#upgrade-line", Static).update(Text(message.text))
