@@ -93,7 +93,9 @@ used = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
 resource.setrlimit(resource.RLIMIT_AS, (used + int(sys.argv[3]), resource.RLIM_INFINITY))
 try:
     ex.export_csv(store, Path(sys.argv[2]))
-except MemoryError:
+except Exception as e:  # lack of memory, however it surfaces (SQLite says "out of memory")
+    if not (isinstance(e, MemoryError) or "out of memory" in str(e).lower()):
+        raise
     print("MemoryError")
     sys.exit(3)
 print("ok")
