@@ -202,6 +202,10 @@ write_files({Path(sys.argv[1]): slow})
 """
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_signal_during_write_removes_the_temporary(tmp_path: Path, signum: int) -> None:
     target = tmp_path / "out.json"
@@ -211,6 +215,9 @@ def test_signal_during_write_removes_the_temporary(tmp_path: Path, signum: int) 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as a command started in a terminal's foreground: a shell without job control starts
+        # background jobs with SIGINT ignored, and Python then installs no Ctrl-C handler
+        preexec_fn=_default_sigint,
     )
     assert proc.stdout is not None
     assert proc.stdout.readline() == "writing\n"
