@@ -352,3 +352,25 @@ def test_click_usage_errors_are_one_line(tmp_path: Path, args: list[str], line: 
     done = prep(tmp_path / "p.db", *args)
     assert done.returncode == 2
     assert one_line(done.stderr).startswith(line), done.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--questions", "~nosuchuser9/x", "stats"],
+        ["--db", "~nosuchuser9/p.db", "stats"],
+        ["export", "~nosuchuser9/out.json"],
+        ["import", "~nosuchuser9/in.json"],
+        ["sync", "~nosuchuser9/sync"],
+    ],
+)
+def test_a_tilde_user_that_names_no_user_is_a_path_not_found(tmp_path: Path, args) -> None:
+    # A shell leaves `~nosuchuser9/x` as written; Path.expanduser raises RuntimeError for it,
+    # which ended the command as an internal error (exit 70). Now: the path as written, not
+    # found, one line, exit 2, and nothing made for it.
+    args = ["--db", str(tmp_path / "p.db"), *args] if args[0] != "--db" else args
+    done = subprocess.run([*PREP, *args], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "~nosuchuser9").exists()

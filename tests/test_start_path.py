@@ -156,6 +156,9 @@ def test_the_quick_way_in_reads_what_click_reads(tmp_path: Path, monkeypatch, ca
     assert opened > 150  # (not vacuous: the quick way in is taken for the common forms)
     for args in (["--questions", str(tmp_path / "missing")], ["--new", "1"], ["--help"]):
         assert entry._app_now(args) is None, args  # a missing folder, quiz's option alone
+    monkeypatch.setenv("_PREP_COMPLETE", "bash_source")
+    assert entry._app_now([]) is None  # click's shell completion answers, not the app
+    monkeypatch.delenv("_PREP_COMPLETE")
     monkeypatch.setattr(entry, "line_mode_reason", lambda: "not a terminal")
     assert entry._app_now([]) is None  # the line mode is click's
 

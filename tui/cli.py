@@ -16,11 +16,11 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
+from prep.engine.paths import expand_user
 from prep.tui.commands import common
 from prep.tui.commands.common import (
     EXIT_INTERNAL,
@@ -141,7 +141,7 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
     if not questions:
         questions, given = questions_from_env(), "PREP_QUESTIONS"
     for folder in questions:
-        if not Path(folder).expanduser().exists():
+        if not expand_user(folder).exists():
             raise UsageError(f"{given} {folder}: no such folder or file (it names your own decks)")
     ctx.obj = Ctx(db, questions)
     if ctx.invoked_subcommand not in (None, "quiz"):

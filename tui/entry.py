@@ -195,6 +195,8 @@ def _app_now(args: list[str]) -> dict[str, object] | None:
     quiz = default_quiz(args)
     if quiz is None or sys.stdin is None or sys.stdout is None or line_mode_reason():
         return None
+    if any(k.startswith("_") and k.endswith("_COMPLETE") for k in os.environ):
+        return None  # click's shell completion (_PREP_COMPLETE=bash_source prep): click answers
     from pathlib import Path
 
     given = quiz["questions"] or questions_from_env()

@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
+from prep.engine.paths import expand_user
 from prep.engine.store.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -160,10 +161,10 @@ def _refuse_foreign(conn: sqlite3.Connection, target: Path) -> None:
 def resolve_db_path(explicit: str | os.PathLike | None = None) -> Path:
     """--db PATH, else $PREP_DB, else the user data dir."""
     if explicit:
-        return Path(explicit).expanduser()
+        return expand_user(explicit)
     env = os.environ.get("PREP_DB")
     if env:
-        return Path(env).expanduser()
+        return expand_user(env)
     return default_db_path()
 
 

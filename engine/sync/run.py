@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from prep.engine.paths import expand_user
 from prep.engine.store import devices as local
 from prep.engine.store.schema14 import catch_up_tally
 from prep.engine.study.present import count
@@ -201,7 +202,7 @@ def _metrics(text: str | None) -> dict:
 
 
 def _folder(path: Path) -> Path:
-    path = Path(path).expanduser()
+    path = expand_user(path)
     if not path.exists():
         raise SyncError(f"{path}: no such folder (create it, or let your sync tool make it)")
     if not path.is_dir():

@@ -12,6 +12,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from prep.engine.paths import expand_user
+
 SIDECARS = ("", "-wal", "-shm", "-journal")
 
 
@@ -36,6 +38,6 @@ def database_target(targets: Iterable[Path], db: Path) -> tuple[Path, Path] | No
     protected = database_files(db)
     for target in targets:
         for kept in protected:
-            if _same(Path(target).expanduser(), kept):
+            if _same(expand_user(target), kept):
                 return Path(target), kept
     return None

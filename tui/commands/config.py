@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from prep.engine.paths import expand_user
 from prep.tui.commands.common import (
     Ctx,
     UsageError,
@@ -55,7 +55,7 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
             return
         if key == "sync_dir":  # a setting of this machine: never synced
             if value is not None:
-                store.set_meta("sync_dir", str(Path(value).expanduser().resolve()))
+                store.set_meta("sync_dir", str(expand_user(value).resolve()))
             click.echo(f"sync_dir = {store.get_meta('sync_dir') or 'none'}")
             return
         if key == "device_name":  # this machine's name in the others' sync summaries

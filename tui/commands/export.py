@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from prep.engine.paths import expand_user
 from prep.tui.commands.common import (
     Ctx,
     UsageError,
@@ -61,7 +62,7 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
     from prep.engine.transfer.export import ExportError
 
     to_stdout = is_stdout(output)  # "-" or /dev/stdout: the report goes to stderr
-    path = Path(output).expanduser()
+    path = expand_user(output)
     if fmt is None:
         # `-o -` alone is json, as the help and README say (stdout has no extension to go by)
         fmt = "json" if to_stdout else _EXPORT_FORMATS.get(path.suffix.lower())

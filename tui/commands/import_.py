@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from prep.engine.paths import expand_user
 from prep.tui.commands.common import (
     Ctx,
     UsageError,
@@ -36,7 +36,7 @@ def import_cmd(obj: Ctx, file: str) -> None:
     with obj.store() as store:
         try:
             backup.make(store, "import")
-            result = import_file(store, Path(file).expanduser(), aliases)
+            result = import_file(store, expand_user(file), aliases)
         except (ExportError, backup.BackupError) as exc:
             raise UsageError(str(exc)) from None
     click.echo(f"Imported {file}: {result.summary()}.")

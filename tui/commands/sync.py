@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from prep.engine.paths import expand_user
 from prep.tui.commands.common import Ctx, UsageError
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
         configured = sync_dir(store)
         where = folder or configured
         if status:
-            path = Path(where).expanduser().absolute() if where else None
+            path = expand_user(where).absolute() if where else None
             info = sync_status(store, path)
             info["configured"] = configured
             if as_json:
