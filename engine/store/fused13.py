@@ -28,7 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 from prep.engine.store.reviewlog import KEPT, Chain, legacy_state, to_us
 from prep.engine.store.reviewlog5 import Chain5, _head
-from prep.engine.store.schema13 import REVIEW_CARDS_SQL, REVLOG_SQL, TALLY_SQL, VIEW_SQL
+from prep.engine.store.schema13 import (
+    REVIEW_CARDS_SQL,
+    REVLOG_SQL,
+    VIEW_SQL,
+    drop_old_log_and_count,
+)
 from prep.engine.study.scheduler import CardState
 
 if TYPE_CHECKING:
@@ -52,14 +57,7 @@ def v4_log_to_v13(conn: sqlite3.Connection, progress: UpgradeTracker | None) -> 
     finally:
         if collecting:
             gc.enable()
-    conn.execute("DROP TABLE reviews")  # and its indexes
-    if progress is not None:
-        progress.finished("drop")
-    conn.execute(TALLY_SQL)
-    conn.execute(
-        "INSERT INTO review_tally (ps, rating, n) SELECT coalesce(prev_state, 0), rating, "
-        "count(*) FROM revlog GROUP BY 1, 2"
-    )
+    drop_old_log_and_count(conn, progress)
     conn.execute(VIEW_SQL)  # the steps up to v13 see the log as over a newer database
 
 

@@ -159,6 +159,12 @@ def _convert(conn: sqlite3.Connection, progress: UpgradeTracker | None) -> None:
         )
         if progress is not None:
             progress.converted(len(out))
+    drop_old_log_and_count(conn, progress)
+
+
+def drop_old_log_and_count(conn: sqlite3.Connection, progress: UpgradeTracker | None) -> None:
+    """After ``revlog`` is written: the old ``reviews`` table dropped (with its indexes) and
+    the whole log counted into the tally (this step and engine/store/fused13.py's one pass)."""
     conn.execute("DROP TABLE reviews")  # and its indexes
     if progress is not None:
         progress.finished("drop")
