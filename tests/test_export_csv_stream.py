@@ -4,8 +4,6 @@ review log. Round seven built every file in memory first."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -14,7 +12,7 @@ from prep.engine.study.scheduler import Settings
 from prep.engine.sync.run import sync
 from prep.engine.transfer import export as ex
 from prep.engine.transfer import importer
-from tests.test_export_stream import _big_database
+from tests.test_export_stream import _big_database, capped, export_capped
 from tests.test_sync import T0, rate, stores
 
 
@@ -75,7 +73,6 @@ def test_the_streamed_csv_export_is_byte_identical_to_the_tables_built_whole(
 # dict with two state dicts) and each file's whole text. Measured: streaming passes under a
 # 4 MB cap; building the tables fails under 100 MB (passes at 200 MB). The test proves both
 # sides of CAP.
-CAP = 20_000_000
 CAPPED = """
 import resource, sys
 from pathlib import Path
@@ -89,32 +86,14 @@ if len(sys.argv) > 4:  # a regression: the tables built whole, then written
         for k, p in paths.items():
             p.write_text(parts[k], encoding="utf-8")
     ex.export_csv = export_csv
-used = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
-resource.setrlimit(resource.RLIMIT_AS, (used + int(sys.argv[3]), resource.RLIM_INFINITY))
-try:
-    ex.export_csv(store, Path(sys.argv[2]))
-except Exception as e:  # lack of memory, however it surfaces (SQLite says "out of memory")
-    if not (isinstance(e, MemoryError) or "out of memory" in str(e).lower()):
-        raise
-    print("MemoryError")
-    sys.exit(3)
-print("ok")
 """
-
-
-def _export_capped(db: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", CAPPED, str(db), str(out), str(CAP), *extra],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+CAPPED = capped(CAPPED, "ex.export_csv(store, Path(sys.argv[2]))")
 
 
 def test_a_csv_export_much_larger_than_the_memory_left_is_written_whole(tmp_path: Path) -> None:
     db = _big_database(tmp_path)
     out = tmp_path / "out.csv"
-    done = _export_capped(db, out)
+    done = export_capped(CAPPED, db, out)
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
     assert out.stat().st_size > 20_000_000
     store = Store.open(db)
@@ -123,5 +102,5 @@ def test_a_csv_export_much_larger_than_the_memory_left_is_written_whole(tmp_path
     finally:
         store.close()
     # the cap separates streaming from holding: the whole tables do not fit under it
-    held = _export_capped(db, tmp_path / "held.csv", "hold")
+    held = export_capped(CAPPED, db, tmp_path / "held.csv", "hold")
     assert held.returncode == 3 and held.stdout.strip() == "MemoryError", held.stderr[-2000:]

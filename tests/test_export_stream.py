@@ -89,17 +89,45 @@ if len(sys.argv) > 4:  # a regression: the whole document built, then written
         data = {"format": ex.FORMAT, "version": 1, "exported_at": "x", **progress(store)}
         Path(path).write_text(json.dumps(ex._finite(data), indent=1, ensure_ascii=False))
     ex.export_json = export_json
+"""
+
+
+def capped(setup: str, call: str) -> str:
+    """A script for ``export_capped``: ``setup`` (argv: database, output, CAP, and "hold" for
+    the regression), then the address space capped at what it uses plus CAP, then ``call``;
+    it prints ok, or MemoryError and exits 3 on lack of memory, however it surfaces (SQLite
+    says "out of memory")."""
+    return (
+        setup
+        + f"""
 used = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
 resource.setrlimit(resource.RLIMIT_AS, (used + int(sys.argv[3]), resource.RLIM_INFINITY))
 try:
-    ex.export_json(store, Path(sys.argv[2]), datetime(2026, 4, 1, tzinfo=UTC))
-except Exception as e:  # lack of memory, however it surfaces (SQLite says "out of memory")
+    {call}
+except Exception as e:
     if not (isinstance(e, MemoryError) or "out of memory" in str(e).lower()):
         raise
     print("MemoryError")
     sys.exit(3)
 print("ok")
 """
+    )
+
+
+def export_capped(
+    script: str, db: Path, out: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", script, str(db), str(out), str(CAP), *extra],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+CAPPED = capped(
+    CAPPED, "ex.export_json(store, Path(sys.argv[2]), datetime(2026, 4, 1, tzinfo=UTC))"
+)
 
 
 def _big_database(tmp_path: Path) -> Path:
@@ -115,19 +143,10 @@ def _big_database(tmp_path: Path) -> Path:
     return db
 
 
-def _export_capped(db: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", CAPPED, str(db), str(out), str(CAP), *extra],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
 def test_an_export_much_larger_than_the_memory_left_is_written_whole(tmp_path: Path) -> None:
     db = _big_database(tmp_path)
     out = tmp_path / "out.json"
-    done = _export_capped(db, out)
+    done = export_capped(CAPPED, db, out)
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
     assert out.stat().st_size > 20_000_000
     store = Store.open(db)
@@ -136,5 +155,5 @@ def test_an_export_much_larger_than_the_memory_left_is_written_whole(tmp_path: P
     finally:
         store.close()
     # the cap separates streaming from holding: the whole document does not fit under it
-    held = _export_capped(db, tmp_path / "held.json", "hold")
+    held = export_capped(CAPPED, db, tmp_path / "held.json", "hold")
     assert held.returncode == 3 and held.stdout.strip() == "MemoryError", held.stderr[-2000:]
