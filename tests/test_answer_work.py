@@ -22,6 +22,7 @@ from prep.engine.store import Store, devices
 from prep.engine.study.scheduler import CardState, Outcome, Rating, Scheduler, Settings, State
 from prep.engine.study.session import ReviewSession
 from tests.conftest import FIXED_NOW, Clock
+from tests.test_answer_cost import _traced
 
 CARDS = 12
 
@@ -100,16 +101,6 @@ def test_an_answer_runs_the_scheduler_once_per_rating_of_the_card_shown(
         # seeds the fuzz), and Review cards' intervals are fuzzed here
         assert outcome.interval == shown[Rating.Good].interval
         assert outcome.state.due == clock.now + outcome.interval
-
-
-def _traced(store: Store, action) -> list[str]:
-    seen: list[str] = []
-    store.conn.set_trace_callback(seen.append)
-    try:
-        action()
-    finally:
-        store.conn.set_trace_callback(None)
-    return seen
 
 
 def test_an_answer_reads_each_card_row_and_review_id_once(
