@@ -78,6 +78,7 @@ class Journal:
     written_at: str
     params: dict[str, dict[str, Any]]
     entries: list[list[Any]] = field(default_factory=list)
+    restart: bool = False  # the first file of a series new to this database (run._pending)
 
 
 def file_name(number: int) -> str:
@@ -212,6 +213,18 @@ def _fsync_dir(folder: Path) -> None:
 
 
 # --- reading -------------------------------------------------------------------------------
+
+
+def written_at(path: Path) -> str | None:
+    """The ``written_at`` of a journal file's header (its first line only), or None when it
+    cannot be read; what tells two files of one number apart (a folder made again)."""
+    try:
+        with open(path, "rb") as f:
+            head = loads_strict(f.readline(1 << 20).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = head.get("written_at") if isinstance(head, dict) else None
+    return value if isinstance(value, str) else None
 
 
 class _Bad(Exception):
