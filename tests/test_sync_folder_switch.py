@@ -92,3 +92,31 @@ def test_syncing_again_sends_nothing_more(tmp_path: Path) -> None:
     assert sync(a, folder).sent_reviews == 0  # the folder has a's file: no resend
     assert sync(b, folder).applied.reviews == 0  # and b reads nothing twice
     assert len(list((folder).glob("*/*.jsonl"))) == 1
+
+
+def test_a_fifo_in_place_of_a_journal_file_never_blocks_the_sync(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    a, b = _two(tmp_path)
+    folder = _folder(tmp_path, "shared")
+    rate(a, "x", 3, T0)
+    sync(a, folder)
+    sync(b, folder)
+    (mine,) = [p for p in folder.iterdir()]
+    (mine / "00000001.jsonl").unlink()
+    os.mkfifo(mine / "00000001.jsonl")  # a hostile folder: the file b applied, now a FIFO
+    b.close()
+    done: list[object] = []
+
+    def again() -> None:
+        with Store.open(tmp_path / "b.db") as store:
+            done.append(sync(store, folder))
+
+    worker = threading.Thread(target=again, daemon=True)
+    worker.start()
+    worker.join(30)
+    if worker.is_alive():  # unblock the reader before failing
+        with open(mine / "00000001.jsonl", "wb"):
+            pass
+    assert done, "the sync blocked on a FIFO"
