@@ -137,6 +137,8 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
     goes home, to the decks and what each would serve today.
     """
     _check_local_time()
+    if db == "":  # `--db "$UNSET"`: never the default database in its place
+        raise UsageError("--db '': an empty path; name the database file, or leave --db out")
     given = "--questions"
     if not questions:
         questions, given = questions_from_env(), "PREP_QUESTIONS"
