@@ -25,6 +25,7 @@ from prep.tui.commands import common
 from prep.tui.commands.common import (
     EXIT_INTERNAL,
     EXIT_USAGE,
+    NAMED_PATH,
     Ctx,
     UsageError,
     demo_names,
@@ -123,6 +124,7 @@ def _check_local_time() -> None:
 @click.option(
     "--questions",
     "questions",
+    type=NAMED_PATH,
     metavar="DIR",
     multiple=True,
     help="Extra deck folder or file beside the bundled decks (env PREP_QUESTIONS).",

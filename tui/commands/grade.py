@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from prep.tui.commands.common import Ctx, UsageError
+from prep.tui.commands.common import Ctx, NamedPath, UsageError
 
 
 @click.command("grade")
@@ -21,14 +21,14 @@ from prep.tui.commands.common import Ctx, UsageError
 @click.option(
     "--rubric",
     "rubric_path",
-    type=click.Path(path_type=Path),
+    type=NamedPath(path_type=Path),
     metavar="R.yaml",
     help="A rubric file: question and points (a list of id and text).",
 )
 @click.option(
     "--answers",
     "answers_path",
-    type=click.Path(path_type=Path),
+    type=NamedPath(path_type=Path),
     metavar="A.jsonl",
     help='One {"answer_id": ..., "answer": ...} a line.',
 )
