@@ -266,15 +266,13 @@ def _new_series(files: dict[int, Path], applied: int, wrote_at: str | None) -> b
     if applied <= 0 or wrote_at is None or not files:
         return False
     if applied in files:
-        head = journal.written_at(files[applied])
-        return head is not None and head != wrote_at
+        text = journal.written_at(files[applied])
+        return text is not None and text != wrote_at
     top = max(files)
     if top > applied:
         return False  # a gap: the file applied last not here (yet); wait for the sync tool
-    head, last = (
-        journal.parse_time(journal.written_at(files[top]) or ""),
-        journal.parse_time(wrote_at),
-    )
+    head = journal.parse_time(journal.written_at(files[top]) or "")
+    last = journal.parse_time(wrote_at)
     return head is not None and last is not None and head > last
 
 
