@@ -50,7 +50,7 @@ def check(store: Store, root: Path) -> str | None:
             store.set_meta(SEEN_KEY, json.dumps([top, journal.written_at(files[top])]))
             return None
         name = local.name(conn)
-        new = _split(store, own)
+        new = _split(store, own, root)
     return (
         f"this database is a copy of another that syncs as device {me} ({name}); "
         f"it now syncs as device {new}"
@@ -138,12 +138,30 @@ def _not_ours(conn, e: list[Any], sent: dict[str, int]) -> bool:
     return False  # another device's mark, settings or run passed on: no evidence either way
 
 
+def _twins(root: Path, old_id: str, want: set[tuple]) -> dict[tuple, tuple[str, int]]:
+    """Reviews (card, time, rating) of ``want`` that another device's journal in ``root``
+    holds as its own: (that device's id, its number)."""
+    found: dict[tuple, tuple[str, int]] = {}
+    for dev, folder in journal.device_folders(root).items() if want else ():
+        if dev == old_id:
+            continue
+        for path in journal.numbered_files(folder).values():
+            try:
+                entries = journal.read(path, dev).entries
+            except JournalError:
+                continue
+            for e in entries:
+                if e[0] == "r" and (e[2], e[4], e[3]) in want:
+                    found[(e[2], e[4], e[3])] = (dev, e[1])
+    return found
+
+
 def _known(conn, dev_id: str) -> int | None:
     row = conn.execute("SELECT n FROM sync_devices WHERE id = ?", (dev_id,)).fetchone()
     return None if row is None else int(row[0])
 
 
-def _split(store: Store, own: dict[int, list[list[Any]]]) -> str:
+def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
     """Take a new id; what the old id's journal does not hold as it is here moves to it."""
     conn = store.conn
     old = local.device(conn)
@@ -171,12 +189,18 @@ def _split(store: Store, own: dict[int, list[list[Any]]]) -> str:
         (seq for _r, seq, _c, at, rating in rows if reviews.get(seq) == (at, rating)), default=0
     )
     moved: dict[str, set[int]] = {}
+    # an undo of a number past that one may be of a review the other copy made since: ours
+    # then moves, as one made here since the copy (never lost, at worst undone once); and
+    # where a third copy moved that same review already, it takes that one's id
+    twins = _twins(
+        root, old_id, {(c, at, rt) for _r, seq, c, at, rt in rows if seq in undos and seq > copied}
+    )
     for rid, seq, cid, at, rating in rows:
         if reviews.get(seq) == (at, rating) or (seq in undos and seq <= copied):
             continue  # the same review in the old id's journal (or its undo): it keeps its id
-        # (an undo of a number past that one may be of a review the other copy made since:
-        # ours then moves, as one made here since the copy; never lost, at worst undone once)
-        conn.execute("UPDATE revlog SET dev = ?, seq = ? WHERE id = ?", (new, seq, rid))
+        twin = twins.get((cid, at, rating))
+        dn, dseq = (new, seq) if twin is None else (local.device_n(conn, twin[0]), twin[1])
+        conn.execute("UPDATE revlog SET dev = ?, seq = ? WHERE id = ?", (dn, dseq, rid))
         moved.setdefault(cid, set()).add(rid)
     for (seq,) in conn.execute("SELECT seq FROM review_graves WHERE dev = ?", (old,)).fetchall():
         if seq in undos or (seq in reviews and seq <= copied):
