@@ -41,15 +41,16 @@ def check(store: Store, root: Path) -> str | None:
     todo = _unchecked(conn, files)
     if not todo:
         return None
-    own = _read(files, me)
+    unchecked = _read({n: files[n] for n in todo}, me)
     sent = {k: int(v) for k, v in (_meta(conn, "sync_sent") or {}).items() if k in "rmsd"}
-    foreign = any(_not_ours(conn, e, sent) for n in todo for e in own.get(n, []))
+    foreign = any(_not_ours(conn, e, sent) for es in unchecked.values() for e in es)
     with store.transaction():
         if not foreign:
             top = max(todo)
             store.set_meta(SEEN_KEY, json.dumps([top, journal.written_at(files[top])]))
             return None
         name = local.name(conn)
+        own = {**_read({n: p for n, p in files.items() if n not in todo}, me), **unchecked}
         new = _split(store, own, root)
     return (
         f"this database is a copy of another that syncs as device {me} ({name}); "
