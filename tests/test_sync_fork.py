@@ -297,3 +297,20 @@ def test_a_review_made_before_the_copy_and_undone_on_the_original(tmp_path: Path
             sync(s, folder)
     _converged(*cps)  # (the two copies cannot tell it from one made since: it stays, once)
     assert len(_ids(cp1)) <= 1
+
+
+def test_a_file_still_arriving_is_checked_once_whole(tmp_path: Path) -> None:
+    cp1, folder = _setup(tmp_path)
+    rate(cp1, "x", 3, T0)
+    cp2 = _copy(tmp_path, cp1, "cp2.db")
+    rate(cp1, "y", 3, T0 + timedelta(days=1))
+    written = sync(cp1, folder).journal
+    assert written is not None
+    whole = written.read_bytes()
+    written.write_bytes(whole[: len(whole) // 2])  # the sync tool has brought half of it
+    assert sync(cp2, folder).forked is None
+    written.write_bytes(whole)
+    assert sync(cp2, folder).forked is not None
+    sync(cp1, folder)
+    sync(cp2, folder)
+    _converged(cp1, cp2)

@@ -19,6 +19,7 @@ that follows, its own new folder."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,30 +33,52 @@ if TYPE_CHECKING:
 SEEN_KEY = "sync_seen"  # [number, written_at]: the newest file of our own folder checked ours
 
 
-def check(store: Store, root: Path) -> str | None:
+@dataclass
+class Checked:
+    line: str | None  # a copy found: what to tell the user
+    known: int  # every file of this device's folder numbered up to this one is its own
+
+
+def check(store: Store, root: Path) -> Checked:
     """Take a new device id when this database's own journal folder in ``root`` holds entries
-    it did not write; returns the line to tell the user then, else None."""
+    it did not write (then ``line`` says so)."""
     conn = store.conn
     me = local.device_id(conn)
     files = journal.numbered_files(root / me)
-    todo = _unchecked(conn, files)
+    base, todo = _unchecked(conn, files)
     if not todo:
-        return None
+        return Checked(None, base)
     unchecked = _read({n: files[n] for n in todo}, me)
     sent = {k: int(v) for k, v in (_meta(conn, "sync_sent") or {}).items() if k in "rmsd"}
     foreign = any(_not_ours(conn, e, sent) for es in unchecked.values() for e in es)
     with store.transaction():
-        if not foreign:
-            top = max(todo)
-            store.set_meta(SEEN_KEY, json.dumps([top, journal.written_at(files[top])]))
-            return None
+        if not foreign:  # ours, up to the first one not readable yet (still arriving?)
+            known = max(
+                (n for n in todo if all(k in unchecked for k in todo if k <= n)), default=base
+            )
+            _seen(store, known, files)
+            return Checked(None, known)
         name = local.name(conn)
         own = {**_read({n: p for n, p in files.items() if n not in todo}, me), **unchecked}
         new = _split(store, own, root)
-    return (
+    line = (
         f"this database is a copy of another that syncs as device {me} ({name}); "
         f"it now syncs as device {new}"
     )
+    return Checked(line, 0)
+
+
+def wrote(store: Store, path: Path, written_at: str, known: int) -> None:
+    """After this device wrote journal file ``path`` (inside the caller's transaction): it is
+    known as its own too when no file came between the check and it."""
+    number = int(path.name.split(".")[0])
+    if number == known + 1:
+        store.set_meta(SEEN_KEY, json.dumps([number, written_at]))
+
+
+def _seen(store: Store, known: int, files: dict[int, Path]) -> None:
+    stamp = journal.written_at(files[known]) if known else ""
+    store.set_meta(SEEN_KEY, json.dumps([known, stamp]))
 
 
 def _meta(conn, key: str) -> Any:
@@ -63,15 +86,15 @@ def _meta(conn, key: str) -> Any:
     return None if row is None else json.loads(row[0])
 
 
-def _unchecked(conn, files: dict[int, Path]) -> list[int]:
-    """The numbers of our folder's files not known as ours: after the newest file recorded
-    (written or checked) that is still there as it was; every one when there is none."""
+def _unchecked(conn, files: dict[int, Path]) -> tuple[int, list[int]]:
+    """(n, the numbers of our folder's files after n): every file up to n is known as ours,
+    by the mark of the newest one checked (or, before any check, the one written last) when
+    that file is still there as it was."""
+    mark = _meta(conn, SEEN_KEY) or _meta(conn, "sync_file")
     base = 0
-    for key in ("sync_file", SEEN_KEY):
-        mark = _meta(conn, key)
-        if mark and mark[0] in files and journal.written_at(files[mark[0]]) == mark[1]:
-            base = max(base, int(mark[0]))
-    return sorted(n for n in files if n > base)
+    if mark and mark[0] in files and journal.written_at(files[mark[0]]) == mark[1]:
+        base = int(mark[0])
+    return base, sorted(n for n in files if n > base)
 
 
 def _read(files: dict[int, Path], me: str) -> dict[int, list[list[Any]]]:
@@ -101,13 +124,13 @@ def _grave(conn, dn: int, seq: int) -> bool:
 
 
 def _not_ours(conn, e: list[Any], sent: dict[str, int]) -> bool:
-    """Whether this database cannot have written entry ``e`` under its id. Its own reviews,
-    marks, settings and demo runs go out in the order of their numbers, and ``sent`` holds the
-    last number sent of each kind ("r", "m", "s", "d"): one past it was never sent from here."""
+    """Whether this database cannot have written entry ``e`` under its id: it does not hold
+    it as it is, and (its reviews, marks and settings go out in the order of their numbers,
+    ``sent`` the last number sent of each kind) it never sent one of that number. (Another
+    prep on this database may have written the file and not yet noted it sent: what this
+    database holds as it is counts as its own first.)"""
     kind = e[0]
     me = local.device(conn)
-    if kind in ("r", "m", "s", "d") and e[1] > sent.get(kind, 0):
-        return True
     if kind in ("r", "R"):
         dn = me if kind == "r" else _known(conn, e[1])
         seq, _cid, rating, at = e[-6:-2]
@@ -116,7 +139,7 @@ def _not_ours(conn, e: list[Any], sent: dict[str, int]) -> bool:
         held = _review(conn, dn, seq)
         if held is not None:
             return tuple(held) != (at, rating)
-        return not _grave(conn, dn, seq)
+        return (kind == "r" and seq > sent.get("r", 0)) or not _grave(conn, dn, seq)
     if kind == "u":
         dn = _known(conn, e[1])
         return dn is None or not _grave(conn, dn, e[2])
@@ -124,12 +147,15 @@ def _not_ours(conn, e: list[Any], sent: dict[str, int]) -> bool:
         clock = conn.execute(
             "SELECT at, dev, seq FROM mark_clock WHERE card_id = ?", (e[2],)
         ).fetchone()
-        return (
-            clock is not None
-            and clock[1] == me
-            and (clock[2] < e[1] or (clock[2] == e[1] and clock[0] != e[3]))
+        if clock is not None and tuple(clock) == (e[3], me, e[1]):
+            return False
+        return e[1] > sent.get("m", 0) or (
+            clock is not None and clock[1] == me and clock[2] <= e[1]
         )
-    if kind == "d":
+    if kind == "s":
+        clock = _meta(conn, "settings_clock")
+        return clock != [e[2], me, e[1]] and e[1] > sent.get("s", 0)
+    if kind == "d":  # (a demo run is never removed)
         held = conn.execute(
             "SELECT name, ran_at FROM demo_runs WHERE dev = ? AND (seq = ? OR "
             "(seq IS NULL AND id = ?)) LIMIT 1",

@@ -308,7 +308,8 @@ def sync(
     now = now or utcnow()
     result = SyncResult()
     conn = store.conn
-    result.forked = fork.check(store, root)  # before anything is written under its id
+    checked = fork.check(store, root)  # before anything is written under its id
+    result.forked = checked.line
     me = local.device_id(conn)
     entries, params, sent, reviews = outbox(store, everything=_folder_is_new(conn, root / me))
     if entries:
@@ -334,6 +335,7 @@ def sync(
             store.set_meta("sync_sent", json.dumps(merged))
             number = int(result.journal.name.split(".")[0])  # the file written last
             store.set_meta("sync_file", json.dumps([number, header["written_at"]]))
+            fork.wrote(store, result.journal, fmt(now), checked.known)
             relay.sent(conn, entries)
         result.sent_reviews, result.sent_other = reviews, len(entries) - reviews
     if not apply:
