@@ -4,10 +4,9 @@ reviews from the same point, so each would skip the other's entries and their se
 would collide (3 reviews on one side, 2 on the other, "received no review" on both).
 
 Before a sync writes anything, the journal files in this device's own folder that it has not
-checked yet (those after the file it recorded writing last, or every one when it recorded
-none) are read: an entry there that this database did not make (a review it does not hold, an
-undo it has no tombstone of, a mark or settings stamp it never gave out, a demo run it does not
-hold) means another copy writes under this id. This database then takes a new device id
+checked yet (those after the last one known as its own, or every one) are read: an entry
+there that this database did not make (a review, mark, settings or demo run it does not hold as
+it is and never sent, an undo it has no tombstone of) means another copy writes under this id. This database then takes a new device id
 (devices.new_device, as a restore does); the old id's journal is from then on another device's,
 read from its first file (what is held already is skipped: a review is known by its id); and
 this database's reviews, undos and demo runs under the old id that the old id's journal does
