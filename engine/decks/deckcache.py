@@ -41,7 +41,6 @@ no second implementation of the collection exists.
 from __future__ import annotations
 
 import gc
-import hashlib
 import json
 import os
 import time
@@ -78,6 +77,7 @@ from prep.engine.decks.collection import (  # noqa: F401 - CachedCollection, car
     card_from_fields,
 )
 from prep.engine.decks.deck import LEVELS, Card, DeckError, DeckInfo, ParsedDecks
+from prep.engine.decks.digest import sha256
 from prep.engine.decks.files import collect_deck_files, read_deck_text
 from prep.engine.decks.fill import CHECK, DONE, INDEX, PARSE, RECONCILE, STORE, Fill, Progress
 from prep.engine.decks.fillbatch import Batch
@@ -105,7 +105,7 @@ def format_key() -> str:
     fields (names and declared types, from the class as it is now) and the assembly's version."""
     card = [[f.name, str(f.type)] for f in fields(Card)]
     spec = {"loader": LOADER_VERSION, "card": card, "assembly": ASSEMBLY_VERSION}
-    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+    return sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
 
 
 def _state_digest(fmt_key: str) -> Any:
@@ -114,7 +114,7 @@ def _state_digest(fmt_key: str) -> Any:
     Not how a path is shown: that depends on the working directory, and opening prep from
     another folder must not redo the checks across files and the reconciliation (a minute at
     a million cards); an assembly with errors is redone when the names they show changed."""
-    return hashlib.sha256(f"format {fmt_key}\nfiles by key\n".encode())
+    return sha256(f"format {fmt_key}\nfiles by key\n".encode())
 
 
 @contextmanager
