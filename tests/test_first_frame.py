@@ -235,3 +235,19 @@ async def test_the_footer_is_rebuilt_when_its_keys_change_only() -> None:
         assert len(builds) == 1
         keys = {key.key for key in footer.query("FooterKey")}
         assert "1" in keys and "t" not in keys
+
+
+def test_a_cached_deck_carries_every_field_and_reads_its_ids_when_asked() -> None:
+    from dataclasses import fields
+
+    from prep.engine.decks.collection import _CachedDeckInfo
+    from prep.engine.decks.deck import DeckInfo
+
+    info = DeckInfo("n", "T", "d", "f.yaml", ["x"], line=3, declared=[("x", 4)], order=2.5)
+    reads: list[int] = []
+    cached = _CachedDeckInfo.of(info, lambda: reads.append(1) or ["a", "b"])  # type: ignore[func-returns-value]
+    assert reads == []  # (copied without reading the ids)
+    for f in fields(DeckInfo):
+        if f.name != "card_ids":
+            assert getattr(cached, f.name) == getattr(info, f.name), f.name
+    assert cached.card_ids == ["a", "b"] and cached.card_ids == ["a", "b"] and reads == [1]
