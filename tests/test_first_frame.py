@@ -251,3 +251,21 @@ def test_a_cached_deck_carries_every_field_and_reads_its_ids_when_asked() -> Non
         if f.name != "card_ids":
             assert getattr(cached, f.name) == getattr(info, f.name), f.name
     assert cached.card_ids == ["a", "b"] and cached.card_ids == ["a", "b"] and reads == [1]
+
+
+def test_a_load_after_the_apps_scan_does_not_scan_again(tmp_path: Path, monkeypatch) -> None:
+    from prep.engine.decks import deckcache
+    from prep.engine.store import Store
+
+    with Store.open(tmp_path / "p.db") as store:
+        first = deckcache.load(store)  # (filled)
+        scan = deckcache.scan_decks(store)
+        done: list[str] = []
+        for name in ("_to_fill", "_stat", "collect_deck_files"):  # the scan's own work
+            real = getattr(deckcache, name)
+            monkeypatch.setattr(
+                deckcache, name, lambda *a, _r=real, _n=name, **k: done.append(_n) or _r(*a, **k)
+            )
+        again = deckcache.load(store, scan=scan)
+        assert done == []
+        assert [c.id for c in again.cards] == [c.id for c in first.cards]

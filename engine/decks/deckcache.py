@@ -232,7 +232,10 @@ def _load(
     read_errors: list[DeckError] = []
     digest = _state_digest(fmt_key)
     # both cores for a big fill: a worker parses each changed file as soon as it is read
-    ahead = fill if fill is not None else _to_fill(files, cached, stats)
+    if fill is not None:
+        ahead = fill
+    else:  # (the scan's, when there is one: the same files, cache and stats)
+        ahead = scan.pending if scan is not None else _to_fill(files, cached, stats)
     pool = ParsePool([], ahead.bytes_total, ahead.files_total)
     outline: dict[str, list[CardRef]] = {}  # of each file parsed now (the checks read it)
     now: dict[str, tuple[list[tuple[str, int]], bool]] = {}  # its ids' lines, aliases or not
