@@ -269,3 +269,17 @@ def test_a_load_after_the_apps_scan_does_not_scan_again(tmp_path: Path, monkeypa
         again = deckcache.load(store, scan=scan)
         assert done == []
         assert [c.id for c in again.cards] == [c.id for c in first.cards]
+
+
+def test_the_cache_format_key_is_computed_once(monkeypatch) -> None:
+    from prep.engine.decks import deckcache
+
+    deckcache._format_key.cache_clear()
+    calls: list[int] = []
+    real = deckcache.fields
+    monkeypatch.setattr(deckcache, "fields", lambda c: calls.append(1) or real(c))
+    assert deckcache.format_key() == deckcache.format_key()  # (the scan's and the load's)
+    assert calls == [1]
+    monkeypatch.setattr(deckcache, "LOADER_VERSION", deckcache.LOADER_VERSION + 1)
+    deckcache.format_key()  # another version: another key
+    assert calls == [1, 1]

@@ -40,6 +40,7 @@ no second implementation of the collection exists.
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import os
@@ -103,8 +104,13 @@ LOADER_VERSION = 2
 def format_key() -> str:
     """What a cached parse depends on besides the files' text: the loader's version, Card's
     fields (names and declared types, from the class as it is now) and the assembly's version."""
-    card = [[f.name, str(f.type)] for f in fields(Card)]
-    spec = {"loader": LOADER_VERSION, "card": card, "assembly": ASSEMBLY_VERSION}
+    return _format_key(LOADER_VERSION, Card, ASSEMBLY_VERSION)
+
+
+@functools.cache  # (asked twice an open: once is enough for a class and two versions)
+def _format_key(loader: int, card_class: type, assembly: int) -> str:
+    card = [[f.name, str(f.type)] for f in fields(card_class)]
+    spec = {"loader": loader, "card": card, "assembly": assembly}
     return sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
 
 
