@@ -238,10 +238,8 @@ def _load(
     read_errors: list[DeckError] = []
     digest = _state_digest(fmt_key)
     # both cores for a big fill: a worker parses each changed file as soon as it is read
-    if fill is not None:
-        ahead = fill
-    else:  # (the scan's, when there is one: the same files, cache and stats)
-        ahead = scan.pending if scan is not None else _to_fill(files, cached, stats)
+    pending = scan.pending if scan is not None else None  # (the scan's: same files and stats)
+    ahead = fill if fill is not None else pending or _to_fill(files, cached, stats)
     pool = ParsePool([], ahead.bytes_total, ahead.files_total)
     outline: dict[str, list[CardRef]] = {}  # of each file parsed now (the checks read it)
     now: dict[str, tuple[list[tuple[str, int]], bool]] = {}  # its ids' lines, aliases or not
