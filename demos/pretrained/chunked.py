@@ -116,11 +116,14 @@ def _draw(nulls: list[Null], workers: int, stop: threading.Event) -> list[Tensor
         running: dict[Future[Tensor], tuple[_Progress, int]] = {}
         while any(p.last is None for p in progress) and not stop.is_set():
             while len(running) < workers:
-                p = _next(progress)
-                if p is None:
+                pick = _next(progress)
+                if pick is None:
                     break
-                running[pool.submit(_one_thread, p.null, p.submitted)] = (p, p.submitted)
-                p.submitted += 1
+                running[pool.submit(_one_thread, pick.null, pick.submitted)] = (
+                    pick,
+                    pick.submitted,
+                )
+                pick.submitted += 1
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:
                 p, c = running.pop(future)

@@ -20,20 +20,41 @@ Two measurements per layer of a real checkpoint, with their pass bars argued bef
    than uniformly random ones. The null draws every head's block as d_head rows from N(0, C),
    C = W_O^T W_O / (n_heads d_head), the layer's own row covariance: same anisotropy, no
    head-to-head pairing. Heads sharing directions beyond that would overlap more than it; the
-   check passes (no more than the covariance explains) when the one-sided p-value
-   (1 + #{null >= observed}) / (1 + draws) is above 0.01, the conventional strict level.
-   A Gaussian W_O (isotropic null) is printed beside it, to show how much of the overlap the
-   anisotropy alone makes.
+   check passes (no more than the covariance explains) when the one-sided p-value is above
+   0.01, the conventional strict level, with at most 199 null draws: the fixed test's
+   p = (1 + #{null >= observed}) / (1 + 199) passes exactly when at least 2 of the 199 draws
+   reach the observed. The draws stop early by Besag & Clifford's sequential rule (Biometrika
+   78:301, 1991) with h = 10: the p-value counts draws until the 10th one >= the observed, at
+   draw L, and is p = 10 / L; if fewer than 10 of all 199 reach it, p = (1 + G) / (1 + 199) as
+   before. It is a valid p-value, and it decides p <= 0.01 exactly as the fixed test on the
+   same 199 draws would (stopped early, G >= 10 >= 2 and p >= 10/199 > 0.01: both pass;
+   otherwise both are the same formula). Every null still draws at least 50 (one chunk), for
+   its printed mean: the nulls' sd is ~0.003, so that mean's standard error is ~0.0004
+   (printed beside it). A Gaussian W_O (isotropic null, 50 draws, only its mean is shown) is
+   printed beside it, to show how much of the overlap the anisotropy alone makes.
 
-Cost (issue 26): ~9 CPU-s a run, nearly all in the seven covariance-matched nulls and the Gaussian
-one (1,592 draws of a 384 x 384 W_O): per chunk of 50 draws, on one core, the draws ~55 ms, the
-product with C^(1/2) ~55 ms, the Gram matrix ~55 ms, the 3,300 batched 32 x 32 eigvalsh ~85 ms.
-The draws, their order and the statistic are kept (every printed digit depends on them); what
-changed is that each chunk's statistic runs on a pool of torch's threads (`chunked.over_chunks`),
-because batched eigvalsh and randn use one core whatever torch's thread count. Tried and dropped:
-whitening each head before one triangle of products (11 small GEMMs: slower than the full Gram),
-and a power iteration for the top eigenvalue (a certified one needs as many 32^3 products as
-eigvalsh costs).
+Equal in law, cheaper (issue 26). With C = V diag(lam) V^T, rows drawn as z C^(1/2) with
+z ~ N(0, I) are (z V) diag(sqrt lam) V^T; z V ~ N(0, I) again (a Gaussian vector's law does not
+change under a rotation), so the drawn W_O has the law of z diag(sqrt lam) V^T, and V^T rotates
+every head's row space the same way, which leaves every principal angle between them as it
+was. So the statistic of z * sqrt(lam) (a column scaling) has exactly the law of the statistic
+of z C^(1/2) (a 384^3 product a draw): tests/test_block_null.py holds the identity on fixed z
+and the two nulls' distributions against each other (two-sample KS at level 0.01). C's
+eigenvalues are also W_O's squared singular values over n_heads d_head, so "90% of ||W_O||^2"
+comes from the same decomposition. The permutation null draws each permutation by torch's
+randperm (Fisher-Yates; argsort of uniforms was 4x slower, and its float32 ties not quite
+uniform).
+
+Cost (issue 26): before, ~9 CPU-s a run: 1,592 draws of a 384 x 384 W_O (199 for each of six
+layers, the contrast and the Gaussian null), per chunk of 50 on one core the draws ~55 ms, the
+product with C^(1/2) ~55 ms, the Gram matrix ~55 ms, the 3,300 batched 32 x 32 eigvalsh
+~85 ms. Now the product is a scaling, a layer whose observed sits inside its null stops at 50
+draws (the contrast, far outside, still takes all 199), the Gaussian null takes 50: ~550 draws.
+Each null's chunks draw from their own seeds, so all of a run's nulls share a pool of torch's
+threads in any order and give the same values as one thread's loop (`chunked.draw_nulls`).
+Tried and dropped: whitening each head before one triangle of products (11 small GEMMs: slower
+than the full Gram), and a power iteration for the top eigenvalue (a certified one needs as
+many 32^3 products as eigvalsh costs).
 
 History: the first version held the overlap against the isotropic Gaussian null only and claimed
 "more than chance"; that failed in the last layer (p = 0.28) and, more to the point, compared the
@@ -301,10 +322,9 @@ def overlap_check(o: Overlap, null: torch.Tensor, setup: Setup) -> Check:
     most = setup.cfg.gaussian_draws
     p, used, hits = besag_clifford(null, o.observed, most)
     how = (
-        f"{H}/{used}: Besag-Clifford's sequential p, the {H}th null draw >= the observed was "
-        f"draw {used}"
+        f"{H}/{used}, Besag-Clifford: the {H}th null draw >= the observed was draw {used}"
         if hits == H
-        else f"(1 + {hits})/(1 + {used}) over all {used} draws"
+        else f"(1 + {hits})/(1 + {used}), all {used} draws"
     )
     se = float(null.std() / len(null) ** 0.5)
     return pt.measurement(
@@ -314,7 +334,7 @@ def overlap_check(o: Overlap, null: torch.Tensor, setup: Setup) -> Check:
         f"{directions_in(o.variances)} of {len(o.variances)} directions; a Gaussian W_O gives "
         f"{float(setup.null.mean()):.3f})",
         o.observed,
-        f"within the covariance-matched null: one-sided p > {P_BAR:g} (p = {how} = {p:.3g})",
+        f"within the covariance-matched null: one-sided p > {P_BAR:g} (p = {p:.3g} = {how})",
         p > P_BAR,
         "some heads share write directions with each other beyond what the layer's shared "
         "anisotropy gives any set of heads",
