@@ -189,3 +189,24 @@ def test_leaving_a_drawing_stops_it_and_restores_threads() -> None:
     with pytest.raises(KeyboardInterrupt), chunked.Drawing([chunked.Null(sample, 5000, 0)], 2):
         raise KeyboardInterrupt
     assert len(calls) < 100 and torch.get_num_threads() == before
+
+
+def test_a_batch_that_stops_at_first_looks_computes_no_chunk_in_vain() -> None:
+    """Seven nulls that each stop after their first chunk (the demo's layers): 7 chunks are
+    computed on two workers, not 8; a null drawn alone may compute one chunk ahead."""
+    calls: list[int] = []
+
+    def sample(k: int, gen: torch.Generator) -> torch.Tensor:
+        calls.append(k)
+        return torch.randn(k, 20000, generator=gen).sum(-1)  # (k,) some work a chunk
+
+    def batch(n: int) -> list[chunked.Null]:
+        return [chunked.Null(sample, 199, s, lambda v: True) for s in range(n)]
+
+    for _ in range(3):
+        calls.clear()
+        assert [len(v) for v in chunked.draw_nulls(batch(7), workers=2)] == [50] * 7
+        assert len(calls) == 7
+        calls.clear()
+        assert [len(v) for v in chunked.draw_nulls(batch(1), workers=2)] == [50]
+        assert len(calls) <= 2

@@ -11,8 +11,10 @@ and the values are the same as one thread's loop, bit for bit, whatever the mach
 A null may stop early: after each chunk, in chunk order, `done(values so far)` is asked, and
 the values are those up to the first chunk where it says yes (or all n). Chunks computed ahead
 of that look are dropped, so the values never depend on the pool. The pool works on a chunk no
-null has asked for (one past a null's last look) only when no null has a chunk to do that it
-surely needs: at most one chunk a null is computed in vain.
+null has asked for yet (one past the chunk awaiting its look) only when no null has a chunk it
+surely needs, and only for a null drawn alone or one whose last look asked for more: at most
+one chunk a null is computed in vain, and a batch of nulls that each stop at their first look
+(the usual case) wastes none.
 """
 
 from __future__ import annotations
@@ -116,7 +118,7 @@ def _draw(nulls: list[Null], workers: int, stop: threading.Event) -> list[Tensor
         running: dict[Future[Tensor], tuple[_Progress, int]] = {}
         while any(p.last is None for p in progress) and not stop.is_set():
             while len(running) < workers:
-                pick = _next(progress)
+                pick = _next(progress, alone=len(progress) == 1)
                 if pick is None:
                     break
                 running[pool.submit(_one_thread, pick.null, pick.submitted)] = (
@@ -187,12 +189,15 @@ class Drawing:
             torch.set_num_threads(self.restore)
 
 
-def _next(progress: list[_Progress]) -> _Progress | None:
-    """The null whose next chunk the pool should compute: first one that surely needs it (its
-    chunks handed out are all looked at), else one computing a single chunk ahead."""
+def _next(progress: list[_Progress], alone: bool) -> _Progress | None:
+    """The null whose next chunk the pool should compute: the first one that surely needs it
+    (its chunks handed out are all looked at), else one computing a single chunk ahead if it is
+    drawn alone or its last look asked for more."""
     open_ = [p for p in progress if p.last is None and p.submitted < len(p.null.sizes)]
-    for ahead in (0, 1):
-        for p in open_:
-            if p.submitted - p.looked == ahead:
-                return p
+    for p in open_:
+        if p.submitted == p.looked:
+            return p
+    for p in open_:
+        if p.submitted - p.looked == 1 and (alone or p.looked >= 1):
+            return p
     return None
