@@ -50,6 +50,8 @@ layers, the contrast and the Gaussian null), per chunk of 50 on one core the dra
 product with C^(1/2) ~55 ms, the Gram matrix ~55 ms, the 3,300 batched 32 x 32 eigvalsh
 ~85 ms. Now the product is a scaling, a layer whose observed sits inside its null stops at 50
 draws (the contrast, far outside, still takes all 199), the Gaussian null takes 50: ~550 draws.
+demo_bench, again in the app's worker, on the shared 2-core machine (load 4-6): 9.1 -> 2.9-3.0
+CPU-s a run (23.1 -> 4.0-6.2 s wall at one thread, which the worker picks under that load).
 Each null's chunks draw from their own seeds, so all of a run's nulls share a pool of torch's
 threads in any order and give the same values as one thread's loop (`chunked.draw_nulls`).
 Tried and dropped: whitening each head before one triangle of products (11 small GEMMs: slower
@@ -66,6 +68,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from prep.demos import harness
@@ -211,7 +214,9 @@ def row_variances(w_o: torch.Tensor) -> torch.Tensor:
     return torch.linalg.eigvalsh(flat.T @ flat / (h * dh)).clamp(min=0)  # (d_model,)
 
 
-def covariance_sampler(variances: torch.Tensor, h: int, dh: int):
+def covariance_sampler(
+    variances: torch.Tensor, h: int, dh: int
+) -> Callable[[int, torch.Generator], torch.Tensor]:
     """sample(k, gen): the statistic of k W_O whose rows are drawn from N(0, diag(variances)),
     which is equal in law to drawing them from N(0, C) (module docstring): (k,)."""
     scale = variances.sqrt().float()  # (d_model,)
@@ -246,7 +251,7 @@ def besag_clifford(null: torch.Tensor, observed: float, most: int) -> tuple[floa
     return (1 + g) / (1 + most), most, g
 
 
-def stop_rule(observed: float, least: int):
+def stop_rule(observed: float, least: int) -> Callable[[torch.Tensor], bool]:
     """done(values): at least `least` draws (the mean's precision) and Besag & Clifford's count
     of H draws >= observed reached (the p-value's)."""
 
@@ -294,7 +299,9 @@ class Overlap:
     null: chunked.Null  # blocks drawn from that covariance, stopped by `stop_rule`
 
 
-def overlaps(layers: list[tuple[str, torch.Tensor]], cfg: Config, gen: torch.Generator):
+def overlaps(
+    layers: list[tuple[str, torch.Tensor]], cfg: Config, gen: torch.Generator
+) -> list[Overlap]:
     """Each (label, W_O)'s observed overlap and its covariance-matched null, to be drawn."""
     ws = [w.detach().cpu().double() for _, w in layers]
     observed = chunked.each([functools.partial(mean_max_cosine, w) for w in ws])
