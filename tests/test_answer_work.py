@@ -19,6 +19,7 @@ import pytest
 from prep.engine.decks.collection import CachedCollection
 from prep.engine.decks.deckcache import load_collection
 from prep.engine.store import Store, devices
+from prep.engine.study import onepass
 from prep.engine.study.scheduler import CardState, Outcome, Rating, Scheduler, Settings, State
 from prep.engine.study.session import ReviewSession
 from tests.conftest import FIXED_NOW, Clock
@@ -49,15 +50,21 @@ def store(tmp_path: Path):
 
 @pytest.fixture
 def fsrs_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many times fsrs's review_card ran (one entry per run)."""
+    """How many ratings the scheduler computed: 1 for each run of fsrs's review_card, 4 for
+    each run of the one-pass preview (engine/study/onepass.py)."""
     runs: list[int] = []
-    real = fsrs.Scheduler.review_card
+    real, real_four = fsrs.Scheduler.review_card, onepass.four
 
     def counted(self, *args, **kwargs):
         runs.append(1)
         return real(self, *args, **kwargs)
 
+    def counted_four(*args):
+        runs.append(4)
+        return real_four(*args)
+
     monkeypatch.setattr(fsrs.Scheduler, "review_card", counted)
+    monkeypatch.setattr(onepass, "four", counted_four)
     return runs
 
 
@@ -95,8 +102,8 @@ def test_an_answer_runs_the_scheduler_once_per_rating_of_the_card_shown(
         fsrs_runs.clear()
         shown, outcome = _answer(session, clock)
         assert fsrs_runs == [], "the preview and the rating of the card shown ran fsrs again"
-        assert session.current is not None  # the next card shown: its four ratings
-        assert len(fsrs_runs) == 4
+        assert session.current is not None  # the next card shown: its four ratings, in one
+        assert fsrs_runs == [4]  # pass of our own (fsrs's review_card four times before)
         # the interval on the button is the interval the rating gives (the same review id
         # seeds the fuzz), and Review cards' intervals are fuzzed here
         assert outcome.interval == shown[Rating.Good].interval
