@@ -122,6 +122,12 @@ _CARD_AND_STAMP = (
     f"SELECT s.*, {', '.join(f'c.{c}' for c in CARD_COLUMNS)} FROM ({devices.STAMP_SQL}) s "
     "LEFT JOIN cards c ON c.id = ?"
 )
+# what a card shown reads (shown_card): changes_mark's data_version, the saved settings, the
+# review's id and the card's row, in one statement (one snapshot)
+_SHOWN = (
+    "SELECT v.data_version, (SELECT value FROM meta WHERE key = 'settings'), "
+    f"{_CARD_AND_STAMP.removeprefix('SELECT ').replace(' FROM (', ' FROM pragma_data_version() v, (', 1)}"
+)
 # what a rating reads of the card (rate_card): its row, the review its row is the state after
 # (schema v14), its number in the log and its newest review (as _log_head)
 _RATED_ROW = (
@@ -236,6 +242,15 @@ class ReviewsStore(CardsStore):
         row = self.conn.execute(_CARD_AND_STAMP, (card_id,)).fetchone()
         _n, dev_id, rid = devices.stamp_of(row[:4])
         return (None if row[4] is None else _row_to_state(row[4:])), f"{dev_id}:{rid}"
+
+    def shown_card(self, card_id: str) -> tuple[tuple[int, int], str | None, CardState | None, str]:
+        """What a card shown reads, in one statement: changes_mark (as it is for what is read
+        here: the same snapshot), the saved settings' text (settings_from reads it), the card's
+        stored state and the id its review would get (as card_and_key)."""
+        row = self.conn.execute(_SHOWN, (card_id,)).fetchone()
+        _n, dev_id, rid = devices.stamp_of(row[2:6])
+        state = None if row[6] is None else _row_to_state(row[6:])
+        return (int(row[0]), self.conn.total_changes), row[1], state, f"{dev_id}:{rid}"
 
     def changes_mark(self) -> tuple[int, int]:
         """What moves whenever the database may have changed: other connections' commits
