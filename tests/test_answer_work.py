@@ -301,3 +301,26 @@ def test_settings_saved_invalid_meanwhile_are_still_reported_by_the_preview(
     assert session.current is not None
     with pytest.raises(StoreError, match="settings are invalid"):
         session.preview()
+
+
+def test_a_card_shown_is_read_in_few_statements(
+    store: Store, deck: CachedCollection, clock: Clock
+) -> None:
+    """Showing the next card reads the learning steps come due (one statement: the due ones and
+    the hand-edited ones after them), the card's text if not read yet, and then, in one
+    statement, the changes mark, the settings, the card's row and its review's id. Before: 5
+    (the steps in two, PRAGMA data_version, the settings, the row with the id apart)."""
+    session = _in_review(store, deck, clock)
+    assert session.current is not None
+    for _ in range(3):
+        _answer(session, clock)
+        # (a "-- " entry is a program run inside a statement: here the pragma function's)
+        trace = [s for s in _traced(store, lambda: session.current) if not s.startswith("-- ")]
+        assert len(trace) <= 3, trace
+        assert sum("data_version" in s for s in trace) == 1, trace
+        assert sum("key = 'settings'" in s for s in trace) == 1, trace
+        assert (
+            [s for s in trace if "data_version" in s]
+            == [s for s in trace if "key = 'settings'" in s]
+            == [s for s in trace if "content_hash" in s]
+        ), trace
