@@ -591,14 +591,18 @@ class StoreCore:
         """The saved settings (defaults when none are saved). Settings saved by a hand edit or
         an older prep that fail validation are a StoreError, never a crash later on."""
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
-        if row is None:
+        return self.settings_from(None if row is None else row[0])
+
+    def settings_from(self, text: str | None) -> Settings:
+        """``settings()`` from the saved text read by another statement (None: none saved)."""
+        if text is None:
             return Settings()
         seen = getattr(self, "_settings_seen", None)
-        if seen is not None and seen[0] == row[0]:
+        if seen is not None and seen[0] == text:
             return seen[1]  # the same text as last read (each rating asks): parsed once
         try:
-            settings = Settings.from_dict(json.loads(row[0])).validated()
-            self._settings_seen = (row[0], settings)
+            settings = Settings.from_dict(json.loads(text)).validated()
+            self._settings_seen = (text, settings)
             return settings
         except (ValueError, TypeError, AttributeError) as exc:  # JSONDecodeError is a ValueError
             raise StoreError(
