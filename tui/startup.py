@@ -269,13 +269,12 @@ class Startup(_AppBase):
 
         error: StoreError | None = None
         try:
-            from prep.tui.upgrade import back_up_before_upgrade
 
             def say(text: str) -> None:
                 screen.post_message(screen.Note(text[0].upper() + text[1:]))
 
-            back_up_before_upgrade(self.db, screen.versions[0], say=say)  # (room checked first)
-            Store.open(self.db, progress=progress).close()
+            # (the room asked first, by boot; Store.open makes the backup copy)
+            Store.open(self.db, progress=progress, say=say).close()
         except _UpgradeStopped:
             return
         except StoreError as exc:

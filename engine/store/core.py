@@ -198,6 +198,17 @@ def _is_database_error(exc: BaseException) -> bool:
     )
 
 
+def _before_upgrading(
+    conn: sqlite3.Connection, target: Path, say: Callable[[str], None] | None
+) -> None:
+    from prep.engine.store import backup
+
+    try:
+        backup.before_upgrading(conn, target, say)
+    except backup.SpaceError as exc:
+        raise StoreError(str(exc), kind="space") from None
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -299,6 +310,7 @@ class StoreCore:
         *,
         reading: bool = False,
         progress: Progress | None = None,
+        say: Callable[[str], None] | None = None,
     ) -> Self:
         """Open (creating on first use) the database at ``path`` (see resolve_db_path).
 
@@ -306,7 +318,12 @@ class StoreCore:
         then refused (nothing is created: no file, no folder), one that cannot be written is
         opened read-only instead of refused, and a schema version that cannot be read does not
         stop it. ``progress``: called as an older database is
-        upgraded (one transaction: an upgrade cut short leaves the database as it was)."""
+        upgraded (one transaction: an upgrade cut short leaves the database as it was).
+
+        Every open that upgrades (whatever the caller: a review, the app, a command that
+        only reads) first checks the free space and makes the backup copy
+        (backup.before_upgrading: too little space is a StoreError of kind "space", and
+        nothing is written); ``say``: told, for a big database, that it is being copied."""
         target = resolve_db_path(path)
         if str(target) in (":memory:", "") or str(target).startswith("file:"):
             # sqlite3 would open an in-memory database: every rating "saved", then gone
@@ -332,6 +349,7 @@ class StoreCore:
             conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             _refuse_foreign(conn, target)  # before WAL mode changes another program's file
+            _before_upgrading(conn, target, say)  # room, then the backup copy: nothing written
             conn.execute("PRAGMA journal_mode = WAL")
             # every commit (each rating's) is synced to disk, as Anki does: WAL with NORMAL
             # leaves the last commits to a power cut (README: "shown as saved is on disk")
