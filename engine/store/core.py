@@ -34,6 +34,7 @@ from prep.engine.paths import expand_user
 from prep.engine.store.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
+    Schema,
     Upgrade,
     UpgradeTracker,
 )
@@ -252,10 +253,10 @@ class StoreCore:
 
     @property
     def db(self):
-        """A sqlite_utils.Database on the same connection, for schema work and export.
+        """A sqlite_utils.Database on the same connection, for tests and work by hand: prep's
+        own paths (open, a new database's schema, the migrations, rate, export) are plain SQL.
 
-        Imported on first use: sqlite_utils (with dateutil) costs ~60 ms, and the paths a
-        user waits on (open, rate, undo, queue) are plain SQL."""
+        Imported on first use: sqlite_utils (with dateutil) costs ~60 ms."""
         if self._db is None:
             self._db = _import_sqlite_utils().Database(self.conn)
         return self._db
@@ -585,9 +586,10 @@ class StoreCore:
             self.conn.execute(f"PRAGMA cache_size = {_UPGRADE_CACHE_KIB}")
             self.conn.execute("PRAGMA secure_delete = FAST")
         try:
+            schema = Schema(self.conn)  # (plain SQL: sqlite_utils is not imported)
             with self.transaction():
                 for step in range(version, SCHEMA_VERSION):
-                    MIGRATIONS[step](self.db, tracker)
+                    MIGRATIONS[step](schema, tracker)
                 self.set_meta("schema_version", str(SCHEMA_VERSION))
             tracker.finished("commit")
             if 0 < version < 13 and self.path is not None:
