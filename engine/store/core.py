@@ -280,6 +280,14 @@ class StoreCore:
         end that retries without blocking its screen sets it short)."""
         self.conn.execute(f"PRAGMA busy_timeout = {int(ms)}")
 
+    def stop_when(self, stopped: Callable[[], bool], every: int = 50_000) -> None:
+        """A statement of this connection, however long (a whole-collection UPDATE), stops
+        soon after ``stopped()`` turns true: SQLite asks it every ``every`` steps of its
+        virtual machine (about a millisecond), and the statement ends as a StoreError of kind
+        "interrupted", its transaction rolled back. (A wait for another writer's lock is not
+        a statement step: a caller that must stop promptly keeps its busy timeout short.)"""
+        self.conn.set_progress_handler(lambda: bool(stopped()), every)
+
     def announce(self, instance: str, now: datetime) -> list[str]:
         """Record ``instance`` as open now; return the other instances open (fresh heartbeat)."""
         with self.transaction():
@@ -512,6 +520,11 @@ class StoreCore:
                 f"{where}: database is busy: another prep is writing to it ({exc}); try again",
                 kind="busy",
                 retryable=True,
+            )
+        if primary == sqlite3.SQLITE_INTERRUPT:
+            return StoreError(
+                f"{where}: stopped before it finished (rolled back: nothing of it was saved)",
+                kind="interrupted",
             )
         if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
             return StoreError(
