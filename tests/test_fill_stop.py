@@ -154,3 +154,49 @@ def test_a_busy_database_is_waited_for_in_the_thread(
         assert states(db)[kept] == 0 and states(db)[gone] == 1
     else:
         assert not reconciled(db, decks)
+
+
+def test_q_stops_a_long_statement_of_the_apps_upgrade_and_it_is_rolled_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The upgrade's thread likewise: a statement of the upgrade (an index built over the
+    whole log, say) is stopped inside SQLite; the upgrade's one transaction rolls back."""
+    from prep.engine.store import core, schema
+    from prep.tui.screens.upgrade import UpgradeScreen
+    from tests.test_migration_v5 import v3_database
+    from tests.test_upgrade_space import version_of
+
+    db = tmp_path / "v3.db"
+    v3_database(db)
+    entered = threading.Event()
+    spent: list[float] = []
+    last = schema.MIGRATIONS[-1]
+
+    def slow(db_, tracker=None):  # noqa: ANN001, ANN202
+        entered.set()
+        start = time.monotonic()
+        try:
+            db_.execute(LONG).fetchone()
+        finally:
+            spent.append(time.monotonic() - start)
+        last(db_, tracker)
+
+    monkeypatch.setattr(core, "MIGRATIONS", [*schema.MIGRATIONS[:-1], slow])
+    app = PrepApp(db=str(db))
+    quit_at: list[float] = []
+
+    async def run() -> None:
+        async with app.run_test(size=(100, 30)) as pilot:
+            for _ in range(400):
+                if entered.is_set():
+                    break
+                await pilot.pause(0.05)
+            assert entered.is_set() and isinstance(app.screen, UpgradeScreen)
+            await pilot.pause(0.2)
+            quit_at.append(time.monotonic())
+            await pilot.press("q")
+
+    asyncio.run(run())
+    assert spent and spent[0] < 5.0, spent
+    assert time.monotonic() - quit_at[0] < 5.0
+    assert version_of(db) == 3  # rolled back: the next open upgrades it

@@ -273,11 +273,16 @@ class Startup(_AppBase):
             def say(text: str) -> None:
                 screen.post_message(screen.Note(text[0].upper() + text[1:]))
 
-            # (the room asked first, by boot; Store.open makes the backup copy)
-            Store.open(self.db, progress=progress, say=say).close()
+            # (the room asked first, by boot; Store.open makes the backup copy); q stops
+            # it between steps (progress) and inside a long statement (stop): rolled back
+            Store.open(
+                self.db, progress=progress, say=say, stop=lambda: worker.is_cancelled
+            ).close()
         except _UpgradeStopped:
             return
         except StoreError as exc:
+            if worker.is_cancelled:
+                return
             error = exc
         with contextlib.suppress(RuntimeError):  # the app stopped meanwhile
             self.call_from_thread(self._upgraded, error)

@@ -192,8 +192,8 @@ def before_upgrading(
 ) -> int | None:
     """What every open of an older database does before it is upgraded, whoever opens it (a
     review, the app, a command that only reads: stats, export, cram, sync, backup --list):
-    the free space for the backup copy and for the upgrade is checked (too little: SpaceError,
-    one line, and nothing is written), then the backup copy is made. ``conn``: the database
+    the free space for the backup copy and for the upgrade is checked (too little: a
+    StoreError of kind "space", one line, and nothing is written), then the backup copy is made. ``conn``: the database
     just opened, before anything was written to it (not yet switched to WAL). A folder where
     no backup can be written is left to the upgrade, which says what is wrong. ``say``: told
     what is copied where, for a big database (a copy of gigabytes takes a minute). Returns
@@ -212,7 +212,12 @@ def before_upgrading(
         return None
     if not 0 < version < SCHEMA_VERSION:
         return None
-    check_upgrade_space(db_path, version)
+    try:
+        check_upgrade_space(db_path, version)
+    except SpaceError as exc:
+        from prep.engine.store.core import StoreError
+
+        raise StoreError(str(exc), kind="space") from None
     with contextlib.suppress(OSError):
         size = os.stat(db_path).st_size
         if say is not None and size >= SAY_BACKUP_BYTES:

@@ -48,6 +48,7 @@ BUSY_TIMEOUT_MS = 5000
 # Store.open's ``progress``: told how a schema upgrade is going (see schema.Upgrade), from
 # its start to its end (``done``); a front end shows it when the upgrade takes a while
 Progress = Callable[[Upgrade], None]
+_STOP_EVERY = 50_000  # steps of SQLite's machine between two asks of stop_when's callable
 _UPGRADE_CACHE_KIB = -262_144  # 256 MiB of page cache while the review log is rewritten
 
 
@@ -199,17 +200,6 @@ def _is_database_error(exc: BaseException) -> bool:
     )
 
 
-def _before_upgrading(
-    conn: sqlite3.Connection, target: Path, say: Callable[[str], None] | None
-) -> None:
-    from prep.engine.store import backup
-
-    try:
-        backup.before_upgrading(conn, target, say)
-    except backup.SpaceError as exc:
-        raise StoreError(str(exc), kind="space") from None
-
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -280,13 +270,13 @@ class StoreCore:
         end that retries without blocking its screen sets it short)."""
         self.conn.execute(f"PRAGMA busy_timeout = {int(ms)}")
 
-    def stop_when(self, stopped: Callable[[], bool], every: int = 50_000) -> None:
+    def stop_when(self, stopped: Callable[[], bool], every: int | None = None) -> None:
         """A statement of this connection, however long (a whole-collection UPDATE), stops
         soon after ``stopped()`` turns true: SQLite asks it every ``every`` steps of its
         virtual machine (about a millisecond), and the statement ends as a StoreError of kind
         "interrupted", its transaction rolled back. (A wait for another writer's lock is not
         a statement step: a caller that must stop promptly keeps its busy timeout short.)"""
-        self.conn.set_progress_handler(lambda: bool(stopped()), every)
+        self.conn.set_progress_handler(lambda: bool(stopped()), every or _STOP_EVERY)
 
     def announce(self, instance: str, now: datetime) -> list[str]:
         """Record ``instance`` as open now; return the other instances open (fresh heartbeat)."""
@@ -320,6 +310,7 @@ class StoreCore:
         reading: bool = False,
         progress: Progress | None = None,
         say: Callable[[str], None] | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> Self:
         """Open (creating on first use) the database at ``path`` (see resolve_db_path).
 
@@ -332,7 +323,8 @@ class StoreCore:
         Every open that upgrades (whatever the caller: a review, the app, a command that
         only reads) first checks the free space and makes the backup copy
         (backup.before_upgrading: too little space is a StoreError of kind "space", and
-        nothing is written); ``say``: told, for a big database, that it is being copied."""
+        nothing is written); ``say``: told, for a big database, that it is being copied.
+        ``stop``: as stop_when, from the start (an upgrade's long statements stop too)."""
         target = resolve_db_path(path)
         if str(target) in (":memory:", "") or str(target).startswith("file:"):
             # sqlite3 would open an in-memory database: every rating "saved", then gone
@@ -357,8 +349,12 @@ class StoreCore:
             target.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if stop is not None:
+                conn.set_progress_handler(lambda: bool(stop()), _STOP_EVERY)
             _refuse_foreign(conn, target)  # before WAL mode changes another program's file
-            _before_upgrading(conn, target, say)  # room, then the backup copy: nothing written
+            from prep.engine.store import backup  # (room, then the backup copy, when due)
+
+            backup.before_upgrading(conn, target, say)
             conn.execute("PRAGMA journal_mode = WAL")
             # every commit (each rating's) is synced to disk, as Anki does: WAL with NORMAL
             # leaves the last commits to a power cut (README: "shown as saved is on disk")
