@@ -41,6 +41,11 @@ BOUND = "Each head's write has rank at most d_head, so it fills a small subspace
         "The subspace is none other than W_O's d_head rows.",
         "No wonder each head fills a small subspace.",
         "Not surprisingly, each head's write has rank d_head.",
+        "A head's write is no worse off than a rank-d_head product.",
+        "Each head's write is nothing short of a rank-d_head product.",
+        "None the less, each head's write has rank d_head.",
+        "Each head's write can't help but stay within rank d_head.",
+        "Each head's write never fails to fit a small subspace.",
     ],
 )
 def test_non_denials_hold_no_negation_cue(sentence: str):
@@ -77,6 +82,8 @@ def test_a_bound_in_the_point_is_not_a_denial(point: str, sentence: str):
         ("W_O mixes heads.", "W_O is no different from a reshape, and it never mixes heads."),
         ("W_O mixes heads.", "Heads are not mixed better by W_O."),
         ("W_O mixes heads.", "W_O doesn't mix heads; it is no worse than a reshape."),
+        ("W_O mixes heads.", "W_O cannot mix heads, none the less it is a projection."),
+        ("W_O mixes heads.", "W_O never fails, but it does not mix heads."),
     ],
 )
 def test_real_denials_still_mismatch(point: str, sentence: str):

@@ -71,7 +71,8 @@ _CONDITION = re.compile(
 # from", "not any different than", "not dissimilar to", "none other than W_O"), an addition
 # ("not only X but Y", "isn't just"), an identification ("nothing but a sum"), and the set
 # phrases "no matter", "whether or not", "no doubt", "not least", "not unlike", "no wonder",
-# "not to mention", "not surprisingly". Each is read as what it says, in function words (no
+# "not to mention", "not surprisingly", "none the less", "nothing short of", "cannot help
+# but", "never fails to". Each is read as what it says, in function words (no
 # content stem is added; an adjective compared with "more"/"less" is kept); a real denial
 # beside one ("no more than d_head, and heads never mix") still counts. What makes a
 # comparative: a listed one, or any word ending in -er, directly before "than".
@@ -86,7 +87,10 @@ _DEGREE = (
     r"a\s+lot|really|very))?"
 )
 _NON_DENIAL = [
-    (re.compile(rf"{_NOT}{_DEGREE}\s+(?:{_COMPARATIVE})\s+than\b", re.IGNORECASE), "about"),
+    (
+        re.compile(rf"{_NOT}{_DEGREE}\s+(?:{_COMPARATIVE})(?:\s+off)?\s+than\b", re.IGNORECASE),
+        "about",
+    ),
     # "no more expensive than", "not any less important than": as ADJ as (the adjective kept)
     (
         re.compile(rf"{_NOT}{_DEGREE}\s+(?:more|less)\s+([a-z_]+)\s+than\b", re.IGNORECASE),
@@ -101,9 +105,12 @@ _NON_DENIAL = [
         "the same as",
     ),
     (re.compile(rf"{_NOT}\s+(?:only|just|merely|simply|solely)\b", re.IGNORECASE), "also"),
+    # "cannot help but mix", "never fails to mix": it does mix
+    (re.compile(rf"{_NOT}\s+(?:help\s+but|fail(?:s|ed)?\s+to)\b", re.IGNORECASE), "also"),
     (
         re.compile(
-            r"\b(?:nothing|none)\s+(?:(?:more|less|else|other)\s+than|but)\b", re.IGNORECASE
+            r"\b(?:nothing|none)\s+(?:(?:more|less|else|other)\s+than|but|short\s+of)\b",
+            re.IGNORECASE,
         ),
         "just",
     ),
@@ -111,7 +118,7 @@ _NON_DENIAL = [
     (
         re.compile(
             r"\b(?:no\s+doubt|not\s+least|not\s+unlike|no\s+wonder|not\s+to\s+mention|"
-            r"not\s+surprisingly|not\s+coincidentally)\b",
+            r"not\s+surprisingly|not\s+coincidentally|none\s+the\s+less)\b",
             re.IGNORECASE,
         ),
         "also",
