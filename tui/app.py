@@ -205,7 +205,7 @@ class PrepApp(Startup, App[int]):
             self._grading.close()
         if self.store is not None:
             self.syncer.on_quit()
-        if self.store is not None:
+        if self.store is not None and self._heartbeat is not None:  # (announced: a row to drop)
             with contextlib.suppress(StoreError):
                 self.store.depart(self.instance)
         if self.store is not None and self._owns_store:

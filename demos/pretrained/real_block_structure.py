@@ -28,7 +28,8 @@ Two measurements per layer of a real checkpoint, with their pass bars argued bef
    draw L, and is p = 10 / L; if fewer than 10 of all 199 reach it, p = (1 + G) / (1 + 199) as
    before. It is a valid p-value, and it decides p <= 0.01 exactly as the fixed test on the
    same 199 draws would (stopped early, G >= 10 >= 2 and p >= 10/199 > 0.01: both pass;
-   otherwise both are the same formula). Every null still draws at least 50 (one chunk), for
+   otherwise both are the same formula). At --scale large (1,999 draws) h is 20: 10/1999 is
+   below 0.01, so with h = 10 a stop could fail where the fixed test passes (`sequential_h`). Every null still draws at least 50 (one chunk), for
    its printed mean: the nulls' sd is ~0.003, so that mean's standard error is ~0.0004
    (printed beside it). A Gaussian W_O (isotropic null, 50 draws, only its mean is shown) is
    printed beside it, to show how much of the overlap the anisotropy alone makes.
@@ -99,7 +100,20 @@ SCALES = {
     "small": Config(permutations=2000, gaussian_draws=199, least_draws=50),
     "large": Config(permutations=20000, gaussian_draws=1999, least_draws=500),
 }
-H = 10  # Besag & Clifford's h: an overlap null stops counting at its 10th draw >= the observed
+H = 10  # Besag & Clifford's h at the default scale: a null stops counting at its 10th draw >= observed
+
+
+def sequential_h(most: int) -> int:
+    """Besag & Clifford's h for at most `most` draws: at least H (the p-value's precision), and
+    large enough that a stop decides as the fixed test on all `most` draws would: a stop at draw
+    L <= most gives p = h / L >= h / most, which must pass (h / most > P_BAR), and it means
+    G >= h draws reach the observed, with which the fixed test must pass too
+    ((1 + h) / (1 + most) > P_BAR). 10 for 199 draws; 20 for 1999 (10 / 1999 < 0.01 would let
+    a stop fail where the fixed test passes)."""
+    h = H
+    while not (h > P_BAR * most and 1 + h > P_BAR * (1 + most)):
+        h += 1
+    return h
 
 
 @dataclass
@@ -239,24 +253,27 @@ def covariance_null(w_o: torch.Tensor, n: int, gen: torch.Generator) -> torch.Te
 
 def besag_clifford(null: torch.Tensor, observed: float, most: int) -> tuple[float, int, int]:
     """(p, draws it counted, draws >= observed among them): Besag & Clifford's sequential
-    p-value with h = H for at most `most` draws. Its draws stop counting at the H-th one >= the
-    observed, at draw L: p = H / L; if fewer than H of all `most` are: p = (1 + G) / (1 + most)."""
+    p-value with h = sequential_h(most) for at most `most` draws. Its draws stop counting at the
+    h-th one >= the observed, at draw L: p = h / L; if fewer than h of all `most` are:
+    p = (1 + G) / (1 + most)."""
+    h = sequential_h(most)
     hits = (null >= observed).cumsum(0)  # (draws,)
-    reached = (hits >= H).nonzero()
+    reached = (hits >= h).nonzero()
     if len(reached):
         used = int(reached[0]) + 1
-        return H / used, used, H
+        return h / used, used, h
     assert len(null) == most, "the null stopped before its p-value was decided"
     g = int(hits[-1]) if len(hits) else 0
     return (1 + g) / (1 + most), most, g
 
 
-def stop_rule(observed: float, least: int) -> Callable[[torch.Tensor], bool]:
+def stop_rule(observed: float, least: int, most: int) -> Callable[[torch.Tensor], bool]:
     """done(values): at least `least` draws (the mean's precision) and Besag & Clifford's count
-    of H draws >= observed reached (the p-value's)."""
+    of sequential_h(most) draws >= observed reached (the p-value's)."""
+    h = sequential_h(most)
 
     def done(values: torch.Tensor) -> bool:
-        return len(values) >= least and int((values >= observed).sum()) >= H
+        return len(values) >= least and int((values >= observed).sum()) >= h
 
     return done
 
@@ -316,7 +333,7 @@ def overlaps(
                 covariance_sampler(v, h, dh),
                 cfg.gaussian_draws,
                 seed_of(gen),
-                stop_rule(float(o), cfg.least_draws),
+                stop_rule(float(o), cfg.least_draws, cfg.gaussian_draws),
             ),
         )
         for (label, _), o, v in zip(layers, observed, variances, strict=True)
@@ -329,8 +346,8 @@ def overlap_check(o: Overlap, null: torch.Tensor, setup: Setup) -> Check:
     most = setup.cfg.gaussian_draws
     p, used, hits = besag_clifford(null, o.observed, most)
     how = (
-        f"{H}/{used}, Besag-Clifford: the {H}th null draw >= the observed was draw {used}"
-        if hits == H
+        f"{hits}/{used}, Besag-Clifford: the {hits}th null draw >= the observed was draw {used}"
+        if hits == sequential_h(most)
         else f"(1 + {hits})/(1 + {used}), all {used} draws"
     )
     se = float(null.std() / len(null) ** 0.5)
@@ -341,7 +358,8 @@ def overlap_check(o: Overlap, null: torch.Tensor, setup: Setup) -> Check:
         f"{directions_in(o.variances)} of {len(o.variances)} directions; a Gaussian W_O gives "
         f"{float(setup.null.mean()):.3f})",
         o.observed,
-        f"within the covariance-matched null: one-sided p > {P_BAR:g} (p = {p:.3g} = {how})",
+        f"within the covariance-matched null: one-sided p > {P_BAR:g} (p = {p:.3g} = {how}; "
+        f"{int((null >= o.observed).sum())} of the {len(null)} drawn reach the observed)",
         p > P_BAR,
         "some heads share write directions with each other beyond what the layer's shared "
         "anisotropy gives any set of heads",
@@ -392,12 +410,13 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
 def notes(setup: Setup) -> list[str]:
     cfg = setup.cfg
     gaussian_se = float(setup.null.std() / len(setup.null) ** 0.5)
+    h = sequential_h(cfg.gaussian_draws)
     return [
         "Pass bars argued in the module docstring before running: the share must sit in the "
         f"central {CENTRAL:.0%} of a column-permutation null ({cfg.permutations} draws); "
         f"the overlap must not beat a covariance-matched null at p <= {P_BAR:g} (at most "
         f"{cfg.gaussian_draws} draws per layer, at least {cfg.least_draws} for the null's mean; "
-        f"Besag & Clifford's sequential p-value with h = {H} stops counting at the {H}th draw at "
+        f"Besag & Clifford's sequential p-value with h = {h} stops counting at the {h}th draw at "
         f"or above the observed, and decides p <= {P_BAR:g} exactly as all "
         f"{cfg.gaussian_draws} draws would). The Gaussian W_O's mean: {len(setup.null)} draws, "
         f"s.e. {gaussian_se:.4f}.",

@@ -150,6 +150,7 @@ def load(
     include_bundled: bool = True,
     progress: Progress | None = None,
     scan: Scan | None = None,
+    private: bool = True,
 ) -> CachedCollection:
     """The decks (``checks.parse_decks``'s cards, errors, order) through the cache in
     ``store``, and the store's progress reconciled with the decks if they changed since the
@@ -157,14 +158,17 @@ def load(
     cache is then private to this connection (TEMP tables), filled from the files, and
     progress is read as it is. ``progress`` is called with a Fill as each changed file is
     parsed and stored (fill.py). ``scan``: what ``scan_decks`` found just before, for these
-    paths in this store (the deck files are then not listed, looked up and stat'ed again)."""
+    paths in this store (the deck files are then not listed, looked up and stat'ed again).
+    ``private=False``: a StoreError is raised instead (a thread that fills the cache for
+    the app: a private cache would be thrown away with its connection); one of kind
+    "interrupted" (Store.stop_when: the caller stopped it) always is."""
     from prep.engine.store import StoreError
 
     with gc_paused():  # a hundred thousand small objects, none of them garbage
         try:
             return _load(store, paths, demo_names, include_bundled, progress, scan)
-        except StoreError:
-            if store.deck_cache_is_private():
+        except StoreError as exc:
+            if store.deck_cache_is_private() or not private or exc.kind == "interrupted":
                 raise
             store.deck_cache_private()
             return _load(store, paths, demo_names, include_bundled, progress)
