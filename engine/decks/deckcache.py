@@ -40,7 +40,6 @@ no second implementation of the collection exists.
 
 from __future__ import annotations
 
-import functools
 import gc
 import json
 import os
@@ -48,7 +47,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import fields
-from functools import partial
+from functools import cache, partial
 from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -102,12 +101,11 @@ LOADER_VERSION = 2
 
 
 def format_key() -> str:
-    """What a cached parse depends on besides the files' text: the loader's version, Card's
-    fields (names and declared types, from the class as it is now) and the assembly's version."""
+    """What a cached parse depends on besides the files' text (see the comment above)."""
     return _format_key(LOADER_VERSION, Card, ASSEMBLY_VERSION)
 
 
-@functools.cache  # (asked twice an open: once is enough for a class and two versions)
+@cache  # (asked twice an open: once is enough for a class and two versions)
 def _format_key(loader: int, card_class: type, assembly: int) -> str:
     card = [[f.name, str(f.type)] for f in fields(card_class)]
     spec = {"loader": loader, "card": card, "assembly": assembly}
@@ -242,8 +240,7 @@ def _load(
     read_errors: list[DeckError] = []
     digest = _state_digest(fmt_key)
     # both cores for a big fill: a worker parses each changed file as soon as it is read
-    pending = scan.pending if scan is not None else None  # (the scan's: same files and stats)
-    ahead = fill if fill is not None else pending or _to_fill(files, cached, stats)
+    ahead = fill or (scan.pending if scan else None) or _to_fill(files, cached, stats)
     pool = ParsePool([], ahead.bytes_total, ahead.files_total)
     outline: dict[str, list[CardRef]] = {}  # of each file parsed now (the checks read it)
     now: dict[str, tuple[list[tuple[str, int]], bool]] = {}  # its ids' lines, aliases or not
