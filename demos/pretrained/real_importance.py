@@ -35,8 +35,11 @@ Checks, with pass bars argued before running:
 
 Cost (issue 26): most of a run is 21 layer passes on 12 copies of the batch (each layer's heads
 ablated in turn, the layers from the ablated one on replayed: demos/hooks.py); a replay
-starts from the ablated BERT layer's captured z, not its attention (pretrained.py). The
-mean-ablation replays, which no check, note or figure read, were dropped (21 of 42).
+starts from the ablated BERT layer's captured z, not its attention (pretrained.py), and
+computes the real tokens only (packed.py: 18% of the small batch is padding; every real
+token's result is the padded replay's, bit for bit). The mean-ablation replays, which no check,
+note or figure read, were dropped (21 of 42). The float64 copy is converted once per loaded
+model (twin64.py); its forward passes run every time.
 
 Every score's rho against the hidden-state effect (with its permutation p) and against the task
 effect (with its bootstrap interval) is reported per layer in the notes, the gradient score's
