@@ -46,8 +46,7 @@ class AppSync:
 
     def _fetch(self, path: Path, folder: Path | None) -> None:
         from prep.engine.store import Store, StoreError, backup
-        from prep.engine.sync import journal
-        from prep.engine.sync.run import JournalError, SyncError, pending, sync_out
+        from prep.engine.sync.run import JournalError, SyncError, read_pending, sync_out
 
         try:
             with Store.open(path) as store:
@@ -55,7 +54,7 @@ class AppSync:
                 if folder is None:
                     return
                 self.sent = sync_out(store, folder).sent_reviews
-                journals = [journal.read(p, dev) for dev, p in pending(store, folder)]
+                journals = read_pending(store, folder)
                 if any(j.entries for j in journals):
                     backup.make(store, "sync")
         except (StoreError, SyncError, JournalError, backup.BackupError, OSError) as exc:

@@ -25,6 +25,7 @@ from prep.tui.commands import common
 from prep.tui.commands.common import (
     EXIT_INTERNAL,
     EXIT_USAGE,
+    NAMED_PATH,
     Ctx,
     UsageError,
     demo_names,
@@ -123,6 +124,7 @@ def _check_local_time() -> None:
 @click.option(
     "--questions",
     "questions",
+    type=NAMED_PATH,
     metavar="DIR",
     multiple=True,
     help="Extra deck folder or file beside the bundled decks (env PREP_QUESTIONS).",
@@ -137,6 +139,8 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
     goes home, to the decks and what each would serve today.
     """
     _check_local_time()
+    if db == "":  # `--db "$UNSET"`: never the default database in its place
+        raise UsageError("--db '': an empty path; name the database file, or leave --db out")
     given = "--questions"
     if not questions:
         questions, given = questions_from_env(), "PREP_QUESTIONS"

@@ -13,6 +13,7 @@ Every rating is committed to the database before the next card is printed.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, TextIO
 
 from prep.engine.decks.deck import CHOICE_LETTERS, Card
@@ -48,8 +49,11 @@ class Quit(Exception):
 class LineIO:
     """Line-oriented terminal I/O shared by the plain quiz and the plain mock interview."""
 
+    MAX_LINE = 100_000  # characters: a typed answer is at most 20,000 (grader/batch.py)
+
     def __init__(self, stdin: TextIO, stdout: TextIO) -> None:
         self.stdin, self.stdout = stdin, stdout
+        self.refused = False  # a line too long was refused: the session ends, exit code 2
 
     def say(self, text: str = "") -> None:
         self.stdout.write(text + "\n")
@@ -61,11 +65,20 @@ class LineIO:
         self.stdout.write(prompt)
         self.stdout.flush()
         try:
-            line = self.stdin.readline()
+            line = self.stdin.readline(self.MAX_LINE + 1)  # never a whole endless line
         except KeyboardInterrupt:
             self.stdout.write("\n")
             raise Quit from None
         if line == "":  # end of input
+            raise Quit
+        if len(line) > self.MAX_LINE:  # (`< /dev/zero`, a binary file): said, then ended
+            self.refused = True
+            self.stdout.write("\n")
+            print(
+                f"prep: standard input: a line longer than {self.MAX_LINE:,} characters; "
+                "stopped there (every rating before it is saved)",
+                file=sys.stderr,
+            )
             raise Quit
         text = line.strip()
         if text.lower() in ("q", "quit", "exit"):
@@ -144,7 +157,7 @@ class PlainQuiz:
         if s["next_due"] is not None:
             wait = spoken_interval(s["next_due"] - session.clock())
             say(f"Next card due in {wait}; {s['due_by_tomorrow']} due by the end of tomorrow.")
-        return 0
+        return 2 if self.io.refused else 0
 
     def show_card(self, card: Card) -> None:
         session, say, ask = self.session, self.io.say, self.ask
@@ -353,4 +366,4 @@ def run_mock_plain(
     say("")
     for line in mock_summary_lines(mock):
         say(line)
-    return 0
+    return 2 if io.refused else 0

@@ -422,6 +422,30 @@ def _deck_order(value: Any) -> float | None:
 CARDS_READ_FIRST = 1000
 
 
+def _item_lines(text: str, after: int) -> list[int]:
+    """The line of each item of the block sequence that follows line ``after`` (the `cards:`
+    key's): the lines that open an item (``- ``) at the sequence's own indentation; [] for a
+    flow sequence (``cards: [...]``), whose items are then reported at the key's line."""
+    lines = text.split("\n")
+    out: list[int] = []
+    indent: int | None = None
+    for i in range(after, len(lines)):  # lines[after] is line after + 1
+        stripped = lines[i].lstrip(" ")
+        if not stripped.strip() or stripped.startswith("#"):
+            continue
+        depth = len(lines[i]) - len(stripped)
+        opens = stripped.rstrip() == "-" or stripped.startswith("- ")
+        if indent is None:
+            if not opens:
+                return out
+            indent = depth
+        if depth < indent or (depth == indent and not opens):
+            break
+        if depth == indent:
+            out.append(i + 1)
+    return out
+
+
 def parse_deck_text(
     text: str, file: str, default_name: str, *, cards_budget: int | None = CARDS_READ_FIRST
 ) -> tuple[DeckInfo | None, list[Card], list[DeckError]]:
@@ -509,6 +533,7 @@ def parse_deck_text(
     )
     cards = []
     fallback = key_lines.get("cards", 1)
+    item_lines: list[int] | None = None  # each card item's line, found once when needed
     unread = getattr(raw_cards, "skipped", 0)  # trivial items the reader counted, not read
     for n, raw in enumerate(raw_cards):
         if len(errors) >= MAX_ERRORS_PER_FILE:  # a file of broken cards: stop here, say so
@@ -524,7 +549,12 @@ def parse_deck_text(
             break
         if isinstance(raw, dict) and _text(raw.get("id")):
             info.declared.append((raw["id"], getattr(raw, "line", fallback)))
-        card = _parse_card(raw, name, file, fallback, errors)
+        where = fallback
+        if not isinstance(raw, dict):  # a scalar or a list knows no line: find its `- `
+            items = item_lines if item_lines is not None else _item_lines(text, fallback)
+            item_lines = items
+            where = items[n] if n < len(items) else fallback
+        card = _parse_card(raw, name, file, where, errors)
         if card is not None:
             cards.append(card)
             info.card_ids.append(card.id)

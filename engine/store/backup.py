@@ -63,15 +63,19 @@ def listing(db_path: Path) -> list[Path]:
 def _copy(src: sqlite3.Connection, target: Path) -> None:
     tmp = target.with_name(target.name + ".part")
     tmp.unlink(missing_ok=True)
-    dst = sqlite3.connect(tmp)
     try:
-        src.backup(dst)
-        dst.execute("PRAGMA journal_mode = DELETE")
-    finally:
-        dst.close()
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, target)
+        dst = sqlite3.connect(tmp)
+        try:
+            src.backup(dst)
+            dst.execute("PRAGMA journal_mode = DELETE")
+        finally:
+            dst.close()
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:  # a full disk, Ctrl-C: no half copy left in backups/
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def make(store: Store, reason: str, now: datetime | None = None) -> Path | None:
@@ -193,7 +197,11 @@ def restore(store: Store, name: str) -> tuple[Path, Path | None]:
         raise BackupError(f"no backup named {name!r} (see `prep backup --list`)")
     saved = make(store, "restore")
     try:
-        src = sqlite3.connect(f"file:{found[0]}?mode=ro", uri=True)
+        from urllib.parse import quote
+
+        # quoted: a `#` or `?` in the path would end it, and the URI then names another
+        # file (created empty and restored over the database: everything lost)
+        src = sqlite3.connect(f"file:{quote(str(found[0]))}?mode=ro", uri=True)
         try:
             src.execute("SELECT count(*) FROM sqlite_master").fetchone()
             src.backup(store.conn)

@@ -44,6 +44,7 @@ import json
 import os
 import re
 import secrets
+import stat
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -78,6 +79,7 @@ class Journal:
     written_at: str
     params: dict[str, dict[str, Any]]
     entries: list[list[Any]] = field(default_factory=list)
+    restart: bool = False  # the first file of a series new to this database (run._pending)
 
 
 def file_name(number: int) -> str:
@@ -212,6 +214,24 @@ def _fsync_dir(folder: Path) -> None:
 
 
 # --- reading -------------------------------------------------------------------------------
+
+
+def written_at(path: Path) -> str | None:
+    """The ``written_at`` of a journal file's header (its first line only), or None when it
+    cannot be read; what tells two files of one number apart (a folder made again)."""
+    try:  # (never blocks on a FIFO, never follows a link: read() refuses both anyway)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            head = loads_strict(f.readline(1 << 20).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = head.get("written_at") if isinstance(head, dict) else None
+    return value if isinstance(value, str) else None
 
 
 class _Bad(Exception):

@@ -171,9 +171,9 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
                 else:
                     out.demo_runs += _apply_run(conn, on, own)
         conn.execute(
-            "UPDATE sync_devices SET applied = max(applied, ?), name = ?, wrote_at = ?, "
-            "applied_at = ? WHERE n = ?",
-            (j.number, j.name, j.written_at, fmt(now), jn),
+            "UPDATE sync_devices SET applied = CASE WHEN ? THEN ? ELSE max(applied, ?) END, "
+            "name = ?, wrote_at = ?, applied_at = ? WHERE n = ?",
+            (j.restart, j.number, j.number, j.name, j.written_at, fmt(now), jn),
         )
     devices = _device_ids(conn)
     scheds: dict[int, Scheduler] = {}

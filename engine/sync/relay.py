@@ -98,6 +98,26 @@ def entries(conn: sqlite3.Connection, settings: dict[str, Any]) -> list[list[Any
     return out
 
 
+def every_register(conn: sqlite3.Connection, settings: dict[str, Any], me: int) -> list[list[Any]]:
+    """Every other device's mark and settings held here, passed on with their own clocks
+    ("M", "S"), as a device's first journal in a folder new to it carries them (its own
+    are its "m" and "s"); the same clock arriving twice is taken once."""
+    names = dict(conn.execute("SELECT n, id FROM sync_devices"))
+    out: list[list[Any]] = []
+    for cid, at, dev, stamp, susp, buried, flagged in conn.execute(
+        "SELECT c.card_id, c.at, c.dev, c.seq, m.suspended, m.buried_until, m.flagged "
+        "FROM mark_clock c LEFT JOIN card_marks m ON m.card_id = c.card_id "
+        "WHERE c.dev != ? ORDER BY c.card_id",
+        (me,),
+    ):
+        out.append(["M", names[dev], stamp, cid, at, *mark_fields(susp, buried, flagged)])
+    clock = _settings_clock(conn)
+    if clock is not None and clock[1] != me:
+        at, dev, stamp = clock
+        out.append(["S", names[dev], stamp, at, settings])
+    return out
+
+
 def sent(conn: sqlite3.Connection, written: list[list[Any]]) -> None:
     """The entries ``written`` are in this device's journal now: their notes are dropped (a
     note taken meanwhile, with another clock, stays for the next sync); so is a note whose

@@ -84,13 +84,18 @@ def _relayed_all(conn, me: int) -> bool:
     return row.fetchone() is None
 
 
-def outbox(store: Store) -> tuple[list[list[Any]], dict[str, dict], dict[str, int], int]:
+def outbox(
+    store: Store, *, everything: bool = False
+) -> tuple[list[list[Any]], dict[str, dict], dict[str, int], int]:
     """This device's entries not yet written to its journal: (entries, params, the new
-    'sent' marks, reviews among them), read in one transaction."""
+    'sent' marks, reviews among them), read in one transaction. ``everything``: the whole
+    history, for a folder that holds none of this device's journal (``_folder_is_new``):
+    its own entries, the other devices' reviews it holds, and every mark and the settings
+    with their own clocks."""
     conn = store.conn
     with store.transaction():
         me = local.device(conn)
-        sent = _sent(conn)
+        sent = dict.fromkeys(_SENT_KEYS, 0) if everything else _sent(conn)
         new = dict(sent)
         entries: list[list[Any]] = []
         params: dict[str, dict] = {}
@@ -181,7 +186,10 @@ def outbox(store: Store) -> tuple[list[list[Any]], dict[str, dict], dict[str, in
                 (old[0], old[2] if len(old) > 2 else 0),
             ):
                 entries.append(["D", old_id, rid, _summary(run)])
-        entries += relay.entries(conn, store.settings().to_dict())
+        if everything:
+            entries += relay.every_register(conn, store.settings().to_dict(), me)
+        else:
+            entries += relay.entries(conn, store.settings().to_dict())
     return entries, params, new, reviews
 
 
@@ -215,19 +223,69 @@ def _folder(path: Path) -> Path:
 def pending(store: Store, root: Path) -> list[tuple[str, Path]]:
     """(device id, file) of every other device's journal file not applied yet, each device's in
     order, stopping at a gap (a file the sync tool has not brought yet)."""
+    return [(dev, path) for dev, path, _restart in _pending(store, root)]
+
+
+def read_pending(store: Store, root: Path) -> list[journal.Journal]:
+    """The journals ``pending`` names, read and checked (JournalError: one line)."""
+    out = []
+    for dev, path, restart in _pending(store, root):
+        j = journal.read(path, dev)
+        j.restart = restart
+        out.append(j)
+    return out
+
+
+def _pending(store: Store, root: Path) -> list[tuple[str, Path, bool]]:
+    """``pending``, each file with whether it begins a series of files new here: a device
+    that moved to this folder (or whose files in it were made again) numbers them from 1
+    there, so its files are read from the first when the one numbered as the last applied
+    here is another file (another ``written_at``), or when all its files number below that
+    and the last was written after it (cheap: one header line a device)."""
     conn = store.conn
     me = local.device_id(conn)
-    applied = dict(conn.execute("SELECT id, applied FROM sync_devices"))
+    seen = {
+        dev: (applied, wrote_at)
+        for dev, applied, wrote_at in conn.execute("SELECT id, applied, wrote_at FROM sync_devices")
+    }
     out = []
     for dev, folder in sorted(journal.device_folders(root).items()):
         if dev == me:
             continue
         files = journal.numbered_files(folder)
-        k = applied.get(dev, 0) + 1
+        applied, wrote_at = seen.get(dev, (0, None))
+        restart = _new_series(files, applied, wrote_at)
+        k = 1 if restart else applied + 1
         while k in files:
-            out.append((dev, files[k]))
+            out.append((dev, files[k], restart and k == 1))
             k += 1
     return out
+
+
+def _new_series(files: dict[int, Path], applied: int, wrote_at: str | None) -> bool:
+    if applied <= 0 or wrote_at is None or not files:
+        return False
+    if applied in files:
+        text = journal.written_at(files[applied])
+        return text is not None and text != wrote_at
+    top = max(files)
+    if top > applied:
+        return False  # a gap: the file applied last not here (yet); wait for the sync tool
+    head = journal.parse_time(journal.written_at(files[top]) or "")
+    last = journal.parse_time(wrote_at)
+    return head is not None and last is not None and head > last
+
+
+def _folder_is_new(conn, mine: Path) -> bool:
+    """Whether this device's folder in the sync folder lacks the journal it wrote last (a
+    folder it never wrote, or one made again): then the whole history goes there."""
+    files = journal.numbered_files(mine)
+    row = conn.execute("SELECT value FROM meta WHERE key = 'sync_file'").fetchone()
+    if row is None:  # never wrote a journal, or wrote it with a prep that did not note it
+        sent = _sent(conn)
+        return not files and any(sent[k] for k in "rgmsd")
+    number, wrote = json.loads(row[0])
+    return number not in files or journal.written_at(files[number]) != wrote
 
 
 def sync_out(store: Store, folder: Path, *, now: datetime | None = None) -> SyncResult:
@@ -249,8 +307,8 @@ def sync(
     now = now or utcnow()
     result = SyncResult()
     conn = store.conn
-    entries, params, sent, reviews = outbox(store)
     me = local.device_id(conn)
+    entries, params, sent, reviews = outbox(store, everything=_folder_is_new(conn, root / me))
     if entries:
         name = local.name(conn)
         header = {
@@ -272,11 +330,13 @@ def sync(
             old = _sent(conn)
             merged = {k: max(old[k], sent[k]) for k in _SENT_KEYS}  # ("o": passed on now)
             store.set_meta("sync_sent", json.dumps(merged))
+            number = int(result.journal.name.split(".")[0])  # the file written last
+            store.set_meta("sync_file", json.dumps([number, header["written_at"]]))
             relay.sent(conn, entries)
         result.sent_reviews, result.sent_other = reviews, len(entries) - reviews
     if not apply:
         return result
-    journals = [journal.read(path, dev) for dev, path in pending(store, root)]
+    journals = read_pending(store, root)
     if any(j.entries for j in journals) and backup is not None:
         result.backup = backup(store, "sync")
     result.applied = apply_journals(store, journals, now)

@@ -11,6 +11,7 @@ import click
 from prep.tui.commands.common import (
     EXIT_USAGE,
     Ctx,
+    NamedPath,
     demo_names,
 )
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
 
 @click.command("check")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=NamedPath(path_type=Path))
 @click.option("--rubrics", is_flag=True, help="List every card that has no usable rubric.")
 @click.pass_obj
 def check(obj: Ctx, paths: tuple[Path, ...], rubrics: bool) -> None:

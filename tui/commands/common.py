@@ -33,6 +33,19 @@ class UsageError(click.ClickException):
         click.echo(f"prep: {one_line_safe(self.format_message())}", err=True)
 
 
+class NamedPath(click.Path):
+    """A path the user names: an empty one (`prep sync "$DIR"` with DIR unset) is refused in
+    one line, where it would otherwise mean the current folder."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value == "":
+            self.fail("an empty path; name the file or folder (is a shell variable unset?)")
+        return super().convert(value, param, ctx)
+
+
+NAMED_PATH = NamedPath()  # (str values, as given)
+
+
 class Ctx:
     def __init__(self, db: str | None, questions: tuple[str, ...]) -> None:
         self.db = db

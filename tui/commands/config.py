@@ -55,7 +55,7 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
             return
         if key == "sync_dir":  # a setting of this machine: never synced
             if value is not None:
-                store.set_meta("sync_dir", str(expand_user(value).resolve()))
+                _set_sync_dir(store, value)
             click.echo(f"sync_dir = {store.get_meta('sync_dir') or 'none'}")
             return
         if key == "device_name":  # this machine's name in the others' sync summaries
@@ -97,6 +97,24 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
         if key == "plan_decks":
             typed = "all" if typed is None else ",".join(typed)
         click.echo(f"{key} = {typed}")
+
+
+def _set_sync_dir(store: Store, value: str) -> None:
+    """`prep config sync_dir DIR`: the folder (one that does not exist yet is kept: the sync
+    tool may make it); `none` (or an empty value) clears it, as `interview_date none` does,
+    rather than naming a folder "none" or the current one."""
+    if value.strip().lower() in ("", "none"):
+        with store.transaction():
+            store.conn.execute("DELETE FROM meta WHERE key = 'sync_dir'")
+        return
+    path = expand_user(value).resolve()
+    if path.exists() and not path.is_dir():
+        raise UsageError(
+            f"sync_dir: {value}: not a folder; name the folder your sync tool keeps in step "
+            "(or none to clear it)"
+        )
+    with store.transaction():
+        store.set_meta("sync_dir", str(path))
 
 
 def _device_name(store: Store, value: str | None) -> None:

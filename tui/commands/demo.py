@@ -10,6 +10,7 @@ import click
 
 from prep.tui.commands.common import (
     Ctx,
+    UsageError,
 )
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ def demo(obj: Ctx, args: tuple[str, ...]) -> None:
     [--seed N] [--json] [--model PATH_OR_NAME]; `prep demo --list [--json]` lists them."""
     from prep.demos.cli import run as run_demo
 
+    _refuse_database_plot(obj, args)
     with contextlib.ExitStack() as stack:
         loaded: list[CachedCollection] = []  # read once (`--list` asks for every demo's cards)
 
@@ -37,6 +39,26 @@ def demo(obj: Ctx, args: tuple[str, ...]) -> None:
     if report is not None:
         _record(obj.db, report)
     sys.exit(code)
+
+
+def _refuse_database_plot(obj: Ctx, args: tuple[str, ...]) -> None:
+    """`--plot FILE.svg` never writes over the progress database or a file SQLite keeps
+    beside it (a symlink or a hard link named .svg), as `prep export -o` never does: every
+    argument that could be the figure's file (it ends in .svg) is checked before the run."""
+    from pathlib import Path
+
+    from prep.engine.store import resolve_db_path
+    from prep.engine.transfer.dbfiles import database_target
+
+    names = [a.partition("=")[2] if a.startswith("--") else a for a in args]
+    svgs = [Path(n) for n in names if n.lower().endswith(".svg")]
+    hit = database_target(svgs, resolve_db_path(obj.db)) if svgs else None
+    if hit is not None:
+        target, kept = hit
+        raise UsageError(
+            f"--plot {target}: that is the progress database's own file ({kept}); writing "
+            "the figure over it would replace your progress. Name another file"
+        )
 
 
 def _record(db: str | None, report: Report) -> None:

@@ -10,6 +10,7 @@ import click
 
 from prep.engine.paths import expand_user
 from prep.tui.commands.common import (
+    NAMED_PATH,
     Ctx,
     UsageError,
     say_damaged,
@@ -27,7 +28,12 @@ if TYPE_CHECKING:
     help="json, csv or apkg (default: from the file name's extension).",
 )
 @click.option(
-    "-o", "--output", metavar="FILE", required=True, help="The file to write (- for stdout)."
+    "-o",
+    "--output",
+    type=NAMED_PATH,
+    metavar="FILE",
+    required=True,
+    help="The file to write (- for stdout).",
 )
 @click.option("--deck", metavar="D", help="apkg only: just this deck.")
 @click.pass_obj

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from prep.tui.commands.common import Ctx, UsageError
+from prep.tui.commands.common import Ctx, NamedPath, UsageError
 
 
 @click.command("grade")
@@ -21,14 +21,14 @@ from prep.tui.commands.common import Ctx, UsageError
 @click.option(
     "--rubric",
     "rubric_path",
-    type=click.Path(path_type=Path),
+    type=NamedPath(path_type=Path),
     metavar="R.yaml",
     help="A rubric file: question and points (a list of id and text).",
 )
 @click.option(
     "--answers",
     "answers_path",
-    type=click.Path(path_type=Path),
+    type=NamedPath(path_type=Path),
     metavar="A.jsonl",
     help='One {"answer_id": ..., "answer": ...} a line.',
 )
@@ -83,7 +83,7 @@ def grade(
     if found.problem:
         raise UsageError(f"card {card.id} has no usable rubric: {found.problem}")
     rubric = Rubric.from_texts(card.prompt, found.points)
-    answer = sys.stdin.read() if not sys.stdin.isatty() else _prompt(card.prompt)
+    answer = _stdin() if not sys.stdin.isatty() else _prompt(card.prompt)
     if not answer.strip():
         raise UsageError("no answer: type it on standard input (end with Ctrl-D)")
     if len(answer) > batch.MAX_ANSWER_CHARS:
@@ -108,7 +108,20 @@ def grade(
 def _prompt(prompt: str) -> str:
     click.echo(prompt, err=True)
     click.echo("(type your answer; end with Ctrl-D)", err=True)
-    return sys.stdin.read()
+    return _stdin()
+
+
+def _stdin() -> str:
+    """The answer on standard input: UTF-8 text, read no further than an answer can go
+    (`< /dev/zero` is refused, not read until the memory runs out)."""
+    from prep.demos.pretrained.grader.batch import MAX_ANSWER_CHARS
+    from prep.demos.pretrained.grader.inputs import read_bounded
+    from prep.demos.pretrained.grader.rubric import RubricError
+
+    try:
+        return read_bounded(sys.stdin.buffer, 4 * MAX_ANSWER_CHARS, "standard input")
+    except RubricError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _need_grader(error: type[Exception]) -> None:

@@ -8,6 +8,7 @@ import click
 
 from prep.engine.paths import expand_user
 from prep.tui.commands.common import (
+    NAMED_PATH,
     Ctx,
     UsageError,
 )
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 
 @click.command("import")
-@click.argument("file", metavar="FILE")
+@click.argument("file", type=NAMED_PATH, metavar="FILE")
 @click.pass_obj
 def import_cmd(obj: Ctx, file: str) -> None:
     """Import a json or csv export (from `prep export`) into this database.

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from prep.engine.paths import expand_user
-from prep.tui.commands.common import Ctx, UsageError
+from prep.tui.commands.common import NAMED_PATH, Ctx, UsageError
 
 if TYPE_CHECKING:
     from prep.engine.store import Store
@@ -35,7 +35,7 @@ def _folder_line(path: Path | None, given: bool, configured: str | None) -> str:
 
 
 @click.command("sync")
-@click.argument("folder", required=False, metavar="[DIR]")
+@click.argument("folder", type=NAMED_PATH, required=False, metavar="[DIR]")
 @click.option("--status", is_flag=True, help="The devices seen and when each last synced.")
 @click.option("--json", "as_json", is_flag=True, help="With --status: one JSON object.")
 @click.pass_obj

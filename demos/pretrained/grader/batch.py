@@ -28,11 +28,10 @@ def missing() -> str | None:
 
 def read_answers(path: str | Path) -> list[tuple[Any, str]]:
     """[(answer_id, answer)] from a JSONL file; RubricError (one line) on the first bad line."""
+    from prep.demos.pretrained.grader.inputs import MAX_ANSWERS_BYTES, read_text
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RubricError(f"{path}: cannot read it ({type(exc).__name__})") from None
+    text = read_text(path, MAX_ANSWERS_BYTES)
     out: list[tuple[Any, str]] = []
     seen: set[str] = set()
     for n, line in enumerate(text.splitlines(), 1):

@@ -116,11 +116,10 @@ def load_rubric(path: str | Path) -> Rubric:
     """Read a rubric YAML file; RubricError (one line) when it is unreadable or malformed."""
     import yaml
 
+    from prep.demos.pretrained.grader.inputs import MAX_RUBRIC_BYTES, read_text
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RubricError(f"{path}: cannot read it ({type(exc).__name__})") from None
+    text = read_text(path, MAX_RUBRIC_BYTES)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
