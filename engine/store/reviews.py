@@ -24,6 +24,8 @@ from prep.engine.timeutil import EARLIEST, LATEST_STORED, clamp_duration, fmt, u
 
 @dataclass(frozen=True)
 class Review:
+    """One rating in the review log, with the card's state before and after it."""
+
     id: int
     card_id: str
     rating: int

@@ -370,6 +370,8 @@ def replay_params(settings: Settings, fuzz: bool, seed: int, by_review: bool = T
 
 @dataclass
 class Scheduler:
+    """FSRS on our card states, with the fuzz seeded per review (see the module doc)."""
+
     settings: Settings = field(default_factory=Settings)
     enable_fuzzing: bool = True
     seed: int = 0

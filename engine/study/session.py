@@ -71,6 +71,8 @@ _US = timedelta(microseconds=1)
 
 @dataclass
 class SessionStats:
+    """What a session has done so far (its summary's numbers)."""
+
     started: datetime
     reviewed: int = 0
     again: int = 0
