@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import sqlite3
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -80,6 +81,30 @@ def _copy(src: sqlite3.Connection, target: Path) -> None:
         raise
 
 
+STALE_PART = 15 * 60  # seconds: a .part this long untouched was left by a killed prep
+
+
+def _sweep_parts(db_path: Path) -> None:
+    """Remove the half copies a prep killed mid-backup left (SIGKILL skips _copy's cleanup):
+    this database's backup names + ".part" not written to for STALE_PART seconds. One being
+    written by another prep right now is touched every moment and kept."""
+    pattern = _name(db_path)
+    where = folder(db_path)
+    try:
+        names = os.listdir(where)
+    except OSError:
+        return
+    cutoff = time.time() - STALE_PART
+    for n in names:
+        if n.endswith(".part") and pattern.fullmatch(n[: -len(".part")]):
+            part = where / n
+            try:
+                if part.stat().st_mtime < cutoff:
+                    part.unlink()
+            except OSError:
+                continue
+
+
 def make(store: Store, reason: str, now: datetime | None = None) -> Path | None:
     """Back up ``store``'s database (None for one in memory); keeps the newest KEEP."""
     if store.path is None:
@@ -89,6 +114,7 @@ def make(store: Store, reason: str, now: datetime | None = None) -> Path | None:
     try:
         where.mkdir(parents=True, exist_ok=True)
         target = where / _new_name(store.path, now, reason)
+        _sweep_parts(store.path)
         _copy(store.conn, target)
         for old in listing(store.path)[KEEP:]:
             old.unlink(missing_ok=True)
