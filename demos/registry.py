@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class DemoInfo:
+    """One demo: its name, module, claim and where its weights come from."""
+
     name: str  # the CLI name, e.g. "block-diagonal"
     module: str  # dotted path of the module with run(scale, device, seed) -> Report
     claim: str  # one sentence; the demo's checks measure exactly this

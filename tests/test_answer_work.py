@@ -19,6 +19,7 @@ import pytest
 from prep.engine.decks.collection import CachedCollection
 from prep.engine.decks.deckcache import load_collection
 from prep.engine.store import Store, devices
+from prep.engine.study import onepass
 from prep.engine.study.scheduler import CardState, Outcome, Rating, Scheduler, Settings, State
 from prep.engine.study.session import ReviewSession
 from tests.conftest import FIXED_NOW, Clock
@@ -49,15 +50,21 @@ def store(tmp_path: Path):
 
 @pytest.fixture
 def fsrs_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many times fsrs's review_card ran (one entry per run)."""
+    """How many ratings the scheduler computed: 1 for each run of fsrs's review_card, 4 for
+    each run of the one-pass preview (engine/study/onepass.py)."""
     runs: list[int] = []
-    real = fsrs.Scheduler.review_card
+    real, real_four = fsrs.Scheduler.review_card, onepass.four
 
     def counted(self, *args, **kwargs):
         runs.append(1)
         return real(self, *args, **kwargs)
 
+    def counted_four(*args):
+        runs.append(4)
+        return real_four(*args)
+
     monkeypatch.setattr(fsrs.Scheduler, "review_card", counted)
+    monkeypatch.setattr(onepass, "four", counted_four)
     return runs
 
 
@@ -95,8 +102,8 @@ def test_an_answer_runs_the_scheduler_once_per_rating_of_the_card_shown(
         fsrs_runs.clear()
         shown, outcome = _answer(session, clock)
         assert fsrs_runs == [], "the preview and the rating of the card shown ran fsrs again"
-        assert session.current is not None  # the next card shown: its four ratings
-        assert len(fsrs_runs) == 4
+        assert session.current is not None  # the next card shown: its four ratings, in one
+        assert fsrs_runs == [4]  # pass of our own (fsrs's review_card four times before)
         # the interval on the button is the interval the rating gives (the same review id
         # seeds the fuzz), and Review cards' intervals are fuzzed here
         assert outcome.interval == shown[Rating.Good].interval
@@ -294,3 +301,26 @@ def test_settings_saved_invalid_meanwhile_are_still_reported_by_the_preview(
     assert session.current is not None
     with pytest.raises(StoreError, match="settings are invalid"):
         session.preview()
+
+
+def test_a_card_shown_is_read_in_few_statements(
+    store: Store, deck: CachedCollection, clock: Clock
+) -> None:
+    """Showing the next card reads the learning steps come due (one statement: the due ones and
+    the hand-edited ones after them), the card's text if not read yet, and then, in one
+    statement, the changes mark, the settings, the card's row and its review's id. Before: 5
+    (the steps in two, PRAGMA data_version, the settings, the row with the id apart)."""
+    session = _in_review(store, deck, clock)
+    assert session.current is not None
+    for _ in range(3):
+        _answer(session, clock)
+        # (a "-- " entry is a program run inside a statement: here the pragma function's)
+        trace = [s for s in _traced(store, lambda: session.current) if not s.startswith("-- ")]
+        assert len(trace) <= 3, trace
+        assert sum("data_version" in s for s in trace) == 1, trace
+        assert sum("key = 'settings'" in s for s in trace) == 1, trace
+        assert (
+            [s for s in trace if "data_version" in s]
+            == [s for s in trace if "key = 'settings'" in s]
+            == [s for s in trace if "content_hash" in s]
+        ), trace

@@ -55,3 +55,29 @@ def test_a_backup_that_fails_leaves_no_part_file(
             backup.make(store, "manual")
         monkeypatch.undo()
     assert list((tmp_path / "backups").iterdir()) == []
+
+
+def test_a_killed_backups_half_copy_is_swept_by_the_next_backup(tmp_path: Path) -> None:
+    """SIGKILL mid-copy skips the cleanup: the .part stays. The next backup removes half
+    copies untouched for STALE_PART seconds, keeps one being written now (by another prep),
+    and leaves files that are not this database's backups alone."""
+    import os
+    import time
+
+    db = tmp_path / "p.db"
+    with Store.open(db) as store:
+        rate(store, "x", 3, T0)
+        where = backup.folder(db)
+        where.mkdir(parents=True, exist_ok=True)
+        stale = where / "p-20260301-000000-000000-daily.db.part"
+        fresh = where / "p-20260301-000001-000000-daily.db.part"
+        other = where / "notes.txt.part"
+        for f in (stale, fresh, other):
+            f.write_bytes(b"half")
+        old = time.time() - backup.STALE_PART - 60
+        os.utime(stale, (old, old))
+        os.utime(other, (old, old))
+        made = backup.make(store, "manual", datetime(2026, 3, 2, tzinfo=UTC))
+        assert made is not None and made.exists()
+    assert not stale.exists()
+    assert fresh.exists() and other.exists()

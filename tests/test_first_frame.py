@@ -5,7 +5,12 @@
   grading, the parse pool's processes), and before the work that waits for it (the
   heartbeat's synced write, sync, the demo worker, the answer side's warm-up);
 - the garbage collector, paused by the console script, runs again from the first frame on;
-- the footer is rebuilt when its keys change, not on every "bindings changed" signal.
+- the footer is rebuilt when its keys change, not on every "bindings changed" signal;
+- the first screen holds only what the first card shows (the sync's line is mounted once a
+  sync has something to say) and parses only its own stylesheets (the rating bar's button
+  variants come with the bar); OpenSSL (hashlib, secrets) is not loaded for the few short
+  hashes the first card needs (engine/decks/digest.py); the dataclasses on the way carry
+  their own docstrings (else dataclasses builds one from ``inspect.signature`` at import).
 
 tests/benchmarks/pty_bench.py measures the time itself, beside a minimal Textual app.
 """
@@ -45,7 +50,28 @@ LATER = (
     "multiprocessing",
     "concurrent.futures.process",
     "torch",
+    "hashlib",  # OpenSSL: ~2.5 ms (engine/decks/digest.py)
+    "_hashlib",
+    "secrets",
+    "prep.tui.screens.registry",  # the screens by name: when one is opened, or the palette
+    "prep.tui.widgets.syncline",  # mounted when a sync has something to say
 )
+
+# The first card's screen, node by node (a new widget there costs every start ~1 ms: mount it
+# when it is first needed, as the answer side and the rating bar are)
+FIRST_SCREEN = [
+    "Horizontal#topbar",
+    "Static#where",
+    "Static#progress",
+    "VerticalScroll#card",
+    "Static#context",
+    "Static#prompt",
+    "Static#choices",
+    "Static#hint",
+    "Horizontal#actions",
+    "KeyButton#reveal",
+    "Footer",
+]  # (and Textual's own: the toast rack, the tooltip)
 
 PROBE = """
 import asyncio, gc, json, sys
@@ -73,6 +99,22 @@ class Probe(PrepApp):
         seen["prompt"] = str(screen.query_one("#prompt", Static).render())
         seen["card"] = screen.session.current.prompt
         seen["heartbeat"] = self._heartbeat is not None
+        seen["nodes"] = [
+            type(w).__name__ + (f"#{w.id}" if w.id else "")
+            for w in screen.walk_children()
+            if not w.has_class("-textual-system")
+        ]
+        seen["css"] = [where[1] for where in self.stylesheet.source]
+        seen["button_css"] = type(screen.query_one("#reveal")).DEFAULT_CSS
+        import dataclasses
+        seen["undocumented"] = sorted(
+            f"{m}.{k}"
+            for m, mod in list(sys.modules.items())
+            if m.startswith("prep.")
+            for k, v in list(vars(mod).items())
+            if isinstance(v, type) and dataclasses.is_dataclass(v) and v.__module__ == m
+            and (v.__doc__ or "").startswith(v.__name__ + "(")
+        )
 
 async def main():
     pause_gc()  # as the console script does
@@ -92,8 +134,15 @@ print(json.dumps(seen))
 
 
 def test_the_first_frame_is_the_card_before_what_it_does_not_need(tmp_path: Path) -> None:
+    from prep.engine.decks import deckcache
+    from prep.engine.store import Store
+    from prep.tui.app import demo_infos
+
+    db = tmp_path / "prep.db"
+    with Store.open(db) as store:  # a start like every start after the first: the database
+        deckcache.load(store, demo_names=sorted(demo_infos()))  # made and its cache filled
     out = subprocess.run(
-        [sys.executable, "-c", PROBE, str(tmp_path / "prep.db")],
+        [sys.executable, "-c", PROBE, str(db)],
         capture_output=True,
         text=True,
         timeout=240,
@@ -108,6 +157,23 @@ def test_the_first_frame_is_the_card_before_what_it_does_not_need(tmp_path: Path
     assert seen["gc_first_frame"] is True and seen["gc_after"] is True  # ... not after it
     assert seen["heartbeat"] is False and seen["heartbeat_later"] is True  # a synced write
     assert seen["warmed"] is True  # the answer side is imported while the card is read
+    assert seen["nodes"] == FIRST_SCREEN
+    assert not [c for c in seen["css"] if c.startswith(("RatingBar", "SyncLine", "Button."))]
+    assert "-success" not in seen["button_css"] and "-primary" in seen["button_css"]
+    assert seen["undocumented"] == [], "give each a docstring: dataclasses builds one otherwise"
+
+
+def test_the_builtin_sha256_gives_hashlibs_digests() -> None:
+    import hashlib
+
+    from prep.engine.decks.digest import sha256
+
+    for data in (b"", b"abc", "kärt ✓".encode(), bytes(range(256)) * 1000):
+        assert sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
+        assert sha256(data).digest() == hashlib.sha256(data).digest()
+    h = sha256(b"format 1\n")
+    h.update(b"files by key\n")
+    assert h.hexdigest() == hashlib.sha256(b"format 1\nfiles by key\n").hexdigest()
 
 
 def test_gc_pause_is_resumed_once_and_keeps_a_callers_choice() -> None:
@@ -169,3 +235,51 @@ async def test_the_footer_is_rebuilt_when_its_keys_change_only() -> None:
         assert len(builds) == 1
         keys = {key.key for key in footer.query("FooterKey")}
         assert "1" in keys and "t" not in keys
+
+
+def test_a_cached_deck_carries_every_field_and_reads_its_ids_when_asked() -> None:
+    from dataclasses import fields
+
+    from prep.engine.decks.collection import _CachedDeckInfo
+    from prep.engine.decks.deck import DeckInfo
+
+    info = DeckInfo("n", "T", "d", "f.yaml", ["x"], line=3, declared=[("x", 4)], order=2.5)
+    reads: list[int] = []
+    cached = _CachedDeckInfo.of(info, lambda: reads.append(1) or ["a", "b"])  # type: ignore[func-returns-value]
+    assert reads == []  # (copied without reading the ids)
+    for f in fields(DeckInfo):
+        if f.name != "card_ids":
+            assert getattr(cached, f.name) == getattr(info, f.name), f.name
+    assert cached.card_ids == ["a", "b"] and cached.card_ids == ["a", "b"] and reads == [1]
+
+
+def test_a_load_after_the_apps_scan_does_not_scan_again(tmp_path: Path, monkeypatch) -> None:
+    from prep.engine.decks import deckcache
+    from prep.engine.store import Store
+
+    with Store.open(tmp_path / "p.db") as store:
+        first = deckcache.load(store)  # (filled)
+        scan = deckcache.scan_decks(store)
+        done: list[str] = []
+        for name in ("_to_fill", "_stat", "collect_deck_files"):  # the scan's own work
+            real = getattr(deckcache, name)
+            monkeypatch.setattr(
+                deckcache, name, lambda *a, _r=real, _n=name, **k: done.append(_n) or _r(*a, **k)
+            )
+        again = deckcache.load(store, scan=scan)
+        assert done == []
+        assert [c.id for c in again.cards] == [c.id for c in first.cards]
+
+
+def test_the_cache_format_key_is_computed_once(monkeypatch) -> None:
+    from prep.engine.decks import deckcache
+
+    deckcache._format_key.cache_clear()
+    calls: list[int] = []
+    real = deckcache.fields
+    monkeypatch.setattr(deckcache, "fields", lambda c: calls.append(1) or real(c))
+    assert deckcache.format_key() == deckcache.format_key()  # (the scan's and the load's)
+    assert calls == [1]
+    monkeypatch.setattr(deckcache, "LOADER_VERSION", deckcache.LOADER_VERSION + 1)
+    deckcache.format_key()  # another version: another key
+    assert calls == [1, 1]

@@ -26,6 +26,26 @@ BOUND = "Each head's write has rank at most d_head, so it fills a small subspace
         "The output is nothing more than a sum of per-head writes.",
         "No matter the head, its write lies in a d_head-dimensional subspace.",
         "Whether or not W_O is folded, the per-head sum holds.",
+        # round eight still read these comparisons and set phrases as denials
+        "Its rank is no better than d_head.",
+        "A head's rank is no worse than d_head.",
+        "Its rank isn't any bigger than d_head.",
+        "The rank is not much higher than d_head.",
+        "A head's write is no wider than d_head.",
+        "Each head's write is no more expensive than a d_head-rank product.",
+        "Each head's write is no different from a rank-d_head product.",
+        "A head's write is no different than a rank-d_head product.",
+        "A head's write is not any different from a rank-d_head product.",
+        "A head's write isn't dissimilar to a rank-d_head product.",
+        "Fusing W_O, a head's write is no different.",
+        "The subspace is none other than W_O's d_head rows.",
+        "No wonder each head fills a small subspace.",
+        "Not surprisingly, each head's write has rank d_head.",
+        "A head's write is no worse off than a rank-d_head product.",
+        "Each head's write is nothing short of a rank-d_head product.",
+        "None the less, each head's write has rank d_head.",
+        "Each head's write can't help but stay within rank d_head.",
+        "Each head's write never fails to fit a small subspace.",
     ],
 )
 def test_non_denials_hold_no_negation_cue(sentence: str):
@@ -57,6 +77,13 @@ def test_a_bound_in_the_point_is_not_a_denial(point: str, sentence: str):
         ("W_O mixes heads.", "W_O no longer mixes heads."),
         # "no more" without "than" denies
         ("The cache grows with each head.", "The cache has no more heads to grow."),
+        # a comparison without "than" (or after the verb it does not qualify) still denies
+        ("W_O mixes heads.", "W_O does not mix heads any better than a reshape does."),
+        ("W_O mixes heads.", "W_O is no different from a reshape, and it never mixes heads."),
+        ("W_O mixes heads.", "Heads are not mixed better by W_O."),
+        ("W_O mixes heads.", "W_O doesn't mix heads; it is no worse than a reshape."),
+        ("W_O mixes heads.", "W_O cannot mix heads, none the less it is a projection."),
+        ("W_O mixes heads.", "W_O never fails, but it does not mix heads."),
     ],
 )
 def test_real_denials_still_mismatch(point: str, sentence: str):

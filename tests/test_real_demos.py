@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
+from pathlib import Path
 
 import pytest
 
@@ -120,6 +122,43 @@ def test_report_shape_and_declared_kinds(name: str, reports: dict[str, harness.R
 def test_claim_holds_on_minilm(name: str, reports: dict[str, harness.Report]) -> None:
     report = reports[name]
     assert report.passed, [c for c in report.checks + report.contrast if not c.passed]
+
+
+GOLDEN = Path(__file__).parent / "golden" / "real-importance-seed0.json"
+
+
+def same_numbers(got: object, want: object, where: str = "") -> list[str]:
+    """Where two JSON values differ: strings and flags exactly; numbers to 1e-9 relative, or
+    1e-12 absolute for the float64 identities' rounding-level values (bar 1e-10). On the
+    machine the golden file came from they are equal bit for bit."""
+    if isinstance(want, dict) and isinstance(got, dict):
+        if set(got) != set(want):
+            return [f"{where}: keys {sorted(set(got) ^ set(want))}"]
+        return [d for k in want for d in same_numbers(got[k], want[k], f"{where}.{k}")]
+    if isinstance(want, list) and isinstance(got, list):
+        if len(got) != len(want):
+            return [f"{where}: {len(got)} items, not {len(want)}"]
+        return [
+            d
+            for i, (g, w) in enumerate(zip(got, want, strict=True))
+            for d in same_numbers(g, w, f"{where}[{i}]")
+        ]
+    if isinstance(want, float) and isinstance(got, int | float) and not isinstance(got, bool):
+        ok = math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12)
+        return [] if ok else [f"{where}: {got!r}, not {want!r}"]
+    return [] if got == want else [f"{where}: {got!r}, not {want!r}"]
+
+
+def test_importance_report_is_the_one_before_the_speedups(reports) -> None:
+    """Issue 26 made real-importance faster (no padding in its replays, the float64 copy made
+    once): the same statistic, null, checks and labels, so every number and printed digit of
+    the seed-0 report is the one the direct code printed (tests/golden, from `prep demo
+    real-importance --json --seed 0` before the change; the timing note left out)."""
+    want = json.loads(GOLDEN.read_text())
+    del want["_about"]
+    report = reports["real-importance"].to_dict()
+    got = {key: report[key] for key in want} | {"notes": report["notes"][1:]}
+    assert same_numbers(got, want) == []
 
 
 def test_block_structure_holds_on_minilm(reports: dict[str, harness.Report]) -> None:

@@ -85,10 +85,9 @@ def test_the_cli_refuses_in_one_line_and_changes_nothing(
 
 
 def test_with_room_the_cli_backs_up_and_upgrades(copy: Path, monkeypatch) -> None:
-    from prep.tui import upgrade
 
     free_bytes(monkeypatch, 10**11)
-    monkeypatch.setattr(upgrade, "SAY_BACKUP_BYTES", 0)  # the small test database counts as big
+    monkeypatch.setattr(backup, "SAY_BACKUP_BYTES", 0)  # the small test database counts as big
     result = CliRunner().invoke(main, ["--db", str(copy), "quiz", "--plain"], input="q\n")
     assert result.exit_code == 0, result.output
     said = [x for x in result.stderr.splitlines() if "backing up" in x]

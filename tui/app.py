@@ -46,7 +46,6 @@ from prep.engine.study.session import (  # DeckCounts: home's rows (re-exported 
     review_ahead_ids,
 )
 from prep.engine.timeutil import Clock, utcnow
-from prep.tui.screens import registry as screen_registry
 from prep.tui.startup import Startup
 
 if TYPE_CHECKING:
@@ -206,7 +205,7 @@ class PrepApp(Startup, App[int]):
             self._grading.close()
         if self.store is not None:
             self.syncer.on_quit()
-        if self.store is not None:
+        if self.store is not None and self._heartbeat is not None:  # (announced: a row to drop)
             with contextlib.suppress(StoreError):
                 self.store.depart(self.instance)
         if self.store is not None and self._owns_store:
@@ -379,6 +378,8 @@ class PrepApp(Startup, App[int]):
         """Open the screen registered as ``name`` (tui/screens/registry.py), built with
         ``args``: never over itself when it is opened once, nor before the database is open
         when it reads progress."""
+        from prep.tui.screens import registry as screen_registry
+
         spec = screen_registry.BY_NAME[name]
         cls = spec.load()
         if spec.needs_store and self.store is None:
@@ -417,6 +418,8 @@ class PrepApp(Startup, App[int]):
         super().notify(message, markup=False, **kwargs)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        from prep.tui.screens import registry as screen_registry
+
         yield SystemCommand("Start today's session", "Review the cards due now", self.action_start)
         for spec in screen_registry.commands():  # the screens, as registered
             assert spec.command is not None

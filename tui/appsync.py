@@ -92,8 +92,13 @@ class AppSync:
 
         self.status = (line, warning)
         for screen in self.app.screen_stack:
-            for widget in screen.query(SyncLine):
+            shown = list(screen.query(SyncLine))
+            for widget in shown:
                 widget.show(line, warning)
+            if not shown and getattr(screen, "SYNC_LINE_ON_DEMAND", False):
+                # (the review screen mounts its line once there is something to say: one
+                # widget less before the first card); it shows ``status`` as it mounts
+                screen.mount(SyncLine(), before=screen.query_one("Footer"))
         if warning:
             self.app.notify(line, severity="warning")
 

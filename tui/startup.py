@@ -269,16 +269,20 @@ class Startup(_AppBase):
 
         error: StoreError | None = None
         try:
-            from prep.tui.upgrade import back_up_before_upgrade
 
             def say(text: str) -> None:
                 screen.post_message(screen.Note(text[0].upper() + text[1:]))
 
-            back_up_before_upgrade(self.db, screen.versions[0], say=say)  # (room checked first)
-            Store.open(self.db, progress=progress).close()
+            # (the room asked first, by boot; Store.open makes the backup copy); q stops
+            # it between steps (progress) and inside a long statement (stop): rolled back
+            Store.open(
+                self.db, progress=progress, say=say, stop=lambda: worker.is_cancelled
+            ).close()
         except _UpgradeStopped:
             return
         except StoreError as exc:
+            if worker.is_cancelled:
+                return
             error = exc
         with contextlib.suppress(RuntimeError):  # the app stopped meanwhile
             self.call_from_thread(self._upgraded, error)
@@ -336,7 +340,8 @@ class Startup(_AppBase):
         from textual.worker import get_current_worker
 
         from prep.engine.decks import deckcache
-        from prep.engine.store import Store, StoreError
+        from prep.engine.store import StoreError
+        from prep.tui import filling
 
         worker = get_current_worker()
 
@@ -345,21 +350,35 @@ class Startup(_AppBase):
                 raise _UpgradeStopped
             screen.post_message(screen.Progress(fill))
 
-        try:
-            with Store.open(db) as store:
-                deckcache.load(
-                    store,
-                    self.questions,
-                    demo_names=sorted(self.demos) if self.demos else None,
-                    include_bundled=self.include_bundled,
-                    progress=progress,
-                )
+        def load(store: Store) -> None:
+            deckcache.load(
+                store,
+                self.questions,
+                demo_names=sorted(self.demos) if self.demos else None,
+                include_bundled=self.include_bundled,
+                progress=progress,
+                private=False,  # (a busy database is waited for: tui/filling.py)
+            )
+
+        try:  # q stops it promptly; another writer is waited for here; an error is shown
+            outcome = filling.fill(db, screen, worker, load)
         except _UpgradeStopped:
             return
-        except StoreError:
-            pass  # boot loads on the app's own connection and says what is wrong
+        if outcome == "stopped":
+            return
         with contextlib.suppress(RuntimeError):  # the app stopped meanwhile
-            self.call_from_thread(self.boot)
+            if isinstance(outcome, StoreError):
+                self.call_from_thread(self._fill_failed, outcome)
+            else:
+                self.call_from_thread(self.boot)
+
+    def _fill_failed(self, error: StoreError) -> None:
+        """The fill's thread failed (not busy: that one it waits for): said, not redone on
+        this thread; r (reload) runs the thread again."""
+        from prep.tui.screens.errors import ErrorScreen
+
+        self._filled = False
+        self._show(ErrorScreen.database(str(error), error.kind))
 
     def _upgraded(self, error: StoreError | None) -> None:
         from prep.tui.screens.errors import ErrorScreen

@@ -8,7 +8,6 @@ within SHOW_AFTER_S (a fresh database, a small one).
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
@@ -17,7 +16,6 @@ from prep.engine.store.schema import Upgrade
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Callable
 
     from prep.engine.store import Store, StoreError
 
@@ -113,23 +111,23 @@ class FillLine(UpgradeLine):
 
 
 def open_store(db: str | os.PathLike | None, **kwargs: Any) -> Store:
-    """Store.open for a command: an older database's upgrade shows as a line on stderr, and
-    the line is ended even when the open fails."""
+    """Store.open for a command: an older database's upgrade (its backup copy first, which
+    Store.open makes for every caller) shows as lines on stderr, and the line is ended even
+    when the open fails."""
     from prep.engine.store import Store
 
     line = UpgradeLine()
-    pending = None if kwargs.get("reading") else Store.pending_upgrade(db)
-    if pending is not None:
-        back_up_before_upgrade(db, pending[0], say=line.say)
     try:
-        return Store.open(db, progress=line, **kwargs)
+        return Store.open(db, progress=line, say=line.say, **kwargs)
     finally:
         line.close()
 
 
 def upgrade_room(db: str | os.PathLike | None, from_version: int) -> StoreError | None:
     """Why the upgrade of ``db`` and its backup copy would not fit (a StoreError of kind
-    "space", one line), or None (also when the free space cannot be asked)."""
+    "space", one line), or None (also when the free space cannot be asked). The app asks
+    before it shows the upgrade's screen; Store.open checks again (the same function) as it
+    upgrades."""
     from prep.engine.store import StoreError, resolve_db_path
     from prep.engine.store.backup import SpaceError, check_upgrade_space
 
@@ -140,36 +138,6 @@ def upgrade_room(db: str | os.PathLike | None, from_version: int) -> StoreError 
     except OSError:
         return None
     return None
-
-
-# A database at least this big says that it is being backed up (the copy takes a while)
-SAY_BACKUP_BYTES = 50_000_000
-
-
-def back_up_before_upgrade(
-    db: str | os.PathLike | None, from_version: int, say: Callable[[str], None] | None = None
-) -> None:
-    """The backup copy made before an upgrade, once the free space for it and for the
-    upgrade is checked: too little is a StoreError (kind "space", one line saying how much
-    is needed where), and nothing is written. A folder where no backup can be written is
-    left to the upgrade, which says what is wrong. ``say``: told what is copied where, for
-    a big database (a copy of gigabytes takes a minute)."""
-    from prep.engine.store import resolve_db_path
-    from prep.engine.store.backup import BackupError, before_upgrade, folder
-
-    short = upgrade_room(db, from_version)
-    if short is not None:
-        raise short
-    path = resolve_db_path(db)
-    with contextlib.suppress(OSError):
-        size = path.stat().st_size
-        if say is not None and size >= SAY_BACKUP_BYTES:
-            say(
-                f"backing up the progress database ({size / 1e6:,.0f} MB) to {folder(path)} "
-                "before the upgrade"
-            )
-    with contextlib.suppress(BackupError, OSError):  # (an unwritable folder: the upgrade says so)
-        before_upgrade(path)
 
 
 def _isatty(stream: TextIO) -> bool:

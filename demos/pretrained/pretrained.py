@@ -36,7 +36,7 @@ from prep.demos import harness
 from prep.demos._torch import torch
 from prep.demos.harness import Check, DeviceChoice, Report
 from prep.demos.hooks import ZEdit
-from prep.demos.pretrained import extra
+from prep.demos.pretrained import extra, packed
 from prep.demos.registry import DEMOS
 from prep.demos.report import glossary_for
 
@@ -76,6 +76,7 @@ class Capture:
     proj_out: list[Tensor]  # per layer (N, T, d_model): the library's concat @ W_O + b_O
     layer_args: list[tuple[tuple[Any, ...], dict[str, Any]]]  # per layer: how it was called
     final: Tensor  # (N, T, d_model) the model's last hidden state
+    mask: Tensor | None = None  # (N, T) 1 for a real token: a replay computes only those
 
 
 class Real:
@@ -188,7 +189,7 @@ class Real:
         finally:
             for handle in handles:
                 handle.remove()
-        return final, Capture(attn_in, z, proj_out, layer_args, final)
+        return final, Capture(attn_in, z, proj_out, layer_args, final, s.mask)
 
     def run_with_z_edit(self, cap: Capture, start: int, edit: ZEdit, repeat: int = 1) -> Tensor:
         """The last hidden state (repeat*N, T, d_model) when every layer's z from `start` on is
@@ -201,6 +202,8 @@ class Real:
         `start` the captured z is edited directly (Q, K, V and the attention not recomputed
         for every copy; `_bert_from_z`); a GPT-2 block adds its residual inline, so it reruns.
         Like the layers below `start`, that z is the cached run's: the weights are unchanged.
+        A plain BERT encoder replays its real tokens only (demos/pretrained/packed.py): the
+        padding positions of the result are then zeros.
         """
         n_rows = cap.final.shape[0]
 
@@ -212,6 +215,8 @@ class Real:
         if start >= self.n_layers:
             hidden = rep(cap.final)  # nothing to edit: the captured output
             return hidden
+        if self.family == "bert" and cap.mask is not None and packed.fits(self.model):
+            return packed.replay(self, cap, start, edit, repeat, cap.mask, rep)
         args, kwargs = cap.layer_args[start]
         hidden = rep(args[0] if args else kwargs["hidden_states"])
         first = start

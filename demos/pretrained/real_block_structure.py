@@ -20,20 +20,44 @@ Two measurements per layer of a real checkpoint, with their pass bars argued bef
    than uniformly random ones. The null draws every head's block as d_head rows from N(0, C),
    C = W_O^T W_O / (n_heads d_head), the layer's own row covariance: same anisotropy, no
    head-to-head pairing. Heads sharing directions beyond that would overlap more than it; the
-   check passes (no more than the covariance explains) when the one-sided p-value
-   (1 + #{null >= observed}) / (1 + draws) is above 0.01, the conventional strict level.
-   A Gaussian W_O (isotropic null) is printed beside it, to show how much of the overlap the
-   anisotropy alone makes.
+   check passes (no more than the covariance explains) when the one-sided p-value is above
+   0.01, the conventional strict level, with at most 199 null draws: the fixed test's
+   p = (1 + #{null >= observed}) / (1 + 199) passes exactly when at least 2 of the 199 draws
+   reach the observed. The draws stop early by Besag & Clifford's sequential rule (Biometrika
+   78:301, 1991) with h = 10: the p-value counts draws until the 10th one >= the observed, at
+   draw L, and is p = 10 / L; if fewer than 10 of all 199 reach it, p = (1 + G) / (1 + 199) as
+   before. It is a valid p-value, and it decides p <= 0.01 exactly as the fixed test on the
+   same 199 draws would (stopped early, G >= 10 >= 2 and p >= 10/199 > 0.01: both pass;
+   otherwise both are the same formula). At --scale large (1,999 draws) h is 20: 10/1999 is
+   below 0.01, so with h = 10 a stop could fail where the fixed test passes (`sequential_h`). Every null still draws at least 50 (one chunk), for
+   its printed mean: the nulls' sd is ~0.003, so that mean's standard error is ~0.0004
+   (printed beside it). A Gaussian W_O (isotropic null, 50 draws, only its mean is shown) is
+   printed beside it, to show how much of the overlap the anisotropy alone makes.
 
-Cost (issue 26): ~9 CPU-s a run, nearly all in the seven covariance-matched nulls and the Gaussian
-one (1,592 draws of a 384 x 384 W_O): per chunk of 50 draws, on one core, the draws ~55 ms, the
-product with C^(1/2) ~55 ms, the Gram matrix ~55 ms, the 3,300 batched 32 x 32 eigvalsh ~85 ms.
-The draws, their order and the statistic are kept (every printed digit depends on them); what
-changed is that each chunk's statistic runs on a pool of torch's threads (`chunked.over_chunks`),
-because batched eigvalsh and randn use one core whatever torch's thread count. Tried and dropped:
-whitening each head before one triangle of products (11 small GEMMs: slower than the full Gram),
-and a power iteration for the top eigenvalue (a certified one needs as many 32^3 products as
-eigvalsh costs).
+Equal in law, cheaper (issue 26). With C = V diag(lam) V^T, rows drawn as z C^(1/2) with
+z ~ N(0, I) are (z V) diag(sqrt lam) V^T; z V ~ N(0, I) again (a Gaussian vector's law does not
+change under a rotation), so the drawn W_O has the law of z diag(sqrt lam) V^T, and V^T rotates
+every head's row space the same way, which leaves every principal angle between them as it
+was. So the statistic of z * sqrt(lam) (a column scaling) has exactly the law of the statistic
+of z C^(1/2) (a 384^3 product a draw): tests/test_block_null.py holds the identity on fixed z
+and the two nulls' distributions against each other (two-sample KS at level 0.01). C's
+eigenvalues are also W_O's squared singular values over n_heads d_head, so "90% of ||W_O||^2"
+comes from the same decomposition. The permutation null draws each permutation by torch's
+randperm (Fisher-Yates; argsort of uniforms was 4x slower, and its float32 ties not quite
+uniform).
+
+Cost (issue 26): before, ~9 CPU-s a run: 1,592 draws of a 384 x 384 W_O (199 for each of six
+layers, the contrast and the Gaussian null), per chunk of 50 on one core the draws ~55 ms, the
+product with C^(1/2) ~55 ms, the Gram matrix ~55 ms, the 3,300 batched 32 x 32 eigvalsh
+~85 ms. Now the product is a scaling, a layer whose observed sits inside its null stops at 50
+draws (the contrast, far outside, still takes all 199), the Gaussian null takes 50: ~550 draws.
+demo_bench, again in the app's worker, on the shared 2-core machine (load 4-6): 9.1 -> 2.9-3.0
+CPU-s a run (23.1 -> 4.0-6.2 s wall at one thread, which the worker picks under that load).
+Each null's chunks draw from their own seeds, so all of a run's nulls share a pool of torch's
+threads in any order and give the same values as one thread's loop (`chunked.draw_nulls`).
+Tried and dropped: whitening each head before one triangle of products (11 small GEMMs: slower
+than the full Gram), and a power iteration for the top eigenvalue (a certified one needs as
+many 32^3 products as eigvalsh costs).
 
 History: the first version held the overlap against the isotropic Gaussian null only and claimed
 "more than chance"; that failed in the last layer (p = 0.28) and, more to the point, compared the
@@ -44,6 +68,8 @@ trained heads with the wrong chance: blocks drawn from each layer's own covarian
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from prep.demos import harness
@@ -66,13 +92,28 @@ CHECK_KINDS = {IDENTITY: 1, SANITY: 1, MEASUREMENT: 12}
 @dataclass(frozen=True)
 class Config:
     permutations: int  # draws of the column-permutation null, per layer
-    gaussian_draws: int  # draws of the Gaussian and the covariance-matched null, per layer
+    gaussian_draws: int  # the most draws of the Gaussian and the covariance-matched null (n - 1)
+    least_draws: int  # the fewest: every overlap null's mean has s.e. ~0.003 / sqrt(this)
 
 
 SCALES = {
-    "small": Config(permutations=2000, gaussian_draws=199),
-    "large": Config(permutations=20000, gaussian_draws=1999),
+    "small": Config(permutations=2000, gaussian_draws=199, least_draws=50),
+    "large": Config(permutations=20000, gaussian_draws=1999, least_draws=500),
 }
+H = 10  # Besag & Clifford's h at the default scale: a null stops counting at its 10th draw >= observed
+
+
+def sequential_h(most: int) -> int:
+    """Besag & Clifford's h for at most `most` draws: at least H (the p-value's precision), and
+    large enough that a stop decides as the fixed test on all `most` draws would: a stop at draw
+    L <= most gives p = h / L >= h / most, which must pass (h / most > P_BAR), and it means
+    G >= h draws reach the observed, with which the fixed test must pass too
+    ((1 + h) / (1 + most) > P_BAR). 10 for 199 draws; 20 for 1999 (10 / 1999 < 0.01 would let
+    a stop fail where the fixed test passes)."""
+    h = H
+    while not (h > P_BAR * most and 1 + h > P_BAR * (1 + most)):
+        h += 1
+    return h
 
 
 @dataclass
@@ -81,14 +122,14 @@ class Setup:
     real: pt.Real
     W_O: list[torch.Tensor]  # per layer (n_heads, d_head, d_model), float32
     seed: int  # for the permutation nulls, drawn from the run's generator
-    null: torch.Tensor  # (gaussian_draws,) the overlap of Gaussian W_O of this shape
+    null: torch.Tensor  # (least_draws,) the overlap of Gaussian W_O of this shape
 
 
 def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
     w_o = [real.weights(layer).W_O.detach().clone() for layer in range(real.n_layers)]
     seed = int(torch.randint(2**31, (1,), generator=gen, device=gen.device))
     # Every layer's W_O has the same shape and the statistic ignores scale: one null for all.
-    null = gaussian_null(w_o[0], cfg.gaussian_draws, torch.Generator().manual_seed(seed + 1))
+    null = gaussian_null(w_o[0], cfg.least_draws, torch.Generator().manual_seed(seed + 1))
     return Setup(cfg, real, w_o, seed, null)
 
 
@@ -131,7 +172,9 @@ def permutation_null(w_o: torch.Tensor, n: int, gen: torch.Generator) -> torch.T
     """Diagonal shares of W_O with its d_model columns permuted at random, n times."""
     h, dh, d = w_o.shape
     col = w_o.double().pow(2).sum(1)  # (n_heads, d_model): head h's squared norm per column
-    perms = torch.rand(n, d, generator=gen).argsort(-1)  # (n, d): column j <- perms[:, j]
+    # (n, d): column j <- perms[:, j]; randperm is Fisher-Yates, uniform (argsort of uniforms
+    # was 4x slower here, and float32 ties made it not quite uniform)
+    perms = torch.stack([torch.randperm(d, generator=gen) for _ in range(n)])
     owner = torch.arange(d) // dh  # (d,): whose diagonal block column j is in
     picked = col[owner.expand(n, d), perms]  # (n, d): col[owner[j], perms[k, j]]
     return picked.sum(-1) / col.sum()  # (n,)
@@ -160,41 +203,89 @@ def mean_max_cosine(w_o: torch.Tensor) -> torch.Tensor:
     return top.clamp(0.0, 1.0).sqrt().mean(-1)  # (...,)
 
 
+def seed_of(gen: torch.Generator) -> int:
+    return int(torch.randint(2**62, (1,), generator=gen, device=gen.device))
+
+
 def gaussian_null(w_o: torch.Tensor, n: int, gen: torch.Generator) -> torch.Tensor:
     """The overlap statistic of n Gaussian matrices of W_O's shape (uniformly random subspaces)."""
+    device = w_o.device
 
-    def draw(k: int) -> torch.Tensor:
-        return torch.randn(k, *w_o.shape, generator=gen)  # (k, h, dh, d) on the CPU generator
+    def sample(k: int, chunk_gen: torch.Generator) -> torch.Tensor:
+        g = torch.randn(k, *w_o.shape, generator=chunk_gen)  # (k, h, dh, d) on the CPU
+        return mean_max_cosine(g.to(device)).cpu()  # (k,)
 
-    def statistic(g: torch.Tensor) -> torch.Tensor:
-        return mean_max_cosine(g.to(w_o.device)).cpu()  # (k,)
+    workers = None if device.type == "cpu" else 1  # a GPU runs one chunk at a time
+    null = chunked.Null(sample, n, seed_of(gen), chunk=(n + 1) // 2 if n <= 50 else 50)
+    return chunked.draw_nulls([null], workers)[0]  # (n,): 50 draws as two chunks on two cores
 
-    workers = None if w_o.device.type == "cpu" else 1  # a GPU runs one chunk at a time
-    return chunked.over_chunks(n, draw, statistic, workers)  # (n,)
+
+def row_variances(w_o: torch.Tensor) -> torch.Tensor:
+    """The eigenvalues of C = W_O^T W_O / (n_heads d_head), W_O's row covariance: (d_model,)
+    float64, ascending."""
+    h, dh, d = w_o.shape
+    flat = w_o.detach().cpu().double().reshape(h * dh, d)  # (rows, d_model)
+    return torch.linalg.eigvalsh(flat.T @ flat / (h * dh)).clamp(min=0)  # (d_model,)
+
+
+def covariance_sampler(
+    variances: torch.Tensor, h: int, dh: int
+) -> Callable[[int, torch.Generator], torch.Tensor]:
+    """sample(k, gen): the statistic of k W_O whose rows are drawn from N(0, diag(variances)),
+    which is equal in law to drawing them from N(0, C) (module docstring): (k,)."""
+    scale = variances.sqrt().float()  # (d_model,)
+    d = scale.numel()
+
+    def sample(k: int, gen: torch.Generator) -> torch.Tensor:
+        z = torch.randn(k, h * dh, d, generator=gen)  # (k, rows, d_model) N(0, I)
+        return mean_max_cosine((z * scale).view(k, h, dh, d))  # float32: same 3 digits
+
+    return sample
 
 
 def covariance_null(w_o: torch.Tensor, n: int, gen: torch.Generator) -> torch.Tensor:
     """The overlap statistic of n W_O whose head blocks are drawn as rows from N(0, C), C the
     row covariance of `w_o` (same anisotropy, no pairing of heads): (n,)."""
-    h, dh, d = w_o.shape
-    flat = w_o.detach().cpu().double().reshape(h * dh, d)  # (rows, d_model)
-    values, vectors = torch.linalg.eigh(flat.T @ flat / (h * dh))  # C = V diag(values) V^T
-    root = ((vectors * values.clamp(min=0).sqrt()) @ vectors.T).float()  # (d, d) C^(1/2)
+    h, dh, _ = w_o.shape
+    sample = covariance_sampler(row_variances(w_o), h, dh)
+    return chunked.draw_nulls([chunked.Null(sample, n, seed_of(gen))])[0]  # (n,)
 
-    def draw(k: int) -> torch.Tensor:
-        return torch.randn(k, h * dh, d, generator=gen)  # (k, rows, d_model) N(0, I)
 
-    def statistic(z: torch.Tensor) -> torch.Tensor:
-        g = z @ root  # (k, rows, d_model): rows ~ N(0, C)
-        return mean_max_cosine(g.reshape(-1, h, dh, d))  # float32: 4x faster, same 3 digits
+def besag_clifford(null: torch.Tensor, observed: float, most: int) -> tuple[float, int, int]:
+    """(p, draws it counted, draws >= observed among them): Besag & Clifford's sequential
+    p-value with h = sequential_h(most) for at most `most` draws. Its draws stop counting at the
+    h-th one >= the observed, at draw L: p = h / L; if fewer than h of all `most` are:
+    p = (1 + G) / (1 + most)."""
+    h = sequential_h(most)
+    hits = (null >= observed).cumsum(0)  # (draws,)
+    reached = (hits >= h).nonzero()
+    if len(reached):
+        used = int(reached[0]) + 1
+        return h / used, used, h
+    assert len(null) == most, "the null stopped before its p-value was decided"
+    g = int(hits[-1]) if len(hits) else 0
+    return (1 + g) / (1 + most), most, g
 
-    return chunked.over_chunks(n, draw, statistic)  # (n,)
+
+def stop_rule(observed: float, least: int, most: int) -> Callable[[torch.Tensor], bool]:
+    """done(values): at least `least` draws (the mean's precision) and Besag & Clifford's count
+    of sequential_h(most) draws >= observed reached (the p-value's)."""
+    h = sequential_h(most)
+
+    def done(values: torch.Tensor) -> bool:
+        return len(values) >= least and int((values >= observed).sum()) >= h
+
+    return done
 
 
 def directions_for(w_o: torch.Tensor, share: float = 0.9) -> int:
     """How many of d_model's directions hold `share` of ||W_O||_F^2 (its top singular values)."""
-    h, dh, d = w_o.shape
-    s2 = torch.linalg.svdvals(w_o.detach().cpu().double().reshape(h * dh, d)).pow(2)
+    return directions_in(row_variances(w_o), share)
+
+
+def directions_in(variances: torch.Tensor, share: float = 0.9) -> int:
+    """The same from C's eigenvalues (W_O's squared singular values / (n_heads d_head))."""
+    s2 = variances.flip(0)  # (d_model,) descending
     return int((s2.cumsum(0) / s2.sum() < share).sum()) + 1
 
 
@@ -215,22 +306,60 @@ def share_check(layer: str, w_o: torch.Tensor, cfg: Config, gen: torch.Generator
     )
 
 
-def overlap_check(
-    layer: str, w_o: torch.Tensor, gaussian: torch.Tensor, gen: torch.Generator, draws: int
-) -> Check:
-    """The overlap against blocks drawn from this W_O's own row covariance (and, for scale, the
-    Gaussian null `gaussian` of this shape)."""
-    w = w_o.detach().cpu().double()
-    observed = float(mean_max_cosine(w))
-    null = covariance_null(w, draws, gen)
-    p = float((1 + (null >= observed).sum()) / (1 + draws))
+@dataclass
+class Overlap:
+    """One W_O's overlap measurement before its null is drawn."""
+
+    label: str
+    observed: float  # mean_max_cosine of W_O, in float64
+    variances: torch.Tensor  # (d_model,) its row covariance's eigenvalues
+    null: chunked.Null  # blocks drawn from that covariance, stopped by `stop_rule`
+
+
+def overlaps(
+    layers: list[tuple[str, torch.Tensor]], cfg: Config, gen: torch.Generator
+) -> list[Overlap]:
+    """Each (label, W_O)'s observed overlap and its covariance-matched null, to be drawn."""
+    ws = [w.detach().cpu().double() for _, w in layers]
+    observed = chunked.each([functools.partial(mean_max_cosine, w) for w in ws])
+    variances = chunked.each([functools.partial(row_variances, w) for w in ws])
+    h, dh, _ = ws[0].shape
+    return [
+        Overlap(
+            label,
+            float(o),
+            v,
+            chunked.Null(
+                covariance_sampler(v, h, dh),
+                cfg.gaussian_draws,
+                seed_of(gen),
+                stop_rule(float(o), cfg.least_draws, cfg.gaussian_draws),
+            ),
+        )
+        for (label, _), o, v in zip(layers, observed, variances, strict=True)
+    ]
+
+
+def overlap_check(o: Overlap, null: torch.Tensor, setup: Setup) -> Check:
+    """The overlap against blocks drawn from its own row covariance (and, for scale, the
+    Gaussian null `setup.null` of this shape)."""
+    most = setup.cfg.gaussian_draws
+    p, used, hits = besag_clifford(null, o.observed, most)
+    how = (
+        f"{hits}/{used}, Besag-Clifford: the {hits}th null draw >= the observed was draw {used}"
+        if hits == sequential_h(most)
+        else f"(1 + {hits})/(1 + {used}), all {used} draws"
+    )
+    se = float(null.std() / len(null) ** 0.5)
     return pt.measurement(
-        f"{layer}: mean over head pairs of the largest principal cosine between write "
-        f"subspaces, against {draws} W_O drawn from this layer's own row covariance (mean "
-        f"{float(null.mean()):.3f}; 90% of ||W_O||^2 lies in {directions_for(w)} of "
-        f"{w.shape[-1]} directions; a Gaussian W_O gives {float(gaussian.mean()):.3f})",
-        observed,
-        f"within the covariance-matched null: one-sided p > {P_BAR:g} (p = {p:.3g})",
+        f"{o.label}: mean over head pairs of the largest principal cosine between write "
+        f"subspaces, against {len(null)} W_O drawn from this layer's own row covariance "
+        f"(mean {float(null.mean()):.3f}, s.e. {se:.4f}; 90% of ||W_O||^2 lies in "
+        f"{directions_in(o.variances)} of {len(o.variances)} directions; a Gaussian W_O gives "
+        f"{float(setup.null.mean()):.3f})",
+        o.observed,
+        f"within the covariance-matched null: one-sided p > {P_BAR:g} (p = {p:.3g} = {how}; "
+        f"{int((null >= o.observed).sum())} of the {len(null)} drawn reach the observed)",
         p > P_BAR,
         "some heads share write directions with each other beyond what the layer's shared "
         "anisotropy gives any set of heads",
@@ -241,26 +370,22 @@ def overlap_check(
 
 def check(setup: Setup) -> list[Check]:
     gen = torch.Generator().manual_seed(setup.seed)
-    shares = [share_check(f"layer {i}", w, setup.cfg, gen) for i, w in enumerate(setup.W_O)]
-    draws = setup.cfg.gaussian_draws
-    overlaps = [
-        overlap_check(f"layer {i}", w, setup.null, gen, draws) for i, w in enumerate(setup.W_O)
-    ]
-    return shares + overlaps
+    todo = overlaps([(f"layer {i}", w) for i, w in enumerate(setup.W_O)], setup.cfg, gen)
+    with chunked.Drawing([o.null for o in todo]) as drawing:  # the shares meanwhile
+        shares = [share_check(f"layer {i}", w, setup.cfg, gen) for i, w in enumerate(setup.W_O)]
+        nulls = drawing.result()
+    return shares + [overlap_check(o, n, setup) for o, n in zip(todo, nulls, strict=True)]
 
 
 def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
     cpu = torch.Generator().manual_seed(setup.seed + 2)
     w0 = setup.W_O[0].detach().cpu()
     with harness.not_streamed():  # the contrast reports their opposites, below
-        blocky = share_check("block-diagonal layer 0", block_diagonal(w0), setup.cfg, cpu)
-        shared = overlap_check(
-            "layer 0 with one direction shared by every head",
-            shared_direction(w0),
-            setup.null,
-            cpu,
-            setup.cfg.gaussian_draws,
-        )
+        label = "layer 0 with one direction shared by every head"
+        (todo,) = overlaps([(label, shared_direction(w0))], setup.cfg, cpu)
+        with chunked.Drawing([todo.null]) as drawing:  # the share meanwhile
+            blocky = share_check("block-diagonal layer 0", block_diagonal(w0), setup.cfg, cpu)
+            shared = overlap_check(todo, drawing.result()[0], setup)
     return [
         Check(
             blocky.name,
@@ -283,11 +408,18 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
 
 
 def notes(setup: Setup) -> list[str]:
+    cfg = setup.cfg
+    gaussian_se = float(setup.null.std() / len(setup.null) ** 0.5)
+    h = sequential_h(cfg.gaussian_draws)
     return [
         "Pass bars argued in the module docstring before running: the share must sit in the "
-        f"central {CENTRAL:.0%} of a column-permutation null ({setup.cfg.permutations} draws); "
-        f"the overlap must not beat a covariance-matched null at p <= {P_BAR:g} "
-        f"({setup.cfg.gaussian_draws} draws per layer).",
+        f"central {CENTRAL:.0%} of a column-permutation null ({cfg.permutations} draws); "
+        f"the overlap must not beat a covariance-matched null at p <= {P_BAR:g} (at most "
+        f"{cfg.gaussian_draws} draws per layer, at least {cfg.least_draws} for the null's mean; "
+        f"Besag & Clifford's sequential p-value with h = {h} stops counting at the {h}th draw at "
+        f"or above the observed, and decides p <= {P_BAR:g} exactly as all "
+        f"{cfg.gaussian_draws} draws would). The Gaussian W_O's mean: {len(setup.null)} draws, "
+        f"s.e. {gaussian_se:.4f}.",
     ]
 
 

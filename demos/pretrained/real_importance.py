@@ -35,8 +35,11 @@ Checks, with pass bars argued before running:
 
 Cost (issue 26): most of a run is 21 layer passes on 12 copies of the batch (each layer's heads
 ablated in turn, the layers from the ablated one on replayed: demos/hooks.py); a replay
-starts from the ablated BERT layer's captured z, not its attention (pretrained.py). The
-mean-ablation replays, which no check, note or figure read, were dropped (21 of 42).
+starts from the ablated BERT layer's captured z, not its attention (pretrained.py), and
+computes the real tokens only (packed.py: 18% of the small batch is padding; every real
+token's result is the padded replay's, bit for bit). The mean-ablation replays, which no check,
+note or figure read, were dropped (21 of 42). The float64 copy is converted once per loaded
+model (twin64.py); its forward passes run every time.
 
 Every score's rho against the hidden-state effect (with its permutation p) and against the task
 effect (with its bootstrap interval) is reported per layer in the notes, the gradient score's
@@ -54,6 +57,7 @@ from prep.demos._torch import torch
 from prep.demos.harness import IDENTITY, MEASUREMENT, SANITY, Check
 from prep.demos.pretrained import pretrained as pt
 from prep.demos.pretrained import task_metric as tm
+from prep.demos.pretrained import twin64
 
 NAME = "real-importance"
 DTYPE = torch.float32
@@ -170,14 +174,16 @@ def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
     grad = gradient_scores(real, s, cap)
     harness.progress("reparameterising one layer in float64")
     layer = real.n_layers // 2
-    r64 = pt.in_float64(real)
+    r64 = twin64.of(real)  # converted once per loaded model; its layer restored after
     s64 = r64.sentences(pt.paraphrase_pairs(cfg.n_pairs))
-    _, before = r64.run_with_cache(s64)
-    norms = r64.weights(layer).W_O.norm(dim=(1, 2))
-    act_before = act_scores(before.z[layer], r64.weights(layer).W_O, s64.mask)
-    pt.reparameterise(r64, layer, reversing_factors(norms))
-    _, after = r64.run_with_cache(s64)
-    act_after = act_scores(after.z[layer], r64.weights(layer).W_O, s64.mask)
+    with twin64.restoring(r64, layer):
+        _, before = r64.run_with_cache(s64)
+        norms = r64.weights(layer).W_O.norm(dim=(1, 2))
+        act_before = act_scores(before.z[layer], r64.weights(layer).W_O, s64.mask)
+        pt.reparameterise(r64, layer, reversing_factors(norms))
+        _, after = r64.run_with_cache(s64)
+        act_after = act_scores(after.z[layer], r64.weights(layer).W_O, s64.mask)
+        wo_after = r64.weights(layer).W_O.norm(dim=(1, 2)).detach().cpu()
     seed = int(torch.randint(2**31, (1,), generator=gen, device=gen.device))
     stack = {k: torch.stack(v).cpu().double() for k, v in rows.items()}
     return Setup(
@@ -192,7 +198,7 @@ def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
         layer,
         before.final,
         after.final,
-        r64.weights(layer).W_O.norm(dim=(1, 2)).detach().cpu(),
+        wo_after,
         act_before.detach().cpu(),
         act_after.detach().cpu(),
         seed,

@@ -21,6 +21,7 @@ from prep.demos import harness
 from prep.demos._torch import torch
 from prep.demos.harness import IDENTITY, SANITY, Check
 from prep.demos.pretrained import pretrained as pt
+from prep.demos.pretrained import twin64
 
 NAME = "real-per-head-sum"
 DTYPE = torch.float64
@@ -47,7 +48,7 @@ class Setup:
 
 
 def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
-    r64 = pt.in_float64(real)
+    r64 = twin64.of(real)  # converted once per loaded model, only read here
     s = r64.sentences(pt.paraphrase_pairs(cfg.n_pairs))
     _, cap = r64.run_with_cache(s)
     return Setup(r64, s, cap, [r64.weights(i).W_O for i in range(r64.n_layers)])

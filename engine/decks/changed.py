@@ -7,7 +7,6 @@ the load."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterable
@@ -44,6 +43,8 @@ def _read_changed(
         st = _stat(path) if stats is None else stats[key]
         if _fresh(cached.get(key), st):
             continue
+        import hashlib  # (OpenSSL's: the fastest on whole files; loaded once a file is read)
+
         text, error = read(path, shown)
         # the parser's version is hashed with the text: a parse by an older parser
         # (before a refusal was added) is never served

@@ -40,7 +40,6 @@ what the study loop reads is the deck cache's collection (engine/decks/collectio
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -48,6 +47,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, TypeGuard
 
+from prep.engine.decks.digest import sha256
 from prep.engine.decks.refusal import MAX_DEPTH, Refused
 from prep.engine.decks.refusal import one_line as _one_line
 
@@ -117,6 +117,8 @@ def _control_problem(text: str) -> str | None:
 
 @dataclass(frozen=True)
 class DeckError:
+    """A problem in a deck file, reported as FILE:LINE: message."""
+
     file: str
     line: int
     message: str
@@ -129,6 +131,8 @@ class DeckError:
 
 @dataclass(frozen=True)
 class Card:
+    """One card of a deck, as parsed and validated (the study loop's unit)."""
+
     id: str
     kind: str
     prompt: str
@@ -167,7 +171,7 @@ class Card:
     def content_hash(self) -> str:
         """Hash of what the user is tested on; a change flags the card as edited."""
         payload = _TO_JSON([self.kind, self.prompt, self.answer, list(self.choices), self.correct])
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+        return sha256(payload.encode()).hexdigest()[:16]
 
 
 # json.dumps(value, ensure_ascii=False), without building an encoder per call (a first fill
@@ -177,6 +181,8 @@ _TO_JSON = json.JSONEncoder(ensure_ascii=False).encode
 
 @dataclass
 class DeckInfo:
+    """A deck: its name, title, description, file and card ids in file order."""
+
     name: str
     title: str
     description: str

@@ -41,14 +41,13 @@ no second implementation of the collection exists.
 from __future__ import annotations
 
 import gc
-import hashlib
 import json
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import fields
-from functools import partial
+from functools import cache, partial
 from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,6 +77,7 @@ from prep.engine.decks.collection import (  # noqa: F401 - CachedCollection, car
     card_from_fields,
 )
 from prep.engine.decks.deck import LEVELS, Card, DeckError, DeckInfo, ParsedDecks
+from prep.engine.decks.digest import sha256
 from prep.engine.decks.files import collect_deck_files, read_deck_text
 from prep.engine.decks.fill import CHECK, DONE, INDEX, PARSE, RECONCILE, STORE, Fill, Progress
 from prep.engine.decks.fillbatch import Batch
@@ -101,11 +101,15 @@ LOADER_VERSION = 2
 
 
 def format_key() -> str:
-    """What a cached parse depends on besides the files' text: the loader's version, Card's
-    fields (names and declared types, from the class as it is now) and the assembly's version."""
-    card = [[f.name, str(f.type)] for f in fields(Card)]
-    spec = {"loader": LOADER_VERSION, "card": card, "assembly": ASSEMBLY_VERSION}
-    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+    """What a cached parse depends on besides the files' text (see the comment above)."""
+    return _format_key(LOADER_VERSION, Card, ASSEMBLY_VERSION)
+
+
+@cache  # (asked twice an open: once is enough for a class and two versions)
+def _format_key(loader: int, card_class: type, assembly: int) -> str:
+    card = [[f.name, str(f.type)] for f in fields(card_class)]
+    spec = {"loader": loader, "card": card, "assembly": assembly}
+    return sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
 
 
 def _state_digest(fmt_key: str) -> Any:
@@ -114,7 +118,7 @@ def _state_digest(fmt_key: str) -> Any:
     Not how a path is shown: that depends on the working directory, and opening prep from
     another folder must not redo the checks across files and the reconciliation (a minute at
     a million cards); an assembly with errors is redone when the names they show changed."""
-    return hashlib.sha256(f"format {fmt_key}\nfiles by key\n".encode())
+    return sha256(f"format {fmt_key}\nfiles by key\n".encode())
 
 
 @contextmanager
@@ -144,6 +148,7 @@ def load(
     include_bundled: bool = True,
     progress: Progress | None = None,
     scan: Scan | None = None,
+    private: bool = True,
 ) -> CachedCollection:
     """The decks (``checks.parse_decks``'s cards, errors, order) through the cache in
     ``store``, and the store's progress reconciled with the decks if they changed since the
@@ -151,14 +156,17 @@ def load(
     cache is then private to this connection (TEMP tables), filled from the files, and
     progress is read as it is. ``progress`` is called with a Fill as each changed file is
     parsed and stored (fill.py). ``scan``: what ``scan_decks`` found just before, for these
-    paths in this store (the deck files are then not listed, looked up and stat'ed again)."""
+    paths in this store (the deck files are then not listed, looked up and stat'ed again).
+    ``private=False``: a StoreError is raised instead (a thread that fills the cache for
+    the app: a private cache would be thrown away with its connection); one of kind
+    "interrupted" (Store.stop_when: the caller stopped it) always is."""
     from prep.engine.store import StoreError
 
     with gc_paused():  # a hundred thousand small objects, none of them garbage
         try:
             return _load(store, paths, demo_names, include_bundled, progress, scan)
-        except StoreError:
-            if store.deck_cache_is_private():
+        except StoreError as exc:
+            if store.deck_cache_is_private() or not private or exc.kind == "interrupted":
                 raise
             store.deck_cache_private()
             return _load(store, paths, demo_names, include_bundled, progress)
@@ -232,7 +240,7 @@ def _load(
     read_errors: list[DeckError] = []
     digest = _state_digest(fmt_key)
     # both cores for a big fill: a worker parses each changed file as soon as it is read
-    ahead = fill if fill is not None else _to_fill(files, cached, stats)
+    ahead = fill or (scan.pending if scan else None) or _to_fill(files, cached, stats)
     pool = ParsePool([], ahead.bytes_total, ahead.files_total)
     outline: dict[str, list[CardRef]] = {}  # of each file parsed now (the checks read it)
     now: dict[str, tuple[list[tuple[str, int]], bool]] = {}  # its ids' lines, aliases or not

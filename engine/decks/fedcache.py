@@ -14,7 +14,6 @@ to the store (CachedCollection._bind).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 import weakref
@@ -22,6 +21,7 @@ from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from prep.engine.decks.deck import Card, DeckInfo
+from prep.engine.decks.digest import sha256
 
 if TYPE_CHECKING:
     from prep.engine.decks.collection import CachedCollection
@@ -81,7 +81,7 @@ def feed(store: Store, parsed: ParsedDecks) -> CachedCollection:
             lines = list(range(1, len(cards) + 1))  # (built by hand: places in order)
         rows = [_cache_row(c, line, card_fields(c)) for line, c in zip(lines, cards, strict=True)]
         info_json = dc._info_json(info)
-        sha = hashlib.sha256(json.dumps([shown, info_json, rows]).encode()).hexdigest()
+        sha = sha256(json.dumps([shown, info_json, rows]).encode()).hexdigest()
         key = f"{PREFIX}{sha}"
         if key not in cached:
             store.deck_cache_put(

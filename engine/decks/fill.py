@@ -25,6 +25,8 @@ PARSE, STORE, INDEX, CHECK, RECONCILE, DONE = (
 
 @dataclass
 class Fill:
+    """How far a fill of the deck cache is (what its progress line shows)."""
+
     files_total: int  # files to parse (changed or never seen)
     bytes_total: int  # their size
     files_done: int = 0

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class OpenWork:
+    """What a load of the decks is about to do (see ``open_work``)."""
+
     parse_bytes: int  # deck bytes the load reads and parses
     deck_bytes: int  # every loaded deck file's size (a measure of the collection)
     redo: bool  # it walks every cached card: indexes, checks across files, reconciliation

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import sqlite3
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +22,8 @@ from typing import TYPE_CHECKING
 from prep.engine.timeutil import utcnow
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from prep.engine.store import Store
 
 KEEP = 20
@@ -78,6 +81,30 @@ def _copy(src: sqlite3.Connection, target: Path) -> None:
         raise
 
 
+STALE_PART = 15 * 60  # seconds: a .part this long untouched was left by a killed prep
+
+
+def _sweep_parts(db_path: Path) -> None:
+    """Remove the half copies a prep killed mid-backup left (SIGKILL skips _copy's cleanup):
+    this database's backup names + ".part" not written to for STALE_PART seconds. One being
+    written by another prep right now is touched every moment and kept."""
+    pattern = _name(db_path)
+    where = folder(db_path)
+    try:
+        names = os.listdir(where)
+    except OSError:
+        return
+    cutoff = time.time() - STALE_PART
+    for n in names:
+        if n.endswith(".part") and pattern.fullmatch(n[: -len(".part")]):
+            part = where / n
+            try:
+                if part.stat().st_mtime < cutoff:
+                    part.unlink()
+            except OSError:
+                continue
+
+
 def make(store: Store, reason: str, now: datetime | None = None) -> Path | None:
     """Back up ``store``'s database (None for one in memory); keeps the newest KEEP."""
     if store.path is None:
@@ -87,6 +114,7 @@ def make(store: Store, reason: str, now: datetime | None = None) -> Path | None:
     try:
         where.mkdir(parents=True, exist_ok=True)
         target = where / _new_name(store.path, now, reason)
+        _sweep_parts(store.path)
         _copy(store.conn, target)
         for old in listing(store.path)[KEEP:]:
             old.unlink(missing_ok=True)
@@ -183,6 +211,53 @@ def before_upgrade(db_path: Path) -> Path | None:
         raise BackupError(f"{folder(db_path)}: cannot write a backup ({exc})") from None
     finally:
         conn.close()
+
+
+# A database at least this big says that it is being backed up (the copy takes a while)
+SAY_BACKUP_BYTES = 50_000_000
+
+
+def before_upgrading(
+    conn: sqlite3.Connection, db_path: Path, say: Callable[[str], None] | None = None
+) -> int | None:
+    """What every open of an older database does before it is upgraded, whoever opens it (a
+    review, the app, a command that only reads: stats, export, cram, sync, backup --list):
+    the free space for the backup copy and for the upgrade is checked (too little: a
+    StoreError of kind "space", one line, and nothing is written), then the backup copy is made. ``conn``: the database
+    just opened, before anything was written to it (not yet switched to WAL). A folder where
+    no backup can be written is left to the upgrade, which says what is wrong. ``say``: told
+    what is copied where, for a big database (a copy of gigabytes takes a minute). Returns
+    the schema version it upgrades from, or None when no upgrade is due (a new database, a
+    current one, a version that cannot be read: the open says why)."""
+    from prep.engine.store.schema import SCHEMA_VERSION
+
+    try:
+        if not conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        ).fetchone():
+            return None
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        version = int(row[0]) if row is not None else 0
+    except (sqlite3.Error, TypeError, ValueError):
+        return None
+    if not 0 < version < SCHEMA_VERSION:
+        return None
+    try:
+        check_upgrade_space(db_path, version)
+    except SpaceError as exc:
+        from prep.engine.store.core import StoreError
+
+        raise StoreError(str(exc), kind="space") from None
+    with contextlib.suppress(OSError):
+        size = os.stat(db_path).st_size
+        if say is not None and size >= SAY_BACKUP_BYTES:
+            say(
+                f"backing up the progress database ({size / 1e6:,.0f} MB) to "
+                f"{folder(db_path)} before the upgrade"
+            )
+    with contextlib.suppress(BackupError, OSError):  # (an unwritable folder: the upgrade says so)
+        before_upgrade(db_path)
+    return version
 
 
 def restore(store: Store, name: str) -> tuple[Path, Path | None]:

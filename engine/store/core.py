@@ -34,6 +34,7 @@ from prep.engine.paths import expand_user
 from prep.engine.store.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
+    Schema,
     Upgrade,
     UpgradeTracker,
 )
@@ -47,6 +48,7 @@ BUSY_TIMEOUT_MS = 5000
 # Store.open's ``progress``: told how a schema upgrade is going (see schema.Upgrade), from
 # its start to its end (``done``); a front end shows it when the upgrade takes a while
 Progress = Callable[[Upgrade], None]
+_STOP_EVERY = 50_000  # steps of SQLite's machine between two asks of stop_when's callable
 _UPGRADE_CACHE_KIB = -262_144  # 256 MiB of page cache while the review log is rewritten
 
 
@@ -241,10 +243,10 @@ class StoreCore:
 
     @property
     def db(self):
-        """A sqlite_utils.Database on the same connection, for schema work and export.
+        """A sqlite_utils.Database on the same connection, for tests and work by hand: prep's
+        own paths (open, a new database's schema, the migrations, rate, export) are plain SQL.
 
-        Imported on first use: sqlite_utils (with dateutil) costs ~60 ms, and the paths a
-        user waits on (open, rate, undo, queue) are plain SQL."""
+        Imported on first use: sqlite_utils (with dateutil) costs ~60 ms."""
         if self._db is None:
             self._db = _import_sqlite_utils().Database(self.conn)
         return self._db
@@ -267,6 +269,14 @@ class StoreCore:
         """How long a statement waits for another writer's lock before failing as busy (a front
         end that retries without blocking its screen sets it short)."""
         self.conn.execute(f"PRAGMA busy_timeout = {int(ms)}")
+
+    def stop_when(self, stopped: Callable[[], bool], every: int | None = None) -> None:
+        """A statement of this connection, however long (a whole-collection UPDATE), stops
+        soon after ``stopped()`` turns true: SQLite asks it every ``every`` steps of its
+        virtual machine (about a millisecond), and the statement ends as a StoreError of kind
+        "interrupted", its transaction rolled back. (A wait for another writer's lock is not
+        a statement step: a caller that must stop promptly keeps its busy timeout short.)"""
+        self.conn.set_progress_handler(lambda: bool(stopped()), every or _STOP_EVERY)
 
     def announce(self, instance: str, now: datetime) -> list[str]:
         """Record ``instance`` as open now; return the other instances open (fresh heartbeat)."""
@@ -299,6 +309,8 @@ class StoreCore:
         *,
         reading: bool = False,
         progress: Progress | None = None,
+        say: Callable[[str], None] | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> Self:
         """Open (creating on first use) the database at ``path`` (see resolve_db_path).
 
@@ -306,7 +318,13 @@ class StoreCore:
         then refused (nothing is created: no file, no folder), one that cannot be written is
         opened read-only instead of refused, and a schema version that cannot be read does not
         stop it. ``progress``: called as an older database is
-        upgraded (one transaction: an upgrade cut short leaves the database as it was)."""
+        upgraded (one transaction: an upgrade cut short leaves the database as it was).
+
+        Every open that upgrades (whatever the caller: a review, the app, a command that
+        only reads) first checks the free space and makes the backup copy
+        (backup.before_upgrading: too little space is a StoreError of kind "space", and
+        nothing is written); ``say``: told, for a big database, that it is being copied.
+        ``stop``: as stop_when, from the start (an upgrade's long statements stop too)."""
         target = resolve_db_path(path)
         if str(target) in (":memory:", "") or str(target).startswith("file:"):
             # sqlite3 would open an in-memory database: every rating "saved", then gone
@@ -331,7 +349,12 @@ class StoreCore:
             target.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if stop is not None:
+                conn.set_progress_handler(lambda: bool(stop()), _STOP_EVERY)
             _refuse_foreign(conn, target)  # before WAL mode changes another program's file
+            from prep.engine.store import backup  # (room, then the backup copy, when due)
+
+            backup.before_upgrading(conn, target, say)
             conn.execute("PRAGMA journal_mode = WAL")
             # every commit (each rating's) is synced to disk, as Anki does: WAL with NORMAL
             # leaves the last commits to a power cut (README: "shown as saved is on disk")
@@ -494,6 +517,11 @@ class StoreCore:
                 kind="busy",
                 retryable=True,
             )
+        if primary == sqlite3.SQLITE_INTERRUPT:
+            return StoreError(
+                f"{where}: stopped before it finished (rolled back: nothing of it was saved)",
+                kind="interrupted",
+            )
         if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
             return StoreError(
                 f"{where}: the progress database is damaged ({exc}); restore it from a "
@@ -567,9 +595,10 @@ class StoreCore:
             self.conn.execute(f"PRAGMA cache_size = {_UPGRADE_CACHE_KIB}")
             self.conn.execute("PRAGMA secure_delete = FAST")
         try:
+            schema = Schema(self.conn)  # (plain SQL: sqlite_utils is not imported)
             with self.transaction():
                 for step in range(version, SCHEMA_VERSION):
-                    MIGRATIONS[step](self.db, tracker)
+                    MIGRATIONS[step](schema, tracker)
                 self.set_meta("schema_version", str(SCHEMA_VERSION))
             tracker.finished("commit")
             if 0 < version < 13 and self.path is not None:
@@ -591,14 +620,18 @@ class StoreCore:
         """The saved settings (defaults when none are saved). Settings saved by a hand edit or
         an older prep that fail validation are a StoreError, never a crash later on."""
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
-        if row is None:
+        return self.settings_from(None if row is None else row[0])
+
+    def settings_from(self, text: str | None) -> Settings:
+        """``settings()`` from the saved text read by another statement (None: none saved)."""
+        if text is None:
             return Settings()
         seen = getattr(self, "_settings_seen", None)
-        if seen is not None and seen[0] == row[0]:
+        if seen is not None and seen[0] == text:
             return seen[1]  # the same text as last read (each rating asks): parsed once
         try:
-            settings = Settings.from_dict(json.loads(row[0])).validated()
-            self._settings_seen = (row[0], settings)
+            settings = Settings.from_dict(json.loads(text)).validated()
+            self._settings_seen = (text, settings)
             return settings
         except (ValueError, TypeError, AttributeError) as exc:  # JSONDecodeError is a ValueError
             raise StoreError(

@@ -10,7 +10,6 @@ row id removed), so an id is never reused after an undo.
 from __future__ import annotations
 
 import json
-import secrets
 import socket
 import sqlite3
 from datetime import datetime
@@ -81,6 +80,8 @@ def new_device(conn: sqlite3.Connection) -> str:
     """Give this database a new device id (after a restore from a backup: the old id's
     entries in the sync folder are then another device's, received on the next sync, and
     nothing made from now on can take a sequence number the old id already used)."""
+    import secrets  # (it loads OpenSSL: not on every start's way, engine/decks/digest.py)
+
     dev_id = secrets.token_hex(8)
     old = device(conn)
     sent = json.loads(_meta(conn, "sync_sent") or "{}")

@@ -24,6 +24,8 @@ from prep.engine.timeutil import EARLIEST, LATEST_STORED, clamp_duration, fmt, u
 
 @dataclass(frozen=True)
 class Review:
+    """One rating in the review log, with the card's state before and after it."""
+
     id: int
     card_id: str
     rating: int
@@ -122,6 +124,16 @@ _CARD_AND_STAMP = (
     f"SELECT s.*, {', '.join(f'c.{c}' for c in CARD_COLUMNS)} FROM ({devices.STAMP_SQL}) s "
     "LEFT JOIN cards c ON c.id = ?"
 )
+# what a card shown reads (shown_card): changes_mark's data_version, the saved settings, the
+# review's id and the card's row, in one statement (one snapshot)
+_SHOWN = (
+    "SELECT v.data_version, (SELECT value FROM meta WHERE key = 'settings'), "
+    f"{_CARD_AND_STAMP.removeprefix('SELECT ').replace(' FROM (', ' FROM pragma_data_version() v, (', 1)}"
+)
+# a rating's stamp (STAMP_SQL) with the number of its scheduler parameters when they are
+# stored already (devices.params_n's lookup): one statement
+_head, _tail = devices.STAMP_SQL.rsplit(" FROM me", 1)
+_RATING_STAMP = f"{_head}, (SELECT n FROM sched_params WHERE value = ?) FROM me{_tail}"
 # what a rating reads of the card (rate_card): its row, the review its row is the state after
 # (schema v14), its number in the log and its newest review (as _log_head)
 _RATED_ROW = (
@@ -151,6 +163,7 @@ class ReviewsStore(CardsStore):
         stored: tuple[CardState | None, int | None] | None = None,
         head: tuple[int | None, int | None] | None = None,
         stamp: tuple[int, str, int] | None = None,
+        params_n: int | None = None,
     ) -> int:
         """Write the new card state and the review in one committed transaction. ``params``:
         the scheduler's replay_params (default: the saved settings, fuzzed, seed 0), stored
@@ -159,7 +172,8 @@ class ReviewsStore(CardsStore):
         that row: when the row is its newest review's state, the state before is stored as
         NULL ("that review's next"), else in full (engine/store/schema14.py). ``head`` (the
         card's log number and newest review, ``_log_head``) and ``stamp``
-        (devices.review_stamp), when the caller read them in this transaction."""
+        (devices.review_stamp), when the caller read them in this transaction; ``params_n``:
+        the number of ``params`` in sched_params, when the caller looked it up."""
         prev_in = prev
         prev_state = None if prev is None or prev.is_new else prev.state
         prev = None if prev is None or prev.is_new else prev
@@ -207,7 +221,7 @@ class ReviewsStore(CardsStore):
                     pblob,
                     nblob,
                     dev,
-                    devices.params_n(self.conn, params),
+                    devices.params_n(self.conn, params) if params_n is None else params_n,
                 ),
             )
             if rid % FOLD == 0:  # (schema v14) the tally catches up, once every FOLD ratings
@@ -236,6 +250,15 @@ class ReviewsStore(CardsStore):
         row = self.conn.execute(_CARD_AND_STAMP, (card_id,)).fetchone()
         _n, dev_id, rid = devices.stamp_of(row[:4])
         return (None if row[4] is None else _row_to_state(row[4:])), f"{dev_id}:{rid}"
+
+    def shown_card(self, card_id: str) -> tuple[tuple[int, int], str | None, CardState | None, str]:
+        """What a card shown reads, in one statement: changes_mark (as it is for what is read
+        here: the same snapshot), the saved settings' text (settings_from reads it), the card's
+        stored state and the id its review would get (as card_and_key)."""
+        row = self.conn.execute(_SHOWN, (card_id,)).fetchone()
+        _n, dev_id, rid = devices.stamp_of(row[2:6])
+        state = None if row[6] is None else _row_to_state(row[6:])
+        return (int(row[0]), self.conn.total_changes), row[1], state, f"{dev_id}:{rid}"
 
     def changes_mark(self) -> tuple[int, int]:
         """What moves whenever the database may have changed: other connections' commits
@@ -277,9 +300,14 @@ class ReviewsStore(CardsStore):
         counts the reviews. Returns (review id, prev, next)."""
         with self.transaction():
             # the id this review takes (what ``decide`` seeds its fuzz with: next_review_key
-            # answers from it until the review is written), then the card's row, its number
-            # in the log and its newest review, in one statement
-            stamp = self._rating_stamp = devices.review_stamp(self.conn)
+            # answers from it until the review is written) with the number of the parameters
+            # when stored, then the card's row, its number in the log and its newest review
+            if params is None:
+                stamp, pn = devices.review_stamp(self.conn), None
+            else:
+                found = self.conn.execute(_RATING_STAMP, (devices.params_text(params),)).fetchone()
+                stamp, pn = devices.stamp_of(found[:4]), found[4]
+            self._rating_stamp = stamp
             try:
                 row = self.conn.execute(_RATED_ROW, (fresh.id,)).fetchone()
                 stored = None if row is None else _row_to_state(row[:-3])
@@ -297,6 +325,7 @@ class ReviewsStore(CardsStore):
                     stored=(stored, None if row is None else row[-3]),
                     head=None if row is None else (row[-2], row[-1]),
                     stamp=stamp,
+                    params_n=pn,
                 )
             finally:
                 self._rating_stamp = None

@@ -119,87 +119,101 @@ SCHEDULE_COLUMNS = (
 )
 
 
+# The first three steps, in the words sqlite_utils wrote them in (its Table.create and
+# create_index, which built them until round nine): sqlite_master keeps each statement's text,
+# so a new database and one made by an older prep hold the same schema, and a new database
+# is made without importing sqlite_utils (and click, and pandas when installed) at all
+# (tests/test_schema_plain.py holds the text equal to sqlite_utils').
+def _table(name: str, columns: str) -> str:
+    body = ",\n".join(f"   {c}" for c in columns.strip().splitlines())
+    return f'CREATE TABLE IF NOT EXISTS "{name}" (\n{body}\n)'
+
+
+def _index(name: str, table: str, *columns: str) -> str:
+    cols = ", ".join(f'"{c}"' for c in columns)
+    return f'CREATE INDEX IF NOT EXISTS "{name}"\n    ON "{table}" ({cols})'
+
+
+V1 = (
+    _table(
+        "meta",
+        """
+"key" TEXT PRIMARY KEY
+"value" TEXT
+""",
+    ),
+    _table(
+        "cards",
+        """
+"id" TEXT PRIMARY KEY
+"deck" TEXT NOT NULL DEFAULT \'\'
+"state" INTEGER NOT NULL
+"step" INTEGER
+"stability" REAL
+"difficulty" REAL
+"due" TEXT
+"last_review" TEXT
+"reps" INTEGER NOT NULL DEFAULT 0
+"lapses" INTEGER NOT NULL DEFAULT 0
+"leech" INTEGER NOT NULL DEFAULT 0
+"content_hash" TEXT
+"changed" INTEGER NOT NULL DEFAULT 0
+"removed" INTEGER NOT NULL DEFAULT 0
+""",
+    ),
+    _index("cards_removed_due", "cards", "removed", "due"),
+    _table(
+        "reviews",
+        """
+"id" INTEGER PRIMARY KEY
+"card_id" TEXT NOT NULL
+"rating" INTEGER NOT NULL
+"reviewed_at" TEXT NOT NULL
+"duration_ms" INTEGER
+"prev_state" INTEGER
+"prev" TEXT
+"next" TEXT NOT NULL
+""",
+    ),
+    _index("reviews_card", "reviews", "card_id"),
+    _index("reviews_at", "reviews", "reviewed_at"),
+    _table(
+        "demo_runs",
+        """
+"id" INTEGER PRIMARY KEY
+"name" TEXT NOT NULL
+"device" TEXT NOT NULL
+"device_name" TEXT
+"dtype" TEXT
+"scale" TEXT
+"seed" INTEGER
+"passed" INTEGER NOT NULL
+"seconds" REAL NOT NULL
+"metrics" TEXT
+"ran_at" TEXT NOT NULL
+""",
+    ),
+    _index("demo_runs_name", "demo_runs", "name"),
+)
+
+
 def _v0_to_v1(db: Any, progress: UpgradeTracker | None = None) -> None:
-    db["meta"].create({"key": str, "value": str}, pk="key", if_not_exists=True)
-    db["cards"].create(
-        {
-            "id": str,
-            "deck": str,
-            "state": int,
-            "step": int,
-            "stability": float,
-            "difficulty": float,
-            "due": str,
-            "last_review": str,
-            "reps": int,
-            "lapses": int,
-            "leech": int,
-            "content_hash": str,
-            "changed": int,
-            "removed": int,
-        },
-        pk="id",
-        not_null={"deck", "state", "reps", "lapses", "leech", "changed", "removed"},
-        defaults={"reps": 0, "lapses": 0, "leech": 0, "changed": 0, "removed": 0, "deck": ""},
-        if_not_exists=True,
-    )
-    db["cards"].create_index(["removed", "due"], index_name="cards_removed_due", if_not_exists=True)
-    db["reviews"].create(
-        {
-            "id": int,
-            "card_id": str,
-            "rating": int,
-            "reviewed_at": str,
-            "duration_ms": int,
-            "prev_state": int,
-            "prev": str,
-            "next": str,
-        },
-        pk="id",
-        not_null={"card_id", "rating", "reviewed_at", "next"},
-        if_not_exists=True,
-    )
-    db["reviews"].create_index(["card_id"], index_name="reviews_card", if_not_exists=True)
-    db["reviews"].create_index(["reviewed_at"], index_name="reviews_at", if_not_exists=True)
-    db["demo_runs"].create(
-        {
-            "id": int,
-            "name": str,
-            "device": str,
-            "device_name": str,
-            "dtype": str,
-            "scale": str,
-            "seed": int,
-            "passed": int,
-            "seconds": float,
-            "metrics": str,
-            "ran_at": str,
-        },
-        pk="id",
-        not_null={"name", "device", "passed", "seconds", "ran_at"},
-        if_not_exists=True,
-    )
-    db["demo_runs"].create_index(["name"], index_name="demo_runs_name", if_not_exists=True)
+    for sql in V1:
+        db.execute(sql)
 
 
 def _v1_to_v2(db: Any, progress: UpgradeTracker | None = None) -> None:
     # true retention counts reviews by the state they were made in: a covering index keeps
     # `prep stats` quick on a log of a million reviews
-    db["reviews"].create_index(
-        ["prev_state", "reviewed_at", "rating"], index_name="reviews_state_at", if_not_exists=True
-    )
+    db.execute(_index("reviews_state_at", "reviews", "prev_state", "reviewed_at", "rating"))
     # mastery per deck is a grouped count over live cards
-    db["cards"].create_index(
-        ["removed", "deck", "stability"], index_name="cards_removed_deck", if_not_exists=True
-    )
+    db.execute(_index("cards_removed_deck", "cards", "removed", "deck", "stability"))
 
 
 def _v2_to_v3(db: Any, progress: UpgradeTracker | None = None) -> None:
     # the queue asks for due cards by fsrs state (learning steps uncapped, reviews capped),
     # most overdue first: an index range per state instead of a walk over every due card
-    db["cards"].create_index(
-        ["removed", "state", "due"], index_name="cards_removed_state_due", if_not_exists=True
-    )
+    db.execute(_index("cards_removed_state_due", "cards", "removed", "state", "due"))
 
 
 def _v3_to_v4(db: Any, progress: UpgradeTracker | None = None) -> None:
@@ -542,7 +556,19 @@ class UpgradeTracker:
         self._report(done=True)
 
 
-# MIGRATIONS[v] upgrades a database (a sqlite_utils.Database) from schema v to v + 1, telling
+class Schema:
+    """What a migration step is given: the connection (``conn``) and ``execute``, the part of
+    sqlite_utils.Database the steps use (a Database works as well: tests build old versions
+    with one)."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, parameters: Any = ()) -> Any:
+        return self.conn.execute(sql, parameters)
+
+
+# MIGRATIONS[v] upgrades a database (a Schema) from schema v to v + 1, telling
 # the tracker (when there is one) how far it is; the store runs them inside one transaction.
 MIGRATIONS: list[Callable[[Any, UpgradeTracker | None], None]] = [
     _v0_to_v1,

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from prep.engine.store import devices
-from prep.engine.store.cards import state_from_json, state_to_json
+from prep.engine.store.cards import _row_to_state, state_from_json, state_to_json
 from prep.engine.store.marks import MarksStore
 from prep.engine.store.reviewlog import Chain, to_us
 from prep.engine.store.reviews import (
@@ -28,6 +28,15 @@ from prep.engine.store.schema import (
 )
 from prep.engine.store.schema13 import card_number
 from prep.engine.timeutil import fmt, parse
+
+if TYPE_CHECKING:
+    from prep.engine.study.scheduler import CardState
+
+# a card's row and its newest review's id (log_if_newest)
+_ROW_AND_NEWEST = (
+    f"SELECT {', '.join(f'c.{c}' for c in CARD_COLUMNS)}, (SELECT max(r.id) FROM revlog r "
+    "WHERE r.cn = (SELECT n FROM review_cards WHERE id = c.id)) FROM cards c WHERE c.id = ?"
+)
 
 Table = Literal["cards", "reviews", "demo_runs"]
 _COLUMNS: dict[str, tuple[str, ...]] = {
@@ -162,11 +171,13 @@ class TransferStore(ReviewsStore, MarksStore):
         rows = self._rows("demo_runs", "WHERE name = ? AND ran_at = ?", [name, ran_at])
         return rows[0] if rows else None
 
-    def insert_row(self, table: Table, row: dict[str, Any], chain: Chain | None = None) -> None:
+    def insert_row(
+        self, table: Table, row: dict[str, Any], chain: Chain | None = None
+    ) -> int | None:
         """Insert one row as exported (columns as in engine/store/schema.py), e.g. by an import.
         ``chain``: a review's, kept by the caller across a run of inserts in one transaction
         (with no other change to those cards' reviews between them), so that a card's log is
-        decoded once, not per review."""
+        decoded once, not per review. Returns a review's row id (None for other tables)."""
         if table == "reviews":
             cid = row["card_id"]
             prev, nxt = state_from_json(row["prev"]), state_from_json(row["next"])
@@ -185,11 +196,12 @@ class TransferStore(ReviewsStore, MarksStore):
                 if dev == devices.device(self.conn):
                     devices.take_seq(self.conn, seq)
             params = row.get("params")
+            rid = devices.next_review_id(self.conn)
             self.conn.execute(
                 "INSERT INTO revlog (id, dev, seq, params, cn, rating, at, duration_ms, "
                 "prev_state, prev, next) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    devices.next_review_id(self.conn),
+                    rid,
                     dev,
                     seq,
                     1 if params is None else devices.params_n(self.conn, params),
@@ -202,12 +214,26 @@ class TransferStore(ReviewsStore, MarksStore):
                     nblob,
                 ),
             )
-            return
+            return rid
         columns = _COLUMNS[table]
         self.conn.execute(
             f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
             [row[c] for c in columns],
         )
+        return None
+
+    def log_if_newest(self, card_id: str, review_id: int, state: CardState) -> bool:
+        """(schema v14) Mark card ``card_id``'s row as the state after review ``review_id``
+        (``logged``), as a rating and a sync do, when that review is the card's newest and the
+        row is exactly ``state``, the review's ``next``: the next rating here then stores the
+        state before it as "that review's next" (NULL), not in full. Anything else leaves the
+        row as it is (a row not known to be its newest review's state is stored in full by
+        the next rating: never wrong, one whole record). Returns whether it was marked."""
+        row = self.conn.execute(_ROW_AND_NEWEST, (card_id,)).fetchone()
+        if row is None or row[-1] != review_id or _row_to_state(row[:-1]) != state:
+            return False
+        self.conn.execute("UPDATE cards SET logged = ? WHERE id = ?", (review_id, card_id))
+        return True
 
     def update_schedule(self, card_id: str, row: dict[str, Any]) -> None:
         """Set a card's schedule fields (schema.SCHEDULE_COLUMNS) from ``row``."""

@@ -27,6 +27,8 @@ LEARN_AHEAD = timedelta(minutes=20)  # a rating whose next step is due within it
 
 @dataclass
 class Queue:
+    """Today's queue: the due cards, then the new ones."""
+
     due: list[str]  # learning steps and reviews together, most overdue first
     new: list[str]
     learning: int = 0  # how many of ``due`` are learning or relearning steps

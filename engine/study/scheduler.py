@@ -22,6 +22,7 @@ from typing import Any, TypeGuard
 import fsrs
 from fsrs.scheduler import FUZZ_RANGES
 
+from prep.engine.study import onepass
 from prep.engine.timeutil import to_utc
 
 Rating = fsrs.Rating
@@ -369,6 +370,8 @@ def replay_params(settings: Settings, fuzz: bool, seed: int, by_review: bool = T
 
 @dataclass
 class Scheduler:
+    """FSRS on our card states, with the fuzz seeded per review (see the module doc)."""
+
     settings: Settings = field(default_factory=Settings)
     enable_fuzzing: bool = True
     seed: int = 0
@@ -486,10 +489,38 @@ class Scheduler:
         kept = self._kept(card, seed, now)
         if kept is not None:
             return {r: _moved(o, now, kept[1]) for r, o in kept[0].items()}
-        draw, fcard = _FirstDraw(seed), card.to_fsrs(now)
-        outcomes = {r: self._review(card, r, now, draw, fcard) for r in Rating}
+        draw = _FirstDraw(seed)
+        try:  # the four in one pass (engine/study/onepass.py: fsrs's formulas, bit for bit)
+            outcomes = self._four(card, now, draw)
+        except Exception:  # a state the pass cannot compute: fsrs says what is wrong with it
+            fcard = card.to_fsrs(now)
+            outcomes = {r: self._review(card, r, now, draw, fcard) for r in Rating}
         self._previewed = (card, seed, now, outcomes)
         return dict(outcomes)
+
+    def _four(self, card: CardState, now: datetime, draw: _FirstDraw) -> dict[Rating, Outcome]:
+        """preview's outcomes from onepass.four (the same as ``_review`` of each rating)."""
+        self._fsrs.rng = draw
+        leech_at = self.settings.leech_threshold
+        out = {}
+        for rating, state, step, stability, difficulty, due in onepass.four(self._fsrs, card, now):
+            lapsed = card.state == State.Review and rating == Rating.Again
+            lapses = card.lapses + (1 if lapsed else 0)
+            new_state = _changed(
+                card,
+                state=state,
+                step=step,
+                stability=stability,
+                difficulty=difficulty,
+                due=due,
+                last_review=now,
+                reps=card.reps + 1,
+                lapses=lapses,
+                leech=card.leech or lapses >= leech_at,
+                changed=False,
+            )
+            out[rating] = Outcome(rating, new_state, due - now, lapsed)
+        return out
 
     def _kept(
         self, card: CardState, seed: str, now: datetime

@@ -32,7 +32,15 @@ from prep.engine.study.queue import (  # re-exported: callers import them from h
     review_ahead_ids,
     unseen_per_deck,
 )
-from prep.engine.study.scheduler import CardState, Outcome, Rating, Scheduler, State, state_problem
+from prep.engine.study.scheduler import (
+    CardState,
+    Outcome,
+    Rating,
+    Scheduler,
+    Settings,
+    State,
+    state_problem,
+)
 from prep.engine.timeutil import Clock, clamp_duration, study_day_start, utcnow
 
 __all__ = [
@@ -63,6 +71,8 @@ _US = timedelta(microseconds=1)
 
 @dataclass
 class SessionStats:
+    """What a session has done so far (its summary's numbers)."""
+
     started: datetime
     reviewed: int = 0
     again: int = 0
@@ -249,12 +259,16 @@ class ReviewSession:
         a notice instead of crashing the session when the answer is revealed. The check is
         the card's preview, with the key its review will get: the scheduler keeps it for the
         preview asked for when the answer is shown and for the rating (one computation)."""
-        mark: tuple[int, int] | None = self.store.changes_mark()  # (first: a write moves it)
+        # the mark, the settings, the card's row and its review's id: one statement
+        mark: tuple[int, int] | None
+        mark, text, stored, key = self.store.shown_card(card.id)
         try:
-            self._follow_settings()
+            self._follow_settings(self.store.settings_from(text))
         except StoreError:  # settings saved invalid meanwhile (a hand edit): the preview
             mark = None  # and the rating read them again and say so, as they did before
-        state, key = self._state_and_key(card)
+        if stored is None:
+            stored = CardState(id=card.id, deck=card.deck, content_hash=card.content_hash)
+        state = stored
         why = state_problem(state)
         if why is None:
             try:
@@ -327,10 +341,11 @@ class ReviewSession:
             return stored, key
         return CardState(id=card.id, deck=card.deck, content_hash=card.content_hash), key
 
-    def _follow_settings(self) -> None:
-        """Use the saved settings when they changed since this session last looked (the
-        scheduler keeps its fuzzing and seed)."""
-        saved = self.store.settings()
+    def _follow_settings(self, saved: Settings | None = None) -> None:
+        """Use the saved settings (``saved``: as just read) when they changed since this
+        session last looked (the scheduler keeps its fuzzing and seed)."""
+        if saved is None:
+            saved = self.store.settings()
         if saved != self._settings_seen:
             self._settings_seen = saved
             self.scheduler = replace(self.scheduler, settings=saved)

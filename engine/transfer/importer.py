@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from prep.engine.store import Mark, Store
+from prep.engine.store.cards import state_from_json
 from prep.engine.store.devices import origin_of
 from prep.engine.store.reviewlog import Chain
 from prep.engine.store.reviews import _review_dict
@@ -284,6 +285,9 @@ def import_data(
         # is replayed from the union below, as one whose history went on both sides
         result.reviews_undone, undone_now = clocks.apply_undone(store, data.undone, aliases)
         diverged: dict[str, list[dict[str, Any]]] = {}  # card -> the file's reviews of it
+        # the cards whose rows this import writes -> their last review's time (the review whose
+        # state the row may be: see ``logged`` below)
+        fresh: dict[str, str] = {}
         for card in data.cards:
             cid = card["id"]
             stored = store.card_row(cid)
@@ -301,6 +305,8 @@ def import_data(
                     )
                 store.insert_row("cards", card)
                 result.cards_added += 1
+                if card["last_review"] is not None:
+                    fresh[cid] = card["last_review"]
                 continue
             diff = _differences(stored, card, SCHEDULE_COLUMNS)
             if not diff:
@@ -311,6 +317,8 @@ def import_data(
                 # the file continues this card's history: bring its schedule up to date
                 store.update_schedule(cid, card)
                 result.cards_updated += 1
+                if card["last_review"] is not None:
+                    fresh[cid] = card["last_review"]
             else:
                 diverged[cid] = []  # both went on: merged by the sync's rules below
         chain = Chain()  # where each card's log ends, as reviews are appended
@@ -326,7 +334,13 @@ def import_data(
                     continue  # held (by its id) or undone here: counted above
             elif both and store.review_row(*_review_key(r)) is not None:
                 continue  # held by its key (an older export's review has no id)
-            store.insert_row("reviews", r, chain)
+            rid = store.insert_row("reviews", r, chain)
+            # the review the card's row in the file follows (its time is the row's last
+            # review): the row is marked as its state (``logged``) when it is exactly that,
+            # as a rating and a sync mark theirs, so the next rating here stores the state
+            # before it as "that review's next", not in full
+            if fresh.get(r["card_id"]) == r["reviewed_at"] and _log_newest(store, rid, r):
+                del fresh[r["card_id"]]
             result.reviews_added += 1
             last = chain.last  # the cards appended to last are kept (a few: memory is bounded)
             last[r["card_id"]] = last.pop(r["card_id"])
@@ -396,6 +410,16 @@ def import_data(
                 result.settings = "kept"
         catch_up_tally(store.conn)  # many reviews taken in: the counts' tally catches up
     return result
+
+
+def _log_newest(store: Store, rid: int | None, review: dict[str, Any]) -> bool:
+    """The card's row marked as the state after ``review`` (just appended as row ``rid``) when
+    it is that review's ``next`` exactly and the review is the card's newest
+    (Store.log_if_newest)."""
+    state = state_from_json(review["next"])
+    return (
+        rid is not None and state is not None and store.log_if_newest(review["card_id"], rid, state)
+    )
 
 
 def import_file(store: Store, path: Path, aliases: Mapping[str, str] | None = None) -> ImportResult:

@@ -36,6 +36,13 @@ class FillScreen(PrepScreen):
             self.fraction = fill.fraction
             self.overall = fill.overall  # (the bar: the parse, then the checks and matching)
 
+    class Note(Message):
+        """A line from the filling thread while it cannot go on (another prep writing)."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
     def __init__(self, pending: Fill) -> None:
         super().__init__()
         self.pending = pending
@@ -66,4 +73,8 @@ class FillScreen(PrepScreen):
     def on_fill_screen_progress(self, message: Progress) -> None:
         self.query_one("#fill-bar", ProgressBar).update(progress=int(message.overall * 100))
         self.line = message.line[0].upper() + message.line[1:]
+        self.query_one("#fill-line", Static).update(Text(self.line))
+
+    def on_fill_screen_note(self, message: Note) -> None:
+        self.line = message.text
         self.query_one("#fill-line", Static).update(Text(self.line))

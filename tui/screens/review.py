@@ -39,7 +39,6 @@ from prep.tui.cardtext import card_text, inline_text, warm_up
 from prep.tui.screens.typed_answer import TypedAnswer
 from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.key_button import KeyButton
-from prep.tui.widgets.syncline import SyncLine
 from prep.tui.widgets.text import Static
 
 if TYPE_CHECKING:
@@ -91,6 +90,7 @@ WARM_UP_SECONDS = 0.3
 
 class ReviewScreen(TypedAnswer, PrepScreen):
     RETRY_SECONDS = 10.0  # how long a rating retries while another prep holds the lock
+    SYNC_LINE_ON_DEMAND = True  # the sync's line is mounted once it has something to say
     BINDINGS = [
         Binding(
             "space",
@@ -196,7 +196,11 @@ class ReviewScreen(TypedAnswer, PrepScreen):
         with Horizontal(id="actions"):
             yield KeyButton("space  Show answer", id="reveal", variant="primary")
             # the rating bar is mounted at the first reveal: the first card shows sooner
-        yield SyncLine()
+        syncer = getattr(self.app, "syncer", None)
+        if syncer is not None and syncer.status is not None:
+            from prep.tui.widgets.syncline import SyncLine
+
+            yield SyncLine()  # (else mounted when a sync first has something to say)
         yield Footer()
 
     def on_mount(self) -> None:

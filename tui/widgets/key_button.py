@@ -5,6 +5,10 @@ disabled, ...); parsing it is the largest single piece of CSS work before the fi
 screen (5 ms of a 60 ms budget on the 2-core reference machine). The review screen needs four
 variants of one style, never focus, and a click: this widget is that, with the same look (the
 default style's colours and tall borders, a hover and a pressed flash).
+
+Only the variants of the first card's button (default, primary) are here: the rating bar's
+(success, warning, error) come with the bar (tui/widgets/rating_bar.py), parsed when it is
+first shown at the first reveal, not on the way to the first card (issue 26).
 """
 
 from __future__ import annotations
@@ -47,30 +51,6 @@ class KeyButton(Static, can_focus=False):
             border-bottom: tall $primary-darken-3;
             &:hover { background: $primary-darken-2; border-top: tall $primary; }
             &.-active { background: $primary; border-bottom: tall $primary-lighten-3; border-top: tall $primary-darken-3; }
-        }
-        &.-success {
-            color: $button-color-foreground;
-            background: $success;
-            border-top: tall $success-lighten-2;
-            border-bottom: tall $success-darken-3;
-            &:hover { background: $success-darken-2; border-top: tall $success; }
-            &.-active { background: $success; border-bottom: tall $success-lighten-2; border-top: tall $success-darken-2; }
-        }
-        &.-warning {
-            color: $button-color-foreground;
-            background: $warning;
-            border-top: tall $warning-lighten-2;
-            border-bottom: tall $warning-darken-3;
-            &:hover { background: $warning-darken-2; border-top: tall $warning; }
-            &.-active { background: $warning; border-bottom: tall $warning-lighten-2; border-top: tall $warning-darken-2; }
-        }
-        &.-error {
-            color: $button-color-foreground;
-            background: $error;
-            border-top: tall $error-lighten-2;
-            border-bottom: tall $error-darken-3;
-            &:hover { background: $error-darken-1; border-top: tall $error; }
-            &.-active { background: $error; border-bottom: tall $error-lighten-2; border-top: tall $error-darken-2; }
         }
     }
     """

@@ -21,6 +21,45 @@ class RatingBar(Horizontal):
     """Four buttons; they never take focus, so space and Enter always reach the screen. The
     buttons are made with the bar, so a preview can be shown before it is mounted."""
 
+    # the buttons' variants that only the bar uses (KeyButton keeps the first card's): parsed
+    # when the bar is first mounted, at the first reveal, not before the first card
+    DEFAULT_CSS = """
+    RatingBar {
+        height: 3;
+        width: 1fr;
+        KeyButton {
+            width: 1fr;
+            min-width: 10;
+            margin: 0 1 0 0;
+            &.-success {
+                color: $button-color-foreground;
+                background: $success;
+                border-top: tall $success-lighten-2;
+                border-bottom: tall $success-darken-3;
+                &:hover { background: $success-darken-2; border-top: tall $success; }
+                &.-active { background: $success; border-bottom: tall $success-lighten-2; border-top: tall $success-darken-2; }
+            }
+            &.-warning {
+                color: $button-color-foreground;
+                background: $warning;
+                border-top: tall $warning-lighten-2;
+                border-bottom: tall $warning-darken-3;
+                &:hover { background: $warning-darken-2; border-top: tall $warning; }
+                &.-active { background: $warning; border-bottom: tall $warning-lighten-2; border-top: tall $warning-darken-2; }
+            }
+            &.-error {
+                color: $button-color-foreground;
+                background: $error;
+                border-top: tall $error-lighten-2;
+                border-bottom: tall $error-darken-3;
+                &:hover { background: $error-darken-1; border-top: tall $error; }
+                &.-active { background: $error; border-bottom: tall $error-lighten-2; border-top: tall $error-darken-2; }
+            }
+            &.-suggested { text-style: bold underline; }
+        }
+    }
+    """
+
     class Rated(Message):
         def __init__(self, rating: Rating) -> None:
             self.rating = rating

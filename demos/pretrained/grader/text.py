@@ -66,27 +66,63 @@ _CONDITION = re.compile(
 
 
 # Phrases built on a negation word that deny nothing: a comparative bound ("no more than
-# d_head" = at most d_head, "can't be larger than", "never fewer than two"), an addition ("not
-# only X but Y", "isn't just"), an identification ("nothing but a sum", "none other than W_O"),
-# and the set phrases "no matter", "whether or not", "no doubt", "not least", "not unlike".
-# Each is read as what it says, in function words (no content stem is added); a real denial
-# beside one ("no more than d_head, and heads never mix") still counts.
+# d_head" = at most d_head, "can't be larger than", "never fewer than two", "no better than
+# chance", "isn't any worse than", "no more expensive than"), an equality ("no different
+# from", "not any different than", "not dissimilar to", "none other than W_O"), an addition
+# ("not only X but Y", "isn't just"), an identification ("nothing but a sum"), and the set
+# phrases "no matter", "whether or not", "no doubt", "not least", "not unlike", "no wonder",
+# "not to mention", "not surprisingly", "none the less", "nothing short of", "cannot help
+# but", "never fails to". Each is read as what it says, in function words (no
+# content stem is added; an adjective compared with "more"/"less" is kept); a real denial
+# beside one ("no more than d_head, and heads never mix") still counts. What makes a
+# comparative: a listed one, or any word ending in -er, directly before "than".
 _COMPARATIVE = (
-    r"more|less|fewer|greater|larger|bigger|smaller|higher|lower|longer|shorter|wider|"
-    r"narrower|later|earlier|faster|slower|cheaper|deeper"
+    r"more|less|fewer|better|worse|greater|larger|bigger|smaller|higher|lower|longer|shorter|"
+    r"wider|narrower|later|earlier|faster|slower|cheaper|deeper|[a-z]+er"
 )
 _NOT = r"\b(?:not|no|never|cannot|[a-z]+n['’]t)"
+# between the negation and the comparison: "be", and a degree ("any", "much", "all that")
+_DEGREE = (
+    r"(?:\s+be)?(?:\s+(?:any|much|far|way|at\s+all|all\s+that|significantly|substantially|"
+    r"a\s+lot|really|very))?"
+)
 _NON_DENIAL = [
-    (re.compile(rf"{_NOT}(?:\s+be)?\s+(?:{_COMPARATIVE})\s+than\b", re.IGNORECASE), "about"),
-    (re.compile(rf"{_NOT}\s+(?:only|just|merely|simply|solely)\b", re.IGNORECASE), "also"),
+    (
+        re.compile(rf"{_NOT}{_DEGREE}\s+(?:{_COMPARATIVE})(?:\s+off)?\s+than\b", re.IGNORECASE),
+        "about",
+    ),
+    # "no more expensive than", "not any less important than": as ADJ as (the adjective kept)
+    (
+        re.compile(rf"{_NOT}{_DEGREE}\s+(?:more|less)\s+([a-z_]+)\s+than\b", re.IGNORECASE),
+        r"as \1 as",
+    ),
     (
         re.compile(
-            r"\b(?:nothing|none)\s+(?:(?:more|less|else|other)\s+than|but)\b", re.IGNORECASE
+            rf"{_NOT}{_DEGREE}\s+(?:different|dissimilar|distinct)"
+            r"(?:\s+(?:from|than|to)\b|(?=\s*(?:[.,;:!?]|$)))",
+            re.IGNORECASE,
+        ),
+        "the same as",
+    ),
+    (re.compile(rf"{_NOT}\s+(?:only|just|merely|simply|solely)\b", re.IGNORECASE), "also"),
+    # "cannot help but mix", "never fails to mix": it does mix
+    (re.compile(rf"{_NOT}\s+(?:help\s+but|fail(?:s|ed)?\s+to)\b", re.IGNORECASE), "also"),
+    (
+        re.compile(
+            r"\b(?:nothing|none)\s+(?:(?:more|less|else|other)\s+than|but|short\s+of)\b",
+            re.IGNORECASE,
         ),
         "just",
     ),
     (re.compile(r"\b(?:no\s+matter|whether\s+or\s+not)\b", re.IGNORECASE), "for any"),
-    (re.compile(r"\b(?:no\s+doubt|not\s+least|not\s+unlike)\b", re.IGNORECASE), "also"),
+    (
+        re.compile(
+            r"\b(?:no\s+doubt|not\s+least|not\s+unlike|no\s+wonder|not\s+to\s+mention|"
+            r"not\s+surprisingly|not\s+coincidentally|none\s+the\s+less)\b",
+            re.IGNORECASE,
+        ),
+        "also",
+    ),
 ]
 
 
