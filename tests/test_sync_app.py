@@ -86,3 +86,35 @@ async def test_a_failed_sync_says_so_in_the_line(tmp_path: Path) -> None:
         assert "Sync failed:" in line_of(app.screen) and "no such folder" in line_of(app.screen)
         await pilot.press("ctrl+c")
     a.close()
+
+
+@async_test
+async def test_a_copied_database_says_so_in_the_line(tmp_path: Path) -> None:
+    import shutil
+
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    card_ids = [c.id for c in fixed_collection().cards]
+    Store.open(tmp_path / "b.db").close()
+    shutil.copy(tmp_path / "b.db", tmp_path / "a.db")  # a is a copy of b: one device id
+    with Store.open(tmp_path / "b.db") as b:
+        rate(b, card_ids[-1], 3, NOW - timedelta(days=1))
+        sync(b, folder)
+    a = Store.open(tmp_path / "a.db")
+    old = local.device_id(a.conn)
+    a.set_meta("sync_dir", str(folder))
+    app = make_app(store=a)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await pilot.press("enter")
+        for _ in range(250):
+            if app.syncer.pending is not None:
+                break
+            await asyncio.sleep(0.02)
+        await pilot.press("space", "3")
+        await pilot.pause()
+        shown = line_of(app.screen)
+        assert "this database is a copy of another" in shown and "received 1 review" in shown
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+    assert local.device_id(a.conn) != old and a.card(card_ids[-1]) is not None
+    a.close()

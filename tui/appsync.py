@@ -21,6 +21,7 @@ class AppSync:
         self.app = app
         self.pending: list[Any] | None = None  # journals read, to apply between cards
         self.sent = 0
+        self.forked: str | None = None  # a copy of another database found (sync/fork.py)
         self.last_line: str | None = None  # the last summary (None: none this session)
         self.status: tuple[str, bool] | None = None  # (line, a warning) the SyncLine shows
         self._lock = threading.Lock()
@@ -53,7 +54,8 @@ class AppSync:
                 backup.daily(store)  # once a day, sync or not
                 if folder is None:
                     return
-                self.sent = sync_out(store, folder).sent_reviews
+                out = sync_out(store, folder)
+                self.sent, self.forked = out.sent_reviews, out.forked
                 journals = read_pending(store, folder)
                 if any(j.entries for j in journals):
                     backup.make(store, "sync")
@@ -79,6 +81,8 @@ class AppSync:
             self._say(f"Sync not applied: {exc}", True)
             return
         self.last_line = SyncResult(sent_reviews=self.sent, applied=applied).summary()
+        if self.forked:
+            self.last_line = f"{self.forked}; {self.last_line}"
         self._say(f"Synced {datetime.now().strftime('%H:%M')}: {self.last_line}")
 
     def _say(self, line: str, warning: bool = False) -> None:

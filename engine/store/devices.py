@@ -93,7 +93,8 @@ def new_device(conn: sqlite3.Connection) -> str:
     top = conn.execute("SELECT coalesce(max(id), 0) FROM revlog").fetchone()[0]
     unsent = [old, int(sent.get("r", 0)), int(sent.get("d", 0))]  # (reviews, demo runs)
     _set_meta(conn, "sync_sent", json.dumps({"x": top, "o": unsent}))
-    conn.execute("DELETE FROM meta WHERE key = 'sync_file'")  # the new id has written no file
+    # the new id has written no file, nor checked one (engine/sync/fork.py)
+    conn.execute("DELETE FROM meta WHERE key IN ('sync_file', 'sync_seen')")
     _hand_over(conn, old, n, sent)
     return dev_id
 

@@ -383,9 +383,11 @@ def replay(
     incoming: list[_Rev],
     devices: dict[int, str],
     scheds: dict[int, Scheduler],
+    redo: set[int] | None = None,
 ) -> tuple[bool, bool]:
     """Merge ``incoming`` into card ``cid``'s log (dropping undone reviews) and replay it
-    from the first review that changed. Returns (its due time changed, the card is new here)."""
+    from the first review that changed (or whose row is in ``redo``: its id changed, and
+    with it its fuzz). Returns (its due time changed, the card is new here)."""
     conn = store.conn
     log = store._card_log(cid)  # (Review, prev_state), in row order
     meta = {
@@ -405,7 +407,8 @@ def replay(
         key=lambda r: (r.at, devices[r.dev], r.seq),
     )
     k = 0
-    while k < len(old) and k < len(merged) and old[k] == merged[k]:
+    redo = redo or set()
+    while k < len(old) and k < len(merged) and old[k] == merged[k] and old[k].row not in redo:
         k += 1
     if k == len(old) == len(merged):
         return False, False

@@ -14,7 +14,7 @@ from prep.engine.paths import expand_user
 from prep.engine.store import devices as local
 from prep.engine.store.schema14 import catch_up_tally
 from prep.engine.study.present import count
-from prep.engine.sync import journal, merge, relay
+from prep.engine.sync import fork, journal, merge, relay
 from prep.engine.sync.journal import JournalError
 from prep.engine.timeutil import fmt, utcnow
 
@@ -35,6 +35,7 @@ class SyncResult:
     journal: Path | None = None
     applied: merge.Applied = field(default_factory=merge.Applied)
     backup: Path | None = None
+    forked: str | None = None  # a copy of another database found: its new id, in one line
 
     def summary(self) -> str:
         a = self.applied
@@ -307,6 +308,8 @@ def sync(
     now = now or utcnow()
     result = SyncResult()
     conn = store.conn
+    checked = fork.check(store, root)  # before anything is written under its id
+    result.forked = checked.line
     me = local.device_id(conn)
     entries, params, sent, reviews = outbox(store, everything=_folder_is_new(conn, root / me))
     if entries:
@@ -332,6 +335,7 @@ def sync(
             store.set_meta("sync_sent", json.dumps(merged))
             number = int(result.journal.name.split(".")[0])  # the file written last
             store.set_meta("sync_file", json.dumps([number, header["written_at"]]))
+            fork.wrote(store, result.journal, fmt(now), checked.known)
             relay.sent(conn, entries)
         result.sent_reviews, result.sent_other = reviews, len(entries) - reviews
     if not apply:

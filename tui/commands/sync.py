@@ -83,6 +83,8 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
             result = sync(store, Path(where), backup=backup.make)
         except (SyncError, JournalError, backup.BackupError) as exc:
             raise UsageError(str(exc)) from None
+    if result.forked:
+        click.echo(result.forked[0].upper() + result.forked[1:] + ".")
     click.echo(result.summary())
 
 

@@ -1,0 +1,251 @@
+"""A database that is a copy of another (copied to a new laptop, or an old backup put back by
+hand) shares that one's device id: both would write one journal folder and number their
+reviews from the same point, so each would skip the other's entries and their sequence numbers
+would collide (3 reviews on one side, 2 on the other, "received no review" on both).
+
+Before a sync writes anything, the journal files in this device's own folder that it has not
+checked yet (those after the last one known as its own, or every one) are read: an entry
+there that this database did not make (a review, mark, settings or demo run it does not hold as
+it is and never sent, an undo it has no tombstone of) means another copy writes under this id. This database then takes a new device id
+(devices.new_device, as a restore does); the old id's journal is from then on another device's,
+read from its first file (what is held already is skipped: a review is known by its id); and
+this database's reviews, undos and demo runs under the old id that the old id's journal does
+not hold as they are here (made here since the copy) move to the new id and are replayed (a
+review's fuzz is seeded by its id), so the next sync sends them, colliding with nothing. The
+copy that wrote first keeps the old id. Nothing is written but this database and, by the sync
+that follows, its own new folder."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from prep.engine.store import devices as local
+from prep.engine.sync import journal, merge
+from prep.engine.sync.journal import JournalError
+
+if TYPE_CHECKING:
+    from prep.engine.store import Store
+
+SEEN_KEY = "sync_seen"  # [number, written_at]: the newest file of our own folder checked ours
+
+
+@dataclass
+class Checked:
+    line: str | None  # a copy found: what to tell the user
+    known: int  # every file of this device's folder numbered up to this one is its own
+
+
+def check(store: Store, root: Path) -> Checked:
+    """Take a new device id when this database's own journal folder in ``root`` holds entries
+    it did not write (then ``line`` says so)."""
+    conn = store.conn
+    me = local.device_id(conn)
+    files = journal.numbered_files(root / me)
+    base, todo = _unchecked(conn, files)
+    if not todo:
+        return Checked(None, base)
+    unchecked = _read({n: files[n] for n in todo}, me)
+    sent = {k: int(v) for k, v in (_meta(conn, "sync_sent") or {}).items() if k in "rmsd"}
+    foreign = any(_not_ours(conn, e, sent) for es in unchecked.values() for e in es)
+    with store.transaction():
+        if not foreign:  # ours, up to the first one not readable yet (still arriving?)
+            known = max(
+                (n for n in todo if all(k in unchecked for k in todo if k <= n)), default=base
+            )
+            _seen(store, known, files)
+            return Checked(None, known)
+        name = local.name(conn)
+        own = {**_read({n: p for n, p in files.items() if n not in todo}, me), **unchecked}
+        new = _split(store, own, root)
+    line = (
+        f"this database is a copy of another that syncs as device {me} ({name}); "
+        f"it now syncs as device {new}"
+    )
+    return Checked(line, 0)
+
+
+def wrote(store: Store, path: Path, written_at: str, known: int) -> None:
+    """After this device wrote journal file ``path`` (inside the caller's transaction): it is
+    known as its own too when no file came between the check and it."""
+    number = int(path.name.split(".")[0])
+    if number == known + 1:
+        store.set_meta(SEEN_KEY, json.dumps([number, written_at]))
+
+
+def _seen(store: Store, known: int, files: dict[int, Path]) -> None:
+    stamp = journal.written_at(files[known]) if known else ""
+    store.set_meta(SEEN_KEY, json.dumps([known, stamp]))
+
+
+def _meta(conn, key: str) -> Any:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else json.loads(row[0])
+
+
+def _unchecked(conn, files: dict[int, Path]) -> tuple[int, list[int]]:
+    """(n, the numbers of our folder's files after n): every file up to n is known as ours,
+    by the mark of the newest one checked (or, before any check, the one written last) when
+    that file is still there as it was."""
+    mark = _meta(conn, SEEN_KEY) or _meta(conn, "sync_file")
+    base = 0
+    if mark and mark[0] in files and journal.written_at(files[mark[0]]) == mark[1]:
+        base = int(mark[0])
+    return base, sorted(n for n in files if n > base)
+
+
+def _read(files: dict[int, Path], me: str) -> dict[int, list[list[Any]]]:
+    """Every file of our folder, its entries (one that cannot be read is no evidence)."""
+    out = {}
+    for n, path in files.items():
+        try:
+            out[n] = journal.read(path, me).entries
+        except JournalError:
+            continue
+    return out
+
+
+def _review(conn, dn: int, seq: int) -> tuple | None:
+    """(time, rating) of review (``dn``, ``seq``) here: what tells two reviews of one id
+    apart (its card may have another id here since: Store.adopt_aliases)."""
+    return conn.execute(
+        "SELECT at, rating FROM revlog WHERE dev = ? AND (seq = ? OR (seq IS NULL AND id = ?)) "
+        "LIMIT 1",
+        (dn, seq, seq),
+    ).fetchone()
+
+
+def _grave(conn, dn: int, seq: int) -> bool:
+    row = conn.execute("SELECT 1 FROM review_graves WHERE dev = ? AND seq = ?", (dn, seq))
+    return row.fetchone() is not None
+
+
+def _not_ours(conn, e: list[Any], sent: dict[str, int]) -> bool:
+    """Whether this database cannot have written entry ``e`` under its id: it does not hold
+    it as it is, and (its reviews, marks and settings go out in the order of their numbers,
+    ``sent`` the last number sent of each kind) it never sent one of that number. (Another
+    prep on this database may have written the file and not yet noted it sent: what this
+    database holds as it is counts as its own first.)"""
+    kind = e[0]
+    me = local.device(conn)
+    if kind in ("r", "R"):
+        dn = me if kind == "r" else _known(conn, e[1])
+        seq, _cid, rating, at = e[-6:-2]
+        if dn is None:
+            return True
+        held = _review(conn, dn, seq)
+        if held is not None:
+            return tuple(held) != (at, rating)
+        return (kind == "r" and seq > sent.get("r", 0)) or not _grave(conn, dn, seq)
+    if kind == "u":
+        dn = _known(conn, e[1])
+        return dn is None or not _grave(conn, dn, e[2])
+    if kind == "m":  # a card's clock set here only grows: one of ours before it is as it was
+        clock = conn.execute(
+            "SELECT at, dev, seq FROM mark_clock WHERE card_id = ?", (e[2],)
+        ).fetchone()
+        if clock is not None and tuple(clock) == (e[3], me, e[1]):
+            return False
+        return e[1] > sent.get("m", 0) or (
+            clock is not None and clock[1] == me and clock[2] <= e[1]
+        )
+    if kind == "s":
+        clock = _meta(conn, "settings_clock")
+        return clock != [e[2], me, e[1]] and e[1] > sent.get("s", 0)
+    if kind == "d":  # (a demo run is never removed)
+        held = conn.execute(
+            "SELECT name, ran_at FROM demo_runs WHERE dev = ? AND (seq = ? OR "
+            "(seq IS NULL AND id = ?)) LIMIT 1",
+            (me, e[1], e[1]),
+        ).fetchone()
+        return held is None or tuple(held) != (e[2]["name"], e[2]["ran_at"])
+    return False  # another device's mark, settings or run passed on: no evidence either way
+
+
+def _twins(root: Path, old_id: str, want: set[tuple]) -> dict[tuple, tuple[str, int]]:
+    """Reviews (card, time, rating) of ``want`` that another device's journal in ``root``
+    holds as its own: (that device's id, its number)."""
+    found: dict[tuple, tuple[str, int]] = {}
+    for dev, folder in journal.device_folders(root).items() if want else ():
+        if dev == old_id:
+            continue
+        for path in journal.numbered_files(folder).values():
+            try:
+                entries = journal.read(path, dev).entries
+            except JournalError:
+                continue
+            for e in entries:
+                if e[0] == "r" and (e[2], e[4], e[3]) in want:
+                    found[(e[2], e[4], e[3])] = (dev, e[1])
+    return found
+
+
+def _known(conn, dev_id: str) -> int | None:
+    row = conn.execute("SELECT n FROM sync_devices WHERE id = ?", (dev_id,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
+    """Take a new id; what the old id's journal does not hold as it is here moves to it."""
+    conn = store.conn
+    old = local.device(conn)
+    reviews: dict[int, tuple] = {}  # the old id's journal: seq -> (at, rating)
+    undos: set[int] = set()  # the old id's reviews it undid
+    runs: dict[int, tuple] = {}
+    old_id = local.device_id(conn)
+    for entries in own.values():
+        for e in entries:
+            if e[0] == "r":
+                reviews[e[1]] = (e[4], e[3])
+            elif e[0] == "u" and e[1] == old_id:
+                undos.add(e[2])
+            elif e[0] == "d":
+                runs[e[1]] = (e[2]["name"], e[2]["ran_at"])
+    new_id = local.new_device(conn)
+    new = local.device(conn)
+    conn.execute("DELETE FROM meta WHERE key = ?", (SEEN_KEY,))
+    rows = conn.execute(
+        "SELECT id, coalesce(seq, id), card_id, at, rating FROM reviews WHERE dev = ?", (old,)
+    ).fetchall()
+    # the last review both copies hold as it is (its number): every one of ours numbered
+    # before it was made before the copy too, so the old id's undo of one is of ours
+    copied = max(
+        (seq for _r, seq, _c, at, rating in rows if reviews.get(seq) == (at, rating)), default=0
+    )
+    moved: dict[str, set[int]] = {}
+    # an undo of a number past that one may be of a review the other copy made since: ours
+    # then moves, as one made here since the copy (never lost, at worst undone once); and
+    # where a third copy moved that same review already, it takes that one's id
+    twins = _twins(
+        root, old_id, {(c, at, rt) for _r, seq, c, at, rt in rows if seq in undos and seq > copied}
+    )
+    for rid, seq, cid, at, rating in rows:
+        if reviews.get(seq) == (at, rating) or (seq in undos and seq <= copied):
+            continue  # the same review in the old id's journal (or its undo): it keeps its id
+        twin = twins.get((cid, at, rating))
+        dn, dseq = (new, seq) if twin is None else (local.device_n(conn, twin[0]), twin[1])
+        conn.execute("UPDATE revlog SET dev = ?, seq = ? WHERE id = ?", (dn, dseq, rid))
+        moved.setdefault(cid, set()).add(rid)
+    for (seq,) in conn.execute("SELECT seq FROM review_graves WHERE dev = ?", (old,)).fetchall():
+        if seq in undos or (seq in reviews and seq <= copied):
+            continue  # the undo of a review made before the copy: it stays that one's
+        conn.execute(
+            "UPDATE review_graves SET dev = ?, by_dev = ? WHERE dev = ? AND seq = ?",
+            (new, new, old, seq),
+        )
+    for rid, name, ran_at in conn.execute(
+        "SELECT id, name, ran_at FROM demo_runs WHERE dev = ? AND seq IS NULL", (old,)
+    ).fetchall():
+        if runs.get(rid) != (name, ran_at):
+            conn.execute("UPDATE demo_runs SET dev = ? WHERE id = ?", (new, rid))
+    devices = merge._device_ids(conn)
+    scheds: dict = {}
+    for cid in sorted(moved):  # their fuzz is seeded by their id: replayed from the first moved
+        merge.replay(store, cid, [], devices, scheds, redo=moved[cid])
+    # what stays the old id's is in its journal: nothing of it to pass on (no "o", as a
+    # restore has), and the rows written again just now are not another device's news ("x")
+    top = conn.execute("SELECT coalesce(max(id), 0) FROM revlog").fetchone()[0]
+    store.set_meta("sync_sent", json.dumps({"x": top}))
+    return new_id
