@@ -262,3 +262,34 @@ def test_import_refuses_fifos_and_devices_at_once(tmp_path: Path) -> None:
         assert str(info.value) == (
             f"{path}: cannot read: not a regular file (a device, FIFO or socket)"
         )
+
+
+@pytest.mark.parametrize(
+    ("name", "head", "says"),
+    [
+        (
+            "deck.apkg",
+            b"PK\x03\x04\x14\x00\x00\x00\x08\x00\xff\xfe",
+            "a zip archive, e.g. an Anki package",
+        ),
+        ("collection.anki2", b"SQLite format 3\x00\x10\x00\xff\xfe", "an SQLite database"),
+        ("export.json.gz", b"\x1f\x8b\x08\x00\xff\xfe\xfd", "gzip-compressed"),
+        ("noise.json", b"{\"x\xff\xfe\xfd", "not UTF-8 text"),
+    ],
+)
+def test_a_binary_file_is_named_for_what_it_is(
+    tmp_path: Path, name: str, head: bytes, says: str
+) -> None:
+    """`prep import deck.apkg` said only "not UTF-8 text": it now says what the file is when
+    its first bytes tell (one line, exit 2, database unchanged), in the json and csv readers."""
+    db = tmp_path / "p.db"
+    Store.open(db).close()
+    with Store.open(db) as store:
+        before = store.dump()
+    path = tmp_path / name
+    path.write_bytes(head + bytes(range(128, 256)) * 4)
+    result = CliRunner().invoke(main, ["--db", str(db), "import", str(path)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and says in result.stderr, result.stderr
+    with Store.open(db) as store:
+        assert store.dump() == before

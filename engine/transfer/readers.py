@@ -67,6 +67,31 @@ def _not_export(path: Path, why: str) -> ExportError:
     return ExportError(f"{path}: not a prep export ({why})")
 
 
+# What a binary file a learner might hand `prep import` is, by its first bytes.
+_MAGIC = (
+    (b"PK\x03\x04", "a zip archive, e.g. an Anki package: prep imports its own json or csv export"),
+    (
+        b"SQLite format 3\x00",
+        "an SQLite database, e.g. a prep database or an Anki collection: "
+        "prep imports its own json or csv export (`prep backup --restore` puts back a backup)",
+    ),
+    (b"\x1f\x8b", "gzip-compressed: decompress it first"),
+)
+
+
+def _not_text(path: Path) -> ExportError:
+    """The "not UTF-8 text" refusal, saying what the file is when its first bytes tell."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError:
+        head = b""
+    for magic, what in _MAGIC:
+        if head.startswith(magic):
+            return _not_export(path, what)
+    return _not_export(path, "not UTF-8 text")
+
+
 # An export of a very long history is tens of MB; a file past this is not one of ours, and
 # reading it whole would only cost memory.
 MAX_EXPORT_BYTES = 256 * 1024 * 1024
@@ -183,7 +208,7 @@ def read_json(
     except Empty:
         raise _not_export(path, "the file is empty") from None
     except UnicodeDecodeError:
-        raise _not_export(path, "not UTF-8 text") from None
+        raise _not_text(path) from None
     except StreamError as exc:
         raise _not_export(path, str(exc)) from None
     except RecursionError:
@@ -321,7 +346,7 @@ def _iter_csv(
         try:
             yield from _read_csv_rows(path, stream, columns, parse_row, required_columns)
         except UnicodeDecodeError:
-            raise _not_export(path, "not UTF-8 text") from None
+            raise _not_text(path) from None
 
 
 def _read_csv_rows(
@@ -473,7 +498,7 @@ def read_export(
         with _open_text(path) as stream:
             start = stream.read(4096)  # enough to tell them apart (not the whole file)
     except UnicodeDecodeError:
-        raise _not_export(path, "not UTF-8 text") from None
+        raise _not_text(path) from None
     head = start.lstrip()[:1]
     if head == "{":
         return read_json(path, watch)
