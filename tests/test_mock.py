@@ -137,7 +137,7 @@ def test_no_chain_or_unknown_deck_is_a_clear_error(
     with pytest.raises(MockError, match="--minutes must be more than 0"):
         make_mock(fresh_store, small_collection, clock, minutes=0)
     # infinite (or so large that seconds overflow): the clock text was an OverflowError
-    for minutes in (float("inf"), 1e308):
+    for minutes in (float("inf"), 1e308, 99999999, 24 * 60 + 1):
         with pytest.raises(MockError, match="--minutes"):
             make_mock(fresh_store, small_collection, clock, minutes=minutes)
 
@@ -252,6 +252,9 @@ def test_cli_plain(tmp_path: Path) -> None:
     assert result.exit_code == 2
     result = CliRunner().invoke(main, [*base, "--minutes", "inf", "--plain"], input="q\n")
     assert result.exit_code == 2 and result.stderr.startswith("prep: --minutes")
+    result = CliRunner().invoke(main, [*base, "--minutes", "99999999", "--plain"], input="q\n")
+    assert result.exit_code == 2 and result.stderr.startswith("prep: --minutes must be at most")
+    assert result.stderr.count("\n") == 1
     result = CliRunner().invoke(main, ["mock", "--help"])
     assert result.exit_code == 0 and "--minutes" in result.output and "--plain" in result.output
 

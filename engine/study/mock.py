@@ -126,6 +126,9 @@ class MockStep:
         return self.elapsed_s is not None and self.elapsed_s > self.budget_s
 
 
+MAX_MINUTES = 24 * 60  # a mock is one interview's chain; a day is already far past one
+
+
 class MockInterview:
     """One mock interview over a main question and its follow-up chain.
 
@@ -152,6 +155,8 @@ class MockInterview:
             raise MockError(f"--minutes must be more than 0, got {minutes}")
         if not math.isfinite(minutes * 60):  # the clock texts need whole seconds
             raise MockError(f"--minutes must be a finite number, got {minutes}")
+        if minutes > MAX_MINUTES:  # 99999999 made a 1,666,666-hour clock
+            raise MockError(f"--minutes must be at most {MAX_MINUTES} (a day), got {minutes:g}")
         self.store = store
         self.collection = collection
         self.minutes = minutes
