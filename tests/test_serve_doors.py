@@ -259,8 +259,31 @@ def test_a_host_or_port_that_cannot_be_bound_is_one_line(tmp_path: Path) -> None
     result = _serve_fails(tmp_path, "--host", "no-such-host.invalid", "--port", "8123")
     assert result.returncode == 2, result
     assert "cannot listen on no-such-host.invalid:8123" in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 2  # the non-loopback warning, the error
+    # one line: the non-loopback warning comes only once the socket is bound (it came first,
+    # then the error: two lines for one mistake)
+    assert len(result.stderr.strip().splitlines()) == 1 and "warning" not in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_a_non_loopback_host_warns_once_listening(tmp_path: Path) -> None:
+    """Listening on 0.0.0.0 still warns, on stderr, before the address is printed."""
+    port = free_port()
+    server = subprocess.Popen(
+        [*prep_executable(), "--db", str(tmp_path / "p.db"), "serve", "--host", "0.0.0.0"]
+        + ["--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None and server.stderr is not None
+        address = server.stdout.readline()  # blocks until the address is printed
+        assert "token=" in address, address
+        warning = server.stderr.readline()
+        assert warning.startswith("prep: warning: listening on 0.0.0.0: anyone who can reach")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 def test_origin_and_host_rules() -> None:

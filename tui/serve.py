@@ -67,6 +67,7 @@ def serve(
     new: int | None = None,
     max_sessions: int | None = None,
     say: Callable[[str], None] = print,
+    listening: Callable[[], None] | None = None,
 ) -> None:
     """Serve the app on http://host:port until Ctrl+C (blocking). The page and its websocket
     need the per-launch secret in the address printed; a failure to listen raises
@@ -81,6 +82,7 @@ def serve(
         local=is_loopback(host),
         max_sessions=max_sessions or DEFAULT_MAX_SESSIONS,
         say=say,
+        listening=listening,
     )
     server.serve(url=public_url(host, port) + "/")
 

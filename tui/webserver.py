@@ -113,6 +113,7 @@ class GuardedServer(Server):
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         token: str | None = None,
         say: Callable[[str], None] = print,
+        listening: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(command, host=host, port=port, title="prep")
         self.local = local  # listening on loopback: the Host must be loopback too
@@ -120,6 +121,7 @@ class GuardedServer(Server):
         self.token = token or secrets.token_urlsafe(32)
         self.sessions = 0
         self.say = say
+        self.listening = listening  # called once the socket is bound, before the address
 
     # -- the checks ----------------------------------------------------------------------------
 
@@ -276,6 +278,8 @@ class GuardedServer(Server):
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(sig, stop.set)
+        if self.listening is not None:
+            self.listening()
         self.say(f"prep serve: open {url}?token={self.token}")
         self.say("prep serve: the address carries this launch's secret; Ctrl+C stops")
         try:

@@ -42,13 +42,16 @@ def serve(obj: Ctx, host: str, port: int, max_sessions: int) -> None:
 
     with obj.store():  # a database that cannot open is one line here, not a blank page
         pass
-    if not is_loopback(host):
-        click.echo(
-            f"prep: warning: listening on {host}: anyone who can reach this machine on port "
-            f"{port} and has the address printed below can study with (and change) your "
-            "progress database",
-            err=True,
-        )
+
+    def warn() -> None:  # once listening: a host it cannot listen on is one line, the error
+        if not is_loopback(host):
+            click.echo(
+                f"prep: warning: listening on {host}: anyone who can reach this machine on port "
+                f"{port} and has the address printed below can study with (and change) your "
+                "progress database",
+                err=True,
+            )
+
     db = str(resolve_db_path(obj.db).resolve())
     try:
         run_server(
@@ -58,6 +61,7 @@ def serve(obj: Ctx, host: str, port: int, max_sessions: int) -> None:
             port=port,
             max_sessions=max_sessions,
             say=lambda line: click.echo(line),
+            listening=warn,
         )
     except ServeError as exc:
         raise UsageError(str(exc)) from None
