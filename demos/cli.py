@@ -185,6 +185,9 @@ def run(
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: 0 after --help, 2 on a usage error
         return (exc.code if isinstance(exc.code, int) else 2), None
+    if args.list and args.name is not None:  # it was silently ignored
+        print(f"{PROG}: error: --list takes no demo name (got {args.name!r})", file=sys.stderr)
+        return 2, None
     if args.list:
         print_list(linked_cards, as_json=args.json)
         return 0, None

@@ -86,7 +86,8 @@ def test_device_cuda_without_cuda_exits_2(capsys: pytest.CaptureFixture[str]) ->
 
 
 @pytest.mark.parametrize(
-    "argv", [["per-head-sum", "--scale", "huge"], ["per-head-sum", "--seed", "x"], []]
+    "argv",
+    [["per-head-sum", "--scale", "huge"], ["per-head-sum", "--seed", "x"], [], ["--list", "extra"]],
 )
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(argv) == 2
