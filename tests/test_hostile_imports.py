@@ -274,7 +274,7 @@ def test_import_refuses_fifos_and_devices_at_once(tmp_path: Path) -> None:
         ),
         ("collection.anki2", b"SQLite format 3\x00\x10\x00\xff\xfe", "an SQLite database"),
         ("export.json.gz", b"\x1f\x8b\x08\x00\xff\xfe\xfd", "gzip-compressed"),
-        ("noise.json", b"{\"x\xff\xfe\xfd", "not UTF-8 text"),
+        ("noise.json", b'{"x\xff\xfe\xfd', "not UTF-8 text"),
     ],
 )
 def test_a_binary_file_is_named_for_what_it_is(
