@@ -314,3 +314,20 @@ def test_a_file_still_arriving_is_checked_once_whole(tmp_path: Path) -> None:
     sync(cp1, folder)
     sync(cp2, folder)
     _converged(cp1, cp2)
+
+
+def test_an_undo_on_the_copy_of_its_last_review_before_the_copy(tmp_path: Path) -> None:
+    cp1, folder = _setup(tmp_path)
+    rate(cp1, "x", 3, T0)
+    rate(cp1, "y", 3, T0 + timedelta(hours=1))
+    sync(cp1, folder)
+    cp2 = _copy(tmp_path, cp1, "cp2.db")
+    assert cp2.undo_last() is not None  # y, the last review both hold: undone on the copy
+    rate(cp1, "z", 3, T0 + timedelta(hours=2))
+    sync(cp1, folder)
+    assert sync(cp2, folder).forked is not None
+    for _ in range(2):
+        sync(cp1, folder)
+        sync(cp2, folder)
+    _converged(cp1, cp2)
+    assert cp1.reviews(card_id="y") == [] and len(_ids(cp1)) == 2  # the undo is not lost

@@ -192,13 +192,17 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
     conn = store.conn
     old = local.device(conn)
     reviews: dict[int, tuple] = {}  # the old id's journal: seq -> (at, rating)
+    cards: dict[int, str] = {}  # and seq -> card
     undos: set[int] = set()  # the old id's reviews it undid
     runs: dict[int, tuple] = {}
     old_id = local.device_id(conn)
+    # the last review this database sent under the old id: none numbered up to it is new here
+    sent_r = int((_meta(conn, "sync_sent") or {}).get("r", 0))
     for entries in own.values():
         for e in entries:
             if e[0] == "r":
                 reviews[e[1]] = (e[4], e[3])
+                cards[e[1]] = e[2]
             elif e[0] == "u" and e[1] == old_id:
                 undos.add(e[2])
             elif e[0] == "d":
@@ -209,11 +213,14 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
     rows = conn.execute(
         "SELECT id, coalesce(seq, id), card_id, at, rating FROM reviews WHERE dev = ?", (old,)
     ).fetchall()
-    # the last review both copies hold as it is (its number): every one of ours numbered
-    # before it was made before the copy too, so the old id's undo of one is of ours
+    # the last review both copies hold as it is (its number), or the last one sent (this
+    # copy may have undone those after it since): every one of ours numbered up to it was
+    # made before the copy too, so the old id's undo of one is of ours
     copied = max(
-        (seq for _r, seq, _c, at, rating in rows if reviews.get(seq) == (at, rating)), default=0
+        (seq for _r, seq, _c, at, rating in rows if reviews.get(seq) == (at, rating)),
+        default=0,
     )
+    copied = max(copied, sent_r)
     moved: dict[str, set[int]] = {}
     # an undo of a number past that one may be of a review the other copy made since: ours
     # then moves, as one made here since the copy (never lost, at worst undone once); and
@@ -228,9 +235,17 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
         dn, dseq = (new, seq) if twin is None else (local.device_n(conn, twin[0]), twin[1])
         conn.execute("UPDATE revlog SET dev = ?, seq = ? WHERE id = ?", (dn, dseq, rid))
         moved.setdefault(cid, set()).add(rid)
-    for (seq,) in conn.execute("SELECT seq FROM review_graves WHERE dev = ?", (old,)).fetchall():
-        if seq in undos or (seq in reviews and seq <= copied):
-            continue  # the undo of a review made before the copy: it stays that one's
+    graves = conn.execute("SELECT seq, card_id FROM review_graves WHERE dev = ?", (old,))
+    for seq, cid in graves.fetchall():
+        if seq in undos:
+            continue  # in the old id's journal: sent already
+        if seq in reviews and seq <= copied and cards.get(seq) == cid:
+            # the undo of a review made before the copy: it stays that review's, and goes
+            # out from the new id (the old id's journal does not hold it)
+            conn.execute(
+                "UPDATE review_graves SET by_dev = ? WHERE dev = ? AND seq = ?", (new, old, seq)
+            )
+            continue
         conn.execute(
             "UPDATE review_graves SET dev = ?, by_dev = ? WHERE dev = ? AND seq = ?",
             (new, new, old, seq),
