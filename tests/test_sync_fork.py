@@ -8,6 +8,7 @@ import shutil
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from prep.engine.store import Mark, Store
 from prep.engine.store import devices as local
 from prep.engine.store.backup import make, restore
+from prep.engine.sync import fork
 from prep.engine.sync.run import sync
 from prep.tui.cli import main
 from tests.test_sync import T0, rate, view
@@ -331,3 +333,40 @@ def test_an_undo_on_the_copy_of_its_last_review_before_the_copy(tmp_path: Path) 
         sync(cp2, folder)
     _converged(cp1, cp2)
     assert cp1.reviews(card_id="y") == [] and len(_ids(cp1)) == 2  # the undo is not lost
+
+
+def _killed_after_writing(monkeypatch: pytest.MonkeyPatch, store: Store, folder: Path) -> None:
+    """A sync killed once its journal file is written, before the transaction noting it."""
+
+    def kill(*_args: object) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(fork, "wrote", kill)
+        with pytest.raises(KeyboardInterrupt):
+            sync(store, folder)
+
+
+@pytest.mark.parametrize("change", ["undo", "mark"])
+def test_a_sync_killed_after_writing_then_a_change_is_no_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    db, folder = _setup(tmp_path)
+    other = Store.open(tmp_path / "other.db")
+    rate(db, "x", 3, T0)
+    sync(db, folder)
+    rate(db, "y", 3, T0 + timedelta(hours=1))
+    db.set_mark("x", Mark(suspended=True), at=T0 + timedelta(hours=1))
+    _killed_after_writing(monkeypatch, db, folder)
+    if change == "undo":
+        assert db.undo_last() is not None  # y: the file written holds it, the database not
+    else:
+        db.set_mark("x", Mark(), at=T0 + timedelta(hours=2))
+    me = local.device_id(db.conn)
+    assert sync(db, folder).forked is None
+    assert local.device_id(db.conn) == me
+    for _ in range(2):
+        sync(other, folder)
+        sync(db, folder)
+    assert view(other) == view(db)
+    assert (db.reviews(card_id="y") == []) == (change == "undo")

@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from prep.engine.store import Store
 
 SEEN_KEY = "sync_seen"  # [number, written_at]: the newest file of our own folder checked ours
+# [number, written_at]: the journal file a sync is about to write (committed before it is
+# written, cleared with the transaction that notes it written): a sync killed between the two
+# wrote a file this database then no longer holds as it is (an undo since), but it is ours
+INTENT_KEY = "sync_intent"
 
 
 @dataclass
@@ -49,7 +53,13 @@ def check(store: Store, root: Path) -> Checked:
         return Checked(None, base)
     unchecked = _read({n: files[n] for n in todo}, me)
     sent = {k: int(v) for k, v in (_meta(conn, "sync_sent") or {}).items() if k in "rmsd"}
-    foreign = any(_not_ours(conn, e, sent) for es in unchecked.values() for e in es)
+    intent = _meta(conn, INTENT_KEY)
+    mine = {
+        n for n in todo if intent and n >= intent[0] and journal.written_at(files[n]) == intent[1]
+    }
+    foreign = any(
+        _not_ours(conn, e, sent) for n, es in unchecked.items() if n not in mine for e in es
+    )
     with store.transaction():
         if not foreign:  # ours, up to the first one not readable yet (still arriving?)
             known = max(
@@ -67,9 +77,17 @@ def check(store: Store, root: Path) -> Checked:
     return Checked(line, 0)
 
 
+def intend(store: Store, number: int, written_at: str) -> None:
+    """Before this device writes its journal file (numbered ``number`` or, if that name is
+    taken meanwhile, after it) with header ``written_at``: noted, committed."""
+    with store.transaction():
+        store.set_meta(INTENT_KEY, json.dumps([number, written_at]))
+
+
 def wrote(store: Store, path: Path, written_at: str, known: int) -> None:
     """After this device wrote journal file ``path`` (inside the caller's transaction): it is
     known as its own too when no file came between the check and it."""
+    store.conn.execute("DELETE FROM meta WHERE key = ?", (INTENT_KEY,))
     number = int(path.name.split(".")[0])
     if number == known + 1:
         store.set_meta(SEEN_KEY, json.dumps([number, written_at]))
@@ -209,7 +227,7 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
                 runs[e[1]] = (e[2]["name"], e[2]["ran_at"])
     new_id = local.new_device(conn)
     new = local.device(conn)
-    conn.execute("DELETE FROM meta WHERE key = ?", (SEEN_KEY,))
+    conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (SEEN_KEY, INTENT_KEY))
     rows = conn.execute(
         "SELECT id, coalesce(seq, id), card_id, at, rating FROM reviews WHERE dev = ?", (old,)
     ).fetchall()

@@ -323,6 +323,8 @@ def sync(
             "written_at": fmt(now),
             "params": params,
         }
+        planned = max(journal.numbered_files(root / me), default=0) + 1
+        fork.intend(store, planned, fmt(now))  # (what check() takes as ours)
         try:
             result.journal = journal.write(root / me, header, entries)
         except OSError as exc:
