@@ -370,3 +370,35 @@ def test_a_sync_killed_after_writing_then_a_change_is_no_copy(
         sync(db, folder)
     assert view(other) == view(db)
     assert (db.reviews(card_id="y") == []) == (change == "undo")
+
+
+def test_a_file_of_its_own_folder_still_arriving_holds_what_it_sends(tmp_path: Path) -> None:
+    cp1, folder = _setup(tmp_path)
+    other = Store.open(tmp_path / "other.db")
+    rate(cp1, "x", 3, T0)
+    sync(cp1, folder)
+    rate(other, "w", 4, T0)
+    sync(other, folder)
+    cp2 = _copy(tmp_path, cp1, "cp2.db")
+    rate(cp1, "y", 3, T0 + timedelta(days=1))
+    written = sync(cp1, folder).journal
+    assert written is not None
+    whole = written.read_bytes()
+    written.write_bytes(whole[: len(whole) // 2])  # the sync tool has brought half of it
+    rate(cp2, "z", 2, T0 + timedelta(days=1, hours=2))
+    held = sync(cp2, folder)
+    assert held.journal is None and held.sent_reviews == 0 and held.forked is None
+    assert held.held is not None and written.name in held.held
+    assert held.applied.reviews == 1  # the other device's files are applied all the same
+    cp2.close()
+    out = CliRunner().invoke(main, ["--db", str(tmp_path / "cp2.db"), "sync", str(folder)])
+    assert out.exit_code == 0, out.output
+    assert out.output.splitlines()[0].endswith("nothing sent this time.")
+    cp2 = Store.open(tmp_path / "cp2.db")
+    written.write_bytes(whole)  # the sync tool finishes
+    assert sync(cp2, folder).forked is not None
+    for _ in range(2):
+        for s in (cp1, cp2, other):
+            sync(s, folder)
+    _converged(cp1, cp2, other)
+    assert len(_ids(cp1)) == 4

@@ -13,7 +13,9 @@ this database's reviews, undos and demo runs under the old id that the old id's 
 not hold as they are here (made here since the copy) move to the new id and are replayed (a
 review's fuzz is seeded by its id), so the next sync sends them, colliding with nothing. The
 copy that wrote first keeps the old id. Nothing is written but this database and, by the sync
-that follows, its own new folder."""
+that follows, its own new folder. While a file there not checked yet cannot be read (still
+arriving from another copy?), nothing is sent under this id: that file may be the evidence.
+A file this database was about to write when a sync was killed (INTENT_KEY) is its own."""
 
 from __future__ import annotations
 
@@ -40,6 +42,9 @@ INTENT_KEY = "sync_intent"
 class Checked:
     line: str | None  # a copy found: what to tell the user
     known: int  # every file of this device's folder numbered up to this one is its own
+    # a file of this device's folder not checked yet cannot be read (still arriving from
+    # another copy?): what to tell the user; nothing is sent under this id until it is whole
+    waiting: str | None = None
 
 
 def check(store: Store, root: Path) -> Checked:
@@ -66,7 +71,14 @@ def check(store: Store, root: Path) -> Checked:
                 (n for n in todo if all(k in unchecked for k in todo if k <= n)), default=base
             )
             _seen(store, known, files)
-            return Checked(None, known)
+            part = [n for n in todo if n not in unchecked and n not in mine]
+            if not part:
+                return Checked(None, known)
+            waiting = (
+                f"{files[part[0]]}: this device's journal file cannot be read yet (still "
+                "arriving from another copy of this database?): nothing sent this time"
+            )
+            return Checked(None, known, waiting)
         name = local.name(conn)
         own = {**_read({n: p for n, p in files.items() if n not in todo}, me), **unchecked}
         new = _split(store, own, root)
