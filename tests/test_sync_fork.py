@@ -8,6 +8,7 @@ import shutil
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from prep.engine.store import Mark, Store
 from prep.engine.store import devices as local
 from prep.engine.store.backup import make, restore
+from prep.engine.sync import fork
 from prep.engine.sync.run import sync
 from prep.tui.cli import main
 from tests.test_sync import T0, rate, view
@@ -314,3 +316,89 @@ def test_a_file_still_arriving_is_checked_once_whole(tmp_path: Path) -> None:
     sync(cp1, folder)
     sync(cp2, folder)
     _converged(cp1, cp2)
+
+
+def test_an_undo_on_the_copy_of_its_last_review_before_the_copy(tmp_path: Path) -> None:
+    cp1, folder = _setup(tmp_path)
+    rate(cp1, "x", 3, T0)
+    rate(cp1, "y", 3, T0 + timedelta(hours=1))
+    sync(cp1, folder)
+    cp2 = _copy(tmp_path, cp1, "cp2.db")
+    assert cp2.undo_last() is not None  # y, the last review both hold: undone on the copy
+    rate(cp1, "z", 3, T0 + timedelta(hours=2))
+    sync(cp1, folder)
+    assert sync(cp2, folder).forked is not None
+    for _ in range(2):
+        sync(cp1, folder)
+        sync(cp2, folder)
+    _converged(cp1, cp2)
+    assert cp1.reviews(card_id="y") == [] and len(_ids(cp1)) == 2  # the undo is not lost
+
+
+def _killed_after_writing(monkeypatch: pytest.MonkeyPatch, store: Store, folder: Path) -> None:
+    """A sync killed once its journal file is written, before the transaction noting it."""
+
+    def kill(*_args: object) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(fork, "wrote", kill)
+        with pytest.raises(KeyboardInterrupt):
+            sync(store, folder)
+
+
+@pytest.mark.parametrize("change", ["undo", "mark"])
+def test_a_sync_killed_after_writing_then_a_change_is_no_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    db, folder = _setup(tmp_path)
+    other = Store.open(tmp_path / "other.db")
+    rate(db, "x", 3, T0)
+    sync(db, folder)
+    rate(db, "y", 3, T0 + timedelta(hours=1))
+    db.set_mark("x", Mark(suspended=True), at=T0 + timedelta(hours=1))
+    _killed_after_writing(monkeypatch, db, folder)
+    if change == "undo":
+        assert db.undo_last() is not None  # y: the file written holds it, the database not
+    else:
+        db.set_mark("x", Mark(), at=T0 + timedelta(hours=2))
+    me = local.device_id(db.conn)
+    assert sync(db, folder).forked is None
+    assert local.device_id(db.conn) == me
+    for _ in range(2):
+        sync(other, folder)
+        sync(db, folder)
+    assert view(other) == view(db)
+    assert (db.reviews(card_id="y") == []) == (change == "undo")
+
+
+def test_a_file_of_its_own_folder_still_arriving_holds_what_it_sends(tmp_path: Path) -> None:
+    cp1, folder = _setup(tmp_path)
+    other = Store.open(tmp_path / "other.db")
+    rate(cp1, "x", 3, T0)
+    sync(cp1, folder)
+    rate(other, "w", 4, T0)
+    sync(other, folder)
+    cp2 = _copy(tmp_path, cp1, "cp2.db")
+    rate(cp1, "y", 3, T0 + timedelta(days=1))
+    written = sync(cp1, folder).journal
+    assert written is not None
+    whole = written.read_bytes()
+    written.write_bytes(whole[: len(whole) // 2])  # the sync tool has brought half of it
+    rate(cp2, "z", 2, T0 + timedelta(days=1, hours=2))
+    held = sync(cp2, folder)
+    assert held.journal is None and held.sent_reviews == 0 and held.forked is None
+    assert held.held is not None and written.name in held.held
+    assert held.applied.reviews == 1  # the other device's files are applied all the same
+    cp2.close()
+    out = CliRunner().invoke(main, ["--db", str(tmp_path / "cp2.db"), "sync", str(folder)])
+    assert out.exit_code == 0, out.output
+    assert out.output.splitlines()[0].endswith("nothing sent this time.")
+    cp2 = Store.open(tmp_path / "cp2.db")
+    written.write_bytes(whole)  # the sync tool finishes
+    assert sync(cp2, folder).forked is not None
+    for _ in range(2):
+        for s in (cp1, cp2, other):
+            sync(s, folder)
+    _converged(cp1, cp2, other)
+    assert len(_ids(cp1)) == 4

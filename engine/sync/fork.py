@@ -13,7 +13,9 @@ this database's reviews, undos and demo runs under the old id that the old id's 
 not hold as they are here (made here since the copy) move to the new id and are replayed (a
 review's fuzz is seeded by its id), so the next sync sends them, colliding with nothing. The
 copy that wrote first keeps the old id. Nothing is written but this database and, by the sync
-that follows, its own new folder."""
+that follows, its own new folder. While a file there not checked yet cannot be read (still
+arriving from another copy?), nothing is sent under this id: that file may be the evidence.
+A file this database was about to write when a sync was killed (INTENT_KEY) is its own."""
 
 from __future__ import annotations
 
@@ -30,12 +32,19 @@ if TYPE_CHECKING:
     from prep.engine.store import Store
 
 SEEN_KEY = "sync_seen"  # [number, written_at]: the newest file of our own folder checked ours
+# [number, written_at]: the journal file a sync is about to write (committed before it is
+# written, cleared with the transaction that notes it written): a sync killed between the two
+# wrote a file this database then no longer holds as it is (an undo since), but it is ours
+INTENT_KEY = "sync_intent"
 
 
 @dataclass
 class Checked:
     line: str | None  # a copy found: what to tell the user
     known: int  # every file of this device's folder numbered up to this one is its own
+    # a file of this device's folder not checked yet cannot be read (still arriving from
+    # another copy?): what to tell the user; nothing is sent under this id until it is whole
+    waiting: str | None = None
 
 
 def check(store: Store, root: Path) -> Checked:
@@ -49,14 +58,27 @@ def check(store: Store, root: Path) -> Checked:
         return Checked(None, base)
     unchecked = _read({n: files[n] for n in todo}, me)
     sent = {k: int(v) for k, v in (_meta(conn, "sync_sent") or {}).items() if k in "rmsd"}
-    foreign = any(_not_ours(conn, e, sent) for es in unchecked.values() for e in es)
+    intent = _meta(conn, INTENT_KEY)
+    mine = {
+        n for n in todo if intent and n >= intent[0] and journal.written_at(files[n]) == intent[1]
+    }
+    foreign = any(
+        _not_ours(conn, e, sent) for n, es in unchecked.items() if n not in mine for e in es
+    )
     with store.transaction():
         if not foreign:  # ours, up to the first one not readable yet (still arriving?)
             known = max(
                 (n for n in todo if all(k in unchecked for k in todo if k <= n)), default=base
             )
             _seen(store, known, files)
-            return Checked(None, known)
+            part = [n for n in todo if n not in unchecked and n not in mine]
+            if not part:
+                return Checked(None, known)
+            waiting = (
+                f"{files[part[0]]}: this device's journal file cannot be read yet (still "
+                "arriving from another copy of this database?): nothing sent this time"
+            )
+            return Checked(None, known, waiting)
         name = local.name(conn)
         own = {**_read({n: p for n, p in files.items() if n not in todo}, me), **unchecked}
         new = _split(store, own, root)
@@ -67,9 +89,17 @@ def check(store: Store, root: Path) -> Checked:
     return Checked(line, 0)
 
 
+def intend(store: Store, number: int, written_at: str) -> None:
+    """Before this device writes its journal file (numbered ``number`` or, if that name is
+    taken meanwhile, after it) with header ``written_at``: noted, committed."""
+    with store.transaction():
+        store.set_meta(INTENT_KEY, json.dumps([number, written_at]))
+
+
 def wrote(store: Store, path: Path, written_at: str, known: int) -> None:
     """After this device wrote journal file ``path`` (inside the caller's transaction): it is
     known as its own too when no file came between the check and it."""
+    store.conn.execute("DELETE FROM meta WHERE key = ?", (INTENT_KEY,))
     number = int(path.name.split(".")[0])
     if number == known + 1:
         store.set_meta(SEEN_KEY, json.dumps([number, written_at]))
@@ -192,28 +222,35 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
     conn = store.conn
     old = local.device(conn)
     reviews: dict[int, tuple] = {}  # the old id's journal: seq -> (at, rating)
+    cards: dict[int, str] = {}  # and seq -> card
     undos: set[int] = set()  # the old id's reviews it undid
     runs: dict[int, tuple] = {}
     old_id = local.device_id(conn)
+    # the last review this database sent under the old id: none numbered up to it is new here
+    sent_r = int((_meta(conn, "sync_sent") or {}).get("r", 0))
     for entries in own.values():
         for e in entries:
             if e[0] == "r":
                 reviews[e[1]] = (e[4], e[3])
+                cards[e[1]] = e[2]
             elif e[0] == "u" and e[1] == old_id:
                 undos.add(e[2])
             elif e[0] == "d":
                 runs[e[1]] = (e[2]["name"], e[2]["ran_at"])
     new_id = local.new_device(conn)
     new = local.device(conn)
-    conn.execute("DELETE FROM meta WHERE key = ?", (SEEN_KEY,))
+    conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (SEEN_KEY, INTENT_KEY))
     rows = conn.execute(
         "SELECT id, coalesce(seq, id), card_id, at, rating FROM reviews WHERE dev = ?", (old,)
     ).fetchall()
-    # the last review both copies hold as it is (its number): every one of ours numbered
-    # before it was made before the copy too, so the old id's undo of one is of ours
+    # the last review both copies hold as it is (its number), or the last one sent (this
+    # copy may have undone those after it since): every one of ours numbered up to it was
+    # made before the copy too, so the old id's undo of one is of ours
     copied = max(
-        (seq for _r, seq, _c, at, rating in rows if reviews.get(seq) == (at, rating)), default=0
+        (seq for _r, seq, _c, at, rating in rows if reviews.get(seq) == (at, rating)),
+        default=0,
     )
+    copied = max(copied, sent_r)
     moved: dict[str, set[int]] = {}
     # an undo of a number past that one may be of a review the other copy made since: ours
     # then moves, as one made here since the copy (never lost, at worst undone once); and
@@ -228,9 +265,17 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
         dn, dseq = (new, seq) if twin is None else (local.device_n(conn, twin[0]), twin[1])
         conn.execute("UPDATE revlog SET dev = ?, seq = ? WHERE id = ?", (dn, dseq, rid))
         moved.setdefault(cid, set()).add(rid)
-    for (seq,) in conn.execute("SELECT seq FROM review_graves WHERE dev = ?", (old,)).fetchall():
-        if seq in undos or (seq in reviews and seq <= copied):
-            continue  # the undo of a review made before the copy: it stays that one's
+    graves = conn.execute("SELECT seq, card_id FROM review_graves WHERE dev = ?", (old,))
+    for seq, cid in graves.fetchall():
+        if seq in undos:
+            continue  # in the old id's journal: sent already
+        if seq in reviews and seq <= copied and cards.get(seq) == cid:
+            # the undo of a review made before the copy: it stays that review's, and goes
+            # out from the new id (the old id's journal does not hold it)
+            conn.execute(
+                "UPDATE review_graves SET by_dev = ? WHERE dev = ? AND seq = ?", (new, old, seq)
+            )
+            continue
         conn.execute(
             "UPDATE review_graves SET dev = ?, by_dev = ? WHERE dev = ? AND seq = ?",
             (new, new, old, seq),

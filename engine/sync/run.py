@@ -36,6 +36,7 @@ class SyncResult:
     applied: merge.Applied = field(default_factory=merge.Applied)
     backup: Path | None = None
     forked: str | None = None  # a copy of another database found: its new id, in one line
+    held: str | None = None  # nothing sent: a file of its own folder not whole yet, one line
 
     def summary(self) -> str:
         a = self.applied
@@ -309,9 +310,11 @@ def sync(
     result = SyncResult()
     conn = store.conn
     checked = fork.check(store, root)  # before anything is written under its id
-    result.forked = checked.line
+    result.forked, result.held = checked.line, checked.waiting
     me = local.device_id(conn)
-    entries, params, sent, reviews = outbox(store, everything=_folder_is_new(conn, root / me))
+    entries: list[list[Any]] = []
+    if checked.waiting is None:  # (else the other copy's file may be a fork: wait for it)
+        entries, params, sent, reviews = outbox(store, everything=_folder_is_new(conn, root / me))
     if entries:
         name = local.name(conn)
         header = {
@@ -323,6 +326,8 @@ def sync(
             "written_at": fmt(now),
             "params": params,
         }
+        planned = max(journal.numbered_files(root / me), default=0) + 1
+        fork.intend(store, planned, fmt(now))  # (what check() takes as ours)
         try:
             result.journal = journal.write(root / me, header, entries)
         except OSError as exc:

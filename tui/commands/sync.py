@@ -85,6 +85,8 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
             raise UsageError(str(exc)) from None
     if result.forked:
         click.echo(result.forked[0].upper() + result.forked[1:] + ".")
+    if result.held:
+        click.echo(result.held + ".")
     click.echo(result.summary())
 
 
