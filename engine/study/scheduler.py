@@ -461,22 +461,48 @@ class Scheduler:
         self._fsrs.rng = draw
         fcard = card.to_fsrs(now) if given is None else given
         new_card, _log = self._fsrs.review_card(fcard, rating, now)
+        return self._outcome(
+            card,
+            rating,
+            now,
+            int(new_card.state),
+            new_card.step,
+            new_card.stability,
+            new_card.difficulty,
+            new_card.due,
+            new_card.last_review,
+        )
+
+    def _outcome(
+        self,
+        card: CardState,
+        rating: Rating,
+        now: datetime,
+        state: int,
+        step: int | None,
+        stability: float | None,
+        difficulty: float | None,
+        due: datetime,
+        last_review: datetime | None,
+    ) -> Outcome:
+        """The Outcome of rating ``card`` so, from the scheduler's new FSRS fields (fsrs's
+        review or onepass's): the review count, lapses and leech mark counted here."""
         lapsed = card.state == State.Review and rating == Rating.Again
         lapses = card.lapses + (1 if lapsed else 0)
         new_state = _changed(
             card,
-            state=int(new_card.state),
-            step=new_card.step,
-            stability=new_card.stability,
-            difficulty=new_card.difficulty,
-            due=new_card.due,
-            last_review=new_card.last_review,
+            state=state,
+            step=step,
+            stability=stability,
+            difficulty=difficulty,
+            due=due,
+            last_review=last_review,
             reps=card.reps + 1,
             lapses=lapses,
             leech=card.leech or lapses >= self.settings.leech_threshold,
             changed=False,
         )
-        return Outcome(rating, new_state, new_card.due - now, lapsed)
+        return Outcome(rating, new_state, due - now, lapsed)
 
     def preview(
         self, card: CardState, now: datetime, key: str | None = None
@@ -501,26 +527,12 @@ class Scheduler:
     def _four(self, card: CardState, now: datetime, draw: _FirstDraw) -> dict[Rating, Outcome]:
         """preview's outcomes from onepass.four (the same as ``_review`` of each rating)."""
         self._fsrs.rng = draw
-        leech_at = self.settings.leech_threshold
-        out = {}
-        for rating, state, step, stability, difficulty, due in onepass.four(self._fsrs, card, now):
-            lapsed = card.state == State.Review and rating == Rating.Again
-            lapses = card.lapses + (1 if lapsed else 0)
-            new_state = _changed(
-                card,
-                state=state,
-                step=step,
-                stability=stability,
-                difficulty=difficulty,
-                due=due,
-                last_review=now,
-                reps=card.reps + 1,
-                lapses=lapses,
-                leech=card.leech or lapses >= leech_at,
-                changed=False,
+        return {
+            rating: self._outcome(card, rating, now, state, step, stability, difficulty, due, now)
+            for rating, state, step, stability, difficulty, due in onepass.four(
+                self._fsrs, card, now
             )
-            out[rating] = Outcome(rating, new_state, due - now, lapsed)
-        return out
+        }
 
     def _kept(
         self, card: CardState, seed: str, now: datetime
