@@ -33,6 +33,26 @@ LONG = (
 )
 
 
+def quit_inside(app: PrepApp, entered: threading.Event, screen: type) -> float:
+    """Run `app` until a hooked long statement has begun (`entered`) behind `screen`, press q
+    well inside it, and return the seconds from q until the app and its thread have ended."""
+    quit_at: list[float] = []
+
+    async def run() -> None:
+        async with app.run_test(size=(100, 30)) as pilot:
+            for _ in range(400):
+                if entered.is_set():
+                    break
+                await pilot.pause(0.05)
+            assert entered.is_set() and isinstance(app.screen, screen)
+            await pilot.pause(0.2)  # (well inside the statement)
+            quit_at.append(time.monotonic())
+            await pilot.press("q")
+
+    asyncio.run(run())
+    return time.monotonic() - quit_at[0]
+
+
 def test_q_stops_one_long_statement_at_once_and_loses_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -56,21 +76,7 @@ def test_q_stops_one_long_statement_at_once_and_loses_nothing(
 
     monkeypatch.setattr(reconcile_module, "reconcile", slow)
     app = PrepApp(db=str(db), questions=[decks], include_bundled=False, demos={})
-    quit_at: list[float] = []
-
-    async def run() -> None:
-        async with app.run_test(size=(100, 30)) as pilot:
-            for _ in range(400):
-                if entered.is_set():
-                    break
-                await pilot.pause(0.05)
-            assert entered.is_set() and isinstance(app.screen, FillScreen)
-            await pilot.pause(0.2)  # (well inside the statement)
-            quit_at.append(time.monotonic())
-            await pilot.press("q")
-
-    asyncio.run(run())  # (returns once the fill's thread has ended)
-    waited = time.monotonic() - quit_at[0]
+    waited = quit_inside(app, entered, FillScreen)  # (returns once the fill's thread has ended)
     assert spent and spent[0] < 5.0, spent  # the statement itself was cut short
     assert waited < 5.0, waited
     # rolled back: nothing lost, and still to do
@@ -182,21 +188,7 @@ def test_q_stops_a_long_statement_of_the_apps_upgrade_and_it_is_rolled_back(
         last(db_, tracker)
 
     monkeypatch.setattr(core, "MIGRATIONS", [*schema.MIGRATIONS[:-1], slow])
-    app = PrepApp(db=str(db))
-    quit_at: list[float] = []
-
-    async def run() -> None:
-        async with app.run_test(size=(100, 30)) as pilot:
-            for _ in range(400):
-                if entered.is_set():
-                    break
-                await pilot.pause(0.05)
-            assert entered.is_set() and isinstance(app.screen, UpgradeScreen)
-            await pilot.pause(0.2)
-            quit_at.append(time.monotonic())
-            await pilot.press("q")
-
-    asyncio.run(run())
+    waited = quit_inside(PrepApp(db=str(db)), entered, UpgradeScreen)
     assert spent and spent[0] < 5.0, spent
-    assert time.monotonic() - quit_at[0] < 5.0
+    assert waited < 5.0
     assert version_of(db) == 3  # rolled back: the next open upgrades it
