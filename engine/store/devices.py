@@ -13,6 +13,7 @@ import json
 import socket
 import sqlite3
 from datetime import datetime
+from typing import Any
 
 from prep.engine.store.reviewlog import to_us
 
@@ -20,6 +21,12 @@ from prep.engine.store.reviewlog import to_us
 def _meta(conn: sqlite3.Connection, key: str) -> str | None:
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     return None if row is None else row[0]
+
+
+def json_meta(conn: sqlite3.Connection, key: str) -> Any:
+    """A meta value stored as JSON (sync's marks: sync_sent, sync_file, ...), None when unset."""
+    value = _meta(conn, key)
+    return None if value is None else json.loads(value)
 
 
 def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:

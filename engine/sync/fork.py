@@ -57,8 +57,8 @@ def check(store: Store, root: Path) -> Checked:
     if not todo:
         return Checked(None, base)
     unchecked = _read({n: files[n] for n in todo}, me)
-    sent = {k: int(v) for k, v in (_meta(conn, "sync_sent") or {}).items() if k in "rmsd"}
-    intent = _meta(conn, INTENT_KEY)
+    sent = {k: int(v) for k, v in (local.json_meta(conn, "sync_sent") or {}).items() if k in "rmsd"}
+    intent = local.json_meta(conn, INTENT_KEY)
     mine = {
         n for n in todo if intent and n >= intent[0] and journal.written_at(files[n]) == intent[1]
     }
@@ -110,16 +110,11 @@ def _seen(store: Store, known: int, files: dict[int, Path]) -> None:
     store.set_meta(SEEN_KEY, json.dumps([known, stamp]))
 
 
-def _meta(conn, key: str) -> Any:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    return None if row is None else json.loads(row[0])
-
-
 def _unchecked(conn, files: dict[int, Path]) -> tuple[int, list[int]]:
     """(n, the numbers of our folder's files after n): every file up to n is known as ours,
     by the mark of the newest one checked (or, before any check, the one written last) when
     that file is still there as it was."""
-    mark = _meta(conn, SEEN_KEY) or _meta(conn, "sync_file")
+    mark = local.json_meta(conn, SEEN_KEY) or local.json_meta(conn, "sync_file")
     base = 0
     if mark and mark[0] in files and journal.written_at(files[mark[0]]) == mark[1]:
         base = int(mark[0])
@@ -182,7 +177,7 @@ def _not_ours(conn, e: list[Any], sent: dict[str, int]) -> bool:
             clock is not None and clock[1] == me and clock[2] <= e[1]
         )
     if kind == "s":
-        clock = _meta(conn, "settings_clock")
+        clock = local.json_meta(conn, "settings_clock")
         return clock != [e[2], me, e[1]] and e[1] > sent.get("s", 0)
     if kind == "d":  # (a demo run is never removed)
         held = conn.execute(
@@ -227,7 +222,7 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
     runs: dict[int, tuple] = {}
     old_id = local.device_id(conn)
     # the last review this database sent under the old id: none numbered up to it is new here
-    sent_r = int((_meta(conn, "sync_sent") or {}).get("r", 0))
+    sent_r = int((local.json_meta(conn, "sync_sent") or {}).get("r", 0))
     for entries in own.values():
         for e in entries:
             if e[0] == "r":

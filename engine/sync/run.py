@@ -71,9 +71,9 @@ _SENT_KEYS = ("r", "g", "m", "s", "d", "x")
 
 
 def _sent(conn) -> dict[str, int]:
-    row = conn.execute("SELECT value FROM meta WHERE key = 'sync_sent'").fetchone()
-    saved = json.loads(row[0]) if row else {}
-    if row is not None and "x" not in saved:  # synced by a prep before "x": all by sync
+    stored = local.json_meta(conn, "sync_sent")
+    saved = stored or {}
+    if stored is not None and "x" not in saved:  # synced by a prep before "x": all by sync
         saved["x"] = conn.execute("SELECT coalesce(max(id), 0) FROM reviews").fetchone()[0]
     return {k: int(saved.get(k, 0)) for k in _SENT_KEYS}
 
@@ -135,8 +135,7 @@ def outbox(
             entries.append(["R", dev_id, seq, cid, rating, at, dur, key])
         new["x"] = conn.execute("SELECT coalesce(max(id), 0) FROM reviews").fetchone()[0]
         # after a restore (devices.new_device): the old id's reviews it had not sent yet
-        row = conn.execute("SELECT value FROM meta WHERE key = 'sync_sent'").fetchone()
-        old = json.loads(row[0]).get("o") if row else None
+        old = (local.json_meta(conn, "sync_sent") or {}).get("o")
         if old:
             for dev_id, seq, cid, rating, at, dur, pn in conn.execute(
                 "SELECT d.id, coalesce(r.seq, r.id), r.card_id, r.rating, r.at, r.duration_ms, "
