@@ -49,12 +49,17 @@ def folder(db_path: Path) -> Path:
     return Path(db_path).parent / "backups"
 
 
-def listing(db_path: Path) -> list[Path]:
-    """The backups of the database at ``db_path``, newest first."""
+def _names(db_path: Path) -> list[str]:
+    """The names in the database's backups/ folder (none when it cannot be read)."""
     try:
-        names = os.listdir(folder(db_path))
+        return os.listdir(folder(db_path))
     except OSError:
         return []
+
+
+def listing(db_path: Path) -> list[Path]:
+    """The backups of the database at ``db_path``, newest first."""
+    names = _names(db_path)
     pattern = _name(db_path)
     return sorted(
         (folder(db_path) / n for n in names if pattern.fullmatch(n)),
@@ -90,12 +95,8 @@ def _sweep_parts(db_path: Path) -> None:
     written by another prep right now is touched every moment and kept."""
     pattern = _name(db_path)
     where = folder(db_path)
-    try:
-        names = os.listdir(where)
-    except OSError:
-        return
     cutoff = time.time() - STALE_PART
-    for n in names:
+    for n in _names(db_path):
         if n.endswith(".part") and pattern.fullmatch(n[: -len(".part")]):
             part = where / n
             try:
