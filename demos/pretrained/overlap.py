@@ -31,9 +31,11 @@ float64) on fixed inputs within the stated tolerance, the bounds as bounds, and 
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 from prep.demos._torch import torch
 
-Tensor = torch.Tensor
+Tensor: TypeAlias = torch.Tensor  # a type for annotations (torch is not followed by mypy)
 
 TOL = 2e-6  # relative, on each pair's squared cosine: the cosine within 1e-6 (module docstring)
 SQUARINGS = 9  # p = 512; ~97% of MiniLM's null pairs certified, the rest go to eigvalsh
