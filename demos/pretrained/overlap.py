@@ -19,7 +19,7 @@ averaged over the pairs. Here it is computed the same way in law and in value, c
    A pair whose bounds agree to `TOL` (upper - lower <= TOL * lower) takes `lower`: it is
    within TOL * l_1 of l_1, so its cosine sqrt(l_1) within TOL / 2 = 1e-6 relative (plus
    float32 rounding, ~1e-7, as eigvalsh's own). The other pairs (where l_2 / l_1 is so close to
-   1 that p = 512 does not separate them: ~3% on MiniLM's layers) take eigvalsh as before.
+   1 that p = 512 does not separate them: 1-3% on MiniLM's layers) take eigvalsh as before.
    The printed means have 3 digits and their standard errors 4: 1e-6 is far below both.
 3. Sub-batches of `SUB` draws: the same random numbers as one batch (torch's generator gives a
    tensor's worth of normals in sequence, whatever the split), but the working set of a
@@ -38,7 +38,7 @@ from prep.demos._torch import torch
 Tensor: TypeAlias = torch.Tensor  # a type for annotations (torch is not followed by mypy)
 
 TOL = 2e-6  # relative, on each pair's squared cosine: the cosine within 1e-6 (module docstring)
-SQUARINGS = 9  # p = 512; ~97% of MiniLM's null pairs certified, the rest go to eigvalsh
+SQUARINGS = 9  # p = 512: 97-99% of MiniLM's null pairs certified, the rest go to eigvalsh
 SUB = 10  # draws a sub-batch
 GROUPS = 4  # row groups of heads for the upper block triangle of the Gram matrix
 
