@@ -8,16 +8,18 @@ tests/benchmarks/answer_bench.py's business; these hold the structure behind it.
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime
 from pathlib import Path
 
+import fsrs
 import pytest
 
 from prep.engine.decks import deck as deck_mod
 from prep.engine.decks import deckcache
 from prep.engine.decks.collection import CachedCollection
 from prep.engine.store import Store
-from prep.engine.study.scheduler import Rating
+from prep.engine.study.scheduler import Rating, Scheduler
 from prep.engine.study.session import ReviewSession
 from tests.conftest import Clock
 from tests.test_answer_cost import _traced
@@ -151,3 +153,30 @@ def test_a_card_s_text_is_hashed_once(
         assert card.content_hash == card.content_hash
         session.rate(Rating.Easy, card_id=card.id, content_hash=card.content_hash)
     assert shown == 6 and len(hashed) == 6
+
+
+def test_a_kept_fuzz_range_draws_what_fsrs_draws() -> None:
+    """The fuzz's range of days (fsrs's _get_fuzz_range: from the interval and the maximum
+    interval alone) is computed once per interval a scheduler meets: every interval of fsrs's
+    range, asked twice and with draws across [0, 1), lands on the day fsrs's own fuzz gives."""
+    from datetime import timedelta
+
+    import fsrs.scheduler as fsrs_scheduler
+
+    from prep.engine.study.scheduler import Settings
+
+    for most in (36500, 100, 3):
+        ours = Scheduler(Settings(maximum_interval=most))._fsrs
+        theirs = fsrs.Scheduler(maximum_interval=most)
+        for draw in (0.0, 0.37, 0.999999):
+            ours.rng = type("Draw", (), {"random": staticmethod(lambda d=draw: d)})()
+            fsrs_scheduler.random = lambda d=draw: d  # type: ignore[assignment]
+            try:
+                asked = [*range(0, 400), *range(400, most + 2, 97)]
+                for days in asked:
+                    want = theirs._get_fuzzed_interval(interval=timedelta(days=days))
+                    for _ in range(2):  # computed, then kept
+                        assert ours._get_fuzzed_interval(interval=timedelta(days=days)) == want
+            finally:
+                fsrs_scheduler.random = random.random  # type: ignore[assignment]
+        assert set(ours._ranges) == {d for d in asked if d >= 3}  # one entry an interval
