@@ -26,6 +26,9 @@ class AppSync:
         self.status: tuple[str, bool] | None = None  # (line, a warning) the SyncLine shows
         self._lock = threading.Lock()
         self._started = False
+        # set when the thread's half is over (read, failed and said, or no folder): what a
+        # caller waits on instead of polling ``pending`` for a while
+        self.fetched = threading.Event()
 
     def folder(self, store: Store | None) -> Path | None:
         if store is None or store.path is None or store.read_only:
@@ -46,6 +49,12 @@ class AppSync:
         threading.Thread(target=self._fetch, args=(store.path, folder), daemon=True).start()
 
     def _fetch(self, path: Path, folder: Path | None) -> None:
+        try:
+            self._read(path, folder)
+        finally:
+            self.fetched.set()
+
+    def _read(self, path: Path, folder: Path | None) -> None:
         from prep.engine.store import Store, StoreError, backup
         from prep.engine.sync.run import JournalError, SyncError, read_pending, sync_out
 

@@ -133,6 +133,7 @@ class Startup(_AppBase):
     _injected_collection: Cards | None
     _filled: bool
     _told_others: bool
+    _told_clock: bool
     _heartbeat: Timer | None
     _first_frame: list[Callable[[], object]] | None
     _scan: Scan | None  # the deck files as _fill_first found them, for the load right after
@@ -218,6 +219,7 @@ class Startup(_AppBase):
         # the heartbeat is a committed write (a sync to disk): made once the home screen is
         # drawn, not before it
         self.after_first_frame(self.announce)
+        self.after_first_frame(self.tell_clock_behind)
         try:
             self.collection.reconcile(self.store)
         except StoreError as exc:
@@ -415,6 +417,21 @@ class Startup(_AppBase):
             # with sync_dir set: once the first card is on screen (the review screen starts
             # it), or after a while on home
             self.set_timer(SYNC_FROM_HOME_S, self.syncer.start)
+
+    def tell_clock_behind(self) -> None:
+        """Once a run: reviews dated after now (the clock was set back), in one line."""
+        from prep.engine.store import StoreError
+        from prep.engine.study.clockback import clock_behind
+
+        if self.store is None or self._told_clock:
+            return
+        self._told_clock = True
+        try:
+            behind = clock_behind(self.store, self.now())
+        except StoreError:
+            return
+        if behind is not None:
+            self.notify(behind.line(), title="Clock", severity="warning", timeout=15)
 
     def after_first_frame(self, callback: Callable[[], object]) -> None:
         """Run ``callback`` once the first frame has been handed to the terminal (soon, when
