@@ -60,6 +60,7 @@ SYNC_FROM_HOME_S = 2.0
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from datetime import datetime
     from pathlib import Path
 
     from textual.app import App
@@ -147,6 +148,8 @@ class Startup(_AppBase):
         def collection(self, value: Cards) -> None: ...
 
         def _show(self, screen: Screen) -> None: ...
+
+        def now(self) -> datetime: ...
 
         def action_start(self, deck: str | None = None) -> None: ...
 

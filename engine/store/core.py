@@ -354,7 +354,7 @@ class StoreCore:
             _refuse_foreign(conn, target)  # before WAL mode changes another program's file
             from prep.engine.store import backup  # (room, then the backup copy, when due)
 
-            backup.before_upgrading(conn, target, say)
+            backup.before_upgrading(conn, target, say, stop)
             conn.execute("PRAGMA journal_mode = WAL")
             # every commit (each rating's) is synced to disk, as Anki does: WAL with NORMAL
             # leaves the last commits to a power cut (README: "shown as saved is on disk")
