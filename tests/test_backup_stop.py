@@ -199,3 +199,24 @@ def test_quitting_the_app_stops_its_daily_backup_copy(
     assert waited < 3.0 and len(steps) < 900, (waited, len(steps))
     assert files_in(backup.folder(db)) == []  # no half copy left by the quit
     store.close()
+
+
+def test_a_commit_from_another_connection_during_the_copy_neither_restarts_nor_tears_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Stepped, a copy restarts at every other connection's commit (a daily backup while the
+    # app rates: never done); under one read snapshot it is the database of one moment.
+    db = tmp_path / "prep.db"
+    with Store.open(db) as store:
+        padded(db, 12)
+        other = sqlite3.connect(db, isolation_level=None)
+        steps = steps_that(
+            monkeypatch,
+            lambda n: other.execute("INSERT INTO padding VALUES (randomblob(1000000))"),
+        )
+        made = backup.make(store, "manual")
+        other.close()
+    assert made is not None and len(steps) <= 4  # 12 MB in 4 MB steps: no restart
+    copy = sqlite3.connect(made)
+    assert copy.execute("SELECT count(*) FROM padding").fetchone()[0] == 12
+    copy.close()

@@ -18,10 +18,15 @@ blocked in a commit: they reach the screen after the next card is set up, and ar
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual import events
 from textual._time import get_time  # the clock Key events are stamped with
-from textual.screen import Screen
+
+if TYPE_CHECKING:  # a mixin of the review screen (not a screen of its own)
+    from textual.screen import Screen as _Screen
+else:
+    _Screen = object
 
 # the screen's actions that act on the card shown (its rating, its front, its marks, its demo)
 CARD_ACTIONS = frozenset(
@@ -44,8 +49,8 @@ class HeldKey:
         return self.character if printable and self.character else self.key
 
 
-class HeldKeys(Screen):
-    """Holds keys while ``saving`` and applies them after; refuses a card's key pressed before
+class HeldKeys(_Screen):
+    """Mixed into ReviewScreen: holds keys while ``saving`` and applies them after; refuses a card's key pressed before
     that card was shown. The screen sets ``saving``, calls ``card_shown`` when a card is shown and
     ``saved`` when a save ends (saved or not)."""
 
