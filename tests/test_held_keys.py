@@ -160,3 +160,18 @@ async def test_escape_pressed_while_saving_goes_home_after_the_save() -> None:
         slow.busy = False
         await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
         assert ratings(store) == [("two-roles", 3)]
+
+
+@async_test
+async def test_q_pressed_while_saving_quits_once_the_rating_is_saved() -> None:
+    store = Store.memory()
+    app = make_app(store=store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await start(pilot, app)
+        slow = SlowSave(screen)
+        await pilot.press("3")
+        await pilot.press("q")
+        assert app.is_running and screen.saving  # not quit under the save
+        slow.busy = False
+        await wait_until(pilot, lambda: not app.is_running)
+    assert ratings(store) == [("two-roles", 3)]

@@ -55,7 +55,7 @@ def optimize(obj: Ctx, yes: bool, dry_run: bool) -> None:
             return
         save = yes
         if not yes:
-            from prep.tui.commands.ask import confirm  # (bounded: never reads a whole stream)
+            from prep.tui.ask import confirm  # (bounded: never reads a whole stream)
 
             save = confirm("Save these parameters?", default=False)
         if save:

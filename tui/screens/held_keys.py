@@ -70,13 +70,13 @@ class HeldKeys(_Screen):
         self.call_later(self._apply_held)
 
     def on_key(self, event: events.Key) -> None:
-        held = HeldKey(event.key, event.character, event.time, self._acts_on_card(event.key))
+        key, time = event.key, event.time
         if self.saving or self._held:  # (later keys wait behind the held ones: order kept)
-            self._held.append(held)
-        elif self._may_act(held):
-            return
+            self._held.append(HeldKey(key, event.character, time, self._acts_on_card(key)))
+        elif time >= self._shown_at or not self._acts_on_card(key):
+            return  # (the usual case: one comparison, the bindings not asked)
         else:
-            self._refused([held])
+            self._refused([HeldKey(key, event.character, time, True)])
         event.stop()
         event.prevent_default()
 

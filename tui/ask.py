@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from prep.tui.commands.common import UsageError
+from prep.tui.commands.common import UsageError  # (exit 2, one line)
 
 MAX_ANSWER = 1000  # characters: "yes" with room to spare, never a whole stream
 YES, NO = ("y", "yes"), ("n", "no")
