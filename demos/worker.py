@@ -50,6 +50,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from prep.demos import allocator
 from prep.demos.pretrained import extra
 from prep.demos.registry import DEMOS, names
 from prep.demos.synthetic import ranks
@@ -315,6 +316,7 @@ def serve(stdin: TextIO, stdout: TextIO) -> None:
 def main() -> int:
     out = sys.stdout
     sys.stdout = sys.stderr  # library chatter must never corrupt the protocol
+    allocator.keep_freed_memory()  # a run reuses the heap instead of faulting fresh pages in
     ranks.keep_warm()  # the distributed demos' rank interpreters live as long as the worker
     try:
         serve(sys.stdin, out)

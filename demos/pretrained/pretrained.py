@@ -36,7 +36,9 @@ from prep.demos import harness
 from prep.demos._torch import torch
 from prep.demos.harness import Check, DeviceChoice, Report
 from prep.demos.hooks import ZEdit
-from prep.demos.pretrained import extra, packed
+from prep.demos.pretrained import extra, packed, rankstats
+from prep.demos.pretrained.rankstats import ranks as ranks
+from prep.demos.pretrained.rankstats import spearman as spearman
 from prep.demos.registry import DEMOS
 from prep.demos.report import glossary_for
 
@@ -431,19 +433,6 @@ def paraphrase_pairs(n_pairs: int) -> list[str]:
 # --------------------------------------------------------------------------- statistics
 
 
-def ranks(x: Tensor) -> Tensor:
-    """Ranks 0..n-1 along the last dim (no ties expected in continuous scores)."""
-    return x.argsort(-1).argsort(-1).to(torch.float64)
-
-
-def spearman(a: Tensor, b: Tensor) -> Tensor:
-    """Spearman's rho along the last dim: Pearson correlation of the ranks."""
-    ra, rb = ranks(a), ranks(b)
-    ra = ra - ra.mean(-1, keepdim=True)
-    rb = rb - rb.mean(-1, keepdim=True)
-    return (ra * rb).sum(-1) / (ra.norm(dim=-1) * rb.norm(dim=-1))
-
-
 def permutation_p(a: Tensor, b: Tensor, gen: torch.Generator, n_perm: int) -> tuple[float, float]:
     """(rho, one-sided p) for rho(a, b) > 0: the share of random pairings with rho >= observed.
 
@@ -453,7 +442,7 @@ def permutation_p(a: Tensor, b: Tensor, gen: torch.Generator, n_perm: int) -> tu
     rho = float(spearman(a, b))
     cpu_gen = torch.Generator().manual_seed(int(torch.randint(2**31, (1,), generator=gen)))
     perms = torch.rand(n_perm, a.numel(), generator=cpu_gen).argsort(-1)  # (n_perm, n)
-    null = spearman(a[perms], b.expand(n_perm, -1))  # (n_perm,)
+    null = rankstats.permuted_rho(a, b, perms)  # (n_perm,) spearman(a[perms], b), ranked once
     return rho, float((1 + (null >= rho - 1e-12).sum()) / (1 + n_perm))
 
 
