@@ -39,7 +39,11 @@ starts from the ablated BERT layer's captured z, not its attention (pretrained.p
 computes the real tokens only (packed.py: 18% of the small batch is padding; every real
 token's result is the padded replay's, bit for bit). The mean-ablation replays, which no check,
 note or figure read, were dropped (21 of 42). The float64 copy is converted once per loaded
-model (twin64.py); its forward passes run every time.
+model (twin64.py); its forward passes run every time: the "before" pass in full, the "after"
+pass from the reparameterised layer on (twin64.run_from: the layers below it are unchanged, so
+their output is the "before" pass's, bit for bit). The permutation nulls and the bootstraps rank
+each fixed score once (rankstats.py: the same rhos, bit for bit). In the app's worker the
+replays are ~80% of a run's CPU; their GEMMs run near the core's peak, so what is left is work.
 
 Every score's rho against the hidden-state effect (with its permutation p) and against the task
 effect (with its bootstrap interval) is reported per layer in the notes, the gradient score's
