@@ -247,6 +247,37 @@ class Real:
             hidden = self.model.ln_f(hidden)
         return hidden  # (repeat*N, T, d_model)
 
+    def rerun_from(self, cap: Capture, start: int) -> tuple[Tensor, Tensor]:
+        """The last hidden state (N, T, d_model) and layer `start`'s z (N, T, h, d_head) when
+        layers `start`.. run again, in full, on the input `cap` saw there.
+
+        For a pass after only layer `start`'s weights changed (real-importance's float64
+        reparameterisation): the layers before it are the captured run's (same weights, same
+        input: the same numbers bit for bit), so they do not run again; `start` and every later
+        layer run live through the library's own modules on the padded batch (padding positions
+        as the library computes them), with the arguments they had.
+        """
+        args, kwargs = cap.layer_args[start]
+        hidden = args[0] if args else kwargs["hidden_states"]  # (N, T, d_model)
+        seen: list[Tensor] = []
+
+        def on_proj(mod: Any, inputs: tuple[Tensor, ...]) -> None:
+            seen.append(inputs[0].detach().unflatten(-1, (self.n_heads, self.d_head)))
+
+        handle = self.out_proj(start).register_forward_pre_hook(on_proj)
+        try:
+            with torch.no_grad():
+                for i in range(start, self.n_layers):
+                    args, kwargs = cap.layer_args[i]
+                    kw = {k: v for k, v in kwargs.items() if k != "hidden_states"}
+                    out = self.layers[i](hidden, *args[1:], **kw)
+                    hidden = out[0] if isinstance(out, tuple) else out
+                if self.family == "gpt2":
+                    hidden = self.model.ln_f(hidden)
+        finally:
+            handle.remove()
+        return hidden, seen[0]  # (N, T, d_model), (N, T, h, d_head)
+
     def _bert_from_z(self, layer: int, hidden: Tensor, z: Tensor) -> Tensor:
         """A BERT layer's output from its input `hidden` (B, T, d_model) and its heads' outputs
         `z` (B, T, h, dh): BertLayer.forward after the self-attention, for an encoder layer."""

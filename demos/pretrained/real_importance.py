@@ -40,7 +40,7 @@ computes the real tokens only (packed.py: 18% of the small batch is padding; eve
 token's result is the padded replay's, bit for bit). The mean-ablation replays, which no check,
 note or figure read, were dropped (21 of 42). The float64 copy is converted once per loaded
 model (twin64.py); its forward passes run every time: the "before" pass in full, the "after"
-pass from the reparameterised layer on (twin64.run_from: the layers below it are unchanged, so
+pass from the reparameterised layer on (Real.rerun_from: the layers below it are unchanged, so
 their output is the "before" pass's, bit for bit). The permutation nulls and the bootstraps rank
 each fixed score once (rankstats.py: the same rhos, bit for bit). In the app's worker the
 replays are ~80% of a run's CPU; their GEMMs run near the core's peak, so what is left is work.
@@ -185,7 +185,7 @@ def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
         act_before = act_scores(before.z[layer], r64.weights(layer).W_O, s.mask)
         pt.reparameterise(r64, layer, reversing_factors(norms))
         # the layers below `layer` are unchanged: "after" runs live from `layer` on
-        final_after, z_after = twin64.run_from(r64, before, layer)
+        final_after, z_after = r64.rerun_from(before, layer)
         act_after = act_scores(z_after, r64.weights(layer).W_O, s.mask)
         wo_after = r64.weights(layer).W_O.norm(dim=(1, 2)).detach().cpu()
     seed = int(torch.randint(2**31, (1,), generator=gen, device=gen.device))

@@ -1,4 +1,4 @@
-"""The demo worker keeps freed memory (demos/allocator.py, issue 26): a block freed and
+"""The demo worker keeps freed memory (demos/worker.py keep_freed_memory, issue 26): a block freed and
 allocated again comes from the heap, not from fresh pages the kernel faults in one by one."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 
 CHILD = """
 import resource, sys
-from prep.demos import allocator
+from prep.demos import worker
 if sys.argv[1] == "keep":
-    assert allocator.keep_freed_memory()
+    assert worker.keep_freed_memory()
 def faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 b"x" * (40 << 20)  # a 40 MiB block, above glibc's largest adaptive mmap threshold
@@ -38,10 +38,10 @@ def test_a_freed_block_is_reused_without_page_faults() -> None:
 
 
 def test_the_worker_keeps_freed_memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    from prep.demos import allocator, worker
+    from prep.demos import worker
 
     called: list[bool] = []
-    monkeypatch.setattr(allocator, "keep_freed_memory", lambda: called.append(True) or True)
+    monkeypatch.setattr(worker, "keep_freed_memory", lambda: called.append(True) or True)
     monkeypatch.setattr(worker, "serve", lambda stdin, stdout: None)
     monkeypatch.setattr(worker.ranks, "keep_warm", lambda: None)
     monkeypatch.setattr(sys, "stdout", sys.stdout)  # main() points stdout at stderr
