@@ -117,3 +117,20 @@ def test_a_run_stopped_mid_reparameterisation_leaves_the_copy_intact(minilm: pt.
         raise RuntimeError("cancelled")  # what the worker's cancel raises at a progress point
     after = twin.model.state_dict()
     assert all(torch.equal(after[k], before[k]) for k in before)
+
+
+@pytest.mark.parametrize("layer", [0, 3, 5])
+def test_the_after_pass_from_the_changed_layer_is_the_full_pass(minilm: pt.Real, layer) -> None:
+    """Round 10: after the reparameterisation only `layer` and the layers after it run again
+    (Real.rerun_from); the last hidden state, padding positions included, and the layer's z are
+    those of a full forward pass on the changed weights, bit for bit."""
+    twin = twin64.of(minilm)
+    s = minilm.sentences(pt.paraphrase_pairs(ri.SCALES["small"].n_pairs))
+    with twin64.restoring(twin, layer):
+        _, before = twin.run_with_cache(s)
+        norms = twin.weights(layer).W_O.norm(dim=(1, 2))
+        pt.reparameterise(twin, layer, ri.reversing_factors(norms))
+        final, z = twin.rerun_from(before, layer)
+        _, full = twin.run_with_cache(s)
+    assert torch.equal(final, full.final) and torch.equal(z, full.z[layer])
+    assert not torch.equal(z, before.z[layer])  # the layer did run on the changed weights

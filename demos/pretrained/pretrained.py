@@ -36,7 +36,9 @@ from prep.demos import harness
 from prep.demos._torch import torch
 from prep.demos.harness import Check, DeviceChoice, Report
 from prep.demos.hooks import ZEdit
-from prep.demos.pretrained import extra, packed
+from prep.demos.pretrained import extra, packed, rankstats
+from prep.demos.pretrained.rankstats import ranks as ranks
+from prep.demos.pretrained.rankstats import spearman as spearman
 from prep.demos.registry import DEMOS
 from prep.demos.report import glossary_for
 
@@ -245,6 +247,37 @@ class Real:
             hidden = self.model.ln_f(hidden)
         return hidden  # (repeat*N, T, d_model)
 
+    def rerun_from(self, cap: Capture, start: int) -> tuple[Tensor, Tensor]:
+        """The last hidden state (N, T, d_model) and layer `start`'s z (N, T, h, d_head) when
+        layers `start`.. run again, in full, on the input `cap` saw there.
+
+        For a pass after only layer `start`'s weights changed (real-importance's float64
+        reparameterisation): the layers before it are the captured run's (same weights, same
+        input: the same numbers bit for bit), so they do not run again; `start` and every later
+        layer run live through the library's own modules on the padded batch (padding positions
+        as the library computes them), with the arguments they had.
+        """
+        args, kwargs = cap.layer_args[start]
+        hidden = args[0] if args else kwargs["hidden_states"]  # (N, T, d_model)
+        seen: list[Tensor] = []
+
+        def on_proj(mod: Any, inputs: tuple[Tensor, ...]) -> None:
+            seen.append(inputs[0].detach().unflatten(-1, (self.n_heads, self.d_head)))
+
+        handle = self.out_proj(start).register_forward_pre_hook(on_proj)
+        try:
+            with torch.no_grad():
+                for i in range(start, self.n_layers):
+                    args, kwargs = cap.layer_args[i]
+                    kw = {k: v for k, v in kwargs.items() if k != "hidden_states"}
+                    out = self.layers[i](hidden, *args[1:], **kw)
+                    hidden = out[0] if isinstance(out, tuple) else out
+                if self.family == "gpt2":
+                    hidden = self.model.ln_f(hidden)
+        finally:
+            handle.remove()
+        return hidden, seen[0]  # (N, T, d_model), (N, T, h, d_head)
+
     def _bert_from_z(self, layer: int, hidden: Tensor, z: Tensor) -> Tensor:
         """A BERT layer's output from its input `hidden` (B, T, d_model) and its heads' outputs
         `z` (B, T, h, dh): BertLayer.forward after the self-attention, for an encoder layer."""
@@ -431,19 +464,6 @@ def paraphrase_pairs(n_pairs: int) -> list[str]:
 # --------------------------------------------------------------------------- statistics
 
 
-def ranks(x: Tensor) -> Tensor:
-    """Ranks 0..n-1 along the last dim (no ties expected in continuous scores)."""
-    return x.argsort(-1).argsort(-1).to(torch.float64)
-
-
-def spearman(a: Tensor, b: Tensor) -> Tensor:
-    """Spearman's rho along the last dim: Pearson correlation of the ranks."""
-    ra, rb = ranks(a), ranks(b)
-    ra = ra - ra.mean(-1, keepdim=True)
-    rb = rb - rb.mean(-1, keepdim=True)
-    return (ra * rb).sum(-1) / (ra.norm(dim=-1) * rb.norm(dim=-1))
-
-
 def permutation_p(a: Tensor, b: Tensor, gen: torch.Generator, n_perm: int) -> tuple[float, float]:
     """(rho, one-sided p) for rho(a, b) > 0: the share of random pairings with rho >= observed.
 
@@ -453,7 +473,7 @@ def permutation_p(a: Tensor, b: Tensor, gen: torch.Generator, n_perm: int) -> tu
     rho = float(spearman(a, b))
     cpu_gen = torch.Generator().manual_seed(int(torch.randint(2**31, (1,), generator=gen)))
     perms = torch.rand(n_perm, a.numel(), generator=cpu_gen).argsort(-1)  # (n_perm, n)
-    null = spearman(a[perms], b.expand(n_perm, -1))  # (n_perm,)
+    null = rankstats.permuted_rho(a, b, perms)  # (n_perm,) spearman(a[perms], b), ranked once
     return rho, float((1 + (null >= rho - 1e-12).sum()) / (1 + n_perm))
 
 

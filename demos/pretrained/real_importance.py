@@ -39,7 +39,11 @@ starts from the ablated BERT layer's captured z, not its attention (pretrained.p
 computes the real tokens only (packed.py: 18% of the small batch is padding; every real
 token's result is the padded replay's, bit for bit). The mean-ablation replays, which no check,
 note or figure read, were dropped (21 of 42). The float64 copy is converted once per loaded
-model (twin64.py); its forward passes run every time.
+model (twin64.py); its forward passes run every time: the "before" pass in full, the "after"
+pass from the reparameterised layer on (Real.rerun_from: the layers below it are unchanged, so
+their output is the "before" pass's, bit for bit). The permutation nulls and the bootstraps rank
+each fixed score once (rankstats.py: the same rhos, bit for bit). In the app's worker the
+replays are ~80% of a run's CPU; their GEMMs run near the core's peak, so what is left is work.
 
 Every score's rho against the hidden-state effect (with its permutation p) and against the task
 effect (with its bootstrap interval) is reported per layer in the notes, the gradient score's
@@ -56,8 +60,8 @@ from prep.demos import harness, hooks
 from prep.demos._torch import torch
 from prep.demos.harness import IDENTITY, MEASUREMENT, SANITY, Check
 from prep.demos.pretrained import pretrained as pt
+from prep.demos.pretrained import rankstats, twin64
 from prep.demos.pretrained import task_metric as tm
-from prep.demos.pretrained import twin64
 
 NAME = "real-importance"
 DTYPE = torch.float32
@@ -175,14 +179,14 @@ def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
     harness.progress("reparameterising one layer in float64")
     layer = real.n_layers // 2
     r64 = twin64.of(real)  # converted once per loaded model; its layer restored after
-    s64 = r64.sentences(pt.paraphrase_pairs(cfg.n_pairs))
     with twin64.restoring(r64, layer):
-        _, before = r64.run_with_cache(s64)
+        _, before = r64.run_with_cache(s)
         norms = r64.weights(layer).W_O.norm(dim=(1, 2))
-        act_before = act_scores(before.z[layer], r64.weights(layer).W_O, s64.mask)
+        act_before = act_scores(before.z[layer], r64.weights(layer).W_O, s.mask)
         pt.reparameterise(r64, layer, reversing_factors(norms))
-        _, after = r64.run_with_cache(s64)
-        act_after = act_scores(after.z[layer], r64.weights(layer).W_O, s64.mask)
+        # the layers below `layer` are unchanged: "after" runs live from `layer` on
+        final_after, z_after = r64.rerun_from(before, layer)
+        act_after = act_scores(z_after, r64.weights(layer).W_O, s.mask)
         wo_after = r64.weights(layer).W_O.norm(dim=(1, 2)).detach().cpu()
     seed = int(torch.randint(2**31, (1,), generator=gen, device=gen.device))
     stack = {k: torch.stack(v).cpu().double() for k, v in rows.items()}
@@ -197,7 +201,7 @@ def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
         stack["task"],
         layer,
         before.final,
-        after.final,
+        final_after,
         wo_after,
         act_before.detach().cpu(),
         act_after.detach().cpu(),
@@ -247,10 +251,9 @@ def gap_interval(setup: Setup, layer: int, gen: torch.Generator) -> tuple[float,
     gap = float(pt.spearman(act, hidden.mean(-1)) - pt.spearman(act, task.mean(-1)))
     pairs = hidden.shape[-1]
     idx = torch.randint(pairs, (BOOTSTRAPS, pairs), generator=gen)  # (B, P)
-    score = act.expand(BOOTSTRAPS, -1)
-    boot = pt.spearman(score, hidden[:, idx].mean(-1).T) - pt.spearman(
-        score, task[:, idx].mean(-1).T
-    )  # (B,)
+    boot = rankstats.rho_against_rows(act, hidden[:, idx].mean(-1).T) - (
+        rankstats.rho_against_rows(act, task[:, idx].mean(-1).T)
+    )  # (B,): act ranked once
     boot = boot[torch.isfinite(boot)]
     tail = (1 - tm.BOOTSTRAP_LEVEL) / 2
     lo, hi = torch.quantile(boot, torch.tensor([tail, 1 - tail], dtype=torch.float64))

@@ -19,6 +19,7 @@ from typing import TypeAlias
 
 from prep.demos._torch import torch
 from prep.demos.pretrained import pretrained as pt
+from prep.demos.pretrained import rankstats
 
 Tensor: TypeAlias = torch.Tensor  # a type for annotations (torch is not followed by mypy)
 BOOTSTRAP_LEVEL = 0.90  # central interval reported for every rho
@@ -56,7 +57,7 @@ def bootstrap_rho(
     pairs = effect.shape[-1]
     idx = torch.randint(pairs, (n_boot, pairs), generator=gen)  # (n_boot, P)
     boot = effect[:, idx].mean(-1).T  # (n_boot, h)
-    rhos = pt.spearman(score.expand(n_boot, -1), boot)  # (n_boot,)
+    rhos = rankstats.rho_against_rows(score, boot)  # (n_boot,) the score ranked once
     rhos = rhos[torch.isfinite(rhos)]
     tail = (1 - BOOTSTRAP_LEVEL) / 2
     lo, hi = torch.quantile(rhos, torch.tensor([tail, 1 - tail], dtype=torch.float64))

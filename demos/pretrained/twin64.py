@@ -9,6 +9,7 @@ A demo that changes the copy's weights (real-importance reparameterises one laye
 inside `restoring(copy, layer)`, which puts that layer's attention parameters back exactly as
 they were when the block ends, however it ends (an error, a cancelled run). The copy is shared
 by the runs of one process, one at a time (the worker runs one real-* demo at a time on MiniLM).
+`copy.rerun_from(cap, layer)` runs such a changed copy again from the changed layer on only.
 """
 
 from __future__ import annotations
