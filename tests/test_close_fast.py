@@ -26,6 +26,7 @@ async def _open_and_close(name: str) -> None:
         await pilot.pause(0.3)
         await pilot.pause()
         assert app.screen_stack == below  # it closed, and only it
+        assert not opened.is_attached  # and its widgets are gone (removed once mounted)
         assert app.is_running and app.return_code is None
 
 
