@@ -46,6 +46,7 @@ from prep.engine.study.session import (  # DeckCounts: home's rows (re-exported 
     review_ahead_ids,
 )
 from prep.engine.timeutil import Clock, utcnow
+from prep.tui.closing import CloseAfterMount
 from prep.tui.startup import Startup
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ def pick_theme(environ: dict[str, str] | os._Environ[str] = os.environ) -> str:
     return "textual-dark"
 
 
-class PrepApp(Startup, App[int]):
+class PrepApp(Startup, CloseAfterMount, App[int]):
     """prep's terminal app.
 
     Everything that makes a run nondeterministic is injectable, so tests and snapshots can fix

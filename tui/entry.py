@@ -123,9 +123,13 @@ def replace_unshowable() -> None:
 
 
 def say(message: str) -> None:
+    """One line on stderr; control characters written as escapes (an error quotes paths and
+    exception text, which may hold an escape sequence meant for the terminal)."""
     if sys.stderr is not None:
+        from prep.engine.decks.deck import one_line_safe
+
         with contextlib.suppress(OSError, ValueError):
-            print(f"prep: {message}", file=sys.stderr, flush=True)
+            print(f"prep: {one_line_safe(message)}", file=sys.stderr, flush=True)
 
 
 def silence_stdout() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 from rich.text import Text
 
 from prep.demos.pretrained.grader.rubric import Grade, Rubric
-from prep.engine.decks.deck import Card
+from prep.engine.decks.deck import Card, one_line_safe, text_safe
 from prep.engine.decks.rubric import card_rubric, suggest_rating
 from prep.tui.worker import WorkerClient
 
@@ -84,11 +84,11 @@ def verdict_text(grade: Grade) -> Text:
     for p in grade.points:
         text.append("\n")
         text.append("✓ " if p.covered else "✗ ", style="bold green" if p.covered else "bold red")
-        text.append(p.text)
+        text.append(text_safe(p.text))
         text.append(f"  {p.score:.2f}", style="dim")
         if p.covered and p.sentence:
             text.append("\n    “", style="dim")
-            text.append(p.sentence, style="italic dim")
+            text.append(text_safe(p.sentence), style="italic dim")
             text.append("”", style="dim")
     return text
 
@@ -96,25 +96,26 @@ def verdict_text(grade: Grade) -> Text:
 def self_check_text(answer: str, rubric: Rubric | None, why: str) -> Text:
     """Without a grade: the typed answer beside the points to check it against, and why."""
     text = Text.assemble(("Your answer:", "bold"), "\n")
-    text.append(answer)
+    text.append(text_safe(answer))
     if rubric is not None:
         text.append("\nCheck it against these points:", style="bold")
         for p in rubric.points:
             text.append("\n• ")
-            text.append(p.text)
+            text.append(text_safe(p.text))
     text.append("\n")
     text.append(why, style="dim")
     return text
 
 
 def verdict_lines(result, rating: int) -> list[str]:  # noqa: ANN001 - a Grade
-    """The point-by-point verdict as plain lines (the CLI and the line mode print these)."""
+    """The point-by-point verdict as plain lines (the CLI and the line mode print these); the
+    answer's sentences and a rubric file's points are shown, never obeyed by the terminal."""
     covered = len(result.points) - len(result.missed)
     lines = [f"{covered} of {len(result.points)} points covered"]
     for p in result.points:
-        lines.append(f"  {SYMBOL[p.covered]} {p.text}  ({p.score:.2f})")
+        lines.append(f"  {SYMBOL[p.covered]} {one_line_safe(p.text)}  ({p.score:.2f})")
         if p.covered and p.sentence:
-            lines.append(f"      covered by: {p.sentence}")
+            lines.append(f"      covered by: {one_line_safe(p.sentence)}")
     lines.append(f"suggested rating: {RATING_NAMES[rating]} (you rate; the grade only suggests)")
     return lines
 

@@ -106,6 +106,12 @@ def one_line_safe(text: str) -> str:
     return _ANY_CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
+def text_safe(text: str) -> str:
+    """``text`` with its control characters written as escapes, lines and tabs kept: text from
+    outside (a typed or pasted answer, an error) that a terminal must show, not obey."""
+    return CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def _control_problem(text: str) -> str | None:
     """Why ``text`` may not be shown on a terminal, or None when it may."""
     match = CONTROL.search(text)

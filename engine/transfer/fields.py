@@ -105,8 +105,8 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _int(value: Any, key: str, *, lo: int | None = None, hi: int | None = None) -> int:
-    if isinstance(value, bool):
-        value = int(value)
+    if isinstance(value, bool):  # JSON's true is no number (a rating of true was Again)
+        raise _Bad(f"{key} must be a whole number, got {str(value).lower()}")
     if isinstance(value, str):
         try:
             value = int(value.strip())

@@ -45,6 +45,7 @@ def grade(
     --answers grades a batch. Offline, on the CPU, with the optional `real` extra."""
     from prep.demos.pretrained.grader import batch
     from prep.demos.pretrained.grader.rubric import Rubric, RubricError, load_rubric
+    from prep.engine.decks.deck import one_line_safe
     from prep.engine.decks.rubric import card_rubric, suggest_rating
     from prep.tui.grading import RATING_NAMES, SYMBOL
 
@@ -67,8 +68,8 @@ def grade(
             else:
                 marks = ", ".join(
                     f"{p.id} {SYMBOL[p.covered]} {p.score:.2f}" for p in result.points
-                )
-                click.echo(f"{aid}: {marks}")
+                )  # (ids from the user's files: shown, never obeyed by the terminal)
+                click.echo(one_line_safe(f"{aid}: {marks}"))
         return
 
     with obj.cached_collection(strict=False) as coll:

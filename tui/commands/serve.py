@@ -40,6 +40,11 @@ def serve(obj: Ctx, host: str, port: int, max_sessions: int) -> None:
     from prep.tui.serve import serve as run_server
     from prep.tui.webserver import ServeError
 
+    if not host.strip():  # `--host "$HOST"` with HOST unset: "" would listen on every network
+        raise UsageError(
+            "--host: an empty address would listen on every network; give one "
+            "(127.0.0.1, the default, is this machine only)"
+        )
     with obj.store():  # a database that cannot open is one line here, not a blank page
         pass
 

@@ -28,7 +28,7 @@ from textual.widgets import Footer
 
 from prep.demos.figures import render_figures
 from prep.demos.report import Check, Report, describe
-from prep.engine.decks.deck import Card
+from prep.engine.decks.deck import Card, text_safe
 from prep.engine.store import StoreError
 from prep.tui.base import PrepScreen
 from prep.tui.runs import record_run
@@ -179,7 +179,8 @@ class DemoScreen(PrepScreen):
         self.set_status(status)
 
     def write_line(self, line: str) -> None:
-        self.log_lines.append(line)
+        # (a demo's error can quote anything: an escape sequence would reach the terminal)
+        self.log_lines.append(text_safe(line))
         self.query_one("#demo-log", Static).update(Text("\n".join(self.log_lines)))
         self.scroll_to_end()
 
