@@ -101,7 +101,9 @@ def new_device(conn: sqlite3.Connection) -> str:
     unsent = [old, int(sent.get("r", 0)), int(sent.get("d", 0))]  # (reviews, demo runs)
     _set_meta(conn, "sync_sent", json.dumps({"x": top, "o": unsent}))
     # the new id has written no file, nor checked one (engine/sync/fork.py)
-    conn.execute("DELETE FROM meta WHERE key IN ('sync_file', 'sync_seen', 'sync_intent')")
+    conn.execute(
+        "DELETE FROM meta WHERE key IN ('sync_file', 'sync_seen', 'sync_intent', 'sync_ctime', 'sync_wrote')"
+    )
     _hand_over(conn, old, n, sent)
     return dev_id
 

@@ -31,6 +31,7 @@ from prep.engine.store import devices as local
 from prep.engine.store.deckcache import _RECONCILED_KEY
 from prep.engine.store.reviewlog import Chain, from_us, to_us
 from prep.engine.study.scheduler import CardState, Scheduler
+from prep.engine.sync import replaced
 from prep.engine.sync.journal import Journal
 from prep.engine.timeutil import fmt, utcnow
 
@@ -47,6 +48,7 @@ class Applied:
     demo_runs: int = 0
     rescheduled: int = 0
     by_device: dict[str, int] = field(default_factory=dict)  # device name -> reviews received
+    notes: list[str] = field(default_factory=list)  # what the user must know (replaced.py)
 
     @property
     def anything(self) -> bool:
@@ -121,6 +123,8 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
     incoming: dict[str, dict[tuple[int, int], _Rev]] = defaultdict(dict)
     affected: set[str] = set()
     touched: set[str] = set()  # cards a tombstone reached: replayed from the start of the change
+    redo: dict[str, set[int]] = {}  # cards a displaced review left: their rows written again
+    clashes = replaced.Clashes(conn, journals[0].path.parent.parent if journals else None)
     for j in journals:
         jn = local.device_n(conn, j.device, j.name)
         pmap = {key: local.params_n(conn, p) for key, p in j.params.items()}
@@ -133,11 +137,26 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
                 else:  # another device's review, passed on by this journal's (an import)
                     _, origin, seq, cid, rating, at, dur, pk = e
                     dn = local.device_n(conn, origin)
-                if (
-                    (dn, seq) in incoming[cid]
-                    or _review_row(conn, dn, seq)
-                    or _buried(conn, dn, seq)
-                ):
+                if (dn, seq) in incoming[cid] or _buried(conn, dn, seq):
+                    continue
+                origin = j.device if kind == "r" else e[1]
+                verdict = clashes.judge(kind == "r", dn, origin, seq, cid, rating, at)
+                if verdict.drop is not None:  # a held review displaced (engine/sync/replaced.py)
+                    held_cid = _drop(conn, verdict.drop, verdict.aside)
+                    affected.add(held_cid)
+                    touched.add(held_cid)
+                    redo[held_cid] = {
+                        r
+                        for (r,) in conn.execute(
+                            "SELECT id FROM reviews WHERE card_id = ?", (held_cid,)
+                        )
+                    }
+                if verdict.extra is not None:
+                    xdn, xseq, xcid, xrating, xat, xdur, xpn = verdict.extra
+                    if not (_review_row(conn, xdn, xseq) or _buried(conn, xdn, xseq)):
+                        incoming[xcid][(xdn, xseq)] = _Rev(xdn, xseq, xat, xrating, xdur, xpn)
+                        affected.add(xcid)
+                if not verdict.take:
                     continue
                 incoming[cid][(dn, seq)] = _Rev(dn, seq, at, rating, dur, pmap[pk])
                 affected.add(cid)
@@ -182,13 +201,28 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
         card_revs = list(incoming.get(cid, {}).values())
         done = None if cid in touched else _append(store, cid, card_revs, devices, scheds)
         changed, created = (
-            done if done is not None else replay(store, cid, card_revs, devices, scheds)
+            done
+            if done is not None
+            else replay(store, cid, card_revs, devices, scheds, redo.get(cid))
         )
         out.rescheduled += bool(changed or created)  # a card first scheduled here counts too
         new_cards |= created
     if new_cards:  # cards new here: the next open checks them against the decks
         conn.execute("DELETE FROM meta WHERE key = ?", (_RECONCILED_KEY,))
+    replaced.settle_aside(conn)
+    out.notes = clashes.lines()
     return out
+
+
+def _drop(conn, row: int, aside: bool) -> str:
+    """Remove held review row ``row`` (another review took its id, or it arrived under its
+    own; ``aside``: kept in meta until held again); returns its card."""
+    (cid,) = conn.execute("SELECT card_id FROM reviews WHERE id = ?", (row,)).fetchone()
+    if aside:
+        replaced.set_aside(conn, row)
+    local.bump_floor(conn)
+    conn.execute("DELETE FROM revlog WHERE id = ?", (row,))
+    return cid
 
 
 def _newer(conn, theirs: tuple[int, str, int], clock: tuple[int, int, int] | None) -> bool:
