@@ -20,6 +20,7 @@ A file this database was about to write when a sync was killed (INTENT_KEY) is i
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -104,7 +105,8 @@ def check(store: Store, root: Path) -> Checked:
         new = _split(store, own, root)
     line = (
         f"this database is a copy of another that syncs as device {me} ({name}); "
-        f"it now syncs as device {new}"
+        f"it now syncs as device {new}, named {local.name(conn)!r} "
+        "(prep config device_name NAME to name it)"
     )
     return Checked(line, 0)
 
@@ -270,6 +272,22 @@ def _known(conn, dev_id: str) -> int | None:
     return None if row is None else int(row[0])
 
 
+def copy_name(conn, name: str, root: Path) -> str:
+    """The name a copy takes with its new id: ``NAME (copy K)``, K from 2 on, the first no
+    device known here or writing in ``root`` has (so the others' summaries never say "from
+    NAME" for both)."""
+    base = re.sub(r" \(copy [0-9]+\)$", "", name)
+    taken = {row[0] for row in conn.execute("SELECT name FROM sync_devices")}
+    taken |= journal.names(root)
+    k = 2
+    while True:
+        suffix = f" (copy {k})"
+        candidate = base[: local.MAX_NAME - len(suffix)] + suffix
+        if candidate not in taken:
+            return candidate
+        k += 1
+
+
 def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
     """Take a new id; what the old id's journal does not hold as it is here moves to it."""
     conn = store.conn
@@ -302,6 +320,7 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
             elif e[0] == "d":
                 runs[e[1]] = (e[2]["name"], e[2]["ran_at"])
     new_id = local.new_device(conn)
+    local.set_name(conn, copy_name(conn, local.name(conn), root))
     new = local.device(conn)
     conn.execute(
         "DELETE FROM meta WHERE key IN (?, ?, ?, ?)", (SEEN_KEY, INTENT_KEY, CTIME_KEY, WROTE_KEY)

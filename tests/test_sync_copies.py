@@ -1,0 +1,38 @@
+"""After a copy of a database finds itself (engine/sync/fork.py): its new id carries a name
+of its own, and what it took in by an import and had not passed on yet is passed on."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from prep.engine.store import Store
+from prep.engine.store import devices as local
+from prep.engine.store.backup import make, restore
+from prep.engine.sync.run import sync
+from prep.engine.transfer import importer
+from tests.test_sync import T0, rate
+from tests.test_sync_fork import _converged, _copy, _ids, _setup
+from tests.test_sync_import import export
+
+
+def test_a_copy_takes_a_name_of_its_own(tmp_path: Path) -> None:
+    cp1, folder = _setup(tmp_path)
+    other = Store.open(tmp_path / "other.db")
+    local.set_name(cp1.conn, "vm")
+    rate(cp1, "x", 3, T0)
+    sync(cp1, folder)
+    cp2, cp3 = _copy(tmp_path, cp1, "cp2.db"), _copy(tmp_path, cp1, "cp3.db")
+    for i, s in enumerate((cp1, cp2, cp3)):
+        rate(s, "y", 1 + i, T0 + timedelta(days=1, minutes=i))
+    sync(cp1, folder)
+    forked = sync(cp2, folder).forked
+    assert forked is not None and "'vm (copy 2)'" in forked
+    sync(cp3, folder)
+    names = [local.name(s.conn) for s in (cp1, cp2, cp3)]
+    assert names == ["vm", "vm (copy 2)", "vm (copy 3)"]
+    got = sync(other, folder).applied.by_device  # (by name: two of one name would be one)
+    assert got == {"vm": 2, "vm (copy 2)": 1, "vm (copy 3)": 1}
+    for s in (cp1, cp2, cp3, other):
+        sync(s, folder)
+    _converged(cp1, cp2, cp3, other)
