@@ -36,3 +36,46 @@ def test_a_copy_takes_a_name_of_its_own(tmp_path: Path) -> None:
     for s in (cp1, cp2, cp3, other):
         sync(s, folder)
     _converged(cp1, cp2, cp3, other)
+
+
+def _third_devices_review(tmp_path: Path, into: Store) -> tuple:
+    """A review of a device that never syncs, taken in by an import of its export."""
+    a = Store.open(tmp_path / "a.db")
+    rate(a, "w", 4, T0 + timedelta(hours=5))
+    importer.import_file(into, export(a, tmp_path / "a.json"))
+    (review,) = [r for r in _ids(into) if r[0] == local.device_id(a.conn)]
+    return review
+
+
+def test_after_a_copy_is_found_an_import_not_passed_on_yet_is_passed_on(
+    tmp_path: Path,
+) -> None:
+    cp1, folder = _setup(tmp_path)
+    c = Store.open(tmp_path / "c.db")
+    rate(cp1, "x", 3, T0)
+    sync(cp1, folder)
+    cp2 = _copy(tmp_path, cp1, "cp2.db")
+    review = _third_devices_review(tmp_path, cp2)  # only the copy holds it
+    rate(cp1, "y", 3, T0 + timedelta(days=1))
+    rate(cp2, "z", 2, T0 + timedelta(days=1, minutes=1))
+    sync(cp1, folder)  # cp1 keeps the id; cp2 finds the copy at its sync
+    assert sync(cp2, folder).forked is not None
+    for s in (c, cp1, cp2, c, cp1):
+        sync(s, folder)
+    assert review in _ids(c) and review in _ids(cp1)
+    _converged(cp1, cp2, c)
+
+
+def test_after_a_restore_an_import_not_passed_on_yet_is_passed_on(tmp_path: Path) -> None:
+    db, folder = _setup(tmp_path)
+    c = Store.open(tmp_path / "c.db")
+    rate(db, "x", 3, T0)
+    sync(db, folder)
+    review = _third_devices_review(tmp_path, db)
+    saved = make(db, "test")  # holds the import, not passed on
+    restore(db, saved.name)
+    sync(db, folder)
+    sync(c, folder)
+    assert review in _ids(c)
+    _converged(db, c)
+    assert sync(db, folder).sent_reviews == 0  # passed on once

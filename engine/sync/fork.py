@@ -384,5 +384,6 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
     # what stays the old id's is in its journal: nothing of it to pass on (no "o", as a
     # restore has), and the rows written again just now are not another device's news ("x")
     top = conn.execute("SELECT coalesce(max(id), 0) FROM revlog").fetchone()[0]
-    store.set_meta("sync_sent", json.dumps({"x": top}))
+    pending = (local.json_meta(conn, "sync_sent") or {}).get("p", [])
+    store.set_meta("sync_sent", json.dumps({"x": top, "p": pending}))
     return new_id

@@ -134,6 +134,19 @@ def outbox(
             key = param_key(pn)
             entries.append(["R", dev_id, seq, cid, rating, at, dur, key])
         new["x"] = conn.execute("SELECT coalesce(max(id), 0) FROM reviews").fetchone()[0]
+        # taken in by an import before this database took a new id (a restore, a copy found)
+        # and not passed on then: by their ids (devices.unrelayed)
+        relayed = {(e[1], e[2]) for e in entries if e[0] == "R"}
+        for dev_id, seq in (local.json_meta(conn, "sync_sent") or {}).get("p", []):
+            row = conn.execute(
+                "SELECT r.card_id, r.rating, r.at, r.duration_ms, r.params FROM reviews r "
+                "JOIN sync_devices d ON d.n = r.dev WHERE d.id = ? AND r.dev != ? AND "
+                "(r.seq = ? OR (r.seq IS NULL AND r.id = ?))",
+                (dev_id, me, seq, seq),
+            ).fetchone()
+            if row is not None and (dev_id, seq) not in relayed:
+                cid, rating, at, dur, pn = row
+                entries.append(["R", dev_id, seq, cid, rating, at, dur, param_key(pn)])
         # after a restore (devices.new_device): the old id's reviews it had not sent yet
         old = (local.json_meta(conn, "sync_sent") or {}).get("o")
         if old:
@@ -365,7 +378,8 @@ def apply_journals(
         store.set_meta("sync_last", fmt(now))
         if relayed:  # what was received is in the folder: not passed on again
             top = conn.execute("SELECT coalesce(max(id), 0) FROM reviews").fetchone()[0]
-            store.set_meta("sync_sent", json.dumps({**_sent(conn), "x": top}))
+            marks = {**(local.json_meta(conn, "sync_sent") or {}), **_sent(conn), "x": top}
+            store.set_meta("sync_sent", json.dumps(marks))  # (an "o" or "p" kept for the next)
     return applied
 
 
