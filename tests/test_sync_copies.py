@@ -9,6 +9,7 @@ from pathlib import Path
 from prep.engine.store import Store
 from prep.engine.store import devices as local
 from prep.engine.store.backup import make, restore
+from prep.engine.sync import fork
 from prep.engine.sync.run import sync
 from prep.engine.transfer import importer
 from tests.test_sync import T0, rate
@@ -26,13 +27,17 @@ def test_a_copy_takes_a_name_of_its_own(tmp_path: Path) -> None:
     for i, s in enumerate((cp1, cp2, cp3)):
         rate(s, "y", 1 + i, T0 + timedelta(days=1, minutes=i))
     sync(cp1, folder)
-    forked = sync(cp2, folder).forked
-    assert forked is not None and "'vm (copy 2)'" in forked
-    sync(cp3, folder)
+    forked = [sync(cp2, folder).forked, sync(cp3, folder).forked]  # before either sends
     names = [local.name(s.conn) for s in (cp1, cp2, cp3)]
-    assert names == ["vm", "vm (copy 2)", "vm (copy 3)"]
+    ids = [local.device_id(s.conn) for s in (cp1, cp2, cp3)]
+    assert names == ["vm", f"vm (copy {ids[1][:4]})", f"vm (copy {ids[2][:4]})"]
+    assert all(
+        line is not None and repr(n) in line for line, n in zip(forked, names[1:], strict=True)
+    )
     got = sync(other, folder).applied.by_device  # (by name: two of one name would be one)
-    assert got == {"vm": 2, "vm (copy 2)": 1, "vm (copy 3)": 1}
+    assert got == {"vm": 2, names[1]: 1, names[2]: 1}
+    assert fork.copy_name("vm (copy 1a2b)", "77ffeedd00112233") == "vm (copy 77ff)"  # one suffix
+    assert len(fork.copy_name("n" * 64, "77ffeedd00112233")) == 64
     for s in (cp1, cp2, cp3, other):
         sync(s, folder)
     _converged(cp1, cp2, cp3, other)

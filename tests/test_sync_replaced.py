@@ -80,11 +80,13 @@ def test_a_third_device_that_applied_the_losing_version_first(tmp_path: Path) ->
     sync(c, f3)
     put(f3, rel, a[rel])  # then the winner replaces it everywhere
     put(f2, rel, a[rel])
+    notes = []
     for _ in range(3):
         for s, f in ((cp2, f2), (cp1, f1), (c, f3)):
-            sync(s, f)
+            notes += sync(s, f).applied.notes
             settle(f1, f2, f3)
     _converged(cp1, cp2, c)
+    assert len(notes) == 1 and "replaced by another copy's version" in notes[0]  # said once
     assert {r[2] for r in _ids(c)} == {"x", "y", "z"} and len(_ids(c)) == 3
     assert local.device_id(cp1.conn) != local.device_id(cp2.conn)
     assert view(c) == view(cp1)

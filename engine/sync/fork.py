@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prep.engine.store import devices as local
-from prep.engine.sync import journal, merge
+from prep.engine.sync import journal, merge, stuck
 from prep.engine.sync.journal import JournalError
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ class Checked:
     # a file of this device's folder not checked yet cannot be read (still arriving from
     # another copy?): what to tell the user; nothing is sent under this id until it is whole
     waiting: str | None = None
+    aside: str | None = None  # a file of it set aside now (engine/sync/stuck.py), one line
 
 
 def check(store: Store, root: Path) -> Checked:
@@ -84,22 +85,26 @@ def check(store: Store, root: Path) -> Checked:
     )
     with store.transaction():
         if not foreign:  # ours, up to the first one not readable yet (still arriving?)
+            readable = set(unchecked) | mine | stuck.set_aside(conn, files)
+            unread = [n for n in todo if n not in readable]
+            aside, _waiting = stuck.judge(store, files, unread, wrote_at)
+            readable |= set(aside)
             known = max(
-                (n for n in todo if all(k in unchecked for k in todo if k <= n)), default=base
+                (n for n in todo if all(k in readable for k in todo if k <= n)), default=base
             )
             _seen(store, known, files)
             done = [c for n, c in ctimes.items() if n <= known]
             if done:
                 top = max(int(local.json_meta(conn, CTIME_KEY) or 0), *done)
                 store.set_meta(CTIME_KEY, str(top))
-            part = [n for n in todo if n not in unchecked and n not in mine]
-            if not part:
-                return Checked(None, known)
+            said = stuck.line(files, aside, wrote_at) if aside else None
+            if not _waiting:
+                return Checked(None, known, aside=said)
             waiting = (
-                f"{files[part[0]]}: this device's journal file cannot be read yet (still "
+                f"{files[_waiting[0]]}: this device's journal file cannot be read yet (still "
                 "arriving from another copy of this database?): nothing sent this time"
             )
-            return Checked(None, known, waiting)
+            return Checked(None, known, waiting, said)
         name = local.name(conn)
         own = {**_read({n: p for n, p in files.items() if n not in todo}, me), **unchecked}
         new = _split(store, own, root)
@@ -272,20 +277,14 @@ def _known(conn, dev_id: str) -> int | None:
     return None if row is None else int(row[0])
 
 
-def copy_name(conn, name: str, root: Path) -> str:
-    """The name a copy takes with its new id: ``NAME (copy K)``, K from 2 on, the first no
-    device known here or writing in ``root`` has (so the others' summaries never say "from
-    NAME" for both)."""
-    base = re.sub(r" \(copy [0-9]+\)$", "", name)
-    taken = {row[0] for row in conn.execute("SELECT name FROM sync_devices")}
-    taken |= journal.names(root)
-    k = 2
-    while True:
-        suffix = f" (copy {k})"
-        candidate = base[: local.MAX_NAME - len(suffix)] + suffix
-        if candidate not in taken:
-            return candidate
-        k += 1
+def copy_name(name: str, new_id: str) -> str:
+    """The name a copy takes with its new id: ``NAME (copy XXXX)``, XXXX the new id's first
+    four digits (as `prep sync --status` lists it), so the others' summaries never say "from
+    NAME" for two devices: not even for two copies that find themselves at the same time,
+    which a number counted from the devices known could not promise."""
+    base = re.sub(r" \(copy [0-9a-f]+\)$", "", name)
+    suffix = f" (copy {new_id[:4]})"
+    return base[: local.MAX_NAME - len(suffix)] + suffix
 
 
 def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
@@ -320,7 +319,7 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
             elif e[0] == "d":
                 runs[e[1]] = (e[2]["name"], e[2]["ran_at"])
     new_id = local.new_device(conn)
-    local.set_name(conn, copy_name(conn, local.name(conn), root))
+    local.set_name(conn, copy_name(local.name(conn), new_id))
     new = local.device(conn)
     conn.execute(
         "DELETE FROM meta WHERE key IN (?, ?, ?, ?)", (SEEN_KEY, INTENT_KEY, CTIME_KEY, WROTE_KEY)

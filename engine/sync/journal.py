@@ -239,18 +239,6 @@ def _head_text(path: Path, key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def names(root: Path) -> set[str]:
-    """The device names in the headers of each device's newest file in ``root``."""
-    out = set()
-    for folder in device_folders(root).values():
-        files = numbered_files(folder)
-        if files:
-            name = _head_text(files[max(files)], "name")
-            if name:
-                out.add(name)
-    return out
-
-
 class _Bad(Exception):
     pass
 

@@ -120,48 +120,15 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
     conn = store.conn
     now = now or utcnow()
     out = Applied()
-    incoming: dict[str, dict[tuple[int, int], _Rev]] = defaultdict(dict)
-    affected: set[str] = set()
-    touched: set[str] = set()  # cards a tombstone reached: replayed from the start of the change
-    redo: dict[str, set[int]] = {}  # cards a displaced review left: their rows written again
-    clashes = replaced.Clashes(conn, journals[0].path.parent.parent if journals else None)
+    batch = _Batch(store, out, journals[0].path.parent.parent if journals else None)
+    incoming, affected, touched = batch.incoming, batch.affected, batch.touched
     for j in journals:
         jn = local.device_n(conn, j.device, j.name)
         pmap = {key: local.params_n(conn, p) for key, p in j.params.items()}
         for e in j.entries:
             kind = e[0]
             if kind in ("r", "R"):
-                if kind == "r":
-                    _, seq, cid, rating, at, dur, pk = e
-                    dn = jn
-                else:  # another device's review, passed on by this journal's (an import)
-                    _, origin, seq, cid, rating, at, dur, pk = e
-                    dn = local.device_n(conn, origin)
-                if (dn, seq) in incoming[cid] or _buried(conn, dn, seq):
-                    continue
-                origin = j.device if kind == "r" else e[1]
-                verdict = clashes.judge(kind == "r", dn, origin, seq, cid, rating, at)
-                if verdict.drop is not None:  # a held review displaced (engine/sync/replaced.py)
-                    held_cid = _drop(conn, verdict.drop, verdict.aside)
-                    affected.add(held_cid)
-                    touched.add(held_cid)
-                    redo[held_cid] = {
-                        r
-                        for (r,) in conn.execute(
-                            "SELECT id FROM reviews WHERE card_id = ?", (held_cid,)
-                        )
-                    }
-                if verdict.extra is not None:
-                    xdn, xseq, xcid, xrating, xat, xdur, xpn = verdict.extra
-                    if not (_review_row(conn, xdn, xseq) or _buried(conn, xdn, xseq)):
-                        incoming[xcid][(xdn, xseq)] = _Rev(xdn, xseq, xat, xrating, xdur, xpn)
-                        affected.add(xcid)
-                if not verdict.take:
-                    continue
-                incoming[cid][(dn, seq)] = _Rev(dn, seq, at, rating, dur, pmap[pk])
-                affected.add(cid)
-                out.reviews += 1
-                out.by_device[j.name or j.device] = out.by_device.get(j.name or j.device, 0) + 1
+                batch.review(j, jn, e, pmap)
             elif kind == "u":
                 _, rdev, rseq, cid, at = e
                 rn = local.device_n(conn, rdev)
@@ -203,15 +170,79 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
         changed, created = (
             done
             if done is not None
-            else replay(store, cid, card_revs, devices, scheds, redo.get(cid))
+            else replay(store, cid, card_revs, devices, scheds, batch.redo.get(cid))
         )
         out.rescheduled += bool(changed or created)  # a card first scheduled here counts too
         new_cards |= created
     if new_cards:  # cards new here: the next open checks them against the decks
         conn.execute("DELETE FROM meta WHERE key = ?", (_RECONCILED_KEY,))
     replaced.settle_aside(conn)
-    out.notes = clashes.lines()
+    out.notes = batch.clashes.lines()
     return out
+
+
+class _Batch:
+    """The reviews arriving in one apply, by card, and what they change."""
+
+    def __init__(self, store: Store, out: Applied, root: Any) -> None:
+        self.store, self.conn, self.out = store, store.conn, out
+        self.incoming: dict[str, dict[tuple[int, int], _Rev]] = defaultdict(dict)
+        self.pending: dict[tuple[int, int], str] = {}  # (device, seq) arriving -> its card
+        self.affected: set[str] = set()
+        self.touched: set[str] = set()  # cards replayed from the start of the change
+        self.redo: dict[str, set[int]] = {}  # cards a displaced review left: rows written again
+        self.clashes = replaced.Clashes(self.conn, root)
+
+    def review(self, j: Journal, jn: int, e: list, pmap: dict[str, int]) -> None:
+        """A review entry ("r", or "R": another device's passed on by this journal's)."""
+        conn = self.conn
+        if e[0] == "r":
+            _, seq, cid, rating, at, dur, pk = e
+            dn, origin = jn, j.device
+        else:
+            _, origin, seq, cid, rating, at, dur, pk = e
+            dn = local.device_n(conn, origin)
+        was = self.pending.get((dn, seq))
+        prev = None if was is None else self.incoming[was].get((dn, seq))  # (None: undone)
+        if was is not None and prev is not None:  # the same id earlier in these journals
+            if e[0] != "r" or (was, prev.at, prev.rating) == (cid, at, rating):
+                return  # (passed on by another device: its own journal's is taken)
+            # a later file of its own journal gives the id to another review (two copies
+            # wrote under one id): the later one is the journal's (as fork.py counts it)
+            del self.incoming[was][(dn, seq)]
+            replaced.keep(
+                conn, origin, seq, was, prev.rating, prev.at, prev.duration_ms, prev.params
+            )
+            self.clashes.count(self.clashes.replaced, j.name or j.device)
+            self._count(j, -1)
+        if _buried(conn, dn, seq):
+            return
+        verdict = self.clashes.judge(e[0] == "r", dn, origin, seq, cid, rating, at)
+        if verdict.drop is not None:  # a held review displaced (engine/sync/replaced.py)
+            held = _drop(conn, verdict.drop, verdict.aside)
+            self.affected.add(held)
+            self.touched.add(held)
+            rows = conn.execute("SELECT id FROM reviews WHERE card_id = ?", (held,))
+            self.redo[held] = {r for (r,) in rows}
+        if verdict.extra is not None:  # the review its journal holds under the freed id
+            xdn, xseq, xcid, *rest = verdict.extra
+            if not (_review_row(conn, xdn, xseq) or _buried(conn, xdn, xseq)):
+                xrating, xat, xdur, xpn = rest
+                self.incoming[xcid][(xdn, xseq)] = _Rev(xdn, xseq, xat, xrating, xdur, xpn)
+                self.pending[(xdn, xseq)] = xcid
+                self.affected.add(xcid)
+        if verdict.take:
+            self.incoming[cid][(dn, seq)] = _Rev(dn, seq, at, rating, dur, pmap[pk])
+            self.pending[(dn, seq)] = cid
+            self.affected.add(cid)
+            self._count(j, 1)
+
+    def _count(self, j: Journal, n: int) -> None:
+        name = j.name or j.device
+        self.out.reviews += n
+        self.out.by_device[name] = self.out.by_device.get(name, 0) + n
+        if not self.out.by_device[name]:
+            del self.out.by_device[name]
 
 
 def _drop(conn, row: int, aside: bool) -> str:

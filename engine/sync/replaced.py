@@ -120,6 +120,10 @@ class Clashes:
             extra = (tdn, tseq, ocid, orating, oat, odur, local.params_n(conn, params))
         return Verdict(True, drop=trid, extra=extra)
 
+    @staticmethod
+    def count(counts: dict[str, int], name: str) -> None:
+        _add(counts, name)
+
     def lines(self) -> list[str]:
         """What the user must know, one line a case."""
         out = []
@@ -185,12 +189,19 @@ def _journal_reviews(root: Path | None, dev_id: str) -> dict[int, tuple] | None:
 
 def set_aside(conn, row: int) -> None:
     """Keep review row ``row`` (about to be removed: another review took its id) in meta."""
-    dev_id, seq, cid, rating, at, dur, params = conn.execute(
-        "SELECT d.id, coalesce(r.seq, r.id), r.card_id, r.rating, r.at, r.duration_ms, p.value "
-        "FROM reviews r JOIN sync_devices d ON d.n = r.dev JOIN sched_params p ON p.n = r.params "
-        "WHERE r.id = ?",
+    dev_id, seq, cid, rating, at, dur, pn = conn.execute(
+        "SELECT d.id, coalesce(r.seq, r.id), r.card_id, r.rating, r.at, r.duration_ms, r.params "
+        "FROM reviews r JOIN sync_devices d ON d.n = r.dev WHERE r.id = ?",
         (row,),
     ).fetchone()
+    keep(conn, dev_id, seq, cid, rating, at, dur, pn)
+
+
+def keep(conn, dev_id: str, seq: int, cid: str, *review: Any) -> None:
+    """Keep review (``dev_id``, ``seq``) of card ``cid`` (rating, at, duration, params n) in
+    meta: another review took its id."""
+    rating, at, dur, pn = review
+    (params,) = conn.execute("SELECT value FROM sched_params WHERE n = ?", (pn,)).fetchone()
     aside = local.json_meta(conn, ASIDE_KEY) or {}
     aside[f"{dev_id}:{seq}"] = [cid, rating, at, dur, json.loads(params)]
     _save(conn, aside)

@@ -37,6 +37,7 @@ class SyncResult:
     backup: Path | None = None
     forked: str | None = None  # a copy of another database found: its new id, in one line
     held: str | None = None  # nothing sent: a file of its own folder not whole yet, one line
+    set_aside: str | None = None  # a file of its own folder that stays unreadable, set aside
 
     def summary(self) -> str:
         a = self.applied
@@ -322,7 +323,7 @@ def sync(
     result = SyncResult()
     conn = store.conn
     checked = fork.check(store, root)  # before anything is written under its id
-    result.forked, result.held = checked.line, checked.waiting
+    result.forked, result.held, result.set_aside = checked.line, checked.waiting, checked.aside
     me = local.device_id(conn)
     entries: list[list[Any]] = []
     if checked.waiting is None:  # (else the other copy's file may be a fork: wait for it)
