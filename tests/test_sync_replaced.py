@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from prep.engine.store import Store
 from prep.engine.store import devices as local
-from prep.engine.sync.run import sync
+from prep.engine.sync.run import status, sync
 from tests.test_sync import T0, rate, view
 from tests.test_sync_fork import _converged, _copy, _ids
 
@@ -60,6 +60,9 @@ def settle(*folders: Path) -> None:
 
 
 def test_a_third_device_that_applied_the_losing_version_first(tmp_path: Path) -> None:
+    """c applies the losing version of the shared id's file 2, then the winner: it takes the
+    winner's review and keeps the loser's aside until the loser, finding the copy, sends it
+    under its new id: each held once, none lost (before: z twice, y missing)."""
     f1, f2, f3 = (tmp_path / n for n in ("f1", "f2", "f3"))
     for f in (f1, f2, f3):
         f.mkdir()
@@ -80,13 +83,16 @@ def test_a_third_device_that_applied_the_losing_version_first(tmp_path: Path) ->
     sync(c, f3)
     put(f3, rel, a[rel])  # then the winner replaces it everywhere
     put(f2, rel, a[rel])
-    notes = []
+    said = sync(c, f3).applied.notes  # c reads the winner before the loser finds the copy
+    assert len(said) == 1 and "set aside until their copy sends them again" in said[0]
+    assert {r[2] for r in _ids(c)} == {"x", "y"}  # z no longer held under y's id
+    assert status(c, f3)["reviews_set_aside"] == 1  # (not lost: kept in the database)
     for _ in range(3):
         for s, f in ((cp2, f2), (cp1, f1), (c, f3)):
-            notes += sync(s, f).applied.notes
+            said += sync(s, f).applied.notes
             settle(f1, f2, f3)
     _converged(cp1, cp2, c)
-    assert len(notes) == 1 and "replaced by another copy's version" in notes[0]  # said once
+    assert len(said) == 1 and status(c, f3)["reviews_set_aside"] == 0
     assert {r[2] for r in _ids(c)} == {"x", "y", "z"} and len(_ids(c)) == 3
     assert local.device_id(cp1.conn) != local.device_id(cp2.conn)
     assert view(c) == view(cp1)
@@ -100,6 +106,7 @@ step = st.one_of(
     st.tuples(st.just("undo"), st.integers(0, 3), st.just("")),
     st.tuples(st.just("sync"), st.integers(0, 3), st.just("")),
     st.tuples(st.just("deliver"), st.integers(0, 3), st.integers(0, 3)),
+    st.tuples(st.just("partial"), st.integers(0, 3), st.integers(0, 3)),  # half of the newest
 )
 
 
@@ -123,10 +130,15 @@ def test_any_device_any_order_of_arrivals_converges(tmp_path_factory, before, af
 
     def act(kind: str, i: int, arg: object) -> None:
         s = ss[i]
-        if kind == "deliver":
+        if kind in ("deliver", "partial"):
             src, dst = i, int(arg)  # type: ignore[call-overload]
-            if ss[src] is not None and ss[dst] is not None and src != dst:
+            if ss[src] is None or ss[dst] is None or src == dst:
+                return
+            if kind == "deliver":
                 deliver(folders[src], folders[dst])
+            elif have := files(folders[src]):  # the tool has brought half of one file
+                rel = max(have, key=lambda r: r.split("/")[1])
+                put(folders[dst], rel, have[rel][: len(have[rel]) // 2])
         elif s is None:
             return
         elif kind == "rate":
@@ -158,3 +170,40 @@ def test_any_device_any_order_of_arrivals_converges(tmp_path_factory, before, af
             settle(*folders)
     _converged(*live)
     assert made <= {(r[2], r[3], r[4]) for r in _ids(live[0])}  # nothing made is lost
+
+
+def _relay(folder: Path, about: Store, entry_from: Path, at_shift: int) -> None:
+    """A device "e" passes on (an "R" entry) review 1 of ``about``'s id as in ``entry_from``,
+    its time moved by ``at_shift`` microseconds (0: as it is)."""
+    import json
+
+    from prep.engine.sync import journal
+
+    head, *lines = entry_from.read_text().splitlines()
+    header = json.loads(head)
+    r = next(json.loads(x) for x in lines if json.loads(x)[0] == "r")
+    dev = local.device_id(about.conn)
+    entry = ["R", dev, r[1], r[2], r[3], r[4] + at_shift, r[5], r[6]]
+    header.update(device="e" * 16, name="e", file=None, entries=None)
+    journal.write(folder / ("e" * 16), header, [entry])
+
+
+def test_a_review_passed_on_that_differs_from_its_own_journal_is_said_and_not_taken(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "f"
+    folder.mkdir()
+    a, c, d = (Store.open(tmp_path / f"{n}.db") for n in "acd")
+    rate(a, "x", 3, T0)
+    written = sync(a, folder).journal
+    assert written is not None
+    sync(c, folder)  # c holds a's review 1 as a's journal has it
+    _relay(folder, a, written, at_shift=7)  # e passes on another review under that id
+    said = sync(c, folder).applied.notes
+    assert len(said) == 1 and "differ from the ones held under their ids" in said[0]
+    # d reads e's file first (its folder sorts before a's? whichever: the journal decides)
+    sync(d, folder)
+    assert view(c) == view(d) == view(a)
+    assert [r.reviewed_at for r in d.reviews(card_id="x")] == [
+        r.reviewed_at for r in a.reviews(card_id="x")
+    ]

@@ -14,8 +14,17 @@ not hold as they are here (made here since the copy) move to the new id and are 
 review's fuzz is seeded by its id), so the next sync sends them, colliding with nothing. The
 copy that wrote first keeps the old id. Nothing is written but this database and, by the sync
 that follows, its own new folder. While a file there not checked yet cannot be read (still
-arriving from another copy?), nothing is sent under this id: that file may be the evidence.
-A file this database was about to write when a sync was killed (INTENT_KEY) is its own."""
+arriving from another copy?), nothing is sent under this id: that file may be the evidence
+(until engine/sync/stuck.py sets it aside). A file this database was about to write when a
+sync was killed (INTENT_KEY) is its own.
+
+A peer-to-peer sync tool (Syncthing) may put another copy's version of a file this database
+wrote in place of it (both wrote that number). So the files it wrote are noted (WROTE_KEY):
+another version of one is another copy's, whatever an undo here could explain; and a file
+put in place since the last check (its inode change time, CTIME_KEY) is checked again, an
+older number too. A review of ours that such a copy's undo may name (it gave the number to
+a review of its own) is kept, moved to the new id: at worst un-undone, never lost. The new
+id takes a name of its own ("NAME (copy XXXX)")."""
 
 from __future__ import annotations
 
@@ -73,8 +82,8 @@ def check(store: Store, root: Path) -> Checked:
     mine = {
         n for n in todo if intent and n >= intent[0] and journal.written_at(files[n]) == intent[1]
     }
-    # the file this database wrote last, there with another header: another copy's version
-    # of it put in place by the sync tool (an undo here explains none of its reviews)
+    # a file this database wrote (WROTE_KEY), there with another header: another copy's
+    # version of it put in place by the sync tool (an undo here explains none of its reviews)
     wrote_at = _wrote(conn)
     other = {n for n in todo if n in wrote_at and journal.written_at(files[n]) != wrote_at[n]}
     foreign = any(
@@ -87,7 +96,7 @@ def check(store: Store, root: Path) -> Checked:
         if not foreign:  # ours, up to the first one not readable yet (still arriving?)
             readable = set(unchecked) | mine | stuck.set_aside(conn, files)
             unread = [n for n in todo if n not in readable]
-            aside, _waiting = stuck.judge(store, files, unread, wrote_at)
+            aside, waiting_for = stuck.judge(store, files, unread, wrote_at)
             readable |= set(aside)
             known = max(
                 (n for n in todo if all(k in readable for k in todo if k <= n)), default=base
@@ -98,10 +107,10 @@ def check(store: Store, root: Path) -> Checked:
                 top = max(int(local.json_meta(conn, CTIME_KEY) or 0), *done)
                 store.set_meta(CTIME_KEY, str(top))
             said = stuck.line(files, aside, wrote_at) if aside else None
-            if not _waiting:
+            if not waiting_for:
                 return Checked(None, known, aside=said)
             waiting = (
-                f"{files[_waiting[0]]}: this device's journal file cannot be read yet (still "
+                f"{files[waiting_for[0]]}: this device's journal file cannot be read yet (still "
                 "arriving from another copy of this database?): nothing sent this time"
             )
             return Checked(None, known, waiting, said)
@@ -134,7 +143,8 @@ def wrote(store: Store, path: Path, written_at: str, known: int) -> None:
     if number == known + 1:
         store.set_meta(SEEN_KEY, json.dumps([number, written_at]))
         made = _ctimes({number: path}).get(number, 0)
-        store.set_meta(CTIME_KEY, str(max(int(local.json_meta(store.conn, CTIME_KEY) or 0), made)))
+        seen = int(local.json_meta(store.conn, CTIME_KEY) or 0)
+        store.set_meta(CTIME_KEY, str(max(seen, made)))
 
 
 def _wrote(conn) -> dict[int, str]:

@@ -1,7 +1,9 @@
 """Applying other devices' journal entries to this database, by rules that cannot conflict.
 
 - a review is added once (its id is its device and sequence number) unless a tombstone says
-  it was undone; a tombstone removes it wherever it is;
+  it was undone; a tombstone removes it wherever it is; an id arriving with other content
+  than the review held under it, or a review held arriving under a second id, is settled by
+  engine/sync/replaced.py (the journal of the id's device as it stands decides);
 - a card whose reviews changed is replayed: its surviving reviews in (time, device id,
   sequence) order, each through the scheduler it was made with (its stored parameters; the
   fuzz is seeded by the review's own id, device and sequence, as when it was rated, so it

@@ -14,7 +14,7 @@ from prep.engine.paths import expand_user
 from prep.engine.store import devices as local
 from prep.engine.store.schema14 import catch_up_tally
 from prep.engine.study.present import count
-from prep.engine.sync import fork, journal, merge, relay
+from prep.engine.sync import fork, journal, merge, relay, replaced
 from prep.engine.sync.journal import JournalError
 from prep.engine.timeutil import fmt, utcnow
 
@@ -419,5 +419,6 @@ def status(store: Store, folder: Path | None) -> dict[str, Any]:
         "folder": None if folder is None else str(folder),
         "last_sync": last[0] if last else None,
         "files_waiting": waiting,
+        "reviews_set_aside": replaced.aside_count(conn),
         "devices": list(devices.values()),
     }

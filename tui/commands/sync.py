@@ -71,6 +71,14 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
                     f"  {d['name'] or '?'} ({d['id']}): {d['applied']} journal file(s) applied, "
                     f"last written {d['wrote_at'] or 'unknown'}, applied here {d['applied_at'] or 'never'}"
                 )
+            if info["reviews_set_aside"]:
+                from prep.engine.study.present import count
+
+                click.echo(
+                    f"{count(info['reviews_set_aside'], 'review')} set aside (their ids given to "
+                    "other reviews by a replaced journal file): kept until their copy sends "
+                    "them again"
+                )
             if info["files_waiting"]:
                 click.echo(
                     f"{info['files_waiting']} journal file(s) not applied yet: run prep sync"
