@@ -5,6 +5,7 @@ version first. Each device here has its own copy of the folder; ``deliver`` is t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from datetime import timedelta
@@ -13,8 +14,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prep.engine.store import Store
+from prep.engine.store import Mark, Store
 from prep.engine.store import devices as local
+from prep.engine.sync.journal import JournalError
 from prep.engine.sync.run import status, sync
 from tests.test_sync import T0, rate, view
 from tests.test_sync_fork import _converged, _copy, _ids
@@ -104,6 +106,7 @@ LONG = bool(os.environ.get("PREP_LONG_FUZZ"))
 step = st.one_of(
     st.tuples(st.just("rate"), st.integers(0, 3), st.sampled_from("xyz")),
     st.tuples(st.just("undo"), st.integers(0, 3), st.just("")),
+    st.tuples(st.just("mark"), st.integers(0, 3), st.sampled_from("xyz")),
     st.tuples(st.just("sync"), st.integers(0, 3), st.just("")),
     st.tuples(st.just("deliver"), st.integers(0, 3), st.integers(0, 3)),
     st.tuples(st.just("partial"), st.integers(0, 3), st.integers(0, 3)),  # half of the newest
@@ -145,8 +148,16 @@ def test_any_device_any_order_of_arrivals_converges(tmp_path_factory, before, af
             rate(s, str(arg), 1 + next(clock) % 4, T0 + timedelta(minutes=next(clock)))
         elif kind == "undo":
             s.undo_last()
+        elif kind == "mark":
+            n = next(clock)
+            s.set_mark(
+                str(arg),
+                Mark(suspended=n % 2 == 0, flagged=n % 3 == 0),
+                at=T0 + timedelta(minutes=n),
+            )
         else:
-            sync(s, folders[i])
+            with contextlib.suppress(JournalError):  # another's file half arrived: refused
+                sync(s, folders[i])
 
     for kind, i, arg in before:
         act(kind, i, arg)
@@ -207,3 +218,29 @@ def test_a_review_passed_on_that_differs_from_its_own_journal_is_said_and_not_ta
     assert [r.reviewed_at for r in d.reviews(card_id="x")] == [
         r.reviewed_at for r in a.reviews(card_id="x")
     ]
+
+
+def test_a_mark_in_the_losing_version_reaches_every_device(tmp_path: Path) -> None:
+    f1, f2, f3 = (tmp_path / n for n in ("f1", "f2", "f3"))
+    for f in (f1, f2, f3):
+        f.mkdir()
+    cp1, c = Store.open(tmp_path / "cp1.db"), Store.open(tmp_path / "c.db")
+    rate(cp1, "x", 3, T0)
+    sync(cp1, f1)
+    cp2 = _copy(tmp_path, cp1, "cp2.db")
+    shutil.copytree(f1, f2, dirs_exist_ok=True)
+    rate(cp1, "y", 3, T0 + timedelta(days=1))
+    cp2.set_mark("x", Mark(suspended=True), at=T0 + timedelta(days=1, hours=1))
+    sync(cp1, f1)
+    sync(cp2, f2)  # its file 2 holds the mark; cp1's file 2 wins
+    deliver(f2, f3)
+    sync(c, f3)  # c takes the mark from the losing version
+    assert c.mark("x").suspended
+    deliver(f1, f2)
+    deliver(f1, f3)
+    for _ in range(3):
+        for s, f in ((cp2, f2), (cp1, f1), (c, f3)):
+            sync(s, f)
+            settle(f1, f2, f3)
+    _converged(cp1, cp2, c)
+    assert cp1.mark("x").suspended  # the loser's mark, sent again under its new id

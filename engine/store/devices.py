@@ -83,7 +83,7 @@ def device_n(conn: sqlite3.Connection, dev_id: str, name: str | None = None) -> 
     return int(cur.lastrowid or 0)  # (an INSERT always sets it)
 
 
-def new_device(conn: sqlite3.Connection) -> str:
+def new_device(conn: sqlite3.Connection, resend_registers: bool = False) -> str:
     """Give this database a new device id (after a restore from a backup: the old id's
     entries in the sync folder are then another device's, received on the next sync, and
     nothing made from now on can take a sequence number the old id already used)."""
@@ -103,9 +103,14 @@ def new_device(conn: sqlite3.Connection) -> str:
     _set_meta(conn, "sync_sent", json.dumps(marks))
     # the new id has written no file, nor checked one (engine/sync/fork.py)
     conn.execute(
-        "DELETE FROM meta WHERE key IN ('sync_file', 'sync_seen', 'sync_intent', 'sync_ctime', 'sync_wrote')"
+        "DELETE FROM meta WHERE key IN ('sync_file', 'sync_seen', 'sync_intent', 'sync_ctime', "
+        "'sync_wrote')"
     )
-    _hand_over(conn, old, n, sent)
+    # (``resend_registers``: what the old id sent is not known to be in the folder, a sync
+    # tool having put another copy's version of a file of it in place: its marks and
+    # settings are all handed over, each with its own time)
+    handed = {k: v for k, v in sent.items() if k not in "ms"} if resend_registers else sent
+    _hand_over(conn, old, n, handed)
     return dev_id
 
 

@@ -328,7 +328,7 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
                 undos.add(e[2])
             elif e[0] == "d":
                 runs[e[1]] = (e[2]["name"], e[2]["ran_at"])
-    new_id = local.new_device(conn)
+    new_id = local.new_device(conn, resend_registers=len(by_me) < len(wrote))
     local.set_name(conn, copy_name(local.name(conn), new_id))
     new = local.device(conn)
     conn.execute(
