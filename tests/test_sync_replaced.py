@@ -244,3 +244,30 @@ def test_a_mark_in_the_losing_version_reaches_every_device(tmp_path: Path) -> No
             settle(f1, f2, f3)
     _converged(cp1, cp2, c)
     assert cp1.mark("x").suspended  # the loser's mark, sent again under its new id
+
+
+def test_a_copy_finds_an_older_file_of_its_own_replaced(tmp_path: Path) -> None:
+    """cp1 wrote files 1 and 2; its copy cp2 wrote its own file 1 (a folder not in step
+    yet); the tool keeps cp2's file 1. cp1's last file is as it wrote it, yet it must find
+    the copy (before: it went on as if file 1 were its own; its review there was lost)."""
+    f1, f2 = tmp_path / "f1", tmp_path / "f2"
+    f1.mkdir()
+    f2.mkdir()
+    cp1 = Store.open(tmp_path / "cp1.db")
+    cp2 = _copy(tmp_path, cp1, "cp2.db")
+    rate(cp1, "x", 3, T0)
+    sync(cp1, f1)
+    rate(cp1, "y", 3, T0 + timedelta(hours=1))
+    sync(cp1, f1)
+    rate(cp2, "z", 2, T0 + timedelta(hours=2))
+    sync(cp2, f2)
+    (rel,) = files(f2)
+    put(f1, rel, files(f2)[rel])  # cp2's version of file 1 wins
+    deliver(f1, f2)
+    assert sync(cp1, f1).forked is not None
+    for _ in range(2):
+        for s, f in ((cp2, f2), (cp1, f1)):
+            sync(s, f)
+            settle(f1, f2)
+    _converged(cp1, cp2)
+    assert sorted(r[2] for r in _ids(cp1)) == ["x", "y", "z"]
