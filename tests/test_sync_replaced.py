@@ -103,14 +103,9 @@ def test_a_third_device_that_applied_the_losing_version_first(tmp_path: Path) ->
 # --- any device, any order of arrivals ---------------------------------------------------
 
 LONG = bool(os.environ.get("PREP_LONG_FUZZ"))
-step = st.one_of(
-    st.tuples(st.just("rate"), st.integers(0, 3), st.sampled_from("xyz")),
-    st.tuples(st.just("undo"), st.integers(0, 3), st.just("")),
-    st.tuples(st.just("mark"), st.integers(0, 3), st.sampled_from("xyz")),
-    st.tuples(st.just("sync"), st.integers(0, 3), st.just("")),
-    st.tuples(st.just("deliver"), st.integers(0, 3), st.integers(0, 3)),
-    st.tuples(st.just("partial"), st.integers(0, 3), st.integers(0, 3)),  # half of the newest
-)
+# (weighted: a review, a sync and a delivery are what make two versions of one file)
+KINDS = ["rate"] * 3 + ["sync"] * 3 + ["deliver"] * 3 + ["undo", "mark", "partial"]
+step = st.tuples(st.sampled_from(KINDS), st.integers(0, 3), st.integers(0, 3))
 
 
 @settings(
@@ -118,7 +113,7 @@ step = st.one_of(
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(before=st.lists(step, max_size=4), after=st.lists(step, max_size=16))
+@given(before=st.lists(step, max_size=4), after=st.lists(step, min_size=4, max_size=20))
 def test_any_device_any_order_of_arrivals_converges(tmp_path_factory, before, after) -> None:
     """Devices 0 and 3 (independent), 1 and 2 copies of 0 made after ``before``; each syncs
     with its own copy of the folder, and the tool delivers files between them in any order,
@@ -131,10 +126,10 @@ def test_any_device_any_order_of_arrivals_converges(tmp_path_factory, before, af
     ss: list[Store | None] = [Store.open(tmp / "d0.db"), None, None, Store.open(tmp / "d3.db")]
     clock = iter(range(1, 10_000))
 
-    def act(kind: str, i: int, arg: object) -> None:
+    def act(kind: str, i: int, arg: int) -> None:
         s = ss[i]
         if kind in ("deliver", "partial"):
-            src, dst = i, int(arg)  # type: ignore[call-overload]
+            src, dst = i, arg
             if ss[src] is None or ss[dst] is None or src == dst:
                 return
             if kind == "deliver":
@@ -145,13 +140,13 @@ def test_any_device_any_order_of_arrivals_converges(tmp_path_factory, before, af
         elif s is None:
             return
         elif kind == "rate":
-            rate(s, str(arg), 1 + next(clock) % 4, T0 + timedelta(minutes=next(clock)))
+            rate(s, "xyz"[arg % 3], 1 + next(clock) % 4, T0 + timedelta(minutes=next(clock)))
         elif kind == "undo":
             s.undo_last()
         elif kind == "mark":
             n = next(clock)
             s.set_mark(
-                str(arg),
+                "xyz"[arg % 3],
                 Mark(suspended=n % 2 == 0, flagged=n % 3 == 0),
                 at=T0 + timedelta(minutes=n),
             )

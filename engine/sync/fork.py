@@ -20,7 +20,7 @@ sync was killed (INTENT_KEY) is its own.
 
 A peer-to-peer sync tool (Syncthing) may put another copy's version of a file this database
 wrote in place of it (both wrote that number). So the files it wrote are noted (WROTE_KEY):
-another version of one is another copy's, whatever an undo here could explain; and a file
+another version of one is another copy's, whatever it holds (even what both hold); and a file
 put in place since the last check (its inode change time, CTIME_KEY) is checked again, an
 older number too. A review of ours that such a copy's undo may name (it gave the number to
 a review of its own) is kept, moved to the new id: at worst un-undone, never lost. The new
@@ -83,14 +83,11 @@ def check(store: Store, root: Path) -> Checked:
         n for n in todo if intent and n >= intent[0] and journal.written_at(files[n]) == intent[1]
     }
     # a file this database wrote (WROTE_KEY), there with another header: another copy's
-    # version of it put in place by the sync tool (an undo here explains none of its reviews)
-    wrote_at = _wrote(conn)
+    # version of it, put in place by the sync tool (whatever it holds: proof of a copy)
+    wrote_at = _wrote(conn, root)
     other = {n for n in todo if n in wrote_at and journal.written_at(files[n]) != wrote_at[n]}
-    foreign = any(
-        _not_ours(conn, e, sent, n in other)
-        for n, es in unchecked.items()
-        if n not in mine
-        for e in es
+    foreign = bool(other - mine) or any(
+        _not_ours(conn, e, sent) for n, es in unchecked.items() if n not in mine for e in es
     )
     with store.transaction():
         if not foreign:  # ours, up to the first one not readable yet (still arriving?)
@@ -138,7 +135,7 @@ def wrote(store: Store, path: Path, written_at: str, known: int) -> None:
     store.conn.execute("DELETE FROM meta WHERE key = ?", (INTENT_KEY,))
     number = int(path.name.split(".")[0])
     wrote_at = local.json_meta(store.conn, WROTE_KEY) or {}
-    wrote_at[str(number)] = written_at
+    wrote_at.setdefault(_key(path.parent.parent), {})[str(number)] = written_at
     store.set_meta(WROTE_KEY, json.dumps(wrote_at, separators=(",", ":")))
     if number == known + 1:
         store.set_meta(SEEN_KEY, json.dumps([number, written_at]))
@@ -147,14 +144,18 @@ def wrote(store: Store, path: Path, written_at: str, known: int) -> None:
         store.set_meta(CTIME_KEY, str(max(seen, made)))
 
 
-def _wrote(conn) -> dict[int, str]:
-    """{number: written_at} of the files this database wrote under its id (as far as known:
-    before WROTE_KEY, the last one)."""
-    out = {int(n): w for n, w in (local.json_meta(conn, WROTE_KEY) or {}).items()}
-    last = local.json_meta(conn, "sync_file")
-    if last:
-        out.setdefault(int(last[0]), last[1])
-    return out
+def _key(root: Path) -> str:
+    try:
+        return str(root.resolve())
+    except OSError:
+        return str(root)
+
+
+def _wrote(conn, root: Path) -> dict[int, str]:
+    """{number: written_at} of the files this database wrote under its id in the sync folder
+    ``root`` (each folder its own: a machine may sync through two, each numbered from 1)."""
+    mine = (local.json_meta(conn, WROTE_KEY) or {}).get(_key(root), {})
+    return {int(n): w for n, w in mine.items()}
 
 
 def _seen(store: Store, known: int, files: dict[int, Path]) -> None:
@@ -219,11 +220,10 @@ def _grave(conn, dn: int, seq: int) -> bool:
     return row.fetchone() is not None
 
 
-def _not_ours(conn, e: list[Any], sent: dict[str, int], replaced: bool = False) -> bool:
+def _not_ours(conn, e: list[Any], sent: dict[str, int]) -> bool:
     """Whether this database cannot have written entry ``e`` under its id: it does not hold
     it as it is, and (its reviews, marks and settings go out in the order of their numbers,
-    ``sent`` the last number sent of each kind) it never sent one of that number; in a file
-    ``replaced`` (another version of one it wrote), a review it does not hold. (Another
+    ``sent`` the last number sent of each kind) it never sent one of that number. (Another
     prep on this database may have written the file and not yet noted it sent: what this
     database holds as it is counts as its own first.)"""
     kind = e[0]
@@ -236,8 +236,6 @@ def _not_ours(conn, e: list[Any], sent: dict[str, int], replaced: bool = False) 
         held = _review(conn, dn, seq)
         if held is not None:
             return tuple(held) != (at, rating)
-        if replaced:
-            return True
         return (kind == "r" and seq > sent.get("r", 0)) or not _grave(conn, dn, seq)
     if kind == "u":
         dn = _known(conn, e[1])
@@ -309,7 +307,7 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
     # the last review this database sent under the old id: none numbered up to it is new here
     sent_r = int((local.json_meta(conn, "sync_sent") or {}).get("r", 0))
     files = journal.numbered_files(root / old_id)
-    wrote = {n: w for n, w in _wrote(conn).items() if n in files}
+    wrote = {n: w for n, w in _wrote(conn, root).items() if n in files}
     by_me = {n for n, w in wrote.items() if journal.written_at(files[n]) == w}
     if len(by_me) < len(wrote):
         # a file it wrote is not in the folder as it wrote it (a sync tool put the other
