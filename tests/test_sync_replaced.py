@@ -6,6 +6,7 @@ version first. Each device here has its own copy of the folder; ``deliver`` is t
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 from datetime import timedelta
@@ -42,10 +43,20 @@ def put(folder: Path, rel: str, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+def whole(data: bytes) -> bool:
+    """Whether ``data`` is a whole journal file (a tool passes on no half-arrived file)."""
+    lines = data.split(b"\n")
+    try:
+        return lines[-1] == b"" and json.loads(lines[0])["entries"] == len(lines) - 2
+    except (ValueError, KeyError, TypeError):
+        return False
+
+
 def deliver(src: Path, dst: Path) -> None:
     """Every file of ``src`` arrives in ``dst``: a version there of the same name is replaced."""
     for rel, data in files(src).items():
-        put(dst, rel, data)
+        if whole(data):
+            put(dst, rel, data)
 
 
 def settle(*folders: Path) -> None:
@@ -53,7 +64,8 @@ def settle(*folders: Path) -> None:
     won: dict[str, bytes] = {}
     for f in folders:
         for rel, data in files(f).items():
-            won[rel] = max(won.get(rel, data), data)
+            if whole(data):
+                won[rel] = max(won.get(rel, data), data)
     for f in folders:
         have = files(f)
         for rel, data in won.items():
@@ -181,8 +193,6 @@ def test_any_device_any_order_of_arrivals_converges(tmp_path_factory, before, af
 def _relay(folder: Path, about: Store, entry_from: Path, at_shift: int) -> None:
     """A device "e" passes on (an "R" entry) review 1 of ``about``'s id as in ``entry_from``,
     its time moved by ``at_shift`` microseconds (0: as it is)."""
-    import json
-
     from prep.engine.sync import journal
 
     head, *lines = entry_from.read_text().splitlines()
