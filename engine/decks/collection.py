@@ -305,6 +305,12 @@ class CachedCollection:
         row = self._store.deck_cache_card(where[0], where[1], card_id)
         return None if row is None else row[5]
 
+    def place(self, card_id: str) -> tuple[str, int] | None:
+        """(file, line) of the card in the deck cache, where content_hash_now reads it first:
+        for a statement that reads its hash beside other things (Store.shown_card)."""
+        where = self._locate(card_id)
+        return None if where is None else (where[0], where[1])
+
     def __contains__(self, card_id: object) -> bool:
         return isinstance(card_id, str) and self._locate(card_id) is not None
 

@@ -44,6 +44,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from operator import attrgetter
 from typing import Any, TypeGuard
 
@@ -167,9 +168,10 @@ class Card:
     def correct_letter(self) -> str | None:
         return None if self.correct is None else CHOICE_LETTERS[self.correct]
 
-    @property
+    @cached_property
     def content_hash(self) -> str:
-        """Hash of what the user is tested on; a change flags the card as edited."""
+        """Hash of what the user is tested on; a change flags the card as edited. Computed
+        once a card (its fields never change): every answer asks for it."""
         payload = _TO_JSON([self.kind, self.prompt, self.answer, list(self.choices), self.correct])
         return sha256(payload.encode()).hexdigest()[:16]
 

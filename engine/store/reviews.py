@@ -120,6 +120,12 @@ _REVIEW_COLS = "id, card_id, rating, at, duration_ms, prev_state, prev, next"
 _CARD_COLS = ", ".join(CARD_COLUMNS)
 _CARD_MARKS = ", ".join("?" * len(CARD_COLUMNS))
 _CARD_SETS = ", ".join(f"{c} = excluded.{c}" for c in CARD_COLUMNS if c != "id")
+# a rated card's row when this transaction read it (rate_card): an UPDATE, not an upsert's
+# INSERT tried first
+_CARD_UPDATE = (
+    f"UPDATE cards SET {', '.join(f'{c} = ?' for c in CARD_COLUMNS if c != 'id')}, logged = ? "
+    "WHERE id = ?"
+)
 _CARD_AND_STAMP = (
     f"SELECT s.*, {', '.join(f'c.{c}' for c in CARD_COLUMNS)} FROM ({devices.STAMP_SQL}) s "
     "LEFT JOIN cards c ON c.id = ?"
@@ -129,6 +135,14 @@ _CARD_AND_STAMP = (
 _SHOWN = (
     "SELECT v.data_version, (SELECT value FROM meta WHERE key = 'settings'), "
     f"{_CARD_AND_STAMP.removeprefix('SELECT ').replace(' FROM (', ' FROM pragma_data_version() v, (', 1)}"
+)
+# the same, with the content hash of the card's text in the deck cache (deck_cache_card's
+# first lookup: its file's id and its line) as the last column
+_SHOWN_HASH = _SHOWN.replace(
+    " FROM pragma_data_version() v,",
+    ", (SELECT chash FROM deck_cards WHERE key = (SELECT fid FROM deck_files WHERE path = ?) "
+    "<< 32 | ? AND id = ?) FROM pragma_data_version() v,",
+    1,
 )
 # a rating's stamp (STAMP_SQL) with the number of its scheduler parameters when they are
 # stored already (devices.params_n's lookup): one statement
@@ -203,11 +217,15 @@ class ReviewsStore(CardsStore):
             pblob, nblob = chain.encode(new.id, prev_state, prev, new, at)
             dev, _dev_id, rid = stamp or devices.review_stamp(self.conn)
             row = state_to_row(new)
-            self.conn.execute(
-                f"INSERT INTO cards ({_CARD_COLS}, logged) VALUES ({_CARD_MARKS}, ?) "
-                f"ON CONFLICT(id) DO UPDATE SET {_CARD_SETS}, logged = excluded.logged",
-                (*(row[c] for c in CARD_COLUMNS), rid),
-            )
+            if stored is not None and stored[0] is not None and stored[0].id == new.id:
+                # the row read in this transaction (rate_card): there, so updated
+                self.conn.execute(_CARD_UPDATE, (*(row[c] for c in CARD_COLUMNS[1:]), rid, new.id))
+            else:
+                self.conn.execute(
+                    f"INSERT INTO cards ({_CARD_COLS}, logged) VALUES ({_CARD_MARKS}, ?) "
+                    f"ON CONFLICT(id) DO UPDATE SET {_CARD_SETS}, logged = excluded.logged",
+                    (*(row[c] for c in CARD_COLUMNS), rid),
+                )
             self.conn.execute(
                 "INSERT INTO revlog (id, cn, rating, at, duration_ms, prev_state, prev, "
                 "next, dev, params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -251,14 +269,23 @@ class ReviewsStore(CardsStore):
         _n, dev_id, rid = devices.stamp_of(row[:4])
         return (None if row[4] is None else _row_to_state(row[4:])), f"{dev_id}:{rid}"
 
-    def shown_card(self, card_id: str) -> tuple[tuple[int, int], str | None, CardState | None, str]:
+    def shown_card(
+        self, card_id: str, place: tuple[str, int] | None = None
+    ) -> tuple[tuple[int, int], str | None, CardState | None, str, str | None]:
         """What a card shown reads, in one statement: changes_mark (as it is for what is read
         here: the same snapshot), the saved settings' text (settings_from reads it), the card's
-        stored state and the id its review would get (as card_and_key)."""
-        row = self.conn.execute(_SHOWN, (card_id,)).fetchone()
+        stored state, the id its review would get (as card_and_key) and, given ``place`` (the
+        deck cache's file and line of the card), the content hash of its text cached there
+        (None when it is not at that line: deck_cache_card looks further)."""
+        if place is None:
+            row = self.conn.execute(_SHOWN, (card_id,)).fetchone()
+            cols, chash = row[6:], None
+        else:
+            row = self.conn.execute(_SHOWN_HASH, (*place, card_id, card_id)).fetchone()
+            cols, chash = row[6:-1], row[-1]
         _n, dev_id, rid = devices.stamp_of(row[2:6])
-        state = None if row[6] is None else _row_to_state(row[6:])
-        return (int(row[0]), self.conn.total_changes), row[1], state, f"{dev_id}:{rid}"
+        state = None if row[6] is None else _row_to_state(cols)
+        return (int(row[0]), self.conn.total_changes), row[1], state, f"{dev_id}:{rid}", chash
 
     def changes_mark(self) -> tuple[int, int]:
         """What moves whenever the database may have changed: other connections' commits

@@ -329,16 +329,29 @@ class _SeededFsrs(fsrs.Scheduler):
 
     rng: _FirstDraw
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # (min_ivl, max_ivl) of each interval in days: what fsrs's _get_fuzz_range computes
+        # from the days and maximum_interval alone (three of them for every card shown),
+        # computed once a scheduler (a change of settings is a new one)
+        self._ranges: dict[int, tuple[int, int]] = {}
+
     def _get_fuzzed_interval(self, *, interval: timedelta) -> timedelta:
         interval_days = interval.days
         if interval_days < 2.5:
             return interval
-        delta = 1.0
-        for start, end, factor in _FUZZ_RANGES:  # (fsrs's, in its order: the same sums)
-            delta += factor * max(min(float(interval_days), end) - start, 0.0)
-        min_ivl = max(2, round(interval_days - delta))
-        max_ivl = min(round(interval_days + delta), self.maximum_interval)
-        min_ivl = min(min_ivl, max_ivl)
+        ranges = self._ranges
+        found = ranges.get(interval_days)
+        if found is None:
+            delta = 1.0
+            for start, end, factor in _FUZZ_RANGES:  # (fsrs's, in its order: the same sums)
+                delta += factor * max(min(float(interval_days), end) - start, 0.0)
+            min_ivl = max(2, round(interval_days - delta))
+            max_ivl = min(round(interval_days + delta), self.maximum_interval)
+            found = (min(min_ivl, max_ivl), max_ivl)
+            if len(ranges) < 40_000:  # (maximum_interval's days at most: 36,500 by default)
+                ranges[interval_days] = found
+        min_ivl, max_ivl = found
         days = self.rng.random() * (max_ivl - min_ivl + 1) + min_ivl
         return timedelta(days=min(round(days), self.maximum_interval))
 

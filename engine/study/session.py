@@ -157,8 +157,9 @@ class ReviewSession:
         self.notices: list[str] = []
         self._schedulable: set[str] = set()
         # the card last shown: (id, Store.changes_mark before it was read, its state, the id
-        # its review would get), which its preview takes while nothing has been written since
-        self._seen: tuple[str, tuple[int, int], CardState, str] | None = None
+        # its review would get, its text's hash in the deck cache or None), which its preview
+        # and its rating take while nothing has been written since
+        self._seen: tuple[str, tuple[int, int], CardState, str, str | None] | None = None
         self.stats = SessionStats(started=now)
         self._shown_at = time.monotonic()
         # the card on screen, once asked for (``current``), with its entry in ``learning``:
@@ -259,9 +260,12 @@ class ReviewSession:
         a notice instead of crashing the session when the answer is revealed. The check is
         the card's preview, with the key its review will get: the scheduler keeps it for the
         preview asked for when the answer is shown and for the rating (one computation)."""
-        # the mark, the settings, the card's row and its review's id: one statement
+        # the mark, the settings, the card's row, its review's id and its text's hash in the
+        # deck cache: one statement
         mark: tuple[int, int] | None
-        mark, text, stored, key = self.store.shown_card(card.id)
+        mark, text, stored, key, deck_hash = self.store.shown_card(
+            card.id, self.collection.place(card.id)
+        )
         try:
             self._follow_settings(self.store.settings_from(text))
         except StoreError:  # settings saved invalid meanwhile (a hand edit): the preview
@@ -280,7 +284,7 @@ class ReviewSession:
             self.notices.append(f"Skipped card {card.id}: its stored state is unusable: {why}")
             return False
         self._schedulable.add(card.id)
-        self._seen = None if mark is None else (card.id, mark, state, key)
+        self._seen = None if mark is None else (card.id, mark, state, key, deck_hash)
         return True
 
     def take_notices(self) -> list[str]:
@@ -398,9 +402,20 @@ class ReviewSession:
         changed, so it is shown as edited and reviewed on the new text."""
         card, entry = self._target(card_id, "rate")
         rating = Rating(rating)
-        self._follow_settings()
+        seen = self._seen
+        if (
+            seen is not None
+            and seen[0] == card.id
+            and seen[4]
+            and seen[1] == self.store.changes_mark()
+        ):
+            # nothing written anywhere since the card was shown: the settings followed then
+            # and its text's hash in the deck cache read then (one snapshot) still hold
+            deck_hash = seen[4]
+        else:
+            self._follow_settings()
+            deck_hash = self.collection.content_hash_now(card.id) or card.content_hash
         shown_hash = content_hash or card.content_hash
-        deck_hash = self.collection.content_hash_now(card.id) or card.content_hash
         now = self.clock()
         if duration_ms is None:
             duration_ms = int((time.monotonic() - self._shown_at) * 1000)

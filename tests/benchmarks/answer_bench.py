@@ -11,7 +11,8 @@ Good and fetches the next card (and its four previewed intervals) ``--answers`` 
 interleaved pairs with Anki's engine on a copy of its collection (limits raised, both syncing
 every commit), and prints both medians and the ratio.
 
-``--profile`` also prints, for one more round of answers on prep alone: every SQL statement
+``--split`` also prints, for one more round, each engine's user and system CPU and the time
+it waited (wall less CPU) an answer. ``--profile`` also prints, for one more round of answers on prep alone: every SQL statement
 of one answer with its time (sqlite3's trace callback), the WAL pages written per answer
 (autocheckpoint off for the count) and the b-tree each page belongs to (``dbstat``; a page
 the answer allocated shows as new), and where the Python time went (cProfile, top entries).
@@ -169,6 +170,57 @@ def warm(db: Path, decks: str, anki: Path, n: int) -> None:
         col.close()
 
 
+def split(db: Path, decks: str, anki: Path, n: int) -> None:
+    """Where an answer's time goes, per engine: user and system CPU (getrusage) and the
+    rest of the wall time (waiting: the commit's fsync, the other processes on the cores),
+    each engine's ``n`` answers interleaved as answer_pairs times them."""
+    import resource
+
+    from anki.collection import Collection
+
+    from prep.engine.decks import deckcache
+    from prep.engine.store import Store
+    from prep.engine.study.session import ReviewSession
+
+    def now() -> tuple[float, float, float]:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime, r.ru_stime, time.perf_counter()
+
+    spent = {"prep": [0.0, 0.0, 0.0], "Anki": [0.0, 0.0, 0.0]}
+    with Store.open(db) as store:
+        store.update_settings(review_limit=RAISED, new_per_day=RAISED)
+        session = ReviewSession(store, deckcache.load(store, [Path(decks)]))
+        session.preview()
+        col = Collection(str(anki))
+        try:
+            for conf in col.decks.all_config():
+                conf["new"]["perDay"] = conf["rev"]["perDay"] = RAISED
+                col.decks.update_config(conf)
+            card = col.sched.getCard()
+            for _ in range(n):
+                if session.current is None or card is None:
+                    break
+                a = now()
+                session.rate(3)
+                if session.current is not None:
+                    session.preview()
+                b = now()
+                col.sched.answerCard(card, 3)
+                card = col.sched.getCard()
+                c = now()
+                for k in range(3):
+                    spent["prep"][k] += b[k] - a[k]
+                    spent["Anki"][k] += c[k] - b[k]
+        finally:
+            col.close()
+    for name, (user, system, wall) in spent.items():
+        print(
+            f"{name}: user {user / n * 1000:.3f} ms, system {system / n * 1000:.3f} ms, "
+            f"waiting {(wall - user - system) / n * 1000:.3f} ms, wall {wall / n * 1000:.3f} ms "
+            "an answer (means)"
+        )
+
+
 def cpu_pairs(db: Path, decks: str, anki: Path, n: int) -> tuple[float, float | None]:
     """answer_pairs timed in CPU seconds of this process (Anki's engine runs in it too): each
     engine's own work, without the wait for the disk, which on a shared machine swings by
@@ -190,6 +242,9 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--warm", type=int, default=0, help="answers in each engine before timing")
     ap.add_argument("--cpu", action="store_true", help="CPU time, not wall (no disk wait)")
+    ap.add_argument(
+        "--split", action="store_true", help="also: user, system and waiting time an answer"
+    )
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     decks = str(args.coll / "decks")
@@ -208,6 +263,12 @@ def main() -> None:
             f"(load {os.getloadavg()[0]:.2f})",
             flush=True,
         )
+    if args.split:
+        fresh_copy(base, db)
+        fresh_copy(args.coll / "collection.anki2", anki)
+        if args.warm:
+            warm(db, decks, anki, args.warm)
+        split(db, decks, anki, args.answers)
     if args.profile:
         fresh_copy(base, db)
         if args.warm:
