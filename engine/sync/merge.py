@@ -27,6 +27,7 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prep.engine.store import devices as local
@@ -186,7 +187,7 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
 class _Batch:
     """The reviews arriving in one apply, by card, and what they change."""
 
-    def __init__(self, store: Store, out: Applied, root: Any) -> None:
+    def __init__(self, store: Store, out: Applied, root: Path | None) -> None:
         self.store, self.conn, self.out = store, store.conn, out
         self.incoming: dict[str, dict[tuple[int, int], _Rev]] = defaultdict(dict)
         self.pending: dict[tuple[int, int], str] = {}  # (device, seq) arriving -> its card

@@ -24,9 +24,13 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prep.engine.store import devices as local
 from prep.engine.sync import journal
+
+if TYPE_CHECKING:
+    from prep.engine.store import Store
 
 KEY = "sync_stuck"  # {number: [size, mtime_ns, set aside (0 or 1)]}
 STUCK_S = 600
@@ -51,7 +55,7 @@ def set_aside(conn, files: dict[int, Path]) -> set[int]:
 
 
 def judge(
-    store, files: dict[int, Path], unread: list[int], wrote_at: dict[int, str]
+    store: Store, files: dict[int, Path], unread: list[int], wrote_at: dict[int, str]
 ) -> tuple[list[int], list[int]]:
     """Of the files ``unread`` (this device's, not readable, not set aside): (those set aside
     now, those still waited for); noted inside the caller's transaction."""
