@@ -66,6 +66,12 @@ def study_day_start(now: datetime, days: int = 0, rollover_hour: int = 4) -> dat
     return to_utc(datetime.combine(day, time(rollover_hour)).astimezone())
 
 
+def today_span(now: datetime, rollover_hour: int = 4) -> tuple[datetime, datetime]:
+    """The study day containing ``now`` as [start, end): what "today" counts (a review dated
+    after it, made before the clock went back, is not today's)."""
+    return study_day_start(now, 0, rollover_hour), study_day_start(now, 1, rollover_hour)
+
+
 MAX_DURATION_MS = 24 * 3600 * 1000  # a card left on screen for a day counts as a day
 
 

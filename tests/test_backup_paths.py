@@ -48,6 +48,9 @@ def test_a_backup_that_fails_leaves_no_part_file(
             def __init__(self, real: sqlite3.Connection) -> None:
                 self.real = real
 
+            def __getattr__(self, name: str):  # noqa: ANN204 - the rest is the real one's
+                return getattr(self.real, name)
+
             backup = full
 
         monkeypatch.setattr(store, "conn", Conn(store.conn), raising=False)

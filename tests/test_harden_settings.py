@@ -46,9 +46,7 @@ def test_optimize_keeps_a_config_change_made_meanwhile(
     monkeypatch.setattr(
         prep.tui.reports, "optimize_text", lambda result, settings, now: "(the fit)"
     )
-    import click
-
-    real_confirm = click.confirm
+    import prep.tui.ask  # optimize's question (bounded: never reads a whole stream)
 
     def confirm(*args, **kwargs):
         if when == "prompt":  # the user changes a setting in another terminal, then says yes
@@ -58,11 +56,8 @@ def test_optimize_keeps_a_config_change_made_meanwhile(
             assert other.exit_code == 0, other.output
         return True
 
-    monkeypatch.setattr(click, "confirm", confirm)
-    try:
-        result = CliRunner().invoke(main, ["--db", str(db), "optimize"])
-    finally:
-        monkeypatch.setattr(click, "confirm", real_confirm)
+    monkeypatch.setattr(prep.tui.ask, "confirm", confirm)
+    result = CliRunner().invoke(main, ["--db", str(db), "optimize"])
     assert result.exit_code == 0, result.output
     assert "Saved." in result.output
     with Store.open(db) as store:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import random
 import subprocess
 import sys
@@ -157,6 +158,52 @@ def test_saving_is_explicit(
         store.save_settings(replace(store.settings(), parameters=None))
     result = runner.invoke(main, ["--db", str(db), "optimize", "--yes"])
     assert "Saved." in result.output and "Save these parameters?" not in result.output
+    with Store.open(db) as store:
+        assert store.settings().parameters == new
+
+
+class Endless(io.RawIOBase):
+    """`< /dev/zero`: NUL bytes forever, counted (a test that reads it all stops at 64 MB)."""
+
+    def __init__(self) -> None:
+        self.read_bytes = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # noqa: ANN001 - a writable buffer
+        if self.read_bytes > 64 * 2**20:
+            raise AssertionError("read more than 64 MB of an endless standard input")
+        buffer[:] = bytes(len(buffer))
+        self.read_bytes += len(buffer)
+        return len(buffer)
+
+
+def test_the_save_question_never_reads_an_endless_or_wrong_answer(
+    learner_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    new = tuple(round(w * 1.01, 4) if i < 4 else w for i, w in enumerate(DEFAULT_PARAMETERS))
+    canned = opt.FitResult(tuple(DEFAULT_PARAMETERS), new, 900, 600, 0.40, 0.38, 0.1)
+    monkeypatch.setattr(opt, "fit", lambda store, **kw: canned)
+    db = tmp_path / "p.db"
+    db.write_bytes(learner_db.read_bytes())
+    runner = CliRunner()
+    endless = Endless()
+    result = runner.invoke(main, ["--db", str(db), "optimize"], input=io.BufferedReader(endless))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip().splitlines()[-1] == (
+        "prep: standard input: an answer longer than 1,000 characters (expected y or n); "
+        "nothing saved"
+    )
+    assert endless.read_bytes < 2**20 and "Traceback" not in result.output
+    # a pipe cannot be asked again: an answer that is not y or n is one line, exit 2
+    result = runner.invoke(main, ["--db", str(db), "optimize"], input="maybe\n")
+    assert result.exit_code == 2
+    assert "prep: standard input: 'maybe' is not y or n; nothing saved" in result.stderr
+    with Store.open(db) as store:
+        assert store.settings().parameters is None
+    result = runner.invoke(main, ["--db", str(db), "optimize"], input="Yes\n")
+    assert result.exit_code == 0 and "Saved." in result.output
     with Store.open(db) as store:
         assert store.settings().parameters == new
 

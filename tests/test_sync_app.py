@@ -23,6 +23,13 @@ from tests.test_tui import async_test
 pytestmark = pytest.mark.usefixtures("utc_local_time")
 
 
+async def sync_read(app) -> None:
+    """Wait for the app's sync thread to be done reading (the event it sets, however loaded the
+    machine; the loop keeps running meanwhile, so a failure it reports reaches the screen)."""
+    assert await asyncio.to_thread(app.syncer.fetched.wait, 120), "the sync thread never ended"
+    await asyncio.sleep(0)
+
+
 def line_of(screen) -> str:
     widget = screen.query_one(SyncLine)
     return str(widget.render()) if widget.display else ""
@@ -45,10 +52,7 @@ async def test_app_syncs_in_the_background_between_cards_and_on_quit(tmp_path: P
         assert isinstance(app.screen, HomeScreen) and line_of(app.screen) == ""
         await pilot.press("enter")  # study: the first card is shown, then the sync starts
         assert isinstance(app.screen, ReviewScreen)
-        for _ in range(250):  # the thread reads the folder
-            if app.syncer.pending is not None:
-                break
-            await asyncio.sleep(0.02)
+        await sync_read(app)  # the thread reads the folder
         assert app.syncer.pending is not None
         assert a.card(card_ids[-1]) is None  # nothing applied under the card shown
         await pilot.press("space", "3")  # rated: the next card comes, after the sync applied
@@ -78,10 +82,7 @@ async def test_a_failed_sync_says_so_in_the_line(tmp_path: Path) -> None:
     app = make_app(store=a)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("enter")
-        for _ in range(250):
-            if app.syncer.status is not None:
-                break
-            await asyncio.sleep(0.02)
+        await sync_read(app)
         await pilot.pause()
         assert "Sync failed:" in line_of(app.screen) and "no such folder" in line_of(app.screen)
         await pilot.press("ctrl+c")
@@ -106,10 +107,7 @@ async def test_a_copied_database_says_so_in_the_line(tmp_path: Path) -> None:
     app = make_app(store=a)
     async with app.run_test(size=(160, 30)) as pilot:
         await pilot.press("enter")
-        for _ in range(250):
-            if app.syncer.pending is not None:
-                break
-            await asyncio.sleep(0.02)
+        await sync_read(app)
         await pilot.press("space", "3")
         await pilot.pause()
         shown = line_of(app.screen)

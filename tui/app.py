@@ -156,6 +156,7 @@ class PrepApp(Startup, App[int]):
         self.theme = theme or pick_theme()
         self.instance = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self._told_others = False
+        self._told_clock = False  # reviews dated after now said (once: tell_clock_behind)
         self._heartbeat: Timer | None = None
         self._filled = False  # the deck cache's first fill ran in a thread this session
         # what waits for the first frame (see after_first_frame); None once it is drawn

@@ -13,7 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from prep.engine.store import Store
+
+
+QUIT_WAIT_S = 10.0  # at most, for the thread to stop (a step of the copy: milliseconds)
 
 
 class AppSync:
@@ -26,6 +31,12 @@ class AppSync:
         self.status: tuple[str, bool] | None = None  # (line, a warning) the SyncLine shows
         self._lock = threading.Lock()
         self._started = False
+        # set when the thread's half is over (read, failed and said, or no folder): what a
+        # caller waits on instead of polling ``pending`` for a while
+        self.fetched = threading.Event()
+        self.quitting = False  # the app is closing: the thread's backup copy stops (q)
+        self._thread: threading.Thread | None = None
+        self.copying = threading.Event()  # the thread is making a backup copy
 
     def folder(self, store: Store | None) -> Path | None:
         if store is None or store.path is None or store.read_only:
@@ -43,24 +54,42 @@ class AppSync:
             return
         self._started = True
         folder = self.folder(store)
-        threading.Thread(target=self._fetch, args=(store.path, folder), daemon=True).start()
+        self._thread = threading.Thread(target=self._fetch, args=(store.path, folder), daemon=True)
+        self._thread.start()
 
     def _fetch(self, path: Path, folder: Path | None) -> None:
+        try:
+            self._read(path, folder)
+        finally:
+            self.fetched.set()
+
+    def _read(self, path: Path, folder: Path | None) -> None:
         from prep.engine.store import Store, StoreError, backup
         from prep.engine.sync.run import JournalError, SyncError, read_pending, sync_out
 
+        def stop() -> bool:
+            return self.quitting
+
+        def backed_up(make: Callable[[], object]) -> None:
+            self.copying.set()
+            try:
+                make()
+            finally:
+                self.copying.clear()
+
         try:
             with Store.open(path) as store:
-                backup.daily(store)  # once a day, sync or not
+                backed_up(lambda: backup.daily(store, stop=stop))  # once a day, sync or not
                 if folder is None:
                     return
                 out = sync_out(store, folder)
                 self.sent, self.forked = out.sent_reviews, out.forked or out.held or out.set_aside
                 journals = read_pending(store, folder)
                 if any(j.entries for j in journals):
-                    backup.make(store, "sync")
+                    backed_up(lambda: backup.make(store, "sync", stop=stop))
         except (StoreError, SyncError, JournalError, backup.BackupError, OSError) as exc:
-            self.app.call_from_thread(self._say, f"Sync failed: {exc}", True)
+            if not self.quitting:  # (quitting: stopped on purpose; the app waits for it)
+                self.app.call_from_thread(self._say, f"Sync failed: {exc}", True)
             return
         with self._lock:
             self.pending = journals
@@ -107,6 +136,9 @@ class AppSync:
         from prep.engine.store import StoreError, backup
         from prep.engine.sync.run import JournalError, SyncError, sync
 
+        self.quitting = True  # a backup copy of gigabytes in the thread stops between two steps
+        if self._thread is not None and self.copying.is_set():  # and removes its half file
+            self._thread.join(QUIT_WAIT_S)  # (a killed thread would leave it)
         store = self.app.store
         folder = self.folder(store)
         if folder is None:

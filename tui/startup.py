@@ -60,6 +60,7 @@ SYNC_FROM_HOME_S = 2.0
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from datetime import datetime
     from pathlib import Path
 
     from textual.app import App
@@ -133,6 +134,7 @@ class Startup(_AppBase):
     _injected_collection: Cards | None
     _filled: bool
     _told_others: bool
+    _told_clock: bool
     _heartbeat: Timer | None
     _first_frame: list[Callable[[], object]] | None
     _scan: Scan | None  # the deck files as _fill_first found them, for the load right after
@@ -146,6 +148,8 @@ class Startup(_AppBase):
         def collection(self, value: Cards) -> None: ...
 
         def _show(self, screen: Screen) -> None: ...
+
+        def now(self) -> datetime: ...
 
         def action_start(self, deck: str | None = None) -> None: ...
 
@@ -218,6 +222,7 @@ class Startup(_AppBase):
         # the heartbeat is a committed write (a sync to disk): made once the home screen is
         # drawn, not before it
         self.after_first_frame(self.announce)
+        self.after_first_frame(self.tell_clock_behind)
         try:
             self.collection.reconcile(self.store)
         except StoreError as exc:
@@ -415,6 +420,21 @@ class Startup(_AppBase):
             # with sync_dir set: once the first card is on screen (the review screen starts
             # it), or after a while on home
             self.set_timer(SYNC_FROM_HOME_S, self.syncer.start)
+
+    def tell_clock_behind(self) -> None:
+        """Once a run: reviews dated after now (the clock was set back), in one line."""
+        from prep.engine.store import StoreError
+        from prep.engine.study.clockback import clock_behind
+
+        if self.store is None or self._told_clock:
+            return
+        self._told_clock = True
+        try:
+            behind = clock_behind(self.store, self.now())
+        except StoreError:
+            return
+        if behind is not None:
+            self.notify(behind.line(), title="Clock", severity="warning", timeout=15)
 
     def after_first_frame(self, callback: Callable[[], object]) -> None:
         """Run ``callback`` once the first frame has been handed to the terminal (soon, when

@@ -21,9 +21,8 @@ from prep.engine.store.core import (
     StoreCore,
     StoreError,
     _guarded,
-    default_db_path,
-    resolve_db_path,
 )
+from prep.engine.store.dbfile import default_db_path, resolve_db_path
 from prep.engine.store.deckcache import DeckCacheStore
 from prep.engine.store.deckfill import DeckFillStore
 from prep.engine.store.demoruns import DemoRunsStore

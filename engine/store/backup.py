@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from prep.engine.timeutil import utcnow
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from prep.engine.store import Store
 
@@ -43,6 +43,11 @@ def _new_name(db_path: Path, now: datetime, reason: str) -> str:
 
 class BackupError(Exception):
     """A backup that cannot be made, listed or restored; one line."""
+
+
+class BackupStopped(BackupError):
+    """A copy stopped before it finished (q in the app): its half file removed, nothing else
+    touched."""
 
 
 def folder(db_path: Path) -> Path:
@@ -68,20 +73,52 @@ def listing(db_path: Path) -> list[Path]:
     )
 
 
-def _copy(src: sqlite3.Connection, target: Path) -> None:
+# Pages copied a step (4 MB at SQLite's default page size): a copy of gigabytes is stopped (q,
+# Ctrl-C) within one step; one step in all (-1) could not be stopped until it ended
+STEP_PAGES = 1024
+
+
+def _stop_check(stop: Callable[[], bool] | None, target: Path) -> Callable[[int, int, int], None]:
+    """The copy's progress callable, after each step: ``stop()`` true stops it (and a pending
+    Ctrl-C is raised here, between two steps, instead of after the whole copy)."""
+
+    def step(_status: int, _remaining: int, _total: int) -> None:
+        if stop is not None and stop():
+            raise BackupStopped(f"{target.parent}: the backup copy was stopped; nothing written")
+
+    return step
+
+
+@contextlib.contextmanager
+def _snapshot(src: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction on ``src`` across the copy's steps: the copy is of one moment, and
+    another connection's commit meanwhile does not restart it (as one step did not)."""
+    if src.in_transaction:
+        yield
+        return
+    src.execute("BEGIN")
+    try:
+        src.execute("SELECT count(*) FROM sqlite_master").fetchone()  # (the read begins)
+        yield
+    finally:
+        src.execute("COMMIT")
+
+
+def _copy(src: sqlite3.Connection, target: Path, stop: Callable[[], bool] | None = None) -> None:
     tmp = target.with_name(target.name + ".part")
     tmp.unlink(missing_ok=True)
     try:
         dst = sqlite3.connect(tmp)
         try:
-            src.backup(dst)
+            with _snapshot(src):
+                src.backup(dst, pages=STEP_PAGES, progress=_stop_check(stop, target), sleep=0)
             dst.execute("PRAGMA journal_mode = DELETE")
         finally:
             dst.close()
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, target)
-    except BaseException:  # a full disk, Ctrl-C: no half copy left in backups/
+    except BaseException:  # a full disk, q, Ctrl-C: no half copy left in backups/
         tmp.unlink(missing_ok=True)
         raise
 
@@ -106,8 +143,15 @@ def _sweep_parts(db_path: Path) -> None:
                 continue
 
 
-def make(store: Store, reason: str, now: datetime | None = None) -> Path | None:
-    """Back up ``store``'s database (None for one in memory); keeps the newest KEEP."""
+def make(
+    store: Store,
+    reason: str,
+    now: datetime | None = None,
+    *,
+    stop: Callable[[], bool] | None = None,
+) -> Path | None:
+    """Back up ``store``'s database (None for one in memory); keeps the newest KEEP.
+    ``stop``: asked between the copy's steps; true: BackupStopped, the half copy removed."""
     if store.path is None:
         return None
     now = now or utcnow()
@@ -116,7 +160,7 @@ def make(store: Store, reason: str, now: datetime | None = None) -> Path | None:
         where.mkdir(parents=True, exist_ok=True)
         target = where / _new_name(store.path, now, reason)
         _sweep_parts(store.path)
-        _copy(store.conn, target)
+        _copy(store.conn, target, stop)
         for old in listing(store.path)[KEEP:]:
             old.unlink(missing_ok=True)
     except (OSError, sqlite3.Error) as exc:
@@ -124,7 +168,9 @@ def make(store: Store, reason: str, now: datetime | None = None) -> Path | None:
     return target
 
 
-def daily(store: Store, now: datetime | None = None) -> Path | None:
+def daily(
+    store: Store, now: datetime | None = None, *, stop: Callable[[], bool] | None = None
+) -> Path | None:
     """A backup when the newest is more than a day old (or there is none)."""
     if store.path is None:
         return None
@@ -132,7 +178,7 @@ def daily(store: Store, now: datetime | None = None) -> Path | None:
     newest = listing(store.path)[:1]
     if newest and now - _when(newest[0], _name(store.path)) < DAILY:
         return None
-    return make(store, "daily", now)
+    return make(store, "daily", now, stop=stop)
 
 
 def _when(path: Path, pattern: re.Pattern[str]) -> datetime:
@@ -194,7 +240,7 @@ def _bytes(n: int) -> str:
     return f"{n} bytes"
 
 
-def before_upgrade(db_path: Path) -> Path | None:
+def before_upgrade(db_path: Path, stop: Callable[[], bool] | None = None) -> Path | None:
     """Back up a database that is about to be upgraded (opened read-only for the copy)."""
     from urllib.parse import quote
 
@@ -206,7 +252,7 @@ def before_upgrade(db_path: Path) -> Path | None:
         where = folder(db_path)
         where.mkdir(parents=True, exist_ok=True)
         target = where / _new_name(db_path, utcnow(), "upgrade")
-        _copy(conn, target)
+        _copy(conn, target, stop)
         return target
     except (OSError, sqlite3.Error) as exc:
         raise BackupError(f"{folder(db_path)}: cannot write a backup ({exc})") from None
@@ -219,7 +265,10 @@ SAY_BACKUP_BYTES = 50_000_000
 
 
 def before_upgrading(
-    conn: sqlite3.Connection, db_path: Path, say: Callable[[str], None] | None = None
+    conn: sqlite3.Connection,
+    db_path: Path,
+    say: Callable[[str], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> int | None:
     """What every open of an older database does before it is upgraded, whoever opens it (a
     review, the app, a command that only reads: stats, export, cram, sync, backup --list):
@@ -227,7 +276,8 @@ def before_upgrading(
     StoreError of kind "space", one line, and nothing is written), then the backup copy is made. ``conn``: the database
     just opened, before anything was written to it (not yet switched to WAL). A folder where
     no backup can be written is left to the upgrade, which says what is wrong. ``say``: told
-    what is copied where, for a big database (a copy of gigabytes takes a minute). Returns
+    what is copied where, for a big database (a copy of gigabytes takes a minute). ``stop``:
+    true stops the copy (q): a StoreError of kind "interrupted", nothing written. Returns
     the schema version it upgrades from, or None when no upgrade is due (a new database, a
     current one, a version that cannot be read: the open says why)."""
     from prep.engine.store.schema import SCHEMA_VERSION
@@ -256,9 +306,24 @@ def before_upgrading(
                 f"backing up the progress database ({size / 1e6:,.0f} MB) to "
                 f"{folder(db_path)} before the upgrade"
             )
-    with contextlib.suppress(BackupError, OSError):  # (an unwritable folder: the upgrade says so)
-        before_upgrade(db_path)
+    try:
+        before_upgrade(db_path, stop)
+    except BackupStopped as exc:
+        from prep.engine.store.core import StoreError
+
+        raise StoreError(str(exc), kind="interrupted") from None
+    except (BackupError, OSError):  # (an unwritable folder: the upgrade says so)
+        pass
     return version
+
+
+def _version(conn: sqlite3.Connection) -> int | None:
+    """The schema version of the database on ``conn`` (None: none to read)."""
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return int(row[0]) if row is not None else None
+    except (sqlite3.Error, TypeError, ValueError):
+        return None
 
 
 def restore(store: Store, name: str) -> tuple[Path, Path | None]:
@@ -271,7 +336,9 @@ def restore(store: Store, name: str) -> tuple[Path, Path | None]:
     found = [p for p in listing(store.path) if p.name == name]
     if not found:
         raise BackupError(f"no backup named {name!r} (see `prep backup --list`)")
-    saved = make(store, "restore")
+    from prep.engine.store.schema import SCHEMA_VERSION
+
+    saved: Path | None = None
     try:
         from urllib.parse import quote
 
@@ -280,14 +347,29 @@ def restore(store: Store, name: str) -> tuple[Path, Path | None]:
         src = sqlite3.connect(f"file:{quote(str(found[0]))}?mode=ro", uri=True)
         try:
             src.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            older = _version(src)
+            if older is not None and older < SCHEMA_VERSION:
+                # a backup made before an upgrade is of the older schema: the room for its
+                # upgrade is checked before anything is written (too little: nothing changed)
+                try:
+                    check_upgrade_space(found[0], older)
+                except SpaceError as exc:
+                    raise BackupError(f"not restored: {exc}") from None
+            saved = make(store, "restore")
             src.backup(store.conn)
         finally:
             src.close()
     except sqlite3.Error as exc:
         raise BackupError(f"{found[0]}: cannot restore it ({exc})") from None
     from prep.engine.store import devices as local
+    from prep.engine.store.core import StoreError
 
-    store._migrate()  # a backup made before an upgrade is of the older schema
+    # then upgraded as every other open upgrades: the room asked again, the backup copy made
+    try:
+        before_upgrading(store.conn, store.path)
+    except StoreError as exc:
+        raise BackupError(f"restored {found[0].name}, not yet upgraded: {exc}") from None
+    store._migrate()
     with store.transaction():
         local.new_device(store.conn)
     return found[0], saved

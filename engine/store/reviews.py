@@ -428,23 +428,28 @@ class ReviewsStore(CardsStore):
     def count_reviews(
         self,
         since: datetime | None = None,
+        until: datetime | None = None,
         *,
         new_only: bool = False,
         prev_state: int | None = None,
     ) -> int:
-        """Reviews (since a time): all, only of new cards, or only of cards that were in one
-        fsrs state when reviewed."""
+        """Reviews (in [since, until)): all, only of new cards, or only of cards that were in
+        one fsrs state when reviewed. A day's count needs ``until``: a review dated later (made
+        before the clock went back) belongs to its own day."""
         where: list[str] = []
         args: list[Any] = []
         if since is not None:
             where.append("at >= ?")
             args.append(to_us(since))
+        if until is not None:
+            where.append("at < ?")
+            args.append(to_us(until))
         if new_only:
             where.append("prev_state IS NULL")
         if prev_state is not None:
             where.append("prev_state = ?")
             args.append(prev_state)
-        if since is None and new_only != (prev_state is not None) and prev_state != 0:
+        if since is until is None and new_only != (prev_state is not None) and prev_state != 0:
             # by state over the whole log: review_tally's few rows (schema v13; ps 0 is new)
             return self._tallied(prev_state or 0)[0]
         # no WHERE at all when nothing is filtered: SQLite then counts the smallest index's
@@ -484,6 +489,11 @@ class ReviewsStore(CardsStore):
             [to_us(start), to_us(end)],
         ).fetchone()
         return row is not None
+
+    def latest_review_at(self) -> datetime | None:
+        """When the newest review in the log was made (one probe of the time index)."""
+        at = self.conn.execute("SELECT max(at) FROM revlog").fetchone()[0]
+        return None if at is None else from_us(at)
 
     def reviews_per_interval(self, bounds: list[datetime]) -> list[int]:
         """Reviews made in each [bounds[i], bounds[i + 1]): one indexed range count each

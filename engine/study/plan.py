@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from fsrs.scheduler import DEFAULT_PARAMETERS
 
 from prep.engine.study.scheduler import LEVELS, CardState, Settings, State, interview_day
-from prep.engine.timeutil import day_start, study_day_start, to_utc
+from prep.engine.timeutil import day_start, study_day_start, to_utc, today_span
 
 if TYPE_CHECKING:
     from prep.engine.store import Store
@@ -286,7 +286,7 @@ def plan_day(
         ids = plan.covered_ids(collection)
         seen = store.seen_ids() | hidden
         cards, unseen = len(ids), sum(1 for cid in ids if cid not in seen)
-    introduced_today = store.count_reviews(day_start(now), new_only=True)
+    introduced_today = store.count_reviews(*today_span(now), new_only=True)
     per_day = plan.new_per_day(unseen + introduced_today)
     return PlanDay(plan, cards, unseen + introduced_today, per_day, settings.new_per_day)
 

@@ -20,7 +20,7 @@ from prep.engine.store import Store
 from prep.engine.study import plan as plan_mod
 from prep.engine.study.collection import Cards
 from prep.engine.study.scheduler import State
-from prep.engine.timeutil import day_start, fmt
+from prep.engine.timeutil import day_start, fmt, today_span
 
 LEARN_AHEAD = timedelta(minutes=20)  # a rating whose next step is due within it is re-shown
 
@@ -90,14 +90,14 @@ def _limits_left(
     """Today's new-card and review limits: those given, else the settings (new cards raised
     by an interview plan) minus what was already done today."""
     settings = store.settings()
-    today = day_start(now)
+    today = today_span(now)  # (a review dated after today is not today's)
     if review_limit is None:
         # Anki's "maximum reviews/day": reviews of Review-state cards already done today
         # count against it; learning and relearning steps are never capped.
-        done = store.count_reviews(today, prev_state=int(State.Review))
+        done = store.count_reviews(*today, prev_state=int(State.Review))
         review_limit = max(0, settings.review_limit - done)
     if new_limit is None:
-        new_today = store.count_reviews(today, new_only=True)
+        new_today = store.count_reviews(*today, new_only=True)
         per_day = plan_mod.new_per_day(store, collection, now, settings)
         new_limit = max(0, per_day + extra_new_today(store, now) - new_today)
     return new_limit, review_limit
@@ -344,9 +344,9 @@ def limits_today(
 ) -> Limits:
     """Today's limits beside ``queue`` (built for ``deck``): what they hold back."""
     settings = store.settings()
-    today = day_start(now)
-    new_done = store.count_reviews(today, new_only=True)
-    reviews_done = store.count_reviews(today, prev_state=int(State.Review))
+    today = today_span(now)
+    new_done = store.count_reviews(*today, new_only=True)
+    reviews_done = store.count_reviews(*today, prev_state=int(State.Review))
     # from the deck cache, reconciled with these decks on load: two grouped counts
     unseen = sum(n for d, n in collection.unseen_by_deck(store).items() if deck in (None, d))
     decks = None if deck is None else [deck]

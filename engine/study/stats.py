@@ -31,7 +31,7 @@ from prep.engine.study.statsresult import (
     Stats,
     TrueRetention,
 )
-from prep.engine.timeutil import day_start, fmt, study_day_start
+from prep.engine.timeutil import day_start, fmt, study_day_start, today_span
 
 MATURE_DAYS = 21.0  # Anki's threshold for a "mature" card
 
@@ -57,7 +57,7 @@ def streak_days(store: Store, now: datetime) -> int:
 
 def today(store: Store, now: datetime) -> dict[str, int]:
     """Reviews today and the streak: the home screen's line, without the rest of compute."""
-    return {"reviews": store.count_reviews(day_start(now)), "streak": streak_days(store, now)}
+    return {"reviews": store.count_reviews(*today_span(now)), "streak": streak_days(store, now)}
 
 
 def compute(
@@ -139,7 +139,7 @@ def compute(
         since=fmt(since),
         session=Session(new=today_row.new, learning=today_row.learning, due=today_row.due),
         reviews=Reviews(
-            today=store.count_reviews(day_start(now)), total=store.count_reviews(since)
+            today=store.count_reviews(*today_span(now)), total=store.count_reviews(since)
         ),
         true_retention=TrueRetention(
             all=retention(since), last_30_days=retention(study_day_start(now, -30))

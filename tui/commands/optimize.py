@@ -55,10 +55,9 @@ def optimize(obj: Ctx, yes: bool, dry_run: bool) -> None:
             return
         save = yes
         if not yes:
-            try:
-                save = click.confirm("Save these parameters?", default=False)
-            except click.Abort:
-                save = False
+            from prep.tui.ask import confirm  # (bounded: never reads a whole stream)
+
+            save = confirm("Save these parameters?", default=False)
         if save:
             # only the parameters, against the settings saved now: a `prep config` made
             # during the fit or at the prompt stays

@@ -66,4 +66,9 @@ def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: 
             raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
         session = ReviewSession(store, coll, deck=deck, new_limit=new, limit=limit)
         need_stdin()
+        from prep.engine.study.clockback import clock_behind
+
+        behind = clock_behind(store, session.clock())
+        if behind is not None:
+            click.echo(f"prep: {behind.line()}", err=True)
         sys.exit(run_plain(session, sys.stdin, sys.stdout))

@@ -23,6 +23,7 @@ from prep.tui.commands.common import (
 def stats(obj: Ctx, as_json: bool, since: str | None) -> None:
     """Progress: reviews, retention, due forecast, mastery per deck, streak, demos verified."""
     from prep.engine.study import stats as stats_mod
+    from prep.engine.study.clockback import clock_behind
     from prep.engine.timeutil import to_utc, utcnow
 
     since_dt = None
@@ -36,7 +37,11 @@ def stats(obj: Ctx, as_json: bool, since: str | None) -> None:
     with obj.store(reading=True, empty_ok=True) as store:
         # through the deck cache, reconciled on load (a read-only database: a private cache)
         coll = obj.collection(strict=False, store=store)
-        result = stats_mod.compute(store, coll, utcnow(), since=since_dt, known_demos=demo_names())
+        now = utcnow()
+        result = stats_mod.compute(store, coll, now, since=since_dt, known_demos=demo_names())
+        behind = clock_behind(store, now)
+    if behind is not None:  # (stderr: --json stays one JSON object)
+        click.echo(f"prep: {behind.line()}", err=True)
     if as_json:
         import json
 

@@ -36,6 +36,7 @@ from prep.engine.study.scheduler import RATING_NAMES, Outcome, Rating
 from prep.engine.study.session import NotCurrentCard, ReviewSession
 from prep.tui.base import PrepScreen
 from prep.tui.cardtext import card_text, inline_text, warm_up
+from prep.tui.screens.held_keys import HeldKeys
 from prep.tui.screens.typed_answer import TypedAnswer
 from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.key_button import KeyButton
@@ -88,7 +89,7 @@ def demo_line(links: tuple[DemoLink, ...]) -> Text:
 WARM_UP_SECONDS = 0.3
 
 
-class ReviewScreen(TypedAnswer, PrepScreen):
+class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
     RETRY_SECONDS = 10.0  # how long a rating retries while another prep holds the lock
     SYNC_LINE_ON_DEMAND = True  # the sync's line is mounted once it has something to say
     BINDINGS = [
@@ -276,6 +277,7 @@ class ReviewScreen(TypedAnswer, PrepScreen):
             self.ratings.display = False
         self.refresh_bindings()
         self.session.mark_shown()
+        self.card_shown()
 
     def where_text(self, card: Card) -> Text:
         text = Text.assemble(
@@ -567,6 +569,7 @@ class ReviewScreen(TypedAnswer, PrepScreen):
                     return
         finally:
             self.saving = False
+            self.saved()  # the keys pressed meanwhile, once this ends (tui/screens/held_keys.py)
         self._note = Text.assemble(
             ("Saved: ", "dim"),
             (RATING_NAMES[outcome.rating], "bold"),

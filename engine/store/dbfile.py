@@ -1,0 +1,122 @@
+"""The database file before the store opens it: where it is (--db, $PREP_DB, the user data dir),
+whether it can be written, whether it is prep's at all, and a read of one whose WAL cannot be
+indexed where it lies. Split from core.py (which opens, upgrades and guards the connection):
+nothing here runs a statement of prep's own tables beyond reading what the file is.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from prep.engine.paths import expand_user
+
+
+class StoreError(Exception):
+    """A problem with the progress database, with a one-line message for the user.
+
+    ``kind`` says what went wrong, so a front end can say what to do: "read-only" (the file
+    or its folder cannot be written), "missing" (a command that only reads found no database),
+    "busy" (another prep holds a write lock), "damaged",
+    "write" (a full disk, an I/O error) or "other". ``retryable``: the same write may succeed
+    if tried again (busy, a full disk)."""
+
+    def __init__(self, message: str, kind: str = "other", *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.retryable = retryable
+
+
+def _not_writable(target: Path) -> str | None:
+    """Which of the database file and its folder cannot be written, in words, or None.
+    (SQLite in WAL mode also creates FILE-wal and FILE-shm beside the file.)"""
+    if target.exists() and not os.access(target, os.W_OK):
+        return f"the file {target} is read-only"
+    folder = target.parent
+    if folder.exists() and not os.access(folder, os.W_OK | os.X_OK):
+        return f"the folder {folder} is read-only (SQLite writes {target.name}-wal beside it)"
+    return None
+
+
+def default_db_path() -> Path:
+    from platformdirs import user_data_path
+
+    return user_data_path("prep", appauthor=False) / "prep.db"
+
+
+def _read_with_wal(target: Path, wal: Path) -> sqlite3.Connection:
+    """An in-memory copy of a database whose WAL cannot be indexed where it lies (a read-only
+    folder without its -shm file): the two files are copied to a private folder, where SQLite
+    reads the WAL's commits in, and the result into memory; the folder is removed at once."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="prep-read-")
+    try:
+        copy = Path(folder) / "progress.db"
+        shutil.copyfile(target, copy)
+        shutil.copyfile(wal, f"{copy}-wal")
+        disk = sqlite3.connect(copy, isolation_level=None)
+        try:
+            memory = sqlite3.connect(":memory:", isolation_level=None)
+            disk.backup(memory)
+        finally:
+            disk.close()
+        return memory
+    except OSError as exc:
+        raise StoreError(
+            f"{target}: cannot read the reviews still in {wal.name} ({exc.strerror or exc})",
+            kind="read-only",
+        ) from None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _refuse_foreign(conn: sqlite3.Connection, target: Path) -> None:
+    """A StoreError when ``conn`` is another program's SQLite database (tables, but none of
+    prep's ``meta``): prep would add its tables and switch the file to WAL mode."""
+    tables = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+    ]
+    if not tables:
+        return  # a new (or empty) file: prep's to fill
+    try:
+        ours = "meta" in tables and (
+            # prep's, its version row edited away (the log: v13's revlog, before it reviews)
+            ({"cards", "reviews"} <= set(tables) or {"cards", "revlog"} <= set(tables))
+            or conn.execute("SELECT 1 FROM meta WHERE key = 'schema_version'").fetchone()
+        )
+    except sqlite3.OperationalError:
+        ours = False  # a table named meta, not prep's
+    if not ours:
+        shown = ", ".join(sorted(tables)[:4]) + (", ..." if len(tables) > 4 else "")
+        raise StoreError(
+            f"{target}: is another program's SQLite database (tables: {shown}), not prep's "
+            "progress; --db (or PREP_DB) names prep's own file",
+            kind="foreign",
+        )
+
+
+def resolve_db_path(explicit: str | os.PathLike | None = None) -> Path:
+    """--db PATH, else $PREP_DB, else the user data dir."""
+    if explicit:
+        return expand_user(explicit)
+    env = os.environ.get("PREP_DB")
+    if env:
+        return expand_user(env)
+    return default_db_path()
+
+
+def _cannot_write(exc: BaseException) -> bool:
+    """Whether opening failed only because the database or its folder cannot be written."""
+    if isinstance(exc, StoreError):
+        return "read-only" in str(exc) or "readonly" in str(exc)
+    if isinstance(exc, sqlite3.DatabaseError):
+        code = getattr(exc, "sqlite_errorcode", None)
+        primary = None if code is None else code & 0xFF
+        return primary in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM)
+    return isinstance(exc, PermissionError)
