@@ -84,3 +84,18 @@ def test_after_a_restore_an_import_not_passed_on_yet_is_passed_on(tmp_path: Path
     assert review in _ids(c)
     _converged(db, c)
     assert sync(db, folder).sent_reviews == 0  # passed on once
+
+
+def test_an_import_that_lands_before_a_review_held_is_passed_on(tmp_path: Path) -> None:
+    """The import's replay writes the imported review under a row id freed below the synced
+    mark ("x"): it is passed on all the same (hypothesis found it in test_sync_identity)."""
+    folder = tmp_path / "f"
+    folder.mkdir()
+    a, b, c = (Store.open(tmp_path / f"{n}.db") for n in "abc")
+    rate(a, "x", 1, T0)
+    rate(b, "x", 1, T0 + timedelta(minutes=3))
+    sync(b, folder)
+    importer.import_file(b, export(a, tmp_path / "a.json"))  # lands before b's own review
+    assert sync(b, folder).sent_reviews == 1
+    sync(c, folder)
+    _converged(b, c)

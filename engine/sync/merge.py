@@ -531,6 +531,7 @@ def merge_reviews(store: Store, reviews: dict[str, list[dict[str, Any]]]) -> int
     pn = local.params_n(conn, replay_params(store.settings(), True, 0))
     scheds: dict[int, Scheduler] = {}
     added = 0
+    others: list[_Rev] = []
     for cid, rows in reviews.items():
         held = {(to_us(r.reviewed_at), r.rating) for r in store.reviews(card_id=cid)}
         incoming = []
@@ -554,4 +555,22 @@ def merge_reviews(store: Store, reviews: dict[str, list[dict[str, Any]]]) -> int
         if incoming:
             replay(store, cid, incoming, _device_ids(conn), scheds)
             added += len(incoming)
+            others += [r for r in incoming if r.dev != me]
+    _note_relays(conn, others)
     return added
+
+
+def _note_relays(conn, revs: list[_Rev]) -> None:
+    """Other devices' reviews an import took in: noted by their ids ("p" of sync_sent), so
+    the next sync passes them on even where the replay wrote them under row ids at or below
+    the "x" mark (a row freed by the replay is taken again). Without a sync yet, every
+    other device's review is passed on anyway (run._sent)."""
+    sent = local.json_meta(conn, "sync_sent")
+    if not revs or sent is None or "x" not in sent:
+        return
+    names = _device_ids(conn)
+    pending = [list(p) for p in sent.get("p", [])]
+    pending += [[names[r.dev], r.seq] for r in revs if [names[r.dev], r.seq] not in pending]
+    conn.execute(
+        "UPDATE meta SET value = ? WHERE key = 'sync_sent'", (json.dumps({**sent, "p": pending}),)
+    )
