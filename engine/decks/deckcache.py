@@ -53,6 +53,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prep.engine.decks import fedcache, fillbatch
+from prep.engine.decks.cachedinfo import info_and_errors as _info_and_errors
+from prep.engine.decks.cachedinfo import info_json as _info_json
 from prep.engine.decks.changed import (  # noqa: F401 - pending_fill, scan_decks: the front ends' question
     PARSER_SALT,
     RACY_NS,
@@ -578,36 +580,3 @@ def _gone(path: str) -> bool:
     except (OSError, ValueError):
         return False
     return False
-
-
-def _info_json(info: DeckInfo) -> str:
-    return json.dumps(
-        {
-            "name": info.name,
-            "title": info.title,
-            "description": info.description,
-            "line": info.line,
-            "order": info.order,
-        },
-        ensure_ascii=False,
-    )
-
-
-def _info_and_errors(
-    entry: tuple[str | None, list[tuple[int, str]]], shown: str, declared: list
-) -> tuple[DeckInfo | None, list[DeckError]]:
-    info_json, errors = entry
-    deck_errors = [DeckError(shown, line, message) for line, message in errors]
-    if info_json is None:
-        return None, deck_errors
-    d = json.loads(info_json)
-    info = DeckInfo(
-        name=d["name"],
-        title=d["title"],
-        description=d["description"],
-        file=shown,
-        line=d.get("line", 1),
-        order=d.get("order"),
-        declared=list(map(tuple, declared)),  # (JSON lists, or the parse's tuples: kept)
-    )
-    return info, deck_errors
