@@ -139,7 +139,9 @@ op = st.tuples(
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=300 if os.environ.get("PREP_LONG_FUZZ") else 25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(ops=st.lists(op, max_size=14), syncs=st.lists(st.integers(0, 2), max_size=6))
 def test_merge_properties(tmp_path_factory, ops, syncs) -> None:

@@ -4,6 +4,7 @@ new id, and the copies converge (engine/sync/fork.py)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from datetime import timedelta
 from pathlib import Path
@@ -251,7 +252,9 @@ def test_an_undo_on_the_copy_that_keeps_the_id_removes_only_its_own(tmp_path: Pa
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=300 if os.environ.get("PREP_LONG_FUZZ") else 25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     before=st.lists(st.tuples(st.sampled_from("rus"), st.sampled_from("xyz")), max_size=5),

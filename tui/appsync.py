@@ -83,7 +83,7 @@ class AppSync:
                 if folder is None:
                     return
                 out = sync_out(store, folder)
-                self.sent, self.forked = out.sent_reviews, out.forked or out.held
+                self.sent, self.forked = out.sent_reviews, out.forked or out.held or out.set_aside
                 journals = read_pending(store, folder)
                 if any(j.entries for j in journals):
                     backed_up(lambda: backup.make(store, "sync", stop=stop))

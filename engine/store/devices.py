@@ -83,7 +83,7 @@ def device_n(conn: sqlite3.Connection, dev_id: str, name: str | None = None) -> 
     return int(cur.lastrowid or 0)  # (an INSERT always sets it)
 
 
-def new_device(conn: sqlite3.Connection) -> str:
+def new_device(conn: sqlite3.Connection, resend_registers: bool = False) -> str:
     """Give this database a new device id (after a restore from a backup: the old id's
     entries in the sync folder are then another device's, received on the next sync, and
     nothing made from now on can take a sequence number the old id already used)."""
@@ -99,11 +99,36 @@ def new_device(conn: sqlite3.Connection) -> str:
     # folder already
     top = conn.execute("SELECT coalesce(max(id), 0) FROM revlog").fetchone()[0]
     unsent = [old, int(sent.get("r", 0)), int(sent.get("d", 0))]  # (reviews, demo runs)
-    _set_meta(conn, "sync_sent", json.dumps({"x": top, "o": unsent}))
+    marks = {"x": top, "o": unsent, "p": unrelayed(conn, old)}
+    _set_meta(conn, "sync_sent", json.dumps(marks))
     # the new id has written no file, nor checked one (engine/sync/fork.py)
-    conn.execute("DELETE FROM meta WHERE key IN ('sync_file', 'sync_seen', 'sync_intent')")
-    _hand_over(conn, old, n, sent)
+    conn.execute(
+        "DELETE FROM meta WHERE key IN ('sync_file', 'sync_seen', 'sync_intent', 'sync_ctime', "
+        "'sync_wrote')"
+    )
+    # (``resend_registers``: what the old id sent is not known to be in the folder, a sync
+    # tool having put another copy's version of a file of it in place: its marks and
+    # settings are all handed over, each with its own time)
+    handed = {k: v for k, v in sent.items() if k not in "ms"} if resend_registers else sent
+    _hand_over(conn, old, n, handed)
     return dev_id
+
+
+def unrelayed(conn: sqlite3.Connection, me: int) -> list[list[Any]]:
+    """[device id, seq] of the other devices' reviews held here that an import took in and
+    no sync has passed on yet (rows past ``sync_sent``'s "x"; engine/sync/run.py), with
+    those noted already ("p"): what a new id (a restore, a copy) still passes on by them."""
+    value = _meta(conn, "sync_sent")
+    sent = {} if value is None else json.loads(value)
+    if value is not None and "x" not in sent:  # (synced by a prep before "x": all by sync)
+        return []
+    rows = conn.execute(
+        "SELECT d.id, coalesce(r.seq, r.id) FROM reviews r JOIN sync_devices d ON d.n = r.dev "
+        "WHERE r.id > ? AND r.dev != ? ORDER BY r.id",
+        (int(sent.get("x", 0)), me),
+    ).fetchall()
+    out = [list(p) for p in sent.get("p", [])]
+    return out + [[dev_id, seq] for dev_id, seq in rows if [dev_id, seq] not in out]
 
 
 def _hand_over(conn: sqlite3.Connection, old: int, new: int, sent: dict) -> None:

@@ -14,18 +14,28 @@ not hold as they are here (made here since the copy) move to the new id and are 
 review's fuzz is seeded by its id), so the next sync sends them, colliding with nothing. The
 copy that wrote first keeps the old id. Nothing is written but this database and, by the sync
 that follows, its own new folder. While a file there not checked yet cannot be read (still
-arriving from another copy?), nothing is sent under this id: that file may be the evidence.
-A file this database was about to write when a sync was killed (INTENT_KEY) is its own."""
+arriving from another copy?), nothing is sent under this id: that file may be the evidence
+(until engine/sync/stuck.py sets it aside). A file this database was about to write when a
+sync was killed (INTENT_KEY) is its own.
+
+A peer-to-peer sync tool (Syncthing) may put another copy's version of a file this database
+wrote in place of it (both wrote that number). So the files it wrote are noted (WROTE_KEY):
+another version of one is another copy's, whatever it holds (even what both hold); and a file
+put in place since the last check (its inode change time, CTIME_KEY) is checked again, an
+older number too. A review of ours that such a copy's undo may name (it gave the number to
+a review of its own) is kept, moved to the new id: at worst un-undone, never lost. The new
+id takes a name of its own ("NAME (copy XXXX)")."""
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prep.engine.store import devices as local
-from prep.engine.sync import journal, merge
+from prep.engine.sync import journal, merge, stuck
 from prep.engine.sync.journal import JournalError
 
 if TYPE_CHECKING:
@@ -36,6 +46,11 @@ SEEN_KEY = "sync_seen"  # [number, written_at]: the newest file of our own folde
 # written, cleared with the transaction that notes it written): a sync killed between the two
 # wrote a file this database then no longer holds as it is (an undo since), but it is ours
 INTENT_KEY = "sync_intent"
+# the newest inode change time (ns) of a file of our folder checked as ours (or written)
+CTIME_KEY = "sync_ctime"
+# {number: written_at} of every journal file this database wrote under its id: another
+# version of one of them in the folder is another copy's (the sync tool replaced ours)
+WROTE_KEY = "sync_wrote"
 
 
 @dataclass
@@ -45,6 +60,7 @@ class Checked:
     # a file of this device's folder not checked yet cannot be read (still arriving from
     # another copy?): what to tell the user; nothing is sent under this id until it is whole
     waiting: str | None = None
+    aside: str | None = None  # a file of it set aside now (engine/sync/stuck.py), one line
 
 
 def check(store: Store, root: Path) -> Checked:
@@ -53,8 +69,12 @@ def check(store: Store, root: Path) -> Checked:
     conn = store.conn
     me = local.device_id(conn)
     files = journal.numbered_files(root / me)
-    base, todo = _unchecked(conn, files)
+    ctimes = _ctimes(files)
+    base, todo = _unchecked(conn, files, ctimes)
     if not todo:
+        if local.json_meta(conn, CTIME_KEY) is None and ctimes:
+            with store.transaction():  # (files written before the mark was kept: as they are)
+                store.set_meta(CTIME_KEY, str(max(ctimes.values())))
         return Checked(None, base)
     unchecked = _read({n: files[n] for n in todo}, me)
     sent = {k: int(v) for k, v in (local.json_meta(conn, "sync_sent") or {}).items() if k in "rmsd"}
@@ -62,29 +82,42 @@ def check(store: Store, root: Path) -> Checked:
     mine = {
         n for n in todo if intent and n >= intent[0] and journal.written_at(files[n]) == intent[1]
     }
-    foreign = any(
+    # a file this database wrote (WROTE_KEY), there with another header: another copy's
+    # version of it, put in place by the sync tool (whatever it holds: proof of a copy)
+    wrote_at = _wrote(conn, root)
+    other = {n for n in todo if n in wrote_at and journal.written_at(files[n]) != wrote_at[n]}
+    foreign = bool(other - mine) or any(
         _not_ours(conn, e, sent) for n, es in unchecked.items() if n not in mine for e in es
     )
     with store.transaction():
         if not foreign:  # ours, up to the first one not readable yet (still arriving?)
+            readable = set(unchecked) | mine | stuck.set_aside(conn, files)
+            unread = [n for n in todo if n not in readable]
+            aside, waiting_for = stuck.judge(store, files, unread, wrote_at)
+            readable |= set(aside)
             known = max(
-                (n for n in todo if all(k in unchecked for k in todo if k <= n)), default=base
+                (n for n in todo if all(k in readable for k in todo if k <= n)), default=base
             )
             _seen(store, known, files)
-            part = [n for n in todo if n not in unchecked and n not in mine]
-            if not part:
-                return Checked(None, known)
+            done = [c for n, c in ctimes.items() if n <= known]
+            if done:
+                top = max(int(local.json_meta(conn, CTIME_KEY) or 0), *done)
+                store.set_meta(CTIME_KEY, str(top))
+            said = stuck.line(files, aside, wrote_at) if aside else None
+            if not waiting_for:
+                return Checked(None, known, aside=said)
             waiting = (
-                f"{files[part[0]]}: this device's journal file cannot be read yet (still "
+                f"{files[waiting_for[0]]}: this device's journal file cannot be read yet (still "
                 "arriving from another copy of this database?): nothing sent this time"
             )
-            return Checked(None, known, waiting)
+            return Checked(None, known, waiting, said)
         name = local.name(conn)
         own = {**_read({n: p for n, p in files.items() if n not in todo}, me), **unchecked}
         new = _split(store, own, root)
     line = (
         f"this database is a copy of another that syncs as device {me} ({name}); "
-        f"it now syncs as device {new}"
+        f"it now syncs as device {new}, named {local.name(conn)!r} "
+        "(prep config device_name NAME to name it)"
     )
     return Checked(line, 0)
 
@@ -101,8 +134,28 @@ def wrote(store: Store, path: Path, written_at: str, known: int) -> None:
     known as its own too when no file came between the check and it."""
     store.conn.execute("DELETE FROM meta WHERE key = ?", (INTENT_KEY,))
     number = int(path.name.split(".")[0])
+    wrote_at = local.json_meta(store.conn, WROTE_KEY) or {}
+    wrote_at.setdefault(_key(path.parent.parent), {})[str(number)] = written_at
+    store.set_meta(WROTE_KEY, json.dumps(wrote_at, separators=(",", ":")))
     if number == known + 1:
         store.set_meta(SEEN_KEY, json.dumps([number, written_at]))
+        made = _ctimes({number: path}).get(number, 0)
+        seen = int(local.json_meta(store.conn, CTIME_KEY) or 0)
+        store.set_meta(CTIME_KEY, str(max(seen, made)))
+
+
+def _key(root: Path) -> str:
+    try:
+        return str(root.resolve())
+    except OSError:
+        return str(root)
+
+
+def _wrote(conn, root: Path) -> dict[int, str]:
+    """{number: written_at} of the files this database wrote under its id in the sync folder
+    ``root`` (each folder its own: a machine may sync through two, each numbered from 1)."""
+    mine = (local.json_meta(conn, WROTE_KEY) or {}).get(_key(root), {})
+    return {int(n): w for n, w in mine.items()}
 
 
 def _seen(store: Store, known: int, files: dict[int, Path]) -> None:
@@ -110,14 +163,34 @@ def _seen(store: Store, known: int, files: dict[int, Path]) -> None:
     store.set_meta(SEEN_KEY, json.dumps([known, stamp]))
 
 
-def _unchecked(conn, files: dict[int, Path]) -> tuple[int, list[int]]:
+def _ctimes(files: dict[int, Path]) -> dict[int, int]:
+    """Each file's inode change time (ns): a file put in place since (a sync tool replacing
+    it by another version, or bringing it) is newer than every one checked before."""
+    out = {}
+    for n, path in files.items():
+        try:
+            out[n] = path.lstat().st_ctime_ns
+        except OSError:
+            continue
+    return out
+
+
+def _unchecked(
+    conn, files: dict[int, Path], ctimes: dict[int, int] | None = None
+) -> tuple[int, list[int]]:
     """(n, the numbers of our folder's files after n): every file up to n is known as ours,
     by the mark of the newest one checked (or, before any check, the one written last) when
-    that file is still there as it was."""
+    that file is still there as it was, and when no file up to it was put in place since
+    the last check (a peer-to-peer sync tool may replace one of ours by another copy's
+    version of it: ``CTIME_KEY``; then the files from that one on are checked again)."""
     mark = local.json_meta(conn, SEEN_KEY) or local.json_meta(conn, "sync_file")
     base = 0
     if mark and mark[0] in files and journal.written_at(files[mark[0]]) == mark[1]:
         base = int(mark[0])
+    seen = local.json_meta(conn, CTIME_KEY)
+    if seen is not None and ctimes:
+        since = [n for n, c in ctimes.items() if n <= base and c > int(seen)]
+        base = min([base, *(n - 1 for n in since)])
     return base, sorted(n for n in files if n > base)
 
 
@@ -212,6 +285,16 @@ def _known(conn, dev_id: str) -> int | None:
     return None if row is None else int(row[0])
 
 
+def copy_name(name: str, new_id: str) -> str:
+    """The name a copy takes with its new id: ``NAME (copy XXXX)``, XXXX the new id's first
+    four digits (as `prep sync --status` lists it), so the others' summaries never say "from
+    NAME" for two devices: not even for two copies that find themselves at the same time,
+    which a number counted from the devices known could not promise."""
+    base = re.sub(r" \(copy [0-9a-f]+\)$", "", name)
+    suffix = f" (copy {new_id[:4]})"
+    return base[: local.MAX_NAME - len(suffix)] + suffix
+
+
 def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
     """Take a new id; what the old id's journal does not hold as it is here moves to it."""
     conn = store.conn
@@ -223,18 +306,32 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
     old_id = local.device_id(conn)
     # the last review this database sent under the old id: none numbered up to it is new here
     sent_r = int((local.json_meta(conn, "sync_sent") or {}).get("r", 0))
-    for entries in own.values():
+    files = journal.numbered_files(root / old_id)
+    wrote = {n: w for n, w in _wrote(conn, root).items() if n in files}
+    by_me = {n for n, w in wrote.items() if journal.written_at(files[n]) == w}
+    if len(by_me) < len(wrote):
+        # a file it wrote is not in the folder as it wrote it (a sync tool put the other
+        # copy's version of it in place): what it sent is not known to be there, and a
+        # review of its own in a file of its own may be one it made since the copy
+        sent_r = 0
+    elsewhere: set[int] = set()  # numbers of the reviews in files this database did not write
+    for n, entries in own.items():
         for e in entries:
             if e[0] == "r":
                 reviews[e[1]] = (e[4], e[3])
                 cards[e[1]] = e[2]
+                if n not in by_me:
+                    elsewhere.add(e[1])
             elif e[0] == "u" and e[1] == old_id:
                 undos.add(e[2])
             elif e[0] == "d":
                 runs[e[1]] = (e[2]["name"], e[2]["ran_at"])
-    new_id = local.new_device(conn)
+    new_id = local.new_device(conn, resend_registers=len(by_me) < len(wrote))
+    local.set_name(conn, copy_name(local.name(conn), new_id))
     new = local.device(conn)
-    conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (SEEN_KEY, INTENT_KEY))
+    conn.execute(
+        "DELETE FROM meta WHERE key IN (?, ?, ?, ?)", (SEEN_KEY, INTENT_KEY, CTIME_KEY, WROTE_KEY)
+    )
     rows = conn.execute(
         "SELECT id, coalesce(seq, id), card_id, at, rating FROM reviews WHERE dev = ?", (old,)
     ).fetchall()
@@ -247,15 +344,22 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
     )
     copied = max(copied, sent_r)
     moved: dict[str, set[int]] = {}
+
     # an undo of a number past that one may be of a review the other copy made since: ours
     # then moves, as one made here since the copy (never lost, at worst undone once); and
     # where a third copy moved that same review already, it takes that one's id
-    twins = _twins(
-        root, old_id, {(c, at, rt) for _r, seq, c, at, rt in rows if seq in undos and seq > copied}
-    )
-    for rid, seq, cid, at, rating in rows:
-        if reviews.get(seq) == (at, rating) or (seq in undos and seq <= copied):
-            continue  # the same review in the old id's journal (or its undo): it keeps its id
+    # (an undo of one of ours in the journal of its own file, not in one the other copy
+    # wrote: the other copy may have given that number to a review of its own, undone;
+    # a sync tool replacing one copy's file by the other's leaves just that)
+    def keeps(seq: int, at: int, rating: int) -> bool:
+        if seq in undos:  # the old id's undo of it: it keeps its id (and is undone)
+            same = reviews.get(seq) == (at, rating)
+            return (same and seq in elsewhere) or (seq not in reviews and seq <= copied)
+        return reviews.get(seq) == (at, rating)  # the same review in the old id's journal
+
+    moving = [r for r in rows if not keeps(r[1], r[3], r[4])]
+    twins = _twins(root, old_id, {(c, at, rt) for _r, seq, c, at, rt in moving if seq in undos})
+    for rid, seq, cid, at, rating in moving:
         twin = twins.get((cid, at, rating))
         dn, dseq = (new, seq) if twin is None else (local.device_n(conn, twin[0]), twin[1])
         conn.execute("UPDATE revlog SET dev = ?, seq = ? WHERE id = ?", (dn, dseq, rid))
@@ -287,5 +391,6 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
     # what stays the old id's is in its journal: nothing of it to pass on (no "o", as a
     # restore has), and the rows written again just now are not another device's news ("x")
     top = conn.execute("SELECT coalesce(max(id), 0) FROM revlog").fetchone()[0]
-    store.set_meta("sync_sent", json.dumps({"x": top}))
+    pending = (local.json_meta(conn, "sync_sent") or {}).get("p", [])
+    store.set_meta("sync_sent", json.dumps({"x": top, "p": pending}))
     return new_id

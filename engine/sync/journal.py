@@ -219,6 +219,11 @@ def _fsync_dir(folder: Path) -> None:
 def written_at(path: Path) -> str | None:
     """The ``written_at`` of a journal file's header (its first line only), or None when it
     cannot be read; what tells two files of one number apart (a folder made again)."""
+    return _head_text(path, "written_at")
+
+
+def _head_text(path: Path, key: str) -> str | None:
+    """A text value of a journal file's header (its first line only), None when unread."""
     try:  # (never blocks on a FIFO, never follows a link: read() refuses both anyway)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
@@ -230,7 +235,7 @@ def written_at(path: Path) -> str | None:
             head = loads_strict(f.readline(1 << 20).decode("utf-8"))
     except (OSError, ValueError):
         return None
-    value = head.get("written_at") if isinstance(head, dict) else None
+    value = head.get(key) if isinstance(head, dict) else None
     return value if isinstance(value, str) else None
 
 

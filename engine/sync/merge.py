@@ -1,7 +1,9 @@
 """Applying other devices' journal entries to this database, by rules that cannot conflict.
 
 - a review is added once (its id is its device and sequence number) unless a tombstone says
-  it was undone; a tombstone removes it wherever it is;
+  it was undone; a tombstone removes it wherever it is; an id arriving with other content
+  than the review held under it, or a review held arriving under a second id, is settled by
+  engine/sync/replaced.py (the journal of the id's device as it stands decides);
 - a card whose reviews changed is replayed: its surviving reviews in (time, device id,
   sequence) order, each through the scheduler it was made with (its stored parameters; the
   fuzz is seeded by the review's own id, device and sequence, as when it was rated, so it
@@ -25,12 +27,14 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prep.engine.store import devices as local
 from prep.engine.store.deckcache import _RECONCILED_KEY
 from prep.engine.store.reviewlog import Chain, from_us, to_us
 from prep.engine.study.scheduler import CardState, Scheduler
+from prep.engine.sync import replaced
 from prep.engine.sync.journal import Journal
 from prep.engine.timeutil import fmt, utcnow
 
@@ -47,6 +51,7 @@ class Applied:
     demo_runs: int = 0
     rescheduled: int = 0
     by_device: dict[str, int] = field(default_factory=dict)  # device name -> reviews received
+    notes: list[str] = field(default_factory=list)  # what the user must know (replaced.py)
 
     @property
     def anything(self) -> bool:
@@ -118,31 +123,15 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
     conn = store.conn
     now = now or utcnow()
     out = Applied()
-    incoming: dict[str, dict[tuple[int, int], _Rev]] = defaultdict(dict)
-    affected: set[str] = set()
-    touched: set[str] = set()  # cards a tombstone reached: replayed from the start of the change
+    batch = _Batch(store, out, journals[0].path.parent.parent if journals else None)
+    incoming, affected, touched = batch.incoming, batch.affected, batch.touched
     for j in journals:
         jn = local.device_n(conn, j.device, j.name)
         pmap = {key: local.params_n(conn, p) for key, p in j.params.items()}
         for e in j.entries:
             kind = e[0]
             if kind in ("r", "R"):
-                if kind == "r":
-                    _, seq, cid, rating, at, dur, pk = e
-                    dn = jn
-                else:  # another device's review, passed on by this journal's (an import)
-                    _, origin, seq, cid, rating, at, dur, pk = e
-                    dn = local.device_n(conn, origin)
-                if (
-                    (dn, seq) in incoming[cid]
-                    or _review_row(conn, dn, seq)
-                    or _buried(conn, dn, seq)
-                ):
-                    continue
-                incoming[cid][(dn, seq)] = _Rev(dn, seq, at, rating, dur, pmap[pk])
-                affected.add(cid)
-                out.reviews += 1
-                out.by_device[j.name or j.device] = out.by_device.get(j.name or j.device, 0) + 1
+                batch.review(j, jn, e, pmap)
             elif kind == "u":
                 _, rdev, rseq, cid, at = e
                 rn = local.device_n(conn, rdev)
@@ -182,13 +171,92 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
         card_revs = list(incoming.get(cid, {}).values())
         done = None if cid in touched else _append(store, cid, card_revs, devices, scheds)
         changed, created = (
-            done if done is not None else replay(store, cid, card_revs, devices, scheds)
+            done
+            if done is not None
+            else replay(store, cid, card_revs, devices, scheds, batch.redo.get(cid))
         )
         out.rescheduled += bool(changed or created)  # a card first scheduled here counts too
         new_cards |= created
     if new_cards:  # cards new here: the next open checks them against the decks
         conn.execute("DELETE FROM meta WHERE key = ?", (_RECONCILED_KEY,))
+    replaced.settle_aside(conn)
+    out.notes = batch.clashes.lines()
     return out
+
+
+class _Batch:
+    """The reviews arriving in one apply, by card, and what they change."""
+
+    def __init__(self, store: Store, out: Applied, root: Path | None) -> None:
+        self.store, self.conn, self.out = store, store.conn, out
+        self.incoming: dict[str, dict[tuple[int, int], _Rev]] = defaultdict(dict)
+        self.pending: dict[tuple[int, int], str] = {}  # (device, seq) arriving -> its card
+        self.affected: set[str] = set()
+        self.touched: set[str] = set()  # cards replayed from the start of the change
+        self.redo: dict[str, set[int]] = {}  # cards a displaced review left: rows written again
+        self.clashes = replaced.Clashes(self.conn, root)
+
+    def review(self, j: Journal, jn: int, e: list, pmap: dict[str, int]) -> None:
+        """A review entry ("r", or "R": another device's passed on by this journal's)."""
+        conn = self.conn
+        if e[0] == "r":
+            _, seq, cid, rating, at, dur, pk = e
+            dn, origin = jn, j.device
+        else:
+            _, origin, seq, cid, rating, at, dur, pk = e
+            dn = local.device_n(conn, origin)
+        was = self.pending.get((dn, seq))
+        prev = None if was is None else self.incoming[was].get((dn, seq))  # (None: undone)
+        if was is not None and prev is not None:  # the same id earlier in these journals
+            if e[0] != "r" or (was, prev.at, prev.rating) == (cid, at, rating):
+                return  # (passed on by another device: its own journal's is taken)
+            # a later file of its own journal gives the id to another review (two copies
+            # wrote under one id): the later one is the journal's (as fork.py counts it)
+            del self.incoming[was][(dn, seq)]
+            replaced.keep(
+                conn, origin, seq, was, prev.rating, prev.at, prev.duration_ms, prev.params
+            )
+            self.clashes.count(self.clashes.replaced, j.name or j.device)
+            self._count(j, -1)
+        if _buried(conn, dn, seq):
+            return
+        verdict = self.clashes.judge(e[0] == "r", dn, origin, seq, cid, rating, at)
+        if verdict.drop is not None:  # a held review displaced (engine/sync/replaced.py)
+            held = _drop(conn, verdict.drop, verdict.aside)
+            self.affected.add(held)
+            self.touched.add(held)
+            rows = conn.execute("SELECT id FROM reviews WHERE card_id = ?", (held,))
+            self.redo[held] = {r for (r,) in rows}
+        if verdict.extra is not None:  # the review its journal holds under the freed id
+            xdn, xseq, xcid, *rest = verdict.extra
+            if not (_review_row(conn, xdn, xseq) or _buried(conn, xdn, xseq)):
+                xrating, xat, xdur, xpn = rest
+                self.incoming[xcid][(xdn, xseq)] = _Rev(xdn, xseq, xat, xrating, xdur, xpn)
+                self.pending[(xdn, xseq)] = xcid
+                self.affected.add(xcid)
+        if verdict.take:
+            self.incoming[cid][(dn, seq)] = _Rev(dn, seq, at, rating, dur, pmap[pk])
+            self.pending[(dn, seq)] = cid
+            self.affected.add(cid)
+            self._count(j, 1)
+
+    def _count(self, j: Journal, n: int) -> None:
+        name = j.name or j.device
+        self.out.reviews += n
+        self.out.by_device[name] = self.out.by_device.get(name, 0) + n
+        if not self.out.by_device[name]:
+            del self.out.by_device[name]
+
+
+def _drop(conn, row: int, aside: bool) -> str:
+    """Remove held review row ``row`` (another review took its id, or it arrived under its
+    own; ``aside``: kept in meta until held again); returns its card."""
+    (cid,) = conn.execute("SELECT card_id FROM reviews WHERE id = ?", (row,)).fetchone()
+    if aside:
+        replaced.set_aside(conn, row)
+    local.bump_floor(conn)
+    conn.execute("DELETE FROM revlog WHERE id = ?", (row,))
+    return cid
 
 
 def _newer(conn, theirs: tuple[int, str, int], clock: tuple[int, int, int] | None) -> bool:
@@ -463,6 +531,7 @@ def merge_reviews(store: Store, reviews: dict[str, list[dict[str, Any]]]) -> int
     pn = local.params_n(conn, replay_params(store.settings(), True, 0))
     scheds: dict[int, Scheduler] = {}
     added = 0
+    others: list[_Rev] = []
     for cid, rows in reviews.items():
         held = {(to_us(r.reviewed_at), r.rating) for r in store.reviews(card_id=cid)}
         incoming = []
@@ -486,4 +555,22 @@ def merge_reviews(store: Store, reviews: dict[str, list[dict[str, Any]]]) -> int
         if incoming:
             replay(store, cid, incoming, _device_ids(conn), scheds)
             added += len(incoming)
+            others += [r for r in incoming if r.dev != me]
+    _note_relays(conn, others)
     return added
+
+
+def _note_relays(conn, revs: list[_Rev]) -> None:
+    """Other devices' reviews an import took in: noted by their ids ("p" of sync_sent), so
+    the next sync passes them on even where the replay wrote them under row ids at or below
+    the "x" mark (a row freed by the replay is taken again). Without a sync yet, every
+    other device's review is passed on anyway (run._sent)."""
+    sent = local.json_meta(conn, "sync_sent")
+    if not revs or sent is None or "x" not in sent:
+        return
+    names = _device_ids(conn)
+    pending = [list(p) for p in sent.get("p", [])]
+    pending += [[names[r.dev], r.seq] for r in revs if [names[r.dev], r.seq] not in pending]
+    conn.execute(
+        "UPDATE meta SET value = ? WHERE key = 'sync_sent'", (json.dumps({**sent, "p": pending}),)
+    )

@@ -14,7 +14,7 @@ from prep.engine.paths import expand_user
 from prep.engine.store import devices as local
 from prep.engine.store.schema14 import catch_up_tally
 from prep.engine.study.present import count
-from prep.engine.sync import fork, journal, merge, relay
+from prep.engine.sync import fork, journal, merge, relay, replaced
 from prep.engine.sync.journal import JournalError
 from prep.engine.timeutil import fmt, utcnow
 
@@ -37,6 +37,7 @@ class SyncResult:
     backup: Path | None = None
     forked: str | None = None  # a copy of another database found: its new id, in one line
     held: str | None = None  # nothing sent: a file of its own folder not whole yet, one line
+    set_aside: str | None = None  # a file of its own folder that stays unreadable, set aside
 
     def summary(self) -> str:
         a = self.applied
@@ -134,6 +135,19 @@ def outbox(
             key = param_key(pn)
             entries.append(["R", dev_id, seq, cid, rating, at, dur, key])
         new["x"] = conn.execute("SELECT coalesce(max(id), 0) FROM reviews").fetchone()[0]
+        # taken in by an import before this database took a new id (a restore, a copy found)
+        # and not passed on then: by their ids (devices.unrelayed)
+        relayed = {(e[1], e[2]) for e in entries if e[0] == "R"}
+        for dev_id, seq in (local.json_meta(conn, "sync_sent") or {}).get("p", []):
+            row = conn.execute(
+                "SELECT r.card_id, r.rating, r.at, r.duration_ms, r.params FROM reviews r "
+                "JOIN sync_devices d ON d.n = r.dev WHERE d.id = ? AND r.dev != ? AND "
+                "(r.seq = ? OR (r.seq IS NULL AND r.id = ?))",
+                (dev_id, me, seq, seq),
+            ).fetchone()
+            if row is not None and (dev_id, seq) not in relayed:
+                cid, rating, at, dur, pn = row
+                entries.append(["R", dev_id, seq, cid, rating, at, dur, param_key(pn)])
         # after a restore (devices.new_device): the old id's reviews it had not sent yet
         old = (local.json_meta(conn, "sync_sent") or {}).get("o")
         if old:
@@ -309,7 +323,7 @@ def sync(
     result = SyncResult()
     conn = store.conn
     checked = fork.check(store, root)  # before anything is written under its id
-    result.forked, result.held = checked.line, checked.waiting
+    result.forked, result.held, result.set_aside = checked.line, checked.waiting, checked.aside
     me = local.device_id(conn)
     entries: list[list[Any]] = []
     if checked.waiting is None:  # (else the other copy's file may be a fork: wait for it)
@@ -365,7 +379,8 @@ def apply_journals(
         store.set_meta("sync_last", fmt(now))
         if relayed:  # what was received is in the folder: not passed on again
             top = conn.execute("SELECT coalesce(max(id), 0) FROM reviews").fetchone()[0]
-            store.set_meta("sync_sent", json.dumps({**_sent(conn), "x": top}))
+            marks = {**(local.json_meta(conn, "sync_sent") or {}), **_sent(conn), "x": top}
+            store.set_meta("sync_sent", json.dumps(marks))  # (an "o" or "p" kept for the next)
     return applied
 
 
@@ -404,5 +419,6 @@ def status(store: Store, folder: Path | None) -> dict[str, Any]:
         "folder": None if folder is None else str(folder),
         "last_sync": last[0] if last else None,
         "files_waiting": waiting,
+        "reviews_set_aside": replaced.aside_count(conn),
         "devices": list(devices.values()),
     }

@@ -71,6 +71,14 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
                     f"  {d['name'] or '?'} ({d['id']}): {d['applied']} journal file(s) applied, "
                     f"last written {d['wrote_at'] or 'unknown'}, applied here {d['applied_at'] or 'never'}"
                 )
+            if info["reviews_set_aside"]:
+                from prep.engine.study.present import count
+
+                click.echo(
+                    f"{count(info['reviews_set_aside'], 'review')} set aside (their ids given to "
+                    "other reviews by a replaced journal file): kept until their copy sends "
+                    "them again"
+                )
             if info["files_waiting"]:
                 click.echo(
                     f"{info['files_waiting']} journal file(s) not applied yet: run prep sync"
@@ -85,8 +93,9 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
             raise UsageError(str(exc)) from None
     if result.forked:
         click.echo(result.forked[0].upper() + result.forked[1:] + ".")
-    if result.held:
-        click.echo(result.held + ".")
+    for line in (result.set_aside, result.held, *result.applied.notes):
+        if line:
+            click.echo(line[0].upper() + line[1:] + ".")
     click.echo(result.summary())
 
 

@@ -1,0 +1,99 @@
+"""A file of this device's own journal folder that stays unreadable.
+
+fork.check reads every file of this device's folder it has not checked: one it did not write
+means another copy of this database writes under its id. A file there that cannot be read
+may be that evidence still arriving, so nothing is sent while it cannot be read. A file that
+never becomes readable (damaged, or a sync tool that stopped bringing it) would stop this
+device sending at every sync; so, by a rule that waits only for what can still arrive:
+
+- a file whose header names the time this database wrote that number (fork.WROTE_KEY) is its
+  own, damaged since it was written: no evidence of a copy; set aside at once;
+- any other file is set aside once a sync finds it as the previous sync found it unreadable
+  (the same size and modification time) and last modified more than ``STUCK_S`` ago: a sync
+  tool bringing a file writes it, and one unchanged that long is not arriving.
+
+Set aside means noted in the database (``KEY``) and left where it is: not renamed or removed,
+since the sync tool would carry that to every machine, the other copy's included, where the
+file may be whole. A file set aside is no evidence either way and holds nothing up; the
+sync that sets it aside says so in one line; once it changes it is checked again (its
+change time moves: fork._unchecked).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from prep.engine.store import devices as local
+from prep.engine.sync import journal
+
+if TYPE_CHECKING:
+    from prep.engine.store import Store
+
+KEY = "sync_stuck"  # {number: [size, mtime_ns, set aside (0 or 1)]}
+STUCK_S = 600
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.lstat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def set_aside(conn, files: dict[int, Path]) -> set[int]:
+    """The numbers of the files set aside and unchanged since."""
+    notes = local.json_meta(conn, KEY) or {}
+    return {
+        int(n)
+        for n, (size, mtime, aside) in notes.items()
+        if aside and int(n) in files and _stat(files[int(n)]) == (size, mtime)
+    }
+
+
+def judge(
+    store: Store, files: dict[int, Path], unread: list[int], wrote_at: dict[int, str]
+) -> tuple[list[int], list[int]]:
+    """Of the files ``unread`` (this device's, not readable, not set aside): (those set aside
+    now, those still waited for); noted inside the caller's transaction."""
+    conn = store.conn
+    old = local.json_meta(conn, KEY) or {}
+    notes = {n: v for n, v in old.items() if int(n) in files and int(n) not in unread and v[2]}
+    now_ns = time.time_ns()
+    aside, waiting = [], []
+    for n in unread:
+        st = _stat(files[n])
+        seen = old.get(str(n))
+        ours = n in wrote_at and journal.written_at(files[n]) == wrote_at[n]
+        still = seen is not None and st is not None and (seen[0], seen[1]) == st
+        if st is not None and (ours or (still and now_ns - st[1] > STUCK_S * 1_000_000_000)):
+            notes[str(n)] = [*st, 1]
+            aside.append(n)
+        else:
+            notes[str(n)] = [*(st or (-1, -1)), 0]
+            waiting.append(n)
+    if notes:
+        store.set_meta(KEY, json.dumps(notes, separators=(",", ":")))
+    else:
+        conn.execute("DELETE FROM meta WHERE key = ?", (KEY,))
+    return aside, waiting
+
+
+def line(files: dict[int, Path], aside: list[int], wrote_at: dict[int, str]) -> str:
+    """What the sync that sets files aside says, in one line."""
+    first = files[aside[0]]
+    more = f" (and {len(aside) - 1} more)" if len(aside) > 1 else ""
+    if aside[0] in wrote_at and journal.written_at(first) == wrote_at[aside[0]]:
+        why = "this device's own journal file is damaged since it wrote it"
+    else:
+        why = (
+            f"this device's journal file has stayed unreadable and unchanged for over "
+            f"{STUCK_S // 60} minutes (not arriving)"
+        )
+    return (
+        f"{first}{more}: {why}: set aside, left in place (the machine that wrote it may hold "
+        "it whole); sending again"
+    )
