@@ -283,7 +283,8 @@ def cache_rows(store: Store) -> dict[str, tuple[int, int]]:
     """Each cached file (by name) -> (its cached cards, its cached tags)."""
     out = {}
     for path in store.deck_cache_files():
-        lo, hi = store._deck_keys(path)
+        (fid,) = store.conn.execute("SELECT fid FROM deck_files WHERE path = ?", (path,)).fetchone()
+        lo, hi = fid << 32, (fid << 32) | 0xFFFFFFFF
         cards, tags = (
             store.conn.execute(
                 f"SELECT count(*) FROM {t} WHERE key BETWEEN ? AND ?", (lo, hi)

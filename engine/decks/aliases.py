@@ -11,10 +11,15 @@ an error (reported at the claiming card) and is not used.
 from __future__ import annotations
 
 from collections.abc import Container, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prep.engine.decks.deck import DeckError, quoted
 from prep.engine.store.aliasrules import alias_map, keeps_alias_state
+
+if TYPE_CHECKING:
+    from prep.engine.decks.collection import CardRef
+    from prep.engine.decks.deck import ParsedDecks
+    from prep.engine.store import Store
 
 __all__ = ["alias_errors", "alias_map", "keeps_alias_state", "map_export", "merge_marks"]
 
@@ -104,3 +109,30 @@ def map_export(data: Any, aliases: Mapping[str, str]) -> Any:
     rows = data.reviews
     reviews = rows.map(kept) if hasattr(rows, "map") else [kept(r) for r in rows]
     return replace(data, cards=list(cards.values()), reviews=reviews, marks=list(marks.values()))
+
+
+def check_cached_aliases(
+    store: Store,
+    coll: ParsedDecks,
+    order: list[tuple[str, str]],
+    refs: dict[str, list[CardRef]],
+    field: int,
+    empty: tuple[str, ...],
+) -> None:
+    """The aliases' checks of ``assemble`` (which sees the cards' outline only), on the
+    aliases of the cached cards of the files in ``order`` that were kept (deckcache's
+    ``_assemble``; ``field``, ``empty``: as Store.deck_cache_alias_claims reads them)."""
+    entries = []
+    for key, _ in order:
+        claims = store.deck_cache_alias_claims(key, field, empty)
+        if not claims:
+            continue  # (most files: no card of it lists an alias)
+        kept = {r.line for r in refs[key] if coll.get(r.id) is r}
+        for line, cid, alias in claims:
+            if line in kept:
+                ref = coll.get(cid)
+                assert ref is not None  # (kept: its line is in ``kept``)
+                entries.append((cid, (alias,), ref.file, line))
+    if entries:
+        coll.errors.extend(alias_errors(entries, coll))
+        coll.errors.sort(key=lambda e: (e.file, e.line))

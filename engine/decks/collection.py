@@ -143,10 +143,11 @@ class CachedCollection:
         a Python loop per card."""
         if self._where_map is None:
             where: dict[str, tuple[str, int, str]] = {}
-            for key, shown in self._files:
-                kept = self._kept(key)
-                places = zip(repeat(key), map(_LINE, kept), repeat(shown))
-                where.update(zip(map(_ID, kept), places, strict=True))
+            with self._store.deck_cache_snapshot():  # (each file's hash, then its rows)
+                for key, shown in self._files:
+                    kept = self._kept(key)
+                    places = zip(repeat(key), map(_LINE, kept), repeat(shown))
+                    where.update(zip(map(_ID, kept), places, strict=True))
             self._where_map = where
         return self._where_map
 
@@ -208,11 +209,14 @@ class CachedCollection:
         """Every card, in order (built on first use)."""
         if self._all is None:
             data: dict[tuple[str, int], str] = {}
-            for key, line, text in self._store.deck_cache_card_data([k for k, _ in self._files]):
-                data[key, line] = text
+            with self._store.deck_cache_snapshot():  # (the text and the outline: one state)
+                for key, line, text in self._store.deck_cache_card_data(
+                    [k for k, _ in self._files]
+                ):
+                    data[key, line] = text
+                refs = self.refs()
             self._all = [
-                self._built.get(r.id) or self._build(r, data[self._where[r.id][:2]])
-                for r in self.refs()
+                self._built.get(r.id) or self._build(r, data[self._where[r.id][:2]]) for r in refs
             ]
         return self._all
 
@@ -329,14 +333,18 @@ class CachedCollection:
     def ids_for_demo(self, name: str) -> list[str]:
         """From the index of the cards that cite a demo: no other card is read or built."""
         if self._citing is None:  # read once: `prep demo --list` asks for every demo
-            self._citing = [
-                (cid, _demos(demos))
-                for key, _ in self._files
-                if self._unchanged(key)
-                for line, cid, demos in self._store.deck_cache_citing(key)
-                if (key, line) not in self._excluded
-            ]
+            with self._store.deck_cache_snapshot():  # (each file's hash, then its rows)
+                self._citing = self._cited()
         return [cid for cid, demos in self._citing if name in demos]
+
+    def _cited(self) -> list[tuple[str, tuple[str, ...]]]:
+        return [
+            (cid, _demos(demos))
+            for key, _ in self._files
+            if self._unchanged(key)
+            for line, cid, demos in self._store.deck_cache_citing(key)
+            if (key, line) not in self._excluded
+        ]
 
     def _unchanged(self, key: str) -> bool:
         """Whether the cache still holds the text of file ``key`` this collection loaded."""
@@ -351,8 +359,10 @@ class CachedCollection:
         where, shown_of = self._where, dict(self._files)
         out = []
         for _, key in self._deck_files(deck):
-            data = {line: text for _, line, text in self._store.deck_cache_card_data([key])}
-            for ref in _refs(self._store, key, shown_of[key]):
+            with self._store.deck_cache_snapshot():  # (the text and the outline: one state)
+                data = {line: text for _, line, text in self._store.deck_cache_card_data([key])}
+                refs = _refs(self._store, key, shown_of[key])
+            for ref in refs:
                 if where.get(ref.id, (None, None))[:2] == (key, ref.line):
                     out.append(self._built.get(ref.id) or self._build(ref, data[ref.line]))
         return out
@@ -401,7 +411,8 @@ class CachedCollection:
     def deck_ids(self, key: str) -> list[str]:
         """The ids of the file ``key``'s valid cards that are in the collection, in order (as
         parse_decks: a duplicate id is listed under both decks, its card is the first)."""
-        rows = self._store.deck_cache_ids(key) if self._unchanged(key) else []
+        with self._store.deck_cache_snapshot():  # (the file's hash, then its rows)
+            rows = self._store.deck_cache_ids(key) if self._unchanged(key) else []
         if not any(k == key for k, _ in self._excluded):
             return list(map(_ID, rows))  # every card of the file was kept
         where = self._where

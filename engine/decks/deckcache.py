@@ -53,6 +53,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prep.engine.decks import fedcache, fillbatch
+from prep.engine.decks.cachedinfo import info_and_errors as _info_and_errors
+from prep.engine.decks.cachedinfo import info_json as _info_json
 from prep.engine.decks.changed import (  # noqa: F401 - pending_fill, scan_decks: the front ends' question
     PARSER_SALT,
     RACY_NS,
@@ -164,7 +166,11 @@ def load(
 
     with gc_paused():  # a hundred thousand small objects, none of them garbage
         try:
-            return _load(store, paths, demo_names, include_bundled, progress, scan)
+            for tries in range(TRIES, 0, -1):  # (another prep dropped files of it: again)
+                with suppress(CacheChanged):
+                    return _load(store, paths, demo_names, include_bundled, progress, scan, tries)
+                scan = None  # (what it found is what changed since)
+            raise AssertionError("unreachable: the last try raises no CacheChanged")
         except StoreError as exc:
             if store.deck_cache_is_private() or not private or exc.kind == "interrupted":
                 raise
@@ -219,6 +225,7 @@ def _load(
     include_bundled: bool,
     progress: Progress | None = None,
     scan: Scan | None = None,
+    tries: int = 1,
 ) -> CachedCollection:
     fmt_key = format_key()
     if scan is None or not scan.serves(paths, include_bundled) or scan.format != fmt_key:
@@ -301,6 +308,7 @@ def _load(
         progress,
         outline,
         now=now,
+        retry=tries > 1 and not store.deck_cache_is_private(),  # (TEMP tables: this one's)
     )
 
 
@@ -402,75 +410,100 @@ def _assemble(
     outline: dict[str, list[CardRef]] | None = None,
     *,
     now: dict[str, tuple[list[tuple[str, int]], bool]] | None = None,
+    retry: bool = False,
 ) -> CachedCollection:
+    """The collection of the files in ``order`` (filled, cached): the checks across files
+    run (and saved) unless saved for this state. ``retry``: CacheChanged is raised when
+    another prep dropped one of them from the cache since (a prune, a reset), for the caller
+    to load again; otherwise such a file is served as one not cached any more (no card)."""
     state_key = digest.hexdigest()
 
     keys = [k for k, _ in order]
-    parsed = store.deck_cache_parsed(keys)  # key -> (info json | None, errors)
-    assembled = store.deck_cache_assembly(state_key)
-    shown_now = dict(order)
-    if assembled is not None and assembled["errors"] and assembled.get("shown") != shown_now:
-        assembled = None  # its messages name the files as shown from another folder
-    worked = fill is not None and fill.files_total > 0  # (done: what the progress says)
-    if assembled is None:
-        worked = True
-        _tell(fill, progress, stage=CHECK, step=0, steps=len(order) + 1)
-        # the checks across files, on the outline of every card (only after a change)
-        # (the files parsed now: as they were written, without reading them back)
-        known = outline or {}
-        refs_by_file = {}
-        for i, (key, shown) in enumerate(order):
-            refs_by_file[key] = known[key] if key in known else _refs(store, key, shown)
-            _tell(fill, progress, step=i + 1)  # (file by file: a million cards take a while)
-        now = now or {}  # (the files parsed now: their declared ids are not read back)
-        declared = store.deck_cache_declared([key for key in keys if key not in now])
-        declared.update((key, now[key][0]) for key in keys if key in now)
-        coll = ParsedDecks()
-        coll.errors.extend(read_errors)
-        assemble(
-            coll,
-            (
-                (shown, *_info_and_errors(parsed[key], shown, declared[key]), refs_by_file[key])
-                for key, shown in order
-            ),
-            demo_names,
-        )
-        # (every card kept, as in most collections: no card to look up one by one)
-        every = len(coll.cards) == sum(len(refs_by_file[key]) for key in keys)
-        excluded = [
-            [key, r.line]
-            for key in (() if every else keys)
-            for r in refs_by_file[key]
-            if coll.get(r.id) is not r
-        ]
-        unlisted = {key for key, (_, aliases) in now.items() if not aliases}  # (no alias)
-        _check_aliases(store, coll, [o for o in order if o[0] not in unlisted], refs_by_file)
-        key_of = {shown: key for key, shown in order}
-        renamed = {key_of[info.file]: name for name, info in coll.decks.items()}
-        dropped = {(key, line) for key, line in excluded}
-        assembled = {
-            "errors": [[e.file, e.line, e.message] for e in coll.errors],
-            "excluded_keys": excluded,
-            "renamed": renamed,  # file key -> its deck's name
-            "shown": shown_now,  # how the errors' messages name the files
-            # the cards each file keeps: a later open counts without reading them
-            "sizes": {
-                key: sum((key, r.line) not in dropped for r in refs_by_file[key])
-                if dropped
-                else len(refs_by_file[key])
-                for key in keys
-            },
-        }
+    # every read of the cache below from one snapshot (another prep may prune or reset it)
+    with store.deck_cache_snapshot():
+        parsed = store.deck_cache_parsed(keys)  # key -> (info json | None, errors)
+        complete = len(parsed) == len(keys)  # (else pruned or reset by another prep since)
+        if not complete:
+            if retry:
+                raise CacheChanged  # (the caller loads again: its fill puts them back)
+            parsed = {key: parsed.get(key, (None, [])) for key in keys}  # (not cached any more)
+        save = False
+        assembled = store.deck_cache_assembly(state_key)
+        shown_now = dict(order)
+        if assembled is not None and assembled["errors"] and assembled.get("shown") != shown_now:
+            assembled = None  # its messages name the files as shown from another folder
+        worked = fill is not None and fill.files_total > 0  # (done: what the progress says)
+        if assembled is None:
+            worked = True
+            save = complete  # (checks of a cache cut short: not kept for this state)
+            _tell(fill, progress, stage=CHECK, step=0, steps=len(order) + 1)
+            # the checks across files, on the outline of every card (only after a change)
+            # (the files parsed now: as they were written, without reading them back)
+            known = outline or {}
+            refs_by_file = {}
+            for i, (key, shown) in enumerate(order):
+                refs_by_file[key] = known[key] if key in known else _refs(store, key, shown)
+                _tell(fill, progress, step=i + 1)  # (file by file: a million cards take a while)
+            now = now or {}  # (the files parsed now: their declared ids are not read back)
+            declared = store.deck_cache_declared([key for key in keys if key not in now])
+            declared.update((key, now[key][0]) for key in keys if key in now)
+            coll = ParsedDecks()
+            coll.errors.extend(read_errors)
+            assemble(
+                coll,
+                (
+                    (shown, *_info_and_errors(parsed[key], shown, declared[key]), refs_by_file[key])
+                    for key, shown in order
+                ),
+                demo_names,
+            )
+            # (every card kept, as in most collections: no card to look up one by one)
+            every = len(coll.cards) == sum(len(refs_by_file[key]) for key in keys)
+            excluded = [
+                [key, r.line]
+                for key in (() if every else keys)
+                for r in refs_by_file[key]
+                if coll.get(r.id) is not r
+            ]
+            unlisted = {key for key, (_, aliases) in now.items() if not aliases}  # (no alias)
+            from prep.engine.decks.aliases import check_cached_aliases  # (only after a change)
+
+            check_cached_aliases(
+                store,
+                coll,
+                [o for o in order if o[0] not in unlisted],
+                refs_by_file,
+                _fields_of(Card).index("aliases"),
+                _no_aliases(),
+            )
+            key_of = {shown: key for key, shown in order}
+            renamed = {key_of[info.file]: name for name, info in coll.decks.items()}
+            dropped = {(key, line) for key, line in excluded}
+            assembled = {
+                "errors": [[e.file, e.line, e.message] for e in coll.errors],
+                "excluded_keys": excluded,
+                "renamed": renamed,  # file key -> its deck's name
+                "shown": shown_now,  # how the errors' messages name the files
+                # the cards each file keeps: a later open counts without reading them
+                "sizes": {
+                    key: sum((key, r.line) not in dropped for r in refs_by_file[key])
+                    if dropped
+                    else len(refs_by_file[key])
+                    for key in keys
+                },
+            }
+        left_out = frozenset((key, line) for key, line in assembled["excluded_keys"])
+        sizes = assembled.get("sizes")  # (an assembly saved before sizes were kept: counted)
+        if sizes is None or set(sizes) != set(keys):
+            counts = store.deck_cache_counts(keys)
+            sizes = {key: counts[key] - sum(k == key for k, _ in left_out) for key in keys}
+        # each file's id and hash as read here: what the collection serves is what was loaded
+        fids = store.deck_cache_fids(keys)
+    if save:
         store.deck_cache_save_assembly(state_key, keys, assembled)
-    left_out = frozenset((key, line) for key, line in assembled["excluded_keys"])
-    sizes = assembled.get("sizes")  # (an assembly saved before sizes were kept: counted)
-    if sizes is None or set(sizes) != set(keys):
-        counts = store.deck_cache_counts(keys)
-        sizes = {key: counts[key] - sum(k == key for k, _ in left_out) for key in keys}
     decks: dict[str, DeckInfo] = {}
     errors = [DeckError(f, line, m) for f, line, m in assembled["errors"]]
-    loaded = CachedCollection(store, order, sizes, decks, errors, left_out)
-    # (it reads each file's id and hash now: what it serves is what was loaded)
+    loaded = CachedCollection(store, order, sizes, decks, errors, left_out, fids)
     loaded.warnings = warnings
     for key, shown in order:
         info, _ = _info_and_errors(parsed[key], shown, [])
@@ -496,37 +529,19 @@ def _assemble(
     return loaded
 
 
+class CacheChanged(Exception):
+    """Another prep dropped files of this load from the cache after its fill (``_assemble``)."""
+
+
+TRIES = 3  # loads of one open while other preps keep dropping its files (then: served without)
+
+
 def _tell(fill: Fill | None, progress: Progress | None, **now: Any) -> None:
     """The load's progress, when it is asked for: ``fill`` updated with ``now``, reported."""
     if fill is not None and progress is not None:
         for name, value in now.items():
             setattr(fill, name, value)
         progress(fill)
-
-
-def _check_aliases(
-    store: Store, coll: ParsedDecks, order: list[tuple[str, str]], refs: dict[str, list[CardRef]]
-) -> None:
-    """The aliases' checks of ``assemble`` (which sees the cards' outline only), on the
-    aliases of the cached cards that were kept."""
-    from prep.engine.decks.aliases import alias_errors
-
-    field = _fields_of(Card).index("aliases")
-    empty = _no_aliases()
-    entries = []
-    for key, _ in order:
-        claims = store.deck_cache_alias_claims(key, field, empty)
-        if not claims:
-            continue  # (most files: no card of it lists an alias)
-        kept = {r.line for r in refs[key] if coll.get(r.id) is r}
-        for line, cid, alias in claims:
-            if line in kept:
-                ref = coll.get(cid)
-                assert ref is not None  # (kept: its line is in ``kept``)
-                entries.append((cid, (alias,), ref.file, line))
-    if entries:
-        coll.errors.extend(alias_errors(entries, coll))
-        coll.errors.sort(key=lambda e: (e.file, e.line))
 
 
 _NO_ALIASES = tuple(f", [], {_TO_JSON(level)}]" for level in (None, *LEVELS))
@@ -565,36 +580,3 @@ def _gone(path: str) -> bool:
     except (OSError, ValueError):
         return False
     return False
-
-
-def _info_json(info: DeckInfo) -> str:
-    return json.dumps(
-        {
-            "name": info.name,
-            "title": info.title,
-            "description": info.description,
-            "line": info.line,
-            "order": info.order,
-        },
-        ensure_ascii=False,
-    )
-
-
-def _info_and_errors(
-    entry: tuple[str | None, list[tuple[int, str]]], shown: str, declared: list
-) -> tuple[DeckInfo | None, list[DeckError]]:
-    info_json, errors = entry
-    deck_errors = [DeckError(shown, line, message) for line, message in errors]
-    if info_json is None:
-        return None, deck_errors
-    d = json.loads(info_json)
-    info = DeckInfo(
-        name=d["name"],
-        title=d["title"],
-        description=d["description"],
-        file=shown,
-        line=d.get("line", 1),
-        order=d.get("order"),
-        declared=list(map(tuple, declared)),  # (JSON lists, or the parse's tuples: kept)
-    )
-    return info, deck_errors

@@ -56,7 +56,17 @@ def prune(store: Store, fed: CachedCollection, cached: dict[str, dict[str, Any]]
 def feed(store: Store, parsed: ParsedDecks) -> CachedCollection:
     """Each deck of ``parsed`` as one cached entry, keyed by its content (``parsed:`` and a
     hash: not a path, so never taken for a deck file, and two different feeds into one
-    database never replace each other's rows), then assembled as ``load`` assembles files."""
+    database never replace each other's rows), then assembled as ``load`` assembles files;
+    fed again when another prep dropped its entries meanwhile (a reset, a prune)."""
+    from prep.engine.decks import deckcache as dc
+
+    for tries in range(dc.TRIES, 0, -1):
+        with suppress(dc.CacheChanged):
+            return _feed(store, parsed, retry=tries > 1 and not store.deck_cache_is_private())
+    raise AssertionError("unreachable: the last try raises no CacheChanged")
+
+
+def _feed(store: Store, parsed: ParsedDecks, *, retry: bool) -> CachedCollection:
     from prep.engine.decks import deckcache as dc
     from prep.engine.decks.collection import card_fields
     from prep.engine.decks.fastdeck import _cache_row  # (imports yaml: only a feed needs it)
@@ -101,6 +111,6 @@ def feed(store: Store, parsed: ParsedDecks) -> CachedCollection:
         digest.update(f"{key}\0{sha}\n".encode())
         order.append((key, shown))
     digest.update(b"null")  # no demo names: the parse checked them
-    coll = dc._assemble(store, [], {}, order, [], digest, None, [], None, None)
+    coll = dc._assemble(store, [], {}, order, [], digest, None, [], None, None, retry=retry)
     prune(store, coll, cached)
     return coll

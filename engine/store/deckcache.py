@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from typing import Any
 
@@ -29,6 +30,14 @@ def _key_range(fid: int) -> tuple[int, int]:
 _RECONCILED_KEY = "deck_sync"
 # The meta key holding the format the cached rows were written under (see deck_cache_reset).
 _FORMAT_KEY = "deck_cache_format"
+# The deck_cards keys of one cached file named by its path (bound twice), looked up in the
+# statement that reads them: the file's row and its cards come from one snapshot, so a prune or
+# reset by another prep between a lookup and a read cannot split them (a file not cached any
+# more: NULL bounds, no row), where a lookup of its own was a statement before the read.
+_IN_FILE = (
+    "BETWEEN (SELECT fid FROM deck_files WHERE path = ?) << 32 "
+    "AND ((SELECT fid FROM deck_files WHERE path = ?) << 32) | 0xFFFFFFFF"
+)
 # ids a statement of deck_cache_locate_many names (under SQLite's oldest variable limit, 999)
 _LOCATE_BATCH = 500
 
@@ -83,6 +92,26 @@ class DeckCacheStore(StoreCore):
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
             raise
+
+    @contextmanager
+    def deck_cache_snapshot(self) -> Iterator[None]:
+        """Reads of the cache from one snapshot: a deferred read transaction (in WAL mode it
+        takes no lock and blocks no writer), so that a load's reads of several files and
+        tables see one state of the cache, whatever another prep commits meanwhile. Inside a
+        transaction already: that one's."""
+        if self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        except BaseException:
+            if self.conn.in_transaction:  # (nothing was written: only the snapshot ends)
+                with suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
+            raise
+        if self.conn.in_transaction:
+            self.conn.execute("COMMIT")
 
     def _cache_meta(self, key: str) -> str | None:
         return self.get_meta(key) if self._private is None else self._private.get(key)
@@ -173,7 +202,10 @@ class DeckCacheStore(StoreCore):
                 ),
             )
             self.conn.execute("UPDATE deck_files SET ident = ? WHERE path = ?", (ident, path))
-            lo, hi = self._deck_keys(path)
+            (fid,) = self.conn.execute(  # (written just above, in this transaction)
+                "SELECT fid FROM deck_files WHERE path = ?", (path,)
+            ).fetchone()
+            lo, hi = _key_range(fid)
             if tags:  # (the bulk fill's end rebuilds them all instead)
                 self._delete_tags(lo, hi)
             self.conn.execute("DELETE FROM deck_cards WHERE key BETWEEN ? AND ?", (lo, hi))
@@ -221,20 +253,16 @@ class DeckCacheStore(StoreCore):
             (lo, hi),
         )
 
-    def _deck_keys(self, path: str) -> tuple[int, int]:
-        """The range of deck_cards keys of one cached file (its id << 32 | line)."""
-        fid = self.conn.execute("SELECT fid FROM deck_files WHERE path = ?", (path,)).fetchone()[0]
-        return _key_range(fid)
-
     def deck_cache_parsed(
         self, paths: list[str]
     ) -> dict[str, tuple[str | None, list[tuple[int, str]]]]:
-        """(info JSON, parse errors) of each of ``paths``: one read of the files' table."""
+        """(info JSON, parse errors) of each of ``paths`` that is cached (one pruned by
+        another prep meanwhile is left out): one read of the files' table."""
         wanted = set(paths)
         rows = self.conn.execute("SELECT path, info, errors FROM deck_files").fetchall()
         found = {path: (info, errors) for path, info, errors in rows if path in wanted}
         return {  # (most files have no error: "[]" is not decoded, 256 times at 1M cards)
-            path: (found[path][0], _errors(found[path][1])) for path in paths
+            path: (found[path][0], _errors(found[path][1])) for path in paths if path in found
         }
 
     def deck_cache_outline(self, paths: list[str]) -> Iterator[tuple]:
@@ -242,8 +270,8 @@ class DeckCacheStore(StoreCore):
         for path in paths:
             yield from self.conn.execute(
                 "SELECT ?, key & 0xFFFFFFFF, id, deck, parent, demos FROM deck_cards "
-                "WHERE key BETWEEN ? AND ? ORDER BY key",
-                (path, *self._deck_keys(path)),
+                f"WHERE key {_IN_FILE} ORDER BY key",
+                (path, path, path),
             )
 
     def deck_cache_card(
@@ -259,11 +287,10 @@ class DeckCacheStore(StoreCore):
             "AND id = ?",
             (path, line, card_id),
         ).fetchone()
-        if row is None:
-            lo, hi = self._deck_keys(path)
+        if row is None:  # (None too when the file is not cached any more)
             row = self.conn.execute(
-                f"SELECT {cols} WHERE key BETWEEN ? AND ? AND id = ? AND dup = 0 LIMIT 1",
-                (lo, hi, card_id),
+                f"SELECT {cols} WHERE key {_IN_FILE} AND id = ? AND dup = 0 LIMIT 1",
+                (path, path, card_id),
             ).fetchone()
         return row
 
@@ -271,9 +298,8 @@ class DeckCacheStore(StoreCore):
         """(line, id, left out as a duplicate) of each cached card of one file, in order
         (from the covering index: the cards' text is not read)."""
         return self.conn.execute(
-            "SELECT key & 0xFFFFFFFF, id, dup FROM deck_cards WHERE key BETWEEN ? AND ? "
-            "ORDER BY key",
-            self._deck_keys(path),
+            f"SELECT key & 0xFFFFFFFF, id, dup FROM deck_cards WHERE key {_IN_FILE} ORDER BY key",
+            (path, path),
         ).fetchall()
 
     def deck_cache_fids(self, paths: Iterable[str]) -> dict[str, tuple[int, str]]:
@@ -315,27 +341,27 @@ class DeckCacheStore(StoreCore):
         """How many cards are cached for each file (counted in the key index)."""
         return {
             path: self.conn.execute(
-                "SELECT count(*) FROM deck_cards WHERE key BETWEEN ? AND ?",
-                self._deck_keys(path),
+                f"SELECT count(*) FROM deck_cards WHERE key {_IN_FILE}", (path, path)
             ).fetchone()[0]
             for path in paths
         }
 
     def deck_cache_declared(self, paths: list[str]) -> dict[str, list[tuple[str, int]]]:
-        """(id, line) of every card entry of each file that names an id, valid or not."""
+        """(id, line) of every card entry of each file that names an id, valid or not (none of
+        a file not cached any more)."""
         out = {}
         for path in paths:
-            (text,) = self.conn.execute(
+            row = self.conn.execute(
                 "SELECT declared FROM deck_files WHERE path = ?", (path,)
             ).fetchone()
-            out[path] = [(cid, line) for cid, line in json.loads(text)]
+            out[path] = [] if row is None else [(cid, line) for cid, line in json.loads(row[0])]
         return out
 
     def deck_cache_card_data(self, paths: list[str]) -> Iterator[tuple[str, int, str]]:
         for path in paths:
             yield from self.conn.execute(
-                "SELECT ?, key & 0xFFFFFFFF, data FROM deck_cards WHERE key BETWEEN ? AND ?",
-                (path, *self._deck_keys(path)),
+                f"SELECT ?, key & 0xFFFFFFFF, data FROM deck_cards WHERE key {_IN_FILE}",
+                (path, path, path),
             )
 
     def deck_cache_assembly(self, key: str) -> dict[str, Any] | None:
@@ -358,9 +384,10 @@ class DeckCacheStore(StoreCore):
                 [(i, p) for i, p in enumerate(paths)],
             )
             self.conn.execute("UPDATE deck_cards SET dup = 0 WHERE dup = 1")
-            self.conn.executemany(
-                "UPDATE deck_cards SET dup = 1 WHERE key = ?",
-                [(self._deck_keys(path)[0] | line,) for path, line in assembly["excluded_keys"]],
+            self.conn.executemany(  # (a file pruned by another prep meanwhile: none)
+                "UPDATE deck_cards SET dup = 1 "
+                "WHERE key = ((SELECT fid FROM deck_files WHERE path = ?) << 32) | ?",
+                [(path, line) for path, line in assembly["excluded_keys"]],
             )
             self._set_cache_meta("deck_assembly", json.dumps({"key": key, **assembly}))
 
@@ -400,8 +427,8 @@ class DeckCacheStore(StoreCore):
         skip = "".join(f" AND substr(dc.data, -{len(end)}) != ?" for end in without)
         return self.conn.execute(
             "SELECT dc.key & 0xFFFFFFFF, dc.id, a.value FROM deck_cards dc, "
-            f"json_each(dc.data, ?) a WHERE dc.key BETWEEN ? AND ?{skip} ORDER BY dc.key",
-            (f"$[{field}]", *self._deck_keys(path), *without),
+            f"json_each(dc.data, ?) a WHERE dc.key {_IN_FILE}{skip} ORDER BY dc.key",
+            (f"$[{field}]", path, path, *without),
         ).fetchall()
 
     def deck_cache_aliases(self, field: int) -> dict[str, str]:
@@ -484,18 +511,20 @@ class DeckCacheStore(StoreCore):
         from the file's start), in file order: (key, id, deck, parent, parent seen). One
         range of the (kind, level, key) index: the new-card rotation reads only as far as
         the day's limit needs."""
-        lo, hi = self._deck_keys(path)
         where = "kind = ?" if level is None else "kind = ? AND level = ?"
+        fid = "(SELECT fid FROM deck_files WHERE path = ?)"  # (in this statement: see _IN_FILE)
+        start = f"key >= {fid} << 32" if after is None else "key > ?"
+        end = f"key <= ({fid} << 32) | 0xFFFFFFFF"
         index = "deck_cards_level"  # (kind, level, key, id, dup): a kind alone is its prefix
         sql = (
             "SELECT key, id, deck, parent, parent IS NOT NULL AND EXISTS "
             "(SELECT 1 FROM cards p WHERE p.id = dc.parent) "
             f"FROM deck_cards dc INDEXED BY {index} "
-            f"WHERE {where} AND key > ? AND key <= ? AND dup = 0 "
+            f"WHERE {where} AND {start} AND {end} AND dup = 0 "
             "AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.id = dc.id)"
         )
         args = [kind, *([] if level is None else [level])]
-        args += [lo - 1 if after is None else after, hi, limit]
+        args += [path if after is None else after, path, limit]
         rows = self.conn.execute(sql + " ORDER BY key LIMIT ?", args)
         return [(key, cid, d, parent, bool(seen)) for key, cid, d, parent, seen in rows]
 
@@ -504,8 +533,8 @@ class DeckCacheStore(StoreCore):
         (from their partial index: the other cards are not read)."""
         return self.conn.execute(
             "SELECT key & 0xFFFFFFFF, id, demos FROM deck_cards INDEXED BY deck_cards_demos "
-            "WHERE demos != '' AND key BETWEEN ? AND ? ORDER BY key",
-            self._deck_keys(path),
+            f"WHERE demos != '' AND key {_IN_FILE} ORDER BY key",
+            (path, path),
         ).fetchall()
 
     def due_counts(
