@@ -128,7 +128,8 @@ def unrelayed(conn: sqlite3.Connection, me: int) -> list[list[Any]]:
         (int(sent.get("x", 0)), me),
     ).fetchall()
     out = [list(p) for p in sent.get("p", [])]
-    return out + [[dev_id, seq] for dev_id, seq in rows if [dev_id, seq] not in out]
+    held = {(p[0], p[1]) for p in out}
+    return out + [[dev_id, seq] for dev_id, seq in rows if (dev_id, seq) not in held]
 
 
 def _hand_over(conn: sqlite3.Connection, old: int, new: int, sent: dict) -> None:

@@ -70,7 +70,8 @@ def check(store: Store, root: Path) -> Checked:
     me = local.device_id(conn)
     files = journal.numbered_files(root / me)
     ctimes = _ctimes(files)
-    base, todo = _unchecked(conn, files, ctimes)
+    wrote_at = _wrote(conn, root)
+    base, todo = _unchecked(conn, files, ctimes, wrote_at)
     if not todo:
         if local.json_meta(conn, CTIME_KEY) is None and ctimes:
             with store.transaction():  # (files written before the mark was kept: as they are)
@@ -82,10 +83,11 @@ def check(store: Store, root: Path) -> Checked:
     mine = {
         n for n in todo if intent and n >= intent[0] and journal.written_at(files[n]) == intent[1]
     }
-    # a file this database wrote (WROTE_KEY), there with another header: another copy's
-    # version of it, put in place by the sync tool (whatever it holds: proof of a copy)
-    wrote_at = _wrote(conn, root)
-    other = {n for n in todo if n in wrote_at and journal.written_at(files[n]) != wrote_at[n]}
+    # a file this database wrote (WROTE_KEY), there with a header it never wrote at that
+    # number: another copy's version of it, put in place by the sync tool (whatever it holds:
+    # proof of a copy). A header that cannot be read is no proof (stuck.py's rule then), and
+    # one it wrote there before (its own older version, a folder made again) is its own.
+    other = {n for n in todo if n in wrote_at and _foreign_header(files[n], wrote_at[n])}
     foreign = bool(other - mine) or any(
         _not_ours(conn, e, sent) for n, es in unchecked.items() if n not in mine for e in es
     )
@@ -135,13 +137,19 @@ def wrote(store: Store, path: Path, written_at: str, known: int) -> None:
     store.conn.execute("DELETE FROM meta WHERE key = ?", (INTENT_KEY,))
     number = int(path.name.split(".")[0])
     wrote_at = local.json_meta(store.conn, WROTE_KEY) or {}
-    wrote_at.setdefault(_key(path.parent.parent), {})[str(number)] = written_at
+    mine = wrote_at.setdefault(_key(path.parent.parent), {})
+    headers = _headers(mine.get(str(number)))
+    mine[str(number)] = [*(h for h in headers if h != written_at), written_at]
     store.set_meta(WROTE_KEY, json.dumps(wrote_at, separators=(",", ":")))
     if number == known + 1:
         store.set_meta(SEEN_KEY, json.dumps([number, written_at]))
         made = _ctimes({number: path}).get(number, 0)
         seen = int(local.json_meta(store.conn, CTIME_KEY) or 0)
-        store.set_meta(CTIME_KEY, str(max(seen, made)))
+        # (not past a file put in place since the check, before this one was written: the
+        # sync tool may have replaced one of ours meanwhile; the next check reads it)
+        others = _ctimes(journal.numbered_files(path.parent))
+        if all(c <= seen for n, c in others.items() if n != number):
+            store.set_meta(CTIME_KEY, str(max(seen, made)))
 
 
 def _key(root: Path) -> str:
@@ -151,11 +159,25 @@ def _key(root: Path) -> str:
         return str(root)
 
 
-def _wrote(conn, root: Path) -> dict[int, str]:
-    """{number: written_at} of the files this database wrote under its id in the sync folder
-    ``root`` (each folder its own: a machine may sync through two, each numbered from 1)."""
+def _headers(value: Any) -> list[str]:
+    """The headers noted for one number (a prep before the lists noted one, as a string)."""
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _wrote(conn, root: Path) -> dict[int, list[str]]:
+    """{number: every written_at} of the files this database wrote under its id in the sync
+    folder ``root`` (each folder its own: a machine may sync through two, each numbered from
+    1; a folder made again is numbered from 1 again, so a number may have had several)."""
     mine = (local.json_meta(conn, WROTE_KEY) or {}).get(_key(root), {})
-    return {int(n): w for n, w in mine.items()}
+    return {int(n): _headers(w) for n, w in mine.items()}
+
+
+def _foreign_header(path: Path, headers: list[str]) -> bool:
+    """Whether file ``path`` has a readable header this database never wrote at its number."""
+    stamp = journal.written_at(path)
+    return stamp is not None and stamp not in headers
 
 
 def _seen(store: Store, known: int, files: dict[int, Path]) -> None:
@@ -176,22 +198,41 @@ def _ctimes(files: dict[int, Path]) -> dict[int, int]:
 
 
 def _unchecked(
-    conn, files: dict[int, Path], ctimes: dict[int, int] | None = None
+    conn,
+    files: dict[int, Path],
+    ctimes: dict[int, int] | None = None,
+    wrote_at: dict[int, list[str]] | None = None,
 ) -> tuple[int, list[int]]:
     """(n, the numbers of our folder's files after n): every file up to n is known as ours,
     by the mark of the newest one checked (or, before any check, the one written last) when
     that file is still there as it was, and when no file up to it was put in place since
     the last check (a peer-to-peer sync tool may replace one of ours by another copy's
-    version of it: ``CTIME_KEY``; then the files from that one on are checked again)."""
+    version of it: ``CTIME_KEY``; then the files from that one on are checked again). A file
+    put in place within the same tick of the clock as the mark (its change time equal to it)
+    counts as put in place since when it is one this database wrote and its header is not
+    one it wrote there."""
     mark = local.json_meta(conn, SEEN_KEY) or local.json_meta(conn, "sync_file")
     base = 0
     if mark and mark[0] in files and journal.written_at(files[mark[0]]) == mark[1]:
         base = int(mark[0])
     seen = local.json_meta(conn, CTIME_KEY)
     if seen is not None and ctimes:
-        since = [n for n, c in ctimes.items() if n <= base and c > int(seen)]
+        wrote_at = wrote_at or {}
+        since = [
+            n
+            for n, c in ctimes.items()
+            if n <= base
+            and (
+                c > int(seen)
+                or (c == int(seen) and n in wrote_at and _changed(files[n], wrote_at[n]))
+            )
+        ]
         base = min([base, *(n - 1 for n in since)])
     return base, sorted(n for n in files if n > base)
+
+
+def _changed(path: Path, headers: list[str]) -> bool:
+    return journal.written_at(path) not in headers
 
 
 def _read(files: dict[int, Path], me: str) -> dict[int, list[list[Any]]]:
@@ -308,7 +349,7 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
     sent_r = int((local.json_meta(conn, "sync_sent") or {}).get("r", 0))
     files = journal.numbered_files(root / old_id)
     wrote = {n: w for n, w in _wrote(conn, root).items() if n in files}
-    by_me = {n for n, w in wrote.items() if journal.written_at(files[n]) == w}
+    by_me = {n for n, w in wrote.items() if journal.written_at(files[n]) in w}
     if len(by_me) < len(wrote):
         # a file it wrote is not in the folder as it wrote it (a sync tool put the other
         # copy's version of it in place): what it sent is not known to be there, and a

@@ -570,7 +570,11 @@ def _note_relays(conn, revs: list[_Rev]) -> None:
         return
     names = _device_ids(conn)
     pending = [list(p) for p in sent.get("p", [])]
-    pending += [[names[r.dev], r.seq] for r in revs if [names[r.dev], r.seq] not in pending]
+    held = {(p[0], p[1]) for p in pending}
+    for r in revs:
+        if (names[r.dev], r.seq) not in held:
+            held.add((names[r.dev], r.seq))
+            pending.append([names[r.dev], r.seq])
     conn.execute(
         "UPDATE meta SET value = ? WHERE key = 'sync_sent'", (json.dumps({**sent, "p": pending}),)
     )

@@ -10,7 +10,9 @@ device sending at every sync; so, by a rule that waits only for what can still a
   own, damaged since it was written: no evidence of a copy; set aside at once;
 - any other file is set aside once a sync finds it as the previous sync found it unreadable
   (the same size and modification time) and last modified more than ``STUCK_S`` ago: a sync
-  tool bringing a file writes it, and one unchanged that long is not arriving.
+  tool bringing a file writes it, and one unchanged that long is not arriving. A modification
+  time ahead of this machine's clock (tools keep the sender's, whose clock may be fast) is
+  not trusted: such a file counts as unchanged since a sync here first found it so.
 
 Set aside means noted in the database (``KEY``) and left where it is: not renamed or removed,
 since the sync tool would carry that to every machine, the other copy's included, where the
@@ -32,7 +34,8 @@ from prep.engine.sync import journal
 if TYPE_CHECKING:
     from prep.engine.store import Store
 
-KEY = "sync_stuck"  # {number: [size, mtime_ns, set aside (0 or 1)]}
+# {number: [size, mtime_ns, set aside (0 or 1), first found so (this machine's clock, ns)]}
+KEY = "sync_stuck"
 STUCK_S = 600
 
 
@@ -49,13 +52,13 @@ def set_aside(conn, files: dict[int, Path]) -> set[int]:
     notes = local.json_meta(conn, KEY) or {}
     return {
         int(n)
-        for n, (size, mtime, aside) in notes.items()
+        for n, (size, mtime, aside, *_first) in notes.items()
         if aside and int(n) in files and _stat(files[int(n)]) == (size, mtime)
     }
 
 
 def judge(
-    store: Store, files: dict[int, Path], unread: list[int], wrote_at: dict[int, str]
+    store: Store, files: dict[int, Path], unread: list[int], wrote_at: dict[int, list[str]]
 ) -> tuple[list[int], list[int]]:
     """Of the files ``unread`` (this device's, not readable, not set aside): (those set aside
     now, those still waited for); noted inside the caller's transaction."""
@@ -67,13 +70,17 @@ def judge(
     for n in unread:
         st = _stat(files[n])
         seen = old.get(str(n))
-        ours = n in wrote_at and journal.written_at(files[n]) == wrote_at[n]
+        ours = journal.written_at(files[n]) in wrote_at.get(n, ())
         still = seen is not None and st is not None and (seen[0], seen[1]) == st
-        if st is not None and (ours or (still and now_ns - st[1] > STUCK_S * 1_000_000_000)):
-            notes[str(n)] = [*st, 1]
+        # unchanged since: since its modification time, or, where that is ahead of this
+        # machine's clock (the sender's clock fast), since a sync here first found it so
+        first = int(seen[3]) if still and seen is not None and len(seen) > 3 else now_ns
+        since = st[1] if st is not None and st[1] <= now_ns else first
+        if st is not None and (ours or (still and now_ns - since > STUCK_S * 1_000_000_000)):
+            notes[str(n)] = [*st, 1, first]
             aside.append(n)
         else:
-            notes[str(n)] = [*(st or (-1, -1)), 0]
+            notes[str(n)] = [*(st or (-1, -1)), 0, first]
             waiting.append(n)
     if notes:
         store.set_meta(KEY, json.dumps(notes, separators=(",", ":")))
@@ -82,11 +89,11 @@ def judge(
     return aside, waiting
 
 
-def line(files: dict[int, Path], aside: list[int], wrote_at: dict[int, str]) -> str:
+def line(files: dict[int, Path], aside: list[int], wrote_at: dict[int, list[str]]) -> str:
     """What the sync that sets files aside says, in one line."""
     first = files[aside[0]]
     more = f" (and {len(aside) - 1} more)" if len(aside) > 1 else ""
-    if aside[0] in wrote_at and journal.written_at(first) == wrote_at[aside[0]]:
+    if journal.written_at(first) in wrote_at.get(aside[0], ()):
         why = "this device's own journal file is damaged since it wrote it"
     else:
         why = (
