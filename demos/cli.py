@@ -208,6 +208,13 @@ def run(
             file=sys.stderr,
         )
         return 2, None
+    if args.model is not None and not args.model.strip():  # (an unset "$MODEL": not the default)
+        print(
+            f"{PROG}: error: --model is empty: give a checkpoint folder or hub name, or leave "
+            "--model out for the shipped all-MiniLM-L6-v2",
+            file=sys.stderr,
+        )
+        return 2, None
     if real and (missing := extra.missing(args.model)):
         print(f"{PROG} {args.name}: {missing}", file=sys.stderr)
         return 2, None

@@ -329,3 +329,13 @@ def test_real_demos_run_on_cuda(name: str) -> None:
     report = module(name).run(scale="small", device="cuda", seed=0)
     assert report.device == "cuda"
     assert report.kind_counts() == check_kinds(name)
+
+
+@pytest.mark.parametrize("model", ["", "   "])
+def test_an_empty_model_is_refused_not_the_default(
+    model: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `--model "$MODEL"` with MODEL unset ran the shipped model as if --model were absent
+    assert cli.main(["real-ov-rank", "--device", "cpu", "--model", model]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--model is empty" in err, err
