@@ -3,9 +3,7 @@ order after the save, and a key that acts on a card never lands on a card not ye
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import time
 
 import pytest
 from textual import events
@@ -16,24 +14,14 @@ from prep.tui.app import PrepApp
 from prep.tui.screens.home import HomeScreen
 from prep.tui.screens.review import ReviewScreen
 from prep.tui.testing import make_app
+from tests.pilot import async_test
+from tests.pilot import wait_until as pilot_wait_until
 
 pytestmark = pytest.mark.usefixtures("utc_local_time")
 
 
-def async_test(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        asyncio.run(fn(*args, **kwargs))
-
-    return wrapper
-
-
-async def wait_until(pilot, condition, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await pilot.pause(0.02)
+# (tests/pilot.py's wait, with this file's 20 s bound)
+wait_until = functools.partial(pilot_wait_until, timeout=20.0)
 
 
 class SlowSave:
