@@ -29,6 +29,14 @@ def json_meta(conn: sqlite3.Connection, key: str) -> Any:
     return None if value is None else json.loads(value)
 
 
+def set_json_meta(conn: sqlite3.Connection, key: str, value: Any) -> None:
+    """json_meta's writer: ``value`` stored as compact JSON, or the key removed when None."""
+    if value is None:
+        conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+    else:
+        _set_meta(conn, key, json.dumps(value, separators=(",", ":")))
+
+
 def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
     conn.execute(
         "INSERT INTO meta (key, value) VALUES (?, ?) "

@@ -18,29 +18,22 @@ The notes live in ``meta.sync_relay`` (data, not schema): {"m": {card: [at, dev,
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from typing import Any
+
+from prep.engine.store import devices
 
 _KEY = "sync_relay"
 Clock = tuple[int, int, int]  # (at in microseconds, device number here, stamp)
 
 
 def _load(conn: sqlite3.Connection) -> dict[str, Any]:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (_KEY,)).fetchone()
-    notes = json.loads(row[0]) if row is not None else {}
+    notes = devices.json_meta(conn, _KEY) or {}
     return {"m": notes.get("m") or {}, "s": notes.get("s")}
 
 
 def _save(conn: sqlite3.Connection, notes: dict[str, Any]) -> None:
-    if not notes["m"] and notes["s"] is None:
-        conn.execute("DELETE FROM meta WHERE key = ?", (_KEY,))
-        return
-    conn.execute(
-        "INSERT INTO meta (key, value) VALUES (?, ?) "
-        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-        (_KEY, json.dumps(notes, separators=(",", ":"))),
-    )
+    devices.set_json_meta(conn, _KEY, notes if notes["m"] or notes["s"] is not None else None)
 
 
 def note_mark(conn: sqlite3.Connection, card_id: str, clock: Clock) -> None:
@@ -58,8 +51,8 @@ def note_settings(conn: sqlite3.Connection, clock: Clock) -> None:
 
 
 def _settings_clock(conn: sqlite3.Connection) -> list[int] | None:
-    row = conn.execute("SELECT value FROM meta WHERE key = 'settings_clock'").fetchone()
-    return None if row is None else list(json.loads(row[0]))
+    clock = devices.json_meta(conn, "settings_clock")
+    return None if clock is None else list(clock)
 
 
 def mark_fields(suspended: Any, buried_until: Any, flagged: Any) -> list[Any]:

@@ -226,11 +226,4 @@ def aside_count(conn) -> int:
 
 
 def _save(conn, aside: dict) -> None:
-    if not aside:
-        conn.execute("DELETE FROM meta WHERE key = ?", (ASIDE_KEY,))
-        return
-    conn.execute(
-        "INSERT INTO meta (key, value) VALUES (?, ?) "
-        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-        (ASIDE_KEY, json.dumps(aside, separators=(",", ":"))),
-    )
+    local.set_json_meta(conn, ASIDE_KEY, aside or None)
