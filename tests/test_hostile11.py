@@ -39,3 +39,45 @@ def test_list_and_restore_together_are_refused_not_half_done(tmp_path: Path) -> 
     result = run_cli(db, "backup", "--list", "--restore", name)
     assert result.exit_code == 2, result.output
     assert "give one of them" in result.output
+
+
+MINE = """\
+deck: mine
+title: Mine
+cards:
+  - id: mine-one
+    kind: recall
+    prompt: A question of my own?
+    answer: An answer of my own.
+"""
+
+
+def test_a_plan_on_decks_not_loaded_here_still_serves_the_decks_that_are(tmp_path: Path) -> None:
+    """plan_decks naming only a deck that is not loaded here (a user deck folder not given this
+    time, or the setting synced from a machine that has that deck) made a plan over no card:
+    `prep quiz` said "Nothing due right now" with every bundled card unseen, even with --new 5,
+    and stats said "All 0 cards seen"."""
+    from datetime import date, timedelta
+
+    db = tmp_path / "p.db"
+    decks = tmp_path / "decks"
+    decks.mkdir()
+    (decks / "mine.yaml").write_text(MINE, encoding="utf-8")
+    day = (date.today() + timedelta(days=18)).isoformat()
+    assert run_cli(db, "config", "interview_date", day).exit_code == 0
+    mine = CliRunner().invoke(
+        main, ["--db", str(db), "--questions", str(decks), "config", "plan_decks", "mine"]
+    )
+    assert mine.exit_code == 0, mine.output
+    for new in ([], ["--new", "5"]):
+        result = run_cli(db, "quiz", "--plain", *new, input="q\n")  # no --questions: no "mine"
+        assert result.exit_code == 0, result.output
+        assert "Nothing due right now" not in result.output
+        assert "cards in this session" in result.output
+    stats = run_cli(db, "stats")
+    assert "All 0 cards seen" not in stats.output
+    # where the deck is loaded, the plan is on it alone, as set
+    with_mine = CliRunner().invoke(
+        main, ["--db", str(db), "--questions", str(decks), "quiz", "--plain"], input="q\n"
+    )
+    assert "1 card in this session" in with_mine.output, with_mine.output
