@@ -81,3 +81,49 @@ def test_a_plan_on_decks_not_loaded_here_still_serves_the_decks_that_are(tmp_pat
         main, ["--db", str(db), "--questions", str(decks), "quiz", "--plain"], input="q\n"
     )
     assert "1 card in this session" in with_mine.output, with_mine.output
+
+
+def test_a_loopback_host_named_otherwise_keeps_the_loopback_door(
+    tmp_path: Path, small_deck_dir: Path, monkeypatch
+) -> None:
+    """`prep serve --host LOCALHOST` (or localhost., or this machine's name when it maps to
+    127.0.1.1) listens on loopback only, but was taken as a network address: a false warning
+    that anyone could reach it, and the loopback Host check (against DNS rebinding) turned off."""
+    import asyncio
+    import socket
+    import subprocess
+
+    from prep.tui.serve import is_loopback
+    from tests.test_serve_doors import _status, start_serve
+
+    assert is_loopback("LOCALHOST") and is_loopback("localhost.") and is_loopback("127.0.1.1")
+    real = socket.getaddrinfo
+
+    def resolve(host, *args, **kwargs):
+        fake = {"studybox": "127.0.1.1", "lanbox": "192.168.1.4"}
+        if host in fake:
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (fake[host], 0))]
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    assert is_loopback("studybox") and not is_loopback("lanbox") and not is_loopback("0.0.0.0")
+    monkeypatch.setattr(socket, "getaddrinfo", real)
+
+    served = start_serve(tmp_path, small_deck_dir, "--host", "LOCALHOST")
+    try:
+        page = f"http://127.0.0.1:{served.port}/?token={served.token}"
+
+        async def go() -> None:
+            assert await _status(page, Host=f"LOCALHOST:{served.port}") == 200
+            assert await _status(page, Host=f"127.0.0.1:{served.port}") == 200
+            assert await _status(page, Host=f"evil.example:{served.port}") == 403  # was 200
+
+        asyncio.run(go())
+        assert "warning" not in served.output()
+    finally:
+        served.proc.terminate()
+        try:
+            served.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            served.proc.kill()
+            served.proc.wait()

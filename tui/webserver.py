@@ -81,6 +81,11 @@ def host_is_loopback(host_header: str) -> bool:
         return False
 
 
+def _host_name(host_header: str) -> str:
+    """The name of a Host header (name[:port]), lower case, without a final dot."""
+    return (urlsplit(f"//{host_header}").hostname or "").removesuffix(".")
+
+
 def same_origin(origin: str | None, host_header: str) -> bool:
     """True when a websocket's Origin is the page's own origin: the Host it was sent to."""
     if not origin or not host_header:
@@ -116,7 +121,9 @@ class GuardedServer(Server):
         listening: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(command, host=host, port=port, title="prep")
-        self.local = local  # listening on loopback: the Host must be loopback too
+        # listening on loopback: the Host must be loopback too (or the name it listens on,
+        # one that maps to loopback)
+        self.local = local
         self.max_sessions = max_sessions
         self.token = token or secrets.token_urlsafe(32)
         self.sessions = 0
@@ -131,7 +138,7 @@ class GuardedServer(Server):
     def _refuse(self, request: web.Request, *, websocket: bool) -> web.Response | None:
         """Why this request is refused (a 403), or None when it may go on."""
         host = request.headers.get("Host", "")
-        if self.local and not host_is_loopback(host):
+        if self.local and not (host_is_loopback(host) or _host_name(host) == _host_name(self.host)):
             return web.Response(status=403, text="prep serve: this page answers on loopback only")
         if websocket:
             if not self._token_ok(request.match_info.get("token")):
