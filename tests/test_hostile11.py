@@ -127,3 +127,14 @@ def test_a_loopback_host_named_otherwise_keeps_the_loopback_door(
         except subprocess.TimeoutExpired:
             served.proc.kill()
             served.proc.wait()
+
+
+def test_a_malformed_host_or_origin_is_refused_not_a_server_error() -> None:
+    """A Host header `[bad` (or an Origin `http://[bad`) made urlsplit raise: a 500 and an
+    error line in the log for every such request, where the door refuses it."""
+    from prep.tui.webserver import GuardedServer, host_is_loopback, same_origin
+
+    assert not host_is_loopback("[bad") and not host_is_loopback("[::1")
+    assert not same_origin("http://[bad", "127.0.0.1:8000")
+    server = GuardedServer("true", host="::1", port=8000, local=True, token="t")
+    assert not server._own_name("[bad") and not server._own_name("")
