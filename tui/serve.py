@@ -40,7 +40,7 @@ def is_loopback(host: str) -> bool:
         found = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except (OSError, UnicodeError):
         return False  # (listening on it then fails, in one line)
-    addresses = {info[4][0].partition("%")[0] for info in found}
+    addresses = {str(info[4][0]).partition("%")[0] for info in found}
     return bool(addresses) and all(ipaddress.ip_address(a).is_loopback for a in addresses)
 
 
