@@ -138,3 +138,34 @@ def test_a_malformed_host_or_origin_is_refused_not_a_server_error() -> None:
     assert not same_origin("http://[bad", "127.0.0.1:8000")
     server = GuardedServer("true", host="::1", port=8000, local=True, token="t")
     assert not server._own_name("[bad") and not server._own_name("")
+
+
+def test_two_preps_making_one_new_database_upgrade_it_once(tmp_path: Path, monkeypatch) -> None:
+    """Two preps opening one new database at once (two terminals, `prep serve`'s tabs) both read
+    schema version 0, then took the write lock in turn: the second ran every step again on the
+    database the first had built, and failed ("the progress database failed: views may not be
+    indexed", exit 2; 1 start in 24 here with four preps at once). The version is read again
+    under the write lock."""
+    import sqlite3
+
+    from prep.engine.store import Store
+    from prep.engine.store.schema import SCHEMA_VERSION
+
+    db = tmp_path / "p.db"
+    late = sqlite3.connect(db)  # the second prep's connection, made before the first built it
+    first = Store.open(db)
+    first.save_settings(first.settings())
+    real = Store.schema_version
+    calls = []
+
+    def read_before_the_first_built_it(self) -> int:
+        calls.append(self)
+        return 0 if len(calls) == 1 else real(self)  # (its first read came before the build)
+
+    monkeypatch.setattr(Store, "schema_version", read_before_the_first_built_it)
+    second = Store(late, db)  # upgrades: today this reran v0 -> v1 ... on a v16 database
+    monkeypatch.setattr(Store, "schema_version", real)
+    assert second.schema_version() == SCHEMA_VERSION
+    assert second.count_reviews() == 0 and second.settings() == first.settings()
+    second.close()
+    first.close()
