@@ -250,7 +250,7 @@ class MockScreen(PrepScreen):
         keys, self._refused = self._refused, ()
         self.notify(
             f"Key{'s' if len(keys) > 1 else ''} {', '.join(keys)} not applied: pressed before "
-            "this question was shown (while the last grade was saving).",
+            "this question was shown.",
             severity="warning",
             timeout=6,
         )
