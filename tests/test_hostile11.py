@@ -169,3 +169,61 @@ def test_two_preps_making_one_new_database_upgrade_it_once(tmp_path: Path, monke
     assert second.count_reviews() == 0 and second.settings() == first.settings()
     second.close()
     first.close()
+
+
+def test_json_to_standard_output_carries_no_c1_control(tmp_path: Path, monkeypatch) -> None:
+    """json.dumps(ensure_ascii=False) escapes U+0000-U+001F but leaves DEL and the C1 controls
+    raw: an imported demo run's numbers holding U+009B (a CSI) came out of `prep export -o -`
+    onto the terminal, and `prep grade --json` wrote an answer id's as it was."""
+    import json
+
+    from prep.demos.pretrained.grader import batch
+    from prep.demos.pretrained.grader.rubric import Grade, PointVerdict
+
+    db = tmp_path / "p.db"
+    source = tmp_path / "in.json"
+    export = {
+        "format": "prep-export",
+        "version": 1,
+        "cards": [],
+        "reviews": [],
+        "demo_runs": [
+            {
+                "name": "no-wo",
+                "device": "cpu",
+                "device_name": "x86_64",
+                "dtype": "float32",
+                "scale": "small",
+                "seed": 0,
+                "passed": True,
+                "seconds": 1.0,
+                "metrics": {"checks": [{"name": "x\x9b2J\x9b31m\x7f"}]},
+                "ran_at": "2026-12-01T10:00:00Z",
+            }
+        ],
+    }
+    source.write_text(json.dumps(export, ensure_ascii=False), encoding="utf-8")
+    imported = run_cli(db, "import", str(source))
+    assert imported.exit_code == 0, imported.output
+    out = CliRunner().invoke(main, ["--db", str(db), "export", "-o", "-"])
+    assert out.exit_code == 0, out.output
+    text = out.stdout
+    assert not any(0x7F <= ord(c) < 0xA0 for c in text), "a raw C1 control on standard output"
+    run = json.loads(text)["demo_runs"][0]
+    assert run["metrics"]["checks"][0]["name"] == "x\x9b2J\x9b31m\x7f"  # the same value
+
+    rubric = tmp_path / "r.yaml"
+    rubric.write_text('question: q\npoints:\n  - id: p1\n    text: "a point"\n')
+    answers = tmp_path / "a.jsonl"
+    answers.write_text('{"answer_id": "a\\u009b2J", "answer": "x"}\n')
+
+    def fake_grade_all(rubric, given):  # (the model is not what this is about)
+        for aid, _ in given:
+            yield aid, Grade([PointVerdict(p.id, p.text, False, 0.1, "") for p in rubric.points])
+
+    monkeypatch.setattr(batch, "grade_all", fake_grade_all)
+    monkeypatch.setattr(batch, "missing", lambda: None)
+    graded = run_cli(db, "grade", "--rubric", str(rubric), "--answers", str(answers), "--json")
+    assert graded.exit_code == 0, graded.output
+    assert "\x9b" not in graded.output
+    assert json.loads(graded.output)["answer_id"] == "a\x9b2J"
