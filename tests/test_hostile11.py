@@ -227,3 +227,26 @@ def test_json_to_standard_output_carries_no_c1_control(tmp_path: Path, monkeypat
     assert graded.exit_code == 0, graded.output
     assert "\x9b" not in graded.output
     assert json.loads(graded.output)["answer_id"] == "a\x9b2J"
+
+
+def test_a_list_setting_given_as_text_or_a_number_is_refused_by_name(tmp_path: Path) -> None:
+    """Settings from an import (or a sync) read a list setting with tuple(): plan_decks
+    "wo-core" became the decks w, o, -, c, ... (accepted: a plan over no deck), and a number
+    said only "'int' object is not iterable"."""
+    import json
+
+    for key, value in (
+        ("plan_decks", "wo-core"),
+        ("plan_decks", 5),
+        ("learning_steps_min", "10"),
+        ("parameters", 0.5),
+    ):
+        db = tmp_path / f"{key}-{type(value).__name__}.db"
+        source = tmp_path / "in.json"
+        document = {"format": "prep-export", "version": 1, "cards": [], "reviews": []}
+        source.write_text(json.dumps({**document, "settings": {key: value}}), encoding="utf-8")
+        result = run_cli(db, "import", str(source))
+        assert result.exit_code == 2, result.output
+        (line,) = result.output.strip().splitlines()
+        assert f"{key} must be a list, got {value!r}" in line, line
+        assert run_cli(db, "config").output == run_cli(tmp_path / "fresh.db", "config").output

@@ -132,8 +132,13 @@ class Settings:
     def from_dict(cls, data: dict) -> Settings:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         for key in ("learning_steps_min", "relearning_steps_min", "parameters", "plan_decks"):
-            if known.get(key) is not None:
-                known[key] = tuple(known[key])
+            value = known.get(key)
+            if value is not None:
+                # a list (JSON's array): a text would be taken letter by letter (plan_decks
+                # "wo-core" as the decks w, o, -, ...), a number was "'int' object is not iterable"
+                if not isinstance(value, list | tuple):
+                    raise ValueError(f"{key} must be a list, got {value!r:.60}")
+                known[key] = tuple(value)
         return cls(**known)
 
     def validated(self) -> Settings:
