@@ -250,3 +250,16 @@ def test_a_list_setting_given_as_text_or_a_number_is_refused_by_name(tmp_path: P
         (line,) = result.output.strip().splitlines()
         assert f"{key} must be a list, got {value!r}" in line, line
         assert run_cli(db, "config").output == run_cli(tmp_path / "fresh.db", "config").output
+
+
+def test_steps_separated_by_spaces_are_two_steps_not_one(tmp_path: Path) -> None:
+    """`prep config learning_steps_min "1 10"` (Anki writes its steps "1m 10m") removed the space
+    and saved the one step 110 minutes; `plan_decks "wo-core wo-systems"` named one deck."""
+    db = tmp_path / "p.db"
+    for given in ("1 10", "1, 10", "1,10", " 1  10 "):
+        result = run_cli(db, "config", "learning_steps_min", given)
+        assert result.exit_code == 0, result.output
+        assert result.output.strip() == "learning_steps_min = (1.0, 10.0)", given
+    result = run_cli(db, "config", "plan_decks", "wo-core wo-systems")
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == "plan_decks = wo-core,wo-systems"
