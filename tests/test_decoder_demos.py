@@ -13,7 +13,7 @@ import pytest
 from prep.demos import harness, hooks
 from prep.demos._torch import torch
 from prep.demos.decoder import decoder, train_decoder
-from prep.demos.registry import DEMOS
+from prep.demos.registry import DEMOS, check_kinds
 from prep.demos.synthetic import attention as attn
 
 CPU = torch.device("cpu")
@@ -604,11 +604,28 @@ def test_no_wo_ov_rank_head_weighting_counterexamples_fail_every_check() -> None
 
 
 def test_every_check_of_these_demos_is_labelled() -> None:
-    """The decoder demos measure; their pass/fail is not by construction (dla's split excepted)."""
+    """The decoder demos measure; their pass/fail is not by construction (dla's split excepted).
+    learned-suppression's "the loss fell" rows say only that training worked: sanity (audit11)."""
     for name in ("induction", "ov-copying", "learned-suppression"):
         mod = module(name)
         setup = mod.counterexample(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0))
-        assert all(c.kind == harness.MEASUREMENT for c in mod.check(setup)), name
+        for c in mod.check(setup):
+            precondition = "held-out loss after / before" in c.name
+            want = harness.SANITY if precondition else harness.MEASUREMENT
+            assert c.kind == want, (name, c.name, c.kind)
+            assert not precondition or name == "learned-suppression"
+
+
+def test_learned_suppression_loss_rows_are_sanity_and_the_rest_measure() -> None:
+    """A check that any trainable layer passes on a learnable task (its loss fell) is not
+    evidence about what training does to noise heads: it is labelled sanity, with its bar."""
+    mod = module("learned-suppression")
+    cfg = dataclasses.replace(mod.SCALES["small"], n_seeds=1, steps=5)
+    run = mod.train(cfg, harness.make_generator(CPU, 0))
+    noise, useful, loss = mod._claim_checks([run, run], "x")
+    assert loss.kind == harness.SANITY and "precondition" in loss.bar
+    assert noise.kind == useful.kind == harness.MEASUREMENT
+    assert check_kinds("learned-suppression") == {"identity": 0, "sanity": 3, "measurement": 7}
 
 
 def test_ablation_resumed_from_the_cache_equals_a_full_forward() -> None:
