@@ -206,7 +206,7 @@ def test_induction_counterexample_fails_every_check_but_no_value_path() -> None:
     passed = [c.passed for c in checks]
     # 'mainly Q' (checks 4 and 5) compares path drops that are all noise at initialisation:
     # whichever way they fall, the large-drop check on the queries path (3) fails.
-    assert passed[:4] == [False] * 4 and passed[6:] == [True, False, False], checks
+    assert passed[:4] == [False] * 4 and passed[6:] == [True, False, False, False], checks
 
 
 def test_induction_path_checks_fail_when_keys_or_values_carry_the_job() -> None:
@@ -280,6 +280,36 @@ def test_induction_redundancy_fails_for_independent_heads() -> None:
     assert not mod.check(setup)[8].passed
     last.drop_singles = []  # no induction head to remove one at a time
     assert not mod.check(setup)[8].passed
+
+
+def test_named_path_check_fails_when_the_claim_names_a_head_the_queries_do_not_read() -> None:
+    """The claim names one layer-0 head (the duplicate-token head) as what layer 1's queries
+    read. Removing only that head from the queries costs a large drop; naming instead the
+    layer-0 head with the least duplicate-token attention, removed from the queries alone, costs
+    little, and the check fails (audit11)."""
+    mod, setup = induction_setup()
+    named = mod.check(setup)[-1]
+    assert named.name.startswith("the named path alone") and named.passed, named
+    model_cfg, params, _ = decoder.load()
+    obs = decoder.observe(model_cfg, params, 256, harness.make_generator(CPU, 1))
+    first = setup.seeds[0]
+    wrong = int(first.circuit.duplicate.argmin())
+    assert mod.named_path_drop(obs, first.dup) >= mod.DROP_BAR
+    first.dup_q_drop = mod.named_path_drop(obs, wrong)
+    assert first.dup_q_drop < mod.DROP_BAR
+    assert not mod.check(setup)[-1].passed
+
+
+def test_path_ablation_of_every_head_by_name_is_the_whole_layer() -> None:
+    from prep.demos.decoder import circuit
+
+    cfg, params, _ = decoder.load()
+    data = decoder.copy_batch(cfg, 8, torch.Generator().manual_seed(0))
+    every = circuit.PathAblation(params, data.tokens).logits(("q",))
+    named = circuit.PathAblation(params, data.tokens, heads=list(range(cfg.n_heads)))
+    torch.testing.assert_close(named.logits(("q",)), every)
+    one = circuit.PathAblation(params, data.tokens, heads=[0]).logits(("q",))
+    assert not torch.allclose(one, every)
 
 
 def test_path_ablation_keeps_the_model_when_no_path_is_removed() -> None:
