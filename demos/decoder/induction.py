@@ -205,8 +205,8 @@ def check(setup: Setup) -> list[Check]:
         Check(
             f"Q-composition of the duplicate-token head into the induction heads' queries, as a "
             f"multiple of the largest shuffled-weight score, {worst} (per seed "
-            f"{_per_seed(ratio)}; score {_per_seed([q_score(s) for s in seeds])}, shuffled "
-            f"largest {_per_seed([s.circuit.null_max['q'] for s in seeds])}, mean "
+            f"{_per_seed(ratio)}; score {_per_seed([q_score(s) for s in seeds])}; shuffled "
+            f"largest {_per_seed([s.circuit.null_max['q'] for s in seeds])}; shuffled mean "
             f"{_per_seed([s.circuit.null_mean['q'] for s in seeds], 3)})",
             min(ratio),
             "> 1",
