@@ -511,3 +511,18 @@ def test_bugs_the_cards_say_miss_by_more_than_their_size_do(cards, reports, real
     layout = check(real_reports["real-per-head-sum"], "layout bug on layer 0")
     assert float(layout["measured"]) > 1.0
     assert "miss the library's own by more than their size" in cards["wo-per-head-sum"]
+
+
+def test_the_saturated_loss_the_michel_card_quotes(cards, minilm) -> None:
+    """wo-michel-head-mask: MiniLM's contrastive (MultipleNegativesRankingLoss) training loss on
+    the demo's paraphrase pairs is ~0.004 (real_importance's docstring: at 64 sentences), which is
+    why real-importance scores the gradient on the retrieval margin instead."""
+    from prep.demos._torch import torch
+    from prep.demos.pretrained import pretrained as pt
+    from prep.demos.pretrained import real_importance as ri
+
+    s = minilm.sentences(pt.paraphrase_pairs(32))
+    with torch.no_grad():
+        _, cap = minilm.run_with_cache(s)
+    loss = float(ri.mnrl_loss(cap.final, s.mask))
+    assert f"contrastive loss is ~{loss:.3f} on easy pairs" in cards["wo-michel-head-mask"]
