@@ -121,8 +121,9 @@ _ALL = [
         "dla",
         "In the shipped decoder (no LayerNorm) the logits are exactly the sum of the direct path, "
         "each head's z_h W_O^h W_U and the biases, and with a final LayerNorm too once each part "
-        "is centred and divided by the frozen sigma; the layer-0 head whose ablation costs most "
-        "has a direct attribution of at most a quarter of its effect (it works through layer 1), "
+        "is centred and divided by the frozen sigma; at each of three seeds the layer-0 head whose "
+        "ablation costs most has a direct attribution of at most a quarter of its effect (it "
+        "works through layer 1), "
         "and under a final LayerNorm (added to the decoder, which was trained without one) "
         "frozen-scale attribution overstates what removing a "
         "layer-1 head does (LayerNorm recomputed): over three seeds, the least overstated head's "

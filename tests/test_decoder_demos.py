@@ -149,6 +149,24 @@ def test_dla_measurements_fail_when_their_claims_do() -> None:
     assert checks[0].passed and checks[1].passed and not any(c.passed for c in checks[2:]), checks
 
 
+def test_dla_layer0_check_holds_at_every_seed_and_fails_at_any_one() -> None:
+    """'Mostly indirect' is measured at each shipped seed (audit11): the other seeds' most costly
+    layer-0 head is found the same way as seed 0's, and one seed whose head acts directly fails
+    the check although seed 0 still passes."""
+    mod, setup = dla_setup()
+    first = mod.most_costly_layer0(setup.obs)
+    top0 = (0, setup.top0)
+    assert first[0] == setup.top0
+    assert first[1] == pytest.approx(abs(setup.dla[top0]) / setup.ablation[top0], rel=1e-9)
+    assert len(setup.indirect_others) == 2
+    layer0 = next(c for c in mod.check(setup) if c.name.startswith("the layer-0 head"))
+    assert layer0.passed and "worst of 3 seeds" in layer0.name
+    head, _ = setup.indirect_others[-1]
+    setup.indirect_others[-1] = (head, 0.9)  # seed 2's head now writes most of its effect
+    layer0 = next(c for c in mod.check(setup) if c.name.startswith("the layer-0 head"))
+    assert not layer0.passed
+
+
 def test_dla_overstatement_bar_is_the_t_interval_beyond_the_no_layernorm_null() -> None:
     """The LayerNorm check (demos/BARS.md): the 95% t-interval over seeds of the least overstated
     head's ratio must lie beyond 1 + the largest disagreement without a LayerNorm. Fails for a
