@@ -144,6 +144,12 @@ def dla_layernorm(r: dict) -> str:
     )
 
 
+def dla_layernorm_split(r: dict) -> str:
+    """The order of magnitude of the LayerNorm split's rounding, as '~1e-15'."""
+    measured = float(check(r, "with a final LayerNorm: sum of the parts")["measured"])
+    return f"sum to the logits to ~1e{math.floor(math.log10(measured))}"
+
+
 def dla_split(r: dict) -> str:
     return f"{check(r, 'sum of the 13 parts')['measured']:.0e}"
 
@@ -192,6 +198,21 @@ def composition_bullets(r: dict) -> list[str]:
         f"queries (score {span(after(qname, '; score '))} vs ≤ {max(after(qname, 'shuffled largest ')):.2f} shuffled)",
         f"from its keys only {span(keys)}, from its values ~0, from all three at once {span(every)}",
     ]
+
+
+def mixing_is_additive(r: dict) -> str:
+    keys = after(
+        check(r, "drop with layer 0 removed from the queries only minus")["name"],
+        "keys only, per seed ",
+    )
+    q = after(
+        check(r, "in-context accuracy drop with layer 0's writes removed")["name"], "per seed "
+    )
+    assert {fmt(x, 1) for x in q} == {"0.8"}
+    return (
+        "from their queries alone costs ~0.8 of in-context accuracy, from their keys alone ≤ "
+        f"{max(keys):.2f}"
+    )
 
 
 def composition_bullet(r: Reports, i: int) -> str:
@@ -306,6 +327,17 @@ def importance(r: dict) -> dict[str, str]:
     }
 
 
+def prune_smallest(r: dict) -> str:
+    wo = importance_rows(r)["W_O-norm"]["hidden"]
+    reparam = check(r, "float64, layer 3: W_V^h")["measured"]
+    flip = check(r, "layer 3: rho(W_O norm, zero-ablation) after")
+    before = after(flip["name"], "before: ")[0]
+    return (
+        f"from {fmt(wo[0])} (layer 0) to {fmt(max(wo), sign=True)}; rescaling layer 3 (outputs "
+        f"equal to {reparam:.0e}) flipped its {fmt(before, sign=True)} to {fmt(float(flip['measured']))}"
+    )
+
+
 @pytest.fixture(scope="module")
 def real_reports(minilm) -> dict[str, dict]:
     from prep.demos.pretrained import pretrained as pt
@@ -355,6 +387,20 @@ def ov_rank(r: dict) -> str:
     )
 
 
+def ov_rank_bullet(r: dict) -> str:
+    ranks = [c for c in r["checks"] if "has rank exactly d_head = 32" in c["name"]]
+    effective = [
+        int(x)
+        for n in r["notes"]
+        if "per head:" in n
+        for x in n.split("per head:")[1].split("(")[0].split()
+    ]
+    return (
+        f"all {sum(int(c['measured']) for c in ranks)} heads' OV circuits have rank exactly 32; "
+        f"90% of the squared mass needs {min(effective)}–{max(effective)} directions"
+    )
+
+
 # --- the table ----------------------------------------------------------------------------------
 
 Derive = Callable[[Reports], str]
@@ -362,11 +408,13 @@ ROWS: list[tuple[str, Derive]] = [
     ("wo-fu-dla-direct-only", lambda r: dla_indirect(r["dla"])),
     ("wo-fu-dla-backup", lambda r: dla_backup(r["dla"], r["induction"])),
     ("wo-fu-dla-ln-scale", lambda r: dla_layernorm(r["dla"])),
+    ("wo-fu-dla-ln-scale", lambda r: dla_layernorm_split(r["dla"])),
     ("wo-dla", lambda r: f"+ biases = the logits to {dla_split(r['dla'])}"),
     ("wo-choice-dla-term", lambda r: f"to the decoder's logits, to {dla_split(r['dla'])}"),
     ("wo-logit-lens", lambda r: f"the parts sum to the logits to {dla_split(r['dla'])}"),
     ("wo-fu-virtual-weights", lambda r: virtual_weights(r["induction"])),
     *[("wo-composition", partial(composition_bullet, i=i)) for i in range(3)],
+    ("wo-fu-mixing-is-additive", lambda r: mixing_is_additive(r["induction"])),
     ("wo-full-ov-circuit", lambda r: copying(r["ov-copying"])),
     ("wo-fu-copying-eigenvalues", lambda r: eigenvalues(r["ov-copying"])),
     ("wo-fu-copy-suppression-here", lambda r: copy_suppression(r["ov-copying"])),
@@ -387,6 +435,7 @@ ROWS: list[tuple[str, Derive]] = [
     ("wo-head-importance", lambda r: importance(r["real-importance"])["wo-layers"]),
     ("wo-michel-head-mask", lambda r: importance(r["real-importance"])["grad"]),
     ("wo-choice-reparam", lambda r: importance(r["real-importance"])["reparam"]),
+    ("wo-rf-prune-smallest-norm", lambda r: prune_smallest(r["real-importance"])),
 ]
 
 
@@ -422,6 +471,7 @@ REAL_ROWS: list[tuple[str, Callable[[dict[str, dict]], str]]] = [
         ),
     ),
     ("wo-fu-ov-rank-why", lambda r: ov_rank(r["real-ov-rank"])),
+    ("wo-ov-circuit", lambda r: ov_rank_bullet(r["real-ov-rank"])),
 ]
 
 
