@@ -70,6 +70,10 @@ class JournalError(Exception):
     """A journal that cannot be applied; the message (one line) names the file."""
 
 
+class NewerJournal(JournalError):
+    """A journal written by a newer prep: readable once this one is upgraded."""
+
+
 @dataclass
 class Journal:
     path: Path
@@ -80,6 +84,10 @@ class Journal:
     params: dict[str, dict[str, Any]]
     entries: list[list[Any]] = field(default_factory=list)
     restart: bool = False  # the first file of a series new to this database (run._pending)
+    # a file applied before, read again: another version of it is in place (run._pending)
+    recheck: bool = False
+    stat: list[int] | None = None  # the file as it was read (engine/sync/applied.py)
+    aside: bool = False  # stands for a file that stays unreadable, set aside (no entries)
 
 
 def file_name(number: int) -> str:
@@ -397,7 +405,7 @@ def read(path: Path, device: str) -> Journal:
         if not isinstance(version, int) or isinstance(version, bool) or version < 1:
             raise _Bad(f"version must be a whole number, got {version!r:.20}")
         if version > VERSION:
-            raise JournalError(
+            raise NewerJournal(
                 f"{path}: written by a newer prep (journal v{version}; this prep reads "
                 f"v{VERSION}); upgrade prep on this machine; nothing applied"
             )

@@ -159,10 +159,29 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
                     out.settings |= apply_settings(conn, origin, on, own)
                 else:
                     out.demo_runs += _apply_run(conn, on, own)
+        # (a file applied before and read again, or one set aside, names the device and its
+        # last file only when it is the newest applied: run._new_series compares that one)
+        last = j.restart or not j.aside
         conn.execute(
             "UPDATE sync_devices SET applied = CASE WHEN ? THEN ? ELSE max(applied, ?) END, "
-            "name = ?, wrote_at = ?, applied_at = ? WHERE n = ?",
-            (j.restart, j.number, j.number, j.name, j.written_at, fmt(now), jn),
+            "name = CASE WHEN ? AND (? OR ? >= applied) THEN ? ELSE name END, "
+            "wrote_at = CASE WHEN ? AND (? OR ? >= applied) THEN ? ELSE wrote_at END, "
+            "applied_at = ? WHERE n = ?",
+            (
+                j.restart,
+                j.number,
+                j.number,
+                last,
+                j.restart,
+                j.number,
+                j.name,
+                last,
+                j.restart,
+                j.number,
+                j.written_at,
+                fmt(now),
+                jn,
+            ),
         )
     devices = _device_ids(conn)
     scheds: dict[int, Scheduler] = {}
@@ -173,7 +192,15 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
         changed, created = (
             done
             if done is not None
-            else replay(store, cid, card_revs, devices, scheds, batch.redo.get(cid))
+            else replay(
+                store,
+                cid,
+                card_revs,
+                devices,
+                scheds,
+                batch.redo.get(cid),
+                batch.base.get(cid, _NO),
+            )
         )
         out.rescheduled += bool(changed or created)  # a card first scheduled here counts too
         new_cards |= created
@@ -194,6 +221,8 @@ class _Batch:
         self.affected: set[str] = set()
         self.touched: set[str] = set()  # cards replayed from the start of the change
         self.redo: dict[str, set[int]] = {}  # cards a displaced review left: rows written again
+        # cards whose first review was displaced: the state their history begins from
+        self.base: dict[str, CardState | None] = {}
         self.clashes = replaced.Clashes(self.conn, root)
 
     def review(self, j: Journal, jn: int, e: list, pmap: dict[str, int]) -> None:
@@ -222,6 +251,7 @@ class _Batch:
             return
         verdict = self.clashes.judge(e[0] == "r", dn, origin, seq, cid, rating, at)
         if verdict.drop is not None:  # a held review displaced (engine/sync/replaced.py)
+            self._base(verdict.drop)
             held = _drop(conn, verdict.drop, verdict.aside)
             self.affected.add(held)
             self.touched.add(held)
@@ -239,6 +269,16 @@ class _Batch:
             self.pending[(dn, seq)] = cid
             self.affected.add(cid)
             self._count(j, 1)
+
+    def _base(self, row: int) -> None:
+        """Before held review ``row`` is removed: when it is its card's first, the state its
+        card's history begins from is the one before it (the next review's stored "before"
+        is this one's "after"); replay() starts there."""
+        (cid,) = self.conn.execute("SELECT card_id FROM reviews WHERE id = ?", (row,)).fetchone()
+        if cid not in self.base:
+            log = self.store._card_log(cid)
+            if log and log[0][0].id == row:
+                self.base[cid] = log[0][0].prev
 
     def _count(self, j: Journal, n: int) -> None:
         name = j.name or j.device
@@ -445,6 +485,9 @@ def _write(
     return state
 
 
+_NO = object()  # (replay's ``base``: none given)
+
+
 def replay(
     store: Store,
     cid: str,
@@ -452,10 +495,12 @@ def replay(
     devices: dict[int, str],
     scheds: dict[int, Scheduler],
     redo: set[int] | None = None,
+    base: Any = _NO,
 ) -> tuple[bool, bool]:
     """Merge ``incoming`` into card ``cid``'s log (dropping undone reviews) and replay it
     from the first review that changed (or whose row is in ``redo``: its id changed, and
-    with it its fuzz). Returns (its due time changed, the card is new here)."""
+    with it its fuzz; ``base``, unless ``_NO``: the state its history begins from, its first
+    review removed). Returns (its due time changed, the card is new here)."""
     conn = store.conn
     log = store._card_log(cid)  # (Review, prev_state), in row order
     meta = {
@@ -488,7 +533,9 @@ def replay(
         deck, chash, removed = found if found is not None else ("", "", True)
     if k > 0:
         state = log[k - 1][0].next
-    elif log and log[0][0].prev is not None and merged and merged[0] == old[0]:
+    elif base is not _NO and base is not None:
+        state = base
+    elif log and base is _NO and log[0][0].prev is not None and merged and merged[0] == old[0]:
         state = log[0][0].prev  # a history that began from an imported state
     else:
         state = CardState(id=cid, deck=deck, content_hash=chash)

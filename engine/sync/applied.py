@@ -1,0 +1,122 @@
+"""What this database applied of each other device's journal, file by file: each file's
+inode, size, modification and change times as they were when it was read (``KEY``).
+
+A sync tool may put another version of a journal file in place long after this database
+applied it (peer to peer: two copies of one database both wrote that number, and the tool
+settles on one), an older file as well as the last one, or rewrite one in place. Such a file
+is read again (``changed``), by number, before the files new here: an id it gives to a review
+other than the one held is settled by engine/sync/replaced.py, so a device converges whatever
+order the versions and the copies' new ids arrive in. A sync where nothing changed only
+stats the files applied (no file is read). A file applied by a prep before these notes is
+noted as it is now, unread.
+
+A file applied here that cannot be read when it is read again (half rewritten at that
+moment) keeps its old note and is read again at the next sync. Another device's file not
+applied yet that stays unreadable and unchanged (engine/sync/stuck.py's rule, by this
+machine's clock) is set aside: noted as applied with the mark ``ASIDE``, the device's later
+files applied, one line said; it is read again once it changes (a whole version arriving)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prep.engine.store import devices as local
+
+KEY = "sync_files"  # {device id: {number: [inode, size, mtime_ns, ctime_ns(, ASIDE)]}}
+# {device id: {number: [inode, size, mtime_ns, ctime_ns, first found so (ns, this clock)]}}:
+# another device's files found unreadable, not set aside yet
+WAIT_KEY = "sync_unread"
+ASIDE = 1  # a file set aside (unreadable and unchanged): its note's fifth field
+
+
+def stat(path: Path) -> list[int] | None:
+    """The file's [inode, size, mtime_ns, ctime_ns]: any new version put in place (a new
+    inode) or a change in place (a new change time) gives other numbers."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return None
+    return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+@dataclass
+class Notes:
+    """The notes of the files applied, loaded once, saved when changed."""
+
+    files: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    waiting: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    dirty: bool = False
+
+    @classmethod
+    def load(cls, conn) -> Notes:
+        return cls(local.json_meta(conn, KEY) or {}, local.json_meta(conn, WAIT_KEY) or {})
+
+    def changed(self, dev: str, files: dict[int, Path], applied: int) -> list[int]:
+        """The numbers up to ``applied`` whose file is not the one read when it was applied
+        (a file applied before notes were kept: noted as it is now, not read)."""
+        mine = self.files.get(dev)
+        if mine is None:
+            mine = self.files[dev] = {}
+        out = []
+        for n, path in files.items():
+            if n > applied:
+                continue
+            old = mine.get(str(n))
+            now = stat(path)
+            if old is None:
+                if now is not None:
+                    mine[str(n)] = now
+                    self.dirty = True
+            elif now is None or now != old[:4]:
+                out.append(n)
+        return sorted(out)
+
+    def note(self, dev: str, number: int, st: list[int] | None, *, restart: bool = False) -> None:
+        """File ``number`` of ``dev`` applied as it was when stat gave ``st`` (``restart``:
+        the first of a new series: the notes of the old one dropped)."""
+        mine = self.files.setdefault(dev, {})
+        if restart:
+            mine.clear()
+        if st is not None:
+            mine[str(number)] = st
+        self.waiting.get(dev, {}).pop(str(number), None)
+        self.dirty = True
+
+    def aside(self, dev: str, number: int, path: Path, stuck_s: int) -> bool:
+        """Another device's file ``number`` (not applied yet) cannot be read: whether it is
+        set aside now (unchanged since the last sync found it so, and for over ``stuck_s``
+        seconds by this machine's clock); else noted as found so."""
+        now = stat(path)
+        if now is None:
+            return False
+        mine = self.waiting.setdefault(dev, {})
+        seen = mine.get(str(number))
+        now_ns = time.time_ns()
+        still = seen is not None and seen[:4] == now
+        first = seen[4] if still and seen is not None else now_ns
+        # unchanged since its modification time, or (a time ahead of this clock: the
+        # sender's) since a sync here first found it so
+        since = now[2] if now[2] <= now_ns else first
+        self.dirty = True
+        if still and now_ns - since > stuck_s * 1_000_000_000:
+            mine.pop(str(number), None)
+            self.files.setdefault(dev, {})[str(number)] = [*now, ASIDE]
+            return True
+        mine[str(number)] = [*now, first]
+        return False
+
+    def save(self, conn) -> None:
+        if self.dirty:
+            local.set_json_meta(conn, KEY, {d: f for d, f in self.files.items() if f} or None)
+            local.set_json_meta(
+                conn, WAIT_KEY, {d: f for d, f in self.waiting.items() if f} or None
+            )
+            self.dirty = False
+
+
+def aside_count(conn) -> int:
+    """Other devices' journal files set aside here (unreadable, unchanged since)."""
+    notes = local.json_meta(conn, KEY) or {}
+    return sum(1 for f in notes.values() for v in f.values() if len(v) > 4 and v[4] == ASIDE)
