@@ -73,14 +73,16 @@ class Notes:
                 out.append(n)
         return sorted(out)
 
-    def note(self, dev: str, number: int, st: list[int] | None, *, restart: bool = False) -> None:
-        """File ``number`` of ``dev`` applied as it was when stat gave ``st`` (``restart``:
-        the first of a new series: the notes of the old one dropped)."""
+    def note(
+        self, dev: str, number: int, st: list[int] | None, *, restart: bool = False, aside: bool
+    ) -> None:
+        """File ``number`` of ``dev`` applied (``aside``: set aside) as it was when stat gave
+        ``st`` (``restart``: the first of a new series: the notes of the old one dropped)."""
         mine = self.files.setdefault(dev, {})
         if restart:
             mine.clear()
         if st is not None:
-            mine[str(number)] = st
+            mine[str(number)] = [*st, ASIDE] if aside else st
         self.waiting.get(dev, {}).pop(str(number), None)
         self.dirty = True
 

@@ -424,7 +424,7 @@ def apply_journals(
         out = merge.apply(store, journals, now)
         notes = applied.Notes.load(conn)
         for j in journals:  # each file as it was read (a later version is read again)
-            notes.note(j.device, j.number, j.stat, restart=j.restart)
+            notes.note(j.device, j.number, j.stat, restart=j.restart, aside=j.aside)
         notes.save(conn)
         out.notes[:0] = getattr(journals, "lines", [])
         catch_up_tally(conn)  # many reviews taken in: the counts' tally catches up
@@ -472,5 +472,6 @@ def status(store: Store, folder: Path | None) -> dict[str, Any]:
         "last_sync": last[0] if last else None,
         "files_waiting": waiting,
         "reviews_set_aside": replaced.aside_count(conn),
+        "journal_files_set_aside": applied.aside_count(conn),
         "devices": list(devices.values()),
     }
