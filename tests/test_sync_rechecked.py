@@ -11,12 +11,14 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from prep.engine.store import Store
 from prep.engine.store import devices as local
 from prep.engine.sync import applied, journal, stuck
 from prep.engine.sync.journal import JournalError, file_name
 from prep.engine.sync.run import status, sync
+from prep.tui.cli import main
 from tests.test_sync import T0, rate
 from tests.test_sync_fork import _copy, _ids
 from tests.test_sync_replaced import deliver, files, put
@@ -212,12 +214,19 @@ def test_another_devices_file_that_stays_unreadable_is_set_aside(tmp_path: Path)
     _age(bad, stuck.STUCK_S + 60)
     with pytest.raises(JournalError):  # (first found unchanged now)
         sync(c, folder)
-    r = sync(c, folder)
-    (line,) = [n for n in r.applied.notes if str(bad) in n]
-    assert "set aside" in line and "\n" not in line
+    c.close()
+    cli = ["--db", str(tmp_path / "c.db"), "sync", str(folder)]
+    out = CliRunner().invoke(main, cli)
+    assert out.exit_code == 0, out.output
+    line, summary = out.output.splitlines()
+    assert line.startswith(str(bad)) and "set aside" in line
+    assert summary.startswith("sent 0 reviews, received 2 reviews from ")  # k0, k2
+    c = Store.open(tmp_path / "c.db")
     assert sorted(r[2] for r in _ids(c)) == ["k0", "k2"]
     assert status(c, folder)["journal_files_set_aside"] == 1
     assert sync(c, folder).applied.notes == []  # said once; nothing refused since
+    out = CliRunner().invoke(main, [*cli, "--status"])
+    assert "1 journal file(s) of other devices set aside" in out.output
     put(folder, f"{bad.parent.name}/{bad.name}", whole)  # a whole version arrives
     sync(c, folder)
     assert sorted(r[2] for r in _ids(c)) == ["k0", "k1", "k2"]
