@@ -4,6 +4,7 @@ instead of refusing every sync. Reproductions from the review of sync10 (rev10).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -155,14 +156,26 @@ def test_a_sync_with_nothing_replaced_reads_no_file(
     read.clear()
     sync(c, folder)
     assert read == []  # (one stat a file applied)
-    # the same bytes put in place again (a tool re-delivering file 2): that one is read
+    # the same file put in place again (a tool re-delivering it): its header line only
     me = local.device_id(a.conn)
-    put(folder, f"{me}/{file_name(2)}", (folder / me / file_name(2)).read_bytes())
+    rel = f"{me}/{file_name(2)}"
+    put(folder, rel, files(folder)[rel])
+    sync(c, folder)
+    assert read == []
+    put(folder, rel, _other_version(files(folder)[rel]))  # another version: read again
     assert sync(c, folder).applied.reviews == 0
     assert read == [file_name(2)]
     read.clear()
     sync(c, folder)
     assert read == []
+
+
+def _other_version(data: bytes) -> bytes:
+    """The same entries under another header (another copy wrote that number)."""
+    head, rest = data.split(b"\n", 1)
+    header = json.loads(head)
+    header["written_at"] = "2030-01-01T00:00:00.000000Z"
+    return json.dumps(header).encode() + b"\n" + rest
 
 
 def test_files_applied_before_the_notes_are_noted_unread(
@@ -182,8 +195,8 @@ def test_files_applied_before_the_notes_are_noted_unread(
     read = _reads(monkeypatch)
     sync(c, folder)
     assert read == []
-    me = local.device_id(a.conn)
-    put(folder, f"{me}/{file_name(1)}", (folder / me / file_name(1)).read_bytes())
+    rel = f"{local.device_id(a.conn)}/{file_name(1)}"
+    put(folder, rel, _other_version(files(folder)[rel]))
     sync(c, folder)
     assert read == [file_name(1)]
 

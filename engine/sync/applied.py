@@ -1,5 +1,6 @@
 """What this database applied of each other device's journal, file by file: each file's
-inode, size, modification and change times as they were when it was read (``KEY``).
+inode, size, modification and change times as they were when it was read, and its header's
+``written_at`` (``KEY``).
 
 A sync tool may put another version of a journal file in place long after this database
 applied it (peer to peer: two copies of one database both wrote that number, and the tool
@@ -7,35 +8,39 @@ settles on one), an older file as well as the last one, or rewrite one in place.
 is read again (``changed``), by number, before the files new here: an id it gives to a review
 other than the one held is settled by engine/sync/replaced.py, so a device converges whatever
 order the versions and the copies' new ids arrive in. A sync where nothing changed only
-stats the files applied (no file is read). A file applied by a prep before these notes is
-noted as it is now, unread.
+stats the files applied (no file is read). A file whose stat changed but whose header and
+size are the ones noted (the same file put in place again: a folder copied, a tool
+re-delivering it) costs its header line; two copies' versions of a file never share a
+header (each names the microsecond its copy wrote it). A file applied by a prep before
+these notes is noted as it is now, its header line read once.
 
 A file applied here that cannot be read when it is read again (half rewritten at that
 moment) keeps its old note and is read again at the next sync. Another device's file not
 applied yet that stays unreadable and unchanged (engine/sync/stuck.py's rule, by this
-machine's clock) is set aside: noted as applied with the mark ``ASIDE``, the device's later
-files applied, one line said; it is read again once it changes (a whole version arriving)."""
+machine's clock) is set aside: noted as applied, marked so, the device's later files
+applied, one line said; it is read again once it changes (a whole version arriving)."""
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from prep.engine.store import devices as local
+from prep.engine.sync import journal
 
-KEY = "sync_files"  # {device id: {number: [inode, size, mtime_ns, ctime_ns(, ASIDE)]}}
+KEY = "sync_files"  # {device id: {number: [inode, size, mtime_ns, ctime_ns, head, aside]}}
 # {device id: {number: [inode, size, mtime_ns, ctime_ns, first found so (ns, this clock)]}}:
 # another device's files found unreadable, not set aside yet
 WAIT_KEY = "sync_unread"
-ASIDE = 1  # a file set aside (unreadable and unchanged): its note's fifth field
 
 
 def stat(path: Path) -> list[int] | None:
     """The file's [inode, size, mtime_ns, ctime_ns]: any new version put in place (a new
     inode) or a change in place (a new change time) gives other numbers."""
     try:
-        st = path.lstat()
+        st = os.lstat(path)
     except OSError:
         return None
     return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
@@ -45,7 +50,7 @@ def stat(path: Path) -> list[int] | None:
 class Notes:
     """The notes of the files applied, loaded once, saved when changed."""
 
-    files: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    files: dict[str, dict[str, list]] = field(default_factory=dict)
     waiting: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     dirty: bool = False
 
@@ -56,34 +61,36 @@ class Notes:
     def changed(self, dev: str, files: dict[int, Path], applied: int) -> list[int]:
         """The numbers up to ``applied`` whose file is not the one read when it was applied
         (a file applied before notes were kept: noted as it is now, not read)."""
-        mine = self.files.get(dev)
-        if mine is None:
-            mine = self.files[dev] = {}
+        mine = self.files.setdefault(dev, {})
         out = []
         for n, path in files.items():
             if n > applied:
                 continue
             old = mine.get(str(n))
             now = stat(path)
-            if old is None:
-                if now is not None:
-                    mine[str(n)] = now
-                    self.dirty = True
-            elif now is None or now != old[:4]:
+            if now is None or (old is not None and now == old[:4]):
+                continue
+            head = journal.written_at(path)
+            if old is None:  # (applied by a prep before the notes)
+                mine[str(n)] = [*now, head or "", 0]
+            elif head is not None and [head, now[1], 0] == [old[4], old[1], old[5]]:
+                mine[str(n)] = [*now, head, 0]  # the same file put in place again
+            else:
                 out.append(n)
+                continue
+            self.dirty = True
         return sorted(out)
 
-    def note(
-        self, dev: str, number: int, st: list[int] | None, *, restart: bool = False, aside: bool
-    ) -> None:
-        """File ``number`` of ``dev`` applied (``aside``: set aside) as it was when stat gave
-        ``st`` (``restart``: the first of a new series: the notes of the old one dropped)."""
-        mine = self.files.setdefault(dev, {})
-        if restart:
+    def note(self, j: journal.Journal) -> None:
+        """Journal ``j`` applied (or set aside: ``j.aside``) as it was when read (``j.stat``;
+        ``j.restart``: the first of a new series: the notes of the old one dropped)."""
+        mine = self.files.setdefault(j.device, {})
+        if j.restart:
             mine.clear()
-        if st is not None:
-            mine[str(number)] = [*st, ASIDE] if aside else st
-        self.waiting.get(dev, {}).pop(str(number), None)
+        if j.stat is not None:
+            mine[str(j.number)] = [*j.stat, "" if j.aside else j.written_at, int(j.aside)]
+        number = j.number
+        self.waiting.get(j.device, {}).pop(str(number), None)
         self.dirty = True
 
     def aside(self, dev: str, number: int, path: Path, stuck_s: int) -> bool:
@@ -102,12 +109,8 @@ class Notes:
         # sender's) since a sync here first found it so
         since = now[2] if now[2] <= now_ns else first
         self.dirty = True
-        if still and now_ns - since > stuck_s * 1_000_000_000:
-            mine.pop(str(number), None)
-            self.files.setdefault(dev, {})[str(number)] = [*now, ASIDE]
-            return True
-        mine[str(number)] = [*now, first]
-        return False
+        mine[str(number)] = [*now, first]  # (dropped once the file is noted applied)
+        return still and now_ns - since > stuck_s * 1_000_000_000
 
     def save(self, conn) -> None:
         if self.dirty:
@@ -121,4 +124,4 @@ class Notes:
 def aside_count(conn) -> int:
     """Other devices' journal files set aside here (unreadable, unchanged since)."""
     notes = local.json_meta(conn, KEY) or {}
-    return sum(1 for f in notes.values() for v in f.values() if len(v) > 4 and v[4] == ASIDE)
+    return sum(1 for f in notes.values() for v in f.values() if v[5])

@@ -424,7 +424,7 @@ def apply_journals(
         out = merge.apply(store, journals, now)
         notes = applied.Notes.load(conn)
         for j in journals:  # each file as it was read (a later version is read again)
-            notes.note(j.device, j.number, j.stat, restart=j.restart, aside=j.aside)
+            notes.note(j)
         notes.save(conn)
         out.notes[:0] = getattr(journals, "lines", [])
         catch_up_tally(conn)  # many reviews taken in: the counts' tally catches up
