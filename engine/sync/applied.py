@@ -58,19 +58,23 @@ class Notes:
     def load(cls, conn) -> Notes:
         return cls(local.json_meta(conn, KEY) or {}, local.json_meta(conn, WAIT_KEY) or {})
 
-    def changed(self, dev: str, files: dict[int, Path], applied: int) -> list[int]:
+    def changed(self, dev: str, files: dict[int, os.DirEntry[str]], applied: int) -> list[int]:
         """The numbers up to ``applied`` whose file is not the one read when it was applied
         (a file applied before notes were kept: noted as it is now, not read)."""
         mine = self.files.setdefault(dev, {})
         out = []
-        for n, path in files.items():
+        for n, entry in files.items():
             if n > applied:
                 continue
             old = mine.get(str(n))
-            now = stat(path)
-            if now is None or (old is not None and now == old[:4]):
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
                 continue
-            head = journal.written_at(path)
+            now = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+            if old is not None and now == old[:4]:
+                continue
+            head = journal.written_at(entry.path)
             if old is None:  # (applied by a prep before the notes)
                 mine[str(n)] = [*now, head or "", 0]
             elif head is not None and [head, now[1], 0] == [old[4], old[1], old[5]]:

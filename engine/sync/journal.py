@@ -108,6 +108,21 @@ def numbered_files(folder: Path) -> dict[int, Path]:
     return out
 
 
+def numbered_entries(folder: Path) -> dict[int, os.DirEntry[str]]:
+    """``numbered_files`` as directory entries (their stats without a Path made for each
+    file: a sync looks at every file applied, run._pending)."""
+    out: dict[int, os.DirEntry[str]] = {}
+    try:
+        with os.scandir(folder) as found:
+            for entry in found:
+                m = FILE_RE.fullmatch(entry.name)
+                if m:
+                    out[int(m.group(1))] = entry
+    except OSError:
+        pass
+    return out
+
+
 def device_folders(root: Path) -> dict[str, Path]:
     """Every device's folder in the sync folder, by device id (other names ignored)."""
     try:
@@ -224,13 +239,13 @@ def _fsync_dir(folder: Path) -> None:
 # --- reading -------------------------------------------------------------------------------
 
 
-def written_at(path: Path) -> str | None:
+def written_at(path: str | Path) -> str | None:
     """The ``written_at`` of a journal file's header (its first line only), or None when it
     cannot be read; what tells two files of one number apart (a folder made again)."""
     return _head_text(path, "written_at")
 
 
-def _head_text(path: Path, key: str) -> str | None:
+def _head_text(path: str | Path, key: str) -> str | None:
     """A text value of a journal file's header (its first line only), None when unread."""
     try:  # (never blocks on a FIFO, never follows a link: read() refuses both anyway)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))

@@ -312,19 +312,21 @@ def _pending(store: Store, root: Path, notes: applied.Notes) -> list[tuple[str, 
     for dev, folder in sorted(journal.device_folders(root).items()):
         if dev == me:
             continue
-        files = journal.numbered_files(folder)
+        entries = journal.numbered_entries(folder)
+        files = {n: e.path for n, e in entries.items()}  # (no Path made for each)
         done, wrote_at = seen.get(dev, (0, None))
         restart = _new_series(files, done, wrote_at)
         if not restart:
-            out += [(dev, files[n], False, True) for n in notes.changed(dev, files, done)]
+            again = notes.changed(dev, entries, done)
+            out += [(dev, Path(files[n]), False, True) for n in again]
         k = 1 if restart else done + 1
         while k in files:
-            out.append((dev, files[k], restart and k == 1, False))
+            out.append((dev, Path(files[k]), restart and k == 1, False))
             k += 1
     return out
 
 
-def _new_series(files: dict[int, Path], applied: int, wrote_at: str | None) -> bool:
+def _new_series(files: dict[int, str], applied: int, wrote_at: str | None) -> bool:
     if applied <= 0 or wrote_at is None or not files:
         return False
     if applied in files:
@@ -422,10 +424,11 @@ def apply_journals(
     with store.transaction():
         relayed = _relayed_all(conn, local.device(conn))
         out = merge.apply(store, journals, now)
-        notes = applied.Notes.load(conn)
-        for j in journals:  # each file as it was read (a later version is read again)
-            notes.note(j)
-        notes.save(conn)
+        if journals:
+            notes = applied.Notes.load(conn)
+            for j in journals:  # each file as it was read (a later version is read again)
+                notes.note(j)
+            notes.save(conn)
         out.notes[:0] = getattr(journals, "lines", [])
         catch_up_tally(conn)  # many reviews taken in: the counts' tally catches up
         store.set_meta("sync_last", fmt(now))
