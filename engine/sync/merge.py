@@ -159,25 +159,18 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
                     out.settings |= apply_settings(conn, origin, on, own)
                 else:
                     out.demo_runs += _apply_run(conn, on, own)
+        (done,) = conn.execute("SELECT applied FROM sync_devices WHERE n = ?", (jn,)).fetchone()
         # (a file applied before and read again, or one set aside, names the device and its
         # last file only when it is the newest applied: run._new_series compares that one)
-        last = j.restart or not j.aside
+        newest = j.restart or (not j.aside and j.number >= done)
         conn.execute(
-            "UPDATE sync_devices SET applied = CASE WHEN ? THEN ? ELSE max(applied, ?) END, "
-            "name = CASE WHEN ? AND (? OR ? >= applied) THEN ? ELSE name END, "
-            "wrote_at = CASE WHEN ? AND (? OR ? >= applied) THEN ? ELSE wrote_at END, "
-            "applied_at = ? WHERE n = ?",
+            "UPDATE sync_devices SET applied = ?, name = CASE WHEN ? THEN ? ELSE name END, "
+            "wrote_at = CASE WHEN ? THEN ? ELSE wrote_at END, applied_at = ? WHERE n = ?",
             (
-                j.restart,
-                j.number,
-                j.number,
-                last,
-                j.restart,
-                j.number,
+                j.number if j.restart else max(done, j.number),
+                newest,
                 j.name,
-                last,
-                j.restart,
-                j.number,
+                newest,
                 j.written_at,
                 fmt(now),
                 jn,
