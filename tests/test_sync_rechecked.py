@@ -259,3 +259,38 @@ def test_a_newer_format_file_is_never_set_aside(tmp_path: Path) -> None:
     for _ in range(3):
         with pytest.raises(JournalError, match="newer prep"):
             sync(c, folder)
+
+
+def test_an_applied_file_replaced_by_one_that_stays_unreadable_is_set_aside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file applied here is replaced by a version that never arrives whole: it is tried at
+    each sync (no refusal: what it held is held) until the stuck rule sets it aside, said
+    once; then no sync reads it; a whole version arriving is read."""
+    folder = tmp_path / "f"
+    folder.mkdir()
+    a, c = Store.open(tmp_path / "a.db"), Store.open(tmp_path / "c.db")
+    for day in range(3):
+        rate(a, f"k{day}", 3, T0 + timedelta(days=day))
+        sync(a, folder)
+    sync(c, folder)
+    rel = f"{local.device_id(a.conn)}/{file_name(2)}"
+    whole = files(folder)[rel]
+    other = _other_version(whole)
+    put(folder, rel, other[: len(other) // 2])  # another version, half there, and it stays
+    read = _reads(monkeypatch)
+    assert sync(c, folder).applied.notes == []  # (may still be arriving)
+    _age(folder / rel, stuck.STUCK_S + 60)
+    assert sync(c, folder).applied.notes == []
+    said = sync(c, folder).applied.notes
+    assert len(said) == 1 and "set aside" in said[0] and "what it held before kept" in said[0]
+    assert read == [file_name(2)] * 3
+    assert status(c, folder)["journal_files_set_aside"] == 1
+    read.clear()
+    assert sync(c, folder).applied.notes == []
+    assert read == []
+    put(folder, rel, other)
+    sync(c, folder)
+    assert read == [file_name(2)]
+    assert status(c, folder)["journal_files_set_aside"] == 0
+    assert _ids(c) == _ids(a)

@@ -267,16 +267,17 @@ def read_pending(store: Store, root: Path) -> Pending:
             except journal.NewerJournal:
                 raise
             except JournalError:
-                if again:
-                    continue  # applied before, being rewritten now? read at the next sync
                 number = int(path.name.split(".")[0])
                 if not notes.aside(dev, number, path, stuck.STUCK_S):
+                    if again:  # (being rewritten now? read again at the next sync)
+                        continue
                     raise
                 j = _skipped(conn, path, dev, number)
+                kept = "what it held before kept" if again else "its later files applied"
                 out.lines.append(
                     f"{path}: another device's journal file, unreadable and unchanged for over "
                     f"{stuck.STUCK_S // 60} minutes: set aside (read again once it changes); "
-                    "its later files applied"
+                    f"{kept}"
                 )
             j.restart, j.recheck, j.stat = restart, again, st
             out.append(j)
