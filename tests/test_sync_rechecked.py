@@ -191,7 +191,9 @@ def test_files_applied_before_the_notes_are_noted_unread(
         sync(a, folder)
     sync(c, folder)
     with c.transaction():
-        local.set_json_meta(c.conn, applied.KEY, None)  # (as a prep before them left it)
+        c.conn.execute(  # (as a prep before them left it)
+            "DELETE FROM meta WHERE key LIKE ?", (f"{applied.KEY}:%",)
+        )
     read = _reads(monkeypatch)
     sync(c, folder)
     assert read == []

@@ -22,6 +22,7 @@ applied, one line said; it is read again once it changes (a whole version arrivi
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -30,7 +31,9 @@ from pathlib import Path
 from prep.engine.store import devices as local
 from prep.engine.sync import journal
 
-KEY = "sync_files"  # {device id: {number: [inode, size, mtime_ns, ctime_ns, head, aside]}}
+# KEY:DEVICE ID (one meta row a device: a sync rewrites only the devices it applied files of)
+# = {number: [inode, size, mtime_ns, ctime_ns, header's written_at, set aside (0 or 1)]}
+KEY = "sync_files"
 # {device id: {number: [inode, size, mtime_ns, ctime_ns, first found so (ns, this clock)]}}:
 # another device's files found unreadable, not set aside yet
 WAIT_KEY = "sync_unread"
@@ -53,10 +56,16 @@ class Notes:
     files: dict[str, dict[str, list]] = field(default_factory=dict)
     waiting: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     dirty: bool = False
+    changed_devices: set[str] = field(default_factory=set)
 
     @classmethod
     def load(cls, conn) -> Notes:
-        return cls(local.json_meta(conn, KEY) or {}, local.json_meta(conn, WAIT_KEY) or {})
+        rows = conn.execute(
+            "SELECT substr(key, ?), value FROM meta WHERE key > ? AND key < ?",
+            (len(KEY) + 2, f"{KEY}:", f"{KEY};"),
+        )
+        files = {dev: json.loads(value) for dev, value in rows}
+        return cls(files, local.json_meta(conn, WAIT_KEY) or {})
 
     def changed(self, dev: str, files: dict[int, os.DirEntry[str]], applied: int) -> list[int]:
         """The numbers up to ``applied`` whose file is not the one read when it was applied
@@ -83,6 +92,7 @@ class Notes:
                 out.append(n)
                 continue
             self.dirty = True
+            self.changed_devices.add(dev)
         return sorted(out)
 
     def note(self, j: journal.Journal) -> None:
@@ -96,6 +106,7 @@ class Notes:
         number = j.number
         self.waiting.get(j.device, {}).pop(str(number), None)
         self.dirty = True
+        self.changed_devices.add(j.device)
 
     def aside(self, dev: str, number: int, path: Path, stuck_s: int) -> bool:
         """Another device's file ``number`` (not applied yet) cannot be read: whether it is
@@ -118,14 +129,16 @@ class Notes:
 
     def save(self, conn) -> None:
         if self.dirty:
-            local.set_json_meta(conn, KEY, {d: f for d, f in self.files.items() if f} or None)
+            for dev in sorted(self.changed_devices):
+                local.set_json_meta(conn, f"{KEY}:{dev}", self.files.get(dev) or None)
             local.set_json_meta(
                 conn, WAIT_KEY, {d: f for d, f in self.waiting.items() if f} or None
             )
             self.dirty = False
+            self.changed_devices.clear()
 
 
 def aside_count(conn) -> int:
     """Other devices' journal files set aside here (unreadable, unchanged since)."""
-    notes = local.json_meta(conn, KEY) or {}
+    notes = Notes.load(conn).files
     return sum(1 for f in notes.values() for v in f.values() if v[5])
