@@ -10,6 +10,7 @@ last-writer-wins registers stamped (time, device id, sequence). Demo runs are a 
   it writes a rating, an undo, a mark, settings or a demo run);
 - journal.py: the journal files (format, atomic writing, strict reading);
 - merge.py: applying another device's entries, and the replay;
+- imported.py: `prep import` of an export whose history diverged, merged by the same rules;
 - replaced.py: one review id with two contents, one review under two ids (a sync tool that
   replaced a journal file by another copy's version of it);
 - fork.py: a copy of this database found (it shares the device id): a new id;
