@@ -84,8 +84,6 @@ class Journal:
     params: dict[str, dict[str, Any]]
     entries: list[list[Any]] = field(default_factory=list)
     restart: bool = False  # the first file of a series new to this database (run._pending)
-    # a file applied before, read again: another version of it is in place (run._pending)
-    recheck: bool = False
     stat: list[int] | None = None  # the file as it was read (engine/sync/applied.py)
     aside: bool = False  # stands for a file that stays unreadable, set aside (no entries)
 

@@ -253,9 +253,9 @@ class Pending(list[journal.Journal]):
 def read_pending(store: Store, root: Path) -> Pending:
     """The journals to apply, read and checked (JournalError: one line): every other device's
     files not applied yet and the ones applied whose file changed since (another version put
-    in place: ``Journal.recheck``). One of those that cannot be read now is read again at the
-    next sync; another device's file not applied yet that stays unreadable is set aside
-    (engine/sync/applied.py), else refused."""
+    in place, an older one too). A file that cannot be read is set aside once it stays so
+    (engine/sync/applied.py); until then one applied before is tried again at the next sync,
+    and one not applied yet is refused."""
     conn = store.conn
     notes = applied.Notes.load(conn)
     out = Pending()
@@ -279,7 +279,7 @@ def read_pending(store: Store, root: Path) -> Pending:
                     f"{stuck.STUCK_S // 60} minutes: set aside (read again once it changes); "
                     f"{kept}"
                 )
-            j.restart, j.recheck, j.stat = restart, again, st
+            j.restart, j.stat = restart, st
             out.append(j)
     finally:
         if notes.dirty:
