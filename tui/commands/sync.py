@@ -76,8 +76,14 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
 
                 click.echo(
                     f"{count(info['reviews_set_aside'], 'review')} set aside (their ids given to "
-                    "other reviews by a replaced journal file): kept until their copy sends "
-                    "them again"
+                    "other reviews by a replaced journal file): kept in this database, "
+                    "unscheduled, until the copy that made them syncs again (run prep sync there)"
+                )
+            if info["journal_files_set_aside"]:
+                click.echo(
+                    f"{info['journal_files_set_aside']} journal file(s) of other devices set "
+                    "aside (unreadable, unchanged for over 10 minutes): read again once a "
+                    "whole version arrives"
                 )
             if info["files_waiting"]:
                 click.echo(
