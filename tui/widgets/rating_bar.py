@@ -61,8 +61,9 @@ class RatingBar(Horizontal):
     """
 
     class Rated(Message):
-        def __init__(self, rating: Rating) -> None:
+        def __init__(self, rating: Rating, pressed_at: float) -> None:
             self.rating = rating
+            self.pressed_at = pressed_at  # (KeyButton.Pressed's)
             super().__init__()
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -88,4 +89,4 @@ class RatingBar(Horizontal):
         event.stop()
         for rating, button in self.buttons.items():
             if button is event.button:
-                self.post_message(self.Rated(rating))
+                self.post_message(self.Rated(rating, event.pressed_at))
