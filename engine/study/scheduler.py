@@ -41,7 +41,10 @@ _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def _minutes(text: str) -> tuple[float, ...]:
-    """Learning steps as minutes, comma-separated: "1,10" (Anki's default is 1m 10m)."""
+    """Learning steps as minutes, comma-separated: "1,10" (Anki's default is 1m 10m); `none`
+    for no steps (a card goes straight to review)."""
+    if text.strip().lower() == "none":
+        return ()
     return tuple(float(part) for part in text.replace(" ", "").split(",") if part)
 
 
@@ -49,14 +52,14 @@ def _minutes(text: str) -> tuple[float, ...]:
 # field's metadata, so that a new setting brings its own parse type (no table elsewhere).
 _NUMBER = {"parse": float, "words": "a number"}
 _WHOLE = {"parse": int, "words": "a whole number"}
-_STEPS = {"parse": _minutes, "words": "minutes like 1,10"}
+_STEPS = {"parse": _minutes, "words": "minutes like 1,10 or none", "clear": "none"}
 
 
 def _none_or(convert: Callable[[str], Any]) -> Callable[[str], Any]:
     """A setting that `none` (or `all`) clears (interview_date, plan_decks)."""
 
     def read(text: str) -> Any:
-        return None if text.strip().lower() in ("none", "all", "") else convert(text.strip())
+        return None if text.strip().lower() in ("none", "all") else convert(text.strip())
 
     return read
 
@@ -65,8 +68,12 @@ def _deck_names(text: str) -> tuple[str, ...]:
     return tuple(part for part in text.replace(" ", "").split(",") if part)
 
 
-_DATE = {"parse": _none_or(str), "words": "a date (YYYY-MM-DD) or none"}
-_DECKS = {"parse": _none_or(_deck_names), "words": "deck names like wo-core,wo-systems or all"}
+_DATE = {"parse": _none_or(str), "words": "a date (YYYY-MM-DD) or none", "clear": "none"}
+_DECKS = {
+    "parse": _none_or(_deck_names),
+    "words": "deck names like wo-core,wo-systems or all",
+    "clear": "all",
+}
 _LEVEL = {"parse": str, "words": "a level"}
 
 
@@ -107,6 +114,15 @@ class Settings:
         meta = cls.__dataclass_fields__[key].metadata if key in cls.settable() else None
         if meta is None:
             raise KeyError(key)
+        if not text.replace(",", " ").strip():
+            # what `prep config KEY "$UNSET_VAR"` gives: never taken as "clear it" (it silently
+            # dropped an interview plan); clearing is said with a word
+            clear = meta.get("clear")
+            how = f"; to clear it on purpose: prep config {key} {clear}" if clear else ""
+            raise ValueError(
+                f"{key}: an empty value (an unset shell variable?) is not {meta['words']}; "
+                f"nothing changed{how}"
+            )
         try:
             return meta["parse"](text)
         except ValueError:
