@@ -31,7 +31,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +116,13 @@ def _differences(a: dict[str, Any], b: dict[str, Any], keys: Iterable[str]) -> l
 _REVIEW_FACTS = ("card_id", "reviewed_at", "rating", "duration_ms")  # a review, not its states
 
 
-def _check_file(data: ExportData) -> None:
+# how far after this machine's clock a review in a file may be dated: a review made where the
+# clock ran a few hours fast, or stored in local time as if it were UTC (at most 14 hours off),
+# still imports; a year-9000 review (a damaged or edited file) would outlive every real one
+AHEAD = timedelta(days=1)
+
+
+def _check_file(data: ExportData, now: datetime) -> None:
     src = data.source
     seen: set[str] = set()
     for i, c in enumerate(data.cards):
@@ -128,6 +134,12 @@ def _check_file(data: ExportData) -> None:
         ids = ReviewIds(_review_key)
         for i, r in enumerate(data.reviews):
             ids.add(i, r)
+    if ids.newest is not None and (at := parse(ids.newest[0])) and at > now + AHEAD:
+        raise ExportError(
+            f"{src}: reviews[{ids.newest[1]}]: reviewed_at {ids.newest[0]} is more than a day "
+            f"after this machine's clock ({fmt(now)}): a damaged or edited file, or this clock "
+            "is behind; nothing imported"
+        )
     unknown = ids.unknown_card(seen)
     repeat = ids.repeat(data.reviews)
     if unknown is not None and (repeat is None or unknown[0] <= repeat[0]):
@@ -262,7 +274,7 @@ def import_data(
     ({merged-away id: kept id}, CachedCollection.aliases): rows naming an old id land on the
     card that kept it, as the store's own progress did (engine/aliases.py)."""
     now = now or utcnow()
-    _check_file(data)
+    _check_file(data, now)
     if aliases:
         from prep.engine.decks.aliases import map_export
 
@@ -422,9 +434,15 @@ def _log_newest(store: Store, rid: int | None, review: dict[str, Any]) -> bool:
     )
 
 
-def import_file(store: Store, path: Path, aliases: Mapping[str, str] | None = None) -> ImportResult:
+def import_file(
+    store: Store,
+    path: Path,
+    aliases: Mapping[str, str] | None = None,
+    now: datetime | None = None,
+) -> ImportResult:
     """Import the export at ``path``: its reviews are read twice, checked (and compared with
-    what is held here) in the first reading, merged in the second; nothing is held per review."""
+    what is held here) in the first reading, merged in the second; nothing is held per review.
+    ``now``: this machine's clock (a review dated over a day after it is refused)."""
     held: list[_Held] = []
 
     def watch() -> Callable[[dict[str, Any], int], None]:
@@ -433,4 +451,6 @@ def import_file(store: Store, path: Path, aliases: Mapping[str, str] | None = No
 
     with store.transaction():
         data = read_export(Path(path), watch)
-        return import_data(store, data, aliases=aliases, held_here=held[0] if held else None)
+        return import_data(
+            store, data, now=now, aliases=aliases, held_here=held[0] if held else None
+        )
