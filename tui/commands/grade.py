@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -47,6 +46,7 @@ def grade(
     from prep.demos.pretrained.grader.rubric import Rubric, RubricError, load_rubric
     from prep.engine.decks.deck import one_line_safe
     from prep.engine.decks.rubric import card_rubric, suggest_rating
+    from prep.tui.answertext import answer_text
     from prep.tui.grading import RATING_NAMES, SYMBOL
 
     if card_id is not None and (rubric_path or answers_path):
@@ -85,7 +85,8 @@ def grade(
         raise UsageError(f"card {card.id} has no usable rubric: {found.problem}")
     rubric = Rubric.from_texts(card.prompt, found.points)
     answer = _stdin() if not sys.stdin.isatty() else _prompt(card.prompt)
-    if not answer.strip():
+    answer = answer_text(answer)  # (only zero-width characters or NUL: no answer either)
+    if not answer:
         raise UsageError("no answer: type it on standard input (end with Ctrl-D)")
     if len(answer) > batch.MAX_ANSWER_CHARS:
         raise UsageError(f"the answer is longer than {batch.MAX_ANSWER_CHARS} characters")
@@ -93,10 +94,11 @@ def grade(
     ((_, result),) = batch.grade_all(rubric, [(card.id, answer)])
     rating = suggest_rating(len(result.points), len(result.points) - len(result.missed))
     if as_json:
+        from prep.demos.safetext import json_line  # (no raw C1 control: \x9b is CSI)
+
         click.echo(
-            json.dumps(
-                {"card_id": card.id, **result.to_dict(), "suggested_rating": RATING_NAMES[rating]},
-                ensure_ascii=False,
+            json_line(
+                {"card_id": card.id, **result.to_dict(), "suggested_rating": RATING_NAMES[rating]}
             )
         )
         return
