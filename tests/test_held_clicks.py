@@ -110,3 +110,23 @@ async def test_ctrl_c_while_saving_quits_once_the_rating_is_saved() -> None:
         slow.busy = False
         await wait_until(pilot, lambda: not app.is_running)
     assert ratings(store) == [("two-roles", 3)]
+
+
+@async_test
+async def test_a_quit_held_over_a_save_that_fails_does_not_drop_the_rating_unsaid() -> None:
+    store = Store.memory()
+    app = make_app(store=store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await start(pilot, app)
+        screen.RETRY_SECONDS = 0.3
+        slow = SlowSave(screen)
+        await pilot.press("3")
+        await pilot.press("ctrl+c")
+        await wait_until(pilot, lambda: any("Not quit" in w for w in warnings(app)))
+        await pilot.pause()
+        assert app.is_running and screen.card.id == "two-roles" and screen.revealed
+        slow.busy = False
+        await pilot.press("4")  # rated again: saved
+        await wait_until(pilot, lambda: ratings(store) == [("two-roles", 4)])
+        await pilot.press("q")  # and q quits as always
+        await wait_until(pilot, lambda: not app.is_running)

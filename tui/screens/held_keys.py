@@ -14,7 +14,8 @@ A click on the rating bar is a key press by other means (Anki answers a click an
 one path), so it follows the same rule: held as the key it mirrors, applied after the save if its
 card is still on screen, refused in the same one line if not (it was dropped silently before).
 q and ctrl+c are held too: prep quits once the rating is saved, saying so meanwhile (a held ctrl+c
-was lost: its first binding is the screen's copy).
+was lost: its first binding is the screen's copy). If the save fails (the database stayed busy for
+the ten seconds), prep does not quit: it says the rating was not saved, and the next q quits.
 
 The press time is the Key event's own (Textual stamps it when the terminal's bytes are read, on
 the same monotonic clock as ``get_time``), so this also holds for keys read while the event loop was
@@ -72,13 +73,15 @@ class HeldKeys(_Screen):
         super().__init__()
         self._held: list[HeldKey] = []
         self._shown_at = float("-inf")  # when the card on screen was shown
+        self._unsaved = False  # the last save ended without saving (a quit held meanwhile waits)
 
     def card_shown(self) -> None:
         self._shown_at = get_time()
 
-    def saved(self) -> None:
-        """The save ended: apply the held keys (after what the save does next, e.g. the next
-        card shown)."""
+    def saved(self, ok: bool = True) -> None:
+        """The save ended (``ok``: the rating is saved): apply the held keys (after what the
+        save does next, e.g. the next card shown)."""
+        self._unsaved = not ok
         self.call_later(self._apply_held)
 
     def on_key(self, event: events.Key) -> None:
@@ -145,6 +148,17 @@ class HeldKeys(_Screen):
             held = self._held.pop(0)
             if not self._may_act(held):
                 refused.append(held)
+                continue
+            if held.key in QUIT_KEYS and self._unsaved:
+                # pressed to quit once the rating was saved, and it was not: quitting would drop
+                # it unseen; the learner decides (the next q quits)
+                self._unsaved = False
+                self.notify(
+                    "Not quit: your rating was not saved. Rate the card again, or press "
+                    f"{held.label} again to quit without it.",
+                    severity="warning",
+                    timeout=10,
+                )
                 continue
             if held.key == "ctrl+c":  # (its first binding is the screen's copy: nothing selected)
                 await self.app.run_action("app.help_quit")

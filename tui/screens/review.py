@@ -500,6 +500,7 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
         from prep.engine.study.present import spoken_interval
 
         deadline = time.monotonic() + self.RETRY_SECONDS
+        ok = False
         try:
             while True:
                 try:
@@ -507,6 +508,7 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
                     outcome = self.session.rate(
                         Rating(value), card_id=card.id, content_hash=card.content_hash
                     )
+                    ok = True
                     break
                 except NotCurrentCard as exc:  # never saved on another card: say so
                     self.notify(f"Not saved: {exc}", severity="error", timeout=8)
@@ -529,7 +531,7 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
                     return
         finally:
             self.saving = False
-            self.saved()  # the keys pressed meanwhile, once this ends (tui/screens/held_keys.py)
+            self.saved(ok)  # the keys pressed meanwhile, once this ends (tui/screens/held_keys.py)
         self._note = Text.assemble(
             ("Saved: ", "dim"),
             (RATING_NAMES[outcome.rating], "bold"),
