@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from prep.engine.decks.collection import CachedCollection
-from prep.engine.store import Store
+from prep.engine.store import Mark, Store
 from prep.engine.timeutil import parse
 from prep.engine.transfer import export as ex
 from prep.engine.transfer import importer
@@ -94,3 +94,25 @@ def test_the_cli_says_it_in_one_line(tmp_path: Path, small_collection: CachedCol
     assert done.exit_code == 2, done.output
     lines = done.output.strip().splitlines()
     assert len(lines) == 1 and "reviews[0]" in lines[0] and "9000" in lines[0], done.output
+
+
+@pytest.mark.parametrize("where", ["marks", "settings_clock"])
+def test_a_mark_or_settings_clock_in_year_9000_is_refused(
+    tmp_path: Path, small_collection: CachedCollection, where: str
+) -> None:
+    store = reviewed_store(small_collection)
+    card = next(iter(small_collection.cards)).id
+    store.set_mark(card, Mark(flagged=True), at=FIXED_NOW)
+    store.update_settings(new_per_day=7)
+    data = json.loads(ex.to_json(store, FIXED_NOW))
+    store.close()
+    if where == "marks":
+        assert data["marks"], "the export carries a mark"
+        data["marks"][0]["at"] = "9000-01-01T00:00:00.000000Z"
+    else:
+        assert data["settings_clock"] is not None
+        data["settings_clock"]["at"] = "9000-01-01T00:00:00.000000Z"
+    path = tmp_path / "e.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ExportError, match=rf"{where}(\[0\])?: at 9000-01-01"):
+        importer.import_file(Store.memory(), path, now=FIXED_NOW + timedelta(days=4))

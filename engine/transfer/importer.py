@@ -122,6 +122,24 @@ _REVIEW_FACTS = ("card_id", "reviewed_at", "rating", "duration_ms")  # a review,
 AHEAD = timedelta(days=1)
 
 
+def _dated_ahead(data: ExportData, newest: tuple[str, int] | None, limit: datetime) -> str | None:
+    """The first time in the file after ``limit`` ("reviews[3]: reviewed_at ..."), or None: a
+    review's, a mark's or an undo's clock, the settings' clock (a clock from year 9000 would
+    win every later change of the mark or the settings, here and on every synced device)."""
+    times: list[tuple[str, str | None]] = []
+    if newest is not None:
+        times.append((f"reviews[{newest[1]}]: reviewed_at", newest[0]))
+    times += [(f"marks[{i}]: at", m.get("at")) for i, m in enumerate(data.marks)]
+    times += [(f"undone[{i}]: at", u.get("at")) for i, u in enumerate(data.undone)]
+    if data.settings_clock is not None:
+        times.append(("settings_clock: at", data.settings_clock.get("at")))
+    for where, text in times:
+        at = parse(text) if text else None
+        if at is not None and at > limit:
+            return f"{where} {text}"
+    return None
+
+
 def _check_file(data: ExportData, now: datetime) -> None:
     src = data.source
     seen: set[str] = set()
@@ -134,11 +152,11 @@ def _check_file(data: ExportData, now: datetime) -> None:
         ids = ReviewIds(_review_key)
         for i, r in enumerate(data.reviews):
             ids.add(i, r)
-    if ids.newest is not None and (at := parse(ids.newest[0])) and at > now + AHEAD:
+    ahead = _dated_ahead(data, ids.newest, now + AHEAD)
+    if ahead is not None:
         raise ExportError(
-            f"{src}: reviews[{ids.newest[1]}]: reviewed_at {ids.newest[0]} is more than a day "
-            f"after this machine's clock ({fmt(now)}): a damaged or edited file, or this clock "
-            "is behind; nothing imported"
+            f"{src}: {ahead} is more than a day after this machine's clock ({fmt(now)}): a "
+            "damaged or edited file, or this clock is behind; nothing imported"
         )
     unknown = ids.unknown_card(seen)
     repeat = ids.repeat(data.reviews)
