@@ -59,7 +59,7 @@ def test_an_answer_with_text_between_invisible_characters_is_graded(
         input="\u200bW_O mixes heads\x00".encode(),
     )
     assert done.exit_code == 0, done.output
-    assert graded == ["W_O mixes heads"]
+    assert graded == ["\u200bW_O mixes heads\x00"]  # (as typed: the grader reads its sentences)
 
 
 def test_answer_text_keeps_what_shows() -> None:

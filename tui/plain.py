@@ -271,8 +271,7 @@ def grade_typed(
     from prep.tui.answertext import answer_text
     from prep.tui.grading import grade_now, suggestion, verdict_lines
 
-    answer = answer_text(answer)  # (zero-width characters or NUL alone: no answer)
-    if not answer:
+    if not answer_text(answer):  # (zero-width characters or NUL alone: no answer)
         io.say("(no answer typed)")
         return None, None
     io.say("Grading your answer…")

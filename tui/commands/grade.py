@@ -85,8 +85,7 @@ def grade(
         raise UsageError(f"card {card.id} has no usable rubric: {found.problem}")
     rubric = Rubric.from_texts(card.prompt, found.points)
     answer = _stdin() if not sys.stdin.isatty() else _prompt(card.prompt)
-    answer = answer_text(answer)  # (only zero-width characters or NUL: no answer either)
-    if not answer:
+    if not answer_text(answer):  # (only zero-width characters or NUL: no answer either)
         raise UsageError("no answer: type it on standard input (end with Ctrl-D)")
     if len(answer) > batch.MAX_ANSWER_CHARS:
         raise UsageError(f"the answer is longer than {batch.MAX_ANSWER_CHARS} characters")
