@@ -40,7 +40,7 @@ CARD_ACTIONS = frozenset(
     {"rate", "take", "primary", "reveal", "show_choices", "pick", "mark", "type_answer", "demo"}
 )
 # keys that quit prep from anywhere: held during a save like any key, so the rating is saved
-# first (ctrl+c cancelled the save's retry before; nothing a learner rated is dropped on the way out)
+# first; said at once, since a quit that waits looks like one ignored (a held ctrl+c was dropped)
 QUIT_KEYS = frozenset({"q", "ctrl+c"})
 
 

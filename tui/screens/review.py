@@ -8,9 +8,9 @@ runs the linked demo only after. The footer follows the card: it lists the keys 
 something now. Every rating is committed by the engine before the next card is shown; a
 rating that cannot be saved (a locked database) is reported and nothing advances.
 
-Size: about 600 lines (its text helpers in review_text.py): the screen's states (front, red flag's choices, answer box, revealed,
-saving) and the keys valid in each live together so that check_action can say what each key
-does now. The typed answer's box already lives in tui/screens/typed_answer.py; the next split
+Size: about 600 lines (its text helpers in review_text.py): the screen's states (front, red
+flag's choices, answer box, revealed, saving) and the keys valid in each live together so that
+check_action can say what each key does now. The typed answer's box already lives in tui/screens/typed_answer.py; the next split
 is the revealed side (answer, demo line, rating bar).
 """
 
