@@ -14,7 +14,6 @@ from __future__ import annotations
 import random
 import re
 import zlib
-from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from datetime import date, datetime, timedelta
 from typing import Any, TypeGuard
@@ -23,6 +22,15 @@ import fsrs
 from fsrs.scheduler import FUZZ_RANGES
 
 from prep.engine.study import onepass
+from prep.engine.study.settingtext import (
+    _DATE,
+    _DECKS,
+    _LEVEL,
+    _NUMBER,
+    _STEPS,
+    _WHOLE,
+    parse_text,
+)
 from prep.engine.timeutil import to_utc
 
 Rating = fsrs.Rating
@@ -38,43 +46,6 @@ MAX_STEP_MIN = 36500 * 24 * 60  # a learning step of at most 100 years, in minut
 MAX_INTERVAL_DAYS = 36500  # fsrs's own default maximum: 100 years
 LEVELS = ("basics", "core", "advanced")  # the curriculum's levels, in order (a card's `level:`)
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
-def _minutes(text: str) -> tuple[float, ...]:
-    """Learning steps as minutes, comma-separated: "1,10" (Anki's default is 1m 10m); `none`
-    for no steps (a card goes straight to review)."""
-    if text.strip().lower() == "none":
-        return ()
-    return tuple(float(part) for part in text.replace(" ", "").split(",") if part)
-
-
-# How a setting is read from text (`prep config KEY VALUE`), and what a bad value is not: a
-# field's metadata, so that a new setting brings its own parse type (no table elsewhere).
-_NUMBER = {"parse": float, "words": "a number"}
-_WHOLE = {"parse": int, "words": "a whole number"}
-_STEPS = {"parse": _minutes, "words": "minutes like 1,10 or none", "clear": "none"}
-
-
-def _none_or(convert: Callable[[str], Any]) -> Callable[[str], Any]:
-    """A setting that `none` (or `all`) clears (interview_date, plan_decks)."""
-
-    def read(text: str) -> Any:
-        return None if text.strip().lower() in ("none", "all") else convert(text.strip())
-
-    return read
-
-
-def _deck_names(text: str) -> tuple[str, ...]:
-    return tuple(part for part in text.replace(" ", "").split(",") if part)
-
-
-_DATE = {"parse": _none_or(str), "words": "a date (YYYY-MM-DD) or none", "clear": "none"}
-_DECKS = {
-    "parse": _none_or(_deck_names),
-    "words": "deck names like wo-core,wo-systems or all",
-    "clear": "all",
-}
-_LEVEL = {"parse": str, "words": "a level"}
 
 
 @dataclass(frozen=True)
@@ -114,19 +85,7 @@ class Settings:
         meta = cls.__dataclass_fields__[key].metadata if key in cls.settable() else None
         if meta is None:
             raise KeyError(key)
-        if not text.replace(",", " ").strip():
-            # what `prep config KEY "$UNSET_VAR"` gives: never taken as "clear it" (it silently
-            # dropped an interview plan); clearing is said with a word
-            clear = meta.get("clear")
-            how = f"; to clear it on purpose: prep config {key} {clear}" if clear else ""
-            raise ValueError(
-                f"{key}: an empty value (an unset shell variable?) is not {meta['words']}; "
-                f"nothing changed{how}"
-            )
-        try:
-            return meta["parse"](text)
-        except ValueError:
-            raise ValueError(f"{key}: {text!r} is not {meta['words']}") from None
+        return parse_text(key, text, meta)
 
     def to_dict(self) -> dict:
         return {
@@ -148,8 +107,13 @@ class Settings:
     def from_dict(cls, data: dict) -> Settings:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         for key in ("learning_steps_min", "relearning_steps_min", "parameters", "plan_decks"):
-            if known.get(key) is not None:
-                known[key] = tuple(known[key])
+            value = known.get(key)
+            if value is not None:
+                # a list (JSON's array): a text would be taken letter by letter (plan_decks
+                # "wo-core" as the decks w, o, -, ...), a number was "'int' object is not iterable"
+                if not isinstance(value, list | tuple):
+                    raise ValueError(f"{key} must be a list, got {value!r:.60}")
+                known[key] = tuple(value)
         return cls(**known)
 
     def validated(self) -> Settings:

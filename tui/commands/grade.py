@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -46,6 +47,7 @@ def grade(
     from prep.demos.pretrained.grader.rubric import Rubric, RubricError, load_rubric
     from prep.engine.decks.deck import one_line_safe
     from prep.engine.decks.rubric import card_rubric, suggest_rating
+    from prep.engine.transfer.jsonout import json_safe
     from prep.tui.answertext import answer_text
     from prep.tui.grading import RATING_NAMES, SYMBOL
 
@@ -64,7 +66,7 @@ def grade(
         _need_grader(UsageError)
         for aid, result in batch.grade_all(rubric, answers):
             if as_json:
-                click.echo(batch.output_line(aid, result))
+                click.echo(json_safe(batch.output_line(aid, result)))
             else:
                 marks = ", ".join(
                     f"{p.id} {SYMBOL[p.covered]} {p.score:.2f}" for p in result.points
@@ -93,11 +95,16 @@ def grade(
     ((_, result),) = batch.grade_all(rubric, [(card.id, answer)])
     rating = suggest_rating(len(result.points), len(result.points) - len(result.missed))
     if as_json:
-        from prep.demos.safetext import json_line  # (no raw C1 control: \x9b is CSI)
-
         click.echo(
-            json_line(
-                {"card_id": card.id, **result.to_dict(), "suggested_rating": RATING_NAMES[rating]}
+            json_safe(
+                json.dumps(
+                    {
+                        "card_id": card.id,
+                        **result.to_dict(),
+                        "suggested_rating": RATING_NAMES[rating],
+                    },
+                    ensure_ascii=False,
+                )
             )
         )
         return

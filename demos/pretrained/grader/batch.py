@@ -61,14 +61,13 @@ def read_answers(path: str | Path) -> list[tuple[Any, str]]:
 
 def output_line(answer_id: Any, grade: Grade) -> str:
     """The batch format: {"answer_id", "covered": {pid: bool}, "scores": {pid: float}}."""
-    from prep.demos.safetext import json_line  # (no raw C1 control: \x9b is CSI)
-
-    return json_line(
+    return json.dumps(
         {
             "answer_id": answer_id,
             "covered": {p.id: p.covered for p in grade.points},
             "scores": {p.id: round(p.score, 4) for p in grade.points},
-        }
+        },
+        ensure_ascii=False,
     )
 
 
