@@ -154,7 +154,12 @@ class PlainQuiz:
             f"Session over: {s['reviewed']} reviewed, again-rate {percent(s['again_rate'])}, "
             f"{duration_text(s['seconds'])}."
         )
-        if s["next_due"] is not None:
+        if not session.finished:  # q with cards left: they are due now, not "in 23 hours"
+            say(
+                f"Left in this session: {counts_text(session.counts())}; "
+                "prep quiz --plain goes on where you stopped."
+            )
+        elif s["next_due"] is not None:
             wait = spoken_interval(s["next_due"] - session.clock())
             say(f"Next card due in {wait}; {s['due_by_tomorrow']} due by the end of tomorrow.")
         return 2 if self.io.refused else 0
