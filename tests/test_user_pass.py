@@ -39,3 +39,86 @@ def test_plain_session_run_to_its_end_still_says_when_the_next_card_is_due(
     assert session.finished
     assert "Left in this session" not in text
     assert "Next card due in 10 minutes" in text
+
+
+def _review_due_before_an_interview(collection):
+    """A store whose cards are all in review (two Goods, fuzz off), the clock just after the
+    first one is due again, and an interview three days later: a Good's FSRS interval runs
+    past it, so the plan serves the card the day before the interview instead."""
+    from dataclasses import replace
+    from datetime import timedelta
+
+    from prep.engine.study.scheduler import State
+    from tests.conftest import reviewed_store
+
+    store = reviewed_store(collection)
+    states = [s for s in store.cards().values() if s.state == State.Review]
+    now = min(s.due for s in states) + timedelta(minutes=1)
+    interview = (now + timedelta(days=3)).date().isoformat()
+    store.save_settings(replace(store.settings(), interview_date=interview), at=now)
+    return store, now
+
+
+def _plan_session(store, collection, now):
+    from prep.engine.study.scheduler import Scheduler
+
+    return ReviewSession(
+        store,
+        collection,
+        clock=lambda: now,
+        scheduler=Scheduler(store.settings(), enable_fuzzing=False),
+        new_limit=0,
+    )
+
+
+def test_saved_line_says_when_an_interview_plan_brings_the_card_back(
+    small_collection, utc_local_time
+) -> None:
+    """ "Saved: Good, next in 8 days" while the plan serves the card the day before the
+    interview (4 days): the line said FSRS's interval only, which the plan does not keep."""
+    from prep.engine.study.present import spoken_interval
+    from prep.engine.timeutil import study_day_start
+
+    store, now = _review_due_before_an_interview(small_collection)
+    session = _plan_session(store, small_collection, now)
+    card = session.current
+    assert card is not None and session.kind_of[card.id] == "review"
+    out = io.StringIO()
+    run_plain(session, io.StringIO("\n\n3\nq\n"), out)
+    state = store.card(card.id)
+    fsrs = spoken_interval(state.due - now)
+    back = spoken_interval(study_day_start(now, 2) - now)  # the day before the interview
+    assert back != fsrs
+    assert f"Saved: Good, next in {back}, for the interview (FSRS alone: {fsrs})." in out.getvalue()
+
+
+def test_saved_note_on_the_review_screen_says_the_plan_too(
+    small_collection, utc_local_time
+) -> None:
+    from prep.engine.study.present import spoken_interval
+    from prep.engine.timeutil import study_day_start
+    from prep.tui.screens.review import ReviewScreen
+    from prep.tui.testing import make_app
+    from tests.pilot import async_test, text_of, wait_until
+
+    store, now = _review_due_before_an_interview(small_collection)
+
+    @async_test
+    async def run() -> None:
+        app = make_app(store=store, collection=small_collection, clock=lambda: now)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("enter")  # home -> the first card
+            await wait_until(pilot, lambda: isinstance(app.screen, ReviewScreen))
+            card = app.screen.card
+            await pilot.press("space")
+            if not app.screen.revealed:  # a red flag shows its choices first
+                await pilot.press("space")
+            await pilot.press("3")
+            await wait_until(pilot, lambda: "Saved" in text_of(app, "#hint"))
+            state = store.card(card.id)
+            fsrs = spoken_interval(state.due - now)
+            back = spoken_interval(study_day_start(now, 2) - now)
+            hint = text_of(app, "#hint")
+            assert f"Saved: Good, next in {back}, for the interview (FSRS alone: {fsrs})" in hint
+
+    run()

@@ -27,6 +27,7 @@ from prep.engine.study.present import (
     counts_text,
     duration_text,
     early_text,
+    next_text,
     percent,
     rating_choices,
     rating_name,
@@ -242,10 +243,8 @@ class PlainQuiz:
                     # busy (another terminal holds the lock), a full disk: as the TUI does
                     say(f"Not saved: {exc}. The card stays; rate it again, or q to quit.")
                     continue
-                say(
-                    f"Saved: {RATING_NAMES[outcome.rating]}, "
-                    f"next in {spoken_interval(outcome.interval)}."
-                )
+                when = next_text(outcome, session.plan, session.collection, session.clock())
+                say(f"Saved: {RATING_NAMES[outcome.rating]}, {when}.")
                 return
             if answer == "u":
                 self.undo()

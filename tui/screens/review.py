@@ -537,7 +537,7 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
     async def save_rating(self, value: int, card: Card) -> None:
         """Commit the rating; while another prep holds the write lock, retry on a timer (the
         screen stays live and says so) for up to RETRY_SECONDS, then give up saying so."""
-        from prep.engine.study.present import spoken_interval
+        from prep.engine.study.present import next_text
 
         deadline = time.monotonic() + self.RETRY_SECONDS
         try:
@@ -570,10 +570,12 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
         finally:
             self.saving = False
             self.saved()  # the keys pressed meanwhile, once this ends (tui/screens/held_keys.py)
+        session = self.session  # when it comes back: FSRS's, or an interview plan's sooner
+        when = next_text(outcome, session.plan, session.collection, session.clock())
         self._note = Text.assemble(
             ("Saved: ", "dim"),
             (RATING_NAMES[outcome.rating], "bold"),
-            (f", next in {spoken_interval(outcome.interval)} (u undoes)", "dim"),
+            (f", {when} (u undoes)", "dim"),
         )
         self.show_card()
 
