@@ -122,3 +122,32 @@ def test_saved_note_on_the_review_screen_says_the_plan_too(
             assert f"Saved: Good, next in {back}, for the interview (FSRS alone: {fsrs})" in hint
 
     run()
+
+
+def test_sync_status_times_read_as_local_minutes_not_stored_iso_text(
+    tmp_path, utc_local_time
+) -> None:
+    """`prep sync --status` printed "2026-12-03T09:11:00.676309Z" three times a device: the
+    stored text, microseconds and all. It says local minutes, as the demo list does; --json
+    keeps the exact stored times."""
+    import json
+    import re
+
+    from prep.engine.store import Store
+    from tests.test_sync import T0, rate
+    from tests.test_sync_summary import cli
+
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    with Store.open(a) as store:
+        rate(store, "x", 3, T0)
+    assert cli(a, "sync", str(folder)).exit_code == 0
+    assert cli(b, "sync", str(folder)).exit_code == 0
+    out = cli(b, "sync", str(folder), "--status").output
+    assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:", out), out
+    minutes = r"\d{4}-\d\d-\d\d \d\d:\d\d"
+    assert re.search(rf"last sync: {minutes}\n", out), out
+    assert re.search(rf"last written {minutes}, applied here {minutes}\n", out), out
+    exact = json.loads(cli(b, "sync", str(folder), "--status", "--json").output)
+    assert exact["last_sync"].endswith("Z")
