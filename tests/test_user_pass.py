@@ -151,3 +151,49 @@ def test_sync_status_times_read_as_local_minutes_not_stored_iso_text(
     assert re.search(rf"last written {minutes}, applied here {minutes}\n", out), out
     exact = json.loads(cli(b, "sync", str(folder), "--status", "--json").output)
     assert exact["last_sync"].endswith("Z")
+
+
+def _theme_app(db, **kwargs):
+    from prep.tui.app import PrepApp
+    from prep.tui.testing import NOW, fixed_collection
+
+    return PrepApp(
+        db=str(db), collection=fixed_collection(), clock=lambda: NOW, demos={}, **kwargs
+    )
+
+
+def _meta(db, key: str):
+    from prep.engine.store import Store
+
+    with Store.open(db) as store:
+        return store.get_meta(key)
+
+
+def test_a_theme_picked_in_the_palette_is_there_next_launch(tmp_path, monkeypatch) -> None:
+    """ctrl+p, Theme, textual-light: the next `prep` opened dark again (only $PREP_THEME or
+    COLORFGBG chose it). The pick is kept on this machine; $PREP_THEME still wins."""
+    from tests.pilot import async_test, wait_until
+
+    monkeypatch.delenv("PREP_THEME", raising=False)
+    monkeypatch.delenv("COLORFGBG", raising=False)
+    db = tmp_path / "prep.db"
+
+    @async_test
+    async def launch(expect: str, pick: str | None = None) -> None:
+        app = _theme_app(db)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_until(pilot, lambda: app.store is not None)
+            await pilot.pause()
+            assert app.theme == expect
+            if pick is not None:
+                app.theme = pick  # what the palette's Theme command sets
+                await wait_until(pilot, lambda: app.theme_memory.kept == pick)
+
+    launch("textual-dark")
+    assert _meta(db, "theme") is None  # a launch that changes nothing writes nothing
+    launch("textual-dark", pick="textual-light")
+    assert _meta(db, "theme") == "textual-light"
+    launch("textual-light")
+    monkeypatch.setenv("PREP_THEME", "nord")
+    launch("nord")
+    assert _meta(db, "theme") == "textual-light"  # the environment's choice is not kept
