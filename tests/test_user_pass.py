@@ -157,9 +157,7 @@ def _theme_app(db, **kwargs):
     from prep.tui.app import PrepApp
     from prep.tui.testing import NOW, fixed_collection
 
-    return PrepApp(
-        db=str(db), collection=fixed_collection(), clock=lambda: NOW, demos={}, **kwargs
-    )
+    return PrepApp(db=str(db), collection=fixed_collection(), clock=lambda: NOW, demos={}, **kwargs)
 
 
 def _meta(db, key: str):

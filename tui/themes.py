@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -43,7 +43,7 @@ class ThemeMemory:
         self.kept: str | None = None
         self._store: Store | None = None
 
-    def restore(self, app: App[object], store: Store) -> None:
+    def restore(self, app: App[Any], store: Store) -> None:
         """The database is open: show the theme last picked, then keep every change."""
         if self._store is store:
             return  # (a reload boots again on the same database)
