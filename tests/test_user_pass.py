@@ -195,3 +195,27 @@ def test_a_theme_picked_in_the_palette_is_there_next_launch(tmp_path, monkeypatc
     monkeypatch.setenv("PREP_THEME", "nord")
     launch("nord")
     assert _meta(db, "theme") == "textual-light"  # the environment's choice is not kept
+
+
+def test_the_day_before_the_interview_promises_no_second_review(utc_local_time) -> None:
+    """The day before, with 56 cards unseen, home said "56 cards in 1 day: 56 new a day, 2
+    reviews each before Tuesday" and "every card seen twice": one day cannot give two."""
+    from prep.engine.store import Store
+    from prep.engine.study.plan import plan_day
+    from prep.engine.study.scheduler import Settings
+    from tests.test_plan import MONDAY, week_collection
+
+    coll = week_collection()
+    settings = Settings(new_per_day=5, interview_date="2026-03-03")  # Tuesday: 1 day left
+    day = plan_day(Store.memory(), coll, MONDAY, settings)
+    assert day is not None and day.plan.days_left == 1
+    assert day.line() == (
+        "84 cards in 1 day: all 84 new today, once each before Tuesday; "
+        "the weakest again on Tuesday morning"
+    )
+    assert day.why() == "84 new today, not 5 (new_per_day): every card seen once before Tuesday"
+    two = plan_day(
+        Store.memory(), coll, MONDAY, Settings(new_per_day=5, interview_date="2026-03-04")
+    )
+    assert two is not None and two.line().endswith("2 reviews each before Wednesday")
+    assert two.why() is not None and two.why().endswith("seen twice before Wednesday")
