@@ -219,3 +219,16 @@ def test_the_day_before_the_interview_promises_no_second_review(utc_local_time) 
     )
     assert two is not None and two.line().endswith("2 reviews each before Wednesday")
     assert two.why() is not None and two.why().endswith("seen twice before Wednesday")
+
+
+def test_prep_stats_says_there_is_no_retention_yet_as_the_stats_screen_does(
+    db_path, small_deck_dir
+) -> None:
+    """`prep stats` after a first day read "Retention    true — over 0 reviews   last 30 days
+    —" where the app's stats screen says there are no reviews of learned cards yet."""
+    from tests.test_cli import review_first_card, run_cli
+
+    review_first_card(small_deck_dir, db_path, "3")
+    out = run_cli("--questions", str(small_deck_dir), "stats", db=db_path).output
+    line = next(x for x in out.splitlines() if x.startswith("Retention"))
+    assert line == "Retention    true retention: no reviews of learned cards yet   target 90%"
