@@ -232,3 +232,33 @@ def test_prep_stats_says_there_is_no_retention_yet_as_the_stats_screen_does(
     out = run_cli("--questions", str(small_deck_dir), "stats", db=db_path).output
     line = next(x for x in out.splitlines() if x.startswith("Retention"))
     assert line == "Retention    true retention: no reviews of learned cards yet   target 90%"
+
+
+def test_the_mock_shows_the_typed_answer_and_its_grade_under_two_labels(fresh_store) -> None:
+    """The mock's reveal read "Your answer: It mixes heads…" and, right under it, "Your
+    answer: 2 of 3 points": two lines with one label. The grade line says what it counts."""
+    from textual.widgets import Static
+
+    from prep.engine.study.mock import MockInterview
+    from prep.tui.app import PrepApp
+    from tests.pilot import async_test
+    from tests.test_grade_tui import FakeGrading, collection
+
+    @async_test
+    async def run() -> None:
+        mock = MockInterview(fresh_store, collection(), main_id="roles", seed=0)
+        app = PrepApp(
+            store=fresh_store, collection=mock.collection, mock_first=mock, grading=FakeGrading()
+        )
+        async with app.run_test(size=(100, 40)) as pilot:
+            await pilot.pause()
+            await pilot.press(*"It mixes heads and weights them.", "enter")
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            reveal = str(app.screen.query_one("#mock-reveal", Static).render())
+            assert reveal.count("Your answer:") == 1
+            assert "Your answer: It mixes heads and weights them." in reveal
+            assert "Your answer covers 2 of 3 points" in reveal
+
+    run()
