@@ -262,3 +262,34 @@ def test_the_mock_shows_the_typed_answer_and_its_grade_under_two_labels(fresh_st
             assert "Your answer covers 2 of 3 points" in reveal
 
     run()
+
+
+def test_the_rating_buttons_all_show_their_interval_in_a_narrow_terminal() -> None:
+    """At 44 columns the first rating button took the whole bar and the other three fell
+    off the screen (four buttons of min-width 10 did not fit: Textual gave each the whole
+    width); at 48, "1 Again 10m" was cut to "1 Again". Where four do not fit, two rows of
+    two; wide terminals keep one row."""
+    from prep.tui.testing import make_app
+    from tests.pilot import async_test, wait_until
+
+    @async_test
+    async def at(width: int, height: int = 24) -> None:
+        app = make_app()
+        async with app.run_test(size=(width, height)) as pilot:
+            await pilot.press("enter", "space")
+            await wait_until(pilot, lambda: app.screen.query("#ratings"))
+            await pilot.pause()
+            bar = app.screen.query_one("#ratings")
+            footer = app.screen.query_one("Footer").region
+            for button in bar.buttons.values():
+                r, label = button.region, str(button.label)
+                assert r.x >= 0 and r.right <= width, (width, label, r)
+                assert r.bottom <= footer.y, (width, label, r)  # above the footer
+                assert r.width >= len(label) + 2, (width, label, r)  # label not cropped
+            got.append({b.region.y for b in bar.buttons.values()})
+
+    got: list[set[int]] = []
+    for width in (30, 40, 44, 48):
+        at(width)
+    at(120)
+    assert [len(rows) for rows in got] == [2, 2, 2, 2, 1]
