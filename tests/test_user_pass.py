@@ -293,3 +293,43 @@ def test_the_rating_buttons_all_show_their_interval_in_a_narrow_terminal() -> No
         at(width)
     at(120)
     assert [len(rows) for rows in got] == [2, 2, 2, 2, 1]
+
+
+def test_the_summary_does_not_say_next_due_in_days_while_the_limit_holds_reviews_back(
+    small_collection, utc_local_time
+) -> None:
+    """The end of a session read "Daily review limit reached (3); more reviews are due" and
+    then "Next card due in 2 days": the first due time after now, the reviews due now (held
+    back by the limit) skipped."""
+    from dataclasses import replace
+    from datetime import timedelta
+
+    from prep.engine.study.scheduler import State
+    from prep.tui.screens.review import ReviewScreen
+    from prep.tui.screens.summary import SummaryScreen
+    from prep.tui.testing import make_app
+    from tests.conftest import reviewed_store
+    from tests.pilot import async_test, text_of, wait_until
+
+    store = reviewed_store(small_collection)
+    dues = sorted(s.due for s in store.cards().values() if s.state == State.Review)
+    now = dues[1] + timedelta(minutes=1)  # two reviews due, the limit serves one
+    store.save_settings(replace(store.settings(), review_limit=1, new_per_day=0), at=now)
+
+    @async_test
+    async def run() -> None:
+        app = make_app(store=store, collection=small_collection, clock=lambda: now)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, ReviewScreen))
+            await pilot.press("space")
+            if not app.screen.revealed:  # a red flag shows its choices first
+                await pilot.press("space")
+            await pilot.press("3")
+            await wait_until(pilot, lambda: isinstance(app.screen, SummaryScreen))
+            summary = text_of(app, "#summary")
+            assert "Daily review limit reached (1)" in summary
+            assert "Next card due in" not in summary
+            assert "Past those held back, the next card comes due in" in summary
+
+    run()

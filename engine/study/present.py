@@ -74,6 +74,9 @@ def counts_text(counts: tuple[int, int, int]) -> str:
     return f"new {new} · learning {learning} · due {due}"
 
 
+REVIEW_LIMIT_REACHED = "Daily review limit reached"  # how limit_lines' review line begins
+
+
 def limit_lines(limits: Any) -> list[str]:
     """Why fewer cards are served than wait: today's limits (a session.Limits), one line each."""
     lines = []
@@ -84,7 +87,7 @@ def limit_lines(limits: Any) -> list[str]:
         )
     if limits.reviews_reached:
         lines.append(
-            f"Daily review limit reached ({limits.review_limit}); more reviews are due "
+            f"{REVIEW_LIMIT_REACHED} ({limits.review_limit}); more reviews are due "
             "(prep config review_limit N raises it)."
         )
     return lines
