@@ -230,9 +230,10 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
     def show_card(self) -> None:
         """Show the session's current card, front side; or the summary when it is done."""
         syncer = getattr(self.prep, "syncer", None)
-        if syncer is not None:  # what a sync brought: applied between cards; the first
-            syncer.between_cards()  # sync starts once the first card is on screen
-            self._after_first_frame(syncer.start)
+        if syncer is not None:  # what a sync brought: applied between cards (a card studied
+            if syncer.between_cards():  # elsewhere leaves the queue); the first sync starts
+                self.session.take_in_changes()
+            self._after_first_frame(syncer.start)  # once the first card is on screen
         card = self.session.current
         for notice in self.session.take_notices():
             self.notify(notice, severity="warning", timeout=10)
