@@ -551,7 +551,7 @@ class ReviewSession:
         held = {cid for _, cid in self.learning}
         ids = [cid for cid in built.ids if cid not in held]
         if limit is not None:  # the session's size: what this session already did counts
-            room = max(0, limit - len(self.done))
+            room = max(0, limit - len(set(self.done)))
             self.held_back = max(0, len(ids) - room)
             ids = ids[:room]
         pinned = self._pinned
