@@ -22,13 +22,26 @@ DEFAULT_PORT = 8000
 
 
 def is_loopback(host: str) -> bool:
-    """True for localhost and loopback addresses (127.0.0.0/8, ::1)."""
-    if host == "localhost":
+    """True when listening on ``host`` listens on this machine's loopback only: a loopback
+    address (127.0.0.0/8, ::1), localhost in any case, or a name every address of which is
+    loopback (this machine's own name often maps to 127.0.1.1). Decided by the addresses, not
+    the spelling: `--host LOCALHOST` was taken as a network address (a false warning, and the
+    loopback Host check against DNS rebinding turned off)."""
+    import socket
+
+    name = host.lower().removesuffix(".")
+    if name == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return ipaddress.ip_address(name).is_loopback
     except ValueError:
-        return False
+        pass
+    try:
+        found = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return False  # (listening on it then fails, in one line)
+    addresses = {str(info[4][0]).partition("%")[0] for info in found}
+    return bool(addresses) and all(ipaddress.ip_address(a).is_loopback for a in addresses)
 
 
 def public_url(host: str, port: int) -> str:

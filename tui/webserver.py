@@ -72,7 +72,7 @@ def host_is_loopback(host_header: str) -> bool:
     """True when a Host header (name[:port]) names this machine's loopback."""
     import ipaddress
 
-    name = urlsplit(f"//{host_header}").hostname or ""
+    name = _host_name(host_header)
     if name in LOOPBACK_NAMES:
         return True
     try:
@@ -81,11 +81,23 @@ def host_is_loopback(host_header: str) -> bool:
         return False
 
 
+def _host_name(host_header: str) -> str:
+    """The name of a Host header (name[:port]), lower case, without a final dot; "" when it
+    is malformed (`[bad`: urlsplit raises, which answered 500 and logged an error a request)."""
+    try:
+        return (urlsplit(f"//{host_header}").hostname or "").removesuffix(".")
+    except ValueError:
+        return ""
+
+
 def same_origin(origin: str | None, host_header: str) -> bool:
     """True when a websocket's Origin is the page's own origin: the Host it was sent to."""
     if not origin or not host_header:
         return False
-    parts = urlsplit(origin)
+    try:
+        parts = urlsplit(origin)
+    except ValueError:  # (a malformed Origin: `http://[bad`)
+        return False
     return parts.scheme in ("http", "https") and parts.netloc.lower() == host_header.lower()
 
 
@@ -116,7 +128,9 @@ class GuardedServer(Server):
         listening: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(command, host=host, port=port, title="prep")
-        self.local = local  # listening on loopback: the Host must be loopback too
+        # listening on loopback: the Host must be loopback too (or the name it listens on,
+        # one that maps to loopback)
+        self.local = local
         self.max_sessions = max_sessions
         self.token = token or secrets.token_urlsafe(32)
         self.sessions = 0
@@ -128,10 +142,15 @@ class GuardedServer(Server):
     def _token_ok(self, given: str | None) -> bool:
         return given is not None and hmac.compare_digest(given.encode(), self.token.encode())
 
+    def _own_name(self, host_header: str) -> bool:
+        """The Host names what this server was told to listen on (a name mapping to loopback)."""
+        name = _host_name(host_header)
+        return bool(name) and name == _host_name(self.host)
+
     def _refuse(self, request: web.Request, *, websocket: bool) -> web.Response | None:
         """Why this request is refused (a 403), or None when it may go on."""
         host = request.headers.get("Host", "")
-        if self.local and not host_is_loopback(host):
+        if self.local and not (host_is_loopback(host) or self._own_name(host)):
             return web.Response(status=403, text="prep serve: this page answers on loopback only")
         if websocket:
             if not self._token_ok(request.match_info.get("token")):

@@ -459,6 +459,12 @@ class StoreCore:
             ) from None
         return version
 
+    def _check_not_newer(self, version: int) -> None:
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: database schema v{version} is newer than this prep (v{SCHEMA_VERSION}); upgrade prep"
+            )
+
     def _migrate(self, *, lenient: bool = False, progress: Progress | None = None) -> None:
         try:
             version = self.schema_version()
@@ -466,10 +472,7 @@ class StoreCore:
             if lenient:
                 return  # a reader reads the tables as they are
             raise
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path}: database schema v{version} is newer than this prep (v{SCHEMA_VERSION}); upgrade prep"
-            )
+        self._check_not_newer(version)
         if version == SCHEMA_VERSION:
             return
         # the reviews the upgrade rewrites (v4 -> v5, v12 -> v13), the bulk of its work
@@ -496,9 +499,15 @@ class StoreCore:
         try:
             schema = Schema(self.conn)  # (plain SQL: sqlite_utils is not imported)
             with self.transaction():
+                # read again under the write lock: another prep opening the same database may
+                # have upgraded it since (two opening a new one at once both read 0, and the
+                # second ran every step again on the first's tables: "views may not be indexed")
+                version = self.schema_version()
+                self._check_not_newer(version)
                 for step in range(version, SCHEMA_VERSION):
                     MIGRATIONS[step](schema, tracker)
-                self.set_meta("schema_version", str(SCHEMA_VERSION))
+                if version < SCHEMA_VERSION:
+                    self.set_meta("schema_version", str(SCHEMA_VERSION))
             tracker.finished("commit")
             if 0 < version < 13 and self.path is not None:
                 # v5 and v13 rewrote the review log in compact forms, v11 dropped indexes:

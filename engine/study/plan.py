@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING
 
@@ -109,6 +109,16 @@ class Plan:
             decks=None if settings.plan_decks is None else frozenset(settings.plan_decks),
             level=settings.plan_level,
         )
+
+    def on(self, collection: Cards) -> Plan:
+        """This plan on the decks loaded here. A deck ``plan_decks`` names that is not loaded
+        (its folder not given this time, or the setting synced from a machine with other decks)
+        is left out; when none of them is, the plan covers every deck, as with ``plan_decks``
+        unset: never a plan over no card (that served no new card at all, even with --new)."""
+        if self.decks is None:
+            return self
+        here = self.decks & set(collection.decks)
+        return self if here == self.decks else replace(self, decks=frozenset(here) or None)
 
     # --- where we are ---------------------------------------------------------------------
 
@@ -275,6 +285,7 @@ def plan_day(
     plan = Plan.of(settings, now)
     if plan is None or plan.days_left < 0:
         return None
+    plan = plan.on(collection)
     hidden = store.hidden_ids(now)  # suspended or buried (a few): never served as new
     if plan.level == LEVELS[-1]:  # whole decks: two grouped counts, no id is read
         seen_in = store.seen_per_deck()
@@ -312,9 +323,11 @@ def new_card_decks(
     """The decks today's new cards come from (all decks together): those of ``among``
     (None: every deck) that an interview plan on some decks covers, while it is ahead."""
     plan = Plan.of(settings, now) if settings.plan_decks is not None else None
-    if plan is None or not plan.before or plan.decks is None:
+    if plan is None or not plan.before:
         return among
-    decks = plan.decks & set(collection.decks)
+    decks = plan.on(collection).decks
+    if decks is None:
+        return among
     return decks if among is None else decks & set(among)
 
 
@@ -334,6 +347,7 @@ def brought_forward(
     plan = Plan.of(settings, now)
     if plan is None or not plan.bringing_forward:
         return []
+    plan = plan.on(collection)
     wanted = None if decks is None else set(decks)
     ids = [cid for cid in plan.covered_ids(collection) if not hidden or cid not in hidden]
     states = [

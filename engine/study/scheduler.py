@@ -40,9 +40,15 @@ LEVELS = ("basics", "core", "advanced")  # the curriculum's levels, in order (a 
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
+def _items(text: str) -> list[str]:
+    """The items of a list setting, separated by commas or spaces ("1,10", "1, 10", "1 10"):
+    spaces were removed first, which made Anki's "1 10" the one step 110."""
+    return [part for part in re.split(r"[,\s]+", text) if part]
+
+
 def _minutes(text: str) -> tuple[float, ...]:
     """Learning steps as minutes, comma-separated: "1,10" (Anki's default is 1m 10m)."""
-    return tuple(float(part) for part in text.replace(" ", "").split(",") if part)
+    return tuple(float(part) for part in _items(text))
 
 
 # How a setting is read from text (`prep config KEY VALUE`), and what a bad value is not: a
@@ -62,7 +68,7 @@ def _none_or(convert: Callable[[str], Any]) -> Callable[[str], Any]:
 
 
 def _deck_names(text: str) -> tuple[str, ...]:
-    return tuple(part for part in text.replace(" ", "").split(",") if part)
+    return tuple(_items(text))
 
 
 _DATE = {"parse": _none_or(str), "words": "a date (YYYY-MM-DD) or none"}
@@ -132,8 +138,13 @@ class Settings:
     def from_dict(cls, data: dict) -> Settings:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         for key in ("learning_steps_min", "relearning_steps_min", "parameters", "plan_decks"):
-            if known.get(key) is not None:
-                known[key] = tuple(known[key])
+            value = known.get(key)
+            if value is not None:
+                # a list (JSON's array): a text would be taken letter by letter (plan_decks
+                # "wo-core" as the decks w, o, -, ...), a number was "'int' object is not iterable"
+                if not isinstance(value, list | tuple):
+                    raise ValueError(f"{key} must be a list, got {value!r:.60}")
+                known[key] = tuple(value)
         return cls(**known)
 
     def validated(self) -> Settings:

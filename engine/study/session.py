@@ -144,6 +144,8 @@ class ReviewSession:
         self.learning: list[tuple[datetime, str]] = []
         self.learn_ahead = timedelta(minutes=store.settings().learn_ahead_min)
         self.plan = plan_mod.Plan.of(store.settings(), now)  # None without an interview date
+        if self.plan is not None:
+            self.plan = self.plan.on(collection)
         self.done: list[str] = []  # ids rated in this session, in order (for undo)
         self._requeued: list[bool] = []  # whether each of those ratings re-queued its card
         self._review_ids: list[int] = []  # the review rows those ratings wrote

@@ -4,10 +4,12 @@ the log (the import streams too: engine/transfer/jsonstream.py). What is held: o
 card (the log is a chain), the marks and the scheduler parameters used.
 
 The bytes are exactly ``json.dumps(document, indent=1, ensure_ascii=False, allow_nan=False)``
-plus a newline (engine/transfer/export.py describes the document): each value is encoded by
-the same encoder and indented to its depth (a JSON text holds no raw newline, so indenting
-is adding spaces after each one), and a list is opened, separated and closed as the encoder
-does it.
+plus a newline (engine/transfer/export.py describes the document), but for the control
+characters that leaves raw (DEL and the C1 controls: U+009B is a CSI a terminal obeys, and an
+import may bring one), written as JSON escapes: the same value, safe where ``-o -`` goes to a
+terminal. Each value is encoded by the same encoder and indented to its depth (a JSON text holds
+no raw newline, so indenting is adding spaces after each one), and a list is opened, separated
+and closed as the encoder does it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,16 @@ from prep.engine.transfer import clocks
 from prep.engine.transfer.export import FORMAT, VERSION, _finite
 
 _ENCODER = json.JSONEncoder(indent=1, ensure_ascii=False, allow_nan=False)
+# the control characters json.dumps(ensure_ascii=False) leaves raw (it escapes U+0000-U+001F)
+_RAW_CONTROLS = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0))}
+
+
+def json_safe(text: str) -> str:
+    """JSON text (``ensure_ascii=False``) with DEL and the C1 controls written as JSON
+    escapes: the same JSON value, never a control sequence on a terminal."""
+    return text.translate(_RAW_CONTROLS)
+
+
 _CHUNK = 1 << 20  # bytes gathered before a write
 
 
@@ -37,7 +49,7 @@ class _Out:
             self.flush()
 
     def flush(self) -> None:
-        self.out.write("".join(self.parts).encode("utf-8"))
+        self.out.write(json_safe("".join(self.parts)).encode("utf-8"))
         self.parts, self.size = [], 0
 
 

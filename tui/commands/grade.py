@@ -47,6 +47,7 @@ def grade(
     from prep.demos.pretrained.grader.rubric import Rubric, RubricError, load_rubric
     from prep.engine.decks.deck import one_line_safe
     from prep.engine.decks.rubric import card_rubric, suggest_rating
+    from prep.engine.transfer.jsonout import json_safe
     from prep.tui.grading import RATING_NAMES, SYMBOL
 
     if card_id is not None and (rubric_path or answers_path):
@@ -64,7 +65,7 @@ def grade(
         _need_grader(UsageError)
         for aid, result in batch.grade_all(rubric, answers):
             if as_json:
-                click.echo(batch.output_line(aid, result))
+                click.echo(json_safe(batch.output_line(aid, result)))
             else:
                 marks = ", ".join(
                     f"{p.id} {SYMBOL[p.covered]} {p.score:.2f}" for p in result.points
@@ -94,9 +95,15 @@ def grade(
     rating = suggest_rating(len(result.points), len(result.points) - len(result.missed))
     if as_json:
         click.echo(
-            json.dumps(
-                {"card_id": card.id, **result.to_dict(), "suggested_rating": RATING_NAMES[rating]},
-                ensure_ascii=False,
+            json_safe(
+                json.dumps(
+                    {
+                        "card_id": card.id,
+                        **result.to_dict(),
+                        "suggested_rating": RATING_NAMES[rating],
+                    },
+                    ensure_ascii=False,
+                )
             )
         )
         return

@@ -127,13 +127,17 @@ def backup_cmd(obj: Ctx, as_list: bool, restore: str | None) -> None:
     database."""
     from prep.engine.store import backup
 
+    if restore == "":  # (an unset shell variable: `--restore "$NAME"` is never a new backup)
+        raise UsageError("--restore '': an empty name; name a backup (see `prep backup --list`)")
+    if as_list and restore is not None:
+        raise UsageError("--list and --restore: give one of them")
     with obj.store(reading=as_list) as store:  # --list only reads: it creates nothing
         try:
             if as_list:
                 for path in backup.listing(store.path):
                     click.echo(f"{path.name}  {path.stat().st_size:,} bytes")
                 return
-            if restore:
+            if restore is not None:
                 restored, saved = backup.restore(store, restore)
                 click.echo(
                     f"restored {restored.name}; the database as it was is in "

@@ -64,10 +64,29 @@ class HeldKeys(_Screen):
     def card_shown(self) -> None:
         self._shown_at = get_time()
 
-    def saved(self) -> None:
+    def saved(self, ok: bool = True) -> None:
         """The save ended: apply the held keys (after what the save does next, e.g. the next
-        card shown)."""
+        card shown). When it failed (``ok`` False) there is no rating of it to undo: a held
+        undo is refused, never given to the rating before it (another card's)."""
+        if not ok:
+            undos = [held for held in self._held if self._action_of(held.key) == "undo"]
+            if undos:
+                self._held = [held for held in self._held if held not in undos]
+                self.notify(
+                    "Key u not applied: the rating was not saved, so there is nothing of it "
+                    "to undo (u now undoes the rating before it).",
+                    severity="warning",
+                    timeout=8,
+                )
         self.call_later(self._apply_held)
+
+    def _action_of(self, key: str, *, enabled: bool = False) -> str | None:
+        """The name of this screen's action bound to ``key`` (only an enabled one, given
+        ``enabled``), or None."""
+        active = self.active_bindings.get(key)
+        if active is None or active.node is not self or (enabled and not active.enabled):
+            return None
+        return active.binding.action.partition("(")[0]
 
     def on_key(self, event: events.Key) -> None:
         key, time = event.key, event.time
@@ -81,10 +100,7 @@ class HeldKeys(_Screen):
         event.prevent_default()
 
     def _acts_on_card(self, key: str) -> bool:
-        active = self.active_bindings.get(key)
-        if active is None or not active.enabled or active.node is not self:
-            return False
-        return active.binding.action.partition("(")[0] in CARD_ACTIONS
+        return self._action_of(key, enabled=True) in CARD_ACTIONS
 
     def _may_act(self, held: HeldKey) -> bool:
         """False when ``held`` acts (or acted, when pressed) on a card and this card was not

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
-from textual import work
+from textual import events, work
+from textual._time import get_time  # the clock Key events are stamped with
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -73,6 +74,9 @@ class MockScreen(PrepScreen):
         background: $panel;
     }
     """
+
+    # the keys that act on the question shown: reveal it, grade it (Enter does either)
+    QUESTION_KEYS = frozenset({"enter", "ctrl+r", "1", "2", "3", "4"})
 
     BINDINGS = [
         Binding("escape", "back", "Back", tooltip="Leave the mock (grades given so far are saved)"),
@@ -220,8 +224,36 @@ class MockScreen(PrepScreen):
         if grading is not None and not card.choices:
             grading.warm()  # the model loads while the answer is typed (once per worker)
         answer.focus()
+        self._shown_at = get_time()
         self.tick()
         self.refresh_bindings()
+
+    # --- keys read before the question was shown ----------------------------------------------
+
+    _shown_at = float("-inf")  # when the question on screen was shown
+    _refused: tuple[str, ...] = ()
+
+    def on_key(self, event: events.Key) -> None:
+        """A key that acts on the question, read before this question was shown (while the last
+        grade was saving: the commit blocks the app), is refused, never given to a question the
+        learner has not seen (as on the review screen, tui/screens/held_keys.py). Textual stamps
+        a key when the terminal's bytes are read."""
+        if event.time >= self._shown_at or event.key not in self.QUESTION_KEYS:
+            return
+        event.stop()
+        event.prevent_default()
+        if not self._refused:
+            self.call_later(self._say_refused)
+        self._refused = (*self._refused, event.key)
+
+    def _say_refused(self) -> None:
+        keys, self._refused = self._refused, ()
+        self.notify(
+            f"Key{'s' if len(keys) > 1 else ''} {', '.join(keys)} not applied: pressed before "
+            "this question was shown.",
+            severity="warning",
+            timeout=6,
+        )
 
     def tick(self) -> None:
         timer = self.query_one("#mock-timer", Static)

@@ -541,6 +541,7 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
         from prep.engine.study.present import next_text
 
         deadline = time.monotonic() + self.RETRY_SECONDS
+        ok = False
         try:
             while True:
                 try:
@@ -548,6 +549,7 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
                     outcome = self.session.rate(
                         Rating(value), card_id=card.id, content_hash=card.content_hash
                     )
+                    ok = True
                     break
                 except NotCurrentCard as exc:  # never saved on another card: say so
                     self.notify(f"Not saved: {exc}", severity="error", timeout=8)
@@ -570,7 +572,7 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
                     return
         finally:
             self.saving = False
-            self.saved()  # the keys pressed meanwhile, once this ends (tui/screens/held_keys.py)
+            self.saved(ok)  # the keys pressed meanwhile, once this ends (tui/screens/held_keys.py)
         session = self.session  # when it comes back: FSRS's, or an interview plan's sooner
         when = next_text(outcome, session.plan, session.collection, session.clock())
         self._note = Text.assemble(
