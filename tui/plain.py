@@ -272,9 +272,10 @@ def grade_typed(
     """Grade a typed answer (the model worker; this may wait), print the point-by-point
     verdict and return the suggested rating and the grade; (None, None), and a line why,
     when it is not graded."""
+    from prep.tui.answertext import answer_text
     from prep.tui.grading import grade_now, suggestion, verdict_lines
 
-    if not answer.strip():
+    if not answer_text(answer):  # (zero-width characters or NUL alone: no answer)
         io.say("(no answer typed)")
         return None, None
     io.say("Grading your answer…")

@@ -72,8 +72,9 @@ class RatingBar(Horizontal):
     # each the whole bar's width, and three fall off the screen)
 
     class Rated(Message):
-        def __init__(self, rating: Rating) -> None:
+        def __init__(self, rating: Rating, pressed_at: float) -> None:
             self.rating = rating
+            self.pressed_at = pressed_at  # (KeyButton.Pressed's)
             super().__init__()
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -110,4 +111,4 @@ class RatingBar(Horizontal):
         event.stop()
         for rating, button in self.buttons.items():
             if button is event.button:
-                self.post_message(self.Rated(rating))
+                self.post_message(self.Rated(rating, event.pressed_at))
