@@ -25,6 +25,7 @@ from typing import Any
 from prep.demos.pretrained import extra
 from prep.demos.registry import DEMOS, check_kinds, names
 from prep.demos.report import Report, kinds_text, render
+from prep.demos.safetext import one_line_safe
 
 PROG = "prep demo"
 LinkedCards = Callable[[str], list[str]]
@@ -103,7 +104,7 @@ def _cards(linked_cards: LinkedCards | None, name: str) -> list[str]:
     try:
         return list(linked_cards(name))
     except Exception as exc:  # a broken deck must not break the demo
-        print(f"{PROG}: warning: could not list the cards for {name}: {exc}", file=sys.stderr)
+        _say(f"{PROG}: warning: could not list the cards for {name}: {exc}")
         return []
 
 
@@ -169,6 +170,13 @@ def unknown_name_message(name: str) -> str:
     return f"{PROG}: unknown demo {name!r}{hint} (`{PROG} --list` shows all)"
 
 
+def _say(line: str) -> None:
+    """One line on stderr (an error, a note), its control characters written as escapes: a
+    --model, a --plot path or an error quoting them comes from outside, and must not reach the
+    terminal as commands (a --model's ESC]0;... set the window title)."""
+    print(one_line_safe(line), file=sys.stderr)
+
+
 def main(argv: list[str] | None = None, *, linked_cards: LinkedCards | None = None) -> int:
     """Run the CLI; returns the exit code."""
     return run(argv, linked_cards=linked_cards)[0]
@@ -186,43 +194,41 @@ def run(
     except SystemExit as exc:  # argparse: 0 after --help, 2 on a usage error
         return (exc.code if isinstance(exc.code, int) else 2), None
     if args.list and args.name is not None:  # it was silently ignored
-        print(f"{PROG}: error: --list takes no demo name (got {args.name!r})", file=sys.stderr)
+        _say(f"{PROG}: error: --list takes no demo name (got {args.name!r})")
         return 2, None
     if args.list:
         print_list(linked_cards, as_json=args.json)
         return 0, None
     if args.name is None:
-        print(f"{PROG}: error: give a demo NAME or --list (see {PROG} --help)", file=sys.stderr)
+        _say(f"{PROG}: error: give a demo NAME or --list (see {PROG} --help)")
         return 2, None
     if args.name not in DEMOS:
-        print(unknown_name_message(args.name), file=sys.stderr)
+        _say(unknown_name_message(args.name))
         return 2, None
     if args.plot is not None and (message := _plot_problem(args.plot)):
-        print(f"{PROG}: error: --plot {args.plot}: {message}", file=sys.stderr)
+        _say(f"{PROG}: error: --plot {args.plot}: {message}")
         return 2, None
     real = DEMOS[args.name].weights == "pretrained"
     if args.model is not None and not real:
-        print(
+        _say(
             f"{PROG}: error: --model works with the real-weight demos only "
-            f"({', '.join(n for n in names() if DEMOS[n].weights == 'pretrained')})",
-            file=sys.stderr,
+            f"({', '.join(n for n in names() if DEMOS[n].weights == 'pretrained')})"
         )
         return 2, None
     if args.model is not None and not args.model.strip():  # (an unset "$MODEL": not the default)
-        print(
+        _say(
             f"{PROG}: error: --model is empty: give a checkpoint folder or hub name, or leave "
-            "--model out for the shipped all-MiniLM-L6-v2",
-            file=sys.stderr,
+            "--model out for the shipped all-MiniLM-L6-v2"
         )
         return 2, None
     if real and (missing := extra.missing(args.model)):
-        print(f"{PROG} {args.name}: {missing}", file=sys.stderr)
+        _say(f"{PROG} {args.name}: {missing}")
         return 2, None
 
     try:
         return _run_demo(args, linked_cards)
     except KeyboardInterrupt:  # 130 as a shell reports Ctrl-C; 1 would mean a check failed
-        print(f"{PROG}: interrupted", file=sys.stderr)
+        _say(f"{PROG}: interrupted")
         return 130, None
 
 
@@ -235,17 +241,14 @@ def _run_demo(
     try:
         choice = harness.select_device(args.device)
     except harness.DeviceError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
+        _say(f"{PROG}: {exc}")
         return 2, None
     # torch's intra-op threads for the machine's load, as the app's worker sets them: on 2 busy
     # cores, 2 threads spin-waiting for each other ran block-diagonal 305 s (73 CPU-s) instead
     # of ~10 s; on a quiet machine this is every core, torch's default.
     set_threads()
     if args.scale == "large" and choice.device.type == "cpu":
-        print(
-            f"{PROG}: note: --scale large is meant for a GPU; on cpu it may take minutes",
-            file=sys.stderr,
-        )
+        _say(f"{PROG}: note: --scale large is meant for a GPU; on cpu it may take minutes")
     from prep.demos.decoder.decoder import WeightsError
 
     module = importlib.import_module(DEMOS[args.name].module)
@@ -256,13 +259,13 @@ def _run_demo(
         try:
             report = module.run(scale=args.scale, device=choice, seed=args.seed, model=args.model)
         except ModelError as exc:
-            print(f"{PROG} {args.name}: {exc}", file=sys.stderr)
+            _say(f"{PROG} {args.name}: {exc}")
             return 2, None
     else:
         try:
             report = module.run(scale=args.scale, device=choice, seed=args.seed)
         except WeightsError as exc:  # the shipped decoder's files are missing or malformed
-            print(f"{PROG}: {exc}", file=sys.stderr)
+            _say(f"{PROG}: {exc}")
             return 2, None
     report.cards = _cards(linked_cards, args.name)
     print(report.to_json() if args.json else render(report), flush=True)
@@ -276,7 +279,7 @@ def _run_demo(
         try:
             write_svg(args.plot, f"prep demo {args.name}", render(report), report.figures)
         except OSError as exc:
-            print(f"{PROG}: error: --plot {args.plot}: {exc.strerror or exc}", file=sys.stderr)
+            _say(f"{PROG}: error: --plot {args.plot}: {exc.strerror or exc}")
             return 2, report
-        print(f"{PROG}: wrote {args.plot}", file=sys.stderr)
+        _say(f"{PROG}: wrote {args.plot}")
     return (0 if report.passed else 1), report

@@ -319,7 +319,9 @@ def progress(message: str) -> None:
         return
     wanted = os.environ.get("PREP_DEMO_PROGRESS") == "1" or sys.stderr.isatty()
     if wanted:
-        print(PROGRESS_PREFIX + message, file=sys.stderr, flush=True)
+        from prep.demos.safetext import one_line_safe  # (a --model name is in some)
+
+        print(PROGRESS_PREFIX + one_line_safe(message), file=sys.stderr, flush=True)
 
 
 def _device_for_dtype(choice: DeviceChoice, dtype: torch.dtype) -> DeviceChoice:

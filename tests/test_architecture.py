@@ -148,6 +148,7 @@ DEMO_TOP = {
     "hooks.py",  # the one "run with an edit of z" seam, for the decoder and pretrained models
     "registry.py",
     "report.py",
+    "safetext.py",  # text from outside made terminal-safe (demos/ may not import engine's)
     "worker.py",  # the long-lived torch-side process the app talks to (JSON lines)
 }
 

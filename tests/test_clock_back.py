@@ -111,3 +111,22 @@ def test_the_app_says_it_once() -> None:
 
     said = asyncio.run(run())
     assert sum("The clock is behind the review log" in m for m in said) == 1
+
+
+def test_last_30_days_retention_does_not_count_reviews_dated_after_today() -> None:
+    store = Store.memory()
+    ids = study_at(store, NOW - timedelta(days=90), 3, Rating.Easy)  # three cards in review
+    coll = fixed_collection()
+    ReviewSession(store, coll, clock=lambda: NOW - timedelta(days=2), queue=ids[:1]).rate(
+        Rating.Good
+    )  # one review passed in the window
+    ahead = ReviewSession(store, coll, clock=lambda: AHEAD, queue=ids[1:])
+    ahead.rate(Rating.Again)  # two lapses made "in three days", before the clock went back
+    ahead.rate(Rating.Again)
+    last_30 = stats_mod.compute(store, coll, NOW).true_retention.last_30_days
+    assert (last_30.reviews, last_30.passed) == (1, 1)  # was (3, 1): the future lapses counted
+    # on their own day they are in the window
+    later = stats_mod.compute(store, coll, AHEAD).true_retention.last_30_days
+    assert (later.reviews, later.passed) == (3, 1)
+    # the whole log keeps them all
+    assert stats_mod.compute(store, coll, NOW).true_retention.all.reviews == 3

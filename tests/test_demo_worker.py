@@ -98,6 +98,16 @@ def test_threads_follow_the_machines_load(cores: int, load: float, threads: int)
     assert threads_for_load(cores, load) == threads
 
 
+@pytest.mark.parametrize("cores", [2, 4, 16])
+def test_one_more_thread_for_each_core_the_load_leaves_free(cores: int) -> None:
+    """The headroom (cores - load) counted in cores idle 80% of the time, the same way at every
+    size: 0.5 of a core is no thread (on 2 cores at load 1.5: one thread), 0.8 is one; 1.5 cores
+    are one more thread, not two (it was rounded half to even: 1.5 -> 2, 2.5 -> 2, 0.5 -> 0)."""
+    for headroom, extra in [(0.0, 0), (0.5, 0), (0.79, 0), (0.8, 1), (1.5, 1), (1.8, 2), (2.5, 2)]:
+        load = cores - headroom
+        assert threads_for_load(cores, load) == min(cores, 1 + extra), (cores, load)
+
+
 # --------------------------------------------------------------------------- the app
 
 FAKE_WORKER = r"""

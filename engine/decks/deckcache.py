@@ -235,7 +235,7 @@ def _load(
         if store.deck_cache_format() != fmt_key:
             # written by another version of the loader, Card or the checks: nothing of it is
             # trusted, not even the (size, mtime) of an unchanged file (progress is not touched)
-            store.deck_cache_reset(fmt_key)
+            store.deck_cache_adopt(fmt_key)
         cached = store.deck_cache_files()
     else:  # the front end's scan of this open (app: _fill_first): not listed and read twice
         files, warnings, cached = scan.files, list(scan.warnings), scan.cached

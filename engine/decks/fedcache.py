@@ -73,7 +73,7 @@ def _feed(store: Store, parsed: ParsedDecks, *, retry: bool) -> CachedCollection
 
     fmt_key = dc.format_key()
     if store.deck_cache_format() != fmt_key:
-        store.deck_cache_reset(fmt_key)
+        store.deck_cache_adopt(fmt_key)
     groups: dict[str, list[Card]] = {name: [] for name in parsed.decks}
     for card in parsed.cards:
         groups.setdefault(card.deck, []).append(card)

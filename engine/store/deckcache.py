@@ -143,6 +143,21 @@ class DeckCacheStore(StoreCore):
             self._set_cache_meta("deck_assembly", None)
             self._set_cache_meta(_FORMAT_KEY, format_key)
 
+    def deck_cache_adopt(self, format_key: str) -> bool:
+        """Reset the cache unless it is kept under ``format_key`` already, asked again inside
+        the reset's transaction: two preps opening one fresh database both see no format, and
+        the second reset dropped the first one's fill (then filled again). True when reset."""
+        if self._private is not None:  # (this connection's own tables: nobody else resets them)
+            if self._cache_meta(_FORMAT_KEY) == format_key:
+                return False
+            self.deck_cache_reset(format_key)
+            return True
+        with self.transaction():  # (BEGIN IMMEDIATE: what it reads is the latest commit)
+            if self._cache_meta(_FORMAT_KEY) == format_key:
+                return False
+            self.deck_cache_reset(format_key)  # (its transaction is this one)
+            return True
+
     def deck_cache_files(self) -> dict[str, dict[str, Any]]:
         keys = ("path", "shown", "size", "mtime_ns", "sha256", "checked_ns", "ident")
         rows = self.conn.execute(f"SELECT {', '.join(keys)} FROM deck_files")

@@ -457,14 +457,22 @@ class ReviewsStore(CardsStore):
         sql = "SELECT count(*) FROM revlog" + (f" WHERE {' AND '.join(where)}" if where else "")
         return int(self.conn.execute(sql, args).fetchone()[0])
 
-    def retention_counts(self, since: datetime | None = None) -> tuple[int, int]:
-        """Reviews of cards in the Review state (since a time) and how many were not Again:
+    def retention_counts(
+        self, since: datetime | None = None, until: datetime | None = None
+    ) -> tuple[int, int]:
+        """Reviews of cards in the Review state (in [since, until)) and how many were not Again:
         true retention."""
-        if since is None:  # the whole log: review_tally's few rows (schema v13)
+        if since is None and until is None:  # the whole log: review_tally's few rows (schema v13)
             return self._tallied(int(State.Review))
         sql = "SELECT count(*), coalesce(sum(rating > 1), 0) FROM revlog WHERE prev_state = ?"
-        sql += " AND at >= ?"
-        n, passed = self.conn.execute(sql, [int(State.Review), to_us(since)]).fetchone()
+        args: list[int] = [int(State.Review)]
+        if since is not None:
+            sql += " AND at >= ?"
+            args.append(to_us(since))
+        if until is not None:
+            sql += " AND at < ?"
+            args.append(to_us(until))
+        n, passed = self.conn.execute(sql, args).fetchone()
         return int(n), int(passed)
 
     def _tallied(self, ps: int) -> tuple[int, int]:

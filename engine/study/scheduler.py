@@ -14,7 +14,6 @@ from __future__ import annotations
 import random
 import re
 import zlib
-from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from datetime import date, datetime, timedelta
 from typing import Any, TypeGuard
@@ -23,6 +22,15 @@ import fsrs
 from fsrs.scheduler import FUZZ_RANGES
 
 from prep.engine.study import onepass
+from prep.engine.study.settingtext import (
+    _DATE,
+    _DECKS,
+    _LEVEL,
+    _NUMBER,
+    _STEPS,
+    _WHOLE,
+    parse_text,
+)
 from prep.engine.timeutil import to_utc
 
 Rating = fsrs.Rating
@@ -38,42 +46,6 @@ MAX_STEP_MIN = 36500 * 24 * 60  # a learning step of at most 100 years, in minut
 MAX_INTERVAL_DAYS = 36500  # fsrs's own default maximum: 100 years
 LEVELS = ("basics", "core", "advanced")  # the curriculum's levels, in order (a card's `level:`)
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
-def _items(text: str) -> list[str]:
-    """The items of a list setting, separated by commas or spaces ("1,10", "1, 10", "1 10"):
-    spaces were removed first, which made Anki's "1 10" the one step 110."""
-    return [part for part in re.split(r"[,\s]+", text) if part]
-
-
-def _minutes(text: str) -> tuple[float, ...]:
-    """Learning steps as minutes, comma-separated: "1,10" (Anki's default is 1m 10m)."""
-    return tuple(float(part) for part in _items(text))
-
-
-# How a setting is read from text (`prep config KEY VALUE`), and what a bad value is not: a
-# field's metadata, so that a new setting brings its own parse type (no table elsewhere).
-_NUMBER = {"parse": float, "words": "a number"}
-_WHOLE = {"parse": int, "words": "a whole number"}
-_STEPS = {"parse": _minutes, "words": "minutes like 1,10"}
-
-
-def _none_or(convert: Callable[[str], Any]) -> Callable[[str], Any]:
-    """A setting that `none` (or `all`) clears (interview_date, plan_decks)."""
-
-    def read(text: str) -> Any:
-        return None if text.strip().lower() in ("none", "all", "") else convert(text.strip())
-
-    return read
-
-
-def _deck_names(text: str) -> tuple[str, ...]:
-    return tuple(_items(text))
-
-
-_DATE = {"parse": _none_or(str), "words": "a date (YYYY-MM-DD) or none"}
-_DECKS = {"parse": _none_or(_deck_names), "words": "deck names like wo-core,wo-systems or all"}
-_LEVEL = {"parse": str, "words": "a level"}
 
 
 @dataclass(frozen=True)
@@ -113,10 +85,7 @@ class Settings:
         meta = cls.__dataclass_fields__[key].metadata if key in cls.settable() else None
         if meta is None:
             raise KeyError(key)
-        try:
-            return meta["parse"](text)
-        except ValueError:
-            raise ValueError(f"{key}: {text!r} is not {meta['words']}") from None
+        return parse_text(key, text, meta)
 
     def to_dict(self) -> dict:
         return {

@@ -74,8 +74,8 @@ def compute(
     (the caller's registry; engine knows no demos). A run of any other name (say, imported
     from a file) is listed as unknown and never counted as verified."""
 
-    def retention(start: datetime | None) -> Retention:
-        n, passed = store.retention_counts(start)
+    def retention(start: datetime | None, end: datetime | None = None) -> Retention:
+        n, passed = store.retention_counts(start, end)
         return Retention(reviews=n, passed=passed, rate=(passed / n) if n else None)
 
     # Reviews per study day for the last `history_days` days (oldest first).
@@ -142,7 +142,9 @@ def compute(
             today=store.count_reviews(*today_span(now)), total=store.count_reviews(since)
         ),
         true_retention=TrueRetention(
-            all=retention(since), last_30_days=retention(study_day_start(now, -30))
+            all=retention(since),
+            # up to today's end: a review dated after it (the clock went back) is its day's
+            last_30_days=retention(study_day_start(now, -30), today_span(now)[1]),
         ),
         desired_retention=store.settings().desired_retention,
         due=due,

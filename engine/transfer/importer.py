@@ -31,7 +31,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +116,31 @@ def _differences(a: dict[str, Any], b: dict[str, Any], keys: Iterable[str]) -> l
 _REVIEW_FACTS = ("card_id", "reviewed_at", "rating", "duration_ms")  # a review, not its states
 
 
-def _check_file(data: ExportData) -> None:
+# how far after this machine's clock a review in a file may be dated: a review made where the
+# clock ran a few hours fast, or stored in local time as if it were UTC (at most 14 hours off),
+# still imports; a year-9000 review (a damaged or edited file) would outlive every real one
+AHEAD = timedelta(days=1)
+
+
+def _dated_ahead(data: ExportData, newest: tuple[str, int] | None, limit: datetime) -> str | None:
+    """The first time in the file after ``limit`` ("reviews[3]: reviewed_at ..."), or None: a
+    review's, a mark's or an undo's clock, the settings' clock (a clock from year 9000 would
+    win every later change of the mark or the settings, here and on every synced device)."""
+    times: list[tuple[str, str | None]] = []
+    if newest is not None:
+        times.append((f"reviews[{newest[1]}]: reviewed_at", newest[0]))
+    times += [(f"marks[{i}]: at", m.get("at")) for i, m in enumerate(data.marks)]
+    times += [(f"undone[{i}]: at", u.get("at")) for i, u in enumerate(data.undone)]
+    if data.settings_clock is not None:
+        times.append(("settings_clock: at", data.settings_clock.get("at")))
+    for where, text in times:
+        at = parse(text) if text else None
+        if at is not None and at > limit:
+            return f"{where} {text}"
+    return None
+
+
+def _check_file(data: ExportData, now: datetime) -> None:
     src = data.source
     seen: set[str] = set()
     for i, c in enumerate(data.cards):
@@ -128,6 +152,12 @@ def _check_file(data: ExportData) -> None:
         ids = ReviewIds(_review_key)
         for i, r in enumerate(data.reviews):
             ids.add(i, r)
+    ahead = _dated_ahead(data, ids.newest, now + AHEAD)
+    if ahead is not None:
+        raise ExportError(
+            f"{src}: {ahead} is more than a day after this machine's clock ({fmt(now)}): a "
+            "damaged or edited file, or this clock is behind; nothing imported"
+        )
     unknown = ids.unknown_card(seen)
     repeat = ids.repeat(data.reviews)
     if unknown is not None and (repeat is None or unknown[0] <= repeat[0]):
@@ -262,7 +292,7 @@ def import_data(
     ({merged-away id: kept id}, CachedCollection.aliases): rows naming an old id land on the
     card that kept it, as the store's own progress did (engine/aliases.py)."""
     now = now or utcnow()
-    _check_file(data)
+    _check_file(data, now)
     if aliases:
         from prep.engine.decks.aliases import map_export
 
@@ -422,9 +452,15 @@ def _log_newest(store: Store, rid: int | None, review: dict[str, Any]) -> bool:
     )
 
 
-def import_file(store: Store, path: Path, aliases: Mapping[str, str] | None = None) -> ImportResult:
+def import_file(
+    store: Store,
+    path: Path,
+    aliases: Mapping[str, str] | None = None,
+    now: datetime | None = None,
+) -> ImportResult:
     """Import the export at ``path``: its reviews are read twice, checked (and compared with
-    what is held here) in the first reading, merged in the second; nothing is held per review."""
+    what is held here) in the first reading, merged in the second; nothing is held per review.
+    ``now``: this machine's clock (a review dated over a day after it is refused)."""
     held: list[_Held] = []
 
     def watch() -> Callable[[dict[str, Any], int], None]:
@@ -433,4 +469,6 @@ def import_file(store: Store, path: Path, aliases: Mapping[str, str] | None = No
 
     with store.transaction():
         data = read_export(Path(path), watch)
-        return import_data(store, data, aliases=aliases, held_here=held[0] if held else None)
+        return import_data(
+            store, data, now=now, aliases=aliases, held_here=held[0] if held else None
+        )

@@ -45,9 +45,13 @@ class ReviewIds:
         self.first: dict[str, int] = {}  # card id -> the first review that names it
         self.hashes: set[int] = set()
         self.repeated: set[int] = set()  # hashes seen twice (the same review, or by chance)
+        self.newest: tuple[str, int] | None = None  # the latest reviewed_at, and its first row
 
     def add(self, i: int, review: Row) -> None:
         self.first.setdefault(review["card_id"], i)
+        at = review["reviewed_at"]  # (fixed-width UTC text: ordered as the times are)
+        if self.newest is None or at > self.newest[0]:
+            self.newest = (at, i)
         h = hash(self.key(review))
         if h in self.hashes:
             self.repeated.add(h)

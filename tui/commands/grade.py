@@ -48,6 +48,7 @@ def grade(
     from prep.engine.decks.deck import one_line_safe
     from prep.engine.decks.rubric import card_rubric, suggest_rating
     from prep.engine.transfer.jsonout import json_safe
+    from prep.tui.answertext import answer_text
     from prep.tui.grading import RATING_NAMES, SYMBOL
 
     if card_id is not None and (rubric_path or answers_path):
@@ -86,7 +87,7 @@ def grade(
         raise UsageError(f"card {card.id} has no usable rubric: {found.problem}")
     rubric = Rubric.from_texts(card.prompt, found.points)
     answer = _stdin() if not sys.stdin.isatty() else _prompt(card.prompt)
-    if not answer.strip():
+    if not answer_text(answer):  # (only zero-width characters or NUL: no answer either)
         raise UsageError("no answer: type it on standard input (end with Ctrl-D)")
     if len(answer) > batch.MAX_ANSWER_CHARS:
         raise UsageError(f"the answer is longer than {batch.MAX_ANSWER_CHARS} characters")

@@ -10,6 +10,13 @@ card was saving, or while the database was blocking the app, is never given to t
 the learner has not seen; it is reported instead. If the save fails, the card stays and a rating
 pressed meanwhile applies to it (it was on screen when the key was pressed).
 
+A click on the rating bar is a key press by other means (Anki answers a click and its key through
+one path), so it follows the same rule: held as the key it mirrors, applied after the save if its
+card is still on screen, refused in the same one line if not (it was dropped silently before).
+q and ctrl+c are held too: prep quits once the rating is saved, saying so meanwhile (a held ctrl+c
+was lost: its first binding is the screen's copy). If the save fails (the database stayed busy for
+the ten seconds), prep does not quit: it says the rating was not saved, and the next q quits.
+
 The press time is the Key event's own (Textual stamps it when the terminal's bytes are read, on
 the same monotonic clock as ``get_time``), so this also holds for keys read while the event loop was
 blocked in a commit: they reach the screen after the next card is set up, and are refused there.
@@ -32,6 +39,9 @@ else:
 CARD_ACTIONS = frozenset(
     {"rate", "take", "primary", "reveal", "show_choices", "pick", "mark", "type_answer", "demo"}
 )
+# keys that quit prep from anywhere: held during a save like any key, so the rating is saved
+# first; said at once, since a quit that waits looks like one ignored (a held ctrl+c was dropped)
+QUIT_KEYS = frozenset({"q", "ctrl+c"})
 
 
 @dataclass(frozen=True)
@@ -42,9 +52,12 @@ class HeldKey:
     character: str | None
     time: float
     on_card: bool
+    clicked: str | None = None  # a click on this button (its label), held as the key it mirrors
 
     @property
     def label(self) -> str:
+        if self.clicked is not None:
+            return f"click on {self.clicked}"
         printable = self.character and self.character.isprintable() and self.character.strip()
         return self.character if printable and self.character else self.key
 
@@ -60,14 +73,17 @@ class HeldKeys(_Screen):
         super().__init__()
         self._held: list[HeldKey] = []
         self._shown_at = float("-inf")  # when the card on screen was shown
+        self._unsaved = False  # the last save ended without saving (a quit held meanwhile waits)
 
     def card_shown(self) -> None:
         self._shown_at = get_time()
 
     def saved(self, ok: bool = True) -> None:
-        """The save ended: apply the held keys (after what the save does next, e.g. the next
-        card shown). When it failed (``ok`` False) there is no rating of it to undo: a held
-        undo is refused, never given to the rating before it (another card's)."""
+        """The save ended (``ok``: the rating is saved): apply the held keys (after what the
+        save does next, e.g. the next card shown). When it failed there is no rating of it to
+        undo: a held undo is refused, never given to the rating before it (another card's); a
+        held quit waits for the learner (``_apply_held``)."""
+        self._unsaved = not ok
         if not ok:
             undos = [held for held in self._held if self._action_of(held.key) == "undo"]
             if undos:
@@ -92,12 +108,29 @@ class HeldKeys(_Screen):
         key, time = event.key, event.time
         if self.saving or self._held:  # (later keys wait behind the held ones: order kept)
             self._held.append(HeldKey(key, event.character, time, self._acts_on_card(key)))
+            if key in QUIT_KEYS and self.saving:
+                self.notify("Quitting once this rating is saved…", timeout=4)
         elif time >= self._shown_at or not self._acts_on_card(key):
             return  # (the usual case: one comparison, the bindings not asked)
         else:
             self._refused([HeldKey(key, event.character, time, True)])
         event.stop()
         event.prevent_default()
+
+    def held_click(self, key: str, label: str, time: float) -> bool:
+        """A click on a button of the card that mirrors ``key`` (a rating, Show answer), pressed at
+        ``time``: True when it is held (a save is running: it applies after, as the key would) or
+        refused (its card was gone when it came); False when the caller should act on it now.
+        A click is a key press by other means (Anki answers both through one path), so it gets
+        the key's rule; dropping it silently left the learner unsure what was rated."""
+        held = HeldKey(key, None, time, True, clicked=label)
+        if self.saving or self._held:
+            self._held.append(held)
+        elif time < self._shown_at:  # read while a commit blocked the app: meant for the last card
+            self._refused([held])
+        else:
+            return False
+        return True
 
     def _acts_on_card(self, key: str) -> bool:
         return self._action_of(key, enabled=True) in CARD_ACTIONS
@@ -112,8 +145,10 @@ class HeldKeys(_Screen):
     def _refused(self, keys: list[HeldKey]) -> None:
         if keys:
             names = ", ".join(held.label for held in keys)
+            clicks = sum(held.clicked is not None for held in keys)
+            noun = "Key" if not clicks else "Click" if clicks == len(keys) else "Keys and click"
             self.notify(
-                f"Key{'s' if len(keys) > 1 else ''} {names} not applied: pressed before this card "
+                f"{noun}{'s' if len(keys) > 1 else ''} {names} not applied: pressed before this card "
                 "was shown (while the last rating was saving).",
                 severity="warning",
                 timeout=6,
@@ -130,6 +165,20 @@ class HeldKeys(_Screen):
             held = self._held.pop(0)
             if not self._may_act(held):
                 refused.append(held)
+                continue
+            if held.key in QUIT_KEYS and self._unsaved:
+                # pressed to quit once the rating was saved, and it was not: quitting would drop
+                # it unseen; the learner decides (the next q quits)
+                self._unsaved = False
+                self.notify(
+                    "Not quit: your rating was not saved. Rate the card again, or press "
+                    f"{held.label} again to quit without it.",
+                    severity="warning",
+                    timeout=10,
+                )
+                continue
+            if held.key == "ctrl+c":  # (its first binding is the screen's copy: nothing selected)
+                await self.app.run_action("app.help_quit")
                 continue
             active = self.active_bindings.get(held.key)
             if active is not None and active.enabled:

@@ -32,6 +32,7 @@ from prep.engine.study.present import (
 )
 from prep.engine.study.scheduler import RATING_NAMES, Rating
 from prep.engine.timeutil import Clock, utcnow
+from prep.tui.answertext import answer_text
 from prep.tui.base import PrepScreen
 from prep.tui.mocktext import mock_summary_lines, took_text
 from prep.tui.widgets.text import Static
@@ -325,7 +326,7 @@ class MockScreen(PrepScreen):
             return
         step = mock.step
         assert step is not None
-        typed = self.query_one("#mock-answer", Input).value.strip()
+        typed = answer_text(self.query_one("#mock-answer", Input).value)
         letters = CHOICE_LETTERS[: len(step.card.choices)]
         picked = bool(letters) and len(typed) == 1 and typed.lower() in letters
         if picked:
@@ -406,7 +407,7 @@ class MockScreen(PrepScreen):
         q quits and Esc leaves the mock); otherwise leave the mock, asking first when a typed
         answer would be thrown away."""
         box = self.query_one("#mock-answer", Input)
-        typed = box.value.strip()
+        typed = answer_text(box.value)
         if box.has_focus and typed:
             self.set_focus(None)  # what was typed stays (the footer says: Esc Back, q Quit)
             return

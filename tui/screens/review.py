@@ -8,9 +8,9 @@ runs the linked demo only after. The footer follows the card: it lists the keys 
 something now. Every rating is committed by the engine before the next card is shown; a
 rating that cannot be saved (a locked database) is reported and nothing advances.
 
-Size: about 610 lines: the screen's states (front, red flag's choices, answer box, revealed,
-saving) and the keys valid in each live together so that check_action can say what each key
-does now. The typed answer's box already lives in tui/screens/typed_answer.py; the next split
+Size: about 600 lines (its text helpers in review_text.py): the screen's states (front, red
+flag's choices, answer box, revealed, saving) and the keys valid in each live together so that
+check_action can say what each key does now. The typed answer's box already lives in tui/screens/typed_answer.py; the next split
 is the revealed side (answer, demo line, rating bar).
 """
 
@@ -37,54 +37,14 @@ from prep.engine.study.session import NotCurrentCard, ReviewSession
 from prep.tui.base import PrepScreen
 from prep.tui.cardtext import card_text, inline_text, warm_up
 from prep.tui.screens.held_keys import HeldKeys
+from prep.tui.screens.review_text import KIND_LABELS, back_markdown, demo_line
 from prep.tui.screens.typed_answer import TypedAnswer
 from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.key_button import KeyButton
 from prep.tui.widgets.text import Static
 
 if TYPE_CHECKING:
-    from prep.engine.study.present import DemoLink, Section
     from prep.tui.widgets.rating_bar import RatingBar
-
-KIND_LABELS = {
-    "recall": "recall",
-    "choice": "multiple choice",
-    "red-flag": "red flag: which answer signals junior thinking?",
-    "follow-up": "follow-up",
-}
-
-
-def back_markdown(sections: list[Section]) -> str:
-    """The answer side as Markdown; the demos section is left to the demo link below it."""
-    parts = []
-    for section in sections:
-        if section.key == "answer":
-            parts.append(section.text)
-        elif section.key == "correct":
-            parts.append(f"**{section.label}: {section.text}**")
-        elif section.key == "bullets":
-            parts.append(f"**{section.label}:**\n\n" + "\n".join(f"- {b}" for b in section.items))
-        elif section.key == "sources":
-            parts.append(f"*{section.label}:* " + "; ".join(section.items))
-        elif section.key != "demos":  # why, analogy
-            parts.append(f"**{section.label}.** {section.text}")
-    return "\n\n".join(parts)
-
-
-def demo_line(links: tuple[DemoLink, ...]) -> Text:
-    """`r  run the demo NAME`, its latest run and its claim; with several demos, their names
-    (r asks which one)."""
-    if len(links) > 1:
-        line = Text.assemble(("r", "bold reverse"), f"  run one of {len(links)} demos: ")
-        line.append(", ".join(link.name for link in links), style="bold")
-        return line
-    first = links[0]
-    line = Text.assemble(("r", "bold reverse"), "  run the demo ", (first.name, "bold"))
-    line.append(f"  ({first.last_run()})", style="dim")
-    if first.claim:
-        line.append(f"\n{first.claim}", style="dim")
-    return line
-
 
 WARM_UP_SECONDS = 0.3
 
@@ -230,9 +190,10 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
     def show_card(self) -> None:
         """Show the session's current card, front side; or the summary when it is done."""
         syncer = getattr(self.prep, "syncer", None)
-        if syncer is not None:  # what a sync brought: applied between cards; the first
-            syncer.between_cards()  # sync starts once the first card is on screen
-            self._after_first_frame(syncer.start)
+        if syncer is not None:  # what a sync brought: applied between cards (a card studied
+            if syncer.between_cards():  # elsewhere leaves the queue); the first sync starts
+                self.session.take_in_changes()
+            self._after_first_frame(syncer.start)  # once the first card is on screen
         card = self.session.current
         for notice in self.session.take_notices():
             self.notify(notice, severity="warning", timeout=10)
@@ -537,7 +498,7 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
     async def save_rating(self, value: int, card: Card) -> None:
         """Commit the rating; while another prep holds the write lock, retry on a timer (the
         screen stays live and says so) for up to RETRY_SECONDS, then give up saying so."""
-        from prep.engine.study.present import spoken_interval
+        from prep.engine.study.present import next_text
 
         deadline = time.monotonic() + self.RETRY_SECONDS
         ok = False
@@ -572,18 +533,25 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
         finally:
             self.saving = False
             self.saved(ok)  # the keys pressed meanwhile, once this ends (tui/screens/held_keys.py)
+        session = self.session  # when it comes back: FSRS's, or an interview plan's sooner
+        when = next_text(outcome, session.plan, session.collection, session.clock())
         self._note = Text.assemble(
             ("Saved: ", "dim"),
             (RATING_NAMES[outcome.rating], "bold"),
-            (f", next in {spoken_interval(outcome.interval)} (u undoes)", "dim"),
+            (f", {when} (u undoes)", "dim"),
         )
         self.show_card()
 
     def on_rating_bar_rated(self, event: RatingBar.Rated) -> None:
-        self.action_rate(int(event.rating))
+        # a click is its key by other means: held during a save as the key is (held_keys.py)
+        rating = event.rating
+        if not self.held_click(str(int(rating)), RATING_NAMES[rating], event.pressed_at):
+            self.action_rate(int(rating))
 
     def on_key_button_pressed(self, event: KeyButton.Pressed) -> None:
-        if event.button.id == "reveal" and not self.submit_box():
+        if event.button.id != "reveal" or self.held_click("enter", "Show answer", event.pressed_at):
+            return
+        if not self.submit_box():
             self.action_primary()  # a red flag's choices first, then the answer
 
     def action_undo(self) -> None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual import work
 
+from prep.tui.answertext import answer_text
 from prep.tui.widgets.text import Static
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ class TypedAnswer:
     def on_answer_box_left(self, event: AnswerBox.Left) -> None:
         event.stop()
         screen: Any = self
-        if not event.answer.strip():
+        if not answer_text(event.answer):
             self._close_box()
             return
         from prep.tui.screens.confirm import Confirm
@@ -104,7 +105,7 @@ class TypedAnswer:
         typed: close the box). True when the box was open."""
         if self._box is None:
             return False
-        text = self._box.text.strip()
+        text = answer_text(self._box.text)
         if text:
             from prep.tui.widgets.answer_box import AnswerBox
 

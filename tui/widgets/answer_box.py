@@ -14,6 +14,8 @@ from textual import events
 from textual.message import Message
 from textual.widgets import TextArea
 
+from prep.tui.answertext import answer_text
+
 MAX_CHARS = 20_000
 
 
@@ -47,8 +49,9 @@ class AnswerBox(TextArea):
         if event.key == "enter":
             event.stop()
             event.prevent_default()
-            if self.text.strip():
-                self.post_message(self.Submitted(self, self.text.strip()[:MAX_CHARS]))
+            typed = answer_text(self.text)  # (zero-width characters alone: nothing typed)
+            if typed:
+                self.post_message(self.Submitted(self, typed[:MAX_CHARS]))
             return
         if event.key == "escape":
             event.stop()

@@ -57,8 +57,11 @@ class KeyButton(Static, can_focus=False):
     ACTIVE_SECONDS = 0.2  # the pressed look after a click, as Textual's Button
 
     class Pressed(Message):
-        def __init__(self, button: KeyButton) -> None:
+        def __init__(self, button: KeyButton, pressed_at: float) -> None:
             self.button = button
+            # the Click's time (Textual stamps a mouse event when it reaches the widget; a
+            # click read while a commit blocked the app meets the old, hidden button: dropped)
+            self.pressed_at = pressed_at
             super().__init__()
 
     def __init__(self, label: str, *, variant: str = "default", id: str | None = None) -> None:
@@ -82,4 +85,4 @@ class KeyButton(Static, can_focus=False):
             return
         self.add_class("-active")
         self.set_timer(self.ACTIVE_SECONDS, lambda: self.remove_class("-active"))
-        self.post_message(self.Pressed(self))
+        self.post_message(self.Pressed(self, event.time))

@@ -1,0 +1,18 @@
+"""Text from outside (a model name, a file path, an error quoting one) made safe to print on a
+terminal: demos/ may not import engine/ (engine/decks/deck.py has the same rule for the rest of
+prep), so the demos' command line and progress lines take it from here.
+
+``one_line_safe``: every control character (newline, tab, ESC, C1 such as CSI \\x9b) written as
+its escape, so the text is one line the terminal shows and never obeys.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ANY_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def one_line_safe(text: str) -> str:
+    """``text`` with every control character written as its Python escape (\\x1b, \\n)."""
+    return _ANY_CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
