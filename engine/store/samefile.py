@@ -47,9 +47,11 @@ def identity(path: Path) -> Identity | None:
     return (st.st_dev, st.st_ino)
 
 
-def changed(path: Path, known: Identity) -> str | None:
+def changed(path: Path | None, known: Identity) -> str | None:
     """ "removed" or "replaced" when ``path`` no longer names the file ``known``, else None (a
     stat that fails otherwise, e.g. a folder made unreadable, is left to SQLite's own errors)."""
+    if path is None:
+        return None
     try:
         st = os.stat(path)
     except FileNotFoundError:
