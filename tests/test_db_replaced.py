@@ -165,3 +165,34 @@ def test_plain_quiz_says_so_and_exits_2_instead_of_saved(
     assert "Traceback" not in result.output
     (copy,) = _rescued(db)
     assert _reviews(copy) == 1
+
+
+@pytest.mark.usefixtures("utc_local_time")
+def test_the_app_shows_not_saved_and_keeps_the_card(tmp_path: Path) -> None:
+    """In the app: a notice, the card stays, nothing shown as saved."""
+    import asyncio
+
+    from prep.tui.testing import make_app
+    from tests.test_tui import text_of, wait_until
+
+    db = tmp_path / "prep.db"
+    store = Store.open(db)
+    app = make_app(store=store)
+
+    async def go() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("enter", "space")
+            screen = app.screen
+            card = screen.card
+            db.unlink()
+            await pilot.press("3")
+            await wait_until(pilot, lambda: not screen.saving)
+            assert screen.card is card and screen.revealed
+            notes = [str(n.message) for n in app._notifications]
+            assert any("was removed while prep was running" in n for n in notes), notes
+            assert "Not saved; the card stays. Restart prep" in text_of(app, "#hint")
+            assert "Saved:" not in text_of(app, "#hint")
+
+    asyncio.run(go())
+    assert store.conn.execute("SELECT count(*) FROM reviews").fetchone()[0] == 0
+    assert len(_rescued(db)) == 1
