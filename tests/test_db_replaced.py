@@ -196,3 +196,22 @@ def test_the_app_shows_not_saved_and_keeps_the_card(tmp_path: Path) -> None:
     asyncio.run(go())
     assert store.conn.execute("SELECT count(*) FROM reviews").fetchone()[0] == 0
     assert len(_rescued(db)) == 1
+
+
+def test_a_restore_into_a_file_removed_meanwhile_is_refused_before_writing(tmp_path: Path) -> None:
+    """backup.restore copies through SQLite's backup API (no transaction of the store's): it
+    checks the file first, so the backup is not restored into a removed file."""
+    db = tmp_path / "prep.db"
+    store = Store.open(db)
+    store.set_mark("x", Mark(flagged=True))
+    made = backup.make(store, "manual")
+    assert made is not None
+    store.set_mark("y", Mark(flagged=True))
+    db.unlink()
+    with pytest.raises(StoreError, match="removed while prep was running"):
+        backup.restore(store, made.name)
+    assert store.mark("y").flagged  # the open file was not overwritten by the backup
+    (copy,) = _rescued(db)
+    with sqlite3.connect(copy) as conn:
+        assert conn.execute("SELECT count(*) FROM card_marks").fetchone()[0] == 2
+    store.close()
