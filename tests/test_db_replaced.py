@@ -215,3 +215,29 @@ def test_a_restore_into_a_file_removed_meanwhile_is_refused_before_writing(tmp_p
     with sqlite3.connect(copy) as conn:
         assert conn.execute("SELECT count(*) FROM card_marks").fetchone()[0] == 2
     store.close()
+
+
+@pytest.mark.usefixtures("utc_local_time")
+def test_the_app_says_so_at_its_heartbeat_before_any_rating(tmp_path: Path) -> None:
+    import asyncio
+
+    from prep.tui.testing import make_app
+
+    db = tmp_path / "prep.db"
+    store = Store.open(db)
+    app = make_app(store=store)
+
+    async def go() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            other = tmp_path / "other.db"
+            Store.open(other).close()
+            os.replace(other, db)
+            app.announce()  # (what the 30-second heartbeat runs)
+            app.announce()
+            await pilot.pause()
+            notes = [str(n.message) for n in app._notifications]
+            told = [n for n in notes if "was replaced while prep was running" in n]
+            assert len(told) == 1, notes
+
+    asyncio.run(go())
