@@ -121,9 +121,11 @@ _ALL = [
         "dla",
         "In the shipped decoder (no LayerNorm) the logits are exactly the sum of the direct path, "
         "each head's z_h W_O^h W_U and the biases, and with a final LayerNorm too once each part "
-        "is centred and divided by the frozen sigma; the layer-0 head whose ablation costs most "
-        "has a direct attribution of at most a quarter of its effect (it works through layer 1), "
-        "and under a final LayerNorm frozen-scale attribution overstates what removing a "
+        "is centred and divided by the frozen sigma; at each of three seeds the layer-0 head whose "
+        "ablation costs most has a direct attribution of at most a quarter of its effect (it "
+        "works through layer 1), "
+        "and under a final LayerNorm (added to the decoder, which was trained without one) "
+        "frozen-scale attribution overstates what removing a "
         "layer-1 head does (LayerNorm recomputed): over three seeds, the least overstated head's "
         "95% interval lies beyond every disagreement the same heads show without a LayerNorm.",
         weights="trained-here",
@@ -135,7 +137,8 @@ _ALL = [
         "duplicate-token head (at least half its attention on the current token's earlier "
         "occurrence) feeds the queries of layer-1 induction heads (at least half their attention "
         "on the token after it) with a Q-composition above every shuffled-weight score; removing "
-        "layer 0's writes from layer 1's queries alone costs at least 0.2 of in-context accuracy, "
+        "that head's write from layer 1's queries alone costs at least 0.2 of in-context "
+        "accuracy, and removing all of layer 0's writes from them at least 0.2 too, "
         "more than removing them from its keys and its values together and more than half of "
         "removing them from all three paths, from its values alone less than 0.2; "
         "the induction heads are redundant (together they cost at least 0.2, and more than "

@@ -13,7 +13,7 @@ import pytest
 from prep.demos import harness, hooks
 from prep.demos._torch import torch
 from prep.demos.decoder import decoder, train_decoder
-from prep.demos.registry import DEMOS
+from prep.demos.registry import DEMOS, check_kinds
 from prep.demos.synthetic import attention as attn
 
 CPU = torch.device("cpu")
@@ -149,6 +149,24 @@ def test_dla_measurements_fail_when_their_claims_do() -> None:
     assert checks[0].passed and checks[1].passed and not any(c.passed for c in checks[2:]), checks
 
 
+def test_dla_layer0_check_holds_at_every_seed_and_fails_at_any_one() -> None:
+    """'Mostly indirect' is measured at each shipped seed (audit11): the other seeds' most costly
+    layer-0 head is found the same way as seed 0's, and one seed whose head acts directly fails
+    the check although seed 0 still passes."""
+    mod, setup = dla_setup()
+    first = mod.most_costly_layer0(setup.obs)
+    top0 = (0, setup.top0)
+    assert first[0] == setup.top0
+    assert first[1] == pytest.approx(abs(setup.dla[top0]) / setup.ablation[top0], rel=1e-9)
+    assert len(setup.indirect_others) == 2
+    layer0 = next(c for c in mod.check(setup) if c.name.startswith("the layer-0 head"))
+    assert layer0.passed and "worst of 3 seeds" in layer0.name
+    head, _ = setup.indirect_others[-1]
+    setup.indirect_others[-1] = (head, 0.9)  # seed 2's head now writes most of its effect
+    layer0 = next(c for c in mod.check(setup) if c.name.startswith("the layer-0 head"))
+    assert not layer0.passed
+
+
 def test_dla_overstatement_bar_is_the_t_interval_beyond_the_no_layernorm_null() -> None:
     """The LayerNorm check (demos/BARS.md): the 95% t-interval over seeds of the least overstated
     head's ratio must lie beyond 1 + the largest disagreement without a LayerNorm. Fails for a
@@ -206,7 +224,7 @@ def test_induction_counterexample_fails_every_check_but_no_value_path() -> None:
     passed = [c.passed for c in checks]
     # 'mainly Q' (checks 4 and 5) compares path drops that are all noise at initialisation:
     # whichever way they fall, the large-drop check on the queries path (3) fails.
-    assert passed[:4] == [False] * 4 and passed[6:] == [True, False, False], checks
+    assert passed[:4] == [False] * 4 and passed[6:] == [True, False, False, False], checks
 
 
 def test_induction_path_checks_fail_when_keys_or_values_carry_the_job() -> None:
@@ -280,6 +298,36 @@ def test_induction_redundancy_fails_for_independent_heads() -> None:
     assert not mod.check(setup)[8].passed
     last.drop_singles = []  # no induction head to remove one at a time
     assert not mod.check(setup)[8].passed
+
+
+def test_named_path_check_fails_when_the_claim_names_a_head_the_queries_do_not_read() -> None:
+    """The claim names one layer-0 head (the duplicate-token head) as what layer 1's queries
+    read. Removing only that head from the queries costs a large drop; naming instead the
+    layer-0 head with the least duplicate-token attention, removed from the queries alone, costs
+    little, and the check fails (audit11)."""
+    mod, setup = induction_setup()
+    named = mod.check(setup)[-1]
+    assert named.name.startswith("the named path alone") and named.passed, named
+    model_cfg, params, _ = decoder.load()
+    obs = decoder.observe(model_cfg, params, 256, harness.make_generator(CPU, 1))
+    first = setup.seeds[0]
+    wrong = int(first.circuit.duplicate.argmin())
+    assert mod.named_path_drop(obs, first.dup) >= mod.DROP_BAR
+    first.dup_q_drop = mod.named_path_drop(obs, wrong)
+    assert first.dup_q_drop < mod.DROP_BAR
+    assert not mod.check(setup)[-1].passed
+
+
+def test_path_ablation_of_every_head_by_name_is_the_whole_layer() -> None:
+    from prep.demos.decoder import circuit
+
+    cfg, params, _ = decoder.load()
+    data = decoder.copy_batch(cfg, 8, torch.Generator().manual_seed(0))
+    every = circuit.PathAblation(params, data.tokens).logits(("q",))
+    named = circuit.PathAblation(params, data.tokens, heads=list(range(cfg.n_heads)))
+    torch.testing.assert_close(named.logits(("q",)), every)
+    one = circuit.PathAblation(params, data.tokens, heads=[0]).logits(("q",))
+    assert not torch.allclose(one, every)
 
 
 def test_path_ablation_keeps_the_model_when_no_path_is_removed() -> None:
@@ -604,11 +652,28 @@ def test_no_wo_ov_rank_head_weighting_counterexamples_fail_every_check() -> None
 
 
 def test_every_check_of_these_demos_is_labelled() -> None:
-    """The decoder demos measure; their pass/fail is not by construction (dla's split excepted)."""
+    """The decoder demos measure; their pass/fail is not by construction (dla's split excepted).
+    learned-suppression's "the loss fell" rows say only that training worked: sanity (audit11)."""
     for name in ("induction", "ov-copying", "learned-suppression"):
         mod = module(name)
         setup = mod.counterexample(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0))
-        assert all(c.kind == harness.MEASUREMENT for c in mod.check(setup)), name
+        for c in mod.check(setup):
+            precondition = "held-out loss after / before" in c.name
+            want = harness.SANITY if precondition else harness.MEASUREMENT
+            assert c.kind == want, (name, c.name, c.kind)
+            assert not precondition or name == "learned-suppression"
+
+
+def test_learned_suppression_loss_rows_are_sanity_and_the_rest_measure() -> None:
+    """A check that any trainable layer passes on a learnable task (its loss fell) is not
+    evidence about what training does to noise heads: it is labelled sanity, with its bar."""
+    mod = module("learned-suppression")
+    cfg = dataclasses.replace(mod.SCALES["small"], n_seeds=1, steps=5)
+    run = mod.train(cfg, harness.make_generator(CPU, 0))
+    noise, useful, loss = mod._claim_checks([run, run], "x")
+    assert loss.kind == harness.SANITY and "precondition" in loss.bar
+    assert noise.kind == useful.kind == harness.MEASUREMENT
+    assert check_kinds("learned-suppression") == {"identity": 0, "sanity": 3, "measurement": 7}
 
 
 def test_ablation_resumed_from_the_cache_equals_a_full_forward() -> None:

@@ -185,10 +185,10 @@ def test_the_figures_demos_draw_carry_their_arrays(capsys) -> None:
 
 
 def test_list_counts_sanity_checks(capsys) -> None:
-    assert check_kinds("no-wo") == {"identity": 8, "sanity": 2, "measurement": 0}
+    assert check_kinds("no-wo") == {"identity": 6, "sanity": 4, "measurement": 0}
     assert cli.main(["--list"]) == 0
     out = capsys.readouterr().out
-    assert "0 measurement(s), 2 sanity check(s), 8 identity check(s)" in out
+    assert "0 measurement(s), 4 sanity check(s), 6 identity check(s)" in out
     assert all(check_kinds(n) is not None for n in DEMOS)
 
 

@@ -184,6 +184,31 @@ def test_declared_check_kinds_match_a_small_run(
 # --------------------------------------------------------------------------- harness
 
 
+# Checks made on a random draw (a dense W_O, a Gaussian matrix, a random update) state a generic
+# fact any weights of that shape show: DESIGN.md calls these sanity checks ("a random matrix has
+# full rank, a random W_O writes off-slice"), not identities (audit11).
+RANDOM_DRAW_CHECKS = {
+    "block-diagonal": ("dense W_O:",),
+    "no-wo": ("dense W_O:",),
+    "ov-rank": ("random ", "sum over all heads"),
+    "lora-wo": ("dense update:",),
+    "tensor-parallel": ("rank 0's partial write",),
+    "sequence-parallel": ("rank 0's tokens from its own heads only",),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RANDOM_DRAW_CHECKS))
+def test_facts_of_a_random_draw_are_sanity_checks(
+    name: str, small_reports: dict[str, harness.Report]
+) -> None:
+    report = small_reports[name]
+    drawn = [
+        c for c in report.checks + report.contrast if c.name.startswith(RANDOM_DRAW_CHECKS[name])
+    ]
+    assert drawn, name
+    assert all(c.kind == harness.SANITY and c.bar for c in drawn), [(c.name, c.kind) for c in drawn]
+
+
 def test_exactly_zero_is_exact() -> None:
     assert harness.exactly_zero("z", torch.tensor([0.0, -0.0])).passed
     assert not harness.exactly_zero("z", torch.tensor([0.0, 1e-30])).passed

@@ -12,7 +12,7 @@ import shutil
 from datetime import timedelta
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from prep.engine.store import Mark, Store
@@ -115,9 +115,29 @@ def test_a_third_device_that_applied_the_losing_version_first(tmp_path: Path) ->
 # --- any device, any order of arrivals ---------------------------------------------------
 
 LONG = bool(os.environ.get("PREP_LONG_FUZZ"))
-# (weighted: a review, a sync and a delivery are what make two versions of one file)
-KINDS = ["rate"] * 3 + ["sync"] * 3 + ["deliver"] * 3 + ["undo", "mark", "partial"]
-step = st.tuples(st.sampled_from(KINDS), st.integers(0, 3), st.integers(0, 3))
+# (weighted: a review, a sync and a delivery are what make two versions of one file; "one"
+# delivers one device's folder only, so a copy's new id can arrive before the winning
+# version of an older file; "partial" leaves half of a file in place, an older one too)
+KINDS = ["rate"] * 3 + ["sync"] * 3 + ["deliver"] * 2 + ["one"] * 2 + ["undo", "mark", "partial"]
+# (kind, device, device or card, whose folder: a device's id now, 4 the id the copies shared)
+step = st.tuples(st.sampled_from(KINDS), st.integers(0, 3), st.integers(0, 3), st.integers(0, 4))
+# the copies 1 and 2 write the shared id's files 2 (2: z0, then 3: z1, then 1: y, whose
+# version of file 2 wins: written last); 3 applies 2's; 2 finds the copy and sends z0 under
+# its new id, which reaches 3 before the winning file 2 does (rev10's reproductions)
+LATE_WINNER = [
+    ("rate", 2, 2, 0),
+    ("sync", 2, 0, 0),
+    ("rate", 2, 1, 0),
+    ("sync", 2, 0, 0),
+    ("rate", 1, 0, 0),
+    ("sync", 1, 0, 0),
+    ("deliver", 2, 3, 0),
+    ("sync", 3, 0, 0),
+    ("one", 1, 2, 4),
+    ("sync", 2, 0, 0),
+    ("one", 2, 3, 2),
+    ("sync", 3, 0, 0),
+]
 
 
 @settings(
@@ -125,29 +145,42 @@ step = st.tuples(st.sampled_from(KINDS), st.integers(0, 3), st.integers(0, 3))
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+@example(before=[("rate", 0, 0, 0), ("sync", 0, 0, 0)], after=LATE_WINNER)
+@example(  # the same, the winning file 2 half rewritten at 3 when the new id arrives there
+    before=[("rate", 0, 0, 0), ("sync", 0, 0, 0)],
+    after=[*LATE_WINNER[:10], ("partial", 1, 3, 1), *LATE_WINNER[10:]],
+)
 @given(before=st.lists(step, max_size=4), after=st.lists(step, min_size=4, max_size=20))
 def test_any_device_any_order_of_arrivals_converges(tmp_path_factory, before, after) -> None:
     """Devices 0 and 3 (independent), 1 and 2 copies of 0 made after ``before``; each syncs
-    with its own copy of the folder, and the tool delivers files between them in any order,
-    a version arriving replacing the one there. Once the tool settles and every device has
-    synced round, all hold the same reviews, each once, and none made is lost."""
+    with its own copy of the folder, and the tool delivers files between them in any order
+    (all of a folder, or one device's files), a version arriving replacing the one there,
+    an older file's too. Once the tool settles and every device has synced round, all hold
+    the same reviews, each once, and none made is lost."""
     tmp = tmp_path_factory.mktemp("p2p")
     folders = [tmp / f"f{i}" for i in range(4)]
     for f in folders:
         f.mkdir()
     ss: list[Store | None] = [Store.open(tmp / "d0.db"), None, None, Store.open(tmp / "d3.db")]
     clock = iter(range(1, 10_000))
+    shared: list[str] = []  # the id the copies were made under
 
-    def act(kind: str, i: int, arg: int) -> None:
+    def act(kind: str, i: int, arg: int, which: int) -> None:
         s = ss[i]
-        if kind in ("deliver", "partial"):
+        if kind in ("deliver", "partial", "one"):
             src, dst = i, arg
             if ss[src] is None or ss[dst] is None or src == dst:
                 return
             if kind == "deliver":
                 deliver(folders[src], folders[dst])
+            elif kind == "one":  # one device's files only (its id now, or the shared one)
+                owner = ss[which] if which < 4 else None
+                dev = local.device_id(owner.conn) if owner is not None else shared[:1]
+                for rel, data in files(folders[src]).items():
+                    if rel.split("/")[0] in dev and whole(data):
+                        put(folders[dst], rel, data)
             elif have := files(folders[src]):  # the tool has brought half of one file
-                rel = max(have, key=lambda r: r.split("/")[1])
+                rel = sorted(have, key=lambda r: r.split("/")[1])[-1 - which % len(have)]
                 put(folders[dst], rel, have[rel][: len(have[rel]) // 2])
         elif s is None:
             return
@@ -166,18 +199,19 @@ def test_any_device_any_order_of_arrivals_converges(tmp_path_factory, before, af
             with contextlib.suppress(JournalError):  # another's file half arrived: refused
                 sync(s, folders[i])
 
-    for kind, i, arg in before:
-        act(kind, i, arg)
+    for kind, i, arg, which in before:
+        act(kind, i, arg, which)
+    shared.append(local.device_id(ss[0].conn))  # type: ignore[union-attr]
     for i in (1, 2):
         ss[i] = _copy(tmp, ss[0], f"d{i}.db")  # type: ignore[arg-type]
         shutil.copytree(folders[0], folders[i], dirs_exist_ok=True)
     live = [s for s in ss if s is not None]
-    shared = {(r[2], r[3], r[4]) for r in _ids(live[0])}
-    for kind, i, arg in after:
-        act(kind, i, arg)
+    held_before = {(r[2], r[3], r[4]) for r in _ids(live[0])}
+    for kind, i, arg, which in after:
+        act(kind, i, arg, which)
     made = set().union(
         *(
-            {(r[2], r[3], r[4]) for r in _ids(s) if r[0] == local.device_id(s.conn)} - shared
+            {(r[2], r[3], r[4]) for r in _ids(s) if r[0] == local.device_id(s.conn)} - held_before
             for s in live
         )
     )
@@ -188,6 +222,8 @@ def test_any_device_any_order_of_arrivals_converges(tmp_path_factory, before, af
             settle(*folders)
     _converged(*live)
     assert made <= {(r[2], r[3], r[4]) for r in _ids(live[0])}  # nothing made is lost
+    for s in live:  # nothing left aside: every copy synced again
+        assert status(s, None)["reviews_set_aside"] == 0
 
 
 def _relay(folder: Path, about: Store, entry_from: Path, at_shift: int) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from prep.engine.store import Store
 from prep.engine.store import devices as local
-from prep.engine.sync import fork, merge, stuck
+from prep.engine.sync import fork, imported, stuck
 from prep.engine.sync.journal import file_name
 from prep.engine.sync.run import sync
 from tests.test_sync import T0, rate
@@ -138,7 +138,7 @@ def test_many_pending_relays_are_noted_in_linear_time(tmp_path: Path) -> None:
     started = time.perf_counter()
     for dev in ("a" * 16, "b" * 16):  # (the second one's against the first one's pending)
         with a.transaction():
-            merge.merge_reviews(a, export(dev))
+            imported.merge_reviews(a, export(dev))
     with a.transaction():
         local.new_device(a.conn)
     took = time.perf_counter() - started

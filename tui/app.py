@@ -48,6 +48,7 @@ from prep.engine.study.session import (  # DeckCounts: home's rows (re-exported 
 from prep.engine.timeutil import Clock, utcnow
 from prep.tui.closing import CloseAfterMount
 from prep.tui.startup import Startup
+from prep.tui.themes import ThemeMemory, pick_theme  # noqa: F401 (pick_theme: re-exported)
 
 if TYPE_CHECKING:
     from prep.engine.decks.changed import Scan
@@ -69,19 +70,6 @@ def demo_infos() -> dict[str, str]:
     from prep.demos.registry import DEMOS
 
     return {name: info.claim for name, info in DEMOS.items()}
-
-
-def pick_theme(environ: dict[str, str] | os._Environ[str] = os.environ) -> str:
-    """$PREP_THEME, else light when the terminal says its background is light (COLORFGBG,
-    set by rxvt, Konsole, iTerm2 and others), else dark."""
-    explicit = environ.get("PREP_THEME")
-    if explicit:
-        return explicit
-    fgbg = environ.get("COLORFGBG", "")
-    background = fgbg.rsplit(";", 1)[-1]
-    if background.isdigit() and int(background) in (7, 15):
-        return "textual-light"
-    return "textual-dark"
 
 
 class PrepApp(Startup, CloseAfterMount, App[int]):
@@ -155,6 +143,7 @@ class PrepApp(Startup, CloseAfterMount, App[int]):
         self.demo_command = demo_command
         self.demos: dict[str, str] = demo_infos() if demos is None else demos
         self.theme = theme or pick_theme()
+        self.theme_memory = ThemeMemory(theme)  # the theme last picked, once the db is open
         self.instance = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self._told_others = False
         self._told_clock = False  # reviews dated after now said (once: tell_clock_behind)

@@ -94,12 +94,14 @@ class AppSync:
         with self._lock:
             self.pending = journals
 
-    def between_cards(self) -> None:
-        """Apply what the thread read (the app's thread, no card on screen being answered)."""
+    def between_cards(self) -> bool:
+        """Apply what the thread read (the app's thread, no card on screen being answered).
+        True when that changed which cards are due (the session's queue is then built again:
+        ReviewSession.take_in_changes)."""
         with self._lock:
             journals, self.pending = self.pending, None
         if journals is None:
-            return
+            return False
         from prep.engine.store import StoreError
         from prep.engine.sync.run import SyncResult, apply_journals
 
@@ -108,11 +110,12 @@ class AppSync:
             applied = apply_journals(store, journals)
         except StoreError as exc:
             self._say(f"Sync not applied: {exc}", True)
-            return
+            return False
         self.last_line = SyncResult(sent_reviews=self.sent, applied=applied).summary()
         if self.forked:
             self.last_line = f"{self.forked}; {self.last_line}"
         self._say(f"Synced {datetime.now().strftime('%H:%M')}: {self.last_line}")
+        return bool(applied.rescheduled or applied.marks or applied.settings)
 
     def _say(self, line: str, warning: bool = False) -> None:
         """Show ``line`` in the sync line of every screen open (it stays), and a warning

@@ -80,7 +80,7 @@ def suggestion(grade: Grade) -> int:
 def verdict_text(grade: Grade) -> Text:
     """✓/✗ per point with the sentence that covers it; card and answer text stay plain text."""
     covered = len(grade.points) - len(grade.missed)
-    text = Text.assemble((f"Your answer: {covered} of {len(grade.points)} points", "bold"))
+    text = Text.assemble((f"Your answer covers {covered} of {len(grade.points)} points", "bold"))
     for p in grade.points:
         text.append("\n")
         text.append("✓ " if p.covered else "✗ ", style="bold green" if p.covered else "bold red")

@@ -27,6 +27,7 @@ from prep.engine.study.present import (
     counts_text,
     duration_text,
     early_text,
+    next_text,
     percent,
     rating_choices,
     rating_name,
@@ -154,7 +155,12 @@ class PlainQuiz:
             f"Session over: {s['reviewed']} reviewed, again-rate {percent(s['again_rate'])}, "
             f"{duration_text(s['seconds'])}."
         )
-        if s["next_due"] is not None:
+        if not session.finished:  # q with cards left: they are due now, not "in 23 hours"
+            say(
+                f"Left in this session: {counts_text(session.counts())}; "
+                "prep quiz --plain goes on where you stopped."
+            )
+        elif s["next_due"] is not None:
             wait = spoken_interval(s["next_due"] - session.clock())
             say(f"Next card due in {wait}; {s['due_by_tomorrow']} due by the end of tomorrow.")
         return 2 if self.io.refused else 0
@@ -237,10 +243,8 @@ class PlainQuiz:
                     # busy (another terminal holds the lock), a full disk: as the TUI does
                     say(f"Not saved: {exc}. The card stays; rate it again, or q to quit.")
                     continue
-                say(
-                    f"Saved: {RATING_NAMES[outcome.rating]}, "
-                    f"next in {spoken_interval(outcome.interval)}."
-                )
+                when = next_text(outcome, session.plan, session.collection, session.clock())
+                say(f"Saved: {RATING_NAMES[outcome.rating]}, {when}.")
                 return
             if answer == "u":
                 self.undo()

@@ -34,10 +34,16 @@ def stats_text(stats: Stats) -> str:
         stats.cards,
     )
     since = f" since {stats.since[:10]}" if stats.since else ""
+    if tr.all.reviews:
+        retention = (
+            f"true{since} {percent(tr.all.rate)} over {count(tr.all.reviews, 'review')}"
+            f"   last 30 days {percent(tr.last_30_days.rate)}"
+        )
+    else:  # true retention counts reviews of cards already learned (as the stats screen says)
+        retention = f"true retention{since}: no reviews of learned cards yet"
     lines = [
         f"Reviews      today {r.today}   total{since} {r.total}   streak {count(stats.streak_days, 'day')}",
-        f"Retention    true{since} {percent(tr.all.rate)} over {count(tr.all.reviews, 'review')}"
-        f"   last 30 days {percent(tr.last_30_days.rate)}   target {percent(stats.desired_retention)}",
+        f"Retention    {retention}   target {percent(stats.desired_retention)}",
         f"Session      new {session.new}   learning {session.learning}   "
         f"due {session.due}   (what today's session serves now, as home shows it)",
         f"Due          now {d.now}   today {d.today}   tomorrow {d.tomorrow}   next 7 days {d.next_7_days}",

@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from prep.tui.appsync import AppSync
     from prep.tui.screens.fill import FillScreen
     from prep.tui.screens.upgrade import UpgradeScreen
+    from prep.tui.themes import ThemeMemory
     from prep.tui.worker import WorkerClient
 
     _AppBase = App[int]
@@ -129,6 +130,7 @@ class Startup(_AppBase):
     mock_first: MockInterview | None
     instance: str
     syncer: AppSync
+    theme_memory: ThemeMemory
     _upgrading: bool
     _owns_store: bool
     _injected_collection: Cards | None
@@ -208,6 +210,7 @@ class Startup(_AppBase):
 
                 self._show(ErrorScreen.database(str(exc), exc.kind))
                 return
+        self.theme_memory.restore(self, self.store)  # the theme last picked (tui/themes.py)
         if self._fill_first():
             return  # a large first open: the cache fills in a thread, then boot runs again
         self.collection = self.load_collection()  # through the deck cache in the database

@@ -101,8 +101,13 @@ class PathAblation:
     operations on the same tensors as computing each ablation alone)."""
 
     def __init__(
-        self, params: dict[str, Tensor], tokens: Tensor, cache: decoder.Cache | None = None
+        self,
+        params: dict[str, Tensor],
+        tokens: Tensor,
+        cache: decoder.Cache | None = None,
+        heads: list[int] | None = None,
     ) -> None:
+        """`heads`: the layer-0 heads whose writes are ablated (None: every one)."""
         with torch.no_grad():
             if cache is None:
                 _, cache = decoder.forward(params, tokens)
@@ -110,6 +115,9 @@ class PathAblation:
             self.params, self.w1 = params, decoder.layer_params(params, 1)
             self.x1 = cache.resid[1]  # (B, T, d_model)
             z0 = cache.z[0]  # (B, T, n_heads, d_head)
+            if heads is not None:
+                z0 = z0[:, :, heads]  # (B, T, len(heads), d_head)
+                w0 = {"W_O": w0["W_O"][heads]}  # (len(heads), d_head, d_model)
             writes = torch.einsum("bthd,hdm->btm", z0, w0["W_O"])  # (B, T, d_model)
             mean_writes = torch.einsum("hd,hdm->m", z0.mean((0, 1)), w0["W_O"])  # (d_model,)
             self.ablated = self.x1 - writes + mean_writes  # (B, T, d_model): writes at mean

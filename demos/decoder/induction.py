@@ -19,6 +19,10 @@ Pass bars, argued before the run (they did not move after it):
   the maximum over 16 pairs x n_shuffles is a strict, multiple-comparison-safe bar).
 - a "large" accuracy drop: at least DROP_BAR = 0.2 absolute, a fifth of the copyable positions;
   "no large drop" is below the same bar.
+- the named path (added by the audit, 2026-12-02, demos/BARS.md): the claim names one layer-0
+  head, so removing only that head's write from layer 1's queries must cost a large drop too
+  (DROP_BAR reused; the other path ablations remove every layer-0 head at once). Not blind: a
+  probe had measured 0.60, 0.80 and 0.82 before the check was written.
 - "redundant" induction heads (argued before the run, demos/BARS.md, 2026-12-01): removing them
   all together costs more than the sum of removing each alone (they cover for each other). It
   replaces "any one alone costs less than DROP_BAR", which reused the large-drop bar.
@@ -54,8 +58,8 @@ from prep.demos.harness import MEASUREMENT, SANITY, Check, DeviceChoice, Report
 NAME = "induction"
 DTYPE = torch.float32
 CONTRAST_LABEL = "the same decoder untrained (its initial weights, one per seed)"
-# Nine measured on the shipped decoder's three seeds, four sanity checks on its initialisation.
-CHECK_KINDS = {MEASUREMENT: 9, SANITY: 4}
+# Ten measured on the shipped decoder's three seeds, four sanity checks on its initialisation.
+CHECK_KINDS = {MEASUREMENT: 10, SANITY: 4}
 ATTENTION_BAR = 0.5
 DROP_BAR = 0.2
 
@@ -82,6 +86,7 @@ class Seed:
     inductors: list[int]  # layer-1 heads with induction attention >= ATTENTION_BAR
     drop_all: float  # accuracy drop with every induction head mean-ablated at once
     drop_singles: list[float]  # per induction head: the drop with it alone mean-ablated
+    dup_q_drop: float  # the drop with only the duplicate-token head removed from layer 1's queries
 
 
 @dataclass
@@ -97,7 +102,18 @@ def measure_one(seed: int, cfg: Config, params: dict, model_cfg, gen: torch.Gene
     acc = obs.accuracy
     drop_all = acc - obs.accuracy_without([(1, h) for h in inductors]) if inductors else 0.0
     singles = [acc - obs.accuracy_without([(1, h)]) for h in inductors]
-    return Seed(seed, c, int(c.duplicate.argmax()), inductors, drop_all, singles)
+    dup = int(c.duplicate.argmax())
+    return Seed(seed, c, dup, inductors, drop_all, singles, named_path_drop(obs, dup))
+
+
+def named_path_drop(obs: decoder.Observed, head: int) -> float:
+    """In-context accuracy drop when only layer-0 head `head`'s write is mean-ablated in layer
+    1's queries (every other head, and the keys, values and direct path, left as they are): the
+    one path the claim names, head by head, where drop["q"] removes all of layer 0 at once."""
+    ablation = circuit.PathAblation(obs.params, obs.data.tokens, obs.cache, heads=[head])
+    logits = ablation.logits(("q",))  # (B, T, vocab)
+    edited = decoder.in_context_accuracy(logits, obs.data.tokens, obs.data.predictable)
+    return obs.accuracy - float(edited)
 
 
 def build(cfg: Config, device: torch.device, gen: torch.Generator) -> Setup:
@@ -125,12 +141,15 @@ def _per_seed(values: list[float], digits: int = 2) -> str:
     return ", ".join(f"{v:.{digits}f}" for v in values)
 
 
-def q_ratio(s: Seed) -> float:
-    """Mean Q-composition of the strongest duplicate-token head into the induction heads, over
-    the largest shuffled score (> 1: above every shuffled pair)."""
+def q_score(s: Seed) -> float:
+    """Mean Q-composition of the strongest duplicate-token head into the induction heads."""
     readers = s.inductors or list(range(s.circuit.comp["q"].shape[1]))
-    score = float(s.circuit.comp["q"][s.dup, readers].mean())
-    return score / s.circuit.null_max["q"]
+    return float(s.circuit.comp["q"][s.dup, readers].mean())
+
+
+def q_ratio(s: Seed) -> float:
+    """`q_score` over the largest shuffled score (> 1: above every shuffled pair)."""
+    return q_score(s) / s.circuit.null_max["q"]
 
 
 def check(setup: Setup) -> list[Check]:
@@ -142,6 +161,8 @@ def check(setup: Setup) -> list[Check]:
     ratio = [q_ratio(s) for s in seeds]
     drop = {p: [s.circuit.drop[p] for s in seeds] for p in circuit.PATHS}
     drop_all = [s.circuit.drop_all_paths for s in seeds]
+    dup_q = [s.dup_q_drop for s in seeds]
+    dup_share = [d / q if q > 0 else math.nan for d, q in zip(dup_q, drop["q"], strict=True)]
     # "mainly Q", two readings (module docstring, demos/BARS.md): q > k + v, and q / all > 1/2
     over_rest = [q - (k + v) for q, k, v in zip(drop["q"], drop["k"], drop["v"], strict=True)]
     share = [q / a if a > 0 else float("nan") for q, a in zip(drop["q"], drop_all, strict=True)]
@@ -184,7 +205,8 @@ def check(setup: Setup) -> list[Check]:
         Check(
             f"Q-composition of the duplicate-token head into the induction heads' queries, as a "
             f"multiple of the largest shuffled-weight score, {worst} (per seed "
-            f"{_per_seed(ratio)}; shuffled mean "
+            f"{_per_seed(ratio)}; score {_per_seed([q_score(s) for s in seeds])}; shuffled "
+            f"largest {_per_seed([s.circuit.null_max['q'] for s in seeds])}; shuffled mean "
             f"{_per_seed([s.circuit.null_mean['q'] for s in seeds], 3)})",
             min(ratio),
             "> 1",
@@ -261,6 +283,17 @@ def check(setup: Setup) -> list[Check]:
             MEASUREMENT,
             "'redundant': the heads cover for each other, so the whole costs more than its "
             "parts; argued before the run, demos/BARS.md",
+        ),
+        harness.at_least(
+            f"the named path alone: drop with only the duplicate-token head's write removed "
+            f"from layer 1's queries, {worst} (per seed {_per_seed(dup_q)}; its share of all of "
+            f"layer 0's queries drop {_per_seed(dup_share)})",
+            min(dup_q),
+            DROP_BAR,
+            "the duplicate-token head is not the one layer 1's queries need: other layer-0 "
+            "heads carry the queries path, and the claim names the wrong head",
+            kind=MEASUREMENT,
+            bar=drop_bar + " (reused, added by the audit after a probe had seen 0.60-0.82)",
         ),
     ]
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from prep.demos import harness
 from prep.demos._torch import torch
-from prep.demos.harness import IDENTITY, MEASUREMENT, Check, DeviceChoice, Report
+from prep.demos.harness import IDENTITY, MEASUREMENT, SANITY, Check, DeviceChoice, Report
 from prep.demos.synthetic import attention as attn
 from prep.demos.synthetic import ranks
 
@@ -37,7 +37,7 @@ CONTRAST_LABEL = "one rank's partial write before the all-reduce"
 # Algebra: the all-reduce equality, one rank-agreement check per rank after rank 0
 # (WORLD_SIZE = 2 at every scale) and the partial-write contrast. A failed distributed run
 # returns one failing check instead.
-CHECK_KINDS = {IDENTITY: 3, MEASUREMENT: 0}
+CHECK_KINDS = {IDENTITY: 2, SANITY: 1, MEASUREMENT: 0}
 SCALES = attn.standard_scales(large_seq_len=1024)
 WORLD_SIZE = 2
 TIMEOUT_S = 120.0  # rendezvous, all-reduce and join each get this long before the run is failed
@@ -255,6 +255,9 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
             harness.relative_error(part, every_head),
             0.3,
             "one rank alone writes only its heads' share; the other ranks' heads are missing",
+            kind=SANITY,
+            bar="independent random heads: leaving half out misses ~sqrt(1/2) of the write, as "
+            "sequence-parallel's twin check (sanity) says",
         )
     ]
 

@@ -258,15 +258,22 @@ class PlanDay:
             return f"All {self.cards} cards seen: {reviews}, due ones brought forward"
         days = p.intro_days
         n = self.new_today if days > 1 else self.unseen
+        if p.days_left < REVIEW_DAYS:  # the day before: no second study day is left for them
+            weekday = WEEKDAYS[p.date.weekday()]
+            return (
+                f"{self.unseen} cards in 1 day: all {n} new today, once each {p.before_text()}; "
+                f"the weakest again on {weekday} morning"
+            )
         return f"{self.unseen} cards in {days_text(days)}: {n} new a day, {reviews}"
 
     def why(self) -> str | None:
         """Why today's new cards are more than the setting, or None when they are not."""
         if not self.raised:
             return None
+        times = "twice" if self.plan.days_left >= REVIEW_DAYS else "once"
         return (
             f"{self.per_day} new today, not {self.setting} (new_per_day): every card seen "
-            f"twice {self.plan.before_text()}"
+            f"{times} {self.plan.before_text()}"
         )
 
 

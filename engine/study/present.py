@@ -11,11 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from prep.engine.decks.deck import CHOICE_LETTERS, Card
+from prep.engine.study.plan import due_of
 from prep.engine.study.scheduler import RATING_NAMES, Outcome, Rating
+
+if TYPE_CHECKING:
+    from prep.engine.study.collection import Cards
+    from prep.engine.study.plan import Plan
 
 # --- numbers and times --------------------------------------------------------------------
 
@@ -51,10 +56,25 @@ def spoken_interval(delta: timedelta) -> str:
     return f"{number} {word}" + ("" if number == "1" else "s")
 
 
+def next_text(outcome: Outcome, plan: Plan | None, collection: Cards, now: datetime) -> str:
+    """When a rated card comes back, as "Saved: Good, ..." goes on: ``next in 8 days``, or,
+    when an interview plan serves it sooner than FSRS's own due (a review brought to the day
+    before the interview, a weak card to its morning), the plan's time and FSRS's beside it:
+    ``next in 4 days, for the interview (FSRS alone: 8 days)``."""
+    fsrs = spoken_interval(outcome.interval)
+    due = due_of(plan, collection, outcome.state)
+    if due is None or outcome.state.due is None or due >= outcome.state.due:
+        return f"next in {fsrs}"
+    return f"next in {spoken_interval(due - now)}, for the interview (FSRS alone: {fsrs})"
+
+
 def counts_text(counts: tuple[int, int, int]) -> str:
     """Anki's three numbers for what is left: ``new 12 · learning 2 · due 5``."""
     new, learning, due = counts
     return f"new {new} · learning {learning} · due {due}"
+
+
+REVIEW_LIMIT_REACHED = "Daily review limit reached"  # how limit_lines' review line begins
 
 
 def limit_lines(limits: Any) -> list[str]:
@@ -67,7 +87,7 @@ def limit_lines(limits: Any) -> list[str]:
         )
     if limits.reviews_reached:
         lines.append(
-            f"Daily review limit reached ({limits.review_limit}); more reviews are due "
+            f"{REVIEW_LIMIT_REACHED} ({limits.review_limit}); more reviews are due "
             "(prep config review_limit N raises it)."
         )
     return lines

@@ -120,6 +120,7 @@ class ReviewSession:
         # while it is open, whichever screen rated them (a mock's Again, another terminal)
         self._adopts = queue is None and requeue
         self._deck = deck
+        self._limits = (new_limit, limit)  # (take_in_changes builds the queue again with them)
         if queue is None:
             built = build_queue(store, collection, now, deck=deck, new_limit=new_limit)
             queue, new_ids, learning_ids = built.ids, set(built.new), built.learning_ids
@@ -535,6 +536,39 @@ class ReviewSession:
         self.stats.seconds -= (last.duration_ms or 0) / 1000
         self.mark_shown()
         return self.collection.get(card_id)
+
+    def take_in_changes(self) -> None:
+        """Other devices' reviews applied under this session (the app's sync, between two
+        cards): today's queue is built again as a new session would build it, so a card
+        studied elsewhere leaves it and a card come due joins it, and the three numbers agree
+        with home's. This session's learning steps, ratings, undo and stats are kept, and so
+        is the card pinned on screen (or put back by undo), in front. Today's session only
+        (a queue given by the caller, review ahead or a mock's, is left as it is)."""
+        if not self._adopts:
+            return
+        new_limit, limit = self._limits
+        built = build_queue(
+            self.store, self.collection, self.clock(), deck=self._deck, new_limit=new_limit
+        )
+        held = {cid for _, cid in self.learning}
+        ids = [cid for cid in built.ids if cid not in held]
+        if limit is not None:  # the session's size: what this session already did counts
+            room = max(0, limit - len(set(self.done)))
+            self.held_back = max(0, len(ids) - room)
+            ids = ids[:room]
+        pinned = self._pinned
+        if pinned is not None and pinned[1] is None:  # the card on screen stays in front
+            ids = [pinned[0].id, *(cid for cid in ids if cid != pinned[0].id)]
+        new_ids = set(built.new)
+        kinds = {
+            cid: "new" if cid in new_ids else "learning" if cid in built.learning_ids else "review"
+            for cid in ids
+        }
+        if pinned is not None and pinned[0].id in self.kind_of:  # what it was when shown
+            kinds[pinned[0].id] = self.kind_of[pinned[0].id]
+        self.total += len(ids) - len(self.queue)
+        self.queue = ids
+        self.kind_of.update(kinds)
 
     def summary(self) -> dict:
         """End-of-session summary: cards, again-rate, time, what is due next."""

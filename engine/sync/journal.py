@@ -70,6 +70,10 @@ class JournalError(Exception):
     """A journal that cannot be applied; the message (one line) names the file."""
 
 
+class NewerJournal(JournalError):
+    """A journal written by a newer prep: readable once this one is upgraded."""
+
+
 @dataclass
 class Journal:
     path: Path
@@ -80,6 +84,8 @@ class Journal:
     params: dict[str, dict[str, Any]]
     entries: list[list[Any]] = field(default_factory=list)
     restart: bool = False  # the first file of a series new to this database (run._pending)
+    stat: list[int] | None = None  # the file as it was read (engine/sync/applied.py)
+    aside: bool = False  # stands for a file that stays unreadable, set aside (no entries)
 
 
 def file_name(number: int) -> str:
@@ -97,6 +103,21 @@ def numbered_files(folder: Path) -> dict[int, Path]:
         m = FILE_RE.fullmatch(name)
         if m:
             out[int(m.group(1))] = folder / name
+    return out
+
+
+def numbered_entries(folder: Path) -> dict[int, os.DirEntry[str]]:
+    """``numbered_files`` as directory entries (their stats without a Path made for each
+    file: a sync looks at every file applied, run._pending)."""
+    out: dict[int, os.DirEntry[str]] = {}
+    try:
+        with os.scandir(folder) as found:
+            for entry in found:
+                m = FILE_RE.fullmatch(entry.name)
+                if m:
+                    out[int(m.group(1))] = entry
+    except OSError:
+        pass
     return out
 
 
@@ -216,13 +237,13 @@ def _fsync_dir(folder: Path) -> None:
 # --- reading -------------------------------------------------------------------------------
 
 
-def written_at(path: Path) -> str | None:
+def written_at(path: str | Path) -> str | None:
     """The ``written_at`` of a journal file's header (its first line only), or None when it
     cannot be read; what tells two files of one number apart (a folder made again)."""
     return _head_text(path, "written_at")
 
 
-def _head_text(path: Path, key: str) -> str | None:
+def _head_text(path: str | Path, key: str) -> str | None:
     """A text value of a journal file's header (its first line only), None when unread."""
     try:  # (never blocks on a FIFO, never follows a link: read() refuses both anyway)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
@@ -397,7 +418,7 @@ def read(path: Path, device: str) -> Journal:
         if not isinstance(version, int) or isinstance(version, bool) or version < 1:
             raise _Bad(f"version must be a whole number, got {version!r:.20}")
         if version > VERSION:
-            raise JournalError(
+            raise NewerJournal(
                 f"{path}: written by a newer prep (journal v{version}; this prep reads "
                 f"v{VERSION}); upgrade prep on this machine; nothing applied"
             )

@@ -159,10 +159,22 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
                     out.settings |= apply_settings(conn, origin, on, own)
                 else:
                     out.demo_runs += _apply_run(conn, on, own)
+        (done,) = conn.execute("SELECT applied FROM sync_devices WHERE n = ?", (jn,)).fetchone()
+        # (a file applied before and read again, or one set aside, names the device and its
+        # last file only when it is the newest applied: run._new_series compares that one)
+        newest = j.restart or (not j.aside and j.number >= done)
         conn.execute(
-            "UPDATE sync_devices SET applied = CASE WHEN ? THEN ? ELSE max(applied, ?) END, "
-            "name = ?, wrote_at = ?, applied_at = ? WHERE n = ?",
-            (j.restart, j.number, j.number, j.name, j.written_at, fmt(now), jn),
+            "UPDATE sync_devices SET applied = ?, name = CASE WHEN ? THEN ? ELSE name END, "
+            "wrote_at = CASE WHEN ? THEN ? ELSE wrote_at END, applied_at = ? WHERE n = ?",
+            (
+                j.number if j.restart else max(done, j.number),
+                newest,
+                j.name,
+                newest,
+                j.written_at,
+                fmt(now),
+                jn,
+            ),
         )
     devices = _device_ids(conn)
     scheds: dict[int, Scheduler] = {}
@@ -173,7 +185,15 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
         changed, created = (
             done
             if done is not None
-            else replay(store, cid, card_revs, devices, scheds, batch.redo.get(cid))
+            else replay(
+                store,
+                cid,
+                card_revs,
+                devices,
+                scheds,
+                batch.redo.get(cid),
+                batch.base.get(cid, _NO),
+            )
         )
         out.rescheduled += bool(changed or created)  # a card first scheduled here counts too
         new_cards |= created
@@ -194,6 +214,8 @@ class _Batch:
         self.affected: set[str] = set()
         self.touched: set[str] = set()  # cards replayed from the start of the change
         self.redo: dict[str, set[int]] = {}  # cards a displaced review left: rows written again
+        # cards whose first review was displaced: the state their history begins from
+        self.base: dict[str, CardState | None] = {}
         self.clashes = replaced.Clashes(self.conn, root)
 
     def review(self, j: Journal, jn: int, e: list, pmap: dict[str, int]) -> None:
@@ -222,6 +244,7 @@ class _Batch:
             return
         verdict = self.clashes.judge(e[0] == "r", dn, origin, seq, cid, rating, at)
         if verdict.drop is not None:  # a held review displaced (engine/sync/replaced.py)
+            self._base(verdict.drop)
             held = _drop(conn, verdict.drop, verdict.aside)
             self.affected.add(held)
             self.touched.add(held)
@@ -239,6 +262,16 @@ class _Batch:
             self.pending[(dn, seq)] = cid
             self.affected.add(cid)
             self._count(j, 1)
+
+    def _base(self, row: int) -> None:
+        """Before held review ``row`` is removed: when it is its card's first, the state its
+        card's history begins from is the one before it (the next review's stored "before"
+        is this one's "after"); replay() starts there."""
+        (cid,) = self.conn.execute("SELECT card_id FROM reviews WHERE id = ?", (row,)).fetchone()
+        if cid not in self.base:
+            log = self.store._card_log(cid)
+            if log and log[0][0].id == row:
+                self.base[cid] = log[0][0].prev
 
     def _count(self, j: Journal, n: int) -> None:
         name = j.name or j.device
@@ -445,6 +478,9 @@ def _write(
     return state
 
 
+_NO = object()  # (replay's ``base``: none given)
+
+
 def replay(
     store: Store,
     cid: str,
@@ -452,10 +488,12 @@ def replay(
     devices: dict[int, str],
     scheds: dict[int, Scheduler],
     redo: set[int] | None = None,
+    base: Any = _NO,
 ) -> tuple[bool, bool]:
     """Merge ``incoming`` into card ``cid``'s log (dropping undone reviews) and replay it
     from the first review that changed (or whose row is in ``redo``: its id changed, and
-    with it its fuzz). Returns (its due time changed, the card is new here)."""
+    with it its fuzz; ``base``, unless ``_NO``: the state its history begins from, its first
+    review removed). Returns (its due time changed, the card is new here)."""
     conn = store.conn
     log = store._card_log(cid)  # (Review, prev_state), in row order
     meta = {
@@ -488,7 +526,9 @@ def replay(
         deck, chash, removed = found if found is not None else ("", "", True)
     if k > 0:
         state = log[k - 1][0].next
-    elif log and log[0][0].prev is not None and merged and merged[0] == old[0]:
+    elif base is not _NO and base is not None:
+        state = base
+    elif log and base is _NO and log[0][0].prev is not None and merged and merged[0] == old[0]:
         state = log[0][0].prev  # a history that began from an imported state
     else:
         state = CardState(id=cid, deck=deck, content_hash=chash)
@@ -514,67 +554,3 @@ def replay(
     if final != state:  # (a row unlike its newest review's state is not ``logged``)
         store.put_card(final)
     return current is not None and _schedule(current) != _schedule(final), current is None
-
-
-def merge_reviews(store: Store, reviews: dict[str, list[dict[str, Any]]]) -> int:
-    """`prep import` of an export whose history diverged from this one: each card's reviews
-    from the file that are not held here join its log, and the card is replayed. A review
-    keeps its id (device, sequence number) and the parameters it was made with, so the same
-    review arriving later by a sync is held once; one undone here (a tombstone) stays undone.
-    A review from an export of an older prep, without an id, is matched by time and rating
-    and joins as this device's (so a sync takes it on). Returns the reviews added."""
-    from prep.engine.study.scheduler import replay_params
-    from prep.engine.timeutil import parse
-
-    conn = store.conn
-    me = local.device(conn)
-    pn = local.params_n(conn, replay_params(store.settings(), True, 0))
-    scheds: dict[int, Scheduler] = {}
-    added = 0
-    others: list[_Rev] = []
-    for cid, rows in reviews.items():
-        held = {(to_us(r.reviewed_at), r.rating) for r in store.reviews(card_id=cid)}
-        incoming = []
-        for r in rows:
-            at = to_us(parse(r["reviewed_at"]))
-            if r.get("device"):
-                dn, seq = local.device_n(conn, r["device"]), r["seq"]
-                if _review_row(conn, dn, seq) or _buried(conn, dn, seq):
-                    continue
-                if dn == me:
-                    local.take_seq(conn, seq)
-                params = pn if r.get("params") is None else local.params_n(conn, r["params"])
-                incoming.append(_Rev(dn, seq, at, r["rating"], r["duration_ms"], params))
-                continue
-            if (at, r["rating"]) in held:
-                continue
-            held.add((at, r["rating"]))
-            seq = local.next_review_id(conn)
-            local.take_seq(conn, seq)  # this number is taken: no later review here gets it
-            incoming.append(_Rev(me, seq, at, r["rating"], r["duration_ms"], pn))
-        if incoming:
-            replay(store, cid, incoming, _device_ids(conn), scheds)
-            added += len(incoming)
-            others += [r for r in incoming if r.dev != me]
-    _note_relays(conn, others)
-    return added
-
-
-def _note_relays(conn, revs: list[_Rev]) -> None:
-    """Other devices' reviews an import took in: noted by their ids ("p" of sync_sent), so
-    the next sync passes them on even where the replay wrote them under row ids at or below
-    the "x" mark (a row freed by the replay is taken again). Without a sync yet, every
-    other device's review is passed on anyway (run._sent)."""
-    sent = local.json_meta(conn, "sync_sent")
-    if not revs or sent is None or "x" not in sent:
-        return
-    names = _device_ids(conn)
-    pending = [list(p) for p in sent.get("p", [])]
-    held = {(p[0], p[1]) for p in pending}
-    for r in revs:
-        if (names[r.dev], r.seq) not in held:
-            held.add((names[r.dev], r.seq))
-            pending.append([names[r.dev], r.seq])
-    conn.execute(
-        "UPDATE meta SET value = ? WHERE key = 'sync_sent'", (json.dumps({**sent, "p": pending}),)
-    )

@@ -4,10 +4,11 @@ file by another version of it (Syncthing-like, peer to peer) leaves behind.
 Two copies of one database (one device id, D) that both wrote their journal file N hold two
 versions of it; the tool keeps one everywhere. A third device C may have applied the losing
 version first: C then holds review (D, k) as the loser made it. When the winning version
-arrives (the file replaced: run._new_series reads D's files again), the same id comes with
-other content; later the losing copy finds the winner's file in its folder, takes a new id
-(engine/sync/fork.py) and sends its review again as (N, k). Skipping the first silently and
-taking the second made C hold the loser's review twice and miss the winner's.
+arrives (the file replaced: engine/sync/applied.py has it read again, the last file applied
+or an older one), the same id comes with other content; later the losing copy finds the
+winner's file in its folder, takes a new id (engine/sync/fork.py) and sends its review again
+as (N, k). Skipping the first silently and taking the second made C hold the loser's review
+twice and miss the winner's.
 
 The rules (the same on every device, whatever arrives first):
 

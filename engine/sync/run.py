@@ -14,7 +14,7 @@ from prep.engine.paths import expand_user
 from prep.engine.store import devices as local
 from prep.engine.store.schema14 import catch_up_tally
 from prep.engine.study.present import count
-from prep.engine.sync import fork, journal, merge, relay, replaced
+from prep.engine.sync import applied, fork, journal, merge, relay, replaced, stuck
 from prep.engine.sync.journal import JournalError
 from prep.engine.timeutil import fmt, utcnow
 
@@ -238,46 +238,96 @@ def _folder(path: Path) -> Path:
 def pending(store: Store, root: Path) -> list[tuple[str, Path]]:
     """(device id, file) of every other device's journal file not applied yet, each device's in
     order, stopping at a gap (a file the sync tool has not brought yet)."""
-    return [(dev, path) for dev, path, _restart in _pending(store, root)]
+    notes = applied.Notes.load(store.conn)
+    return [(dev, path) for dev, path, _restart, again in _pending(store, root, notes) if not again]
 
 
-def read_pending(store: Store, root: Path) -> list[journal.Journal]:
-    """The journals ``pending`` names, read and checked (JournalError: one line)."""
-    out = []
-    for dev, path, restart in _pending(store, root):
-        j = journal.read(path, dev)
-        j.restart = restart
-        out.append(j)
+class Pending(list[journal.Journal]):
+    """The journals read_pending read, and what to say of another device's file set aside."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+
+def read_pending(store: Store, root: Path) -> Pending:
+    """The journals to apply, read and checked (JournalError: one line): every other device's
+    files not applied yet and the ones applied whose file changed since (another version put
+    in place, an older one too). A file that cannot be read is set aside once it stays so
+    (engine/sync/applied.py); until then one applied before is tried again at the next sync,
+    and one not applied yet is refused."""
+    conn = store.conn
+    notes = applied.Notes.load(conn)
+    out = Pending()
+    try:
+        for dev, path, restart, again in _pending(store, root, notes):
+            st = applied.stat(path)
+            try:
+                j = journal.read(path, dev)
+            except journal.NewerJournal:
+                raise
+            except JournalError:
+                number = int(path.name.split(".")[0])
+                if not notes.aside(dev, number, path, stuck.STUCK_S):
+                    if again:  # (being rewritten now? read again at the next sync)
+                        continue
+                    raise
+                j = _skipped(conn, path, dev, number)
+                kept = "what it held before kept" if again else "its later files applied"
+                out.lines.append(
+                    f"{path}: another device's journal file, unreadable and unchanged for over "
+                    f"{stuck.STUCK_S // 60} minutes: set aside (read again once it changes); "
+                    f"{kept}"
+                )
+            j.restart, j.stat = restart, st
+            out.append(j)
+    finally:
+        if notes.dirty:
+            with store.transaction():
+                notes.save(conn)
     return out
 
 
-def _pending(store: Store, root: Path) -> list[tuple[str, Path, bool]]:
+def _skipped(conn, path: Path, dev: str, number: int) -> journal.Journal:
+    """An empty journal standing for file ``number`` of ``dev`` set aside: applying it moves
+    the device past it, its name and last header kept."""
+    row = conn.execute("SELECT name, wrote_at FROM sync_devices WHERE id = ?", (dev,)).fetchone()
+    name, wrote_at = row if row is not None else ("", None)
+    return journal.Journal(path, dev, name or "", number, wrote_at or "", {}, aside=True)
+
+
+def _pending(store: Store, root: Path, notes: applied.Notes) -> list[tuple[str, Path, bool, bool]]:
     """``pending``, each file with whether it begins a series of files new here: a device
     that moved to this folder (or whose files in it were made again) numbers them from 1
     there, so its files are read from the first when the one numbered as the last applied
     here is another file (another ``written_at``), or when all its files number below that
-    and the last was written after it (cheap: one header line a device)."""
+    and the last was written after it (cheap: one header line a device); and before them,
+    flagged, every file applied whose file changed since (``notes``: one stat a file)."""
     conn = store.conn
     me = local.device_id(conn)
     seen = {
-        dev: (applied, wrote_at)
-        for dev, applied, wrote_at in conn.execute("SELECT id, applied, wrote_at FROM sync_devices")
+        dev: (done, wrote_at)
+        for dev, done, wrote_at in conn.execute("SELECT id, applied, wrote_at FROM sync_devices")
     }
     out = []
     for dev, folder in sorted(journal.device_folders(root).items()):
         if dev == me:
             continue
-        files = journal.numbered_files(folder)
-        applied, wrote_at = seen.get(dev, (0, None))
-        restart = _new_series(files, applied, wrote_at)
-        k = 1 if restart else applied + 1
+        entries = journal.numbered_entries(folder)
+        files = {n: e.path for n, e in entries.items()}  # (no Path made for each)
+        done, wrote_at = seen.get(dev, (0, None))
+        restart = _new_series(files, done, wrote_at)
+        if not restart:
+            again = notes.changed(dev, entries, done)
+            out += [(dev, Path(files[n]), False, True) for n in again]
+        k = 1 if restart else done + 1
         while k in files:
-            out.append((dev, files[k], restart and k == 1))
+            out.append((dev, Path(files[k]), restart and k == 1, False))
             k += 1
     return out
 
 
-def _new_series(files: dict[int, Path], applied: int, wrote_at: str | None) -> bool:
+def _new_series(files: dict[int, str], applied: int, wrote_at: str | None) -> bool:
     if applied <= 0 or wrote_at is None or not files:
         return False
     if applied in files:
@@ -374,14 +424,20 @@ def apply_journals(
     now = now or utcnow()
     with store.transaction():
         relayed = _relayed_all(conn, local.device(conn))
-        applied = merge.apply(store, journals, now)
+        out = merge.apply(store, journals, now)
+        if journals:
+            notes = applied.Notes.load(conn)
+            for j in journals:  # each file as it was read (a later version is read again)
+                notes.note(j)
+            notes.save(conn)
+        out.notes[:0] = getattr(journals, "lines", [])
         catch_up_tally(conn)  # many reviews taken in: the counts' tally catches up
         store.set_meta("sync_last", fmt(now))
         if relayed:  # what was received is in the folder: not passed on again
             top = conn.execute("SELECT coalesce(max(id), 0) FROM reviews").fetchone()[0]
             marks = {**(local.json_meta(conn, "sync_sent") or {}), **_sent(conn), "x": top}
             store.set_meta("sync_sent", json.dumps(marks))  # (an "o" or "p" kept for the next)
-    return applied
+    return out
 
 
 def status(store: Store, folder: Path | None) -> dict[str, Any]:
@@ -420,5 +476,6 @@ def status(store: Store, folder: Path | None) -> dict[str, Any]:
         "last_sync": last[0] if last else None,
         "files_waiting": waiting,
         "reviews_set_aside": replaced.aside_count(conn),
+        "journal_files_set_aside": applied.aside_count(conn),
         "devices": list(devices.values()),
     }

@@ -347,7 +347,7 @@ def import_data(
             if len(last) > _CHAIN_CARDS:
                 del last[next(iter(last))]
         if diverged:
-            from prep.engine.sync.merge import merge_reviews
+            from prep.engine.sync.imported import merge_reviews
 
             result.reviews_added += merge_reviews(store, diverged)
             result.cards_merged = len(diverged.keys() - undone_now)

@@ -34,6 +34,19 @@ def _folder_line(path: Path | None, given: bool, configured: str | None) -> str:
     return f"folder: {path}{state} (given){also}"
 
 
+def _when(text: str | None, unset: str) -> str:
+    """A stored UTC time as this machine's local ``2026-12-03 09:11`` (as the demo list shows
+    a last run), ``unset`` when there is none."""
+    from prep.engine.timeutil import parse
+
+    if not text:
+        return unset
+    try:
+        return f"{parse(text).astimezone():%Y-%m-%d %H:%M}"
+    except ValueError:  # not a time (a hand edit): as stored
+        return text
+
+
 @click.command("sync")
 @click.argument("folder", type=NAMED_PATH, required=False, metavar="[DIR]")
 @click.option("--status", is_flag=True, help="The devices seen and when each last synced.")
@@ -63,21 +76,28 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
                 return
             click.echo(
                 f"this device: {info['name']} ({info['device']}); "
-                f"last sync: {info['last_sync'] or 'never'}"
+                f"last sync: {_when(info['last_sync'], 'never')}"
             )
             click.echo(_folder_line(path, folder is not None, configured))
             for d in info["devices"]:
                 click.echo(
                     f"  {d['name'] or '?'} ({d['id']}): {d['applied']} journal file(s) applied, "
-                    f"last written {d['wrote_at'] or 'unknown'}, applied here {d['applied_at'] or 'never'}"
+                    f"last written {_when(d['wrote_at'], 'unknown')}, "
+                    f"applied here {_when(d['applied_at'], 'never')}"
                 )
             if info["reviews_set_aside"]:
                 from prep.engine.study.present import count
 
                 click.echo(
                     f"{count(info['reviews_set_aside'], 'review')} set aside (their ids given to "
-                    "other reviews by a replaced journal file): kept until their copy sends "
-                    "them again"
+                    "other reviews by a replaced journal file): kept in this database, "
+                    "unscheduled, until the copy that made them syncs again (run prep sync there)"
+                )
+            if info["journal_files_set_aside"]:
+                click.echo(
+                    f"{info['journal_files_set_aside']} journal file(s) of other devices set "
+                    "aside (unreadable, unchanged for over 10 minutes): read again once a "
+                    "whole version arrives"
                 )
             if info["files_waiting"]:
                 click.echo(

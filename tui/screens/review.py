@@ -230,9 +230,10 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
     def show_card(self) -> None:
         """Show the session's current card, front side; or the summary when it is done."""
         syncer = getattr(self.prep, "syncer", None)
-        if syncer is not None:  # what a sync brought: applied between cards; the first
-            syncer.between_cards()  # sync starts once the first card is on screen
-            self._after_first_frame(syncer.start)
+        if syncer is not None:  # what a sync brought: applied between cards (a card studied
+            if syncer.between_cards():  # elsewhere leaves the queue); the first sync starts
+                self.session.take_in_changes()
+            self._after_first_frame(syncer.start)  # once the first card is on screen
         card = self.session.current
         for notice in self.session.take_notices():
             self.notify(notice, severity="warning", timeout=10)
@@ -537,7 +538,7 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
     async def save_rating(self, value: int, card: Card) -> None:
         """Commit the rating; while another prep holds the write lock, retry on a timer (the
         screen stays live and says so) for up to RETRY_SECONDS, then give up saying so."""
-        from prep.engine.study.present import spoken_interval
+        from prep.engine.study.present import next_text
 
         deadline = time.monotonic() + self.RETRY_SECONDS
         ok = False
@@ -573,10 +574,12 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
         finally:
             self.saving = False
             self.saved(ok)  # the keys pressed meanwhile, once this ends (tui/screens/held_keys.py)
+        session = self.session  # when it comes back: FSRS's, or an interview plan's sooner
+        when = next_text(outcome, session.plan, session.collection, session.clock())
         self._note = Text.assemble(
             ("Saved: ", "dim"),
             (RATING_NAMES[outcome.rating], "bold"),
-            (f", next in {spoken_interval(outcome.interval)} (u undoes)", "dim"),
+            (f", {when} (u undoes)", "dim"),
         )
         self.show_card()
 

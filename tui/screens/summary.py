@@ -9,7 +9,13 @@ from textual.containers import Vertical
 from textual.widgets import Footer, Header
 
 from prep.engine.store import StoreError
-from prep.engine.study.present import count, duration_text, percent, spoken_interval
+from prep.engine.study.present import (
+    REVIEW_LIMIT_REACHED,
+    count,
+    duration_text,
+    percent,
+    spoken_interval,
+)
 from prep.engine.study.scheduler import RATING_NAMES, Rating
 from prep.engine.study.session import ReviewSession
 from prep.tui.base import PrepScreen
@@ -84,7 +90,11 @@ class SummaryScreen(PrepScreen):
             text.append("n studies more: more new cards today, or review ahead.\n\n")
         if s["next_due"] is not None:
             wait = spoken_interval(s["next_due"] - self.session.clock())
-            text.append(f"Next card due in {wait}; ")
+            if any(reason.startswith(REVIEW_LIMIT_REACHED) for reason in reasons):
+                # reviews are due now, held back by the limit: "next due in 2 days" was untrue
+                text.append(f"Past those held back, the next card comes due in {wait}; ")
+            else:
+                text.append(f"Next card due in {wait}; ")
             text.append(f"{s['due_by_tomorrow']} due by the end of tomorrow.\n")
         else:
             text.append("No reviews scheduled yet.\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from textual import events
 from textual.containers import Horizontal
 from textual.message import Message
 
@@ -57,8 +58,18 @@ class RatingBar(Horizontal):
             }
             &.-suggested { text-style: bold underline; }
         }
+        &.-narrow {  /* four in a row do not fit: two rows of two (see on_resize) */
+            layout: grid;
+            grid-size: 2;
+            grid-columns: 1fr 1fr;
+            grid-gutter: 0 1;
+            height: 6;
+            KeyButton { width: 1fr; min-width: 0; margin: 0; }
+        }
     }
     """
+    MIN_BUTTON = 10  # as the CSS above (four of them that do not fit in a row: Textual gives
+    # each the whole bar's width, and three fall off the screen)
 
     class Rated(Message):
         def __init__(self, rating: Rating) -> None:
@@ -74,6 +85,15 @@ class RatingBar(Horizontal):
         }
         super().__init__(*self.buttons.values(), id=id)
 
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit(event.size.width)
+
+    def _fit(self, width: int) -> None:
+        """Two rows of two where four buttons in a row would crop a label (its interval
+        first) or not fit at all: each needs its label, a space either side and a margin."""
+        label = max(len(str(button.label)) for button in self.buttons.values())
+        self.set_class(width < 4 * (max(label + 2, self.MIN_BUTTON) + 1), "-narrow")
+
     @staticmethod
     def label(rating: Rating, outcome: Outcome | None) -> str:
         return rating_label(rating, outcome)
@@ -83,6 +103,8 @@ class RatingBar(Horizontal):
             label = self.label(rating, preview.get(rating))
             button.label = f"» {label}" if rating == suggested else label
             button.set_class(rating == suggested, "-suggested")
+        if self.size.width:  # (mounted: the longer labels may need two rows now)
+            self._fit(self.size.width)
 
     def on_key_button_pressed(self, event: KeyButton.Pressed) -> None:
         event.stop()
