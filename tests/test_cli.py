@@ -304,7 +304,7 @@ def test_corrupt_saved_settings_are_a_clear_error_and_reset_fixes_them(db_path: 
     result = run_cli("stats", db=db_path)
     assert result.exit_code == 2 and "the saved settings are invalid" in result.output
     assert "prep config --reset" in result.output
-    assert run_cli("config", "--reset", db=db_path).exit_code == 0
+    assert run_cli("config", "--reset", "--yes", db=db_path).exit_code == 0
     assert "new_per_day = 20" in run_cli("config", db=db_path).output
 
 

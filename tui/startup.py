@@ -407,7 +407,12 @@ class Startup(_AppBase):
             return
         try:
             others = [i for i in self.store.announce(self.instance, utcnow()) if _alive(i)]
-        except StoreError:
+        except StoreError as exc:
+            # the file removed or replaced meanwhile: said now, not at the next rating (each
+            # write is refused; what was saved is copied out: engine/store/samefile.py)
+            if exc.kind == "replaced" and not getattr(self, "_told_replaced", False):
+                self._told_replaced = True
+                self.notify(str(exc), title="Database gone", severity="error", timeout=60)
             return  # a read-only or busy database: the screens say so when it matters
         if others and not self._told_others:
             self._told_others = True

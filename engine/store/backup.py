@@ -336,6 +336,12 @@ def restore(store: Store, name: str) -> tuple[Path, Path | None]:
     found = [p for p in listing(store.path) if p.name == name]
     if not found:
         raise BackupError(f"no backup named {name!r} (see `prep backup --list`)")
+    from prep.engine.store import samefile
+
+    # the copy below writes through SQLite's backup API, not a transaction: the check a
+    # transaction makes before its COMMIT (is the path still the file opened?) is made here
+    if store._file is not None and (moved := samefile.changed(store.path, store._file)):
+        raise samefile.refuse(store, moved)
     from prep.engine.store.schema import SCHEMA_VERSION
 
     saved: Path | None = None

@@ -31,6 +31,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
+from prep.engine.store import samefile
 from prep.engine.store.dbfile import (  # (the file's checks before the open; re-exported)
     StoreError,
     _cannot_write,
@@ -123,6 +124,8 @@ class StoreCore:
     _tx_depth: int = 0  # transactions entered and not yet left (see transaction)
     read_only = False  # opened with Store.open(reading=True) where writing is not possible
     damaged_reviews: list[Any] = []  # DamagedReview rows left out by the last dump() (export)
+    _file: samefile.Identity | None = None  # the file opened at path (checked at each COMMIT)
+    _wal: samefile.Identity | None = None  # and its WAL file (samefile.refuse sets it aside)
 
     def __init__(
         self,
@@ -138,7 +141,9 @@ class StoreCore:
         self.conn = conn
         self.path = path
         self._db = None
+        self._file = None if path is None else samefile.identity(path)
         self._migrate(lenient=lenient, progress=progress)
+        self._wal = None if path is None else samefile.identity(Path(f"{path}-wal"))
 
     @property
     def db(self):
@@ -387,6 +392,8 @@ class StoreCore:
         try:
             yield
             self._tx_depth = 0
+            if self._file is not None and (what := samefile.changed(self.path, self._file)):
+                raise samefile.refuse(self, what)  # (rolled back: nothing written)
             self.conn.execute("COMMIT")
         except BaseException as exc:
             self._tx_depth = 0

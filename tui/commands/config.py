@@ -22,9 +22,14 @@ if TYPE_CHECKING:
 )  # `new_per_day -1` is a value
 @click.argument("key", required=False)
 @click.argument("value", required=False)
-@click.option("--reset", is_flag=True, help="Restore every setting to its default.")
+@click.option(
+    "--reset",
+    is_flag=True,
+    help="Restore every setting to its default (asks first; the database is backed up).",
+)
+@click.option("--yes", "-y", is_flag=True, help="With --reset: do not ask (needed off a terminal).")
 @click.pass_obj
-def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
+def config(obj: Ctx, key: str | None, value: str | None, reset: bool, yes: bool) -> None:
     """Show settings, or set one: prep config new_per_day 10.
 
     FSRS parameters: `prep config parameters` shows them, `prep config parameters default`
@@ -34,14 +39,17 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool) -> None:
     from prep.engine.store import Store, resolve_db_path
     from prep.engine.study.scheduler import Settings
 
+    if yes and not reset:
+        raise UsageError("--yes goes with --reset (setting one value never asks)")
+    if reset and key is not None:
+        raise UsageError(f"--reset restores every setting; it takes no setting name ({key!r})")
     if not reset and value is None and not resolve_db_path(obj.db).exists():
         store = Store.memory()  # nothing saved yet: show the defaults, create nothing
     else:
         store = obj.store()
     with store:
         if reset:
-            store.save_settings(Settings())
-            click.echo("settings reset to their defaults")
+            _reset(store, yes)
             return
         settings = store.settings()
         if key is None:
@@ -180,3 +188,61 @@ def _config_parameters(store: Store, settings: Settings, value: str | None) -> N
     except ValueError as exc:  # with the settings saved now (changed since they were read)
         raise UsageError(f"parameters: {exc}") from None
     click.echo(f"parameters = {', '.join(f'{w:.4f}' for w in weights)} (your own)")
+
+
+def _changed(settings: Settings) -> list[str]:
+    """The settings that differ from the defaults, as the user would read them."""
+    from prep.engine.study.scheduler import Settings
+
+    default = Settings().to_dict()
+    out = []
+    for k, v in settings.to_dict().items():
+        if v == default[k]:
+            continue
+        if k == "parameters":
+            out.append("parameters (the FSRS parameters fitted or set for you)")
+        elif k == "plan_decks":
+            out.append(f"plan_decks {','.join(v)}")
+        elif isinstance(v, list):
+            out.append(f"{k} {' '.join(f'{x:g}' for x in v)}")
+        else:
+            out.append(f"{k} {v}")
+    return out
+
+
+def _reset(store: Store, yes: bool) -> None:
+    """`prep config --reset`: every setting back to its default, as the other destructive
+    commands do it: asked first on a terminal (--yes off one), the database backed up, and
+    what was cleared said."""
+    import sys
+
+    from prep.engine.store import StoreError, backup
+    from prep.engine.study.scheduler import Settings
+
+    try:
+        changed = _changed(store.settings())
+    except StoreError:  # saved invalid (a hand edit): what --reset is for
+        changed = ["the saved settings, which cannot be read"]
+    if not changed:
+        click.echo("settings are already at their defaults; nothing changed")
+        return
+    what = "; ".join(changed)
+    if not yes:
+        if sys.stdin is None or not sys.stdin.isatty():
+            raise UsageError(
+                f"--reset would clear {what}; not asked off a terminal: add --yes to reset"
+            )
+        from prep.tui.ask import confirm  # (bounded: never reads a whole stream)
+
+        click.echo(f"--reset restores the defaults, clearing: {what}")
+        if not confirm("Reset every setting?", default=False):
+            click.echo("nothing changed")
+            return
+    try:
+        saved = backup.make(store, "reset")
+    except backup.BackupError as exc:
+        raise UsageError(f"not reset: {exc}") from None
+    store.save_settings(Settings())
+    click.echo(f"settings reset to their defaults; cleared: {what}")
+    if saved is not None:
+        click.echo(f"(the database before it: {saved}; `prep backup --restore {saved.name}`)")

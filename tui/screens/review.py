@@ -526,8 +526,9 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
                         await asyncio.sleep(0.2)
                         continue
                     self.notify(f"Not saved (the card stays): {exc}", severity="error", timeout=8)
+                    again = "Restart prep" if exc.kind == "replaced" else "Rate it again"
                     self.set_hint(
-                        Text.assemble(("Not saved", "bold red"), "; the card stays. Rate it again.")
+                        Text.assemble(("Not saved", "bold red"), f"; the card stays. {again}.")
                     )
                     return
         finally:
