@@ -150,6 +150,18 @@ LATE_WINNER = [
     before=[("rate", 0, 0, 0), ("sync", 0, 0, 0)],
     after=[*LATE_WINNER[:10], ("partial", 1, 3, 1), *LATE_WINNER[10:]],
 )
+@example(  # a card's first review displaced, a later one left: its log read before (sync11b)
+    before=[],
+    after=[
+        ("rate", 0, 0, 0),
+        ("rate", 1, 1, 0),
+        ("rate", 2, 1, 0),
+        ("sync", 1, 0, 0),
+        ("deliver", 1, 2, 0),
+        ("sync", 0, 0, 0),
+        ("sync", 2, 0, 0),
+    ],
+)
 @given(before=st.lists(step, max_size=4), after=st.lists(step, min_size=4, max_size=20))
 def test_any_device_any_order_of_arrivals_converges(tmp_path_factory, before, after) -> None:
     """Devices 0 and 3 (independent), 1 and 2 copies of 0 made after ``before``; each syncs

@@ -193,6 +193,7 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
                 scheds,
                 batch.redo.get(cid),
                 batch.base.get(cid, _NO),
+                batch.logs.get(cid),
             )
         )
         out.rescheduled += bool(changed or created)  # a card first scheduled here counts too
@@ -216,6 +217,9 @@ class _Batch:
         self.redo: dict[str, set[int]] = {}  # cards a displaced review left: rows written again
         # cards whose first review was displaced: the state their history begins from
         self.base: dict[str, CardState | None] = {}
+        # their logs as read before a review of theirs was removed: the rows after a removed
+        # one refer to its state (the first one's successor has nothing left to refer to)
+        self.logs: dict[str, list] = {}
         self.clashes = replaced.Clashes(self.conn, root)
 
     def review(self, j: Journal, jn: int, e: list, pmap: dict[str, int]) -> None:
@@ -268,10 +272,11 @@ class _Batch:
         card's history begins from is the one before it (the next review's stored "before"
         is this one's "after"); replay() starts there."""
         (cid,) = self.conn.execute("SELECT card_id FROM reviews WHERE id = ?", (row,)).fetchone()
-        if cid not in self.base:
-            log = self.store._card_log(cid)
-            if log and log[0][0].id == row:
-                self.base[cid] = log[0][0].prev
+        if cid not in self.logs:
+            self.logs[cid] = self.store._card_log(cid)
+        log = self.logs[cid]
+        if cid not in self.base and log and log[0][0].id == row:
+            self.base[cid] = log[0][0].prev
 
     def _count(self, j: Journal, n: int) -> None:
         name = j.name or j.device
@@ -489,19 +494,22 @@ def replay(
     scheds: dict[int, Scheduler],
     redo: set[int] | None = None,
     base: Any = _NO,
+    before: list | None = None,
 ) -> tuple[bool, bool]:
     """Merge ``incoming`` into card ``cid``'s log (dropping undone reviews) and replay it
     from the first review that changed (or whose row is in ``redo``: its id changed, and
     with it its fuzz; ``base``, unless ``_NO``: the state its history begins from, its first
-    review removed). Returns (its due time changed, the card is new here)."""
+    review removed; ``before``: its log as read before reviews of it were removed, whose
+    rows left are replayed). Returns (its due time changed, the card is new here)."""
     conn = store.conn
-    log = store._card_log(cid)  # (Review, prev_state), in row order
     meta = {
         rid: (dev, seq, params)
         for rid, dev, seq, params in conn.execute(
             "SELECT id, dev, coalesce(seq, id), params FROM reviews WHERE card_id = ?", (cid,)
         )
     }
+    # (Review, prev_state), in row order
+    log = store._card_log(cid) if before is None else [x for x in before if x[0].id in meta]
     old = []
     for review, _ps in log:
         dev, seq, params = meta[review.id]
