@@ -40,6 +40,10 @@ from prep.demos.report import (
 # Check, Report and render live in the torch-free report module; demos import them from here.
 __all__ = ["IDENTITY", "MEASUREMENT", "SANITY", "Check", "Report", "render"]
 
+# the bar text of a `sanity` check on a random draw (a contrast's dense or generic matrix):
+# DESIGN.md counts such generic facts as sanity, not identity (they are not algebra)
+RANDOM_DRAW = "a fact of a random draw (any weights of this shape show it), not algebra"
+
 DEVICES = ("auto", "cpu", "cuda", "mps")
 SCALES = ("small", "large")
 

@@ -30,7 +30,6 @@ CONTRAST_LABEL = "a dense W_O on the same head outputs"
 # much (0.75 expected, 0.71-0.77 trained), so it cannot tell trained from untrained.
 CHECK_KINDS = {IDENTITY: 6, SANITY: 4}
 # Generic facts of a random draw are sanity checks (DESIGN.md: "a random W_O writes off-slice").
-RANDOM = "a fact of a random draw (any weights of this shape show it), not algebra"
 
 
 @dataclass(frozen=True)
@@ -207,14 +206,14 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
             lo,
             cfg.d_model,
             kind=SANITY,
-            bar=RANDOM,
+            bar=harness.RANDOM_DRAW,
         ),
         harness.equals(
             "dense W_O: most head coordinates feeding one output dim",
             feeding,
             cfg.d_model,
             kind=SANITY,
-            bar=RANDOM,
+            bar=harness.RANDOM_DRAW,
         ),
     ]
 

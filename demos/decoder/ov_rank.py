@@ -26,7 +26,6 @@ CONTRAST_LABEL = "full d_model x d_model matrices"
 # two ranks per layer of the shipped 2-layer decoder are measured, at every scale.
 CHECK_KINDS = {IDENTITY: 2, SANITY: 6}
 # Generic facts of a random draw are sanity checks (DESIGN.md: "a random matrix has full rank").
-RANDOM = "a fact of a random draw (any weights of this shape show it), not algebra"
 
 
 @dataclass(frozen=True)
@@ -156,14 +155,18 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
     all_heads = torch.einsum("hmk,hkn->mn", setup.W_V, setup.W_O)  # (d_model, d_model)
     return [
         harness.equals(
-            f"random {d} x {d} Gaussian matrix: rank", rank(generic), d, kind=SANITY, bar=RANDOM
+            f"random {d} x {d} Gaussian matrix: rank",
+            rank(generic),
+            d,
+            kind=SANITY,
+            bar=harness.RANDOM_DRAW,
         ),
         harness.equals(
             "sum over all heads of W_V^h W_O^h (the whole layer's OV): rank",
             rank(all_heads),
             d,
             kind=SANITY,
-            bar=RANDOM,
+            bar=harness.RANDOM_DRAW,
         ),
     ]
 

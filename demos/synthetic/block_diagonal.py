@@ -29,7 +29,7 @@ CONTRAST_LABEL = "a dense W_O on the same head outputs"
 # same-run null is measured; the dense student's error only checks that training worked (sanity).
 CHECK_KINDS = {IDENTITY: 4, SANITY: 5, MEASUREMENT: 1}
 # The contrast is a random dense W_O: generic facts of a draw are sanity checks (DESIGN.md).
-RANDOM = "a fact of a random draw (any weights of this shape show it), not algebra"
+
 SCALES = attn.standard_scales()
 
 
@@ -351,21 +351,21 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
             0.1,
             "a dense W_O should write outside the slice; if not, the 'dense' matrix is not dense",
             kind=SANITY,
-            bar=RANDOM,
+            bar=harness.RANDOM_DRAW,
         ),
         harness.equals(
             f"dense W_O: nonzero parameters (d_model^2 = {cfg.d_model**2})",
             int(torch.count_nonzero(dense.W_O)),
             cfg.d_model**2,
             kind=SANITY,
-            bar=RANDOM,
+            bar=harness.RANDOM_DRAW,
         ),
         harness.at_least(
             "dense W_O: max |<W_O[h] row, W_O[g] row>|, h != g",
             _max_cross_head_overlap(dense.W_O),
             0.01,
             kind=SANITY,
-            bar=RANDOM,
+            bar=harness.RANDOM_DRAW,
         ),
         harness.at_least(
             "dense W_O: diagonal blocks absorbed into W_V, identity W_O: rel. error",
@@ -374,7 +374,7 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
             "a dense W_O's off-diagonal blocks carry most of each head's write; dropping them "
             "should change the output a lot",
             kind=SANITY,
-            bar=RANDOM,
+            bar=harness.RANDOM_DRAW,
         ),
     ]
 

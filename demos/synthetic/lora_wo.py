@@ -25,7 +25,7 @@ CONTRAST_LABEL = "a full fine-tune of W_O (a dense update)"
 # all algebra.
 CHECK_KINDS = {IDENTITY: 5, SANITY: 2, MEASUREMENT: 0}
 # The contrast is a random dense update: generic facts of a draw are sanity checks (DESIGN.md).
-RANDOM = "a fact of a random draw (any weights of this shape show it), not algebra"
+
 RANK = 4
 ALPHA = 8.0
 
@@ -139,14 +139,14 @@ def contrast(s: Setup, gen: torch.Generator) -> list[Check]:
             rank(dense),
             cfg.d_model,
             kind=SANITY,
-            bar=RANDOM,
+            bar=harness.RANDOM_DRAW,
         ),
         harness.at_least(
             "dense update: rank of heads 0 and 1's block updates together (> d_head)",
             rank(torch.cat([head0, head1], dim=1)),
             2 * dh,
             kind=SANITY,
-            bar=RANDOM,
+            bar=harness.RANDOM_DRAW,
         ),
     ]
 
