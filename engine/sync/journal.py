@@ -94,21 +94,12 @@ def file_name(number: int) -> str:
 
 def numbered_files(folder: Path) -> dict[int, Path]:
     """The journal files of one device's folder, by number (other names ignored)."""
-    out: dict[int, Path] = {}
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return out
-    for name in names:
-        m = FILE_RE.fullmatch(name)
-        if m:
-            out[int(m.group(1))] = folder / name
-    return out
+    return {n: Path(entry.path) for n, entry in numbered_entries(folder).items()}
 
 
 def numbered_entries(folder: Path) -> dict[int, os.DirEntry[str]]:
-    """``numbered_files`` as directory entries (their stats without a Path made for each
-    file: a sync looks at every file applied, run._pending)."""
+    """The journal files of one device's folder, by number, as directory entries (their stats
+    without a Path made for each file: a sync looks at every file applied, run._pending)."""
     out: dict[int, os.DirEntry[str]] = {}
     try:
         with os.scandir(folder) as found:
@@ -240,11 +231,6 @@ def _fsync_dir(folder: Path) -> None:
 def written_at(path: str | Path) -> str | None:
     """The ``written_at`` of a journal file's header (its first line only), or None when it
     cannot be read; what tells two files of one number apart (a folder made again)."""
-    return _head_text(path, "written_at")
-
-
-def _head_text(path: str | Path, key: str) -> str | None:
-    """A text value of a journal file's header (its first line only), None when unread."""
     try:  # (never blocks on a FIFO, never follows a link: read() refuses both anyway)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
@@ -256,7 +242,7 @@ def _head_text(path: str | Path, key: str) -> str | None:
             head = loads_strict(f.readline(1 << 20).decode("utf-8"))
     except (OSError, ValueError):
         return None
-    value = head.get(key) if isinstance(head, dict) else None
+    value = head.get("written_at") if isinstance(head, dict) else None
     return value if isinstance(value, str) else None
 
 
