@@ -374,4 +374,6 @@ def test_every_count_is_what_the_session_serves(
     waiting = {c for c in due_now if before[c].state == State.Review}
     assert stats.due.now == len(due_now) == home.learning + home.waiting
     assert home.due == min(review_limit, len(waiting))
-    assert stats.due.today >= stats.due.now - home.learning
+    # today: every card not hidden whose due falls in today's study day or earlier
+    today = {c for c, s in before.items() if c not in hidden and s.due <= reviews_until(now)}
+    assert stats.due.today == stats.forecast[0].due == len(today)
