@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 
 from prep.engine.store import StoreError
 from prep.engine.study.present import (
@@ -19,6 +19,7 @@ from prep.engine.study.present import (
 from prep.engine.study.scheduler import RATING_NAMES, Rating
 from prep.engine.study.session import ReviewSession
 from prep.tui.base import PrepScreen
+from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.text import Static
 
 
