@@ -348,7 +348,9 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
             runs = {}
         sections = answer_sections(card, self.prep.demos, runs)
         if self._back is None:
-            self._answer, self._demo_link = Static(id="answer"), Static(id="demo-link")
+            from prep.tui.widgets.clipped import Clipped
+
+            self._answer, self._demo_link = Static(id="answer"), Clipped(id="demo-link")
             self._back = Vertical(self._answer, id="back")
             self.query_one("#card").mount(self._back)  # last: below the choices
             # the demo line sits below the scrolling card, above the ratings: visible however
