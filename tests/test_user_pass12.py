@@ -28,3 +28,25 @@ async def test_a_long_demo_claim_under_the_answer_is_cut_with_an_ellipsis() -> N
         assert lines[0].lstrip().startswith("r  run the demo block-diagonal"), lines
         assert len(lines) == 2 and lines[1].lstrip().startswith("With a block-diagonal W_O"), lines
         assert lines[1].endswith("…"), lines  # cut, and seen to be
+
+
+@async_test
+async def test_every_builtin_theme_draws_home_and_a_card() -> None:
+    """ansi-light (picked in the palette, and remembered) ended the app with MissingStyle at
+    every later launch: the counts were styled with its colour names (``ansi_blue``), which
+    Rich cannot parse. Every theme Textual ships draws home and a card's header."""
+    from textual.theme import BUILTIN_THEMES
+
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        for name in BUILTIN_THEMES:
+            app.theme = name  # home redraws its counts in the theme's colours
+            await pilot.pause()
+        await pilot.press("enter")  # the first card: its header counts in the theme's colours
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "ReviewScreen")
+        for name in BUILTIN_THEMES:
+            app.theme = name
+            app.screen.query_one("#progress").update(app.screen.progress_text())
+            await pilot.pause()
+        assert app.is_running and app.return_code is None

@@ -14,6 +14,7 @@ from prep.engine.store import StoreError
 from prep.engine.study.plan import PlanDay, plan_day
 from prep.engine.study.present import count
 from prep.tui.base import PrepScreen
+from prep.tui.themes import rich_color
 from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.syncline import SyncLine
 from prep.tui.widgets.table import DataTable
@@ -144,11 +145,12 @@ class HomeScreen(PrepScreen):
             title.truncate(max(MIN_TITLE, room - len(name)), overflow="ellipsis")
             title.append(name, style="dim")
             theme = self.prep.current_theme
+            primary = rich_color(theme, "primary", "blue")
             table.add_row(
                 title,
-                _count(row.new, theme.primary),
-                _count(row.learning, theme.warning or theme.primary),
-                _count(row.due, theme.success or theme.primary),
+                _count(row.new, primary),
+                _count(row.learning, rich_color(theme, "warning", primary)),
+                _count(row.due, rich_color(theme, "success", primary)),
                 *([Text(str(row.cards), style="dim")] if len(headers) == 4 else []),
                 key=row.name,
             )
