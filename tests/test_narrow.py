@@ -98,3 +98,22 @@ def test_every_screen_uses_prep_s_footer() -> None:
     assert [p.name for p in tui.rglob("*.py") if textual_footer.search(p.read_text())] == [
         "footer.py"
     ]
+
+
+@async_test
+async def test_a_revealed_card_keeps_rows_for_its_answer_in_a_short_terminal() -> None:
+    """At 40x12 the revealed card's rating buttons (two rows of two, three rows each) and the
+    hints took every row: the answer had none. Below 20 rows the buttons are one row tall."""
+    app = make_app()
+    async with app.run_test(size=(40, 12)) as pilot:
+        await _open_home(pilot, app)
+        await pilot.press("enter", "space")
+        await wait_until(pilot, lambda: getattr(app.screen, "revealed", False))
+        await pilot.pause(0.2)
+        card = app.screen.query_one("#card")
+        bar = app.screen.query_one("#ratings")
+        assert bar.region.height <= 2, bar.region
+        assert card.region.height >= 4, card.region  # the answer can be read (and scrolled)
+        await pilot.resize_terminal(100, 30)
+        await pilot.pause(0.3)
+        assert app.screen.query_one("#ratings").region.height == 3  # the usual look when tall

@@ -48,6 +48,7 @@ from prep.engine.study.session import (  # DeckCounts: home's rows (re-exported 
 from prep.engine.timeutil import Clock, utcnow
 from prep.tui.clicktime import ClickTime
 from prep.tui.closing import CloseAfterMount
+from prep.tui.short import ShortTerminal
 from prep.tui.startup import Startup
 from prep.tui.themes import ThemeMemory, pick_theme  # noqa: F401 (pick_theme: re-exported)
 
@@ -73,7 +74,7 @@ def demo_infos() -> dict[str, str]:
     return {name: info.claim for name, info in DEMOS.items()}
 
 
-class PrepApp(Startup, CloseAfterMount, ClickTime, App[int]):
+class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
     """prep's terminal app.
 
     Everything that makes a run nondeterministic is injectable, so tests and snapshots can fix
