@@ -50,3 +50,62 @@ async def test_every_builtin_theme_draws_home_and_a_card() -> None:
             app.screen.query_one("#progress").update(app.screen.progress_text())
             await pilot.pause()
         assert app.is_running and app.return_code is None
+
+
+def test_a_session_limit_holding_due_cards_does_not_say_the_next_is_days_away(
+    small_collection,
+) -> None:
+    """`prep quiz --limit 2` ended with "62 more cards of today's queue wait" and "Next card due
+    in 9 days; 7 due by the end of tomorrow": the first due time after now, skipping the cards
+    due now that the session's own limit held back (user11 fixed the daily review limit's)."""
+    from datetime import timedelta
+
+    from prep.engine.study.scheduler import State
+    from prep.tui.screens.review import ReviewScreen
+    from prep.tui.screens.summary import SummaryScreen
+    from tests.conftest import reviewed_store
+    from tests.pilot import text_of
+
+    store = reviewed_store(small_collection)
+    dues = sorted(s.due for s in store.cards().values() if s.state == State.Review)
+    now = dues[1] + timedelta(minutes=1)  # two reviews due; the session serves one
+
+    @async_test
+    async def run() -> None:
+        app = make_app(store=store, collection=small_collection, clock=lambda: now, limit=1)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, ReviewScreen))
+            await pilot.press("space")
+            if not app.screen.revealed:  # a red flag shows its choices first
+                await pilot.press("space")
+            await pilot.press("3")
+            await wait_until(pilot, lambda: isinstance(app.screen, SummaryScreen))
+            summary = text_of(app, "#summary")
+            assert "This session's limit is reached" in summary, summary
+            assert "Next card due in" not in summary, summary
+            assert "Past those held back, the next card comes due in" in summary, summary
+
+    run()
+
+
+def test_plain_quiz_with_a_limit_holding_due_cards_says_so(small_collection) -> None:
+    """The plain quiz's last line had the same untruth under `--limit`."""
+    import io
+    from datetime import timedelta
+
+    from prep.engine.study.scheduler import State
+    from prep.engine.study.session import ReviewSession
+    from prep.tui.plain import run_plain
+    from tests.conftest import reviewed_store
+
+    store = reviewed_store(small_collection)
+    dues = sorted(s.due for s in store.cards().values() if s.state == State.Review)
+    now = dues[1] + timedelta(minutes=1)
+    session = ReviewSession(store, small_collection, clock=lambda: now, limit=1, requeue=False)
+    assert session.held_back
+    out = io.StringIO()
+    run_plain(session, io.StringIO("\n\n3\n" * session.total + "q\n"), out)
+    text = out.getvalue()
+    assert session.finished and "Next card due in" not in text, text
+    assert "Past those held back, the next card comes due in" in text, text

@@ -53,6 +53,8 @@ class SummaryScreen(PrepScreen):
     def summary_text(self) -> Text:
         try:
             s = self.session.summary()
+            # cards due now that this session's limit (--limit) left for later
+            held_due = self.session.held_back and self.session.store.count_due(self.session.clock())
         except StoreError as exc:
             return Text(f"Cannot read the summary: {exc}", style="bold red")
         text = Text()
@@ -91,8 +93,9 @@ class SummaryScreen(PrepScreen):
             text.append("n studies more: more new cards today, or review ahead.\n\n")
         if s["next_due"] is not None:
             wait = spoken_interval(s["next_due"] - self.session.clock())
-            if any(reason.startswith(REVIEW_LIMIT_REACHED) for reason in reasons):
-                # reviews are due now, held back by the limit: "next due in 2 days" was untrue
+            if held_due or any(reason.startswith(REVIEW_LIMIT_REACHED) for reason in reasons):
+                # reviews are due now, held back by the daily limit or this session's (--limit):
+                # "next due in 2 days" was untrue
                 text.append(f"Past those held back, the next card comes due in {wait}; ")
             else:
                 text.append(f"Next card due in {wait}; ")
