@@ -117,3 +117,16 @@ async def test_a_revealed_card_keeps_rows_for_its_answer_in_a_short_terminal() -
         await pilot.resize_terminal(100, 30)
         await pilot.pause(0.3)
         assert app.screen.query_one("#ratings").region.height == 3  # the usual look when tall
+
+
+@async_test
+async def test_the_demo_list_keeps_its_rows_in_a_short_terminal() -> None:
+    """At 40x12 the demo list's intro and the highlighted claim took every row: no demo showed."""
+    app = make_app()
+    async with app.run_test(size=(40, 12)) as pilot:
+        await _open_home(pilot, app)
+        await pilot.press("d")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "DemoListScreen")
+        await pilot.pause(0.2)
+        table = app.screen.query_one("#demo-table")
+        assert table.region.height >= 3, table.region  # its header and two demos at least
