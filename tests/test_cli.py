@@ -172,6 +172,25 @@ def test_config_show_set_and_reject(db_path: Path) -> None:
         assert store.settings().new_per_day == 5
 
 
+def test_config_prints_a_setting_alike_listed_asked_for_and_set(db_path: Path) -> None:
+    """Each setting reads the same in `config`, `config KEY` and `config KEY VALUE`
+    (`config learning_steps_min` printed a tuple where `config` printed a list)."""
+    run_cli("config", "learning_steps_min", "1,5,30", db=db_path)
+    listed = {
+        line.split(" = ")[0]: line
+        for line in run_cli("config", db=db_path).output.splitlines()
+        if " = " in line
+    }
+    assert listed["learning_steps_min"] == "learning_steps_min = [1.0, 5.0, 30.0]"
+    for key, line in listed.items():
+        if key in ("sync_dir", "parameters"):  # (their own forms, alike too)
+            continue
+        assert run_cli("config", key, db=db_path).output.strip() == line, key
+    set_line = run_cli("config", "relearning_steps_min", "5,15", db=db_path).output.strip()
+    assert set_line == "relearning_steps_min = [5.0, 15.0]"
+    assert run_cli("config", "relearning_steps_min", db=db_path).output.strip() == set_line
+
+
 def test_unopenable_db_is_one_line_exit_2(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     result = subprocess.run(

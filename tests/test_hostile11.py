@@ -259,7 +259,7 @@ def test_steps_separated_by_spaces_are_two_steps_not_one(tmp_path: Path) -> None
     for given in ("1 10", "1, 10", "1,10", " 1  10 "):
         result = run_cli(db, "config", "learning_steps_min", given)
         assert result.exit_code == 0, result.output
-        assert result.output.strip() == "learning_steps_min = (1.0, 10.0)", given
+        assert result.output.strip() == "learning_steps_min = [1.0, 10.0]", given
     result = run_cli(db, "config", "plan_decks", "wo-core wo-systems")
     assert result.exit_code == 0, result.output
     assert result.output.strip() == "plan_decks = wo-core,wo-systems"

@@ -15,6 +15,7 @@ from prep.engine.decks.deck import Card, DeckInfo, ParsedDecks
 from prep.engine.decks.deckcache import from_parsed
 from prep.engine.store import Store
 from prep.engine.study import plan as plan_mod
+from prep.engine.study.due import is_due
 from prep.engine.study.plan import Plan, forgetting_curve, plan_day
 from prep.engine.study.scheduler import CardState, Rating, Scheduler, Settings, State
 from prep.engine.study.session import ReviewSession, build_queue, deck_counts
@@ -151,13 +152,32 @@ def test_a_week_on_plan_sees_every_card_and_meets_the_target_on_the_day(week):
     assert first_seen == [14] * 6 + [0, 0]
     # every card was studied on the last day (reviews brought forward from after the date)
     assert set(per_day[6]) == set(states)
-    # the morning of the day: only what is still below target at noon (lapsed on Sunday)
-    assert 0 < len(set(per_day[7])) < 84 / 4
+    # the morning of the day: what FSRS makes due that day (a review is due by day, from the
+    # 4am rollover) and what is still below target at noon (lapsed on Sunday); not the rest
+    assert 0 < len(set(per_day[7])) < 84 / 2
     # the retrievability on the day (FSRS's curve) meets the desired retention for every card
     plan = Plan.of(store.settings(), ON_THE_DAY - timedelta(hours=1))
     assert plan is not None and plan.moment == ON_THE_DAY
     recall = [plan.retrievability(s) for s in states.values()]
     assert min(recall) >= 0.9, sorted(recall)[:5]
+
+
+def test_the_morning_of_the_day_serves_fsrs_due_and_below_target_only(utc_local_time):
+    """The eighth morning serves exactly the cards due on the day by FSRS (by day: a card
+    due at 09:20 is served at 09:00) and those below target at noon, weakest first."""
+    settings = Settings(new_per_day=5, interview_date=INTERVIEW)
+    store, coll, _ = run_week(settings, days=7)
+    morning = MONDAY + timedelta(days=7)
+    plan = Plan.of(store.settings(), morning)
+    assert plan is not None
+    states = store.cards()
+    by_fsrs = {cid for cid, s in states.items() if is_due(s, morning)}
+    assert any(s.due > morning for cid, s in states.items() if cid in by_fsrs)  # later today
+    below = {cid for cid, s in states.items() if plan.below(s)}
+    served = study_day(store, coll, Clock(morning), random.Random(1), 0.85)
+    first = set(served[: len(by_fsrs | below)])
+    assert by_fsrs | below == first
+    assert 0 < len(below) < len(by_fsrs | below) < 84
 
 
 def test_the_same_week_without_a_plan_leaves_cards_unseen(utc_local_time):
@@ -168,7 +188,7 @@ def test_the_same_week_without_a_plan_leaves_cards_unseen(utc_local_time):
     plan = Plan.of(Settings(interview_date=INTERVIEW), ON_THE_DAY - timedelta(hours=1))
     assert plan is not None
     below = [c.id for c in coll.cards if plan.below(states.get(c.id) or CardState(c.id))]
-    assert len(below) > 44
+    assert len(below) >= 84 - 40  # (the cards seen are reviewed on their day: at target)
 
 
 def test_changing_or_clearing_the_date_loses_nothing(utc_local_time):
@@ -183,7 +203,7 @@ def test_changing_or_clearing_the_date_loses_nothing(utc_local_time):
     # cleared, the queue is FSRS's own: what is due now, nothing brought forward
     store.save_settings(replace(store.settings(), interview_date=None))
     queue = build_queue(store, coll, friday)
-    fsrs_due = {cid for cid, s in store.cards().items() if s.due <= friday}
+    fsrs_due = {cid for cid, s in store.cards().items() if is_due(s, friday)}
     assert set(queue.due) == fsrs_due
     assert len(queue.new) == 5  # the setting again
 

@@ -314,11 +314,15 @@ def test_a_hostile_review_id_in_an_export_is_refused_in_one_line(tmp_path: Path)
 
 
 def test_a_reviews_fuzz_does_not_depend_on_where_it_lands() -> None:
-    """The draw follows the review's id, not the card's review count: a review another
-    machine's review lands before (one more rep) keeps its fuzz; another id draws anew."""
+    """Reviews made with "fuzz_by": "review" (rounds 7-11, replayed so): the draw follows the
+    review's id, not the card's review count: a review another machine's review lands before
+    (one more rep) keeps its fuzz; another id draws anew. (New reviews are seeded by the card
+    and its history: tests/test_fuzz_by_card.py.)"""
     from dataclasses import replace
 
-    sched = Scheduler()
+    from prep.engine.study.scheduler import FUZZ_BY_REVIEW
+
+    sched = Scheduler(fuzz_by=FUZZ_BY_REVIEW)
     card = sched.review(CardState(id="x"), 4, T0, "a:1").state
     for _ in range(3):  # a review state with an interval of weeks: fuzzed
         card = sched.review(card, 3, card.due, "a:2").state

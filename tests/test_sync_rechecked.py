@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from datetime import timedelta
@@ -256,7 +257,8 @@ def test_a_newer_format_file_is_never_set_aside(tmp_path: Path) -> None:
     rate(a, "k", 3, T0)
     path = sync(a, folder).journal
     assert path is not None
-    path.write_text(path.read_text().replace('"version": 2', '"version": 99', 1))
+    text = path.read_text()  # (version 4: its review's parameters seed the fuzz by the card)
+    path.write_text(re.sub(r'"version": \d+', '"version": 99', text, count=1))
     _age(path, stuck.STUCK_S + 60)
     for _ in range(3):
         with pytest.raises(JournalError, match="newer prep"):

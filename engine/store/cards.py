@@ -241,10 +241,12 @@ class CardsStore(StoreCore):
             ).fetchone()[0]
         )
 
-    def next_due(self, after: datetime) -> datetime | None:
-        """The first due time after ``after`` (None when nothing is scheduled)."""
+    def next_due(self, after: datetime, *, review: bool | None = None) -> datetime | None:
+        """The first due time after ``after`` (None when nothing is scheduled); ``review``
+        True: of Review cards only, False: of learning and relearning cards only."""
+        which = "" if review is None else " AND state = 2" if review else f" AND {NOT_REVIEW_SQL}"
         row = self.conn.execute(
-            "SELECT min(due) FROM cards WHERE removed = 0 AND due > ?", (fmt(after),)
+            f"SELECT min(due) FROM cards WHERE removed = 0 AND due > ?{which}", (fmt(after),)
         ).fetchone()
         return parse(row[0])
 

@@ -556,10 +556,11 @@ class DeckCacheStore(StoreCore):
         self, now: datetime, learning_until: datetime | None = None
     ) -> dict[str, tuple[int, int]]:
         """Per deck: (learning or relearning cards due by ``learning_until`` (default
-        ``now``), review cards due at ``now``), of the cards still in the decks. One grouped
-        count over an index that holds the deck, per state as ``due_ids`` reads them (schema
-        v14: the learning cards' partial index, the due index for Review cards); no card row
-        is read."""
+        ``now``), review cards due by ``now``), of the cards still in the decks (the queue
+        passes the end of today as ``now``: reviews are due by day, engine/study/due.py).
+        One grouped count over an index that holds the deck, per state as ``due_ids`` reads
+        them (schema v14: the learning cards' partial index, the due index for Review
+        cards); no card row is read."""
         others = [int(x) for x in State if x != State.Review]
         out: dict[str, list[int]] = {}
         learning = (

@@ -390,7 +390,7 @@ def _v9_to_v10(db: Any, progress: UpgradeTracker | None = None) -> None:
         settings = Settings()
     conn.execute(
         "INSERT OR IGNORE INTO sched_params (n, value) VALUES (1, ?)",
-        (json.dumps(replay_params(settings, True, 0, by_review=False), sort_keys=True),),
+        (json.dumps(replay_params(settings, True, 0, fuzz_by=None), sort_keys=True),),
     )
     have = columns("reviews")
     for column, kind in (

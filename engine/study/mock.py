@@ -23,6 +23,7 @@ from prep.engine.decks.deck import Card
 from prep.engine.store import Store
 from prep.engine.study import plan as plan_mod
 from prep.engine.study.collection import Cards
+from prep.engine.study.due import is_due
 from prep.engine.study.present import Verdict, choice_verdict, clock_text, first_line, shorten
 from prep.engine.study.scheduler import RATING_NAMES, Outcome, Rating, Scheduler
 from prep.engine.study.session import ReviewSession
@@ -95,7 +96,7 @@ def pick_main(
             return (0, 0.0)
         if not isinstance(state.due, datetime) or not isinstance(state.last_review, datetime):
             return (1, 0.0)  # a hand-edited time: the session skips it with a message
-        due = state.due <= now
+        due = is_due(state, now)  # (by day for a review: engine/study/due.py)
         return (0 if due else 1, round(scheduler.retrievability(state, now), 2))
 
     keyed = [(key(c), c) for c in candidates]

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from fsrs.scheduler import DEFAULT_PARAMETERS
 
+from prep.engine.study.due import reviews_until
 from prep.engine.study.scheduler import LEVELS, CardState, Settings, State, interview_day
 from prep.engine.timeutil import day_start, study_day_start, to_utc, today_span
 
@@ -351,13 +352,14 @@ def brought_forward(
     plan = plan.on(collection)
     wanted = None if decks is None else set(decks)
     ids = [cid for cid in plan.covered_ids(collection) if not hidden or cid not in hidden]
+    until = reviews_until(now)
     states = [
         s
         for s in store.cards(ids).values()
         if not s.removed
         and (wanted is None or s.deck in wanted)
-        and s.due is not None
-        and s.due > now
+        and isinstance(s.due, datetime)
+        and s.due > until  # not due today by FSRS (due by day: engine/study/due.py)
         and (due := plan.due(s)) is not None
         and due <= now
     ]

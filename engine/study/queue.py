@@ -19,6 +19,7 @@ from typing import Any
 from prep.engine.store import Store
 from prep.engine.study import plan as plan_mod
 from prep.engine.study.collection import Cards
+from prep.engine.study.due import is_due, reviews_until
 from prep.engine.study.scheduler import State
 from prep.engine.timeutil import day_start, fmt, today_span
 
@@ -56,8 +57,8 @@ def build_queue(
     decks = None if deck is None else [deck]
     hidden = store.hidden_ids(now)  # suspended, or buried until a later day (a few ids)
     learning = store.due_ids(now, decks=decks, not_state=int(State.Review))
-    reviews = store.due_ids(
-        now, decks=decks, state=int(State.Review), limit=review_limit + len(hidden)
+    reviews = store.due_ids(  # due by day: any time of today (engine/study/due.py)
+        reviews_until(now), decks=decks, state=int(State.Review), limit=review_limit + len(hidden)
     )
     # which of them are cards of these decks: one query for all (not one a card)
     known = set(collection.known([*learning, *reviews]))
@@ -113,6 +114,7 @@ class DeckCounts:
     new: int
     learning: int
     due: int
+    waiting: int = 0  # the reviews due today before today's review limit (``due`` is capped)
 
     @property
     def total(self) -> int:
@@ -134,8 +136,9 @@ def deck_counts(
     decks together; ``per_deck=False``: that row only). The one source of these three
     numbers for every screen (home, the review bar, stats): learning counts the learning and
     relearning steps due within the learn-ahead window (as the session holds them, shown
-    when due or early when nothing else is left), due the reviews due now, capped by
-    today's review limit, new the curriculum's next cards up to the new-card limit.
+    when due or early when nothing else is left), due the reviews due today (by day, from the
+    rollover: engine/study/due.py), capped by today's review limit, new the curriculum's next
+    cards up to the new-card limit.
 
     Without building the queues: learning steps and reviews due are one grouped count per
     state in SQL (less the few suspended or buried cards); the new cards are read only as
@@ -143,18 +146,15 @@ def deck_counts(
     new_limit, review_limit = _limits_left(store, now, new_limit, None, collection)
     ahead = now + timedelta(minutes=store.settings().learn_ahead_min)
     hidden = store.hidden_ids(now)
-    due = {deck: list(n) for deck, n in store.due_counts(now, learning_until=ahead).items()}
+    counts = store.due_counts(reviews_until(now), learning_until=ahead)
+    due = {deck: list(n) for deck, n in counts.items()}
     for cid in plan_mod.brought_forward(store, collection, now, hidden=hidden):  # the plan's
         card = collection.get(cid)
         if card is not None:
             due.setdefault(card.deck, [0, 0])[1] += 1
     for state in store.cards(hidden).values():  # due, but not served today
-        if state.removed or not isinstance(state.due, datetime) or state.deck not in due:
-            continue
-        if state.state == State.Review and state.due <= now:
-            due[state.deck][1] -= 1
-        elif state.state in _STEP_STATES and state.due <= ahead:
-            due[state.deck][0] -= 1
+        if not state.removed and state.deck in due and is_due(state, now, ahead - now):
+            due[state.deck][0 if state.state in _STEP_STATES else 1] -= 1
     # the decks with cards without progress, counted in SQL: the others are not looked at
     among = _decks_with_new(store, collection)
     decks: list[tuple[str | None, str, int]] = [(None, "All decks", len(collection))]
@@ -183,6 +183,7 @@ def deck_counts(
                 new=len(new),
                 learning=learning,
                 due=min(review_limit, reviews),
+                waiting=reviews,
             )
         )
     return rows
@@ -351,7 +352,9 @@ def limits_today(
     unseen = sum(n for d, n in collection.unseen_by_deck(store).items() if deck in (None, d))
     decks = None if deck is None else [deck]
     capped = len(queue.due) - queue.learning
-    beyond = store.due_ids(now, decks=decks, state=int(State.Review), limit=capped + 1)
+    beyond = store.due_ids(
+        reviews_until(now), decks=decks, state=int(State.Review), limit=capped + 1
+    )
     return Limits(
         new_per_day=plan_mod.new_per_day(store, collection, now, settings)
         + extra_new_today(store, now),
@@ -366,11 +369,12 @@ def limits_today(
 def review_ahead_ids(
     store: Store, collection: Cards, now: datetime, days: int = 1, deck: str | None = None
 ) -> list[str]:
-    """Anki's custom study "review ahead": review cards due within ``days`` days (not yet
-    due), soonest first."""
+    """Anki's custom study "review ahead": review cards due within the next ``days`` study
+    days (not yet due: due by day, engine/study/due.py), soonest first."""
     decks = None if deck is None else [deck]
-    later = store.due_ids(now + timedelta(days=days), decks=decks, state=int(State.Review))
-    due_now = set(store.due_ids(now, decks=decks, state=int(State.Review)))
+    review = int(State.Review)
+    later = store.due_ids(reviews_until(now, days), decks=decks, state=review)
+    due_now = set(store.due_ids(reviews_until(now), decks=decks, state=review))
     return collection.known(cid for cid in later if cid not in due_now)
 
 

@@ -1,12 +1,15 @@
 """FSRS-6 scheduling through the ``fsrs`` package (the scheduler Anki uses).
 
 We never write our own scheduling; this module only adapts fsrs to our stored card state and
-makes fuzzing *deterministic per review*: the fuzz for a review is drawn from a generator
-seeded by (seed, the review's own id: its device and sequence number), so the interval
-previewed on a rating button is the interval the rating actually gives, every machine that
-replays the review draws the same fuzz wherever other reviews land in the card's log, and
-tests can fix the seed. (Reviews stored before v2 of the replay parameters were seeded by
-the card id and its review count; their parameters say so, and a replay keeps that.)
+makes fuzzing *deterministic*: the fuzz for a review is drawn from a generator seeded by the
+card and its history (seed, card id, review count and the time of its last review: Anki seeds
+by card id and reps), so the interval previewed on a rating button is the interval the rating
+gives, also after an undo and a second rating (the review then gets another id, the card the
+same history), every machine that replays the review draws the same fuzz, and tests can fix
+the seed. A review stores how its fuzz was seeded in its replay parameters ("fuzz_by") and is
+replayed so, bit for bit: "card" (above, since round 12), "review" (by the review's own id,
+device and sequence number: rounds 7-11; an undo and a new rating drew another fuzz than the
+preview had shown), or no key (the card id and its review count, before v2 of the parameters).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from prep.engine.study.settingtext import (
     _WHOLE,
     parse_text,
 )
-from prep.engine.timeutil import to_utc
+from prep.engine.timeutil import fmt, to_utc
 
 Rating = fsrs.Rating
 State = fsrs.State
@@ -348,27 +351,33 @@ REPLAY_KEYS = (
 )
 
 
-FUZZ_BY_REVIEW = "review"  # replay params' "fuzz_by": the fuzz seeded by the review's id
+# replay params' "fuzz_by": how a review's fuzz is seeded (see the module doc)
+FUZZ_BY_CARD = "card"  # the card and its history (id, review count, last review): new reviews
+FUZZ_BY_REVIEW = "review"  # the review's own id (reviews made in rounds 7-11)
+FUZZ_BY = (FUZZ_BY_CARD, FUZZ_BY_REVIEW)  # (and None: the card id and review count, before v2)
 
 
-def replay_params(settings: Settings, fuzz: bool, seed: int, by_review: bool = True) -> dict:
-    """What a review stores of the scheduler that made it (see REPLAY_KEYS). ``by_review``
-    False: the older seeding by card id and review count (no "fuzz_by" key)."""
+def replay_params(
+    settings: Settings, fuzz: bool, seed: int, fuzz_by: str | None = FUZZ_BY_CARD
+) -> dict:
+    """What a review stores of the scheduler that made it (see REPLAY_KEYS). ``fuzz_by`` None:
+    the oldest seeding by card id and review count (no "fuzz_by" key)."""
     d = settings.to_dict()
     out = {**{k: d[k] for k in REPLAY_KEYS}, "fuzz": bool(fuzz), "seed": int(seed)}
-    if by_review:
-        out["fuzz_by"] = FUZZ_BY_REVIEW
+    if fuzz_by is not None:
+        out["fuzz_by"] = fuzz_by
     return out
 
 
 @dataclass
 class Scheduler:
-    """FSRS on our card states, with the fuzz seeded per review (see the module doc)."""
+    """FSRS on our card states, with the fuzz seeded by the card and its history (see the
+    module doc; ``fuzz_by`` as a review's replay parameters say)."""
 
     settings: Settings = field(default_factory=Settings)
     enable_fuzzing: bool = True
     seed: int = 0
-    by_review: bool = True  # the fuzz seeded by the review's id (False: by card id and reps)
+    fuzz_by: str | None = FUZZ_BY_CARD  # FUZZ_BY_REVIEW: by the review's id; None: id and reps
 
     def __post_init__(self) -> None:
         s = self.settings
@@ -394,7 +403,7 @@ class Scheduler:
         made = self._replay
         if made is None:
             made = self._replay = replay_params(
-                self.settings, self.enable_fuzzing, self.seed, self.by_review
+                self.settings, self.enable_fuzzing, self.seed, self.fuzz_by
             )
         return made
 
@@ -406,12 +415,12 @@ class Scheduler:
         if not isinstance(fuzz, bool) or not isinstance(seed, int) or isinstance(seed, bool):
             raise ValueError("fuzz must be true or false and seed a whole number")
         by = params.get("fuzz_by")
-        if by not in (None, FUZZ_BY_REVIEW):
-            raise ValueError(f"fuzz_by must be {FUZZ_BY_REVIEW!r}, got {by!r:.20}")
+        if by is not None and by not in FUZZ_BY:
+            raise ValueError(f"fuzz_by must be one of {', '.join(FUZZ_BY)}, got {by!r:.20}")
         if set(params) - {"fuzz_by"} != {*REPLAY_KEYS, "fuzz", "seed"}:
             raise ValueError(f"scheduler parameters must have exactly {', '.join(REPLAY_KEYS)}")
         settings = Settings.from_dict({k: params[k] for k in REPLAY_KEYS}).validated()
-        return cls(settings, enable_fuzzing=fuzz, seed=seed, by_review=by is not None)
+        return cls(settings, enable_fuzzing=fuzz, seed=seed, fuzz_by=by)
 
     def retrievability(self, card: CardState, now: datetime) -> float:
         if card.is_new:
@@ -420,7 +429,12 @@ class Scheduler:
 
     def _seed(self, card: CardState, key: str | None) -> str:
         """The text that seeds this review's fuzz (see review)."""
-        if self.by_review and key is not None:
+        by = self.fuzz_by
+        if by == FUZZ_BY_CARD:  # the card and its history: the same after an undo
+            last = card.last_review
+            when = fmt(last) if isinstance(last, datetime) else "-"
+            return f"{self.seed}:{card.id}:{card.reps}:{when}"
+        if by == FUZZ_BY_REVIEW and key is not None:
             return f"{self.seed}:{key}"
         return f"{self.seed}:{card.id}:{card.reps}"
 
@@ -428,10 +442,11 @@ class Scheduler:
         self, card: CardState, rating: Rating | int, now: datetime, key: str | None = None
     ) -> Outcome:
         """What ``rating`` at ``now`` does to ``card``. ``key``: the review's own id
-        ("DEVICE:SEQ", Store.next_review_key), which seeds the fuzz, so that every machine
-        replaying this review draws the same interval wherever other reviews land in the
-        card's log. Without one (a preview outside a store, a simulation) the card's id and
-        review count seed it, as they do for reviews stored with the older parameters."""
+        ("DEVICE:SEQ", Store.next_review_key), which seeds the fuzz of a review made with
+        ``fuzz_by`` "review" (rounds 7-11), so that replaying it draws the interval it drew.
+        Without one (a preview outside a store, a simulation) such a review is seeded by the
+        card's id and review count, as reviews stored with the oldest parameters are. New
+        reviews ("card") are seeded by the card and its history, whatever the key."""
         now = to_utc(now)
         rating = Rating(rating)
         # Seeded by the review, not the clock: the interval previewed on a button is the

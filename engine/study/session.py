@@ -18,6 +18,7 @@ from prep.engine.decks.deck import Card
 from prep.engine.store import Mark, Store, StoreError
 from prep.engine.study import plan as plan_mod
 from prep.engine.study.collection import Cards
+from prep.engine.study.due import next_due, reviews_until
 from prep.engine.study.queue import (  # re-exported: callers import them from here
     EXTRA_NEW_KEY,
     LEARN_AHEAD,
@@ -573,13 +574,13 @@ class ReviewSession:
     def summary(self) -> dict:
         """End-of-session summary: cards, again-rate, time, what is due next."""
         now = self.clock()
-        end_of_tomorrow = study_day_start(now, 2)
-        due_by_tomorrow = self.store.count_due(end_of_tomorrow)  # a count, not 40k ids
+        # (by the end of tomorrow's study day: reviews are due by day, engine/study/due.py)
+        due_by_tomorrow = self.store.count_due(reviews_until(now, 1))  # a count, not 40k ids
         return {
             "reviewed": self.stats.reviewed,
             "again": self.stats.again,
             "again_rate": self.stats.again_rate,
             "seconds": round(self.stats.seconds, 1),
-            "next_due": self.store.next_due(now),
+            "next_due": next_due(self.store, now),
             "due_by_tomorrow": due_by_tomorrow,
         }

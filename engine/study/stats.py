@@ -87,14 +87,20 @@ def compute(
     days = [(first_day + timedelta(days=i)).isoformat() for i in range(history_days)]
     per_day = [ReviewsOn(date=d, reviews=n) for d, n in zip(days, counts, strict=True)]
 
-    # Due counts and forecast (removed cards are not served; overdue cards count as today's).
+    # today's session: new / learning / due from the one source home and the review bar use
+    today_row = deck_counts(store, collection, now, per_deck=False)[0]
+
+    # Due counts and forecast by study day (removed, suspended and buried cards are not
+    # served; overdue cards count as today's; a review is due on its day, engine/study/due.py)
     n_ahead = max(forecast_days, 7)
     days_ahead = [(today_date + timedelta(days=i)).isoformat() for i in range(n_ahead)]
-    due_counts = store.due_per_interval([study_day_start(now, i) for i in range(n_ahead + 1)])
+    bounds = [study_day_start(now, i) for i in range(n_ahead + 1)]
+    due_counts = not_served(store, collection, now, bounds, store.due_per_interval(bounds))
     by_day = dict(zip(days_ahead, due_counts, strict=True))
     forecast = [DueOn(date=d, due=by_day.get(d, 0)) for d in days_ahead[:forecast_days]]
     due = Due(
-        now=store.count_due(now),
+        # what the session serves now, before today's review limit (home shows it capped)
+        now=today_row.learning + today_row.waiting,
         today=by_day.get(days_ahead[0], 0),
         tomorrow=by_day.get(days_ahead[1], 0),
         next_7_days=sum(by_day.get(d, 0) for d in days_ahead[:7]),
@@ -132,8 +138,6 @@ def compute(
         for run in store.demo_runs(latest=True)
     ]
 
-    # today's session: new / learning / due from the one source home and the review bar use
-    today_row = deck_counts(store, collection, now, per_deck=False)[0]
     return Stats(
         now=fmt(now),
         since=fmt(since),
@@ -163,6 +167,33 @@ def compute(
         # predicted recall at the interview per deck and tag (None without a date ahead)
         interview=plan_mod.on_the_day(store, collection, now),
     )
+
+
+def not_served(
+    store: Store, collection: Cards, now: datetime, bounds: list[datetime], counts: list[int]
+) -> list[int]:
+    """The cards due in each study day [bounds[i], bounds[i + 1]) as the queue serves them:
+    ``counts`` (every live card by its due) less the suspended and buried cards (a few), and
+    with the reviews an interview plan brings forward today moved to today."""
+    out = list(counts)
+    end = bounds[-1]
+
+    def day(due: datetime) -> int | None:
+        return next((i for i, b in enumerate(bounds[1:]) if due < b), None) if due < end else None
+
+    hidden = store.hidden_ids(now)
+    for state in store.cards(hidden).values():
+        i = day(state.due) if isinstance(state.due, datetime) else None
+        if not state.removed and i is not None:
+            out[i] -= 1
+    forward = plan_mod.brought_forward(store, collection, now, hidden=hidden)
+    for state in store.cards(forward).values():
+        i = day(state.due) if isinstance(state.due, datetime) else None
+        if i != 0:
+            out[0] += 1
+            if i is not None:
+                out[i] -= 1
+    return out
 
 
 def marked_ids(store: Store) -> Marked:

@@ -43,7 +43,10 @@ class TrueRetention:
 
 @dataclass(frozen=True)
 class Due:
-    now: int
+    """Cards due, as the queue serves them (engine/study/due.py: reviews by study day,
+    learning steps by the minute; suspended and buried cards left out)."""
+
+    now: int  # learning steps within the learn-ahead limit + reviews due today, before the limit
     today: int
     tomorrow: int
     next_7_days: int

@@ -10,8 +10,9 @@ it is and never sent, an undo it has no tombstone of) means another copy writes 
 (devices.new_device, as a restore does); the old id's journal is from then on another device's,
 read from its first file (what is held already is skipped: a review is known by its id); and
 this database's reviews, undos and demo runs under the old id that the old id's journal does
-not hold as they are here (made here since the copy) move to the new id and are replayed (a
-review's fuzz is seeded by its id), so the next sync sends them, colliding with nothing. The
+not hold as they are here (made here since the copy) move to the new id and are replayed (the
+fuzz of a review made with "fuzz_by": "review" is seeded by its id), so the next sync sends
+them, colliding with nothing. The
 copy that wrote first keeps the old id. Nothing is written but this database and, by the sync
 that follows, its own new folder. While a file there not checked yet cannot be read (still
 arriving from another copy?), nothing is sent under this id: that file may be the evidence
@@ -427,7 +428,7 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
             conn.execute("UPDATE demo_runs SET dev = ? WHERE id = ?", (new, rid))
     devices = merge._device_ids(conn)
     scheds: dict = {}
-    for cid in sorted(moved):  # their fuzz is seeded by their id: replayed from the first moved
+    for cid in sorted(moved):  # (a fuzz seeded by the id: replayed from the first moved)
         merge.replay(store, cid, [], devices, scheds, redo=moved[cid])
     # what stays the old id's is in its journal: nothing of it to pass on (no "o", as a
     # restore has), and the rows written again just now are not another device's news ("x")

@@ -30,7 +30,9 @@ so the same review arriving from its own device is held once. Version 2 added "R
 replay parameters' "fuzz_by" (the fuzz seeded by the review's id); version 1 files are read.
 A mark, the settings or a demo run passed on the same way keeps its origin's id and clock
 (engine/sync/relay.py): version 3 added "M", "S" and "D"; a file holding none of them is
-written as version 2, so that a prep of the last version still reads it.
+written as version 2, so that a prep of the last version still reads it. Version 4 added the
+replay parameters' "fuzz_by": "card" (the fuzz seeded by the card and its history: the same
+interval after an undo); a file whose parameters hold none is written as before.
 
 Reading is strict: a file from another machine may be damaged, cut short, hostile or from a
 newer prep; every field is checked before anything is applied, and a bad one is refused in
@@ -50,13 +52,23 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from prep.engine.study.scheduler import Scheduler, Settings
+from prep.engine.study.scheduler import FUZZ_BY_CARD, Scheduler, Settings
 from prep.engine.timeutil import fmt, parse
 from prep.engine.transfer.fields import loads_strict
 
 FORMAT = "prep-journal"
-VERSION = 3
+VERSION = 4
 RELAYED = frozenset("MSD")  # the entry kinds of version 3
+
+
+def version_for(entries: list[list[Any]], params: dict[str, dict[str, Any]]) -> int:
+    """The lowest version a file of these entries and params can be written as, so that a
+    prep of an older version reads what it can replay and refuses, in one line, what not."""
+    if any(p.get("fuzz_by") == FUZZ_BY_CARD for p in params.values()):
+        return 4
+    return 3 if any(e[0] in RELAYED for e in entries) else 2
+
+
 DEVICE_RE = re.compile(r"[0-9a-f]{16}")
 FILE_RE = re.compile(r"([0-9]{8})\.jsonl")
 MAX_FILE_BYTES = 1 << 30  # a first journal of a million reviews is ~60 MB

@@ -5,9 +5,11 @@
   than the review held under it, or a review held arriving under a second id, is settled by
   engine/sync/replaced.py (the journal of the id's device as it stands decides);
 - a card whose reviews changed is replayed: its surviving reviews in (time, device id,
-  sequence) order, each through the scheduler it was made with (its stored parameters; the
-  fuzz is seeded by the review's own id, device and sequence, as when it was rated, so it
-  is the same wherever other reviews land in the log). Only the reviews
+  sequence) order, each through the scheduler it was made with (its stored parameters, which
+  say how its fuzz is seeded: by the card and its history for reviews since round 12, as Anki
+  seeds it, so every machine replaying the same log draws the same; by the review's own id,
+  device and sequence, for those of rounds 7-11, the same wherever other reviews land in the
+  log; scheduler.py's module doc). Only the reviews
   from the first changed one on are replayed and written again; the state of the reviews
   before it is what they stored;
 - a mark and the study settings take the value with the latest (time, device id, stamp);
@@ -463,7 +465,7 @@ def _write(
             local.take_seq(conn, r.seq)  # one of ours coming back: its number stays taken
         prev = None if state.is_new else state
         prev_state = None if prev is None else prev.state
-        key = f"{devices[r.dev]}:{r.seq}"  # the review's own id seeds its fuzz
+        key = f"{devices[r.dev]}:{r.seq}"  # (seeds the fuzz of a review of "fuzz_by": "review")
         new = _scheduler(conn, r.params, scheds).review(state, r.rating, from_us(r.at), key).state
         pblob, nblob = chain.encode(cid, prev_state, prev, new)
         conn.execute(

@@ -382,8 +382,8 @@ def sync(
         name = local.name(conn)
         header = {
             "format": journal.FORMAT,
-            # (a file without the entries of version 3 stays readable by the last prep)
-            "version": journal.VERSION if any(e[0] in journal.RELAYED for e in entries) else 2,
+            # (a file without what versions 3 and 4 added stays readable by an older prep)
+            "version": journal.version_for(entries, params),
             "device": me,
             "name": name,
             "written_at": fmt(now),

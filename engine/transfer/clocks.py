@@ -56,7 +56,9 @@ def read_transaction(store: Store) -> Iterator[None]:
     try:
         yield
     finally:
-        if own:
+        # (SQLite ends the transaction itself on some errors, out of memory among them: a
+        # COMMIT then raised "no transaction is active" over the error that ended it)
+        if own and conn.in_transaction:
             conn.execute("COMMIT")
 
 

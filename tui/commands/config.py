@@ -53,10 +53,8 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool, yes: bool)
             return
         settings = store.settings()
         if key is None:
-            cleared = {"interview_date": "none", "plan_decks": "all"}  # what None means there
             for k, v in settings.to_dict().items():
-                v = ",".join(v) if k == "plan_decks" and v is not None else v
-                click.echo(f"{k} = {cleared.get(k, 'default') if v is None else v}")
+                click.echo(f"{k} = {_text(k, v)}")
             return
         if key == "parameters":
             _config_parameters(store, settings, value)
@@ -72,13 +70,8 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool, yes: bool)
         if key not in Settings.settable():
             known = ", ".join([*Settings.settable(), "parameters"])
             raise UsageError(f"unknown setting {key!r} (settings: {known})")
-        if value is None:
-            shown = getattr(settings, key)
-            if key == "plan_decks":
-                shown = "all" if shown is None else ",".join(shown)
-            elif key == "interview_date" and shown is None:
-                shown = "none"
-            click.echo(f"{key} = {shown}")
+        if value is None:  # (as the list of every setting shows it)
+            click.echo(f"{key} = {_text(key, settings.to_dict()[key])}")
             return
         try:
             typed = Settings.parse_value(key, value)  # the setting's own parse type
@@ -102,9 +95,17 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool, yes: bool)
         if key == "interview_date":
             _say_plan(obj, store, store.settings())
             return
-        if key == "plan_decks":
-            typed = "all" if typed is None else ",".join(typed)
-        click.echo(f"{key} = {typed}")
+        click.echo(f"{key} = {_text(key, store.settings().to_dict()[key])}")
+
+
+def _text(key: str, value: object) -> str:
+    """A setting's value as `prep config` prints it, from ``Settings.to_dict`` (lists as
+    lists, whether every setting is listed, one is asked for or one was just set)."""
+    if key == "plan_decks":
+        return "all" if value is None else ",".join(value)  # type: ignore[arg-type]
+    if value is None:  # what None means there
+        return "none" if key == "interview_date" else "default"
+    return str(value)
 
 
 def _set_sync_dir(store: Store, value: str) -> None:
