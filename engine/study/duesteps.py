@@ -57,6 +57,10 @@ class DueSteps:
             )
         return [cid for d, cid in kept.due if d <= at] + [cid for _, cid in kept.odd]
 
+    def forget(self) -> None:
+        """Read them again next time (changes taken in from elsewhere: a sync)."""
+        self._kept = None
+
     def seen(self, mark: Mark) -> None:
         """The store was read under ``mark`` (a card shown): another connection's commit since
         the steps were read means they are read again."""

@@ -560,6 +560,7 @@ class ReviewSession:
         (a queue given by the caller, review ahead or a mock's, is left as it is)."""
         if not self._adopts:
             return
+        self._steps.forget()
         new_limit, limit = self._limits
         built = build_queue(
             self.store, self.collection, self.clock(), deck=self._deck, new_limit=new_limit
