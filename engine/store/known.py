@@ -10,8 +10,8 @@ been written anywhere in between, and what shown_card read is what the rating wo
 used instead. Any other mark (a commit from elsewhere, a write of this connection's own: a mark,
 an undo, a sync, a rolled-back rating) takes the reads as before.
 
-The parameters' number (sched_params) is kept the same way: under the mark a rating left, for
-the next rating when nothing else was written since.
+The same statement reads the number of the scheduler's parameters (sched_params), which the
+rating stores with its review, when they are the parameters the rating is made with.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ Mark = tuple[int, int]
 
 class Shown(NamedTuple):
     """What shown_card read of a card, under ``mark``: its row (None when it has none), the
-    review its row is the state after, its number in the log and its newest review, and the
-    stamp its review would take (devices.review_stamp)."""
+    review its row is the state after, its number in the log and its newest review, the
+    stamp its review would take (devices.review_stamp) and the number of the scheduler's
+    parameters in sched_params (None when not stored yet)."""
 
     card_id: str
     mark: Mark
@@ -39,6 +40,7 @@ class Shown(NamedTuple):
     cn: int | None
     last: int | None
     stamp: tuple[int, str, int]
+    params: tuple[str | None, int | None]  # the parameters as stored, and their number
 
 
 def rating(
@@ -52,24 +54,12 @@ def rating(
         return None
     if shown.card_id != card_id or shown.mark != mark:
         return None
-    kept = store._params_read
-    if kept is None or kept[0] != mark or kept[1] != devices.params_text(params):
+    text, n = shown.params
+    if n is None or text != devices.params_text(params):  # (settings followed since)
         return None
-    return shown, kept[2]
-
-
-def rated(
-    store: ReviewsStore, mark: Mark | None, params: dict[str, Any] | None, n: int | None
-) -> None:
-    """After a rating's writes (inside its transaction, which ``mark`` was read in): its
-    parameters' number, kept under the mark its writes leave."""
-    if mark is None or params is None or n is None:
-        store._params_read = None
-        return
-    store._params_read = ((mark[0], store.conn.total_changes), devices.params_text(params), n)
+    return shown, n
 
 
 def forget(store: ReviewsStore) -> None:
     """Nothing kept holds any more (the file's content was replaced under this connection)."""
     store._shown_read = None
-    store._params_read = None

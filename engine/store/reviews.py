@@ -133,10 +133,12 @@ _CARD_AND_STAMP = (
     "LEFT JOIN cards c ON c.id = ?"
 )
 # what a card shown reads (shown_card): changes_mark's data_version, the saved settings, the
-# review's id, the card's row and what a rating reads of it besides (_RATED_ROW's last three:
-# logged, its number in the log, its newest review), in one statement (one snapshot)
+# number of the scheduler's parameters, the review's id, the card's row and what a rating
+# reads of it besides (_RATED_ROW's last three: logged, its number in the log, its newest
+# review), in one statement (one snapshot)
 _SHOWN = (
     "SELECT v.data_version, (SELECT value FROM meta WHERE key = 'settings'), "
+    "(SELECT n FROM sched_params WHERE value = ?), "
     f"{_CARD_AND_STAMP.removeprefix('SELECT ').replace(' FROM (', ' FROM pragma_data_version() v, (', 1)}"
     " LEFT JOIN review_cards rc ON rc.id = ?"  # (the card's id again: it may have no row)
 ).replace(
@@ -170,9 +172,8 @@ class ReviewsStore(CardsStore):
 
     # inside rate_card: the stamp of the review being made (next_review_key's answer)
     _rating_stamp: tuple[int, str, int] | None = None
-    # what shown_card last read, and the parameters' number a rating left (engine/store/known.py)
+    # what shown_card last read (engine/store/known.py)
     _shown_read: Shown | None = None
-    _params_read: tuple[tuple[int, int], str, int] | None = None
 
     # --- reviews ------------------------------------------------------------------------
 
@@ -285,7 +286,10 @@ class ReviewsStore(CardsStore):
         return (None if row[4] is None else _row_to_state(row[4:])), f"{dev_id}:{rid}"
 
     def shown_card(
-        self, card_id: str, place: tuple[str, int] | None = None
+        self,
+        card_id: str,
+        place: tuple[str, int] | None = None,
+        params: dict[str, Any] | None = None,
     ) -> tuple[tuple[int, int], str | None, CardState | None, str, str | None, int | None]:
         """What a card shown reads, in one statement: changes_mark (as it is for what is read
         here: the same snapshot), the saved settings' text (settings_from reads it), the card's
@@ -293,18 +297,22 @@ class ReviewsStore(CardsStore):
         deck cache's file and line of the card), the content hash of its text cached there
         (None when it is not at that line: deck_cache_card looks further), and the row id of
         its newest review (None before its first)."""
+        text = None if params is None else devices.params_text(params)
         if place is None:
-            row = self.conn.execute(_SHOWN, (card_id, card_id)).fetchone()
+            row = self.conn.execute(_SHOWN, (text, card_id, card_id)).fetchone()
             chash = None
         else:
-            row = self.conn.execute(_SHOWN_HASH, (*place, card_id, card_id, card_id)).fetchone()
+            row = self.conn.execute(_SHOWN_HASH, (text, *place, card_id, card_id, card_id))
+            row = row.fetchone()
             chash = row[-1]
-        end = 6 + len(CARD_COLUMNS)
-        stamp = devices.stamp_of(row[2:6])
-        state = None if row[6] is None else _row_to_state(row[6:end])
+        end = 7 + len(CARD_COLUMNS)
+        stamp = devices.stamp_of(row[3:7])
+        state = None if row[7] is None else _row_to_state(row[7:end])
         mark = (int(row[0]), self.conn.total_changes)
         # what rate_card would read again of this card (``known``): valid while ``mark`` holds
-        self._shown_read = Shown(card_id, mark, state, row[end], row[end + 1], row[end + 2], stamp)
+        self._shown_read = Shown(
+            card_id, mark, state, row[end], row[end + 1], row[end + 2], stamp, (text, row[2])
+        )
         return mark, row[1], state, f"{stamp[1]}:{stamp[2]}", chash, row[end + 2]
 
     def changes_mark(self) -> tuple[int, int]:
@@ -376,8 +384,6 @@ class ReviewsStore(CardsStore):
                 new = decide(prev)
                 if new.last_review is not None and new.last_review > reviewed_at:
                     reviewed_at = new.last_review  # decide kept it after the card's last review
-                if pn is None and params is not None:  # (first stored here: kept for the next)
-                    pn = devices.params_n(self.conn, params)
                 rid = self.record_review(
                     prev,
                     new,
@@ -392,7 +398,6 @@ class ReviewsStore(CardsStore):
                 )
             finally:
                 self._rating_stamp = None
-            known_mod.rated(self, mark, params, pn)
             return rid, prev, new
 
     def last_review(self) -> Review | None:

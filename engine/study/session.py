@@ -280,7 +280,7 @@ class ReviewSession:
         # deck cache: one statement
         mark: tuple[int, int] | None
         mark, text, stored, key, deck_hash, last = self.store.shown_card(
-            card.id, self.collection.place(card.id)
+            card.id, self.collection.place(card.id), self.scheduler.replay_params()
         )
         try:
             self._follow_settings(self.store.settings_from(text))
