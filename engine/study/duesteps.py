@@ -27,6 +27,8 @@ Mark = tuple[int, int]
 
 @dataclass
 class _Kept:
+    """The steps as read under ``mark``, with what the session's own ratings changed since."""
+
     mark: Mark
     due: list[tuple[str, str]]  # (due as stored, id) of every step due before ``horizon``
     odd: list[tuple[str, str]]  # (due, id): dues that are not times (a hand edit), served last
