@@ -126,7 +126,7 @@ class ReviewSession:
         self._deck = deck
         self._limits = (new_limit, limit)  # (take_in_changes builds the queue again with them)
         self._steps = DueSteps(store, None if deck is None else [deck])
-        self._first_id = store.next_review_id()  # (the first review's id after the queue's)
+        self._first_id = store.next_review_id() if self._adopts else 1 << 63  # (after its queue)
         if queue is None:
             built = build_queue(store, collection, now, deck=deck, new_limit=new_limit)
             queue, new_ids, learning_ids = built.ids, set(built.new), built.learning_ids
@@ -259,7 +259,7 @@ class ReviewSession:
 
     def _studied_elsewhere(self, card_id: str) -> bool:
         """Whether the queued card's newest review (read when shown) is newer than its queue and
-        not this session's: rated elsewhere meanwhile (a step it left joins as one)."""
+        not this session's: rated elsewhere meanwhile. Today's session only (as take_in_changes)."""
         last = self._seen[5] if self._seen is not None and self._seen[0] == card_id else None
         return last is not None and last >= self._first_id and last not in self._review_ids
 
