@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from prep.engine.store import known
 from prep.engine.timeutil import utcnow
 
 if TYPE_CHECKING:
@@ -363,6 +364,7 @@ def restore(store: Store, name: str) -> tuple[Path, Path | None]:
                     raise BackupError(f"not restored: {exc}") from None
             saved = make(store, "restore")
             src.backup(store.conn)
+            known.forget(store)  # (what a rating kept read is of the old content)
         finally:
             src.close()
     except sqlite3.Error as exc:

@@ -185,6 +185,30 @@ class CardsStore(StoreCore):
             args.append(limit)
         return [r[0] for r in self.conn.execute(sql, args)]
 
+    def learning_window(
+        self, window: datetime, decks: Iterable[str] | None = None
+    ) -> tuple[list[tuple[str, str]], str, int]:
+        """What due_ids(window, not_state=Review) reads, with each card's due as stored, and
+        in the same statement the earliest due after ``window`` (':' when none: every time
+        sorts before it) and PRAGMA data_version: until the window reaches that due and while
+        nothing is written, the answer changes only by this connection's own ratings
+        (engine/study/duesteps.py keeps it). One statement, the learning index's ranges."""
+        where = f"removed = 0 AND {NOT_REVIEW_SQL} AND state IN (1, 3)"
+        args: list[Any] = []
+        if decks is not None:
+            deck_list = list(decks)
+            where += f" AND deck IN ({','.join('?' * len(deck_list))})"
+            args += deck_list
+        part = f"FROM cards INDEXED BY cards_learning WHERE {where}"
+        rows = self.conn.execute(
+            f"SELECT id, due FROM (SELECT id, due {part} AND due <= ? UNION ALL "
+            f"SELECT id, due {part} AND due >= ':' ORDER BY 2) UNION ALL "
+            f"SELECT NULL, coalesce(min(due), ':') {part} AND due > ? AND due < ':' UNION ALL "
+            "SELECT NULL, data_version FROM pragma_data_version()",
+            [*args, fmt(window), *args, *args, fmt(window)],
+        ).fetchall()
+        return [(r[0], r[1]) for r in rows[:-2]], rows[-2][1], int(rows[-1][1])
+
     def reconcile(self, cards: Iterable[Any]) -> dict[str, int]:
         """Reconcile stored progress with the loaded deck cards (objects with id, deck and
         content_hash): a card whose text changed keeps its progress and is marked changed;

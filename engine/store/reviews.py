@@ -12,8 +12,10 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from prep.engine.store import devices
+from prep.engine.store import known as known_mod
 from prep.engine.store.cards import CardsStore, _row_to_state, state_to_json, state_to_row
 from prep.engine.store.core import StoreError
+from prep.engine.store.known import Shown
 from prep.engine.store.reviewlog import Chain, from_us, to_us
 from prep.engine.store.schema import CARD_COLUMNS
 from prep.engine.store.schema13 import card_number
@@ -131,10 +133,18 @@ _CARD_AND_STAMP = (
     "LEFT JOIN cards c ON c.id = ?"
 )
 # what a card shown reads (shown_card): changes_mark's data_version, the saved settings, the
-# review's id and the card's row, in one statement (one snapshot)
+# number of the scheduler's parameters, the review's id, the card's row and what a rating
+# reads of it besides (_RATED_ROW's last three: logged, its number in the log, its newest
+# review), in one statement (one snapshot)
 _SHOWN = (
     "SELECT v.data_version, (SELECT value FROM meta WHERE key = 'settings'), "
+    "(SELECT n FROM sched_params WHERE value = ?), "
     f"{_CARD_AND_STAMP.removeprefix('SELECT ').replace(' FROM (', ' FROM pragma_data_version() v, (', 1)}"
+    " LEFT JOIN review_cards rc ON rc.id = ?"  # (the card's id again: it may have no row)
+).replace(
+    " FROM pragma_data_version() v,",
+    ", c.logged, rc.n, (SELECT max(id) FROM revlog WHERE cn = rc.n) FROM pragma_data_version() v,",
+    1,
 )
 # the same, with the content hash of the card's text in the deck cache (deck_cache_card's
 # first lookup: its file's id and its line) as the last column
@@ -162,6 +172,8 @@ class ReviewsStore(CardsStore):
 
     # inside rate_card: the stamp of the review being made (next_review_key's answer)
     _rating_stamp: tuple[int, str, int] | None = None
+    # what shown_card last read (engine/store/known.py)
+    _shown_read: Shown | None = None
 
     # --- reviews ------------------------------------------------------------------------
 
@@ -262,6 +274,10 @@ class ReviewsStore(CardsStore):
         _n, dev_id, rid = self._rating_stamp or devices.review_stamp(self.conn)
         return f"{dev_id}:{rid}"
 
+    def next_review_id(self) -> int:
+        """The row id the next review made here takes (every later one's is larger)."""
+        return devices.review_stamp(self.conn)[2]
+
     def card_and_key(self, card_id: str) -> tuple[CardState | None, str]:
         """The card's stored state (None before its first review) and the id its review
         would get (next_review_key), read in one statement: what a card shown asks."""
@@ -270,22 +286,34 @@ class ReviewsStore(CardsStore):
         return (None if row[4] is None else _row_to_state(row[4:])), f"{dev_id}:{rid}"
 
     def shown_card(
-        self, card_id: str, place: tuple[str, int] | None = None
-    ) -> tuple[tuple[int, int], str | None, CardState | None, str, str | None]:
+        self,
+        card_id: str,
+        place: tuple[str, int] | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> tuple[tuple[int, int], str | None, CardState | None, str, str | None, int | None]:
         """What a card shown reads, in one statement: changes_mark (as it is for what is read
         here: the same snapshot), the saved settings' text (settings_from reads it), the card's
         stored state, the id its review would get (as card_and_key) and, given ``place`` (the
         deck cache's file and line of the card), the content hash of its text cached there
-        (None when it is not at that line: deck_cache_card looks further)."""
+        (None when it is not at that line: deck_cache_card looks further), and the row id of
+        its newest review (None before its first)."""
+        text = None if params is None else devices.params_text(params)
         if place is None:
-            row = self.conn.execute(_SHOWN, (card_id,)).fetchone()
-            cols, chash = row[6:], None
+            row = self.conn.execute(_SHOWN, (text, card_id, card_id)).fetchone()
+            chash = None
         else:
-            row = self.conn.execute(_SHOWN_HASH, (*place, card_id, card_id)).fetchone()
-            cols, chash = row[6:-1], row[-1]
-        _n, dev_id, rid = devices.stamp_of(row[2:6])
-        state = None if row[6] is None else _row_to_state(cols)
-        return (int(row[0]), self.conn.total_changes), row[1], state, f"{dev_id}:{rid}", chash
+            row = self.conn.execute(_SHOWN_HASH, (text, *place, card_id, card_id, card_id))
+            row = row.fetchone()
+            chash = row[-1]
+        end = 7 + len(CARD_COLUMNS)
+        stamp = devices.stamp_of(row[3:7])
+        state = None if row[7] is None else _row_to_state(row[7:end])
+        mark = (int(row[0]), self.conn.total_changes)
+        # what rate_card would read again of this card (``known``): valid while ``mark`` holds
+        self._shown_read = Shown(
+            card_id, mark, state, row[end], row[end + 1], row[end + 2], stamp, (text, row[2])
+        )
+        return mark, row[1], state, f"{stamp[1]}:{stamp[2]}", chash, row[end + 2]
 
     def changes_mark(self) -> tuple[int, int]:
         """What moves whenever the database may have changed: other connections' commits
@@ -319,25 +347,39 @@ class ReviewsStore(CardsStore):
         reviewed_at: datetime,
         duration_ms: int | None = None,
         params: dict[str, Any] | None = None,
+        *,
+        mark: tuple[int, int] | None = None,
     ) -> tuple[int, CardState, CardState]:
         """Rate a card: read its stored state (``fresh`` when it has none), let ``decide``
         compute the next one, and write both, all inside one write transaction. Two sessions
         rating the same card serialise: the second reads the first one's result, so the review
         log stays a chain (each review's prev is the previous review's next) and ``reps``
-        counts the reviews. Returns (review id, prev, next)."""
+        counts the reviews. Returns (review id, prev, next).
+
+        ``mark``: changes_mark as the caller read it inside this transaction (it opened it).
+        When it is the mark under which shown_card read this card, nothing has been written
+        anywhere since (engine/store/known.py): the card's row, the review's id and the
+        parameters' number read then are used, not read again."""
         with self.transaction():
+            known = known_mod.rating(self, fresh.id, mark, params)
+            if known is not None:
+                shown, pn = known
+                stamp = shown.stamp
+                row: tuple | None = (shown.logged, shown.cn, shown.last)
+                stored = shown.state
             # the id this review takes (what ``decide`` seeds its fuzz with: next_review_key
             # answers from it until the review is written) with the number of the parameters
             # when stored, then the card's row, its number in the log and its newest review
-            if params is None:
+            elif params is None:
                 stamp, pn = devices.review_stamp(self.conn), None
             else:
                 found = self.conn.execute(_RATING_STAMP, (devices.params_text(params),)).fetchone()
                 stamp, pn = devices.stamp_of(found[:4]), found[4]
             self._rating_stamp = stamp
             try:
-                row = self.conn.execute(_RATED_ROW, (fresh.id,)).fetchone()
-                stored = None if row is None else _row_to_state(row[:-3])
+                if known is None:
+                    row = self.conn.execute(_RATED_ROW, (fresh.id,)).fetchone()
+                    stored = None if row is None else _row_to_state(row[:-3])
                 prev = stored or fresh
                 new = decide(prev)
                 if new.last_review is not None and new.last_review > reviewed_at:

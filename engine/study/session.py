@@ -19,6 +19,7 @@ from prep.engine.store import Mark, Store, StoreError
 from prep.engine.study import plan as plan_mod
 from prep.engine.study.collection import Cards
 from prep.engine.study.due import next_due, reviews_until
+from prep.engine.study.duesteps import DueSteps
 from prep.engine.study.queue import (  # re-exported: callers import them from here
     EXTRA_NEW_KEY,
     LEARN_AHEAD,
@@ -68,6 +69,9 @@ class NotCurrentCard(RuntimeError):
 
 
 _US = timedelta(microseconds=1)
+# a card shown: (id, Store.changes_mark before it was read, its state, the id its review would
+# get, its text's hash in the deck cache or None, its newest review's row id or None)
+_Seen = tuple[str, tuple[int, int], CardState, str, str | None, int | None]
 
 
 @dataclass
@@ -122,6 +126,8 @@ class ReviewSession:
         self._adopts = queue is None and requeue
         self._deck = deck
         self._limits = (new_limit, limit)  # (take_in_changes builds the queue again with them)
+        self._steps = DueSteps(store, None if deck is None else [deck])
+        self._first_id = store.next_review_id() if self._adopts else 1 << 63  # (after its queue)
         if queue is None:
             built = build_queue(store, collection, now, deck=deck, new_limit=new_limit)
             queue, new_ids, learning_ids = built.ids, set(built.new), built.learning_ids
@@ -160,10 +166,9 @@ class ReviewSession:
         self.skipped: list[tuple[str, str]] = []  # (card id, why) of cards left out
         self.notices: list[str] = []
         self._schedulable: set[str] = set()
-        # the card last shown: (id, Store.changes_mark before it was read, its state, the id
-        # its review would get, its text's hash in the deck cache or None), which its preview
-        # and its rating take while nothing has been written since
-        self._seen: tuple[str, tuple[int, int], CardState, str, str | None] | None = None
+        # the card last shown (_Seen), which its preview and its rating take while nothing
+        # has been written since
+        self._seen: _Seen | None = None
         self.stats = SessionStats(started=now)
         self._shown_at = time.monotonic()
         # the card on screen, once asked for (``current``), with its entry in ``learning``:
@@ -183,8 +188,11 @@ class ReviewSession:
                 return pinned
             if entry is not None and entry in self.learning:
                 return pinned
-        self._pinned = self._next()
-        return self._pinned
+        self._pinned = found = self._next()
+        top = found[0] if found else None
+        if top and top.id in self._schedulable and top.id != (self._seen or ("",))[0]:
+            self._schedulable_now(top)  # (a step shown again: read as a card shown is)
+        return found
 
     def _pin(self, card_id: str, entry: tuple[datetime, str] | None = None) -> None:
         card = self.collection.get(card_id)
@@ -203,10 +211,11 @@ class ReviewSession:
                 card is not None
                 and (card.id in self._schedulable or self._schedulable_now(card))
                 and not self._parent_unanswered(card)
+                and not self._studied_elsewhere(card.id)
             ):
                 break
-            # removed from the decks since the queue was built, unusable, or a new follow-up
-            # whose parent was buried or suspended before it was ever answered
+            # removed from the decks since the queue was built, unusable, a new follow-up
+            # whose parent was buried or suspended unanswered, or rated elsewhere since
             self.queue.pop(0)
         self.learning = [e for e in self.learning if e[1] in self.collection]  # (none built)
         if self.learning and self.learning[0][0] <= now:
@@ -228,11 +237,9 @@ class ReviewSession:
         session does not hold (rated on another screen or in another terminal since it
         began) join its learning cards: the queue takes every due card, whichever screen
         rated it. One indexed query per card shown (learning cards are few)."""
-        decks = None if self._deck is None else [self._deck]
         # within the learn-ahead window, as home counts them: served when due, or early
-        # when nothing else is left
-        ahead = now + self.learn_ahead
-        due = self.store.due_ids(ahead, decks=decks, not_state=int(State.Review))
+        # when nothing else is left (kept between answers while nothing else is written)
+        due = self._steps.ids(now + self.learn_ahead)
         held = {cid for _, cid in self.learning}
         new = self.collection.known(cid for cid in due if cid not in held)
         if not new:
@@ -251,6 +258,12 @@ class ReviewSession:
             self.kind_of[cid] = "learning"
         self.learning.sort()
 
+    def _studied_elsewhere(self, card_id: str) -> bool:
+        """Whether the queued card's newest review (read when shown) is newer than its queue and
+        not this session's: rated elsewhere meanwhile. Today's session only (as take_in_changes)."""
+        last = self._seen[5] if self._seen is not None and self._seen[0] == card_id else None
+        return last is not None and last >= self._first_id and last not in self._review_ids
+
     def _parent_unanswered(self, card: Card) -> bool:
         """A new follow-up waits for its parent to have been answered: the parent, queued
         before it, may have been buried or suspended unseen this session."""
@@ -267,8 +280,8 @@ class ReviewSession:
         # the mark, the settings, the card's row, its review's id and its text's hash in the
         # deck cache: one statement
         mark: tuple[int, int] | None
-        mark, text, stored, key, deck_hash = self.store.shown_card(
-            card.id, self.collection.place(card.id)
+        mark, text, stored, key, deck_hash, last = self.store.shown_card(
+            card.id, self.collection.place(card.id), self.scheduler.replay_params()
         )
         try:
             self._follow_settings(self.store.settings_from(text))
@@ -288,7 +301,9 @@ class ReviewSession:
             self.notices.append(f"Skipped card {card.id}: its stored state is unusable: {why}")
             return False
         self._schedulable.add(card.id)
-        self._seen = None if mark is None else (card.id, mark, state, key, deck_hash)
+        self._seen = None if mark is None else (card.id, mark, state, key, deck_hash, last)
+        if mark is not None:
+            self._steps.seen(mark)
         return True
 
     def take_notices(self) -> list[str]:
@@ -407,18 +422,7 @@ class ReviewSession:
         card, entry = self._target(card_id, "rate")
         rating = Rating(rating)
         seen = self._seen
-        if (
-            seen is not None
-            and seen[0] == card.id
-            and seen[4]
-            and seen[1] == self.store.changes_mark()
-        ):
-            # nothing written anywhere since the card was shown: the settings followed then
-            # and its text's hash in the deck cache read then (one snapshot) still hold
-            deck_hash = seen[4]
-        else:
-            self._follow_settings()
-            deck_hash = self.collection.content_hash_now(card.id) or card.content_hash
+        deck_hash = card.content_hash
         shown_hash = content_hash or card.content_hash
         now = self.clock()
         if duration_ms is None:
@@ -441,13 +445,22 @@ class ReviewSession:
             outcomes.append(outcome)
             return outcome.state
 
-        # the state is read inside the write transaction: another terminal rating this card
-        # at the same moment is serialised before or after us, never interleaved
-        fresh = CardState(id=card.id, deck=card.deck, content_hash=deck_hash)
-        review_id, _prev, _new = self.store.rate_card(
-            fresh, decide, rating, now, duration_ms, self.scheduler.replay_params()
-        )
+        # read in the write transaction (another terminal's rating is before or after this one),
+        # the mark as when the card was shown: nothing written anywhere since, so the settings,
+        # the text's hash and the card's row read then hold (engine/store/known.py)
+        with self.store.transaction():
+            mark = self.store.changes_mark()
+            if seen is not None and seen[0] == card.id and seen[4] and seen[1] == mark:
+                deck_hash = seen[4]
+            else:
+                self._follow_settings()
+                deck_hash = self.collection.content_hash_now(card.id) or card.content_hash
+            fresh = CardState(id=card.id, deck=card.deck, content_hash=deck_hash)
+            review_id, _, _ = self.store.rate_card(
+                fresh, decide, rating, now, duration_ms, self.scheduler.replay_params(), mark=mark
+            )
         outcome = outcomes[-1]
+        self._steps.rated(mark, outcome.state)
         self._review_ids.append(review_id)
         if entry is None:
             self.queue.pop(0)
@@ -472,6 +485,7 @@ class ReviewSession:
             self.total += 1
         self._requeued.append(requeued)
         self._pinned = None
+        self._seen = None  # (what was read of it is its state before this rating)
         self.mark_shown()
         return outcome
 
@@ -547,6 +561,7 @@ class ReviewSession:
         (a queue given by the caller, review ahead or a mock's, is left as it is)."""
         if not self._adopts:
             return
+        self._steps.forget()
         new_limit, limit = self._limits
         built = build_queue(
             self.store, self.collection, self.clock(), deck=self._deck, new_limit=new_limit

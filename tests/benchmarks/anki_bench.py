@@ -155,11 +155,49 @@ def prep_cmd(db: Path, decks: str, *args: str) -> list[str]:
     return [PREP, "--db", str(db), "--questions", decks, *args]
 
 
+class AnkiReviewer:
+    """Anki's side of answer -> next as its reviewer does it (aqt/reviewer.py), the same work
+    as prep's side: the answer takes the four states computed when the card was shown
+    (``build_answer`` from the queued card's states), then the next card comes with its four
+    states (``get_queued_cards``) and its content is read (the note). The legacy
+    ``answerCard`` + ``getCard`` the bench used before computed the answered card's four
+    states a second time and read its row back (``card.load()``), and read no content."""
+
+    def __init__(self, col) -> None:
+        from anki.cards import Card
+
+        self.col, self._card = col, Card
+        self.top = self._show()
+
+    def _show(self):
+        queued = self.col.sched.get_queued_cards(fetch_limit=1).cards
+        if not queued:
+            return None
+        card = self._card(self.col)
+        card._load_from_backend_card(queued[0].card)
+        card.start_timer()
+        card.note()  # its content, as prep's side reads its card's text
+        return card, queued[0].states
+
+    def answer(self) -> bool:
+        """Rate the card shown Good and show the next; False when none was left to rate."""
+        from anki.scheduler.v3 import CardAnswer
+
+        if self.top is None:
+            return False
+        card, states = self.top
+        sched = self.col.sched
+        sched.answer_card(sched.build_answer(card=card, states=states, rating=CardAnswer.GOOD))
+        self.top = self._show()
+        return True
+
+
 def answer_pairs(
     db: Path, decks: str, anki_path: Path | None, n: int
 ) -> tuple[float, float | None]:
-    """In process, interleaved: rate Good and fetch the next card (prep: and its four
-    previewed intervals) in prep, then in Anki, ``n`` times; the medians of each. Both with
+    """In process, interleaved: rate Good and show the next card (its text and its four
+    intervals: prep's session, Anki's reviewer, AnkiReviewer) in prep, then in Anki, ``n``
+    times; the medians of each. Both with
     their daily limits raised, both syncing every commit; pairs, so that a busy disk slows
     both alike. prep's cards come from its deck cache (filled by the first open)."""
     from prep.engine.decks import deckcache
@@ -174,7 +212,7 @@ def answer_pairs(
         coll = deckcache.load(store, [Path(decks)])  # as the app opens them
         session = ReviewSession(store, coll)
         session.preview()
-        card = None
+        anki = None
         if anki_path is not None:
             from anki.collection import Collection
 
@@ -184,7 +222,7 @@ def answer_pairs(
             for conf in col.decks.all_config():
                 conf["new"]["perDay"] = conf["rev"]["perDay"] = RAISED
                 col.decks.update_config(conf)
-            card = col.sched.getCard()
+            anki = AnkiReviewer(col)
         try:
             for _ in range(n):
                 if session.current is None:
@@ -194,10 +232,9 @@ def answer_pairs(
                 if session.current is not None:
                     session.preview()
                 prep_t.append(time.perf_counter() - t)
-                if col is not None and card is not None:
+                if anki is not None and anki.top is not None:
                     t = time.perf_counter()
-                    col.sched.answerCard(card, 3)
-                    card = col.sched.getCard()
+                    anki.answer()
                     anki_t.append(time.perf_counter() - t)
         finally:
             if col is not None:

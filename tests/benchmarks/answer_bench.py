@@ -196,17 +196,16 @@ def split(db: Path, decks: str, anki: Path, n: int) -> None:
             for conf in col.decks.all_config():
                 conf["new"]["perDay"] = conf["rev"]["perDay"] = RAISED
                 col.decks.update_config(conf)
-            card = col.sched.getCard()
+            anki = anki_bench.AnkiReviewer(col)
             for _ in range(n):
-                if session.current is None or card is None:
+                if session.current is None or anki.top is None:
                     break
                 a = now()
                 session.rate(3)
                 if session.current is not None:
                     session.preview()
                 b = now()
-                col.sched.answerCard(card, 3)
-                card = col.sched.getCard()
+                anki.answer()
                 c = now()
                 for k in range(3):
                     spent["prep"][k] += b[k] - a[k]
