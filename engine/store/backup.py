@@ -151,21 +151,39 @@ def make(
     stop: Callable[[], bool] | None = None,
 ) -> Path | None:
     """Back up ``store``'s database (None for one in memory); keeps the newest KEEP.
-    ``stop``: asked between the copy's steps; true: BackupStopped, the half copy removed."""
+    ``stop``: asked between the copy's steps; true: BackupStopped, the half copy removed.
+
+    Inside the store's write transaction, before its first write (an import, once its file is
+    checked), the committed file is copied through a connection of its own: SQLite's backup
+    cannot read through a connection that holds the write lock (busy, retried for ever), and
+    the lock held keeps every other writer out until the import commits."""
     if store.path is None:
         return None
     now = now or utcnow()
     where = folder(store.path)
+    src = _own_reader(store.path) if store.conn.in_transaction else store.conn
     try:
         where.mkdir(parents=True, exist_ok=True)
         target = where / _new_name(store.path, now, reason)
         _sweep_parts(store.path)
-        _copy(store.conn, target, stop)
+        _copy(src, target, stop)
         for old in listing(store.path)[KEEP:]:
             old.unlink(missing_ok=True)
     except (OSError, sqlite3.Error) as exc:
         raise BackupError(f"{where}: cannot write a backup ({exc})") from None
+    finally:
+        if src is not store.conn:
+            src.close()
     return target
+
+
+def _own_reader(db_path: Path) -> sqlite3.Connection:
+    from urllib.parse import quote
+
+    try:
+        return sqlite3.connect(f"file:{quote(str(db_path))}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise BackupError(f"{folder(db_path)}: cannot write a backup ({exc})") from None
 
 
 def daily(

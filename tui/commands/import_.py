@@ -36,8 +36,13 @@ def import_cmd(obj: Ctx, file: str) -> None:
     aliases = obj.collection(strict=False).aliases()
     with obj.store() as store:
         try:
-            backup.make(store, "import")
-            result = import_file(store, expand_user(file), aliases)
+            # backed up once the file is read and checked (a refused file backs nothing up)
+            result = import_file(
+                store,
+                expand_user(file),
+                aliases,
+                before_write=lambda: backup.make(store, "import"),
+            )
         except (ExportError, backup.BackupError) as exc:
             raise UsageError(str(exc)) from None
     click.echo(f"Imported {file}: {result.summary()}.")

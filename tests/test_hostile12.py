@@ -1,0 +1,59 @@
+"""What a hostile pass over round eleven found (hunt12): each test fails on the code before its
+fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from prep.engine.store import backup
+from prep.tui.cli import main
+
+
+def run_cli(db: Path, *args: str, input: str | None = None):
+    return CliRunner().invoke(main, ["--db", str(db), *args], input=input)
+
+
+def backups_of(db: Path) -> list[str]:
+    folder = db.parent / "backups"
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+def test_a_refused_import_makes_no_backup_and_pushes_none_out(tmp_path: Path) -> None:
+    """Every `prep import` made a backup before reading the file: a corrupt or conflicting file
+    was refused ("nothing imported") but its backup stayed, and the newest 20 are kept, so a
+    script retrying a bad import 20 times pushed every real backup (the daily, the manual one
+    before an upgrade) out of backups/."""
+    db = tmp_path / "p.db"
+    assert run_cli(db, "backup").exit_code == 0
+    kept = backups_of(db)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": ')
+    for _ in range(backup.KEEP + 1):
+        result = run_cli(db, "import", str(bad))
+        assert result.exit_code == 2, result.output
+        assert "not a prep export" in result.output
+    assert backups_of(db) == kept
+
+
+def test_an_import_that_writes_is_still_backed_up_first(tmp_path: Path) -> None:
+    db = tmp_path / "p.db"
+    other = tmp_path / "o.db"
+    assert run_cli(other, "config", "new_per_day", "7").exit_code == 0
+    out = tmp_path / "e.json"
+    assert run_cli(other, "export", "--format", "json", "-o", str(out)).exit_code == 0
+    assert run_cli(db, "config", "new_per_day", "3").exit_code == 0
+    before = backups_of(db)
+    result = run_cli(db, "import", str(out))
+    assert result.exit_code == 0, result.output
+    made = [n for n in backups_of(db) if n not in before]
+    assert len(made) == 1 and made[0].endswith("-import.db")
+    # the backup holds the database as it was before the import (its own setting)
+    import sqlite3
+
+    conn = sqlite3.connect(db.parent / "backups" / made[0])
+    (settings,) = conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
+    conn.close()
+    assert json.loads(settings)["new_per_day"] == 3
