@@ -57,3 +57,41 @@ def test_an_import_that_writes_is_still_backed_up_first(tmp_path: Path) -> None:
     (settings,) = conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
     conn.close()
     assert json.loads(settings)["new_per_day"] == 3
+
+
+def test_a_rescue_copy_outlives_the_rotation_of_later_backups(tmp_path: Path) -> None:
+    """The copy made when the database was replaced under prep (the only copy of the ratings
+    saved before the swap) and the one a restore makes of the database it replaces were pruned
+    like any backup: 20 later backups (a sync each, imports, one a day) deleted them, while the
+    line that made them had said `prep backup --restore NAME` puts them back."""
+    import os
+
+    from prep.engine.store import Store, StoreError
+
+    db = tmp_path / "p.db"
+    assert run_cli(db, "config", "new_per_day", "9").exit_code == 0  # the progress to keep
+    store = Store.open(db)
+    other = tmp_path / "other.db"
+    Store.open(other).close()
+    os.replace(other, db)  # the file replaced under the open store
+    try:
+        with store.transaction():
+            store.set_meta("probe", "1")
+    except StoreError as exc:
+        assert exc.kind == "replaced"
+    else:
+        raise AssertionError("a write into the replaced file was not refused")
+    store.close()
+    (rescued,) = [n for n in backups_of(db) if n.endswith("-replaced.db")]
+    routine = backups_of(db)
+    result = run_cli(db, "backup", "--restore", routine[0])  # makes a "-restore" copy
+    assert result.exit_code == 0, result.output
+    (before_restore,) = [n for n in backups_of(db) if n.endswith("-restore.db")]
+    for _ in range(backup.KEEP + 2):
+        assert run_cli(db, "backup").exit_code == 0
+    names = backups_of(db)
+    assert rescued in names and before_restore in names
+    assert len([n for n in names if n.endswith("-manual.db")]) == backup.KEEP
+    result = run_cli(db, "backup", "--restore", rescued)  # and it still puts them back
+    assert result.exit_code == 0, result.output
+    assert "new_per_day = 9" in run_cli(db, "config").output

@@ -1,7 +1,7 @@
 """Backups of the progress database, as Anki makes them: a consistent copy through SQLite's
 online backup API (never a file copy of a live WAL database), in ``backups/`` beside the
 database, before every sync that applies entries, a schema upgrade, an import, a restore, and
-once a day; the newest KEEP are kept.
+once a day; the newest KEEP are kept, and every rescue (RESCUES) until the learner removes it.
 
     prep backup --list            the backups, newest first
     prep backup --restore NAME    back up the database as it is, then put NAME in its place
@@ -27,6 +27,12 @@ if TYPE_CHECKING:
     from prep.engine.store import Store
 
 KEEP = 20
+# Copies of progress the database no longer holds, never pruned by the rotation (the learner
+# removes them): the file prep had open when it was removed or replaced under it (ratings that
+# are in no other file), and the database as it was before a restore put a backup in its place.
+# Any 20 later backups (a sync each, imports, one a day) pushed them out, and with them the
+# only copy of those ratings, while the line that made them still said `backup --restore NAME`.
+RESCUES = ("replaced", "restore")
 DAILY = timedelta(days=1)
 _STAMP = r"-(\d{8}-\d{6}-\d{6})-([a-z]+)\.db"
 
@@ -60,6 +66,11 @@ def _names(db_path: Path) -> list[str]:
         return os.listdir(folder(db_path))
     except OSError:
         return []
+
+
+def _routine(backups: list[Path]) -> list[Path]:
+    """The backups the rotation may prune: all but the rescues (RESCUES), in the same order."""
+    return [p for p in backups if not p.name.endswith(tuple(f"-{r}.db" for r in RESCUES))]
 
 
 def listing(db_path: Path) -> list[Path]:
@@ -167,7 +178,7 @@ def make(
         target = where / _new_name(store.path, now, reason)
         _sweep_parts(store.path)
         _copy(src, target, stop)
-        for old in listing(store.path)[KEEP:]:
+        for old in _routine(listing(store.path))[KEEP:]:
             old.unlink(missing_ok=True)
     except (OSError, sqlite3.Error) as exc:
         raise BackupError(f"{where}: cannot write a backup ({exc})") from None
