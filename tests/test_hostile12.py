@@ -95,3 +95,13 @@ def test_a_rescue_copy_outlives_the_rotation_of_later_backups(tmp_path: Path) ->
     result = run_cli(db, "backup", "--restore", rescued)  # and it still puts them back
     assert result.exit_code == 0, result.output
     assert "new_per_day = 9" in run_cli(db, "config").output
+
+
+def test_a_mock_too_long_is_refused_as_too_long_not_as_infinite(tmp_path: Path) -> None:
+    """`prep mock --minutes 1e308` said "--minutes must be a finite number, got 1e+308": 1e308 is
+    finite (its seconds overflow); the limit it passes is a day."""
+    for minutes in ("1e308", "inf", "1441"):
+        result = run_cli(tmp_path / "p.db", "mock", "--plain", "--minutes", minutes, input="q\n")
+        assert result.exit_code == 2, result.output
+        (line,) = result.stderr.splitlines()
+        assert line.startswith("prep: --minutes must be at most 1440 (a day), got "), line
