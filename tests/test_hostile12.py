@@ -105,3 +105,22 @@ def test_a_mock_too_long_is_refused_as_too_long_not_as_infinite(tmp_path: Path) 
         assert result.exit_code == 2, result.output
         (line,) = result.stderr.splitlines()
         assert line.startswith("prep: --minutes must be at most 1440 (a day), got "), line
+
+
+def test_a_refused_setting_creates_no_database(tmp_path: Path) -> None:
+    """`prep --db TYPO config nope 3` (or a value out of range) was refused, exit 2, but the
+    store was opened first: an empty progress database was left at the mistyped path."""
+    db = tmp_path / "typo.db"
+    for args in (
+        ("nope", "3"),
+        ("new_per_day", "-5"),
+        ("maximum_interval", "0"),
+        ("learning_steps_min", "0"),
+        ("interview_date", "someday"),
+    ):
+        result = run_cli(db, "config", *args)
+        assert result.exit_code == 2, result.output
+        assert len(result.stderr.splitlines()) == 1 and args[0] in result.stderr
+        assert list(tmp_path.iterdir()) == [], args
+    assert run_cli(db, "config", "new_per_day", "7").exit_code == 0  # a good one still saves
+    assert "new_per_day = 7" in run_cli(db, "config", "new_per_day").output
