@@ -124,3 +124,30 @@ def test_a_refused_setting_creates_no_database(tmp_path: Path) -> None:
         assert list(tmp_path.iterdir()) == [], args
     assert run_cli(db, "config", "new_per_day", "7").exit_code == 0  # a good one still saves
     assert "new_per_day = 7" in run_cli(db, "config", "new_per_day").output
+
+
+def test_an_unknown_prep_theme_opens_the_app_and_says_so(tmp_path: Path, monkeypatch) -> None:
+    """PREP_THEME=nrod (a typo, or a theme of another Textual version) ended `prep` before it
+    opened: "internal error (InvalidThemeError ...)", exit 70. The app opens in the
+    terminal's default theme and a notification names the value and the themes there are."""
+    from prep.tui.app import PrepApp
+    from prep.tui.testing import NOW, fixed_collection
+    from tests.pilot import async_test, wait_until
+
+    monkeypatch.setenv("PREP_THEME", "nrod")
+    monkeypatch.delenv("COLORFGBG", raising=False)
+
+    @async_test
+    async def launch() -> None:
+        app = PrepApp(
+            db=str(tmp_path / "p.db"), collection=fixed_collection(), clock=lambda: NOW, demos={}
+        )
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_until(pilot, lambda: app.store is not None)
+            await pilot.pause()
+            assert app.theme == "textual-dark"
+            (said,) = [n.message for n in app._notifications if "PREP_THEME" in n.message]
+            assert said.startswith("PREP_THEME='nrod' names no theme; showing textual-dark")
+            assert "nord" in said  # (the themes there are)
+
+    launch()
