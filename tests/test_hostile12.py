@@ -151,3 +151,31 @@ def test_an_unknown_prep_theme_opens_the_app_and_says_so(tmp_path: Path, monkeyp
             assert "nord" in said  # (the themes there are)
 
     launch()
+
+
+def test_a_daily_backup_that_fails_is_not_called_a_failed_sync(tmp_path: Path) -> None:
+    """On a full disk (or a backups/ that cannot be made) the app's line said "Sync failed:
+    .../backups: cannot write a backup" with no sync set up: it is the daily backup."""
+    import asyncio
+
+    from prep.engine.store import Store
+    from prep.tui.testing import make_app
+    from tests.test_sync_app import line_of
+    from tests.test_tui import async_test
+
+    @async_test
+    async def run() -> None:
+        store = Store.open(tmp_path / "a.db")
+        (tmp_path / "backups").write_text("a file where the folder goes")  # mkdir fails
+        app = make_app(store=store)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("enter")  # the first card: the thread starts
+            assert await asyncio.to_thread(app.syncer.fetched.wait, 120)
+            await pilot.pause()
+            line = line_of(app.screen)
+            assert line.startswith("Daily backup not made: "), line
+            assert "cannot write a backup" in line and "Sync" not in line
+            await pilot.press("ctrl+c")
+        store.close()
+
+    run()
