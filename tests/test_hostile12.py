@@ -179,3 +179,14 @@ def test_a_daily_backup_that_fails_is_not_called_a_failed_sync(tmp_path: Path) -
         store.close()
 
     run()
+
+
+def test_an_import_of_a_missing_file_opens_no_database(tmp_path: Path) -> None:
+    """`prep --db NEW import typo.json` said "no such file", exit 2, after it had created NEW
+    (and backed it up): a database and a backups/ folder left for a file that is not there."""
+    db = tmp_path / "p.db"
+    for name, said in (("typo.json", "no such file"), (".", "is a folder")):
+        result = run_cli(db, "import", str(tmp_path / name))
+        assert result.exit_code == 2, result.output
+        assert said in result.stderr and len(result.stderr.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []

@@ -30,7 +30,12 @@ def import_cmd(obj: Ctx, file: str) -> None:
     from prep.engine.store import backup
     from prep.engine.transfer.export import ExportError
     from prep.engine.transfer.importer import import_file
+    from prep.engine.transfer.readers import readable
 
+    try:
+        readable(expand_user(file))  # (the file's own checks first: nothing opened for a typo)
+    except ExportError as exc:
+        raise UsageError(str(exc)) from None
     # an export that names a merged-away card's id lands on the card that kept it (the
     # decks are read, not synced: a refused import changes nothing)
     aliases = obj.collection(strict=False).aliases()
