@@ -190,3 +190,37 @@ def test_an_import_of_a_missing_file_opens_no_database(tmp_path: Path) -> None:
         assert result.exit_code == 2, result.output
         assert said in result.stderr and len(result.stderr.splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+TERMINATED = """
+import asyncio, os, signal, sys
+from prep.tui.testing import make_app
+
+app = make_app()
+
+async def main():
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(200):
+            if not app.is_running:
+                break
+            await asyncio.sleep(0.05)
+    print("closed as q closes it")
+
+asyncio.run(main())
+"""
+
+
+def test_sigterm_quits_the_app_as_q_does() -> None:
+    """`kill PID` (SIGTERM: a logout, `timeout`) ended the app at once: the terminal was left
+    in the app's screen with mouse reporting on, and the quit's own work (the last sync, the
+    worker closed) was not done. It quits as q does."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", TERMINATED], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert "closed as q closes it" in done.stdout

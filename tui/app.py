@@ -46,7 +46,7 @@ from prep.engine.study.session import (  # DeckCounts: home's rows (re-exported 
     review_ahead_ids,
 )
 from prep.engine.timeutil import Clock, utcnow
-from prep.tui.closing import CloseAfterMount
+from prep.tui.closing import CloseAfterMount, quit_on_terminate
 from prep.tui.startup import Startup
 from prep.tui.themes import ThemeMemory, first_theme, pick_theme  # noqa: F401 (pick_theme: re-exported)
 
@@ -180,6 +180,7 @@ class PrepApp(Startup, CloseAfterMount, App[int]):
         # (a frame Textual drops) and then again in parts; pushed after it, its first frame is
         # the whole card
         self.call_later(self.boot)
+        quit_on_terminate(self)  # (kill PID: quits as q does, the terminal given back)
         if self._theme_problem is not None:
             self.notify(self._theme_problem, title="Theme", severity="warning", timeout=12)
 

@@ -11,6 +11,7 @@ the app waits for the screen's mount to finish before it removes the screen.
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 from textual.app import App
@@ -38,3 +39,16 @@ class CloseAfterMount(App):  # type: ignore[type-arg]  # (a mixin for PrepApp)
 
         screen.call_after_refresh(later)
         return screen
+
+
+def quit_on_terminate(app: App) -> None:  # type: ignore[type-arg]
+    """SIGTERM (`kill PID`, a logout, `timeout`) quits the app as q does. Without it Python
+    died at once: the terminal left in the app's screen with mouse reporting on (every move
+    typed escape codes into the shell), and the quit's own work (the last sync, the worker
+    closed) not done. Every rating shown as saved was already committed either way."""
+    import asyncio
+    import signal
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        # (NotImplementedError: no signals on this loop; ValueError: not the main thread)
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, app.exit)
