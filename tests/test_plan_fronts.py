@@ -55,6 +55,7 @@ def test_a_bad_interview_date_is_one_line_exit_2(db_path: Path, value: str) -> N
 
 @pytest.mark.parametrize("value", ["0001-01-01", "9999-12-31"])
 def test_an_interview_date_out_of_range_is_one_line_exit_2(db_path: Path, value: str) -> None:
+    assert run_cli("config", "new_per_day", "20", db=db_path).exit_code == 0  # (a database)
     out = run_cli("config", "interview_date", value, db=db_path)
     assert out.exit_code == 2
     assert out.output.strip().splitlines() == [

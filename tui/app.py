@@ -47,10 +47,10 @@ from prep.engine.study.session import (  # DeckCounts: home's rows (re-exported 
 )
 from prep.engine.timeutil import Clock, utcnow
 from prep.tui.clicktime import ClickTime
-from prep.tui.closing import CloseAfterMount
+from prep.tui.closing import CloseAfterMount, quit_on_terminate
 from prep.tui.short import ShortTerminal
 from prep.tui.startup import Startup
-from prep.tui.themes import ThemeMemory, pick_theme  # noqa: F401 (pick_theme: re-exported)
+from prep.tui.themes import ThemeMemory, first_theme, pick_theme  # noqa: F401 (pick_theme: re-exported)
 
 if TYPE_CHECKING:
     from prep.engine.decks.changed import Scan
@@ -144,8 +144,10 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
         self._scheduler_settings: Settings | None = None  # saved settings it was last checked on
         self.demo_command = demo_command
         self.demos: dict[str, str] = demo_infos() if demos is None else demos
-        self.theme = theme or pick_theme()
+        self._theme_problem = first_theme(self, theme)  # (an unknown $PREP_THEME: said)
         self.theme_memory = ThemeMemory(theme)  # the theme last picked, once the db is open
+        if self._theme_problem is not None:
+            self.theme_memory.fixed = False  # (the pick kept here shows instead)
         self.instance = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self._told_others = False
         self._told_clock = False  # reviews dated after now said (once: tell_clock_behind)
@@ -180,6 +182,9 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
         # (a frame Textual drops) and then again in parts; pushed after it, its first frame is
         # the whole card
         self.call_later(self.boot)
+        quit_on_terminate(self)  # (kill PID: quits as q does, the terminal given back)
+        if self._theme_problem is not None:
+            self.notify(self._theme_problem, title="Theme", severity="warning", timeout=12)
 
     def _show(self, screen: Screen) -> None:
         """Replace whatever is on the stack above the default screen with ``screen``."""

@@ -79,7 +79,14 @@ class AppSync:
 
         try:
             with Store.open(path) as store:
-                backed_up(lambda: backup.daily(store, stop=stop))  # once a day, sync or not
+                try:
+                    backed_up(lambda: backup.daily(store, stop=stop))  # once a day, sync or not
+                except backup.BackupError as exc:
+                    # said as what it is: "Sync failed" was shown with no sync set up (a
+                    # full disk); the sync goes on (its own backup says if it cannot)
+                    if self.quitting:
+                        return
+                    self.app.call_from_thread(self._say, f"Daily backup not made: {exc}", True)
                 if folder is None:
                     return
                 out = sync_out(store, folder)

@@ -16,6 +16,7 @@ installed under a private name for the pop, and uninstalled and removed after it
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 from textual.app import App
@@ -57,3 +58,16 @@ class CloseAfterMount(App):  # type: ignore[type-arg]  # (a mixin for PrepApp)
             self.call_next(screen.remove)
 
         screen.call_after_refresh(remove)
+
+
+def quit_on_terminate(app: App) -> None:  # type: ignore[type-arg]
+    """SIGTERM (`kill PID`, a logout, `timeout`) quits the app as q does. Without it Python
+    died at once: the terminal left in the app's screen with mouse reporting on (every move
+    typed escape codes into the shell), and the quit's own work (the last sync, the worker
+    closed) not done. Every rating shown as saved was already committed either way."""
+    import asyncio
+    import signal
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        # (NotImplementedError: no signals on this loop; ValueError: not the main thread)
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, app.exit)

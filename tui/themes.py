@@ -34,6 +34,22 @@ def pick_theme(environ: dict[str, str] | os._Environ[str] = os.environ) -> str:
     return "textual-dark"
 
 
+def first_theme(
+    app: App[Any], given: str | None, environ: dict[str, str] | os._Environ[str] = os.environ
+) -> str | None:
+    """Show ``given``, else pick_theme()'s. A $PREP_THEME naming no theme (a typo, a theme of
+    another Textual version) ended the app before it opened ("internal error", exit 70): the
+    terminal's own default is shown instead; returns the line that says so (None: all well)."""
+    name = given or pick_theme(environ)
+    if given or name in app.available_themes:
+        app.theme = name
+        return None
+    shown = pick_theme({k: v for k, v in environ.items() if k != "PREP_THEME"})
+    app.theme = shown
+    known = ", ".join(sorted(app.available_themes))
+    return f"PREP_THEME={name[:40]!r} names no theme; showing {shown} (themes: {known})"
+
+
 class ThemeMemory:
     """Restores the theme last picked once the database is open, and keeps each new pick."""
 

@@ -1,7 +1,7 @@
 """Backups of the progress database, as Anki makes them: a consistent copy through SQLite's
 online backup API (never a file copy of a live WAL database), in ``backups/`` beside the
 database, before every sync that applies entries, a schema upgrade, an import, a restore, and
-once a day; the newest KEEP are kept.
+once a day; the newest KEEP are kept, and every rescue (RESCUES) until the learner removes it.
 
     prep backup --list            the backups, newest first
     prep backup --restore NAME    back up the database as it is, then put NAME in its place
@@ -28,6 +28,12 @@ if TYPE_CHECKING:
     from prep.engine.store import Store
 
 KEEP = 20
+# Copies of progress the database no longer holds, never pruned by the rotation (the learner
+# removes them): the file prep had open when it was removed or replaced under it (ratings that
+# are in no other file), and the database as it was before a restore put a backup in its place.
+# Any 20 later backups (a sync each, imports, one a day) pushed them out, and with them the
+# only copy of those ratings, while the line that made them still said `backup --restore NAME`.
+RESCUES = ("replaced", "restore")
 DAILY = timedelta(days=1)
 _STAMP = r"-(\d{8}-\d{6}-\d{6})-([a-z]+)\.db"
 
@@ -61,6 +67,11 @@ def _names(db_path: Path) -> list[str]:
         return os.listdir(folder(db_path))
     except OSError:
         return []
+
+
+def _routine(backups: list[Path]) -> list[Path]:
+    """The backups the rotation may prune: all but the rescues (RESCUES), in the same order."""
+    return [p for p in backups if not p.name.endswith(tuple(f"-{r}.db" for r in RESCUES))]
 
 
 def listing(db_path: Path) -> list[Path]:
@@ -152,21 +163,39 @@ def make(
     stop: Callable[[], bool] | None = None,
 ) -> Path | None:
     """Back up ``store``'s database (None for one in memory); keeps the newest KEEP.
-    ``stop``: asked between the copy's steps; true: BackupStopped, the half copy removed."""
+    ``stop``: asked between the copy's steps; true: BackupStopped, the half copy removed.
+
+    Inside the store's write transaction, before its first write (an import, once its file is
+    checked), the committed file is copied through a connection of its own: SQLite's backup
+    cannot read through a connection that holds the write lock (busy, retried for ever), and
+    the lock held keeps every other writer out until the import commits."""
     if store.path is None:
         return None
     now = now or utcnow()
     where = folder(store.path)
+    src = _own_reader(store.path) if store.conn.in_transaction else store.conn
     try:
         where.mkdir(parents=True, exist_ok=True)
         target = where / _new_name(store.path, now, reason)
         _sweep_parts(store.path)
-        _copy(store.conn, target, stop)
-        for old in listing(store.path)[KEEP:]:
+        _copy(src, target, stop)
+        for old in _routine(listing(store.path))[KEEP:]:
             old.unlink(missing_ok=True)
     except (OSError, sqlite3.Error) as exc:
         raise BackupError(f"{where}: cannot write a backup ({exc})") from None
+    finally:
+        if src is not store.conn:
+            src.close()
     return target
+
+
+def _own_reader(db_path: Path) -> sqlite3.Connection:
+    from urllib.parse import quote
+
+    try:
+        return sqlite3.connect(f"file:{quote(str(db_path))}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise BackupError(f"{folder(db_path)}: cannot write a backup ({exc})") from None
 
 
 def daily(

@@ -12,7 +12,6 @@ through the normal scheduler and is stored like a quiz review (a ReviewSession o
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from collections.abc import Callable
@@ -154,9 +153,8 @@ class MockInterview:
     ) -> None:
         if not minutes > 0:
             raise MockError(f"--minutes must be more than 0, got {minutes}")
-        if not math.isfinite(minutes * 60):  # the clock texts need whole seconds
-            raise MockError(f"--minutes must be a finite number, got {minutes}")
-        if minutes > MAX_MINUTES:  # 99999999 made a 1,666,666-hour clock
+        if minutes > MAX_MINUTES:  # 99999999 made a 1,666,666-hour clock (and inf, 1e308:
+            # a clock of no whole seconds; "must be a finite number" was said of 1e308)
             raise MockError(f"--minutes must be at most {MAX_MINUTES} (a day), got {minutes:g}")
         self.store = store
         self.collection = collection

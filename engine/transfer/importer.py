@@ -286,11 +286,14 @@ def import_data(
     now: datetime | None = None,
     aliases: Mapping[str, str] | None = None,
     held_here: _Held | None = None,
+    before_write: Callable[[], object] | None = None,
 ) -> ImportResult:
     """Import into ``store`` in one transaction: everything, or (on any conflict) nothing.
     ``now`` (default: the clock) tells a bury in force from one that ran out. ``aliases``
     ({merged-away id: kept id}, CachedCollection.aliases): rows naming an old id land on the
-    card that kept it, as the store's own progress did (engine/aliases.py)."""
+    card that kept it, as the store's own progress did (engine/aliases.py). ``before_write``
+    (the import's backup) runs once the file is read and checked, in the transaction, before
+    its first write: a file refused makes no backup (each would push an older one out)."""
     now = now or utcnow()
     _check_file(data, now)
     if aliases:
@@ -309,6 +312,8 @@ def import_data(
                 held_here.add(r)
         if held_here.conflict is not None:
             raise ExportError(f"{src}: {held_here.conflict}; nothing imported")
+        if before_write is not None:
+            before_write()
         result.reviews_skipped = held_here.skipped
         counts, here_n, undone_here = held_here.counts, held_here.here_n, held_here.undone
         # the file's undos first (as a sync applies them): a card losing a review held here
@@ -457,10 +462,12 @@ def import_file(
     path: Path,
     aliases: Mapping[str, str] | None = None,
     now: datetime | None = None,
+    before_write: Callable[[], object] | None = None,
 ) -> ImportResult:
     """Import the export at ``path``: its reviews are read twice, checked (and compared with
     what is held here) in the first reading, merged in the second; nothing is held per review.
-    ``now``: this machine's clock (a review dated over a day after it is refused)."""
+    ``now``: this machine's clock (a review dated over a day after it is refused);
+    ``before_write``: as import_data's."""
     held: list[_Held] = []
 
     def watch() -> Callable[[dict[str, Any], int], None]:
@@ -470,5 +477,10 @@ def import_file(
     with store.transaction():
         data = read_export(Path(path), watch)
         return import_data(
-            store, data, now=now, aliases=aliases, held_here=held[0] if held else None
+            store,
+            data,
+            now=now,
+            aliases=aliases,
+            held_here=held[0] if held else None,
+            before_write=before_write,
         )

@@ -483,6 +483,13 @@ def read_csv(
     return ExportData(str(path), settings, cards, reviews, runs, marks, undone, settings_clock)
 
 
+def readable(path: Path) -> None:
+    """ExportError when ``path`` cannot be an export (missing, a folder, not a regular file,
+    too large): the import says so before it opens the database (a mistyped name left a new
+    empty database, and a backup of it, behind)."""
+    _open_text(Path(path)).close()
+
+
 def read_export(
     path: Path, watch: Callable[[], Callable[[dict[str, Any], int], None]] | None = None
 ) -> ExportData:

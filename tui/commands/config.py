@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -36,6 +36,8 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool, yes: bool)
     goes back to fsrs's defaults, `prep config parameters "w0,w1,...,w20"` sets all 21
     (fit them to your own reviews with `prep optimize`)."""
 
+    from dataclasses import replace
+
     from prep.engine.store import Store, resolve_db_path
     from prep.engine.study.scheduler import Settings
 
@@ -43,6 +45,20 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool, yes: bool)
         raise UsageError("--yes goes with --reset (setting one value never asks)")
     if reset and key is not None:
         raise UsageError(f"--reset restores every setting; it takes no setting name ({key!r})")
+    typed: Any = None
+    if key is not None and key not in ("parameters", "sync_dir", "device_name"):
+        # an unknown name or a value that does not parse is refused before the database is
+        # opened: a mistyped `--db` path was created as an empty database for it
+        if key not in Settings.settable():
+            known = ", ".join([*Settings.settable(), "parameters"])
+            raise UsageError(f"unknown setting {key!r} (settings: {known})")
+        if value is not None:
+            try:
+                typed = Settings.parse_value(key, value)  # the setting's own parse type
+                replace(Settings(), **{key: typed}).validated()  # (each bound is its own)
+            except ValueError as exc:
+                message = str(exc) if str(exc).startswith(key) else f"{key}: {exc}"
+                raise UsageError(message) from None
     if not reset and value is None and not resolve_db_path(obj.db).exists():
         store = Store.memory()  # nothing saved yet: show the defaults, create nothing
     else:
@@ -67,16 +83,9 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool, yes: bool)
         if key == "device_name":  # this machine's name in the others' sync summaries
             _device_name(store, value)
             return
-        if key not in Settings.settable():
-            known = ", ".join([*Settings.settable(), "parameters"])
-            raise UsageError(f"unknown setting {key!r} (settings: {known})")
         if value is None:  # (as the list of every setting shows it)
             click.echo(f"{key} = {_text(key, settings.to_dict()[key])}")
             return
-        try:
-            typed = Settings.parse_value(key, value)  # the setting's own parse type
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
         if key == "plan_decks" and typed is not None:
             decks = obj.collection(strict=False, store=store).decks
             unknown = [d for d in typed if d not in decks]

@@ -30,14 +30,24 @@ def import_cmd(obj: Ctx, file: str) -> None:
     from prep.engine.store import backup
     from prep.engine.transfer.export import ExportError
     from prep.engine.transfer.importer import import_file
+    from prep.engine.transfer.readers import readable
 
+    try:
+        readable(expand_user(file))  # (the file's own checks first: nothing opened for a typo)
+    except ExportError as exc:
+        raise UsageError(str(exc)) from None
     # an export that names a merged-away card's id lands on the card that kept it (the
     # decks are read, not synced: a refused import changes nothing)
     aliases = obj.collection(strict=False).aliases()
     with obj.store() as store:
         try:
-            backup.make(store, "import")
-            result = import_file(store, expand_user(file), aliases)
+            # backed up once the file is read and checked (a refused file backs nothing up)
+            result = import_file(
+                store,
+                expand_user(file),
+                aliases,
+                before_write=lambda: backup.make(store, "import"),
+            )
         except (ExportError, backup.BackupError) as exc:
             raise UsageError(str(exc)) from None
     click.echo(f"Imported {file}: {result.summary()}.")
