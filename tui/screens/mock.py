@@ -26,6 +26,7 @@ from prep.engine.store import Store, StoreError
 from prep.engine.study.collection import Cards
 from prep.engine.study.mock import MockError, MockInterview
 from prep.engine.study.present import (
+    DemoLink,
     answer_sections,
     rating_choices,
     section_parts,
@@ -288,7 +289,7 @@ class MockScreen(PrepScreen):
         lines: list[tuple[str, str]] = []
         if step.answer:
             lines.append(("Your answer: ", step.answer))
-        demos = ()
+        demos: tuple[DemoLink, ...] = ()
         for section in answer_sections(step.card, runs=self.runs):
             if section.key == "demos" and self._runs_demos():
                 demos = section.demos  # shown last, with the key that runs it (as on a card)
