@@ -109,3 +109,24 @@ def test_generic_training_sentences_are_not_the_evaluations_and_read_no_held_out
             if card["id"] in head_train.HELDOUT_CARDS:
                 held |= {str(t) for t in (card.get("bullets") or []) + (card.get("points") or [])}
     assert held and not held & set(head_train.corpus_sentences())
+
+
+def test_the_quoted_sentence_is_the_answers_not_the_generic_one_and_its_score_is_its_own(
+    grader, rubrics
+):
+    """A generic sentence before a right answer was quoted as the evidence for points it does
+    not state (it covered them, and is near every point in words): with run 10's head for 59
+    of 1,608 covered points over the bundled cards' answers, with this one 14 of 1,606. The
+    score shown beside the quoted sentence is that sentence's own (round 11 showed the best
+    sentence's, whichever was quoted)."""
+    rubric = rubrics["wo-tensor-parallel"]
+    generic_one = "W_O maps each head output into the residual stream."
+    right = "W_O is cut by its input rows, so each GPU computes a partial write over its heads."
+    grade = grader.grade(rubric, f"{generic_one} {right}")
+    by_id = {v.id: v for v in grade.points}
+    assert by_id["p3"].covered and by_id["p3"].sentence == right
+    assert not any(v.covered and v.sentence == generic_one for v in grade.points)
+    sents = tx.sentences(f"{generic_one} {right}")
+    probs = torch.sigmoid(grader.score_matrix([p.text for p in rubric.points], sents))  # (P, S)
+    for i, v in enumerate(grade.points):
+        assert v.score == pytest.approx(float(probs[i, sents.index(v.sentence)]), abs=1e-4)

@@ -44,24 +44,14 @@ def test_cos_sentence_counts_the_cosine_only_as_far_as_the_text_is_a_sentence():
     assert f_sentence[col] > 0.3
 
 
-def test_the_sentence_shown_is_the_one_that_earned_the_point():
-    """Round 11 quoted, of the covering sentences, the one nearest the point by cosine, beside
-    the best sentence's score: a weaker same-subject sentence was shown as the evidence. Now:
-    of the covering sentences, those whose best point this is, the highest-scoring (its own
-    score is the one reported)."""
+def test_the_sentence_shown_is_the_nearest_in_meaning_among_those_that_cover():
     from prep.demos.pretrained.grader.model import _shown
 
-    # 2 points x 3 sentences; sentence 1 scores 0.99 on point 0 but states point 1 (0.995)
-    probs = torch.tensor([[0.97, 0.99, 0.2], [0.1, 0.995, 0.3]])
-    assert _shown(0, probs) == 0  # not the saturated neighbour's sentence
-    assert _shown(1, probs) == 1
-    # two sentences cover point 0 and state it: the higher score earned it, whatever the
-    # cosine (round 11 took sentence 2 here, nearer in words, at 0.55)
-    probs = torch.tensor([[0.97, 0.1, 0.55], [0.1, 0.2, 0.3]])
-    assert _shown(0, probs) == 0
-    # none covers: the best score; covering but every such sentence states another point
-    assert _shown(1, probs) == 2
-    assert _shown(0, torch.tensor([[0.6, 0.2], [0.9, 0.1]])) == 0
+    probs = torch.tensor([0.97, 0.99, 0.2])
+    cos = torch.tensor([0.9, 0.5, 0.95])
+    assert _shown(probs, cos) == 0  # both cover; the first says it more nearly
+    assert _shown(torch.tensor([0.1, 0.3, 0.2]), cos) == 1  # none covers: the best score
+    assert _shown(torch.tensor([0.1, 0.6, 0.2]), cos) == 1
 
 
 def _bundled_cards() -> list[dict]:

@@ -33,7 +33,7 @@ was credited with its neighbours' points:
 
 The head (an MLP, 11 -> 8 -> 1, on all but neg_mismatch) turns them into a logit, and the
 negation rule caps it; a point is covered when a sentence's score (the sigmoid of its logit)
-reaches 0.5. The sentence reported is the one that earned it, with its own score (`_shown`).
+reaches 0.5; the sentence quoted as its evidence is shown with its own score (`_shown`).
 """
 
 from __future__ import annotations
@@ -275,33 +275,30 @@ class Grader:
             verdicts = [PointVerdict(p.id, p.text, False, 0.0, "") for p in rubric.points]
         else:
             with torch.no_grad():
-                logits, _ = self._scores([p.text for p in rubric.points], sents)
+                logits, cos = self._scores([p.text for p in rubric.points], sents)
             probs = torch.sigmoid(logits)  # (P, S)
-            for i, point in enumerate(rubric.points):
-                j = _shown(i, probs)
-                score = round(float(probs[i, j]), 4)
+            for point, row, cos_row in zip(rubric.points, probs, cos, strict=True):
+                j = _shown(row, cos_row)
+                score = round(float(row[j]), 4)  # the quoted sentence's own score
                 verdicts.append(
                     PointVerdict(point.id, point.text, score >= THRESHOLD, score, sents[j])
                 )
         return Grade(verdicts, time.perf_counter() - start)
 
 
-def _shown(point: int, probs: Tensor) -> int:
-    """The sentence that earned the point, quoted as "you said this" with its own score: of
-    the sentences that cover it, those whose best point it is (the sentence states this point
-    more than any other), the highest-scoring; else the highest-scoring sentence.
-
-    Round 11 took, of the covering sentences, the one nearest the point by MiniLM's cosine,
-    and reported the best sentence's score beside it: a same-subject sentence closer in words
-    but weaker in the grade (a generic one, or one that states a neighbouring point) was quoted
-    as the evidence, with another sentence's score. The head's probability saturates on
-    several sentences about one subject (a strong answer's weighting and slice sentences both
-    scored 0.96+ on the weighting point), which is why the sentence's own best point decides
-    before the score does."""
-    row = probs[point]  # (S,)
-    covering = row >= THRESHOLD  # (S,)
-    if not bool(covering.any()):
-        return int(row.argmax())
-    own = covering & (probs.argmax(0) == point)  # (S,): covering, and this point is its best
-    pool = own if bool(own.any()) else covering
-    return int(torch.where(pool, row, torch.full_like(row, -1.0)).argmax())
+def _shown(probs: Tensor, cos: Tensor) -> int:
+    """The sentence quoted as the evidence for a point ("you said this"), with its own score
+    beside it: of the sentences that cover it, the nearest in meaning (MiniLM's cosine); else
+    the best-scoring one. The head's probability saturates on several sentences about one
+    subject (a strong answer's weighting and slice sentences both scored 0.96+ on the weighting
+    point), and its argmax among them is arbitrary: on the bundled cards' own answers, the 6
+    points of 401 where the argmax and the cosine differ, the cosine's sentence states the point
+    and the argmax's does not (round 12). What quoted the wrong sentence was a same-subject
+    sentence covering points it does not state: a generic sentence put before a card's answer
+    was quoted for 59 of 1,608 covered points with run 10's head, 14 of 1,606 with run 11's
+    (tests/test_grader_generic.py). Round 11 showed the best sentence's score beside the quoted
+    one; the score is now the quoted sentence's own."""
+    covering = (probs >= THRESHOLD).nonzero().flatten()  # (k,)
+    if len(covering) == 0:
+        return int(probs.argmax())
+    return int(covering[cos[covering].argmax()])
