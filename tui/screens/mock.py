@@ -290,7 +290,8 @@ class MockScreen(PrepScreen):
         if step.answer:
             lines.append(("Your answer: ", step.answer))
         demos: tuple[DemoLink, ...] = ()
-        for section in answer_sections(step.card, runs=self.runs):
+        claims = self.prep.demos if self._runs_demos() else None
+        for section in answer_sections(step.card, claims, runs=self.runs):
             if section.key == "demos" and self._runs_demos():
                 demos = section.demos  # shown last, with the key that runs it (as on a card)
                 continue
