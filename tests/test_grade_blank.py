@@ -111,3 +111,48 @@ def test_the_apps_answer_box_takes_invisible_text_as_nothing_typed() -> None:
             assert not screen.box_open and app.screen is screen
 
     run()
+
+
+def test_a_batch_says_an_empty_answer_is_empty_and_grades_the_others(
+    tmp_path: Path, graded: list[str]
+) -> None:
+    """`prep grade --answers` graded an empty or invisible answer "0 of N" (note 11): it is
+    now one line saying it is empty, in its place, and never reaches the grader."""
+    rubric = tmp_path / "r.yaml"
+    rubric.write_text("question: q\npoints:\n  - {id: p1, text: a point}\n", "utf-8")
+    answers = tmp_path / "a.jsonl"
+    rows = [("a1", "W_O mixes heads"), ("a2", ""), ("a3", "\u200b\x00 "), ("a4", "x")]
+    answers.write_text(
+        "\n".join(json.dumps({"answer_id": a, "answer": t}) for a, t in rows) + "\n", "utf-8"
+    )
+    base = ["--db", str(tmp_path / "p.db"), "grade", "--rubric", str(rubric)]
+    done = CliRunner().invoke(main, [*base, "--answers", str(answers), "--json"])
+    assert done.exit_code == 0, done.output
+    out = [json.loads(line) for line in done.output.splitlines()]
+    assert [o["answer_id"] for o in out] == ["a1", "a2", "a3", "a4"]
+    assert out[1] == {"answer_id": "a2", "empty": True, "covered": None, "scores": None}
+    assert out[2]["empty"] is True and out[2]["covered"] is None
+    assert out[0]["covered"] == {"p1": False} and "empty" not in out[0]
+    assert graded == ["W_O mixes heads", "x"]  # the empty ones never reached the grader
+    text = CliRunner().invoke(main, [*base, "--answers", str(answers)])
+    assert text.exit_code == 0, text.output
+    lines = text.output.splitlines()
+    assert lines[1] == "a2: empty answer, not graded" and lines[2].startswith("a3: empty answer")
+    assert lines[0].startswith("a1: p1 ✗")
+
+
+def test_a_batch_of_only_empty_answers_needs_no_grader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_model(rubric, given):
+        raise AssertionError("the grader was loaded for empty answers")
+
+    monkeypatch.setattr(batch, "grade_all", no_model)
+    monkeypatch.setattr(batch, "missing", lambda: "grading needs the extra")
+    rubric = tmp_path / "r.yaml"
+    rubric.write_text("question: q\npoints:\n  - {id: p1, text: a point}\n", "utf-8")
+    answers = tmp_path / "a.jsonl"
+    answers.write_text('{"answer_id": 1, "answer": "  "}\n', "utf-8")
+    args = ["grade", "--rubric", str(rubric), "--answers", str(answers)]
+    done = CliRunner().invoke(main, ["--db", str(tmp_path / "p.db"), *args])
+    assert done.exit_code == 0 and done.output == "1: empty answer, not graded\n", done.output

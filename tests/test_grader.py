@@ -257,9 +257,23 @@ def test_partial_and_rambling_answers_cover_only_what_they_say(grader, rubric):
     assert covered(grader, rubric, rambling) == {"mix": False, "weight": True, "slice": False}
 
 
+TERSE = "Mixes heads into shared directions; weights each head; no W_O means fixed slices."
+
+
 def test_terse_answers_are_found(grader, rubric):
-    terse = "Mixes heads into shared directions; weights each head; no W_O means fixed slices."
-    assert all(covered(grader, rubric, terse).values())
+    found = covered(grader, rubric, TERSE)
+    assert found["mix"] and found["slice"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="round 12's head (run 11: generic negatives and idf_recall) scores the three-word "
+    "'weights each head;' 0.09 on the weighting point (run 10: covered). It shares only 'head', "
+    "the decks' commonest word, with the point, as a generic sentence does; generic sentences "
+    "credited fell 0.24 -> 0.026 of their points, held-out terse accuracy 0.778 -> 0.756",
+)
+def test_a_three_word_terse_sentence_is_found(grader, rubric):
+    assert covered(grader, rubric, TERSE)["weight"]
 
 
 @pytest.mark.xfail(

@@ -68,3 +68,66 @@ def test_keys_pressed_while_a_grade_saves_never_reveal_or_grade_the_next_questio
             assert graded(fresh_store) == [("other-main", 2), ("other-follow", 3)]
 
     asyncio.run(run())
+
+
+def test_r_runs_the_questions_demo_once_the_answer_is_shown() -> None:
+    """The mock's reveal said "Check it: prep demo NAME" with no key to run it (note 11): inside
+    the app `r` runs it on the demo screen, as on a card, and the footer shows it; before the
+    reveal r is a letter of the answer; Esc comes back to the revealed question."""
+    from prep.engine.study.mock import MockInterview
+    from prep.tui.screens.demo import DemoScreen
+    from prep.tui.testing import NOW, fixed_collection, make_app
+    from tests.test_mock import text_of
+    from tests.test_tui import footer_keys
+
+    async def run() -> None:
+        store, coll = Store.memory(), fixed_collection()
+        mock = MockInterview(store, coll, main_id="two-roles", clock=lambda: NOW)
+        app = make_app(store=store, collection=coll, mock_first=mock)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            screen = app.screen
+            assert isinstance(screen, MockScreen)
+            assert "r" not in footer_keys(app)
+            await pilot.press("r")  # typed: a letter of the answer
+            await pilot.pause()
+            assert screen.query_one("#mock-answer", Input).value == "r"
+            await pilot.press("enter")
+            await pilot.pause()
+            reveal = text_of(screen, "#mock-reveal")
+            assert "run the demo block-diagonal" in reveal and "prep demo" not in reveal
+            assert "r" in footer_keys(app)
+            await pilot.press("r")
+            await pilot.pause()
+            assert isinstance(app.screen, DemoScreen)
+            assert app.screen.demo_name == "block-diagonal"
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.screen is screen and screen.revealed
+            assert "run the demo block-diagonal" in text_of(screen, "#mock-reveal")
+            await pilot.press("3")
+            await pilot.pause()
+            assert graded(store) == [("two-roles", 3)]
+
+    asyncio.run(run())
+
+
+def test_outside_the_app_the_mock_names_the_command() -> None:
+    """A mock screen in a bare host app (no demo worker) keeps the command to type."""
+    from prep.tui.testing import NOW, fixed_collection
+    from tests.test_mock import Host, text_of
+
+    async def run() -> None:
+        store, coll = Store.memory(), fixed_collection()
+        from prep.engine.study.mock import MockInterview
+
+        mock = MockInterview(store, coll, main_id="two-roles", clock=lambda: NOW)
+        app = Host(MockScreen(mock=mock))
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            await pilot.press("enter")
+            await pilot.pause()
+            assert "Check it: prep demo block-diagonal" in text_of(app.screen, "#mock-reveal")
+            assert not app.screen.check_action("demo", ())
+
+    asyncio.run(run())

@@ -3,6 +3,8 @@
 
     prep grade CARD_ID                                  one answer on stdin, a verdict per point
     prep grade --rubric R.yaml --answers A.jsonl --json one JSON object per answer
+                                                        (an empty one: {"answer_id", "empty": true,
+                                                        "covered": null, "scores": null}, ungraded)
 """
 
 from __future__ import annotations
@@ -63,8 +65,18 @@ def grade(
             answers = batch.read_answers(answers_path)
         except RubricError as exc:
             raise UsageError(str(exc)) from None
-        _need_grader(UsageError)
-        for aid, result in batch.grade_all(rubric, answers):
+        # an answer that shows nothing (empty, spaces, zero-width characters, NUL) is said to be
+        # empty, in its place, and never graded "0 of N"; the model loads only for the others
+        said = [(aid, answer) for aid, answer in answers if answer_text(answer)]
+        if said:
+            _need_grader(UsageError)
+        grades = batch.grade_all(rubric, said) if said else iter(())
+        for aid, answer in answers:
+            if not answer_text(answer):
+                line = batch.empty_line(aid) if as_json else f"{aid}: empty answer, not graded"
+                click.echo(json_safe(line) if as_json else one_line_safe(line))
+                continue
+            _, result = next(grades)
             if as_json:
                 click.echo(json_safe(batch.output_line(aid, result)))
             else:

@@ -10,6 +10,7 @@ reads the app's collection, store, selected deck, clock and scheduler. ``run_moc
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
 from rich.text import Text
@@ -25,6 +26,7 @@ from prep.engine.store import Store, StoreError
 from prep.engine.study.collection import Cards
 from prep.engine.study.mock import MockError, MockInterview
 from prep.engine.study.present import (
+    DemoLink,
     answer_sections,
     rating_choices,
     section_parts,
@@ -87,6 +89,12 @@ class MockScreen(PrepScreen):
         Binding("2", "grade(2)", "Hard", tooltip="Grade Hard"),
         Binding("3", "grade(3)", "Good", tooltip="Grade Good"),
         Binding("4", "grade(4)", "Easy", tooltip="Grade Easy"),
+        Binding(
+            "r",
+            "demo",
+            "Run demo",
+            tooltip="Run the question's linked demo, once the answer is shown (as on a card)",
+        ),
         Binding(
             "enter",
             "suggested",
@@ -282,7 +290,12 @@ class MockScreen(PrepScreen):
         lines: list[tuple[str, str]] = []
         if step.answer:
             lines.append(("Your answer: ", step.answer))
-        for section in answer_sections(step.card, runs=self.runs):
+        demos: tuple[DemoLink, ...] = ()
+        claims = self.prep.demos if self._runs_demos() else None
+        for section in answer_sections(step.card, claims, runs=self.runs):
+            if section.key == "demos" and self._runs_demos():
+                demos = section.demos  # shown last, with the key that runs it (as on a card)
+                continue
             lines.extend(section_parts(section))
         for i, (label, rest) in enumerate(lines):
             if i:
@@ -292,6 +305,11 @@ class MockScreen(PrepScreen):
             if i == 0 and step.answer and self._grade_note is not None:
                 text.append("\n")
                 text.append_text(self._grade_note)
+        if demos:
+            from prep.tui.screens.review_text import demo_line
+
+            text.append("\n\n")
+            text.append_text(demo_line(demos))
         self.query_one("#mock-reveal", Static).update(text)
         parts = [
             ("» " if suggested else "") + label  # as on the rating bar
@@ -315,7 +333,44 @@ class MockScreen(PrepScreen):
             return active and self.revealed
         if action == "suggested":
             return active and self.revealed
+        if action == "demo":
+            step = self.mock.step if active and self.mock else None
+            return (
+                step is not None and self.revealed and bool(step.card.demos) and self._runs_demos()
+            )
         return True
+
+    def _runs_demos(self) -> bool:
+        """Inside the prep app (its demo worker and demo list): `r` runs a demo from here."""
+        return getattr(self.app, "demos", None) is not None and hasattr(self.app, "demo_worker")
+
+    def action_demo(self) -> None:
+        """r, once the answer is shown: the question's demo on the demo screen (Esc comes back
+        here, the clock still stopped); with several demos, pick one first."""
+        step = self.mock.step if self.mock and not self.mock.finished else None
+        if step is None or not self.revealed or not step.card.demos or not self._runs_demos():
+            return
+        from prep.tui.screens.demo import DemoScreen
+
+        card = step.card
+        if len(card.demos) == 1:
+            self.app.push_screen(DemoScreen(card.demos[0], card=card))
+            return
+        from prep.tui.screens.demo_pick import DemoPick
+
+        def run(name: str | None) -> None:
+            if name is not None:
+                self.app.push_screen(DemoScreen(name, card=card))
+
+        choices = [(name, self.prep.demos.get(name, "")) for name in card.demos]
+        self.app.push_screen(DemoPick(choices), run)
+
+    def on_screen_resume(self) -> None:
+        """Back from a demo: its run is the latest, shown beside its name."""
+        if self.mock is not None and not self.mock.finished and self.revealed:
+            with suppress(StoreError):  # (unreadable: the runs shown before stay)
+                self.runs = self.mock.store.latest_demo_runs()
+            self.show_reveal()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()

@@ -71,6 +71,15 @@ def output_line(answer_id: Any, grade: Grade) -> str:
     )
 
 
+def empty_line(answer_id: Any) -> str:
+    """The batch line for an answer that shows nothing: said to be empty, not graded (no
+    point is "not covered" by an answer that was never given)."""
+    return json.dumps(
+        {"answer_id": answer_id, "empty": True, "covered": None, "scores": None},
+        ensure_ascii=False,
+    )
+
+
 def grade_all(rubric: Rubric, answers: list[tuple[Any, str]]) -> Iterator[tuple[Any, Grade]]:
     """Load the grader once and grade each answer (the model stays on the CPU)."""
     from prep.demos.pretrained.grader.model import Grader

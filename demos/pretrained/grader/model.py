@@ -17,6 +17,10 @@ For a point p and one sentence s of the answer, `pair_features` measures:
   sentence. Cosine alone finds word-disjoint paraphrases but calls keyword lists covered; a
   list has no function words, so its cos_sentence is 0 (round 3: with it, the tune part's
   leave-one-question-out paraphrases found rose from 0.33 to 0.62, salad did not rise).
+- idf_recall: align_recall with each point token weighed by how rare its word piece is in the
+  decks (BERTScore's idf weighting; grader/idf.py). A generic sentence shares the decks' common
+  words with a point ("W_O", "head", "residual stream"), not the ones that say what the point
+  says ("rows", "partial"); round 12, with generic sentences as training negatives.
 
 Two more weigh the pair against its neighbours (`with_context`, round 4), since a sentence
 about the rubric's subject is close to every point of it and a partial answer's one sentence
@@ -27,10 +31,9 @@ was credited with its neighbours' points:
 - sentence_margin: cos minus the point's best cosine with the answer's OTHER sentences (is
   this the answer's sentence for the point?; 0 for a one-sentence answer).
 
-The head (an MLP, 10 -> 8 -> 1, on all but neg_mismatch) turns them into a logit, and the
-negation rule caps it; a point's score is the sigmoid of the
-best sentence's logit, and it is covered when the score reaches 0.5. The sentence is reported
-as the one that covers it.
+The head (an MLP, 11 -> 8 -> 1, on all but neg_mismatch) turns them into a logit, and the
+negation rule caps it; a point is covered when a sentence's score (the sigmoid of its logit)
+reaches 0.5; the sentence quoted as its evidence is shown with its own score (`_shown`).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from importlib import resources
 from typing import Any, TypeAlias
 
 from prep.demos._torch import set_threads, torch
+from prep.demos.pretrained.grader import idf
 from prep.demos.pretrained.grader import text as tx
 from prep.demos.pretrained.grader.rubric import Grade, PointVerdict, Rubric
 
@@ -57,6 +61,7 @@ FEATURES = (
     "order",
     "length",
     "cos_sentence",
+    "idf_recall",
     "point_margin",
     "sentence_margin",
 )
@@ -76,6 +81,7 @@ class Encoded:
     negations: int
     function_ratio: float
     n_words: int
+    pieces: tuple[str, ...] = ()  # the content tokens' word pieces (rows of `tokens`)
 
 
 class Encoder:
@@ -116,6 +122,7 @@ class Encoder:
                 text=text,
                 pooled=pooled[i].float().cpu(),
                 tokens=unit[i, keep].float().cpu() if keep else unit[i, :1].float().cpu(),
+                pieces=tuple(pieces[j] for j in keep),
                 stems=tx.content_stems(text),
                 negations=tx.negations(text),
                 function_ratio=tx.function_ratio(text),
@@ -132,10 +139,15 @@ def _content_piece(piece: str) -> bool:
 
 
 def pair_features(p: Encoded, s: Encoded) -> list[float]:
-    """The nine features of (point, sentence) alone: FEATURES[:N_PAIR]."""
+    """The ten features of (point, sentence) alone: FEATURES[:N_PAIR]."""
     sim = p.tokens @ s.tokens.T  # (n_p, n_s)
     best_s = sim.max(1)  # each point token's closest sentence token
     recall = float(best_s.values.mean())
+    if len(p.pieces) == len(best_s.values):
+        w = torch.tensor([idf.idf(piece) for piece in p.pieces])  # (n_p,)
+        idf_recall = float((w * best_s.values).sum() / w.sum().clamp_min(1e-6))
+    else:  # no pieces known (a hand-built Encoded): unweighted
+        idf_recall = recall
     precision = float(sim.max(0).values.mean())
     aligned = best_s.indices[best_s.values > 0.6].tolist()
     if len(aligned) >= 2:
@@ -154,6 +166,7 @@ def pair_features(p: Encoded, s: Encoded) -> list[float]:
         order,
         math.log1p(s.n_words),
         cos * s.function_ratio,
+        idf_recall,
     ]
 
 
@@ -265,20 +278,26 @@ class Grader:
                 logits, cos = self._scores([p.text for p in rubric.points], sents)
             probs = torch.sigmoid(logits)  # (P, S)
             for point, row, cos_row in zip(rubric.points, probs, cos, strict=True):
-                score = round(float(row.max()), 4)
+                j = _shown(row, cos_row)
+                score = round(float(row[j]), 4)  # the quoted sentence's own score
                 verdicts.append(
-                    PointVerdict(
-                        point.id, point.text, score >= THRESHOLD, score, sents[_shown(row, cos_row)]
-                    )
+                    PointVerdict(point.id, point.text, score >= THRESHOLD, score, sents[j])
                 )
         return Grade(verdicts, time.perf_counter() - start)
 
 
 def _shown(probs: Tensor, cos: Tensor) -> int:
-    """The sentence reported for a point: of the sentences that cover it, the nearest in meaning
-    (MiniLM's cosine); else the best-scoring one. The head's probability saturates on several
-    sentences about one subject (a strong answer's weighting and slice sentences both scored
-    0.96+ on the weighting point), and its argmax among them is arbitrary."""
+    """The sentence quoted as the evidence for a point ("you said this"), with its own score
+    beside it: of the sentences that cover it, the nearest in meaning (MiniLM's cosine); else
+    the best-scoring one. The head's probability saturates on several sentences about one
+    subject (a strong answer's weighting and slice sentences both scored 0.96+ on the weighting
+    point), and its argmax among them is arbitrary: on the bundled cards' own answers, the 6
+    points of 401 where the argmax and the cosine differ, the cosine's sentence states the point
+    and the argmax's does not (round 12). What quoted the wrong sentence was a same-subject
+    sentence covering points it does not state: a generic sentence put before a card's answer
+    was quoted for 59 of 1,608 covered points with run 10's head, 14 of 1,606 with run 11's
+    (tests/test_grader_generic.py). Round 11 showed the best sentence's score beside the quoted
+    one; the score is now the quoted sentence's own."""
     covering = (probs >= THRESHOLD).nonzero().flatten()  # (k,)
     if len(covering) == 0:
         return int(probs.argmax())

@@ -4,13 +4,15 @@
                                                  # demos/pretrained/weights/grader_metrics.json
     python -m prep.demos.pretrained.grader.train --out /tmp/g.json   # a trial run elsewhere
 
-MiniLM stays frozen; only the 10 -> 8 -> 1 head is fit (fixed seed, full-batch Adam), on:
+MiniLM stays frozen; only the 11 -> 8 -> 1 head is fit (fixed seed, full-batch Adam), on:
 
 - pairs generated from the bundled decks' 60-second bullets (the cards behind the held-out
   rubrics are left out): the point itself and light rewrites of it (covered); the point negated
   at its first auxiliary verb, its words shuffled, its content words as a bare list, another
   card's bullet, and each other bullet of the same card (same terms, another claim: what a
   partial answer is made of) (not covered);
+- generic sentences (demos/pretrained/data/grader_generic_train.txt: on the subject, stating no
+  point) against training bullets that share a word with them (not covered; round 12);
 - the paraphrase pairs of demos/pretrained/data/sentences.tsv (covered), and one anchor against another
   pair's paraphrase or a negated paraphrase (not covered): plain English, no shared words;
 - the `tune` part of the labelled development set (a point counts as covered when the best of
@@ -31,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from prep.demos._torch import torch
-from prep.demos.pretrained.grader import devset
+from prep.demos.pretrained.grader import devset, idf
 from prep.demos.pretrained.grader import text as tx
 from prep.demos.pretrained.grader.model import (
     FEATURES,
@@ -133,10 +135,65 @@ def deck_bullets() -> list[list[str]]:
     return cards
 
 
+def corpus_sentences() -> list[str]:
+    """The training cards' sentences (prompt, answer, explain, bullets, points; the held-out
+    cards left out): the corpus behind idf_recall's word-piece rarity."""
+    import yaml
+
+    out: list[str] = []
+    for path in sorted((ROOT / "questions").glob("*.yaml")):
+        for card in yaml.safe_load(path.read_text("utf-8")).get("cards", []):
+            if card.get("id") in HELDOUT_CARDS:
+                continue
+            for key in ("prompt", "answer", "explain"):
+                out += tx.sentences(str(card.get(key) or ""), max_sentences=1000)
+            out += [str(t) for t in (card.get("bullets") or []) + (card.get("points") or [])]
+    return out
+
+
+def write_idf(tokenizer: Any) -> Path:
+    """Rebuild demos/pretrained/data/grader_idf.json from the decks (see grader/idf.py)."""
+    from prep.demos.pretrained.grader.model import _content_piece
+
+    def pieces(text: str) -> list[str]:
+        return [p for p in tokenizer.tokenize(text) if _content_piece(p)]
+
+    path = ROOT / "demos" / "pretrained" / "data" / idf.IDF_FILE
+    path.write_text(json.dumps(idf.build(corpus_sentences(), pieces)) + "\n", "utf-8")
+    idf.table.cache_clear()
+    return path
+
+
 def paraphrase_pairs() -> list[tuple[str, str]]:
     text = (ROOT / "demos" / "pretrained" / "data" / "sentences.tsv").read_text("utf-8")
     rows = [ln.split("\t") for ln in text.splitlines() if ln and not ln.startswith("#")]
     return [(a.strip(), b.strip()) for a, b in rows]
+
+
+GENERIC_PER_SENTENCE = 8
+
+
+def generic_sentences() -> list[str]:
+    text = (ROOT / "demos" / "pretrained" / "data" / "grader_generic_train.txt").read_text("utf-8")
+    return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+
+
+def generic_pairs(cards: list[list[str]], rng: random.Random) -> list[tuple[str, list[str], float]]:
+    """Round 12: each generic sentence (on the subject, stating no point) against up to
+    GENERIC_PER_SENTENCE training bullets that share a content word with it (not covered).
+    Without them every hard negative the head saw was a rival point itself (point_margin far
+    below 0) or a corruption of the point (negated, shuffled, a keyword list), so a sentence
+    about the subject that is equally close to every point (point_margin near 0, cos ~0.5)
+    sat where only paraphrases had been: "W_O maps each head output into the residual
+    stream." earned the tensor-parallel by-rows point at 0.88."""
+    bullets = sorted({b for card in cards for b in card})
+    out: list[tuple[str, list[str], float]] = []
+    for sentence in generic_sentences():
+        stems = tx.content_stems(sentence)
+        sharing = [b for b in bullets if stems & tx.content_stems(b)]
+        for b in rng.sample(sharing, min(GENERIC_PER_SENTENCE, len(sharing))):
+            out.append((b, [sentence], 0.0))
+    return out
 
 
 def generated(rng: random.Random) -> list[tuple[str, list[str], float]]:
@@ -169,6 +226,7 @@ def generated(rng: random.Random) -> list[tuple[str, list[str], float]]:
                 if sibling != b:
                     out.append((b, [sibling], 0.0))
     assert every
+    out += generic_pairs(cards, rng)
     pairs = paraphrase_pairs()
     for i, (a, p) in enumerate(pairs):
         out.append((a, [p], 1.0))
@@ -396,6 +454,25 @@ HISTORY = [
     "older BA 0.835 (CI 0.773-0.897), salad 0.0, negated 0.034, paraphrase 0.607; round 3's "
     "four BA 0.889, salad 0.062, negated 0.0, paraphrase 0.688; all 13 BA 0.855 (CI "
     "0.806-0.898), salad 0.022, negated 0.022, paraphrase 0.636",
+    "run 11 (round 12, shipped): a mock interview credited 'W_O maps each head output into the "
+    "residual stream.' with the tensor-parallel by-rows point at 0.88. Why: run 10's hard "
+    "negatives were a rubric's own other points (point_margin far below 0) and corruptions of "
+    "the point, so a same-subject sentence near every point (point_margin ~0, cos 0.49, lex "
+    "0.18) sat where only paraphrases had been; with all else fixed the head's logit fell from "
+    "+2.4 to -1.6 as lex_recall rose 0 -> 1 (fewer of the point's words read as more "
+    "covered). A labelled generic set was written first (grader_generic.yaml: 16 sentences x "
+    "every card sharing a word, ~6,000 points; part look / part final): run 10 credited 23% "
+    "(look) and 24% (final) of those points. Changes: generic training negatives "
+    "(grader_generic_train.txt, 8 bullets each) and a tenth pair feature, idf_recall (grader/"
+    "idf.py). Tune CV (seeds 0, 1): run 10 BA 0.850/0.855 -> negatives alone 0.842/0.849 "
+    "(generic look 0.043) -> with idf_recall 0.844/0.855 (look 0.033). Tried, not taken: a "
+    "head monotone in the eight similarity features (look 0.044, tune recall 0.831 in-sample), "
+    "2 or 4 negatives a sentence (look 0.096, 0.058). Its one held-out look: all 13 BA 0.854 "
+    "(CI 0.805-0.896; run 10 0.855), precision 0.876 -> 0.886, recall 0.807 -> 0.795, salad "
+    "0.022, negated 0.022, paraphrase 0.614 (0.636); generic final part 0.240 -> 0.026. "
+    "Lost: test_grader's three-word 'weights each head;' (now a strict xfail). Tried after, "
+    "not taken: idf weights times each token's distance from the rubric's other points (for "
+    "the partial-answer xfails): look 0.037, in-sample tune BA 0.897, no xfail passed",
 ]
 
 BARS = {
@@ -436,6 +513,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(SEED)
     grader = Grader(head=Head())
     load_s = time.perf_counter() - start
+    write_idf(grader.encoder.tokenizer)  # idf_recall's table, from the decks as they are now
     gen = generated(rng)
     items = gen + tune_instances()
     n_gen = len(gen)
