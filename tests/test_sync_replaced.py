@@ -162,6 +162,16 @@ LATE_WINNER = [
         ("sync", 2, 0, 0),
     ],
 )
+@example(  # a copy undoes the review it was made with, then syncs (sync11b's case B)
+    before=[("rate", 0, 0, 0)],
+    after=[
+        ("undo", 1, 0, 0),
+        ("sync", 1, 0, 0),
+        ("sync", 2, 0, 0),
+        ("deliver", 1, 0, 0),
+        ("sync", 0, 0, 0),
+    ],
+)
 @given(before=st.lists(step, max_size=4), after=st.lists(step, min_size=4, max_size=20))
 def test_any_device_any_order_of_arrivals_converges(tmp_path_factory, before, after) -> None:
     """Devices 0 and 3 (independent), 1 and 2 copies of 0 made after ``before``; each syncs

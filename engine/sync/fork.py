@@ -280,7 +280,12 @@ def _not_ours(conn, e: list[Any], sent: dict[str, int]) -> bool:
         return (kind == "r" and seq > sent.get("r", 0)) or not _grave(conn, dn, seq)
     if kind == "u":
         dn = _known(conn, e[1])
-        return dn is None or not _grave(conn, dn, e[2])
+        if dn is None or not _grave(conn, dn, e[2]):
+            return True
+        # (v4) an undo naming a review other than the one this database's undo of that id
+        # undid (both known) is another copy's
+        what = local.undone(conn, dn, e[2])
+        return len(e) == journal.NAMED_UNDO and what is not None and what != (e[5], e[6])
     if kind == "m":  # a card's clock set here only grows: one of ours before it is as it was
         clock = conn.execute(
             "SELECT at, dev, seq FROM mark_clock WHERE card_id = ?", (e[2],)
@@ -342,7 +347,7 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
     old = local.device(conn)
     reviews: dict[int, tuple] = {}  # the old id's journal: seq -> (at, rating)
     cards: dict[int, str] = {}  # and seq -> card
-    undos: set[int] = set()  # the old id's reviews it undid
+    undos: dict[int, tuple | None] = {}  # the old id's reviews it undid: what (v4), if said
     runs: dict[int, tuple] = {}
     old_id = local.device_id(conn)
     # the last review this database sent under the old id: none numbered up to it is new here
@@ -364,7 +369,7 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
                 if n not in by_me:
                     elsewhere.add(e[1])
             elif e[0] == "u" and e[1] == old_id:
-                undos.add(e[2])
+                undos[e[2]] = (e[5], e[6]) if len(e) == journal.NAMED_UNDO else None
             elif e[0] == "d":
                 runs[e[1]] = (e[2]["name"], e[2]["ran_at"])
     new_id = local.new_device(conn, resend_registers=len(by_me) < len(wrote))
@@ -393,6 +398,8 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
     # wrote: the other copy may have given that number to a review of its own, undone;
     # a sync tool replacing one copy's file by the other's leaves just that)
     def keeps(seq: int, at: int, rating: int) -> bool:
+        if undos.get(seq) is not None:  # (v4) an undo naming the review it undid: of this
+            return undos[seq] == (at, rating)  # one, it keeps its id (and is undone)
         if seq in undos:  # the old id's undo of it: it keeps its id (and is undone)
             same = reviews.get(seq) == (at, rating)
             return (same and seq in elsewhere) or (seq not in reviews and seq <= copied)
@@ -409,7 +416,10 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
     for seq, cid in graves.fetchall():
         if seq in undos:
             continue  # in the old id's journal: sent already
-        if seq in reviews and seq <= copied and cards.get(seq) == cid:
+        what = local.undone(conn, old, seq)  # (v4: the review it undid, when known)
+        if cards.get(seq) == cid and (
+            reviews.get(seq) == what if what is not None else seq in reviews and seq <= copied
+        ):
             # the undo of a review made before the copy: it stays that review's, and goes
             # out from the new id (the old id's journal does not hold it)
             conn.execute(
@@ -420,6 +430,8 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
             "UPDATE review_graves SET dev = ?, by_dev = ? WHERE dev = ? AND seq = ?",
             (new, new, old, seq),
         )
+        local.move_undone(conn, old, seq, new)
+        local.take_seq(conn, seq)  # (never a number a review of the new id takes later)
     for rid, name, ran_at in conn.execute(
         "SELECT id, name, ran_at FROM demo_runs WHERE dev = ? AND seq IS NULL", (old,)
     ).fetchall():

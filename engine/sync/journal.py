@@ -15,6 +15,8 @@ A file is JSON lines: a header, then one entry a line::
     ["R", DEVICE_ID, SEQ, CARD_ID, RATING, AT_US, DURATION_MS|null, P]
                                   another device's review this one holds by an import (v2)
     ["u", DEVICE_ID, SEQ, CARD_ID, AT_US]                      the undo of a review (a tombstone)
+    ["u", DEVICE_ID, SEQ, CARD_ID, AT_US, REVIEW_AT_US, RATING]
+                                  the same, naming the review it undid (its time, rating) (v4)
     ["m", STAMP, CARD_ID, AT_US, SUSPENDED, BURIED_UNTIL_US|null, FLAGGED]   a card's marks
     ["s", STAMP, AT_US, {study settings}]                      the settings
     ["d", SEQ, {demo run summary}]                             a demo run
@@ -30,7 +32,12 @@ so the same review arriving from its own device is held once. Version 2 added "R
 replay parameters' "fuzz_by" (the fuzz seeded by the review's id); version 1 files are read.
 A mark, the settings or a demo run passed on the same way keeps its origin's id and clock
 (engine/sync/relay.py): version 3 added "M", "S" and "D"; a file holding none of them is
-written as version 2, so that a prep of the last version still reads it.
+written as version 2, so that a prep of the last version still reads it. Version 4 lets an
+undo say which review it undid (a copy of a database tells its undo of a review both copies
+hold from one of a review it made since under the same number: engine/sync/fork.py); a file
+holding no such undo is written as version 3 or 2, and an undo of an older file is applied as
+before. A file of a newer version than this prep reads is refused in one line, nothing of
+it applied.
 
 Reading is strict: a file from another machine may be damaged, cut short, hostile or from a
 newer prep; every field is checked before anything is applied, and a bad one is refused in
@@ -55,8 +62,9 @@ from prep.engine.timeutil import fmt, parse
 from prep.engine.transfer.fields import loads_strict
 
 FORMAT = "prep-journal"
-VERSION = 3
+VERSION = 4
 RELAYED = frozenset("MSD")  # the entry kinds of version 3
+NAMED_UNDO = 7  # the fields of an undo naming the review it undid (version 4)
 DEVICE_RE = re.compile(r"[0-9a-f]{16}")
 FILE_RE = re.compile(r"([0-9]{8})\.jsonl")
 MAX_FILE_BYTES = 1 << 30  # a first journal of a million reviews is ~60 MB
@@ -277,7 +285,15 @@ def _device(v: Any) -> str:
 _PASSED_ON = {"M": 8, "S": 5, "D": 4}  # another device's entry: its origin, then its fields
 
 
-def _check_entry(e: Any, params: dict[str, Any]) -> None:
+def file_version(entries: list[list[Any]]) -> int:
+    """The version a journal file holding ``entries`` is written as: the oldest that holds
+    them all (so that a prep of an older version still reads a file it can apply)."""
+    if any(e[0] == "u" and len(e) == NAMED_UNDO for e in entries):
+        return 4
+    return 3 if any(e[0] in RELAYED for e in entries) else 2
+
+
+def _check_entry(e: Any, params: dict[str, Any], version: int = VERSION) -> None:
     if not isinstance(e, list) or not e or not isinstance(e[0], str):
         raise _Bad("an entry must be a list starting with its kind")
     kind, n = e[0], len(e)
@@ -293,11 +309,14 @@ def _check_entry(e: Any, params: dict[str, Any]) -> None:
     elif kind == "R" and n == 8:
         _device(e[1])
         _check_entry(["r", *e[2:]], params)
-    elif kind == "u" and n == 5:
+    elif kind == "u" and (n == 5 or (n == NAMED_UNDO and version >= 4)):
         _device(e[1])
         _int(e[2], 1, MAX_SEQ, "a sequence number")
         _card_id(e[3])
         _int(e[4], 0, MAX_US, "a time")
+        if n == NAMED_UNDO:
+            _int(e[5], 0, MAX_US, "an undone review's time")
+            _int(e[6], 1, 4, "an undone review's rating")
     elif kind == "m" and n == 7:
         _int(e[1], 1, MAX_SEQ, "a stamp")
         _card_id(e[2])
@@ -440,7 +459,7 @@ def read(path: Path, device: str) -> Journal:
         for i, text_line in enumerate(lines[1:], 2):
             line = i
             entry = loads_strict(text_line)
-            _check_entry(entry, params)
+            _check_entry(entry, params, version)
             journal.entries.append(entry)
     except _Bad as exc:
         raise JournalError(f"{path}: line {line}: {exc}; nothing applied") from None

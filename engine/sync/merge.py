@@ -94,11 +94,14 @@ def _device_ids(conn) -> dict[int, str]:
     return dict(conn.execute("SELECT n, id FROM sync_devices"))
 
 
-def bury(conn, rn: int, rseq: int, cid: str, by: int, at: int) -> tuple[bool, str | None]:
+def bury(
+    conn, rn: int, rseq: int, cid: str, by: int, at: int, what: tuple[int, int] | None = None
+) -> tuple[bool, str | None]:
     """Record the undo of review (device ``rn``, ``rseq``) of card ``cid`` (a tombstone; ``by``:
-    the device it came from, ``at``: when, in microseconds), as a sync or an import of an export
-    brings it. Returns (whether it is new here, the card of the review it removes here when
-    one is held: that card is to be replayed without it)."""
+    the device it came from, ``at``: when, in microseconds; ``what``: the review's time and
+    rating, when the tombstone names them), as a sync or an import of an export brings it.
+    Returns (whether it is new here, the card of the review it removes here when one is
+    held: that card is to be replayed without it)."""
     cur = conn.execute(
         "INSERT OR IGNORE INTO review_graves (dev, seq, card_id, by_dev, at) "
         "VALUES (?, ?, ?, ?, ?)",
@@ -106,6 +109,10 @@ def bury(conn, rn: int, rseq: int, cid: str, by: int, at: int) -> tuple[bool, st
     )
     if not cur.rowcount:
         return False, None
+    if rn == local.device(conn):  # an undo of this id's review made elsewhere (a copy's):
+        local.take_seq(conn, rseq)  # no review made here later takes its number
+    if what is not None:
+        local.note_undone(conn, rn, rseq, what)
     found = _review_row(conn, rn, rseq)
     return True, None if found is None else found[1]
 
@@ -133,9 +140,10 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
             if kind in ("r", "R"):
                 batch.review(j, jn, e, pmap)
             elif kind == "u":
-                _, rdev, rseq, cid, at = e
+                _, rdev, rseq, cid, at, *what = e  # (v4: the review it undid)
                 rn = local.device_n(conn, rdev)
-                new, held = bury(conn, rn, rseq, cid, jn, at)
+                named = (what[0], what[1]) if what else None
+                new, held = bury(conn, rn, rseq, cid, jn, at, named)
                 if new:
                     out.undone += 1
                     if held is not None:

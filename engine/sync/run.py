@@ -160,13 +160,14 @@ def outbox(
                 key = param_key(pn)
                 entries.append(["R", dev_id, seq, cid, rating, at, dur, key])
         reviews = len(entries)
-        for rowid, dev_id, seq, cid, at in conn.execute(
-            "SELECT g.rowid, d.id, g.seq, g.card_id, g.at FROM review_graves g "
+        for rowid, dn, dev_id, seq, cid, at in conn.execute(
+            "SELECT g.rowid, g.dev, d.id, g.seq, g.card_id, g.at FROM review_graves g "
             "JOIN sync_devices d ON d.n = g.dev WHERE g.by_dev = ? AND g.rowid > ? "
             "ORDER BY g.rowid",
             (me, sent["g"]),
         ):
-            entries.append(["u", dev_id, seq, cid, at])
+            what = local.undone(conn, dn, seq)  # (the review it undid, when known: v4)
+            entries.append(["u", dev_id, seq, cid, at, *(what or ())])
             new["g"] = max(new["g"], rowid)
         for cid, at, stamp, susp, buried, flagged in conn.execute(
             "SELECT c.card_id, c.at, c.seq, m.suspended, m.buried_until, m.flagged "
@@ -382,8 +383,8 @@ def sync(
         name = local.name(conn)
         header = {
             "format": journal.FORMAT,
-            # (a file without the entries of version 3 stays readable by the last prep)
-            "version": journal.VERSION if any(e[0] in journal.RELAYED for e in entries) else 2,
+            # (a file without the entries of versions 3 and 4 stays readable by older preps)
+            "version": journal.file_version(entries),
             "device": me,
             "name": name,
             "written_at": fmt(now),

@@ -1,0 +1,165 @@
+"""Journal v4: an undo names the review it undid (its time and rating), so a copy of a database
+tells its twin's undo of a review both hold (made before the copy) from the undo of another
+review the twin made since under the same number (sync11b's case B)."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from prep.engine.store import Store
+from prep.engine.store import devices as local
+from prep.engine.sync import journal
+from prep.engine.sync.journal import JournalError
+from prep.engine.sync.run import sync
+from prep.engine.transfer.export import export_json
+from prep.engine.transfer.importer import import_file
+from prep.tui.cli import main
+from tests.test_sync import T0, rate
+from tests.test_sync_fork import _converged, _copy, _ids
+from tests.test_sync_replaced import deliver, files, put, settle
+
+
+def _lines(path: Path) -> list:
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def test_an_undo_names_the_review_it_undid_and_only_then_is_v4(tmp_path: Path) -> None:
+    folder = tmp_path / "f"
+    folder.mkdir()
+    a = Store.open(tmp_path / "a.db")
+    rate(a, "x", 3, T0)
+    plain = sync(a, folder).journal
+    assert plain is not None and _lines(plain)[0]["version"] == 2  # no undo: older preps read it
+    rate(a, "y", 2, T0 + timedelta(hours=1))
+    undone = a.undo_last()
+    assert undone is not None
+    written = sync(a, folder).journal
+    assert written is not None
+    head, entry = _lines(written)
+    me = local.device_id(a.conn)
+    at = int(undone.reviewed_at.timestamp() * 1_000_000)
+    assert head["version"] == 4 and entry[:4] == ["u", me, 2, "y"] and entry[5:] == [at, 2]
+    b = Store.open(tmp_path / "b.db")
+    assert sync(b, folder).applied.reviews == 1 and b.card("y") is None
+
+
+def test_a_v4_file_is_refused_in_one_line_by_a_prep_that_reads_v3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The existing rule for a newer format: one line, exit 2, nothing applied."""
+    folder = tmp_path / "f"
+    folder.mkdir()
+    a = Store.open(tmp_path / "a.db")
+    rate(a, "x", 3, T0)
+    rate(a, "y", 3, T0 + timedelta(hours=1))
+    a.undo_last()
+    written = sync(a, folder).journal
+    a.close()
+    monkeypatch.setattr(journal, "VERSION", 3)
+    result = CliRunner().invoke(main, ["--db", str(tmp_path / "old.db"), "sync", str(folder)])
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()
+    assert str(written) in line and "newer prep" in line and "v4" in line
+    with Store.open(tmp_path / "old.db") as old:
+        assert old.count_reviews() == 0
+
+
+def test_a_named_undo_in_an_older_file_is_refused(tmp_path: Path) -> None:
+    """An undo of seven fields exists since v4: in a v3 file it is a damaged entry."""
+    folder = tmp_path / "f"
+    folder.mkdir()
+    a = Store.open(tmp_path / "a.db")
+    rate(a, "x", 3, T0)
+    path = sync(a, folder).journal
+    assert path is not None
+    head, entry = _lines(path)
+    bad = [{**head, "version": 3, "entries": 2}, entry, ["u", head["device"], 1, "x", 5, 0, 3]]
+    path.write_text("".join(json.dumps(x) + "\n" for x in bad))
+    with pytest.raises(JournalError, match="unknown entry 'u' with 7 fields"):
+        journal.read(path, head["device"])
+    path.write_text("".join(json.dumps(x) + "\n" for x in [{**bad[0], "version": 4}, *bad[1:]]))
+    assert journal.read(path, head["device"]).entries[1][5:] == [0, 3]
+
+
+def test_case_b_a_copy_undoes_the_review_it_was_made_with(tmp_path: Path) -> None:
+    """0 rates x, is copied to 1 and 2; 1 undoes that review and syncs, so does 2 (its own
+    file 1 holds the review); 0 reads 1's version first, 2's version wins later. Before: 0
+    moved its review to a new id (the undo might be of another review numbered 1), and
+    every device but 0 then held it twice (reps 2; 0: reps 1). Now the undo names the
+    review: it is the one 0 holds, undone on every device, none held twice."""
+    fs = [tmp_path / f"f{i}" for i in range(3)]
+    for f in fs:
+        f.mkdir()
+    d0 = Store.open(tmp_path / "d0.db")
+    rate(d0, "x", 2, T0)
+    d1, d2 = _copy(tmp_path, d0, "d1.db"), _copy(tmp_path, d0, "d2.db")
+    assert d1.undo_last() is not None
+    sync(d1, fs[1])
+    sync(d2, fs[2])
+    deliver(fs[1], fs[0])
+    assert sync(d0, fs[0]).forked is not None
+    assert d0.card("x") is None  # the undo was of its review: undone here too
+    (rel,) = files(fs[2])
+    for f in fs:  # 2's version of the shared file 1 wins everywhere
+        put(f, rel, files(fs[2])[rel])
+    for _ in range(3):
+        for s, f in ((d0, fs[0]), (d1, fs[1]), (d2, fs[2])):
+            sync(s, f)
+            settle(*fs)
+    _converged(d0, d1, d2)
+    assert _ids(d0) == [] and all(s.card("x") is None for s in (d0, d1, d2))
+
+
+def test_an_undo_of_another_review_under_the_number_leaves_ours(tmp_path: Path) -> None:
+    """The copy is made before 0's review: 1 rates x and undoes it (its number 1), 0 rates x
+    at another time (its number 1 too). The undo names 1's review, not 0's: 0's moves to
+    its new id and is held everywhere, once."""
+    fs = [tmp_path / f"f{i}" for i in range(2)]
+    for f in fs:
+        f.mkdir()
+    d0 = Store.open(tmp_path / "d0.db")
+    d1 = _copy(tmp_path, d0, "d1.db")
+    rate(d1, "x", 1, T0)
+    assert d1.undo_last() is not None
+    rate(d0, "x", 3, T0 + timedelta(minutes=5))
+    sync(d1, fs[1])
+    deliver(fs[1], fs[0])
+    assert sync(d0, fs[0]).forked is not None
+    assert d0.card("x") is not None and d0.card("x").reps == 1
+    for _ in range(3):
+        for s, f in ((d0, fs[0]), (d1, fs[1])):
+            sync(s, f)
+            settle(*fs)
+    _converged(d0, d1)
+    assert [(r[2], r[4]) for r in _ids(d1)] == [("x", 3)]
+
+
+def test_an_undo_of_this_ids_review_taken_in_elsewhere_is_never_a_number_it_reaches(
+    tmp_path: Path,
+) -> None:
+    """note11: an undo under this database's id that it did not make (a copy's, taken in by
+    `prep import`) names a number its own numbering may not have reached yet: a review made
+    here later under that number was buried by it, here at the next replay and on every
+    device that applied the undo (before: the new rating of y was lost everywhere)."""
+    folder = tmp_path / "f"
+    folder.mkdir()
+    cp1 = Store.open(tmp_path / "cp1.db")
+    rate(cp1, "x", 3, T0)
+    cp2 = _copy(tmp_path, cp1, "cp2.db")
+    for k in range(3):  # its numbers 2, 3, 4, each undone
+        rate(cp2, "x", 3, T0 + timedelta(days=1 + k))
+        assert cp2.undo_last() is not None
+    export_json(cp2, tmp_path / "cp2.json", T0 + timedelta(days=9))
+    import_file(cp1, tmp_path / "cp2.json")
+    rate(cp1, "y", 4, T0 + timedelta(days=10))  # made here after the import
+    ids = {r[1] for r in _ids(cp1) if r[2] == "y"}
+    assert ids and not ids & {2, 3, 4}
+    sync(cp1, folder)
+    c = Store.open(tmp_path / "c.db")
+    sync(c, folder)
+    assert c.card("y") is not None and c.card("y").reps == 1
