@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import socket
 import sqlite3
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -134,10 +135,20 @@ def unrelayed(conn: sqlite3.Connection, me: int) -> list[list[Any]]:
         "SELECT d.id, coalesce(r.seq, r.id) FROM reviews r JOIN sync_devices d ON d.n = r.dev "
         "WHERE r.id > ? AND r.dev != ? ORDER BY r.id",
         (int(sent.get("x", 0)), me),
-    ).fetchall()
-    out = [list(p) for p in sent.get("p", [])]
+    )
+    return with_pending(sent.get("p", []), rows)
+
+
+def with_pending(pending: list[list[Any]], reviews: Iterable[tuple[str, int]]) -> list[list[Any]]:
+    """``pending`` (sync_sent's "p": [device id, seq] of the other devices' reviews to pass
+    on) with ``reviews`` added, each once, in order (a set: linear in both, however many)."""
+    out = [list(p) for p in pending]
     held = {(p[0], p[1]) for p in out}
-    return out + [[dev_id, seq] for dev_id, seq in rows if (dev_id, seq) not in held]
+    for dev_id, seq in reviews:
+        if (dev_id, seq) not in held:
+            held.add((dev_id, seq))
+            out.append([dev_id, seq])
+    return out
 
 
 def _hand_over(conn: sqlite3.Connection, old: int, new: int, sent: dict) -> None:

@@ -43,9 +43,12 @@ def stat(path: Path) -> list[int] | None:
     """The file's [inode, size, mtime_ns, ctime_ns]: any new version put in place (a new
     inode) or a change in place (a new change time) gives other numbers."""
     try:
-        st = os.lstat(path)
+        return _fields(os.lstat(path))
     except OSError:
         return None
+
+
+def _fields(st: os.stat_result) -> list[int]:
     return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
@@ -77,10 +80,9 @@ class Notes:
                 continue
             old = mine.get(str(n))
             try:
-                st = entry.stat(follow_symlinks=False)
+                now = _fields(entry.stat(follow_symlinks=False))
             except OSError:
                 continue
-            now = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
             if old is not None and now == old[:4]:
                 continue
             head = journal.written_at(entry.path)
