@@ -97,6 +97,22 @@ class Notes:
             self.changed_devices.add(dev)
         return sorted(out)
 
+    def kept_below(self, dev: str, files: dict[int, os.DirEntry[str]], applied: int) -> bool:
+        """Whether a file of ``dev`` numbered below ``applied`` is still the one read when it
+        was applied (one stat, the nearest first): then a new header at ``applied`` is that
+        file replaced (read again by ``changed``), not the device's files begun again from 1
+        (a folder made again or moved holds only new files)."""
+        mine = self.files.get(dev) or {}
+        for n in sorted((n for n in files if n < applied), reverse=True):
+            old = mine.get(str(n))
+            if old is None or old[5]:
+                continue
+            try:
+                return _fields(files[n].stat(follow_symlinks=False)) == old[:4]
+            except OSError:
+                continue
+        return False
+
     def note(self, j: journal.Journal) -> None:
         """Journal ``j`` applied (or set aside: ``j.aside``) as it was when read (``j.stat``;
         ``j.restart``: the first of a new series: the notes of the old one dropped)."""

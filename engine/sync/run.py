@@ -317,7 +317,9 @@ def _pending(store: Store, root: Path, notes: applied.Notes) -> list[tuple[str, 
         entries = journal.numbered_entries(folder)
         files = {n: e.path for n, e in entries.items()}  # (no Path made for each)
         done, wrote_at = seen.get(dev, (0, None))
-        restart = _new_series(files, done, wrote_at)
+        # (a new header at the number applied last, the files below it as they were read:
+        # that file replaced, read again alone)
+        restart = _new_series(files, done, wrote_at) and not notes.kept_below(dev, entries, done)
         if not restart:
             again = notes.changed(dev, entries, done)
             out += [(dev, Path(files[n]), False, True) for n in again]
