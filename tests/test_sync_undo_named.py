@@ -5,6 +5,7 @@ review the twin made since under the same number (sync11b's case B)."""
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import timedelta
 from pathlib import Path
 
@@ -13,9 +14,10 @@ from click.testing import CliRunner
 
 from prep.engine.store import Store
 from prep.engine.store import devices as local
-from prep.engine.sync import journal
+from prep.engine.sync import adopted, journal
 from prep.engine.sync.journal import JournalError
-from prep.engine.sync.run import sync
+from prep.engine.sync.run import status, sync
+from prep.engine.timeutil import utcnow
 from prep.engine.transfer.export import export_json
 from prep.engine.transfer.importer import import_file
 from prep.tui.cli import main
@@ -163,3 +165,104 @@ def test_an_undo_of_this_ids_review_taken_in_elsewhere_is_never_a_number_it_reac
     c = Store.open(tmp_path / "c.db")
     sync(c, folder)
     assert c.card("y") is not None and c.card("y").reps == 1
+
+
+# --- a review set aside whose copy never syncs again (engine/sync/adopted.py) -------------
+
+
+def _aside_at_c(tmp_path: Path, also: bool = False):
+    """test_sync_replaced's first case: c applies the losing version of the shared id's file
+    2 (cp2's review z), then the winner (cp1's y): z is set aside at c (and, ``also``, at e,
+    a fourth device in the same place with its own folder f4)."""
+    f1, f2, f3, f4 = (tmp_path / n for n in ("f1", "f2", "f3", "f4"))
+    for f in (f1, f2, f3, f4):
+        f.mkdir()
+    cp1, c = Store.open(tmp_path / "cp1.db"), Store.open(tmp_path / "c.db")
+    thirds = [(c, f3), *([(Store.open(tmp_path / "e.db"), f4)] if also else [])]
+    rate(cp1, "x", 3, T0)
+    sync(cp1, f1)
+    for s, f in thirds:
+        deliver(f1, f)
+        sync(s, f)
+    cp2 = _copy(tmp_path, cp1, "cp2.db")
+    shutil.copytree(f1, f2, dirs_exist_ok=True)
+    rate(cp1, "y", 3, T0 + timedelta(days=1))
+    rate(cp2, "z", 1, T0 + timedelta(days=1, minutes=1))
+    sync(cp1, f1)
+    sync(cp2, f2)
+    a, b = files(f1), files(f2)
+    (rel,) = [r for r in a if a[r] != b.get(r, a[r])]
+    for s, f in thirds:
+        deliver(f2, f)
+        sync(s, f)
+        put(f, rel, a[rel])
+        sync(s, f)
+        assert status(s, f)["reviews_set_aside"] == 1 and "z" not in {r[2] for r in _ids(s)}
+    put(f2, rel, a[rel])
+    return (f1, f2, f3, f4), cp1, cp2, [s for s, _f in thirds]
+
+
+LATER = utcnow() + timedelta(seconds=adopted.ADOPT_S + 60)
+
+
+def test_a_review_aside_for_long_is_taken_as_this_devices_own(tmp_path: Path) -> None:
+    """Its copy never syncs again: after ADOPT_S, c holds z as its own review (before: aside
+    for good, unscheduled), naming the id it was made under; every device gets it once."""
+    (f1, _f2, f3, _f4), cp1, _cp2, (c,) = _aside_at_c(tmp_path)
+    assert sync(c, f3).adopted is None  # (not yet: the copy may still sync)
+    result = sync(c, f3, now=LATER)
+    assert result.adopted is not None and "1 review set aside for over 7 days" in result.adopted
+    assert status(c, f3)["reviews_set_aside"] == 0 and c.card("z") is not None
+    me = local.device_id(c.conn)
+    assert [(r[0], r[2]) for r in _ids(c) if r[2] == "z"] == [(me, "z")]
+    entry = _lines(result.journal)[-1]
+    assert _lines(result.journal)[0]["version"] == 4 and entry[0] == "r" and entry[2] == "z"
+    assert entry[7:] == [local.device_id(cp1.conn), 2]  # the id it was made under
+    d = Store.open(tmp_path / "d.db")
+    settle(f1, f3)
+    for s, f in ((cp1, f1), (d, f3), (c, f3), (cp1, f1)):
+        sync(s, f)
+        settle(f1, f3)
+    _converged(cp1, c, d)
+    assert {r[2] for r in _ids(d)} == {"x", "y", "z"}
+
+
+@pytest.mark.parametrize("copy_first", [True, False])
+def test_the_copy_returning_after_its_review_was_taken_in_holds_it_once(
+    tmp_path: Path, copy_first: bool
+) -> None:
+    """c took z in; then the copy syncs after all: it finds the copy, sends z under its new
+    id with z's number. Whichever arrives first where, z is held once everywhere, under the
+    copy's id (the one taken in stands down)."""
+    (f1, f2, f3, _f4), cp1, cp2, (c,) = _aside_at_c(tmp_path)
+    sync(c, f3, now=LATER)
+    order = ((cp2, f2), (cp1, f1), (c, f3)) if copy_first else ((cp1, f1), (c, f3), (cp2, f2))
+    for _ in range(3):
+        for s, f in order:
+            sync(s, f)
+            settle(f1, f2, f3)
+    _converged(cp1, cp2, c)
+    zs = [r for r in _ids(c) if r[2] == "z"]
+    assert len(zs) == 1 and zs[0][0] == local.device_id(cp2.conn) and zs[0][1] == 2
+    assert all(status(s, None)["reviews_set_aside"] == 0 for s in (cp1, cp2, c))
+
+
+def test_two_devices_that_took_the_same_review_in_hold_it_once(tmp_path: Path) -> None:
+    """c and e both set z aside and both take it in: the smaller id's is held, everywhere;
+    when the copy returns, its own (under its new id)."""
+    (f1, f2, f3, f4), cp1, cp2, (c, e) = _aside_at_c(tmp_path, also=True)
+    assert sync(c, f3, now=LATER).adopted and sync(e, f4, now=LATER).adopted
+    for _ in range(3):
+        for s, f in ((c, f3), (e, f4), (cp1, f1)):
+            sync(s, f)
+            settle(f1, f3, f4)
+    _converged(cp1, c, e)
+    (z,) = [r for r in _ids(c) if r[2] == "z"]
+    assert z[0] == min(local.device_id(c.conn), local.device_id(e.conn))
+    for _ in range(3):
+        for s, f in ((cp2, f2), (c, f3), (e, f4), (cp1, f1)):
+            sync(s, f)
+            settle(f1, f2, f3, f4)
+    _converged(cp1, cp2, c, e)
+    (z,) = [r for r in _ids(c) if r[2] == "z"]
+    assert z[0] == local.device_id(cp2.conn)

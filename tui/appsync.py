@@ -86,7 +86,7 @@ class AppSync:
                     return
                 out = sync_out(store, folder)
                 self.sent, self.forked = out.sent_reviews, out.forked
-                self.said = [x for x in (out.set_aside, out.held) if x]
+                self.said = [x for x in (out.set_aside, out.held, out.adopted) if x]
                 journals = read_pending(store, folder)
                 if any(j.entries for j in journals):
                     backed_up(lambda: backup.make(store, "sync", stop=stop))

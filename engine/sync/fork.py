@@ -271,7 +271,7 @@ def _not_ours(conn, e: list[Any], sent: dict[str, int]) -> bool:
     me = local.device(conn)
     if kind in ("r", "R"):
         dn = me if kind == "r" else _known(conn, e[1])
-        seq, _cid, rating, at = e[-6:-2]
+        seq, _cid, rating, at = e[1:5] if kind == "r" else e[2:6]
         if dn is None:
             return True
         held = _review(conn, dn, seq)

@@ -12,6 +12,8 @@ A file is JSON lines: a header, then one entry a line::
     {"format": "prep-journal", "version": 1, "device": ID, "name": HOST, "file": N,
      "written_at": "...Z", "entries": COUNT, "params": {"P": {replay params}, ...}}
     ["r", SEQ, CARD_ID, RATING, AT_US, DURATION_MS|null, P]   a review
+    ["r", SEQ, CARD_ID, RATING, AT_US, DURATION_MS|null, P, ORIGIN_DEVICE_ID, ORIGIN_SEQ]
+                                  a review set aside here, taken as this device's own (v4)
     ["R", DEVICE_ID, SEQ, CARD_ID, RATING, AT_US, DURATION_MS|null, P]
                                   another device's review this one holds by an import (v2)
     ["u", DEVICE_ID, SEQ, CARD_ID, AT_US]                      the undo of a review (a tombstone)
@@ -35,7 +37,8 @@ A mark, the settings or a demo run passed on the same way keeps its origin's id 
 written as version 2, so that a prep of the last version still reads it. Version 4 lets an
 undo say which review it undid (a copy of a database tells its undo of a review both copies
 hold from one of a review it made since under the same number: engine/sync/fork.py); a file
-holding no such undo is written as version 3 or 2, and an undo of an older file is applied as
+holding no such undo (nor a review naming the id it was made under, engine/sync/adopted.py)
+is written as version 3 or 2, and an undo of an older file is applied as
 before. A file of a newer version than this prep reads is refused in one line, nothing of
 it applied.
 
@@ -288,7 +291,7 @@ _PASSED_ON = {"M": 8, "S": 5, "D": 4}  # another device's entry: its origin, the
 def file_version(entries: list[list[Any]]) -> int:
     """The version a journal file holding ``entries`` is written as: the oldest that holds
     them all (so that a prep of an older version still reads a file it can apply)."""
-    if any(e[0] == "u" and len(e) == NAMED_UNDO for e in entries):
+    if any(len(e) == NAMED_UNDO if e[0] == "u" else e[0] == "r" and len(e) == 9 for e in entries):
         return 4
     return 3 if any(e[0] in RELAYED for e in entries) else 2
 
@@ -297,7 +300,11 @@ def _check_entry(e: Any, params: dict[str, Any], version: int = VERSION) -> None
     if not isinstance(e, list) or not e or not isinstance(e[0], str):
         raise _Bad("an entry must be a list starting with its kind")
     kind, n = e[0], len(e)
-    if kind == "r" and n == 7:
+    if kind == "r" and n == 9 and version >= 4:  # one set aside, taken in (adopted.py)
+        _device(e[7])
+        _int(e[8], 1, MAX_SEQ, "a sequence number")
+        _check_entry(e[:7], params)
+    elif kind == "r" and n == 7:
         _int(e[1], 1, MAX_SEQ, "a sequence number")
         _card_id(e[2])
         _int(e[3], 1, 4, "a rating")

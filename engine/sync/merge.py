@@ -34,7 +34,7 @@ from prep.engine.store import devices as local
 from prep.engine.store.deckcache import _RECONCILED_KEY
 from prep.engine.store.reviewlog import Chain, from_us, to_us
 from prep.engine.study.scheduler import CardState, Scheduler
-from prep.engine.sync import replaced
+from prep.engine.sync import adopted, replaced
 from prep.engine.sync.journal import Journal
 from prep.engine.timeutil import fmt, utcnow
 
@@ -229,13 +229,20 @@ class _Batch:
         # one refer to its state (the first one's successor has nothing left to refer to)
         self.logs: dict[str, list] = {}
         self.clashes = replaced.Clashes(self.conn, root)
+        # (card, time, rating) -> (device, seq, its journal) of the reviews arriving now: one
+        # taken in by a device (adopted.py) and the review itself may arrive together
+        self.contents: dict[tuple, tuple[int, int, Journal]] = {}
 
     def review(self, j: Journal, jn: int, e: list, pmap: dict[str, int]) -> None:
         """A review entry ("r", or "R": another device's passed on by this journal's)."""
         conn = self.conn
+        took_in = None  # (a review set aside that this one's device took in: adopted.py)
         if e[0] == "r":
-            _, seq, cid, rating, at, dur, pk = e
+            _, seq, cid, rating, at, dur, pk = e[:7]
             dn, origin = jn, j.device
+            if len(e) == adopted.FIELDS:
+                took_in = e[7:]
+                adopted.note(conn, origin, seq, took_in)
         else:
             _, origin, seq, cid, rating, at, dur, pk = e
             dn = local.device_n(conn, origin)
@@ -254,7 +261,9 @@ class _Batch:
             self._count(j, -1)
         if _buried(conn, dn, seq):
             return
-        verdict = self.clashes.judge(e[0] == "r", dn, origin, seq, cid, rating, at)
+        if not self._one_of((cid, at, rating), (dn, origin, seq, took_in)):
+            return
+        verdict = self.clashes.judge(e[0] == "r", dn, origin, seq, cid, rating, at, took_in)
         if verdict.drop is not None:  # a held review displaced (engine/sync/replaced.py)
             self._base(verdict.drop)
             held = _drop(conn, verdict.drop, verdict.aside)
@@ -272,8 +281,29 @@ class _Batch:
         if verdict.take:
             self.incoming[cid][(dn, seq)] = _Rev(dn, seq, at, rating, dur, pmap[pk])
             self.pending[(dn, seq)] = cid
+            self.contents[(cid, at, rating)] = (dn, seq, j)
             self.affected.add(cid)
             self._count(j, 1)
+
+    def _one_of(self, content: tuple, arriving: tuple) -> bool:
+        """A review arriving whose card, time and rating arrived now under another id: False
+        when it is not taken (that one stands for it: adopted.rule), else True (the other
+        one, when it stands down, leaves what arrives now)."""
+        other = self.contents.get(content)
+        dn, dev_id, seq, took_in = arriving
+        if other is None or other[:2] == (dn, seq):
+            return True
+        odn, oseq, oj = other
+        oid = self.conn.execute("SELECT id FROM sync_devices WHERE n = ?", (odn,)).fetchone()[0]
+        took = adopted.rule(adopted.known(self.conn), (dev_id, seq, took_in), (oid, oseq))
+        if took is False:
+            return False
+        if took:
+            del self.incoming[content[0]][(odn, oseq)]
+            del self.pending[(odn, oseq)]
+            del self.contents[content]
+            self._count(oj, -1)
+        return True
 
     def _base(self, row: int) -> None:
         """Before held review ``row`` is removed: when it is its card's first, the state its

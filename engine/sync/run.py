@@ -14,7 +14,7 @@ from prep.engine.paths import expand_user
 from prep.engine.store import devices as local
 from prep.engine.store.schema14 import catch_up_tally
 from prep.engine.study.present import count
-from prep.engine.sync import applied, fork, journal, merge, relay, replaced, stuck
+from prep.engine.sync import adopted, applied, fork, journal, merge, relay, replaced, stuck
 from prep.engine.sync.journal import JournalError
 from prep.engine.timeutil import fmt, utcnow
 
@@ -38,6 +38,7 @@ class SyncResult:
     forked: str | None = None  # a copy of another database found: its new id, in one line
     held: str | None = None  # nothing sent: a file of its own folder not whole yet, one line
     set_aside: str | None = None  # a file of its own folder that stays unreadable, set aside
+    adopted: str | None = None  # reviews aside for long taken as this device's own, one line
 
     def summary(self) -> str:
         a = self.applied
@@ -120,9 +121,13 @@ def outbox(
             "WHERE dev = ? AND seq > ? ORDER BY 1",
             (me, sent["r"], me, sent["r"]),
         ).fetchall()
+        took_in = adopted.known(conn) if rows else {}
+        me_id = local.device_id(conn)
         for seq, cid, rating, at, dur, pn in rows:
-            key = param_key(pn)
-            entries.append(["r", seq, cid, rating, at, dur, key])
+            key = param_key(pn)  # (one set aside that it took in names its origin: v4)
+            entries.append(
+                ["r", seq, cid, rating, at, dur, key, *took_in.get(f"{me_id}:{seq}", ())]
+            )
             new["r"] = max(new["r"], seq)
         # other devices' reviews taken in by an import since: passed on with their own id
         # (one received by a sync is in the folder already; "x" moves past those)
@@ -378,6 +383,14 @@ def sync(
     checked = fork.check(store, root)  # before anything is written under its id
     result.forked, result.held, result.set_aside = checked.line, checked.waiting, checked.aside
     me = local.device_id(conn)
+    with store.transaction():  # (before the outbox: what it takes in goes out now)
+        took = adopted.adopt(store, now)
+    if took:
+        result.adopted = (
+            f"{count(took, 'review')} set aside for over {adopted.ADOPT_S // 86400} days (the "
+            "copy that made them never sent them again) now held as this device's own; held "
+            "once if that copy sends them"
+        )
     entries: list[list[Any]] = []
     if checked.waiting is None:  # (else the other copy's file may be a fork: wait for it)
         entries, params, sent, reviews = outbox(store, everything=_folder_is_new(conn, root / me))
