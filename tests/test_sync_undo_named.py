@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -202,7 +202,9 @@ def _aside_at_c(tmp_path: Path, also: bool = False):
     return (f1, f2, f3, f4), cp1, cp2, [s for s, _f in thirds]
 
 
-LATER = utcnow() + timedelta(seconds=adopted.ADOPT_S + 60)
+def later() -> datetime:
+    """A time past ADOPT_S from now (the clock a review is set aside by)."""
+    return utcnow() + timedelta(seconds=adopted.ADOPT_S + 60)
 
 
 def test_a_review_aside_for_long_is_taken_as_this_devices_own(tmp_path: Path) -> None:
@@ -210,7 +212,7 @@ def test_a_review_aside_for_long_is_taken_as_this_devices_own(tmp_path: Path) ->
     for good, unscheduled), naming the id it was made under; every device gets it once."""
     (f1, _f2, f3, _f4), cp1, _cp2, (c,) = _aside_at_c(tmp_path)
     assert sync(c, f3).adopted is None  # (not yet: the copy may still sync)
-    result = sync(c, f3, now=LATER)
+    result = sync(c, f3, now=later())
     assert result.adopted is not None and "1 review set aside for over 7 days" in result.adopted
     assert status(c, f3)["reviews_set_aside"] == 0 and c.card("z") is not None
     me = local.device_id(c.conn)
@@ -235,7 +237,7 @@ def test_the_copy_returning_after_its_review_was_taken_in_holds_it_once(
     id with z's number. Whichever arrives first where, z is held once everywhere, under the
     copy's id (the one taken in stands down)."""
     (f1, f2, f3, _f4), cp1, cp2, (c,) = _aside_at_c(tmp_path)
-    sync(c, f3, now=LATER)
+    sync(c, f3, now=later())
     order = ((cp2, f2), (cp1, f1), (c, f3)) if copy_first else ((cp1, f1), (c, f3), (cp2, f2))
     for _ in range(3):
         for s, f in order:
@@ -251,7 +253,7 @@ def test_two_devices_that_took_the_same_review_in_hold_it_once(tmp_path: Path) -
     """c and e both set z aside and both take it in: the smaller id's is held, everywhere;
     when the copy returns, its own (under its new id)."""
     (f1, f2, f3, f4), cp1, cp2, (c, e) = _aside_at_c(tmp_path, also=True)
-    assert sync(c, f3, now=LATER).adopted and sync(e, f4, now=LATER).adopted
+    assert sync(c, f3, now=later()).adopted and sync(e, f4, now=later()).adopted
     for _ in range(3):
         for s, f in ((c, f3), (e, f4), (cp1, f1)):
             sync(s, f)

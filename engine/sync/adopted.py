@@ -65,9 +65,14 @@ def adopt(store: Store, now: datetime) -> int:
 
     conn = store.conn
     aside = local.json_meta(conn, replaced.ASIDE_KEY) or {}
+    unstamped = [v for v in aside.values() if len(v) == 5]  # (set aside by an older prep)
+    for v in unstamped:
+        v.append(to_us(now))  # counted from now
     due = to_us(now) - ADOPT_S * 1_000_000
-    old = {k: v for k, v in aside.items() if len(v) > 5 and v[5] < due}
+    old = {k: v for k, v in aside.items() if v[5] < due}
     if not old:
+        if unstamped:
+            local.set_json_meta(conn, replaced.ASIDE_KEY, aside)
         return 0
     me, me_id = local.device(conn), local.device_id(conn)
     devices = merge._device_ids(conn)
