@@ -261,6 +261,9 @@ def test_two_devices_that_took_the_same_review_in_hold_it_once(tmp_path: Path) -
     _converged(cp1, c, e)
     (z,) = [r for r in _ids(c) if r[2] == "z"]
     assert z[0] == min(local.device_id(c.conn), local.device_id(e.conn))
+    g = Store.open(tmp_path / "g.db")  # both adoptions arrive in one sync: held once
+    sync(g, f3)
+    _converged(cp1, c, e, g)
     for _ in range(3):
         for s, f in ((cp2, f2), (c, f3), (e, f4), (cp1, f1)):
             sync(s, f)
@@ -268,3 +271,6 @@ def test_two_devices_that_took_the_same_review_in_hold_it_once(tmp_path: Path) -
     _converged(cp1, cp2, c, e)
     (z,) = [r for r in _ids(c) if r[2] == "z"]
     assert z[0] == local.device_id(cp2.conn)
+    h = Store.open(tmp_path / "h.db")  # the adoptions and the copy's own in one sync
+    sync(h, f3)
+    _converged(cp1, cp2, c, e, h)

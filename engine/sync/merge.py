@@ -231,7 +231,7 @@ class _Batch:
         self.clashes = replaced.Clashes(self.conn, root)
         # (card, time, rating) -> (device, seq, its journal) of the reviews arriving now: one
         # taken in by a device (adopted.py) and the review itself may arrive together
-        self.contents: dict[tuple, tuple[int, int, Journal]] = {}
+        self.contents: dict[tuple, tuple[int, int, str, Journal]] = {}
 
     def review(self, j: Journal, jn: int, e: list, pmap: dict[str, int]) -> None:
         """A review entry ("r", or "R": another device's passed on by this journal's)."""
@@ -281,29 +281,24 @@ class _Batch:
         if verdict.take:
             self.incoming[cid][(dn, seq)] = _Rev(dn, seq, at, rating, dur, pmap[pk])
             self.pending[(dn, seq)] = cid
-            self.contents[(cid, at, rating)] = (dn, seq, j)
+            self.contents[(cid, at, rating)] = (dn, seq, origin, j)
             self.affected.add(cid)
             self._count(j, 1)
 
     def _one_of(self, content: tuple, arriving: tuple) -> bool:
-        """A review arriving whose card, time and rating arrived now under another id: False
-        when it is not taken (that one stands for it: adopted.rule), else True (the other
-        one, when it stands down, leaves what arrives now)."""
+        """Whether a review arriving is taken when its card, time and rating arrived now under
+        another id (adopted.rule: one of them may stand for the other, or stand down)."""
         other = self.contents.get(content)
         dn, dev_id, seq, took_in = arriving
         if other is None or other[:2] == (dn, seq):
             return True
-        odn, oseq, oj = other
-        oid = self.conn.execute("SELECT id FROM sync_devices WHERE n = ?", (odn,)).fetchone()[0]
+        odn, oseq, oid, oj = other
         took = adopted.rule(adopted.known(self.conn), (dev_id, seq, took_in), (oid, oseq))
-        if took is False:
-            return False
         if took:
-            del self.incoming[content[0]][(odn, oseq)]
-            del self.pending[(odn, oseq)]
+            del self.incoming[content[0]][(odn, oseq)], self.pending[(odn, oseq)]
             del self.contents[content]
             self._count(oj, -1)
-        return True
+        return took is not False
 
     def _base(self, row: int) -> None:
         """Before held review ``row`` is removed: when it is its card's first, the state its
