@@ -23,8 +23,11 @@ wrote in place of it (both wrote that number). So the files it wrote are noted (
 another version of one is another copy's, whatever it holds (even what both hold); and a file
 put in place since the last check (its inode change time, CTIME_KEY) is checked again, an
 older number too. A review of ours that such a copy's undo may name (it gave the number to
-a review of its own) is kept, moved to the new id: at worst un-undone, never lost. The new
-id takes a name of its own ("NAME (copy XXXX)")."""
+a review of its own) is kept, moved to the new id: at worst un-undone, never lost. Since
+journal v4 an undo names the review it undid (time, rating): an undo naming ours is of ours
+(it keeps its id and is undone, as on the copy), one naming another review leaves ours (moved);
+our own undo of a review the old id's journal holds as it named it stays that review's. The
+new id takes a name of its own ("NAME (copy XXXX)")."""
 
 from __future__ import annotations
 
