@@ -383,8 +383,10 @@ def sync(
     checked = fork.check(store, root)  # before anything is written under its id
     result.forked, result.held, result.set_aside = checked.line, checked.waiting, checked.aside
     me = local.device_id(conn)
-    with store.transaction():  # (before the outbox: what it takes in goes out now)
-        took = adopted.adopt(store, now)
+    took = 0
+    if replaced.aside_count(conn):  # (before the outbox: what it takes in goes out now)
+        with store.transaction():
+            took = adopted.adopt(store, now)
     if took:
         result.adopted = (
             f"{count(took, 'review')} set aside for over {adopted.ADOPT_S // 86400} days (the "
