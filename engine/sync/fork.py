@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prep.engine.store import devices as local
-from prep.engine.sync import journal, merge, stuck
+from prep.engine.sync import adopted, journal, merge, stuck
 from prep.engine.sync.journal import JournalError
 
 if TYPE_CHECKING:
@@ -410,11 +410,14 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
 
     moving = [r for r in rows if not keeps(r[1], r[3], r[4])]
     twins = _twins(root, old_id, {(c, at, rt) for _r, seq, c, at, rt in moving if seq in undos})
+    took_in = adopted.known(conn)  # (a review set aside that it took in: still that one)
     for rid, seq, cid, at, rating in moving:
         twin = twins.get((cid, at, rating))
         dn, dseq = (new, seq) if twin is None else (local.device_n(conn, twin[0]), twin[1])
         conn.execute("UPDATE revlog SET dev = ?, seq = ? WHERE id = ?", (dn, dseq, rid))
         moved.setdefault(cid, set()).add(rid)
+        if f"{old_id}:{seq}" in took_in and twin is None:
+            adopted.note(conn, new_id, seq, took_in[f"{old_id}:{seq}"])
     graves = conn.execute("SELECT seq, card_id FROM review_graves WHERE dev = ?", (old,))
     for seq, cid in graves.fetchall():
         if seq in undos:
