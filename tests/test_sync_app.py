@@ -116,3 +116,37 @@ async def test_a_copied_database_says_so_in_the_line(tmp_path: Path) -> None:
         await pilot.pause()
     assert local.device_id(a.conn) != old and a.card(card_ids[-1]) is not None
     a.close()
+
+
+@async_test
+async def test_what_a_sync_must_tell_reaches_the_line_not_only_the_cli(tmp_path: Path) -> None:
+    """A review passed on that differs from the one held (a clash replaced.py settles): the
+    line `prep sync` prints before its summary is in the app's sync line too, as a warning
+    (before: the summary alone, nothing said)."""
+    from tests.test_sync_replaced import _relay
+
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    card_ids = [c.id for c in fixed_collection().cards]
+    with Store.open(tmp_path / "b.db") as b:
+        local.set_name(b.conn, "laptop")
+        rate(b, card_ids[-1], 3, NOW - timedelta(days=1))
+        written = sync(b, folder).journal
+        assert written is not None
+        a = Store.open(tmp_path / "a.db")
+        sync(a, folder)  # a holds b's review as b's journal has it
+        _relay(folder, b, written, at_shift=7)  # e passes on another review under its id
+    a.set_meta("sync_dir", str(folder))
+    app = make_app(store=a)
+    async with app.run_test(size=(200, 30)) as pilot:
+        await pilot.press("enter")
+        await sync_read(app)
+        await pilot.press("space", "3")
+        await pilot.pause()
+        shown = line_of(app.screen)
+        assert "differ from the ones held under their ids" in shown, shown
+        assert shown.endswith("received no review, 0 cards rescheduled")  # the summary last
+        assert app.screen.query_one(SyncLine).has_class("-warning")
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+    a.close()

@@ -171,6 +171,30 @@ def test_a_sync_with_nothing_replaced_reads_no_file(
     assert read == []
 
 
+def test_the_last_file_applied_replaced_is_read_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another version of the newest file applied (a new header at the number applied last)
+    is that file replaced, not the device's files begun again from 1 (a folder made again,
+    where every file is new): only it is read (before: files 1 to 4 again)."""
+    folder = tmp_path / "f"
+    folder.mkdir()
+    a, c = Store.open(tmp_path / "a.db"), Store.open(tmp_path / "c.db")
+    for day in range(4):
+        rate(a, f"k{day}", 3, T0 + timedelta(days=day))
+        sync(a, folder)
+    sync(c, folder)
+    read = _reads(monkeypatch)
+    rel = f"{local.device_id(a.conn)}/{file_name(4)}"
+    put(folder, rel, _other_version(files(folder)[rel]))
+    assert sync(c, folder).applied.reviews == 0
+    assert read == [file_name(4)]
+    read.clear()
+    sync(c, folder)
+    assert read == []
+    assert status(c, folder)["devices"][0]["wrote_at"] == "2030-01-01T00:00:00.000000Z"
+
+
 def _other_version(data: bytes) -> bytes:
     """The same entries under another header (another copy wrote that number)."""
     head, rest = data.split(b"\n", 1)

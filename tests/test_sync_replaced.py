@@ -11,12 +11,14 @@ import os
 import shutil
 from datetime import timedelta
 from pathlib import Path
+from unittest import mock
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from prep.engine.store import Mark, Store
 from prep.engine.store import devices as local
+from prep.engine.sync import adopted
 from prep.engine.sync.journal import JournalError
 from prep.engine.sync.run import status, sync
 from tests.test_sync import T0, rate, view
@@ -118,7 +120,9 @@ LONG = bool(os.environ.get("PREP_LONG_FUZZ"))
 # (weighted: a review, a sync and a delivery are what make two versions of one file; "one"
 # delivers one device's folder only, so a copy's new id can arrive before the winning
 # version of an older file; "partial" leaves half of a file in place, an older one too)
-KINDS = ["rate"] * 3 + ["sync"] * 3 + ["deliver"] * 2 + ["one"] * 2 + ["undo", "mark", "partial"]
+# ("late": a sync past adopted.ADOPT_S, when a review set aside is taken as the device's own)
+KINDS = ["rate"] * 3 + ["sync"] * 3 + ["deliver"] * 2 + ["one"] * 2
+KINDS += ["undo", "mark", "partial", "late"]
 # (kind, device, device or card, whose folder: a device's id now, 4 the id the copies shared)
 step = st.tuples(st.sampled_from(KINDS), st.integers(0, 3), st.integers(0, 3), st.integers(0, 4))
 # the copies 1 and 2 write the shared id's files 2 (2: z0, then 3: z1, then 1: y, whose
@@ -160,6 +164,16 @@ LATE_WINNER = [
         ("deliver", 1, 2, 0),
         ("sync", 0, 0, 0),
         ("sync", 2, 0, 0),
+    ],
+)
+@example(  # a copy undoes the review it was made with, then syncs (sync11b's case B)
+    before=[("rate", 0, 0, 0)],
+    after=[
+        ("undo", 1, 0, 0),
+        ("sync", 1, 0, 0),
+        ("sync", 2, 0, 0),
+        ("deliver", 1, 0, 0),
+        ("sync", 0, 0, 0),
     ],
 )
 @given(before=st.lists(step, max_size=4), after=st.lists(step, min_size=4, max_size=20))
@@ -207,8 +221,9 @@ def test_any_device_any_order_of_arrivals_converges(tmp_path_factory, before, af
                 Mark(suspended=n % 2 == 0, flagged=n % 3 == 0),
                 at=T0 + timedelta(minutes=n),
             )
-        else:
-            with contextlib.suppress(JournalError):  # another's file half arrived: refused
+        else:  # ("late": every review set aside is taken in, as after ADOPT_S)
+            late = mock.patch.object(adopted, "ADOPT_S", -1 if kind == "late" else adopted.ADOPT_S)
+            with late, contextlib.suppress(JournalError):  # another's file half arrived: refused
                 sync(s, folders[i])
 
     for kind, i, arg, which in before:

@@ -27,6 +27,8 @@ class AppSync:
         self.pending: list[Any] | None = None  # journals read, to apply between cards
         self.sent = 0
         self.forked: str | None = None  # a copy of another database found (sync/fork.py)
+        # a file of this device's folder set aside, or not whole yet: nothing sent (stuck.py)
+        self.said: list[str] = []
         self.last_line: str | None = None  # the last summary (None: none this session)
         self.status: tuple[str, bool] | None = None  # (line, a warning) the SyncLine shows
         self._lock = threading.Lock()
@@ -90,7 +92,8 @@ class AppSync:
                 if folder is None:
                     return
                 out = sync_out(store, folder)
-                self.sent, self.forked = out.sent_reviews, out.forked or out.held or out.set_aside
+                self.sent, self.forked = out.sent_reviews, out.forked
+                self.said = [x for x in (out.set_aside, out.held, out.adopted) if x]
                 journals = read_pending(store, folder)
                 if any(j.entries for j in journals):
                     backed_up(lambda: backup.make(store, "sync", stop=stop))
@@ -118,10 +121,13 @@ class AppSync:
         except StoreError as exc:
             self._say(f"Sync not applied: {exc}", True)
             return False
-        self.last_line = SyncResult(sent_reviews=self.sent, applied=applied).summary()
-        if self.forked:
-            self.last_line = f"{self.forked}; {self.last_line}"
-        self._say(f"Synced {datetime.now().strftime('%H:%M')}: {self.last_line}")
+        # every line `prep sync` prints before its summary (reviews of a replaced file set
+        # aside or held once, another device's file set aside, ...): a warning, shown whole
+        # in a notification too; a copy found is said in the line
+        warn = [*self.said, *applied.notes]
+        summary = SyncResult(sent_reviews=self.sent, applied=applied).summary()
+        self.last_line = "; ".join([*([self.forked] if self.forked else []), *warn, summary])
+        self._say(f"Synced {datetime.now().strftime('%H:%M')}: {self.last_line}", bool(warn))
         return bool(applied.rescheduled or applied.marks or applied.settings)
 
     def _say(self, line: str, warning: bool = False) -> None:

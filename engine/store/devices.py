@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import socket
 import sqlite3
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -134,10 +135,20 @@ def unrelayed(conn: sqlite3.Connection, me: int) -> list[list[Any]]:
         "SELECT d.id, coalesce(r.seq, r.id) FROM reviews r JOIN sync_devices d ON d.n = r.dev "
         "WHERE r.id > ? AND r.dev != ? ORDER BY r.id",
         (int(sent.get("x", 0)), me),
-    ).fetchall()
-    out = [list(p) for p in sent.get("p", [])]
+    )
+    return with_pending(sent.get("p", []), rows)
+
+
+def with_pending(pending: list[list[Any]], reviews: Iterable[tuple[str, int]]) -> list[list[Any]]:
+    """``pending`` (sync_sent's "p": [device id, seq] of the other devices' reviews to pass
+    on) with ``reviews`` added, each once, in order (a set: linear in both, however many)."""
+    out = [list(p) for p in pending]
     held = {(p[0], p[1]) for p in out}
-    return out + [[dev_id, seq] for dev_id, seq in rows if (dev_id, seq) not in held]
+    for dev_id, seq in reviews:
+        if (dev_id, seq) not in held:
+            held.add((dev_id, seq))
+            out.append([dev_id, seq])
+    return out
 
 
 def _hand_over(conn: sqlite3.Connection, old: int, new: int, sent: dict) -> None:
@@ -279,12 +290,40 @@ def stamp_settings(conn: sqlite3.Connection, at: datetime) -> None:
 def bury_review(conn: sqlite3.Connection, review_id: int, card_id: str, at: datetime) -> None:
     """Record the undo of review row ``review_id`` (a tombstone that travels to the other
     devices), before the row is removed."""
-    dev, seq = conn.execute(
-        "SELECT dev, coalesce(seq, id) FROM revlog WHERE id = ?", (review_id,)
+    dev, seq, rat, rating = conn.execute(
+        "SELECT dev, coalesce(seq, id), at, rating FROM revlog WHERE id = ?", (review_id,)
     ).fetchone()
-    conn.execute(
+    cur = conn.execute(
         "INSERT OR IGNORE INTO review_graves (dev, seq, card_id, by_dev, at) "
         "VALUES (?, ?, ?, ?, ?)",
         (dev, seq, card_id, device(conn), to_us(at)),
     )
+    if cur.rowcount:
+        note_undone(conn, dev, seq, (rat, rating))
     bump_floor(conn)
+
+
+# UNDID_KEY:DEVICE N:SEQ = [time (us), rating] of a review undone here: what this device's
+# tombstone of it says it undid (journal v4), so that a copy of this database tells the undo
+# of a review both hold from the undo of one under the same number made since the copy
+UNDID_KEY = "sync_undid"
+
+
+def note_undone(conn: sqlite3.Connection, dev: int, seq: int, what: tuple[int, int]) -> None:
+    """Keep what the tombstone of review (``dev``, ``seq``) undid: its (time, rating)."""
+    set_json_meta(conn, f"{UNDID_KEY}:{dev}:{seq}", list(what))
+
+
+def undone(conn: sqlite3.Connection, dev: int, seq: int) -> tuple[int, int] | None:
+    """(time, rating) of the review the tombstone (``dev``, ``seq``) held here undid, when
+    known (an undo made here since journal v4, or one received with it)."""
+    value = json_meta(conn, f"{UNDID_KEY}:{dev}:{seq}")
+    return None if value is None else (int(value[0]), int(value[1]))
+
+
+def move_undone(conn: sqlite3.Connection, dev: int, seq: int, new: int) -> None:
+    """The tombstone (``dev``, ``seq``) is now (``new``, ``seq``): what it undid moves too."""
+    conn.execute(
+        "UPDATE OR REPLACE meta SET key = ? WHERE key = ?",
+        (f"{UNDID_KEY}:{new}:{seq}", f"{UNDID_KEY}:{dev}:{seq}"),
+    )

@@ -43,9 +43,12 @@ def stat(path: Path) -> list[int] | None:
     """The file's [inode, size, mtime_ns, ctime_ns]: any new version put in place (a new
     inode) or a change in place (a new change time) gives other numbers."""
     try:
-        st = os.lstat(path)
+        return _fields(os.lstat(path))
     except OSError:
         return None
+
+
+def _fields(st: os.stat_result) -> list[int]:
     return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
@@ -77,10 +80,9 @@ class Notes:
                 continue
             old = mine.get(str(n))
             try:
-                st = entry.stat(follow_symlinks=False)
+                now = _fields(entry.stat(follow_symlinks=False))
             except OSError:
                 continue
-            now = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
             if old is not None and now == old[:4]:
                 continue
             head = journal.written_at(entry.path)
@@ -94,6 +96,22 @@ class Notes:
             self.dirty = True
             self.changed_devices.add(dev)
         return sorted(out)
+
+    def kept_below(self, dev: str, files: dict[int, os.DirEntry[str]], applied: int) -> bool:
+        """Whether a file of ``dev`` numbered below ``applied`` is still the one read when it
+        was applied (one stat, the nearest first): then a new header at ``applied`` is that
+        file replaced (read again by ``changed``), not the device's files begun again from 1
+        (a folder made again or moved holds only new files)."""
+        mine = self.files.get(dev) or {}
+        for n in sorted((n for n in files if n < applied), reverse=True):
+            old = mine.get(str(n))
+            if old is None or old[5]:
+                continue
+            try:
+                return _fields(files[n].stat(follow_symlinks=False)) == old[:4]
+            except OSError:
+                continue
+        return False
 
     def note(self, j: journal.Journal) -> None:
         """Journal ``j`` applied (or set aside: ``j.aside``) as it was when read (``j.stat``;

@@ -24,8 +24,11 @@ wrote in place of it (both wrote that number). So the files it wrote are noted (
 another version of one is another copy's, whatever it holds (even what both hold); and a file
 put in place since the last check (its inode change time, CTIME_KEY) is checked again, an
 older number too. A review of ours that such a copy's undo may name (it gave the number to
-a review of its own) is kept, moved to the new id: at worst un-undone, never lost. The new
-id takes a name of its own ("NAME (copy XXXX)")."""
+a review of its own) is kept, moved to the new id: at worst un-undone, never lost. Since
+journal v4 an undo names the review it undid (time, rating): an undo naming ours is of ours
+(it keeps its id and is undone, as on the copy), one naming another review leaves ours (moved);
+our own undo of a review the old id's journal holds as it named it stays that review's. The
+new id takes a name of its own ("NAME (copy XXXX)")."""
 
 from __future__ import annotations
 
@@ -36,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prep.engine.store import devices as local
-from prep.engine.sync import journal, merge, stuck
+from prep.engine.sync import adopted, journal, merge, stuck
 from prep.engine.sync.journal import JournalError
 
 if TYPE_CHECKING:
@@ -272,7 +275,7 @@ def _not_ours(conn, e: list[Any], sent: dict[str, int]) -> bool:
     me = local.device(conn)
     if kind in ("r", "R"):
         dn = me if kind == "r" else _known(conn, e[1])
-        seq, _cid, rating, at = e[-6:-2]
+        seq, _cid, rating, at = e[1:5] if kind == "r" else e[2:6]
         if dn is None:
             return True
         held = _review(conn, dn, seq)
@@ -281,7 +284,12 @@ def _not_ours(conn, e: list[Any], sent: dict[str, int]) -> bool:
         return (kind == "r" and seq > sent.get("r", 0)) or not _grave(conn, dn, seq)
     if kind == "u":
         dn = _known(conn, e[1])
-        return dn is None or not _grave(conn, dn, e[2])
+        if dn is None or not _grave(conn, dn, e[2]):
+            return True
+        # (v4) an undo naming a review other than the one this database's undo of that id
+        # undid (both known) is another copy's
+        what = local.undone(conn, dn, e[2])
+        return len(e) == journal.NAMED_UNDO and what is not None and what != (e[5], e[6])
     if kind == "m":  # a card's clock set here only grows: one of ours before it is as it was
         clock = conn.execute(
             "SELECT at, dev, seq FROM mark_clock WHERE card_id = ?", (e[2],)
@@ -343,7 +351,7 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
     old = local.device(conn)
     reviews: dict[int, tuple] = {}  # the old id's journal: seq -> (at, rating)
     cards: dict[int, str] = {}  # and seq -> card
-    undos: set[int] = set()  # the old id's reviews it undid
+    undos: dict[int, tuple | None] = {}  # the old id's reviews it undid: what (v4), if said
     runs: dict[int, tuple] = {}
     old_id = local.device_id(conn)
     # the last review this database sent under the old id: none numbered up to it is new here
@@ -365,7 +373,7 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
                 if n not in by_me:
                     elsewhere.add(e[1])
             elif e[0] == "u" and e[1] == old_id:
-                undos.add(e[2])
+                undos[e[2]] = (e[5], e[6]) if len(e) == journal.NAMED_UNDO else None
             elif e[0] == "d":
                 runs[e[1]] = (e[2]["name"], e[2]["ran_at"])
     new_id = local.new_device(conn, resend_registers=len(by_me) < len(wrote))
@@ -394,6 +402,8 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
     # wrote: the other copy may have given that number to a review of its own, undone;
     # a sync tool replacing one copy's file by the other's leaves just that)
     def keeps(seq: int, at: int, rating: int) -> bool:
+        if undos.get(seq) is not None:  # (v4) an undo naming the review it undid: of this
+            return undos[seq] == (at, rating)  # one, it keeps its id (and is undone)
         if seq in undos:  # the old id's undo of it: it keeps its id (and is undone)
             same = reviews.get(seq) == (at, rating)
             return (same and seq in elsewhere) or (seq not in reviews and seq <= copied)
@@ -401,16 +411,22 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
 
     moving = [r for r in rows if not keeps(r[1], r[3], r[4])]
     twins = _twins(root, old_id, {(c, at, rt) for _r, seq, c, at, rt in moving if seq in undos})
+    took_in = adopted.known(conn)  # (a review set aside that it took in: still that one)
     for rid, seq, cid, at, rating in moving:
         twin = twins.get((cid, at, rating))
         dn, dseq = (new, seq) if twin is None else (local.device_n(conn, twin[0]), twin[1])
         conn.execute("UPDATE revlog SET dev = ?, seq = ? WHERE id = ?", (dn, dseq, rid))
         moved.setdefault(cid, set()).add(rid)
+        if f"{old_id}:{seq}" in took_in and twin is None:
+            adopted.note(conn, new_id, seq, took_in[f"{old_id}:{seq}"])
     graves = conn.execute("SELECT seq, card_id FROM review_graves WHERE dev = ?", (old,))
     for seq, cid in graves.fetchall():
         if seq in undos:
             continue  # in the old id's journal: sent already
-        if seq in reviews and seq <= copied and cards.get(seq) == cid:
+        what = local.undone(conn, old, seq)  # (v4: the review it undid, when known)
+        if cards.get(seq) == cid and (
+            reviews.get(seq) == what if what is not None else seq in reviews and seq <= copied
+        ):
             # the undo of a review made before the copy: it stays that review's, and goes
             # out from the new id (the old id's journal does not hold it)
             conn.execute(
@@ -421,6 +437,8 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
             "UPDATE review_graves SET dev = ?, by_dev = ? WHERE dev = ? AND seq = ?",
             (new, new, old, seq),
         )
+        local.move_undone(conn, old, seq, new)
+        local.take_seq(conn, seq)  # (never a number a review of the new id takes later)
     for rid, name, ran_at in conn.execute(
         "SELECT id, name, ran_at FROM demo_runs WHERE dev = ? AND seq IS NULL", (old,)
     ).fetchall():

@@ -4,7 +4,6 @@ noted for the next sync to pass on."""
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from prep.engine.store import devices as local
@@ -69,12 +68,5 @@ def _note_relays(conn, revs: list[_Rev]) -> None:
     if not revs or sent is None or "x" not in sent:
         return
     names = _device_ids(conn)
-    pending = [list(p) for p in sent.get("p", [])]
-    held = {(p[0], p[1]) for p in pending}
-    for r in revs:
-        if (names[r.dev], r.seq) not in held:
-            held.add((names[r.dev], r.seq))
-            pending.append([names[r.dev], r.seq])
-    conn.execute(
-        "UPDATE meta SET value = ? WHERE key = 'sync_sent'", (json.dumps({**sent, "p": pending}),)
-    )
+    pending = local.with_pending(sent.get("p", []), ((names[r.dev], r.seq) for r in revs))
+    local.set_json_meta(conn, "sync_sent", {**sent, "p": pending})

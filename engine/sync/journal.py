@@ -12,9 +12,13 @@ A file is JSON lines: a header, then one entry a line::
     {"format": "prep-journal", "version": 1, "device": ID, "name": HOST, "file": N,
      "written_at": "...Z", "entries": COUNT, "params": {"P": {replay params}, ...}}
     ["r", SEQ, CARD_ID, RATING, AT_US, DURATION_MS|null, P]   a review
+    ["r", SEQ, CARD_ID, RATING, AT_US, DURATION_MS|null, P, ORIGIN_DEVICE_ID, ORIGIN_SEQ]
+                                  a review set aside here, taken as this device's own (v4)
     ["R", DEVICE_ID, SEQ, CARD_ID, RATING, AT_US, DURATION_MS|null, P]
                                   another device's review this one holds by an import (v2)
     ["u", DEVICE_ID, SEQ, CARD_ID, AT_US]                      the undo of a review (a tombstone)
+    ["u", DEVICE_ID, SEQ, CARD_ID, AT_US, REVIEW_AT_US, RATING]
+                                  the same, naming the review it undid (its time, rating) (v4)
     ["m", STAMP, CARD_ID, AT_US, SUSPENDED, BURIED_UNTIL_US|null, FLAGGED]   a card's marks
     ["s", STAMP, AT_US, {study settings}]                      the settings
     ["d", SEQ, {demo run summary}]                             a demo run
@@ -32,7 +36,12 @@ A mark, the settings or a demo run passed on the same way keeps its origin's id 
 (engine/sync/relay.py): version 3 added "M", "S" and "D"; a file holding none of them is
 written as version 2, so that a prep of the last version still reads it. Version 4 added the
 replay parameters' "fuzz_by": "card" (the fuzz seeded by the card and its history: the same
-interval after an undo); a file whose parameters hold none is written as before.
+interval after an undo), and lets an undo say which review it undid (a copy of a database
+tells its undo of a review both copies hold from one of a review it made since under the
+same number: engine/sync/fork.py) and a review name the id it was made under
+(engine/sync/adopted.py); a file holding none of these is written as version 3 or 2, and an
+undo of an older file is applied as before. A file of a newer version than this prep reads
+is refused in one line, nothing of it applied.
 
 Reading is strict: a file from another machine may be damaged, cut short, hostile or from a
 newer prep; every field is checked before anything is applied, and a bad one is refused in
@@ -59,12 +68,15 @@ from prep.engine.transfer.fields import loads_strict
 FORMAT = "prep-journal"
 VERSION = 4
 RELAYED = frozenset("MSD")  # the entry kinds of version 3
+NAMED_UNDO = 7  # the fields of an undo naming the review it undid (version 4)
 
 
 def version_for(entries: list[list[Any]], params: dict[str, dict[str, Any]]) -> int:
     """The lowest version a file of these entries and params can be written as, so that a
     prep of an older version reads what it can replay and refuses, in one line, what not."""
-    if any(p.get("fuzz_by") == FUZZ_BY_CARD for p in params.values()):
+    if any(p.get("fuzz_by") == FUZZ_BY_CARD for p in params.values()) or any(
+        len(e) == NAMED_UNDO if e[0] == "u" else e[0] == "r" and len(e) == 9 for e in entries
+    ):
         return 4
     return 3 if any(e[0] in RELAYED for e in entries) else 2
 
@@ -289,11 +301,15 @@ def _device(v: Any) -> str:
 _PASSED_ON = {"M": 8, "S": 5, "D": 4}  # another device's entry: its origin, then its fields
 
 
-def _check_entry(e: Any, params: dict[str, Any]) -> None:
+def _check_entry(e: Any, params: dict[str, Any], version: int = VERSION) -> None:
     if not isinstance(e, list) or not e or not isinstance(e[0], str):
         raise _Bad("an entry must be a list starting with its kind")
     kind, n = e[0], len(e)
-    if kind == "r" and n == 7:
+    if kind == "r" and n == 9 and version >= 4:  # one set aside, taken in (adopted.py)
+        _device(e[7])
+        _int(e[8], 1, MAX_SEQ, "a sequence number")
+        _check_entry(e[:7], params)
+    elif kind == "r" and n == 7:
         _int(e[1], 1, MAX_SEQ, "a sequence number")
         _card_id(e[2])
         _int(e[3], 1, 4, "a rating")
@@ -305,11 +321,14 @@ def _check_entry(e: Any, params: dict[str, Any]) -> None:
     elif kind == "R" and n == 8:
         _device(e[1])
         _check_entry(["r", *e[2:]], params)
-    elif kind == "u" and n == 5:
+    elif kind == "u" and (n == 5 or (n == NAMED_UNDO and version >= 4)):
         _device(e[1])
         _int(e[2], 1, MAX_SEQ, "a sequence number")
         _card_id(e[3])
         _int(e[4], 0, MAX_US, "a time")
+        if n == NAMED_UNDO:
+            _int(e[5], 0, MAX_US, "an undone review's time")
+            _int(e[6], 1, 4, "an undone review's rating")
     elif kind == "m" and n == 7:
         _int(e[1], 1, MAX_SEQ, "a stamp")
         _card_id(e[2])
@@ -452,7 +471,7 @@ def read(path: Path, device: str) -> Journal:
         for i, text_line in enumerate(lines[1:], 2):
             line = i
             entry = loads_strict(text_line)
-            _check_entry(entry, params)
+            _check_entry(entry, params, version)
             journal.entries.append(entry)
     except _Bad as exc:
         raise JournalError(f"{path}: line {line}: {exc}; nothing applied") from None

@@ -36,7 +36,7 @@ from prep.engine.store import devices as local
 from prep.engine.store.deckcache import _RECONCILED_KEY
 from prep.engine.store.reviewlog import Chain, from_us, to_us
 from prep.engine.study.scheduler import CardState, Scheduler
-from prep.engine.sync import replaced
+from prep.engine.sync import adopted, replaced
 from prep.engine.sync.journal import Journal
 from prep.engine.timeutil import fmt, utcnow
 
@@ -96,11 +96,14 @@ def _device_ids(conn) -> dict[int, str]:
     return dict(conn.execute("SELECT n, id FROM sync_devices"))
 
 
-def bury(conn, rn: int, rseq: int, cid: str, by: int, at: int) -> tuple[bool, str | None]:
+def bury(
+    conn, rn: int, rseq: int, cid: str, by: int, at: int, what: tuple[int, int] | None = None
+) -> tuple[bool, str | None]:
     """Record the undo of review (device ``rn``, ``rseq``) of card ``cid`` (a tombstone; ``by``:
-    the device it came from, ``at``: when, in microseconds), as a sync or an import of an export
-    brings it. Returns (whether it is new here, the card of the review it removes here when
-    one is held: that card is to be replayed without it)."""
+    the device it came from, ``at``: when, in microseconds; ``what``: the review's time and
+    rating, when the tombstone names them), as a sync or an import of an export brings it.
+    Returns (whether it is new here, the card of the review it removes here when one is
+    held: that card is to be replayed without it)."""
     cur = conn.execute(
         "INSERT OR IGNORE INTO review_graves (dev, seq, card_id, by_dev, at) "
         "VALUES (?, ?, ?, ?, ?)",
@@ -108,6 +111,10 @@ def bury(conn, rn: int, rseq: int, cid: str, by: int, at: int) -> tuple[bool, st
     )
     if not cur.rowcount:
         return False, None
+    if rn == local.device(conn):  # an undo of this id's review made elsewhere (a copy's):
+        local.take_seq(conn, rseq)  # no review made here later takes its number
+    if what is not None:
+        local.note_undone(conn, rn, rseq, what)
     found = _review_row(conn, rn, rseq)
     return True, None if found is None else found[1]
 
@@ -135,9 +142,10 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
             if kind in ("r", "R"):
                 batch.review(j, jn, e, pmap)
             elif kind == "u":
-                _, rdev, rseq, cid, at = e
+                _, rdev, rseq, cid, at, *what = e  # (v4: the review it undid)
                 rn = local.device_n(conn, rdev)
-                new, held = bury(conn, rn, rseq, cid, jn, at)
+                named = (what[0], what[1]) if what else None
+                new, held = bury(conn, rn, rseq, cid, jn, at, named)
                 if new:
                     out.undone += 1
                     if held is not None:
@@ -223,13 +231,20 @@ class _Batch:
         # one refer to its state (the first one's successor has nothing left to refer to)
         self.logs: dict[str, list] = {}
         self.clashes = replaced.Clashes(self.conn, root)
+        # (card, time, rating) -> (device, seq, its journal) of the reviews arriving now: one
+        # taken in by a device (adopted.py) and the review itself may arrive together
+        self.contents: dict[tuple, tuple[int, int, str, Journal]] = {}
 
     def review(self, j: Journal, jn: int, e: list, pmap: dict[str, int]) -> None:
         """A review entry ("r", or "R": another device's passed on by this journal's)."""
         conn = self.conn
+        took_in = None  # (a review set aside that this one's device took in: adopted.py)
         if e[0] == "r":
-            _, seq, cid, rating, at, dur, pk = e
+            _, seq, cid, rating, at, dur, pk = e[:7]
             dn, origin = jn, j.device
+            if len(e) == adopted.FIELDS:
+                took_in = e[7:]
+                adopted.note(conn, origin, seq, took_in)
         else:
             _, origin, seq, cid, rating, at, dur, pk = e
             dn = local.device_n(conn, origin)
@@ -248,7 +263,9 @@ class _Batch:
             self._count(j, -1)
         if _buried(conn, dn, seq):
             return
-        verdict = self.clashes.judge(e[0] == "r", dn, origin, seq, cid, rating, at)
+        if not self._one_of((cid, at, rating), (dn, origin, seq, took_in)):
+            return
+        verdict = self.clashes.judge(e[0] == "r", dn, origin, seq, cid, rating, at, took_in)
         if verdict.drop is not None:  # a held review displaced (engine/sync/replaced.py)
             self._base(verdict.drop)
             held = _drop(conn, verdict.drop, verdict.aside)
@@ -266,8 +283,24 @@ class _Batch:
         if verdict.take:
             self.incoming[cid][(dn, seq)] = _Rev(dn, seq, at, rating, dur, pmap[pk])
             self.pending[(dn, seq)] = cid
+            self.contents[(cid, at, rating)] = (dn, seq, origin, j)
             self.affected.add(cid)
             self._count(j, 1)
+
+    def _one_of(self, content: tuple, arriving: tuple) -> bool:
+        """Whether a review arriving is taken when its card, time and rating arrived now under
+        another id (adopted.rule: one of them may stand for the other, or stand down)."""
+        other = self.contents.get(content)
+        dn, dev_id, seq, took_in = arriving
+        if other is None or other[:2] == (dn, seq):
+            return True
+        odn, oseq, oid, oj = other
+        took = adopted.rule(adopted.known(self.conn), (dev_id, seq, took_in), (oid, oseq))
+        if took:
+            del self.incoming[content[0]][(odn, oseq)], self.pending[(odn, oseq)]
+            del self.contents[content]
+            self._count(oj, -1)
+        return took is not False
 
     def _base(self, row: int) -> None:
         """Before held review ``row`` is removed: when it is its card's first, the state its

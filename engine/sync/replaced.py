@@ -37,9 +37,11 @@ from typing import Any
 
 from prep.engine.store import devices as local
 from prep.engine.study.present import count
-from prep.engine.sync import journal
+from prep.engine.sync import adopted, journal
 
-ASIDE_KEY = "sync_aside"  # {"DEVICE:SEQ": [card, rating, at_us, duration_ms, params]}
+# {"DEVICE:SEQ": [card, rating, at_us, duration_ms, params, set aside at (us, this clock)]}
+# (a review aside for long is taken as this device's own: engine/sync/adopted.py)
+ASIDE_KEY = "sync_aside"
 
 
 @dataclass
@@ -74,10 +76,19 @@ class Clashes:
         return self._auth[dev_id]
 
     def judge(
-        self, own: bool, dn: int, dev_id: str, seq: int, cid: str, rating: int, at: int
+        self,
+        own: bool,
+        dn: int,
+        dev_id: str,
+        seq: int,
+        cid: str,
+        rating: int,
+        at: int,
+        origin: list[Any] | None = None,
     ) -> Verdict:
         """Review (``dn``/``dev_id``, ``seq``) of card ``cid`` arriving (``own``: from its
-        device's own journal); what to do with it."""
+        device's own journal; ``origin``: the review set aside it took in, adopted.py); what
+        to do with it."""
         conn = self.conn
         held = _held(conn, dn, seq)
         who = _name(conn, dn)
@@ -100,6 +111,10 @@ class Clashes:
             return Verdict(True)
         trid, tdn, tseq = twin
         tid = conn.execute("SELECT id FROM sync_devices WHERE n = ?", (tdn,)).fetchone()[0]
+        # a review set aside and taken in by a device, and that review itself (adopted.py)
+        took = adopted.rule(adopted.known(conn), (dev_id, seq, origin), (tid, tseq))
+        if took is not None:
+            return Verdict(True, drop=trid) if took else Verdict(False)
         auth = self.authority(tid)
         # displaced: its journal holds another review under its id, or none and the one
         # arriving has its number (a copy that took a new id keeps its reviews' numbers)
@@ -183,7 +198,7 @@ def _journal_reviews(root: Path | None, dev_id: str) -> dict[int, tuple] | None:
             return None
         for e in j.entries:
             if e[0] == "r":
-                _, seq, cid, rating, at, dur, pk = e
+                _, seq, cid, rating, at, dur, pk = e[:7]
                 out[seq] = (cid, rating, at, dur, j.params[pk])
     return out
 
@@ -204,7 +219,7 @@ def keep(conn, dev_id: str, seq: int, cid: str, *review: Any) -> None:
     rating, at, dur, pn = review
     (params,) = conn.execute("SELECT value FROM sched_params WHERE n = ?", (pn,)).fetchone()
     aside = local.json_meta(conn, ASIDE_KEY) or {}
-    aside[f"{dev_id}:{seq}"] = [cid, rating, at, dur, json.loads(params)]
+    aside[f"{dev_id}:{seq}"] = [cid, rating, at, dur, json.loads(params), adopted.since_now()]
     _save(conn, aside)
 
 
@@ -213,7 +228,7 @@ def settle_aside(conn) -> None:
     aside = local.json_meta(conn, ASIDE_KEY)
     if not aside:
         return
-    for key, (cid, rating, at, _dur, _p) in list(aside.items()):
+    for key, (cid, rating, at, *_rest) in list(aside.items()):
         if conn.execute(
             "SELECT 1 FROM reviews WHERE card_id = ? AND at = ? AND rating = ? LIMIT 1",
             (cid, at, rating),

@@ -14,7 +14,7 @@ from prep.engine.paths import expand_user
 from prep.engine.store import devices as local
 from prep.engine.store.schema14 import catch_up_tally
 from prep.engine.study.present import count
-from prep.engine.sync import applied, fork, journal, merge, relay, replaced, stuck
+from prep.engine.sync import adopted, applied, fork, journal, merge, relay, replaced, stuck
 from prep.engine.sync.journal import JournalError
 from prep.engine.timeutil import fmt, utcnow
 
@@ -38,6 +38,7 @@ class SyncResult:
     forked: str | None = None  # a copy of another database found: its new id, in one line
     held: str | None = None  # nothing sent: a file of its own folder not whole yet, one line
     set_aside: str | None = None  # a file of its own folder that stays unreadable, set aside
+    adopted: str | None = None  # reviews aside for long taken as this device's own, one line
 
     def summary(self) -> str:
         a = self.applied
@@ -120,9 +121,13 @@ def outbox(
             "WHERE dev = ? AND seq > ? ORDER BY 1",
             (me, sent["r"], me, sent["r"]),
         ).fetchall()
+        took_in = adopted.known(conn) if rows else {}
+        me_id = local.device_id(conn)
         for seq, cid, rating, at, dur, pn in rows:
-            key = param_key(pn)
-            entries.append(["r", seq, cid, rating, at, dur, key])
+            key = param_key(pn)  # (one set aside that it took in names its origin: v4)
+            entries.append(
+                ["r", seq, cid, rating, at, dur, key, *took_in.get(f"{me_id}:{seq}", ())]
+            )
             new["r"] = max(new["r"], seq)
         # other devices' reviews taken in by an import since: passed on with their own id
         # (one received by a sync is in the folder already; "x" moves past those)
@@ -160,13 +165,14 @@ def outbox(
                 key = param_key(pn)
                 entries.append(["R", dev_id, seq, cid, rating, at, dur, key])
         reviews = len(entries)
-        for rowid, dev_id, seq, cid, at in conn.execute(
-            "SELECT g.rowid, d.id, g.seq, g.card_id, g.at FROM review_graves g "
+        for rowid, dn, dev_id, seq, cid, at in conn.execute(
+            "SELECT g.rowid, g.dev, d.id, g.seq, g.card_id, g.at FROM review_graves g "
             "JOIN sync_devices d ON d.n = g.dev WHERE g.by_dev = ? AND g.rowid > ? "
             "ORDER BY g.rowid",
             (me, sent["g"]),
         ):
-            entries.append(["u", dev_id, seq, cid, at])
+            what = local.undone(conn, dn, seq)  # (the review it undid, when known: v4)
+            entries.append(["u", dev_id, seq, cid, at, *(what or ())])
             new["g"] = max(new["g"], rowid)
         for cid, at, stamp, susp, buried, flagged in conn.execute(
             "SELECT c.card_id, c.at, c.seq, m.suspended, m.buried_until, m.flagged "
@@ -316,7 +322,9 @@ def _pending(store: Store, root: Path, notes: applied.Notes) -> list[tuple[str, 
         entries = journal.numbered_entries(folder)
         files = {n: e.path for n, e in entries.items()}  # (no Path made for each)
         done, wrote_at = seen.get(dev, (0, None))
-        restart = _new_series(files, done, wrote_at)
+        # (a new header at the number applied last, the files below it as they were read:
+        # that file replaced, read again alone)
+        restart = _new_series(files, done, wrote_at) and not notes.kept_below(dev, entries, done)
         if not restart:
             again = notes.changed(dev, entries, done)
             out += [(dev, Path(files[n]), False, True) for n in again]
@@ -375,6 +383,16 @@ def sync(
     checked = fork.check(store, root)  # before anything is written under its id
     result.forked, result.held, result.set_aside = checked.line, checked.waiting, checked.aside
     me = local.device_id(conn)
+    took = 0
+    if replaced.aside_count(conn):  # (before the outbox: what it takes in goes out now)
+        with store.transaction():
+            took = adopted.adopt(store, now)
+    if took:
+        result.adopted = (
+            f"{count(took, 'review')} set aside for over {adopted.ADOPT_S // 86400} days (the "
+            "copy that made them never sent them again) now held as this device's own; held "
+            "once if that copy sends them"
+        )
     entries: list[list[Any]] = []
     if checked.waiting is None:  # (else the other copy's file may be a fork: wait for it)
         entries, params, sent, reviews = outbox(store, everything=_folder_is_new(conn, root / me))

@@ -113,7 +113,7 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
             raise UsageError(str(exc)) from None
     if result.forked:
         click.echo(result.forked[0].upper() + result.forked[1:] + ".")
-    for line in (result.set_aside, result.held, *result.applied.notes):
+    for line in (result.set_aside, result.held, result.adopted, *result.applied.notes):
         if line:
             click.echo(line[0].upper() + line[1:] + ".")
     click.echo(result.summary())
