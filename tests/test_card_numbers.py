@@ -461,13 +461,19 @@ REAL_ROWS: list[tuple[str, Callable[[dict[str, dict]], str]]] = [
     (
         "wo-cross-head-mixing",
         lambda r: (
-            f"overlap {block_structure(r['real-block-structure'])['null']}, as much as its heads ({block_structure(r['real-block-structure'])['heads']})"
+            f"covariance give {block_structure(r['real-block-structure'])['null']} (a null that runs high)"
+        ),
+    ),
+    (
+        "wo-cross-head-mixing",
+        lambda r: (
+            f"overlap {block_structure(r['real-block-structure'])['null']}, no less than its heads ({block_structure(r['real-block-structure'])['heads']})"
         ),
     ),
     (
         "wo-rf-block-diagonal-cheaper",
         lambda r: (
-            f"partially ({block_structure(r['real-block-structure'])['heads']}), about as much as W_O's own anisotropy gives any heads drawn from it ({block_structure(r['real-block-structure'])['null']})"
+            f"partially ({block_structure(r['real-block-structure'])['heads']}), no more than heads drawn from W_O's own covariance ({block_structure(r['real-block-structure'])['null']})"
         ),
     ),
     ("wo-fu-ov-rank-why", lambda r: ov_rank(r["real-ov-rank"])),
