@@ -293,6 +293,21 @@ def suppression(r: dict) -> str:
     )
 
 
+def suppression_t(r: dict) -> str:
+    """The control and AdamW rows: their seed count and seed 0's t bound as a ratio."""
+    rows = [
+        check(r, "SGD, weight decay 0 (control): 95% one-sided t upper bound"),
+        check(r, "AdamW lr 0.02, weight decay 0.001: 95% one-sided t upper bound"),
+    ]
+    n = {int(after(c["name"], "upper bound over ")[0]) for c in rows}
+    ratios = [math.exp(float(c["measured"])) for c in rows]
+    assert len(n) == 1 and all(float(c["measured"]) < 0 for c in rows)
+    return (
+        f'a 95% bound over {n.pop()} runs excludes "no shrinkage" ({ratios[0]:.2f}× and '
+        f"{ratios[1]:.2f}× at seed 0)"
+    )
+
+
 def importance_rows(r: dict) -> dict[str, dict[str, list[float]]]:
     """From the per-layer notes: score -> target -> the six layers' rho."""
     out: dict[str, dict[str, list[float]]] = {}
@@ -430,6 +445,7 @@ ROWS: list[tuple[str, Derive]] = [
     ("wo-fu-block-diagonal", lambda r: block_students(r["block-diagonal"])),
     ("wo-rf-block-diagonal-cheaper", lambda r: block_students(r["block-diagonal"])),
     ("wo-learned-suppression", lambda r: suppression(r["learned-suppression"])),
+    ("wo-learned-suppression", lambda r: suppression_t(r["learned-suppression"])),
     ("wo-fu-importance-alternatives", lambda r: importance(r["real-importance"])["act"]),
     ("wo-fu-ov-norm-limits", lambda r: importance(r["real-importance"])["wo-range"]),
     (

@@ -122,3 +122,16 @@ def test_learned_suppression_t_rows_run_at_the_preregistered_seed_count() -> Non
     checks = ls.check(setup)
     t_rows = [c for c in checks if "t upper bound over" in c.name]
     assert len(t_rows) == 2 and all("over 20 seeds" in c.name for c in t_rows)
+
+
+def test_the_suppression_card_quotes_the_validation_bars_md_records() -> None:
+    """The control/AdamW pass counts over the ten fresh draws are a pre-registered validation
+    (demos/BARS.md), not a demo output: the card's counts are the ones BARS.md records."""
+    from prep.demos.registry import names
+    from prep.engine.decks.deckcache import load_collection
+
+    coll = load_collection(include_bundled=True, demo_names=names())
+    card = next(c for c in coll.cards if c.id == "wo-learned-suppression")
+    said = re.search(r"in (\d+) and (\d+) of 10 fresh draws", card.explain)
+    recorded = re.search(r"validation: control (\d+) of 10, AdamW (\d+) of 10", BARS.read_text())
+    assert said and recorded and said.groups() == recorded.groups()
