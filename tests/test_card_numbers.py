@@ -156,20 +156,11 @@ def dla_split(r: dict) -> str:
 
 def virtual_weights(r: dict) -> str:
     ratio = after(check(r, "Q-composition of the duplicate-token head")["name"], "per seed ")
-    keys = after(
-        check(r, "drop with layer 0 removed from the queries only minus")["name"],
-        "keys only, per seed ",
-    )
-    q = after(
-        check(r, "in-context accuracy drop with layer 0's writes removed")["name"], "per seed "
-    )
-    assert {fmt(x, 1) for x in q} == {"0.8"}
     return (
-        f"is {span(ratio)}× the largest shuffled-weight score, but a large product is not proof: "
-        "another layer-0 head, one layer 1's queries barely use, beats that null too. The "
-        "ablation is the evidence: removing only the duplicate-token head's write from layer 1's "
-        f"queries costs {span(named_path(r))} of in-context accuracy; removing layer 0 from layer "
-        f"1's queries alone costs ~0.8 of in-context accuracy, from its keys {span(keys)}"
+        f"score from a duplicate-token head into the induction heads is {span(ratio)}× the "
+        "largest shuffled-weight score, but a layer-0 head the queries barely use beats that "
+        "null too: not proof. The evidence is the ablation: removing only that head's write from "
+        f"layer 1's queries costs {span(named_path(r))} of in-context accuracy."
     )
 
 
@@ -202,9 +193,8 @@ def composition_bullets(r: dict) -> list[str]:
     assert {fmt(abs(v), 1) for v in values} == {"0.0"}
     return [
         f"one ablated costs {span(singles)} of accuracy, all together {span(together)}",
-        f"duplicate-token heads ({span(dup)} of attention on the earlier copy) feed layer 1's "
-        f"queries: removing only that head's write from them costs {span(named_path(r))} of "
-        "accuracy (a composition score above shuffled weights is not specific",
+        f"duplicate-token heads ({span(dup)} of attention on the earlier copy); removing only "
+        f"that head's write from layer 1's queries costs {span(named_path(r))}.",
         f"from its keys only {span(keys)}, from its values ~0, from all three at once {span(every)}",
     ]
 
@@ -303,8 +293,8 @@ def suppression_t(r: dict) -> str:
     ratios = [math.exp(float(c["measured"])) for c in rows]
     assert len(n) == 1 and all(float(c["measured"]) < 0 for c in rows)
     return (
-        f'a 95% bound over {n.pop()} runs excludes "no shrinkage" ({ratios[0]:.2f}× and '
-        f"{ratios[1]:.2f}× at seed 0)"
+        f'a 95% bound over {n.pop()} runs, a count fixed before the run, excludes "no '
+        f'shrinkage" ({ratios[0]:.2f}× and {ratios[1]:.2f}× in the default run;'
     )
 
 

@@ -132,6 +132,6 @@ def test_the_suppression_card_quotes_the_validation_bars_md_records() -> None:
 
     coll = load_collection(include_bundled=True, demo_names=names())
     card = next(c for c in coll.cards if c.id == "wo-learned-suppression")
-    said = re.search(r"in (\d+) and (\d+) of 10 fresh draws", card.explain)
+    said = re.search(r"(\d+) and (\d+) of 10 fresh draws", card.explain)
     recorded = re.search(r"validation: control (\d+) of 10, AdamW (\d+) of 10", BARS.read_text())
     assert said and recorded and said.groups() == recorded.groups()
