@@ -128,7 +128,9 @@ def test_the_plan_line_and_the_days(utc_local_time):
     # the day itself and after it
     on = plan_day(store, coll, ON_THE_DAY, settings)
     assert on is not None and on.plan.header() == "Interview: Mon 9 Mar, today"
-    assert on.line().startswith("Today: the weakest cards first")
+    assert on.line().startswith("the weakest cards first")
+    # as home and `prep stats` put it after the date: "today" once ("today: Today: …" before)
+    assert f"{on.plan.header()} · {on.line()}".lower().count("today") == 1
     assert on.new_today == 5  # the morning of the day adds no new cards beyond the setting
     assert plan_day(store, coll, ON_THE_DAY + timedelta(days=1), settings) is None
 

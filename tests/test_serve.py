@@ -96,6 +96,7 @@ class DevTools:
         self.pending: dict[int, asyncio.Future] = {}
         self.session: str | None = None
         self.screen = ""  # everything the terminal was sent, escape codes removed
+        self.requested: list[str] = []  # every address the page asked for
         self.reader = asyncio.create_task(self._read())
 
     async def _read(self) -> None:
@@ -103,6 +104,8 @@ class DevTools:
             data = json.loads(message.data)
             if "id" in data and data["id"] in self.pending:
                 self.pending.pop(data["id"]).set_result(data)
+            elif data.get("method") == "Network.requestWillBeSent":
+                self.requested.append(data["params"]["request"]["url"])
             elif data.get("method") == "Network.webSocketFrameReceived":
                 response = data["params"]["response"]
                 payload = response["payloadData"]
@@ -190,6 +193,11 @@ async def drive_browser(browser_ws: str, url: str, db: Path) -> list[tuple[str, 
                 break
             await asyncio.sleep(0.1)
         tools.reader.cancel()
+        # an offline tool calls out to no one: every request went to prep serve itself
+        own = url.split("/?", 1)[0]
+        assert tools.requested, "the page's requests were not seen"
+        assert [u for u in tools.requested if not u.startswith(own + "/")] == []
+        assert any("/static/fonts/" in u for u in tools.requested)  # the font came from here
         return rated
 
 

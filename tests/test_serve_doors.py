@@ -148,6 +148,36 @@ def test_the_page_needs_the_secret_and_a_loopback_host(served: Served) -> None:
         assert f'data-session-websocket-url="ws://{own}/ws/{served.token}"' in page
         assert await _status(served.base + "/static/") in (403, 404)  # no folder listing
 
+
+def test_the_page_asks_nothing_of_another_host(served: Served) -> None:
+    """An offline tool must not call out: textual-serve's own page fetched its font from
+    fonts.googleapis.com. Every address the page names is its own (relative), and the
+    Content-Security-Policy lets the browser fetch from this server alone."""
+
+    async def go() -> tuple[str, str, list[str]]:
+        async with aiohttp.ClientSession() as http, http.get(served.url) as response:
+            page = await response.text()
+            policy = response.headers.get("Content-Security-Policy", "")
+            fonts = []
+            for path in re.findall(r'url\("(/static/fonts/[^"]+)"\)', page):
+                async with http.get(served.base + path) as font:
+                    fonts.append(f"{path} {font.status}")
+        return page, policy, fonts
+
+    page, policy, fonts = asyncio.run(go())
+    assert "googleapis" not in page
+    assert (
+        re.findall(
+            r"[a-z]+://|//[a-z0-9]", page.replace(f"ws://127.0.0.1:{served.port}/", ""), re.I
+        )
+        == []
+    )
+    addresses = re.findall(r'(?:src|href)="([^"]*)"|url\("?([^")]*)', page)
+    assert addresses and all(a.startswith("/static/") for pair in addresses for a in pair if a)
+    assert len(fonts) == 2 and all(f.endswith(" 200") for f in fonts), fonts  # the font is served
+    assert "default-src 'none'" in policy and "font-src 'self'" in policy
+    assert f"connect-src 'self' ws://127.0.0.1:{served.port}" in policy
+
     asyncio.run(go())
 
 

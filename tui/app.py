@@ -46,7 +46,9 @@ from prep.engine.study.session import (  # DeckCounts: home's rows (re-exported 
     review_ahead_ids,
 )
 from prep.engine.timeutil import Clock, utcnow
+from prep.tui.clicktime import ClickTime
 from prep.tui.closing import CloseAfterMount
+from prep.tui.short import ShortTerminal
 from prep.tui.startup import Startup
 from prep.tui.themes import ThemeMemory, pick_theme  # noqa: F401 (pick_theme: re-exported)
 
@@ -72,7 +74,7 @@ def demo_infos() -> dict[str, str]:
     return {name: info.claim for name, info in DEMOS.items()}
 
 
-class PrepApp(Startup, CloseAfterMount, App[int]):
+class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
     """prep's terminal app.
 
     Everything that makes a run nondeterministic is injectable, so tests and snapshots can fix

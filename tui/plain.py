@@ -162,7 +162,12 @@ class PlainQuiz:
             )
         elif s["next_due"] is not None:
             wait = spoken_interval(s["next_due"] - session.clock())
-            say(f"Next card due in {wait}; {s['due_by_tomorrow']} due by the end of tomorrow.")
+            # cards due now that --limit left for later: not "next due in 2 months"
+            held = session.held_back and session.store.count_due(session.clock())
+            lead = (
+                "Past those held back, the next card comes due in" if held else "Next card due in"
+            )
+            say(f"{lead} {wait}; {s['due_by_tomorrow']} due by the end of tomorrow.")
         return 2 if self.io.refused else 0
 
     def show_card(self, card: Card) -> None:

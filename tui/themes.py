@@ -65,3 +65,19 @@ class ThemeMemory:
         except (StoreError, sqlite3.Error):  # read-only, busy: the pick shows, unkept
             return
         self.kept = theme.name
+
+
+def rich_color(theme: Theme, name: str, fallback: str) -> str:
+    """The theme's colour ``name`` (primary, warning, success, error) as Rich reads a colour in a
+    `Text` style: the ANSI themes give Textual's own names (``ansi_blue``), which Rich cannot
+    parse: the app ended with MissingStyle as the first card was drawn, at every launch once
+    ansi-light was picked (it is remembered). ``fallback`` (a Rich colour) when it has none."""
+    from textual.color import Color, ColorParseError
+
+    value = getattr(theme, name, None) or fallback
+    if value.startswith("ansi_"):
+        return value.removeprefix("ansi_")  # Rich's names for the 16 ANSI colours
+    try:
+        return Color.parse(value).hex
+    except ColorParseError:
+        return fallback

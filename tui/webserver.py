@@ -11,7 +11,10 @@ server (like Jupyter's) takes, on every request,
 - a loopback ``Host`` when it listens on loopback (a rebinding name such as evil.example is
   refused even before the secret is checked);
 
-and bounds what one client can cost: terminal sizes are clamped (a resize to 100000x100000 would
+serves a page that asks nothing of another host (textual-serve's own template fetches its font
+from fonts.googleapis.com: tui/serve_page.html takes it from the static folder, and a
+Content-Security-Policy lets the browser fetch from this server alone), and bounds what one
+client can cost: terminal sizes are clamped (a resize to 100000x100000 would
 grow the app process by gigabytes), at most ``max_sessions`` app processes run at once, messages
 are small, and a malformed request is ignored or logged in one line, never as a traceback.
 """
@@ -27,6 +30,7 @@ import os
 import secrets
 import signal
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -37,6 +41,8 @@ from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
 log = logging.getLogger("prep.serve")
+
+PAGE = Path(__file__).with_name("serve_page.html")
 
 MAX_COLUMNS = 400  # wider than a 4K screen at 10 px a cell
 MAX_ROWS = 150
@@ -99,6 +105,18 @@ def same_origin(origin: str | None, host_header: str) -> bool:
     except ValueError:  # (a malformed Origin: `http://[bad`)
         return False
     return parts.scheme in ("http", "https") and parts.netloc.lower() == host_header.lower()
+
+
+def page_policy(host: str, ws_scheme: str) -> str:
+    """The page's Content-Security-Policy: everything from this server, nothing from another
+    host (the page's inline script and style are textual-serve's; its websocket is named in
+    full, as CSP level 2 browsers do not count ws: as 'self')."""
+    return (
+        "default-src 'none'; script-src 'self' 'unsafe-inline'; "
+        "style-src 'self' 'unsafe-inline'; font-src 'self'; img-src 'self' data:; "
+        f"connect-src 'self' {ws_scheme}://{host}; base-uri 'none'; form-action 'none'; "
+        "frame-ancestors 'none'"
+    )
 
 
 class _OneLine(logging.Formatter):
@@ -168,7 +186,7 @@ class GuardedServer(Server):
 
     async def _make_app(self) -> web.Application:
         app = web.Application(client_max_size=MAX_MESSAGE)
-        aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.templates_path))
+        aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(PAGE.parent))
         app.add_routes(
             [
                 web.get("/", self.handle_index, name="index"),
@@ -193,8 +211,9 @@ class GuardedServer(Server):
             "config": {"static": {"url": "/static/"}},
             "application": {"name": self.title},
         }
-        response = aiohttp_jinja2.render_template("app_index.html", request, context)
+        response = aiohttp_jinja2.render_template(PAGE.name, request, context)
         response.headers["Cache-Control"] = "no-store"  # the page holds the secret
+        response.headers["Content-Security-Policy"] = page_policy(request.host, scheme)
         response.headers["Referrer-Policy"] = "no-referrer"
         return response
 

@@ -252,7 +252,8 @@ class PlanDay:
         """``108 cards in 3 days: 36 new a day, 2 reviews each before Friday``."""
         p = self.plan
         if p.days_left == 0:
-            return "Today: the weakest cards first (c crams them, m runs a mock interview)"
+            # after "Interview: Tue 8 Dec, today · " (home) or "…, today: " (stats)
+            return "the weakest cards first (c crams them, m runs a mock interview)"
         reviews = f"{REVIEW_DAYS} reviews each {p.before_text()}"
         if self.unseen == 0:
             return f"All {self.cards} cards seen: {reviews}, due ones brought forward"

@@ -13,12 +13,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer
 
 from prep.engine.study.collection import Cards
 from prep.engine.study.cram import CramDeck, cram_sheet, recall_text, weakest_first
 from prep.engine.study.present import count
 from prep.tui.base import PrepScreen
+from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.text import Static
 
 MEASURE = 100  # the longest line on a wide terminal: a readable measure

@@ -24,7 +24,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.timer import Timer
-from textual.widgets import Footer
 
 from prep.demos.figures import render_figures
 from prep.demos.report import Check, Report, describe
@@ -32,6 +31,7 @@ from prep.engine.decks.deck import Card, text_safe
 from prep.engine.store import StoreError
 from prep.tui.base import PrepScreen
 from prep.tui.runs import record_run
+from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.text import Static
 
 STREAM_LIMIT = 4 * 1024 * 1024  # one JSON report line can be long

@@ -7,10 +7,11 @@ from contextlib import suppress
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 
 from prep.engine.store import StoreError
 from prep.tui.base import PrepScreen
+from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.table import DataTable
 from prep.tui.widgets.text import Static
 

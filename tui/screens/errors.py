@@ -7,11 +7,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 
 from prep.engine.study.collection import Cards
 from prep.engine.study.present import count
 from prep.tui.base import PrepScreen
+from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.text import Static
 
 

@@ -11,10 +11,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import Footer, ProgressBar
+from textual.widgets import ProgressBar
 
 from prep.engine.decks.fill import Fill, describe
 from prep.tui.base import PrepScreen
+from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.text import Static
 
 

@@ -144,12 +144,15 @@ class HeldKeys(_Screen):
 
     def _refused(self, keys: list[HeldKey]) -> None:
         if keys:
-            names = ", ".join(held.label for held in keys)
-            clicks = sum(held.clicked is not None for held in keys)
-            noun = "Key" if not clicks else "Click" if clicks == len(keys) else "Keys and click"
+            plural = "s" if len(keys) > 1 else ""
+            clicked = [held.clicked for held in keys if held.clicked is not None]
+            if len(clicked) == len(keys):  # "Click on Easy", not "Click click on Easy"
+                what = f"Click{plural} on {', '.join(clicked)}"
+            else:  # "Key 3", "Keys 3, click on Easy"
+                what = f"Key{plural} {', '.join(held.label for held in keys)}"
             self.notify(
-                f"{noun}{'s' if len(keys) > 1 else ''} {names} not applied: pressed before this card "
-                "was shown (while the last rating was saving).",
+                f"{what} not applied: pressed before this card was shown (while the last rating "
+                "was saving).",
                 severity="warning",
                 timeout=6,
             )

@@ -13,8 +13,8 @@ from textual.css.query import DOMQuery
 from textual.dom import DOMNode
 from textual.screen import ModalScreen
 from textual.widget import Widget
-from textual.widgets import Footer
 
+from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.text import Static
 
 

@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 
 from prep.engine.store import StoreError
 from prep.engine.study.plan import PlanDay, plan_day
 from prep.engine.study.present import count
 from prep.tui.base import PrepScreen
+from prep.tui.themes import rich_color
+from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.syncline import SyncLine
 from prep.tui.widgets.table import DataTable
 from prep.tui.widgets.text import Static
@@ -48,6 +50,12 @@ class HomeScreen(PrepScreen):
         padding: 0 2 1 2;
         color: $text-muted;
     }
+
+    /* a short terminal: the table takes the rows left and scrolls inside itself (the screen
+       scrolling took two more columns for its scrollbar and hid the footer's keys line) */
+    HomeScreen.-short #today { padding: 0 1; }
+    HomeScreen.-short #decks { height: 1fr; max-height: 100%; margin: 0 1; }
+    HomeScreen.-short #howto { display: none; }
     """
     is_home = True  # what the app pops back to (without importing this module to ask)
     BINDINGS = [
@@ -98,6 +106,7 @@ class HomeScreen(PrepScreen):
         self.refresh_counts()
 
     def on_resize(self) -> None:
+        self.set_class(self.app.size.height < SHORT, "-short")
         # only the labels' truncation depends on the size: redraw the counts already read
         if self.app.size.width != self._width:
             self.refresh_counts(reread=False)
@@ -122,30 +131,27 @@ class HomeScreen(PrepScreen):
         # the columns anew too: a column sized for a wider window never shrinks by itself,
         # and would push the counts off a narrower one
         table.clear(columns=True)
-        for label in ("Deck", "New", "Learning", "Due", "Cards"):
+        counts = [(r.new, r.learning, r.due, r.cards) for r in rows]
+        short = self.app.size.height < SHORT
+        self.set_class(short, "-short")
+        headers, room, with_ids = columns_for(self.app.size.width - 2 * short, rows, counts)
+        for label in ("Deck", *headers):
             table.add_column(label, key=label.lower())
         selected = 0
-        # the count columns keep their width; the deck label gets the rest of the line
-        # (less the table's margin, each cell's padding and a scrollbar's width)
-        counts = [(str(r.new), str(r.learning), str(r.due), str(r.cards)) for r in rows]
-        widths = [
-            max([len(header), *(len(c[i]) for c in counts)])
-            for i, header in enumerate(("New", "Learning", "Due", "Cards"))
-        ]
-        room = self.app.size.width - 4 - 2 * (len(widths) + 1) - sum(widths) - 2
         for i, row in enumerate(rows):
-            # the title gives way, not the deck's id (what --deck takes)
-            name = f"  {row.name}" if row.name else ""
+            # the title gives way first, then (when narrow) the deck's id (what --deck takes)
+            name = f"  {row.name}" if row.name and with_ids else ""
             title = Text(row.title, style="bold" if i == 0 else "")
-            title.truncate(max(16, room - len(name)), overflow="ellipsis")
+            title.truncate(max(MIN_TITLE, room - len(name)), overflow="ellipsis")
             title.append(name, style="dim")
             theme = self.prep.current_theme
+            primary = rich_color(theme, "primary", "blue")
             table.add_row(
                 title,
-                _count(row.new, theme.primary),
-                _count(row.learning, theme.warning or theme.primary),
-                _count(row.due, theme.success or theme.primary),
-                Text(str(row.cards), style="dim"),
+                _count(row.new, primary),
+                _count(row.learning, rich_color(theme, "warning", primary)),
+                _count(row.due, rich_color(theme, "success", primary)),
+                *([Text(str(row.cards), style="dim")] if len(headers) == 4 else []),
                 key=row.name,
             )
             if row.name and row.name == self.prep.selected_deck:
@@ -215,6 +221,34 @@ class HomeScreen(PrepScreen):
         if table.row_count:
             deck = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value or ""
         self.prep.action_start(deck)
+
+
+SHORT = 20  # rows: below it home drops the keys line and its margins (the footer has the keys)
+MIN_TITLE = 8  # cells of a deck's title, however narrow (its start names it)
+WIDE = ("New", "Learning", "Due", "Cards")
+NARROW = ("New", "Lrn", "Due")  # Anki's phone deck list: the counts, no total
+
+
+def columns_for(
+    width: int, rows: list[DeckCounts], counts: list[tuple[int, int, int, int]]
+) -> tuple[tuple[str, ...], int, bool]:
+    """Home's count columns for a terminal ``width`` cells wide, the cells left for a deck's
+    title and id, and whether the ids fit. The counts never leave the screen: as the terminal
+    narrows the ids go, then the Cards total (and Learning is shortened), then the ids of the
+    narrow table, then the titles shrink to `MIN_TITLE`."""
+    ids = max((len(r.name) + 2 for r in rows if r.name), default=0)
+    for headers, least in ((WIDE, 16), (NARROW, 12)):
+        widths = [
+            max([len(header), *(len(str(c[i])) for c in counts)])
+            for i, header in enumerate(headers)
+        ]
+        # less the table's margin, each cell's padding and a scrollbar's width
+        room = width - 4 - 2 * (len(widths) + 1) - sum(widths) - 2
+        if room >= least + ids:
+            return headers, room, True
+        if room >= least:
+            return headers, room, False
+    return headers, room, False
 
 
 def _count(n: int, color: str) -> Text:

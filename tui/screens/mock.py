@@ -18,7 +18,7 @@ from textual._time import get_time  # the clock Key events are stamped with
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from prep.engine.decks.deck import CHOICE_LETTERS, Card
 from prep.engine.store import Store, StoreError
@@ -35,6 +35,7 @@ from prep.engine.timeutil import Clock, utcnow
 from prep.tui.answertext import answer_text
 from prep.tui.base import PrepScreen
 from prep.tui.mocktext import mock_summary_lines, took_text
+from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.text import Static
 
 

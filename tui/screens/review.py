@@ -39,6 +39,7 @@ from prep.tui.cardtext import card_text, inline_text, warm_up
 from prep.tui.screens.held_keys import HeldKeys
 from prep.tui.screens.review_text import KIND_LABELS, back_markdown, demo_line
 from prep.tui.screens.typed_answer import TypedAnswer
+from prep.tui.themes import rich_color
 from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.key_button import KeyButton
 from prep.tui.widgets.text import Static
@@ -249,7 +250,8 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
         except StoreError:
             flagged = False
         if flagged:
-            text.append("  ·  ⚑ flagged", style=f"bold {self.app.current_theme.error or 'red'}")
+            red = rich_color(self.app.current_theme, "error", "red")
+            text.append("  ·  ⚑ flagged", style=f"bold {red}")
         return text
 
     def progress_text(self) -> Text:
@@ -262,11 +264,13 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
         if early is not None:
             from prep.engine.study.present import early_text  # (not on the way to the first card)
 
-            text.append(early_text(early) + "   ", style=f"bold {theme.warning or 'yellow'}")
+            yellow = rich_color(theme, "warning", "yellow")
+            text.append(early_text(early) + "   ", style=f"bold {yellow}")
+        primary = rich_color(theme, "primary", "blue")
         for label, n, color in (
-            ("new", new, theme.primary),
-            ("learning", learning, theme.warning or theme.primary),
-            ("due", due, theme.success or theme.primary),
+            ("new", new, primary),
+            ("learning", learning, rich_color(theme, "warning", primary)),
+            ("due", due, rich_color(theme, "success", primary)),
         ):
             if label != "new":
                 text.append(" · ", style="dim")
@@ -348,7 +352,9 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
             runs = {}
         sections = answer_sections(card, self.prep.demos, runs)
         if self._back is None:
-            self._answer, self._demo_link = Static(id="answer"), Static(id="demo-link")
+            from prep.tui.widgets.clipped import Clipped
+
+            self._answer, self._demo_link = Static(id="answer"), Clipped(id="demo-link")
             self._back = Vertical(self._answer, id="back")
             self.query_one("#card").mount(self._back)  # last: below the choices
             # the demo line sits below the scrolling card, above the ratings: visible however

@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 from textual_plotext import PlotextPlot
 
 from prep.engine.store import StoreError
@@ -16,6 +16,7 @@ from prep.engine.study.present import count, percent
 from prep.engine.study.statsresult import DeckMastery, Mastery, Stats
 from prep.tui.base import PrepScreen
 from prep.tui.reports import interview_lines, marks_text
+from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.table import DataTable
 from prep.tui.widgets.text import Static
 

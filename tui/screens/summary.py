@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 
 from prep.engine.store import StoreError
 from prep.engine.study.present import (
@@ -19,6 +19,7 @@ from prep.engine.study.present import (
 from prep.engine.study.scheduler import RATING_NAMES, Rating
 from prep.engine.study.session import ReviewSession
 from prep.tui.base import PrepScreen
+from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.text import Static
 
 
@@ -52,6 +53,8 @@ class SummaryScreen(PrepScreen):
     def summary_text(self) -> Text:
         try:
             s = self.session.summary()
+            # cards due now that this session's limit (--limit) left for later
+            held_due = self.session.held_back and self.session.store.count_due(self.session.clock())
         except StoreError as exc:
             return Text(f"Cannot read the summary: {exc}", style="bold red")
         text = Text()
@@ -90,8 +93,9 @@ class SummaryScreen(PrepScreen):
             text.append("n studies more: more new cards today, or review ahead.\n\n")
         if s["next_due"] is not None:
             wait = spoken_interval(s["next_due"] - self.session.clock())
-            if any(reason.startswith(REVIEW_LIMIT_REACHED) for reason in reasons):
-                # reviews are due now, held back by the limit: "next due in 2 days" was untrue
+            if held_due or any(reason.startswith(REVIEW_LIMIT_REACHED) for reason in reasons):
+                # reviews are due now, held back by the daily limit or this session's (--limit):
+                # "next due in 2 days" was untrue
                 text.append(f"Past those held back, the next card comes due in {wait}; ")
             else:
                 text.append(f"Next card due in {wait}; ")

@@ -9,11 +9,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import Footer, Header, ProgressBar
+from textual.widgets import Header, ProgressBar
 
 from prep.engine.store.schema import Upgrade
 from prep.tui.base import PrepScreen
 from prep.tui.upgrade import describe
+from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.text import Static
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from textual import events
 from textual.message import Message
 
+from prep.tui.clicktime import pressed_at
 from prep.tui.widgets.text import Static
 
 VARIANTS = ("default", "primary", "success", "warning", "error")
@@ -59,8 +60,7 @@ class KeyButton(Static, can_focus=False):
     class Pressed(Message):
         def __init__(self, button: KeyButton, pressed_at: float) -> None:
             self.button = button
-            # the Click's time (Textual stamps a mouse event when it reaches the widget; a
-            # click read while a commit blocked the app meets the old, hidden button: dropped)
+            # when its mouse button was pressed (read from the terminal: tui/clicktime.py)
             self.pressed_at = pressed_at
             super().__init__()
 
@@ -85,4 +85,4 @@ class KeyButton(Static, can_focus=False):
             return
         self.add_class("-active")
         self.set_timer(self.ACTIVE_SECONDS, lambda: self.remove_class("-active"))
-        self.post_message(self.Pressed(self, event.time))
+        self.post_message(self.Pressed(self, pressed_at(self, event)))
