@@ -189,6 +189,13 @@ def fmt_value(value: float | int) -> str:
     return f"{value:.6g}"
 
 
+def fmt_difference(a: float, b: float, digits: int = 2) -> str:
+    """'a - b' as a demo prints a difference of two numbers: a negative b in parentheses
+    ('0.88 - (-0.03)', never '0.88 - -0.03'), both at `digits` decimals."""
+    right = f"{b:.{digits}f}"
+    return f"{a:.{digits}f} - " + (f"({right})" if right.startswith("-") else right)
+
+
 _RULES = (("==", "must equal"), (">=", "must be at least"), ("<=", "must be at most"),
           (">", "must be above"), ("<", "must be below"))  # fmt: skip
 

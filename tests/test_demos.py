@@ -194,6 +194,11 @@ RANDOM_DRAW_CHECKS = {
     "lora-wo": ("dense update:",),
     "tensor-parallel": ("rank 0's partial write",),
     "sequence-parallel": ("rank 0's tokens from its own heads only",),
+    # contrasts that break an identity on a random draw: how far it misses is no algebra (audit12)
+    "fold-bias-ln": ("sigmoid attention:", "gate after attention:"),
+    "mla-absorb": ("RoPE on keys:",),
+    "scale-migration": ("FFN: GELU",),
+    "cross-head-mixing": ("sharing W_O forced block-diagonal",),
 }
 
 

@@ -32,13 +32,14 @@ from prep.demos.synthetic import attention as attn
 NAME = "cross-head-mixing"
 DTYPE = torch.float32
 CONTRAST_LABEL = "W_O without the shared direction"
-# The hand-built, no-W_O, block-diagonal and basis-change checks and both contrasts are
-# algebra; 3 checks on a random dense W_O and 2 per layer of the shipped 2-layer decoder are
-# measured (the counts do not depend on the scale).
+# The hand-built, no-W_O, block-diagonal and basis-change checks and the trained-W_O contrast
+# are algebra; the sharing-W_O contrast (how much readout a random shared direction loses when
+# forced block-diagonal) is a fact of a random draw: sanity (audit12). 3 checks on a random
+# dense W_O and 2 per layer of the shipped 2-layer decoder (the counts do not depend on scale).
 # The partial-overlap checks are `sanity`: any dense W_O shows them, the decoder's at
 # initialisation as much as its trained one (mean largest cosine 0.84 / 0.79 trained, 0.83 for a
 # random one of this shape), so they cannot tell trained from untrained.
-CHECK_KINDS = {IDENTITY: 9, SANITY: 7}
+CHECK_KINDS = {IDENTITY: 8, SANITY: 8}
 GENERIC = "any dense W_O of this shape shows it, trained or at initialisation: a generic fact"
 SCALES = attn.standard_scales()
 COSINE_ATOL = 1e-5  # float32: a cosine of 1 computes as 1 up to ~1e-6
@@ -283,6 +284,8 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
             "sharing W_O forced block-diagonal: relative error of readout along u",
             harness.relative_error(along_u, both),
             0.5,
+            kind=SANITY,
+            bar=harness.RANDOM_DRAW,
         ),
         harness.exactly_zero(
             "trained layer-0 W_O forced block-diagonal: largest cosine between two heads",

@@ -62,6 +62,7 @@ from prep.demos.harness import IDENTITY, MEASUREMENT, SANITY, Check
 from prep.demos.pretrained import pretrained as pt
 from prep.demos.pretrained import rankstats, twin64
 from prep.demos.pretrained import task_metric as tm
+from prep.demos.report import fmt_difference
 
 NAME = "real-importance"
 DTYPE = torch.float32
@@ -96,7 +97,10 @@ class Setup:
     act: torch.Tensor  # (n_layers, n_heads) mean ||z_h W_O^h||
     grad: torch.Tensor  # (n_layers, n_heads) E |dL/dxi_h|
     zero: torch.Tensor  # (n_layers, n_heads) zero-ablation effect on the hidden state
-    hidden_pairs: torch.Tensor  # (n_layers, n_heads, pairs) the hidden-state effect per pair
+    hidden_sums: (
+        torch.Tensor
+    )  # (n_layers, n_heads, pairs) sum of `zero`'s term over a pair's tokens
+    pair_tokens: torch.Tensor  # (pairs,) real tokens in each pair: zero = sums.sum / tokens.sum
     task: torch.Tensor  # (n_layers, n_heads, pairs) zero-ablation drop of the retrieval margin
     reparam_layer: int
     out_before: torch.Tensor  # (N, T, d_model) float64 last hidden state (real tokens)
@@ -118,11 +122,17 @@ def relative_change(finals: torch.Tensor, cap: pt.Capture) -> torch.Tensor:
 
 
 def per_pair(rel: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Token mean per sentence, then the mean of each anchor and its paraphrase: (h, N, T) ->
-    (h, pairs)."""
-    m = mask.to(rel.dtype)  # (N, T)
-    sentence = (rel * m).sum(-1) / m.sum(-1)  # (h, N)
-    return sentence.unflatten(-1, (-1, 2)).mean(-1)  # (h, pairs)
+    """Each pair's (anchor and paraphrase) sum of rel over its real tokens: (h, N, T) ->
+    (h, pairs). The hidden-state change of a set of pairs is their sums over their token counts
+    (`pair_tokens`): the token mean `zero` when it is every pair, so a bootstrap over pairs
+    resamples the target the other checks use (audit12: it had resampled the mean of
+    per-sentence means, a second target, 0.81 against 0.797 in layer 1, under the same name)."""
+    return (rel * mask.to(rel.dtype)).sum(-1).unflatten(-1, (-1, 2)).sum(-1)  # (h, pairs)
+
+
+def pair_tokens(mask: torch.Tensor) -> torch.Tensor:
+    """Real tokens per pair: (N, T) -> (pairs,)."""
+    return mask.double().sum(-1).unflatten(-1, (-1, 2)).sum(-1)
 
 
 def mnrl_loss(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -162,7 +172,7 @@ def reversing_factors(norms: torch.Tensor) -> torch.Tensor:
 def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
     s = real.sentences(pt.paraphrase_pairs(cfg.n_pairs))
     _, cap = real.run_with_cache(s)
-    rows: dict[str, list[Any]] = {key: [] for key in ("wo", "act", "zero", "hidden_pairs", "task")}
+    rows: dict[str, list[Any]] = {key: [] for key in ("wo", "act", "zero", "hidden_sums", "task")}
     base = tm.margins(cap.final, s.mask)  # (pairs,)
     for layer in range(real.n_layers):
         harness.progress(f"ablating the heads of layer {layer}")
@@ -173,7 +183,7 @@ def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
         finals = hooks.run_with_each_head(real, cap, layer, None)  # (h, N, T, d)
         rel = relative_change(finals, cap)  # (h, N, T)
         rows["zero"].append(pt.masked_mean(rel, s.mask))
-        rows["hidden_pairs"].append(per_pair(rel, s.mask))
+        rows["hidden_sums"].append(per_pair(rel, s.mask))
         rows["task"].append(base - tm.margins(finals, s.mask))  # (h, pairs)
     grad = gradient_scores(real, s, cap)
     harness.progress("reparameterising one layer in float64")
@@ -197,7 +207,8 @@ def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
         stack["act"],
         grad.detach().cpu().double(),
         stack["zero"],
-        stack["hidden_pairs"],
+        stack["hidden_sums"],
+        pair_tokens(s.mask).cpu(),
         stack["task"],
         layer,
         before.final,
@@ -228,7 +239,10 @@ def break_claim(setup: Setup) -> Setup:
     # a score that ranks every layer's heads backwards: the same values, largest <-> smallest
     top, bottom = setup.act.amax(-1, keepdim=True), setup.act.amin(-1, keepdim=True)
     setup.act = top + bottom - setup.act
-    setup.task = setup.hidden_pairs.clone()  # a job that is exactly the hidden-state change
+    # a job that is exactly the hidden-state change: per pair, its token sums over all tokens
+    # (task.mean(-1) is then `zero`, and every bootstrap resample ranks the two alike)
+    pairs = setup.hidden_sums.shape[-1]
+    setup.task = setup.hidden_sums * (pairs / setup.pair_tokens.sum())
     setup.wo_after = setup.wo_norm[setup.reparam_layer]
     return setup
 
@@ -244,14 +258,16 @@ BUILT_IN = (
 
 
 def gap_interval(setup: Setup, layer: int, gen: torch.Generator) -> tuple[float, float, float]:
-    """(gap, lo, hi): rho(act, hidden-state effect) - rho(act, task effect), both per pair, and
-    its central bootstrap interval over pairs resampled together for both targets."""
+    """(gap, lo, hi): rho(act, hidden-state effect) - rho(act, task effect), and its central
+    bootstrap interval over pairs resampled together for both targets. The hidden-state effect
+    is the token mean `zero` (the other checks' target), in a resample its tokens' mean."""
     act = setup.act[layer].double()
-    hidden, task = setup.hidden_pairs[layer].double(), setup.task[layer].double()  # (h, P)
-    gap = float(pt.spearman(act, hidden.mean(-1)) - pt.spearman(act, task.mean(-1)))
-    pairs = hidden.shape[-1]
+    sums, task = setup.hidden_sums[layer].double(), setup.task[layer].double()  # (h, P)
+    gap = float(pt.spearman(act, setup.zero[layer].double()) - pt.spearman(act, task.mean(-1)))
+    pairs = sums.shape[-1]
     idx = torch.randint(pairs, (BOOTSTRAPS, pairs), generator=gen)  # (B, P)
-    boot = rankstats.rho_against_rows(act, hidden[:, idx].mean(-1).T) - (
+    hidden = sums[:, idx].sum(-1) / setup.pair_tokens.double()[idx].sum(-1)  # (h, B)
+    boot = rankstats.rho_against_rows(act, hidden.T) - (
         rankstats.rho_against_rows(act, task[:, idx].mean(-1).T)
     )  # (B,): act ranked once
     boot = boot[torch.isfinite(boot)]
@@ -282,8 +298,8 @@ def check(setup: Setup) -> list[Check]:
         )
         second.append(
             Check(
-                f"layer {layer}: rho(activation-aware) - rho(W_O norm) = {rho_act:.3f} - "
-                f"{rho_wo:.3f}, both vs the hidden-state change",
+                f"layer {layer}: rho(activation-aware) - rho(W_O norm) = "
+                f"{fmt_difference(rho_act, rho_wo, 3)}, both vs the hidden-state change",
                 rho_act - rho_wo,
                 "> 0",
                 rho_act - rho_wo > 0,
@@ -301,8 +317,9 @@ def check(setup: Setup) -> list[Check]:
         third.append(
             pt.measurement(
                 f"layer {layer}: rho(activation-aware, hidden-state change) - rho(activation-"
-                f"aware, drop of the paraphrase-retrieval margin) = {gap + rho_task:.2f} - "
-                f"{rho_task:.2f}, {level} bootstrap interval over pairs [{lo:.2f}, {hi:.2f}]",
+                f"aware, drop of the paraphrase-retrieval margin) = "
+                f"{fmt_difference(gap + rho_task, rho_task)}, {level} bootstrap interval over "
+                f"pairs [{lo:.2f}, {hi:.2f}]",
                 gap,
                 "above 0 at the interval's lower end",
                 lo > 0,
