@@ -64,6 +64,12 @@ __all__ = [
 ]
 
 
+def _kinds(ids: Iterable[str], new: set[str], learning: frozenset[str]) -> dict[str, str]:
+    return {  # what each queued card is, for Anki's three numbers
+        cid: "new" if cid in new else "learning" if cid in learning else "review" for cid in ids
+    }
+
+
 class NotCurrentCard(RuntimeError):
     """An action named a card that is not the session's current card (or none is left)."""
 
@@ -141,10 +147,7 @@ class ReviewSession:
                 cid for cid, st in states.items() if st.state != int(State.Review)
             )
         # what each queued card is, for Anki's three numbers (new / learning / due)
-        self.kind_of: dict[str, str] = {
-            cid: "new" if cid in new_ids else "learning" if cid in learning_ids else "review"
-            for cid in self.queue
-        }
+        self.kind_of: dict[str, str] = _kinds(self.queue, new_ids, learning_ids)
         # learning cards rated this session, waiting for their next step: (due, id), soonest
         # first. One is served when due; early (within the learn-ahead limit) only when
         # nothing else is left.
@@ -575,11 +578,7 @@ class ReviewSession:
         pinned = self._pinned
         if pinned is not None and pinned[1] is None:  # the card on screen stays in front
             ids = [pinned[0].id, *(cid for cid in ids if cid != pinned[0].id)]
-        new_ids = set(built.new)
-        kinds = {
-            cid: "new" if cid in new_ids else "learning" if cid in built.learning_ids else "review"
-            for cid in ids
-        }
+        kinds = _kinds(ids, set(built.new), built.learning_ids)
         if pinned is not None and pinned[0].id in self.kind_of:  # what it was when shown
             kinds[pinned[0].id] = self.kind_of[pinned[0].id]
         self.total += len(ids) - len(self.queue)
@@ -589,8 +588,8 @@ class ReviewSession:
     def summary(self) -> dict:
         """End-of-session summary: cards, again-rate, time, what is due next."""
         now = self.clock()
-        # (by the end of tomorrow's study day: reviews are due by day, engine/study/due.py)
-        due_by_tomorrow = self.store.count_due(reviews_until(now, 1))  # a count, not 40k ids
+        # a count, not 40k ids; by the end of tomorrow's study day (reviews are due by day)
+        due_by_tomorrow = self.store.count_due(reviews_until(now, 1))
         return {
             "reviewed": self.stats.reviewed,
             "again": self.stats.again,
