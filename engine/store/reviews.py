@@ -269,8 +269,10 @@ class ReviewsStore(CardsStore):
         return (None, None) if row is None else (row[0], row[1])
 
     def next_review_key(self) -> str:
-        """The id the next review made here will have, "DEVICE:SEQ" (what seeds its fuzz:
-        Scheduler.review's ``key``); inside rate_card's transaction, the id it does get."""
+        """The id the next review made here will have, "DEVICE:SEQ" (Scheduler.review's ``key``:
+        it seeded the fuzz of reviews whose replay parameters say "fuzz_by": "review", rounds
+        7-11; new reviews seed it by the card, scheduler.FUZZ_BY_CARD); inside rate_card's
+        transaction, the id it does get."""
         _n, dev_id, rid = self._rating_stamp or devices.review_stamp(self.conn)
         return f"{dev_id}:{rid}"
 
@@ -367,7 +369,7 @@ class ReviewsStore(CardsStore):
                 stamp = shown.stamp
                 row: tuple | None = (shown.logged, shown.cn, shown.last)
                 stored = shown.state
-            # the id this review takes (what ``decide`` seeds its fuzz with: next_review_key
+            # the id this review takes (``decide``'s key, next_review_key
             # answers from it until the review is written) with the number of the parameters
             # when stored, then the card's row, its number in the log and its newest review
             elif params is None:

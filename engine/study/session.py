@@ -439,7 +439,7 @@ class ReviewSession:
             # the order the ratings were made in, which a sync's replay follows (a hybrid
             # logical clock per card)
             at = now if prev.last_review is None else max(now, prev.last_review + _US)
-            # (inside rate_card's transaction: the id this review gets seeds its fuzz)
+            # (inside rate_card's transaction: the id this review gets; fuzz_by "card")
             outcome = self.scheduler.review(prev, rating, at, self.store.next_review_key())
             if shown_hash != deck_hash:
                 # given on older text: kept, and flagged as edited since this review
