@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -11,6 +13,26 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from prep.tui.widgets.text import Static
+
+if TYPE_CHECKING:
+    from prep.engine.decks.deck import Card
+    from prep.tui.app import PrepApp
+
+
+def run_card_demo(app: PrepApp, card: Card) -> None:
+    """`r` on a card (the review screen, the mock's reveal): its one demo on the demo screen,
+    or, when it links several, the pick first."""
+    from prep.tui.screens.demo import DemoScreen
+
+    if len(card.demos) == 1:
+        app.push_screen(DemoScreen(card.demos[0], card=card))
+        return
+
+    def run(name: str | None) -> None:
+        if name is not None:
+            app.push_screen(DemoScreen(name, card=card))
+
+    app.push_screen(DemoPick([(name, app.demos.get(name, "")) for name in card.demos]), run)
 
 
 class DemoPick(ModalScreen[str | None]):

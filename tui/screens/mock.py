@@ -350,20 +350,9 @@ class MockScreen(PrepScreen):
         step = self.mock.step if self.mock and not self.mock.finished else None
         if step is None or not self.revealed or not step.card.demos or not self._runs_demos():
             return
-        from prep.tui.screens.demo import DemoScreen
+        from prep.tui.screens.demo_pick import run_card_demo
 
-        card = step.card
-        if len(card.demos) == 1:
-            self.app.push_screen(DemoScreen(card.demos[0], card=card))
-            return
-        from prep.tui.screens.demo_pick import DemoPick
-
-        def run(name: str | None) -> None:
-            if name is not None:
-                self.app.push_screen(DemoScreen(name, card=card))
-
-        choices = [(name, self.prep.demos.get(name, "")) for name in card.demos]
-        self.app.push_screen(DemoPick(choices), run)
+        run_card_demo(self.prep, step.card)
 
     def on_screen_resume(self) -> None:
         """Back from a demo: its run is the latest, shown beside its name."""

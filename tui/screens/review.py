@@ -570,7 +570,7 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
         self.show_card()
 
     def action_demo(self) -> None:
-        from prep.tui.screens.demo import DemoScreen
+        from prep.tui.screens.demo_pick import run_card_demo
 
         card = self.card
         if card is None or not self.revealed:
@@ -578,17 +578,7 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
         if card.demo is None:
             self.notify("This card links no demo.")
             return
-        if len(card.demos) == 1:
-            self.prep.push_screen(DemoScreen(card.demo, card=card))
-            return
-        from prep.tui.screens.demo_pick import DemoPick
-
-        def run(name: str | None) -> None:
-            if name is not None:
-                self.prep.push_screen(DemoScreen(name, card=card))
-
-        choices = [(name, self.prep.demos.get(name, "")) for name in card.demos]
-        self.prep.push_screen(DemoPick(choices), run)
+        run_card_demo(self.prep, card)
 
     def action_home(self) -> None:
         self.prep.go_home()
