@@ -35,7 +35,12 @@ def fmt(dt: datetime | None) -> str | None:
     """Fixed-width UTC text (lexicographic order == time order)."""
     if dt is None:
         return None
-    return to_utc(dt).strftime(_FMT)
+    dt = to_utc(dt)
+    if dt.year < 1000:  # (strftime's %Y does not pad them to four digits: kept as it was)
+        return dt.strftime(_FMT)
+    # strftime's text at two thirds of its cost (an answer formats six: issue 26); to_utc's
+    # tzinfo is UTC, whose offset isoformat writes as the six characters "+00:00"
+    return dt.isoformat("T", "microseconds")[:-6] + "Z"
 
 
 @overload

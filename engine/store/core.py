@@ -24,8 +24,8 @@ import json
 import os
 import sqlite3
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -114,6 +114,53 @@ def _guarded(method: F) -> F:
             raise self._error(exc) from exc
 
     return wrapper  # type: ignore[return-value]
+
+
+class _Transaction:
+    """StoreCore.transaction()'s context: a class, not a generator (contextlib's): an answer
+    enters three, nested (the session's, rate_card's, record_review's), and a generator's
+    context costs twice the calls of a class's (issue 26)."""
+
+    __slots__ = ("joined", "store")
+
+    def __init__(self, store: StoreCore) -> None:
+        self.store = store
+        self.joined = False
+
+    def __enter__(self) -> None:
+        store = self.store
+        if store._tx_depth:
+            store._tx_depth += 1
+            self.joined = True
+            return
+        try:
+            store.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise store._error(exc) from exc
+        store._tx_depth = 1
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        store = self.store
+        if self.joined:
+            store._tx_depth -= 1
+            return
+        store._tx_depth = 0
+        try:
+            if exc is None:
+                if store._file is not None and (what := samefile.changed(store.path, store._file)):
+                    raise samefile.refuse(store, what)  # (rolled back: nothing written)
+                store.conn.execute("COMMIT")
+                return
+        except BaseException as failed:
+            exc = failed
+        # SQLite may already have rolled back (a full disk, an I/O error)
+        if store.conn.in_transaction:
+            with suppress(sqlite3.Error):
+                store.conn.execute("ROLLBACK")
+        if _is_database_error(exc):
+            raise store._error(exc) from exc  # type: ignore[arg-type]
+        if exc is not None and kind is None:
+            raise exc  # (the COMMIT's own failure; the body's is raised again by ``with``)
 
 
 class StoreCore:
@@ -373,37 +420,10 @@ class StoreCore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self) -> _Transaction:
         """One committed unit: BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error). Inside another
         transaction() it joins that one (the outer one commits or rolls back)."""
-        if getattr(self, "_tx_depth", 0):
-            self._tx_depth += 1
-            try:
-                yield
-            finally:
-                self._tx_depth -= 1
-            return
-        try:
-            self.conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise self._error(exc) from exc
-        self._tx_depth = 1
-        try:
-            yield
-            self._tx_depth = 0
-            if self._file is not None and (what := samefile.changed(self.path, self._file)):
-                raise samefile.refuse(self, what)  # (rolled back: nothing written)
-            self.conn.execute("COMMIT")
-        except BaseException as exc:
-            self._tx_depth = 0
-            # SQLite may already have rolled back (a full disk, an I/O error)
-            if self.conn.in_transaction:
-                with suppress(sqlite3.Error):
-                    self.conn.execute("ROLLBACK")
-            if _is_database_error(exc):
-                raise self._error(exc) from exc  # type: ignore[arg-type]
-            raise
+        return _Transaction(self)
 
     def _error(self, exc: sqlite3.Error) -> StoreError:
         """The one-line StoreError for what SQLite refused."""

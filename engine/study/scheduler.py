@@ -396,6 +396,9 @@ class Scheduler:
         # answer is revealed, then its rating is one of the four (issue 26)
         self._previewed: tuple[CardState, str, datetime, dict[Rating, Outcome]] | None = None
         self._replay: dict | None = None
+        # the last seed text made, with what made it (_seed): a card shown, its preview on
+        # reveal and its rating each ask for the same state's (a CardState is frozen)
+        self._seeded: tuple[CardState, str | None, int, str | None, str] | None = None
 
     def replay_params(self) -> dict:
         """What a review made by this scheduler stores of it (module replay_params): the
@@ -429,14 +432,19 @@ class Scheduler:
 
     def _seed(self, card: CardState, key: str | None) -> str:
         """The text that seeds this review's fuzz (see review)."""
-        by = self.fuzz_by
+        by, kept = self.fuzz_by, self._seeded
+        if kept is not None and kept[0] is card and kept[1:4] == (key, self.seed, by):
+            return kept[4]
         if by == FUZZ_BY_CARD:  # the card and its history: the same after an undo
             last = card.last_review
             when = fmt(last) if isinstance(last, datetime) else "-"
-            return f"{self.seed}:{card.id}:{card.reps}:{when}"
-        if by == FUZZ_BY_REVIEW and key is not None:
-            return f"{self.seed}:{key}"
-        return f"{self.seed}:{card.id}:{card.reps}"
+            text = f"{self.seed}:{card.id}:{card.reps}:{when}"
+        elif by == FUZZ_BY_REVIEW and key is not None:
+            text = f"{self.seed}:{key}"
+        else:
+            text = f"{self.seed}:{card.id}:{card.reps}"
+        self._seeded = (card, key, self.seed, by, text)
+        return text
 
     def review(
         self, card: CardState, rating: Rating | int, now: datetime, key: str | None = None

@@ -242,9 +242,9 @@ class ReviewSession:
         rated it. One indexed query per card shown (learning cards are few)."""
         # within the learn-ahead window, as home counts them: served when due, or early
         # when nothing else is left (kept between answers while nothing else is written)
-        due = self._steps.ids(now + self.learn_ahead)
+        due = self._steps.ids(now + self.learn_ahead)  # (for most cards shown: none)
         held = {cid for _, cid in self.learning}
-        new = self.collection.known(cid for cid in due if cid not in held)
+        new = due and self.collection.known(cid for cid in due if cid not in held)
         if not new:
             return
         hidden = self.store.hidden_ids(now)
