@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from prep.engine.store import backup
+from prep.engine.store import Store, backup
 from prep.tui.cli import main
 
 
@@ -27,6 +27,7 @@ def test_a_refused_import_makes_no_backup_and_pushes_none_out(tmp_path: Path) ->
     script retrying a bad import 20 times pushed every real backup (the daily, the manual one
     before an upgrade) out of backups/."""
     db = tmp_path / "p.db"
+    Store.open(db).close()  # (`prep backup` never makes a database: cli13)
     assert run_cli(db, "backup").exit_code == 0
     kept = backups_of(db)
     bad = tmp_path / "bad.json"

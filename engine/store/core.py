@@ -212,6 +212,7 @@ class StoreCore:
         path: str | os.PathLike | None = None,
         *,
         reading: bool = False,
+        create: bool = True,
         progress: Progress | None = None,
         say: Callable[[str], None] | None = None,
         stop: Callable[[], bool] | None = None,
@@ -221,7 +222,10 @@ class StoreCore:
         ``reading``: the caller only reads (stats, export). A database that does not exist is
         then refused (nothing is created: no file, no folder), one that cannot be written is
         opened read-only instead of refused, and a schema version that cannot be read does not
-        stop it. ``progress``: called as an older database is
+        stop it. ``create`` false: a database that does not exist is refused the same way
+        (kind "missing", nothing created), for a command that changes only existing progress
+        (tui/commands/common.CREATES says which commands may create one). ``progress``:
+        called as an older database is
         upgraded (one transaction: an upgrade cut short leaves the database as it was).
 
         Every open that upgrades (whatever the caller: a review, the app, a command that
@@ -236,12 +240,14 @@ class StoreCore:
                 f"--db {str(target)!r}: names no file (SQLite would keep nothing); give the "
                 "path of the progress database"
             )
-        if reading and not target.exists():  # (a dangling link too: nothing made through it)
-            # a command that only reads (stats, export, sync --status, backup --list) never
-            # creates a database, nor the folders above it: a mistyped --db is said as such
+        if (reading or not create) and not target.exists():  # (a dangling link too)
+            # a command that only reads (stats, export, sync --status, backup --list), or only
+            # changes what is saved (optimize, unmark, a restore), never creates a database,
+            # nor the folders above it: a mistyped --db is said as such
             raise StoreError(
-                f"{target}: no progress database here (nothing to read; a review with "
-                "`prep quiz` creates it, or name yours with --db PATH or PREP_DB)",
+                f"{target}: no progress database here (nothing to "
+                f"{'read' if reading else 'change'}; a review with `prep quiz` creates it, "
+                "or name yours with --db PATH or PREP_DB)",
                 kind="missing",
             )
         if target.exists() and not target.is_file():
