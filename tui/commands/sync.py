@@ -138,8 +138,8 @@ def backup_cmd(obj: Ctx, as_list: bool, restore: str | None) -> None:
     """Back up the progress database now, list the backups, or restore one.
 
     prep also backs up before every sync that applies entries, before a schema upgrade, an
-    import or a restore, and once a day; the newest 20 are kept in backups/ beside the
-    database."""
+    import or a restore, and once a day, in backups/ beside the database: of each reason the
+    newest 3 and the newest of each of its last 7 days, 4 weeks and 3 months are kept."""
     from prep.engine.store import backup
 
     if restore == "":  # (an unset shell variable: `--restore "$NAME"` is never a new backup)
