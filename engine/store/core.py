@@ -35,6 +35,7 @@ from prep.engine.store import samefile
 from prep.engine.store.dbfile import (  # (the file's checks before the open; re-exported)
     StoreError,
     _cannot_write,
+    _discard_unmade,
     _not_writable,
     _read_with_wal,
     _refuse_foreign,
@@ -255,6 +256,11 @@ class StoreCore:
             what = "a folder" if target.is_dir() else "not a regular file (a device or FIFO)"
             raise StoreError(f"{target}: is {what}; --db names the database file")
         conn = None
+        # what this open makes (a new database, the folders above it): removed again when
+        # the open fails (a full disk, an unwritable folder, q), so a refused open leaves no
+        # half-made file for the next one to take as a database
+        fresh = None if target.exists() else target
+        folders = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
@@ -273,6 +279,8 @@ class StoreCore:
         except BaseException as exc:
             if conn is not None:
                 conn.close()  # also when ``progress`` stopped the upgrade (rolled back)
+            if fresh is not None:
+                _discard_unmade(fresh, folders)
             if not isinstance(exc, (sqlite3.DatabaseError, StoreError, OSError)):
                 raise
             if reading and target.is_file() and _cannot_write(exc):
