@@ -43,3 +43,42 @@ def test_a_failed_open_of_an_existing_database_removes_nothing(
     monkeypatch.undo()
     with Store.open(db) as store:
         assert store.settings().new_per_day == 4
+
+
+def _settings_of(db: Path) -> int:
+    with Store.open(db) as store:
+        return store.settings().new_per_day
+
+
+@pytest.mark.parametrize("kind", ["empty", "foreign", "newer"])
+def test_a_restore_of_a_file_that_is_no_prep_backup_changes_nothing(
+    tmp_path: Path, kind: str
+) -> None:
+    """An empty file or another program's SQLite file named like a backup was "restored"
+    (exit 0): the progress replaced by an empty database, every setting back at its default
+    (a backup of a newer prep: put in place, then the database could not be opened)."""
+    from prep.engine.store import backup
+    from prep.engine.store.schema import SCHEMA_VERSION
+
+    db = tmp_path / "p.db"
+    with Store.open(db) as store:
+        store.update_settings(new_per_day=11)
+    where = backup.folder(db)
+    where.mkdir()
+    name = "p.db.20260101-000000-000000-manual.db"
+    if kind == "empty":
+        (where / name).write_bytes(b"")
+    elif kind == "foreign":
+        with sqlite3.connect(where / name) as conn:
+            conn.execute("CREATE TABLE notes (x)")
+    else:
+        with Store.open(where / name) as other:
+            other.set_meta("schema_version", str(SCHEMA_VERSION + 1))
+            other.conn.execute("PRAGMA journal_mode = DELETE")  # (as backup copies are)
+    before = sorted(p.name for p in where.iterdir())
+    result = CliRunner().invoke(main, ["--db", str(db), "backup", "--restore", name])
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith(f"prep: {name}: ") and line.endswith("othing restored"), line
+    assert _settings_of(db) == 11
+    assert sorted(p.name for p in where.iterdir()) == before  # (no rescue copy needed)

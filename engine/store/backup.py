@@ -428,6 +428,23 @@ def _version(conn: sqlite3.Connection) -> int | None:
         return None
 
 
+def _refuse_not_prep(src: sqlite3.Connection, path: Path) -> None:
+    """A BackupError when the file named as a backup holds no prep database: an empty file (a
+    copy cut short, a `touch`) or another program's SQLite file. Restored, either replaced the
+    whole progress (the rescue copy kept it, but "restored" was said and every setting was
+    back at its default)."""
+    from prep.engine.store.dbfile import StoreError, _refuse_foreign
+
+    if not src.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]:
+        raise BackupError(f"{path.name}: an empty file, not a backup of prep's; nothing restored")
+    try:
+        _refuse_foreign(src, path)
+    except StoreError:
+        raise BackupError(
+            f"{path.name}: another program's SQLite file, not a backup of prep's; nothing restored"
+        ) from None
+
+
 def restore(store: Store, name: str) -> tuple[Path, Path | None]:
     """Put the backup ``name`` (a file name from listing()) in place of ``store``'s content,
     after backing up the database as it is. The restored database gets a new device id for
@@ -454,8 +471,13 @@ def restore(store: Store, name: str) -> tuple[Path, Path | None]:
         # file (created empty and restored over the database: everything lost)
         src = sqlite3.connect(f"file:{quote(str(found[0]))}?mode=ro", uri=True)
         try:
-            src.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            _refuse_not_prep(src, found[0])  # (before anything is written)
             older = _version(src)
+            if older is not None and older > SCHEMA_VERSION:
+                raise BackupError(
+                    f"{found[0].name}: made by a newer prep (schema {older}; this one reads up "
+                    f"to {SCHEMA_VERSION}); upgrade prep to restore it. Nothing restored"
+                )
             if older is not None and older < SCHEMA_VERSION:
                 # a backup made before an upgrade is of the older schema: the room for its
                 # upgrade is checked before anything is written (too little: nothing changed)
