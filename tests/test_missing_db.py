@@ -142,3 +142,18 @@ def test_a_missing_db_is_made_only_by_a_command_allowed_to(
         assert line.startswith("prep") and "Traceback" not in result.output
     else:
         assert result.exit_code == 0, (args, result.output)
+
+
+def test_an_import_through_a_dangling_link_makes_the_file_it_names(
+    setting: Path, tmp_path: Path
+) -> None:
+    """A --db that is a symlink to a file not made yet: the import fills the file the link
+    names (the staged copy would find the link in its place and refuse)."""
+    real = tmp_path / "real.db"
+    link = tmp_path / "link.db"
+    link.symlink_to(real)
+    result = CliRunner().invoke(main, ["--db", str(link), "import", str(setting / "good.json")])
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and real.is_file()
+    with Store.open(real) as store:
+        assert store.settings().new_per_day == 4

@@ -117,19 +117,30 @@ class Ctx:
 
         from prep.engine.store import resolve_db_path
 
-        if not self.missing():
-            with self.store() as store:
+        target = resolve_db_path(self.db)
+        if not self.missing() or target.is_symlink():  # (a dangling link: made through it)
+            with self.store(create=True) as store:
                 yield store, False
             return
-        target = resolve_db_path(self.db)
         stage = target.with_name(f".{target.name}.new-{os.getpid()}")
         made = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
         done = False
         try:
             with Ctx(str(stage), ()).store(create=True) as store:
                 yield store, True
+            # closed: SQLite moved the log into the file and removed it (the last connection
+            # does); a log left behind would not travel with the file linked in place
+            if os.path.exists(f"{stage}-wal") and os.path.getsize(f"{stage}-wal") > 0:
+                raise UsageError(f"{target}: the new database could not be finished; try again")
             try:
-                os.link(stage, target)
+                try:
+                    os.link(stage, target)
+                except FileExistsError:
+                    raise
+                except OSError:  # a file system without hard links: a rename, if still free
+                    if target.exists():
+                        raise FileExistsError(target) from None
+                    os.replace(stage, target)
             except FileExistsError:
                 raise UsageError(
                     f"{target}: another prep created this database meanwhile; nothing "
