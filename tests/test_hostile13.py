@@ -82,3 +82,36 @@ def test_a_restore_of_a_file_that_is_no_prep_backup_changes_nothing(
     assert line.startswith(f"prep: {name}: ") and line.endswith("othing restored"), line
     assert _settings_of(db) == 11
     assert sorted(p.name for p in where.iterdir()) == before  # (no rescue copy needed)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["stats"],
+        ["marks"],
+        ["export", "--format", "json", "-o", "{tmp}/e.json"],
+        ["sync", "--status"],
+        ["backup", "--list"],
+        ["backup"],
+        ["cram"],
+        ["config"],
+        ["config", "--reset", "--yes"],
+        ["optimize"],
+    ],
+    ids=lambda a: " ".join(a[:2]),
+)
+def test_a_command_that_makes_no_database_leaves_an_empty_file_empty(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """An empty file at --db (`touch prep.db`, a copy cut short) is no database yet: `prep
+    stats`, `export`, `cram`... filled it with prep's tables (0 -> 188-483 KB), so reading
+    wrote, and a later command took it for an empty progress database."""
+    db = tmp_path / "p.db"
+    db.write_bytes(b"")
+    argv = [a.format(tmp=tmp_path) for a in args]
+    result = CliRunner().invoke(main, ["--db", str(db), *argv])
+    assert db.stat().st_size == 0, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.db"]
+    if result.exit_code != 0:  # refused as no database: one line naming the file
+        assert result.exit_code == 2
+        assert "an empty file, no progress database here" in result.output

@@ -39,6 +39,7 @@ from prep.engine.store.dbfile import (  # (the file's checks before the open; re
     _not_writable,
     _read_with_wal,
     _refuse_foreign,
+    is_empty_file,
     resolve_db_path,
 )
 from prep.engine.store.schema import (
@@ -241,12 +242,14 @@ class StoreCore:
                 f"--db {str(target)!r}: names no file (SQLite would keep nothing); give the "
                 "path of the progress database"
             )
-        if (reading or not create) and not target.exists():  # (a dangling link too)
+        if (reading or not create) and (not target.exists() or is_empty_file(target)):
             # a command that only reads (stats, export, sync --status, backup --list), or only
             # changes what is saved (optimize, unmark, a restore), never creates a database,
             # nor the folders above it: a mistyped --db is said as such
+            # (an empty file too, `touch prep.db`: a read would fill it with prep's tables)
             raise StoreError(
-                f"{target}: no progress database here (nothing to "
+                f"{target}: {'an empty file, ' if target.exists() else ''}no progress "
+                f"database here (nothing to "
                 f"{'read' if reading else 'change'}; a review with `prep quiz` creates it, "
                 "or name yours with --db PATH or PREP_DB)",
                 kind="missing",

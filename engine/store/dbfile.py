@@ -148,3 +148,14 @@ def _discard_unmade(target: Path, folders: list[Path]) -> None:
     for folder in folders:
         with suppress(OSError):
             folder.rmdir()
+
+
+def is_empty_file(target: Path) -> bool:
+    """Whether ``target`` is an empty regular file with no WAL content beside it: no database
+    yet (prep's own, once made, is never empty: WAL mode writes its first page at once)."""
+    try:
+        if not target.is_file() or target.stat().st_size:
+            return False
+        return not os.path.exists(f"{target}-wal") or os.path.getsize(f"{target}-wal") == 0
+    except OSError:
+        return False

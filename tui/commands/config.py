@@ -41,6 +41,7 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool, yes: bool)
     from dataclasses import replace
 
     from prep.engine.store import Store, resolve_db_path
+    from prep.engine.store.dbfile import is_empty_file
     from prep.engine.study.scheduler import Settings
 
     if yes and not reset:
@@ -63,7 +64,8 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool, yes: bool)
                 raise UsageError(message) from None
     if value is not None:  # (every value refused before a database is opened or made)
         _check_value(obj, key, value, typed)
-    if value is None and not resolve_db_path(obj.db).exists():
+    path = resolve_db_path(obj.db)
+    if value is None and (not path.exists() or is_empty_file(path)):
         # nothing saved yet: show the defaults (--reset: nothing to reset), create nothing
         store = Store.memory()
     else:
