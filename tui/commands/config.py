@@ -13,6 +13,7 @@ from prep.tui.commands.common import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
     from pathlib import Path
 
     from prep.engine.store import Store
@@ -128,7 +129,7 @@ def _check_value(obj: Ctx, key: str | None, value: str, typed: Any) -> None:
         _known_decks(typed, obj.collection(strict=False).decks)
 
 
-def _known_decks(named: list[str], decks: list[str]) -> None:
+def _known_decks(named: list[str], decks: Collection[str]) -> None:
     unknown = [d for d in named if d not in decks]
     if unknown:
         raise UsageError(
