@@ -34,6 +34,7 @@ def test_an_empty_restore_name_is_refused_not_taken_as_a_new_backup(tmp_path: Pa
 
 def test_list_and_restore_together_are_refused_not_half_done(tmp_path: Path) -> None:
     db = tmp_path / "p.db"
+    assert run_cli(db, "config", "new_per_day", "5").exit_code == 0  # (backup makes no db)
     assert run_cli(db, "backup").exit_code == 0
     (name,) = backups_of(db)
     result = run_cli(db, "backup", "--list", "--restore", name)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from prep.engine.store import backup
+from prep.engine.store import Store, backup
 from prep.tui.cli import main
 
 
@@ -27,11 +27,12 @@ def test_a_refused_import_makes_no_backup_and_pushes_none_out(tmp_path: Path) ->
     script retrying a bad import 20 times pushed every real backup (the daily, the manual one
     before an upgrade) out of backups/."""
     db = tmp_path / "p.db"
+    Store.open(db).close()  # (`prep backup` never makes a database: cli13)
     assert run_cli(db, "backup").exit_code == 0
     kept = backups_of(db)
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": ')
-    for _ in range(backup.KEEP + 1):
+    for _ in range(backup.PER_REASON + 1):
         result = run_cli(db, "import", str(bad))
         assert result.exit_code == 2, result.output
         assert "not a prep export" in result.output
@@ -87,11 +88,12 @@ def test_a_rescue_copy_outlives_the_rotation_of_later_backups(tmp_path: Path) ->
     result = run_cli(db, "backup", "--restore", routine[0])  # makes a "-restore" copy
     assert result.exit_code == 0, result.output
     (before_restore,) = [n for n in backups_of(db) if n.endswith("-restore.db")]
-    for _ in range(backup.KEEP + 2):
+    for _ in range(backup.PER_REASON + 2):
         assert run_cli(db, "backup").exit_code == 0
     names = backups_of(db)
     assert rescued in names and before_restore in names
-    assert len([n for n in names if n.endswith("-manual.db")]) == backup.KEEP
+    # (rotated: of one day's manual backups the newest RECENT are kept, cli13's retention)
+    assert len([n for n in names if n.endswith("-manual.db")]) == backup.RECENT
     result = run_cli(db, "backup", "--restore", rescued)  # and it still puts them back
     assert result.exit_code == 0, result.output
     assert "new_per_day = 9" in run_cli(db, "config").output

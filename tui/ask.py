@@ -5,6 +5,10 @@ stream without a newline) was read until the memory ran out. Here one line is re
 ``MAX_ANSWER`` characters; a longer one, or (when standard input is not a terminal, where nobody
 can type again) an answer that is not yes or no, is one line, exit code 2. On a terminal a wrong
 answer asks again, as click does; the end of input is "no".
+Ctrl-C cancels the command: it is not an answer (it read as "no", exit 0, so a shell or a
+script saw a cancelled `config --reset` succeed); the interrupt goes on to the boundary
+(entry.guarded), which says `prep: interrupted` and exits 130, as Ctrl-C at any other moment
+of a command does; nothing was saved.
 """
 
 from __future__ import annotations
@@ -31,8 +35,8 @@ def confirm(question: str, default: bool = False) -> bool:
         try:
             line = stdin.readline(MAX_ANSWER + 1)
         except KeyboardInterrupt:
-            click.echo("")
-            return False
+            click.echo("")  # (the prompt's line ended; then `prep: interrupted`, exit 130)
+            raise
         except UnicodeDecodeError:
             raise UsageError(
                 "standard input: the answer is not UTF-8 text (expected y or n)"

@@ -1,10 +1,18 @@
 """Backups of the progress database, as Anki makes them: a consistent copy through SQLite's
 online backup API (never a file copy of a live WAL database), in ``backups/`` beside the
 database, before every sync that applies entries, a schema upgrade, an import, a restore, and
-once a day; the newest KEEP are kept, and every rescue (RESCUES) until the learner removes it.
+once a day; kept by reason and by age (retained()), and every rescue (RESCUES) until the learner
+removes it.
 
     prep backup --list            the backups, newest first
     prep backup --restore NAME    back up the database as it is, then put NAME in its place
+
+A backup's name is the database's whole file name, its time (UTC) and its reason:
+``prep.db.20261202-224100-123456-sync.db``. Before round 13 it was the name without its
+suffix (``prep-20261202-...-sync.db``), so `p` and `p.db` in one folder shared their backups
+(each listed, pruned and could restore the other's); such a name is still listed and restored
+for a database of that stem, and never pruned (no new one is made, and it may be the other
+database's).
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import re
 import shutil
 import sqlite3
 import time
+from collections import defaultdict
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,11 +32,21 @@ from prep.engine.store import known
 from prep.engine.timeutil import utcnow
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
 
     from prep.engine.store import Store
 
-KEEP = 20
+# Retention, per reason (daily, sync, import, manual, upgrade, reset...), as Anki thins its
+# backups (recent, daily, weekly, monthly) but apart for each reason: a burst of one reason
+# (a day of syncs, a script importing in a loop) rotates only that reason's backups and never
+# removes another's. Of each reason are kept the newest RECENT, and the newest of each of its
+# last 7 days, 4 ISO weeks and 3 months that have one (UTC). At most PER_REASON a reason
+# (17; about 12 for one a day over months), so some 30-60 files for a learner who syncs, imports
+# and opens prep daily, against 20 before; a reason's tiers reach back three months where the
+# newest 20 of all reasons reached back as far as the last 20 syncs.
+RECENT = 3
+TIERS = (("day", 7), ("week", 4), ("month", 3))
+PER_REASON = RECENT + sum(n for _tier, n in TIERS)
 # Copies of progress the database no longer holds, never pruned by the rotation (the learner
 # removes them): the file prep had open when it was removed or replaced under it (ratings that
 # are in no other file), and the database as it was before a restore put a backup in its place.
@@ -35,17 +54,50 @@ KEEP = 20
 # only copy of those ratings, while the line that made them still said `backup --restore NAME`.
 RESCUES = ("replaced", "restore")
 DAILY = timedelta(days=1)
-_STAMP = r"-(\d{8}-\d{6}-\d{6})-([a-z]+)\.db"
+_STAMP = r"(\d{8}-\d{6}-\d{6})-([a-z]+)\.db"
 
 
 def _name(db_path: Path) -> re.Pattern[str]:
-    """Backup names of the database at ``db_path`` (its name first: two databases in one
-    folder keep their backups apart)."""
-    return re.compile(re.escape(Path(db_path).stem) + _STAMP)
+    """Backup names of the database at ``db_path``: its whole file name, then ".", the time
+    and the reason (two databases in one folder, `p` and `p.db`, keep their backups apart)."""
+    return re.compile(re.escape(Path(db_path).name) + r"\." + _STAMP)
+
+
+def _legacy_name(db_path: Path) -> re.Pattern[str]:
+    """Backup names before round 13 (the stem, then "-"): listed and restored, never pruned."""
+    return re.compile(re.escape(Path(db_path).stem) + "-" + _STAMP)
 
 
 def _new_name(db_path: Path, now: datetime, reason: str) -> str:
-    return f"{Path(db_path).stem}-{now:%Y%m%d-%H%M%S-%f}-{reason}.db"
+    return f"{Path(db_path).name}.{now:%Y%m%d-%H%M%S-%f}-{reason}.db"
+
+
+def _period(when: datetime, tier: str) -> object:
+    if tier == "day":
+        return when.date()
+    if tier == "week":
+        return when.isocalendar()[:2]
+    return (when.year, when.month)
+
+
+def retained(backups: Iterable[tuple[datetime, str, Path]]) -> set[Path]:
+    """The backups the rotation keeps, of (time, reason, path): for each reason apart, its
+    newest RECENT and the newest of each of its last TIERS days, weeks and months."""
+    by_reason: dict[str, list[tuple[datetime, Path]]] = defaultdict(list)
+    for when, reason, path in backups:
+        by_reason[reason].append((when, path))
+    keep: set[Path] = set()
+    for made in by_reason.values():
+        made.sort(key=lambda b: b[0], reverse=True)
+        keep.update(p for _w, p in made[:RECENT])
+        seen: dict[str, set[object]] = {tier: set() for tier, _n in TIERS}
+        for when, path in made:
+            for tier, most in TIERS:
+                period = _period(when, tier)
+                if period not in seen[tier] and len(seen[tier]) < most:
+                    seen[tier].add(period)
+                    keep.add(path)
+    return keep
 
 
 class BackupError(Exception):
@@ -69,20 +121,39 @@ def _names(db_path: Path) -> list[str]:
         return []
 
 
-def _routine(backups: list[Path]) -> list[Path]:
-    """The backups the rotation may prune: all but the rescues (RESCUES), in the same order."""
-    return [p for p in backups if not p.name.endswith(tuple(f"-{r}.db" for r in RESCUES))]
+def _prune(db_path: Path) -> None:
+    """Remove the backups of ``db_path`` the retention does not keep (retained()): only this
+    database's own names, never a rescue (RESCUES) nor a name from before round 13."""
+    pattern = _name(db_path)
+    routine = []
+    for n in _names(db_path):
+        m = pattern.fullmatch(n)
+        if m is not None and m.group(2) not in RESCUES:
+            when = datetime.strptime(m.group(1), "%Y%m%d-%H%M%S-%f")
+            routine.append((when, m.group(2), folder(db_path) / n))
+    keep = retained(routine)
+    for _when_made, _reason, path in routine:
+        if path not in keep:
+            path.unlink(missing_ok=True)
 
 
 def listing(db_path: Path) -> list[Path]:
-    """The backups of the database at ``db_path``, newest first."""
+    """The backups of the database at ``db_path``, newest first (those named before round 13
+    by its stem too)."""
     names = _names(db_path)
-    pattern = _name(db_path)
-    return sorted(
-        (folder(db_path) / n for n in names if pattern.fullmatch(n)),
-        key=lambda p: _when(p, pattern),
-        reverse=True,
-    )
+    patterns = (_name(db_path), _legacy_name(db_path))
+    found = [(folder(db_path) / n, m) for n in names for m in _matches(patterns, n)]
+    found.sort(key=lambda pm: pm[1].group(1), reverse=True)
+    return [p for p, _m in found]
+
+
+def _matches(patterns: tuple[re.Pattern[str], ...], name: str) -> list[re.Match[str]]:
+    """The first of ``patterns`` that ``name`` matches whole, as a list of none or one."""
+    for pattern in patterns:
+        m = pattern.fullmatch(name)
+        if m is not None:
+            return [m]
+    return []
 
 
 # Pages copied a step (4 MB at SQLite's default page size): a copy of gigabytes is stopped (q,
@@ -142,11 +213,11 @@ def _sweep_parts(db_path: Path) -> None:
     """Remove the half copies a prep killed mid-backup left (SIGKILL skips _copy's cleanup):
     this database's backup names + ".part" not written to for STALE_PART seconds. One being
     written by another prep right now is touched every moment and kept."""
-    pattern = _name(db_path)
+    patterns = (_name(db_path), _legacy_name(db_path))
     where = folder(db_path)
     cutoff = time.time() - STALE_PART
     for n in _names(db_path):
-        if n.endswith(".part") and pattern.fullmatch(n[: -len(".part")]):
+        if n.endswith(".part") and _matches(patterns, n[: -len(".part")]):
             part = where / n
             try:
                 if part.stat().st_mtime < cutoff:
@@ -162,7 +233,8 @@ def make(
     *,
     stop: Callable[[], bool] | None = None,
 ) -> Path | None:
-    """Back up ``store``'s database (None for one in memory); keeps the newest KEEP.
+    """Back up ``store``'s database (None for one in memory); then removes what the
+    retention (retained(): by reason and age) no longer keeps.
     ``stop``: asked between the copy's steps; true: BackupStopped, the half copy removed.
 
     Inside the store's write transaction, before its first write (an import, once its file is
@@ -179,8 +251,7 @@ def make(
         target = where / _new_name(store.path, now, reason)
         _sweep_parts(store.path)
         _copy(src, target, stop)
-        for old in _routine(listing(store.path))[KEEP:]:
-            old.unlink(missing_ok=True)
+        _prune(store.path)
     except (OSError, sqlite3.Error) as exc:
         raise BackupError(f"{where}: cannot write a backup ({exc})") from None
     finally:
@@ -206,15 +277,16 @@ def daily(
         return None
     now = now or utcnow()
     newest = listing(store.path)[:1]
-    if newest and now - _when(newest[0], _name(store.path)) < DAILY:
+    if newest and now - _when(newest[0]) < DAILY:
         return None
     return make(store, "daily", now, stop=stop)
 
 
-def _when(path: Path, pattern: re.Pattern[str]) -> datetime:
+def _when(path: Path) -> datetime:
+    """When a backup listing() found was made (its name's time, UTC)."""
     from datetime import UTC
 
-    m = pattern.fullmatch(path.name)
+    m = re.search(_STAMP + "$", path.name)
     assert m is not None
     return datetime.strptime(m.group(1), "%Y%m%d-%H%M%S-%f").replace(tzinfo=UTC)
 
@@ -356,6 +428,23 @@ def _version(conn: sqlite3.Connection) -> int | None:
         return None
 
 
+def _refuse_not_prep(src: sqlite3.Connection, path: Path) -> None:
+    """A BackupError when the file named as a backup holds no prep database: an empty file (a
+    copy cut short, a `touch`) or another program's SQLite file. Restored, either replaced the
+    whole progress (the rescue copy kept it, but "restored" was said and every setting was
+    back at its default)."""
+    from prep.engine.store.dbfile import StoreError, _refuse_foreign
+
+    if not src.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]:
+        raise BackupError(f"{path.name}: an empty file, not a backup of prep's; nothing restored")
+    try:
+        _refuse_foreign(src, path)
+    except StoreError:
+        raise BackupError(
+            f"{path.name}: another program's SQLite file, not a backup of prep's; nothing restored"
+        ) from None
+
+
 def restore(store: Store, name: str) -> tuple[Path, Path | None]:
     """Put the backup ``name`` (a file name from listing()) in place of ``store``'s content,
     after backing up the database as it is. The restored database gets a new device id for
@@ -382,8 +471,13 @@ def restore(store: Store, name: str) -> tuple[Path, Path | None]:
         # file (created empty and restored over the database: everything lost)
         src = sqlite3.connect(f"file:{quote(str(found[0]))}?mode=ro", uri=True)
         try:
-            src.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            _refuse_not_prep(src, found[0])  # (before anything is written)
             older = _version(src)
+            if older is not None and older > SCHEMA_VERSION:
+                raise BackupError(
+                    f"{found[0].name}: made by a newer prep (schema {older}; this one reads up "
+                    f"to {SCHEMA_VERSION}); upgrade prep to restore it. Nothing restored"
+                )
             if older is not None and older < SCHEMA_VERSION:
                 # a backup made before an upgrade is of the older schema: the room for its
                 # upgrade is checked before anything is written (too little: nothing changed)

@@ -35,9 +35,11 @@ from prep.engine.store import samefile
 from prep.engine.store.dbfile import (  # (the file's checks before the open; re-exported)
     StoreError,
     _cannot_write,
+    _discard_unmade,
     _not_writable,
     _read_with_wal,
     _refuse_foreign,
+    is_empty_file,
     resolve_db_path,
 )
 from prep.engine.store.schema import (
@@ -259,6 +261,7 @@ class StoreCore:
         path: str | os.PathLike | None = None,
         *,
         reading: bool = False,
+        create: bool = True,
         progress: Progress | None = None,
         say: Callable[[str], None] | None = None,
         stop: Callable[[], bool] | None = None,
@@ -268,7 +271,10 @@ class StoreCore:
         ``reading``: the caller only reads (stats, export). A database that does not exist is
         then refused (nothing is created: no file, no folder), one that cannot be written is
         opened read-only instead of refused, and a schema version that cannot be read does not
-        stop it. ``progress``: called as an older database is
+        stop it. ``create`` false: a database that does not exist is refused the same way
+        (kind "missing", nothing created), for a command that changes only existing progress
+        (tui/commands/common.CREATES says which commands may create one). ``progress``:
+        called as an older database is
         upgraded (one transaction: an upgrade cut short leaves the database as it was).
 
         Every open that upgrades (whatever the caller: a review, the app, a command that
@@ -283,12 +289,16 @@ class StoreCore:
                 f"--db {str(target)!r}: names no file (SQLite would keep nothing); give the "
                 "path of the progress database"
             )
-        if reading and not target.exists():  # (a dangling link too: nothing made through it)
-            # a command that only reads (stats, export, sync --status, backup --list) never
-            # creates a database, nor the folders above it: a mistyped --db is said as such
+        if (reading or not create) and (not target.exists() or is_empty_file(target)):
+            # a command that only reads (stats, export, sync --status, backup --list), or only
+            # changes what is saved (optimize, unmark, a restore), never creates a database,
+            # nor the folders above it: a mistyped --db is said as such
+            # (an empty file too, `touch prep.db`: a read would fill it with prep's tables)
             raise StoreError(
-                f"{target}: no progress database here (nothing to read; a review with "
-                "`prep quiz` creates it, or name yours with --db PATH or PREP_DB)",
+                f"{target}: {'an empty file, ' if target.exists() else ''}no progress "
+                f"database here (nothing to "
+                f"{'read' if reading else 'change'}; a review with `prep quiz` creates it, "
+                "or name yours with --db PATH or PREP_DB)",
                 kind="missing",
             )
         if target.exists() and not target.is_file():
@@ -296,6 +306,11 @@ class StoreCore:
             what = "a folder" if target.is_dir() else "not a regular file (a device or FIFO)"
             raise StoreError(f"{target}: is {what}; --db names the database file")
         conn = None
+        # what this open makes (a new database, the folders above it): removed again when
+        # the open fails (a full disk, an unwritable folder, q), so a refused open leaves no
+        # half-made file for the next one to take as a database
+        fresh = None if target.exists() else target
+        folders = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
@@ -314,6 +329,8 @@ class StoreCore:
         except BaseException as exc:
             if conn is not None:
                 conn.close()  # also when ``progress`` stopped the upgrade (rolled back)
+            if fresh is not None:
+                _discard_unmade(fresh, folders)
             if not isinstance(exc, (sqlite3.DatabaseError, StoreError, OSError)):
                 raise
             if reading and target.is_file() and _cannot_write(exc):

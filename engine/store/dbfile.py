@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
 from prep.engine.paths import expand_user
 
@@ -120,3 +121,41 @@ def _cannot_write(exc: BaseException) -> bool:
         primary = None if code is None else code & 0xFF
         return primary in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM)
     return isinstance(exc, PermissionError)
+
+
+def _discard_unmade(target: Path, folders: list[Path]) -> None:
+    """Remove what a failed open made: the database file ``target`` (which did not exist
+    before) and ``folders``, those above it that did not, innermost first. The file goes only
+    while nothing was committed to it (no ``meta`` table: not another prep's database made in
+    the same moment), with the files SQLite keeps beside it; a folder only when empty."""
+    from contextlib import suppress
+
+    if target.is_file():
+        try:
+            conn = sqlite3.connect(f"file:{quote(str(target))}?mode=ro", uri=True)
+            try:
+                ours = conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+                ).fetchone()
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            ours = None  # (unreadable: nothing committed to read either)
+        if ours is None:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                with suppress(OSError):
+                    os.unlink(f"{target}{suffix}")
+    for folder in folders:
+        with suppress(OSError):
+            folder.rmdir()
+
+
+def is_empty_file(target: Path) -> bool:
+    """Whether ``target`` is an empty regular file with no WAL content beside it: no database
+    yet (prep's own, once made, is never empty: WAL mode writes its first page at once)."""
+    try:
+        if not target.is_file() or target.stat().st_size:
+            return False
+        return not os.path.exists(f"{target}-wal") or os.path.getsize(f"{target}-wal") == 0
+    except OSError:
+        return False

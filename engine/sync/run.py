@@ -230,7 +230,9 @@ def _metrics(text: str | None) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _folder(path: Path) -> Path:
+def sync_folder(path: Path) -> Path:
+    """DIR as `prep sync` reads it; SyncError (one line) when it is not an existing folder
+    (the command asks before it opens, or creates, a database)."""
     path = expand_user(path)
     if not path.exists():
         raise SyncError(f"{path}: no such folder (create it, or let your sync tool make it)")
@@ -376,7 +378,7 @@ def sync(
 ) -> SyncResult:
     """One sync through ``folder``. ``backup(store, reason)`` is called before entries are
     applied (engine/backup.py's). Raises SyncError or JournalError (nothing applied)."""
-    root = _folder(folder)
+    root = sync_folder(folder)
     now = now or utcnow()
     result = SyncResult()
     conn = store.conn

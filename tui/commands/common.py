@@ -46,14 +46,36 @@ class NamedPath(click.Path):
 NAMED_PATH = NamedPath()  # (str values, as given)
 
 
+# The commands that may create the progress database where none is yet (a new installation, or
+# a --db naming a new file), each once its own input is checked; every other command opens
+# through Ctx.store without ``create`` and refuses a missing database in one line (exit 2,
+# nothing made): it only reads progress or changes what is saved, so a missing file is a typo
+# (`--db ~/prep.bd`) or a database moved away, and an empty one made there would hide that.
+# tests/test_missing_db.py walks every command at a missing --db against this table.
+CREATES = {
+    "quiz": "studying is how progress starts (also `prep` alone, the app)",
+    "mock": "a mock interview's grades are ratings, as the quiz's are",
+    "serve": "the quiz in a browser",
+    "import": "a good export puts its progress in a new database (a new machine's first step)",
+    "sync": "an existing sync folder brings the other machines' progress to a new one",
+    "config": "a valid setting, set before the first review (no value: shows the defaults)",
+    "demo": "a run that finished is recorded (stats' demos verified); a refused one makes none",
+}
+# Never create one: stats, marks, export, cram, check, sync --status, backup (and --list,
+# --restore), unmark, optimize, config --reset, grade, and any command added without a line
+# here.
+
+
 class Ctx:
     def __init__(self, db: str | None, questions: tuple[str, ...]) -> None:
         self.db = db
         self.questions = [Path(q) for q in questions]
 
-    def store(self, *, reading: bool = False, empty_ok: bool = False):
+    def store(self, *, reading: bool = False, empty_ok: bool = False, create: bool = False):
         """The progress database; ``reading``: the command only reads it (stats, export), so
         a read-only database or folder, or a hand-edited schema version, does not stop it.
+        ``create``: the command may create a database that does not exist yet (only those in
+        CREATES, once their input is checked); without it a missing one is one line, exit 2.
 
         ``empty_ok`` (a reading command that can show nothing: stats, marks): on a new installation, where the default database does not exist
         yet, the command shows an empty one (in memory: nothing is created) with a line on
@@ -62,7 +84,7 @@ class Ctx:
         from prep.tui.upgrade import open_store
 
         try:  # an older database is upgraded first, with a line on stderr
-            return open_store(self.db, reading=reading)
+            return open_store(self.db, reading=reading, create=create and not reading)
         except StoreError as exc:
             if reading and empty_ok and exc.kind == "missing" and self.db is None:
                 from prep.engine.store import resolve_db_path
@@ -76,6 +98,64 @@ class Ctx:
                 store.read_only = True  # nothing to reconcile or sync into
                 return store
             raise UsageError(str(exc)) from exc
+
+    def missing(self) -> bool:
+        """Whether the database the command names does not exist yet (a command that may
+        create one checks its input first, so a refused input makes no file)."""
+        from prep.engine.store import resolve_db_path
+
+        return not resolve_db_path(self.db).exists()
+
+    @contextlib.contextmanager
+    def staged_store(self) -> Iterator[tuple[Store, bool]]:
+        """(store, made) for a command that fills a new database in one go (import): where
+        none exists yet, the store is a new file beside it under a hidden name, put in place
+        when the block ends without an error (a hard link: never over a database another prep
+        made meanwhile) and removed when it fails, so a refused file leaves no database.
+        ``made``: the database is new (nothing to back up). Else the database itself."""
+        import os
+
+        from prep.engine.store import resolve_db_path
+
+        target = resolve_db_path(self.db)
+        if not self.missing() or target.is_symlink():  # (a dangling link: made through it)
+            with self.store(create=True) as store:
+                yield store, False
+            return
+        stage = target.with_name(f".{target.name}.new-{os.getpid()}")
+        made = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
+        done = False
+        try:
+            with Ctx(str(stage), ()).store(create=True) as store:
+                yield store, True
+            # closed: SQLite moved the log into the file and removed it (the last connection
+            # does); a log left behind would not travel with the file linked in place
+            if os.path.exists(f"{stage}-wal") and os.path.getsize(f"{stage}-wal") > 0:
+                raise UsageError(f"{target}: the new database could not be finished; try again")
+            try:
+                try:
+                    os.link(stage, target)
+                except FileExistsError:
+                    raise
+                except OSError:  # a file system without hard links: a rename, if still free
+                    if target.exists():
+                        raise FileExistsError(target) from None
+                    os.replace(stage, target)
+            except FileExistsError:
+                raise UsageError(
+                    f"{target}: another prep created this database meanwhile; nothing "
+                    "imported, run the command again"
+                ) from None
+            except OSError as exc:
+                raise UsageError(f"{target}: cannot create it ({exc.strerror or exc})") from None
+            done = True
+        finally:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                with contextlib.suppress(OSError):
+                    os.unlink(f"{stage}{suffix}")
+            for folder in [] if done else made:  # (the folders the open made, innermost first)
+                with contextlib.suppress(OSError):
+                    folder.rmdir()  # (only an empty one)
 
     def collection(self, *, strict: bool = True, store: Store | None = None) -> CachedCollection:
         """The bundled decks plus --questions/PREP_QUESTIONS. With ``strict``, any deck error

@@ -13,6 +13,9 @@ from prep.tui.commands.common import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+    from pathlib import Path
+
     from prep.engine.store import Store
     from prep.engine.study.scheduler import Settings
 
@@ -39,6 +42,7 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool, yes: bool)
     from dataclasses import replace
 
     from prep.engine.store import Store, resolve_db_path
+    from prep.engine.store.dbfile import is_empty_file
     from prep.engine.study.scheduler import Settings
 
     if yes and not reset:
@@ -59,10 +63,14 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool, yes: bool)
             except ValueError as exc:
                 message = str(exc) if str(exc).startswith(key) else f"{key}: {exc}"
                 raise UsageError(message) from None
-    if not reset and value is None and not resolve_db_path(obj.db).exists():
-        store = Store.memory()  # nothing saved yet: show the defaults, create nothing
+    if value is not None:  # (every value refused before a database is opened or made)
+        _check_value(obj, key, value, typed)
+    path = resolve_db_path(obj.db)
+    if value is None and (not path.exists() or is_empty_file(path)):
+        # nothing saved yet: show the defaults (--reset: nothing to reset), create nothing
+        store = Store.memory()
     else:
-        store = obj.store()
+        store = obj.store(create=True)  # (a valid setting on a new installation makes it)
     with store:
         if reset:
             _reset(store, yes)
@@ -87,13 +95,7 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool, yes: bool)
             click.echo(f"{key} = {_text(key, settings.to_dict()[key])}")
             return
         if key == "plan_decks" and typed is not None:
-            decks = obj.collection(strict=False, store=store).decks
-            unknown = [d for d in typed if d not in decks]
-            if unknown:
-                raise UsageError(
-                    f"plan_decks: no deck named {', '.join(map(repr, unknown))} "
-                    f"(decks: {', '.join(decks) or 'none'})"
-                )
+            _known_decks(typed, obj.collection(strict=False, store=store).decks)
         try:
             # this one setting, against the settings saved now (another prep may have changed
             # others since they were read)
@@ -105,6 +107,35 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool, yes: bool)
             _say_plan(obj, store, store.settings())
             return
         click.echo(f"{key} = {_text(key, store.settings().to_dict()[key])}")
+
+
+def _check_value(obj: Ctx, key: str | None, value: str, typed: Any) -> None:
+    """Refuse a value that cannot be set (one line, exit 2) before a database is opened, so a
+    refused value never makes one at a missing --db: the settings' own values are checked
+    above; here the FSRS parameters, a sync folder, a device name, and plan_decks' names
+    (against the decks read without a database only when there is none yet: else the
+    command checks them through the deck cache)."""
+    from prep.engine.store import devices
+
+    if key == "parameters":
+        _parse_parameters(value)
+    elif key == "sync_dir":
+        _sync_dir_path(value)
+    elif key == "device_name":
+        why = devices.name_problem(value)
+        if why is not None:
+            raise UsageError(f"device_name: {why}")
+    elif key == "plan_decks" and typed is not None and obj.missing():
+        _known_decks(typed, obj.collection(strict=False).decks)
+
+
+def _known_decks(named: list[str], decks: Collection[str]) -> None:
+    unknown = [d for d in named if d not in decks]
+    if unknown:
+        raise UsageError(
+            f"plan_decks: no deck named {', '.join(map(repr, unknown))} "
+            f"(decks: {', '.join(decks) or 'none'})"
+        )
 
 
 def _text(key: str, value: object) -> str:
@@ -121,18 +152,26 @@ def _set_sync_dir(store: Store, value: str) -> None:
     """`prep config sync_dir DIR`: the folder (one that does not exist yet is kept: the sync
     tool may make it); `none` (or an empty value) clears it, as `interview_date none` does,
     rather than naming a folder "none" or the current one."""
-    if value.strip().lower() in ("", "none"):
+    path = _sync_dir_path(value)
+    if path is None:
         with store.transaction():
             store.conn.execute("DELETE FROM meta WHERE key = 'sync_dir'")
         return
+    with store.transaction():
+        store.set_meta("sync_dir", str(path))
+
+
+def _sync_dir_path(value: str) -> Path | None:
+    """The folder `prep config sync_dir VALUE` names (None: cleared), or UsageError."""
+    if value.strip().lower() in ("", "none"):
+        return None
     path = expand_user(value).resolve()
     if path.exists() and not path.is_dir():
         raise UsageError(
             f"sync_dir: {value}: not a folder; name the folder your sync tool keeps in step "
             "(or none to clear it)"
         )
-    with store.transaction():
-        store.set_meta("sync_dir", str(path))
+    return path
 
 
 def _device_name(store: Store, value: str | None) -> None:
@@ -168,8 +207,6 @@ def _say_plan(obj: Ctx, store: Store, settings: Settings) -> None:
 
 def _config_parameters(store: Store, settings: Settings, value: str | None) -> None:
     """`prep config parameters [default | "w0,w1,...,w20"]`."""
-    from dataclasses import replace
-
     from prep.engine.study.optimize import current_parameters
 
     if value is None:
@@ -177,27 +214,40 @@ def _config_parameters(store: Store, settings: Settings, value: str | None) -> N
         origin = "fsrs defaults" if settings.parameters is None else "your own"
         click.echo(f"parameters = {shown} ({origin})")
         return
-    if value.strip().lower() in ("default", "defaults"):
+    weights = _parse_parameters(value)
+    if weights is None:
         store.update_settings(parameters=None)
         click.echo("parameters = default (fsrs defaults)")
         return
-    parts = value.replace(",", " ").split()
+    try:
+        store.update_settings(parameters=weights)
+    except ValueError as exc:  # with the settings saved now (changed since they were read)
+        raise UsageError(f"parameters: {exc}") from None
+    click.echo(f"parameters = {', '.join(f'{w:.4f}' for w in weights)} (your own)")
+
+
+def _parse_parameters(value: str) -> tuple[float, ...] | None:
+    """The 21 FSRS parameters `prep config parameters VALUE` names (None: the defaults), or
+    UsageError naming what is wrong."""
+    from dataclasses import replace
+
+    from prep.engine.study.scheduler import Settings
+
+    if value.strip().lower() in ("default", "defaults"):
+        return None
     weights = []
-    for part in parts:
+    for part in value.replace(",", " ").split():
         try:
             weights.append(float(part))
         except ValueError:
             raise UsageError(f"parameters: {part!r} is not a number") from None
     try:
-        updated = replace(settings, parameters=tuple(weights)).validated()
+        updated = replace(Settings(), parameters=tuple(weights)).validated()
     except ValueError as exc:
         message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         raise UsageError(f"parameters: {message}") from None
-    try:
-        store.update_settings(parameters=updated.parameters)
-    except ValueError as exc:  # with the settings saved now (changed since they were read)
-        raise UsageError(f"parameters: {exc}") from None
-    click.echo(f"parameters = {', '.join(f'{w:.4f}' for w in weights)} (your own)")
+    assert updated.parameters is not None
+    return tuple(updated.parameters)
 
 
 def _changed(settings: Settings) -> list[str]:

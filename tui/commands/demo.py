@@ -62,14 +62,15 @@ def _refuse_database_plot(obj: Ctx, args: tuple[str, ...]) -> None:
 
 
 def _record(db: str | None, report: Report) -> None:
-    """Record the run in the progress database; a failure here is only a warning (the demo's
-    own verdict and exit code stand)."""
+    """Record the run in the progress database (a run that finished may create it: common.
+    CREATES); a failure here is only a warning (the demo's own verdict and exit code
+    stand)."""
     from prep.engine.store import StoreError, resolve_db_path
     from prep.tui.runs import record_run
     from prep.tui.upgrade import open_store
 
     try:
-        with open_store(db) as store:
+        with open_store(db, create=True) as store:
             record_run(store, report)
     except StoreError as exc:
         click.echo(

@@ -39,14 +39,15 @@ def import_cmd(obj: Ctx, file: str) -> None:
     # an export that names a merged-away card's id lands on the card that kept it (the
     # decks are read, not synced: a refused import changes nothing)
     aliases = obj.collection(strict=False).aliases()
-    with obj.store() as store:
+    # into a new database only once the whole file is taken in (a refused file makes none)
+    with obj.staged_store() as (store, made):
         try:
             # backed up once the file is read and checked (a refused file backs nothing up)
             result = import_file(
                 store,
                 expand_user(file),
                 aliases,
-                before_write=lambda: backup.make(store, "import"),
+                before_write=None if made else lambda: backup.make(store, "import"),
             )
         except (ExportError, backup.BackupError) as exc:
             raise UsageError(str(exc)) from None

@@ -39,7 +39,15 @@ def mock(obj: Ctx, minutes: float, deck: str | None, seed: int | None, plain: bo
     from prep.engine.study.mock import MockError, MockInterview
     from prep.tui.plain import run_mock_plain
 
-    with obj.store() as store:
+    if obj.missing():  # a new database is made only for an interview that can start
+        from prep.engine.store import Store
+
+        with Store.memory() as scratch:
+            try:
+                MockInterview(scratch, obj.collection(), minutes=minutes, deck=deck, seed=seed)
+            except MockError as exc:
+                raise UsageError(str(exc)) from None
+    with obj.store(create=True) as store:  # (its grades are ratings)
         coll = obj.collection(store=store)
         try:
             interview = MockInterview(store, coll, minutes=minutes, deck=deck, seed=seed)

@@ -15,7 +15,7 @@ from prep.tui.commands.common import (
 )
 
 if TYPE_CHECKING:
-    pass
+    from prep.engine.decks.collection import CachedCollection
 
 
 @click.command("quiz")
@@ -60,10 +60,11 @@ def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: 
 
     resume_gc()  # (paused for the app's start-up: tui/startup.py)
 
-    with obj.store() as store:
+    if obj.missing():  # a new database is made only for a session that can start
+        _known_deck(obj.collection(), deck)
+    with obj.store(create=True) as store:  # (studying makes a new database)
         coll = obj.collection(store=store)
-        if deck is not None and deck not in coll.decks:
-            raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
+        _known_deck(coll, deck)
         session = ReviewSession(store, coll, deck=deck, new_limit=new, limit=limit)
         need_stdin()
         from prep.engine.study.clockback import clock_behind
@@ -72,3 +73,8 @@ def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: 
         if behind is not None:
             click.echo(f"prep: {behind.line()}", err=True)
         sys.exit(run_plain(session, sys.stdin, sys.stdout))
+
+
+def _known_deck(coll: CachedCollection, deck: str | None) -> None:
+    if deck is not None and deck not in coll.decks:
+        raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")

@@ -45,7 +45,7 @@ def serve(obj: Ctx, host: str, port: int, max_sessions: int) -> None:
             "--host: an empty address would listen on every network; give one "
             "(127.0.0.1, the default, is this machine only)"
         )
-    with obj.store():  # a database that cannot open is one line here, not a blank page
+    with obj.store(create=True):  # a database that cannot open is one line here, not a blank page
         pass
 
     def warn() -> None:  # once listening: a host it cannot listen on is one line, the error

@@ -60,11 +60,20 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
     from every machine are kept (an undo travels as a tombstone), each card is rescheduled
     from its whole history, and the latest mark or settings change wins. Without DIR, the
     folder set by `prep config sync_dir DIR`."""
-    from prep.engine.store import backup
-    from prep.engine.sync.run import JournalError, SyncError, sync
+    from prep.engine.store import backup, resolve_db_path
+    from prep.engine.sync.run import JournalError, SyncError, sync, sync_folder
     from prep.engine.sync.run import status as sync_status
 
-    with obj.store(reading=status) as store:  # --status only reads: it creates nothing
+    if not status:  # DIR checked before a database is opened: only a real folder makes one
+        try:
+            if folder is not None:
+                sync_folder(Path(folder))
+            elif not resolve_db_path(obj.db).exists():  # (so none is configured either)
+                raise UsageError("no sync folder: prep sync DIR, or prep config sync_dir DIR once")
+        except SyncError as exc:
+            raise UsageError(str(exc)) from None
+    # --status only reads: it creates nothing; a sync from a folder may make a new machine's
+    with obj.store(reading=status, create=not status) as store:
         configured = sync_dir(store)
         where = folder or configured
         if status:
@@ -129,8 +138,8 @@ def backup_cmd(obj: Ctx, as_list: bool, restore: str | None) -> None:
     """Back up the progress database now, list the backups, or restore one.
 
     prep also backs up before every sync that applies entries, before a schema upgrade, an
-    import or a restore, and once a day; the newest 20 are kept in backups/ beside the
-    database."""
+    import or a restore, and once a day, in backups/ beside the database: of each reason the
+    newest 3 and the newest of each of its last 7 days, 4 weeks and 3 months are kept."""
     from prep.engine.store import backup
 
     if restore == "":  # (an unset shell variable: `--restore "$NAME"` is never a new backup)
