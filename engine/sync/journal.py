@@ -51,6 +51,7 @@ one line naming the file and line.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -98,6 +99,42 @@ class NewerJournal(JournalError):
     """A journal written by a newer prep: readable once this one is upgraded."""
 
 
+class NotAFile(JournalError):
+    """An entry named like a journal file that is no regular file (a FIFO, a symbolic link, a
+    folder, a device): never a journal, never opened, whatever a sync tool does later, so it
+    holds nothing up; ``kind`` says what it is, in words."""
+
+    def __init__(self, path: Path | str, kind: str) -> None:
+        super().__init__(f"{path}: {kind}, not a journal file")
+        self.kind = kind
+
+
+def odd_kind(mode: int) -> str | None:
+    """None for a regular file; else what an entry of this ``st_mode`` is, in words."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device file"
+    return "not a regular file"
+
+
+def entry_kind(path: Path | str) -> str | None:
+    """What the entry at ``path`` is when it is no regular file (``odd_kind``; not followed
+    if a link); None for a regular file or one gone."""
+    try:
+        return odd_kind(os.lstat(path).st_mode)
+    except OSError:
+        return None
+
+
 @dataclass
 class Journal:
     path: Path
@@ -136,13 +173,32 @@ def numbered_entries(folder: Path) -> dict[int, os.DirEntry[str]]:
     return out
 
 
-def device_folders(root: Path) -> dict[str, Path]:
-    """Every device's folder in the sync folder, by device id (other names ignored)."""
+def device_folders(root: Path, odd: dict[str, str] | None = None) -> dict[str, Path]:
+    """Every device's folder in the sync folder, by device id (other names ignored). An entry
+    named like one that is no folder of its own (a symbolic link, a file, a FIFO: never
+    followed or opened) is left out, and what it is said in ``odd`` (by name, one line)."""
+    out: dict[str, Path] = {}
     try:
-        names = os.listdir(root)
+        with os.scandir(root) as found:
+            for entry in found:
+                if not DEVICE_RE.fullmatch(entry.name):
+                    continue
+                try:
+                    kind = odd_kind(entry.stat(follow_symlinks=False).st_mode)
+                except OSError:
+                    continue
+                if kind is None:
+                    kind = "a file"
+                elif kind == "a folder":
+                    out[entry.name] = root / entry.name
+                    continue
+                if odd is not None:
+                    odd[entry.name] = (
+                        f"{entry.path}: {kind}, not a device's journal folder: skipped"
+                    )
     except OSError:
-        return {}
-    return {n: root / n for n in names if DEVICE_RE.fullmatch(n) and (root / n).is_dir()}
+        return out
+    return out
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -224,11 +280,13 @@ def _remove_stale(folder: Path) -> None:
 
     for stale in folder.glob(".tmp-*"):
         with contextlib.suppress(OSError):
+            if entry_kind(stale) is not None:
+                continue  # (never ours: ours are regular files; a FIFO is never opened)
             if fcntl is None:
                 if time.time() - stale.lstat().st_mtime > STALE_TMP_S:
                     stale.unlink()
                 continue
-            fd = os.open(stale, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            fd = os.open(stale, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: in use
                 stale.unlink()
@@ -404,16 +462,42 @@ def parse_time(text: str) -> datetime | None:
     return value if value is not None and fmt(value) == text else None
 
 
+def _read_bytes(path: Path) -> bytes:
+    """The bytes of the regular file at ``path``: an entry of another kind is never opened
+    (a FIFO would wait for a writer, a link may lead to /dev/zero): NotAFile; nor, when it
+    is put in place between the look and the open, read (no wait, no link followed)."""
+    kind = entry_kind(path)
+    if kind is not None:
+        raise NotAFile(path, kind)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # (a link put in place since the look)
+            raise NotAFile(path, "a symbolic link") from None
+        raise
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        raise
+    kind = odd_kind(st.st_mode)
+    if kind is not None:
+        os.close(fd)
+        raise NotAFile(path, kind)
+    with os.fdopen(fd, "rb") as f:
+        if st.st_size > MAX_FILE_BYTES:
+            raise JournalError(f"{path}: {st.st_size:,} bytes, more than a journal file can hold")
+        data = f.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:  # (grown since the look)
+        raise JournalError(f"{path}: more than a journal file can hold")
+    return data
+
+
 def read(path: Path, device: str) -> Journal:
     """Read and check one journal file of ``device``'s folder; JournalError (one line naming
     the file and line) when it cannot be applied."""
     try:
-        if path.is_symlink() or not path.is_file():
-            raise JournalError(f"{path}: not a regular file")
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise JournalError(f"{path}: {size:,} bytes, more than a journal file can hold")
-        text = path.read_bytes().decode("utf-8")
+        text = _read_bytes(path).decode("utf-8")
     except UnicodeDecodeError:
         raise JournalError(f"{path}: damaged (not UTF-8 text); nothing applied") from None
     except OSError as exc:

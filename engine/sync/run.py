@@ -266,12 +266,16 @@ def read_pending(store: Store, root: Path) -> Pending:
     notes = applied.Notes.load(conn)
     out = Pending()
     try:
-        for dev, path, restart, again in _pending(store, root, notes):
+        for dev, path, restart, again in _pending(store, root, notes, out.lines):
             st = applied.stat(path)
+            kept = "what it held before kept" if again else "its later files applied"
             try:
                 j = journal.read(path, dev)
             except journal.NewerJournal:
                 raise
+            except journal.NotAFile as exc:  # never a journal: set aside at once, said once
+                j = _skipped(conn, path, dev, int(path.name.split(".")[0]))
+                out.lines.append(f"{exc}: skipped (read once a file takes its place); {kept}")
             except JournalError:
                 number = int(path.name.split(".")[0])
                 if not notes.aside(dev, number, path, stuck.STUCK_S):
@@ -279,7 +283,6 @@ def read_pending(store: Store, root: Path) -> Pending:
                         continue
                     raise
                 j = _skipped(conn, path, dev, number)
-                kept = "what it held before kept" if again else "its later files applied"
                 out.lines.append(
                     f"{path}: another device's journal file, unreadable and unchanged for over "
                     f"{stuck.STUCK_S // 60} minutes: set aside (read again once it changes); "
@@ -302,13 +305,16 @@ def _skipped(conn, path: Path, dev: str, number: int) -> journal.Journal:
     return journal.Journal(path, dev, name or "", number, wrote_at or "", {}, aside=True)
 
 
-def _pending(store: Store, root: Path, notes: applied.Notes) -> list[tuple[str, Path, bool, bool]]:
+def _pending(
+    store: Store, root: Path, notes: applied.Notes, odd: list[str] | None = None
+) -> list[tuple[str, Path, bool, bool]]:
     """``pending``, each file with whether it begins a series of files new here: a device
     that moved to this folder (or whose files in it were made again) numbers them from 1
     there, so its files are read from the first when the one numbered as the last applied
     here is another file (another ``written_at``), or when all its files number below that
     and the last was written after it (cheap: one header line a device); and before them,
-    flagged, every file applied whose file changed since (``notes``: one stat a file)."""
+    flagged, every file applied whose file changed since (``notes``: one stat a file).
+    An entry named like a device's folder that is none: said in ``odd``, skipped."""
     conn = store.conn
     me = local.device_id(conn)
     seen = {
@@ -316,7 +322,11 @@ def _pending(store: Store, root: Path, notes: applied.Notes) -> list[tuple[str, 
         for dev, done, wrote_at in conn.execute("SELECT id, applied, wrote_at FROM sync_devices")
     }
     out = []
-    for dev, folder in sorted(journal.device_folders(root).items()):
+    found: dict[str, str] = {}
+    folders = journal.device_folders(root, found)
+    if odd is not None:  # (this device's own: its write says what is wrong)
+        odd += [line for dev, line in sorted(found.items()) if dev != me]
+    for dev, folder in sorted(folders.items()):
         if dev == me:
             continue
         entries = journal.numbered_entries(folder)

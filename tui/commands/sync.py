@@ -96,8 +96,8 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
             if info["journal_files_set_aside"]:
                 click.echo(
                     f"{info['journal_files_set_aside']} journal file(s) of other devices set "
-                    "aside (unreadable, unchanged for over 10 minutes): read again once a "
-                    "whole version arrives"
+                    "aside (no regular file, or unreadable and unchanged for over 10 minutes): "
+                    "read again once a whole version arrives"
                 )
             if info["files_waiting"]:
                 click.echo(
