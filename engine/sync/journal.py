@@ -84,6 +84,7 @@ def version_for(entries: list[list[Any]], params: dict[str, dict[str, Any]]) -> 
 
 DEVICE_RE = re.compile(r"[0-9a-f]{16}")
 FILE_RE = re.compile(r"([0-9]{8})\.jsonl")
+LAST_FILE = 99_999_999  # the last number FILE_RE names
 MAX_FILE_BYTES = 1 << 30  # a first journal of a million reviews is ~60 MB
 MAX_ID = 200  # a card id's length
 MAX_US = 253_402_300_799_000_000  # 9999-12-31T23:59:59Z in microseconds since the epoch
@@ -93,6 +94,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 class JournalError(Exception):
     """A journal that cannot be applied; the message (one line) names the file."""
+
+    after: Any = None  # raised by run.sync once the rest was done: its SyncResult
 
 
 class NewerJournal(JournalError):
@@ -229,15 +232,20 @@ def write(folder: Path, header: dict[str, Any], entries: list[list[Any]]) -> Pat
         try:
             _lock(fd)
             number = max(numbered_files(folder), default=0) + 1
-            _put(fd, data(number))
             while True:
+                if number > LAST_FILE:  # (a name past it is no journal's: never read)
+                    raise JournalError(
+                        f"{folder / file_name(LAST_FILE)}: the last number a journal file can "
+                        "take is used; nothing can be written after it (remove it if this "
+                        "machine did not write it)"
+                    )
+                _put(fd, data(number))
                 target = folder / file_name(number)
                 try:
                     os.link(tmp, target)  # fails if the name exists: never replaces a file
                     break
                 except FileExistsError:
                     number += 1
-                    _put(fd, data(number))
         except FileNotFoundError:
             if folder.is_dir():
                 continue  # our temporary file was removed by another prep: again
@@ -499,13 +507,13 @@ def read(path: Path, device: str) -> Journal:
     try:
         text = _read_bytes(path).decode("utf-8")
     except UnicodeDecodeError:
-        raise JournalError(f"{path}: damaged (not UTF-8 text); nothing applied") from None
+        raise JournalError(f"{path}: damaged (not UTF-8 text); nothing of it applied") from None
     except OSError as exc:
         raise JournalError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     lines = text.split("\n")
     if not text.endswith("\n"):
         raise JournalError(
-            f"{path}: damaged (cut short: no end of line at the end); nothing applied"
+            f"{path}: damaged (cut short: no end of line at the end); nothing of it applied"
         )
     lines.pop()
     line = 1
@@ -521,13 +529,13 @@ def read(path: Path, device: str) -> Journal:
         if version > VERSION:
             raise NewerJournal(
                 f"{path}: written by a newer prep (journal v{version}; this prep reads "
-                f"v{VERSION}); upgrade prep on this machine; nothing applied"
+                f"v{VERSION}); upgrade prep on this machine; nothing of it applied"
             )
         if head.get("device") != device:
             raise _Bad(
                 f"the header names device {str(head.get('device'))[:20]!r}, not its folder's"
             )
-        number = _int(head.get("file"), 1, 99_999_999, "the file number")
+        number = _int(head.get("file"), 1, LAST_FILE, "the file number")
         if file_name(number) != path.name:
             raise _Bad(f"the header names file {number}, not this one")
         name = head.get("name")
@@ -558,7 +566,7 @@ def read(path: Path, device: str) -> Journal:
             _check_entry(entry, params, version)
             journal.entries.append(entry)
     except _Bad as exc:
-        raise JournalError(f"{path}: line {line}: {exc}; nothing applied") from None
+        raise JournalError(f"{path}: line {line}: {exc}; nothing of it applied") from None
     except ValueError as exc:
-        raise JournalError(f"{path}: line {line}: damaged ({exc}); nothing applied") from None
+        raise JournalError(f"{path}: line {line}: damaged ({exc}); nothing of it applied") from None
     return journal

@@ -27,6 +27,8 @@ __all__ = ["JournalError", "SyncError", "SyncResult", "apply_journals", "status"
 class SyncError(Exception):
     """A sync folder that cannot be used (missing, not a folder); one line."""
 
+    after: SyncResult | None = None  # raised after the rest of the sync was done (``sync``)
+
 
 @dataclass
 class SyncResult:
@@ -39,6 +41,9 @@ class SyncResult:
     held: str | None = None  # nothing sent: a file of its own folder not whole yet, one line
     set_aside: str | None = None  # a file of its own folder that stays unreadable, set aside
     adopted: str | None = None  # reviews aside for long taken as this device's own, one line
+    # what could not be done while the rest was (this device's journal not written: a folder
+    # read-only; another device's file refused: its later files wait), one line each
+    refused: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         a = self.applied
@@ -249,11 +254,13 @@ def pending(store: Store, root: Path) -> list[tuple[str, Path]]:
 
 
 class Pending(list[journal.Journal]):
-    """The journals read_pending read, and what to say of another device's file set aside."""
+    """The journals read_pending read, what to say of another device's file set aside, and
+    the files refused (each holds back its device's later files, not the other devices')."""
 
     def __init__(self) -> None:
         super().__init__()
         self.lines: list[str] = []
+        self.refused: list[JournalError] = []
 
 
 def read_pending(store: Store, root: Path) -> Pending:
@@ -261,27 +268,37 @@ def read_pending(store: Store, root: Path) -> Pending:
     files not applied yet and the ones applied whose file changed since (another version put
     in place, an older one too). A file that cannot be read is set aside once it stays so
     (engine/sync/applied.py); until then one applied before is tried again at the next sync,
-    and one not applied yet is refused."""
+    and one not applied yet is refused (``refused``), as is a file of a newer format: its
+    device's later files wait for it (as for a file not arrived yet), the other devices'
+    are read. A file gone since the folder was listed (a device's folder removed meanwhile)
+    is as if not there yet."""
     conn = store.conn
     notes = applied.Notes.load(conn)
     out = Pending()
+    held: set[str] = set()  # the devices with a file refused (or gone) this time
     try:
         for dev, path, restart, again in _pending(store, root, notes, out.lines):
+            if dev in held:
+                continue
             st = applied.stat(path)
             kept = "what it held before kept" if again else "its later files applied"
             try:
                 j = journal.read(path, dev)
-            except journal.NewerJournal:
-                raise
             except journal.NotAFile as exc:  # never a journal: set aside at once, said once
                 j = _skipped(conn, path, dev, int(path.name.split(".")[0]))
                 out.lines.append(f"{exc}: skipped (read once a file takes its place); {kept}")
-            except JournalError:
+            except JournalError as exc:
+                if applied.stat(path) is None:  # gone since the folder was listed
+                    held.update(() if again else (dev,))
+                    continue
                 number = int(path.name.split(".")[0])
-                if not notes.aside(dev, number, path, stuck.STUCK_S):
-                    if again:  # (being rewritten now? read again at the next sync)
+                newer = isinstance(exc, journal.NewerJournal)  # (never set aside)
+                if newer or not notes.aside(dev, number, path, stuck.STUCK_S):
+                    if again and not newer:  # (being rewritten now? read again next time)
                         continue
-                    raise
+                    held.add(dev)
+                    out.refused.append(exc)
+                    continue
                 j = _skipped(conn, path, dev, number)
                 out.lines.append(
                     f"{path}: another device's journal file, unreadable and unchanged for over "
@@ -385,7 +402,11 @@ def sync(
     apply: bool = True,
 ) -> SyncResult:
     """One sync through ``folder``. ``backup(store, reason)`` is called before entries are
-    applied (engine/backup.py's). Raises SyncError or JournalError (nothing applied)."""
+    applied (engine/backup.py's). Raises SyncError or JournalError: before anything is done (a
+    folder that is none), or, with the rest done and committed (``exc.after``: the result, its
+    ``refused`` every such line), when this device's journal cannot be written (a read-only
+    folder) or another device's file is refused (damaged, of a newer prep: its later files
+    wait). ``apply=False``: such a line is in the result's ``refused``, nothing raised."""
     root = _folder(folder)
     now = now or utcnow()
     result = SyncResult()
@@ -404,6 +425,7 @@ def sync(
             "once if that copy sends them"
         )
     entries: list[list[Any]] = []
+    problems: list[SyncError | JournalError] = []  # raised once the rest is done (the first)
     if checked.waiting is None:  # (else the other copy's file may be a fork: wait for it)
         entries, params, sent, reviews = outbox(store, everything=_folder_is_new(conn, root / me))
     if entries:
@@ -421,10 +443,12 @@ def sync(
         fork.intend(store, planned, fmt(now))  # (what check() takes as ours)
         try:
             result.journal = journal.write(root / me, header, entries)
-        except OSError as exc:
-            raise SyncError(
-                f"{root / me}: cannot write the journal ({exc.strerror or exc})"
-            ) from None
+        except OSError as exc:  # (a read-only folder: what was received is still applied)
+            why = exc.strerror or exc
+            problems.append(SyncError(f"{root / me}: cannot write the journal ({why})"))
+        except JournalError as exc:  # (its folder a link: never written through)
+            problems.append(exc)
+    if entries and result.journal is not None:
         with store.transaction():
             old = _sent(conn)
             merged = {k: max(old[k], sent[k]) for k in _SENT_KEYS}  # ("o": passed on now)
@@ -434,12 +458,19 @@ def sync(
             fork.wrote(store, result.journal, fmt(now), checked.known)
             relay.sent(conn, entries)
         result.sent_reviews, result.sent_other = reviews, len(entries) - reviews
+    result.refused = [f"{p}; nothing sent" for p in problems]
     if not apply:
         return result
     journals = read_pending(store, root)
     if any(j.entries for j in journals) and backup is not None:
         result.backup = backup(store, "sync")
     result.applied = apply_journals(store, journals, now)
+    problems += journals.refused
+    result.refused += [f"{p}; its device's later files wait for it" for p in journals.refused]
+    if problems:  # (the rest done and committed: the first said as the error, with it)
+        first = problems[0]
+        first.after = result
+        raise first
     return result
 
 
