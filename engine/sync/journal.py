@@ -152,6 +152,10 @@ class Journal:
     aside: bool = False  # stands for a file that stays unreadable, set aside (no entries)
 
 
+# opening an entry never waits (a FIFO) nor follows a link (where the system has the flags)
+_NO_WAIT = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+
+
 def file_name(number: int) -> str:
     return f"{number:08d}.jsonl"
 
@@ -294,7 +298,7 @@ def _remove_stale(folder: Path) -> None:
                 if time.time() - stale.lstat().st_mtime > STALE_TMP_S:
                     stale.unlink()
                 continue
-            fd = os.open(stale, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+            fd = os.open(stale, _NO_WAIT)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: in use
                 stale.unlink()
@@ -322,7 +326,7 @@ def written_at(path: str | Path) -> str | None:
     """The ``written_at`` of a journal file's header (its first line only), or None when it
     cannot be read; what tells two files of one number apart (a folder made again)."""
     try:  # (never blocks on a FIFO, never follows a link: read() refuses both anyway)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, _NO_WAIT)
     except OSError:
         return None
     try:
@@ -478,9 +482,9 @@ def _read_bytes(path: Path) -> bytes:
     if kind is not None:
         raise NotAFile(path, kind)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, _NO_WAIT)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:  # (a link put in place since the look)
+        if exc.errno in (errno.ELOOP, errno.EMLINK):  # (a link put in place since the look)
             raise NotAFile(path, "a symbolic link") from None
         raise
     try:
