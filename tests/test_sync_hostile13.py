@@ -204,3 +204,43 @@ def test_the_last_journal_number_taken_sends_nothing_and_says_so(tmp_path: Path)
     with Store.open(tmp_path / "c.db") as c:
         sync(c, folder)
         assert c.card("w") is not None
+
+
+@pytest.mark.parametrize("named", [True, False], ids=["v4 undo", "pre-v4 undo"])
+def test_case_b_with_an_undo_that_names_no_review_is_said(tmp_path: Path, named: bool) -> None:
+    """note12's case B (test_sync_undo_named) when the copy's undo was made by a prep before
+    journal v4 (it names no review): 0 cannot tell its review from one the copy made since
+    under that number, so it keeps its review under the new id, and the machines that also
+    hold it under the old id may hold it twice. Not converged; said once, where it is decided
+    (before: nothing said). A v4 undo converges and says nothing of the kind."""
+    from tests.test_sync_fork import _copy
+    from tests.test_sync_replaced import deliver
+
+    fs = [tmp_path / f"f{i}" for i in range(2)]
+    for f in fs:
+        f.mkdir()
+    d0 = Store.open(tmp_path / "d0.db")
+    rate(d0, "x", 2, T0)
+    d1 = _copy(tmp_path, d0, "d1.db")
+    assert d1.undo_last() is not None
+    if not named:  # the undo as a prep before v4 kept it (what it undid not noted)
+        with d1.transaction():
+            d1.conn.execute("DELETE FROM meta WHERE key LIKE ?", (f"{local.UNDID_KEY}:%",))
+    written = sync(d1, fs[1]).journal
+    assert written is not None
+    undo = json.loads(written.read_text().splitlines()[1])
+    assert undo[0] == "u" and len(undo) == (journal.NAMED_UNDO if named else 5)
+    deliver(fs[1], fs[0])
+    forked = sync(d0, fs[0]).forked
+    assert forked is not None
+    if named:
+        assert "journal v4" not in forked and d0.card("x") is None  # undone here too
+    else:
+        assert forked.endswith(
+            "; 1 review of this database kept under the new id, though the other copy undid a "
+            "review under its number with a prep before journal v4 (it does not say which "
+            "review): if it undid this one, the machines that hold it under the old id too "
+            "may hold it twice"
+        )
+        assert d0.card("x") is not None
+    assert sync(d0, fs[0]).forked is None  # said once
