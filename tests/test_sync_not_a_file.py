@@ -242,3 +242,35 @@ def test_a_fifo_named_like_a_temporary_file_never_blocks_writing(tmp_path: Path)
         worker.join(10)
         pytest.fail("writing the journal waited on a FIFO")
     assert (mine / "00000001.jsonl").is_file() and fifo.exists()
+
+
+def test_a_device_folder_that_cannot_be_listed_is_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another device's folder this machine may not list (permission denied): its files are
+    skipped this time, in one line, the rest syncs. Before: skipped without a word. (The
+    denial is made by hand: the tests may run as root, whom permissions do not stop.)"""
+    a, b, c, folder = _three(tmp_path)
+    denied = folder / local.device_id(c.conn)
+    for s in (a, b, c):
+        s.close()
+    real = os.scandir
+
+    def scandir(path):  # type: ignore[no-untyped-def]
+        if Path(path) == denied:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with Store.open(tmp_path / "b.db") as b:
+        rate(b, "w", 3, T0 + timedelta(days=2))
+    out = CliRunner().invoke(main, ["--db", str(tmp_path / "b.db"), "sync", str(folder)])
+    assert out.exit_code == 0, out.output
+    said = out.output.splitlines()
+    assert said[0] == f"{denied}: cannot list it (Permission denied): skipped this time."
+    assert len(said) == 2 and said[1].startswith("sent 1 review, received no review")
+    monkeypatch.setattr(os, "scandir", real)
+    assert (
+        "received 1 review"
+        in CliRunner().invoke(main, ["--db", str(tmp_path / "b.db"), "sync", str(folder)]).output
+    )

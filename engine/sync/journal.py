@@ -165,9 +165,11 @@ def numbered_files(folder: Path) -> dict[int, Path]:
     return {n: Path(entry.path) for n, entry in numbered_entries(folder).items()}
 
 
-def numbered_entries(folder: Path) -> dict[int, os.DirEntry[str]]:
+def numbered_entries(folder: Path, odd: list[str] | None = None) -> dict[int, os.DirEntry[str]]:
     """The journal files of one device's folder, by number, as directory entries (their stats
-    without a Path made for each file: a sync looks at every file applied, run._pending)."""
+    without a Path made for each file: a sync looks at every file applied, run._pending). A
+    folder that cannot be listed (permission denied) holds none, said in ``odd``; one gone
+    meanwhile holds none, nothing said."""
     out: dict[int, os.DirEntry[str]] = {}
     try:
         with os.scandir(folder) as found:
@@ -175,8 +177,11 @@ def numbered_entries(folder: Path) -> dict[int, os.DirEntry[str]]:
                 m = FILE_RE.fullmatch(entry.name)
                 if m:
                     out[int(m.group(1))] = entry
-    except OSError:
+    except FileNotFoundError:
         pass
+    except OSError as exc:
+        if odd is not None:
+            odd.append(f"{folder}: cannot list it ({exc.strerror or exc}): skipped this time")
     return out
 
 

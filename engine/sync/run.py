@@ -346,7 +346,7 @@ def _pending(
     for dev, folder in sorted(folders.items()):
         if dev == me:
             continue
-        entries = journal.numbered_entries(folder)
+        entries = journal.numbered_entries(folder, odd)
         files = {n: e.path for n, e in entries.items()}  # (no Path made for each)
         done, wrote_at = seen.get(dev, (0, None))
         # (a new header at the number applied last, the files below it as they were read:
