@@ -274,3 +274,25 @@ def test_a_device_folder_that_cannot_be_listed_is_said(
         "received 1 review"
         in CliRunner().invoke(main, ["--db", str(tmp_path / "b.db"), "sync", str(folder)]).output
     )
+
+
+@pytest.mark.parametrize("kind", ["fifo", "file"])
+def test_named_like_this_devices_own_folder(tmp_path: Path, kind: str) -> None:
+    """Where this device's folder goes, a file or a FIFO: nothing sent, said plainly (before:
+    'cannot write the journal (File exists)', and nothing received either)."""
+    a, b, c, folder = _three(tmp_path)
+    odd = folder / local.device_id(b.conn)
+    what = "a FIFO (named pipe)" if kind == "fifo" else "a file"
+    if kind == "fifo":
+        os.mkfifo(odd)
+    else:
+        odd.write_text("x\n")
+    rate(b, "w", 3, T0 + timedelta(days=2))
+    for s in (a, b, c):
+        s.close()
+    out = _cli_sync(tmp_path / "b.db", folder, odd)
+    assert out.exit_code == 2, out.output
+    assert out.stdout.startswith("sent 0 reviews, received 1 review")  # c's
+    assert out.stderr == (
+        f"prep: {odd}: {what}, not a folder; prep writes only a folder of its own; nothing sent\n"
+    )

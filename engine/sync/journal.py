@@ -226,6 +226,13 @@ def write(folder: Path, header: dict[str, Any], entries: list[list[Any]]) -> Pat
     nobody holds (and if it took ours in the instant before our lock, we start again)."""
     if folder.is_symlink():
         raise JournalError(f"{folder}: is a symbolic link; prep writes only a folder of its own")
+    try:
+        mode = os.lstat(folder).st_mode
+    except FileNotFoundError:
+        mode = stat.S_IFDIR  # (made below)
+    if not stat.S_ISDIR(mode):  # (a file, a FIFO of this device's name: "File exists" said)
+        kind = odd_kind(mode) or "a file"
+        raise JournalError(f"{folder}: {kind}, not a folder; prep writes only a folder of its own")
     folder.mkdir(parents=True, exist_ok=True)
     _remove_stale(folder)
     lines = [json.dumps(e, ensure_ascii=False, separators=(",", ":")) for e in entries]
