@@ -511,8 +511,10 @@ def _read_bytes(path: Path) -> bytes:
     with os.fdopen(fd, "rb") as f:
         if st.st_size > MAX_FILE_BYTES:
             raise JournalError(f"{path}: {st.st_size:,} bytes, more than a journal file can hold")
-        data = f.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:  # (grown since the look)
+        data = f.read(st.st_size + 1)  # (a size that large is a buffer that large)
+        if len(data) > st.st_size:  # grown since the look (a regular file: it ends)
+            data += f.read()
+    if len(data) > MAX_FILE_BYTES:
         raise JournalError(f"{path}: more than a journal file can hold")
     return data
 
