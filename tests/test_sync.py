@@ -210,8 +210,9 @@ def test_bad_journal_refused_in_one_line(tmp_path: Path, damage, message: str) -
     _put(path, damage(_lines(path)))
     result = CliRunner().invoke(main, ["--db", str(fresh), "sync", str(folder)])
     assert result.exit_code == 2, result.output
-    err = result.output.strip().splitlines()
+    err = result.stderr.strip().splitlines()  # (the summary of the rest on stdout: nothing)
     assert len(err) == 1 and str(path) in err[0] and message in err[0], err
+    assert result.stdout == "sent 0 reviews, received no review, 0 cards rescheduled\n"
     with Store.open(fresh) as s:
         assert s.count_reviews() == 0 and s.card("x") is None  # nothing applied
 

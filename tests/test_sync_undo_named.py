@@ -70,7 +70,7 @@ def test_a_v4_file_is_refused_in_one_line_by_a_prep_that_reads_v3(
     monkeypatch.setattr(journal, "VERSION", 3)
     result = CliRunner().invoke(main, ["--db", str(tmp_path / "old.db"), "sync", str(folder)])
     assert result.exit_code == 2, result.output
-    (line,) = result.output.strip().splitlines()
+    (line,) = result.stderr.strip().splitlines()  # (stdout: the rest's summary, nothing)
     assert str(written) in line and "newer prep" in line and "v4" in line
     with Store.open(tmp_path / "old.db") as old:
         assert old.count_reviews() == 0

@@ -93,8 +93,10 @@ class AppSync:
                     return
                 out = sync_out(store, folder)
                 self.sent, self.forked = out.sent_reviews, out.forked
-                self.said = [x for x in (out.set_aside, out.held, out.adopted) if x]
+                self.said = [x for x in (out.set_aside, out.held, out.adopted, *out.refused) if x]
                 journals = read_pending(store, folder)
+                # (a file refused holds back its device's later files; the rest is applied)
+                self.said += [str(exc) for exc in journals.refused]
                 if any(j.entries for j in journals):
                     backed_up(lambda: backup.make(store, "sync", stop=stop))
         except (StoreError, SyncError, JournalError, backup.BackupError, OSError) as exc:

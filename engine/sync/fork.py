@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prep.engine.store import devices as local
+from prep.engine.study.present import count
 from prep.engine.sync import adopted, journal, merge, stuck
 from prep.engine.sync.journal import JournalError
 
@@ -119,12 +120,19 @@ def check(store: Store, root: Path) -> Checked:
             return Checked(None, known, waiting, said)
         name = local.name(conn)
         own = {**_read({n: p for n, p in files.items() if n not in todo}, me), **unchecked}
-        new = _split(store, own, root)
+        new, unsure = _split(store, own, root)
     line = (
         f"this database is a copy of another that syncs as device {me} ({name}); "
         f"it now syncs as device {new}, named {local.name(conn)!r} "
         "(prep config device_name NAME to name it)"
     )
+    if unsure:  # (pre-v4 undos: which review each undid is not known; said, once)
+        line += (
+            f"; {count(unsure, 'review')} of this database kept under the new id, though "
+            "the other copy undid a review under its number with a prep before journal v4 "
+            "(it does not say which review): if it undid this one, the machines that hold "
+            "it under the old id too may hold it twice"
+        )
     return Checked(line, 0)
 
 
@@ -345,8 +353,10 @@ def copy_name(name: str, new_id: str) -> str:
     return base[: local.MAX_NAME - len(suffix)] + suffix
 
 
-def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
-    """Take a new id; what the old id's journal does not hold as it is here moves to it."""
+def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> tuple[str, int]:
+    """Take a new id; what the old id's journal does not hold as it is here moves to it.
+    Returns the new id and how many reviews moved under the number of an undo that does not
+    name the review it undid (a prep before journal v4): it may have been of them."""
     conn = store.conn
     old = local.device(conn)
     reviews: dict[int, tuple] = {}  # the old id's journal: seq -> (at, rating)
@@ -410,6 +420,7 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
         return reviews.get(seq) == (at, rating)  # the same review in the old id's journal
 
     moving = [r for r in rows if not keeps(r[1], r[3], r[4])]
+    unsure = sum(1 for r in moving if r[1] in undos and undos[r[1]] is None)
     twins = _twins(root, old_id, {(c, at, rt) for _r, seq, c, at, rt in moving if seq in undos})
     took_in = adopted.known(conn)  # (a review set aside that it took in: still that one)
     for rid, seq, cid, at, rating in moving:
@@ -453,4 +464,4 @@ def _split(store: Store, own: dict[int, list[list[Any]]], root: Path) -> str:
     top = conn.execute("SELECT coalesce(max(id), 0) FROM revlog").fetchone()[0]
     pending = (local.json_meta(conn, "sync_sent") or {}).get("p", [])
     store.set_meta("sync_sent", json.dumps({"x": top, "p": pending}))
-    return new_id
+    return new_id, unsure

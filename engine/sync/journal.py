@@ -51,6 +51,7 @@ one line naming the file and line.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -83,6 +84,7 @@ def version_for(entries: list[list[Any]], params: dict[str, dict[str, Any]]) -> 
 
 DEVICE_RE = re.compile(r"[0-9a-f]{16}")
 FILE_RE = re.compile(r"([0-9]{8})\.jsonl")
+LAST_FILE = 99_999_999  # the last number FILE_RE names
 MAX_FILE_BYTES = 1 << 30  # a first journal of a million reviews is ~60 MB
 MAX_ID = 200  # a card id's length
 MAX_US = 253_402_300_799_000_000  # 9999-12-31T23:59:59Z in microseconds since the epoch
@@ -93,9 +95,47 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 class JournalError(Exception):
     """A journal that cannot be applied; the message (one line) names the file."""
 
+    after: Any = None  # raised by run.sync once the rest was done: its SyncResult
+
 
 class NewerJournal(JournalError):
     """A journal written by a newer prep: readable once this one is upgraded."""
+
+
+class NotAFile(JournalError):
+    """An entry named like a journal file that is no regular file (a FIFO, a symbolic link, a
+    folder, a device): never a journal, never opened, whatever a sync tool does later, so it
+    holds nothing up; ``kind`` says what it is, in words."""
+
+    def __init__(self, path: Path | str, kind: str) -> None:
+        super().__init__(f"{path}: {kind}, not a journal file")
+        self.kind = kind
+
+
+def odd_kind(mode: int) -> str | None:
+    """None for a regular file; else what an entry of this ``st_mode`` is, in words."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device file"
+    return "not a regular file"
+
+
+def entry_kind(path: Path | str) -> str | None:
+    """What the entry at ``path`` is when it is no regular file (``odd_kind``; not followed
+    if a link); None for a regular file or one gone."""
+    try:
+        return odd_kind(os.lstat(path).st_mode)
+    except OSError:
+        return None
 
 
 @dataclass
@@ -112,6 +152,10 @@ class Journal:
     aside: bool = False  # stands for a file that stays unreadable, set aside (no entries)
 
 
+# opening an entry never waits (a FIFO) nor follows a link (where the system has the flags)
+_NO_WAIT = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+
+
 def file_name(number: int) -> str:
     return f"{number:08d}.jsonl"
 
@@ -121,9 +165,11 @@ def numbered_files(folder: Path) -> dict[int, Path]:
     return {n: Path(entry.path) for n, entry in numbered_entries(folder).items()}
 
 
-def numbered_entries(folder: Path) -> dict[int, os.DirEntry[str]]:
+def numbered_entries(folder: Path, odd: list[str] | None = None) -> dict[int, os.DirEntry[str]]:
     """The journal files of one device's folder, by number, as directory entries (their stats
-    without a Path made for each file: a sync looks at every file applied, run._pending)."""
+    without a Path made for each file: a sync looks at every file applied, run._pending). A
+    folder that cannot be listed (permission denied) holds none, said in ``odd``; one gone
+    meanwhile holds none, nothing said."""
     out: dict[int, os.DirEntry[str]] = {}
     try:
         with os.scandir(folder) as found:
@@ -131,18 +177,40 @@ def numbered_entries(folder: Path) -> dict[int, os.DirEntry[str]]:
                 m = FILE_RE.fullmatch(entry.name)
                 if m:
                     out[int(m.group(1))] = entry
-    except OSError:
+    except FileNotFoundError:
         pass
+    except OSError as exc:
+        if odd is not None:
+            odd.append(f"{folder}: cannot list it ({exc.strerror or exc}): skipped this time")
     return out
 
 
-def device_folders(root: Path) -> dict[str, Path]:
-    """Every device's folder in the sync folder, by device id (other names ignored)."""
+def device_folders(root: Path, odd: dict[str, str] | None = None) -> dict[str, Path]:
+    """Every device's folder in the sync folder, by device id (other names ignored). An entry
+    named like one that is no folder of its own (a symbolic link, a file, a FIFO: never
+    followed or opened) is left out, and what it is said in ``odd`` (by name, one line)."""
+    out: dict[str, Path] = {}
     try:
-        names = os.listdir(root)
+        with os.scandir(root) as found:
+            for entry in found:
+                if not DEVICE_RE.fullmatch(entry.name):
+                    continue
+                try:
+                    kind = odd_kind(entry.stat(follow_symlinks=False).st_mode)
+                except OSError:
+                    continue
+                if kind is None:
+                    kind = "a file"
+                elif kind == "a folder":
+                    out[entry.name] = root / entry.name
+                    continue
+                if odd is not None:
+                    odd[entry.name] = (
+                        f"{entry.path}: {kind}, not a device's journal folder: skipped"
+                    )
     except OSError:
-        return {}
-    return {n: root / n for n in names if DEVICE_RE.fullmatch(n) and (root / n).is_dir()}
+        return out
+    return out
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -158,6 +226,13 @@ def write(folder: Path, header: dict[str, Any], entries: list[list[Any]]) -> Pat
     nobody holds (and if it took ours in the instant before our lock, we start again)."""
     if folder.is_symlink():
         raise JournalError(f"{folder}: is a symbolic link; prep writes only a folder of its own")
+    try:
+        mode = os.lstat(folder).st_mode
+    except FileNotFoundError:
+        mode = stat.S_IFDIR  # (made below)
+    if not stat.S_ISDIR(mode):  # (a file, a FIFO of this device's name: "File exists" said)
+        kind = odd_kind(mode) or "a file"
+        raise JournalError(f"{folder}: {kind}, not a folder; prep writes only a folder of its own")
     folder.mkdir(parents=True, exist_ok=True)
     _remove_stale(folder)
     lines = [json.dumps(e, ensure_ascii=False, separators=(",", ":")) for e in entries]
@@ -173,15 +248,20 @@ def write(folder: Path, header: dict[str, Any], entries: list[list[Any]]) -> Pat
         try:
             _lock(fd)
             number = max(numbered_files(folder), default=0) + 1
-            _put(fd, data(number))
             while True:
+                if number > LAST_FILE:  # (a name past it is no journal's: never read)
+                    raise JournalError(
+                        f"{folder / file_name(LAST_FILE)}: the last number a journal file can "
+                        "take is used; nothing can be written after it (remove it if this "
+                        "machine did not write it)"
+                    )
+                _put(fd, data(number))
                 target = folder / file_name(number)
                 try:
                     os.link(tmp, target)  # fails if the name exists: never replaces a file
                     break
                 except FileExistsError:
                     number += 1
-                    _put(fd, data(number))
         except FileNotFoundError:
             if folder.is_dir():
                 continue  # our temporary file was removed by another prep: again
@@ -224,11 +304,13 @@ def _remove_stale(folder: Path) -> None:
 
     for stale in folder.glob(".tmp-*"):
         with contextlib.suppress(OSError):
+            if entry_kind(stale) is not None:
+                continue  # (never ours: ours are regular files; a FIFO is never opened)
             if fcntl is None:
                 if time.time() - stale.lstat().st_mtime > STALE_TMP_S:
                     stale.unlink()
                 continue
-            fd = os.open(stale, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            fd = os.open(stale, _NO_WAIT)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: in use
                 stale.unlink()
@@ -256,7 +338,7 @@ def written_at(path: str | Path) -> str | None:
     """The ``written_at`` of a journal file's header (its first line only), or None when it
     cannot be read; what tells two files of one number apart (a folder made again)."""
     try:  # (never blocks on a FIFO, never follows a link: read() refuses both anyway)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, _NO_WAIT)
     except OSError:
         return None
     try:
@@ -404,24 +486,52 @@ def parse_time(text: str) -> datetime | None:
     return value if value is not None and fmt(value) == text else None
 
 
+def _read_bytes(path: Path) -> bytes:
+    """The bytes of the regular file at ``path``: an entry of another kind is never opened
+    (a FIFO would wait for a writer, a link may lead to /dev/zero): NotAFile; nor, when it
+    is put in place between the look and the open, read (no wait, no link followed)."""
+    kind = entry_kind(path)
+    if kind is not None:
+        raise NotAFile(path, kind)
+    try:
+        fd = os.open(path, _NO_WAIT)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):  # (a link put in place since the look)
+            raise NotAFile(path, "a symbolic link") from None
+        raise
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        raise
+    kind = odd_kind(st.st_mode)
+    if kind is not None:
+        os.close(fd)
+        raise NotAFile(path, kind)
+    with os.fdopen(fd, "rb") as f:
+        if st.st_size > MAX_FILE_BYTES:
+            raise JournalError(f"{path}: {st.st_size:,} bytes, more than a journal file can hold")
+        data = f.read(st.st_size + 1)  # (a size that large is a buffer that large)
+        if len(data) > st.st_size:  # grown since the look (a regular file: it ends)
+            data += f.read()
+    if len(data) > MAX_FILE_BYTES:
+        raise JournalError(f"{path}: more than a journal file can hold")
+    return data
+
+
 def read(path: Path, device: str) -> Journal:
     """Read and check one journal file of ``device``'s folder; JournalError (one line naming
     the file and line) when it cannot be applied."""
     try:
-        if path.is_symlink() or not path.is_file():
-            raise JournalError(f"{path}: not a regular file")
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise JournalError(f"{path}: {size:,} bytes, more than a journal file can hold")
-        text = path.read_bytes().decode("utf-8")
+        text = _read_bytes(path).decode("utf-8")
     except UnicodeDecodeError:
-        raise JournalError(f"{path}: damaged (not UTF-8 text); nothing applied") from None
+        raise JournalError(f"{path}: damaged (not UTF-8 text); nothing of it applied") from None
     except OSError as exc:
         raise JournalError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     lines = text.split("\n")
     if not text.endswith("\n"):
         raise JournalError(
-            f"{path}: damaged (cut short: no end of line at the end); nothing applied"
+            f"{path}: damaged (cut short: no end of line at the end); nothing of it applied"
         )
     lines.pop()
     line = 1
@@ -437,13 +547,13 @@ def read(path: Path, device: str) -> Journal:
         if version > VERSION:
             raise NewerJournal(
                 f"{path}: written by a newer prep (journal v{version}; this prep reads "
-                f"v{VERSION}); upgrade prep on this machine; nothing applied"
+                f"v{VERSION}); upgrade prep on this machine; nothing of it applied"
             )
         if head.get("device") != device:
             raise _Bad(
                 f"the header names device {str(head.get('device'))[:20]!r}, not its folder's"
             )
-        number = _int(head.get("file"), 1, 99_999_999, "the file number")
+        number = _int(head.get("file"), 1, LAST_FILE, "the file number")
         if file_name(number) != path.name:
             raise _Bad(f"the header names file {number}, not this one")
         name = head.get("name")
@@ -474,7 +584,7 @@ def read(path: Path, device: str) -> Journal:
             _check_entry(entry, params, version)
             journal.entries.append(entry)
     except _Bad as exc:
-        raise JournalError(f"{path}: line {line}: {exc}; nothing applied") from None
+        raise JournalError(f"{path}: line {line}: {exc}; nothing of it applied") from None
     except ValueError as exc:
-        raise JournalError(f"{path}: line {line}: damaged ({exc}); nothing applied") from None
+        raise JournalError(f"{path}: line {line}: damaged ({exc}); nothing of it applied") from None
     return journal

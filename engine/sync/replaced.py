@@ -188,7 +188,7 @@ def _holds(auth: dict[int, tuple] | None, seq: int, cid: str, rating: int, at: i
 
 
 def _journal_reviews(root: Path | None, dev_id: str) -> dict[int, tuple] | None:
-    if root is None or not (root / dev_id).is_dir():
+    if root is None or not (root / dev_id).is_dir() or (root / dev_id).is_symlink():
         return None
     out: dict[int, tuple] = {}
     for _n, path in sorted(journal.numbered_files(root / dev_id).items()):

@@ -27,6 +27,8 @@ __all__ = ["JournalError", "SyncError", "SyncResult", "apply_journals", "status"
 class SyncError(Exception):
     """A sync folder that cannot be used (missing, not a folder); one line."""
 
+    after: SyncResult | None = None  # raised after the rest of the sync was done (``sync``)
+
 
 @dataclass
 class SyncResult:
@@ -39,6 +41,9 @@ class SyncResult:
     held: str | None = None  # nothing sent: a file of its own folder not whole yet, one line
     set_aside: str | None = None  # a file of its own folder that stays unreadable, set aside
     adopted: str | None = None  # reviews aside for long taken as this device's own, one line
+    # what could not be done while the rest was (this device's journal not written: a folder
+    # read-only; another device's file refused: its later files wait), one line each
+    refused: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         a = self.applied
@@ -251,11 +256,13 @@ def pending(store: Store, root: Path) -> list[tuple[str, Path]]:
 
 
 class Pending(list[journal.Journal]):
-    """The journals read_pending read, and what to say of another device's file set aside."""
+    """The journals read_pending read, what to say of another device's file set aside, and
+    the files refused (each holds back its device's later files, not the other devices')."""
 
     def __init__(self) -> None:
         super().__init__()
         self.lines: list[str] = []
+        self.refused: list[JournalError] = []
 
 
 def read_pending(store: Store, root: Path) -> Pending:
@@ -263,25 +270,38 @@ def read_pending(store: Store, root: Path) -> Pending:
     files not applied yet and the ones applied whose file changed since (another version put
     in place, an older one too). A file that cannot be read is set aside once it stays so
     (engine/sync/applied.py); until then one applied before is tried again at the next sync,
-    and one not applied yet is refused."""
+    and one not applied yet is refused (``refused``), as is a file of a newer format: its
+    device's later files wait for it (as for a file not arrived yet), the other devices'
+    are read. A file gone since the folder was listed (a device's folder removed meanwhile)
+    is as if not there yet."""
     conn = store.conn
     notes = applied.Notes.load(conn)
     out = Pending()
+    held: set[str] = set()  # the devices with a file refused (or gone) this time
     try:
-        for dev, path, restart, again in _pending(store, root, notes):
+        for dev, path, restart, again in _pending(store, root, notes, out.lines):
+            if dev in held:
+                continue
             st = applied.stat(path)
+            kept = "what it held before kept" if again else "its later files applied"
             try:
                 j = journal.read(path, dev)
-            except journal.NewerJournal:
-                raise
-            except JournalError:
+            except journal.NotAFile as exc:  # never a journal: set aside at once, said once
+                j = _skipped(conn, path, dev, int(path.name.split(".")[0]))
+                out.lines.append(f"{exc}: skipped (read once a file takes its place); {kept}")
+            except JournalError as exc:
+                if applied.stat(path) is None:  # gone since the folder was listed
+                    held.update(() if again else (dev,))
+                    continue
                 number = int(path.name.split(".")[0])
-                if not notes.aside(dev, number, path, stuck.STUCK_S):
-                    if again:  # (being rewritten now? read again at the next sync)
+                newer = isinstance(exc, journal.NewerJournal)  # (never set aside)
+                if newer or not notes.aside(dev, number, path, stuck.STUCK_S):
+                    if again and not newer:  # (being rewritten now? read again next time)
                         continue
-                    raise
+                    held.add(dev)
+                    out.refused.append(exc)
+                    continue
                 j = _skipped(conn, path, dev, number)
-                kept = "what it held before kept" if again else "its later files applied"
                 out.lines.append(
                     f"{path}: another device's journal file, unreadable and unchanged for over "
                     f"{stuck.STUCK_S // 60} minutes: set aside (read again once it changes); "
@@ -304,13 +324,16 @@ def _skipped(conn, path: Path, dev: str, number: int) -> journal.Journal:
     return journal.Journal(path, dev, name or "", number, wrote_at or "", {}, aside=True)
 
 
-def _pending(store: Store, root: Path, notes: applied.Notes) -> list[tuple[str, Path, bool, bool]]:
+def _pending(
+    store: Store, root: Path, notes: applied.Notes, odd: list[str] | None = None
+) -> list[tuple[str, Path, bool, bool]]:
     """``pending``, each file with whether it begins a series of files new here: a device
     that moved to this folder (or whose files in it were made again) numbers them from 1
     there, so its files are read from the first when the one numbered as the last applied
     here is another file (another ``written_at``), or when all its files number below that
     and the last was written after it (cheap: one header line a device); and before them,
-    flagged, every file applied whose file changed since (``notes``: one stat a file)."""
+    flagged, every file applied whose file changed since (``notes``: one stat a file).
+    An entry named like a device's folder that is none: said in ``odd``, skipped."""
     conn = store.conn
     me = local.device_id(conn)
     seen = {
@@ -318,10 +341,14 @@ def _pending(store: Store, root: Path, notes: applied.Notes) -> list[tuple[str, 
         for dev, done, wrote_at in conn.execute("SELECT id, applied, wrote_at FROM sync_devices")
     }
     out = []
-    for dev, folder in sorted(journal.device_folders(root).items()):
+    found: dict[str, str] = {}
+    folders = journal.device_folders(root, found)
+    if odd is not None:  # (this device's own: its write says what is wrong)
+        odd += [line for dev, line in sorted(found.items()) if dev != me]
+    for dev, folder in sorted(folders.items()):
         if dev == me:
             continue
-        entries = journal.numbered_entries(folder)
+        entries = journal.numbered_entries(folder, odd)
         files = {n: e.path for n, e in entries.items()}  # (no Path made for each)
         done, wrote_at = seen.get(dev, (0, None))
         # (a new header at the number applied last, the files below it as they were read:
@@ -377,7 +404,11 @@ def sync(
     apply: bool = True,
 ) -> SyncResult:
     """One sync through ``folder``. ``backup(store, reason)`` is called before entries are
-    applied (engine/backup.py's). Raises SyncError or JournalError (nothing applied)."""
+    applied (engine/backup.py's). Raises SyncError or JournalError: before anything is done (a
+    folder that is none), or, with the rest done and committed (``exc.after``: the result, its
+    ``refused`` every such line), when this device's journal cannot be written (a read-only
+    folder) or another device's file is refused (damaged, of a newer prep: its later files
+    wait). ``apply=False``: such a line is in the result's ``refused``, nothing raised."""
     root = sync_folder(folder)
     now = now or utcnow()
     result = SyncResult()
@@ -396,6 +427,7 @@ def sync(
             "once if that copy sends them"
         )
     entries: list[list[Any]] = []
+    problems: list[SyncError | JournalError] = []  # raised once the rest is done (the first)
     if checked.waiting is None:  # (else the other copy's file may be a fork: wait for it)
         entries, params, sent, reviews = outbox(store, everything=_folder_is_new(conn, root / me))
     if entries:
@@ -413,10 +445,12 @@ def sync(
         fork.intend(store, planned, fmt(now))  # (what check() takes as ours)
         try:
             result.journal = journal.write(root / me, header, entries)
-        except OSError as exc:
-            raise SyncError(
-                f"{root / me}: cannot write the journal ({exc.strerror or exc})"
-            ) from None
+        except OSError as exc:  # (a read-only folder: what was received is still applied)
+            why = exc.strerror or exc
+            problems.append(SyncError(f"{root / me}: cannot write the journal ({why})"))
+        except JournalError as exc:  # (its folder a link: never written through)
+            problems.append(exc)
+    if entries and result.journal is not None:
         with store.transaction():
             old = _sent(conn)
             merged = {k: max(old[k], sent[k]) for k in _SENT_KEYS}  # ("o": passed on now)
@@ -426,12 +460,19 @@ def sync(
             fork.wrote(store, result.journal, fmt(now), checked.known)
             relay.sent(conn, entries)
         result.sent_reviews, result.sent_other = reviews, len(entries) - reviews
+    result.refused = [f"{p}; nothing sent" for p in problems]
     if not apply:
         return result
     journals = read_pending(store, root)
     if any(j.entries for j in journals) and backup is not None:
         result.backup = backup(store, "sync")
     result.applied = apply_journals(store, journals, now)
+    problems += journals.refused
+    result.refused += [f"{p}; its device's later files wait for it" for p in journals.refused]
+    if problems:  # (the rest done and committed: the first said as the error, with it)
+        first = problems[0]
+        first.after = result
+        raise first
     return result
 
 

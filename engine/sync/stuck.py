@@ -8,6 +8,8 @@ device sending at every sync; so, by a rule that waits only for what can still a
 
 - a file whose header names the time this database wrote that number (fork.WROTE_KEY) is its
   own, damaged since it was written: no evidence of a copy; set aside at once;
+- an entry that is no regular file (a FIFO, a symbolic link, a folder: journal.NotAFile) is
+  no journal and never becomes one: set aside at once;
 - any other file is set aside once a sync finds it as the previous sync found it unreadable
   (the same size and modification time) and last modified more than ``STUCK_S`` ago: a sync
   tool bringing a file writes it, and one unchanged that long is not arriving. A modification
@@ -70,7 +72,9 @@ def judge(
     for n in unread:
         st = _stat(files[n])
         seen = old.get(str(n))
-        ours = journal.written_at(files[n]) in wrote_at.get(n, ())
+        # (no regular file, never one a sync tool brings: no evidence, not arriving either)
+        ours = journal.entry_kind(files[n]) is not None
+        ours = ours or journal.written_at(files[n]) in wrote_at.get(n, ())
         still = seen is not None and st is not None and (seen[0], seen[1]) == st
         # unchanged since: since its modification time, or, where that is ahead of this
         # machine's clock (the sender's clock fast), since a sync here first found it so
@@ -93,14 +97,15 @@ def line(files: dict[int, Path], aside: list[int], wrote_at: dict[int, list[str]
     """What the sync that sets files aside says, in one line."""
     first = files[aside[0]]
     more = f" (and {len(aside) - 1} more)" if len(aside) > 1 else ""
-    if journal.written_at(first) in wrote_at.get(aside[0], ()):
+    kind = journal.entry_kind(first)
+    if kind is not None:
+        why = f"{kind} in this device's journal folder, not a journal file"
+    elif journal.written_at(first) in wrote_at.get(aside[0], ()):
         why = "this device's own journal file is damaged since it wrote it"
     else:
         why = (
             f"this device's journal file has stayed unreadable and unchanged for over "
             f"{STUCK_S // 60} minutes (not arriving)"
         )
-    return (
-        f"{first}{more}: {why}: set aside, left in place (the machine that wrote it may hold "
-        "it whole); sending again"
-    )
+    whole = "" if kind is not None else " (the machine that wrote it may hold it whole)"
+    return f"{first}{more}: {why}: set aside, left in place{whole}; sending again"

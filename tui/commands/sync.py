@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from prep.engine.paths import expand_user
-from prep.tui.commands.common import NAMED_PATH, Ctx, UsageError
+from prep.tui.commands.common import EXIT_USAGE, NAMED_PATH, Ctx, UsageError
 
 if TYPE_CHECKING:
     from prep.engine.store import Store
@@ -105,8 +105,8 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
             if info["journal_files_set_aside"]:
                 click.echo(
                     f"{info['journal_files_set_aside']} journal file(s) of other devices set "
-                    "aside (unreadable, unchanged for over 10 minutes): read again once a "
-                    "whole version arrives"
+                    "aside (no regular file, or unreadable and unchanged for over 10 minutes): "
+                    "read again once a whole version arrives"
                 )
             if info["files_waiting"]:
                 click.echo(
@@ -119,13 +119,20 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
             backup.daily(store)
             result = sync(store, Path(where), backup=backup.make)
         except (SyncError, JournalError, backup.BackupError) as exc:
-            raise UsageError(str(exc)) from None
+            done = getattr(exc, "after", None)
+            if done is None:  # (nothing done)
+                raise UsageError(str(exc)) from None
+            result = done  # the rest done: said, then what was not, exit 2
     if result.forked:
         click.echo(result.forked[0].upper() + result.forked[1:] + ".")
     for line in (result.set_aside, result.held, result.adopted, *result.applied.notes):
         if line:
             click.echo(line[0].upper() + line[1:] + ".")
     click.echo(result.summary())
+    for line in result.refused:  # (a file refused holds back only its device's later files)
+        UsageError(line).show()
+    if result.refused:
+        raise SystemExit(EXIT_USAGE)
 
 
 @click.command("backup")
