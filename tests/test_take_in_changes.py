@@ -96,6 +96,8 @@ def test_new_cards_of_a_deck_another_prep_re_read_stay_queued(two) -> None:
     session = _session(mine, coll, clock)
     queued = list(session.queue)
     assert len(queued) == 4
+    first = session.current  # shown before the other prep re-reads the file
+    assert first is not None
     path = deck_dir / "small.yaml"
     text = path.read_text(encoding="utf-8").replace(
         "cards:\n", "cards:\n  - {id: brand-new, kind: recall, prompt: p, answer: a}\n", 1
@@ -104,8 +106,6 @@ def test_new_cards_of_a_deck_another_prep_re_read_stay_queued(two) -> None:
     other_coll = deckcache.load(theirs, [deck_dir], include_bundled=False)  # re-reads the file
     other = _session(theirs, other_coll, clock)
     assert "brand-new" in other.queue
-    first = session.current
-    assert first is not None
     session.rate(Rating.Easy, duration_ms=1000, card_id=first.id)
     left = [cid for cid in queued if cid != first.id]
     assert session.counts()[0] == 3

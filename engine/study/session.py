@@ -130,9 +130,9 @@ class ReviewSession:
         self._deck = deck
         self._limits = (new_limit, limit)  # (take_in_changes builds the queue again with them)
         self._steps = DueSteps(store, None if deck is None else [deck])
-        # PRAGMA data_version as first read after the queue was built (None: not read yet);
-        # another connection's commit since (another terminal) rebuilds it at the next card
-        self._version: int | None = None
+        # PRAGMA data_version before the queue was built: another connection's commit since
+        # (another terminal), seen in a mark read later, rebuilds it at the next card
+        self._version = store.changes_mark()[0] if self._adopts else None
         self._stale = False
         self._first_id = store.next_review_id() if self._adopts else 1 << 63  # (after its queue)
         if queue is None:
@@ -316,10 +316,8 @@ class ReviewSession:
     def _committed(self, mark: Mark) -> None:
         """A changes mark read (a card shown, a rating's transaction): another connection's
         commit since the queue was built marks it to be built again at the next card."""
-        if self._version is None:
-            self._version = mark[0]
-        elif mark[0] != self._version:
-            self._stale = self._adopts
+        if self._version is not None and mark[0] != self._version:
+            self._stale = True
 
     def take_notices(self) -> list[str]:
         """Messages for the user since the last call (cards skipped, and why)."""

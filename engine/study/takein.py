@@ -27,7 +27,7 @@ def take_in(session: ReviewSession) -> None:
     if not session._adopts:
         return
     session._steps.forget()
-    session._version, session._stale = None, False  # (read again with the next card)
+    session._version, session._stale = session.store.changes_mark()[0], False  # (before it)
     new_limit, limit = session._limits
     now = session.clock()
     built = build_queue(
