@@ -230,3 +230,17 @@ def test_the_log_gives_a_state_s_times_from_its_head_alone() -> None:
         blob = pack(state, "c", ref, at)
         assert times_of(blob, at) == (state.last_review, state.due)
     assert times_of(None, at) == (None, None) and times_of(b"\xfe\x00", at) == (None, None)
+
+
+def test_a_step_whose_due_is_not_a_time_is_still_served_to_be_skipped(setup) -> None:
+    """A hand-edited due ('tomorrow') on a step set on an earlier day is not taken for an
+    interday step: the queue serves it last and the session skips it with a message."""
+    store, coll = setup
+    (cid,) = one_day_steps(store, coll, 1, local(2026, 3, 3, 9, 20))
+    with store.transaction():
+        store.conn.execute("UPDATE cards SET due = 'tomorrow' WHERE id = ?", (cid,))
+    now = local(2026, 3, 4, 9, 0)
+    assert build_queue(store, coll, now).due == [cid]
+    session = ReviewSession(store, coll, clock=Clock(now))
+    assert session.current is None
+    assert [c for c, _ in session.skipped] == [cid]

@@ -23,6 +23,8 @@ makes that comparison the rule for cards due by day.
 
 from __future__ import annotations
 
+import functools
+import time
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
@@ -52,12 +54,25 @@ def interday(state: int, due: object, last_review: object) -> bool:
 
 def stored_interday(state: int, due: str | None, last_review: str | None) -> bool:
     """``interday`` on the stored text of the times (the store's rows)."""
-    if state == _REVIEW or due is None or last_review is None:
+    if state == _REVIEW or due is None or last_review is None or due >= ":":  # (not a time)
         return False
     try:
-        return due >= fmt(study_day_start(parse(last_review), 1))
+        if len(last_review) != 27 or last_review[-1] != "Z":  # (not as fmt wrote it)
+            return due >= fmt(study_day_start(parse(last_review), 1))
+        # the next rollover is the same for every time of one minute (UTC offsets are whole
+        # quarter hours): kept per minute and time zone (a test, or a user, may change TZ)
+        return due >= _rollover_after(last_review[:16], time.tzname, time.timezone)
     except (TypeError, ValueError, OverflowError):  # not a time (a hand edit)
         return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _rollover_after(minute: str, _zone: object, _offset: int) -> str:
+    """The stored text of the first rollover after the minute ``minute`` (YYYY-MM-DDTHH:MM,
+    UTC) in the local time zone (``_zone``, ``_offset``: its key)."""
+    if len(minute) != 16:
+        raise ValueError(f"{minute!r} is not a stored time")
+    return fmt(study_day_start(parse(minute + ":00.000000Z"), 1))
 
 
 def by_day(state: CardState) -> bool:
@@ -99,11 +114,12 @@ def split_steps(
     the dues that are not times: the queue serves those last, to skip them with a message)
     and the interday steps due today: (id, deck) each, in due order."""
     until = fmt(reviews_until(now))
+    today = fmt(study_day_start(now))  # (a step set today and due by today's end: intraday)
     at = fmt(ahead)
     steps: list[tuple[str, str]] = []
     days: list[tuple[str, str]] = []
     for cid, deck, state, due, last in rows:
-        if stored_interday(state, due, last):
+        if (last is None or last < today or due > until) and stored_interday(state, due, last):
             if due <= until:
                 days.append((cid, deck))
         elif due <= at or (odd and due > until):  # (after every time: not a time)

@@ -254,7 +254,7 @@ class ReviewSession:
         states = self.store.cards([cid for cid in new if cid not in hidden])
         queued = set(self.queue)
         for cid, state in states.items():
-            if state.due is None:
+            if not isinstance(state.due, datetime):  # (not a time: the queue's, to be skipped)
                 continue
             if cid in queued:  # still queued here (as new, or as a step): it is a step now
                 self.queue.remove(cid)
