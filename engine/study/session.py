@@ -313,7 +313,7 @@ class ReviewSession:
             self._committed(mark)
         return True
 
-    def _committed(self, mark: Mark) -> None:
+    def _committed(self, mark: tuple[int, int]) -> None:
         """A changes mark read (a card shown, a rating's transaction): another connection's
         commit since the queue was built marks it to be built again at the next card."""
         if self._version is not None and mark[0] != self._version:
