@@ -328,8 +328,8 @@ def test_the_learning_window_reads_the_due_steps_as_due_ids(
             store.conn.execute("UPDATE cards SET due = 'tomorrow' WHERE id = 'c00'")
         window = clock.now + timedelta(minutes=5)
         rows, horizon, _version = store.learning_window(window)
-        assert [cid for cid, _ in rows] == store.due_ids(window, not_state=int(State.Review))
-        assert rows[-1] == ("c00", "tomorrow")
+        assert [r[0] for r in rows] == store.due_ids(window, not_state=int(State.Review))
+        assert rows[-1][:2] == ("c00", "tomorrow")
         assert horizon == ":"  # nothing else due later
         rows, horizon, _version = store.learning_window(clock.now - timedelta(minutes=5))
-        assert [cid for cid, _ in rows] == ["c00"] and horizon < ":"
+        assert [r[0] for r in rows] == ["c00"] and horizon < ":"

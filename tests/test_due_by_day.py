@@ -24,13 +24,14 @@ from hypothesis import strategies as st
 from prep.engine.decks.deckcache import load_collection
 from prep.engine.store import Mark, Store
 from prep.engine.study import stats as stats_mod
-from prep.engine.study.due import is_due, next_due, reviews_until
+from prep.engine.study.due import by_day, is_due, next_due, reviews_until
 from prep.engine.study.queue import build_queue, deck_counts, review_ahead_ids
 from prep.engine.study.scheduler import Rating, Scheduler, State
 from prep.engine.study.session import ReviewSession
 from tests.conftest import Clock
 
 IDS = {"roles", "pick-one", "roles-follow", "flag"}  # conftest's SMALL_DECK
+_TICK = timedelta(microseconds=1)
 
 
 def local(*when: int) -> datetime:
@@ -294,6 +295,9 @@ _KINDS = (None, State.Learning, State.Review, State.Relearning)
             st.sampled_from(_KINDS),
             st.integers(-3 * 24 * 60, 3 * 24 * 60),  # due, minutes from now
             st.sampled_from(("", "suspended", "buried")),
+            # a step's last review: 10 minutes before (intraday, unless that crosses the
+            # rollover) or a day or more before its due (an interday step, due by day)
+            st.sampled_from((10, 24 * 60, 3 * 24 * 60)),
         ),
         min_size=12,
         max_size=12,
@@ -319,10 +323,10 @@ def test_every_count_is_what_the_session_serves(
     )
     now = local(2026, 3, 5, hour, minute)
     ids = [c.id for c in coll.cards]
-    for cid, (kind, minutes, mark) in zip(ids, cards, strict=True):
+    for cid, (kind, minutes, mark, step) in zip(ids, cards, strict=True):
         if kind is not None:
             due = now + timedelta(minutes=minutes)
-            back = timedelta(days=2) if kind == State.Review else timedelta(minutes=10)
+            back = timedelta(days=2) if kind == State.Review else timedelta(minutes=step)
             store.put_card(
                 CardState(
                     id=cid,
@@ -338,14 +342,19 @@ def test_every_count_is_what_the_session_serves(
             )
         if mark == "suspended":
             store.set_mark(cid, Mark(suspended=True), at=now)
-        elif mark == "buried":
-            store.set_mark(cid, Mark(buried_until=reviews_until(now)), at=now)
+        elif mark == "buried":  # until tomorrow's rollover, as the review screen's bury
+            store.set_mark(cid, Mark(buried_until=reviews_until(now) + _TICK), at=now)
     stats = stats_mod.compute(store, coll, now)
+    by_tomorrow = ReviewSession(store, coll, clock=Clock(now)).summary()["due_by_tomorrow"]
     rows = deck_counts(store, coll, now)
     for row in rows:
         deck = row.name or None
         session = ReviewSession(store, coll, clock=Clock(now), deck=deck)
         assert session.counts() == (row.new, row.learning, row.due), deck
+        # (the queue holds the steps due now; the session takes those of the learn-ahead
+        # window as they come, so only the other two numbers are the queue's alone)
+        queue = build_queue(store, coll, now, deck=deck)
+        assert (len(queue.new), len(queue.due) - queue.learning) == (row.new, row.due), deck
     home = rows[0]
     assert (stats.session.new, stats.session.learning, stats.session.due) == (
         home.new,
@@ -369,11 +378,30 @@ def test_every_count_is_what_the_session_serves(
     assert (len(new), len(learning), len(review)) == (home.new, home.learning, home.due)
     ahead = timedelta(minutes=learn_ahead)
     assert all(is_due(before[cid], now, ahead) and cid not in hidden for cid in learning + review)
-    # every due card not hidden is served, up to the review limit; stats' "due now" counts them
+    # every due card not hidden is served, the cards due by day (reviews, interday steps: the
+    # interday steps first) up to the review limit; stats' "due now" counts them all
     due_now = {c for c, s in before.items() if is_due(s, now, ahead) and c not in hidden}
-    waiting = {c for c in due_now if before[c].state == State.Review}
-    assert stats.due.now == len(due_now) == home.learning + home.waiting
-    assert home.due == min(review_limit, len(waiting))
+    daily = {c for c in due_now if by_day(before[c])}
+    interday = {c for c in daily if before[c].state != State.Review}
+    assert stats.due.now == len(due_now) == home.steps + home.waiting
+    assert home.waiting == len(daily)
+    taken = min(review_limit, len(interday))
+    assert home.learning == len(due_now) - len(daily) + taken
+    assert home.due == min(review_limit - taken, len(daily) - len(interday))
+    # the interday steps are counted by day: due today whatever the hour of their due
+    assert all(before[c].due <= reviews_until(now) for c in interday)
     # today: every card not hidden whose due falls in today's study day or earlier
     today = {c for c, s in before.items() if c not in hidden and s.due <= reviews_until(now)}
     assert stats.due.today == stats.forecast[0].due == len(today)
+    # tomorrow: the cards due then, and the buried cards due by then (back tomorrow); no
+    # suspended card on any day (engine/study/forecast.py)
+    buried = {c for c, (_, _, m, _) in zip(ids, cards, strict=True) if m == "buried"}
+    tomorrow = {
+        c
+        for c, s in before.items()
+        if c not in hidden - buried
+        and s.due <= reviews_until(now, 1)
+        and (c in buried or s.due > reviews_until(now))
+    }
+    assert stats.due.tomorrow == stats.forecast[1].due == len(tomorrow)
+    assert by_tomorrow == len(today) + len(tomorrow)  # the end-of-session line

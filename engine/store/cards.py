@@ -185,10 +185,38 @@ class CardsStore(StoreCore):
             args.append(limit)
         return [r[0] for r in self.conn.execute(sql, args)]
 
+    def learning_rows(
+        self,
+        *,
+        until: datetime | None = None,
+        after: datetime | None = None,
+        decks: Iterable[str] | None = None,
+    ) -> list[tuple[str, str, int, str, str | None]]:
+        """(id, deck, state, due, last review) as stored, soonest first, of the live learning
+        and relearning cards (few: their partial index) due by ``until``, followed by those
+        whose due is not a time (a hand edit; sorted after every time), or due after
+        ``after`` (times only). engine/study/due.py tells the interday steps (due by day)
+        from the others by their last review."""
+        where = f"removed = 0 AND {NOT_REVIEW_SQL} AND state IN (1, 3)"
+        args: list[Any] = []
+        if decks is not None:
+            deck_list = list(decks)
+            where += f" AND deck IN ({','.join('?' * len(deck_list))})"
+            args += deck_list
+        part = f"SELECT id, deck, state, due, last_review FROM cards INDEXED BY cards_learning WHERE {where}"
+        if until is not None:
+            sql = f"{part} AND due <= ? UNION ALL {part} AND due >= ':' ORDER BY 4"
+            args = [*args, fmt(until), *args]
+        else:
+            sql = f"{part} AND due > ? AND due < ':' ORDER BY 4"
+            args.append(fmt(after) if after is not None else "")
+        return [(r[0], r[1], r[2], r[3], r[4]) for r in self.conn.execute(sql, args)]
+
     def learning_window(
         self, window: datetime, decks: Iterable[str] | None = None
-    ) -> tuple[list[tuple[str, str]], str, int]:
-        """What due_ids(window, not_state=Review) reads, with each card's due as stored, and
+    ) -> tuple[list[tuple[str, str, int, str | None]], str, int]:
+        """What due_ids(window, not_state=Review) reads, with each card's due, state and last
+        review as stored (engine/study/due.py tells the interday steps by them), and
         in the same statement the earliest due after ``window`` (':' when none: every time
         sorts before it) and PRAGMA data_version: until the window reaches that due and while
         nothing is written, the answer changes only by this connection's own ratings
@@ -201,13 +229,15 @@ class CardsStore(StoreCore):
             args += deck_list
         part = f"FROM cards INDEXED BY cards_learning WHERE {where}"
         rows = self.conn.execute(
-            f"SELECT id, due FROM (SELECT id, due {part} AND due <= ? UNION ALL "
-            f"SELECT id, due {part} AND due >= ':' ORDER BY 2) UNION ALL "
-            f"SELECT NULL, coalesce(min(due), ':') {part} AND due > ? AND due < ':' UNION ALL "
-            "SELECT NULL, data_version FROM pragma_data_version()",
+            "SELECT id, due, state, last_review FROM (SELECT id, due, state, last_review "
+            f"{part} AND due <= ? UNION ALL SELECT id, due, state, last_review {part} "
+            "AND due >= ':' ORDER BY 2) UNION ALL "
+            f"SELECT NULL, coalesce(min(due), ':'), 0, NULL {part} AND due > ? AND due < ':' "
+            "UNION ALL SELECT NULL, data_version, 0, NULL FROM pragma_data_version()",
             [*args, fmt(window), *args, *args, fmt(window)],
         ).fetchall()
-        return [(r[0], r[1]) for r in rows[:-2]], rows[-2][1], int(rows[-1][1])
+        steps = [(r[0], r[1], r[2], r[3]) for r in rows[:-2]]
+        return steps, rows[-2][1], int(rows[-1][1])
 
     def reconcile(self, cards: Iterable[Any]) -> dict[str, int]:
         """Reconcile stored progress with the loaded deck cards (objects with id, deck and

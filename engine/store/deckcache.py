@@ -553,14 +553,14 @@ class DeckCacheStore(StoreCore):
         ).fetchall()
 
     def due_counts(
-        self, now: datetime, learning_until: datetime | None = None
+        self, now: datetime, learning_until: datetime | None = None, *, steps: bool = True
     ) -> dict[str, tuple[int, int]]:
         """Per deck: (learning or relearning cards due by ``learning_until`` (default
         ``now``), review cards due by ``now``), of the cards still in the decks (the queue
         passes the end of today as ``now``: reviews are due by day, engine/study/due.py).
         One grouped count over an index that holds the deck, per state as ``due_ids`` reads
         them (schema v14: the learning cards' partial index, the due index for Review
-        cards); no card row is read."""
+        cards); no card row is read. ``steps`` False: the learning column is not counted (0)."""
         others = [int(x) for x in State if x != State.Review]
         out: dict[str, list[int]] = {}
         learning = (
@@ -577,6 +577,8 @@ class DeckCacheStore(StoreCore):
             (review, [fmt(now), int(State.Review)]),
         )
         for column, (sql, args) in enumerate(queries):
+            if column == 0 and not steps:
+                continue
             rows = self.conn.execute(sql, args)
             for deck, n in rows:
                 out.setdefault(deck, [0, 0])[column] += n

@@ -414,6 +414,37 @@ def unpack(
     )
 
 
+def times_of(blob: bytes | None, at: int) -> tuple[datetime | None, datetime | None]:
+    """(last review, due) of a state ``pack`` wrote, read from its head alone (no state before
+    it needed); (None, None) when it holds none or cannot be read (a damaged or kept row)."""
+    try:
+        if not blob or blob[:1] == KEPT:
+            return None, None
+        if blob[:1] == _RAW:
+            d = json.loads(blob[1:].decode())
+            return _time(d.get("last_review")), _time(d.get("due"))
+        if blob[0] == _ESCAPE:
+            form, flags, i = blob[2], blob[3], 4
+        else:
+            form, flags, i = blob[0] >> 2, blob[1], 2
+        if not flags & _STEP_NONE:
+            _step, i = _get(blob, i)
+        i += (0 if flags & _S_NONE else 8) + (0 if flags & _D_NONE else 8)
+        last = None
+        if not flags & _LAST_NONE:
+            if form & _LAST_AT:
+                last = at
+            else:
+                last, i = _get(blob, i)
+        if flags & _DUE_NONE:
+            return (None if last is None else from_us(last)), None
+        delta, i = _get(blob, i)
+        due = (delta * _S_US if form & _DUE_SECONDS else delta) + (last or 0)
+        return (None if last is None else from_us(last)), from_us(due)
+    except (ValueError, TypeError, AttributeError, OverflowError, IndexError):
+        return None, None
+
+
 # prefix of a row's states that the v13 conversion could not read (a damaged v12 row): kept
 # byte for byte behind it, and read as damaged (export names the row, as before)
 KEPT = b"\xfe"

@@ -16,7 +16,7 @@ from prep.engine.store import known as known_mod
 from prep.engine.store.cards import CardsStore, _row_to_state, state_to_json, state_to_row
 from prep.engine.store.core import StoreError
 from prep.engine.store.known import Shown
-from prep.engine.store.reviewlog import Chain, from_us, to_us
+from prep.engine.store.reviewlog import Chain, from_us, times_of, to_us
 from prep.engine.store.schema import CARD_COLUMNS
 from prep.engine.store.schema13 import card_number
 from prep.engine.store.schema14 import FOLD, TALLY_MARK, fold_tally
@@ -500,6 +500,25 @@ class ReviewsStore(CardsStore):
         # pages instead of stepping every entry (a million reviews: 4 ms instead of 20)
         sql = "SELECT count(*) FROM revlog" + (f" WHERE {' AND '.join(where)}" if where else "")
         return int(self.conn.execute(sql, args).fetchone()[0])
+
+    def step_reviews(self, since: datetime, until: datetime) -> list[tuple[int, Any, Any]]:
+        """(state, due, last review) of the state before each review in [since, until) made in
+        a learning or relearning state (few: a day's; engine/study/due.py tells the interday
+        steps among them, which count against the review limit). A state not held in the row
+        is its card's previous review's next (one index probe each)."""
+        rows = self.conn.execute(
+            "SELECT r.prev_state, r.at, r.prev, p.at, p.next FROM revlog AS r "
+            "LEFT JOIN revlog AS p ON p.id = "
+            "(SELECT max(id) FROM revlog WHERE cn = r.cn AND id < r.id) "
+            "WHERE r.prev_state IN (1, 3) AND r.at >= ? AND r.at < ?",
+            (to_us(since), to_us(until)),
+        )
+        out = []
+        for state, at, prev, p_at, p_next in rows:
+            blob, t = (p_next, p_at) if prev is None else (prev, at)
+            last, due = times_of(blob, t) if t is not None else (None, None)
+            out.append((state, due, last))
+        return out
 
     def retention_counts(
         self, since: datetime | None = None, until: datetime | None = None

@@ -1,5 +1,8 @@
 """The learning steps come due, kept between answers (issue 26: answer -> next card).
 
+Interday steps (a step that falls on a later study day than its rating) are due by day and
+served with the reviews (engine/study/due.py): they are not among these.
+
 A session asks, before each card it shows, which learning and relearning cards are due within
 the learn-ahead window (another terminal or screen may have rated them: it adopts them). The
 answer changes only when something is written, or when the window passes the next step's due.
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from prep.engine.store import Store
+from prep.engine.study.due import interday, stored_interday
 from prep.engine.study.scheduler import CardState, State
 from prep.engine.timeutil import fmt
 
@@ -52,8 +56,10 @@ class DueSteps:
         if kept is None or kept.mark[1] != self.store.conn.total_changes or at >= kept.horizon:
             rows, horizon, version = self.store.learning_window(window, self.decks)
             self.reads += 1
-            due = sorted((d, cid) for cid, d in rows if d <= at)
-            odd = [(d, cid) for cid, d in rows if d > at]
+            # an interday step (due by day, engine/study/due.py) is the queue's, not a step's
+            steps = [(cid, d) for cid, d, st, last in rows if not stored_interday(st, d, last)]
+            due = sorted((d, cid) for cid, d in steps if d <= at)
+            odd = [(d, cid) for cid, d in steps if d > at]
             kept = self._kept = _Kept(
                 (version, self.store.conn.total_changes), due, odd, min(horizon, ":")
             )
@@ -80,6 +86,7 @@ class DueSteps:
         kept.odd = [e for e in kept.odd if e[1] != state.id]
         if (
             state.state != int(State.Review)
+            and not interday(state.state, state.due, state.last_review)
             and not state.removed
             and state.due is not None
             and (self.decks is None or state.deck in self.decks)

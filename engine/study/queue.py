@@ -19,7 +19,7 @@ from typing import Any
 from prep.engine.store import Store
 from prep.engine.study import plan as plan_mod
 from prep.engine.study.collection import Cards
-from prep.engine.study.due import is_due, reviews_until
+from prep.engine.study.due import interday, is_due, reviews_until, split_steps
 from prep.engine.study.scheduler import State
 from prep.engine.timeutil import day_start, fmt, today_span
 
@@ -32,8 +32,10 @@ class Queue:
 
     due: list[str]  # learning steps and reviews together, most overdue first
     new: list[str]
-    learning: int = 0  # how many of ``due`` are learning or relearning steps
+    learning: int = 0  # how many of ``due`` are learning or relearning steps (interday too)
     learning_ids: frozenset[str] = frozenset()  # which ones
+    interday: int = 0  # how many of those are interday steps (due by day, under the limit)
+    interday_held: bool = False  # whether the review limit holds interday steps back
 
     @property
     def ids(self) -> list[str]:
@@ -56,20 +58,26 @@ def build_queue(
     new_limit, review_limit = _limits_left(store, now, new_limit, review_limit, collection)
     decks = None if deck is None else [deck]
     hidden = store.hidden_ids(now)  # suspended, or buried until a later day (a few ids)
-    learning = store.due_ids(now, decks=decks, not_state=int(State.Review))
-    reviews = store.due_ids(  # due by day: any time of today (engine/study/due.py)
-        reviews_until(now), decks=decks, state=int(State.Review), limit=review_limit + len(hidden)
-    )
+    # learning steps by the minute, and interday steps by day (engine/study/due.py): few rows
+    steps, days = split_steps(store.learning_rows(until=reviews_until(now), decks=decks), now, now)
     # which of them are cards of these decks: one query for all (not one a card)
-    known = set(collection.known([*learning, *reviews]))
-    learning = [cid for cid in learning if cid in known and cid not in hidden]
-    reviews = [cid for cid in reviews if cid in known and cid not in hidden]
-    reviews = reviews[:review_limit]
+    known = set(collection.known([cid for cid, _ in steps + days]))
+    learning = [cid for cid, _ in steps if cid in known and cid not in hidden]
+    interday = [cid for cid, _ in days if cid in known and cid not in hidden]
+    # interday steps are gathered first under the review limit, as Anki's queue builder does
+    held = len(interday) > review_limit
+    interday = interday[:review_limit]
+    room = review_limit - len(interday)
+    reviews = store.due_ids(  # due by day: any time of today (engine/study/due.py)
+        reviews_until(now), decks=decks, state=int(State.Review), limit=room + len(hidden)
+    )
+    known = set(collection.known(reviews))
+    reviews = [cid for cid in reviews if cid in known and cid not in hidden][:room]
     # the day before an interview and its morning: reviews brought forward from after the
     # date, and cards still below target at the interview (engine/study/plan.py; none without one)
     ahead = plan_mod.brought_forward(store, collection, now, decks=decks, hidden=hidden)
-    reviews += ahead[: max(0, review_limit - len(reviews))]
-    due = _merge_by_due(store, learning, reviews)
+    reviews += ahead[: max(0, room - len(reviews))]
+    due = _merge_by_due(store, learning, interday + reviews)
     if hidden:
         seen = None if seen is None else seen | hidden  # never served as new either
     new: list[str] = []
@@ -78,7 +86,15 @@ def build_queue(
         if deck is None:  # an interview plan on some decks: their new cards only
             among = plan_mod.new_card_decks(store.settings(), now, collection, among)
         new = _new_cards(store, collection, seen, hidden, new_limit, deck, among)
-    return Queue(due=due, new=new, learning=len(learning), learning_ids=frozenset(learning))
+    steps_and_days = learning + interday
+    return Queue(
+        due=due,
+        new=new,
+        learning=len(steps_and_days),
+        learning_ids=frozenset(steps_and_days),
+        interday=len(interday),
+        interday_held=held,
+    )
 
 
 def _limits_left(
@@ -95,13 +111,26 @@ def _limits_left(
     if review_limit is None:
         # Anki's "maximum reviews/day": reviews of Review-state cards already done today
         # count against it; learning and relearning steps are never capped.
-        done = store.count_reviews(*today, prev_state=int(State.Review))
+        done = reviews_done(store, today)
         review_limit = max(0, settings.review_limit - done)
     if new_limit is None:
         new_today = store.count_reviews(*today, new_only=True)
         per_day = plan_mod.new_per_day(store, collection, now, settings)
         new_limit = max(0, per_day + extra_new_today(store, now) - new_today)
     return new_limit, review_limit
+
+
+def new_left(store: Store, collection: Cards, now: datetime, new_limit: int | None) -> int:
+    """How many new cards today's queue may still take (``new_limit`` as build_queue's)."""
+    return _limits_left(store, now, new_limit, 0, collection)[0]
+
+
+def reviews_done(store: Store, today: tuple[datetime, datetime]) -> int:
+    """Today's answers that count against the review limit: of cards in the Review state and
+    of interday learning steps (Anki's DayLearn queue; engine/study/due.py)."""
+    steps = store.step_reviews(*today)
+    days = sum(interday(state, due, last) for state, due, last in steps)
+    return store.count_reviews(*today, prev_state=int(State.Review)) + days
 
 
 @dataclass(frozen=True)
@@ -114,14 +143,14 @@ class DeckCounts:
     new: int
     learning: int
     due: int
-    waiting: int = 0  # the reviews due today before today's review limit (``due`` is capped)
+    # the cards due by day today (reviews and interday steps) before today's review limit
+    # (``due`` and the interday part of ``learning`` are capped by it)
+    waiting: int = 0
+    steps: int = 0  # the learning steps due by the minute (within the learn-ahead window)
 
     @property
     def total(self) -> int:
         return self.new + self.learning + self.due
-
-
-_STEP_STATES = frozenset(int(x) for x in State if x != State.Review)  # as due_ids reads them
 
 
 def deck_counts(
@@ -136,25 +165,33 @@ def deck_counts(
     decks together; ``per_deck=False``: that row only). The one source of these three
     numbers for every screen (home, the review bar, stats): learning counts the learning and
     relearning steps due within the learn-ahead window (as the session holds them, shown
-    when due or early when nothing else is left), due the reviews due today (by day, from the
-    rollover: engine/study/due.py), capped by today's review limit, new the curriculum's next
-    cards up to the new-card limit.
+    when due or early when nothing else is left) and the interday steps due today, due the
+    reviews due today (by day, from the rollover: engine/study/due.py); the interday steps
+    and then the reviews are capped by today's review limit (as Anki gathers them), new the
+    curriculum's next cards up to the new-card limit.
 
-    Without building the queues: learning steps and reviews due are one grouped count per
-    state in SQL (less the few suspended or buried cards); the new cards are read only as
-    far as the new-card limit needs."""
+    Without building the queues: reviews due are one grouped count in SQL (less the few
+    suspended or buried cards), the learning cards (few) are read from their index; the new
+    cards are read only as far as the new-card limit needs."""
     new_limit, review_limit = _limits_left(store, now, new_limit, None, collection)
     ahead = now + timedelta(minutes=store.settings().learn_ahead_min)
     hidden = store.hidden_ids(now)
-    counts = store.due_counts(reviews_until(now), learning_until=ahead)
-    due = {deck: list(n) for deck, n in counts.items()}
+    until = reviews_until(now)
+    # per deck: [steps due by the learn-ahead window, interday steps due today, reviews]
+    due = {deck: [0, 0, n[1]] for deck, n in store.due_counts(until, steps=False).items()}
+    steps, days = split_steps(store.learning_rows(until=until), now, ahead, odd=False)
+    for column, cards in ((0, steps), (1, days)):
+        for cid, deck in cards:
+            if cid not in hidden:
+                due.setdefault(deck, [0, 0, 0])[column] += 1
     for cid in plan_mod.brought_forward(store, collection, now, hidden=hidden):  # the plan's
         card = collection.get(cid)
         if card is not None:
-            due.setdefault(card.deck, [0, 0])[1] += 1
+            due.setdefault(card.deck, [0, 0, 0])[2] += 1
     for state in store.cards(hidden).values():  # due, but not served today
-        if not state.removed and state.deck in due and is_due(state, now, ahead - now):
-            due[state.deck][0 if state.state in _STEP_STATES else 1] -= 1
+        review = state.state == int(State.Review)
+        if review and not state.removed and state.deck in due and is_due(state, now):
+            due[state.deck][2] -= 1
     # the decks with cards without progress, counted in SQL: the others are not looked at
     among = _decks_with_new(store, collection)
     decks: list[tuple[str | None, str, int]] = [(None, "All decks", len(collection))]
@@ -164,10 +201,10 @@ def deck_counts(
     rows = []
     for name, title, size in decks:
         if name is None:
-            learning = sum(n[0] for n in due.values())
-            reviews = sum(n[1] for n in due.values())
+            learning, interday, reviews = (sum(n[i] for n in due.values()) for i in range(3))
         else:
-            learning, reviews = due.get(name, (0, 0))
+            learning, interday, reviews = due.get(name, (0, 0, 0))
+        taken = min(review_limit, interday)  # gathered first under the limit
         if name is not None and name not in among:
             new = []
         elif name is None:  # as build_queue: an interview plan on some decks takes theirs
@@ -181,9 +218,10 @@ def deck_counts(
                 title=title,
                 cards=size,
                 new=len(new),
-                learning=learning,
-                due=min(review_limit, reviews),
-                waiting=reviews,
+                learning=learning + taken,
+                due=min(review_limit - taken, reviews),
+                waiting=interday + reviews,
+                steps=learning,
             )
         )
     return rows
@@ -347,11 +385,11 @@ def limits_today(
     settings = store.settings()
     today = today_span(now)
     new_done = store.count_reviews(*today, new_only=True)
-    reviews_done = store.count_reviews(*today, prev_state=int(State.Review))
+    done = reviews_done(store, today)
     # from the deck cache, reconciled with these decks on load: two grouped counts
     unseen = sum(n for d, n in collection.unseen_by_deck(store).items() if deck in (None, d))
     decks = None if deck is None else [deck]
-    capped = len(queue.due) - queue.learning
+    capped = len(queue.due) - queue.learning  # the reviews served (after the interday steps)
     beyond = store.due_ids(
         reviews_until(now), decks=decks, state=int(State.Review), limit=capped + 1
     )
@@ -361,8 +399,8 @@ def limits_today(
         new_done=new_done,
         new_waiting=max(0, unseen - len(queue.new)),
         review_limit=settings.review_limit,
-        reviews_done=reviews_done,
-        reviews_waiting=len(collection.known(beyond)) > capped,
+        reviews_done=done,
+        reviews_waiting=queue.interday_held or len(collection.known(beyond)) > capped,
     )
 
 

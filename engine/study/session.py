@@ -17,9 +17,11 @@ from datetime import datetime, timedelta
 from prep.engine.decks.deck import Card
 from prep.engine.store import Mark, Store, StoreError
 from prep.engine.study import plan as plan_mod
+from prep.engine.study import takein
 from prep.engine.study.collection import Cards
-from prep.engine.study.due import next_due, reviews_until
+from prep.engine.study.due import next_due
 from prep.engine.study.duesteps import DueSteps
+from prep.engine.study.forecast import due_per_day
 from prep.engine.study.queue import (  # re-exported: callers import them from here
     EXTRA_NEW_KEY,
     LEARN_AHEAD,
@@ -43,6 +45,7 @@ from prep.engine.study.scheduler import (
     State,
     state_problem,
 )
+from prep.engine.study.takein import kinds_of
 from prep.engine.timeutil import Clock, clamp_duration, study_day_start, utcnow
 
 __all__ = [
@@ -62,12 +65,6 @@ __all__ = [
     "review_ahead_ids",
     "unseen_per_deck",
 ]
-
-
-def _kinds(ids: Iterable[str], new: set[str], learning: frozenset[str]) -> dict[str, str]:
-    return {  # what each queued card is, for Anki's three numbers
-        cid: "new" if cid in new else "learning" if cid in learning else "review" for cid in ids
-    }
 
 
 class NotCurrentCard(RuntimeError):
@@ -133,6 +130,10 @@ class ReviewSession:
         self._deck = deck
         self._limits = (new_limit, limit)  # (take_in_changes builds the queue again with them)
         self._steps = DueSteps(store, None if deck is None else [deck])
+        # PRAGMA data_version before the queue was built: another connection's commit since
+        # (another terminal), seen in a mark read later, rebuilds it at the next card
+        self._version = store.changes_mark()[0] if self._adopts else None
+        self._stale = False
         self._first_id = store.next_review_id() if self._adopts else 1 << 63  # (after its queue)
         if queue is None:
             built = build_queue(store, collection, now, deck=deck, new_limit=new_limit)
@@ -147,7 +148,7 @@ class ReviewSession:
                 cid for cid, st in states.items() if st.state != int(State.Review)
             )
         # what each queued card is, for Anki's three numbers (new / learning / due)
-        self.kind_of: dict[str, str] = _kinds(self.queue, new_ids, learning_ids)
+        self.kind_of: dict[str, str] = kinds_of(self.queue, new_ids, learning_ids)
         # learning cards rated this session, waiting for their next step: (due, id), soonest
         # first. One is served when due; early (within the learn-ahead limit) only when
         # nothing else is left.
@@ -207,6 +208,8 @@ class ReviewSession:
         learning card within the learn-ahead limit, shown early."""
         now = self.clock()
         if self._adopts:
+            if self._stale:  # another terminal committed: what it made due joins (its Again)
+                self.take_in_changes()
             self._adopt_due_steps(now)
         while self.queue:
             card = self.collection.get(self.queue[0])
@@ -251,7 +254,7 @@ class ReviewSession:
         states = self.store.cards([cid for cid in new if cid not in hidden])
         queued = set(self.queue)
         for cid, state in states.items():
-            if state.due is None:
+            if not isinstance(state.due, datetime):  # (not a time: the queue's, to be skipped)
                 continue
             if cid in queued:  # still queued here (as new, or as a step): it is a step now
                 self.queue.remove(cid)
@@ -307,7 +310,14 @@ class ReviewSession:
         self._seen = None if mark is None else (card.id, mark, state, key, deck_hash, last)
         if mark is not None:
             self._steps.seen(mark)
+            self._committed(mark)
         return True
+
+    def _committed(self, mark: tuple[int, int]) -> None:
+        """A changes mark read (a card shown, a rating's transaction): another connection's
+        commit since the queue was built marks it to be built again at the next card."""
+        if self._version is not None and mark[0] != self._version:
+            self._stale = True
 
     def take_notices(self) -> list[str]:
         """Messages for the user since the last call (cards skipped, and why)."""
@@ -464,6 +474,7 @@ class ReviewSession:
             )
         outcome = outcomes[-1]
         self._steps.rated(mark, outcome.state)
+        self._committed(mark)
         self._review_ids.append(review_id)
         if entry is None:
             self.queue.pop(0)
@@ -562,34 +573,13 @@ class ReviewSession:
         with home's. This session's learning steps, ratings, undo and stats are kept, and so
         is the card pinned on screen (or put back by undo), in front. Today's session only
         (a queue given by the caller, review ahead or a mock's, is left as it is)."""
-        if not self._adopts:
-            return
-        self._steps.forget()
-        new_limit, limit = self._limits
-        built = build_queue(
-            self.store, self.collection, self.clock(), deck=self._deck, new_limit=new_limit
-        )
-        held = {cid for _, cid in self.learning}
-        ids = [cid for cid in built.ids if cid not in held]
-        if limit is not None:  # the session's size: what this session already did counts
-            room = max(0, limit - len(set(self.done)))
-            self.held_back = max(0, len(ids) - room)
-            ids = ids[:room]
-        pinned = self._pinned
-        if pinned is not None and pinned[1] is None:  # the card on screen stays in front
-            ids = [pinned[0].id, *(cid for cid in ids if cid != pinned[0].id)]
-        kinds = _kinds(ids, set(built.new), built.learning_ids)
-        if pinned is not None and pinned[0].id in self.kind_of:  # what it was when shown
-            kinds[pinned[0].id] = self.kind_of[pinned[0].id]
-        self.total += len(ids) - len(self.queue)
-        self.queue = ids
-        self.kind_of.update(kinds)
+        takein.take_in(self)
 
     def summary(self) -> dict:
         """End-of-session summary: cards, again-rate, time, what is due next."""
         now = self.clock()
-        # a count, not 40k ids; by the end of tomorrow's study day (reviews are due by day)
-        due_by_tomorrow = self.store.count_due(reviews_until(now, 1))
+        # counted as the forecast counts (by day; suspended cards not, buried ones when back)
+        due_by_tomorrow = sum(due_per_day(self.store, self.collection, now, 2))
         return {
             "reviewed": self.stats.reviewed,
             "again": self.stats.again,

@@ -13,6 +13,7 @@ from datetime import date, datetime, timedelta
 from prep.engine.store import Store
 from prep.engine.study import plan as plan_mod
 from prep.engine.study.collection import Cards
+from prep.engine.study.forecast import due_per_day
 from prep.engine.study.session import deck_counts
 from prep.engine.study.statsresult import (
     CardCounts,
@@ -90,17 +91,15 @@ def compute(
     # today's session: new / learning / due from the one source home and the review bar use
     today_row = deck_counts(store, collection, now, per_deck=False)[0]
 
-    # Due counts and forecast by study day (removed, suspended and buried cards are not
-    # served; overdue cards count as today's; a review is due on its day, engine/study/due.py)
+    # Due counts and forecast by study day, as the queue serves them (engine/study/forecast.py:
+    # overdue cards today, suspended on no day, buried on the day their bury ends)
     n_ahead = max(forecast_days, 7)
     days_ahead = [(today_date + timedelta(days=i)).isoformat() for i in range(n_ahead)]
-    bounds = [study_day_start(now, i) for i in range(n_ahead + 1)]
-    due_counts = not_served(store, collection, now, bounds, store.due_per_interval(bounds))
-    by_day = dict(zip(days_ahead, due_counts, strict=True))
+    by_day = dict(zip(days_ahead, due_per_day(store, collection, now, n_ahead), strict=True))
     forecast = [DueOn(date=d, due=by_day.get(d, 0)) for d in days_ahead[:forecast_days]]
     due = Due(
         # what the session serves now, before today's review limit (home shows it capped)
-        now=today_row.learning + today_row.waiting,
+        now=today_row.steps + today_row.waiting,
         today=by_day.get(days_ahead[0], 0),
         tomorrow=by_day.get(days_ahead[1], 0),
         next_7_days=sum(by_day.get(d, 0) for d in days_ahead[:7]),
@@ -167,33 +166,6 @@ def compute(
         # predicted recall at the interview per deck and tag (None without a date ahead)
         interview=plan_mod.on_the_day(store, collection, now),
     )
-
-
-def not_served(
-    store: Store, collection: Cards, now: datetime, bounds: list[datetime], counts: list[int]
-) -> list[int]:
-    """The cards due in each study day [bounds[i], bounds[i + 1]) as the queue serves them:
-    ``counts`` (every live card by its due) less the suspended and buried cards (a few), and
-    with the reviews an interview plan brings forward today moved to today."""
-    out = list(counts)
-    end = bounds[-1]
-
-    def day(due: datetime) -> int | None:
-        return next((i for i, b in enumerate(bounds[1:]) if due < b), None) if due < end else None
-
-    hidden = store.hidden_ids(now)
-    for state in store.cards(hidden).values():
-        i = day(state.due) if isinstance(state.due, datetime) else None
-        if not state.removed and i is not None:
-            out[i] -= 1
-    forward = plan_mod.brought_forward(store, collection, now, hidden=hidden)
-    for state in store.cards(forward).values():
-        i = day(state.due) if isinstance(state.due, datetime) else None
-        if i != 0:
-            out[0] += 1
-            if i is not None:
-                out[i] -= 1
-    return out
 
 
 def marked_ids(store: Store) -> Marked:
