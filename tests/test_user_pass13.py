@@ -81,3 +81,79 @@ async def test_the_summary_says_when_there_is_nothing_to_undo() -> None:
         await pilot.press("u")
         await pilot.pause()
         assert "Nothing to undo yet: u undoes this session's last rating or mark." in notes(app)
+
+
+# --- the demo list at narrow widths ----------------------------------------------------------
+
+
+def _row_texts(table) -> list[list[str]]:
+    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def _demo_list(app, pilot, store) -> object:
+    from datetime import UTC, datetime
+
+    store.record_demo_run(
+        name="block-diagonal",
+        device="cpu",
+        passed=True,
+        seconds=0.5,
+        ran_at=datetime(2026, 12, 2, 22, 40, tzinfo=UTC),
+    )
+    await pilot.pause()
+    await pilot.press("d")
+    await wait_until(pilot, lambda: type(app.screen).__name__ == "DemoListScreen")
+    await pilot.pause(0.2)
+    return app.screen.query_one("#demo-table")
+
+
+def _fully_shown(app, table) -> None:
+    """Every column ends inside the terminal, and no cell is wider than its column."""
+    widths = [column.get_render_width(table) for column in table.ordered_columns]
+    assert table.region.x + sum(widths) <= app.size.width, (widths, app.size)
+    for i, column in enumerate(table.ordered_columns):
+        for row in _row_texts(table):
+            assert len(row[i]) <= column.content_width, (row[i], column.content_width)
+
+
+@async_test
+async def test_the_demo_list_at_40_columns_drops_columns_by_priority() -> None:
+    """At 40 columns the demo list cut "Last run" and "Cards" at the right edge (and the names
+    were left whole only by luck). Now the columns fit: the name whole, PASS/FAIL, and the
+    line under the table says the rest (device, date, cards) for the highlighted demo."""
+    from prep.engine.store import Store
+
+    store = Store.memory()
+    app = make_app(store=store)
+    async with app.run_test(size=(40, 20)) as pilot:
+        table = await _demo_list(app, pilot, store)
+        _fully_shown(app, table)
+        rows = {row[0]: row for row in _row_texts(table)}
+        assert rows["block-diagonal"][1] == "PASS"
+        table.move_cursor(row=list(rows).index("block-diagonal"))
+        await pilot.pause()
+        detail = str(app.screen.query_one("#demo-claim-detail").render())
+        assert "Last run: PASS  cpu  2026-12-02 22:40 · cards:" in detail, detail
+        await pilot.resize_terminal(120, 30)  # wide: every column in full, as before
+        await pilot.pause(0.3)
+        rows = {row[0]: row for row in _row_texts(table)}
+        assert rows["block-diagonal"][1] == "PASS  cpu  2026-12-02 22:40"
+        assert len(rows["block-diagonal"]) == 3
+        _fully_shown(app, table)
+
+
+@async_test
+async def test_the_demo_list_fits_every_width_from_30_to_100_columns() -> None:
+    """With every shipped demo (names up to 20 cells: real-block-structure)."""
+    from prep.engine.store import Store
+    from prep.tui.app import demo_infos
+
+    store = Store.memory()
+    app = make_app(store=store)
+    app.demos = demo_infos()
+    async with app.run_test(size=(100, 24)) as pilot:
+        table = await _demo_list(app, pilot, store)
+        for width in (100, 70, 64, 60, 52, 46, 40, 34, 30):
+            await pilot.resize_terminal(width, 24)
+            await pilot.pause(0.2)
+            _fully_shown(app, table)
