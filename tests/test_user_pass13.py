@@ -157,3 +157,46 @@ async def test_the_demo_list_fits_every_width_from_30_to_100_columns() -> None:
             await pilot.resize_terminal(width, 24)
             await pilot.pause(0.2)
             _fully_shown(app, table)
+
+
+# --- the footer's reading of Textual's FooterKey, held by a test ------------------------------
+
+
+@async_test
+async def test_the_footer_measures_each_key_as_textual_lays_it_out() -> None:
+    """tui/widgets/footer.py chooses the keys that fit by reading each FooterKey's ``key``,
+    ``key_display`` and ``description`` (Textual does not export the class) and its padding
+    rules. Should Textual rename one or change its padding, the fitting would go wrong quietly:
+    this holds every key's computed width to the width Textual gives it, wide and compact, on
+    home, a card's front and its revealed side."""
+    from prep.tui.widgets.footer import _width
+
+    app = make_app()
+    async with app.run_test(size=(200, 30)) as pilot:
+        await pilot.pause(0.2)
+
+        async def check() -> None:
+            for width in (200, 40):
+                await pilot.resize_terminal(width, 30)
+                await pilot.pause(0.3)
+                footer = app.screen.query_one("Footer")
+
+                def keys(footer=footer) -> list:
+                    return [k for k in footer.children if type(k).__name__ == "FooterKey"]
+
+                await wait_until(pilot, lambda: keys() and all(k.region.width for k in keys()))
+                assert len(keys()) >= 3, footer.children
+                for key in keys():
+                    assert isinstance(key.key, str) and isinstance(key.key_display, str), key
+                    assert isinstance(key.description, str), key
+                    want = _width(key, compact=footer.compact)
+                    margin = key.styles.margin  # (compact: a margin after each key)
+                    laid_out = key.region.width + margin.left + margin.right
+                    assert want == laid_out, (width, key.key, want, key.region, margin)
+
+        await check()  # home
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "ReviewScreen")
+        await check()  # a card's front
+        await pilot.press("space")
+        await check()  # revealed
