@@ -200,3 +200,25 @@ async def test_the_footer_measures_each_key_as_textual_lays_it_out() -> None:
         await check()  # a card's front
         await pilot.press("space")
         await check()  # revealed
+
+
+@async_test
+async def test_the_demo_list_draws_whole_names_in_a_40x12_terminal() -> None:
+    """In the real app at 40x12 the rows were drawn at the columns' first widths ("bloc",
+    "neve") until the cursor passed over them: the table does not widen a column after drawing
+    its rows. Every row drawn shows its demo's whole name."""
+    from prep.engine.store import Store
+    from prep.tui.app import demo_infos
+    from tests.test_user_pass12 import shown_lines
+
+    store = Store.memory()
+    app = make_app(store=store)
+    app.demos = demo_infos()
+    async with app.run_test(size=(40, 12)) as pilot:
+        table = await _demo_list(app, pilot, store)
+        await pilot.pause(0.3)
+        drawn = [line.split() for line in shown_lines(table)[1:] if line.strip()]
+        assert len(drawn) >= 3, drawn
+        names = list(app.demos)
+        for i, cells in enumerate(drawn):
+            assert cells[0] == names[i], (cells, names[i])

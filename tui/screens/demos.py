@@ -93,11 +93,10 @@ class DemoListScreen(PrepScreen):
         row = table.cursor_row
         layout = self._layout = self._fit()
         table.clear(columns=True)
-        table.add_column("Demo", key="name")
-        if layout != "name":
-            table.add_column("Last run" if layout in ("full", "short") else "Last", key="last")
-        if layout in ("full", "short", "mark"):
-            table.add_column("Cards", key="cards")
+        # each column as wide as its widest cell, given: the table does not widen a column after
+        # its rows are drawn, which left rows cut at the old width until the cursor passed
+        for label, key, width in self._columns(layout):
+            table.add_column(label, key=key, width=width)
         for name in self.prep.demos:
             cells: list[Any] = [name]
             if layout != "name":
@@ -108,21 +107,25 @@ class DemoListScreen(PrepScreen):
         if table.row_count:
             table.move_cursor(row=min(row, table.row_count - 1))
 
+    def _columns(self, layout: str) -> list[tuple[str, str, int]]:
+        """(label, key, width) of each column in ``layout``, as wide as its widest cell."""
+        names = max((cell_len(n) for n in self.prep.demos), default=0)
+        columns = [("Demo", "name", max(names, 4))]
+        if layout != "name":
+            label = "Last run" if layout in ("full", "short") else "Last"
+            runs = [None, *self._latest.values()]
+            width = max(cell_len(label), *(last_run(r, layout).cell_len for r in runs))
+            columns.append((label, "last", width))
+        if layout in ("full", "short", "mark"):
+            cards = (len(self.prep.collection.ids_for_demo(n)) for n in self.prep.demos)
+            columns.append(("Cards", "cards", max([5, *(len(str(n)) for n in cards)])))
+        return columns
+
     def _fit(self) -> str:
         """The widest layout whose columns fit the terminal's width (the table's margins, its
         cells' padding and a scrollbar counted)."""
-        names = max((cell_len(n) for n in self.prep.demos), default=4)
         for layout in LAYOUTS:
-            widths = [max(names, 4)]
-            if layout != "name":
-                widths.append(
-                    max(
-                        cell_len("Last run" if layout in ("full", "short") else "Last"),
-                        *(last_run(r, layout).cell_len for r in [None, *self._latest.values()]),
-                    )
-                )
-            if layout in ("full", "short", "mark"):
-                widths.append(cell_len("Cards"))
+            widths = [width for _, _, width in self._columns(layout)]
             if sum(widths) + 2 * len(widths) + 2 + 4 <= self.app.size.width:
                 return layout
         return LAYOUTS[-1]
