@@ -136,8 +136,9 @@ class DemoListScreen(PrepScreen):
         if name and self._layout != "full":  # what the columns left out, for this demo
             run = last_run(self._latest.get(name), "full")
             cards = len(self.prep.collection.ids_for_demo(name))
+            # first: short, and in a short terminal the claim's end may be below the fold
             claim = Text.assemble(
-                claim, "\n", ("Last run: ", "dim"), run, (f" · cards: {cards}", "dim")
+                ("Last run: ", "dim"), run, (f" · cards: {cards}", "dim"), "\n", claim
             )
         self.query_one("#demo-claim-detail", Static).update(claim)
 
