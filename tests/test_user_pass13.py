@@ -222,3 +222,31 @@ async def test_the_demo_list_draws_whole_names_in_a_40x12_terminal() -> None:
         names = list(app.demos)
         for i, cells in enumerate(drawn):
             assert cells[0] == names[i], (cells, names[i])
+
+
+# --- --plain: the same rule for undo ---------------------------------------------------------
+
+
+def test_plain_offers_undo_only_once_there_is_a_rating_and_says_so_when_not(
+    small_collection,
+) -> None:
+    """`prep quiz --plain`'s first prompt said "u undoes" with nothing to undo (the TUI's first
+    card did too); u there now says why nothing happened, and the prompts offer u after a
+    rating."""
+    import io
+
+    from prep.engine.store import Store
+    from prep.engine.study.session import ReviewSession
+    from prep.tui.plain import run_plain
+
+    session = ReviewSession(Store.memory(), small_collection)
+    out = io.StringIO()
+    # u on the first card, reveal, Good, reveal the next, quit
+    run_plain(session, io.StringIO("u\n\n3\n\nq\n"), out)
+    text = out.getvalue()
+    prompts = [line for line in text.splitlines() if "q quits" in line][1:]  # (after the intro)
+    assert prompts[0].startswith("Press Enter to reveal (t types an answer, q quits): "), prompts
+    rate = [p for p in prompts if p.startswith("Rate 1-4")]
+    assert rate[0].startswith("Rate 1-4, q quits: "), prompts  # (before the first rating)
+    assert text.count("Nothing to undo yet: u undoes this session's last rating.") == 1, text
+    assert rate[-1].startswith("Rate 1-4, u undoes, q quits"), prompts  # the next card
