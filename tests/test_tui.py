@@ -92,7 +92,8 @@ async def test_whole_session_is_stored(tmp_path: Path) -> None:
         assert text_of(app, "#progress") == "new 4 · learning 0 · due 0"
         assert not screen.query("#back")  # the answer side is mounted at the first reveal
         # the footer lists what works now: no picks on a recall card, no demo before the answer
-        assert footer_keys(app) == ["space", "t", "u", "escape", "q", "question_mark"]
+        # (no undo: nothing is rated or marked yet, user13)
+        assert footer_keys(app) == ["space", "t", "escape", "q", "question_mark"]
         await pilot.press("d")
         assert app.screen is screen
 
@@ -100,7 +101,7 @@ async def test_whole_session_is_stored(tmp_path: Path) -> None:
         await pilot.press("space")
         assert screen.revealed and screen.query_one("#back").display
         assert "block-diagonal" in text_of(app, "#demo-link")
-        assert footer_keys(app) == ["space", "1-4", "r", "u", "escape", "q", "question_mark"]
+        assert footer_keys(app) == ["space", "1-4", "r", "escape", "q", "question_mark"]
         labels = [b.label for b in screen.query(KeyButton) if b.id and b.id.startswith("rate-")]
         assert labels == ["1 Again 1m", "2 Hard 6m", "3 Good 10m", "4 Easy 8d"]
 

@@ -188,6 +188,7 @@ class PlainQuiz:
                 say(f"(follows: {parent.prompt.splitlines()[0]})")
         say(card.prompt)
         session.mark_shown()
+        undo = "u undoes, " if session.undoable else ""  # (offered once there is something)
         suggested: Rating | None = None
         letters = CHOICE_LETTERS[: len(card.choices)]
         if card.kind == "red-flag" and card.choices:
@@ -202,7 +203,7 @@ class PlainQuiz:
             while True:
                 answer = ask(
                     f"Pick {letters[0]}-{letters[-1]} (Enter reveals, t types an answer, "
-                    "u undoes, q quits): "
+                    f"{undo}q quits): "
                 )
                 if answer == "u":
                     self.undo()
@@ -219,7 +220,7 @@ class PlainQuiz:
                     break
                 say(f"Type a letter {letters[0]}-{letters[-1]}, Enter, t, u or q.")
         else:
-            answer = ask("Press Enter to reveal (t types an answer, u undoes, q quits): ")
+            answer = ask(f"Press Enter to reveal (t types an answer, {undo}q quits): ")
             if answer == "u":
                 self.undo()
                 return
@@ -231,7 +232,7 @@ class PlainQuiz:
         while True:
             say(rating_line(session.preview(), suggested))
             hint = " (Enter takes the suggestion)" if suggested else ""
-            answer = ask(f"Rate 1-4{hint}, u undoes, q quits: ")
+            answer = ask(f"Rate 1-4{hint}, {undo}q quits: ")
             if answer == "" and suggested is not None:
                 answer = str(int(suggested))
             if answer in ("1", "2", "3", "4"):
@@ -258,8 +259,10 @@ class PlainQuiz:
 
     def undo(self) -> None:
         card = self.session.undo()
-        if card is None:
-            self.io.say("Nothing to undo in this session.")
+        if card is None and self.session.done:  # the newest review is another prep's
+            self.io.say("Cannot undo: another prep has rated a card since; yours stays saved.")
+        elif card is None:
+            self.io.say("Nothing to undo yet: u undoes this session's last rating.")
         else:
             self.io.say(f"Undone: {card.id} is back, with its previous schedule.")
 

@@ -93,10 +93,8 @@ class SessionStats:
 
 
 class ReviewSession:
-    """Serve cards from a queue, rate them (committed at once), undo.
-
-    The clock is injectable (``clock=lambda: fixed``) so tests get exact intervals.
-    """
+    """Serve cards from a queue, rate them (committed at once), undo. The clock is
+    injectable (``clock=lambda: fixed``) so tests get exact intervals."""
 
     def __init__(
         self,
@@ -161,8 +159,7 @@ class ReviewSession:
         self._requeued: list[bool] = []  # whether each of those ratings re-queued its card
         self._review_ids: list[int] = []  # the review rows those ratings wrote
         self._from_learning: list[tuple[datetime, str] | None] = []  # where each rated card was
-        # undo goes back through ratings and marks alike: "rate", or the mark before a change
-        # "rate", or (card id, mark before, its learning entry or ("keep", id) for a flag)
+        # what undo goes back through: "rate", or (card id, mark before, its entry or ("keep", id))
         self._history: list[
             str | tuple[str, Mark, tuple[datetime, str] | tuple[str, str] | None]
         ] = []
@@ -527,6 +524,10 @@ class ReviewSession:
         if change != "flag":
             self._pinned = None
         return after
+
+    @property
+    def undoable(self) -> bool:  # a rating or mark of this session to undo (undo may still refuse)
+        return bool(self._history)
 
     def undo(self) -> Card | None:
         """Undo this session's last rating or mark: a rating's stored state is restored

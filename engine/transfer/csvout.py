@@ -20,7 +20,7 @@ from prep.engine.store import Store
 from prep.engine.store.schema import CARD_COLUMNS, DEMO_RUN_COLUMNS, MARK_COLUMNS, REVIEW_COLUMNS
 from prep.engine.transfer import clocks
 from prep.engine.transfer.atomic import Content
-from prep.engine.transfer.export import SETTINGS_CLOCK_KEY, csv_cells
+from prep.engine.transfer.export import SETTINGS_CLOCK_KEY, Counts, counted, csv_cells
 from prep.engine.transfer.fields import CLOCK_COLUMNS, UNDONE_COLUMNS
 
 _BUFFER = 1 << 20  # bytes a file gathers before a write
@@ -67,20 +67,37 @@ def _settings(store: Store) -> list[dict[str, Any]]:
     return rows
 
 
-def csv_writers(store: Store, paths: dict[str, Path]) -> dict[str | os.PathLike[str], Content]:
+def csv_writers(
+    store: Store, paths: dict[str, Path], counts: Counts | None = None
+) -> dict[str | os.PathLike[str], Content]:
     """{file: its writer} for the CSV export's files (``paths``: export.csv_paths'), each
-    reading ``store`` as it writes; the caller holds one read transaction around them all."""
+    reading ``store`` as it writes; the caller holds one read transaction around them all.
+    ``counts`` (when given) gets the rows written per part (export.counted)."""
+
+    def settings() -> list[dict[str, Any]]:
+        if counts is not None:
+            counts["settings"] = int(store.saved_settings() is not None)
+        return _settings(store)
+
     parts = {
-        "reviews": _file(REVIEW_COLUMNS, lambda: _reviews(store), {"prev", "next", "params"}),
-        "cards": _file(CARD_COLUMNS, store.export_cards, set()),
-        "demo_runs": _file(DEMO_RUN_COLUMNS, store.export_runs, {"metrics"}),
+        "reviews": _file(
+            REVIEW_COLUMNS,
+            lambda: counted(counts, "reviews", _reviews(store)),
+            {"prev", "next", "params"},
+        ),
+        "cards": _file(CARD_COLUMNS, lambda: counted(counts, "cards", store.export_cards()), set()),
+        "demo_runs": _file(
+            DEMO_RUN_COLUMNS, lambda: counted(counts, "demo_runs", store.export_runs()), {"metrics"}
+        ),
         "marks": _file(
             (*MARK_COLUMNS, *CLOCK_COLUMNS),
-            lambda: clocks.marks(store, store.mark_rows()),
+            lambda: counted(counts, "marks", clocks.marks(store, store.mark_rows())),
             set(),
         ),
-        "settings": _file(("key", "value"), lambda: _settings(store), set()),
-        "undone": _file(UNDONE_COLUMNS, lambda: clocks.undone(store), set()),
+        "settings": _file(("key", "value"), settings, set()),
+        "undone": _file(
+            UNDONE_COLUMNS, lambda: counted(counts, "undone", clocks.undone(store)), set()
+        ),
     }
     out: dict[str | os.PathLike[str], Content] = {paths[k]: parts[k] for k in paths}
     return out

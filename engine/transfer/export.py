@@ -42,7 +42,7 @@ import io
 import json
 import math
 import os
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping, MutableMapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -74,6 +74,50 @@ __all__ = [
 
 class ExportError(Exception):
     """Bad export file, unwritable target or an import conflict; a one-line message."""
+
+
+Counts = MutableMapping[str, int]  # rows written per part: reviews, cards, demo_runs, marks, ...
+
+# how `prep export` names each part it wrote, in the order it says them
+HELD = (
+    ("reviews", "review"),
+    ("cards", "card state"),
+    ("marks", "mark"),
+    ("demo_runs", "demo run"),
+    ("undone", "undo"),
+)
+
+
+def counted(
+    counts: Counts | None, part: str, rows: Iterable[dict[str, Any]]
+) -> Iterator[dict[str, Any]]:
+    """``rows``, each one counted under ``part`` as it is written (a mark only while it marks
+    the card: a cleared mark is written with its clock, but marks nothing)."""
+    if counts is not None:
+        counts.setdefault(part, 0)
+    for row in rows:
+        if counts is not None and (part != "marks" or _marks(row)):
+            counts[part] += 1
+        yield row
+
+
+def _marks(row: Mapping[str, Any]) -> bool:
+    return bool(row.get("suspended") or row.get("buried_until") or row.get("flagged"))
+
+
+def held_text(counts: Mapping[str, int]) -> str:
+    """What an export holds, in words: ``19 reviews, 12 card states, 1 mark, 2 demo runs and
+    the settings`` (parts with nothing in them are left out; the reviews are always said)."""
+    from prep.engine.study.present import count
+
+    parts = [
+        count(counts.get(part, 0), noun)
+        for part, noun in HELD
+        if part == "reviews" or counts.get(part, 0)
+    ]
+    if counts.get("settings", 0):
+        parts.append("the settings")
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def _finite(value: Any) -> Any:
@@ -197,23 +241,23 @@ def _write(files: Mapping[str | os.PathLike[str], Content]) -> None:
         raise ExportError(str(exc)) from None
 
 
-def export_json(store: Store, path: Path, now: datetime) -> None:
+def export_json(store: Store, path: Path, now: datetime, counts: Counts | None = None) -> None:
     """Write the JSON export to ``path``, streamed (engine/transfer/jsonout.py): its memory
-    does not grow with the review log."""
+    does not grow with the review log. ``counts`` gets the rows written per part."""
     from prep.engine.transfer.jsonout import write_json
 
     def stream(tmp: Path) -> None:
         with open(tmp, "wb") as fh:
-            write_json(store, now, fh)
+            write_json(store, now, fh, counts)
             fh.flush()
             os.fsync(fh.fileno())
 
     _write({Path(path): stream})
 
 
-def export_csv(store: Store, path: Path) -> list[Path]:
+def export_csv(store: Store, path: Path, counts: Counts | None = None) -> list[Path]:
     """Write the CSV export, streamed: its memory does not grow with the review log. Returns
-    the files written (reviews file first). The other five
+    the files written (reviews file first); ``counts`` gets the rows written per part. The other five
     files are named after ``path``, so ``path`` must be a file (or not exist yet): beside a
     device, a FIFO or standard output (/dev/null.cards.csv) they would be files nobody named."""
     if str(path) == "-" or (os.path.exists(path) and not os.path.isfile(path)):
@@ -236,5 +280,5 @@ def export_csv(store: Store, path: Path) -> list[Path]:
 
     paths = csv_paths(Path(path))
     with read_transaction(store):  # the six files read as one state of the database
-        _write(csv_writers(store, paths))
+        _write(csv_writers(store, paths, counts))
     return list(paths.values())

@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 from prep.engine.store import Store
 from prep.engine.timeutil import fmt
 from prep.engine.transfer import clocks
-from prep.engine.transfer.export import FORMAT, VERSION, _finite
+from prep.engine.transfer.export import FORMAT, VERSION, Counts, _finite, counted
 
 _ENCODER = json.JSONEncoder(indent=1, ensure_ascii=False, allow_nan=False)
 # the control characters json.dumps(ensure_ascii=False) leaves raw (it escapes U+0000-U+001F)
@@ -58,8 +58,9 @@ def _encode(value: Any, depth: int) -> str:
     return _ENCODER.encode(_finite(value)).replace("\n", "\n" + " " * depth)
 
 
-def write_json(store: Store, now: datetime, out: BinaryIO) -> None:
-    """Write the JSON export of ``store`` to ``out``, read in one read transaction."""
+def write_json(store: Store, now: datetime, out: BinaryIO, counts: Counts | None = None) -> None:
+    """Write the JSON export of ``store`` to ``out``, read in one read transaction; ``counts``
+    (when given) gets the rows written per part (export.counted)."""
     w = _Out(out)
     first = True
 
@@ -75,7 +76,7 @@ def write_json(store: Store, now: datetime, out: BinaryIO) -> None:
     def rows(name: str, items: Iterable[dict[str, Any]]) -> None:
         key(name)
         opened = False
-        for item in items:
+        for item in counted(counts, name, items):
             w.put(",\n  " if opened else "[\n  ")
             w.put(_encode(item, 2))
             opened = True
@@ -87,12 +88,14 @@ def write_json(store: Store, now: datetime, out: BinaryIO) -> None:
         value("version", VERSION)
         value("exported_at", fmt(now))
         value("settings", settings)
+        if counts is not None:
+            counts["settings"] = int(settings is not None)
         rows("cards", store.export_cards())
         used: set[int] = set()
         rows("reviews", store.export_reviews(used))
         value("params", store.export_params(used))
         rows("demo_runs", store.export_runs())
-        value("marks", clocks.marks(store, store.mark_rows()))
+        value("marks", list(counted(counts, "marks", clocks.marks(store, store.mark_rows()))))
         value("settings_clock", clocks.settings_clock(store, settings))
         rows("undone", clocks.undone(store))
     w.put("\n}\n")

@@ -100,17 +100,17 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
                 notes = write_apkg(coll, path, deck=deck)
             report(f"Wrote {shown}: {count(notes, 'note')} for Anki (File > Import).")
             return
-        from prep.engine.transfer.export import export_csv, export_json
+        from prep.engine.transfer.export import export_csv, export_json, held_text
 
+        held: dict[str, int] = {}  # what the file holds, counted as it is written
         with obj.store(reading=True) as store:
             if fmt == "json":
-                export_json(store, path, utcnow())
+                export_json(store, path, utcnow(), held)
                 written = [shown]
             else:
-                written = [str(p) for p in export_csv(store, path)]
+                written = [str(p) for p in export_csv(store, path, held)]
             damaged = list(store.damaged_reviews)
-            n = store.count_reviews() - len(damaged)
-        report(f"Wrote {', '.join(written)}: {count(n, 'review')}.")
+        report(f"Wrote {', '.join(written)}: {held_text(held)}.")
         say_damaged(damaged, "exported")
     except ExportError as exc:
         raise UsageError(str(exc)) from None

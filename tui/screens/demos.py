@@ -1,10 +1,18 @@
-"""Every demo, the claim it checks, its last run; Enter runs the highlighted one."""
+"""Every demo, the claim it checks, its last run; Enter runs the highlighted one.
+
+In a narrow terminal the columns give way by priority, never cut mid-word: the name stays
+whole, the last run loses its device and year, then keeps only PASS/FAIL, then the Cards
+column goes, then the last run's; the line under the table says all of it for the highlighted demo.
+"""
 
 from __future__ import annotations
 
 from contextlib import suppress
+from typing import Any
 
+from rich.cells import cell_len
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Header
@@ -52,11 +60,13 @@ class DemoListScreen(PrepScreen):
         yield Static(id="demo-claim-detail")
         yield Footer()
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._latest: dict[str, dict] = {}
+        self._layout: str | None = None  # the layout the columns were built for
+
     def on_mount(self) -> None:
         table = self.query_one("#demo-table", DataTable)
-        table.add_column("Demo", key="name")
-        table.add_column("Last run", key="last")
-        table.add_column("Cards", key="cards")
         self.query_one("#demos-intro", Static).update(
             "Each demo checks one claim in PyTorch and the contrast that would make it false. "
             "Enter runs the highlighted one."
@@ -69,36 +79,68 @@ class DemoListScreen(PrepScreen):
     def on_screen_resume(self) -> None:
         self.refresh_rows()
 
-    def refresh_rows(self) -> None:
+    def on_resize(self, event: events.Resize) -> None:
+        if self._layout is not None and self._fit() != self._layout:
+            self.refresh_rows(read=False)
+
+    def refresh_rows(self, *, read: bool = True) -> None:
         table = self.query_one("#demo-table", DataTable)
-        latest: dict[str, dict] = {}
-        if self.prep.store is not None:
-            with suppress(StoreError):  # the list still shows; "Last run" stays empty
-                latest = self.prep.store.latest_demo_runs()
+        if read:
+            self._latest = {}
+            if self.prep.store is not None:
+                with suppress(StoreError):  # the list still shows; "Last run" stays empty
+                    self._latest = self.prep.store.latest_demo_runs()
         row = table.cursor_row
-        table.clear()
+        layout = self._layout = self._fit()
+        table.clear(columns=True)
+        # each column as wide as its widest cell, given: the table does not widen a column after
+        # its rows are drawn, which left rows cut at the old width until the cursor passed
+        for label, key, width in self._columns(layout):
+            table.add_column(label, key=key, width=width)
         for name in self.prep.demos:
-            run = latest.get(name)
-            if run is None:
-                last = Text("never run", style="dim")
-            else:
-                mark = (
-                    Text("PASS", style="bold green")
-                    if run["passed"]
-                    else Text("FAIL", style="bold red")
-                )
-                last = Text.assemble(
-                    mark, f"  {run['device']}  {run['ran_at'][:16].replace('T', ' ')}"
-                )
-            cards = len(self.prep.collection.ids_for_demo(name))
-            table.add_row(name, last, str(cards), key=name)
+            cells: list[Any] = [name]
+            if layout != "name":
+                cells.append(last_run(self._latest.get(name), layout))
+            if layout in ("full", "short", "mark"):
+                cells.append(str(len(self.prep.collection.ids_for_demo(name))))
+            table.add_row(*cells, key=name)
         if table.row_count:
             table.move_cursor(row=min(row, table.row_count - 1))
 
+    def _columns(self, layout: str) -> list[tuple[str, str, int]]:
+        """(label, key, width) of each column in ``layout``, as wide as its widest cell."""
+        names = max((cell_len(n) for n in self.prep.demos), default=0)
+        columns = [("Demo", "name", max(names, 4))]
+        if layout != "name":
+            label = "Last run" if layout in ("full", "short") else "Last"
+            runs = [None, *self._latest.values()]
+            width = max(cell_len(label), *(last_run(r, layout).cell_len for r in runs))
+            columns.append((label, "last", width))
+        if layout in ("full", "short", "mark"):
+            cards = (len(self.prep.collection.ids_for_demo(n)) for n in self.prep.demos)
+            columns.append(("Cards", "cards", max([5, *(len(str(n)) for n in cards)])))
+        return columns
+
+    def _fit(self) -> str:
+        """The widest layout whose columns fit the terminal's width (the table's margins, its
+        cells' padding and a scrollbar counted)."""
+        for layout in LAYOUTS:
+            widths = [width for _, _, width in self._columns(layout)]
+            if sum(widths) + 2 * len(widths) + 2 + 4 <= self.app.size.width:
+                return layout
+        return LAYOUTS[-1]
+
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         name = event.row_key.value if event.row_key else None
-        claim = self.prep.demos.get(name or "", "")
-        self.query_one("#demo-claim-detail", Static).update(Text(claim, style="italic"))
+        claim = Text(self.prep.demos.get(name or "", ""), style="italic")
+        if name and self._layout != "full":  # what the columns left out, for this demo
+            run = last_run(self._latest.get(name), "full")
+            cards = len(self.prep.collection.ids_for_demo(name))
+            # first: short, and in a short terminal the claim's end may be below the fold
+            claim = Text.assemble(
+                ("Last run: ", "dim"), run, (f" · cards: {cards}", "dim"), "\n", claim
+            )
+        self.query_one("#demo-claim-detail", Static).update(claim)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
@@ -114,3 +156,21 @@ class DemoListScreen(PrepScreen):
 
     def action_back(self) -> None:
         self.dismiss()
+
+
+# the table's layouts, widest first: the last run with device and date, without the device and
+# year, PASS/FAIL only, then without the Cards column, then the names alone
+LAYOUTS = ("full", "short", "mark", "bare", "name")
+
+
+def last_run(run: dict | None, layout: str) -> Text:
+    """A demo's last run as its cell shows it in ``layout``."""
+    if run is None:
+        return Text("never run" if layout in ("full", "short") else "never", style="dim")
+    mark = Text("PASS", style="bold green") if run["passed"] else Text("FAIL", style="bold red")
+    when = run["ran_at"][:16].replace("T", " ")  # 2026-12-02 22:40
+    if layout == "full":
+        return Text.assemble(mark, f"  {run['device']}  {when}")
+    if layout == "short":
+        return Text.assemble(mark, f"  {when[5:]}")
+    return mark

@@ -8,10 +8,11 @@ runs the linked demo only after. The footer follows the card: it lists the keys 
 something now. Every rating is committed by the engine before the next card is shown; a
 rating that cannot be saved (a locked database) is reported and nothing advances.
 
-Size: about 600 lines (its text helpers in review_text.py): the screen's states (front, red
-flag's choices, answer box, revealed, saving) and the keys valid in each live together so that
-check_action can say what each key does now. The typed answer's box already lives in tui/screens/typed_answer.py; the next split
-is the revealed side (answer, demo line, rating bar).
+The screen's states (front, red flag's choices, answer box, revealed, saving) and the keys
+valid in each live here, so that check_action can say what each key does now; the widgets
+beside them in their own modules: the answer side (choices marked, answer, demo line, rating
+bar) in answer_side.py, the typed answer's box in typed_answer.py, the keys held while a rating
+saves in held_keys.py, undo's messages in undo.py, the text helpers in review_text.py.
 """
 
 from __future__ import annotations
@@ -22,23 +23,23 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 
 from prep.engine.decks.deck import CHOICE_LETTERS, Card
 from prep.engine.store import StoreError
 from prep.engine.study.scheduler import RATING_NAMES, Outcome, Rating
 from prep.engine.study.session import NotCurrentCard, ReviewSession
 from prep.tui.base import PrepScreen
-from prep.tui.cardtext import card_text, inline_text, warm_up
+from prep.tui.cardtext import card_text, warm_up
+from prep.tui.screens.answer_side import AnswerSide
 from prep.tui.screens.held_keys import HeldKeys
-from prep.tui.screens.review_text import KIND_LABELS, back_markdown, demo_line
+from prep.tui.screens.review_text import KIND_LABELS
 from prep.tui.screens.typed_answer import TypedAnswer
+from prep.tui.screens.undo import NOTHING_TO_UNDO, undo_last_rating
 from prep.tui.themes import rich_color
 from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.key_button import KeyButton
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 WARM_UP_SECONDS = 0.3
 
 
-class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
+class ReviewScreen(TypedAnswer, HeldKeys, AnswerSide, PrepScreen):
     RETRY_SECONDS = 10.0  # how long a rating retries while another prep holds the lock
     SYNC_LINE_ON_DEMAND = True  # the sync's line is mounted once it has something to say
     BINDINGS = [
@@ -102,6 +103,14 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
             tooltip="Type your answer before the reveal: it is graded point by point",
         ),
         Binding("u", "undo", "Undo", tooltip="Undo the last rating or mark; its card comes back"),
+        # u before anything was rated or marked: not offered, but it says so (never nothing)
+        Binding(
+            "u",
+            "nothing_to_undo",
+            "Undo",
+            show=False,
+            tooltip="Undo the last rating or mark; its card comes back",
+        ),
         Binding(
             "at",
             "mark('suspend')",
@@ -299,87 +308,6 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
             " shows it.",
         )
 
-    def set_hint(self, text: Text | str) -> None:
-        self.query_one("#hint", Static).update(text)
-
-    def render_choices(self) -> None:
-        widget = self.query_one("#choices", Static)
-        card = self.card
-        if card is None or not card.choices or not self.choices_shown:
-            widget.display = False
-            return
-        widget.display = True
-        # a grid, so a long choice wraps under its own text, not under its letter
-        table = Table.grid(padding=(0, 1))
-        table.add_column(width=1, no_wrap=True)
-        table.add_column(no_wrap=True)
-        table.add_column(ratio=1)
-        for i, choice in enumerate(card.choices):
-            letter = CHOICE_LETTERS[i]
-            mark, style = "", ""
-            if self.revealed:
-                if i == card.correct:
-                    mark, style = "✓", "bold green"
-                elif i == self.picked:
-                    mark, style = "✗", "bold red"
-                else:
-                    style = "dim"
-            table.add_row(
-                Text(mark, style=style),
-                Text(f"{letter})", style="bold"),
-                inline_text(choice, style),
-            )
-        widget.update(table)
-
-    def reveal(self) -> None:
-        from prep.engine.study.present import answer_sections
-        from prep.tui.widgets.rating_bar import RatingBar
-
-        card = self.card
-        if card is None or self.revealed:
-            return
-        self.revealed = True
-        self.choices_shown = True
-        try:
-            self.preview = self.session.preview()
-        except StoreError as exc:
-            self.preview = {}
-            self.notify(f"Cannot read this card's schedule: {exc}", severity="error")
-        self.render_choices()
-        try:
-            runs = self.session.store.latest_demo_runs() if card.demos else {}
-        except StoreError:
-            runs = {}
-        sections = answer_sections(card, self.prep.demos, runs)
-        if self._back is None:
-            from prep.tui.widgets.clipped import Clipped
-
-            self._answer, self._demo_link = Static(id="answer"), Clipped(id="demo-link")
-            self._back = Vertical(self._answer, id="back")
-            self.query_one("#card").mount(self._back)  # last: below the choices
-            # the demo line sits below the scrolling card, above the ratings: visible however
-            # long the answer is (at 80x24 it was below the fold)
-            self.mount(self._demo_link, after=self.query_one("#card"))
-        assert self._answer is not None and self._demo_link is not None
-        self._answer.update(card_text(back_markdown(sections)))
-        link = self._demo_link
-        demos = next((s.demos for s in sections if s.key == "demos"), ())
-        if demos:
-            link.update(demo_line(demos))
-        link.display = bool(demos)
-        self._back.display = True
-        self.query_one("#reveal").display = False
-        if self.ratings is None:
-            self.ratings = RatingBar(id="ratings")
-            self.query_one("#actions").mount(self.ratings)
-        self.ratings.show_preview(self.preview, self.suggested)
-        self.ratings.display = True
-        if self.picked is None:
-            self.set_hint(
-                Text.assemble("How well did you know it? ", ("1-4", "bold"), " (Enter = Good).")
-            )
-        self.refresh_bindings()
-
     # --- actions ------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -412,6 +340,8 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
             )
         if action == "demo":
             return card is not None and self.revealed and card.demo is not None
+        if action in ("undo", "nothing_to_undo"):  # offered only when undo would do something
+            return self.session.undoable == (action == "undo")
         return True
 
     def action_reveal(self) -> None:
@@ -463,6 +393,7 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
                 else "Flag removed."
             )
             self.query_one("#where", Static).update(self.where_text(self.card))
+            self.refresh_bindings()  # (u now undoes the flag)
             return
         what = (
             "suspended: not served until `prep unmark`"
@@ -569,6 +500,9 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
         self._note = Text("Undone: the card is back as it was", style="bold")
         self.show_card()
 
+    def action_nothing_to_undo(self) -> None:
+        self.notify(NOTHING_TO_UNDO)
+
     def action_demo(self) -> None:
         from prep.tui.screens.demo_pick import run_card_demo
 
@@ -582,25 +516,3 @@ class ReviewScreen(TypedAnswer, HeldKeys, PrepScreen):
 
     def action_home(self) -> None:
         self.prep.go_home()
-
-
-def undo_last_rating(screen: Screen, session: ReviewSession) -> Card | None:
-    """Undo the session's last rating, telling the user when there is nothing to undo or
-    the database refused; returns the card that is back, or None."""
-    try:
-        card = session.undo()
-    except StoreError as exc:
-        screen.notify(f"Cannot undo: {exc}", severity="error", timeout=8)
-        return None
-    if card is None and session.done:
-        # the newest review in the database is another prep's: undoing ours would skip it
-        screen.notify(
-            "Cannot undo: another prep has rated a card since your last rating; yours stays saved.",
-            severity="warning",
-            timeout=8,
-        )
-        if isinstance(screen, ReviewScreen):
-            screen.set_hint(Text("Undo is not possible now: another prep rated since.", "dim"))
-    elif card is None:
-        screen.notify("Nothing to undo in this session.")
-    return card

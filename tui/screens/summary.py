@@ -33,6 +33,13 @@ class SummaryScreen(PrepScreen):
         Binding("enter", "home", "Home", tooltip="Back to home"),
         Binding("escape", "home", "Home", show=False, tooltip="Back to home"),
         Binding("u", "undo", "Undo", tooltip="Undo the last rating and go back to its card"),
+        Binding(
+            "u",
+            "nothing_to_undo",
+            "Undo",
+            show=False,
+            tooltip="Undo the last rating and go back to its card",
+        ),  # (says so: never nothing)
         Binding("s", "app.stats", "Stats", tooltip="Statistics"),
         Binding("n", "app.study_more", "Study more", tooltip="More new cards, or review ahead"),
     ]
@@ -102,21 +109,27 @@ class SummaryScreen(PrepScreen):
             text.append(f"{s['due_by_tomorrow']} due by the end of tomorrow.\n")
         else:
             text.append("No reviews scheduled yet.\n")
-        undo = "   u: undo the last rating" if self.session.done else ""
+        undo = "   u: undo the last rating" if self.session.undoable else ""
         text.append(f"\nEnter or Esc: home{undo}   n: study more   s: stats   q: quit", style="dim")
         return text
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # the footer offers undo only when this session has a rating to undo
-        if action == "undo":
-            return bool(self.session.done)
+        if action in ("undo", "nothing_to_undo"):
+            return self.session.undoable == (action == "undo")
         return True
+
+    def action_nothing_to_undo(self) -> None:
+        from prep.tui.screens.undo import NOTHING_TO_UNDO
+
+        self.notify(NOTHING_TO_UNDO)
 
     def action_home(self) -> None:
         self.prep.go_home()
 
     def action_undo(self) -> None:
-        from prep.tui.screens.review import ReviewScreen, undo_last_rating
+        from prep.tui.screens.review import ReviewScreen
+        from prep.tui.screens.undo import undo_last_rating
 
         if undo_last_rating(self, self.session) is not None:
             self.prep.switch_screen(ReviewScreen(self.session))
