@@ -1,4 +1,4 @@
-"""real-block-structure: trained W_O is dense, and heads' write subspaces overlap more than chance.
+"""real-block-structure: trained W_O is dense, and heads' write subspaces overlap beyond its Gram.
 
 Two measurements per layer of a real checkpoint, with their pass bars argued before running:
 
