@@ -115,3 +115,18 @@ def test_the_check_fails_when_heads_are_pushed_apart(minilm) -> None:
     row = overlap_row(rbs.check(setup))
     assert not row.passed and row.measured == 1.0
     assert row.name.count(" 0.000 vs ") == 6
+
+
+def test_mixing_is_additive_cites_the_named_path_not_all_of_layer_0() -> None:
+    """The card says the induction heads' queries read *a layer-0 duplicate-token head*: its
+    evidence must be that head's path (tests/test_card_numbers.py ties the number to the demo),
+    and any whole-layer figure must say it removed all of layer 0."""
+    from prep.demos.registry import names
+    from prep.engine.decks.deckcache import load_collection
+
+    coll = load_collection(include_bundled=True, demo_names=names())
+    card = next(c for c in coll.cards if c.id == "wo-fu-mixing-is-additive")
+    text = " ".join([card.answer, card.explain, *card.bullets])
+    assert "removing layer 0 from their queries" not in text
+    assert "removing only that head's write from their queries costs" in text
+    assert "all of layer 0 from their keys" in text
