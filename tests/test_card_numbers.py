@@ -240,16 +240,24 @@ def eigenvalues(r: dict) -> str:
     ratio_check = check(r, "induction head: sum(lambda)")
     positive = eigen_all_heads(r, "induction head: fraction of OV eigenvalues")
     ratios = eigen_all_heads(r, "induction head: sum(lambda)")
-    bars = (float(positive_check["expected"][3:]), float(ratio_check["expected"][3:]))
+    bars = tuple(
+        float(re.match(r">= (\d\.\d+)", c["expected"]).group(1))  # type: ignore[union-attr]
+        for c in (positive_check, ratio_check)
+    )
     layer0 = [h for h in positive if h.startswith("L0")]
     passing = [h for h in layer0 if positive[h] >= bars[0] and ratios[h] >= bars[1]]
     rand_pos = float(check(r, "random weights: mean fraction")["measured"])
     rand_ratio = float(check(r, "random weights: mean sum(lambda)")["measured"])
     assert all(v == 1.0 for h, v in positive.items() if h.startswith("L1"))
+    # the relabelling null (audit13): "none reaches it" is p = 1 / (1 + n) at every seed
+    n = int(re.search(r"against (\d+) output-relabelled", ratio_check["name"]).group(1))  # type: ignore[union-attr]
+    ps = [*after(positive_check["name"], "p per seed "), *after(ratio_check["name"], "p per seed ")]
+    assert len(ps) == 6 and all(f"{p:.3g}" == f"{1 / (1 + n):.3g}" for p in ps), ps
     return (
         f"(Σλ/Σ|λ| = {fmt(min(ratio))}; random weights: {rand_pos:.2f} positive, {rand_ratio:.2f}), "
-        f"but {len(passing)} of its {len(layer0)} layer-0 heads also pass the demo's bars "
-        f"({span([positive[h] for h in passing])} positive)"
+        f"and none of {n} relabellings of the strongest one's output tokens reaches it in any of "
+        f"{len(ps) // 2} runs; but {len(passing)} of its {len(layer0)} layer-0 heads also pass the "
+        f"fixed bars ({span([positive[h] for h in passing])} positive)"
     )
 
 

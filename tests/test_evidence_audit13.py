@@ -14,6 +14,8 @@ import dataclasses
 import importlib
 import math
 
+import pytest
+
 from prep.demos import harness
 from prep.demos._torch import torch
 from prep.demos.registry import DEMOS
@@ -130,3 +132,40 @@ def test_mixing_is_additive_cites_the_named_path_not_all_of_layer_0() -> None:
     assert "removing layer 0 from their queries" not in text
     assert "removing only that head's write from their queries costs" in text
     assert "all of layer 0 from their keys" in text
+
+
+def test_ov_copying_spectrum_rows_fail_when_the_circuit_is_relabelled() -> None:
+    """Output tokens relabelled in the model itself (W_U's columns permuted: attention, hence
+    the induction head, unchanged): its spectrum is one draw of its own null, so both eigenvalue
+    rows fail; the shipped weights pass them (p = 1/1001 at every seed)."""
+    mod = importlib.import_module(DEMOS["ov-copying"].module)
+    cfg = mod.SCALES["small"]
+    setup = mod.build(cfg, CPU, harness.make_generator(CPU, 0))
+    assert all(c.passed for c in mod.check(setup)[:2])
+    perm = torch.randperm(setup.model_cfg.vocab, generator=torch.Generator().manual_seed(3))
+    params = dict(setup.params, W_U=setup.params["W_U"][:, perm])
+    relabelled = mod.measure(cfg, setup.model_cfg, params, harness.make_generator(CPU, 0))
+    assert relabelled.ind == setup.ind
+    rows = mod.check(relabelled)[:2]
+    assert not any(c.passed for c in rows), [c.expected for c in rows]
+
+
+def test_the_relabelled_spectra_are_the_relabelled_circuits() -> None:
+    """relabelled_spectra's cheap route (W_U W_E with W_E's rows permuted, d_head x d_head)
+    gives the eigenvalues of the full vocab x vocab circuit with its columns permuted."""
+    mod = importlib.import_module(DEMOS["ov-copying"].module)
+    from prep.demos.decoder import decoder
+
+    _, params, _ = decoder.load()
+    params = {k: v.double() for k, v in params.items()}
+    gen = torch.Generator().manual_seed(4)
+    positive, mass = mod.relabelled_spectra(params, 1, 0, 3, gen)
+    gen = torch.Generator().manual_seed(4)
+    vocab = params["W_E"].shape[0]
+    perms = [torch.randperm(vocab, generator=gen) for _ in range(3)]
+    for k, perm in enumerate(perms):
+        full = decoder.ov_circuit(params, 1, 0)[:, perm]  # (vocab, vocab) column j <- perm[j]
+        eig = torch.linalg.eigvals(full)
+        top = eig[eig.abs().argsort(descending=True)[:16]]  # the d_head nonzero ones
+        assert float(mass[k]) == pytest.approx(float(top.sum().real / top.abs().sum()), abs=1e-9)
+        assert float(positive[k]) == float((top.real > 0).double().mean())

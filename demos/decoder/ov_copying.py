@@ -28,6 +28,10 @@ Pass bars (argued before the first run on the shipped weights):
   (COPY_CHANCE_MULTIPLE = 10), chosen after seeds 1 and 2 scored 0.44 and 0.42, and, before
   that, 0.5 ("most tokens"), which seed 0 alone reached.
 - "unlike random weights": the mean over random draws of each measure stays below its bar.
+- The two eigenvalue rows against the same relabelling (audit13, demos/BARS.md): at every seed
+  their permutation p over N_PERM relabelled spectra (W_O W_U P W_E W_V) is at most 0.01, as
+  well as the fixed bar. Before, their only comparison was isotropic random weights, and a
+  relabelled circuit's spectrum reaches the fixed 3/4 in its tail (0.69-0.75 at most in 1000).
 
 What the runs showed, and how the claim changed (the bars did not): the claim also said "unlike
 the other heads", checked as "the induction head has the highest copying score of all heads".
