@@ -169,3 +169,15 @@ def test_the_relabelled_spectra_are_the_relabelled_circuits() -> None:
         top = eig[eig.abs().argsort(descending=True)[:16]]  # the d_head nonzero ones
         assert float(mass[k]) == pytest.approx(float(top.sum().real / top.abs().sum()), abs=1e-9)
         assert float(positive[k]) == float((top.real > 0).double().mean())
+
+
+def test_ov_copying_spectrum_rows_fail_inside_the_relabelling_null() -> None:
+    """All eigenvalues positive is not enough: a seed whose relabelled spectra reach it (p above
+    0.01), or one never held against them (NaN), fails the row, as the copying score's does."""
+    mod = importlib.import_module(DEMOS["ov-copying"].module)
+    setup = mod.build(mod.SCALES["small"], CPU, harness.make_generator(CPU, 0))
+    last = setup.others[-1]
+    assert last.positive == 1.0 and all(c.passed for c in mod.check(setup)[:2])
+    for p in (0.02, float("nan")):
+        setup.others[-1] = dataclasses.replace(last, positive_p=p, mass_p=p)
+        assert not any(c.passed for c in mod.check(setup)[:2]), p
