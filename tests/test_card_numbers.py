@@ -254,10 +254,10 @@ def eigenvalues(r: dict) -> str:
     ps = [*after(positive_check["name"], "p per seed "), *after(ratio_check["name"], "p per seed ")]
     assert len(ps) == 6 and all(f"{p:.3g}" == f"{1 / (1 + n):.3g}" for p in ps), ps
     return (
-        f"(Σλ/Σ|λ| = {fmt(min(ratio))}; random weights: {rand_pos:.2f} positive, {rand_ratio:.2f}), "
-        f"and none of {n} relabellings of the strongest one's output tokens reaches it in any of "
-        f"{len(ps) // 2} runs; but {len(passing)} of its {len(layer0)} layer-0 heads also pass the "
-        f"fixed bars ({span([positive[h] for h in passing])} positive)"
+        f"(Σλ/Σ|λ| = {fmt(min(ratio))}; random weights: {rand_pos:.2f} positive, {rand_ratio:.2f}; "
+        f"none of {n} relabellings of the top one's outputs reaches it, {len(ps) // 2} runs), but "
+        f"{len(passing)} of its {len(layer0)} layer-0 heads also pass the fixed bars "
+        f"({span([positive[h] for h in passing])} positive)"
     )
 
 
@@ -502,15 +502,15 @@ REAL_ROWS: list[tuple[str, Callable[[dict[str, dict]], str]]] = [
     (
         "wo-cross-head-mixing",
         lambda r: (
-            "mean largest cosine {heads} by layer, above redraws keeping each layer's W_O Gram "
-            "({null}) in {above}: heads share write directions beyond the anisotropy"
+            "heads' largest cosines {heads}, above redraws of each layer's W_O Gram ({null}) in "
+            "{above}: shared write directions"
         ).format(**block_structure(r["real-block-structure"])),
     ),
     (
         "wo-rf-block-diagonal-cheaper",
         lambda r: (
-            "overlap partially ({heads}), more than the same W_O's Gram split among the heads at "
-            "random gives ({null}; above every redraw in {above})"
+            "overlap partially ({heads}), more than its Gram split among the heads at random "
+            "({null}; above every redraw in {above})"
         ).format(**block_structure(r["real-block-structure"])),
     ),
     (
