@@ -496,7 +496,7 @@ REAL_ROWS: list[tuple[str, Callable[[dict[str, dict]], str]]] = [
         "wo-cross-head-mixing",
         lambda r: (
             "MiniLM's heads overlap more: {heads} by layer against {null}, above every redraw in "
-            "{above} ({widest}), Fisher's {p}."
+            "{above} ({widest}), Fisher's {p}: "
         ).format(**block_structure(r["real-block-structure"])),
     ),
     (
