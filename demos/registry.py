@@ -234,9 +234,9 @@ _ALL += [
         "In a real pretrained model (all-MiniLM-L6-v2 unless --model names another) trained W_O "
         "is dense, its diagonal d_head blocks holding a share of its squared norm inside a "
         "column-permutation null around 1/n_heads in every layer, and heads' write subspaces "
-        "overlap no more than head blocks drawn from that layer's own W_O row covariance would: "
-        "their overlap above a Gaussian W_O's is W_O's shared anisotropy, not heads sharing "
-        "write directions with each other.",
+        "overlap more than redraws that keep each layer's W_O Gram exactly and split it among "
+        "the heads at random (Fisher's combination over the layers): heads share write "
+        "directions with each other beyond the layer's anisotropy.",
         weights="pretrained",
     ),
     _info(

@@ -28,6 +28,10 @@ Pass bars (argued before the first run on the shipped weights):
   (COPY_CHANCE_MULTIPLE = 10), chosen after seeds 1 and 2 scored 0.44 and 0.42, and, before
   that, 0.5 ("most tokens"), which seed 0 alone reached.
 - "unlike random weights": the mean over random draws of each measure stays below its bar.
+- The two eigenvalue rows against the same relabelling (audit13, demos/BARS.md): at every seed
+  their permutation p over N_PERM relabelled spectra (W_O W_U P W_E W_V) is at most 0.01, as
+  well as the fixed bar. Before, their only comparison was isotropic random weights, and a
+  relabelled circuit's spectrum reaches the fixed 3/4 in its tail (0.69-0.75 at most in 1000).
 
 What the runs showed, and how the claim changed (the bars did not): the claim also said "unlike
 the other heads", checked as "the induction head has the highest copying score of all heads".
@@ -46,6 +50,7 @@ says "beyond its own permutation null" (above); the check names print every seed
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -62,6 +67,8 @@ CONTRAST_LABEL = "random Gaussian weights with the trained tensors' standard dev
 CHECK_KINDS = {IDENTITY: 0, SANITY: 3, MEASUREMENT: 3}
 POSITIVE_BAR = 0.75
 MASS_BAR = 0.5
+P_BAR = 0.01  # the eigenvalue rows' relabelling p at every seed (demos/BARS.md, audit13)
+SPECTRUM_SEED = 13  # the relabelled spectra's own generator: the other draws stay as they were
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,9 @@ class HeadOV:
     mass: float  # sum(lambda) / sum(|lambda|), real part
     copying: float  # fraction of tokens whose own logit is the row maximum
     null_max: float = float("nan")  # largest copying score over the relabelled circuits
+    # the eigenvalue rows' permutation p-values against the same relabelling (audit13)
+    positive_p: float = float("nan")
+    mass_p: float = float("nan")
 
 
 @dataclass
@@ -105,6 +115,39 @@ def relabelled_copying(top: torch.Tensor, n_perm: int, gen: torch.Generator) -> 
     perms = rand.argsort(-1).to(top.device)  # (n_perm, vocab): new label of each column
     own = torch.arange(vocab, device=top.device)  # (vocab,)
     return (perms[:, top] == own).double().mean(-1)  # (n_perm,)
+
+
+def relabelled_spectra(
+    params: dict[str, torch.Tensor], layer: int, head: int, n_perm: int, gen: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(fraction positive, sum(lambda) / sum(|lambda|)) of `n_perm` full OV circuits with their
+    output tokens relabelled, W_E W_V W_O W_U P: each (n_perm,). The nonzero eigenvalues are
+    those of W_O (W_U P W_E) W_V, and W_U P W_E = W_U W_E[P^-1] (rows of W_E permuted)."""
+    w = decoder.layer_params(params, layer)
+    w_e, w_u = params["W_E"], params["W_U"]  # (vocab, d_model), (d_model, vocab)
+    vocab = w_e.shape[0]
+    perms = torch.stack([torch.randperm(vocab, generator=gen) for _ in range(n_perm)])
+    inverse = perms.argsort(-1).to(w_e.device)  # (n_perm, vocab)
+    mixed = w_u @ w_e[inverse]  # (n_perm, d_model, d_model): W_U P W_E
+    small = w["W_O"][head] @ mixed @ w["W_V"][head]  # (n_perm, d_head, d_head)
+    eig = torch.linalg.eigvals(small)  # (n_perm, d_head) complex
+    positive = (eig.real > 0).double().mean(-1)  # (n_perm,)
+    return positive, eig.sum(-1).real / eig.abs().sum(-1)  # (n_perm,) each
+
+
+def upper_p(null: torch.Tensor, observed: float) -> float:
+    """(1 + #{null >= observed}) / (1 + n): ties count against the observed."""
+    return (1 + int((null >= observed).sum())) / (1 + len(null))
+
+
+def with_spectrum_null(ov: HeadOV, params: dict, layer: int, head: int, n_perm: int) -> HeadOV:
+    """`ov` with its eigenvalue rows' p-values against n_perm relabellings, drawn from their own
+    generator (seeded by the head's place) so the rest of the run's draws are unchanged."""
+    gen = torch.Generator().manual_seed(SPECTRUM_SEED + 100 * layer + head)
+    positive, mass = relabelled_spectra(params, layer, head, n_perm, gen)
+    return dataclasses.replace(
+        ov, positive_p=upper_p(positive, ov.positive), mass_p=upper_p(mass, ov.mass)
+    )
 
 
 def head_ov(
@@ -139,6 +182,7 @@ def measure(cfg: Config, model_cfg, params: dict, gen: torch.Generator) -> Setup
         for layer in range(model_cfg.n_layers)
         for h in range(model_cfg.n_heads)
     }
+    heads[(1, ind)] = with_spectrum_null(heads[(1, ind)], params, 1, ind, cfg.n_perm)
     return Setup(cfg, model_cfg, params, ind, heads)
 
 
@@ -173,7 +217,6 @@ def _row(heads: dict[tuple[int, int], HeadOV], field: str) -> str:
 
 def check(setup: Setup) -> list[Check]:
     every = [setup.heads[(1, setup.ind)], *setup.others]  # the induction head at each seed
-    ind = HeadOV(*(min(getattr(ov, f) for ov in every) for f in ("positive", "mass", "copying")))
     # per seed: copying score minus the largest relabelled score (NaN, so failing, if unmeasured)
     margins = [ov.copying - ov.null_max for ov in every]
     margin = float("nan") if any(math.isnan(m) for m in margins) else min(margins)
@@ -184,23 +227,26 @@ def check(setup: Setup) -> list[Check]:
         return ", ".join(f"{getattr(ov, f):.2f}" for ov in every)
 
     return [
-        harness.at_least(
+        spectrum_check(
             f"induction head: fraction of OV eigenvalues with positive real part, {seeds} "
             f"(per seed {per_seed('positive')}; seed 0 L1H{setup.ind}, all heads: "
             f"{_row(setup.heads, 'positive')})",
-            ind.positive,
+            every,
+            "positive",
             POSITIVE_BAR,
+            setup.cfg.n_perm,
             "a copying OV circuit maps each token towards itself, so its eigenvalues are mostly "
-            "positive; a random one has about half",
-            kind=MEASUREMENT,
+            "positive, and more so than the same circuit with its output tokens relabelled",
         ),
-        harness.at_least(
+        spectrum_check(
             f"induction head: sum(lambda) / sum(|lambda|), {seeds} (per seed "
             f"{per_seed('mass')}; seed 0 all heads: {_row(setup.heads, 'mass')})",
-            ind.mass,
+            every,
+            "mass",
             MASS_BAR,
-            "the spectral mass of a copying circuit is net positive",
-            kind=MEASUREMENT,
+            setup.cfg.n_perm,
+            "the spectral mass of a copying circuit is net positive, beyond the same circuit "
+            "with its output tokens relabelled",
         ),
         Check(
             f"induction head: copying score (tokens whose own logit is their row's largest) "
@@ -218,6 +264,27 @@ def check(setup: Setup) -> list[Check]:
             "demos/BARS.md",
         ),
     ]
+
+
+def spectrum_check(
+    name: str, every: list[HeadOV], which: str, bar: float, n_perm: int, detail: str
+) -> Check:
+    """The worst seed's value at least `bar`, and at every seed its relabelling p <= P_BAR."""
+    worst = min(getattr(ov, which) for ov in every)
+    ps = [getattr(ov, f"{which}_p") for ov in every]
+    ok = worst >= bar and all(p <= P_BAR for p in ps)  # a NaN p (unmeasured) fails
+    return Check(
+        f"{name}; against {n_perm} output-relabelled copies of its own circuit, p per seed "
+        f"{', '.join(f'{p:.3g}' for p in ps)}",
+        worst,
+        f">= {bar:g} and p <= {P_BAR:g} at every seed",
+        ok,
+        detail,
+        MEASUREMENT,
+        f"{bar:g} says what 'mostly' means (argued before the first run); the relabelling keeps "
+        "every row's values and removes only token-to-itself alignment, the copying score's "
+        "null (demos/BARS.md, audit13)",
+    )
 
 
 def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:

@@ -127,3 +127,24 @@ def sample_mean_max_cosine(
         z = z if device is None else z.to(device)
         out.append(mean_max_cosine(z.view(n, h, dh, d)).cpu())  # (n,)
     return torch.cat(out)  # (k,)
+
+
+def sample_gram_mean_max_cosine(
+    k: int, heads: tuple[int, int], singular: Tensor, gen: torch.Generator
+) -> Tensor:
+    """The statistic of k W' = Q diag(singular) with Q Haar on the orthogonal group of the
+    h * dh rows (real-block-structure's exact-Gram null: W'^T W' = diag(singular^2), the Gram
+    of W_O in its right singular basis), drawn SUB at a time from `gen` on the CPU: (k,).
+
+    Q is the Q factor of a QR of a Gaussian matrix; without the sign fix that makes it Haar it
+    is a Haar Q times a diagonal of +-1 on the right, which multiplies every head by the same
+    orthogonal matrix (diagonals commute) and leaves every principal angle as it was."""
+    h, dh = heads
+    rows, r = h * dh, singular.numel()
+    out = []
+    for start in range(0, k, SUB):
+        n = min(SUB, k - start)
+        z = torch.randn(n, rows, rows, generator=gen)  # (n, rows, rows) N(0, I)
+        q = torch.linalg.qr(z).Q[..., :r]  # (n, rows, r) orthonormal columns
+        out.append(mean_max_cosine((q * singular).view(n, h, dh, r)))  # (n,)
+    return torch.cat(out)  # (k,)
