@@ -244,8 +244,10 @@ def test_off_topic_and_empty_answers_cover_nothing(grader, rubric):
     assert not any(covered(grader, rubric, "  ").values())
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN_LIMIT)
 def test_partial_and_rambling_answers_cover_only_what_they_say(grader, rubric):
+    """A strict xfail until round 13 (the weighting sentence earned the mixing and slice
+    points at 0.75 and 0.73): own_share's rule, a sentence less than a third of which is about
+    a point does not cover it (grader/model.py)."""
     partial = "Each head's block of W_O can scale it up when it is useful or down when it is noise."
     assert covered(grader, rubric, partial) == {"mix": False, "weight": True, "slice": False}
     rambling = (
