@@ -453,6 +453,17 @@ HISTORY = [
     "rambling 0.867 -> 0.911, paraphrase found 0.614 (as run 11), terse 0.756 -> 0.689, salad "
     "and negated 0.022; the partial set's final part: 0.213 -> 0.0 of unstated points "
     "credited, recall 1.0, 14 of 14 answers exact (run 11: 7); generic final 0.026 -> 0.027",
+    "run 14 (round 13, shipped): a learner pass graded a strong zero-init answer 1 of 5: the "
+    "negation rule called any sentence with a denial in any clause a mismatch for every plain "
+    "point ('At init every block writes nothing, and ... the residual stream is just the "
+    "embedding.' could not cover the embedding point). Now a sentence that alone negates is "
+    "a mismatch only when what it denies is in the point (text.negation_mismatch), and a cue "
+    "ending its clause denies the words before it ('writes nothing'). Tune CV seed 0: BA 0.857 "
+    "(run 13's recipe 0.857), negated 0.0, salad 0.095 -> 0.143, rambling 0.81 -> 0.857; seed "
+    "1: 0.850 (0.857). Its held-out look (the third this round): all 13 BA 0.875 (CI "
+    "0.836-0.914), precision 0.924, recall 0.807 (run 11: 0.854, 0.886, 0.795), strong 0.978, "
+    "partial 0.867, rambling 0.867, terse 0.756, paraphrase 0.614, salad and negated 0.022; "
+    "partial final part 0.0 of unstated points credited (14 of 14 exact); generic final 0.024",
 ]
 
 BARS = {
