@@ -156,6 +156,25 @@ NO_WO = (
             False,
         ),
         ("The pattern can shrink the output but never amplify it.", "It can't amplify.", False),
+        # round 13's learner pass: a denial in one clause is no denial of another clause's claim
+        (
+            "With the MLP outputs zeroed too, the residual stream is exactly the embedding.",
+            "At init every block writes nothing, and if the MLP outputs are zero too the "
+            "residual stream is just the embedding.",
+            False,
+        ),
+        (
+            "W_O still gets a gradient, z_h times the upstream gradient.",
+            "W_O still gets a gradient, but W_Q, W_K and W_V get none on the first step.",
+            False,
+        ),
+        # ... and a denial whose cue ends its clause denies the words before it
+        ("W_O mixes heads.", "W_O does nothing.", True),
+        (
+            "With W_O exactly zero, every block writes nothing.",
+            "Every block writes nothing.",
+            False,
+        ),
     ],
 )
 def test_negation_rule_compares_what_is_denied(point: str, sentence: str, mismatch: bool):
@@ -244,8 +263,10 @@ def test_off_topic_and_empty_answers_cover_nothing(grader, rubric):
     assert not any(covered(grader, rubric, "  ").values())
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN_LIMIT)
 def test_partial_and_rambling_answers_cover_only_what_they_say(grader, rubric):
+    """A strict xfail until round 13 (the weighting sentence earned the mixing and slice
+    points at 0.75 and 0.73): own_share's rule, a sentence less than a third of which is about
+    a point does not cover it (grader/model.py)."""
     partial = "Each head's block of W_O can scale it up when it is useful or down when it is noise."
     assert covered(grader, rubric, partial) == {"mix": False, "weight": True, "slice": False}
     rambling = (

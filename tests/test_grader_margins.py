@@ -27,9 +27,10 @@ def _pairs(cos: list[list[float]]) -> torch.Tensor:
 def test_point_margin_is_the_cosine_above_the_best_rival_point():
     cos = [[0.9, 0.2], [0.5, 0.6], [0.4, 0.6]]  # 3 points x 2 sentences
     pairs = _pairs(cos)
-    feats = with_context(pairs)  # (3, 2, F)
+    feats = with_context(pairs, torch.ones(3, 2))  # (3, 2, F)
     assert feats.shape == (3, 2, len(FEATURES))
     assert torch.equal(feats[..., :N_PAIR], pairs)  # the pair features pass through unchanged
+    assert torch.equal(feats[..., FEATURES.index("own_share")], torch.ones(3, 2))
     margin = feats[..., POINT]
     # sentence 0: point 0 is its best match by 0.4; the others trail point 0
     assert margin[:, 0].tolist() == pytest.approx([0.4, -0.4, -0.5])
@@ -38,16 +39,16 @@ def test_point_margin_is_the_cosine_above_the_best_rival_point():
 
 
 def test_sentence_margin_is_the_cosine_above_the_answers_best_other_sentence():
-    feats = with_context(_pairs([[0.3, 0.8, 0.5]]))  # 1 point x 3 sentences
+    feats = with_context(_pairs([[0.3, 0.8, 0.5]]), torch.ones(1, 3))  # 1 point x 3 sentences
     assert feats[0, :, SENTENCE].tolist() == pytest.approx([-0.5, 0.3, -0.3])
 
 
 def test_no_rival_means_no_margin():
     """A one-point rubric and a one-sentence answer carry no evidence either way (0), not the
     cosine itself: a keyword list's high cosine would read as a wide margin."""
-    feats = with_context(_pairs([[0.85]]))
+    feats = with_context(_pairs([[0.85]]), torch.ones(1, 1))
     assert feats[0, 0, POINT] == 0.0 and feats[0, 0, SENTENCE] == 0.0
-    two = with_context(_pairs([[0.85], [0.3]]))  # 2 points, 1 sentence
+    two = with_context(_pairs([[0.85], [0.3]]), torch.ones(2, 1))  # 2 points, 1 sentence
     assert two[:, 0, SENTENCE].tolist() == [0.0, 0.0]
     assert two[:, 0, POINT].tolist() == pytest.approx([0.55, -0.55])
 
@@ -119,7 +120,7 @@ def test_training_sees_the_features_grading_computes(grader):
     from prep.demos.pretrained.grader import devset
     from prep.demos.pretrained.grader import text as tx
     from prep.demos.pretrained.grader import train as head_train
-    from prep.demos.pretrained.grader.model import pair_features
+    from prep.demos.pretrained.grader.model import rubric_features
 
     items, rival = head_train.tune_instances(), head_train.tune_rivals()
     assert len(items) == len(rival)
@@ -130,8 +131,7 @@ def test_training_sees_the_features_grading_computes(grader):
     trained = head_train.featurise(grader, items[:n], rival[:n])  # n x (S, F)
     sents = tx.sentences(first.answer)
     enc = grader.encoder.encode(points + sents)
-    pair = torch.tensor([[pair_features(p, s) for s in enc[n:]] for p in enc[:n]])
-    graded = with_context(pair)  # (n, S, F)
+    graded = rubric_features(enc[:n], enc[n:])  # (n, S, F)
     for i in range(n):
         assert items[i][0] == points[i] and items[i][1] == sents
         torch.testing.assert_close(trained[i], graded[i])

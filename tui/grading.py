@@ -90,6 +90,9 @@ def verdict_text(grade: Grade) -> Text:
             text.append("\n    “", style="dim")
             text.append(text_safe(p.sentence), style="italic dim")
             text.append("”", style="dim")
+    if grade.note:
+        text.append("\n")
+        text.append(one_line_safe(grade.note), style="dim")
     return text
 
 
@@ -117,6 +120,8 @@ def verdict_lines(result, rating: int) -> list[str]:  # noqa: ANN001 - a Grade
         if p.covered and p.sentence:
             lines.append(f"      covered by: {one_line_safe(p.sentence)}")
     lines.append(f"suggested rating: {RATING_NAMES[rating]} (you rate; the grade only suggests)")
+    if result.note:
+        lines.append(one_line_safe(result.note))
     return lines
 
 

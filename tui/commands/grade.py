@@ -71,12 +71,16 @@ def grade(
         if said:
             _need_grader(UsageError)
         grades = batch.grade_all(rubric, said) if said else iter(())
+        noted = False
         for aid, answer in answers:
             if not answer_text(answer):
                 line = batch.empty_line(aid) if as_json else f"{aid}: empty answer, not graded"
                 click.echo(json_safe(line) if as_json else one_line_safe(line))
                 continue
             _, result = next(grades)
+            if result.note and not noted:  # (fitted.stale(): once, on stderr, not per answer)
+                noted = True
+                click.echo(one_line_safe(result.note), err=True)
             if as_json:
                 click.echo(json_safe(batch.output_line(aid, result)))
             else:

@@ -31,7 +31,26 @@ was credited with its neighbours' points:
 - sentence_margin: cos minus the point's best cosine with the answer's OTHER sentences (is
   this the answer's sentence for the point?; 0 for a one-sentence answer).
 
-The head (an MLP, 11 -> 8 -> 1, on all but neg_mismatch) turns them into a logit, and the
+And a rule weighs what the sentence says against the rubric's other points, token by token
+(`own_share`, round 13): a partial answer's one sentence was still credited with its neighbours'
+points ("Each head's block of W_O can scale it up when it is useful or down when it is noise."
+earned the weighting point and, at 0.75 and 0.73, the mixing and slice points it does not
+state). Every feature above compares the sentence with one point alone (cos, the alignments,
+idf_recall: all high for any sentence on the rubric's subject) but point_margin, which compares
+the whole sentence's cosine, held up by its shared subject words ("each head", "W_O"):
+
+- own_share: the share of the sentence, each content token weighed by its idf, whose closest
+  point is this one (a token's closeness to a point: its best similarity with the point's
+  tokens; ties within OWN_EPS count for both). The weighting sentence's "block", "scale",
+  "useful" and "noise" are the weighting point's; only "each", "head" and "W_O" are shared with
+  the mixing point, and those are the decks' commonest words: its share of the mixing point is
+  0.25. 1 for a one-point rubric (no rival).
+
+A sentence supports a point only through what it says of that point: under OWN_SHARE_MIN (a
+third: a sentence may state up to three points, each its own share of it) the rule caps its
+logit, as the negation rule does (`apply_rules`; the head never sees own_share).
+
+The head (an MLP, 11 -> 8 -> 1, on all but neg_mismatch and own_share) turns them into a logit, and the
 negation rule caps it; a point is covered when a sentence's score (the sigmoid of its logit)
 reaches 0.5; the sentence quoted as its evidence is shown with its own score (`_shown`).
 """
@@ -46,7 +65,7 @@ from importlib import resources
 from typing import Any, TypeAlias
 
 from prep.demos._torch import set_threads, torch
-from prep.demos.pretrained.grader import idf
+from prep.demos.pretrained.grader import fitted, idf
 from prep.demos.pretrained.grader import text as tx
 from prep.demos.pretrained.grader.rubric import Grade, PointVerdict, Rubric
 
@@ -64,9 +83,11 @@ FEATURES = (
     "idf_recall",
     "point_margin",
     "sentence_margin",
+    "own_share",
 )
 N_PAIR = FEATURES.index("point_margin")  # pair_features gives the first N_PAIR
 WEIGHTS_FILE = "grader.json"
+ALIGNED = 0.6  # a token similarity from which two tokens are aligned (order)
 THRESHOLD = 0.5
 
 
@@ -149,7 +170,7 @@ def pair_features(p: Encoded, s: Encoded) -> list[float]:
     else:  # no pieces known (a hand-built Encoded): unweighted
         idf_recall = recall
     precision = float(sim.max(0).values.mean())
-    aligned = best_s.indices[best_s.values > 0.6].tolist()
+    aligned = best_s.indices[best_s.values > ALIGNED].tolist()
     if len(aligned) >= 2:
         order = sum(b >= a for a, b in zip(aligned, aligned[1:], strict=False)) / (len(aligned) - 1)
     else:
@@ -170,13 +191,46 @@ def pair_features(p: Encoded, s: Encoded) -> list[float]:
     ]
 
 
-def with_context(feats: Tensor) -> Tensor:
-    """(P, S, N_PAIR) pair features of a rubric's points by an answer's sentences ->
-    (P, S, len(FEATURES)): point_margin and sentence_margin appended (see the module doc)."""
+def with_context(feats: Tensor, share: Tensor) -> Tensor:
+    """(P, S, N_PAIR) pair features of a rubric's points by an answer's sentences, and their
+    own_share (P, S) -> (P, S, len(FEATURES)): point_margin, sentence_margin and own_share
+    appended (see the module doc)."""
     cos = feats[..., FEATURES.index("cos")]  # (P, S)
     return torch.cat(
-        [feats, _margin(cos, 0).unsqueeze(-1), _margin(cos, 1).unsqueeze(-1)], -1
+        [
+            feats,
+            _margin(cos, 0).unsqueeze(-1),
+            _margin(cos, 1).unsqueeze(-1),
+            share.unsqueeze(-1),
+        ],
+        -1,
     )  # (P, S, F)
+
+
+OWN_EPS = 0.05  # a token within this of its closest point's similarity counts for both
+
+
+def own_share(ps: list[Encoded], ss: list[Encoded]) -> Tensor:
+    """(P, S): for each sentence, the idf-weighted share of its content tokens whose closest
+    point (by best token similarity) is this one, ties within OWN_EPS shared (module doc)."""
+    out = torch.ones(len(ps), len(ss))
+    if len(ps) < 2:
+        return out
+    for j, s in enumerate(ss):
+        best = torch.stack([(p.tokens @ s.tokens.T).max(0).values for p in ps])  # (P, n_s)
+        mine = best >= best.max(0).values - OWN_EPS  # (P, n_s)
+        if len(s.pieces) == best.shape[1]:
+            w = torch.tensor([idf.idf(piece) for piece in s.pieces])  # (n_s,)
+        else:  # no pieces known (a hand-built Encoded, or no content token): unweighted
+            w = torch.ones(best.shape[1])
+        out[:, j] = (mine.float() * w).sum(1) / w.sum().clamp_min(1e-6)
+    return out
+
+
+def rubric_features(ps: list[Encoded], ss: list[Encoded]) -> Tensor:
+    """Every feature of a rubric's points by an answer's sentences: (P, S, len(FEATURES))."""
+    pair = torch.tensor([[pair_features(p, s) for s in ss] for p in ps])  # (P, S, N_PAIR)
+    return with_context(pair, own_share(ps, ss))
 
 
 def _margin(cos: Tensor, dim: int) -> Tensor:
@@ -192,8 +246,12 @@ def _margin(cos: Tensor, dim: int) -> Tensor:
 
 
 # The head never sees neg_mismatch: negation is the rule's alone (apply_rules). A head that
-# saw it learned that two negated texts agree however little else they share.
-HEAD_COLUMNS = [i for i, name in enumerate(FEATURES) if name != "neg_mismatch"]
+# saw it learned that two negated texts agree however little else they share. own_share is a
+# rule's too (round 13: as a twelfth input the head fit it weakly, the generated negatives
+# vary it only with point_margin, and the partial-answer set's look part got worse, 0.196 ->
+# 0.235 of its uncovered points credited).
+RULE_ONLY = ("neg_mismatch", "own_share")
+HEAD_COLUMNS = [i for i, name in enumerate(FEATURES) if name not in RULE_ONLY]
 
 
 class Head(torch.nn.Module):
@@ -235,17 +293,25 @@ def load_head() -> tuple[Head, dict[str, Any]]:
 
 
 NEGATED_CAP = -3.0  # sigmoid(-3) = 0.05: a sentence that negates the point never covers it
+OWN_SHARE_MIN = 1 / 3
 
 
-def apply_rules(logits: Tensor, feats: Tensor) -> Tensor:
-    """The negation rule on top of the head: a sentence that negates (not, no, never, n't)
-    cannot cover a point that does not, nor the other way round, however similar its words."""
-    negated = feats[..., FEATURES.index("neg_mismatch")] > 0.5  # (..., S)
-    return torch.where(negated, logits.clamp(max=NEGATED_CAP), logits)
+def apply_rules(logits: Tensor, feats: Tensor, own: bool = True) -> Tensor:
+    """The rules on top of the head: a sentence that negates (not, no, never, n't) cannot cover
+    a point that does not, nor the other way round, however similar its words; and (`own`) a
+    sentence less than OWN_SHARE_MIN of which is about the point (own_share) cannot cover it.
+    The head is fit under the negation rule alone (train.fit: own=False): fit under both, it
+    lost what the sibling negatives teach it, every one of which the own rule caps (run 12)."""
+    capped = feats[..., FEATURES.index("neg_mismatch")] > 0.5  # (..., S)
+    if own:
+        capped = capped | (feats[..., FEATURES.index("own_share")] < OWN_SHARE_MIN)
+    return torch.where(capped, logits.clamp(max=NEGATED_CAP), logits)
 
 
 class Grader:
     """Grade typed answers against rubrics. Load once (a few seconds); grade in milliseconds."""
+
+    note = ""  # beside every grade: fitted.stale()'s line when the shipped head is stale
 
     def __init__(self, encoder: Encoder | None = None, head: Head | None = None) -> None:
         # threads for the machine's load: on 2 busy cores, 2 threads graded an answer in
@@ -253,6 +319,8 @@ class Grader:
         set_threads()
         self.encoder = encoder or Encoder()
         self.head = head if head is not None else load_head()[0]
+        # a shipped head fitted to other decks says so beside every grade (grader/fitted.py)
+        self.note = (fitted.stale() or "") if head is None else ""
 
     @torch.no_grad()
     def score_matrix(self, points: list[str], sents: list[str]) -> Tensor:
@@ -262,9 +330,7 @@ class Grader:
     def _scores(self, points: list[str], sents: list[str]) -> tuple[Tensor, Tensor]:
         """Logits and MiniLM cosines, each (n_points, n_sentences)."""
         enc = self.encoder.encode(points + sents)
-        ps, ss = enc[: len(points)], enc[len(points) :]
-        pair = torch.tensor([[pair_features(p, s) for s in ss] for p in ps])  # (P, S, N_PAIR)
-        feats = with_context(pair)  # (P, S, F)
+        feats = rubric_features(enc[: len(points)], enc[len(points) :])  # (P, S, F)
         return apply_rules(self.head(feats), feats), feats[..., FEATURES.index("cos")]
 
     def grade(self, rubric: Rubric, answer: str) -> Grade:
@@ -283,7 +349,7 @@ class Grader:
                 verdicts.append(
                     PointVerdict(point.id, point.text, score >= THRESHOLD, score, sents[j])
                 )
-        return Grade(verdicts, time.perf_counter() - start)
+        return Grade(verdicts, time.perf_counter() - start, self.note)
 
 
 def _shown(probs: Tensor, cos: Tensor) -> int:

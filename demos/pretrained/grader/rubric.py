@@ -65,17 +65,25 @@ class PointVerdict:
 class Grade:
     points: list[PointVerdict] = field(default_factory=list)
     seconds: float = 0.0
+    note: str = ""  # one line the learner should read beside the marks (fitted.stale())
 
     @property
     def missed(self) -> list[PointVerdict]:
         return [p for p in self.points if not p.covered]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"points": [p.to_dict() for p in self.points], "seconds": self.seconds}
+        out: dict[str, Any] = {
+            "points": [p.to_dict() for p in self.points],
+            "seconds": self.seconds,
+        }
+        if self.note:
+            out["note"] = self.note
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Grade:
-        return cls([PointVerdict(**p) for p in data["points"]], float(data.get("seconds", 0.0)))
+        points = [PointVerdict(**p) for p in data["points"]]
+        return cls(points, float(data.get("seconds", 0.0)), str(data.get("note") or ""))
 
 
 def parse_rubric(data: Any, where: str) -> Rubric:

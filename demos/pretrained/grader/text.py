@@ -154,13 +154,15 @@ def clauses(text: str) -> list[str]:
 def denied(text: str) -> set[str]:
     """The content stems a text denies: in each clause with a negation cue, the words after the
     cue ("W_O does not mix heads" denies {mix, head}; "heads never share a direction" denies
-    {share, direction})."""
+    {share, direction}), or, when the cue ends its clause, the words before it ("every block
+    writes nothing" denies {block, write}, round 13)."""
     out: set[str] = set()
     for clause in clauses(_unconditioned(text)):
         ws = words(clause)
         cues = [i for i, w in enumerate(ws) if is_negation(w)]
         if cues:
-            out |= content_stems(" ".join(ws[cues[0] + 1 :]))
+            after = content_stems(" ".join(ws[cues[0] + 1 :]))
+            out |= after or content_stems(" ".join(ws[: cues[0]]))
     return out
 
 
@@ -168,7 +170,9 @@ def negation_mismatch(point: str, sentence: str) -> bool:
     """The sentence denies what the point asserts, or asserts what the point denies.
 
     - neither negates: no mismatch;
-    - only the sentence negates: a mismatch (a denial never covers a plain claim);
+    - only the sentence negates: a mismatch when it denies what the point says (round 13:
+      any denial was one, so "At init every block writes nothing, and the residual stream is
+      just the embedding." could cover no plain point of its card, the embedding's included);
     - only the point negates: a mismatch when the sentence uses what the point denies
       ("softmax rows amplify values" against "... never amplify it"); a sentence that says
       it another way ("a convex combination of the values") is left to the head;
@@ -178,7 +182,7 @@ def negation_mismatch(point: str, sentence: str) -> bool:
     """
     p_neg, s_neg = negations(point) > 0, negations(sentence) > 0
     if not p_neg:
-        return s_neg
+        return s_neg and bool(denied(sentence) & content_stems(point))
     p_denied = denied(point)
     if not s_neg:
         return bool(p_denied & content_stems(sentence))
