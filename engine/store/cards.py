@@ -197,12 +197,7 @@ class CardsStore(StoreCore):
         whose due is not a time (a hand edit; sorted after every time), or due after
         ``after`` (times only). engine/study/due.py tells the interday steps (due by day)
         from the others by their last review."""
-        where = f"removed = 0 AND {NOT_REVIEW_SQL} AND state IN (1, 3)"
-        args: list[Any] = []
-        if decks is not None:
-            deck_list = list(decks)
-            where += f" AND deck IN ({','.join('?' * len(deck_list))})"
-            args += deck_list
+        where, args = _learning_where(decks)
         part = f"SELECT id, deck, state, due, last_review FROM cards INDEXED BY cards_learning WHERE {where}"
         if until is not None:
             sql = f"{part} AND due <= ? UNION ALL {part} AND due >= ':' ORDER BY 4"
@@ -221,12 +216,7 @@ class CardsStore(StoreCore):
         sorts before it) and PRAGMA data_version: until the window reaches that due and while
         nothing is written, the answer changes only by this connection's own ratings
         (engine/study/duesteps.py keeps it). One statement, the learning index's ranges."""
-        where = f"removed = 0 AND {NOT_REVIEW_SQL} AND state IN (1, 3)"
-        args: list[Any] = []
-        if decks is not None:
-            deck_list = list(decks)
-            where += f" AND deck IN ({','.join('?' * len(deck_list))})"
-            args += deck_list
+        where, args = _learning_where(decks)
         part = f"FROM cards INDEXED BY cards_learning WHERE {where}"
         rows = self.conn.execute(
             "SELECT id, due, state, last_review FROM (SELECT id, due, state, last_review "
@@ -351,3 +341,14 @@ class CardsStore(StoreCore):
             "ORDER BY id"
         )
         return [r[0] for r in rows]
+
+
+def _learning_where(decks: Iterable[str] | None) -> tuple[str, list[Any]]:
+    """The live learning/relearning cards' condition (their partial index), in ``decks``."""
+    where = f"removed = 0 AND {NOT_REVIEW_SQL} AND state IN (1, 3)"
+    args: list[Any] = []
+    if decks is not None:
+        deck_list = list(decks)
+        where += f" AND deck IN ({','.join('?' * len(deck_list))})"
+        args += deck_list
+    return where, args
