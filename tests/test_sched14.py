@@ -54,3 +54,71 @@ def test_a_ten_minute_step_set_at_0355_is_served_from_the_rollover_in_the_open_s
         assert session.current is not None and session.current.id == first.id
         assert session.early is None
         assert session.counts() == (0, 1, 0)
+
+
+def _history(store: Store, coll, seed: int) -> datetime:
+    """A few days of ratings (seeded): reviews, learning and relearning steps (interday ones
+    too: a "1d" step), then a card suspended and one buried. Returns the last rating's time."""
+    import random
+
+    rng = random.Random(seed)
+    store.update_settings(
+        learning_steps_min=[10.0, 1440.0], relearning_steps_min=[10.0], learn_ahead_min=0
+    )
+    at = local(2026, 3, 3, 9, 20)
+    for _ in range(rng.randrange(2, 6)):
+        session = _session(store, coll, Clock(at))
+        while session.current is not None and len(session.done) < 6:
+            session.rate(rng.choice([Rating.Again, Rating.Good, Rating.Good, Rating.Easy]), 1000)
+        at += timedelta(hours=rng.choice([5, 19, 23, 30, 47]))
+    ids = sorted(store.cards())
+    marked = rng.sample(ids, 2)
+    session = _session(store, coll, Clock(at))
+    session.queue = marked[:1]
+    if rng.random() < 0.7:
+        session.set_mark("suspend")
+    session.queue = marked[1:]
+    if rng.random() < 0.7:
+        session.set_mark("bury")
+    return at
+
+
+def test_the_held_back_and_next_due_lines_agree_with_what_a_new_session_serves(
+    new_york_local_time, db_path: Path, small_deck_dir: Path
+) -> None:
+    """A --limit 1 session run to its end: "Past those held back" is said when, and only when,
+    a new session at that moment serves a card due (not new); otherwise "Next card due in X"
+    names the moment a new session first serves one (due by study day from 4 am, a step by
+    its time; suspended cards never, buried ones from their bury's end). Before: cards due
+    counted by exact time, suspended ones included, and the next due a suspended card's."""
+    from prep.engine.study.takein import held_due
+
+    coll = load_collection([small_deck_dir], include_bundled=False)
+    tick = timedelta(microseconds=1)
+    checked = held = 0
+    for seed in range(8):
+        path = db_path.with_name(f"p{seed}.db")
+        with Store.open(path) as store:
+            last = _history(store, coll, seed)
+            store.update_settings(new_per_day=0)
+            for hours in (0.5, 3, 17, 18.7, 20, 26, 41, 70):
+                now = last + timedelta(hours=hours)
+
+                def serves(at: datetime) -> bool:
+                    fresh = _session(store, coll, Clock(at))
+                    return fresh.counts()[1] + fresh.counts()[2] > 0
+
+                limited = _session(store, coll, Clock(now), limit=1)
+                if limited.current is None:
+                    continue
+                limited.rate(Rating.Easy, 1000)  # (the rest held back by --limit 1)
+                assert limited.finished
+                said = limited.held_back and held_due(limited)
+                assert bool(said) == serves(now), (seed, hours)
+                held += bool(said)
+                if not said:
+                    nxt = limited.summary()["next_due"]
+                    if nxt is not None:
+                        assert not serves(nxt - tick) and serves(nxt), (seed, hours, nxt)
+                checked += 1
+    assert checked > 20 and 0 < held < checked

@@ -57,3 +57,13 @@ def take_in(session: ReviewSession) -> None:
     session.total += len(ids) - len(session.queue)
     session.queue = ids
     session.kind_of.update(kinds)
+
+
+def held_due(session: ReviewSession) -> int:
+    """The cards due now that today's queue serves and this session did not take (its
+    ``limit``): counted as the queue serves them (due by study day from the 4 am rollover, a
+    learning step by its time; suspended and buried cards and other decks' not), for the
+    "Past those held back" line. Not new cards: they are not "due"."""
+    store, now = session.store, session.clock()
+    built = build_queue(store, session.collection, now, deck=session._deck, new_limit=0)
+    return len(built.due)
