@@ -122,3 +122,72 @@ def test_the_held_back_and_next_due_lines_agree_with_what_a_new_session_serves(
                         assert not serves(nxt - tick) and serves(nxt), (seed, hours, nxt)
                 checked += 1
     assert checked > 20 and 0 < held < checked
+
+
+EXTRA = """\
+  - id: added-one
+    kind: recall
+    prompt: What does W_V do?
+    answer: It writes what a head moves.
+  - id: added-two
+    kind: recall
+    prompt: What does W_Q do?
+    answer: It asks what a head looks for.
+"""
+
+
+def test_cards_added_to_a_deck_file_another_prep_re_read_are_served_in_this_session(
+    tmp_path: Path, small_deck_dir: Path
+) -> None:
+    """Another terminal re-reads an edited deck file (two cards added, one removed): this
+    session, open since before, serves the added cards and skips the removed one, and the
+    collection counts them, without a restart. Before: only the cards already queued."""
+    from prep.engine.decks import deckcache
+    from tests.conftest import FIXED_NOW, SMALL_DECK
+
+    db = tmp_path / "shared.db"
+    deck_file = small_deck_dir / "small.yaml"
+    with Store.open(db) as mine, Store.open(db) as theirs:
+        mine.update_settings(new_per_day=10)
+        coll = deckcache.load(mine, [small_deck_dir], include_bundled=False)
+        session = _session(mine, coll, Clock(FIXED_NOW))
+        assert session.counts() == (4, 0, 0)
+        first = session.current
+        assert first is not None and first.id == "roles"
+        # the other terminal: "flag" removed, two cards added, and the file read again
+        kept = SMALL_DECK[: SMALL_DECK.index("  - id: flag")]
+        deck_file.write_text(kept + EXTRA, encoding="utf-8")
+        other = deckcache.load(theirs, [small_deck_dir], include_bundled=False)
+        assert len(other) == 5
+        served = []
+        while session.current is not None and len(served) < 10:
+            served.append(session.current.id)
+            session.rate(Rating.Easy, duration_ms=1000)
+        assert "flag" not in served
+        assert {"added-one", "added-two"} <= set(served)
+        assert len(coll) == 5 and "added-one" in coll and "flag" not in coll
+
+
+def test_a_session_or_home_after_another_prep_re_read_a_deck_file_counts_its_new_cards(
+    tmp_path: Path, small_deck_dir: Path
+) -> None:
+    """Opened before the other terminal re-read the edited file: a session started after it
+    and home's counts take the added cards (before: 4 new, the file as first loaded)."""
+    from prep.engine.decks import deckcache
+    from prep.engine.study.queue import deck_counts
+    from tests.conftest import FIXED_NOW, SMALL_DECK
+
+    db = tmp_path / "shared.db"
+    with Store.open(db) as mine, Store.open(db) as theirs:
+        mine.update_settings(new_per_day=10)
+        coll = deckcache.load(mine, [small_deck_dir], include_bundled=False)
+        assert deck_counts(mine, coll, FIXED_NOW)[0].new == 4
+        (small_deck_dir / "small.yaml").write_text(SMALL_DECK + EXTRA, encoding="utf-8")
+        deckcache.load(theirs, [small_deck_dir], include_bundled=False)
+        session = _session(mine, coll, Clock(FIXED_NOW))
+        assert session.counts() == (6, 0, 0)
+        assert deck_counts(mine, coll, FIXED_NOW)[0].new == 6
+        assert coll.refresh(mine) is False  # (nothing re-read since: one statement)
+        (small_deck_dir / "small.yaml").write_text(SMALL_DECK, encoding="utf-8")
+        deckcache.load(theirs, [small_deck_dir], include_bundled=False)  # and back again
+        assert deck_counts(mine, coll, FIXED_NOW)[0].new == 4 and "added-one" not in coll

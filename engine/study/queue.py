@@ -173,6 +173,7 @@ def deck_counts(
     Without building the queues: reviews due are one grouped count in SQL (less the few
     suspended or buried cards), the learning cards (few) are read from their index; the new
     cards are read only as far as the new-card limit needs."""
+    collection.refresh(store)  # (a deck file another prep re-read since: its cards now)
     new_limit, review_limit = _limits_left(store, now, new_limit, None, collection)
     ahead = now + timedelta(minutes=store.settings().learn_ahead_min)
     hidden = store.hidden_ids(now)

@@ -27,6 +27,9 @@ def take_in(session: ReviewSession) -> None:
     if not session._adopts:
         return
     session._steps.forget()
+    # another prep re-read a deck file of this collection: loaded again, so its added cards
+    # are served and its removed ones not (one statement when none was)
+    session.collection.refresh(session.store)
     session._version, session._stale = session.store.changes_mark()[0], False  # (before it)
     new_limit, limit = session._limits
     now = session.clock()
