@@ -191,3 +191,84 @@ def test_a_session_or_home_after_another_prep_re_read_a_deck_file_counts_its_new
         (small_deck_dir / "small.yaml").write_text(SMALL_DECK, encoding="utf-8")
         deckcache.load(theirs, [small_deck_dir], include_bundled=False)  # and back again
         assert deck_counts(mine, coll, FIXED_NOW)[0].new == 4 and "added-one" not in coll
+
+
+def test_review_ahead_takes_learning_cards_due_within_the_days_and_no_suspended_card(
+    new_york_local_time, db_path: Path, small_deck_dir: Path
+) -> None:
+    """As Anki's "review ahead" (its search prop:due<=N: review cards, interday and intraday
+    learning steps; a filtered deck takes no suspended or buried card): a card on its "1d"
+    step and one on a 2-hour step come too, counted as learning in the session; the
+    suspended review does not, nor the step within the learn-ahead window (served now).
+    Before: review cards only, the suspended one included."""
+    from prep.engine.study.queue import review_ahead_ids
+
+    coll = load_collection([small_deck_dir], include_bundled=False)
+    with Store.open(db_path) as store:
+        store.update_settings(learning_steps_min=[120.0, 1440.0], new_per_day=4)
+        at = local(2026, 3, 3, 9, 20)
+        session = _session(store, coll, Clock(at))
+        plan = {"roles": Rating.Good, "pick-one": Rating.Again, "roles-follow": Rating.Easy}
+        while session.current is not None:
+            session.rate(plan.get(session.current.id, Rating.Easy), 1000)
+        session = _session(store, coll, Clock(at))
+        session.queue = ["flag"]
+        session.set_mark("suspend")
+        # (roles: its 1d step, due tomorrow; pick-one: its 2-hour step, due at 11:20)
+        now = at + timedelta(minutes=5)
+        assert set(build_queue(store, coll, now).ids) == set()
+        ahead = review_ahead_ids(store, coll, now, days=30)
+        assert ahead == ["pick-one", "roles", "roles-follow"]
+        assert review_ahead_ids(store, coll, now, days=30, deck="other") == []
+        later = _session(store, coll, Clock(now), queue=ahead)
+        assert later.counts() == (0, 2, 1)
+        # within the learn-ahead window, the 2-hour step is today's session's, not ahead
+        soon = local(2026, 3, 3, 11, 5)
+        assert "pick-one" not in review_ahead_ids(store, coll, soon, days=30)
+        assert _session(store, coll, Clock(soon)).counts()[1] == 1  # (home: learning 1)
+
+
+def test_the_plan_brings_learning_cards_forward_and_counts_them_as_learning(
+    new_york_local_time, db_path: Path, small_deck_dir: Path
+) -> None:
+    """Interview on Thu 5 Mar: three cards rated on Tue onto a 3-day step (due Fri, after
+    it) come on Wed, the day before, with the review the plan brings forward, as review
+    ahead takes learning cards; home, the queue, the session and stats count them as
+    learning (3), the review as due (1), and the rating on the day keeps its own step.
+    Before: the learning cards were not served before the interview (0, 0, 1)."""
+    from prep.engine.study import stats as stats_mod
+    from prep.engine.study.queue import deck_counts
+
+    coll = load_collection([small_deck_dir], include_bundled=False)
+    with Store.open(db_path) as store:
+        store.update_settings(learning_steps_min=[10.0, 4320.0], new_per_day=4)
+        at = local(2026, 3, 3, 9, 20)
+        session = _session(store, coll, Clock(at))
+        while session.current is not None:
+            cid = session.current.id
+            session.rate(Rating.Easy if cid == "flag" else Rating.Good, 1000)
+        store.update_settings(interview_date="2026-03-05")
+        for now in (local(2026, 3, 4, 9, 0), local(2026, 3, 4, 23, 0)):
+            queue = build_queue(store, coll, now)
+            assert set(queue.ids) == {"roles", "pick-one", "roles-follow", "flag"}
+            assert queue.learning_ids == {"roles", "pick-one", "roles-follow"}
+            home = deck_counts(store, coll, now)
+            assert [(r.new, r.learning, r.due) for r in home] == [(0, 3, 1), (0, 3, 1)]
+            session = _session(store, coll, Clock(now))
+            assert session.counts() == (0, 3, 1)
+            stats = stats_mod.compute(store, coll, now)
+            assert (stats.session.new, stats.session.learning, stats.session.due) == (0, 3, 1)
+        store.update_settings(review_limit=2)  # (the plan's cards under the limit, in order)
+        queue = build_queue(store, coll, local(2026, 3, 4, 9, 0))
+        home = deck_counts(store, coll, local(2026, 3, 4, 9, 0))[0]
+        assert len(queue.due) == 2
+        assert (home.learning, home.due) == (queue.learning, len(queue.due) - queue.learning)
+        store.update_settings(review_limit=200)
+        session = _session(store, coll, Clock(local(2026, 3, 4, 9, 0)))
+        served = []
+        while session.current is not None and len(served) < 10:
+            served.append(session.current.id)
+            session.rate(Rating.Good, 1000)
+        assert sorted(served) == ["flag", "pick-one", "roles", "roles-follow"]
+        after = local(2026, 3, 4, 9, 30)
+        assert build_queue(store, coll, after).ids == []  # (each once: not again the same day)
