@@ -272,3 +272,28 @@ def test_the_plan_brings_learning_cards_forward_and_counts_them_as_learning(
         assert sorted(served) == ["flag", "pick-one", "roles", "roles-follow"]
         after = local(2026, 3, 4, 9, 30)
         assert build_queue(store, coll, after).ids == []  # (each once: not again the same day)
+
+
+def test_the_summary_names_the_rollover_for_a_step_on_the_next_study_day(
+    new_york_local_time, db_path: Path, small_deck_dir: Path, monkeypatch
+) -> None:
+    """The session ends at 03:56 with a step due at 04:05 waiting for the 04:00 rollover: the
+    summary says so, not "more than the 20-minute learn-ahead limit away" (4 minutes)."""
+    from types import SimpleNamespace
+
+    from prep.tui.screens.summary import SummaryScreen
+
+    coll = load_collection([small_deck_dir], include_bundled=False)
+    with Store.open(db_path) as store:
+        store.update_settings(learning_steps_min=[1.0, 10.0], new_per_day=1)
+        clock = Clock(local(2026, 3, 3, 3, 55))
+        session = _session(store, coll, clock)
+        session.rate(Rating.Good, duration_ms=1000)
+        clock.advance(minutes=1)
+        assert session.finished
+        fake = SimpleNamespace(limit_reasons=list)
+        monkeypatch.setattr(SummaryScreen, "prep", property(lambda _self: fake))
+        text = SummaryScreen(session).summary_text().plain
+        assert "A learning card comes back in 4 minutes" in text, text
+        assert "learn-ahead limit away" not in text
+        assert "rollover" in text

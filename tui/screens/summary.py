@@ -86,7 +86,10 @@ class SummaryScreen(PrepScreen):
             wait = spoken_interval(waiting - self.session.clock())
             ahead = self.session.learn_ahead.total_seconds() // 60
             text.append(f"A learning card comes back in {wait}", style="bold")
-            text.append(f" (more than the {ahead:.0f}-minute learn-ahead limit away);")
+            if waiting - self.session.clock() > self.session.learn_ahead:
+                text.append(f" (more than the {ahead:.0f}-minute learn-ahead limit away);")
+            else:  # a step on the next study day: due from its rollover, never early
+                text.append(" (from the next study day's rollover);")
             text.append(" start again from home then.\n")
         if self.session.held_back:
             text.append(
