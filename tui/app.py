@@ -306,7 +306,7 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
                 self.action_start(deck or "")
             elif choice == "ahead":
                 if not ahead:
-                    self.notify(f"No review card is due in the next {AHEAD_DAYS} days.")
+                    self.notify(f"No card is due in the next {AHEAD_DAYS} days.")
                     return
                 session = ReviewSession(
                     self.store,

@@ -36,6 +36,7 @@ from prep.engine.study.present import (
 )
 from prep.engine.study.scheduler import RATING_NAMES, Outcome, Rating
 from prep.engine.study.session import NotCurrentCard, ReviewSession
+from prep.engine.study.takein import held_due
 from prep.tui.mocktext import mock_summary_lines, took_text
 
 if TYPE_CHECKING:
@@ -163,7 +164,7 @@ class PlainQuiz:
         elif s["next_due"] is not None:
             wait = spoken_interval(s["next_due"] - session.clock())
             # cards due now that --limit left for later: not "next due in 2 months"
-            held = session.held_back and session.store.count_due(session.clock())
+            held = session.held_back and held_due(session)
             lead = (
                 "Past those held back, the next card comes due in" if held else "Next card due in"
             )

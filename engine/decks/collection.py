@@ -123,6 +123,8 @@ class CachedCollection:
         self._all: list[Card] | None = None
         self._citing: list[tuple[str, tuple[str, ...]]] | None = None  # cards citing a demo
         self._source: ParsedDecks | None = None  # what fed the cache (from_parsed; or built)
+        # how it was loaded from the deck files (deckcache.load), to load again (``refresh``)
+        self._reload: Callable[[], CachedCollection] | None = None
 
     def _kept(self, key: str) -> list[tuple[int, str, int]]:
         """(line, id, dup) of the cards of one file that are in the collection, in order
@@ -367,10 +369,31 @@ class CachedCollection:
                     out.append(self._built.get(ref.id) or self._build(ref, data[ref.line]))
         return out
 
+    def refresh(self, store: Store) -> bool:
+        """Load again when another prep re-read one of this collection's deck files since (the
+        cache holds another text for it): its added cards are then served, its removed ones
+        not, without a restart. One statement when nothing changed (each file's hash); a
+        collection not loaded from files (fed), in another database, or one whose reload
+        fails (the database busy) is kept as it is. Returns whether it was loaded again."""
+        from prep.engine.store import StoreError
+
+        if self._reload is None or store is not self._store or self._all_cached():
+            return False
+        try:
+            fresh = self._reload()
+        except StoreError:
+            return False  # (the next change seen tries again)
+        reload = self._reload
+        self.__dict__.update(fresh.__dict__)
+        self._reload = reload  # (and again at the next re-read)
+        return True
+
     def reconcile(self, store: Store) -> None:
         """Progress reconciled with these decks: done by ``load`` (or the feed) when the
-        decks changed, so only a collection cached in another database has work here."""
+        decks changed, so only a collection cached in another database has work here, or
+        one whose deck file another prep re-read since it was loaded (``refresh``)."""
         self._bind(store)
+        self.refresh(store)
 
     def tag_progress(self, store: Store, mature_days: float) -> dict[str, tuple[int, int, int]]:
         """Per tag: (cards, seen, mature: stability of at least ``mature_days``)."""

@@ -162,6 +162,23 @@ def load(
     ``private=False``: a StoreError is raised instead (a thread that fills the cache for
     the app: a private cache would be thrown away with its connection); one of kind
     "interrupted" (Store.stop_when: the caller stopped it) always is."""
+    paths = None if paths is None else list(paths)
+    coll = _load_once(store, paths, demo_names, include_bundled, progress, scan, private)
+    # loaded again from the same files when another prep re-reads one (``refresh``): raising
+    # a StoreError then (the open collection is kept), not turning to a private cache
+    coll._reload = partial(_load_once, store, paths, demo_names, include_bundled, None, None, False)
+    return coll
+
+
+def _load_once(
+    store: Store,
+    paths: Iterable[Path] | None,
+    demo_names: Sequence[str] | None,
+    include_bundled: bool,
+    progress: Progress | None,
+    scan: Scan | None,
+    private: bool,
+) -> CachedCollection:
     from prep.engine.store import StoreError
 
     with gc_paused():  # a hundred thousand small objects, none of them garbage

@@ -285,12 +285,20 @@ class CardsStore(StoreCore):
             ).fetchone()[0]
         )
 
-    def next_due(self, after: datetime, *, review: bool | None = None) -> datetime | None:
+    def next_due(
+        self, after: datetime, *, review: bool | None = None, besides: Iterable[str] = ()
+    ) -> datetime | None:
         """The first due time after ``after`` (None when nothing is scheduled); ``review``
-        True: of Review cards only, False: of learning and relearning cards only."""
+        True: of Review cards only, False: of learning and relearning cards only; the cards
+        ``besides`` (suspended or buried: a few ids) left out."""
         which = "" if review is None else " AND state = 2" if review else f" AND {NOT_REVIEW_SQL}"
+        args: list[object] = [fmt(after)]
+        left_out = list(besides)
+        if left_out:
+            which += " AND id NOT IN (SELECT value FROM json_each(?))"
+            args.append(json.dumps(left_out))
         row = self.conn.execute(
-            f"SELECT min(due) FROM cards WHERE removed = 0 AND due > ?{which}", (fmt(after),)
+            f"SELECT min(due) FROM cards WHERE removed = 0 AND due > ?{which}", args
         ).fetchone()
         return parse(row[0])
 

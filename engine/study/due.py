@@ -130,18 +130,24 @@ def split_steps(
 def next_due(store: Store, now: datetime) -> datetime | None:
     """When the next card not due at ``now`` comes due (None when nothing is scheduled): the
     next intraday learning step, or the rollover of the next day a card is due by day,
-    whichever is first (the end-of-session line "Next card due in ...")."""
+    whichever is first (the end-of-session line "Next card due in ..."). As the queue serves
+    them: a suspended card never, a buried one from its bury's end (engine/study/forecast.py)."""
     until = reviews_until(now)
+    hidden = store.hidden_ids(now)
     times: list[datetime] = []
-    for _cid, _deck, state, due, last in store.learning_rows(after=now):
-        if not stored_interday(state, due, last):
+    for cid, _deck, state, due, last in store.learning_rows(after=now):
+        if cid not in hidden and not stored_interday(state, due, last):
             times.append(parse(due))  # (the rows are in due order: the first is the soonest)
             break
-    for _cid, _deck, state, due, last in store.learning_rows(after=until):
-        if stored_interday(state, due, last):
+    for cid, _deck, state, due, last in store.learning_rows(after=until):
+        if cid not in hidden and stored_interday(state, due, last):
             times.append(study_day_start(parse(due)))
             break
-    review = store.next_due(until, review=True)
+    review = store.next_due(until, review=True, besides=hidden)
     if review is not None:
         times.append(study_day_start(review))
+    for cid, card in store.cards(hidden).items():  # (a few) buried: back at its bury's end
+        mark, shown = store.mark(cid), shown_from(card)
+        if not card.removed and shown is not None and not mark.suspended and mark.buried_until:
+            times.append(max(shown, mark.buried_until))
     return min(times, default=None)

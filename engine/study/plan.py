@@ -192,14 +192,18 @@ class Plan:
         """When the plan serves a covered card: FSRS's due, except that a review due on or
         after the interview day comes on the day before it (when it was not studied that
         day), and one still below target at the interview comes on the morning of the day
-        (again after ``AGAIN_ON_THE_DAY`` while it stays below). Learning steps keep FSRS's
-        own."""
+        (again after ``AGAIN_ON_THE_DAY`` while it stays below). A learning or relearning
+        step that lands on or after the interview day comes the day before it too (as Anki's
+        review ahead takes learning cards: its search prop:due<=N), still a learning card;
+        other steps keep FSRS's own."""
         due = state.due
         studied = state.last_review
-        if not self.before or due is None or studied is None or state.state != State.Review:
+        if not self.before or due is None or studied is None:
             return due
         if due >= self.day_start and studied < self.last_day:
             due = self.last_day
+        if state.state != State.Review:
+            return due
         if self.below(state):
             again = self.day_start if studied < self.day_start else studied + AGAIN_ON_THE_DAY
             due = min(due, again)
@@ -342,9 +346,10 @@ def brought_forward(
     hidden: set[str] | None = None,
     settings: Settings | None = None,
 ) -> list[str]:
-    """The review cards the plan makes due now that FSRS does not (on the last day before
-    the interview only: brought forward, or topped up), lowest retrievability on the day
-    first."""
+    """The cards the plan makes due now that FSRS does not (on the last day before the
+    interview only: brought forward, or topped up), lowest retrievability on the day first:
+    reviews, and learning steps that land on or after the interview day (``Plan.due``; the
+    queue and home count those as learning: ``learning_of``)."""
     settings = settings or store.settings()
     plan = Plan.of(settings, now)
     if plan is None or not plan.bringing_forward:
@@ -442,3 +447,11 @@ def weakest_first(
     states = store.cards(id_list)
     order = {cid: i for i, cid in enumerate(id_list)}
     return sorted(id_list, key=lambda cid: (plan.retrievability(states.get(cid)), order[cid]))
+
+
+def learning_of(store: Store, ids: list[str]) -> set[str]:
+    """Those of ``ids`` (brought forward) that are learning or relearning cards: counted as
+    learning, not as reviews, wherever the plan's cards are counted."""
+    if not ids:
+        return set()
+    return {cid for cid, s in store.cards(ids).items() if s.state != State.Review}

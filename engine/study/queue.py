@@ -76,8 +76,10 @@ def build_queue(
     # the day before an interview and its morning: reviews brought forward from after the
     # date, and cards still below target at the interview (engine/study/plan.py; none without one)
     ahead = plan_mod.brought_forward(store, collection, now, decks=decks, hidden=hidden)
-    reviews += ahead[: max(0, room - len(reviews))]
+    ahead = ahead[: max(0, room - len(reviews))]
+    reviews += ahead
     due = _merge_by_due(store, learning, interday + reviews)
+    interday += plan_mod.learning_of(store, ahead)  # (learning cards the plan brought forward)
     if hidden:
         seen = None if seen is None else seen | hidden  # never served as new either
     new: list[str] = []
@@ -173,6 +175,7 @@ def deck_counts(
     Without building the queues: reviews due are one grouped count in SQL (less the few
     suspended or buried cards), the learning cards (few) are read from their index; the new
     cards are read only as far as the new-card limit needs."""
+    collection.refresh(store)  # (a deck file another prep re-read since: its cards now)
     new_limit, review_limit = _limits_left(store, now, new_limit, None, collection)
     ahead = now + timedelta(minutes=store.settings().learn_ahead_min)
     hidden = store.hidden_ids(now)
@@ -184,10 +187,11 @@ def deck_counts(
         for cid, deck in cards:
             if cid not in hidden:
                 due.setdefault(deck, [0, 0, 0])[column] += 1
-    for cid in plan_mod.brought_forward(store, collection, now, hidden=hidden):  # the plan's
-        card = collection.get(cid)
-        if card is not None:
-            due.setdefault(card.deck, [0, 0, 0])[2] += 1
+    # the plan's (deck, whether a learning card) in the order the queue takes them, after
+    # the reviews FSRS makes due and under the same limit
+    ids = plan_mod.brought_forward(store, collection, now, hidden=hidden)
+    steps_forward = plan_mod.learning_of(store, ids)
+    forward = [(c.deck, c.id in steps_forward) for cid in ids if (c := collection.get(cid))]
     for state in store.cards(hidden).values():  # due, but not served today
         review = state.state == int(State.Review)
         if review and not state.removed and state.deck in due and is_due(state, now):
@@ -205,6 +209,9 @@ def deck_counts(
         else:
             learning, interday, reviews = due.get(name, (0, 0, 0))
         taken = min(review_limit, interday)  # gathered first under the limit
+        fsrs = min(review_limit - taken, reviews)
+        fwd = [step for deck, step in forward if name in (None, deck)]
+        brought = fwd[: review_limit - taken - fsrs]  # (learning ones counted as learning)
         if name is not None and name not in among:
             new = []
         elif name is None:  # as build_queue: an interview plan on some decks takes theirs
@@ -218,9 +225,9 @@ def deck_counts(
                 title=title,
                 cards=size,
                 new=len(new),
-                learning=learning + taken,
-                due=min(review_limit - taken, reviews),
-                waiting=interday + reviews,
+                learning=learning + taken + sum(brought),
+                due=fsrs + len(brought) - sum(brought),
+                waiting=interday + reviews + len(fwd),
                 steps=learning,
             )
         )
@@ -407,13 +414,19 @@ def limits_today(
 def review_ahead_ids(
     store: Store, collection: Cards, now: datetime, days: int = 1, deck: str | None = None
 ) -> list[str]:
-    """Anki's custom study "review ahead": review cards due within the next ``days`` study
-    days (not yet due: due by day, engine/study/due.py), soonest first."""
+    """Anki's custom study "review ahead": the cards due within the next ``days`` study days
+    that today's queue does not serve now, soonest first. As Anki builds it (rslib
+    scheduler/filtered/custom_study.rs, ``ahead_config``: the search ``prop:due<=days``, which
+    takes the review cards, the interday learning steps and the intraday ones due by then;
+    a filtered deck never takes a suspended or buried card): reviews and interday steps due
+    by day on one of those days, learning steps due by their end beyond the learn-ahead
+    window, none suspended or buried."""
     decks = None if deck is None else [deck]
-    review = int(State.Review)
-    later = store.due_ids(reviews_until(now, days), decks=decks, state=review)
-    due_now = set(store.due_ids(reviews_until(now), decks=decks, state=review))
-    return collection.known(cid for cid in later if cid not in due_now)
+    hidden = store.hidden_ids(now)
+    later = store.due_ids(reviews_until(now, days), decks=decks)  # (by due: soonest first)
+    states = store.cards(collection.known(cid for cid in later if cid not in hidden))
+    window = timedelta(minutes=store.settings().learn_ahead_min)
+    return [cid for cid in later if cid in states and not is_due(states[cid], now, window)]
 
 
 def _merge_by_due(store: Store, a: list[str], b: list[str]) -> list[str]:

@@ -19,7 +19,7 @@ from prep.engine.store import Mark, Store, StoreError
 from prep.engine.study import plan as plan_mod
 from prep.engine.study import takein
 from prep.engine.study.collection import Cards
-from prep.engine.study.due import next_due
+from prep.engine.study.due import interday, next_due
 from prep.engine.study.duesteps import DueSteps
 from prep.engine.study.forecast import due_per_day
 from prep.engine.study.queue import (  # re-exported: callers import them from here
@@ -151,6 +151,7 @@ class ReviewSession:
         # first. One is served when due; early (within the learn-ahead limit) only when
         # nothing else is left.
         self.learning: list[tuple[datetime, str]] = []
+        self._by_day: set[str] = set()  # those on an interday step: from its rollover, never early
         self.learn_ahead = timedelta(minutes=store.settings().learn_ahead_min)
         self.plan = plan_mod.Plan.of(store.settings(), now)  # None without an interview date
         if self.plan is not None:
@@ -225,8 +226,9 @@ class ReviewSession:
             return self._card(self.learning[0][1]), self.learning[0]
         if self.queue:
             return self._card(self.queue[0]), None
-        if self.learning and self.learning[0][0] <= now + self.learn_ahead:
-            return self._card(self.learning[0][1]), self.learning[0]
+        first = self.learning[0] if self.learning else None
+        if first and first[0] <= now + self.learn_ahead and first[1] not in self._by_day:
+            return self._card(first[1]), first
         return None
 
     def _card(self, card_id: str) -> Card:
@@ -341,9 +343,11 @@ class ReviewSession:
         (the card on screen included), as home counts them (``deck_counts``)."""
         self._shown()  # (the steps come due from elsewhere are taken in first)
         kinds = [self.kind_of.get(cid, "review") for cid in self.queue]
+        steps, now = len(self.learning), self.clock()  # (an interday one: from its rollover)
+        steps -= sum(d > now for d, cid in self.learning if cid in self._by_day)
         return (
             kinds.count("new"),
-            kinds.count("learning") + len(self.learning),
+            kinds.count("learning") + steps,
             kinds.count("review"),
         )
 
@@ -490,6 +494,11 @@ class ReviewSession:
         )
         if requeued:  # a learning step due soon: see it again this session
             assert due is not None
+            if interday(outcome.state.state, due, outcome.state.last_review):
+                due = study_day_start(due)  # due by day, as a new session serves it (due.py)
+                self._by_day.add(card.id)
+            else:
+                self._by_day.discard(card.id)
             self.learning.append((due, card.id))
             self.learning.sort()
             self.total += 1

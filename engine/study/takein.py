@@ -27,6 +27,9 @@ def take_in(session: ReviewSession) -> None:
     if not session._adopts:
         return
     session._steps.forget()
+    # another prep re-read a deck file of this collection: loaded again, so its added cards
+    # are served and its removed ones not (one statement when none was)
+    session.collection.refresh(session.store)
     session._version, session._stale = session.store.changes_mark()[0], False  # (before it)
     new_limit, limit = session._limits
     now = session.clock()
@@ -57,3 +60,13 @@ def take_in(session: ReviewSession) -> None:
     session.total += len(ids) - len(session.queue)
     session.queue = ids
     session.kind_of.update(kinds)
+
+
+def held_due(session: ReviewSession) -> int:
+    """The cards due now that today's queue serves and this session did not take (its
+    ``limit``): counted as the queue serves them (due by study day from the 4 am rollover, a
+    learning step by its time; suspended and buried cards and other decks' not), for the
+    "Past those held back" line. Not new cards: they are not "due"."""
+    store, now = session.store, session.clock()
+    built = build_queue(store, session.collection, now, deck=session._deck, new_limit=0)
+    return len(built.due)

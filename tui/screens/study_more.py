@@ -15,7 +15,7 @@ from textual.screen import ModalScreen
 from prep.tui.widgets.text import Static
 
 EXTRA_NEW = 10  # the new cards one "study more" adds to today's limit
-AHEAD_DAYS = 7  # review ahead: review cards due within this many days
+AHEAD_DAYS = 7  # review ahead: cards due within this many days (learning ones too)
 
 
 class StudyMore(ModalScreen[str | None]):

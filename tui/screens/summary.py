@@ -18,6 +18,7 @@ from prep.engine.study.present import (
 )
 from prep.engine.study.scheduler import RATING_NAMES, Rating
 from prep.engine.study.session import ReviewSession
+from prep.engine.study.takein import held_due
 from prep.tui.base import PrepScreen
 from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.text import Static
@@ -61,7 +62,7 @@ class SummaryScreen(PrepScreen):
         try:
             s = self.session.summary()
             # cards due now that this session's limit (--limit) left for later
-            held_due = self.session.held_back and self.session.store.count_due(self.session.clock())
+            held = self.session.held_back and held_due(self.session)
         except StoreError as exc:
             return Text(f"Cannot read the summary: {exc}", style="bold red")
         text = Text()
@@ -85,7 +86,10 @@ class SummaryScreen(PrepScreen):
             wait = spoken_interval(waiting - self.session.clock())
             ahead = self.session.learn_ahead.total_seconds() // 60
             text.append(f"A learning card comes back in {wait}", style="bold")
-            text.append(f" (more than the {ahead:.0f}-minute learn-ahead limit away);")
+            if waiting - self.session.clock() > self.session.learn_ahead:
+                text.append(f" (more than the {ahead:.0f}-minute learn-ahead limit away);")
+            else:  # a step on the next study day: due from its rollover, never early
+                text.append(" (from the next study day's rollover);")
             text.append(" start again from home then.\n")
         if self.session.held_back:
             text.append(
@@ -100,7 +104,7 @@ class SummaryScreen(PrepScreen):
             text.append("n studies more: more new cards today, or review ahead.\n\n")
         if s["next_due"] is not None:
             wait = spoken_interval(s["next_due"] - self.session.clock())
-            if held_due or any(reason.startswith(REVIEW_LIMIT_REACHED) for reason in reasons):
+            if held or any(reason.startswith(REVIEW_LIMIT_REACHED) for reason in reasons):
                 # reviews are due now, held back by the daily limit or this session's (--limit):
                 # "next due in 2 days" was untrue
                 text.append(f"Past those held back, the next card comes due in {wait}; ")
