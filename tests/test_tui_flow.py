@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable
 
+from prep.tui.app import PrepApp
 from prep.tui.screens.home import HomeScreen
 from prep.tui.screens.review import ReviewScreen
 from prep.tui.testing import make_app
@@ -545,12 +546,10 @@ async def test_demo_streams_progress_shows_checks_at_once_and_scrolls_to_the_end
         assert text_of(app, "#demo-status").startswith("PASS: all 12 checks hold")
 
 
-@async_test
-async def test_a_card_with_several_demos_asks_which() -> None:
-    from prep.engine.decks.deck import parse_deck_text
-    from prep.tui.screens.demo import DemoScreen
-    from prep.tui.screens.demo_pick import DemoPick
-    from tests.test_tui import text_of
+def _two_demos_app() -> PrepApp:
+    """An app on one card that links two demos (`r` asks which)."""
+    from prep.engine.decks.deck import ParsedDecks, parse_deck_text
+    from prep.engine.decks.deckcache import from_parsed
 
     info, cards, errors = parse_deck_text(
         "deck: two\ncards:\n  - id: both\n    kind: recall\n    prompt: Q?\n    answer: A.\n"
@@ -559,14 +558,20 @@ async def test_a_card_with_several_demos_asks_which() -> None:
         "two",
     )
     assert not errors
-    from prep.engine.decks.deck import ParsedDecks
-    from prep.engine.decks.deckcache import from_parsed
-
     coll = ParsedDecks()
     coll.decks[info.name] = info
     for card in cards:
         coll.add(card)
-    app = make_app(collection=from_parsed(coll))
+    return make_app(collection=from_parsed(coll))
+
+
+@async_test
+async def test_a_card_with_several_demos_asks_which() -> None:
+    from prep.tui.screens.demo import DemoScreen
+    from prep.tui.screens.demo_pick import DemoPick
+    from tests.test_tui import text_of
+
+    app = _two_demos_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("enter", "space")
         assert "run one of 2 demos" in text_of(app, "#demo-link")
@@ -580,6 +585,31 @@ async def test_a_card_with_several_demos_asks_which() -> None:
         await pilot.press("escape", "r", "down", "enter")
         await pilot.pause()
         assert isinstance(app.screen, DemoScreen) and app.screen.demo_name == "per-head-sum"
+
+
+@async_test
+async def test_the_demo_pick_footer_shows_its_own_keys() -> None:
+    """The footer on screen under the pick is the pick's (Esc cancels, q quits), not the
+    card's below it (its rating keys did nothing there)."""
+    from textual.widgets._footer import FooterKey
+
+    from prep.tui.screens.demo_pick import DemoPick
+    from prep.tui.widgets.footer import Footer
+
+    app = _two_demos_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("enter", "space", "r")
+        await pilot.pause()
+        assert isinstance(app.screen, DemoPick)
+        widget, _ = app.get_widget_at(1, 23)  # the bottom row, where the keys are read
+        footer = next((w for w in widget.ancestors_with_self if isinstance(w, Footer)), None)
+        assert footer is not None and footer.screen is app.screen
+        shown = [key.description for key in footer.query(FooterKey)]
+        assert "Cancel" in shown and "Quit" in shown
+        assert not {"Again", "Good", "Show answer"} & set(shown)
+        await pilot.press("q")
+        await pilot.pause()
+    assert not app.is_running
 
 
 @async_test
