@@ -307,12 +307,38 @@ def test_the_limit_is_named_and_study_more_adds_new_cards_today(tmp_path: Path, 
     from prep.engine.study.present import limit_lines
 
     assert limit_lines(limits) == [
-        "Daily new-card limit reached (2 of 2 today); 3 unseen cards wait."
+        "Daily new-card limit reached (2 new a day, 0 left today); 3 unseen cards wait."
     ]
     assert add_new_today(store, clock(), 10) == 10
     assert len(build_queue(store, coll, clock()).new) == 3
     clock.advance(days=1)  # "study more" is for today only
     assert len(build_queue(store, coll, clock()).new) == 2
+
+
+@async_test
+async def test_home_says_the_daily_limit_caps_all_decks_and_the_decks_share_it() -> None:
+    """note13: "All decks" New 20 while the decks below summed to 68, and nothing said the
+    daily limit caps it: home says the limit, what is left of it today, that the decks share
+    it, and how many more wait (before any card is studied, not only once it is reached)."""
+    from prep.engine.store import Store
+    from prep.engine.study.scheduler import Settings
+    from tests.test_tui import text_of
+
+    store = Store.memory()
+    store.save_settings(Settings(new_per_day=2))
+    app = make_app(store=store, review_first=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen)
+        table = app.screen.query_one("#decks", DataTable)
+        news = [int(str(table.get_row_at(i)[1])) for i in range(table.row_count)]
+        assert news[0] == 2 and sum(news[1:]) > 2  # the decks' counts do not add up to it
+        unseen = len(app.collection)
+        howto = text_of(app, "#howto")
+        assert (
+            "Daily new-card limit: 2 new a day, 2 left today, shared by the decks; "
+            f"{unseen - 2} more unseen cards wait."
+        ) in howto
 
 
 @async_test
@@ -331,8 +357,9 @@ async def test_study_more_from_home_and_review_ahead() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("enter", "space", "4")  # the one new card of the day: Easy, 8 days
         await pilot.pause()
-        assert "Daily new-card limit reached (1 of 1 today); 4 unseen cards wait." in text_of(
-            app, "#summary"
+        assert (
+            "Daily new-card limit reached (1 new a day, 0 left today); 4 unseen cards wait."
+            in text_of(app, "#summary")
         )
         await pilot.press("n")
         assert isinstance(app.screen, StudyMore)
