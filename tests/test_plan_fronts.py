@@ -33,7 +33,7 @@ def test_config_interview_date_sets_says_and_clears(db_path: Path, small_deck_di
     assert out.exit_code == 0, out.output
     lines = out.output.splitlines()
     assert lines[0] == "interview_date = 2099-01-02"
-    assert lines[1].startswith("Interview: Fri 2 Jan 2099, ") and " cards in " in lines[1]
+    assert lines[1].startswith("Interview: Fri 2 Jan 2099, ") and " cards to see in " in lines[1]
     assert "interview_date = 2099-01-02" in run_cli("config", db=db_path).output
     cleared = run_cli("config", "interview_date", "none", db=db_path)
     assert cleared.exit_code == 0
