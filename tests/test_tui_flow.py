@@ -339,6 +339,7 @@ async def test_home_says_the_daily_limit_caps_all_decks_and_the_decks_share_it()
             "Daily new-card limit: 2 new a day, 2 left today, shared by the decks; "
             f"{unseen - 2} more unseen cards wait."
         ) in howto
+        assert howto.count("n studies more") == 1  # the keys line says it; not once per limit
 
 
 @async_test
