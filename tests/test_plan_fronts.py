@@ -170,6 +170,9 @@ def test_plain_says_the_limit_and_the_plan_as_home_and_config_do(db_path: Path) 
     out = run_cli("quiz", "--plain", input="q\n", db=db_path).output
     assert "Daily new-card limit: 3 new a day, 2 left today, shared by the decks;" in out
     assert "[new 2 · learning" in out  # the session's count is what is left
+    # --new N serves N whatever the day's limit: no line on what that limit caps
+    out = run_cli("quiz", "--plain", "--new", "30", input="q\n", db=db_path).output
+    assert "[new 30 · learning" in out and "Daily new-card limit" not in out
     day = (date.today() + timedelta(days=6)).isoformat()
     said = run_cli("config", "interview_date", day, db=db_path).output.splitlines()[-1]
     header, plan = said.split(". ", 1)

@@ -340,6 +340,14 @@ async def test_home_says_the_daily_limit_caps_all_decks_and_the_decks_share_it()
             f"{unseen - 2} more unseen cards wait."
         ) in howto
         assert howto.count("n studies more") == 1  # the keys line says it; not once per limit
+    # `prep --new 4` serves 4 whatever the day's 2: no line says the 2 caps them
+    app = make_app(store=store, review_first=False, new=4)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one("#decks", DataTable)
+        assert int(str(table.get_row_at(0)[1])) == 4
+        howto = text_of(app, "#howto")
+        assert "Daily new-card limit" not in howto and "--new 4 is in force" in howto
 
 
 @async_test

@@ -302,7 +302,7 @@ def today_lines(
     why it raises the new cards, and a daily limit that holds cards back (``--new N``: the
     day's new-card limit does not apply to this run)."""
     from prep.engine.study.plan import plan_day
-    from prep.engine.study.present import limit_lines
+    from prep.engine.study.present import NEW_LIMIT_CAPS, limit_lines
     from prep.engine.study.queue import build_queue, limits_today
 
     lines = []
@@ -314,10 +314,11 @@ def today_lines(
             lines.append(why)
     queue = build_queue(store, collection, now, deck=deck, new_limit=new_limit)
     limits = limits_today(store, collection, now, queue, deck)
+    # (--new N serves N whatever the day's limit: the line on what that limit caps is not for it)
     lines += [
         line
         for line in limit_lines(limits)
-        if new_limit is None or not line.startswith("Daily new-card limit")
+        if new_limit is None or not line.startswith(NEW_LIMIT_CAPS)
     ]
     return lines
 

@@ -39,11 +39,6 @@ from prep.engine.study.due import reviews_until
 from prep.engine.study.scheduler import LEVELS, CardState, Settings, State, interview_day
 from prep.engine.timeutil import day_start, study_day_start, to_utc, today_span
 
-
-def count(n: int, noun: str) -> str:
-    return f"{n} {noun if n == 1 else noun + 's'}"
-
-
 if TYPE_CHECKING:
     from prep.engine.store import Store
     from prep.engine.study.collection import Cards
@@ -72,6 +67,11 @@ def study_date(now: datetime) -> date:
 def short_date(day: date) -> str:
     """``Fri 12 Dec`` (English names whatever the locale)."""
     return f"{WEEKDAYS[day.weekday()][:3]} {day.day} {MONTHS[day.month - 1]}"
+
+
+def count(n: int, noun: str) -> str:
+    """``1 card``, ``2 cards`` (present.count's, which imports this module)."""
+    return f"{n} {noun if n == 1 else noun + 's'}"
 
 
 def days_text(n: int) -> str:

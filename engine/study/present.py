@@ -75,6 +75,7 @@ def counts_text(counts: tuple[int, int, int]) -> str:
 
 
 REVIEW_LIMIT_REACHED = "Daily review limit reached"  # how limit_lines' review line begins
+NEW_LIMIT_CAPS = "Daily new-card limit:"  # how its line on a limit not yet reached begins
 
 
 def limit_lines(limits: Any) -> list[str]:
@@ -90,7 +91,7 @@ def limit_lines(limits: Any) -> list[str]:
     elif getattr(limits, "new_capped", False):
         # the New counts are each what a deck could take of the same few: say they share them
         lines.append(
-            f"Daily new-card limit: {said}, shared by the decks; "
+            f"{NEW_LIMIT_CAPS} {said}, shared by the decks; "
             f"{count(limits.new_waiting, 'more unseen card')} wait."
         )
     if limits.reviews_reached:
