@@ -161,7 +161,8 @@ def test_a_damaged_review_row_is_named_and_the_rest_exported(tmp_path: Path, dam
         done = prep(db, "export", "--format", fmt_, "-o", str(tmp_path / name))
         assert done.returncode == 0, done.stderr
         # (the damaged row left out; what else the file holds said after it: user13)
-        assert done.stdout.strip().endswith(": 3 reviews and 4 card states."), done.stdout
+        said = next(x for x in done.stdout.splitlines() if x.startswith("Wrote "))
+        assert said.endswith(": 3 reviews and 4 card states."), done.stdout  # (csv: files below)
         line = one_line(done.stderr)
         assert f"review 2 (card {victim!r})" in line and "left out" in line, line
         other = tmp_path / f"other-{fmt_}.db"

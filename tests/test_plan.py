@@ -114,12 +114,17 @@ def test_the_plan_line_and_the_days(utc_local_time):
     assert day is not None
     assert day.plan.header() == "Interview: Mon 9 Mar, 7 days"
     # 7 study days before Monday: new cards on the first 6, the last one for reviews
-    assert day.line() == "84 cards in 6 days: 14 new a day, 2 reviews each before Mon 9 Mar"
+    assert day.line() == (
+        "84 of 84 cards to see in 6 days: 14 new a day, 14 left today, 2 reviews each before "
+        "Mon 9 Mar"
+    )
     assert day.new_today == 14 and day.raised
-    assert day.why() == "14 new today, not 5 (new_per_day): every card seen twice before Mon 9 Mar"
+    assert day.why() == "14 new a day, not 5 (new_per_day): every card seen twice before Mon 9 Mar"
     friday = plan_day(store, coll, MONDAY, replace(settings, interview_date="2026-03-06"))
     assert friday is not None
-    assert friday.line() == "84 cards in 3 days: 28 new a day, 2 reviews each before Friday"
+    assert friday.line() == (
+        "84 of 84 cards to see in 3 days: 28 new a day, 28 left today, 2 reviews each before Friday"
+    )
     # the setting wins when it is already enough
     relaxed = plan_day(store, coll, MONDAY, replace(settings, new_per_day=30))
     assert relaxed is not None and relaxed.new_today == 30 and relaxed.why() is None
@@ -324,6 +329,34 @@ def test_the_day_before_cram_and_mock_take_the_weakest_first(utc_local_time):
     assert weakest_first(cram_sheet(coll), store, wednesday) == cram_sheet(coll)
     assert pick_main(store, coll, scheduler, wednesday, random.Random(0)).id == "b"  # due
     assert pick_main(store, coll, scheduler, MONDAY, random.Random(0)).id in ("a", "b")
+
+
+def test_the_plan_line_adds_up_with_what_was_studied_today(utc_local_time):
+    """note13: the plan said "109 cards" beside stats' "9 of 116 seen": it counted the cards
+    unseen when the day began (the 2 studied today twice) and said the day's limit, not what
+    was left of it. Now the cards to see and the seen ones make the plan's cards, and "left
+    today" is what the session serves (the All decks row)."""
+    from prep.engine.store import Mark
+
+    store = Store.memory()
+    coll = week_collection()
+    store.save_settings(Settings(new_per_day=5, interview_date=INTERVIEW))
+    store.set_mark("alpha-03", Mark(suspended=True))
+    clock = Clock(MONDAY)
+    session = ReviewSession(store, coll, clock=clock, scheduler=Scheduler(store.settings(), seed=7))
+    for _ in range(3):  # three new cards today
+        clock.advance(seconds=20)
+        session.rate(Rating.Good, duration_ms=20_000)
+    day = plan_day(store, coll, clock.now)
+    assert day is not None
+    seen = len(store.seen_ids())
+    assert seen == 3 and day.to_see + seen + day.hidden == day.cards == 84
+    left = deck_counts(store, coll, clock.now)[0].new
+    assert left == day.new_today - 3 == 11
+    assert day.line() == (
+        "80 of 84 cards to see (1 more suspended or buried) in 6 days: 14 new a day, "
+        "11 left today, 2 reviews each before Mon 9 Mar"
+    )
 
 
 def test_a_suspended_card_is_not_planned_for_and_plan_decks_narrow_it(utc_local_time):

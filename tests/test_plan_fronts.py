@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -32,7 +33,7 @@ def test_config_interview_date_sets_says_and_clears(db_path: Path, small_deck_di
     assert out.exit_code == 0, out.output
     lines = out.output.splitlines()
     assert lines[0] == "interview_date = 2099-01-02"
-    assert lines[1].startswith("Interview: Fri 2 Jan 2099, ") and " cards in " in lines[1]
+    assert lines[1].startswith("Interview: Fri 2 Jan 2099, ") and " cards to see in " in lines[1]
     assert "interview_date = 2099-01-02" in run_cli("config", db=db_path).output
     cleared = run_cli("config", "interview_date", "none", db=db_path)
     assert cleared.exit_code == 0
@@ -121,9 +122,12 @@ async def test_home_and_stats_screens_show_the_plan() -> None:
         today = str(app.screen.query_one("#today", Static).content)
         n = len(collection)
         per_day = -(-n // 3)
-        assert f"Interview: Fri 14 Mar, 4 days · {n} cards in 3 days: {per_day} new a day" in today
+        assert (
+            f"Interview: Fri 14 Mar, 4 days · {n} of {n} cards to see in 3 days: {per_day} new a "
+            f"day, {per_day} left today"
+        ) in today
         assert "2 reviews each before Friday" in today
-        assert f"{per_day} new today, not 1 (new_per_day)" in today
+        assert f"{per_day} new a day, not 1 (new_per_day)" in today
         # the All decks row serves the plan's new cards, not the setting's one
         assert len(build_queue(store, collection, NOW).new) == per_day
         await pilot.press("s")
@@ -151,3 +155,31 @@ def test_prep_cram_is_weakest_first_the_day_before(db_path: Path, small_deck_dir
     out = run_cli(*q, "cram", "--deck", "small", db=db_path).output
     assert out.startswith("== Weakest first: predicted recall at the interview")
     assert "[0% on the day] Name two roles of W_O" in out  # never studied: nothing to recall
+
+
+@pytest.mark.usefixtures("utc_local_time")
+def test_plain_says_the_limit_and_the_plan_as_home_and_config_do(db_path: Path) -> None:
+    """note13: home and config said "28 new a day" beside the session's "new 26" (2 studied
+    today), and --plain said neither. Each says the limit and what is left of it today, in the
+    same words: the plan's line as `prep config interview_date` prints it, and the limit."""
+    from datetime import date
+
+    run_cli("config", "new_per_day", "3", db=db_path)
+    out = run_cli("quiz", "--plain", input="\n3\nq\n", db=db_path).output  # one new card
+    assert "Daily new-card limit: 3 new a day, 3 left today, shared by the decks;" in out
+    out = run_cli("quiz", "--plain", input="q\n", db=db_path).output
+    assert "Daily new-card limit: 3 new a day, 2 left today, shared by the decks;" in out
+    assert "[new 2 · learning" in out  # the session's count is what is left
+    # --new N serves N whatever the day's limit: no line on what that limit caps
+    out = run_cli("quiz", "--plain", "--new", "30", input="q\n", db=db_path).output
+    assert "[new 30 · learning" in out and "Daily new-card limit" not in out
+    day = (date.today() + timedelta(days=6)).isoformat()
+    said = run_cli("config", "interview_date", day, db=db_path).output.splitlines()[-1]
+    header, plan = said.split(". ", 1)
+    assert " left today, " in plan
+    out = run_cli("quiz", "--plain", input="q\n", db=db_path).output
+    assert f"{header} · {plan}" in out.splitlines()
+    # the cards to see and the seen ones add up to the cards `prep stats` counts
+    stats = run_cli("stats", db=db_path).output
+    seen, total = re.search(r"Cards +(\d+) of (\d+) seen", stats).groups()
+    assert seen == "1" and plan.startswith(f"{int(total) - 1} of {total} cards to see")

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable
 
+from prep.tui.app import PrepApp
 from prep.tui.screens.home import HomeScreen
 from prep.tui.screens.review import ReviewScreen
 from prep.tui.testing import make_app
@@ -306,12 +307,47 @@ def test_the_limit_is_named_and_study_more_adds_new_cards_today(tmp_path: Path, 
     from prep.engine.study.present import limit_lines
 
     assert limit_lines(limits) == [
-        "Daily new-card limit reached (2 of 2 today); 3 unseen cards wait."
+        "Daily new-card limit reached (2 new a day, 0 left today); 3 unseen cards wait."
     ]
     assert add_new_today(store, clock(), 10) == 10
     assert len(build_queue(store, coll, clock()).new) == 3
     clock.advance(days=1)  # "study more" is for today only
     assert len(build_queue(store, coll, clock()).new) == 2
+
+
+@async_test
+async def test_home_says_the_daily_limit_caps_all_decks_and_the_decks_share_it() -> None:
+    """note13: "All decks" New 20 while the decks below summed to 68, and nothing said the
+    daily limit caps it: home says the limit, what is left of it today, that the decks share
+    it, and how many more wait (before any card is studied, not only once it is reached)."""
+    from prep.engine.store import Store
+    from prep.engine.study.scheduler import Settings
+    from tests.test_tui import text_of
+
+    store = Store.memory()
+    store.save_settings(Settings(new_per_day=2))
+    app = make_app(store=store, review_first=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen)
+        table = app.screen.query_one("#decks", DataTable)
+        news = [int(str(table.get_row_at(i)[1])) for i in range(table.row_count)]
+        assert news[0] == 2 and sum(news[1:]) > 2  # the decks' counts do not add up to it
+        unseen = len(app.collection)
+        howto = text_of(app, "#howto")
+        assert (
+            "Daily new-card limit: 2 new a day, 2 left today, shared by the decks; "
+            f"{unseen - 2} more unseen cards wait."
+        ) in howto
+        assert howto.count("n studies more") == 1  # the keys line says it; not once per limit
+    # `prep --new 4` serves 4 whatever the day's 2: no line says the 2 caps them
+    app = make_app(store=store, review_first=False, new=4)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one("#decks", DataTable)
+        assert int(str(table.get_row_at(0)[1])) == 4
+        howto = text_of(app, "#howto")
+        assert "Daily new-card limit" not in howto and "--new 4 is in force" in howto
 
 
 @async_test
@@ -330,8 +366,9 @@ async def test_study_more_from_home_and_review_ahead() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("enter", "space", "4")  # the one new card of the day: Easy, 8 days
         await pilot.pause()
-        assert "Daily new-card limit reached (1 of 1 today); 4 unseen cards wait." in text_of(
-            app, "#summary"
+        assert (
+            "Daily new-card limit reached (1 new a day, 0 left today); 4 unseen cards wait."
+            in text_of(app, "#summary")
         )
         await pilot.press("n")
         assert isinstance(app.screen, StudyMore)
@@ -545,12 +582,10 @@ async def test_demo_streams_progress_shows_checks_at_once_and_scrolls_to_the_end
         assert text_of(app, "#demo-status").startswith("PASS: all 12 checks hold")
 
 
-@async_test
-async def test_a_card_with_several_demos_asks_which() -> None:
-    from prep.engine.decks.deck import parse_deck_text
-    from prep.tui.screens.demo import DemoScreen
-    from prep.tui.screens.demo_pick import DemoPick
-    from tests.test_tui import text_of
+def _two_demos_app() -> PrepApp:
+    """An app on one card that links two demos (`r` asks which)."""
+    from prep.engine.decks.deck import ParsedDecks, parse_deck_text
+    from prep.engine.decks.deckcache import from_parsed
 
     info, cards, errors = parse_deck_text(
         "deck: two\ncards:\n  - id: both\n    kind: recall\n    prompt: Q?\n    answer: A.\n"
@@ -559,14 +594,20 @@ async def test_a_card_with_several_demos_asks_which() -> None:
         "two",
     )
     assert not errors
-    from prep.engine.decks.deck import ParsedDecks
-    from prep.engine.decks.deckcache import from_parsed
-
     coll = ParsedDecks()
     coll.decks[info.name] = info
     for card in cards:
         coll.add(card)
-    app = make_app(collection=from_parsed(coll))
+    return make_app(collection=from_parsed(coll))
+
+
+@async_test
+async def test_a_card_with_several_demos_asks_which() -> None:
+    from prep.tui.screens.demo import DemoScreen
+    from prep.tui.screens.demo_pick import DemoPick
+    from tests.test_tui import text_of
+
+    app = _two_demos_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("enter", "space")
         assert "run one of 2 demos" in text_of(app, "#demo-link")
@@ -580,6 +621,31 @@ async def test_a_card_with_several_demos_asks_which() -> None:
         await pilot.press("escape", "r", "down", "enter")
         await pilot.pause()
         assert isinstance(app.screen, DemoScreen) and app.screen.demo_name == "per-head-sum"
+
+
+@async_test
+async def test_the_demo_pick_footer_shows_its_own_keys() -> None:
+    """The footer on screen under the pick is the pick's (Esc cancels, q quits), not the
+    card's below it (its rating keys did nothing there)."""
+    from textual.widgets._footer import FooterKey
+
+    from prep.tui.screens.demo_pick import DemoPick
+    from prep.tui.widgets.footer import Footer
+
+    app = _two_demos_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("enter", "space", "r")
+        await pilot.pause()
+        assert isinstance(app.screen, DemoPick)
+        widget, _ = app.get_widget_at(1, 23)  # the bottom row, where the keys are read
+        footer = next((w for w in widget.ancestors_with_self if isinstance(w, Footer)), None)
+        assert footer is not None and footer.screen is app.screen
+        shown = [key.description for key in footer.query(FooterKey)]
+        assert "Cancel" in shown and "Quit" in shown
+        assert not {"Again", "Good", "Show answer"} & set(shown)
+        await pilot.press("q")
+        await pilot.pause()
+    assert not app.is_running
 
 
 @async_test

@@ -210,7 +210,7 @@ def test_the_day_before_the_interview_promises_no_second_review(utc_local_time) 
     day = plan_day(Store.memory(), coll, MONDAY, settings)
     assert day is not None and day.plan.days_left == 1
     assert day.line() == (
-        "84 cards in 1 day: all 84 new today, once each before Tuesday; "
+        "84 of 84 cards to see today, once each before Tuesday; "
         "the weakest again on Tuesday morning"
     )
     assert day.why() == "84 new today, not 5 (new_per_day): every card seen once before Tuesday"

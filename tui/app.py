@@ -260,13 +260,15 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
     def limit_reasons(self) -> list[str]:
         """The daily limits holding cards back for the selected deck, one line each ([] when
         none, or when the database cannot be read: the screens report that themselves)."""
-        from prep.engine.study.present import count, limit_lines
+        from prep.engine.study.present import NEW_LIMIT_CAPS, count, limit_lines
 
         try:
             limits = self.limits(self.selected_deck)
         except StoreError:
             return []
         lines = limit_lines(limits)
+        if self.new_limit is not None:  # --new N serves N, whatever the day's limit caps
+            lines = [line for line in lines if not line.startswith(NEW_LIMIT_CAPS)]
         if self.new_limit is not None and limits.new_waiting > 0:
             # `--new N` on the command line: the day's setting does not apply to this run
             lines.append(

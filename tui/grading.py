@@ -8,6 +8,7 @@ the background and grades through it. Tests replace it with a fake of the same s
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import Future
 from typing import Any
 
@@ -31,7 +32,8 @@ class Grading:
     def __init__(self, client: WorkerClient | None = None) -> None:
         self._client = client
         self._hint: str | None | bool = False  # False: not asked yet
-        self._warmed = False
+        self._loading: Future[Any] | None = None  # the model's load in the worker
+        self.load_started: float | None = None  # when it was asked for (time.monotonic)
 
     def hint(self) -> str | None:
         """One line on how to install grading, or None when it can run here (asked once)."""
@@ -47,11 +49,24 @@ class Grading:
             self._client = WorkerClient()
         return self._client
 
-    def warm(self) -> None:
-        """Start the worker and let it load the model while the learner types (once)."""
-        if self.hint() is None and not self._warmed:
-            self._warmed = True
-            self.client.warm("grader")
+    def warm(self) -> Future[Any] | None:
+        """Start the worker and let it load the model while the learner types (once; again
+        after a load that failed). Returns the load's Future (it raises WorkerError when the
+        load failed), or None where grading cannot run here (`hint()`). Call it off the UI
+        thread where it may be the first: asking `hint()` and starting the worker take ~0.1
+        CPU-s."""
+        if self.hint() is not None:
+            return None
+        loading = self._loading
+        if loading is None or (loading.done() and loading.exception() is not None):
+            self.load_started = time.monotonic()
+            self._loading = loading = self.client.request("ping", warm="grader")
+        return loading
+
+    @property
+    def loading(self) -> bool:
+        """Whether the model is still loading (asked for and not yet answered)."""
+        return self._loading is not None and not self._loading.done()
 
     def grade(self, rubric: Rubric, answer: str) -> Future[Grade]:
         """A Future of the Grade (raises prep.tui.worker.WorkerError on failure)."""

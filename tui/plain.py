@@ -14,6 +14,7 @@ Every rating is committed to the database before the next card is printed.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from prep.engine.decks.deck import CHOICE_LETTERS, Card
@@ -40,7 +41,11 @@ from prep.engine.study.takein import held_due
 from prep.tui.mocktext import mock_summary_lines, took_text
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from prep.demos.pretrained.grader.rubric import Grade
+    from prep.engine.store import Store
+    from prep.engine.study.collection import Cards
     from prep.tui.grading import Grading
 
 
@@ -103,9 +108,16 @@ def _reveal_lines(card: Card, runs: dict[str, dict]) -> list[str]:
 
 
 class PlainQuiz:
-    def __init__(self, session: ReviewSession, io: LineIO, grading: Grading | None = None) -> None:
+    def __init__(
+        self,
+        session: ReviewSession,
+        io: LineIO,
+        grading: Grading | None = None,
+        today: Sequence[str] = (),
+    ) -> None:
         self.session = session
         self.io = io
+        self.today = today  # the plan and the daily limits, as home says them
         self.runs = session.store.latest_demo_runs()
         self._grading = grading
 
@@ -130,12 +142,16 @@ class PlainQuiz:
         if session.finished:
             for notice in session.take_notices():
                 say(notice)
+            for line in self.today:
+                say(line)
             say("Nothing due right now. Come back later, or study new cards with --new N.")
             return 0
         say(
             f"{count(session.total, 'card')} in this session. "
             "Enter reveals, t types an answer, 1-4 rate, u undoes, q quits."
         )
+        for line in self.today:
+            say(line)
         try:
             while not session.finished:
                 card = session.current
@@ -269,10 +285,43 @@ class PlainQuiz:
 
 
 def run_plain(
-    session: ReviewSession, stdin: TextIO, stdout: TextIO, grading: Grading | None = None
+    session: ReviewSession,
+    stdin: TextIO,
+    stdout: TextIO,
+    grading: Grading | None = None,
+    today: Sequence[str] = (),
 ) -> int:
-    """The review session line by line; returns the exit code."""
-    return PlainQuiz(session, LineIO(stdin, stdout), grading).run()
+    """The review session line by line; returns the exit code. ``today``: lines said after
+    the first (today_lines: the plan and the daily limits, as home says them)."""
+    return PlainQuiz(session, LineIO(stdin, stdout), grading, today).run()
+
+
+def today_lines(
+    store: Store, collection: Cards, now: datetime, deck: str | None, new_limit: int | None
+) -> list[str]:
+    """What home says above and below the decks, in the same words: the interview plan and
+    why it raises the new cards, and a daily limit that holds cards back (``--new N``: the
+    day's new-card limit does not apply to this run)."""
+    from prep.engine.study.plan import plan_day
+    from prep.engine.study.present import NEW_LIMIT_CAPS, limit_lines
+    from prep.engine.study.queue import build_queue, limits_today
+
+    lines = []
+    day = plan_day(store, collection, now)
+    if day is not None:
+        lines.append(f"{day.plan.header()} · {day.line()}")
+        why = day.why()
+        if why:
+            lines.append(why)
+    queue = build_queue(store, collection, now, deck=deck, new_limit=new_limit)
+    limits = limits_today(store, collection, now, queue, deck)
+    # (--new N serves N whatever the day's limit: the line on what that limit caps is not for it)
+    lines += [
+        line
+        for line in limit_lines(limits)
+        if new_limit is None or not line.startswith(NEW_LIMIT_CAPS)
+    ]
+    return lines
 
 
 def grade_typed(

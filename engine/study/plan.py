@@ -69,8 +69,22 @@ def short_date(day: date) -> str:
     return f"{WEEKDAYS[day.weekday()][:3]} {day.day} {MONTHS[day.month - 1]}"
 
 
+def count(n: int, noun: str) -> str:
+    """``1 card``, ``2 cards`` (present.count's, which imports this module)."""
+    return f"{n} {noun if n == 1 else noun + 's'}"
+
+
 def days_text(n: int) -> str:
     return "1 day" if n == 1 else f"{n} days"
+
+
+def new_limit_text(per_day: int, done: int, extra: int = 0) -> str:
+    """Today's new-card limit and what is left of it, said the same way everywhere (home,
+    stats, the plan, `prep config`, --plain): ``20 new a day, 18 left today``; with "study
+    more" today, ``20 new a day + 10 today, 28 left today``. ``per_day``: the day's limit
+    (the setting, or the plan's), ``done``: new cards studied today."""
+    more = f" + {extra} today" if extra else ""
+    return f"{per_day} new a day{more}, {max(0, per_day + extra - done)} left today"
 
 
 @dataclass(frozen=True)
@@ -243,6 +257,20 @@ class PlanDay:
     unseen: int  # of them, not introduced when today began
     per_day: int  # new cards a day the plan needs (from today on)
     setting: int  # the new_per_day setting
+    introduced: int = 0  # new cards studied today
+    extra: int = 0  # new cards added to today's limit with "study more"
+    hidden: int = 0  # unseen cards suspended or buried (not in ``unseen``: never served)
+
+    @property
+    def to_see(self) -> int:
+        """Cards of the plan not seen yet (suspended and buried ones aside)."""
+        return max(0, self.unseen - self.introduced)
+
+    def of_cards(self) -> str:
+        """``114 of 116 cards to see`` (and the hidden ones named): with the seen ones, the
+        plan's cards (stats' "2 of 116 seen")."""
+        hidden = f" ({self.hidden} more suspended or buried)" if self.hidden else ""
+        return f"{self.to_see} of {count(self.cards, 'card')} to see{hidden}"
 
     @property
     def new_today(self) -> int:
@@ -254,31 +282,36 @@ class PlanDay:
         return self.per_day > self.setting
 
     def line(self) -> str:
-        """``108 cards in 3 days: 36 new a day, 2 reviews each before Friday``."""
+        """``106 of 116 cards to see in 3 days: 36 new a day, 26 left today, 2 reviews each
+        before Friday`` (the cards to see and the seen ones add up to the plan's cards; the
+        limit and what is left today are said as everywhere: new_limit_text)."""
         p = self.plan
         if p.days_left == 0:
             # after "Interview: Tue 8 Dec, today · " (home) or "…, today: " (stats)
             return "the weakest cards first (c crams them, m runs a mock interview)"
         reviews = f"{REVIEW_DAYS} reviews each {p.before_text()}"
-        if self.unseen == 0:
-            return f"All {self.cards} cards seen: {reviews}, due ones brought forward"
-        days = p.intro_days
-        n = self.new_today if days > 1 else self.unseen
+        if self.to_see == 0:
+            seen = f"All {self.cards} cards seen" if not self.hidden else self.of_cards()
+            return f"{seen}: {reviews}, due ones brought forward"
         if p.days_left < REVIEW_DAYS:  # the day before: no second study day is left for them
             weekday = WEEKDAYS[p.date.weekday()]
             return (
-                f"{self.unseen} cards in 1 day: all {n} new today, once each {p.before_text()}; "
-                f"the weakest again on {weekday} morning"
+                f"{self.of_cards()} today, once each {p.before_text()}; the weakest again on "
+                f"{weekday} morning"
             )
-        return f"{self.unseen} cards in {days_text(days)}: {n} new a day, {reviews}"
+        days = p.intro_days
+        per_day = self.new_today if days > 1 else self.unseen
+        limit = new_limit_text(per_day, self.introduced, self.extra)
+        return f"{self.of_cards()} in {days_text(days)}: {limit}, {reviews}"
 
     def why(self) -> str | None:
         """Why today's new cards are more than the setting, or None when they are not."""
         if not self.raised:
             return None
         times = "twice" if self.plan.days_left >= REVIEW_DAYS else "once"
+        when = "today" if self.plan.days_left < REVIEW_DAYS else "a day"  # (none after it)
         return (
-            f"{self.per_day} new today, not {self.setting} (new_per_day): every card seen "
+            f"{self.per_day} new {when}, not {self.setting} (new_per_day): every card seen "
             f"{times} {self.plan.before_text()}"
         )
 
@@ -299,20 +332,33 @@ def plan_day(
         cards = sum(sizes.values())
         unseen = sum(n - seen_in.get(d, 0) for d, n in sizes.items())
         stored = store.cards(hidden)
-        unseen -= sum(
+        hidden_unseen = sum(
             1
             for cid in hidden
             if cid not in stored
             and (card := collection.get(cid)) is not None
             and plan.covers(card.deck)
         )
+        unseen -= hidden_unseen
     else:
         ids = plan.covered_ids(collection)
-        seen = store.seen_ids() | hidden
-        cards, unseen = len(ids), sum(1 for cid in ids if cid not in seen)
+        seen = store.seen_ids()
+        cards, unseen = len(ids), sum(1 for cid in ids if cid not in seen and cid not in hidden)
+        hidden_unseen = sum(1 for cid in ids if cid in hidden and cid not in seen)
     introduced_today = store.count_reviews(*today_span(now), new_only=True)
     per_day = plan.new_per_day(unseen + introduced_today)
-    return PlanDay(plan, cards, unseen + introduced_today, per_day, settings.new_per_day)
+    from prep.engine.study.queue import extra_new_today  # (queue imports this module)
+
+    return PlanDay(
+        plan,
+        cards,
+        unseen + introduced_today,
+        per_day,
+        settings.new_per_day,
+        introduced=introduced_today,
+        extra=extra_new_today(store, now),
+        hidden=hidden_unseen,
+    )
 
 
 def new_per_day(store: Store, collection: Cards, now: datetime, settings: Settings) -> int:

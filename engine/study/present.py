@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from prep.engine.decks.deck import CHOICE_LETTERS, Card
-from prep.engine.study.plan import due_of
+from prep.engine.study.plan import due_of, new_limit_text
 from prep.engine.study.scheduler import RATING_NAMES, Outcome, Rating
 
 if TYPE_CHECKING:
@@ -75,15 +75,24 @@ def counts_text(counts: tuple[int, int, int]) -> str:
 
 
 REVIEW_LIMIT_REACHED = "Daily review limit reached"  # how limit_lines' review line begins
+NEW_LIMIT_CAPS = "Daily new-card limit:"  # how its line on a limit not yet reached begins
 
 
 def limit_lines(limits: Any) -> list[str]:
     """Why fewer cards are served than wait: today's limits (a session.Limits), one line each."""
     lines = []
+    extra = getattr(limits, "new_extra", 0)
+    said = new_limit_text(limits.new_per_day - extra, limits.new_done, extra)
     if limits.new_reached:
         lines.append(
-            f"Daily new-card limit reached ({limits.new_done} of {limits.new_per_day} today); "
+            f"Daily new-card limit reached ({said}); "
             f"{count(limits.new_waiting, 'unseen card')} wait."
+        )
+    elif getattr(limits, "new_capped", False):
+        # the New counts are each what a deck could take of the same few: say they share them
+        lines.append(
+            f"{NEW_LIMIT_CAPS} {said}, shared by the decks; "
+            f"{count(limits.new_waiting, 'more unseen card')} wait."
         )
     if limits.reviews_reached:
         lines.append(

@@ -371,10 +371,20 @@ class Limits:
     review_limit: int
     reviews_done: int
     reviews_waiting: bool  # due reviews beyond today's review limit
+    new_served: int = 0  # new cards the queue serves now
+    new_extra: int = 0  # of new_per_day, those added today with "study more"
 
     @property
     def new_reached(self) -> bool:
         return self.new_waiting > 0 and self.new_done >= self.new_per_day
+
+    @property
+    def new_capped(self) -> bool:
+        """Whether the limit (not yet reached) is what holds unseen cards back: the queue
+        serves all that is left of it and more wait (All decks' New 20 beside decks that sum
+        to 68: each deck's count is what it could take of the same 20)."""
+        left = self.new_per_day - self.new_done
+        return not self.new_reached and self.new_waiting > 0 and 0 < left <= self.new_served
 
     @property
     def reviews_reached(self) -> bool:
@@ -408,6 +418,8 @@ def limits_today(
         review_limit=settings.review_limit,
         reviews_done=done,
         reviews_waiting=queue.interday_held or len(collection.known(beyond)) > capped,
+        new_served=len(queue.new),
+        new_extra=extra_new_today(store, now),
     )
 
 

@@ -88,6 +88,9 @@ HELD = (
 )
 
 
+REMOVED = "cards_removed"  # of the card states, those of cards no longer in any deck
+
+
 def counted(
     counts: Counts | None, part: str, rows: Iterable[dict[str, Any]]
 ) -> Iterator[dict[str, Any]]:
@@ -95,9 +98,13 @@ def counted(
     the card: a cleared mark is written with its clock, but marks nothing)."""
     if counts is not None:
         counts.setdefault(part, 0)
+        if part == "cards":
+            counts.setdefault(REMOVED, 0)
     for row in rows:
         if counts is not None and (part != "marks" or _marks(row)):
             counts[part] += 1
+            if part == "cards" and row.get("removed"):
+                counts[REMOVED] += 1
         yield row
 
 
@@ -107,14 +114,23 @@ def _marks(row: Mapping[str, Any]) -> bool:
 
 def held_text(counts: Mapping[str, int]) -> str:
     """What an export holds, in words: ``19 reviews, 12 card states, 1 mark, 2 demo runs and
-    the settings`` (parts with nothing in them are left out; the reviews are always said)."""
+    the settings`` (parts with nothing in them are left out; the reviews are always said).
+    The card states of cards no longer in any deck (kept: their history comes back with the
+    card) are said apart: ``12 card states (3 of them for removed cards)``."""
     from prep.engine.study.present import count
 
-    parts = [
-        count(counts.get(part, 0), noun)
-        for part, noun in HELD
-        if part == "reviews" or counts.get(part, 0)
-    ]
+    parts = []
+    for part, noun in HELD:
+        n = counts.get(part, 0)
+        if part != "reviews" and not n:
+            continue
+        text = count(n, noun)
+        removed = counts.get(REMOVED, 0) if part == "cards" else 0
+        if removed:
+            text += (
+                f" ({removed} of them for {'a removed card' if removed == 1 else 'removed cards'})"
+            )
+        parts.append(text)
     if counts.get("settings", 0):
         parts.append("the settings")
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]

@@ -106,11 +106,14 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
         with obj.store(reading=True) as store:
             if fmt == "json":
                 export_json(store, path, utcnow(), held)
-                written = [shown]
+                report(f"Wrote {shown}: {held_text(held)}.")
             else:
-                written = [str(p) for p in export_csv(store, path, held)]
+                written = export_csv(store, path, held)
+                # six names do not fit one line: the count first, then one file a line
+                report(f"Wrote {count(len(written), 'file')}: {held_text(held)}.")
+                for file in written:
+                    report(f"  {file}")
             damaged = list(store.damaged_reviews)
-        report(f"Wrote {', '.join(written)}: {held_text(held)}.")
         say_damaged(damaged, "exported")
     except ExportError as exc:
         raise UsageError(str(exc)) from None

@@ -55,7 +55,7 @@ def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: 
             )
         )
     from prep.engine.study.session import ReviewSession
-    from prep.tui.plain import run_plain
+    from prep.tui.plain import run_plain, today_lines
     from prep.tui.startup import resume_gc
 
     resume_gc()  # (paused for the app's start-up: tui/startup.py)
@@ -72,7 +72,8 @@ def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: 
         behind = clock_behind(store, session.clock())
         if behind is not None:
             click.echo(f"prep: {behind.line()}", err=True)
-        sys.exit(run_plain(session, sys.stdin, sys.stdout))
+        today = today_lines(store, coll, session.clock(), deck, new)
+        sys.exit(run_plain(session, sys.stdin, sys.stdout, today=today))
 
 
 def _known_deck(coll: CachedCollection, deck: str | None) -> None:

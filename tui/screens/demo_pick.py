@@ -12,6 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.text import Static
 
 if TYPE_CHECKING:
@@ -57,7 +58,11 @@ class DemoPick(ModalScreen[str | None]):
     }
     """
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", tooltip="Back to the card, no demo run"),
+        # a modal screen holds back the app's keys: q quits from here too, as everywhere
+        Binding("q", "app.quit", "Quit"),
+    ]
 
     def __init__(self, demos: list[tuple[str, str]]) -> None:
         super().__init__()
@@ -73,6 +78,7 @@ class DemoPick(ModalScreen[str | None]):
         with Vertical(id="pick-box"):
             yield Static(Text("Which demo? ↑↓ and Enter, or its number; Esc cancels.", "bold"))
             yield OptionList(*options, id="pick-list")
+        yield Footer()  # its own keys, not those of the screen below (the card's)
 
     def on_mount(self) -> None:
         self.query_one(OptionList).focus()

@@ -185,10 +185,8 @@ class HomeScreen(PrepScreen):
         if deck not in self._reasons:  # once per deck per refresh, not per arrow key
             self._reasons[deck] = self.prep.limit_reasons()
         reasons = self._reasons[deck]
-        for reason in reasons:
-            howto.append(reason + " ", style="bold")
-        if reasons:
-            howto.append_text(Text.assemble(("n", "bold"), " studies more.\n"))
+        for reason in reasons:  # (the keys line below says n studies more)
+            howto.append(reason + "\n", style="bold")
         howto.append_text(
             Text.assemble(
                 ("↑↓", "bold"),

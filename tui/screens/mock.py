@@ -10,7 +10,9 @@ reads the app's collection, store, selected deck, clock and scheduler. ``run_moc
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from contextlib import suppress
+from time import monotonic
 from typing import Any
 
 from rich.text import Text
@@ -176,6 +178,8 @@ class MockScreen(PrepScreen):
             except StoreError:
                 self.runs = {}
         self.set_interval(0.5, self.tick)
+        if self.mock is not None:
+            self._load_grader()  # the model loads while the first question is read
         self.show_step()
 
     # --- showing --------------------------------------------------------------------------
@@ -230,9 +234,7 @@ class MockScreen(PrepScreen):
         reveal.update("")
         grades.display = False
         mock.start()
-        grading = getattr(self.app, "grading", None)
-        if grading is not None and not card.choices:
-            grading.warm()  # the model loads while the answer is typed (once per worker)
+        self._grading_since = None  # (a grade still on its way is for the question before)
         answer.focus()
         self._shown_at = get_time()
         self.tick()
@@ -275,14 +277,34 @@ class MockScreen(PrepScreen):
         assert step is not None
         timer.update(mock.timer_text())
         timer.set_class(mock.elapsed() > step.budget_s, "over")
+        if self._grading_since is not None and step.revealed:  # the wait, second by second
+            self._grade_note = self._waiting_note()
+            self.query_one("#mock-reveal", Static).update(self._reveal_text())
 
     def show_reveal(self) -> None:
         mock = self.mock
         assert mock is not None and mock.step is not None
-        step = mock.step
         answer = self.query_one("#mock-answer", Input)
         answer.disabled = True
         answer.display = False
+        self.query_one("#mock-reveal", Static).update(self._reveal_text())
+        parts = [
+            ("» " if suggested else "") + label  # as on the rating bar
+            for _rating, label, suggested in rating_choices(mock.preview(), mock.step.suggested)
+        ]
+        take = mock.step.suggested or Rating.Good
+        grades = self.query_one("#mock-grades", Static)
+        grades.update(f"Grade 1-4 (Enter = {RATING_NAMES[take]}):  " + "   ".join(parts))
+        grades.display = True
+        self.query_one("#mock-body").focus()
+        self.tick()
+        self.refresh_bindings()
+
+    def _reveal_text(self) -> Text:
+        """The revealed question: the verdict, the time taken, the typed answer with its grade,
+        the answer's sections and the demo line."""
+        assert self.mock is not None and self.mock.step is not None
+        step = self.mock.step
         text = Text()
         if step.verdict is not None:
             text.append(step.verdict.text + "\n\n", style="bold")
@@ -310,18 +332,7 @@ class MockScreen(PrepScreen):
 
             text.append("\n\n")
             text.append_text(demo_line(demos))
-        self.query_one("#mock-reveal", Static).update(text)
-        parts = [
-            ("» " if suggested else "") + label  # as on the rating bar
-            for _rating, label, suggested in rating_choices(mock.preview(), step.suggested)
-        ]
-        take = step.suggested or Rating.Good
-        grades = self.query_one("#mock-grades", Static)
-        grades.update(f"Grade 1-4 (Enter = {RATING_NAMES[take]}):  " + "   ".join(parts))
-        grades.display = True
-        self.query_one("#mock-body").focus()
-        self.tick()
-        self.refresh_bindings()
+        return text
 
     # --- actions --------------------------------------------------------------------------
 
@@ -385,6 +396,51 @@ class MockScreen(PrepScreen):
     # --- grading a typed answer (the model worker, waited on in a thread) ---------------------
 
     _grade_note: Text | None = None
+    _grading_since: float | None = None  # when the answer went to the grader (monotonic)
+    _grader_failed: str | None = None  # why the grader's model did not load
+
+    @work(thread=True, exclusive=True, group="mock-grader", exit_on_error=False)
+    def _load_grader(self) -> None:
+        """Load the grader's model in the worker when the mock starts, off the UI thread
+        (asking whether it can run here and starting the worker take ~0.1 CPU-s), and say so
+        at once when the load fails."""
+        from prep.tui.grading import rubric_for
+
+        mock, grading = self.mock, getattr(self.app, "grading", None)
+        if mock is None or grading is None:
+            return
+        if not any(not s.card.choices and rubric_for(s.card) is not None for s in mock.steps):
+            return  # nothing in this mock to grade
+        loading = grading.warm()
+        if not isinstance(loading, Future):
+            return  # not here (the answer says why), or a grader that needs no load
+        try:
+            loading.result()
+        except Exception as exc:  # the worker's one line (a missing model, a crash)
+            with suppress(RuntimeError):  # (the app closed meanwhile)
+                self.app.call_from_thread(self._grader_load_failed, str(exc) or type(exc).__name__)
+
+    def _grader_load_failed(self, why: str) -> None:
+        self._grader_failed = why
+        self.notify(
+            f"The grader did not load: {why}. Typed answers are not graded; grade them 1-4.",
+            severity="warning",
+            timeout=10,
+        )
+
+    def _waiting_note(self) -> Text:
+        """``Grading your answer… 3 s``, and while the model still loads, since when."""
+        now = monotonic()
+        grading = getattr(self.app, "grading", None)
+        started = getattr(grading, "load_started", None)
+        waited = f"{now - (self._grading_since or now):.0f} s"
+        if getattr(grading, "loading", False) and started is not None:
+            return Text(
+                f"Grading your answer… {waited} (the grader's model is loading, once a "
+                f"session: {now - started:.0f} s so far; 1-4 grades without waiting)",
+                style="italic dim",
+            )
+        return Text(f"Grading your answer… {waited}", style="italic dim")
 
     def _start_grade(self, index: int, card: Card, answer: str) -> None:
         from prep.tui.grading import rubric_for
@@ -396,7 +452,13 @@ class MockScreen(PrepScreen):
         if hint is not None:
             self._grade_note = Text(f"Not graded here: {hint}", style="dim")
             return
-        self._grade_note = Text("Grading your answer…", style="italic dim")
+        if self._grader_failed is not None:
+            self._grade_note = Text(
+                f"Not graded: the grader did not load ({self._grader_failed}).", style="dim"
+            )
+            return
+        self._grading_since = monotonic()
+        self._grade_note = self._waiting_note()
         self._wait_grade(grading, index, card, answer)
 
     @work(thread=True, exclusive=True, group="mock-grade", exit_on_error=False)
@@ -412,6 +474,7 @@ class MockScreen(PrepScreen):
         mock = self.mock
         if mock is None or mock.finished or mock.index != index or mock.step is None:
             return  # graded by hand meanwhile: the learner's rating stands
+        self._grading_since = None
         step = mock.step
         if grade is None:
             self._grade_note = Text(why, style="dim")
