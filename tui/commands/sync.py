@@ -61,13 +61,18 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
     from its whole history, and the latest mark or settings change wins. Without DIR, the
     folder set by `prep config sync_dir DIR`."""
     from prep.engine.store import backup, resolve_db_path
+    from prep.engine.sync.folders import nothing_to_apply
     from prep.engine.sync.run import JournalError, SyncError, sync, sync_folder
     from prep.engine.sync.run import status as sync_status
 
     if not status:  # DIR checked before a database is opened: only a real folder makes one
         try:
             if folder is not None:
-                sync_folder(Path(folder))
+                root = sync_folder(Path(folder))
+                if not resolve_db_path(obj.db).exists():  # (the input checked before one made)
+                    problem = nothing_to_apply(root)
+                    if problem is not None:
+                        raise UsageError(f"{problem}; no database made")
             elif not resolve_db_path(obj.db).exists():  # (so none is configured either)
                 raise UsageError("no sync folder: prep sync DIR, or prep config sync_dir DIR once")
         except SyncError as exc:
@@ -108,6 +113,8 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
                     "aside (no regular file, or unreadable and unchanged for over 10 minutes): "
                     "read again once a whole version arrives"
                 )
+            for line in info["skipped"]:  # (a sync says each once: listed here always)
+                click.echo(f"{line} (at every sync)")
             if info["files_waiting"]:
                 click.echo(
                     f"{info['files_waiting']} journal file(s) not applied yet: run prep sync"
@@ -147,6 +154,7 @@ def backup_cmd(obj: Ctx, as_list: bool, restore: str | None) -> None:
     prep also backs up before every sync that applies entries, before a schema upgrade, an
     import or a restore, and once a day, in backups/ beside the database: of each reason the
     newest 3 and the newest of each of its last 7 days, 4 weeks and 3 months are kept."""
+    from prep.engine.decks.deck import one_line_safe  # a name may hold a newline or an escape
     from prep.engine.store import backup
 
     if restore == "":  # (an unset shell variable: `--restore "$NAME"` is never a new backup)
@@ -156,17 +164,19 @@ def backup_cmd(obj: Ctx, as_list: bool, restore: str | None) -> None:
     with obj.store(reading=as_list) as store:  # --list only reads: it creates nothing
         try:
             if as_list:
-                for path in backup.listing(store.path):
-                    click.echo(f"{path.name}  {path.stat().st_size:,} bytes")
+                for path in backup.listing(store.path):  # (a name may hold a newline, an ESC)
+                    click.echo(f"{one_line_safe(path.name)}  {path.stat().st_size:,} bytes")
                 return
             if restore is not None:
                 restored, saved = backup.restore(store, restore)
                 click.echo(
-                    f"restored {restored.name}; the database as it was is in "
-                    f"{saved.name if saved else 'no backup'}"
+                    one_line_safe(
+                        f"restored {restored.name}; the database as it was is in "
+                        f"{saved.name if saved else 'no backup'}"
+                    )
                 )
                 return
             made = backup.make(store, "manual")
         except backup.BackupError as exc:
             raise UsageError(str(exc)) from None
-    click.echo(f"backed up to {made}")
+    click.echo(one_line_safe(f"backed up to {made}"))
