@@ -209,7 +209,10 @@ def write(folder: Path, header: dict[str, Any], entries: list[list[Any]]) -> Pat
     another prep cleaning up after a sync killed mid-write removes only a temporary file
     nobody holds (and if it took ours in the instant before our lock, we start again)."""
     if folder.is_symlink():
-        raise JournalError(f"{folder}: is a symbolic link; prep writes only a folder of its own")
+        raise JournalError(  # (its clean-up would remove files where a hostile link leads)
+            f"{folder}: is a symbolic link; prep writes only a folder of its own (put the "
+            "folder it leads to in its place; other machines' folders may be links)"
+        )
     try:
         mode = os.lstat(folder).st_mode
     except FileNotFoundError:
