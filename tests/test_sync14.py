@@ -349,3 +349,30 @@ def test_retention_counts_study_days(new_york_local_time: None) -> None:
     assert backup._period(early, "day") == backup._period(late, "day") == date(2026, 1, 5)
     assert backup._period(datetime(2026, 1, 6, 10, 0), "day") == date(2026, 1, 6)  # 05:00
     assert backup._period(datetime(2026, 2, 1, 8, 0), "month") == (2026, 1)  # 03:00 Feb 1
+
+
+# --- hostile pass ---------------------------------------------------------------------------
+
+
+def test_a_sync_folder_that_cannot_be_listed_is_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: taken as empty: "received no review", exit 0, and nothing said of why."""
+    a, b, c, folder = _three(tmp_path)
+    for s in (a, b, c):
+        s.close()
+    real = os.scandir
+
+    def scandir(path):  # type: ignore[no-untyped-def]
+        if Path(path) == folder:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    code, out, err = _cli("--db", str(tmp_path / "b.db"), "sync", str(folder))
+    assert code == 2 and out == ""
+    assert err == (
+        f"prep: {folder}: cannot list it (Permission denied); give this user read access to it\n"
+    )
+    monkeypatch.undo()
+    assert "received 1 review" in _cli("--db", str(tmp_path / "b.db"), "sync", str(folder))[1]

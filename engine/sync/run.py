@@ -5,6 +5,7 @@ nothing, and the next one does it all). Its status: the devices seen and when ea
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -262,6 +263,13 @@ def sync_folder(path: Path) -> Path:
         raise SyncError(
             f"{path}: not a folder; prep sync takes the folder a sync tool keeps in step"
         )
+    try:  # (before: one this user may not list was taken as empty, nothing said)
+        with os.scandir(path):
+            pass
+    except OSError as exc:
+        raise SyncError(
+            f"{path}: cannot list it ({exc.strerror or exc}); give this user read access to it"
+        ) from None
     return path
 
 
