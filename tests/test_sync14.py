@@ -376,3 +376,33 @@ def test_a_sync_folder_that_cannot_be_listed_is_said(
     )
     monkeypatch.undo()
     assert "received 1 review" in _cli("--db", str(tmp_path / "b.db"), "sync", str(folder))[1]
+
+
+def test_said_once_whatever_the_folder_is_called(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app syncs its configured folder by its whole path, `prep sync .` by another
+    spelling: the entry is one entry, said once."""
+    a, b, c, folder = _three(tmp_path)
+    for s in (a, b, c):
+        s.close()
+    os.mkfifo(folder / "0123456789abcdef")
+    db = tmp_path / "b.db"
+    assert len(_apps_sync(db, folder)) == 1
+    monkeypatch.chdir(folder)
+    assert _apps_sync(db, Path(".")) == []
+    assert _apps_sync(db, folder) == []
+
+
+def test_nothing_sent_for_a_file_still_arriving_says_what_is_wrong_with_it(
+    tmp_path: Path,
+) -> None:
+    """Before: "(still arriving from another copy of this database?)", not what is wrong nor
+    when it stops holding sending back."""
+    from tests.test_sync_stuck import _half_arrived
+
+    _cp1, cp2, _other, folder, written, _whole = _half_arrived(tmp_path)
+    held = sync(cp2, folder).held
+    assert held is not None and held.startswith(f"{written}: this device's journal file")
+    assert "(damaged (cut short: no end of line at the end))" in held
+    assert "once unchanged for 10 minutes it is set aside and sending resumes" in held

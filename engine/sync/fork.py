@@ -95,8 +95,9 @@ def check(store: Store, root: Path) -> Checked:
             with store.transaction():  # (files written before the mark was kept: as they are)
                 store.set_meta(CTIME_KEY, str(max(ctimes.values())))
         return Checked(None, base)
-    denied: set[int] = set()  # (permission denied: never arriving, said as that at once)
-    unchecked = _read({n: files[n] for n in todo}, me, denied)
+    why: dict[int, str] = {}  # what is wrong with each file that cannot be read
+    unchecked = _read({n: files[n] for n in todo}, me, why)
+    denied = {n for n, w in why.items() if w == "denied"}  # (never arriving: said at once)
     sent = {k: int(v) for k, v in (local.json_meta(conn, "sync_sent") or {}).items() if k in "rmsd"}
     intent = local.json_meta(conn, INTENT_KEY)
     mine = {
@@ -127,9 +128,12 @@ def check(store: Store, root: Path) -> Checked:
             said = stuck.line(files, aside, wrote_at, denied) if aside else None
             if not waiting_for:
                 return Checked(None, known, aside=said)
+            first = waiting_for[0]
             waiting = (
-                f"{files[waiting_for[0]]}: this device's journal file cannot be read yet (still "
-                "arriving from another copy of this database?): nothing sent this time"
+                f"{files[first]}: this device's journal file cannot be read yet "
+                f"({why.get(first, 'unreadable')}): nothing sent this time (it may still be "
+                "arriving from another copy of this database; once unchanged for "
+                f"{stuck.STUCK_S // 60} minutes it is set aside and sending resumes)"
             )
             return Checked(None, known, waiting, said)
         name = local.name(conn)
@@ -262,19 +266,21 @@ def _changed(path: Path, headers: list[str]) -> bool:
 
 
 def _read(
-    files: dict[int, Path], me: str, denied: set[int] | None = None
+    files: dict[int, Path], me: str, why: dict[int, str] | None = None
 ) -> dict[int, list[list[Any]]]:
-    """Every file of our folder, its entries (one that cannot be read is no evidence; one
-    this user may not read is noted in ``denied``)."""
+    """Every file of our folder, its entries (one that cannot be read is no evidence: what
+    is wrong with it noted in ``why``, "denied" for one this user may not read)."""
     out = {}
     for n, path in files.items():
         try:
             out[n] = journal.read(path, me).entries
         except journal.Denied:
-            if denied is not None:
-                denied.add(n)
-        except JournalError:
-            continue
+            if why is not None:
+                why[n] = "denied"
+        except JournalError as exc:
+            if why is not None:
+                text = str(exc).removeprefix(f"{path}: ").removesuffix("; nothing of it applied")
+                why[n] = text
     return out
 
 

@@ -316,8 +316,9 @@ def read_pending(store: Store, root: Path) -> Pending:
     try:
         found = _pending(store, root, notes, odd)
         said = set(local.json_meta(conn, ODD_KEY) or ())
-        out.odd = odd
-        out.lines += [line for line in odd if line not in said]  # (new, or changed)
+        # (noted without the folder's path: the app's `~/Sync` and `prep sync .` are one)
+        out.odd = [line.removeprefix(str(root)) for line in odd]
+        out.lines += [line for line, key in zip(odd, out.odd, strict=True) if key not in said]
         for dev, path, restart, again in found:
             if dev in held:
                 continue
