@@ -538,8 +538,8 @@ def apply_journals(
             notes.save(conn)
         out.notes[:0] = getattr(journals, "lines", [])
         odd = getattr(journals, "odd", None)
-        if odd is not None:  # (said now: not again while it stays as it is)
-            if odd:
+        if odd is not None and odd != (local.json_meta(conn, ODD_KEY) or []):
+            if odd:  # (said now: not again while it stays as it is)
                 store.set_meta(ODD_KEY, json.dumps(odd))
             else:
                 conn.execute("DELETE FROM meta WHERE key = ?", (ODD_KEY,))
