@@ -406,3 +406,31 @@ def test_nothing_sent_for_a_file_still_arriving_says_what_is_wrong_with_it(
     assert held is not None and held.startswith(f"{written}: this device's journal file")
     assert "(damaged (cut short: no end of line at the end))" in held
     assert "once unchanged for 10 minutes it is set aside and sending resumes" in held
+
+
+def test_another_devices_file_it_may_not_read_holds_back_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: refused (exit 2) at every sync for 10 minutes, its device's later files held
+    back, then set aside as "unreadable and unchanged". Now: set aside at once, the line
+    saying what to do; once it can be read (its change time moves) it is applied."""
+    a, b, c, folder = _three(tmp_path)
+    rate(c, "v", 3, T0 + timedelta(days=1))
+    sync(c, folder)
+    cdir = folder / local.device_id(c.conn)
+    for s in (a, b, c):
+        s.close()
+    _deny(monkeypatch, cdir / "00000001.jsonl")
+    db = tmp_path / "b.db"
+    code, out, err = _cli("--db", str(db), "sync", str(folder))
+    assert code == 0 and err == "", out + err
+    said = out.splitlines()
+    assert said[0].startswith(f"{cdir / '00000001.jsonl'}: cannot read it (Permission denied)")
+    assert "chmod u+r" in said[0] and len(said) == 2
+    assert _cards(db) == ["v", "x"]
+    assert _cli("--db", str(db), "sync", str(folder))[1].count("\n") == 1  # said once
+    monkeypatch.undo()
+    time.sleep(0.05)
+    os.chmod(cdir / "00000001.jsonl", 0o644)
+    assert "received 1 review" in _cli("--db", str(db), "sync", str(folder))[1]
+    assert _cards(db) == ["v", "x", "z"]

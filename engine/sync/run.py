@@ -283,7 +283,7 @@ def pending(store: Store, root: Path) -> list[tuple[str, Path]]:
 # the lines said of the sync folder's entries skipped (named like a device's folder and none,
 # a device's folder that cannot be listed): each is said by the sync that first finds it so,
 # not again while it stays (the app syncs in the background: it warned at each sync);
-# `prep sync --status` lists them all (skipped())
+# `prep sync --status` lists them all (status()'s "skipped")
 ODD_KEY = "sync_odd"
 
 
@@ -329,6 +329,9 @@ def read_pending(store: Store, root: Path) -> Pending:
             except journal.NotAFile as exc:  # never a journal: set aside at once, said once
                 j = _skipped(conn, path, dev, int(path.name.split(".")[0]))
                 out.lines.append(f"{exc}: skipped (read once a file takes its place); {kept}")
+            except journal.Denied as exc:  # (never arriving: set aside at once, said once)
+                j = _skipped(conn, path, dev, int(path.name.split(".")[0]))
+                out.lines.append(f"{exc}; set aside meanwhile (read once it changes); {kept}")
             except JournalError as exc:
                 if applied.stat(path) is None:  # gone since the folder was listed
                     held.update(() if again else (dev,))
