@@ -1,6 +1,6 @@
 """The devices' folders of a sync folder (split from journal.py): which entries named like a
-device's folder are read, and, before a sync makes a new database, whether the folder holds
-anything it could apply."""
+device's folder are read; before a sync makes a new database, whether the folder holds
+anything it could apply; and `prep sync --status` (split from run.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,16 @@ import contextlib
 import os
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from prep.engine.sync import journal
+from prep.engine.store import devices as local
+from prep.engine.sync import applied, journal, replaced
 from prep.engine.sync.journal import DEVICE_RE, JournalError, odd_kind
 
-__all__ = ["device_folders", "nothing_to_apply"]
+if TYPE_CHECKING:
+    from prep.engine.store import Store
+
+__all__ = ["device_folders", "nothing_to_apply", "status"]
 
 
 def device_folders(root: Path, odd: dict[str, str] | None = None) -> dict[str, Path]:
@@ -98,3 +103,51 @@ def nothing_to_apply(root: Path) -> str | None:
                 return None
             k += 1
     return refused
+
+
+def status(store: Store, folder: Path | None) -> dict[str, Any]:
+    """This device and every device seen (in the folder or applied before): name, id, the
+    journal files applied, when its last file was written, when this device applied it."""
+    conn = store.conn
+    me = local.device_id(conn)
+    rows = conn.execute(
+        "SELECT id, name, applied, wrote_at, applied_at FROM sync_devices ORDER BY n"
+    ).fetchall()
+    devices = {
+        r[0]: {"id": r[0], "name": r[1], "applied": r[2], "wrote_at": r[3], "applied_at": r[4]}
+        for r in rows
+        if r[0] != me
+    }
+    waiting = 0
+    skipped: list[str] = []
+    if folder is not None and Path(folder).is_dir():
+        found: dict[str, str] = {}
+        for dev, f in device_folders(Path(folder), found).items():
+            if dev != me and dev not in devices:
+                devices[dev] = {
+                    "id": dev,
+                    "name": "",
+                    "applied": 0,
+                    "wrote_at": None,
+                    "applied_at": None,
+                }
+            if dev != me:
+                unlisted: list[str] = []
+                files = journal.numbered_entries(f, unlisted)
+                waiting += len([n for n in files if n > devices[dev]["applied"]])
+                skipped += [
+                    f"{line}: its files skipped until it can be listed" for line in unlisted
+                ]
+        skipped[:0] = [line for dev, line in sorted(found.items()) if dev != me]
+    last = conn.execute("SELECT value FROM meta WHERE key = 'sync_last'").fetchone()
+    return {
+        "device": me,
+        "name": local.name(conn),
+        "folder": None if folder is None else str(folder),
+        "last_sync": last[0] if last else None,
+        "files_waiting": waiting,
+        "reviews_set_aside": replaced.aside_count(conn),
+        "journal_files_set_aside": applied.aside_count(conn),
+        "skipped": skipped,  # entries of the folder skipped at every sync, one line each
+        "devices": list(devices.values()),
+    }

@@ -26,6 +26,7 @@ from prep.engine.sync import (
     replaced,
     stuck,
 )
+from prep.engine.sync.folders import status
 from prep.engine.sync.journal import JournalError
 from prep.engine.timeutil import fmt, utcnow
 
@@ -553,51 +554,3 @@ def apply_journals(
             marks = {**(local.json_meta(conn, "sync_sent") or {}), **_sent(conn), "x": top}
             store.set_meta("sync_sent", json.dumps(marks))  # (an "o" or "p" kept for the next)
     return out
-
-
-def status(store: Store, folder: Path | None) -> dict[str, Any]:
-    """This device and every device seen (in the folder or applied before): name, id, the
-    journal files applied, when its last file was written, when this device applied it."""
-    conn = store.conn
-    me = local.device_id(conn)
-    rows = conn.execute(
-        "SELECT id, name, applied, wrote_at, applied_at FROM sync_devices ORDER BY n"
-    ).fetchall()
-    devices = {
-        r[0]: {"id": r[0], "name": r[1], "applied": r[2], "wrote_at": r[3], "applied_at": r[4]}
-        for r in rows
-        if r[0] != me
-    }
-    waiting = 0
-    skipped: list[str] = []
-    if folder is not None and Path(folder).is_dir():
-        found: dict[str, str] = {}
-        for dev, f in folders.device_folders(Path(folder), found).items():
-            if dev != me and dev not in devices:
-                devices[dev] = {
-                    "id": dev,
-                    "name": "",
-                    "applied": 0,
-                    "wrote_at": None,
-                    "applied_at": None,
-                }
-            if dev != me:
-                unlisted: list[str] = []
-                files = journal.numbered_entries(f, unlisted)
-                waiting += len([n for n in files if n > devices[dev]["applied"]])
-                skipped += [
-                    f"{line}: its files skipped until it can be listed" for line in unlisted
-                ]
-        skipped[:0] = [line for dev, line in sorted(found.items()) if dev != me]
-    last = conn.execute("SELECT value FROM meta WHERE key = 'sync_last'").fetchone()
-    return {
-        "device": me,
-        "name": local.name(conn),
-        "folder": None if folder is None else str(folder),
-        "last_sync": last[0] if last else None,
-        "files_waiting": waiting,
-        "reviews_set_aside": replaced.aside_count(conn),
-        "journal_files_set_aside": applied.aside_count(conn),
-        "skipped": skipped,  # entries of the folder skipped at every sync, one line each
-        "devices": list(devices.values()),
-    }
