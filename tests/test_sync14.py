@@ -324,6 +324,7 @@ def test_a_read_only_file_system_is_said_as_one(
     assert dbfile._not_writable(tmp_path / "new.db") == (
         f"the file system holding {tmp_path} is read-only (mounted read-only)"
     )
+    assert dbfile._fix(dbfile._not_writable(db) or "").startswith("Remount it read-write")
     monkeypatch.undo()
     assert dbfile._not_writable(db) is None
 

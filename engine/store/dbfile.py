@@ -44,6 +44,13 @@ def _not_writable(target: Path) -> str | None:
     return None
 
 
+def _fix(why: str) -> str:
+    """What to do about ``_not_writable``'s answer, as the start of a sentence."""
+    if why.startswith("the file system"):
+        return "Remount it read-write (or copy the database off it)"
+    return "Make it writable"
+
+
 def _read_only_mount(path: Path) -> bool:
     """Whether ``path`` lies on a file system mounted read-only (False where that cannot be
     told: no statvfs, or it fails)."""
