@@ -131,9 +131,9 @@ def check(store: Store, root: Path) -> Checked:
             first = waiting_for[0]
             waiting = (
                 f"{files[first]}: this device's journal file cannot be read yet "
-                f"({why.get(first, 'unreadable')}): nothing sent this time (it may still be "
-                "arriving from another copy of this database; once unchanged for "
-                f"{stuck.STUCK_S // 60} minutes it is set aside and sending resumes)"
+                f"({why.get(first, 'unreadable')}; it may still be arriving from another copy "
+                f"of this database; once unchanged for {stuck.STUCK_S // 60} minutes it is set "
+                "aside and sending resumes): nothing sent this time"
             )
             return Checked(None, known, waiting, said)
         name = local.name(conn)
