@@ -435,3 +435,32 @@ def test_another_devices_file_it_may_not_read_holds_back_nothing(
     os.chmod(cdir / "00000001.jsonl", 0o644)
     assert "received 1 review" in _cli("--db", str(db), "sync", str(folder))[1]
     assert _cards(db) == ["v", "x", "z"]
+
+
+def test_backup_names_that_are_no_file_are_never_opened(tmp_path: Path) -> None:
+    """A FIFO named like a backup: `backup --restore` of it waited for ever, and, stamped
+    ahead of the clock, it stopped the daily backup; a dangling link of such a name stopped
+    `backup --list` (exit 2, the rest unlisted)."""
+    db = tmp_path / "p.db"
+    with Store.open(db) as store:
+        made = backup.make(store, "manual")
+    assert made is not None
+    fifo = made.parent / "p.db.29990101-000000-000000-daily.db"
+    os.mkfifo(fifo)
+    (made.parent / "p.db.29990101-000001-000000-daily.db").symlink_to(tmp_path / "nowhere")
+    code, out, err = _cli("--db", str(db), "backup", "--list")
+    assert code == 0 and out.splitlines() == [f"{made.name}  {made.stat().st_size:,} bytes"]
+    done: list[tuple[int, str, str]] = []
+    worker = threading.Thread(
+        target=lambda: done.append(_cli("--db", str(db), "backup", "--restore", fifo.name)),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(60)
+    if worker.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail("the restore waited on a FIFO")
+    code, out, err = done[0]
+    assert code == 2 and err == f"prep: {fifo}: a FIFO, not a backup file; nothing restored\n"
+    with Store.open(db) as store:
+        assert backup.daily(store, datetime(2030, 1, 2, 12, tzinfo=UTC)) is not None

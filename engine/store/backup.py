@@ -152,7 +152,27 @@ def listing(db_path: Path) -> list[Path]:
     patterns = (_name(db_path), _legacy_name(db_path))
     found = [(folder(db_path) / n, m) for n in names for m in _matches(patterns, n)]
     found.sort(key=lambda pm: pm[1].group(1), reverse=True)
-    return [p for p, _m in found]
+    # only regular files: prep makes no other kind, and a FIFO of such a name made the
+    # restore wait for ever, a dangling link stopped --list, and one stamped ahead of the
+    # clock stopped the daily backup
+    return [p for p, _m in found if _kind(p) is None]
+
+
+def _kind(path: Path) -> str | None:
+    """None for a regular file (not followed if a link); else what it is, in words."""
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return "gone"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
 
 
 def _matches(patterns: tuple[re.Pattern[str], ...], name: str) -> list[re.Match[str]]:
@@ -464,6 +484,10 @@ def restore(store: Store, name: str) -> tuple[Path, Path | None]:
         raise BackupError("a database in memory has no backups")
     found = [p for p in listing(store.path) if p.name == name]
     if not found:
+        odd = folder(store.path) / name
+        kind = _kind(odd) if "/" not in name and name not in ("", ".", "..") else "gone"
+        if kind != "gone" and _matches((_name(store.path), _legacy_name(store.path)), name):
+            raise BackupError(f"{odd}: {kind}, not a backup file; nothing restored")
         raise BackupError(f"no backup named {name!r} (see `prep backup --list`)")
     from prep.engine.store import samefile
 

@@ -165,7 +165,11 @@ def backup_cmd(obj: Ctx, as_list: bool, restore: str | None) -> None:
         try:
             if as_list:
                 for path in backup.listing(store.path):  # (a name may hold a newline, an ESC)
-                    click.echo(f"{one_line_safe(path.name)}  {path.stat().st_size:,} bytes")
+                    try:
+                        size = path.stat().st_size
+                    except OSError:  # (removed since it was listed: another prep's rotation)
+                        continue
+                    click.echo(f"{one_line_safe(path.name)}  {size:,} bytes")
                 return
             if restore is not None:
                 restored, saved = backup.restore(store, restore)
