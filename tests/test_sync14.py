@@ -464,3 +464,15 @@ def test_backup_names_that_are_no_file_are_never_opened(tmp_path: Path) -> None:
     assert code == 2 and err == f"prep: {fifo}: a FIFO, not a backup file; nothing restored\n"
     with Store.open(db) as store:
         assert backup.daily(store, datetime(2030, 1, 2, 12, tzinfo=UTC)) is not None
+
+
+def test_a_sync_folder_named_with_a_newline_is_printed_escaped(tmp_path: Path) -> None:
+    """The lines `prep sync` and `--status` print name the folder: one line each."""
+    folder = tmp_path / "sh\nared"
+    folder.mkdir()
+    os.mkfifo(folder / "0123456789abcdef")
+    db = tmp_path / "b.db"
+    code, out, _err = _cli("--db", str(db), "sync", str(folder))
+    assert code == 0 and len(out.splitlines()) == 2 and "sh\\nared" in out, out
+    code, out, _err = _cli("--db", str(db), "sync", "--status", str(folder))
+    assert code == 0 and "sh\nared" not in out and out.count("sh\\nared") == 2, out

@@ -60,6 +60,7 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
     from every machine are kept (an undo travels as a tombstone), each card is rescheduled
     from its whole history, and the latest mark or settings change wins. Without DIR, the
     folder set by `prep config sync_dir DIR`."""
+    from prep.engine.decks.deck import one_line_safe  # a folder's name may hold a newline
     from prep.engine.store import backup, resolve_db_path
     from prep.engine.sync.folders import nothing_to_apply
     from prep.engine.sync.run import JournalError, SyncError, sync, sync_folder
@@ -92,7 +93,7 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
                 f"this device: {info['name']} ({info['device']}); "
                 f"last sync: {_when(info['last_sync'], 'never')}"
             )
-            click.echo(_folder_line(path, folder is not None, configured))
+            click.echo(one_line_safe(_folder_line(path, folder is not None, configured)))
             for d in info["devices"]:
                 click.echo(
                     f"  {d['name'] or '?'} ({d['id']}): {d['applied']} journal file(s) applied, "
@@ -114,7 +115,7 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
                     "read again once a whole version arrives"
                 )
             for line in info["skipped"]:  # (a sync says each once: listed here always)
-                click.echo(f"{line} (at every sync)")
+                click.echo(one_line_safe(f"{line} (at every sync)"))
             if info["files_waiting"]:
                 click.echo(
                     f"{info['files_waiting']} journal file(s) not applied yet: run prep sync"
@@ -131,10 +132,10 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
                 raise UsageError(str(exc)) from None
             result = done  # the rest done: said, then what was not, exit 2
     if result.forked:
-        click.echo(result.forked[0].upper() + result.forked[1:] + ".")
+        click.echo(one_line_safe(result.forked[0].upper() + result.forked[1:] + "."))
     for line in (result.set_aside, result.held, result.adopted, *result.applied.notes):
         if line:
-            click.echo(line[0].upper() + line[1:] + ".")
+            click.echo(one_line_safe(line[0].upper() + line[1:] + "."))
     click.echo(result.summary())
     for line in result.refused:  # (a file refused holds back only its device's later files)
         UsageError(line).show()
