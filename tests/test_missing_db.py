@@ -65,6 +65,7 @@ def _cases(tmp: Path) -> list[tuple[list[str], str, str | None]]:
         (["sync"], REFUSED, None),
         (["sync", "--status"], REFUSED, None),
         (["sync", str(empty_dir)], MADE, None),
+        (["sync", str(tmp / "sync-hostile")], REFUSED, None),  # (its only journal damaged)
         (["backup"], REFUSED, None),
         (["backup", "--list"], REFUSED, None),
         (["backup", "--restore", "prep-20260101-000000-000000-daily.db"], REFUSED, None),
@@ -83,6 +84,8 @@ def _make_inputs(tmp: Path, good: bytes) -> None:
     good_file.write_bytes(good)
     a_file.write_text("x")
     empty_dir.mkdir()
+    (tmp / "sync-hostile" / "0123456789abcdef").mkdir(parents=True)
+    (tmp / "sync-hostile" / "0123456789abcdef" / "00000001.jsonl").write_text('{"format"\n')
 
 
 def _tree(folder: Path) -> set[str]:

@@ -174,12 +174,14 @@ def test_merge_properties(tmp_path_factory, ops, syncs) -> None:
 
 
 def _journal_of(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """A folder holding one device's journal, the file, and a fresh database path."""
+    """A folder holding one device's journal, the file, and a fresh database (made: at a
+    missing one, a sync that could apply nothing makes none, test_sync14.py)."""
     (a,), folder = stores(tmp_path, 1)
     rate(a, "x", 3, T0)
     path = sync(a, folder).journal
     assert path is not None
     a.close()
+    Store.open(tmp_path / "fresh.db").close()
     return folder, path, tmp_path / "fresh.db"
 
 

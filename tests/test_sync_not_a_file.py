@@ -176,7 +176,9 @@ def test_named_like_a_devices_folder(tmp_path: Path, kind: str) -> None:
         odd.write_text("not a folder\n")
     else:
         odd.symlink_to(folder / local.device_id(c.conn))
-    what = {"fifo": "a FIFO (named pipe)", "file": "a file"}.get(kind, "a symbolic link")
+    what = {"fifo": "a FIFO (named pipe)", "file": "a file"}.get(
+        kind, "a symbolic link to another device's folder of this sync folder"
+    )
     for s in (a, b, c):
         s.close()
     out = _cli_sync(tmp_path / "b.db", folder, odd)
@@ -248,7 +250,7 @@ def test_a_device_folder_that_cannot_be_listed_is_said(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Another device's folder this machine may not list (permission denied): its files are
-    skipped this time, in one line, the rest syncs. Before: skipped without a word. (The
+    skipped while it cannot, said in one line (once), the rest syncs. Before: skipped without a word. (The
     denial is made by hand: the tests may run as root, whom permissions do not stop.)"""
     a, b, c, folder = _three(tmp_path)
     denied = folder / local.device_id(c.conn)
@@ -267,7 +269,9 @@ def test_a_device_folder_that_cannot_be_listed_is_said(
     out = CliRunner().invoke(main, ["--db", str(tmp_path / "b.db"), "sync", str(folder)])
     assert out.exit_code == 0, out.output
     said = out.output.splitlines()
-    assert said[0] == f"{denied}: cannot list it (Permission denied): skipped this time."
+    assert said[0] == (
+        f"{denied}: cannot list it (Permission denied): its files skipped until it can be listed."
+    )
     assert len(said) == 2 and said[1].startswith("sent 1 review, received no review")
     monkeypatch.setattr(os, "scandir", real)
     assert (

@@ -24,12 +24,12 @@ import shutil
 import sqlite3
 import time
 from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prep.engine.store import known
-from prep.engine.timeutil import utcnow
+from prep.engine.timeutil import study_day_start, utcnow
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 # backups (recent, daily, weekly, monthly) but apart for each reason: a burst of one reason
 # (a day of syncs, a script importing in a loop) rotates only that reason's backups and never
 # removes another's. Of each reason are kept the newest RECENT, and the newest of each of its
-# last 7 days, 4 ISO weeks and 3 months that have one (UTC). At most PER_REASON a reason
+# last 7 days, 4 ISO weeks and 3 months that have one (study days: local, from 4 am). At most PER_REASON a reason
 # (17; about 12 for one a day over months), so some 30-60 files for a learner who syncs, imports
 # and opens prep daily, against 20 before; a reason's tiers reach back three months where the
 # newest 20 of all reasons reached back as far as the last 20 syncs.
@@ -53,7 +53,6 @@ PER_REASON = RECENT + sum(n for _tier, n in TIERS)
 # Any 20 later backups (a sync each, imports, one a day) pushed them out, and with them the
 # only copy of those ratings, while the line that made them still said `backup --restore NAME`.
 RESCUES = ("replaced", "restore")
-DAILY = timedelta(days=1)
 _STAMP = r"(\d{8}-\d{6}-\d{6})-([a-z]+)\.db"
 
 
@@ -72,12 +71,21 @@ def _new_name(db_path: Path, now: datetime, reason: str) -> str:
     return f"{Path(db_path).name}.{now:%Y%m%d-%H%M%S-%f}-{reason}.db"
 
 
+def _study_date(when: datetime) -> date:
+    """The study day ``when`` (UTC, naive or aware) falls in: this machine's local date, rolling
+    over at 4 am, as every other "day" of prep counts (timeutil.study_day_start). Before round
+    14 backups counted UTC days: a learner at UTC-8 kept a 16:00-and-later backup as the next
+    day's, and one at 02:00 local as that day's own."""
+    return study_day_start(when).astimezone().date()
+
+
 def _period(when: datetime, tier: str) -> object:
+    day = _study_date(when)
     if tier == "day":
-        return when.date()
+        return day
     if tier == "week":
-        return when.isocalendar()[:2]
-    return (when.year, when.month)
+        return day.isocalendar()[:2]
+    return (day.year, day.month)
 
 
 def retained(backups: Iterable[tuple[datetime, str, Path]]) -> set[Path]:
@@ -144,7 +152,27 @@ def listing(db_path: Path) -> list[Path]:
     patterns = (_name(db_path), _legacy_name(db_path))
     found = [(folder(db_path) / n, m) for n in names for m in _matches(patterns, n)]
     found.sort(key=lambda pm: pm[1].group(1), reverse=True)
-    return [p for p, _m in found]
+    # only regular files: prep makes no other kind, and a FIFO of such a name made the
+    # restore wait for ever, a dangling link stopped --list, and one stamped ahead of the
+    # clock stopped the daily backup
+    return [p for p, _m in found if _kind(p) is None]
+
+
+def _kind(path: Path) -> str | None:
+    """None for a regular file (not followed if a link); else what it is, in words."""
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return "gone"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
 
 
 def _matches(patterns: tuple[re.Pattern[str], ...], name: str) -> list[re.Match[str]]:
@@ -272,12 +300,14 @@ def _own_reader(db_path: Path) -> sqlite3.Connection:
 def daily(
     store: Store, now: datetime | None = None, *, stop: Callable[[], bool] | None = None
 ) -> Path | None:
-    """A backup when the newest is more than a day old (or there is none)."""
+    """A backup when none was made this study day (local, from 4 am, as prep counts a day;
+    before round 14: when the newest was more than 24 hours old, so a learner who studied at
+    9 one day and at 8 the next had none that day)."""
     if store.path is None:
         return None
     now = now or utcnow()
     newest = listing(store.path)[:1]
-    if newest and now - _when(newest[0]) < DAILY:
+    if newest and _when(newest[0]) >= study_day_start(now):
         return None
     return make(store, "daily", now, stop=stop)
 
@@ -454,6 +484,10 @@ def restore(store: Store, name: str) -> tuple[Path, Path | None]:
         raise BackupError("a database in memory has no backups")
     found = [p for p in listing(store.path) if p.name == name]
     if not found:
+        odd = folder(store.path) / name
+        kind = _kind(odd) if "/" not in name and name not in ("", ".", "..") else "gone"
+        if kind != "gone" and _matches((_name(store.path), _legacy_name(store.path)), name):
+            raise BackupError(f"{odd}: {kind}, not a backup file; nothing restored")
         raise BackupError(f"no backup named {name!r} (see `prep backup --list`)")
     from prep.engine.store import samefile
 

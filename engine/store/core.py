@@ -36,6 +36,7 @@ from prep.engine.store.dbfile import (  # (the file's checks before the open; re
     StoreError,
     _cannot_write,
     _discard_unmade,
+    _fix,
     _not_writable,
     _read_with_wal,
     _refuse_foreign,
@@ -345,8 +346,9 @@ class StoreCore:
                 readonly = f"{target} cannot be written"
             if readonly is not None:
                 raise StoreError(
-                    f"{target}: cannot {verb} the progress database: {readonly}. Make it "
-                    "writable, or keep your progress elsewhere with --db PATH (or PREP_DB)",
+                    f"{target}: cannot {verb} the progress database: {readonly}. "
+                    f"{_fix(readonly)}, or keep your progress elsewhere with --db PATH (or "
+                    "PREP_DB)",
                     kind="read-only",
                 ) from exc
             raise StoreError(
@@ -450,8 +452,8 @@ class StoreCore:
         if primary == sqlite3.SQLITE_READONLY:
             why = (_not_writable(self.path) if self.path else None) or str(exc)
             return StoreError(
-                f"{where}: the progress database is read-only ({why}); nothing saved. Make "
-                "it writable, or use --db PATH for another file",
+                f"{where}: the progress database is read-only ({why}); nothing saved. "
+                f"{_fix(why)}, or use --db PATH for another file",
                 kind="read-only",
             )
         if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):

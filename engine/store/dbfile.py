@@ -31,13 +31,34 @@ class StoreError(Exception):
 
 def _not_writable(target: Path) -> str | None:
     """Which of the database file and its folder cannot be written, in words, or None.
-    (SQLite in WAL mode also creates FILE-wal and FILE-shm beside the file.)"""
+    (SQLite in WAL mode also creates FILE-wal and FILE-shm beside the file.) A file system
+    mounted read-only is said as that: no change to the file's permissions would help."""
+    where = target if target.exists() else target.parent
+    if where.exists() and _read_only_mount(where):
+        return f"the file system holding {where} is read-only (mounted read-only)"
     if target.exists() and not os.access(target, os.W_OK):
         return f"the file {target} is read-only"
     folder = target.parent
     if folder.exists() and not os.access(folder, os.W_OK | os.X_OK):
         return f"the folder {folder} is read-only (SQLite writes {target.name}-wal beside it)"
     return None
+
+
+def _fix(why: str) -> str:
+    """What to do about ``_not_writable``'s answer, as the start of a sentence."""
+    if why.startswith("the file system"):
+        return "Remount it read-write (or copy the database off it)"
+    return "Make it writable"
+
+
+def _read_only_mount(path: Path) -> bool:
+    """Whether ``path`` lies on a file system mounted read-only (False where that cannot be
+    told: no statvfs, or it fails)."""
+    try:
+        flags = os.statvfs(path).f_flag
+    except (OSError, AttributeError):
+        return False
+    return bool(flags & getattr(os, "ST_RDONLY", 0))
 
 
 def default_db_path() -> Path:

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from prep.engine.store import devices as local
 from prep.engine.study.present import count
-from prep.engine.sync import adopted, journal, merge, stuck
+from prep.engine.sync import adopted, folders, journal, merge, stuck
 from prep.engine.sync.journal import JournalError
 
 if TYPE_CHECKING:
@@ -66,6 +66,9 @@ class Checked:
     # another copy?): what to tell the user; nothing is sent under this id until it is whole
     waiting: str | None = None
     aside: str | None = None  # a file of it set aside now (engine/sync/stuck.py), one line
+    # this device's folder cannot be listed (permission denied): nothing can be checked or
+    # numbered there, so nothing is sent; one line naming it and what to do
+    refused: str | None = None
 
 
 def check(store: Store, root: Path) -> Checked:
@@ -73,7 +76,17 @@ def check(store: Store, root: Path) -> Checked:
     it did not write (then ``line`` says so)."""
     conn = store.conn
     me = local.device_id(conn)
-    files = journal.numbered_files(root / me)
+    unlisted: list[str] = []
+    files = {n: Path(e.path) for n, e in journal.numbered_entries(root / me, unlisted).items()}
+    # (no folder there: journal.write says what it is; before, one that could not be listed
+    # was taken as empty, and the whole history written again at each sync)
+    if unlisted and (root / me).is_dir():
+        return Checked(
+            None,
+            0,
+            refused=f"{unlisted[0]}: this device's journal folder; give this user read "
+            "access to it (chmod u+rwx)",
+        )
     ctimes = _ctimes(files)
     wrote_at = _wrote(conn, root)
     base, todo = _unchecked(conn, files, ctimes, wrote_at)
@@ -82,7 +95,9 @@ def check(store: Store, root: Path) -> Checked:
             with store.transaction():  # (files written before the mark was kept: as they are)
                 store.set_meta(CTIME_KEY, str(max(ctimes.values())))
         return Checked(None, base)
-    unchecked = _read({n: files[n] for n in todo}, me)
+    why: dict[int, str] = {}  # what is wrong with each file that cannot be read
+    unchecked = _read({n: files[n] for n in todo}, me, why)
+    denied = {n for n, w in why.items() if w == "denied"}  # (never arriving: said at once)
     sent = {k: int(v) for k, v in (local.json_meta(conn, "sync_sent") or {}).items() if k in "rmsd"}
     intent = local.json_meta(conn, INTENT_KEY)
     mine = {
@@ -100,7 +115,7 @@ def check(store: Store, root: Path) -> Checked:
         if not foreign:  # ours, up to the first one not readable yet (still arriving?)
             readable = set(unchecked) | mine | stuck.set_aside(conn, files)
             unread = [n for n in todo if n not in readable]
-            aside, waiting_for = stuck.judge(store, files, unread, wrote_at)
+            aside, waiting_for = stuck.judge(store, files, unread, wrote_at, denied)
             readable |= set(aside)
             known = max(
                 (n for n in todo if all(k in readable for k in todo if k <= n)), default=base
@@ -110,12 +125,15 @@ def check(store: Store, root: Path) -> Checked:
             if done:
                 top = max(int(local.json_meta(conn, CTIME_KEY) or 0), *done)
                 store.set_meta(CTIME_KEY, str(top))
-            said = stuck.line(files, aside, wrote_at) if aside else None
+            said = stuck.line(files, aside, wrote_at, denied) if aside else None
             if not waiting_for:
                 return Checked(None, known, aside=said)
+            first = waiting_for[0]
             waiting = (
-                f"{files[waiting_for[0]]}: this device's journal file cannot be read yet (still "
-                "arriving from another copy of this database?): nothing sent this time"
+                f"{files[first]}: this device's journal file cannot be read yet "
+                f"({why.get(first, 'unreadable')}; it may still be arriving from another copy "
+                f"of this database; once unchanged for {stuck.STUCK_S // 60} minutes it is set "
+                "aside and sending resumes): nothing sent this time"
             )
             return Checked(None, known, waiting, said)
         name = local.name(conn)
@@ -247,14 +265,22 @@ def _changed(path: Path, headers: list[str]) -> bool:
     return journal.written_at(path) not in headers
 
 
-def _read(files: dict[int, Path], me: str) -> dict[int, list[list[Any]]]:
-    """Every file of our folder, its entries (one that cannot be read is no evidence)."""
+def _read(
+    files: dict[int, Path], me: str, why: dict[int, str] | None = None
+) -> dict[int, list[list[Any]]]:
+    """Every file of our folder, its entries (one that cannot be read is no evidence: what
+    is wrong with it noted in ``why``, "denied" for one this user may not read)."""
     out = {}
     for n, path in files.items():
         try:
             out[n] = journal.read(path, me).entries
-        except JournalError:
-            continue
+        except journal.Denied:
+            if why is not None:
+                why[n] = "denied"
+        except JournalError as exc:
+            if why is not None:
+                text = str(exc).removeprefix(f"{path}: ").removesuffix("; nothing of it applied")
+                why[n] = text
     return out
 
 
@@ -324,7 +350,7 @@ def _twins(root: Path, old_id: str, want: set[tuple]) -> dict[tuple, tuple[str, 
     """Reviews (card, time, rating) of ``want`` that another device's journal in ``root``
     holds as its own: (that device's id, its number)."""
     found: dict[tuple, tuple[str, int]] = {}
-    for dev, folder in journal.device_folders(root).items() if want else ():
+    for dev, folder in folders.device_folders(root).items() if want else ():
         if dev == old_id:
             continue
         for path in journal.numbered_files(folder).values():

@@ -112,6 +112,18 @@ class NotAFile(JournalError):
         self.kind = kind
 
 
+class Denied(JournalError):
+    """A journal file this user may not read (permission denied): it never becomes readable
+    by itself (a file still arriving is being written, not refused), so it waits for nothing;
+    the line says what to do."""
+
+    def __init__(self, path: Path | str, why: str) -> None:
+        super().__init__(
+            f"{path}: cannot read it ({why}): give this user read access to it "
+            f"(chmod u+r, or chown it) and sync again"
+        )
+
+
 def odd_kind(mode: int) -> str | None:
     """None for a regular file; else what an entry of this ``st_mode`` is, in words."""
     if stat.S_ISREG(mode):
@@ -168,8 +180,8 @@ def numbered_files(folder: Path) -> dict[int, Path]:
 def numbered_entries(folder: Path, odd: list[str] | None = None) -> dict[int, os.DirEntry[str]]:
     """The journal files of one device's folder, by number, as directory entries (their stats
     without a Path made for each file: a sync looks at every file applied, run._pending). A
-    folder that cannot be listed (permission denied) holds none, said in ``odd``; one gone
-    meanwhile holds none, nothing said."""
+    folder that cannot be listed (permission denied) holds none, said in ``odd`` (the caller
+    says what follows); one gone meanwhile holds none, nothing said."""
     out: dict[int, os.DirEntry[str]] = {}
     try:
         with os.scandir(folder) as found:
@@ -181,35 +193,7 @@ def numbered_entries(folder: Path, odd: list[str] | None = None) -> dict[int, os
         pass
     except OSError as exc:
         if odd is not None:
-            odd.append(f"{folder}: cannot list it ({exc.strerror or exc}): skipped this time")
-    return out
-
-
-def device_folders(root: Path, odd: dict[str, str] | None = None) -> dict[str, Path]:
-    """Every device's folder in the sync folder, by device id (other names ignored). An entry
-    named like one that is no folder of its own (a symbolic link, a file, a FIFO: never
-    followed or opened) is left out, and what it is said in ``odd`` (by name, one line)."""
-    out: dict[str, Path] = {}
-    try:
-        with os.scandir(root) as found:
-            for entry in found:
-                if not DEVICE_RE.fullmatch(entry.name):
-                    continue
-                try:
-                    kind = odd_kind(entry.stat(follow_symlinks=False).st_mode)
-                except OSError:
-                    continue
-                if kind is None:
-                    kind = "a file"
-                elif kind == "a folder":
-                    out[entry.name] = root / entry.name
-                    continue
-                if odd is not None:
-                    odd[entry.name] = (
-                        f"{entry.path}: {kind}, not a device's journal folder: skipped"
-                    )
-    except OSError:
-        return out
+            odd.append(f"{folder}: cannot list it ({exc.strerror or exc})")
     return out
 
 
@@ -225,7 +209,10 @@ def write(folder: Path, header: dict[str, Any], entries: list[list[Any]]) -> Pat
     another prep cleaning up after a sync killed mid-write removes only a temporary file
     nobody holds (and if it took ours in the instant before our lock, we start again)."""
     if folder.is_symlink():
-        raise JournalError(f"{folder}: is a symbolic link; prep writes only a folder of its own")
+        raise JournalError(  # (its clean-up would remove files where a hostile link leads)
+            f"{folder}: is a symbolic link; prep writes only a folder of its own (put the "
+            "folder it leads to in its place; other machines' folders may be links)"
+        )
     try:
         mode = os.lstat(folder).st_mode
     except FileNotFoundError:
@@ -526,6 +513,8 @@ def read(path: Path, device: str) -> Journal:
         text = _read_bytes(path).decode("utf-8")
     except UnicodeDecodeError:
         raise JournalError(f"{path}: damaged (not UTF-8 text); nothing of it applied") from None
+    except PermissionError as exc:
+        raise Denied(path, exc.strerror or str(exc)) from None
     except OSError as exc:
         raise JournalError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     lines = text.split("\n")

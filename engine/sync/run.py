@@ -5,6 +5,7 @@ nothing, and the next one does it all). Its status: the devices seen and when ea
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -14,14 +15,32 @@ from prep.engine.paths import expand_user
 from prep.engine.store import devices as local
 from prep.engine.store.schema14 import catch_up_tally
 from prep.engine.study.present import count
-from prep.engine.sync import adopted, applied, fork, journal, merge, relay, replaced, stuck
+from prep.engine.sync import (
+    adopted,
+    applied,
+    folders,
+    fork,
+    journal,
+    merge,
+    relay,
+    replaced,
+    stuck,
+)
+from prep.engine.sync.folders import status
 from prep.engine.sync.journal import JournalError
 from prep.engine.timeutil import fmt, utcnow
 
 if TYPE_CHECKING:
     from prep.engine.store import Store
 
-__all__ = ["JournalError", "SyncError", "SyncResult", "apply_journals", "status", "sync"]
+__all__ = [
+    "JournalError",
+    "SyncError",
+    "SyncResult",
+    "apply_journals",
+    "status",
+    "sync",
+]
 
 
 class SyncError(Exception):
@@ -245,6 +264,13 @@ def sync_folder(path: Path) -> Path:
         raise SyncError(
             f"{path}: not a folder; prep sync takes the folder a sync tool keeps in step"
         )
+    try:  # (before: one this user may not list was taken as empty, nothing said)
+        with os.scandir(path):
+            pass
+    except OSError as exc:
+        raise SyncError(
+            f"{path}: cannot list it ({exc.strerror or exc}); give this user read access to it"
+        ) from None
     return path
 
 
@@ -255,14 +281,23 @@ def pending(store: Store, root: Path) -> list[tuple[str, Path]]:
     return [(dev, path) for dev, path, _restart, again in _pending(store, root, notes) if not again]
 
 
+# the lines said of the sync folder's entries skipped (named like a device's folder and none,
+# a device's folder that cannot be listed): each is said by the sync that first finds it so,
+# not again while it stays (the app syncs in the background: it warned at each sync);
+# `prep sync --status` lists them all (status()'s "skipped")
+ODD_KEY = "sync_odd"
+
+
 class Pending(list[journal.Journal]):
     """The journals read_pending read, what to say of another device's file set aside, and
-    the files refused (each holds back its device's later files, not the other devices')."""
+    the files refused (each holds back its device's later files, not the other devices');
+    ``odd``: every entry skipped now (ODD_KEY, noted when applied), None when not looked."""
 
     def __init__(self) -> None:
         super().__init__()
         self.lines: list[str] = []
         self.refused: list[JournalError] = []
+        self.odd: list[str] | None = None
 
 
 def read_pending(store: Store, root: Path) -> Pending:
@@ -278,8 +313,14 @@ def read_pending(store: Store, root: Path) -> Pending:
     notes = applied.Notes.load(conn)
     out = Pending()
     held: set[str] = set()  # the devices with a file refused (or gone) this time
+    odd: list[str] = []
     try:
-        for dev, path, restart, again in _pending(store, root, notes, out.lines):
+        found = _pending(store, root, notes, odd)
+        said = set(local.json_meta(conn, ODD_KEY) or ())
+        # (noted without the folder's path: the app's `~/Sync` and `prep sync .` are one)
+        out.odd = [line.removeprefix(str(root)) for line in odd]
+        out.lines += [line for line, key in zip(odd, out.odd, strict=True) if key not in said]
+        for dev, path, restart, again in found:
             if dev in held:
                 continue
             st = applied.stat(path)
@@ -289,6 +330,9 @@ def read_pending(store: Store, root: Path) -> Pending:
             except journal.NotAFile as exc:  # never a journal: set aside at once, said once
                 j = _skipped(conn, path, dev, int(path.name.split(".")[0]))
                 out.lines.append(f"{exc}: skipped (read once a file takes its place); {kept}")
+            except journal.Denied as exc:  # (never arriving: set aside at once, said once)
+                j = _skipped(conn, path, dev, int(path.name.split(".")[0]))
+                out.lines.append(f"{exc}; set aside meanwhile (read once it changes); {kept}")
             except JournalError as exc:
                 if applied.stat(path) is None:  # gone since the folder was listed
                     held.update(() if again else (dev,))
@@ -342,13 +386,16 @@ def _pending(
     }
     out = []
     found: dict[str, str] = {}
-    folders = journal.device_folders(root, found)
+    devices = folders.device_folders(root, found)
     if odd is not None:  # (this device's own: its write says what is wrong)
         odd += [line for dev, line in sorted(found.items()) if dev != me]
-    for dev, folder in sorted(folders.items()):
+    for dev, folder in sorted(devices.items()):
         if dev == me:
             continue
-        entries = journal.numbered_entries(folder, odd)
+        unlisted: list[str] = []
+        entries = journal.numbered_entries(folder, unlisted)
+        if odd is not None:
+            odd += [f"{line}: its files skipped until it can be listed" for line in unlisted]
         files = {n: e.path for n, e in entries.items()}  # (no Path made for each)
         done, wrote_at = seen.get(dev, (0, None))
         # (a new header at the number applied last, the files below it as they were read:
@@ -428,7 +475,9 @@ def sync(
         )
     entries: list[list[Any]] = []
     problems: list[SyncError | JournalError] = []  # raised once the rest is done (the first)
-    if checked.waiting is None:  # (else the other copy's file may be a fork: wait for it)
+    if checked.refused is not None:
+        problems.append(SyncError(checked.refused))
+    elif checked.waiting is None:  # (else the other copy's file may be a fork: wait for it)
         entries, params, sent, reviews = outbox(store, everything=_folder_is_new(conn, root / me))
     if entries:
         name = local.name(conn)
@@ -492,6 +541,12 @@ def apply_journals(
                 notes.note(j)
             notes.save(conn)
         out.notes[:0] = getattr(journals, "lines", [])
+        odd = getattr(journals, "odd", None)
+        if odd is not None and odd != (local.json_meta(conn, ODD_KEY) or []):
+            if odd:  # (said now: not again while it stays as it is)
+                store.set_meta(ODD_KEY, json.dumps(odd))
+            else:
+                conn.execute("DELETE FROM meta WHERE key = ?", (ODD_KEY,))
         catch_up_tally(conn)  # many reviews taken in: the counts' tally catches up
         store.set_meta("sync_last", fmt(now))
         if relayed:  # what was received is in the folder: not passed on again
@@ -499,44 +554,3 @@ def apply_journals(
             marks = {**(local.json_meta(conn, "sync_sent") or {}), **_sent(conn), "x": top}
             store.set_meta("sync_sent", json.dumps(marks))  # (an "o" or "p" kept for the next)
     return out
-
-
-def status(store: Store, folder: Path | None) -> dict[str, Any]:
-    """This device and every device seen (in the folder or applied before): name, id, the
-    journal files applied, when its last file was written, when this device applied it."""
-    conn = store.conn
-    me = local.device_id(conn)
-    rows = conn.execute(
-        "SELECT id, name, applied, wrote_at, applied_at FROM sync_devices ORDER BY n"
-    ).fetchall()
-    devices = {
-        r[0]: {"id": r[0], "name": r[1], "applied": r[2], "wrote_at": r[3], "applied_at": r[4]}
-        for r in rows
-        if r[0] != me
-    }
-    waiting = 0
-    if folder is not None and Path(folder).is_dir():
-        for dev, f in journal.device_folders(Path(folder)).items():
-            if dev != me and dev not in devices:
-                devices[dev] = {
-                    "id": dev,
-                    "name": "",
-                    "applied": 0,
-                    "wrote_at": None,
-                    "applied_at": None,
-                }
-            if dev != me:
-                waiting += len(
-                    [n for n in journal.numbered_files(f) if n > devices[dev]["applied"]]
-                )
-    last = conn.execute("SELECT value FROM meta WHERE key = 'sync_last'").fetchone()
-    return {
-        "device": me,
-        "name": local.name(conn),
-        "folder": None if folder is None else str(folder),
-        "last_sync": last[0] if last else None,
-        "files_waiting": waiting,
-        "reviews_set_aside": replaced.aside_count(conn),
-        "journal_files_set_aside": applied.aside_count(conn),
-        "devices": list(devices.values()),
-    }

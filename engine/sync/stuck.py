@@ -10,6 +10,10 @@ device sending at every sync; so, by a rule that waits only for what can still a
   own, damaged since it was written: no evidence of a copy; set aside at once;
 - an entry that is no regular file (a FIFO, a symbolic link, a folder: journal.NotAFile) is
   no journal and never becomes one: set aside at once;
+- a file this user may not read (permission denied: journal.Denied) does not become readable
+  by itself (a sync tool bringing a file writes it; it does not refuse it): set aside at once,
+  its line naming the cause and what to do (before, it held sending for 10 minutes with a
+  "still arriving?" line); once its permissions change its change time moves: checked again;
 - any other file is set aside once a sync finds it as the previous sync found it unreadable
   (the same size and modification time) and last modified more than ``STUCK_S`` ago: a sync
   tool bringing a file writes it, and one unchanged that long is not arriving. A modification
@@ -60,10 +64,15 @@ def set_aside(conn, files: dict[int, Path]) -> set[int]:
 
 
 def judge(
-    store: Store, files: dict[int, Path], unread: list[int], wrote_at: dict[int, list[str]]
+    store: Store,
+    files: dict[int, Path],
+    unread: list[int],
+    wrote_at: dict[int, list[str]],
+    denied: set[int] | frozenset[int] = frozenset(),
 ) -> tuple[list[int], list[int]]:
-    """Of the files ``unread`` (this device's, not readable, not set aside): (those set aside
-    now, those still waited for); noted inside the caller's transaction."""
+    """Of the files ``unread`` (this device's, not readable, not set aside; ``denied``: those
+    this user may not read): (those set aside now, those still waited for); noted inside the
+    caller's transaction."""
     conn = store.conn
     old = local.json_meta(conn, KEY) or {}
     notes = {n: v for n, v in old.items() if int(n) in files and int(n) not in unread and v[2]}
@@ -73,7 +82,7 @@ def judge(
         st = _stat(files[n])
         seen = old.get(str(n))
         # (no regular file, never one a sync tool brings: no evidence, not arriving either)
-        ours = journal.entry_kind(files[n]) is not None
+        ours = n in denied or journal.entry_kind(files[n]) is not None
         ours = ours or journal.written_at(files[n]) in wrote_at.get(n, ())
         still = seen is not None and st is not None and (seen[0], seen[1]) == st
         # unchanged since: since its modification time, or, where that is ahead of this
@@ -93,11 +102,23 @@ def judge(
     return aside, waiting
 
 
-def line(files: dict[int, Path], aside: list[int], wrote_at: dict[int, list[str]]) -> str:
+def line(
+    files: dict[int, Path],
+    aside: list[int],
+    wrote_at: dict[int, list[str]],
+    denied: set[int] | frozenset[int] = frozenset(),
+) -> str:
     """What the sync that sets files aside says, in one line."""
     first = files[aside[0]]
     more = f" (and {len(aside) - 1} more)" if len(aside) > 1 else ""
     kind = journal.entry_kind(first)
+    if aside[0] in denied:
+        return (
+            f"{first}{more}: this device's journal file cannot be read (permission denied): "
+            "set aside, left in place; sending again; give this user read access to it "
+            "(chmod u+r, or chown it) and the next sync checks it (another copy of this "
+            "database may have written it)"
+        )
     if kind is not None:
         why = f"{kind} in this device's journal folder, not a journal file"
     elif journal.written_at(first) in wrote_at.get(aside[0], ()):

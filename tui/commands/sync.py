@@ -60,14 +60,20 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
     from every machine are kept (an undo travels as a tombstone), each card is rescheduled
     from its whole history, and the latest mark or settings change wins. Without DIR, the
     folder set by `prep config sync_dir DIR`."""
+    from prep.engine.decks.deck import one_line_safe  # a folder's name may hold a newline
     from prep.engine.store import backup, resolve_db_path
+    from prep.engine.sync.folders import nothing_to_apply
     from prep.engine.sync.run import JournalError, SyncError, sync, sync_folder
     from prep.engine.sync.run import status as sync_status
 
     if not status:  # DIR checked before a database is opened: only a real folder makes one
         try:
             if folder is not None:
-                sync_folder(Path(folder))
+                root = sync_folder(Path(folder))
+                if not resolve_db_path(obj.db).exists():  # (the input checked before one made)
+                    problem = nothing_to_apply(root)
+                    if problem is not None:
+                        raise UsageError(f"{problem}; no database made")
             elif not resolve_db_path(obj.db).exists():  # (so none is configured either)
                 raise UsageError("no sync folder: prep sync DIR, or prep config sync_dir DIR once")
         except SyncError as exc:
@@ -87,7 +93,7 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
                 f"this device: {info['name']} ({info['device']}); "
                 f"last sync: {_when(info['last_sync'], 'never')}"
             )
-            click.echo(_folder_line(path, folder is not None, configured))
+            click.echo(one_line_safe(_folder_line(path, folder is not None, configured)))
             for d in info["devices"]:
                 click.echo(
                     f"  {d['name'] or '?'} ({d['id']}): {d['applied']} journal file(s) applied, "
@@ -108,6 +114,8 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
                     "aside (no regular file, or unreadable and unchanged for over 10 minutes): "
                     "read again once a whole version arrives"
                 )
+            for line in info["skipped"]:  # (a sync says each once: listed here always)
+                click.echo(one_line_safe(f"{line} (at every sync)"))
             if info["files_waiting"]:
                 click.echo(
                     f"{info['files_waiting']} journal file(s) not applied yet: run prep sync"
@@ -124,10 +132,10 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
                 raise UsageError(str(exc)) from None
             result = done  # the rest done: said, then what was not, exit 2
     if result.forked:
-        click.echo(result.forked[0].upper() + result.forked[1:] + ".")
+        click.echo(one_line_safe(result.forked[0].upper() + result.forked[1:] + "."))
     for line in (result.set_aside, result.held, result.adopted, *result.applied.notes):
         if line:
-            click.echo(line[0].upper() + line[1:] + ".")
+            click.echo(one_line_safe(line[0].upper() + line[1:] + "."))
     click.echo(result.summary())
     for line in result.refused:  # (a file refused holds back only its device's later files)
         UsageError(line).show()
@@ -147,6 +155,7 @@ def backup_cmd(obj: Ctx, as_list: bool, restore: str | None) -> None:
     prep also backs up before every sync that applies entries, before a schema upgrade, an
     import or a restore, and once a day, in backups/ beside the database: of each reason the
     newest 3 and the newest of each of its last 7 days, 4 weeks and 3 months are kept."""
+    from prep.engine.decks.deck import one_line_safe  # a name may hold a newline or an escape
     from prep.engine.store import backup
 
     if restore == "":  # (an unset shell variable: `--restore "$NAME"` is never a new backup)
@@ -156,17 +165,23 @@ def backup_cmd(obj: Ctx, as_list: bool, restore: str | None) -> None:
     with obj.store(reading=as_list) as store:  # --list only reads: it creates nothing
         try:
             if as_list:
-                for path in backup.listing(store.path):
-                    click.echo(f"{path.name}  {path.stat().st_size:,} bytes")
+                for path in backup.listing(store.path):  # (a name may hold a newline, an ESC)
+                    try:
+                        size = path.stat().st_size
+                    except OSError:  # (removed since it was listed: another prep's rotation)
+                        continue
+                    click.echo(f"{one_line_safe(path.name)}  {size:,} bytes")
                 return
             if restore is not None:
                 restored, saved = backup.restore(store, restore)
                 click.echo(
-                    f"restored {restored.name}; the database as it was is in "
-                    f"{saved.name if saved else 'no backup'}"
+                    one_line_safe(
+                        f"restored {restored.name}; the database as it was is in "
+                        f"{saved.name if saved else 'no backup'}"
+                    )
                 )
                 return
             made = backup.make(store, "manual")
         except backup.BackupError as exc:
             raise UsageError(str(exc)) from None
-    click.echo(f"backed up to {made}")
+    click.echo(one_line_safe(f"backed up to {made}"))

@@ -1,0 +1,153 @@
+"""The devices' folders of a sync folder (split from journal.py): which entries named like a
+device's folder are read; before a sync makes a new database, whether the folder holds
+anything it could apply; and `prep sync --status` (split from run.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from prep.engine.store import devices as local
+from prep.engine.sync import applied, journal, replaced
+from prep.engine.sync.journal import DEVICE_RE, JournalError, odd_kind
+
+if TYPE_CHECKING:
+    from prep.engine.store import Store
+
+__all__ = ["device_folders", "nothing_to_apply", "status"]
+
+
+def device_folders(root: Path, odd: dict[str, str] | None = None) -> dict[str, Path]:
+    """Every device's folder in the sync folder, by device id (other names ignored). An entry
+    named like one that is no folder (a file, a FIFO: never opened) is left out, and what it
+    is said in ``odd`` (by name, one line). A symbolic link to a folder is followed (a user
+    may keep one device's folder elsewhere): only its entries named like journal files are
+    read, each a regular file opened without following a link or waiting (read()), so a
+    link leads nowhere else and never blocks; one that leads to no folder (a FIFO, a device,
+    nowhere, a loop) or to another device's folder of this sync folder (its files would name
+    that device) is left out, said in ``odd``."""
+    out: dict[str, Path] = {}
+    links: dict[str, os.stat_result] = {}
+    try:
+        with os.scandir(root) as found:
+            for entry in found:
+                if not DEVICE_RE.fullmatch(entry.name):
+                    continue
+                try:
+                    kind = odd_kind(entry.stat(follow_symlinks=False).st_mode)
+                except OSError:
+                    continue
+                if kind == "a symbolic link":
+                    try:  # (stat only: a FIFO at its end is never opened)
+                        target = os.stat(entry.path)
+                    except OSError as exc:
+                        kind = f"a symbolic link to nothing readable ({exc.strerror or exc})"
+                    else:
+                        if stat.S_ISDIR(target.st_mode):
+                            links[entry.name] = target
+                            continue
+                        kind = f"a symbolic link to {odd_kind(target.st_mode) or 'a file'}"
+                elif kind is None:
+                    kind = "a file"
+                elif kind == "a folder":
+                    out[entry.name] = root / entry.name
+                    continue
+                if odd is not None:
+                    odd[entry.name] = (
+                        f"{entry.path}: {kind}, not a device's journal folder: skipped"
+                    )
+    except OSError:
+        return out
+    if links:
+        real = set()
+        for name in out:
+            with contextlib.suppress(OSError):
+                st = os.stat(root / name)
+                real.add((st.st_dev, st.st_ino))
+        for name, st in sorted(links.items()):
+            if (st.st_dev, st.st_ino) in real:
+                if odd is not None:
+                    odd[name] = (
+                        f"{root / name}: a symbolic link to another device's folder of this "
+                        "sync folder, not a device's journal folder: skipped"
+                    )
+                continue
+            real.add((st.st_dev, st.st_ino))
+            out[name] = root / name
+    return out
+
+
+def nothing_to_apply(root: Path) -> str | None:
+    """Before a sync makes a new database: the line refusing it when a journal file of the
+    folder would be refused (damaged, of a newer prep, another device's) and none holds an
+    entry to apply, so the sync would end in that error with an empty database made; None
+    when it may go on (files to apply, the others waiting as at any sync; or an empty folder,
+    where a new machine starts)."""
+    refused = None
+    for dev, folder in sorted(device_folders(root).items()):
+        files = journal.numbered_files(folder)
+        k = 1
+        while k in files:
+            try:
+                j = journal.read(files[k], dev)
+            except journal.NotAFile:  # (set aside by a sync, its later files read)
+                k += 1
+                continue
+            except JournalError as exc:
+                refused = refused or str(exc)
+                break
+            if j.entries:
+                return None
+            k += 1
+    return refused
+
+
+def status(store: Store, folder: Path | None) -> dict[str, Any]:
+    """This device and every device seen (in the folder or applied before): name, id, the
+    journal files applied, when its last file was written, when this device applied it."""
+    conn = store.conn
+    me = local.device_id(conn)
+    rows = conn.execute(
+        "SELECT id, name, applied, wrote_at, applied_at FROM sync_devices ORDER BY n"
+    ).fetchall()
+    devices = {
+        r[0]: {"id": r[0], "name": r[1], "applied": r[2], "wrote_at": r[3], "applied_at": r[4]}
+        for r in rows
+        if r[0] != me
+    }
+    waiting = 0
+    skipped: list[str] = []
+    if folder is not None and Path(folder).is_dir():
+        found: dict[str, str] = {}
+        for dev, f in device_folders(Path(folder), found).items():
+            if dev != me and dev not in devices:
+                devices[dev] = {
+                    "id": dev,
+                    "name": "",
+                    "applied": 0,
+                    "wrote_at": None,
+                    "applied_at": None,
+                }
+            if dev != me:
+                unlisted: list[str] = []
+                files = journal.numbered_entries(f, unlisted)
+                waiting += len([n for n in files if n > devices[dev]["applied"]])
+                skipped += [
+                    f"{line}: its files skipped until it can be listed" for line in unlisted
+                ]
+        skipped[:0] = [line for dev, line in sorted(found.items()) if dev != me]
+    last = conn.execute("SELECT value FROM meta WHERE key = 'sync_last'").fetchone()
+    return {
+        "device": me,
+        "name": local.name(conn),
+        "folder": None if folder is None else str(folder),
+        "last_sync": last[0] if last else None,
+        "files_waiting": waiting,
+        "reviews_set_aside": replaced.aside_count(conn),
+        "journal_files_set_aside": applied.aside_count(conn),
+        "skipped": skipped,  # entries of the folder skipped at every sync, one line each
+        "devices": list(devices.values()),
+    }
