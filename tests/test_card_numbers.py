@@ -358,6 +358,34 @@ def importance(r: dict) -> dict[str, str]:
     }
 
 
+def queries_only(r: dict) -> str:
+    q = after(
+        check(
+            r, "in-context accuracy drop with layer 0's writes removed from layer 1's queries only"
+        )["name"],
+        "per seed ",
+    )
+    return f"Layer 0 removed from layer 1's queries only costs {span(q)} of accuracy"
+
+
+def adamw_largest(r: dict) -> str:
+    row = check(r, "AdamW lr 0.02, weight decay 0.001: 95% one-sided t upper bound")
+    return (
+        f"(AdamW's largest in the default run: {max(every_seed(row['name'], 'per seed: ')):.2f}×)"
+    )
+
+
+def importance_more(r: dict) -> dict[str, str]:
+    rows = importance_rows(r)
+    act, wo, grad = rows["act"], rows["W_O-norm"], rows["grad"]
+    return {
+        "act-task": f"yet only {fmt(min(act['task']))} to {fmt(max(act['task']), sign=True)} against the paraphrase",
+        "layer-0": f"against the hidden-state change of ablating them (ρ = {fmt(wo['hidden'][0])})",
+        "grad-margin": f"tracks the hidden-state change (ρ ≥ {min(grad['hidden']):.2f}) but the margin's own drop only "
+        f"{fmt(min(grad['task']))} to {fmt(max(grad['task']), sign=True)}",
+    }
+
+
 def prune_smallest(r: dict) -> str:
     wo = importance_rows(r)["W_O-norm"]["hidden"]
     reparam = check(r, "float64, layer 3: W_V^h")["measured"]
@@ -492,6 +520,12 @@ ROWS: list[tuple[str, Derive]] = [
     ("wo-learned-suppression", lambda r: suppression(r["learned-suppression"])),
     ("wo-learned-suppression", lambda r: suppression_t(r["learned-suppression"])),
     ("wo-fu-importance-alternatives", lambda r: importance(r["real-importance"])["act"]),
+    # audit14: decimals these cards quoted that no row derived
+    ("wo-composition", lambda r: queries_only(r["induction"])),
+    ("wo-learned-suppression", lambda r: adamw_largest(r["learned-suppression"])),
+    ("wo-fu-ov-norm-limits", lambda r: importance_more(r["real-importance"])["act-task"]),
+    ("wo-head-importance", lambda r: importance_more(r["real-importance"])["layer-0"]),
+    ("wo-michel-head-mask", lambda r: importance_more(r["real-importance"])["grad-margin"]),
     ("wo-fu-ov-norm-limits", lambda r: importance(r["real-importance"])["wo-range"]),
     (
         "wo-fu-ov-norm-limits",
@@ -556,6 +590,13 @@ REAL_ROWS: list[tuple[str, Callable[[dict[str, dict]], str]]] = [
         ),
     ),
     ("wo-cross-head-mixing", lambda r: mass_structure(r["real-block-structure"])),
+    (
+        "wo-rf-block-diagonal-cheaper",
+        lambda r: (
+            f"MiniLM's diagonal blocks hold {block_structure(r['real-block-structure'])['shares']} "
+            "of ‖W_O‖²"
+        ),
+    ),
     ("wo-fu-ov-rank-why", lambda r: ov_rank(r["real-ov-rank"])),
     ("wo-ov-circuit", lambda r: ov_rank_bullet(r["real-ov-rank"])),
 ]
@@ -681,3 +722,33 @@ def test_no_card_leans_on_the_shuffled_composition_null(cards, reports) -> None:
         text = cards[card]
         assert "not specific" in text or "not proof" in text, card
         assert f"costs {path} of" in text, card
+
+
+# --- coverage: every decimal a tabled card quotes is a row's (audit14) ---------------------------
+
+DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?:e[-+]?\d+)?(?![\w.])|(?<![\w.])\d+e-\d+")
+# Decimals in tabled cards that no demo prints at seed 0, each with why it is not a demo number.
+NOT_PRINTED: dict[tuple[str, str], str] = {
+    ("wo-dla", "1e-14"): "a bound, held by test_per_head_sum_is_within_the_bound_the_cards_quote",
+    ("wo-fu-block-diagonal", "0.083"): "1/h = 1/12, arithmetic (the null's mean, exactly)",
+    ("wo-rf-block-diagonal-cheaper", "0.083"): "1/h = 1/12, arithmetic (the null's mean, exactly)",
+}
+
+
+def test_every_decimal_a_tabled_card_quotes_is_inside_a_row(cards, reports, real_reports) -> None:
+    """A card in the table may not quote a demo number the table does not derive: each decimal in
+    it lies inside one of its rows' quotes, or is listed in NOT_PRINTED with its reason."""
+    quotes: dict[str, list[str]] = {}
+    for card, derive in ROWS:
+        quotes.setdefault(card, []).append(derive(reports))
+    for card, real_derive in REAL_ROWS:
+        quotes.setdefault(card, []).append(real_derive(real_reports))
+    loose = []
+    for card, qs in quotes.items():
+        text = cards[card]
+        spans = [(text.index(q), text.index(q) + len(q)) for q in qs if q in text]
+        for m in DECIMAL.finditer(text):
+            inside = any(a <= m.start() and m.end() <= b for a, b in spans)
+            if not inside and (card, m.group()) not in NOT_PRINTED:
+                loose.append((card, m.group(), text[max(0, m.start() - 50) : m.end() + 20]))
+    assert loose == [], "\n".join(map(str, loose))
