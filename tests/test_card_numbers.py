@@ -283,12 +283,12 @@ def block_students(r: dict) -> str:
     dense = float(check(r, "trained dense-W_O student")["measured"])
     n = len(mixing)
     above = sum(m > x for m, x in zip(mixing, null, strict=True))
-    where = "at every seed" if above == n else f"at {above} of {n} seeds"
+    where = "in every run" if above == n else f"in {above} of {n} runs"
     reach = round(float(c["measured"]) * 2**n)
     return (
-        f"stays at relative MSE ≥ {min(mixing):.2f} in {n} runs, a dense one reaches ≤ "
-        f"{dense:.3f}; on the same teacher without mixing the block student reaches ≤ "
-        f"{max(null):.3f} {where} (paired p = {reach}/{2**n})"
+        f"stays at relative MSE ≥ {min(mixing):.2f} in {n} runs (≤ {max(null):.3f} on the same "
+        f"teacher without mixing, {where}: paired p = {reach}/{2**n}); a dense one reaches ≤ "
+        f"{dense:.3f}"
     )
 
 
@@ -310,7 +310,7 @@ def suppression_t(r: dict) -> str:
     ratios = [math.exp(float(c["measured"])) for c in rows]
     assert len(n) == 1 and all(float(c["measured"]) < 0 for c in rows)
     return (
-        f'a 95% bound over {n.pop()} runs, a count fixed before the run, excludes "no '
+        f'a 95% bound over {n.pop()} runs, fixed in advance, excludes "no '
         f'shrinkage" ({ratios[0]:.2f}× and {ratios[1]:.2f}× in the default run;'
     )
 
@@ -370,9 +370,7 @@ def queries_only(r: dict) -> str:
 
 def adamw_largest(r: dict) -> str:
     row = check(r, "AdamW lr 0.02, weight decay 0.001: 95% one-sided t upper bound")
-    return (
-        f"(AdamW's largest in the default run: {max(every_seed(row['name'], 'per seed: ')):.2f}×)"
-    )
+    return f"(AdamW: up to {max(every_seed(row['name'], 'per seed: ')):.2f}× here)"
 
 
 def importance_more(r: dict) -> dict[str, str]:
@@ -453,18 +451,16 @@ def mass_structure(r: dict) -> str:
     row = check(r, "layers 0-5: mass-weighted overlap")
     layers = MASS_LINE.findall(row["name"])
     assert len(layers) == 6 and row["kind"] == "measurement" and row["passed"]
-    below = sum(reach == n for *_, reach, n in layers)
     (note,) = [n for n in r["notes"] if n.startswith("Which heads pair")]
     pairs = PAIR.findall(note.replace("\n", " "))
     assert len(pairs) == 6
     named = [p for p in pairs if p[4] == "0"]
     top = max(named, key=lambda p: float(p[3]))
     return (
-        f"the heads overlap no more than the redraws: {span([float(x[1]) for x in layers], 3)} by "
-        f"layer against {span([float(x[2]) for x in layers], 3)}, below every redraw in {below} "
-        f"of 6 layers, Fisher's combined p = {float(row['measured']):.2f}. Yet in {len(named)} of "
-        f"6 layers one pair of heads stands out from its layer beyond every redraw (strongest: "
-        f"layer {top[0]}, heads {top[1]} and {top[2]}, {top[3]})"
+        f"By write mass, no more than the redraws ({span([float(x[1]) for x in layers], 3)} vs "
+        f"{span([float(x[2]) for x in layers], 3)}, p = {float(row['measured']):.2f}); yet in "
+        f"{len(named)} of 6 layers one pair stands out (layer {top[0]}: heads {top[1]} and "
+        f"{top[2]}, {top[3]})"
     )
 
 
