@@ -236,7 +236,11 @@ _ALL += [
         "column-permutation null around 1/n_heads in every layer, and heads' write subspaces "
         "overlap more than redraws that keep each layer's W_O Gram exactly and split it among "
         "the heads at random (Fisher's combination over the layers): heads share write "
-        "directions with each other beyond the layer's anisotropy.",
+        "directions with each other beyond the layer's anisotropy. Weighted by how strongly "
+        "each direction is written (the cosine between two heads' write Grams), the mean over "
+        "head pairs is no more than those redraws give: the shared directions are not the ones "
+        "the heads write most, while each layer's most-overlapping pair stands out beyond every "
+        "redraw.",
         weights="pretrained",
     ),
     _info(

@@ -148,3 +148,42 @@ def sample_gram_mean_max_cosine(
         q = torch.linalg.qr(z).Q[..., :r]  # (n, rows, r) orthonormal columns
         out.append(mean_max_cosine((q * singular).view(n, h, dh, r)))  # (n,)
     return torch.cat(out)  # (k,)
+
+
+def gram_cosines(w_o: Tensor) -> Tensor:
+    """The mass-weighted overlap of every head pair i < j (triu_indices order): the cosine between
+    their write Grams G_i = A_i^T A_i, tr(G_i G_j) / (||G_i||_F ||G_j||_F)
+    = ||A_i A_j^T||_F^2 / (||A_i A_i^T||_F ||A_j A_j^T||_F), from W_O (k, h, dh, d)'s row Gram
+    matrix: (k, pairs). Each pair of write directions counts its squared cosine weighted by the
+    product of their squared singular values (demos/BARS.md, audit14)."""
+    k, h, dh, d = w_o.shape
+    flat = w_o.reshape(k, h * dh, d)  # (k, rows, d)
+    gram = (flat @ flat.transpose(-1, -2)).view(k, h, dh, h, dh)  # block (i, j): A_i A_j^T
+    sq = gram.pow(2).sum((2, 4))  # (k, h, h) ||A_i A_j^T||_F^2
+    norm = sq.diagonal(dim1=-2, dim2=-1).sqrt()  # (k, h) ||G_i||_F = ||A_i A_i^T||_F
+    i, j = torch.triu_indices(h, h, 1)
+    return sq[:, i, j] / (norm[:, i] * norm[:, j])  # (k, pairs)
+
+
+def mass_summary(cos: Tensor) -> Tensor:
+    """Per W_O, from its pairs' gram_cosines (k, pairs): (k, 2), the mean over pairs and how far
+    the largest pair stands out from that mean (the pair-identity statistic D)."""
+    mean = cos.mean(-1)  # (k,)
+    return torch.stack([mean, cos.max(-1).values - mean], -1)  # (k, 2)
+
+
+def sample_gram_mass(
+    k: int, heads: tuple[int, int], singular: Tensor, gen: torch.Generator
+) -> Tensor:
+    """mass_summary of k W' = Q diag(singular), Q as in sample_gram_mean_max_cosine (the same
+    exact-Gram null; the sign convention rotates every head alike, which no Gram cosine sees):
+    (k, 2), drawn SUB at a time from `gen` on the CPU."""
+    h, dh = heads
+    rows, r = h * dh, singular.numel()
+    out = []
+    for start in range(0, k, SUB):
+        n = min(SUB, k - start)
+        z = torch.randn(n, rows, rows, generator=gen)  # (n, rows, rows) N(0, I)
+        q = torch.linalg.qr(z).Q[..., :r]  # (n, rows, r) orthonormal columns
+        out.append(mass_summary(gram_cosines((q * singular).view(n, h, dh, r))))  # (n, 2)
+    return torch.cat(out)  # (k, 2)

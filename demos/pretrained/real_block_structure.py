@@ -30,6 +30,16 @@ Two measurements per layer of a real checkpoint, with their pass bars argued bef
    X = -2 sum ln p_l against chi-square(12), passing at combined p <= 0.01 (the conventional
    strict level). Each layer's observed, null mean and sd and draws reaching it are printed
    with it (descriptive). The isotropic Gaussian W_O's mean (50 draws) is printed for scale.
+3. The overlap weighted by write mass (audit14; pre-registered in demos/BARS.md before its first
+   run): the largest principal cosine counts a direction a head barely writes like its
+   strongest. Per pair, the cosine between the heads' write Grams G_i = A_i^T A_i,
+   tr(G_i G_j) / (||G_i||_F ||G_j||_F) (overlap.gram_cosines: every pair of write directions
+   weighted by the product of their squared singular values), averaged over the pairs, against
+   the same exact-Gram null (its own 50 draws a layer, from seed + 3, so the check above keeps
+   its numbers) and Fisher's combination at the same P_BAR. Which heads pair: per layer, the
+   largest pair's cosine minus the layer's mean, against the same draws; a layer's top pair is
+   named only where no draw reaches it, and pairs are named at all only when at least 2 layers
+   do (P(K >= 2) = 0.0055 under the null; one layer alone, 0.11): a note, not a check.
 
 Retired (audit13): the overlap was held, per layer, against blocks drawn from N(0, C), C the
 layer's row covariance, and passed when it did not exceed them ("no more than the covariance
@@ -106,7 +116,8 @@ CENTRAL = 0.99  # the share passes inside this central mass of its permutation n
 P_BAR = 0.01  # the overlap check: Fisher's combined upper-tail p at most this (demos/BARS.md)
 # The shipped all-MiniLM-L6-v2 (6 layers): a share per layer, one overlap check over the layers,
 # two contrast checks.
-CHECK_KINDS = {IDENTITY: 1, SANITY: 1, MEASUREMENT: 7}
+CHECK_KINDS = {IDENTITY: 1, SANITY: 1, MEASUREMENT: 8}
+MASS_SEED = 3  # the mass-weighted overlap's nulls draw from seed + 3 (1: Gaussian; 2: contrast)
 
 
 @dataclass(frozen=True)
@@ -128,6 +139,7 @@ class Setup:
     W_O: list[torch.Tensor]  # per layer (n_heads, d_head, d_model), float32
     seed: int  # for the permutation nulls, drawn from the run's generator
     null: torch.Tensor  # (draws,) the overlap of Gaussian W_O of this shape
+    pairs: list[str] = dataclasses.field(default_factory=list)  # which heads pair (notes)
 
 
 def build(cfg: Config, real: pt.Real, gen: torch.Generator) -> Setup:
@@ -349,10 +361,10 @@ def overlaps(
     ]
 
 
-def layer_line(o: Overlap, null: torch.Tensor) -> str:
+def layer_line(o: Overlap, null: torch.Tensor, named: bool = True) -> str:
     reach = int((null >= o.observed).sum())
     return (
-        f"{o.label} {o.observed:.3f} vs {float(null.mean()):.3f} sd {float(null.std()):.3f} "
+        f"{o.label + ' ' if named else ''}{o.observed:.3f} vs {float(null.mean()):.3f} sd {float(null.std()):.3f} "
         f"({reach} of {len(null)} reach it; 90% of ||W_O||^2 in {directions_in(o.variances)} "
         f"of {len(o.variances)} directions)"
     )
@@ -381,13 +393,112 @@ def overlap_check(todo: list[Overlap], nulls: list[torch.Tensor], setup: Setup) 
     )
 
 
+def mass_sampler(
+    variances: torch.Tensor, h: int, dh: int
+) -> Callable[[int, torch.Generator], torch.Tensor]:
+    """sample(k, gen): overlap.mass_summary of k exact-Gram redraws W' = Q diag(s): (k, 2)."""
+    singular = variances.flip(0)[: min(h * dh, variances.numel())].sqrt().float()  # (r,)
+
+    def sample(k: int, gen: torch.Generator) -> torch.Tensor:
+        return overlap.sample_gram_mass(k, (h, dh), singular, gen)  # (k, 2)
+
+    return sample
+
+
+def observed_cosines(w_o: torch.Tensor) -> torch.Tensor:
+    """overlap.gram_cosines of one W_O (h, dh, d) in float64: (pairs,)."""
+    return overlap.gram_cosines(w_o.detach().cpu().double()[None])[0]
+
+
+def mass_nulls(todo: list[Overlap], setup: Setup) -> list[chunked.Null]:
+    """Each layer's exact-Gram redraws for the mass-weighted overlap, from seeds of their own."""
+    gen = torch.Generator().manual_seed(setup.seed + MASS_SEED)
+    h, dh, _ = setup.W_O[0].shape
+    return [
+        chunked.Null(mass_sampler(o.variances, h, dh), setup.cfg.draws, seed_of(gen)) for o in todo
+    ]
+
+
+def binomial_tail(k: int, n: int, p: float) -> float:
+    """P(Binomial(n, p) >= k)."""
+    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1))
+
+
+def mass_check(cosines: list[torch.Tensor], nulls: list[torch.Tensor]) -> Check:
+    """Fisher's combination of each layer's upper-tail p for the mean mass-weighted overlap.
+
+    Pre-registered (demos/BARS.md, audit14) with both outcomes' wording; its first run gave
+    outcome (b), combined p = 1.0: weighted by write mass the heads overlap no more than their
+    Gram split at random (below every redraw in 5 of 6 layers). So the row states that, the
+    same statistic, null and level, and fails where heads share a strongly written direction."""
+    means = [float(c.mean()) for c in cosines]
+    ps = [upper_p(n[:, 0], m) for m, n in zip(means, nulls, strict=True)]
+    x, p = fisher_p(ps)
+    lines = "; ".join(
+        f"layer {i} {m:.3f} vs {float(n[:, 0].mean()):.3f} sd {float(n[:, 0].std()):.3f} "
+        f"({int((n[:, 0] >= m).sum())} of {len(n)} reach it)"
+        for i, (m, n) in enumerate(zip(means, nulls, strict=True))
+    )
+    return pt.measurement(
+        f"layers 0-{len(cosines) - 1}: mass-weighted overlap (cosine between two heads' write "
+        f"Grams A_i^T A_i, mean over head pairs), against {len(nulls[0])} redraws a layer of "
+        f"the same exact Gram, drawn apart: Fisher's combined upper-tail p. Heads vs null "
+        f"mean: {lines}",
+        p,
+        f"> {P_BAR:g}: weighted by how strongly each direction is written, heads overlap no "
+        f"more than the same Gram split at random (X = {x:.1f} on {2 * len(ps)} df; per-layer "
+        f"p {', '.join(f'{q:.3f}' for q in ps)})",
+        p > P_BAR,
+        "weighted by write mass, the heads overlap more than the layer's own Gram split among "
+        "heads at random gives: they share directions they write strongly",
+        bar="the conventional strict level, argued in demos/BARS.md (audit14) before the first "
+        "run, outcome (b); the statistic counts each write direction by its share of ||W_O||^2",
+    )
+
+
+def pair_lines(cosines: list[torch.Tensor], nulls: list[torch.Tensor]) -> list[str]:
+    """Which heads pair (BARS.md, audit14): per layer the top pair, how far it stands out from its
+    layer's mean against the redraws' same statistic, and the family's binomial tail."""
+    h = round((1 + math.sqrt(1 + 8 * len(cosines[0]))) / 2)
+    i, j = torch.triu_indices(h, h, 1)
+    named, lines = [], []
+    for layer, (c, n) in enumerate(zip(cosines, nulls, strict=True)):
+        top = int(c.argmax())
+        stand = float(c[top] - c.mean())
+        reach = int((n[:, 1] >= stand).sum())
+        pair = f"L{layer}H{int(i[top])}-H{int(j[top])}"
+        if reach == 0:
+            named.append(pair)
+        lines.append(
+            f"{pair} {float(c[top]):.3f} (+{stand:.3f} over the layer's mean; redraws' top pair "
+            f"+{float(n[:, 1].mean()):.3f}, {reach} of {len(n)} reach it)"
+        )
+    k = len(named)
+    tail = binomial_tail(k, len(cosines), 1 / (1 + len(nulls[0])))
+    verdict = (
+        f"named: {', '.join(named)} (p = 1/{1 + len(nulls[0])} each in its layer)"
+        if k >= 2
+        else "the data does not identify which heads pair"
+    )
+    return [
+        f"Which heads pair (mass-weighted; demos/BARS.md, audit14): each layer's top pair: "
+        f"{'; '.join(lines)}. {k} of {len(cosines)} layers' top pairs stand out beyond every "
+        f"redraw (P(K >= {k}) = {tail:.2g} under the null; pairs are named only at K >= 2): "
+        f"{verdict}."
+    ]
+
+
 def check(setup: Setup) -> list[Check]:
     gen = torch.Generator().manual_seed(setup.seed)
     todo = overlaps([(f"layer {i}", w) for i, w in enumerate(setup.W_O)], setup.cfg, gen)
-    with chunked.Drawing([o.null for o in todo]) as drawing:  # the shares meanwhile
+    mass = mass_nulls(todo, setup)
+    with chunked.Drawing([o.null for o in todo] + mass) as drawing:  # the shares meanwhile
         shares = [share_check(f"layer {i}", w, setup.cfg, gen) for i, w in enumerate(setup.W_O)]
-        nulls = drawing.result()
-    return [*shares, overlap_check(todo, nulls, setup)]
+        cosines = [observed_cosines(w) for w in setup.W_O]
+        drawn = drawing.result()
+    nulls, mass_drawn = drawn[: len(todo)], drawn[len(todo) :]
+    setup.pairs = pair_lines(cosines, mass_drawn)
+    return [*shares, overlap_check(todo, nulls, setup), mass_check(cosines, mass_drawn)]
 
 
 def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
@@ -411,7 +522,7 @@ def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
         ),
         Check(
             f"{label}: mean largest principal cosine against {len(null)} redraws keeping its "
-            f"Gram exactly ({layer_line(todo, null)})",
+            f"Gram exactly ({layer_line(todo, null, named=False)})",
             todo.observed,
             f"above every redraw: p = {p:.3g} = 1/(1 + {len(null)}), the least {len(null)} draws "
             "can give",
@@ -437,6 +548,7 @@ def notes(setup: Setup) -> list[str]:
         "from N(0, C): that null runs high (a W_O drawn from N(0, C) sits below its own redraws: "
         "their spectrum spreads), so passing it said nothing. The exact-Gram null keeps the "
         "spectrum itself.",
+        *setup.pairs,
     ]
 
 
