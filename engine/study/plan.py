@@ -193,18 +193,17 @@ class Plan:
         after the interview day comes on the day before it (when it was not studied that
         day), and one still below target at the interview comes on the morning of the day
         (again after ``AGAIN_ON_THE_DAY`` while it stays below). A learning or relearning
-        step that lands on or after the interview day comes the day before it too (as Anki's
-        review ahead takes learning cards: its search prop:due<=N), still a learning card;
-        other steps keep FSRS's own."""
+        step is served by the same two rules (as Anki's review ahead takes learning cards:
+        its search prop:due<=N), still a learning card: one that lands on or after the
+        interview day comes the day before, and one still below target (rated on the last
+        day onto a step after the interview, say) on the morning; a sooner step is kept."""
         due = state.due
         studied = state.last_review
         if not self.before or due is None or studied is None:
             return due
         if due >= self.day_start and studied < self.last_day:
             due = self.last_day
-        if state.state != State.Review:
-            return due
-        if self.below(state):
+        if self.below(state):  # (a learning step too: its step, when sooner, is kept)
             again = self.day_start if studied < self.day_start else studied + AGAIN_ON_THE_DAY
             due = min(due, again)
         return due
