@@ -121,3 +121,52 @@ def test_a_learning_card_still_below_target_comes_on_the_interview_morning_as_le
         later = _session(store, coll, Clock(morning))
         assert later.counts() == (0, 1, 0)
         assert later.current is not None and later.current.id == "one-0"
+
+
+def test_a_deck_file_added_to_or_removed_from_the_folder_reaches_the_open_app(
+    tmp_path: Path,
+) -> None:
+    """A deck file added to the decks folder while the app is open: home's counts, a session
+    started after it and the open session's next take-in serve its cards; one removed leaves;
+    one with bad YAML is said once, as FILE:LINE: message, and its cards are not served. When
+    nothing changed, refresh loads nothing (the folder listed, no file read). Before: only
+    the files loaded at start, until a restart or r."""
+    from prep.engine.decks import deckcache
+    from prep.engine.study.queue import deck_counts
+    from tests.conftest import FIXED_NOW
+
+    folder = tmp_path / "decks"
+    folder.mkdir()
+    _deck(folder, "one", 3)
+    with Store.open(tmp_path / "prep.db") as store:
+        store.update_settings(new_per_day=20)
+        coll = deckcache.load(store, [folder], include_bundled=False)
+        assert coll.refresh(store) is False  # (nothing changed)
+        session = _session(store, coll, Clock(FIXED_NOW))
+        assert session.counts() == (3, 0, 0)
+        _deck(folder, "two", 2)
+        assert deck_counts(store, coll, FIXED_NOW)[0].new == 5  # home, then stats
+        assert "two-1" in coll and coll.refresh(store) is False
+        assert _session(store, coll, Clock(FIXED_NOW)).counts() == (5, 0, 0)
+        session.take_in_changes()  # (a sync, or another terminal's commit, between cards)
+        assert session.counts() == (5, 0, 0)
+        _deck(folder, "three", 1)
+        (folder / "bad.yaml").write_text("deck: bad\ncards: [\n", "utf-8")
+        session.take_in_changes()
+        assert session.counts() == (6, 0, 0)
+        said = session.take_notices()
+        assert len(said) == 1 and said[0].startswith("Deck error: ") and "bad.yaml:" in said[0]
+        assert coll.take_new_errors() == []  # (said once)
+        assert coll.refresh(store) is False  # (no reload again for the same bad file)
+        (folder / "bad.yaml").unlink()
+        (folder / "one.yaml").unlink()
+        on_screen = session.current  # (shown since the counts were asked for: it stays)
+        assert on_screen is not None and on_screen.id == "one-0"
+        session.take_in_changes()
+        assert session.counts() == (4, 0, 0) and session.take_notices() == []
+        served = []
+        while (card := session.current) is not None and len(served) < 10:
+            served.append(card.id)
+            session.rate(Rating.Easy, duration_ms=1000)
+        assert served[0] == "one-0" and sorted(served[1:]) == ["three-0", "two-0", "two-1"]
+        assert "one-0" not in coll and coll.errors == []

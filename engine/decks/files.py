@@ -179,6 +179,13 @@ def collect_deck_files(
     return out
 
 
+def listed_keys(paths: Iterable[Path] | None, include_bundled: bool) -> tuple[str, ...]:
+    """The keys (real paths) of the deck files ``collect_deck_files`` finds now, in its order:
+    the folders listed, no file read (what an open collection compares with what it loaded,
+    to notice a deck file added to or removed from a folder)."""
+    return tuple(key for key, _, _ in collect_deck_files(paths, include_bundled, []))
+
+
 def read_deck_text(path: Path, shown: str) -> tuple[str | None, DeckError | None]:
     """The text of one deck file (see read_deck_file: a regular file of at most
     MAX_DECK_BYTES of UTF-8), or the one-line error saying why it cannot be read."""

@@ -8,8 +8,9 @@ With a date set, the days before it are planned backwards from it:
   at least ``new_per_day`` a day and more when the unseen cards need it;
 - a review FSRS would put on or after the interview day is brought forward to the last useful
   day, the study day before the interview (unless the card was already studied that day);
-- a card whose retrievability at the interview is still below the desired retention after
-  that (it lapsed on the last day, say) is due on the morning of the day itself. Repeating it
+- a card (a review or a learning card) whose retrievability at the interview is still below
+  the desired retention after that (it lapsed on the last day, say) is due on the morning of
+  the day itself. Repeating it
   the same day would not do: FSRS's same-day update barely moves stability (a Good adds about
   5%), so only a later review raises the recall at the interview. A card failed that
   morning comes back after ``AGAIN_ON_THE_DAY`` until it is above target (hours before the

@@ -167,7 +167,7 @@ class ReviewSession:
         ] = []
         self.total = len(self.queue)
         self.skipped: list[tuple[str, str]] = []  # (card id, why) of cards left out
-        self.notices: list[str] = []
+        self.notices: list[str] = takein.deck_notices(collection)  # (a deck file added)
         self._schedulable: set[str] = set()
         # the card last shown (_Seen), which its preview and its rating take while nothing
         # has been written since

@@ -17,6 +17,7 @@ from prep.engine.study.queue import build_queue, new_left
 from prep.engine.timeutil import study_day_start
 
 if TYPE_CHECKING:
+    from prep.engine.study.collection import Cards
     from prep.engine.study.session import ReviewSession
 
 
@@ -25,6 +26,12 @@ def kinds_of(ids: Iterable[str], new: set[str], learning: frozenset[str]) -> dic
     return {
         cid: "new" if cid in new else "learning" if cid in learning else "review" for cid in ids
     }
+
+
+def deck_notices(collection: Cards) -> list[str]:
+    """The deck errors an open collection's refresh found (a deck file added since, with
+    bad YAML), one line each, as the decks' errors are named (FILE:LINE: message)."""
+    return [f"Deck error: {e}" for e in collection.take_new_errors()]
 
 
 def take_in(session: ReviewSession) -> None:
@@ -37,6 +44,7 @@ def take_in(session: ReviewSession) -> None:
     # another prep re-read a deck file of this collection: loaded again, so its added cards
     # are served and its removed ones not (one statement when none was)
     session.collection.refresh(session.store)
+    session.notices += deck_notices(session.collection)  # (bad YAML in a new deck file)
     session._version, session._stale = session.store.changes_mark()[0], False  # (before it)
     new_limit, limit = session._limits
     now = session.clock()
