@@ -170,3 +170,53 @@ def test_a_deck_file_added_to_or_removed_from_the_folder_reaches_the_open_app(
             session.rate(Rating.Easy, duration_ms=1000)
         assert served[0] == "one-0" and sorted(served[1:]) == ["three-0", "two-0", "two-1"]
         assert "one-0" not in coll and coll.errors == []
+
+
+def test_refresh_loads_again_only_once_for_a_deck_file_listed_twice(tmp_path: Path) -> None:
+    """A folder given with one of its files, and a link in it to that file: each is one deck
+    file (collect_deck_files keeps it once). The open collection's listing settles: at most
+    one reload, then none while nothing changes (never a reload at every count)."""
+    from prep.engine.decks import deckcache
+
+    folder = tmp_path / "decks"
+    folder.mkdir()
+    one = _deck(folder, "one", 2)
+    (folder / "again.yaml").symlink_to(one)
+    with Store.open(tmp_path / "prep.db") as store:
+        coll = deckcache.load(store, [folder, one], include_bundled=False)
+        assert len(coll) == 2
+        coll.refresh(store)
+        assert coll.refresh(store) is False and coll.refresh(store) is False
+        assert len(coll) == 2 and coll.take_new_errors() == []
+
+
+def test_another_terminals_step_on_the_next_day_joins_the_open_session_at_the_rollover(
+    new_york_local_time, tmp_path: Path
+) -> None:
+    """Another terminal rates a new card at 03:55 onto its 10-minute step (due 04:05: the
+    next study day's, from 04:00). The session open here since 03:50 does not show it before
+    04:00, and at its first card after 04:00 counts and serves it as a new session does."""
+    folder = tmp_path / "decks"
+    folder.mkdir()
+    _deck(folder, "one", 6)
+    coll = load_collection([folder], include_bundled=False)
+    db = tmp_path / "prep.db"
+    with Store.open(db) as mine, Store.open(db) as theirs:
+        mine.update_settings(new_per_day=3, learning_steps_min=[1.0, 10.0])
+        clock = Clock(local(2026, 3, 3, 3, 50))
+        session = _session(mine, coll, clock)  # (no card shown yet)
+        other = _session(theirs, coll, Clock(local(2026, 3, 3, 3, 55)), deck="one")
+        card = other.current
+        assert card is not None
+        other.rate(Rating.Good, duration_ms=1000)  # -> due 04:05, an interday step
+        clock.now = local(2026, 3, 3, 3, 56)
+        seen = []
+        while (shown := session.current) is not None and len(seen) < 10:
+            seen.append(shown.id)
+            session.rate(Rating.Easy, duration_ms=1000)
+        assert card.id not in seen  # (tomorrow's: not shown early)
+        clock.now = local(2026, 3, 3, 4, 1)
+        assert session.current is not None
+        fresh = _session(mine, coll, clock)
+        assert session.counts() == fresh.counts() and session.counts()[1] == 1
+        assert card.id in [session.current.id, *session.queue, *(c for _, c in session.learning)]

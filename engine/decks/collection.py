@@ -101,7 +101,7 @@ class CachedCollection:
         errors: list[DeckError],
         excluded: AbstractSet[tuple[str, int]] = frozenset(),
         fids: dict[str, tuple[int, str]] | None = None,
-        listed: Iterable[tuple[str, object, object]] = (),
+        listed: Iterable[tuple[str, object, str]] = (),
     ) -> None:
         self.decks = decks
         self.errors = errors
@@ -126,10 +126,10 @@ class CachedCollection:
         self._source: ParsedDecks | None = None  # what fed the cache (from_parsed; or built)
         # how it was loaded from the deck files (deckcache.load), to load again (``refresh``)
         self._reload: Callable[[], CachedCollection] | None = None
-        # the keys of the deck files its paths listed when it was loaded, and how to list them
-        # again (``refresh``: a file added to or removed from a folder since)
-        self._listed = tuple(key for key, _, _ in listed)
-        self._listing: Callable[[], tuple[str, ...]] | None = None
+        # the deck files its paths listed when it was loaded (each as its path), and how to
+        # list them again (``refresh``: a file added to or removed from a folder since)
+        self._listed = frozenset(str(path) for _, path, _ in listed)
+        self._listing: Callable[[], frozenset[str]] | None = None
         self.new_errors: list[DeckError] = []  # errors of a refresh, for a front end to show
 
     def _kept(self, key: str) -> list[tuple[int, str, int]]:
@@ -389,7 +389,8 @@ class CachedCollection:
         if self._reload is None or store is not self._store:
             return False
         listing = self._listing
-        if self._all_cached() and (listing is None or listing() == self._listed):
+        listed = None if listing is None else listing()
+        if self._all_cached() and (listed is None or listed == self._listed):
             return False
         try:
             fresh = self._reload()
@@ -398,6 +399,7 @@ class CachedCollection:
         reload, before, said = self._reload, set(map(str, self.errors)), self.new_errors
         self.__dict__.update(fresh.__dict__)
         self._reload, self._listing = reload, listing  # (and again at the next change)
+        self._listed = self._listed if listed is None else listed  # (a file listed twice: once)
         self.new_errors = said + [e for e in self.errors if str(e) not in before]
         return True
 

@@ -80,7 +80,7 @@ from prep.engine.decks.collection import (  # noqa: F401 - CachedCollection, car
 )
 from prep.engine.decks.deck import LEVELS, Card, DeckError, DeckInfo, ParsedDecks
 from prep.engine.decks.digest import sha256
-from prep.engine.decks.files import collect_deck_files, listed_keys, read_deck_text
+from prep.engine.decks.files import collect_deck_files, deck_lister, read_deck_text
 from prep.engine.decks.fill import CHECK, DONE, INDEX, PARSE, RECONCILE, STORE, Fill, Progress
 from prep.engine.decks.fillbatch import Batch
 from prep.engine.decks.parsepool import ParsePool
@@ -167,7 +167,7 @@ def load(
     # loaded again when another prep re-reads one of its files, or its folders list another
     # set of files (``refresh``): raising a StoreError then (the open collection is kept)
     coll._reload = partial(_load_once, store, paths, demo_names, include_bundled, None, None, False)
-    coll._listing = partial(listed_keys, paths, include_bundled)
+    coll._listing = deck_lister(paths, include_bundled)
     return coll
 
 
