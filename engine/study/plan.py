@@ -10,11 +10,10 @@ With a date set, the days before it are planned backwards from it:
   day, the study day before the interview (unless the card was already studied that day);
 - a card (a review or a learning card) whose retrievability at the interview is still below
   the desired retention after that (it lapsed on the last day, say) is due on the morning of
-  the day itself. Repeating it
-  the same day would not do: FSRS's same-day update barely moves stability (a Good adds about
-  5%), so only a later review raises the recall at the interview. A card failed that
-  morning comes back after ``AGAIN_ON_THE_DAY`` until it is above target (hours before the
-  interview, a small stability is enough).
+  the day itself. Repeating it the same day would not do: FSRS's same-day update barely moves
+  stability (a Good adds about 5%), so only a later review raises the recall at the
+  interview. A card failed that morning comes back after ``AGAIN_ON_THE_DAY`` until it is
+  above target (hours before the interview, a small stability is enough).
 
 Retrievability "on the day" is FSRS's own forgetting curve (the card's stability, the
 scheduler's decay) at noon local time on the interview date, in fractional days.
