@@ -53,7 +53,8 @@ def test_a_ten_minute_step_set_at_0355_is_served_from_the_rollover_in_the_open_s
         assert first.id in build_queue(store, coll, clock()).ids
         assert session.current is not None and session.current.id == first.id
         assert session.early is None
-        assert session.counts() == (0, 1, 0)
+        # the new study day's (day14): its two new cards too, as a new session counts them
+        assert session.counts() == _session(store, coll, clock).counts() == (2, 1, 0)
 
 
 def _history(store: Store, coll, seed: int) -> datetime:

@@ -241,7 +241,10 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
         """New / learning / due per deck, as today's session would serve them; the first row
         is all decks together (grouped counts in SQL, see session.deck_counts)."""
         assert self.store is not None
-        return deck_counts(self.store, self.collection, self.now(), new_limit=self.new_limit)
+        rows = deck_counts(self.store, self.collection, self.now(), new_limit=self.new_limit)
+        for error in self.collection.take_new_errors():  # (a deck file added: its refresh)
+            self.notify(str(error), title="Deck error", severity="error", timeout=10)
+        return rows
 
     def today(self) -> dict[str, int]:
         """Reviews today and the streak, for the home screen."""

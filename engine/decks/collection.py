@@ -101,6 +101,7 @@ class CachedCollection:
         errors: list[DeckError],
         excluded: AbstractSet[tuple[str, int]] = frozenset(),
         fids: dict[str, tuple[int, str]] | None = None,
+        listed: Iterable[tuple[str, object, str]] = (),
     ) -> None:
         self.decks = decks
         self.errors = errors
@@ -125,6 +126,11 @@ class CachedCollection:
         self._source: ParsedDecks | None = None  # what fed the cache (from_parsed; or built)
         # how it was loaded from the deck files (deckcache.load), to load again (``refresh``)
         self._reload: Callable[[], CachedCollection] | None = None
+        # the deck files its paths listed when it was loaded (each as its path), and how to
+        # list them again (``refresh``: a file added to or removed from a folder since)
+        self._listed = frozenset(str(path) for _, path, _ in listed)
+        self._listing: Callable[[], frozenset[str]] | None = None
+        self.new_errors: list[DeckError] = []  # errors of a refresh, for a front end to show
 
     def _kept(self, key: str) -> list[tuple[int, str, int]]:
         """(line, id, dup) of the cards of one file that are in the collection, in order
@@ -371,22 +377,36 @@ class CachedCollection:
 
     def refresh(self, store: Store) -> bool:
         """Load again when another prep re-read one of this collection's deck files since (the
-        cache holds another text for it): its added cards are then served, its removed ones
-        not, without a restart. One statement when nothing changed (each file's hash); a
-        collection not loaded from files (fed), in another database, or one whose reload
-        fails (the database busy) is kept as it is. Returns whether it was loaded again."""
+        cache holds another text for it), or when its folders list a deck file added or
+        removed since: its added cards are then served, its removed ones not, without a
+        restart. One statement and a listing of the folders when nothing changed (each
+        file's hash; the names, no file read); a collection not loaded from files (fed), in
+        another database, or one whose reload fails (the database busy) is kept as it is.
+        Errors the reload found that were not there before (bad YAML in a new file) are in
+        ``new_errors`` (``take_new_errors``). Returns whether it was loaded again."""
         from prep.engine.store import StoreError
 
-        if self._reload is None or store is not self._store or self._all_cached():
+        if self._reload is None or store is not self._store:
+            return False
+        listing = self._listing
+        listed = None if listing is None else listing()
+        if self._all_cached() and (listed is None or listed == self._listed):
             return False
         try:
             fresh = self._reload()
         except StoreError:
             return False  # (the next change seen tries again)
-        reload = self._reload
+        reload, before, said = self._reload, set(map(str, self.errors)), self.new_errors
         self.__dict__.update(fresh.__dict__)
-        self._reload = reload  # (and again at the next re-read)
+        self._reload, self._listing = reload, listing  # (and again at the next change)
+        self._listed = self._listed if listed is None else listed  # (a file listed twice: once)
+        self.new_errors = said + [e for e in self.errors if str(e) not in before]
         return True
+
+    def take_new_errors(self) -> list[DeckError]:
+        """The deck errors refreshes found since the last call (once each)."""
+        said, self.new_errors = self.new_errors, []
+        return said
 
     def reconcile(self, store: Store) -> None:
         """Progress reconciled with these decks: done by ``load`` (or the feed) when the

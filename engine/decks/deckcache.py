@@ -80,7 +80,7 @@ from prep.engine.decks.collection import (  # noqa: F401 - CachedCollection, car
 )
 from prep.engine.decks.deck import LEVELS, Card, DeckError, DeckInfo, ParsedDecks
 from prep.engine.decks.digest import sha256
-from prep.engine.decks.files import collect_deck_files, read_deck_text
+from prep.engine.decks.files import collect_deck_files, deck_lister, read_deck_text
 from prep.engine.decks.fill import CHECK, DONE, INDEX, PARSE, RECONCILE, STORE, Fill, Progress
 from prep.engine.decks.fillbatch import Batch
 from prep.engine.decks.parsepool import ParsePool
@@ -164,9 +164,10 @@ def load(
     "interrupted" (Store.stop_when: the caller stopped it) always is."""
     paths = None if paths is None else list(paths)
     coll = _load_once(store, paths, demo_names, include_bundled, progress, scan, private)
-    # loaded again from the same files when another prep re-reads one (``refresh``): raising
-    # a StoreError then (the open collection is kept), not turning to a private cache
+    # loaded again when another prep re-reads one of its files, or its folders list another
+    # set of files (``refresh``): raising a StoreError then (the open collection is kept)
     coll._reload = partial(_load_once, store, paths, demo_names, include_bundled, None, None, False)
+    coll._listing = deck_lister(paths, include_bundled)
     return coll
 
 
@@ -520,7 +521,7 @@ def _assemble(
         store.deck_cache_save_assembly(state_key, keys, assembled)
     decks: dict[str, DeckInfo] = {}
     errors = [DeckError(f, line, m) for f, line, m in assembled["errors"]]
-    loaded = CachedCollection(store, order, sizes, decks, errors, left_out, fids)
+    loaded = CachedCollection(store, order, sizes, decks, errors, left_out, fids, files)
     loaded.warnings = warnings
     for key, shown in order:
         info, _ = _info_and_errors(parsed[key], shown, [])

@@ -11,11 +11,14 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 
 from prep.engine.decks import deck
 from prep.engine.decks.deck import DeckError, one_line_safe
+
+_DECKS = (".yaml", ".yml")  # a deck file's name ends so
 
 
 def display_path(path: Path | str) -> str:
@@ -62,9 +65,7 @@ def _folder_decks(folder: Path) -> list[tuple[str, Path, str]] | None:
     the caller resolves each file then."""
     try:
         with os.scandir(folder) as it:
-            entries = sorted(
-                (e for e in it if e.name.endswith((".yaml", ".yml"))), key=lambda e: e.name
-            )
+            entries = sorted((e for e in it if e.name.endswith(_DECKS)), key=lambda e: e.name)
         real = os.path.realpath(folder)
         # display_path's two candidates, for the folder: a file's is the folder's plus its name
         shown_dirs = [_inside_cwd(os.path.abspath(folder)), _inside_cwd(real)]
@@ -177,6 +178,32 @@ def collect_deck_files(
                 seen.add(key)
                 out.append((key, path, shown))
     return out
+
+
+def deck_lister(
+    paths: Iterable[Path] | None, include_bundled: bool
+) -> Callable[[], frozenset[str]]:
+    """What lists the deck files ``collect_deck_files`` would find for these paths, each as
+    its path (folder and name, as ``collect_deck_files`` gives it; a path that is not a
+    folder as itself): the folders listed, no file resolved or read. An open collection
+    compares it with what it loaded to notice a deck file added to or removed from a folder."""
+    folders = [str(Path(p)) for p in paths or ()]
+    if include_bundled:
+        from prep import questions
+
+        folders.insert(0, str(Path(questions.__file__).parent))
+    return partial(_listed, tuple(folders))
+
+
+def _listed(folders: tuple[str, ...]) -> frozenset[str]:
+    out: set[str] = set()
+    for folder in folders:
+        try:
+            with os.scandir(folder) as it:
+                out.update(os.path.join(folder, e.name) for e in it if e.name.endswith(_DECKS))
+        except OSError:  # a file given (not a folder), or a path gone: as itself
+            out.add(folder)
+    return frozenset(out)
 
 
 def read_deck_text(path: Path, shown: str) -> tuple[str | None, DeckError | None]:

@@ -8,12 +8,12 @@ With a date set, the days before it are planned backwards from it:
   at least ``new_per_day`` a day and more when the unseen cards need it;
 - a review FSRS would put on or after the interview day is brought forward to the last useful
   day, the study day before the interview (unless the card was already studied that day);
-- a card whose retrievability at the interview is still below the desired retention after
-  that (it lapsed on the last day, say) is due on the morning of the day itself. Repeating it
-  the same day would not do: FSRS's same-day update barely moves stability (a Good adds about
-  5%), so only a later review raises the recall at the interview. A card failed that
-  morning comes back after ``AGAIN_ON_THE_DAY`` until it is above target (hours before the
-  interview, a small stability is enough).
+- a card (a review or a learning card) whose retrievability at the interview is still below
+  the desired retention after that (it lapsed on the last day, say) is due on the morning of
+  the day itself. Repeating it the same day would not do: FSRS's same-day update barely moves
+  stability (a Good adds about 5%), so only a later review raises the recall at the
+  interview. A card failed that morning comes back after ``AGAIN_ON_THE_DAY`` until it is
+  above target (hours before the interview, a small stability is enough).
 
 Retrievability "on the day" is FSRS's own forgetting curve (the card's stability, the
 scheduler's decay) at noon local time on the interview date, in fractional days.
@@ -207,18 +207,17 @@ class Plan:
         after the interview day comes on the day before it (when it was not studied that
         day), and one still below target at the interview comes on the morning of the day
         (again after ``AGAIN_ON_THE_DAY`` while it stays below). A learning or relearning
-        step that lands on or after the interview day comes the day before it too (as Anki's
-        review ahead takes learning cards: its search prop:due<=N), still a learning card;
-        other steps keep FSRS's own."""
+        step is served by the same two rules (as Anki's review ahead takes learning cards:
+        its search prop:due<=N), still a learning card: one that lands on or after the
+        interview day comes the day before, and one still below target (rated on the last
+        day onto a step after the interview, say) on the morning; a sooner step is kept."""
         due = state.due
         studied = state.last_review
         if not self.before or due is None or studied is None:
             return due
         if due >= self.day_start and studied < self.last_day:
             due = self.last_day
-        if state.state != State.Review:
-            return due
-        if self.below(state):
+        if self.below(state):  # (a learning step too: its step, when sooner, is kept)
             again = self.day_start if studied < self.day_start else studied + AGAIN_ON_THE_DAY
             due = min(due, again)
         return due

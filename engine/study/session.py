@@ -132,6 +132,7 @@ class ReviewSession:
         # (another terminal), seen in a mark read later, rebuilds it at the next card
         self._version = store.changes_mark()[0] if self._adopts else None
         self._stale = False
+        self._day_end = study_day_start(now, 1)  # (take_in_changes: the next day's, rolled over)
         self._first_id = store.next_review_id() if self._adopts else 1 << 63  # (after its queue)
         if queue is None:
             built = build_queue(store, collection, now, deck=deck, new_limit=new_limit)
@@ -166,7 +167,7 @@ class ReviewSession:
         ] = []
         self.total = len(self.queue)
         self.skipped: list[tuple[str, str]] = []  # (card id, why) of cards left out
-        self.notices: list[str] = []
+        self.notices: list[str] = takein.deck_notices(collection)  # (a deck file added)
         self._schedulable: set[str] = set()
         # the card last shown (_Seen), which its preview and its rating take while nothing
         # has been written since
@@ -206,9 +207,11 @@ class ReviewSession:
         learning card within the learn-ahead limit, shown early."""
         now = self.clock()
         if self._adopts:
-            if self._stale:  # another terminal committed: what it made due joins (its Again)
+            # another terminal committed (what it made due joins: its Again), or the study
+            # day rolled over at 4 am (a comparison: the queue becomes the new day's)
+            if self._stale or now >= self._day_end:
                 self.take_in_changes()
-            self._adopt_due_steps(now)
+            takein.adopt_due_steps(self, now)
         while self.queue:
             card = self.collection.get(self.queue[0])
             if (
@@ -236,32 +239,6 @@ class ReviewSession:
         card = self.collection.get(card_id)
         assert card is not None, card_id
         return card
-
-    def _adopt_due_steps(self, now: datetime) -> None:
-        """Learning and relearning steps due within the learn-ahead window that this
-        session does not hold (rated on another screen or in another terminal since it
-        began) join its learning cards: the queue takes every due card, whichever screen
-        rated it. One indexed query per card shown (learning cards are few)."""
-        # within the learn-ahead window, as home counts them: served when due, or early
-        # when nothing else is left (kept between answers while nothing else is written)
-        due = self._steps.ids(now + self.learn_ahead)  # (for most cards shown: none)
-        held = {cid for _, cid in self.learning}
-        new = due and self.collection.known(cid for cid in due if cid not in held)
-        if not new:
-            return
-        hidden = self.store.hidden_ids(now)
-        states = self.store.cards([cid for cid in new if cid not in hidden])
-        queued = set(self.queue)
-        for cid, state in states.items():
-            if not isinstance(state.due, datetime):  # (not a time: the queue's, to be skipped)
-                continue
-            if cid in queued:  # still queued here (as new, or as a step): it is a step now
-                self.queue.remove(cid)
-            else:
-                self.total += 1
-            self.learning.append((state.due, cid))
-            self.kind_of[cid] = "learning"
-        self.learning.sort()
 
     def _studied_elsewhere(self, card_id: str) -> bool:
         """Whether the queued card's newest review (read when shown) is newer than its queue and

@@ -1,15 +1,23 @@
 """A session takes in what was written under it (engine/study/session.py's take_in_changes):
 another device's reviews applied by the app's sync, or another terminal's commit on the same
-database (seen by the changes mark a card shown or a rating reads: no statement of its own)."""
+database (seen by the changes mark a card shown or a rating reads: no statement of its own),
+and a new study day when the session is left open across the 4 am rollover (as Anki's
+``get_queues`` discards its queues when ``is_stale(days_elapsed)``: the next card is the
+new day's, its new-card limit reset, its reviews in). Also the learning steps due meanwhile
+that it adopts (``adopt_due_steps``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import TYPE_CHECKING
 
+from prep.engine.study import plan as plan_mod
 from prep.engine.study.queue import build_queue, new_left
+from prep.engine.timeutil import study_day_start
 
 if TYPE_CHECKING:
+    from prep.engine.study.collection import Cards
     from prep.engine.study.session import ReviewSession
 
 
@@ -18,6 +26,12 @@ def kinds_of(ids: Iterable[str], new: set[str], learning: frozenset[str]) -> dic
     return {
         cid: "new" if cid in new else "learning" if cid in learning else "review" for cid in ids
     }
+
+
+def deck_notices(collection: Cards) -> list[str]:
+    """The deck errors an open collection's refresh found (a deck file added since, with
+    bad YAML), one line each, as the decks' errors are named (FILE:LINE: message)."""
+    return [f"Deck error: {e}" for e in collection.take_new_errors()]
 
 
 def take_in(session: ReviewSession) -> None:
@@ -30,9 +44,15 @@ def take_in(session: ReviewSession) -> None:
     # another prep re-read a deck file of this collection: loaded again, so its added cards
     # are served and its removed ones not (one statement when none was)
     session.collection.refresh(session.store)
+    session.notices += deck_notices(session.collection)  # (bad YAML in a new deck file)
     session._version, session._stale = session.store.changes_mark()[0], False  # (before it)
     new_limit, limit = session._limits
     now = session.clock()
+    # the study day this queue is built for: at the next card after its end (the 4 am
+    # rollover, a session left open overnight) the queue is the new day's (``_next``)
+    session._day_end = study_day_start(now, 1)
+    plan = plan_mod.Plan.of(session.store.settings(), now)  # (days left: the new day's)
+    session.plan = None if plan is None else plan.on(session.collection)
     built = build_queue(
         session.store, session.collection, now, deck=session._deck, new_limit=new_limit
     )
@@ -70,3 +90,30 @@ def held_due(session: ReviewSession) -> int:
     store, now = session.store, session.clock()
     built = build_queue(store, session.collection, now, deck=session._deck, new_limit=0)
     return len(built.due)
+
+
+def adopt_due_steps(session: ReviewSession, now: datetime) -> None:
+    """Learning and relearning steps due within the learn-ahead window that this session
+    does not hold (rated on another screen or in another terminal since it began) join its
+    learning cards: the queue takes every due card, whichever screen rated it. One indexed
+    query per card shown (learning cards are few)."""
+    # within the learn-ahead window, as home counts them: served when due, or early
+    # when nothing else is left (kept between answers while nothing else is written)
+    due = session._steps.ids(now + session.learn_ahead)  # (for most cards shown: none)
+    held = {cid for _, cid in session.learning}
+    new = due and session.collection.known(cid for cid in due if cid not in held)
+    if not new:
+        return
+    hidden = session.store.hidden_ids(now)
+    states = session.store.cards([cid for cid in new if cid not in hidden])
+    queued = set(session.queue)
+    for cid, state in states.items():
+        if not isinstance(state.due, datetime):  # (not a time: the queue's, to be skipped)
+            continue
+        if cid in queued:  # still queued here (as new, or as a step): it is a step now
+            session.queue.remove(cid)
+        else:
+            session.total += 1
+        session.learning.append((state.due, cid))
+        session.kind_of[cid] = "learning"
+    session.learning.sort()
