@@ -309,7 +309,7 @@ def today_lines(
     lines = []
     day = plan_day(store, collection, now)
     if day is not None:
-        lines.append(f"{day.plan.header()} · {day.line()}")
+        lines.append(day.heading())
         why = day.why()
         if why:
             lines.append(why)
@@ -318,7 +318,7 @@ def today_lines(
     # (--new N serves N whatever the day's limit: the line on what that limit caps is not for it)
     lines += [
         line
-        for line in limit_lines(limits)
+        for line in limit_lines(limits, lines[0] if day is not None else "")
         if new_limit is None or not line.startswith(NEW_LIMIT_CAPS)
     ]
     return lines
