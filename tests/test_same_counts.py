@@ -66,6 +66,8 @@ def build(state: str, db_path: Path, small_deck_dir: Path) -> tuple[Store, objec
         return store, coll, T0 + timedelta(minutes=2)
     rate(store, coll, T0, [Rating.Good] * 20)  # every card learned: reviews two days on
     later = T0 + timedelta(days=3)
+    if state == "all studied, none due yet":  # the next day: all four come tomorrow
+        return store, coll, T0 + timedelta(days=1)
     if state == "reviews capped by the limit":
         store.save_settings(replace(store.settings(), review_limit=2))
     if state == "a lapse among reviews":
@@ -76,6 +78,7 @@ def build(state: str, db_path: Path, small_deck_dir: Path) -> tuple[Store, objec
 
 STATES = [
     "nothing studied",
+    "all studied, none due yet",
     "a learning step minutes off",
     "reviews due",
     "reviews capped by the limit",
@@ -85,6 +88,7 @@ STATES = [
 
 EXPECTED = {  # home's (new, learning, due) in each state
     "nothing studied": (4, 0, 0),
+    "all studied, none due yet": (0, 0, 0),
     "a learning step minutes off": (3, 1, 0),
     "reviews due": (0, 0, 4),
     "reviews capped by the limit": (0, 0, 2),
@@ -98,6 +102,7 @@ async def app_texts(store: Store, coll, now: datetime) -> dict[str, str]:
     from prep.tui.screens.home import HomeScreen
     from prep.tui.screens.review import ReviewScreen
     from prep.tui.screens.stats import StatsScreen
+    from prep.tui.screens.summary import SummaryScreen
     from tests.pilot import text_of, wait_until
 
     out = {}
@@ -119,6 +124,8 @@ async def app_texts(store: Store, coll, now: datetime) -> dict[str, str]:
         await pilot.pause()
         if isinstance(app.screen, ReviewScreen):
             out["review bar"] = app.screen.progress_text().plain
+        if isinstance(app.screen, SummaryScreen):  # (nothing to review: the end of session)
+            out["summary"] = app.screen.summary_text().plain
     return out
 
 
@@ -136,14 +143,18 @@ def test_every_screen_names_home_s_numbers(
     run_plain(session, io.StringIO("q\n"), plain)
     texts["--plain"] = plain.getvalue()
     texts.update(asyncio.run(app_texts(store, coll, now)))
-    if row.total:  # (with nothing to review no session opens: no bar)
+    if row.total:  # (with nothing to review no session opens: no bar, the summary instead)
         assert "review bar" in texts
+    else:
+        assert "summary" in texts and "4 coming up by the end of tomorrow" in texts["summary"]
     for where, text in texts.items():
         got = named_counts(text)
         for name, numbers in got.items():
             assert numbers <= want[name], f"{state}: {where} says {name} {numbers}:\n{text}"
-        # each screen says all three (the stats screen and `prep stats` too)
-        assert all(got.values()), f"{state}: {where} leaves a count out:\n{text}"
+        # each screen says all three (the stats screen and `prep stats` too); with nothing to
+        # review home, the summary and --plain say so instead
+        if row.total or where in ("prep stats", "stats screen"):
+            assert all(got.values()), f"{state}: {where} leaves a count out:\n{text}"
     store.close()
 
 

@@ -24,6 +24,7 @@ from prep.engine.study.present import (
     answer_sections,
     choice_verdict,
     clock_text,
+    coming_text,
     count,
     counts_text,
     duration_text,
@@ -184,7 +185,7 @@ class PlainQuiz:
             lead = (
                 "Past those held back, the next card comes due in" if held else "Next card due in"
             )
-            say(f"{lead} {wait}; {s['due_by_tomorrow']} due by the end of tomorrow.")
+            say(f"{lead} {wait}; {coming_text(s['due_by_tomorrow'])}.")
         return 2 if self.io.refused else 0
 
     def show_card(self, card: Card) -> None:

@@ -68,6 +68,13 @@ def next_text(outcome: Outcome, plan: Plan | None, collection: Cards, now: datet
     return f"next in {spoken_interval(due - now)}, for the interview (FSRS alone: {fsrs})"
 
 
+def coming_text(n: int) -> str:
+    """The end of a session's ``N coming up by the end of tomorrow (reviews and learning
+    steps)``: the forecast's count, which takes in learning steps, is not called "due" (home,
+    the session bar and stats say due of reviews alone)."""
+    return f"{n} coming up by the end of tomorrow (reviews and learning steps)"
+
+
 def counts_text(counts: tuple[int, int, int]) -> str:
     """Anki's three numbers for what is left: ``new 12 · learning 2 · due 5``."""
     new, learning, due = counts

@@ -28,7 +28,7 @@ def _sections() -> list[tuple[str, str, list[Binding | tuple[str, str]]]]:
 
     def keys(cls: type[DOMNode]) -> list[Binding | tuple[str, str]]:
         extra: list[tuple[str, str]] = getattr(cls, "HELP_KEYS", [])
-        return [*(b for b in cls.BINDINGS if isinstance(b, Binding)), *extra]
+        return [*extra, *(b for b in cls.BINDINGS if isinstance(b, Binding))]
 
     sections = [("Everywhere", PrepApp.__name__, keys(PrepApp))]
     for spec in help_sections():

@@ -165,7 +165,7 @@ class HomeScreen(PrepScreen):
         else:
             line.append(f"{total.total} to review", style="bold")
             # the three numbers in the words of the session bar, stats and --plain
-            line.append(f": {counts_text((total.new, total.learning, total.due))}")
+            line.append(f" ({counts_text((total.new, total.learning, total.due))})")
         line.append(f" · streak {count(streak, 'day')}")
         line.append(f" · {count(today['reviews'], 'review')} today")
         if self._plan is not None:  # "Interview: Fri 12 Dec, 4 days · 108 cards in 3 days: ..."
