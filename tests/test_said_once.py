@@ -46,6 +46,16 @@ def test_plain_says_the_plan_s_new_cards_a_day_once(days: int) -> None:
     assert any("every card seen twice" in line for line in lines), lines
 
 
+def test_the_day_before_the_why_line_does_not_repeat_the_cards_to_see() -> None:
+    """The day before: "5 of 5 cards to see today, ..." then "5 new today, not 1": said once."""
+    store, coll = planned(1)
+    day = plan_day(store, coll, NOW)
+    assert day is not None and day.raised and day.plan.days_left == 1
+    lines = today_lines(store, coll, NOW, None, None)
+    assert f"{day.per_day} of {day.cards} cards to see today" in lines[0]
+    assert lines[1] == "More than new_per_day (1) today: every card seen once before Tuesday"
+
+
 def test_the_limit_line_keeps_its_number_when_nothing_above_says_it() -> None:
     """Without the plan's line above (the summary; no interview), the limit is said in full."""
     store, coll = planned(4)

@@ -322,8 +322,10 @@ class PlanDay:
         times = "twice" if self.plan.days_left >= REVIEW_DAYS else "once"
         when = "today" if self.plan.days_left < REVIEW_DAYS else "a day"  # (none after it)
         reason = f"every card seen {times} {self.plan.before_text()}"
-        if f"{self.per_day} new a day" in self.line():
-            return f"More than new_per_day ({self.setting}) a day: {reason}"
+        line = self.line()
+        if f"{self.per_day} new a day" in line or " to see today" in line:
+            # (the line says how many: "36 new a day", "84 of 84 cards to see today")
+            return f"More than new_per_day ({self.setting}) {when}: {reason}"
         return f"{self.per_day} new {when}, not {self.setting} (new_per_day): {reason}"
 
 
