@@ -51,3 +51,28 @@ def test_help_has_the_demo_picker_and_study_more() -> None:
 
     shown = [name for name, _ in HelpScreen().tables()]
     assert "DemoPick" in shown and "StudyMore" in shown
+
+
+def test_question_mark_opens_help_at_study_more_s_section() -> None:
+    """A modal dialog holds back the app's keys: ? did nothing over "study more"."""
+    import asyncio
+
+    from prep.tui.screens.help import HelpScreen
+    from prep.tui.screens.home import HomeScreen
+    from prep.tui.screens.study_more import StudyMore
+    from prep.tui.testing import make_app
+    from tests.pilot import wait_until
+
+    async def run() -> None:
+        app = make_app()
+        async with app.run_test(size=(100, 40)) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+            await pilot.press("n")
+            await wait_until(pilot, lambda: isinstance(app.screen, StudyMore))
+            await pilot.press("question_mark")
+            await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+            assert isinstance(app.screen, HelpScreen) and app.screen.at == "StudyMore"
+            await pilot.press("escape")  # back to the dialog, as it was
+            await wait_until(pilot, lambda: isinstance(app.screen, StudyMore))
+
+    asyncio.run(run())

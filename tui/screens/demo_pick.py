@@ -62,6 +62,8 @@ class DemoPick(ModalScreen[str | None]):
         Binding("escape", "cancel", "Cancel", tooltip="Back to the card, no demo run"),
         # a modal screen holds back the app's keys: q quits from here too, as everywhere
         Binding("q", "app.quit", "Quit"),
+        # (a modal screen holds back the app's keys: ? opens help here too, at this section)
+        Binding("question_mark", "app.help", "Help", tooltip="Every key"),
     ]
 
     # the keys the list and on_key handle, for help (`?`)
