@@ -103,3 +103,23 @@ def test_a_failed_load_is_one_line(fresh_store) -> None:
     ]
     assert "Traceback" not in text and "points covered" not in text
     assert "Saved: Good" in text  # graded by hand all the same
+
+
+def test_a_worker_that_cannot_start_is_one_line_too(fresh_store, capsys) -> None:
+    """warm() raising at once (the worker process cannot start) is said as a failed load, in
+    the thread that asked: no traceback on stderr."""
+
+    class NoWorker(Graded):
+        def warm(self) -> Future:
+            self.warmed += 1
+            raise WorkerError("cannot start the worker: no python here")
+
+    grading = NoWorker()
+    out = io.StringIO()
+    assert run_mock_plain(_mock(fresh_store), Watching(ANSWERS + "3\n", grading), out, grading) == 0
+    said = [ln for ln in out.getvalue().splitlines() if "did not load" in ln]
+    assert said == [
+        "Not graded: the grader did not load (cannot start the worker: no python here); "
+        "grade it 1-4."
+    ]
+    assert "Traceback" not in capsys.readouterr().err

@@ -82,3 +82,18 @@ def test_home_at_40_columns_says_it_once() -> None:
 
     text = asyncio.run(run())
     assert len(new_a_day(text)) == 1, text
+
+
+def test_a_limit_is_not_taken_for_another_that_ends_in_its_digits() -> None:
+    """ "9 new a day, 19 left today" is not said by a line saying "19 new a day, 19 left
+    today": the limit line keeps its own number."""
+    from types import SimpleNamespace
+
+    limits = SimpleNamespace(
+        new_per_day=19, new_done=0, new_extra=10, new_reached=False, new_capped=True,
+        new_waiting=5, reviews_reached=False, review_limit=200,
+    )  # fmt: skip
+    said = "9 new a day + 10 today, 19 left today"
+    assert said in limit_lines(limits)[0]
+    shown = "116 of 116 cards to see in 3 days: 19 new a day + 10 today, 19 left today"
+    assert said in limit_lines(limits, shown)[0]

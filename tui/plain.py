@@ -374,7 +374,10 @@ class GraderLoad:
         self._thread.start()
 
     def _start(self) -> None:
-        self.loading = self.grading.warm()
+        try:
+            self.loading = self.grading.warm()
+        except Exception as exc:  # the worker could not start: one line, never a traceback
+            self.failed = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
     def wait(self, say: Callable[[str], None], timeout: float = 300.0) -> str | None:
         """Wait for the load (saying so when it is not done yet); None when it loaded (or

@@ -9,6 +9,7 @@ choices, and the human forms of intervals, durations, clock times, percentages a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -92,7 +93,7 @@ def limit_lines(limits: Any, shown: str = "") -> list[str]:
     lines = []
     extra = getattr(limits, "new_extra", 0)
     said = new_limit_text(limits.new_per_day - extra, limits.new_done, extra)
-    if said in shown:
+    if re.search(rf"(?<!\d){re.escape(said)}", shown):  # ("9 new a day" is not "19 new a day")
         reached, caps = "Daily new-card limit reached (the plan's)", f"{NEW_LIMIT_CAPS} the plan's"
     else:
         reached, caps = f"Daily new-card limit reached ({said})", f"{NEW_LIMIT_CAPS} {said}"
