@@ -232,7 +232,7 @@ def test_the_app_home_says_four_due(rated) -> None:
             return text_of(app, "#today")
 
     line = asyncio.run(run())
-    assert line.startswith("4 to review: 4 due, 0 learning, 0 new"), line
+    assert line.startswith("4 to review (new 0 · learning 0 · due 4)"), line
 
 
 @pytest.mark.skipif(shutil.which("faketime") is None, reason="faketime not installed")

@@ -119,7 +119,8 @@ def test_the_plan_line_and_the_days(utc_local_time):
         "Mon 9 Mar"
     )
     assert day.new_today == 14 and day.raised
-    assert day.why() == "14 new a day, not 5 (new_per_day): every card seen twice before Mon 9 Mar"
+    # (the line says "14 new a day": the why line does not say it again)
+    assert day.why() == "More than new_per_day (5) a day: every card seen twice before Mon 9 Mar"
     friday = plan_day(store, coll, MONDAY, replace(settings, interview_date="2026-03-06"))
     assert friday is not None
     assert friday.line() == (

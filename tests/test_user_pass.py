@@ -213,7 +213,8 @@ def test_the_day_before_the_interview_promises_no_second_review(utc_local_time) 
         "84 of 84 cards to see today, once each before Tuesday; "
         "the weakest again on Tuesday morning"
     )
-    assert day.why() == "84 new today, not 5 (new_per_day): every card seen once before Tuesday"
+    # (the line says the 84: the why line does not say it again, user14)
+    assert day.why() == "More than new_per_day (5) today: every card seen once before Tuesday"
     two = plan_day(
         Store.memory(), coll, MONDAY, Settings(new_per_day=5, interview_date="2026-03-04")
     )

@@ -260,16 +260,17 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
         queue = build_queue(self.store, self.collection, now, deck=deck, new_limit=self.new_limit)
         return limits_today(self.store, self.collection, now, queue, deck)
 
-    def limit_reasons(self) -> list[str]:
+    def limit_reasons(self, shown: str = "") -> list[str]:
         """The daily limits holding cards back for the selected deck, one line each ([] when
-        none, or when the database cannot be read: the screens report that themselves)."""
+        none, or when the database cannot be read: the screens report that themselves).
+        ``shown``: the plan's line the screen says above them (a limit it says is not repeated)."""
         from prep.engine.study.present import NEW_LIMIT_CAPS, count, limit_lines
 
         try:
             limits = self.limits(self.selected_deck)
         except StoreError:
             return []
-        lines = limit_lines(limits)
+        lines = limit_lines(limits, shown)
         if self.new_limit is not None:  # --new N serves N, whatever the day's limit caps
             lines = [line for line in lines if not line.startswith(NEW_LIMIT_CAPS)]
         if self.new_limit is not None and limits.new_waiting > 0:

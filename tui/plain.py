@@ -14,8 +14,8 @@ Every rating is committed to the database before the next card is printed.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
 from prep.engine.decks.deck import CHOICE_LETTERS, Card
 from prep.engine.store import StoreError
@@ -24,6 +24,7 @@ from prep.engine.study.present import (
     answer_sections,
     choice_verdict,
     clock_text,
+    coming_text,
     count,
     counts_text,
     duration_text,
@@ -184,7 +185,7 @@ class PlainQuiz:
             lead = (
                 "Past those held back, the next card comes due in" if held else "Next card due in"
             )
-            say(f"{lead} {wait}; {s['due_by_tomorrow']} due by the end of tomorrow.")
+            say(f"{lead} {wait}; {coming_text(s['due_by_tomorrow'])}.")
         return 2 if self.io.refused else 0
 
     def show_card(self, card: Card) -> None:
@@ -309,7 +310,7 @@ def today_lines(
     lines = []
     day = plan_day(store, collection, now)
     if day is not None:
-        lines.append(f"{day.plan.header()} · {day.line()}")
+        lines.append(day.heading())
         why = day.why()
         if why:
             lines.append(why)
@@ -318,7 +319,7 @@ def today_lines(
     # (--new N serves N whatever the day's limit: the line on what that limit caps is not for it)
     lines += [
         line
-        for line in limit_lines(limits)
+        for line in limit_lines(limits, lines[0] if day is not None else "")
         if new_limit is None or not line.startswith(NEW_LIMIT_CAPS)
     ]
     return lines
@@ -350,6 +351,54 @@ def grade_typed(
 # --- prep mock --plain ----------------------------------------------------------------------
 
 
+def _to_grade(mock: MockInterview) -> bool:
+    """Whether the mock has a typed question with a rubric (else no model is loaded)."""
+    from prep.tui.grading import rubric_for
+
+    return any(not s.card.choices and rubric_for(s.card) is not None for s in mock.steps)
+
+
+class GraderLoad:
+    """The grader's model, loading in the worker from the mock's start (as the app's mock
+    does) while the first question is read; the first typed answer waits only for what is
+    left of the load, and is told so."""
+
+    def __init__(self, grading: Grading) -> None:
+        import threading
+
+        self.grading = grading
+        self.loading: Any = None  # the load's Future (None: nothing to load here)
+        self.failed: str | None = None
+        # (hint() and starting the worker take ~0.1 CPU-s: not before the first question)
+        self._thread = threading.Thread(target=self._start, daemon=True)
+        self._thread.start()
+
+    def _start(self) -> None:
+        try:
+            self.loading = self.grading.warm()
+        except Exception as exc:  # the worker could not start: one line, never a traceback
+            self.failed = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+    def wait(self, say: Callable[[str], None], timeout: float = 300.0) -> str | None:
+        """Wait for the load (saying so when it is not done yet); None when it loaded (or
+        needs no load), else why it failed, in one line."""
+        import time
+
+        self._thread.join()
+        loading = self.loading
+        if loading is None or self.failed is not None:
+            return self.failed
+        if not loading.done():
+            started = getattr(self.grading, "load_started", None)
+            since = f", {time.monotonic() - started:.0f} s so far" if started else ""
+            say(f"The grader's model is still loading (once a mock{since})…")
+        try:
+            loading.result(timeout=timeout)
+        except Exception as exc:  # the worker's one line (a missing model, a crash, a timeout)
+            self.failed = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return self.failed
+
+
 def run_mock_plain(
     mock: MockInterview, stdin: TextIO, stdout: TextIO, grading: Grading | None = None
 ) -> int:
@@ -366,6 +415,11 @@ def run_mock_plain(
         f"{clock_text(mock.total_budget_s)} in all."
     )
     say("Answer aloud or type it; Enter reveals; then grade yourself 1-4. q quits.")
+    if grading is None and _to_grade(mock):
+        from prep.tui.grading import Grading
+
+        grading = Grading()
+    loader = GraderLoad(grading) if grading is not None and _to_grade(mock) else None
     try:
         while not mock.finished:
             step = mock.step
@@ -393,11 +447,17 @@ def run_mock_plain(
             if step.answer:
                 say(f"Your answer: {step.answer}")
             if step.answer and not picked:
-                if grading is None:
-                    from prep.tui.grading import Grading
+                from prep.tui.grading import Grading, rubric_for
 
+                if grading is None:  # (a card with no rubric: grade_typed says why)
                     grading = Grading()
-                suggested, grade = grade_typed(io, grading, card, step.answer)
+                graded = loader is not None and rubric_for(card) is not None
+                failed = loader.wait(say) if graded and loader is not None else None
+                if failed is not None:  # (one line a typed answer; the load is not retried)
+                    suggested, grade = None, None
+                    say(f"Not graded: the grader did not load ({failed}); grade it 1-4.")
+                else:
+                    suggested, grade = grade_typed(io, grading, card, step.answer)
                 if grade is not None:
                     step.suggested = suggested
                     step.missed = tuple(p.text for p in grade.missed)

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 
 from prep.engine.study import plan as plan_mod
 from prep.engine.study.cram import recall_text
-from prep.engine.study.present import count, human_interval, percent
+from prep.engine.study.present import count, counts_text, human_interval, percent
 
 if TYPE_CHECKING:
     from prep.engine.study.cram import CramDeck
     from prep.engine.study.optimize import FitResult
     from prep.engine.study.scheduler import Settings
-    from prep.engine.study.statsresult import MarkCounts, OnTheDay, Recall, Stats
+    from prep.engine.study.statsresult import Due, MarkCounts, OnTheDay, Recall, Stats
 
 
 def marks_text(marks: MarkCounts) -> str:
@@ -26,13 +26,7 @@ def marks_text(marks: MarkCounts) -> str:
 
 def stats_text(stats: Stats) -> str:
     """The human form of `prep stats`."""
-    r, tr, d, session, cards = (
-        stats.reviews,
-        stats.true_retention,
-        stats.due,
-        stats.session,
-        stats.cards,
-    )
+    r, tr, d, cards = stats.reviews, stats.true_retention, stats.due, stats.cards
     since = f" since {stats.since[:10]}" if stats.since else ""
     if tr.all.reviews:
         retention = (
@@ -44,9 +38,8 @@ def stats_text(stats: Stats) -> str:
     lines = [
         f"Reviews      today {r.today}   total{since} {r.total}   streak {count(stats.streak_days, 'day')}",
         f"Retention    {retention}   target {percent(stats.desired_retention)}",
-        f"Session      new {session.new}   learning {session.learning}   "
-        f"due {session.due}   (what today's session serves now, as home shows it)",
-        f"Due          now {d.now}   today {d.today}   tomorrow {d.tomorrow}   next 7 days {d.next_7_days}",
+        f"Session      {session_text(stats)}",
+        f"Coming up    {coming_text(d)}",
         f"Cards        {cards.seen} of {cards.total} seen   " + marks_text(stats.marks),
         "",
         f"{'Deck':<22}{'cards':>6}{'seen':>6}{'mature':>8}{'mastery':>9}",
@@ -84,15 +77,29 @@ def stats_text(stats: Stats) -> str:
     return "\n".join(lines)
 
 
+def session_text(stats: Stats) -> str:
+    """What today's session serves now, in home's and the session bar's words (counts_text):
+    ``new 19 · learning 1 · due 0`` (due: reviews; learning: learning steps)."""
+    s = stats.session
+    return f"{counts_text((s.new, s.learning, s.due))}   (today's session, as home shows it)"
+
+
+def coming_text(d: Due) -> str:
+    """The cards coming up by study day: reviews and learning steps together (not "due",
+    which home and the session bar say of reviews alone)."""
+    return (
+        f"today {d.today}   tomorrow {d.tomorrow}   next 7 days {d.next_7_days}   "
+        "(reviews and learning steps, by study day)"
+    )
+
+
 def interview_lines(day: OnTheDay, tags: int | None = None) -> list[str]:
     """The interview part of `prep stats`: the plan, then FSRS's predicted recall on the day
     per deck and per tag (weakest tags first; ``tags``: at most that many)."""
-    when = date.fromisoformat(day.date)
-    left = day.days_left
-    ahead = "today" if left == 0 else f"in {count(left, 'day')}"
+    header = plan_mod.interview_header(date.fromisoformat(day.date), day.days_left)
     target = percent(day.target)
     lines = [
-        f"Interview    {plan_mod.short_date(when)} {when.year}, {ahead}: {day.plan}",
+        f"{header} · {day.plan}",  # as home and --plain say it (PlanDay.heading)
         f"Predicted recall on the day (FSRS's forgetting curve, if nothing more is studied; "
         f"target {target})",
         f"{'Deck':<22}{'cards':>6}{'seen':>6}{'recall':>8}{'lowest':>8}{'below':>7}",

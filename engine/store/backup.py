@@ -300,16 +300,25 @@ def _own_reader(db_path: Path) -> sqlite3.Connection:
 def daily(
     store: Store, now: datetime | None = None, *, stop: Callable[[], bool] | None = None
 ) -> Path | None:
-    """A backup when none was made this study day (local, from 4 am, as prep counts a day;
-    before round 14: when the newest was more than 24 hours old, so a learner who studied at
-    9 one day and at 8 the next had none that day)."""
+    """A backup when no daily one was made this study day (local, from 4 am, as prep counts
+    a day; before round 14: when the newest was more than 24 hours old, so a learner who
+    studied at 9 one day and at 8 the next had none that day). Only a daily backup counts: a
+    sync's or an import's, kept and rotated apart (retained()), made that day suppressed it,
+    and a learner who synced every morning had no daily backups at all."""
     if store.path is None:
         return None
     now = now or utcnow()
-    newest = listing(store.path)[:1]
-    if newest and _when(newest[0]) >= study_day_start(now):
+    newest = next((p for p in listing(store.path) if _reason(p) == "daily"), None)
+    if newest is not None and _when(newest) >= study_day_start(now):
         return None
     return make(store, "daily", now, stop=stop)
+
+
+def _reason(path: Path) -> str:
+    """Why a backup listing() found was made (its name's reason: daily, sync, ...)."""
+    m = re.search(_STAMP + "$", path.name)
+    assert m is not None
+    return m.group(2)
 
 
 def _when(path: Path) -> datetime:

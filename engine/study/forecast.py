@@ -1,5 +1,5 @@
 """How many cards each study day serves: `prep stats`' forecast and "due today / tomorrow / in
-7 days", and the end-of-session line "N due by the end of tomorrow" (one rule for all).
+7 days", and the end-of-session line "N coming up by the end of tomorrow" (one rule for all).
 
 A live card counts on the study day that holds its due (engine/study/due.py: a review or an
 interday step is due from its day's rollover, a learning step on its own day), an overdue

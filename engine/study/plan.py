@@ -78,6 +78,19 @@ def days_text(n: int) -> str:
     return "1 day" if n == 1 else f"{n} days"
 
 
+def interview_header(when: date, days_left: int) -> str:
+    """``Interview: Fri 12 Dec, 4 days`` (``today`` on the day; the year when it is not this
+    study day's): one wording for home, stats, --plain and `prep config`."""
+    said = short_date(when)
+    if when.year != (when - timedelta(days=days_left)).year:
+        said += f" {when.year}"
+    if days_left == 0:
+        return f"Interview: {said}, today"
+    if days_left < 0:
+        return f"Interview: {said}, {days_text(-days_left)} ago"
+    return f"Interview: {said}, {days_text(days_left)}"
+
+
 def new_limit_text(per_day: int, done: int, extra: int = 0) -> str:
     """Today's new-card limit and what is left of it, said the same way everywhere (home,
     stats, the plan, `prep config`, --plain): ``20 new a day, 18 left today``; with "study
@@ -228,16 +241,8 @@ class Plan:
     # --- what the learner reads ----------------------------------------------------------
 
     def header(self) -> str:
-        """``Interview: Fri 12 Dec, 4 days`` (``today`` on the day; the year when it is not
-        this one)."""
-        when = short_date(self.date)
-        if self.date.year != self.today.year:
-            when += f" {self.date.year}"
-        if self.days_left == 0:
-            return f"Interview: {when}, today"
-        if self.days_left < 0:
-            return f"Interview: {when}, {days_text(-self.days_left)} ago"
-        return f"Interview: {when}, {days_text(self.days_left)}"
+        """``Interview: Fri 12 Dec, 4 days`` (interview_header)."""
+        return interview_header(self.date, self.days_left)
 
     def before_text(self) -> str:
         """``before Friday`` within a week, ``before Fri 19 Dec`` further out."""
@@ -286,7 +291,7 @@ class PlanDay:
         limit and what is left today are said as everywhere: new_limit_text)."""
         p = self.plan
         if p.days_left == 0:
-            # after "Interview: Tue 8 Dec, today · " (home) or "…, today: " (stats)
+            # after "Interview: Tue 8 Dec, today · " (heading)
             return "the weakest cards first (c crams them, m runs a mock interview)"
         reviews = f"{REVIEW_DAYS} reviews each {p.before_text()}"
         if self.to_see == 0:
@@ -303,16 +308,24 @@ class PlanDay:
         limit = new_limit_text(per_day, self.introduced, self.extra)
         return f"{self.of_cards()} in {days_text(days)}: {limit}, {reviews}"
 
+    def heading(self) -> str:
+        """``Interview: Fri 12 Dec, 4 days · 106 of 116 cards to see in 3 days: ...``: the
+        plan in one line, as home, --plain, `prep config` and `prep stats` say it."""
+        return f"{self.plan.header()} · {self.line()}"
+
     def why(self) -> str | None:
-        """Why today's new cards are more than the setting, or None when they are not."""
+        """Why today's new cards are more than the setting, or None when they are not. Said
+        after line(): the number it already says ("36 new a day") is not said again."""
         if not self.raised:
             return None
         times = "twice" if self.plan.days_left >= REVIEW_DAYS else "once"
         when = "today" if self.plan.days_left < REVIEW_DAYS else "a day"  # (none after it)
-        return (
-            f"{self.per_day} new {when}, not {self.setting} (new_per_day): every card seen "
-            f"{times} {self.plan.before_text()}"
-        )
+        reason = f"every card seen {times} {self.plan.before_text()}"
+        line = self.line()
+        if f"{self.per_day} new a day" in line or " to see today" in line:
+            # (the line says how many: "36 new a day", "84 of 84 cards to see today")
+            return f"More than new_per_day ({self.setting}) {when}: {reason}"
+        return f"{self.per_day} new {when}, not {self.setting} (new_per_day): {reason}"
 
 
 def plan_day(

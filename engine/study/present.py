@@ -9,6 +9,7 @@ choices, and the human forms of intervals, durations, clock times, percentages a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -68,6 +69,13 @@ def next_text(outcome: Outcome, plan: Plan | None, collection: Cards, now: datet
     return f"next in {spoken_interval(due - now)}, for the interview (FSRS alone: {fsrs})"
 
 
+def coming_text(n: int) -> str:
+    """The end of a session's ``N coming up by the end of tomorrow (reviews and learning
+    steps)``: the forecast's count, which takes in learning steps, is not called "due" (home,
+    the session bar and stats say due of reviews alone)."""
+    return f"{n} coming up by the end of tomorrow (reviews and learning steps)"
+
+
 def counts_text(counts: tuple[int, int, int]) -> str:
     """Anki's three numbers for what is left: ``new 12 · learning 2 · due 5``."""
     new, learning, due = counts
@@ -78,21 +86,23 @@ REVIEW_LIMIT_REACHED = "Daily review limit reached"  # how limit_lines' review l
 NEW_LIMIT_CAPS = "Daily new-card limit:"  # how its line on a limit not yet reached begins
 
 
-def limit_lines(limits: Any) -> list[str]:
-    """Why fewer cards are served than wait: today's limits (a session.Limits), one line each."""
+def limit_lines(limits: Any, shown: str = "") -> list[str]:
+    """Why fewer cards are served than wait: today's limits (a session.Limits), one line each.
+    ``shown``: what the screen says above them (the interview plan's line): a limit it
+    already says ("29 new a day, 29 left today") is not said again."""
     lines = []
     extra = getattr(limits, "new_extra", 0)
     said = new_limit_text(limits.new_per_day - extra, limits.new_done, extra)
+    if re.search(rf"(?<!\d){re.escape(said)}", shown):  # ("9 new a day" is not "19 new a day")
+        reached, caps = "Daily new-card limit reached (the plan's)", f"{NEW_LIMIT_CAPS} the plan's"
+    else:
+        reached, caps = f"Daily new-card limit reached ({said})", f"{NEW_LIMIT_CAPS} {said}"
     if limits.new_reached:
-        lines.append(
-            f"Daily new-card limit reached ({said}); "
-            f"{count(limits.new_waiting, 'unseen card')} wait."
-        )
+        lines.append(f"{reached}; {count(limits.new_waiting, 'unseen card')} wait.")
     elif getattr(limits, "new_capped", False):
         # the New counts are each what a deck could take of the same few: say they share them
         lines.append(
-            f"{NEW_LIMIT_CAPS} {said}, shared by the decks; "
-            f"{count(limits.new_waiting, 'more unseen card')} wait."
+            f"{caps}, shared by the decks; {count(limits.new_waiting, 'more unseen card')} wait."
         )
     if limits.reviews_reached:
         lines.append(

@@ -202,7 +202,7 @@ def _say_plan(obj: Ctx, store: Store, settings: Settings) -> None:
         click.echo(f"interview_date = {settings.interview_date} (past: scheduling is plain FSRS)")
         return
     click.echo(f"interview_date = {settings.interview_date}")
-    click.echo(f"{day.plan.header()}. {day.line()}")
+    click.echo(day.heading())
 
 
 def _config_parameters(store: Store, settings: Settings, value: str | None) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -62,6 +62,14 @@ class DemoPick(ModalScreen[str | None]):
         Binding("escape", "cancel", "Cancel", tooltip="Back to the card, no demo run"),
         # a modal screen holds back the app's keys: q quits from here too, as everywhere
         Binding("q", "app.quit", "Quit"),
+        # (a modal screen holds back the app's keys: ? opens help here too, at this section)
+        Binding("question_mark", "app.help", "Help", tooltip="Every key"),
+    ]
+
+    # the keys the list and on_key handle, for help (`?`)
+    HELP_KEYS: ClassVar[list[tuple[str, str]]] = [
+        ("Enter", "Run the highlighted demo"),
+        ("1-9", "Run the demo of that number"),
     ]
 
     def __init__(self, demos: list[tuple[str, str]]) -> None:

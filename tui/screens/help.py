@@ -18,19 +18,22 @@ from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.text import Static
 
 
-def _sections() -> list[tuple[str, str, list[Binding]]]:
-    """(title, screen class name, bindings) for every section, in order: the app's own keys,
-    then each screen the registry gives a section (tui/screens/registry.py)."""
+def _sections() -> list[tuple[str, str, list[Binding | tuple[str, str]]]]:
+    """(title, screen class name, keys) for every section, in order: the app's own keys,
+    then each screen the registry gives a section (tui/screens/registry.py). A screen's keys
+    are its BINDINGS, then its ``HELP_KEYS``: (key, what) of the keys its widgets or its
+    on_key handle (a demo's number in the picker)."""
     from prep.tui.app import PrepApp
     from prep.tui.screens.registry import help_sections
 
-    def bindings(cls: type[DOMNode]) -> list[Binding]:
-        return [b for b in cls.BINDINGS if isinstance(b, Binding)]
+    def keys(cls: type[DOMNode]) -> list[Binding | tuple[str, str]]:
+        extra: list[tuple[str, str]] = getattr(cls, "HELP_KEYS", [])
+        return [*extra, *(b for b in cls.BINDINGS if isinstance(b, Binding))]
 
-    sections = [("Everywhere", PrepApp.__name__, bindings(PrepApp))]
+    sections = [("Everywhere", PrepApp.__name__, keys(PrepApp))]
     for spec in help_sections():
         assert spec.help is not None
-        sections.append((spec.help, spec.cls, bindings(spec.load())))
+        sections.append((spec.help, spec.cls, keys(spec.load())))
     return sections
 
 
@@ -101,7 +104,7 @@ class HelpScreen(ModalScreen[None]):
                 animate=False,
             )
 
-    def keys_table(self, section: str, bindings: list[Binding]) -> Table:
+    def keys_table(self, section: str, bindings: list[Binding | tuple[str, str]]) -> Table:
         table = Table.grid(padding=(0, 2))
         table.add_column(justify="right", style="bold", no_wrap=True, min_width=KEY_WIDTH)
         table.add_column()
@@ -109,6 +112,9 @@ class HelpScreen(ModalScreen[None]):
         table.add_row("", Text(section, style="bold underline"))
         seen: set[tuple[str, str]] = set()
         for binding in bindings:
+            if isinstance(binding, tuple):  # (a key the screen's widgets or on_key handle)
+                table.add_row(*binding)
+                continue
             if binding.action.startswith("pick") and binding.key_display != "a-d":
                 continue  # a-d is one row
             label = key_label(binding)

@@ -12,7 +12,7 @@ from textual.widgets import Header
 
 from prep.engine.store import StoreError
 from prep.engine.study.plan import PlanDay, plan_day
-from prep.engine.study.present import count
+from prep.engine.study.present import count, counts_text
 from prep.tui.base import PrepScreen
 from prep.tui.themes import rich_color
 from prep.tui.widgets.footer import Footer
@@ -164,7 +164,8 @@ class HomeScreen(PrepScreen):
             line.append("Nothing to review right now.", style="bold")
         else:
             line.append(f"{total.total} to review", style="bold")
-            line.append(f": {total.due} due, {total.learning} learning, {total.new} new")
+            # the three numbers in the words of the session bar, stats and --plain
+            line.append(f" ({counts_text((total.new, total.learning, total.due))})")
         line.append(f" · streak {count(streak, 'day')}")
         line.append(f" · {count(today['reviews'], 'review')} today")
         if self._plan is not None:  # "Interview: Fri 12 Dec, 4 days · 108 cards in 3 days: ..."
@@ -183,7 +184,9 @@ class HomeScreen(PrepScreen):
         howto = Text()
         deck = self.prep.selected_deck
         if deck not in self._reasons:  # once per deck per refresh, not per arrow key
-            self._reasons[deck] = self.prep.limit_reasons()
+            # (a limit the plan's line says above is not said again)
+            shown = self._plan.line() if self._plan is not None else ""
+            self._reasons[deck] = self.prep.limit_reasons(shown)
         reasons = self._reasons[deck]
         for reason in reasons:  # (the keys line below says n studies more)
             howto.append(reason + "\n", style="bold")

@@ -87,25 +87,9 @@ SCREENS: tuple[ScreenSpec, ...] = (
         why="help itself: Esc or ? closes it, as its footer says",
         command=("Keys", "Every key, on every screen"),
     ),
-    ScreenSpec(
-        "confirm",
-        _S + "confirm",
-        "Confirm",
-        why="a yes/no question that shows its keys (y, n) beside it",
-        single=False,
-    ),
-    ScreenSpec(
-        "demo_pick",
-        _S + "demo_pick",
-        "DemoPick",
-        why="a list of a card's demos: Enter picks, Esc cancels, shown in its footer",
-    ),
-    ScreenSpec(
-        "study_more",
-        _S + "study_more",
-        "StudyMore",
-        why="a two-choice dialog that shows its keys (1, 2, Esc) in its footer",
-    ),
+    ScreenSpec("confirm", _S + "confirm", "Confirm", help="A yes/no question", single=False),
+    ScreenSpec("demo_pick", _S + "demo_pick", "DemoPick", help="Which demo (a card with several)"),
+    ScreenSpec("study_more", _S + "study_more", "StudyMore", help="Study more (n)"),
     ScreenSpec(
         "fill", _S + "fill", "FillScreen", why="a progress screen (reading the decks): no keys"
     ),

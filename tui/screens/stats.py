@@ -15,7 +15,7 @@ from prep.engine.store import StoreError
 from prep.engine.study.present import count, percent
 from prep.engine.study.statsresult import DeckMastery, Mastery, Stats
 from prep.tui.base import PrepScreen
-from prep.tui.reports import interview_lines, marks_text
+from prep.tui.reports import coming_text, interview_lines, marks_text, session_text
 from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.table import DataTable
 from prep.tui.widgets.text import Static
@@ -126,10 +126,10 @@ class StatsScreen(PrepScreen):
         else:  # true retention counts reviews of cards already learned: none yet
             summary.append("true retention: no reviews of learned cards yet   ", style="dim")
         summary.append(f"target {percent(stats.desired_retention)}\n")
-        summary.append("Due        ", style="bold")
-        summary.append(
-            f"now {d.now}   today {d.today}   tomorrow {d.tomorrow}   next 7 days {d.next_7_days}\n"
-        )
+        summary.append("Session    ", style="bold")
+        summary.append(session_text(stats) + "\n")
+        summary.append("Coming up  ", style="bold")
+        summary.append(coming_text(d) + "\n")
         summary.append("Cards      ", style="bold")
         summary.append(f"{cards.seen} of {cards.total} seen")
         summary.append(f"   {marks_text(stats.marks)}", style="dim")
@@ -161,7 +161,7 @@ class StatsScreen(PrepScreen):
             self.query_one("#forecast", PlotextPlot),
             [f.date[5:] for f in forecast],
             [f.due for f in forecast],
-            "Due per day, next 14 days",
+            "Reviews and learning steps per day, next 14 days",
         )
         rows: tuple[tuple[str, dict[str, DeckMastery] | dict[str, Mastery]], ...] = (
             ("#deck-mastery", stats.decks),

@@ -37,6 +37,8 @@ class StudyMore(ModalScreen[str | None]):
         Binding("1", "choose('new')", f"+{EXTRA_NEW} new", tooltip="More new cards today"),
         Binding("2", "choose('ahead')", "Review ahead", tooltip="Cards due this week, now"),
         Binding("escape", "choose('')", "Cancel"),
+        # (a modal screen holds back the app's keys: ? opens help here too, at this section)
+        Binding("question_mark", "app.help", "Help", tooltip="Every key"),
     ]
 
     def __init__(self, new_waiting: int, ahead: int) -> None:

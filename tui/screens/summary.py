@@ -11,6 +11,7 @@ from textual.widgets import Header
 from prep.engine.store import StoreError
 from prep.engine.study.present import (
     REVIEW_LIMIT_REACHED,
+    coming_text,
     count,
     duration_text,
     percent,
@@ -110,7 +111,7 @@ class SummaryScreen(PrepScreen):
                 text.append(f"Past those held back, the next card comes due in {wait}; ")
             else:
                 text.append(f"Next card due in {wait}; ")
-            text.append(f"{s['due_by_tomorrow']} due by the end of tomorrow.\n")
+            text.append(f"{coming_text(s['due_by_tomorrow'])}.\n")
         else:
             text.append("No reviews scheduled yet.\n")
         undo = "   u: undo the last rating" if self.session.undoable else ""
