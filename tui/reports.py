@@ -81,15 +81,14 @@ def session_text(stats: Stats) -> str:
     """What today's session serves now, in home's and the session bar's words (counts_text):
     ``new 19 · learning 1 · due 0`` (due: reviews; learning: learning steps)."""
     s = stats.session
-    return f"{counts_text((s.new, s.learning, s.due))}   (today's session, as home shows it)"
+    return f"{counts_text((s.new, s.learning, s.due))}   (as home counts it)"
 
 
 def coming_text(d: Due) -> str:
-    """The cards coming up by study day: reviews and learning steps together (not "due",
+    """The cards coming up by study day: reviews and learning steps ("steps") together (not "due",
     which home and the session bar say of reviews alone)."""
     return (
-        f"today {d.today}   tomorrow {d.tomorrow}   next 7 days {d.next_7_days}   "
-        "(reviews and learning steps, by study day)"
+        f"today {d.today}   tomorrow {d.tomorrow}   next 7 days {d.next_7_days}   (reviews + steps)"
     )
 
 
