@@ -372,7 +372,7 @@ def test_migration_from_v1_keeps_data(db_path: Path) -> None:
     )
     conn.close()
     with Store.open(db_path) as migrated:
-        assert migrated.schema_version() == SCHEMA_VERSION == 16
+        assert migrated.schema_version() == SCHEMA_VERSION == 17
         indexes = {i.name for i in migrated.db["revlog"].indexes}
         assert {"reviews_at", "reviews_card"} <= indexes  # (v13: on revlog, by card number)
         # (v14: one index of the due times, and the learning cards' partial one)
@@ -457,7 +457,7 @@ def test_migration_from_v6_indexes_the_deck_cache_ids(tmp_path: Path) -> None:
         store.conn.execute("DROP INDEX deck_cards_ids")
         store.set_meta("schema_version", "6")
     with Store.open(db) as migrated:
-        assert migrated.schema_version() == SCHEMA_VERSION == 16
+        assert migrated.schema_version() == SCHEMA_VERSION == 17
         names = {r[0] for r in migrated.conn.execute("SELECT name FROM sqlite_master")}
         assert "deck_cards_ids" in names
         plan = migrated.conn.execute(
