@@ -491,7 +491,8 @@ class UpgradeTracker:
     steps after them, each weighed as a number of units per review: measured on a v3
     database of 100k cards and 1M reviews (tests/benchmarks, 2-core machine), dropping the
     old log took ~0.02 of the conversion's time, building the indexes ~0.09, the commit
-    ~0.04 and the VACUUM ~0.07. Estimates, so the percentage is one too; it never goes
+    ~0.04 and the VACUUM ~0.07; v17's walk of the log (marking each row that is its newest
+    review's state: engine/store/schema17.py) ~0.6 (17 s at 100k cards / 1M reviews, one run). Estimates, so the percentage is one too; it never goes
     back, and the last report (``done``) is 100%."""
 
     TAIL = {"drop": 0.02, "index": 0.09, "commit": 0.04, "vacuum": 0.07, "logged": 0.6}
