@@ -83,18 +83,26 @@ def test_a_v16_database_is_marked_and_an_edited_or_damaged_card_is_not(tmp_path:
     path = tmp_path / "prep.db"
     with Store.open(path) as store:
         for day in range(3):
-            for cid in ("a", "b", "c", "d"):
+            for cid in ("a", "b", "c", "d", "e"):
                 rate(store, cid, 3 if day else 1, T0 + timedelta(days=day))
-        newest = {cid: _logged(store, cid)[1] for cid in "abcd"}
-    # b's text changed after its newest review; c's newest state cannot be read
+        newest = {cid: _logged(store, cid)[1] for cid in "abcde"}
+    # b's text changed after its newest review; c's newest state cannot be read; e's due
+    # time was edited by hand into text that is not a time
     _set_back(
         path,
         ("UPDATE cards SET changed = 1, content_hash = 'e' WHERE id = 'b'", ()),
         ("UPDATE revlog SET next = x'03ff' WHERE id = ?", (newest["c"],)),
+        ("UPDATE cards SET due = 'tomorrow' WHERE id = 'e'", ()),
     )
     with Store.open(path) as store:  # upgraded: no error for the damaged row
         assert store.schema_version() == 17
-        assert _marks(store) == {"a": newest["a"], "b": None, "c": None, "d": newest["d"]}
+        assert _marks(store) == {
+            "a": newest["a"],
+            "b": None,
+            "c": None,
+            "d": newest["d"],
+            "e": None,
+        }
         before = _marks(store)
         v16_to_v17(Schema(store.conn))  # again: nothing more to mark, nothing changed
         assert _marks(store) == before

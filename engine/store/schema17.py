@@ -69,6 +69,6 @@ def _newest_if_row(conn: Any, n: int, row: list, chain: Any, to_state: Any) -> i
         ):
             _prev, state = chain.decode(cid, prev_state, prev, nxt, at)
             newest = rid
-    except Exception:  # struct.error, ValueError...: whatever a damaged row holds
+        return newest if newest is not None and to_state(row) == state else None
+    except Exception:  # struct.error, ValueError...: whatever a damaged or hand-edited row holds
         return None
-    return newest if newest is not None and to_state(row) == state else None
