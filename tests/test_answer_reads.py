@@ -141,7 +141,9 @@ def test_a_card_s_text_is_hashed_once(
     opened: tuple[Store, CachedCollection, Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The content hash (a JSON encoding and a SHA-256 of the card's text) is computed once a
-    card: the rating and the front end that names the text shown ask for it every answer."""
+    card: the rating and the front end that names the text shown ask for it every answer.
+    Since round 14 not even once: a card built from the deck cache takes the hash its row
+    holds (tests/test_cached_hash.py)."""
     store, coll, _deck, _db = opened
     hashed: list[bytes] = []
     real = deck_mod.sha256
@@ -158,7 +160,7 @@ def test_a_card_s_text_is_hashed_once(
         shown += 1
         assert card.content_hash == card.content_hash
         session.rate(Rating.Easy, card_id=card.id, content_hash=card.content_hash)
-    assert shown == 6 and len(hashed) == 6
+    assert shown == 6 and hashed == []
 
 
 def test_a_kept_fuzz_range_draws_what_fsrs_draws() -> None:

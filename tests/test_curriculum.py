@@ -114,7 +114,7 @@ def test_a_cache_filled_by_the_previous_format_is_rebuilt(tmp_path: Path) -> Non
             )
         store.set_meta("schema_version", "8")
     with Store.open(db) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 16
+        assert store.schema_version() == SCHEMA_VERSION == 17
         coll = deckcache.load(store, [deck], include_bundled=False)
         assert [(c.id, c.level) for c in coll.cards] == [
             ("first", "basics"),

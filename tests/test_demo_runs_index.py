@@ -45,7 +45,7 @@ def test_an_upgraded_database_gets_the_index_and_keeps_its_runs(tmp_path: Path) 
     assert "demo_runs_name_at" not in _plan(conn, LOOKUPS[0])
     conn.close()
     with Store.open(path) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 16
+        assert store.schema_version() == SCHEMA_VERSION == 17
         assert [r["name"] for r in store.demo_runs()] == ["block-diagonal"]
         assert "demo_runs_name_at (name=? AND ran_at=?)" in _plan(store.conn, LOOKUPS[0])
 

@@ -243,7 +243,7 @@ def test_v15_keeps_every_cached_file_with_its_big_column_last(
             store.conn.execute("DROP TABLE v14")
             store.set_meta("schema_version", "14")
     with Store.open(path) as store:  # upgraded
-        assert store.schema_version() == 16
+        assert store.schema_version() == 17
         assert [r[1] for r in store.conn.execute("PRAGMA table_info(deck_files)")] == columns
         after = {r[1]: r for r in store.conn.execute("SELECT * FROM deck_files")}
         assert after == before  # every file, its fid (the cards' keys) and every value

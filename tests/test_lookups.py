@@ -408,7 +408,7 @@ def test_a_v7_database_migrates_and_the_lookups_use_their_indexes(tmp_path, deck
         store.conn.execute("CREATE INDEX cards_removed_state_due ON cards (removed, state, due)")
         store.set_meta("schema_version", "7")
     with Store.open(db) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 16
+        assert store.schema_version() == SCHEMA_VERSION == 17
         coll = deckcache.load(store, [decks], include_bundled=False)
         assert build_queue(store, coll, FIXED_NOW, new_limit=30) == before
         assert coll.ids_for_demo("dla") == cited and cited

@@ -82,7 +82,7 @@ def test_the_export_of_the_migrated_copy_is_the_v3_export(migrated) -> None:
     v3, copy = migrated
     want = v3_export(v3)
     with Store.open(copy) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 16
+        assert store.schema_version() == SCHEMA_VERSION == 17
         got = store.dump()
     # (each review now also carries its id and parameters: this device's, by row id)
     assert [{k: r[k] for k in REVIEW_COLUMNS_V1} for r in got["reviews"]] == want["reviews"]

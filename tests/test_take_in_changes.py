@@ -4,6 +4,7 @@ reads (no statement of its own: tests/test_answer_cost.py holds the count)."""
 
 from __future__ import annotations
 
+from collections import deque
 from pathlib import Path
 
 import pytest
@@ -56,7 +57,7 @@ def test_a_card_rated_in_the_other_terminal_leaves_the_counts_at_the_next_card(t
     assert first is not None
     other = _session(theirs, deckcache.load(theirs, [two[3]], include_bundled=False), clock)
     rated = [cid for cid in session.queue if cid != first.id][-1]
-    other.queue = [rated]  # the other terminal rates one of this session's queued cards Easy
+    other.queue = deque([rated])  # the other terminal rates one of this session's queued cards Easy
     other.rate(Rating.Easy, duration_ms=1000, card_id=rated)
     session.rate(Rating.Easy, duration_ms=1000, card_id=first.id)
     assert session.counts() == (2, 0, 0)  # not 3: the card rated there is gone from here
@@ -73,7 +74,7 @@ def test_an_again_in_the_other_terminal_is_served_here_when_due(two) -> None:
     assert first is not None
     other = _session(theirs, deckcache.load(theirs, [deck_dir], include_bundled=False), clock)
     again = [cid for cid in session.queue if cid != first.id][-1]
-    other.queue = [again]
+    other.queue = deque([again])
     other.rate(Rating.Again, duration_ms=1000, card_id=again)
     session.rate(Rating.Good, duration_ms=1000, card_id=first.id)
     assert session.counts()[0] == 2  # (a step now, not a new card: due in a minute)

@@ -65,8 +65,21 @@ _TO_JSON = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def card_from_fields(
-    data: str, *, card_id: str, deck: str, parent: str | None, file: str, line: int
+    data: str,
+    *,
+    card_id: str,
+    deck: str,
+    parent: str | None,
+    file: str,
+    line: int,
+    content_hash: str | None = None,
 ) -> Card:
+    """The Card of a deck cache row: ``data`` its fields, ``content_hash`` its ``chash``
+    column (or None). The cache writes that column and ``data`` from one parsed card, each
+    parse path through Card.content_hash's formula (fastdeck's ``_cache_row`` and its fast
+    path's copy of it; tests/test_cached_hash.py holds them equal), and the cache is reset
+    when the loader or Card changes (deckcache.format_key): so a card shown takes its hash
+    from the row, where it was computed again (JSON and sha256) each time it was built."""
     values = json.loads(data)
     names = _fields_of(Card)
     if len(values) < len(names):  # cached before a field was added (the field's default)
@@ -75,7 +88,10 @@ def card_from_fields(
     kw: dict[str, Any] = {
         f: tuple(v) if f in _TUPLES else v for f, v in zip(names, values, strict=True)
     }
-    return Card(id=card_id, deck=deck, parent=parent, file=file, line=line, **kw)
+    card = Card(id=card_id, deck=deck, parent=parent, file=file, line=line, **kw)
+    if content_hash is not None:
+        card.__dict__["content_hash"] = content_hash  # (the cached_property's own slot)
+    return card
 
 
 class CachedCollection:
@@ -228,9 +244,15 @@ class CachedCollection:
             ]
         return self._all
 
-    def _build(self, ref: CardRef, data: str) -> Card:
+    def _build(self, ref: CardRef, data: str, content_hash: str | None = None) -> Card:
         card = card_from_fields(
-            data, card_id=ref.id, deck=ref.deck, parent=ref.parent, file=ref.file, line=ref.line
+            data,
+            card_id=ref.id,
+            deck=ref.deck,
+            parent=ref.parent,
+            file=ref.file,
+            line=ref.line,
+            content_hash=content_hash,
         )
         self._built[ref.id] = card
         return card
@@ -305,8 +327,8 @@ class CachedCollection:
         row = self._store.deck_cache_card(key, line, card_id)
         if row is None:  # another prep re-read an edited deck that no longer holds it
             return None
-        line, deck, parent, demos, data, _ = row
-        return self._build(CardRef(card_id, deck, parent, _demos(demos), shown, line), data)
+        line, deck, parent, demos, data, chash = row
+        return self._build(CardRef(card_id, deck, parent, _demos(demos), shown, line), data, chash)
 
     def content_hash_now(self, card_id: str) -> str | None:
         """The hash of the card's text in the deck cache now: another prep may have re-read

@@ -10,6 +10,7 @@ and so do the steps another screen or terminal rated meanwhile.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -138,7 +139,9 @@ class ReviewSession:
             built = build_queue(store, collection, now, deck=deck, new_limit=new_limit)
             queue, new_ids, learning_ids = built.ids, set(built.new), built.learning_ids
         whole = list(queue)
-        self.queue: list[str] = whole[: limit if limit is not None else None]
+        # (a deque: each answer takes the front, which a list's pop(0) did by moving every id
+        # behind it, ~9% of an answer's instructions at 100k cards, growing with the queue)
+        self.queue: deque[str] = deque(whole[: limit if limit is not None else None])
         self.held_back = len(whole) - len(self.queue)  # left for later by ``limit``
         if learning_ids is None:  # a queue given by the caller: ask the store what each is
             states = store.cards(self.queue)
@@ -223,7 +226,7 @@ class ReviewSession:
                 break
             # removed from the decks since the queue was built, unusable, a new follow-up
             # whose parent was buried or suspended unanswered, or rated elsewhere since
-            self.queue.pop(0)
+            self.queue.popleft()
         self.learning = [e for e in self.learning if e[1] in self.collection]  # (none built)
         if self.learning and self.learning[0][0] <= now:
             return self._card(self.learning[0][1]), self.learning[0]
@@ -454,7 +457,7 @@ class ReviewSession:
             self._stale = True
         self._review_ids.append(review_id)
         if entry is None:
-            self.queue.pop(0)
+            self.queue.popleft()
         else:
             self.learning.remove(entry)
         self._from_learning.append(entry)
@@ -502,7 +505,7 @@ class ReviewSession:
         self.store.set_mark(card.id, after)
         if change != "flag":
             if entry is None:
-                self.queue.pop(0)
+                self.queue.popleft()
             else:
                 self.learning.remove(entry)
         self._history.append((card.id, before, entry if change != "flag" else ("keep", card.id)))

@@ -8,6 +8,7 @@ that it adopts (``adopt_due_steps``)."""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -78,7 +79,7 @@ def take_in(session: ReviewSession) -> None:
     if pinned is not None and pinned[0].id in session.kind_of:  # what it was when shown
         kinds[pinned[0].id] = session.kind_of[pinned[0].id]
     session.total += len(ids) - len(session.queue)
-    session.queue = ids
+    session.queue = deque(ids)
     session.kind_of.update(kinds)
 
 
