@@ -5,6 +5,7 @@ another prep re-read."""
 
 from __future__ import annotations
 
+from collections import deque
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -75,10 +76,10 @@ def _history(store: Store, coll, seed: int) -> datetime:
     ids = sorted(store.cards())
     marked = rng.sample(ids, 2)
     session = _session(store, coll, Clock(at))
-    session.queue = marked[:1]
+    session.queue = deque(marked[:1])
     if rng.random() < 0.7:
         session.set_mark("suspend")
-    session.queue = marked[1:]
+    session.queue = deque(marked[1:])
     if rng.random() < 0.7:
         session.set_mark("bury")
     return at
@@ -213,7 +214,7 @@ def test_review_ahead_takes_learning_cards_due_within_the_days_and_no_suspended_
         while session.current is not None:
             session.rate(plan.get(session.current.id, Rating.Easy), 1000)
         session = _session(store, coll, Clock(at))
-        session.queue = ["flag"]
+        session.queue = deque(["flag"])
         session.set_mark("suspend")
         # (roles: its 1d step, due tomorrow; pick-one: its 2-hour step, due at 11:20)
         now = at + timedelta(minutes=5)
