@@ -190,6 +190,9 @@ def test_sigint_in_a_demo_exits_130(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PREP_DEMO_PROGRESS": "1"},
+        # Ctrl-C as a terminal sends it: a test run started in the background (`cmd &` in a
+        # script) hands its children SIGINT ignored, and Python then installs no handler
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert proc.stderr is not None
     proc.stderr.readline()  # the demo has started (its first progress line)
