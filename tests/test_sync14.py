@@ -461,9 +461,46 @@ def test_backup_names_that_are_no_file_are_never_opened(tmp_path: Path) -> None:
         os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
         pytest.fail("the restore waited on a FIFO")
     code, out, err = done[0]
-    assert code == 2 and err == f"prep: {fifo}: a FIFO, not a backup file; nothing restored\n"
+    assert (
+        code == 2
+        and err == f"prep: {fifo}: a FIFO (named pipe), not a backup file; nothing restored\n"
+    )
     with Store.open(db) as store:
         assert backup.daily(store, datetime(2030, 1, 2, 12, tzinfo=UTC)) is not None
+
+
+def test_backup_and_sync_name_an_odd_entry_alike(tmp_path: Path, monkeypatch) -> None:
+    """One wording (engine/paths.odd_kind) for an entry that is no regular file, wherever it
+    is met: a socket named like a backup and one named like a device's folder are both "a
+    socket" (before: the backups' own copy of the helper said "not a regular file")."""
+    import socket
+
+    db = tmp_path / "p.db"
+    with Store.open(db) as store:
+        made = backup.make(store, "manual")
+    assert made is not None
+    a, b, c, folder = _three(tmp_path)
+    for s in (a, b, c):
+        s.close()
+    name = "p.db.29990101-000000-000000-daily.db"
+    socks = []
+    for where, entry in ((made.parent, name), (folder, "0123456789abcdef")):
+        monkeypatch.chdir(where)  # (a socket's path is limited to 108 bytes: bound by name)
+        socks.append(socket.socket(socket.AF_UNIX))
+        socks[-1].bind(entry)
+    try:
+        code, _out, err = _cli("--db", str(db), "backup", "--restore", name)
+        assert (code, err) == (
+            2,
+            f"prep: {made.parent / name}: a socket, not a backup file; nothing restored\n",
+        )
+        said = _apps_sync(tmp_path / "b.db", folder)
+        assert said == [
+            f"{folder / '0123456789abcdef'}: a socket, not a device's journal folder: skipped"
+        ]
+    finally:
+        for sock in socks:
+            sock.close()
 
 
 def test_a_sync_folder_named_with_a_newline_is_printed_escaped(tmp_path: Path) -> None:
