@@ -17,8 +17,9 @@ from prep.engine.sync import stuck
 from prep.engine.sync.journal import JournalError
 from prep.engine.sync.run import sync
 from prep.tui.cli import main
+from tests.syncfaults import copied_then_written
 from tests.test_sync import T0, rate
-from tests.test_sync_fork import _converged, _copy, _ids, _setup
+from tests.test_sync_fork import _converged, _ids, _setup
 
 
 def _age(path: Path, seconds: float) -> None:
@@ -28,14 +29,7 @@ def _age(path: Path, seconds: float) -> None:
 
 def _half_arrived(tmp_path: Path) -> tuple[Store, Store, Store, Path, Path, bytes]:
     """cp2 a copy of cp1; cp1's file under their id half arrived in the folder cp2 syncs."""
-    cp1, folder = _setup(tmp_path)
-    other = Store.open(tmp_path / "other.db")
-    rate(cp1, "x", 3, T0)
-    sync(cp1, folder)
-    cp2 = _copy(tmp_path, cp1, "cp2.db")
-    rate(cp1, "y", 3, T0 + timedelta(days=1))
-    written = sync(cp1, folder).journal
-    assert written is not None
+    cp1, cp2, other, folder, written = copied_then_written(tmp_path)
     whole = written.read_bytes()
     written.write_bytes(whole[: len(whole) // 2])
     rate(cp2, "z", 2, T0 + timedelta(days=1, hours=2))
