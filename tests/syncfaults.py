@@ -1,6 +1,6 @@
-"""Set-ups the sync tests share (test_sync_not_a_file, test_sync_stuck, test_sync14): three
-devices that have synced, a folder this machine may not list, and a copy of a database whose
-first copy has written a file since. A denial is made by hand: the tests may run as root, whom
+"""Set-ups the sync tests share (test_sync_not_a_file, test_sync_stuck, test_sync14,
+test_sync_hostile13): three devices that have synced, a folder this machine may not list, a
+copy of a database whose first copy has written a file since, and how that ends. A denial is made by hand: the tests may run as root, whom
 permissions do not stop."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from prep.engine.store import Store
 from prep.engine.store import devices as local
 from prep.engine.sync.run import sync
 from tests.test_sync import T0, rate
-from tests.test_sync_fork import _copy, _setup
+from tests.test_sync_fork import _converged, _copy, _ids, _setup
 
 
 def three(tmp_path: Path) -> tuple[Store, Store, Store, Path]:
@@ -76,3 +76,13 @@ def copied_then_written(tmp_path: Path) -> tuple[Store, Store, Store, Path, Path
     written = sync(cp1, folder).journal
     assert written is not None
     return cp1, cp2, other, folder, written
+
+
+def each_review_once(folder: Path, cp1: Store, cp2: Store, other: Store) -> None:
+    """After `copied_then_written`'s copy is found (cp2 rated z): twice round, every database
+    syncs; they converge, and x, y and z are held once each, none lost."""
+    for _ in range(2):
+        for s in (cp1, cp2, other):
+            sync(s, folder)
+    _converged(cp1, cp2, other)
+    assert sorted(r[2] for r in _ids(cp1)) == ["x", "y", "z"]

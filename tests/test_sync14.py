@@ -24,12 +24,12 @@ from prep.tui.cli import main
 from tests.syncfaults import (
     cards,
     copied_then_written,
+    each_review_once,
     refuse_listing,
     three,
     three_with_c_unlisted,
 )
 from tests.test_sync import T0, rate
-from tests.test_sync_fork import _converged, _ids
 
 
 def _cli(*args: str) -> tuple[int, str, str]:
@@ -126,11 +126,7 @@ def test_a_file_of_its_own_folder_it_may_not_read_is_said_at_once(
     time.sleep(0.05)  # (a later tick of the file system's clock than cp2's own file's)
     os.chmod(written, 0o644)  # (what the user does: its change time moves)
     assert sync(cp2, folder).forked is not None
-    for _ in range(2):
-        for s in (cp1, cp2, other):
-            sync(s, folder)
-    _converged(cp1, cp2, other)
-    assert sorted(r[2] for r in _ids(cp1)) == ["x", "y", "z"]  # each once, none lost
+    each_review_once(folder, cp1, cp2, other)
 
 
 def test_its_own_folder_it_may_not_list_sends_nothing_and_says_why(

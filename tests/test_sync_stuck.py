@@ -17,9 +17,9 @@ from prep.engine.sync import stuck
 from prep.engine.sync.journal import JournalError
 from prep.engine.sync.run import sync
 from prep.tui.cli import main
-from tests.syncfaults import copied_then_written
+from tests.syncfaults import copied_then_written, each_review_once
 from tests.test_sync import T0, rate
-from tests.test_sync_fork import _converged, _ids, _setup
+from tests.test_sync_fork import _setup
 
 
 def _age(path: Path, seconds: float) -> None:
@@ -53,11 +53,7 @@ def test_a_file_unchanged_and_old_is_set_aside_once_and_sending_resumes(tmp_path
     assert again.set_aside is None and again.held is None
     written.write_bytes(whole)  # it arrives after all: checked again, the copy is found
     assert sync(cp2, folder).forked is not None
-    for _ in range(2):
-        for s in (cp1, cp2, other):
-            sync(s, folder)
-    _converged(cp1, cp2, other)
-    assert sorted(r[2] for r in _ids(cp1)) == ["x", "y", "z"]  # each once, none lost
+    each_review_once(folder, cp1, cp2, other)
 
 
 def test_a_file_still_changing_or_changed_lately_is_waited_for(tmp_path: Path) -> None:
