@@ -115,6 +115,23 @@ def small_collection(small_deck_dir: Path) -> CachedCollection:
     return coll
 
 
+def recall_deck(tmp_path: Path, n: int, deck: str = "many", prefix: str = "c") -> CachedCollection:
+    """A deck of ``n`` recall cards (ids ``c00``, ``c01``, ...) in one file under
+    ``tmp_path``/decks, loaded (the answer and queue tests' collection)."""
+    folder = tmp_path / "decks"
+    folder.mkdir()
+    cards = "".join(
+        f"  - id: {prefix}{i:02d}\n    kind: recall\n    prompt: Question {i}?\n"
+        f"    answer: Answer {i}.\n"
+        for i in range(n)
+    )
+    title = deck.capitalize()
+    (folder / f"{deck}.yaml").write_text(f"deck: {deck}\ntitle: {title}\ncards:\n{cards}", "utf-8")
+    coll = load_collection([folder], include_bundled=False)
+    assert not coll.errors, coll.errors
+    return coll
+
+
 class Clock:
     """A settable clock for sessions: ``clock.now`` is returned; ``advance`` moves it."""
 

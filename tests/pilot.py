@@ -38,3 +38,15 @@ def text_of(app, selector: str) -> str:
     with console.capture() as capture:
         console.print(content)
     return capture.get()
+
+
+async def at_home(pilot, app) -> None:
+    """The app on its home screen: a screen shown over it at start (the summary, a study
+    screen) closed with escape, and the home screen settled."""
+    from prep.tui.screens.home import HomeScreen
+
+    await pilot.pause()
+    if not isinstance(app.screen, HomeScreen):
+        await pilot.press("escape")
+    await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+    await pilot.pause()

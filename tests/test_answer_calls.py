@@ -14,28 +14,18 @@ from pathlib import Path
 import pytest
 
 from prep.engine.decks.collection import CachedCollection
-from prep.engine.decks.deckcache import load_collection
 from prep.engine.store import Store, StoreError
 from prep.engine.study.scheduler import FUZZ_BY_CARD, FUZZ_BY_REVIEW, CardState, Scheduler
 from prep.engine.study.session import ReviewSession
 from prep.engine.timeutil import _FMT, fmt
-from tests.conftest import Clock
+from tests.conftest import Clock, recall_deck
 
 CARDS = 12
 
 
 @pytest.fixture
 def deck(tmp_path: Path) -> CachedCollection:
-    folder = tmp_path / "decks"
-    folder.mkdir()
-    cards = "".join(
-        f"  - id: c{i:02d}\n    kind: recall\n    prompt: Question {i}?\n    answer: Answer {i}.\n"
-        for i in range(CARDS)
-    )
-    (folder / "many.yaml").write_text(f"deck: many\ntitle: Many\ncards:\n{cards}", "utf-8")
-    coll = load_collection([folder], include_bundled=False)
-    assert not coll.errors, coll.errors
-    return coll
+    return recall_deck(tmp_path, CARDS)
 
 
 def _calls(action) -> int:

@@ -17,12 +17,11 @@ import fsrs
 import pytest
 
 from prep.engine.decks.collection import CachedCollection
-from prep.engine.decks.deckcache import load_collection
 from prep.engine.store import Store, devices
 from prep.engine.study import onepass
 from prep.engine.study.scheduler import CardState, Outcome, Rating, Scheduler, Settings, State
 from prep.engine.study.session import ReviewSession
-from tests.conftest import FIXED_NOW, Clock
+from tests.conftest import FIXED_NOW, Clock, recall_deck
 from tests.test_answer_cost import _traced
 
 CARDS = 12
@@ -30,16 +29,7 @@ CARDS = 12
 
 @pytest.fixture
 def deck(tmp_path: Path) -> CachedCollection:
-    folder = tmp_path / "decks"
-    folder.mkdir()
-    cards = "".join(
-        f"  - id: c{i:02d}\n    kind: recall\n    prompt: Question {i}?\n    answer: Answer {i}.\n"
-        for i in range(CARDS)
-    )
-    (folder / "many.yaml").write_text(f"deck: many\ntitle: Many\ncards:\n{cards}", "utf-8")
-    coll = load_collection([folder], include_bundled=False)
-    assert not coll.errors, coll.errors
-    return coll
+    return recall_deck(tmp_path, CARDS)
 
 
 @pytest.fixture

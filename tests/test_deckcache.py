@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.decks import deckcache
+from prep.engine.decks import assembly, deckcache
 from prep.engine.decks.checks import parse_decks
 from prep.engine.decks.deckcache import load_collection
 from prep.engine.store import Mark, Store
@@ -351,8 +351,8 @@ def test_only_files_not_loaded_are_looked_at_and_only_a_missing_one_is_gone(
     (b / "other.yaml").write_text(OTHER_DECK, encoding="utf-8")
     deckcache.load(store, [a, b], include_bundled=False)
     asked: list[str] = []
-    real = deckcache._gone
-    monkeypatch.setattr(deckcache, "_gone", lambda p: asked.append(Path(p).name) or real(p))
+    real = assembly._gone
+    monkeypatch.setattr(assembly, "_gone", lambda p: asked.append(Path(p).name) or real(p))
     deckcache.load(store, [a, b], include_bundled=False)
     assert asked == []  # every cached file is loaded: no stat beyond the loader's own
     deckcache.load(store, [a], include_bundled=False)
@@ -362,15 +362,15 @@ def test_only_files_not_loaded_are_looked_at_and_only_a_missing_one_is_gone(
 
 def test_a_file_that_cannot_be_looked_at_is_not_taken_as_gone(tmp_path, monkeypatch) -> None:
     (tmp_path / "x.yaml").write_text("deck: x\n", encoding="utf-8")
-    assert deckcache._gone(str(tmp_path / "missing.yaml"))
-    assert deckcache._gone(str(tmp_path / "x.yaml" / "under-a-file.yaml"))
-    assert not deckcache._gone(str(tmp_path / "x.yaml"))
+    assert assembly._gone(str(tmp_path / "missing.yaml"))
+    assert assembly._gone(str(tmp_path / "x.yaml" / "under-a-file.yaml"))
+    assert not assembly._gone(str(tmp_path / "x.yaml"))
 
     def refused(path, *a, **k):
         raise PermissionError(13, "Permission denied", path)
 
-    monkeypatch.setattr(deckcache.os, "stat", refused)  # (as root, chmod would not refuse)
-    assert not deckcache._gone(str(tmp_path / "x.yaml"))
+    monkeypatch.setattr(assembly.os, "stat", refused)  # (as root, chmod would not refuse)
+    assert not assembly._gone(str(tmp_path / "x.yaml"))
 
 
 @pytest.mark.parametrize("how", ["touch -d", "cp -p", "rsync -t"])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.decks import collection, deck, deckcache
+from prep.engine.decks import assembly, collection, deck, deckcache
 from prep.engine.store import Store
 from prep.engine.study.scheduler import Rating
 from prep.engine.study.session import ReviewSession
@@ -59,6 +59,7 @@ def test_a_new_card_field_rebuilds_an_old_cache_and_keeps_progress(
     # the code now has a Card with one more field; the database is the old one
     monkeypatch.setattr(deck, "Card", LeveledCard)
     monkeypatch.setattr(deckcache, "Card", LeveledCard)
+    monkeypatch.setattr(assembly, "Card", LeveledCard)  # (reads the cache's columns)
     monkeypatch.setattr(collection, "Card", LeveledCard)  # (builds the cards from the cache)
     with Store.open(db) as store:
         coll = deckcache.load(store, [decks], include_bundled=False)

@@ -215,8 +215,7 @@ def test_suspended_and_buried_cards_are_not_counted_due(rated) -> None:
 def test_the_app_home_says_four_due(rated) -> None:
     """The app (what `prep serve` shows in a browser) at 09:00 on day 3: home's line."""
     from prep.tui.app import PrepApp
-    from prep.tui.screens.home import HomeScreen
-    from tests.pilot import text_of, wait_until
+    from tests.pilot import at_home, text_of
 
     store, coll = rated
     now = local(2026, 3, 5, 9, 0)
@@ -224,11 +223,7 @@ def test_the_app_home_says_four_due(rated) -> None:
     async def run() -> str:
         app = PrepApp(store=store, collection=coll, demos={}, clock=lambda: now)
         async with app.run_test(size=(100, 30)) as pilot:
-            await pilot.pause()
-            if not isinstance(app.screen, HomeScreen):
-                await pilot.press("escape")
-            await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
-            await pilot.pause()
+            await at_home(pilot, app)
             return text_of(app, "#today")
 
     line = asyncio.run(run())

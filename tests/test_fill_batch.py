@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.decks import deckcache
+from prep.engine.decks import assembly, deckcache
 from prep.engine.decks.deckcache import load_collection
 from prep.engine.decks.fillbatch import Batch
 from prep.engine.store import Store
@@ -158,18 +158,18 @@ def test_the_outline_kept_from_the_fill_is_the_one_the_cache_holds(
         encoding="utf-8",
     )
     kept: dict[str, list] = {}
-    real = deckcache._assemble
+    real = assembly.assemble_cached
 
     def spy(*args, **kwargs):  # noqa: ANN002, ANN003
         kept.update(args[-1] or {})  # (deckcache.load_collection passes no outline)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(deckcache, "_assemble", spy)
+    monkeypatch.setattr(assembly, "assemble_cached", spy)
     store = Store.open(tmp_path / "p.db")
     coll = deckcache.load(store, [decks], include_bundled=False)
     assert len(kept) == 4
     for key, refs in kept.items():
-        assert refs == deckcache._refs(store, key, refs[0].file)
+        assert refs == assembly._refs(store, key, refs[0].file)
     full = load_collection([decks], include_bundled=False)
     assert [(c.id, c.parent, c.demos) for c in coll.cards] == [
         (c.id, c.parent, c.demos) for c in full.cards

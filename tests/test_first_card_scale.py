@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from prep.engine.decks import changed, deckcache
+from prep.engine.decks import assembly, changed, deckcache
 from prep.engine.decks.files import (
     bundled_deck_files,
     collect_deck_files,
@@ -116,7 +116,7 @@ class Counted:
         self.assemblies = 0
         real_collect = changed.collect_deck_files
         real_files = Store.deck_cache_files
-        real_refs = deckcache._refs
+        real_refs = assembly._refs
 
         def collect(*args, **kwargs):
             self.collects += 1
@@ -133,7 +133,7 @@ class Counted:
         monkeypatch.setattr(changed, "collect_deck_files", collect)
         monkeypatch.setattr(deckcache, "collect_deck_files", collect)
         monkeypatch.setattr(Store, "deck_cache_files", files)
-        monkeypatch.setattr(deckcache, "_refs", refs)
+        monkeypatch.setattr(assembly, "_refs", refs)
 
 
 @async_test

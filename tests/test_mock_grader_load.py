@@ -100,14 +100,35 @@ def _reveal(app) -> str:  # noqa: ANN001 - a PrepApp
     return str(app.screen.query_one("#mock-reveal", Static).render())
 
 
+async def _answer_the_follow_up(pilot, app) -> None:  # noqa: ANN001 - a Pilot, a PrepApp
+    """The choice answered, revealed and graded; the follow-up typed and sent."""
+    await pilot.press("a", "enter", "3")
+    await wait_until(pilot, lambda: app.screen.mock.index == 1)
+    await pilot.press(*"W_O mixes the heads.", "enter")
+
+
 @async_test
-async def test_the_load_starts_with_the_mock_not_at_the_first_typed_question(fresh_store):
+@pytest.mark.parametrize("load", ["loading", "fails"])
+async def test_the_load_starts_with_the_mock_and_a_failure_is_said_at_once(fresh_store, load):
+    """The load starts at the first question, a choice (before: nothing loaded until the typed
+    follow-up showed). One that fails is said at once, and answers are then not sent."""
     grading = LoadingGrading()
     app = _app(fresh_store, grading)
     async with app.run_test(size=(100, 40)) as pilot:
-        # the first question is a choice: before, nothing loaded until the follow-up showed
         await wait_until(pilot, lambda: grading.warmed == 1)
         assert app.screen.mock.index == 0
+        if load == "loading":
+            return
+        grading.load.set_exception(WorkerError("model.safetensors: no such file"))
+        await wait_until(
+            pilot,
+            lambda: any(
+                "did not load: model.safetensors" in str(n.message) for n in app._notifications
+            ),
+        )
+        await _answer_the_follow_up(pilot, app)
+        await wait_until(pilot, lambda: "Not graded: the grader did not load" in _reveal(app))
+        assert grading.graded == []  # never a second wait for a model that is not there
 
 
 @async_test
@@ -144,30 +165,8 @@ async def test_a_grade_by_hand_does_not_wait_for_the_load(fresh_store):
     grading = LoadingGrading()
     app = _app(fresh_store, grading)
     async with app.run_test(size=(100, 40)) as pilot:
-        await pilot.press("a", "enter", "3")
-        await wait_until(pilot, lambda: app.screen.mock.index == 1)
-        await pilot.press(*"W_O mixes the heads.", "enter")
+        await _answer_the_follow_up(pilot, app)
         await wait_until(pilot, lambda: "Grading your answer" in _reveal(app))
         await pilot.press("2")  # the model still loads: the learner's grade is taken now
         await wait_until(pilot, lambda: app.screen.mock.finished)
         assert app.screen.mock.steps[1].rating == Rating.Hard
-
-
-@async_test
-async def test_a_load_that_fails_is_said_at_once_and_answers_are_not_sent(fresh_store):
-    grading = LoadingGrading()
-    app = _app(fresh_store, grading)
-    async with app.run_test(size=(100, 40)) as pilot:
-        await wait_until(pilot, lambda: grading.warmed == 1)
-        grading.load.set_exception(WorkerError("model.safetensors: no such file"))
-        await wait_until(
-            pilot,
-            lambda: any(
-                "did not load: model.safetensors" in str(n.message) for n in app._notifications
-            ),
-        )
-        await pilot.press("a", "enter", "3")
-        await wait_until(pilot, lambda: app.screen.mock.index == 1)
-        await pilot.press(*"W_O mixes the heads.", "enter")
-        await wait_until(pilot, lambda: "Not graded: the grader did not load" in _reveal(app))
-        assert grading.graded == []  # never a second wait for a model that is not there

@@ -121,3 +121,20 @@ def test_the_sampler_draws_what_one_randn_draws() -> None:
     torch.testing.assert_close(got.double(), want, rtol=0, atol=STAT_TOL)
     wrong = mod.mean_max_cosine((z.double() * scale.double() ** 2).view(23, 12, 32, 384))
     assert float((got.double() - wrong).abs().max()) > 1e-3
+
+
+def test_the_exact_gram_sampler_draws_the_same_whatever_the_statistic() -> None:
+    """One sampler serves both exact-Gram statistics (the overlap and the mass-weighted one):
+    each is its statistic of the same redraws W' = Q diag(s), here 13 of them (sub-batches of 10
+    and 3), and W' keeps the Gram diag(s^2) exactly."""
+    singular = torch.linspace(2.0, 0.5, 48)  # (r,) < rows: a Gram of rank 48
+    draws = [
+        overlap.sample_gram(13, (4, 16), singular, torch.Generator().manual_seed(5), statistic)
+        for statistic in (lambda w: w, overlap.mean_max_cosine, overlap.gram_mass)
+    ]
+    w = draws[0]  # (13, 4, 16, 48) the redraws themselves
+    gram = w.reshape(13, 64, 48).transpose(-1, -2) @ w.reshape(13, 64, 48)  # (13, r, r)
+    torch.testing.assert_close(gram, torch.diag(singular**2).expand_as(gram), atol=1e-5, rtol=0)
+    torch.testing.assert_close(draws[1], overlap.mean_max_cosine(w), rtol=0, atol=1e-6)
+    torch.testing.assert_close(draws[2], overlap.gram_mass(w), rtol=0, atol=1e-6)
+    assert draws[1].shape == (13,) and draws[2].shape == (13, 2)

@@ -12,27 +12,17 @@ from pathlib import Path
 import pytest
 
 from prep.engine.decks.collection import CachedCollection
-from prep.engine.decks.deckcache import load_collection
 from prep.engine.store import Store
 from prep.engine.study.queue import build_queue
 from prep.engine.study.session import ReviewSession
-from tests.conftest import Clock
+from tests.conftest import Clock, recall_deck
 
 CARDS = 9
 
 
 @pytest.fixture
 def deck(tmp_path: Path) -> CachedCollection:
-    folder = tmp_path / "decks"
-    folder.mkdir()
-    cards = "".join(
-        f"  - id: q{i:02d}\n    kind: recall\n    prompt: Question {i}?\n    answer: Answer {i}.\n"
-        for i in range(CARDS)
-    )
-    (folder / "q.yaml").write_text(f"deck: q\ntitle: Q\ncards:\n{cards}", "utf-8")
-    coll = load_collection([folder], include_bundled=False)
-    assert not coll.errors, coll.errors
-    return coll
+    return recall_deck(tmp_path, CARDS, deck="q", prefix="q")
 
 
 def test_the_queue_is_a_deque_through_take_in_and_undo(

@@ -103,16 +103,12 @@ async def app_texts(store: Store, coll, now: datetime) -> dict[str, str]:
     from prep.tui.screens.review import ReviewScreen
     from prep.tui.screens.stats import StatsScreen
     from prep.tui.screens.summary import SummaryScreen
-    from tests.pilot import text_of, wait_until
+    from tests.pilot import at_home, text_of, wait_until
 
     out = {}
     app = PrepApp(store=store, collection=coll, demos={}, clock=lambda: now)
     async with app.run_test(size=(100, 40)) as pilot:
-        await pilot.pause()
-        if not isinstance(app.screen, HomeScreen):
-            await pilot.press("escape")
-        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
-        await pilot.pause()
+        await at_home(pilot, app)
         out["home"] = text_of(app, "#today") + "\n" + text_of(app, "#howto")
         await pilot.press("s")
         await wait_until(pilot, lambda: isinstance(app.screen, StatsScreen))

@@ -21,9 +21,15 @@ from prep.engine.store import devices as local
 from prep.engine.sync import journal
 from prep.engine.sync.run import SyncError, apply_journals, read_pending, sync, sync_out
 from prep.tui.cli import main
+from tests.syncfaults import (
+    cards,
+    copied_then_written,
+    each_review_once,
+    refuse_listing,
+    three,
+    three_with_c_unlisted,
+)
 from tests.test_sync import T0, rate
-from tests.test_sync_fork import _converged, _copy, _ids, _setup
-from tests.test_sync_not_a_file import _cards, _three
 
 
 def _cli(*args: str) -> tuple[int, str, str]:
@@ -44,7 +50,7 @@ def _apps_sync(db: Path, folder: Path) -> list[str]:
 
 
 def test_an_entry_named_like_a_device_is_said_once_until_it_changes(tmp_path: Path) -> None:
-    a, b, c, folder = _three(tmp_path)
+    a, b, c, folder = three(tmp_path)
     for s in (a, b, c):
         s.close()
     odd = folder / "0123456789abcdef"
@@ -73,28 +79,17 @@ def test_an_entry_named_like_a_device_is_said_once_until_it_changes(tmp_path: Pa
 def test_a_device_folder_that_cannot_be_listed_is_said_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    a, b, c, folder = _three(tmp_path)
-    denied = folder / local.device_id(c.conn)
-    for s in (a, b, c):
-        s.close()
-    real = os.scandir
-
-    def scandir(path):  # type: ignore[no-untyped-def]
-        if Path(path) == denied:
-            raise PermissionError(13, "Permission denied", str(path))
-        return real(path)
-
-    monkeypatch.setattr(os, "scandir", scandir)
+    folder, denied, allow = three_with_c_unlisted(tmp_path, monkeypatch)
     db = tmp_path / "b.db"
     said = _apps_sync(db, folder)
     assert len(said) == 1 and said[0].startswith(f"{denied}: cannot list it (Permission denied)")
     assert _apps_sync(db, folder) == []
     code, out, _err = _cli("--db", str(db), "sync", "--status", str(folder))
     assert f"{denied}: cannot list it (Permission denied)" in out
-    monkeypatch.setattr(os, "scandir", real)
-    assert _cards(db) == ["x"]
+    allow()
+    assert cards(db) == ["x"]
     assert "received 1 review" in _cli("--db", str(db), "sync", str(folder))[1]
-    assert _cards(db) == ["x", "z"]
+    assert cards(db) == ["x", "z"]
 
 
 # --- 2. this device's own file it may not read ----------------------------------------------
@@ -118,14 +113,7 @@ def test_a_file_of_its_own_folder_it_may_not_read_is_said_at_once(
     """Before: nothing sent for 10 minutes, "cannot be read yet (still arriving from another
     copy of this database?)". Now: the cause and what to do, sending goes on; once it can be
     read (its permissions changed: its change time moves) it is checked: a copy is found."""
-    cp1, folder = _setup(tmp_path)
-    other = Store.open(tmp_path / "other.db")
-    rate(cp1, "x", 3, T0)
-    sync(cp1, folder)
-    cp2 = _copy(tmp_path, cp1, "cp2.db")
-    rate(cp1, "y", 3, T0 + timedelta(days=1))
-    written = sync(cp1, folder).journal
-    assert written is not None
+    cp1, cp2, other, folder, written = copied_then_written(tmp_path)
     rate(cp2, "z", 2, T0 + timedelta(days=1, hours=2))
     _deny(monkeypatch, written)
     result = sync(cp2, folder)
@@ -138,11 +126,7 @@ def test_a_file_of_its_own_folder_it_may_not_read_is_said_at_once(
     time.sleep(0.05)  # (a later tick of the file system's clock than cp2's own file's)
     os.chmod(written, 0o644)  # (what the user does: its change time moves)
     assert sync(cp2, folder).forked is not None
-    for _ in range(2):
-        for s in (cp1, cp2, other):
-            sync(s, folder)
-    _converged(cp1, cp2, other)
-    assert sorted(r[2] for r in _ids(cp1)) == ["x", "y", "z"]  # each once, none lost
+    each_review_once(folder, cp1, cp2, other)
 
 
 def test_its_own_folder_it_may_not_list_sends_nothing_and_says_why(
@@ -156,14 +140,7 @@ def test_its_own_folder_it_may_not_list_sends_nothing_and_says_why(
     sync(store, folder)
     mine = folder / local.device_id(store.conn)
     rate(store, "y", 3, T0 + timedelta(days=1))
-    real = os.scandir
-
-    def scandir(path):  # type: ignore[no-untyped-def]
-        if Path(path) == mine:
-            raise PermissionError(13, "Permission denied", str(path))
-        return real(path)
-
-    monkeypatch.setattr(os, "scandir", scandir)
+    refuse_listing(monkeypatch, mine)
     for _ in range(2):
         with pytest.raises(SyncError) as caught:
             sync(store, folder)
@@ -181,7 +158,7 @@ def test_its_own_folder_it_may_not_list_sends_nothing_and_says_why(
 
 def test_a_device_folder_kept_elsewhere_through_a_link_is_read(tmp_path: Path) -> None:
     """Before round 13 followed, then skipped: c's reviews never arrived."""
-    a, b, c, folder = _three(tmp_path)
+    a, b, c, folder = three(tmp_path)
     cdir = folder / local.device_id(c.conn)
     elsewhere = tmp_path / "elsewhere"
     cdir.rename(elsewhere)
@@ -191,14 +168,14 @@ def test_a_device_folder_kept_elsewhere_through_a_link_is_read(tmp_path: Path) -
     code, out, err = _cli("--db", str(tmp_path / "b.db"), "sync", str(folder))
     assert code == 0 and err == "", out + err
     assert len(out.splitlines()) == 1 and "received 1 review from" in out
-    assert _cards(tmp_path / "b.db") == ["x", "z"]
+    assert cards(tmp_path / "b.db") == ["x", "z"]
 
 
 @pytest.mark.parametrize("target", ["fifo", "loop", "nowhere", "file"])
 def test_a_link_that_leads_to_no_folder_is_skipped_never_opened(
     tmp_path: Path, target: str
 ) -> None:
-    a, b, c, folder = _three(tmp_path)
+    a, b, c, folder = three(tmp_path)
     for s in (a, b, c):
         s.close()
     odd = folder / "0123456789abcdef"
@@ -225,7 +202,7 @@ def test_a_link_that_leads_to_no_folder_is_skipped_never_opened(
     assert code == 0, out
     first = out.splitlines()[0]
     assert first.startswith(f"{odd}: a symbolic link to ") and "skipped" in first
-    assert _cards(tmp_path / "b.db") == ["x", "z"]
+    assert cards(tmp_path / "b.db") == ["x", "z"]
 
 
 def test_a_journal_file_in_a_linked_folder_that_is_a_link_is_not_followed(
@@ -233,7 +210,7 @@ def test_a_journal_file_in_a_linked_folder_that_is_a_link_is_not_followed(
 ) -> None:
     """Only regular files are read through a linked folder: a link there (to a file outside
     the folder) is never opened."""
-    a, b, c, folder = _three(tmp_path)
+    a, b, c, folder = three(tmp_path)
     cdir = folder / local.device_id(c.conn)
     elsewhere = tmp_path / "elsewhere"
     cdir.rename(elsewhere)
@@ -246,7 +223,7 @@ def test_a_journal_file_in_a_linked_folder_that_is_a_link_is_not_followed(
         s.close()
     code, out, _err = _cli("--db", str(tmp_path / "b.db"), "sync", str(folder))
     assert code == 0 and "a symbolic link, not a journal file" in out
-    assert _cards(tmp_path / "b.db") == ["x"]
+    assert cards(tmp_path / "b.db") == ["x"]
 
 
 # --- 4. `prep sync DIR` at a missing database -----------------------------------------------
@@ -278,7 +255,7 @@ def test_a_sync_that_could_apply_nothing_makes_no_database(tmp_path: Path, bad: 
 def test_a_bad_file_beside_good_ones_still_brings_the_good(tmp_path: Path) -> None:
     """A new machine's first sync where one device's file is damaged: the others' reviews
     are applied (the database holds them), the bad file named, exit 2, as at any sync."""
-    a, b, c, folder = _three(tmp_path)
+    a, b, c, folder = three(tmp_path)
     for s in (a, b, c):
         s.close()
     bad = folder / "0123456789abcdef"
@@ -287,7 +264,7 @@ def test_a_bad_file_beside_good_ones_still_brings_the_good(tmp_path: Path) -> No
     db = tmp_path / "new.db"
     code, out, err = _cli("--db", str(db), "sync", str(folder))
     assert code == 2 and "received" in out and str(bad / "00000001.jsonl") in err
-    assert _cards(db) == ["x", "z"]
+    assert cards(db) == ["x", "z"]
 
 
 # --- 5. backup --list escapes a name --------------------------------------------------------
@@ -359,17 +336,10 @@ def test_a_sync_folder_that_cannot_be_listed_is_said(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Before: taken as empty: "received no review", exit 0, and nothing said of why."""
-    a, b, c, folder = _three(tmp_path)
+    a, b, c, folder = three(tmp_path)
     for s in (a, b, c):
         s.close()
-    real = os.scandir
-
-    def scandir(path):  # type: ignore[no-untyped-def]
-        if Path(path) == folder:
-            raise PermissionError(13, "Permission denied", str(path))
-        return real(path)
-
-    monkeypatch.setattr(os, "scandir", scandir)
+    refuse_listing(monkeypatch, folder)
     code, out, err = _cli("--db", str(tmp_path / "b.db"), "sync", str(folder))
     assert code == 2 and out == ""
     assert err == (
@@ -384,7 +354,7 @@ def test_said_once_whatever_the_folder_is_called(
 ) -> None:
     """The app syncs its configured folder by its whole path, `prep sync .` by another
     spelling: the entry is one entry, said once."""
-    a, b, c, folder = _three(tmp_path)
+    a, b, c, folder = three(tmp_path)
     for s in (a, b, c):
         s.close()
     os.mkfifo(folder / "0123456789abcdef")
@@ -415,7 +385,7 @@ def test_another_devices_file_it_may_not_read_holds_back_nothing(
     """Before: refused (exit 2) at every sync for 10 minutes, its device's later files held
     back, then set aside as "unreadable and unchanged". Now: set aside at once, the line
     saying what to do; once it can be read (its change time moves) it is applied."""
-    a, b, c, folder = _three(tmp_path)
+    a, b, c, folder = three(tmp_path)
     rate(c, "v", 3, T0 + timedelta(days=1))
     sync(c, folder)
     cdir = folder / local.device_id(c.conn)
@@ -428,13 +398,13 @@ def test_another_devices_file_it_may_not_read_holds_back_nothing(
     said = out.splitlines()
     assert said[0].startswith(f"{cdir / '00000001.jsonl'}: cannot read it (Permission denied)")
     assert "chmod u+r" in said[0] and len(said) == 2
-    assert _cards(db) == ["v", "x"]
+    assert cards(db) == ["v", "x"]
     assert _cli("--db", str(db), "sync", str(folder))[1].count("\n") == 1  # said once
     monkeypatch.undo()
     time.sleep(0.05)
     os.chmod(cdir / "00000001.jsonl", 0o644)
     assert "received 1 review" in _cli("--db", str(db), "sync", str(folder))[1]
-    assert _cards(db) == ["v", "x", "z"]
+    assert cards(db) == ["v", "x", "z"]
 
 
 def test_backup_names_that_are_no_file_are_never_opened(tmp_path: Path) -> None:
@@ -461,9 +431,46 @@ def test_backup_names_that_are_no_file_are_never_opened(tmp_path: Path) -> None:
         os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
         pytest.fail("the restore waited on a FIFO")
     code, out, err = done[0]
-    assert code == 2 and err == f"prep: {fifo}: a FIFO, not a backup file; nothing restored\n"
+    assert (
+        code == 2
+        and err == f"prep: {fifo}: a FIFO (named pipe), not a backup file; nothing restored\n"
+    )
     with Store.open(db) as store:
         assert backup.daily(store, datetime(2030, 1, 2, 12, tzinfo=UTC)) is not None
+
+
+def test_backup_and_sync_name_an_odd_entry_alike(tmp_path: Path, monkeypatch) -> None:
+    """One wording (engine/paths.odd_kind) for an entry that is no regular file, wherever it
+    is met: a socket named like a backup and one named like a device's folder are both "a
+    socket" (before: the backups' own copy of the helper said "not a regular file")."""
+    import socket
+
+    db = tmp_path / "p.db"
+    with Store.open(db) as store:
+        made = backup.make(store, "manual")
+    assert made is not None
+    a, b, c, folder = three(tmp_path)
+    for s in (a, b, c):
+        s.close()
+    name = "p.db.29990101-000000-000000-daily.db"
+    socks = []
+    for where, entry in ((made.parent, name), (folder, "0123456789abcdef")):
+        monkeypatch.chdir(where)  # (a socket's path is limited to 108 bytes: bound by name)
+        socks.append(socket.socket(socket.AF_UNIX))
+        socks[-1].bind(entry)
+    try:
+        code, _out, err = _cli("--db", str(db), "backup", "--restore", name)
+        assert (code, err) == (
+            2,
+            f"prep: {made.parent / name}: a socket, not a backup file; nothing restored\n",
+        )
+        said = _apps_sync(tmp_path / "b.db", folder)
+        assert said == [
+            f"{folder / '0123456789abcdef'}: a socket, not a device's journal folder: skipped"
+        ]
+    finally:
+        for sock in socks:
+            sock.close()
 
 
 def test_a_sync_folder_named_with_a_newline_is_printed_escaped(tmp_path: Path) -> None:

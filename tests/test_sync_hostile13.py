@@ -20,20 +20,14 @@ from prep.engine.store import devices as local
 from prep.engine.sync import journal
 from prep.engine.sync.run import read_pending, sync
 from prep.tui.cli import main
+from tests.syncfaults import three
 from tests.test_sync import T0, rate
 
 
 def _three(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
     """b applied a's file 1; then c sent its file 1 and a its file 2 (``second``), and b
     rated a card of its own: what b's next sync has to do."""
-    folder = tmp_path / "shared"
-    folder.mkdir()
-    a, b, c = (Store.open(tmp_path / f"{n}.db") for n in "abc")
-    rate(a, "x", 3, T0)
-    sync(a, folder)
-    sync(b, folder)
-    rate(c, "z", 3, T0)
-    sync(c, folder)
+    a, b, c, folder = three(tmp_path)
     rate(a, "y", 3, T0 + timedelta(days=1))
     second = sync(a, folder).journal
     assert second is not None

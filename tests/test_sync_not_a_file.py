@@ -20,6 +20,7 @@ from prep.engine.store import devices as local
 from prep.engine.sync import journal
 from prep.engine.sync.run import sync
 from prep.tui.cli import main
+from tests.syncfaults import cards, three, three_with_c_unlisted
 from tests.test_sync import T0, rate
 
 KINDS: dict[str, tuple[Callable[[Path], None], str]] = {
@@ -54,30 +55,12 @@ def _cli_sync(db: Path, folder: Path, odd: Path) -> Result:
     return done[0]
 
 
-def _three(tmp_path: Path) -> tuple[Store, Store, Store, Path]:
-    """a and c each sent a journal file, b applied a's (a's file 1, c's file 1 not yet)."""
-    folder = tmp_path / "shared"
-    folder.mkdir()
-    a, b, c = (Store.open(tmp_path / f"{n}.db") for n in "abc")
-    rate(a, "x", 3, T0)
-    sync(a, folder)
-    sync(b, folder)
-    rate(c, "z", 3, T0)
-    sync(c, folder)
-    return a, b, c, folder
-
-
-def _cards(db: Path) -> list[str]:
-    with Store.open(db) as s:
-        return [r[0] for r in s.conn.execute("SELECT DISTINCT card_id FROM reviews ORDER BY 1")]
-
-
 @pytest.mark.parametrize("kind", KINDS)
 def test_in_another_devices_folder_the_rest_syncs(tmp_path: Path, kind: str) -> None:
     """A device's next file is no file: skipped, its later files and every other device's
     applied, b's own sent; said in one line (exit 0), once."""
     make, what = KINDS[kind]
-    a, b, c, folder = _three(tmp_path)
+    a, b, c, folder = three(tmp_path)
     odd = folder / local.device_id(a.conn) / "00000002.jsonl"
     make(odd)
     rate(a, "y", 3, T0 + timedelta(days=1))
@@ -90,7 +73,7 @@ def test_in_another_devices_folder_the_rest_syncs(tmp_path: Path, kind: str) -> 
     said = out.output.splitlines()
     assert len(said) == 2 and said[0].startswith(f"{odd}: {what}, not a journal file: skipped")
     assert said[1].startswith("sent 1 review, received 2 reviews from")
-    assert _cards(tmp_path / "b.db") == ["w", "x", "y", "z"]
+    assert cards(tmp_path / "b.db") == ["w", "x", "y", "z"]
     again = _cli_sync(tmp_path / "b.db", folder, odd)  # said once
     assert again.exit_code == 0 and again.output.splitlines() == [
         "sent 0 reviews, received no review, 0 cards rescheduled"
@@ -100,7 +83,7 @@ def test_in_another_devices_folder_the_rest_syncs(tmp_path: Path, kind: str) -> 
 @pytest.mark.parametrize("kind", KINDS)
 def test_in_place_of_a_file_applied_what_it_held_stays(tmp_path: Path, kind: str) -> None:
     make, what = KINDS[kind]
-    a, b, c, folder = _three(tmp_path)
+    a, b, c, folder = three(tmp_path)
     applied = folder / local.device_id(a.conn) / "00000001.jsonl"
     applied.unlink()
     make(applied)
@@ -114,13 +97,13 @@ def test_in_place_of_a_file_applied_what_it_held_stays(tmp_path: Path, kind: str
         "what it held before kept."
     )
     assert len(said) == 2 and "received 1 review from" in said[1]
-    assert _cards(tmp_path / "b.db") == ["x", "z"]
+    assert cards(tmp_path / "b.db") == ["x", "z"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_file_that_takes_its_place_later_is_read(tmp_path: Path, kind: str) -> None:
     make, _what = KINDS[kind]
-    a, b, _c, folder = _three(tmp_path)
+    a, b, _c, folder = three(tmp_path)
     rate(a, "y", 3, T0 + timedelta(days=1))
     written = sync(a, folder).journal
     assert written is not None
@@ -143,7 +126,7 @@ def test_in_this_devices_own_folder_sending_goes_on(tmp_path: Path, kind: str) -
     """Not a file the sync tool brings (nothing is arriving): set aside at once, said once,
     this device's reviews sent past it."""
     make, what = KINDS[kind]
-    _a, b, _c, folder = _three(tmp_path)
+    _a, b, _c, folder = three(tmp_path)
     mine = folder / local.device_id(b.conn)
     mine.mkdir()
     odd = mine / "00000001.jsonl"
@@ -168,7 +151,7 @@ def test_named_like_a_devices_folder(tmp_path: Path, kind: str) -> None:
     """An entry named like a device's folder that is none: skipped, said; the rest syncs
     (a link to another device's folder would have been read as a device whose files name
     another: refused before)."""
-    a, b, c, folder = _three(tmp_path)
+    a, b, c, folder = three(tmp_path)
     odd = folder / "0123456789abcdef"
     if kind == "fifo":
         os.mkfifo(odd)
@@ -186,7 +169,7 @@ def test_named_like_a_devices_folder(tmp_path: Path, kind: str) -> None:
     said = out.output.splitlines()
     assert said[0] == f"{odd}: {what}, not a device's journal folder: skipped."
     assert len(said) == 2 and "received 1 review from" in said[1]
-    assert _cards(tmp_path / "b.db") == ["x", "z"]
+    assert cards(tmp_path / "b.db") == ["x", "z"]
 
 
 def test_reading_never_opens_what_is_no_file(tmp_path: Path, monkeypatch) -> None:
@@ -252,18 +235,7 @@ def test_a_device_folder_that_cannot_be_listed_is_said(
     """Another device's folder this machine may not list (permission denied): its files are
     skipped while it cannot, said in one line (once), the rest syncs. Before: skipped without a word. (The
     denial is made by hand: the tests may run as root, whom permissions do not stop.)"""
-    a, b, c, folder = _three(tmp_path)
-    denied = folder / local.device_id(c.conn)
-    for s in (a, b, c):
-        s.close()
-    real = os.scandir
-
-    def scandir(path):  # type: ignore[no-untyped-def]
-        if Path(path) == denied:
-            raise PermissionError(13, "Permission denied", str(path))
-        return real(path)
-
-    monkeypatch.setattr(os, "scandir", scandir)
+    folder, denied, allow = three_with_c_unlisted(tmp_path, monkeypatch)
     with Store.open(tmp_path / "b.db") as b:
         rate(b, "w", 3, T0 + timedelta(days=2))
     out = CliRunner().invoke(main, ["--db", str(tmp_path / "b.db"), "sync", str(folder)])
@@ -273,7 +245,7 @@ def test_a_device_folder_that_cannot_be_listed_is_said(
         f"{denied}: cannot list it (Permission denied): its files skipped until it can be listed."
     )
     assert len(said) == 2 and said[1].startswith("sent 1 review, received no review")
-    monkeypatch.setattr(os, "scandir", real)
+    allow()
     assert (
         "received 1 review"
         in CliRunner().invoke(main, ["--db", str(tmp_path / "b.db"), "sync", str(folder)]).output
@@ -284,7 +256,7 @@ def test_a_device_folder_that_cannot_be_listed_is_said(
 def test_named_like_this_devices_own_folder(tmp_path: Path, kind: str) -> None:
     """Where this device's folder goes, a file or a FIFO: nothing sent, said plainly (before:
     'cannot write the journal (File exists)', and nothing received either)."""
-    a, b, c, folder = _three(tmp_path)
+    a, b, c, folder = three(tmp_path)
     odd = folder / local.device_id(b.conn)
     what = "a FIFO (named pipe)" if kind == "fifo" else "a file"
     if kind == "fifo":

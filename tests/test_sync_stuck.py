@@ -17,8 +17,9 @@ from prep.engine.sync import stuck
 from prep.engine.sync.journal import JournalError
 from prep.engine.sync.run import sync
 from prep.tui.cli import main
+from tests.syncfaults import copied_then_written, each_review_once
 from tests.test_sync import T0, rate
-from tests.test_sync_fork import _converged, _copy, _ids, _setup
+from tests.test_sync_fork import _setup
 
 
 def _age(path: Path, seconds: float) -> None:
@@ -28,14 +29,7 @@ def _age(path: Path, seconds: float) -> None:
 
 def _half_arrived(tmp_path: Path) -> tuple[Store, Store, Store, Path, Path, bytes]:
     """cp2 a copy of cp1; cp1's file under their id half arrived in the folder cp2 syncs."""
-    cp1, folder = _setup(tmp_path)
-    other = Store.open(tmp_path / "other.db")
-    rate(cp1, "x", 3, T0)
-    sync(cp1, folder)
-    cp2 = _copy(tmp_path, cp1, "cp2.db")
-    rate(cp1, "y", 3, T0 + timedelta(days=1))
-    written = sync(cp1, folder).journal
-    assert written is not None
+    cp1, cp2, other, folder, written = copied_then_written(tmp_path)
     whole = written.read_bytes()
     written.write_bytes(whole[: len(whole) // 2])
     rate(cp2, "z", 2, T0 + timedelta(days=1, hours=2))
@@ -59,11 +53,7 @@ def test_a_file_unchanged_and_old_is_set_aside_once_and_sending_resumes(tmp_path
     assert again.set_aside is None and again.held is None
     written.write_bytes(whole)  # it arrives after all: checked again, the copy is found
     assert sync(cp2, folder).forked is not None
-    for _ in range(2):
-        for s in (cp1, cp2, other):
-            sync(s, folder)
-    _converged(cp1, cp2, other)
-    assert sorted(r[2] for r in _ids(cp1)) == ["x", "y", "z"]  # each once, none lost
+    each_review_once(folder, cp1, cp2, other)
 
 
 def test_a_file_still_changing_or_changed_lately_is_waited_for(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ float64) on fixed inputs within the stated tolerance, the bounds as bounds, and 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeAlias
 
 from prep.demos._torch import torch
@@ -129,16 +130,22 @@ def sample_mean_max_cosine(
     return torch.cat(out)  # (k,)
 
 
-def sample_gram_mean_max_cosine(
-    k: int, heads: tuple[int, int], singular: Tensor, gen: torch.Generator
+def sample_gram(
+    k: int,
+    heads: tuple[int, int],
+    singular: Tensor,
+    gen: torch.Generator,
+    statistic: Callable[[Tensor], Tensor],
 ) -> Tensor:
-    """The statistic of k W' = Q diag(singular) with Q Haar on the orthogonal group of the
-    h * dh rows (real-block-structure's exact-Gram null: W'^T W' = diag(singular^2), the Gram
-    of W_O in its right singular basis), drawn SUB at a time from `gen` on the CPU: (k,).
+    """``statistic`` (of W_O (n, h, dh, r), a row per W_O) of k W' = Q diag(singular) with Q Haar
+    on the orthogonal group of the h * dh rows (real-block-structure's exact-Gram null: W'^T W' =
+    diag(singular^2), the Gram of W_O in its right singular basis), drawn SUB at a time from
+    `gen` on the CPU: (k, ...), the same draws whatever the statistic.
 
     Q is the Q factor of a QR of a Gaussian matrix; without the sign fix that makes it Haar it
     is a Haar Q times a diagonal of +-1 on the right, which multiplies every head by the same
-    orthogonal matrix (diagonals commute) and leaves every principal angle as it was."""
+    orthogonal matrix (diagonals commute) and leaves every principal angle as it was (and every
+    Gram cosine: the statistics here are `mean_max_cosine` and `gram_mass`)."""
     h, dh = heads
     rows, r = h * dh, singular.numel()
     out = []
@@ -146,8 +153,8 @@ def sample_gram_mean_max_cosine(
         n = min(SUB, k - start)
         z = torch.randn(n, rows, rows, generator=gen)  # (n, rows, rows) N(0, I)
         q = torch.linalg.qr(z).Q[..., :r]  # (n, rows, r) orthonormal columns
-        out.append(mean_max_cosine((q * singular).view(n, h, dh, r)))  # (n,)
-    return torch.cat(out)  # (k,)
+        out.append(statistic((q * singular).view(n, h, dh, r)))  # (n, ...)
+    return torch.cat(out)  # (k, ...)
 
 
 def gram_cosines(w_o: Tensor) -> Tensor:
@@ -172,18 +179,6 @@ def mass_summary(cos: Tensor) -> Tensor:
     return torch.stack([mean, cos.max(-1).values - mean], -1)  # (k, 2)
 
 
-def sample_gram_mass(
-    k: int, heads: tuple[int, int], singular: Tensor, gen: torch.Generator
-) -> Tensor:
-    """mass_summary of k W' = Q diag(singular), Q as in sample_gram_mean_max_cosine (the same
-    exact-Gram null; the sign convention rotates every head alike, which no Gram cosine sees):
-    (k, 2), drawn SUB at a time from `gen` on the CPU."""
-    h, dh = heads
-    rows, r = h * dh, singular.numel()
-    out = []
-    for start in range(0, k, SUB):
-        n = min(SUB, k - start)
-        z = torch.randn(n, rows, rows, generator=gen)  # (n, rows, rows) N(0, I)
-        q = torch.linalg.qr(z).Q[..., :r]  # (n, rows, r) orthonormal columns
-        out.append(mass_summary(gram_cosines((q * singular).view(n, h, dh, r))))  # (n, 2)
-    return torch.cat(out)  # (k, 2)
+def gram_mass(w_o: Tensor) -> Tensor:
+    """mass_summary of each W_O's gram_cosines, W_O (k, h, dh, d): (k, 2)."""
+    return mass_summary(gram_cosines(w_o))

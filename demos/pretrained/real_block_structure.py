@@ -281,7 +281,7 @@ def gram_sampler(
     singular = top.sqrt().float()  # (r,) s / sqrt(n_heads d_head)
 
     def sample(k: int, gen: torch.Generator) -> torch.Tensor:
-        return overlap.sample_gram_mean_max_cosine(k, (h, dh), singular, gen)  # (k,)
+        return overlap.sample_gram(k, (h, dh), singular, gen, overlap.mean_max_cosine)  # (k,)
 
     return sample
 
@@ -400,7 +400,7 @@ def mass_sampler(
     singular = variances.flip(0)[: min(h * dh, variances.numel())].sqrt().float()  # (r,)
 
     def sample(k: int, gen: torch.Generator) -> torch.Tensor:
-        return overlap.sample_gram_mass(k, (h, dh), singular, gen)  # (k, 2)
+        return overlap.sample_gram(k, (h, dh), singular, gen, overlap.gram_mass)  # (k, 2)
 
     return sample
 

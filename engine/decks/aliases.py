@@ -120,8 +120,8 @@ def check_cached_aliases(
     empty: tuple[str, ...],
 ) -> None:
     """The aliases' checks of ``assemble`` (which sees the cards' outline only), on the
-    aliases of the cached cards of the files in ``order`` that were kept (deckcache's
-    ``_assemble``; ``field``, ``empty``: as Store.deck_cache_alias_claims reads them)."""
+    aliases of the cached cards of the files in ``order`` that were kept (assembly's
+    ``assemble_cached``; ``field``, ``empty``: as Store.deck_cache_alias_claims reads them)."""
     entries = []
     for key, _ in order:
         claims = store.deck_cache_alias_claims(key, field, empty)

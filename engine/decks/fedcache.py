@@ -2,7 +2,7 @@
 database's cache by deckcache.from_parsed, for tests and benchmarks).
 
 Each different parse fed into one database adds its decks' entries, and no file's
-disappearance ever removes them (deckcache._prune looks at files), so a benchmark or a test
+disappearance ever removes them (assembly._prune looks at files), so a benchmark or a test
 feeding many parses into one database would grow its cache without end. After each feed the
 cache keeps the entries that feed uses, those of every fed collection alive in this process
 (its cards are read from them as they are asked for), and the KEEP others used last
@@ -49,7 +49,7 @@ def prune(store: Store, fed: CachedCollection, cached: dict[str, dict[str, Any]]
     )
     drop = [key for _, key in others[: max(0, len(others) - KEEP)]]
     if drop:
-        with suppress(StoreError):  # best effort, as deckcache._prune
+        with suppress(StoreError):  # best effort, as assembly._prune
             store.deck_cache_prune(drop)
 
 
@@ -58,15 +58,16 @@ def feed(store: Store, parsed: ParsedDecks) -> CachedCollection:
     hash: not a path, so never taken for a deck file, and two different feeds into one
     database never replace each other's rows), then assembled as ``load`` assembles files;
     fed again when another prep dropped its entries meanwhile (a reset, a prune)."""
-    from prep.engine.decks import deckcache as dc
+    from prep.engine.decks import assembly
 
-    for tries in range(dc.TRIES, 0, -1):
-        with suppress(dc.CacheChanged):
+    for tries in range(assembly.TRIES, 0, -1):
+        with suppress(assembly.CacheChanged):
             return _feed(store, parsed, retry=tries > 1 and not store.deck_cache_is_private())
     raise AssertionError("unreachable: the last try raises no CacheChanged")
 
 
 def _feed(store: Store, parsed: ParsedDecks, *, retry: bool) -> CachedCollection:
+    from prep.engine.decks import assembly
     from prep.engine.decks import deckcache as dc
     from prep.engine.decks.collection import card_fields
     from prep.engine.decks.fastdeck import _cache_row  # (imports yaml: only a feed needs it)
@@ -111,6 +112,8 @@ def _feed(store: Store, parsed: ParsedDecks, *, retry: bool) -> CachedCollection
         digest.update(f"{key}\0{sha}\n".encode())
         order.append((key, shown))
     digest.update(b"null")  # no demo names: the parse checked them
-    coll = dc._assemble(store, [], {}, order, [], digest, None, [], None, None, retry=retry)
+    coll = assembly.assemble_cached(
+        store, [], {}, order, [], digest, None, [], None, None, retry=retry
+    )
     prune(store, coll, cached)
     return coll

@@ -28,6 +28,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from prep.engine.paths import entry_kind
 from prep.engine.store import known
 from prep.engine.timeutil import study_day_start, utcnow
 
@@ -155,24 +156,7 @@ def listing(db_path: Path) -> list[Path]:
     # only regular files: prep makes no other kind, and a FIFO of such a name made the
     # restore wait for ever, a dangling link stopped --list, and one stamped ahead of the
     # clock stopped the daily backup
-    return [p for p, _m in found if _kind(p) is None]
-
-
-def _kind(path: Path) -> str | None:
-    """None for a regular file (not followed if a link); else what it is, in words."""
-    import stat
-
-    try:
-        mode = os.lstat(path).st_mode
-    except OSError:
-        return "gone"
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    return "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
+    return [p for p, _m in found if entry_kind(p, gone="gone") is None]
 
 
 def _matches(patterns: tuple[re.Pattern[str], ...], name: str) -> list[re.Match[str]]:
@@ -494,7 +478,11 @@ def restore(store: Store, name: str) -> tuple[Path, Path | None]:
     found = [p for p in listing(store.path) if p.name == name]
     if not found:
         odd = folder(store.path) / name
-        kind = _kind(odd) if "/" not in name and name not in ("", ".", "..") else "gone"
+        kind = (
+            entry_kind(odd, gone="gone")
+            if "/" not in name and name not in ("", ".", "..")
+            else "gone"
+        )
         if kind != "gone" and _matches((_name(store.path), _legacy_name(store.path)), name):
             raise BackupError(f"{odd}: {kind}, not a backup file; nothing restored")
         raise BackupError(f"no backup named {name!r} (see `prep backup --list`)")

@@ -10,9 +10,10 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from prep.engine.paths import odd_kind
 from prep.engine.store import devices as local
 from prep.engine.sync import applied, journal, replaced
-from prep.engine.sync.journal import DEVICE_RE, JournalError, odd_kind
+from prep.engine.sync.journal import DEVICE_RE, JournalError
 
 if TYPE_CHECKING:
     from prep.engine.store import Store

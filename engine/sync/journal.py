@@ -62,6 +62,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from prep.engine.paths import entry_kind, odd_kind
 from prep.engine.study.scheduler import FUZZ_BY_CARD, Scheduler, Settings
 from prep.engine.timeutil import fmt, parse
 from prep.engine.transfer.fields import loads_strict
@@ -122,32 +123,6 @@ class Denied(JournalError):
             f"{path}: cannot read it ({why}): give this user read access to it "
             f"(chmod u+r, or chown it) and sync again"
         )
-
-
-def odd_kind(mode: int) -> str | None:
-    """None for a regular file; else what an entry of this ``st_mode`` is, in words."""
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device file"
-    return "not a regular file"
-
-
-def entry_kind(path: Path | str) -> str | None:
-    """What the entry at ``path`` is when it is no regular file (``odd_kind``; not followed
-    if a link); None for a regular file or one gone."""
-    try:
-        return odd_kind(os.lstat(path).st_mode)
-    except OSError:
-        return None
 
 
 @dataclass
