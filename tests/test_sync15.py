@@ -5,6 +5,7 @@ missing file says so and makes no database."""
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -86,10 +87,73 @@ def test_labels_take_as_much_of_the_id_as_tells_them_apart(tmp_path: Path) -> No
         local.device_n(s.conn, "0000111122223333", "desk")  # this device's name too
         local.device_n(s.conn, "4444555566667777", "")  # no name: its id
         got = local.labels(s.conn)
-    me = [k for k in got if k not in ids and k[0] not in "04"][0]
+        me = local.device_id(s.conn)
     assert got["a1b2c3d4e5f60001"] == "vm (a1b2c3d4e5f60001)"
     assert got["a1b2c3d4e5f60002"] == "vm (a1b2c3d4e5f60002)"
     assert got["a1b2ffffffffffff"] == "vm (a1b2ffffffffffff)"
     assert got["77ff000000000000"] == "laptop"
     assert got["0000111122223333"] == "desk (0000)" and got[me] == f"desk ({me[:4]})"
     assert got["4444555566667777"] == "4444555566667777"
+
+
+# --- 2. a file name's bytes that are not UTF-8 ----------------------------------------------
+
+ODD_NAME = os.fsdecode(b"sh\xff\x07ared")  # a byte not UTF-8 (\udcff) and a BEL
+SHOWN = "sh\\xff\\x07ared"
+
+
+def test_a_name_with_bytes_not_utf8_is_escaped_as_those_bytes() -> None:
+    from prep.demos import safetext
+    from prep.engine.decks import deck
+
+    for escape in (deck.one_line_safe, deck.text_safe, safetext.one_line_safe):
+        assert escape(f"{ODD_NAME}: x") == f"{SHOWN}: x"
+        assert escape("\ud800 ÿ é") == "\\ud800 ÿ é"  # (a lone surrogate; letters kept)
+        escape(f"{ODD_NAME}").encode("ascii")  # (nothing left a terminal must encode)
+
+
+def test_a_sync_folder_named_with_bytes_not_utf8_is_printed_escaped(tmp_path: Path) -> None:
+    folder = tmp_path / ODD_NAME
+    folder.mkdir()
+    assert os.fsencode(folder).endswith(b"sh\xff\x07ared")  # (a real name of those bytes)
+    with Store.open(tmp_path / "a.db") as a:
+        rate(a, "x", 3, T0)
+        sync(a, folder)
+    os.mkfifo(folder / "0123456789abcdef")
+    bad = folder / "fedcba9876543210"
+    bad.mkdir()
+    (bad / "00000001.jsonl").write_text("not json\n")
+    db = str(tmp_path / "b.db")
+    code, out, err = _cli("--db", db, "sync", str(folder))
+    assert code == 2, out + err
+    shown = str(tmp_path / SHOWN)
+    assert out.startswith(f"{shown}/0123456789abcdef: a FIFO")  # (before: "\udcff" as "?")
+    assert err.startswith(f"prep: {shown}/fedcba9876543210/00000001.jsonl: line 1: damaged")
+    assert "received 1 review" in out
+    code, out, err = _cli("--db", db, "sync", "--status", str(folder))
+    assert code == 0 and f"folder: {shown} (given)" in out and "\x07" not in out
+    assert "\udcff" not in out + err and "sh?" not in out
+
+
+def test_a_sync_dir_named_with_bytes_not_utf8_is_refused_in_one_line(tmp_path: Path) -> None:
+    folder = tmp_path / ODD_NAME
+    folder.mkdir()
+    db = str(tmp_path / "p.db")
+    code, out, err = _cli("--db", db, "config", "sync_dir", str(folder))
+    # (before: "internal error (UnicodeEncodeError ...)")
+    assert code == 2 and err.startswith(f"prep: sync_dir: {tmp_path / SHOWN}: its name holds")
+    assert len(err.splitlines()) == 1 and out == ""
+    code, out, _err = _cli("--db", db, "config", "sync_dir")
+    assert code == 0 and out == "sync_dir = none\n"
+
+
+def test_a_line_that_begins_with_a_relative_folder_keeps_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`prep sync sync` (a folder named in lower case, relative): the line naming a file in
+    it begins with the name as it is, not "Sync/..." (another folder)."""
+    monkeypatch.chdir(tmp_path)
+    Path("sync").mkdir()
+    os.mkfifo("sync/0123456789abcdef")
+    code, out, _err = _cli("--db", str(tmp_path / "p.db"), "sync", "sync")
+    assert code == 0 and out.startswith("sync/0123456789abcdef: a FIFO"), out

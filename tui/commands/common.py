@@ -184,8 +184,10 @@ class Ctx:
             from prep.engine.decks.deckcache import load_collection
 
             coll = load_collection(self.questions, demo_names=demo_names())
+        from prep.engine.decks.deck import one_line_safe  # (a file's name: escaped)
+
         for warning in coll.warnings:
-            click.echo(f"prep: warning: {warning.file}: {warning.message}", err=True)
+            click.echo(one_line_safe(f"prep: warning: {warning.file}: {warning.message}"), err=True)
         if coll.errors and not strict:
             click.echo(
                 f"prep: warning: {count(len(coll.errors), 'deck error')} ignored; see `prep check`",

@@ -90,15 +90,19 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
                 click.echo(json.dumps(info, indent=1))
                 return
             click.echo(
-                f"this device: {info['name']} ({info['device']}); "
-                f"last sync: {_when(info['last_sync'], 'never')}"
+                one_line_safe(
+                    f"this device: {info['name']} ({info['device']}); "
+                    f"last sync: {_when(info['last_sync'], 'never')}"
+                )
             )
             click.echo(one_line_safe(_folder_line(path, folder is not None, configured)))
             for d in info["devices"]:
                 click.echo(
-                    f"  {d['name'] or '?'} ({d['id']}): {d['applied']} journal file(s) applied, "
-                    f"last written {_when(d['wrote_at'], 'unknown')}, "
-                    f"applied here {_when(d['applied_at'], 'never')}"
+                    one_line_safe(
+                        f"  {d['name'] or '?'} ({d['id']}): {d['applied']} journal file(s) "
+                        f"applied, last written {_when(d['wrote_at'], 'unknown')}, "
+                        f"applied here {_when(d['applied_at'], 'never')}"
+                    )
                 )
             if info["reviews_set_aside"]:
                 from prep.engine.study.present import count
@@ -131,12 +135,18 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
             if done is None:  # (nothing done)
                 raise UsageError(str(exc)) from None
             result = done  # the rest done: said, then what was not, exit 2
-    if result.forked:
-        click.echo(one_line_safe(result.forked[0].upper() + result.forked[1:] + "."))
-    for line in (result.set_aside, result.held, result.adopted, *result.applied.notes):
-        if line:
-            click.echo(one_line_safe(line[0].upper() + line[1:] + "."))
-    click.echo(result.summary())
+    given = str(expand_user(Path(where)))
+    for line in (
+        result.forked,
+        result.set_aside,
+        result.held,
+        result.adopted,
+        *result.applied.notes,
+    ):
+        if line:  # (one that begins with a file's path keeps it as it is: never "Sync/...")
+            first = line if line.startswith(given) else line[0].upper() + line[1:]
+            click.echo(one_line_safe(first + "."))
+    click.echo(one_line_safe(result.summary()))  # (a device's name as its journal says it)
     for line in result.refused:  # (a file refused holds back only its device's later files)
         UsageError(line).show()
     if result.refused:
