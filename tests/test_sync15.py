@@ -157,3 +157,54 @@ def test_a_line_that_begins_with_a_relative_folder_keeps_its_name(
     os.mkfifo("sync/0123456789abcdef")
     code, out, _err = _cli("--db", str(tmp_path / "p.db"), "sync", "sync")
     assert code == 0 and out.startswith("sync/0123456789abcdef: a FIFO"), out
+
+
+# --- 3. the daily backup fails: `prep sync` goes on, as the app does ------------------------
+
+
+def _broken_backups(home: Path) -> Path:
+    """A database in ``home`` whose backups/ cannot be made (a file where the folder goes)."""
+    home.mkdir()
+    (home / "backups").write_text("a file where the folder goes")
+    return home / "p.db"
+
+
+def test_a_daily_backup_that_fails_is_said_and_the_sync_goes_on(tmp_path: Path) -> None:
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    db = _broken_backups(tmp_path / "a")
+    with Store.open(db) as a:
+        rate(a, "x", 3, T0)
+    code, out, err = _cli("--db", str(db), "sync", str(folder))
+    # (before: exit 2, "…/backups: cannot write a backup (…)", nothing sent)
+    assert code == 0, out + err
+    assert err.startswith(f"prep: warning: daily backup not made: {db.parent / 'backups'}: ")
+    assert "cannot write a backup" in err and len(err.splitlines()) == 1
+    assert out == "sent 1 review, received no review, 0 cards rescheduled\n"
+    with Store.open(tmp_path / "b.db") as b:
+        assert "1 review from" in sync(b, folder).summary()  # (what it sent is there)
+
+
+def test_the_syncs_own_backup_that_fails_applies_nothing_and_says_what_was_sent(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    with Store.open(tmp_path / "b.db") as b:
+        rate(b, "y", 3, T0)
+        sync(b, folder)
+    db = _broken_backups(tmp_path / "a")
+    with Store.open(db) as a:
+        rate(a, "x", 3, T0)
+    code, out, err = _cli("--db", str(db), "sync", str(folder))
+    assert code == 2, out + err
+    assert out.startswith("sent 1 review, received no review")  # (before: not said)
+    (line,) = [x for x in err.splitlines() if "warning" not in x]
+    assert "cannot write a backup" in line and line.endswith(
+        "nothing received applied (the next sync does)"
+    )
+    with Store.open(db) as a:
+        assert [r[0] for r in a.conn.execute("SELECT DISTINCT card_id FROM reviews")] == ["x"]
+    (db.parent / "backups").unlink()
+    code, out, err = _cli("--db", str(db), "sync", str(folder))
+    assert code == 0 and "received 1 review from" in out and err == ""

@@ -129,6 +129,12 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
             raise UsageError("no sync folder: prep sync DIR, or prep config sync_dir DIR once")
         try:
             backup.daily(store)
+        except backup.BackupError as exc:
+            # said, and the sync goes on, as in the app (and in Anki, whose periodic backup
+            # that fails is a warning): what it sends is a copy of this machine's progress
+            # elsewhere, and the sync's own backup still comes before anything is applied
+            click.echo(one_line_safe(f"prep: warning: daily backup not made: {exc}"), err=True)
+        try:
             result = sync(store, Path(where), backup=backup.make)
         except (SyncError, JournalError, backup.BackupError) as exc:
             done = getattr(exc, "after", None)
