@@ -208,3 +208,56 @@ def test_the_syncs_own_backup_that_fails_applies_nothing_and_says_what_was_sent(
     (db.parent / "backups").unlink()
     code, out, err = _cli("--db", str(db), "sync", str(folder))
     assert code == 0 and "received 1 review from" in out and err == ""
+
+
+# --- 4. every device's history starts with a missing file -----------------------------------
+
+
+def _two_files(tmp_path: Path, name: str, folder: Path) -> Path:
+    """A device that sent two journal files; its folder."""
+    folder.mkdir(exist_ok=True)
+    with Store.open(tmp_path / f"{name}.db") as s:
+        rate(s, f"{name}1", 3, T0)
+        sync(s, folder)
+        rate(s, f"{name}2", 3, T0 + timedelta(days=1))
+        sync(s, folder)
+        return folder / local.device_id(s.conn)
+
+
+def test_a_folder_whose_histories_start_with_a_missing_file_makes_no_database(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    a = _two_files(tmp_path, "a", folder)
+    first = a / "00000001.jsonl"
+    kept = first.rename(tmp_path / "kept.jsonl")  # not arrived yet
+    db = tmp_path / "new" / "p.db"
+    code, out, err = _cli("--db", str(db), "sync", str(folder))
+    # (before: "received no review", exit 0, an empty database made)
+    assert code == 2 and out == "", out + err
+    assert err == (
+        f"prep: {first}: missing, and the 1 journal file of its device after it wait for it, "
+        "so there is nothing to apply yet: let the sync tool finish bringing the folder (or "
+        "copy the file from the machine that wrote it), then run prep sync again; no "
+        "database made\n"
+    )
+    assert not db.exists() and not db.parent.exists()
+    b = _two_files(tmp_path, "b", tmp_path / "elsewhere")  # a second device, the same
+    b.rename(folder / b.name)
+    (folder / b.name / "00000001.jsonl").unlink()
+    code, out, err = _cli("--db", str(db), "sync", str(folder))
+    assert code == 2 and "(and as much for 1 other device)" in err and not db.exists()
+    kept.rename(first)  # it arrives: a's reviews, b's wait as at any sync
+    code, out, err = _cli("--db", str(db), "sync", str(folder))
+    assert code == 0 and "received 2 reviews from" in out, out + err
+
+
+def test_a_gap_beside_a_device_with_reviews_still_brings_them(tmp_path: Path) -> None:
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    (_two_files(tmp_path, "a", folder) / "00000001.jsonl").unlink()
+    _two_files(tmp_path, "b", folder)
+    db = tmp_path / "p.db"
+    code, out, err = _cli("--db", str(db), "sync", str(folder))
+    assert code == 0 and "received 2 reviews from" in out, out + err

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prep.engine.store import devices as local
+from prep.engine.study.present import count
 from prep.engine.sync import applied, journal, replaced
 from prep.engine.sync.journal import DEVICE_RE, JournalError, odd_kind
 
@@ -82,11 +83,13 @@ def device_folders(root: Path, odd: dict[str, str] | None = None) -> dict[str, P
 
 def nothing_to_apply(root: Path) -> str | None:
     """Before a sync makes a new database: the line refusing it when a journal file of the
-    folder would be refused (damaged, of a newer prep, another device's) and none holds an
-    entry to apply, so the sync would end in that error with an empty database made; None
-    when it may go on (files to apply, the others waiting as at any sync; or an empty folder,
-    where a new machine starts)."""
+    folder would be refused (damaged, of a newer prep, another device's), or is missing with
+    files after it (a gap: the sync tool has not brought it yet; they wait for it), and none
+    holds an entry to apply, so the sync would end in that error, or in an empty database
+    made and exit 0; None when it may go on (files to apply, the others waiting as at any
+    sync; or an empty folder, where a new machine starts)."""
     refused = None
+    gaps: list[tuple[Path, int]] = []  # (the first file missing, how many after it wait)
     for dev, folder in sorted(device_folders(root).items()):
         files = journal.numbered_files(folder)
         k = 1
@@ -102,7 +105,19 @@ def nothing_to_apply(root: Path) -> str | None:
             if j.entries:
                 return None
             k += 1
-    return refused
+        else:
+            if files and max(files) > k:
+                gaps.append((folder / journal.file_name(k), len([n for n in files if n > k])))
+    if refused is not None or not gaps:
+        return refused
+    (missing, waiting), others = gaps[0], len(gaps) - 1
+    also = f" (and as much for {count(others, 'other device')})" if others else ""
+    return (
+        f"{missing}: missing, and the {count(waiting, 'journal file')} of its device after it "
+        f"wait for it{also}, so there is nothing to apply yet: let the sync tool finish "
+        "bringing the folder (or copy the file from the machine that wrote it), then run "
+        "prep sync again"
+    )
 
 
 def status(store: Store, folder: Path | None) -> dict[str, Any]:

@@ -58,7 +58,7 @@ CREATES = {
     "serve": "the quiz in a browser",
     "import": "a good export puts its progress in a new database (a new machine's first step)",
     "sync": "an existing sync folder brings the other machines' progress to a new one (not "
-    "one whose journal files would all be refused)",
+    "one whose journal files would all be refused, or all wait for a file not there yet)",
     "config": "a valid setting, set before the first review (no value: shows the defaults)",
     "demo": "a run that finished is recorded (stats' demos verified); a refused one makes none",
 }
