@@ -261,3 +261,89 @@ def test_a_gap_beside_a_device_with_reviews_still_brings_them(tmp_path: Path) ->
     db = tmp_path / "p.db"
     code, out, err = _cli("--db", str(db), "sync", str(folder))
     assert code == 0 and "received 2 reviews from" in out, out + err
+
+
+# --- 5. this device's own folder kept elsewhere through a link ------------------------------
+
+
+def _moved_and_linked(tmp_path: Path) -> tuple[Store, Path, Path, Path]:
+    """A device that synced once, its folder then moved out of the sync folder and linked."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    a = Store.open(tmp_path / "a.db")
+    rate(a, "x", 3, T0)
+    sync(a, folder)
+    mine = folder / local.device_id(a.conn)
+    elsewhere = tmp_path / "kept" / "journal"
+    elsewhere.parent.mkdir()
+    mine.rename(elsewhere)
+    mine.symlink_to(elsewhere)
+    return a, folder, mine, elsewhere
+
+
+def test_its_own_folder_moved_elsewhere_and_linked_is_written_through(tmp_path: Path) -> None:
+    a, folder, mine, elsewhere = _moved_and_linked(tmp_path)
+    rate(a, "y", 3, T0 + timedelta(days=1))
+    code, out, err = _cli("--db", str(tmp_path / "a.db"), "sync", str(folder))
+    # (before: "…: is a symbolic link; prep writes only a folder of its own", exit 2)
+    assert code == 0 and out.startswith("sent 1 review,"), out + err
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["00000001.jsonl", "00000002.jsonl"]
+    assert mine.is_symlink()
+    with Store.open(tmp_path / "b.db") as b:
+        assert "received 2 reviews from" in sync(b, folder).summary()
+    a.close()
+
+
+def test_a_stale_temporary_file_is_removed_only_when_it_is_its_own(tmp_path: Path) -> None:
+    """The clean-up after a sync killed mid-write removes a temporary file whose header names
+    this device; another's (or anything else named so) is left, linked folder or not."""
+    a, folder, mine, elsewhere = _moved_and_linked(tmp_path)
+    me = local.device_id(a.conn)
+    own = elsewhere / ".tmp-00000000000000aa"  # a write of this device cut short
+    own.write_bytes(b'{"format": "prep-journal", "version": 4, "device": "%s", "na' % me.encode())
+    foreign = elsewhere / ".tmp-00000000000000bb"  # a file that is not prep's
+    foreign.write_text("someone's notes\n")
+    other = elsewhere / ".tmp-00000000000000cc"  # another device's
+    other.write_text('{"format": "prep-journal", "version": 4, "device": "0123456789abcdef"\n')
+    rate(a, "y", 3, T0 + timedelta(days=1))
+    sync(a, folder)
+    assert not own.exists() and foreign.read_text() == "someone's notes\n" and other.exists()
+    mine.unlink()  # a folder of its own in place (no link): the same rule
+    elsewhere.rename(mine)
+    rate(a, "z", 3, T0 + timedelta(days=2))
+    sync(a, folder)
+    assert (mine / foreign.name).exists() and (mine / other.name).exists()  # (before: removed)
+    a.close()
+
+
+@pytest.mark.parametrize("leads_to", ["a folder of other files", "another device", "nothing"])
+def test_a_link_to_a_folder_not_its_own_is_never_written_through(
+    tmp_path: Path, leads_to: str
+) -> None:
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    with Store.open(tmp_path / "c.db") as c:
+        rate(c, "w", 3, T0)
+        sync(c, folder)
+        theirs = folder / local.device_id(c.conn)
+    a = Store.open(tmp_path / "a.db")
+    rate(a, "x", 3, T0)
+    mine = folder / local.device_id(a.conn)
+    target = {
+        "a folder of other files": tmp_path / "documents",
+        "another device": theirs,
+        "nothing": tmp_path / "gone",
+    }[leads_to]
+    if leads_to == "a folder of other files":
+        target.mkdir()
+        (target / "notes.txt").write_text("mine\n")
+        (target / ".tmp-00000000000000bb").write_text("not prep's\n")
+    before = sorted(p.name for p in target.iterdir()) if target.exists() else None
+    mine.symlink_to(target)
+    code, out, err = _cli("--db", str(tmp_path / "a.db"), "sync", str(folder))
+    assert code == 2 and err.startswith(f"prep: {mine}: this device's folder, a symbolic link")
+    assert "; nothing sent" in err and len(err.splitlines()) == 1
+    assert "received 1 review from" in out  # (what the others sent still applied)
+    after = sorted(p.name for p in target.iterdir()) if target.exists() else None
+    assert after == before  # nothing written there, nothing removed
+    a.close()

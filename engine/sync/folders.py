@@ -18,7 +18,10 @@ from prep.engine.sync.journal import DEVICE_RE, JournalError, odd_kind
 if TYPE_CHECKING:
     from prep.engine.store import Store
 
-__all__ = ["device_folders", "nothing_to_apply", "status"]
+__all__ = ["device_folders", "nothing_to_apply", "own_link", "status"]
+
+# opening a file never waits (a FIFO) nor follows a link (journal.py's rule)
+_NO_WAIT = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
 
 
 def device_folders(root: Path, odd: dict[str, str] | None = None) -> dict[str, Path]:
@@ -79,6 +82,40 @@ def device_folders(root: Path, odd: dict[str, str] | None = None) -> dict[str, P
             real.add((st.st_dev, st.st_ino))
             out[name] = root / name
     return out
+
+
+def own_link(folder: Path, me: str) -> bool:
+    """Whether this device's folder ``folder`` is a symbolic link that journal.write may
+    write through: one leading to a folder that holds a journal file whose header names this
+    device (the folder prep made, moved elsewhere and linked by the user). Any other link is
+    refused (JournalError, the line with what to do): one a sync tool brought from another
+    machine, or made by mistake, would have prep write where nobody named. False: no link."""
+    if not folder.is_symlink():
+        return False
+    keep = "put the folder itself in place of the link"
+    try:
+        mode = os.stat(folder).st_mode  # (stat only: a FIFO at its end is never opened)
+    except OSError as exc:
+        raise JournalError(
+            f"{folder}: this device's folder, a symbolic link to nothing readable "
+            f"({exc.strerror or exc}); {keep}"
+        ) from None
+    if not stat.S_ISDIR(mode):
+        kind = odd_kind(mode) or "a file"
+        raise JournalError(f"{folder}: this device's folder, a symbolic link to {kind}; {keep}")
+    for _n, path in sorted(journal.numbered_files(folder).items()):
+        with contextlib.suppress(OSError):
+            fd = os.open(path, _NO_WAIT)
+            try:
+                if stat.S_ISREG(os.fstat(fd).st_mode) and journal.written_by(fd) == me:
+                    return True
+            finally:
+                os.close(fd)
+    raise JournalError(
+        f"{folder}: this device's folder, a symbolic link to a folder that holds no journal "
+        "file of this device; prep writes through a link only into a folder of its own (sync "
+        f"once without the link, move the folder it made and link that; or {keep})"
+    )
 
 
 def nothing_to_apply(root: Path) -> str | None:

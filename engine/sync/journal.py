@@ -200,28 +200,31 @@ def numbered_entries(folder: Path, odd: list[str] | None = None) -> dict[int, os
 # --- writing -------------------------------------------------------------------------------
 
 
-def write(folder: Path, header: dict[str, Any], entries: list[list[Any]]) -> Path:
+def write(
+    folder: Path, header: dict[str, Any], entries: list[list[Any]], *, ours: bool = False
+) -> Path:
     """Put one more journal file in ``folder`` (this device's), numbered after the last one
     there; returns its path. Never replaces a file: a name taken meanwhile (another prep on
     the same database syncing at the same moment) moves on to the next number.
 
     The file is written under a temporary name, locked while this prep writes it, so that
     another prep cleaning up after a sync killed mid-write removes only a temporary file
-    nobody holds (and if it took ours in the instant before our lock, we start again)."""
-    if folder.is_symlink():
-        raise JournalError(  # (its clean-up would remove files where a hostile link leads)
+    nobody holds (and if it took ours in the instant before our lock, we start again).
+    ``ours``: a symbolic link folders.own_link found this device's (any other is refused)."""
+    if folder.is_symlink() and not ours:
+        raise JournalError(
             f"{folder}: is a symbolic link; prep writes only a folder of its own (put the "
             "folder it leads to in its place; other machines' folders may be links)"
         )
     try:
-        mode = os.lstat(folder).st_mode
+        mode = (os.stat if ours else os.lstat)(folder).st_mode
     except FileNotFoundError:
         mode = stat.S_IFDIR  # (made below)
     if not stat.S_ISDIR(mode):  # (a file, a FIFO of this device's name: "File exists" said)
         kind = odd_kind(mode) or "a file"
         raise JournalError(f"{folder}: {kind}, not a folder; prep writes only a folder of its own")
     folder.mkdir(parents=True, exist_ok=True)
-    _remove_stale(folder)
+    _remove_stale(folder, header["device"])
     lines = [json.dumps(e, ensure_ascii=False, separators=(",", ":")) for e in entries]
 
     def data(number: int) -> bytes:  # the header names the file's number
@@ -284,23 +287,40 @@ def _lock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX)
 
 
-def _remove_stale(folder: Path) -> None:
-    """Remove temporary files left by a sync killed while writing: one that no prep holds
-    locked (one being written now, by another prep on the same database, is locked)."""
+_TMP_RE = re.compile(r"\.tmp-[0-9a-f]{16}")  # (below: how json.dumps of a header begins)
+_OWN_HEAD = re.compile(
+    rb'\{"format": "prep-journal", "version": [0-9]+, "device": "([0-9a-f]{16})"'
+)
+
+
+def written_by(fd: int) -> str | None:
+    """The device whose header (as write() puts it) begins the file open as ``fd``, or None:
+    the proof a file is that device's (a temporary file cut short keeps its header's start)."""
+    m = _OWN_HEAD.match(os.pread(fd, 128, 0))
+    return m.group(1).decode() if m else None
+
+
+def _remove_stale(folder: Path, device: str) -> None:
+    """Remove temporary files left by a sync of this device killed while writing: a regular
+    file named as write() names them, that no prep holds locked (one being written now, by
+    another prep on the same database, is locked) and whose header names ``device``; any
+    other file is left as it is (a folder kept elsewhere through a link may hold others')."""
     import time
 
-    for stale in folder.glob(".tmp-*"):
+    with os.scandir(folder) as found:
+        stale = [folder / e.name for e in found if _TMP_RE.fullmatch(e.name)]
+    for path in stale:
         with contextlib.suppress(OSError):
-            if entry_kind(stale) is not None:
-                continue  # (never ours: ours are regular files; a FIFO is never opened)
-            if fcntl is None:
-                if time.time() - stale.lstat().st_mtime > STALE_TMP_S:
-                    stale.unlink()
-                continue
-            fd = os.open(stale, _NO_WAIT)
+            fd = os.open(path, _NO_WAIT)  # (never a link followed, never a FIFO waited on)
             try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode) or written_by(fd) != device:
+                    continue
+                if fcntl is None:
+                    if time.time() - os.fstat(fd).st_mtime > STALE_TMP_S:
+                        path.unlink()
+                    continue
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: in use
-                stale.unlink()
+                path.unlink()
             finally:
                 os.close(fd)
 

@@ -463,7 +463,13 @@ def sync(
     now = now or utcnow()
     result = SyncResult()
     conn = store.conn
-    checked = fork.check(store, root)  # before anything is written under its id
+    try:  # (its folder a link to a folder not its own: nothing of it read, nothing sent)
+        folders.own_link(root / local.device_id(conn), local.device_id(conn))
+        linked = None
+    except JournalError as exc:
+        linked = str(exc)
+    # (checked before anything is written under its id)
+    checked = fork.check(store, root) if linked is None else fork.Checked(None, 0, refused=linked)
     result.forked, result.held, result.set_aside = checked.line, checked.waiting, checked.aside
     me = local.device_id(conn)
     took = 0
@@ -495,12 +501,13 @@ def sync(
         }
         planned = max(journal.numbered_files(root / me), default=0) + 1
         fork.intend(store, planned, fmt(now))  # (what check() takes as ours)
-        try:
-            result.journal = journal.write(root / me, header, entries)
+        try:  # (its folder a link: written through only to a folder of its own)
+            ours = folders.own_link(root / me, me)
+            result.journal = journal.write(root / me, header, entries, ours=ours)
         except OSError as exc:  # (a read-only folder: what was received is still applied)
             why = exc.strerror or exc
             problems.append(SyncError(f"{root / me}: cannot write the journal ({why})"))
-        except JournalError as exc:  # (its folder a link: never written through)
+        except JournalError as exc:  # (its folder a link to a folder not its own)
             problems.append(exc)
     if entries and result.journal is not None:
         with store.transaction():
