@@ -135,6 +135,37 @@ def test_a_sync_folder_named_with_bytes_not_utf8_is_printed_escaped(tmp_path: Pa
     assert "\udcff" not in out + err and "sh?" not in out
 
 
+@pytest.mark.parametrize("where", ["name", "card"])
+def test_a_journal_holding_a_lone_surrogate_is_refused_in_one_line(
+    tmp_path: Path, where: str
+) -> None:
+    """A header's name or an entry's text escaped as "\\udcff" (JSON allows it; no UTF-8 text
+    holds it): before, storing it raised UnicodeEncodeError, "internal error", exit 70, at
+    every sync (the file stays)."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    with Store.open(tmp_path / "a.db") as a:
+        local.set_name(a.conn, "vm")
+        rate(a, "x", 3, T0)
+        written = sync(a, folder).journal
+    with Store.open(tmp_path / "c.db") as c:
+        rate(c, "z", 3, T0)
+        sync(c, folder)
+    assert written is not None
+    text = written.read_text()
+    old = '"name": "vm"' if where == "name" else '"x"'
+    assert old in text
+    new = '"name": "\\udcff"' if where == "name" else '"x\\udcff"'
+    written.write_text(text.replace(old, new, 1))
+    code, out, err = _cli("--db", str(tmp_path / "b.db"), "sync", str(folder))
+    assert code == 2 and "received 1 review from" in out, out + err
+    assert err == (
+        f"prep: {written}: line {1 if where == 'name' else 2}: damaged (a lone surrogate "
+        "\\udcff (text that is not Unicode)); nothing of it applied; its device's later files "
+        "wait for it\n"
+    )
+
+
 def test_a_sync_dir_named_with_bytes_not_utf8_is_refused_in_one_line(tmp_path: Path) -> None:
     folder = tmp_path / ODD_NAME
     folder.mkdir()
