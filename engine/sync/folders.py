@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from prep.engine.store import devices as local
 from prep.engine.study.present import count
-from prep.engine.sync import applied, journal, replaced
+from prep.engine.sync import applied, journal, replaced, stale
 from prep.engine.sync.journal import DEVICE_RE, JournalError, odd_kind
 
 if TYPE_CHECKING:
@@ -103,11 +103,13 @@ def own_link(folder: Path, me: str) -> bool:
     if not stat.S_ISDIR(mode):
         kind = odd_kind(mode) or "a file"
         raise JournalError(f"{folder}: this device's folder, a symbolic link to {kind}; {keep}")
-    for _n, path in sorted(journal.numbered_files(folder).items()):
+    for _n, entry in sorted(journal.numbered_entries(folder).items()):
         with contextlib.suppress(OSError):
-            fd = os.open(path, _NO_WAIT)
+            if not entry.is_file(follow_symlinks=False):
+                continue  # (never opened: a FIFO, a device, a link)
+            fd = os.open(entry.path, _NO_WAIT)
             try:
-                if stat.S_ISREG(os.fstat(fd).st_mode) and journal.written_by(fd) == me:
+                if stat.S_ISREG(os.fstat(fd).st_mode) and stale.written_by(fd) == me:
                     return True
             finally:
                 os.close(fd)

@@ -50,7 +50,6 @@ one line naming the file and line.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import os
@@ -63,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from prep.engine.study.scheduler import FUZZ_BY_CARD, Scheduler, Settings
+from prep.engine.sync import stale
 from prep.engine.timeutil import fmt, parse
 from prep.engine.transfer.fields import loads_strict
 
@@ -224,7 +224,7 @@ def write(
         kind = odd_kind(mode) or "a file"
         raise JournalError(f"{folder}: {kind}, not a folder; prep writes only a folder of its own")
     folder.mkdir(parents=True, exist_ok=True)
-    _remove_stale(folder, header["device"])
+    stale.remove(folder, header["device"], fcntl)
     lines = [json.dumps(e, ensure_ascii=False, separators=(",", ":")) for e in entries]
 
     def data(number: int) -> bytes:  # the header names the file's number
@@ -279,50 +279,10 @@ try:
 except ImportError:  # (Windows: no advisory locks; a stale file is then one an hour old)
     fcntl = None  # type: ignore[assignment]
 
-STALE_TMP_S = 3600  # without locks: a temporary file this old was left by a killed sync
-
 
 def _lock(fd: int) -> None:
     if fcntl is not None:
         fcntl.flock(fd, fcntl.LOCK_EX)
-
-
-_TMP_RE = re.compile(r"\.tmp-[0-9a-f]{16}")  # (below: how json.dumps of a header begins)
-_OWN_HEAD = re.compile(
-    rb'\{"format": "prep-journal", "version": [0-9]+, "device": "([0-9a-f]{16})"'
-)
-
-
-def written_by(fd: int) -> str | None:
-    """The device whose header (as write() puts it) begins the file open as ``fd``, or None:
-    the proof a file is that device's (a temporary file cut short keeps its header's start)."""
-    m = _OWN_HEAD.match(os.pread(fd, 128, 0))
-    return m.group(1).decode() if m else None
-
-
-def _remove_stale(folder: Path, device: str) -> None:
-    """Remove temporary files left by a sync of this device killed while writing: a regular
-    file named as write() names them, that no prep holds locked (one being written now, by
-    another prep on the same database, is locked) and whose header names ``device``; any
-    other file is left as it is (a folder kept elsewhere through a link may hold others')."""
-    import time
-
-    with os.scandir(folder) as found:
-        stale = [folder / e.name for e in found if _TMP_RE.fullmatch(e.name)]
-    for path in stale:
-        with contextlib.suppress(OSError):
-            fd = os.open(path, _NO_WAIT)  # (never a link followed, never a FIFO waited on)
-            try:
-                if not stat.S_ISREG(os.fstat(fd).st_mode) or written_by(fd) != device:
-                    continue
-                if fcntl is None:
-                    if time.time() - os.fstat(fd).st_mtime > STALE_TMP_S:
-                        path.unlink()
-                    continue
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: in use
-                path.unlink()
-            finally:
-                os.close(fd)
 
 
 def _fsync_dir(folder: Path) -> None:
