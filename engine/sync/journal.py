@@ -200,9 +200,7 @@ def numbered_entries(folder: Path, odd: list[str] | None = None) -> dict[int, os
 # --- writing -------------------------------------------------------------------------------
 
 
-def write(
-    folder: Path, header: dict[str, Any], entries: list[list[Any]], *, ours: bool = False
-) -> Path:
+def write(folder: Path, header: dict[str, Any], entries: list[list[Any]]) -> Path:
     """Put one more journal file in ``folder`` (this device's), numbered after the last one
     there; returns its path. Never replaces a file: a name taken meanwhile (another prep on
     the same database syncing at the same moment) moves on to the next number.
@@ -210,12 +208,10 @@ def write(
     The file is written under a temporary name, locked while this prep writes it, so that
     another prep cleaning up after a sync killed mid-write removes only a temporary file
     nobody holds (and if it took ours in the instant before our lock, we start again).
-    ``ours``: a symbolic link folders.own_link found this device's (any other is refused)."""
-    if folder.is_symlink() and not ours:
-        raise JournalError(
-            f"{folder}: is a symbolic link; prep writes only a folder of its own (put the "
-            "folder it leads to in its place; other machines' folders may be links)"
-        )
+    ``folder`` a symbolic link: written through only to a folder of its own (own_link)."""
+    from prep.engine.sync.folders import own_link  # (folders.py reads this module's files)
+
+    ours = own_link(folder, header["device"])  # (JournalError: a link leading elsewhere)
     try:
         mode = (os.stat if ours else os.lstat)(folder).st_mode
     except FileNotFoundError:

@@ -501,9 +501,8 @@ def sync(
         }
         planned = max(journal.numbered_files(root / me), default=0) + 1
         fork.intend(store, planned, fmt(now))  # (what check() takes as ours)
-        try:  # (its folder a link: written through only to a folder of its own)
-            ours = folders.own_link(root / me, me)
-            result.journal = journal.write(root / me, header, entries, ours=ours)
+        try:
+            result.journal = journal.write(root / me, header, entries)
         except OSError as exc:  # (a read-only folder: what was received is still applied)
             why = exc.strerror or exc
             problems.append(SyncError(f"{root / me}: cannot write the journal ({why})"))
