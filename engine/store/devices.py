@@ -92,7 +92,7 @@ def labels(conn: sqlite3.Connection) -> dict[str, str]:
 
 def labelled(conn: sqlite3.Connection, counts: dict[str, int]) -> dict[str, int]:
     """``counts`` by device id, keyed by labels() instead (a device not known: its id)."""
-    names = labels(conn)
+    names = labels(conn) if counts else {}
     return {names.get(dev_id, dev_id): n for dev_id, n in counts.items()}
 
 

@@ -143,7 +143,8 @@ class Clashes:
     def lines(self) -> list[str]:
         """What the user must know, one line a case."""
         out = []
-        said = local.labels(self.conn)  # (by id: two devices of one name told apart)
+        any_ = self.replaced or self.moved or self.refused
+        said = local.labels(self.conn) if any_ else {}  # (two devices of one name told apart)
         for dev, n in self.replaced.items():
             name = said.get(dev, dev)
             out.append(
