@@ -10,9 +10,18 @@ from __future__ import annotations
 
 import re
 
-_ANY_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# ... and the surrogates: a file name's bytes that are not UTF-8 (surrogateescape, \udc80-\udcff)
+_ANY_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    char = m.group()
+    if "\udc80" <= char <= "\udcff":  # a byte of a file name that is not UTF-8: that byte
+        return f"\\x{ord(char) - 0xDC00:02x}"
+    return repr(char)[1:-1]
 
 
 def one_line_safe(text: str) -> str:
-    """``text`` with every control character written as its Python escape (\\x1b, \\n)."""
-    return _ANY_CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    """``text`` with every control character written as its Python escape (\\x1b, \\n), and a
+    file name's bytes that are not UTF-8 as \\xff (never a UnicodeEncodeError)."""
+    return _ANY_CONTROL.sub(_escape, text)

@@ -20,6 +20,7 @@ from tests.test_sync_import import export
 def test_a_copy_takes_a_name_of_its_own(tmp_path: Path) -> None:
     cp1, folder = _setup(tmp_path)
     other = Store.open(tmp_path / "other.db")
+    local.set_name(other.conn, "desk")  # (unnamed it says the host's name, "vm" on some hosts)
     local.set_name(cp1.conn, "vm")
     rate(cp1, "x", 3, T0)
     sync(cp1, folder)
@@ -34,7 +35,7 @@ def test_a_copy_takes_a_name_of_its_own(tmp_path: Path) -> None:
     assert all(
         line is not None and repr(n) in line for line, n in zip(forked, names[1:], strict=True)
     )
-    got = sync(other, folder).applied.by_device  # (by name: two of one name would be one)
+    got = sync(other, folder).applied.by_device  # (by label: two of one name told apart)
     assert got == {"vm": 2, names[1]: 1, names[2]: 1}
     assert fork.copy_name("vm (copy 1a2b)", "77ffeedd00112233") == "vm (copy 77ff)"  # one suffix
     assert len(fork.copy_name("n" * 64, "77ffeedd00112233")) == 64

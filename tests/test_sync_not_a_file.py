@@ -66,13 +66,16 @@ def test_in_another_devices_folder_the_rest_syncs(tmp_path: Path, kind: str) -> 
     rate(a, "y", 3, T0 + timedelta(days=1))
     assert sync(a, folder).journal == odd.with_name("00000003.jsonl")  # numbered past it
     rate(b, "w", 3, T0 + timedelta(days=2))
+    ids = [local.device_id(s.conn)[:4] for s in (a, c)]
     for s in (a, b, c):
         s.close()
     out = _cli_sync(tmp_path / "b.db", folder, odd)
     assert out.exit_code == 0, out.output
     said = out.output.splitlines()
     assert len(said) == 2 and said[0].startswith(f"{odd}: {what}, not a journal file: skipped")
-    assert said[1].startswith("sent 1 review, received 2 reviews from")
+    # (a and c unnamed: both the host's name, told apart by their ids since sync15)
+    assert said[1].startswith("sent 1 review, received 1 review from ")
+    assert all(f" ({i}" in said[1] for i in ids), said[1]
     assert cards(tmp_path / "b.db") == ["w", "x", "y", "z"]
     again = _cli_sync(tmp_path / "b.db", folder, odd)  # said once
     assert again.exit_code == 0 and again.output.splitlines() == [

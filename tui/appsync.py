@@ -134,9 +134,11 @@ class AppSync:
 
     def _say(self, line: str, warning: bool = False) -> None:
         """Show ``line`` in the sync line of every screen open (it stays), and a warning
-        as a notification too."""
+        as a notification too (a file's name in it escaped: a newline, a byte not UTF-8)."""
+        from prep.engine.decks.deck import one_line_safe
         from prep.tui.widgets.syncline import SyncLine
 
+        line = one_line_safe(line)
         self.status = (line, warning)
         for screen in self.app.screen_stack:
             shown = list(screen.query(SyncLine))

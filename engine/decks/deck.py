@@ -97,19 +97,33 @@ def quoted(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-_ANY_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# ... and the surrogates: a file name's bytes that are not UTF-8 arrive as \udc80-\udcff
+# (surrogateescape); printed as they are they raise UnicodeEncodeError or show as "?"
+_ANY_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_SHOWN_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    """A control character as its Python escape (\\x1b, \\n); a byte of a file name that is
+    not UTF-8 as that byte (\\xff, as ``os.fsencode(name)`` holds it); another lone
+    surrogate as its escape (\\ud800)."""
+    char = m.group()
+    if "\udc80" <= char <= "\udcff":
+        return f"\\x{ord(char) - 0xDC00:02x}"
+    return repr(char)[1:-1]
 
 
 def one_line_safe(text: str) -> str:
-    """``text`` with every control character (newline and tab too) written as its escape:
-    safe to print as one line on a terminal."""
-    return _ANY_CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    """``text`` with every control character (newline and tab too) written as its escape, and
+    a file name's bytes that are not UTF-8 as \\xff: safe to print as one line on a
+    terminal, whatever its encoding (never a UnicodeEncodeError)."""
+    return _ANY_CONTROL.sub(_escape, text)
 
 
 def text_safe(text: str) -> str:
     """``text`` with its control characters written as escapes, lines and tabs kept: text from
     outside (a typed or pasted answer, an error) that a terminal must show, not obey."""
-    return CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    return _SHOWN_CONTROL.sub(_escape, text)
 
 
 def _control_problem(text: str) -> str | None:

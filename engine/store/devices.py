@@ -65,6 +65,37 @@ def name(conn: sqlite3.Connection) -> str:
     return (row[0] if row else "") or socket.gethostname()[:MAX_NAME]
 
 
+LABEL_ID = 4  # the fewest characters of a device id a label shows ("vm (a1b2)")
+
+
+def labels(conn: sqlite3.Connection) -> dict[str, str]:
+    """How sync's lines name each device known here, by id: its name (its id when it has
+    none); a name that two devices share (two machines both called "vm", two HOMEs of one
+    host) followed by the shortest start of each one's id that tells them apart, at least
+    LABEL_ID characters: "vm (a1b2)", "vm (77ff)". This device's name is name()'s."""
+    me = device(conn)
+    by_name: dict[str, list[str]] = {}
+    for n, dev_id, text in conn.execute("SELECT n, id, name FROM sync_devices"):
+        said = name(conn) if n == me else (text or dev_id)
+        by_name.setdefault(said, []).append(dev_id)
+    out: dict[str, str] = {}
+    for said, ids in by_name.items():
+        if len(ids) == 1:
+            out[ids[0]] = said
+            continue
+        k = LABEL_ID
+        while len({i[:k] for i in ids}) < len(ids) and k < max(map(len, ids)):
+            k += 1
+        out.update((i, f"{said} ({i[:k]})") for i in ids)
+    return out
+
+
+def labelled(conn: sqlite3.Connection, counts: dict[str, int]) -> dict[str, int]:
+    """``counts`` by device id, keyed by labels() instead (a device not known: its id)."""
+    names = labels(conn) if counts else {}
+    return {names.get(dev_id, dev_id): n for dev_id, n in counts.items()}
+
+
 def name_problem(text: str) -> str | None:
     """Why ``text`` cannot be a device name, or None."""
     if not text.strip():

@@ -8,7 +8,10 @@ last-writer-wins registers stamped (time, device id, sequence). Demo runs are a 
 
 - local.py: this installation's device, stamps and sequence numbers (used by the store as
   it writes a rating, an undo, a mark, settings or a demo run);
-- journal.py: the journal files (format, atomic writing, strict reading);
+- journal.py: the journal files (format, atomic writing, strict reading); stale.py: the
+  writer's temporary files a killed sync left (only its own removed);
+- folders.py: the devices' folders of a sync folder (a link followed; this device's own a
+  link only to a folder of its own), whether a new database has anything to apply, status;
 - merge.py: applying another device's entries, and the replay;
 - imported.py: `prep import` of an export whose history diverged, merged by the same rules;
 - replaced.py: one review id with two contents, one review under two ids (a sync tool that

@@ -12,13 +12,17 @@ from typing import TYPE_CHECKING, Any
 
 from prep.engine.paths import odd_kind
 from prep.engine.store import devices as local
-from prep.engine.sync import applied, journal, replaced
+from prep.engine.study.present import count
+from prep.engine.sync import applied, journal, replaced, stale
 from prep.engine.sync.journal import DEVICE_RE, JournalError
 
 if TYPE_CHECKING:
     from prep.engine.store import Store
 
-__all__ = ["device_folders", "nothing_to_apply", "status"]
+__all__ = ["device_folders", "nothing_to_apply", "own_link", "status"]
+
+# opening a file never waits (a FIFO) nor follows a link (journal.py's rule)
+_NO_WAIT = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
 
 
 def device_folders(root: Path, odd: dict[str, str] | None = None) -> dict[str, Path]:
@@ -81,13 +85,51 @@ def device_folders(root: Path, odd: dict[str, str] | None = None) -> dict[str, P
     return out
 
 
+def own_link(folder: Path, me: str) -> bool:
+    """Whether this device's folder ``folder`` is a symbolic link that journal.write may
+    write through: one leading to a folder that holds a journal file whose header names this
+    device (the folder prep made, moved elsewhere and linked by the user). Any other link is
+    refused (JournalError, the line with what to do): one a sync tool brought from another
+    machine, or made by mistake, would have prep write where nobody named. False: no link."""
+    if not folder.is_symlink():
+        return False
+    keep = "put the folder itself in place of the link"
+    try:
+        mode = os.stat(folder).st_mode  # (stat only: a FIFO at its end is never opened)
+    except OSError as exc:
+        raise JournalError(
+            f"{folder}: this device's folder, a symbolic link to nothing readable "
+            f"({exc.strerror or exc}); {keep}"
+        ) from None
+    if not stat.S_ISDIR(mode):
+        kind = odd_kind(mode) or "a file"
+        raise JournalError(f"{folder}: this device's folder, a symbolic link to {kind}; {keep}")
+    for _n, entry in sorted(journal.numbered_entries(folder).items()):
+        with contextlib.suppress(OSError):
+            if not entry.is_file(follow_symlinks=False):
+                continue  # (never opened: a FIFO, a device, a link)
+            fd = os.open(entry.path, _NO_WAIT)
+            try:
+                if stat.S_ISREG(os.fstat(fd).st_mode) and stale.written_by(fd) == me:
+                    return True
+            finally:
+                os.close(fd)
+    raise JournalError(
+        f"{folder}: this device's folder, a symbolic link to a folder that holds no journal "
+        "file of this device; prep writes through a link only into a folder of its own (sync "
+        f"once without the link, move the folder it made and link that; or {keep})"
+    )
+
+
 def nothing_to_apply(root: Path) -> str | None:
     """Before a sync makes a new database: the line refusing it when a journal file of the
-    folder would be refused (damaged, of a newer prep, another device's) and none holds an
-    entry to apply, so the sync would end in that error with an empty database made; None
-    when it may go on (files to apply, the others waiting as at any sync; or an empty folder,
-    where a new machine starts)."""
+    folder would be refused (damaged, of a newer prep, another device's), or is missing with
+    files after it (a gap: the sync tool has not brought it yet; they wait for it), and none
+    holds an entry to apply, so the sync would end in that error, or in an empty database
+    made and exit 0; None when it may go on (files to apply, the others waiting as at any
+    sync; or an empty folder, where a new machine starts)."""
     refused = None
+    gaps: list[tuple[Path, int]] = []  # (the first file missing, how many after it wait)
     for dev, folder in sorted(device_folders(root).items()):
         files = journal.numbered_files(folder)
         k = 1
@@ -103,7 +145,19 @@ def nothing_to_apply(root: Path) -> str | None:
             if j.entries:
                 return None
             k += 1
-    return refused
+        else:
+            if files and max(files) > k:
+                gaps.append((folder / journal.file_name(k), len([n for n in files if n > k])))
+    if refused is not None or not gaps:
+        return refused
+    (missing, waiting), others = gaps[0], len(gaps) - 1
+    also = f" (and as much for {count(others, 'other device')})" if others else ""
+    return (
+        f"{missing}: missing, and the {count(waiting, 'journal file')} of its device after it "
+        f"wait for it{also}, so there is nothing to apply yet: let the sync tool finish "
+        "bringing the folder (or copy the file from the machine that wrote it), then run "
+        "prep sync again"
+    )
 
 
 def status(store: Store, folder: Path | None) -> dict[str, Any]:

@@ -50,7 +50,6 @@ one line naming the file and line.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import os
@@ -64,6 +63,7 @@ from typing import Any
 
 from prep.engine.paths import entry_kind, odd_kind
 from prep.engine.study.scheduler import FUZZ_BY_CARD, Scheduler, Settings
+from prep.engine.sync import stale
 from prep.engine.timeutil import fmt, parse
 from prep.engine.transfer.fields import loads_strict
 
@@ -182,21 +182,20 @@ def write(folder: Path, header: dict[str, Any], entries: list[list[Any]]) -> Pat
 
     The file is written under a temporary name, locked while this prep writes it, so that
     another prep cleaning up after a sync killed mid-write removes only a temporary file
-    nobody holds (and if it took ours in the instant before our lock, we start again)."""
-    if folder.is_symlink():
-        raise JournalError(  # (its clean-up would remove files where a hostile link leads)
-            f"{folder}: is a symbolic link; prep writes only a folder of its own (put the "
-            "folder it leads to in its place; other machines' folders may be links)"
-        )
+    nobody holds (and if it took ours in the instant before our lock, we start again).
+    ``folder`` a symbolic link: written through only to a folder of its own (own_link)."""
+    from prep.engine.sync.folders import own_link  # (folders.py reads this module's files)
+
+    ours = own_link(folder, header["device"])  # (JournalError: a link leading elsewhere)
     try:
-        mode = os.lstat(folder).st_mode
+        mode = (os.stat if ours else os.lstat)(folder).st_mode
     except FileNotFoundError:
         mode = stat.S_IFDIR  # (made below)
     if not stat.S_ISDIR(mode):  # (a file, a FIFO of this device's name: "File exists" said)
         kind = odd_kind(mode) or "a file"
         raise JournalError(f"{folder}: {kind}, not a folder; prep writes only a folder of its own")
     folder.mkdir(parents=True, exist_ok=True)
-    _remove_stale(folder)
+    stale.remove(folder, header["device"], fcntl)
     lines = [json.dumps(e, ensure_ascii=False, separators=(",", ":")) for e in entries]
 
     def data(number: int) -> bytes:  # the header names the file's number
@@ -251,33 +250,10 @@ try:
 except ImportError:  # (Windows: no advisory locks; a stale file is then one an hour old)
     fcntl = None  # type: ignore[assignment]
 
-STALE_TMP_S = 3600  # without locks: a temporary file this old was left by a killed sync
-
 
 def _lock(fd: int) -> None:
     if fcntl is not None:
         fcntl.flock(fd, fcntl.LOCK_EX)
-
-
-def _remove_stale(folder: Path) -> None:
-    """Remove temporary files left by a sync killed while writing: one that no prep holds
-    locked (one being written now, by another prep on the same database, is locked)."""
-    import time
-
-    for stale in folder.glob(".tmp-*"):
-        with contextlib.suppress(OSError):
-            if entry_kind(stale) is not None:
-                continue  # (never ours: ours are regular files; a FIFO is never opened)
-            if fcntl is None:
-                if time.time() - stale.lstat().st_mtime > STALE_TMP_S:
-                    stale.unlink()
-                continue
-            fd = os.open(stale, _NO_WAIT)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: in use
-                stale.unlink()
-            finally:
-                os.close(fd)
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -52,7 +52,7 @@ class Applied:
     settings: bool = False
     demo_runs: int = 0
     rescheduled: int = 0
-    by_device: dict[str, int] = field(default_factory=dict)  # device name -> reviews received
+    by_device: dict[str, int] = field(default_factory=dict)  # its label (labels()) -> reviews
     notes: list[str] = field(default_factory=list)  # what the user must know (replaced.py)
 
     @property
@@ -211,7 +211,7 @@ def apply(store: Store, journals: list[Journal], now: datetime | None = None) ->
     if new_cards:  # cards new here: the next open checks them against the decks
         conn.execute("DELETE FROM meta WHERE key = ?", (_RECONCILED_KEY,))
     replaced.settle_aside(conn)
-    out.notes = batch.clashes.lines()
+    out.notes, out.by_device = batch.clashes.lines(), local.labelled(conn, out.by_device)
     return out
 
 
@@ -259,7 +259,7 @@ class _Batch:
             replaced.keep(
                 conn, origin, seq, was, prev.rating, prev.at, prev.duration_ms, prev.params
             )
-            self.clashes.count(self.clashes.replaced, j.name or j.device)
+            self.clashes.count(self.clashes.replaced, j.device)
             self._count(j, -1)
         if _buried(conn, dn, seq):
             return
@@ -314,11 +314,11 @@ class _Batch:
             self.base[cid] = log[0][0].prev
 
     def _count(self, j: Journal, n: int) -> None:
-        name = j.name or j.device
+        dev = j.device  # (by id: two devices of one name are two; labelled once applied)
         self.out.reviews += n
-        self.out.by_device[name] = self.out.by_device.get(name, 0) + n
-        if not self.out.by_device[name]:
-            del self.out.by_device[name]
+        self.out.by_device[dev] = self.out.by_device.get(dev, 0) + n
+        if not self.out.by_device[dev]:
+            del self.out.by_device[dev]
 
 
 def _drop(conn, row: int, aside: bool) -> str:

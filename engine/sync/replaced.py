@@ -60,7 +60,7 @@ class Clashes:
     root: Path | None
     me: int = 0
     _auth: dict[str, dict[int, tuple] | None] = field(default_factory=dict)
-    replaced: dict[str, int] = field(default_factory=dict)  # device name -> reviews
+    replaced: dict[str, int] = field(default_factory=dict)  # device id -> reviews
     moved: dict[str, int] = field(default_factory=dict)
     refused: dict[str, int] = field(default_factory=dict)
 
@@ -91,7 +91,7 @@ class Clashes:
         to do with it."""
         conn = self.conn
         held = _held(conn, dn, seq)
-        who = _name(conn, dn)
+        who = _dev_id(conn, dn)
         if held is not None:
             rid, hat, hrating = held
             if (hat, hrating) == (at, rating):
@@ -128,7 +128,7 @@ class Clashes:
             # held): each is kept, as the grow-only set keeps every id
             return Verdict(True)
         # the held one's id is not its journal's (a file replaced): it was displaced
-        _add(self.moved, _name(conn, tdn))
+        _add(self.moved, _dev_id(conn, tdn))
         other = auth.get(tseq)
         extra = None
         if other is not None:
@@ -143,18 +143,23 @@ class Clashes:
     def lines(self) -> list[str]:
         """What the user must know, one line a case."""
         out = []
-        for name, n in self.replaced.items():
+        any_ = self.replaced or self.moved or self.refused
+        said = local.labels(self.conn) if any_ else {}  # (two devices of one name told apart)
+        for dev, n in self.replaced.items():
+            name = said.get(dev, dev)
             out.append(
                 f"{count(n, 'review')} of {name} arrived with ids held here for other "
                 "reviews (a journal file replaced by another copy's version): its journal's "
                 "taken, the ones held set aside until their copy sends them again"
             )
-        for name, n in self.moved.items():
+        for dev, n in self.moved.items():
+            name = said.get(dev, dev)
             out.append(
                 f"{count(n, 'review')} held as {name}'s came back under the new id of the "
                 f"copy that made them (a journal file of {name} was replaced): held once"
             )
-        for name, n in self.refused.items():
+        for dev, n in self.refused.items():
+            name = said.get(dev, dev)
             out.append(
                 f"{count(n, 'review')} passed on for {name} differ from the ones held under "
                 "their ids (and from its journal): not taken"
@@ -166,9 +171,10 @@ def _add(counts: dict[str, int], name: str) -> None:
     counts[name] = counts.get(name, 0) + 1
 
 
-def _name(conn, dn: int) -> str:
-    row = conn.execute("SELECT name, id FROM sync_devices WHERE n = ?", (dn,)).fetchone()
-    return (row[0] or row[1]) if row else "?"
+def _dev_id(conn, dn: int) -> str:
+    """Device ``dn``'s id (Clashes.lines() says its label)."""
+    row = conn.execute("SELECT id FROM sync_devices WHERE n = ?", (dn,)).fetchone()
+    return row[0] if row else "?"
 
 
 def _held(conn, dn: int, seq: int) -> tuple[int, int, int] | None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from prep.engine.paths import expand_user
 from prep.engine.store import devices as local
+from prep.engine.store.backup import BackupError
 from prep.engine.store.schema14 import catch_up_tally
 from prep.engine.study.present import count
 from prep.engine.sync import (
@@ -455,12 +456,20 @@ def sync(
     folder that is none), or, with the rest done and committed (``exc.after``: the result, its
     ``refused`` every such line), when this device's journal cannot be written (a read-only
     folder) or another device's file is refused (damaged, of a newer prep: its later files
-    wait). ``apply=False``: such a line is in the result's ``refused``, nothing raised."""
+    wait), or when the backup made before anything is applied cannot be made (SyncError:
+    nothing received applied, what was sent is sent). ``apply=False``: such a line is in the
+    result's ``refused``, nothing raised."""
     root = sync_folder(folder)
     now = now or utcnow()
     result = SyncResult()
     conn = store.conn
-    checked = fork.check(store, root)  # before anything is written under its id
+    try:  # (its folder a link to a folder not its own: nothing of it read, nothing sent)
+        folders.own_link(root / local.device_id(conn), local.device_id(conn))
+        linked = None
+    except JournalError as exc:
+        linked = str(exc)
+    # (checked before anything is written under its id)
+    checked = fork.check(store, root) if linked is None else fork.Checked(None, 0, refused=linked)
     result.forked, result.held, result.set_aside = checked.line, checked.waiting, checked.aside
     me = local.device_id(conn)
     took = 0
@@ -497,7 +506,7 @@ def sync(
         except OSError as exc:  # (a read-only folder: what was received is still applied)
             why = exc.strerror or exc
             problems.append(SyncError(f"{root / me}: cannot write the journal ({why})"))
-        except JournalError as exc:  # (its folder a link: never written through)
+        except JournalError as exc:  # (its folder a link to a folder not its own)
             problems.append(exc)
     if entries and result.journal is not None:
         with store.transaction():
@@ -514,7 +523,13 @@ def sync(
         return result
     journals = read_pending(store, root)
     if any(j.entries for j in journals) and backup is not None:
-        result.backup = backup(store, "sync")
+        try:
+            result.backup = backup(store, "sync")
+        except BackupError as exc:  # (nothing applied without it; what was sent is sent)
+            problem = SyncError(f"{exc}; nothing received applied (the next sync does)")
+            problem.after = result
+            result.refused.append(str(problem))
+            raise problem from None
     result.applied = apply_journals(store, journals, now)
     problems += journals.refused
     result.refused += [f"{p}; its device's later files wait for it" for p in journals.refused]

@@ -32,11 +32,23 @@ def _no_constant(token: str) -> Any:
     raise ValueError(f"{token} is not a JSON number")
 
 
+# a \uXXXX escape of a surrogate: paired ones make one character, a lone one stays a
+# surrogate that no UTF-8 text (nor SQLite) can hold: stored, it raised UnicodeEncodeError
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def loads_strict(text: str) -> Any:
     """``json.loads`` for files from outside: raises ValueError (one line) on invalid JSON,
-    NaN/Infinity, nesting too deep for the parser, or a number too long to convert."""
+    NaN/Infinity, nesting too deep for the parser, a number too long to convert, or a lone
+    surrogate (``"\\udcff"``: text that is not Unicode)."""
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=_no_constant)
+        if "\\u" in text and _SURROGATE_ESCAPE.search(text):  # (then every string looked at)
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return value
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start : exc.end].encode("unicode_escape").decode()
+        raise ValueError(f"a lone surrogate {bad} (text that is not Unicode)") from None
     except json.JSONDecodeError as exc:
         raise ValueError(
             f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"

@@ -28,13 +28,14 @@ def check(obj: Ctx, paths: tuple[Path, ...], rubrics: bool) -> None:
 
     Errors are printed as FILE:LINE: message (all at once), exit 2."""
     from prep.engine.decks.checks import parse_decks
+    from prep.engine.decks.deck import one_line_safe
     from prep.engine.decks.deckcache import gc_paused
     from prep.engine.study.present import count
 
     with gc_paused():  # every file parsed, as always: no cache here
         coll = parse_decks([*obj.questions, *paths], demo_names=demo_names())
     for warning in coll.warnings:
-        click.echo(f"warning: {warning.file}: {warning.message}", err=True)
+        click.echo(one_line_safe(f"warning: {warning.file}: {warning.message}"), err=True)
     for error in coll.errors:
         click.echo(str(error), err=True)
     if coll.errors:

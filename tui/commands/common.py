@@ -58,7 +58,7 @@ CREATES = {
     "serve": "the quiz in a browser",
     "import": "a good export puts its progress in a new database (a new machine's first step)",
     "sync": "an existing sync folder brings the other machines' progress to a new one (not "
-    "one whose journal files would all be refused)",
+    "one whose journal files would all be refused, or all wait for a file not there yet)",
     "config": "a valid setting, set before the first review (no value: shows the defaults)",
     "demo": "a run that finished is recorded (stats' demos verified); a refused one makes none",
 }
@@ -184,8 +184,10 @@ class Ctx:
             from prep.engine.decks.deckcache import load_collection
 
             coll = load_collection(self.questions, demo_names=demo_names())
+        from prep.engine.decks.deck import one_line_safe  # (a file's name: escaped)
+
         for warning in coll.warnings:
-            click.echo(f"prep: warning: {warning.file}: {warning.message}", err=True)
+            click.echo(one_line_safe(f"prep: warning: {warning.file}: {warning.message}"), err=True)
         if coll.errors and not strict:
             click.echo(
                 f"prep: warning: {count(len(coll.errors), 'deck error')} ignored; see `prep check`",

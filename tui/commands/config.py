@@ -84,9 +84,11 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool, yes: bool)
             _config_parameters(store, settings, value)
             return
         if key == "sync_dir":  # a setting of this machine: never synced
+            from prep.engine.decks.deck import one_line_safe  # (a folder's name: escaped)
+
             if value is not None:
                 _set_sync_dir(store, value)
-            click.echo(f"sync_dir = {store.get_meta('sync_dir') or 'none'}")
+            click.echo(one_line_safe(f"sync_dir = {store.get_meta('sync_dir') or 'none'}"))
             return
         if key == "device_name":  # this machine's name in the others' sync summaries
             _device_name(store, value)
@@ -166,6 +168,13 @@ def _sync_dir_path(value: str) -> Path | None:
     if value.strip().lower() in ("", "none"):
         return None
     path = expand_user(value).resolve()
+    try:  # (a name's bytes that are not UTF-8: the database keeps text, sqlite3 refuses it)
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"sync_dir: {path}: its name holds bytes that are not UTF-8, which prep cannot "
+            "keep as a setting; rename the folder (or give it as `prep sync DIR` each time)"
+        ) from None
     if path.exists() and not path.is_dir():
         raise UsageError(
             f"sync_dir: {value}: not a folder; name the folder your sync tool keeps in step "
@@ -305,4 +314,10 @@ def _reset(store: Store, yes: bool) -> None:
     store.save_settings(Settings())
     click.echo(f"settings reset to their defaults; cleared: {what}")
     if saved is not None:
-        click.echo(f"(the database before it: {saved}; `prep backup --restore {saved.name}`)")
+        from prep.engine.decks.deck import one_line_safe  # (the database's name: escaped)
+
+        click.echo(
+            one_line_safe(
+                f"(the database before it: {saved}; `prep backup --restore {saved.name}`)"
+            )
+        )

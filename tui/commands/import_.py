@@ -51,4 +51,6 @@ def import_cmd(obj: Ctx, file: str) -> None:
             )
         except (ExportError, backup.BackupError) as exc:
             raise UsageError(str(exc)) from None
-    click.echo(f"Imported {file}: {result.summary()}.")
+    from prep.engine.decks.deck import one_line_safe  # (a file's name: escaped)
+
+    click.echo(one_line_safe(f"Imported {file}: {result.summary()}."))

@@ -90,15 +90,19 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
                 click.echo(json.dumps(info, indent=1))
                 return
             click.echo(
-                f"this device: {info['name']} ({info['device']}); "
-                f"last sync: {_when(info['last_sync'], 'never')}"
+                one_line_safe(
+                    f"this device: {info['name']} ({info['device']}); "
+                    f"last sync: {_when(info['last_sync'], 'never')}"
+                )
             )
             click.echo(one_line_safe(_folder_line(path, folder is not None, configured)))
             for d in info["devices"]:
                 click.echo(
-                    f"  {d['name'] or '?'} ({d['id']}): {d['applied']} journal file(s) applied, "
-                    f"last written {_when(d['wrote_at'], 'unknown')}, "
-                    f"applied here {_when(d['applied_at'], 'never')}"
+                    one_line_safe(
+                        f"  {d['name'] or '?'} ({d['id']}): {d['applied']} journal file(s) "
+                        f"applied, last written {_when(d['wrote_at'], 'unknown')}, "
+                        f"applied here {_when(d['applied_at'], 'never')}"
+                    )
                 )
             if info["reviews_set_aside"]:
                 from prep.engine.study.present import count
@@ -125,18 +129,30 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
             raise UsageError("no sync folder: prep sync DIR, or prep config sync_dir DIR once")
         try:
             backup.daily(store)
+        except backup.BackupError as exc:
+            # said, and the sync goes on, as in the app (and in Anki, whose periodic backup
+            # that fails is a warning): what it sends is a copy of this machine's progress
+            # elsewhere, and the sync's own backup still comes before anything is applied
+            click.echo(one_line_safe(f"prep: warning: daily backup not made: {exc}"), err=True)
+        try:
             result = sync(store, Path(where), backup=backup.make)
         except (SyncError, JournalError, backup.BackupError) as exc:
             done = getattr(exc, "after", None)
             if done is None:  # (nothing done)
                 raise UsageError(str(exc)) from None
             result = done  # the rest done: said, then what was not, exit 2
-    if result.forked:
-        click.echo(one_line_safe(result.forked[0].upper() + result.forked[1:] + "."))
-    for line in (result.set_aside, result.held, result.adopted, *result.applied.notes):
-        if line:
-            click.echo(one_line_safe(line[0].upper() + line[1:] + "."))
-    click.echo(result.summary())
+    given = str(expand_user(Path(where)))
+    for line in (
+        result.forked,
+        result.set_aside,
+        result.held,
+        result.adopted,
+        *result.applied.notes,
+    ):
+        if line:  # (one that begins with a file's path keeps it as it is: never "Sync/...")
+            first = line if line.startswith(given) else line[0].upper() + line[1:]
+            click.echo(one_line_safe(first + "."))
+    click.echo(one_line_safe(result.summary()))  # (a device's name as its journal says it)
     for line in result.refused:  # (a file refused holds back only its device's later files)
         UsageError(line).show()
     if result.refused:
