@@ -324,3 +324,76 @@ def test_export_over_an_existing_file_says_replaced(tmp_path: Path, small_collec
         ["progress.json", "decks.apkg", "log.csv"]
         + [f"log.{k}.csv" for k in ("cards", "demo_runs", "marks", "settings", "undone")]
     )
+
+
+def test_an_interview_date_in_the_past_or_more_than_a_year_ahead_is_refused(
+    tmp_path: Path,
+) -> None:
+    """`prep config interview_date 2099-01-02` printed "26329 days ... in 26328 days" and
+    saved it. A date in the past or more than a year ahead is one line naming it and what is
+    taken, exit 2, nothing saved (nor a database made); today and a year ahead are taken."""
+    from datetime import date
+
+    from prep.engine.study.plan import study_date
+    from prep.engine.timeutil import utcnow
+    from tests.test_export import cli
+
+    db = tmp_path / "p.db"
+    today = study_date(utcnow())
+    last = today + timedelta(days=365)
+    for value in ["2099-01-02", (last + timedelta(days=1)).isoformat(), "2020-01-02"]:
+        out = cli(db, "config", "interview_date", value)
+        assert out.exit_code == 2, out.output
+        (line,) = out.output.strip().splitlines()
+        assert line.startswith(f"prep: interview_date: {value} is ")
+        assert f"from today ({today}) to a year ahead ({last}), or none" in line
+        assert not db.exists()  # (nothing made)
+    far = cli(db, "config", "interview_date", "2099-01-02").output
+    assert f"is {(date(2099, 1, 2) - today).days} days ahead, more than a year;" in far
+    assert cli(db, "config", "interview_date", last.isoformat()).exit_code == 0
+    out = cli(db, "config", "interview_date", (today - timedelta(days=1)).isoformat())
+    assert out.exit_code == 2
+    with Store.open(db) as store:
+        assert store.settings().interview_date == last.isoformat()  # (the refused one not)
+    assert cli(db, "config", "interview_date", today.isoformat()).exit_code == 0
+
+
+def _days_to(*day: int) -> str:
+    from datetime import date
+
+    from prep.engine.study.plan import study_date
+    from prep.engine.timeutil import utcnow
+
+    return f"{(date(*day) - study_date(utcnow())).days} days"
+
+
+def test_a_date_stored_more_than_a_year_ahead_says_it_is_too_far_to_plan(tmp_path: Path) -> None:
+    """A date saved before the bound (an older database, or synced): home, --plain, stats and
+    `prep config` read it without a crash, and the plan's line says it is too far to plan and
+    how to set a nearer one (not "116 cards to see in 26327 days")."""
+    from prep.tui.screens.home import HomeScreen
+    from prep.tui.testing import fixed_collection, make_app
+    from tests.pilot import text_of, wait_until
+    from tests.test_export import cli
+
+    db = tmp_path / "p.db"
+    with Store.open(db) as store:
+        store.update_settings(interview_date="2099-01-02")
+    too_far = "more than a year away, too far to plan: `prep config interview_date` sets"
+    plain = cli(db, "quiz", "--plain", input="q\n")
+    assert plain.exit_code == 0 and too_far in plain.output
+    (line,) = [s for s in plain.output.splitlines() if s.startswith("Interview: ")]
+    assert line == f"Interview: Fri 2 Jan 2099, {_days_to(2099, 1, 2)} · {too_far} a nearer one"
+    assert cli(db, "stats").exit_code == 0
+    assert cli(db, "config").exit_code == 0
+
+    async def run() -> None:
+        with Store.open(db) as store:
+            app = make_app(store=store, collection=fixed_collection())
+            async with app.run_test(size=(160, 40)) as pilot:
+                await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+                await pilot.pause()
+                said = text_of(app, "#today")
+                assert "Interview: Fri 2 Jan 2099" in said and too_far in said, said
+
+    asyncio.run(run())
