@@ -13,7 +13,6 @@ from prep.engine.store import Store
 from prep.engine.study.scheduler import Settings
 from prep.tui.cli import main
 
-
 # a date `prep config` takes: from today to a year ahead (plan.date_problem)
 SOON = (date.today() + timedelta(days=40)).isoformat()
 
