@@ -397,3 +397,62 @@ def test_a_date_stored_more_than_a_year_ahead_says_it_is_too_far_to_plan(tmp_pat
                 assert "Interview: Fri 2 Jan 2099" in said and too_far in said, said
 
     asyncio.run(run())
+
+
+def test_review_ahead_counts_and_serves_what_the_interview_plan_brings_forward(
+    new_york_local_time, tmp_path: Path
+) -> None:
+    """Interview on Thu 5 Mar; on Mon 2 Mar a card rated Easy twice (20 Feb, 28 Feb) is due
+    after it by FSRS (beyond the 7 days of review ahead), but the plan brings it to Wed (the
+    day before).
+    Study more's "review ahead (N)" counts it, and pressing it serves it: the count is what
+    pressing it serves, by the plan's days. Before: 0, from FSRS's due alone (user14's
+    note). Without a plan, FSRS's due as before (Anki's prop:due<=7)."""
+    from prep.engine.study.queue import review_ahead_ids
+    from prep.tui.screens.home import HomeScreen
+    from prep.tui.screens.review import ReviewScreen
+    from prep.tui.screens.study_more import AHEAD_DAYS, StudyMore
+    from tests.pilot import text_of, wait_until
+
+    folder = tmp_path / "decks"
+    folder.mkdir()
+    _deck(folder, 3)
+    coll = load_collection([folder], include_bundled=False)
+    clock = Clock(local(2026, 2, 20, 9, 0))
+    with Store.open(tmp_path / "prep.db") as store:
+        store.update_settings(new_per_day=1)
+        for _ in range(2):
+            session = ReviewSession(store, coll, clock=clock, scheduler=Scheduler(store.settings()))
+            assert session.current is not None and session.current.id == "one-0"
+            session.rate(Rating.Easy, duration_ms=1000)
+            due = store.card("one-0").due  # type: ignore[union-attr]
+            assert isinstance(due, datetime)
+            clock.now = max(due, local(2026, 2, 28, 9, 0))
+        clock.now = local(2026, 3, 2, 9, 0)
+        store.update_settings(new_per_day=0)  # (only the reviewed card: nothing new today)
+        state = store.card("one-0")
+        assert state is not None and isinstance(state.due, datetime)
+        assert state.due > study_day_start(clock.now, AHEAD_DAYS + 1)  # (FSRS: past 7 days)
+        assert review_ahead_ids(store, coll, clock.now, AHEAD_DAYS) == []  # no plan: as Anki
+        store.update_settings(interview_date="2026-03-05")
+        assert review_ahead_ids(store, coll, clock.now, AHEAD_DAYS) == ["one-0"]
+        assert review_ahead_ids(store, coll, clock.now, AHEAD_DAYS, "other") == []
+        # the last day (Wed): today's queue serves it (brought forward), not review ahead
+        wednesday = local(2026, 3, 4, 9, 0)
+        assert review_ahead_ids(store, coll, wednesday, AHEAD_DAYS) == []
+
+        async def run() -> None:
+            app = _app(store, coll, clock)
+            async with app.run_test(size=(100, 30)) as pilot:
+                await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+                await pilot.press("n")
+                await wait_until(pilot, lambda: isinstance(app.screen, StudyMore))
+                await pilot.pause()
+                said = text_of(app, "#more-text")
+                assert f"Review ahead: cards due in the next {AHEAD_DAYS} days (1)" in said
+                await pilot.press("2")
+                await wait_until(pilot, lambda: isinstance(app.screen, ReviewScreen))
+                await pilot.pause()
+                assert "Q one 0?" in text_of(app, "#prompt")
+
+        asyncio.run(run())
