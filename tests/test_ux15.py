@@ -434,6 +434,8 @@ def test_review_ahead_counts_and_serves_what_the_interview_plan_brings_forward(
         assert state is not None and isinstance(state.due, datetime)
         assert state.due > study_day_start(clock.now, AHEAD_DAYS + 1)  # (FSRS: past 7 days)
         assert review_ahead_ids(store, coll, clock.now, AHEAD_DAYS) == []  # no plan: as Anki
+        store.update_settings(interview_date="2026-03-20")  # (its last day beyond the 7)
+        assert review_ahead_ids(store, coll, clock.now, AHEAD_DAYS) == []
         store.update_settings(interview_date="2026-03-05")
         assert review_ahead_ids(store, coll, clock.now, AHEAD_DAYS) == ["one-0"]
         assert review_ahead_ids(store, coll, clock.now, AHEAD_DAYS, "other") == []

@@ -443,7 +443,9 @@ def review_ahead_ids(
     states = store.cards(collection.known(cid for cid in later if cid not in hidden))
     window = timedelta(minutes=store.settings().learn_ahead_min)
     plan = plan_mod.Plan.of(store.settings(), now)
-    if plan is None or not plan.before:
+    # (the plan only brings a due sooner, to the interview's last day or its morning: before
+    # those days are within reach, FSRS's dues are the plan's, and no other state is read)
+    if plan is None or not plan.before or plan.last_day > until:
         return [cid for cid in later if cid in states and not is_due(states[cid], now, window)]
     plan = plan.on(collection)
     covered = [
