@@ -3,6 +3,7 @@ clear the setting on purpose; nothing saved changes. sync_dir "" still clears (b
 
 from __future__ import annotations
 
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,9 @@ from click.testing import CliRunner
 from prep.engine.store import Store
 from prep.engine.study.scheduler import Settings
 from prep.tui.cli import main
+
+# a date `prep config` takes: from today to a year ahead (plan.date_problem)
+SOON = (date.today() + timedelta(days=40)).isoformat()
 
 
 def config(db: Path, *args: str):
@@ -25,7 +29,7 @@ def saved(db: Path) -> Settings:
 @pytest.mark.parametrize(
     ("key", "value", "clear"),
     [
-        ("interview_date", "2099-01-02", "none"),
+        ("interview_date", SOON, "none"),
         ("plan_decks", "wo-core", "all"),
         ("learning_steps_min", "2,20", "none"),
         ("relearning_steps_min", "15", "none"),
@@ -50,7 +54,7 @@ def test_an_empty_value_is_refused_naming_how_to_clear(
 @pytest.mark.parametrize(
     ("key", "value", "clear", "cleared"),
     [
-        ("interview_date", "2099-01-02", "none", None),
+        ("interview_date", SOON, "none", None),
         ("plan_decks", "wo-core", "all", None),
         ("learning_steps_min", "2,20", "none", ()),
     ],

@@ -27,14 +27,19 @@ def test_config_interview_date_sets_says_and_clears(db_path: Path, small_deck_di
     review_first_card(small_deck_dir, db_path, "3")
     with Store.open(db_path) as store:
         before = store.dump()
+    from datetime import date
+
+    from prep.engine.study.plan import short_date
+
+    day = date.today() + timedelta(days=40)  # (a year ahead at most: test_ux15.py)
     out = run_cli(
-        "--questions", str(small_deck_dir), "config", "interview_date", "2099-01-02", db=db_path
+        "--questions", str(small_deck_dir), "config", "interview_date", day.isoformat(), db=db_path
     )
     assert out.exit_code == 0, out.output
     lines = out.output.splitlines()
-    assert lines[0] == "interview_date = 2099-01-02"
-    assert lines[1].startswith("Interview: Fri 2 Jan 2099, ") and " cards to see in " in lines[1]
-    assert "interview_date = 2099-01-02" in run_cli("config", db=db_path).output
+    assert lines[0] == f"interview_date = {day}"
+    assert lines[1].startswith(f"Interview: {short_date(day)}") and " cards to see in " in lines[1]
+    assert f"interview_date = {day}" in run_cli("config", db=db_path).output
     cleared = run_cli("config", "interview_date", "none", db=db_path)
     assert cleared.exit_code == 0
     assert cleared.output.startswith("interview_date = none")
@@ -81,7 +86,8 @@ def test_stats_shows_recall_on_the_day_per_deck_and_tag(
     review_first_card(small_deck_dir, db_path, "3")
     q = ["--questions", str(small_deck_dir)]
     assert "Predicted recall" not in run_cli(*q, "stats", db=db_path).output
-    run_cli("config", "interview_date", "2099-01-02", db=db_path)
+    with Store.open(db_path) as store:  # (stored: `prep config` takes a year ahead at most)
+        store.update_settings(interview_date="2099-01-02")
     data = json.loads(run_cli(*q, "stats", "--json", db=db_path).output)["interview"]
     assert data["date"] == "2099-01-02" and data["target"] == 0.9
     assert "small" in data["decks"] and "wo-core" in data["decks"]

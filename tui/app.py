@@ -45,7 +45,7 @@ from prep.engine.study.session import (  # DeckCounts: home's rows (re-exported 
     limits_today,
     review_ahead_ids,
 )
-from prep.engine.timeutil import Clock, utcnow
+from prep.engine.timeutil import Clock, study_day_start, utcnow
 from prep.tui.clicktime import ClickTime
 from prep.tui.closing import CloseAfterMount, quit_on_terminate
 from prep.tui.short import ShortTerminal
@@ -83,6 +83,10 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
     ``demo_command`` (tests point it at a tiny script) and ``demos`` (name -> claim; default:
     the registry).
     """
+
+    # how often the open app looks whether the study day rolled over (4 am): one clock read
+    # and a comparison; the screens read today's numbers again only when it did
+    DAY_CHECK_S = 10.0
 
     TITLE = "prep"
     SUB_TITLE = "W_O interview prep"
@@ -152,6 +156,7 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
         self._told_others = False
         self._told_clock = False  # reviews dated after now said (once: tell_clock_behind)
         self._heartbeat: Timer | None = None
+        self._day_end: datetime | None = None  # the end of the study day the screens count
         self._filled = False  # the deck cache's first fill ran in a thread this session
         # what waits for the first frame (see after_first_frame); None once it is drawn
         self._first_frame: list[Callable[[], object]] | None = []
@@ -182,6 +187,8 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
         # (a frame Textual drops) and then again in parts; pushed after it, its first frame is
         # the whole card
         self.call_later(self.boot)
+        self._day_end = study_day_start(self.now(), 1)
+        self.after_first_frame(lambda: self.set_interval(self.DAY_CHECK_S, self.check_study_day))
         quit_on_terminate(self)  # (kill PID: quits as q does, the terminal given back)
         if self._theme_problem is not None:
             self.notify(self._theme_problem, title="Theme", severity="warning", timeout=12)
@@ -191,6 +198,22 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
         while len(self.screen_stack) > 1:
             self.pop_screen()
         self.push_screen(screen)
+
+    def check_study_day(self) -> None:
+        """When the study day rolled over (4 am) since the last look, every open screen reads
+        today's numbers again (``study_day_changed``: home's counts, the review bar, stats, a
+        finished session's summary), as a fresh session would count them, with no key pressed
+        (Anki refreshes its deck list so). Until it did: a clock read, no statement."""
+        now = self.now()
+        if self._day_end is None or now < self._day_end or self.store is None:
+            return
+        self._day_end = study_day_start(now, 1)
+        from prep.tui.base import PrepScreen
+
+        for screen in list(self.screen_stack):
+            if isinstance(screen, PrepScreen):
+                with contextlib.suppress(StoreError):  # (each screen says a read that failed)
+                    screen.study_day_changed()
 
     def action_reload(self) -> None:
         """Reload the decks from disk (after fixing an error) and go home."""

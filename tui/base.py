@@ -22,3 +22,7 @@ class PrepScreen(Screen[ResultType], Generic[ResultType]):
     @property
     def prep(self) -> PrepApp:
         return cast("PrepApp", self.app)
+
+    def study_day_changed(self) -> None:
+        """The study day rolled over (4 am) while this screen was open (PrepApp's day watch):
+        a screen that shows today's numbers reads them again. Nothing here by default."""

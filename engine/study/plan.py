@@ -64,6 +64,27 @@ def study_date(now: datetime) -> date:
     return (day_start(now) + timedelta(hours=12)).astimezone().date()
 
 
+# The furthest ahead an interview date is taken (`prep config interview_date`): a year. The plan
+# spreads the unseen cards over the days left and brings reviews to the last day; a year ahead
+# its pace is under one new card a day for the 116 bundled cards (the default new_per_day is
+# 20), so it would change nothing for months, and a date further out is most likely a slip of
+# the year (2099 for 2026). A date stored before this bound (an older database, a synced
+# setting) is still read: its plan line says it is too far to plan (PlanDay.line).
+PLAN_DAYS_AHEAD = 365
+
+
+def date_problem(day: date, today: date) -> str | None:
+    """Why an interview on ``day`` cannot be set on the study day ``today`` (None: it can): a
+    date in the past, or more than PLAN_DAYS_AHEAD days ahead; said with what is taken."""
+    last = today + timedelta(days=PLAN_DAYS_AHEAD)
+    taken = f"give a date from today ({today}) to a year ahead ({last}), or none to clear it"
+    if day < today:
+        return f"{day} is in the past; {taken}"
+    if day > last:
+        return f"{day} is {days_text((day - today).days)} ahead, more than a year; {taken}"
+    return None
+
+
 def short_date(day: date) -> str:
     """``Fri 12 Dec`` (English names whatever the locale)."""
     return f"{WEEKDAYS[day.weekday()][:3]} {day.day} {MONTHS[day.month - 1]}"
@@ -290,6 +311,11 @@ class PlanDay:
         before Friday`` (the cards to see and the seen ones add up to the plan's cards; the
         limit and what is left today are said as everywhere: new_limit_text)."""
         p = self.plan
+        if p.days_left > PLAN_DAYS_AHEAD:  # (set before the bound, or synced: date_problem)
+            return (
+                "more than a year away, too far to plan: `prep config interview_date` sets a "
+                "nearer one"
+            )
         if p.days_left == 0:
             # after "Interview: Tue 8 Dec, today · " (heading)
             return "the weakest cards first (c crams them, m runs a mock interview)"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from itertools import chain
 from typing import Any
@@ -432,13 +432,38 @@ def review_ahead_ids(
     takes the review cards, the interday learning steps and the intraday ones due by then;
     a filtered deck never takes a suspended or buried card): reviews and interday steps due
     by day on one of those days, learning steps due by their end beyond the learn-ahead
-    window, none suspended or buried."""
+    window, none suspended or buried. With an interview ahead, a card the plan covers is due
+    when the plan serves it (``Plan.due``: a review brought to the day before the interview,
+    a weak one to its morning), as today's queue takes it: the count "study more" shows is
+    what the plan would serve in those days, and pressing it serves them."""
     decks = None if deck is None else [deck]
     hidden = store.hidden_ids(now)
-    later = store.due_ids(reviews_until(now, days), decks=decks)  # (by due: soonest first)
+    until = reviews_until(now, days)
+    later = store.due_ids(until, decks=decks)  # (by due: soonest first)
     states = store.cards(collection.known(cid for cid in later if cid not in hidden))
     window = timedelta(minutes=store.settings().learn_ahead_min)
-    return [cid for cid in later if cid in states and not is_due(states[cid], now, window)]
+    plan = plan_mod.Plan.of(store.settings(), now)
+    # (the plan only brings a due sooner, to the interview's last day or its morning: before
+    # those days are within reach, FSRS's dues are the plan's, and no other state is read)
+    if plan is None or not plan.before or plan.last_day > until:
+        return [cid for cid in later if cid in states and not is_due(states[cid], now, window)]
+    plan = plan.on(collection)
+    covered = [
+        cid
+        for cid in plan.covered_ids(collection)
+        if cid not in hidden
+        and (deck is None or getattr(collection.get(cid), "deck", deck) == deck)
+    ]
+    states.update(store.cards([cid for cid in covered if cid not in states]))
+    for cid in set(covered) & states.keys():  # (a new card has no state: not reviewed ahead)
+        states[cid] = replace(states[cid], due=plan.due(states[cid]))
+    ahead = [
+        (due, cid)
+        for cid, state in states.items()
+        if isinstance(due := state.due, datetime) and due <= until
+        if not is_due(state, now, window)
+    ]
+    return [cid for _, cid in sorted(ahead)]
 
 
 def _merge_by_due(store: Store, a: list[str], b: list[str]) -> list[str]:

@@ -320,10 +320,15 @@ class ReviewSession:
 
     def counts(self) -> tuple[int, int, int]:
         """Anki's three numbers: new, learning and due (review) cards left in this session
-        (the card on screen included), as home counts them (``deck_counts``)."""
+        (the card on screen included), as home counts them (``deck_counts``). Past the study
+        day's end (4 am: an app left open) they are the new day's, the card on screen still
+        in front, as a fresh session's are: no rating needed first (a comparison each time)."""
+        now = self.clock()
+        if self._adopts and now >= self._day_end:
+            self.take_in_changes()
         self._shown()  # (the steps come due from elsewhere are taken in first)
         kinds = [self.kind_of.get(cid, "review") for cid in self.queue]
-        steps, now = len(self.learning), self.clock()  # (an interday one: from its rollover)
+        steps = len(self.learning)  # (an interday one: from its rollover)
         steps -= sum(d > now for d, cid in self.learning if cid in self._by_day)
         return (
             kinds.count("new"),

@@ -114,7 +114,8 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool, yes: bool)
 def _check_value(obj: Ctx, key: str | None, value: str, typed: Any) -> None:
     """Refuse a value that cannot be set (one line, exit 2) before a database is opened, so a
     refused value never makes one at a missing --db: the settings' own values are checked
-    above; here the FSRS parameters, a sync folder, a device name, and plan_decks' names
+    above; here the FSRS parameters, a sync folder, a device name, an interview date (from
+    today to a year ahead: plan.date_problem), and plan_decks' names
     (against the decks read without a database only when there is none yet: else the
     command checks them through the deck cache)."""
     from prep.engine.store import devices
@@ -129,6 +130,14 @@ def _check_value(obj: Ctx, key: str | None, value: str, typed: Any) -> None:
             raise UsageError(f"device_name: {why}")
     elif key == "plan_decks" and typed is not None and obj.missing():
         _known_decks(typed, obj.collection(strict=False).decks)
+    elif key == "interview_date" and typed is not None:
+        from prep.engine.study.plan import date_problem, study_date
+        from prep.engine.study.scheduler import interview_day
+        from prep.engine.timeutil import utcnow
+
+        why = date_problem(interview_day(typed), study_date(utcnow()))
+        if why is not None:  # (a date in the past, or more than a year ahead)
+            raise UsageError(f"interview_date: {why}")
 
 
 def _known_decks(named: list[str], decks: Collection[str]) -> None:

@@ -90,6 +90,9 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
     shown = "standard output" if to_stdout else str(path)
     if not to_stdout:
         _refuse_database_target(obj, path, fmt)
+    # a file already there is replaced (you named it): said so, "Replaced FILE", not "Wrote"
+    replaced = set() if to_stdout else _existing(path, fmt)
+    verb = "Replaced" if path in replaced and fmt != "csv" else "Wrote"
     try:
         if fmt == "apkg":
             from prep.engine.transfer.anki import write_apkg
@@ -98,7 +101,7 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
                 if deck is not None and deck not in coll.decks:
                     raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
                 notes = write_apkg(coll, path, deck=deck)
-            report(f"Wrote {shown}: {count(notes, 'note')} for Anki (File > Import).")
+            report(f"{verb} {shown}: {count(notes, 'note')} for Anki (File > Import).")
             return
         from prep.engine.transfer.export import export_csv, export_json, held_text
 
@@ -106,17 +109,26 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
         with obj.store(reading=True) as store:
             if fmt == "json":
                 export_json(store, path, utcnow(), held)
-                report(f"Wrote {shown}: {held_text(held)}.")
+                report(f"{verb} {shown}: {held_text(held)}.")
             else:
                 written = export_csv(store, path, held)
                 # six names do not fit one line: the count first, then one file a line
                 report(f"Wrote {count(len(written), 'file')}: {held_text(held)}.")
                 for file in written:
-                    report(f"  {file}")
+                    report(f"  {file}" + (" (replaced)" if Path(file) in replaced else ""))
             damaged = list(store.damaged_reviews)
         say_damaged(damaged, "exported")
     except ExportError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _existing(path: Path, fmt: str) -> set[Path]:
+    """The files the export will replace: those of its names (a csv export's six) that are
+    regular files now (a device or FIFO is written to, not replaced: not said)."""
+    from prep.engine.transfer.export import csv_paths
+
+    names = list(csv_paths(path).values()) if fmt == "csv" else [path]
+    return {name for name in names if name.is_file()}
 
 
 _EXPORT_FORMATS = {".json": "json", ".csv": "csv", ".apkg": "apkg"}

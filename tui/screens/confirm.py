@@ -33,12 +33,15 @@ class Confirm(ModalScreen[bool]):
         Binding("y", "answer(True)", "Yes"),
         Binding("n", "answer(False)", "No"),
         Binding("escape", "answer(False)", "No", show=False),
+        # (a modal screen holds back the app's keys: ? opens help here too, at this section;
+        # Esc there comes back to the question, still asked)
+        Binding("question_mark", "app.help", "Help", tooltip="Every key"),
     ]
 
     def __init__(self, question: str, yes: str = "y  yes", no: str = "n or Esc  no") -> None:
         super().__init__()
         self.question = question
-        self.keys = f"{yes}    {no}"
+        self.keys = f"{yes}    {no}    ?  help"
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-box"):

@@ -105,6 +105,10 @@ class HomeScreen(PrepScreen):
             return
         self.refresh_counts()
 
+    def study_day_changed(self) -> None:
+        if self.is_current:  # (else read again when it is shown: on_screen_resume)
+            self.refresh_counts()
+
     def on_resize(self) -> None:
         self.set_class(self.app.size.height < SHORT, "-short")
         # only the labels' truncation depends on the size: redraw the counts already read

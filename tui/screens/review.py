@@ -250,6 +250,12 @@ class ReviewScreen(TypedAnswer, HeldKeys, AnswerSide, PrepScreen):
         self.session.mark_shown()
         self.card_shown()
 
+    def study_day_changed(self) -> None:
+        """The bar counts the new day's cards (the session's queue is the new day's: counts
+        takes it in); the card on screen stays, and a rating lands on it."""
+        if self.card is not None:
+            self.query_one("#progress", Static).update(self.progress_text())
+
     def where_text(self, card: Card) -> Text:
         text = Text.assemble(
             (card.deck, "bold"), "  ·  ", (KIND_LABELS.get(card.kind, card.kind), "italic")

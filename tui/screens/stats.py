@@ -92,6 +92,9 @@ class StatsScreen(PrepScreen):
         self.action_refresh()
         self.query_one("#stats", VerticalScroll).focus()
 
+    def study_day_changed(self) -> None:
+        self.action_refresh()  # (today's session, the forecast: the new day's)
+
     def action_refresh(self) -> None:
         from prep.engine.study.stats import compute
 

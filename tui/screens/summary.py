@@ -32,7 +32,13 @@ class SummaryScreen(PrepScreen):
     }
     """
     BINDINGS = [
-        Binding("enter", "home", "Home", tooltip="Back to home"),
+        Binding("enter", "home(True)", "Home", tooltip="Back to home"),
+        Binding(
+            "enter",
+            "start_day",
+            "Start",
+            tooltip="A new study day began: start its session",
+        ),  # (offered once the study day rolled over with cards to study: study_day_changed)
         Binding("escape", "home", "Home", show=False, tooltip="Back to home"),
         Binding("u", "undo", "Undo", tooltip="Undo the last rating and go back to its card"),
         Binding(
@@ -49,6 +55,9 @@ class SummaryScreen(PrepScreen):
     def __init__(self, session: ReviewSession) -> None:
         super().__init__()
         self.session = session
+        # the new study day's (new, learning, due), when it rolled over (4 am) with this
+        # summary on screen and has cards: offered, Enter starts them
+        self.new_day: tuple[int, int, int] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -67,7 +76,16 @@ class SummaryScreen(PrepScreen):
         except StoreError as exc:
             return Text(f"Cannot read the summary: {exc}", style="bold red")
         text = Text()
-        if s["reviewed"] == 0:
+        if self.new_day is not None:
+            new, learning, due = self.new_day
+            text.append(
+                f"A new study day has begun: new {new} · learning {learning} · due {due}. "
+                "Enter starts them.\n\n",
+                style="bold",
+            )
+        if s["reviewed"] == 0 and self.new_day is not None:
+            text.append("Yesterday's session: nothing was reviewed.\n\n")
+        elif s["reviewed"] == 0:
             text.append("Nothing due right now.\n\n", style="bold")
         else:
             text.append("Session complete.\n\n", style="bold")
@@ -115,21 +133,37 @@ class SummaryScreen(PrepScreen):
         else:
             text.append("No reviews scheduled yet.\n")
         undo = "   u: undo the last rating" if self.session.undoable else ""
-        text.append(f"\nEnter or Esc: home{undo}   n: study more   s: stats   q: quit", style="dim")
+        keys = "Enter: start   Esc: home" if self.new_day is not None else "Enter or Esc: home"
+        text.append(f"\n{keys}{undo}   n: study more   s: stats   q: quit", style="dim")
         return text
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # the footer offers undo only when this session has a rating to undo
         if action in ("undo", "nothing_to_undo"):
             return self.session.undoable == (action == "undo")
+        if action == "home" and parameters and self.new_day is not None:
+            return False  # Enter starts the new day's cards (Esc still goes home)
+        if action == "start_day":
+            return self.new_day is not None
         return True
+
+    def study_day_changed(self) -> None:
+        """The study day rolled over (4 am) with this summary on screen: its lines are read
+        again, and the new day's cards, counted as a fresh session counts them, are offered."""
+        fresh = self.prep.new_session(self.prep.selected_deck)
+        self.new_day = fresh.counts() if fresh.current is not None else None
+        self.query_one("#summary", Static).update(self.summary_text())
+        self.refresh_bindings()
+
+    def action_start_day(self) -> None:
+        self.prep.action_start()  # (today's session on the selected deck, as home's Enter)
 
     def action_nothing_to_undo(self) -> None:
         from prep.tui.screens.undo import NOTHING_TO_UNDO
 
         self.notify(NOTHING_TO_UNDO)
 
-    def action_home(self) -> None:
+    def action_home(self, _enter: bool = False) -> None:
         self.prep.go_home()
 
     def action_undo(self) -> None:
