@@ -51,7 +51,9 @@ def test_an_answer_and_the_next_card_make_few_python_calls(
     its four intervals. Round 12: 352 calls an answer here (the store's three nested
     transactions as generators, contextlib's: 6 calls each where a class makes 2; the seed
     text made three times a card, its time formatted each time; the learning steps' lookup
-    asked with none due); now 314."""
+    asked with none due); round 13: 314; round 15: 310 (the states and outcomes of a preview
+    made from their fields' dict, a kept preview of the same card object not compared field by
+    field)."""
     with Store.open(tmp_path / "prep.db") as store:
         first = ReviewSession(store, deck, clock=clock, requeue=False)
         while not first.finished:
@@ -68,7 +70,7 @@ def test_an_answer_and_the_next_card_make_few_python_calls(
 
         answer()  # (the first answer reads the learning steps: kept since)
         counts = [_calls(answer) for _ in range(CARDS - 3)]
-    assert max(counts) <= 314, counts
+    assert max(counts) <= 310, counts
 
 
 def test_the_time_text_is_strftime_s() -> None:

@@ -29,6 +29,7 @@ from prep.engine.decks.deck import KINDS, LEVELS, Card, DeckError, DeckInfo, Par
 
 if TYPE_CHECKING:
     from prep.engine.store import Store
+    from prep.engine.store.known import ShownRead
 
 _EXCLUDED = ("id", "deck", "file", "line", "parent")
 
@@ -329,6 +330,27 @@ class CachedCollection:
             return None
         line, deck, parent, demos, data, chash = row
         return self._build(CardRef(card_id, deck, parent, _demos(demos), shown, line), data, chash)
+
+    def shown(
+        self, card_id: str, params: dict[str, Any] | None
+    ) -> tuple[Card | None, ShownRead | None]:
+        """The card (as ``get``) and what a card shown reads (Store.shown_card_text): a card
+        not built yet is built from its row read in the same statement. (None, _): gone."""
+        card = self._built.get(card_id)
+        if card is not None:
+            return card, self._store.shown_card_text(card_id, self.place(card_id), params)[1]
+        where = self._locate(card_id)
+        if where is None:
+            return None, None
+        key, line, shown = where
+        row, read = self._store.shown_card_text(card_id, (key, line), params)
+        if row is None:  # not at its line: moved or gone (another prep re-read the deck)
+            row = self._store.deck_cache_card(key, line, card_id)
+            if row is None:
+                return None, read
+        line, deck, parent, demos, data, chash = row
+        ref = CardRef(card_id, deck, parent, _demos(demos), shown, line)
+        return self._build(ref, data, chash), read
 
     def content_hash_now(self, card_id: str) -> str | None:
         """The hash of the card's text in the deck cache now: another prep may have re-read

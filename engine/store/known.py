@@ -19,12 +19,50 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from prep.engine.store import devices
+from prep.engine.store.schema import CARD_COLUMNS
 
 if TYPE_CHECKING:
     from prep.engine.store.reviews import ReviewsStore
     from prep.engine.study.scheduler import CardState
 
 Mark = tuple[int, int]
+
+# what a card's stored state and the id its review would get are read by (Store.card_and_key)
+CARD_AND_STAMP = (
+    f"SELECT s.*, {', '.join(f'c.{c}' for c in CARD_COLUMNS)} FROM ({devices.STAMP_SQL}) s "
+    "LEFT JOIN cards c ON c.id = ?"
+)
+# what a card shown reads (shown_card): changes_mark's data_version, the saved settings, the
+# number of the scheduler's parameters, the review's id, the card's row and what a rating
+# reads of it besides (reviews._RATED_ROW's last three: logged, its number in the log, its
+# newest review), in one statement (one snapshot)
+SHOWN = (
+    "SELECT v.data_version, (SELECT value FROM meta WHERE key = 'settings'), "
+    "(SELECT n FROM sched_params WHERE value = ?), "
+    f"{CARD_AND_STAMP.removeprefix('SELECT ').replace(' FROM (', ' FROM pragma_data_version() v, (', 1)}"
+    " LEFT JOIN review_cards rc ON rc.id = ?"  # (the card's id again: it may have no row)
+).replace(
+    " FROM pragma_data_version() v,",
+    ", c.logged, rc.n, (SELECT max(id) FROM revlog WHERE cn = rc.n) FROM pragma_data_version() v,",
+    1,
+)
+# the same, with the card's row in the deck cache at its file and line (deck_cache_card's first
+# lookup: its line, deck, parent, demos, fields and content hash) as the last six columns: the
+# hash that a rating compares, and what the card shown first is built from (shown_card_text)
+SHOWN_TEXT = (
+    SHOWN.replace(
+        " FROM pragma_data_version() v,",
+        ", d.key & 0xFFFFFFFF, d.deck, d.parent, d.demos, d.data, d.chash "
+        "FROM pragma_data_version() v,",
+        1,
+    )
+    + " LEFT JOIN deck_cards d ON d.key = (SELECT fid FROM deck_files WHERE path = ?) << 32 | ?"
+    " AND d.id = ?"
+)
+
+# Store.shown_card's answer: the mark, the saved settings' text, the card's stored state, the id
+# its review would get, its text's hash in the deck cache and the row id of its newest review
+ShownRead = tuple[Mark, "str | None", "CardState | None", str, "str | None", "int | None"]
 
 
 class Shown(NamedTuple):

@@ -15,7 +15,7 @@ from prep.engine.store import devices
 from prep.engine.store import known as known_mod
 from prep.engine.store.cards import CardsStore, _row_to_state, state_to_json, state_to_row
 from prep.engine.store.core import StoreError
-from prep.engine.store.known import Shown
+from prep.engine.store.known import CARD_AND_STAMP, SHOWN_TEXT, Shown, ShownRead
 from prep.engine.store.reviewlog import Chain, from_us, times_of, to_us
 from prep.engine.store.schema import CARD_COLUMNS
 from prep.engine.store.schema13 import card_number
@@ -127,32 +127,6 @@ _CARD_SETS = ", ".join(f"{c} = excluded.{c}" for c in CARD_COLUMNS if c != "id")
 _CARD_UPDATE = (
     f"UPDATE cards SET {', '.join(f'{c} = ?' for c in CARD_COLUMNS if c != 'id')}, logged = ? "
     "WHERE id = ?"
-)
-_CARD_AND_STAMP = (
-    f"SELECT s.*, {', '.join(f'c.{c}' for c in CARD_COLUMNS)} FROM ({devices.STAMP_SQL}) s "
-    "LEFT JOIN cards c ON c.id = ?"
-)
-# what a card shown reads (shown_card): changes_mark's data_version, the saved settings, the
-# number of the scheduler's parameters, the review's id, the card's row and what a rating
-# reads of it besides (_RATED_ROW's last three: logged, its number in the log, its newest
-# review), in one statement (one snapshot)
-_SHOWN = (
-    "SELECT v.data_version, (SELECT value FROM meta WHERE key = 'settings'), "
-    "(SELECT n FROM sched_params WHERE value = ?), "
-    f"{_CARD_AND_STAMP.removeprefix('SELECT ').replace(' FROM (', ' FROM pragma_data_version() v, (', 1)}"
-    " LEFT JOIN review_cards rc ON rc.id = ?"  # (the card's id again: it may have no row)
-).replace(
-    " FROM pragma_data_version() v,",
-    ", c.logged, rc.n, (SELECT max(id) FROM revlog WHERE cn = rc.n) FROM pragma_data_version() v,",
-    1,
-)
-# the same, with the content hash of the card's text in the deck cache (deck_cache_card's
-# first lookup: its file's id and its line) as the last column
-_SHOWN_HASH = _SHOWN.replace(
-    " FROM pragma_data_version() v,",
-    ", (SELECT chash FROM deck_cards WHERE key = (SELECT fid FROM deck_files WHERE path = ?) "
-    "<< 32 | ? AND id = ?) FROM pragma_data_version() v,",
-    1,
 )
 # a rating's stamp (STAMP_SQL) with the number of its scheduler parameters when they are
 # stored already (devices.params_n's lookup): one statement
@@ -283,7 +257,7 @@ class ReviewsStore(CardsStore):
     def card_and_key(self, card_id: str) -> tuple[CardState | None, str]:
         """The card's stored state (None before its first review) and the id its review
         would get (next_review_key), read in one statement: what a card shown asks."""
-        row = self.conn.execute(_CARD_AND_STAMP, (card_id,)).fetchone()
+        row = self.conn.execute(CARD_AND_STAMP, (card_id,)).fetchone()
         _n, dev_id, rid = devices.stamp_of(row[:4])
         return (None if row[4] is None else _row_to_state(row[4:])), f"{dev_id}:{rid}"
 
@@ -292,21 +266,24 @@ class ReviewsStore(CardsStore):
         card_id: str,
         place: tuple[str, int] | None = None,
         params: dict[str, Any] | None = None,
-    ) -> tuple[tuple[int, int], str | None, CardState | None, str, str | None, int | None]:
+    ) -> ShownRead:
         """What a card shown reads, in one statement: changes_mark (as it is for what is read
         here: the same snapshot), the saved settings' text (settings_from reads it), the card's
         stored state, the id its review would get (as card_and_key) and, given ``place`` (the
         deck cache's file and line of the card), the content hash of its text cached there
         (None when it is not at that line: deck_cache_card looks further), and the row id of
         its newest review (None before its first)."""
+        return self.shown_card_text(card_id, place, params)[1]
+
+    def shown_card_text(
+        self, card_id: str, place: tuple[str, int] | None, params: dict[str, Any] | None = None
+    ) -> tuple[tuple[int, str, str | None, str, str, str] | None, ShownRead]:
+        """shown_card's read and the card's row in the deck cache at ``place``, as
+        deck_cache_card's first lookup gives it (None when it is not at that line), in the
+        same statement: what a card not built yet is built from (CachedCollection.shown)."""
         text = None if params is None else devices.params_text(params)
-        if place is None:
-            row = self.conn.execute(_SHOWN, (text, card_id, card_id)).fetchone()
-            chash = None
-        else:
-            row = self.conn.execute(_SHOWN_HASH, (text, *place, card_id, card_id, card_id))
-            row = row.fetchone()
-            chash = row[-1]
+        where = (None, None) if place is None else place
+        row = self.conn.execute(SHOWN_TEXT, (text, card_id, card_id, *where, card_id)).fetchone()
         end = 7 + len(CARD_COLUMNS)
         stamp = devices.stamp_of(row[3:7])
         state = None if row[7] is None else _row_to_state(row[7:end])
@@ -315,7 +292,15 @@ class ReviewsStore(CardsStore):
         self._shown_read = Shown(
             card_id, mark, state, row[end], row[end + 1], row[end + 2], stamp, (text, row[2])
         )
-        return mark, row[1], state, f"{stamp[1]}:{stamp[2]}", chash, row[end + 2]
+        cached, chash = row[-6:], row[-1]  # (chash is never NULL in the cache: no row)
+        return (None if chash is None else cached), (
+            mark,
+            row[1],
+            state,
+            f"{stamp[1]}:{stamp[2]}",
+            chash,
+            row[end + 2],
+        )
 
     def changes_mark(self) -> tuple[int, int]:
         """What moves whenever the database may have changed: other connections' commits

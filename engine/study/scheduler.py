@@ -518,7 +518,10 @@ class Scheduler:
             leech=card.leech or lapses >= self.settings.leech_threshold,
             changed=False,
         )
-        return Outcome(rating, new_state, due - now, lapsed)
+        made = _new(Outcome)  # (as _changed makes a state: four a card shown)
+        values = {"rating": rating, "state": new_state, "interval": due - now, "lapsed": lapsed}
+        _set_dict(made, "__dict__", values)
+        return made
 
     def preview(
         self, card: CardState, now: datetime, key: str | None = None
@@ -558,7 +561,7 @@ class Scheduler:
         number of days since the card's last review (the only way fsrs reads the time besides
         adding it to the interval: fsrs.Scheduler.review_card, its retrievability)."""
         kept = self._previewed
-        if kept is None or kept[1] != seed or kept[0] != card:
+        if kept is None or kept[1] != seed or (kept[0] is not card and kept[0] != card):
             return None
         at, outcomes = kept[2], kept[3]
         last = card.last_review
@@ -567,12 +570,15 @@ class Scheduler:
         return outcomes, now - at
 
 
+_new, _set_dict = object.__new__, object.__setattr__
+
+
 def _changed(card: CardState, /, **changes: Any) -> CardState:
-    """``dataclasses.replace`` for CardState without its per-field checks (a rating makes
-    several: this is the hot path of an answer)."""
-    new = object.__new__(CardState)
-    new.__dict__.update(card.__dict__)
-    new.__dict__.update(changes)
+    """``dataclasses.replace`` for CardState, its fields' dict copied (no checks: issue 26)."""
+    values = card.__dict__.copy()
+    values.update(changes)
+    new = _new(CardState)
+    _set_dict(new, "__dict__", values)
     return new
 
 
@@ -581,6 +587,11 @@ def _moved(outcome: Outcome, now: datetime, moved: timedelta) -> Outcome:
     due is the review's time plus the interval, its last review the review's time."""
     if not moved:
         return outcome
-    due = outcome.state.due
-    state = _changed(outcome.state, due=None if due is None else due + moved, last_review=now)
-    return Outcome(outcome.rating, state, outcome.interval, outcome.lapsed)
+    values = outcome.state.__dict__.copy()  # (_changed, inline: five an answer)
+    values["due"] = None if (due := values["due"]) is None else due + moved
+    values["last_review"] = now
+    state = _new(CardState)
+    _set_dict(state, "__dict__", values)
+    made = _new(Outcome)
+    _set_dict(made, "__dict__", {**outcome.__dict__, "state": state})
+    return made

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 
 from prep.engine.decks.deck import Card
 from prep.engine.store import Mark, Store, StoreError
+from prep.engine.store.known import ShownRead
 from prep.engine.study import plan as plan_mod
 from prep.engine.study import takein
 from prep.engine.study.collection import Cards
@@ -216,10 +217,14 @@ class ReviewSession:
                 self.take_in_changes()
             takein.adopt_due_steps(self, now)
         while self.queue:
-            card = self.collection.get(self.queue[0])
+            front = self.queue[0]
+            if front in self._schedulable:
+                card, read = self.collection.get(front), None
+            else:  # (shown first: its text and what a card shown reads, in one statement)
+                card, read = self.collection.shown(front, self.scheduler.replay_params())
             if (
                 card is not None
-                and (card.id in self._schedulable or self._schedulable_now(card))
+                and (read is None or self._schedulable_now(card, read))
                 and not self._parent_unanswered(card)
                 and not self._studied_elsewhere(card.id)
             ):
@@ -256,7 +261,7 @@ class ReviewSession:
             return False
         return self.store.card(card.parent) is None
 
-    def _schedulable_now(self, card: Card) -> bool:
+    def _schedulable_now(self, card: Card, read: ShownRead | None = None) -> bool:
         """Whether the scheduler can rate this card's stored state. A state it rejects (from a
         hand-edited database, or an import before imports were validated) skips the card with
         a notice instead of crashing the session when the answer is revealed. The check is
@@ -265,9 +270,11 @@ class ReviewSession:
         # the mark, the settings, the card's row, its review's id and its text's hash in the
         # deck cache: one statement
         mark: tuple[int, int] | None
-        mark, text, stored, key, deck_hash, last = self.store.shown_card(
-            card.id, self.collection.place(card.id), self.scheduler.replay_params()
-        )
+        if read is None:
+            read = self.store.shown_card(
+                card.id, self.collection.place(card.id), self.scheduler.replay_params()
+            )
+        mark, text, stored, key, deck_hash, last = read
         try:
             self._follow_settings(self.store.settings_from(text))
         except StoreError:  # settings saved invalid meanwhile (a hand edit): the preview
