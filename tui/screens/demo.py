@@ -346,6 +346,7 @@ class DemoScreen(PrepScreen):
                 style="bold red",
             )
         self.set_status(status)
+        self.scroll_to_end()  # again: a status that wraps grows the page after the checks did
         self.refresh_bindings()
 
     def log_report(self, report: Report) -> None:
