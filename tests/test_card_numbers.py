@@ -178,7 +178,7 @@ def composition_bullets(r: dict) -> list[str]:
     together = after(
         check(r, "in-context accuracy drop with all induction heads")["name"], "per seed "
     )
-    dup = after(check(r, "layer 0: largest attention from a repeated token")["name"], "per seed ")
+    dup = after(check(r, "layer 0: largest attention from a repeated token")["name"], "excess ")
     keys = after(
         check(r, "drop with layer 0 removed from the queries only minus")["name"],
         "keys only, per seed ",
@@ -193,8 +193,8 @@ def composition_bullets(r: dict) -> list[str]:
     assert {fmt(abs(v), 1) for v in values} == {"0.0"}
     return [
         f"one ablated costs {span(singles)} of accuracy, all together {span(together)}",
-        f"duplicate-token heads ({span(dup)} of attention on the earlier copy); removing only "
-        f"that head's write from layer 1's queries costs {span(named_path(r))}.",
+        f"duplicate-token heads ({span(dup)} more attention on the earlier copy than with no "
+        f"repeat); removing one from layer 1's queries costs {span(named_path(r))}.",
         f"from its keys only {span(keys)}, from its values ~0, from all three at once {span(every)}",
     ]
 
