@@ -447,18 +447,22 @@ PAIR = re.compile(
 
 
 def mass_structure(r: dict) -> str:
-    """The mass-weighted overlap row and the pair-identity note (audit14)."""
-    row = check(r, "layers 0-5: mass-weighted overlap")
+    """The mass-weighted overlap rows (audit14's upper tail, audit15's lower) and the
+    pair-identity note (audit14)."""
+    row = check(r, "layers 0-5: mass-weighted overlap (")
     layers = MASS_LINE.findall(row["name"])
     assert len(layers) == 6 and row["kind"] == "measurement" and row["passed"]
+    lower = check(r, "layers 0-5: mass-weighted overlap, lower tail")  # audit15
+    assert lower["kind"] == "measurement" and lower["passed"]
+    p = f"{lower['measured']:.0e}".replace("e-0", "e-")
     (note,) = [n for n in r["notes"] if n.startswith("Which heads pair")]
     pairs = PAIR.findall(note.replace("\n", " "))
     assert len(pairs) == 6
     named = [p for p in pairs if p[4] == "0"]
     top = max(named, key=lambda p: float(p[3]))
     return (
-        f"By write mass, no more than the redraws ({span([float(x[1]) for x in layers], 3)} vs "
-        f"{span([float(x[2]) for x in layers], 3)}, p = {float(row['measured']):.2f}); yet in "
+        f"By write mass, less than the redraws ({span([float(x[1]) for x in layers], 3)} vs "
+        f"{span([float(x[2]) for x in layers], 3)}, p = {p}); yet in "
         f"{len(named)} of 6 layers one pair stands out (layer {top[0]}: heads {top[1]} and "
         f"{top[2]}, {top[3]})"
     )

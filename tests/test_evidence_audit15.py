@@ -52,15 +52,16 @@ def test_twins_break_exactly_the_repeat() -> None:
     assert float(((counts[1:] - expected) ** 2 / expected).sum()) < 110  # chi2(62) 0.9999 ~ 110
 
 
-def one_hot(data: decoder.Batch, n_heads: int, key_of) -> torch.Tensor:
-    """Attention patterns (B, h, T, T): head h puts all of query t's attention on key_of(h, b, t)
-    (clamped to the causal range) at the copyable positions, on t itself elsewhere."""
+def one_hot(data: decoder.Batch, n_heads: int, key_of, back: int) -> torch.Tensor:
+    """Attention patterns (B, h, T, T): head h puts all of query t's attention on
+    key_of(h, b, t, data, back) (clamped to the causal range) at the copyable positions, on t
+    itself elsewhere."""
     b_n, t_n = data.tokens.shape
     pattern = torch.zeros(b_n, n_heads, t_n, t_n)
     for b in range(b_n):
         for t in range(t_n):
             for h in range(n_heads):
-                k = key_of(h, b, t) if bool(data.predictable[b, t]) else t
+                k = key_of(h, b, t, data, back) if bool(data.predictable[b, t]) else t
                 pattern[b, h, t, min(max(k, 0), t)] = 1.0
     return pattern
 
@@ -90,8 +91,8 @@ def seeds_with(key_orig, key_twin, n: int = 96) -> list:
         _, data = batch(n, seed)
         twins = [
             circuit.twin_attention(
-                one_hot(data, 4, lambda h, b, t, back=back: key_orig(h, b, t, data, back)),
-                one_hot(data, 4, lambda h, b, t, back=back: key_twin(h, b, t, data, back)),
+                one_hot(data, 4, key_orig, back),
+                one_hot(data, 4, key_twin, back),
                 data,
                 back,
             )
@@ -169,3 +170,67 @@ def test_one_seed_whose_excess_is_below_half_fails_the_row() -> None:
     twins[2] = seeds_with(target, half)[2]
     rows = attention_rows(twins)
     assert not rows[0].passed and not rows[1].passed, rows
+
+
+# --- real-block-structure: the mass-weighted overlap's lower tail ---------------------------------
+
+rbs = importlib.import_module(DEMOS["real-block-structure"].module)
+
+
+def anisotropic_w_o(seed: int) -> torch.Tensor:
+    """A (12, 32, 384) W_O with MiniLM-like anisotropy: row variances falling over the directions."""
+    gen = torch.Generator().manual_seed(seed)
+    lam = torch.logspace(0, -2, 384, dtype=torch.float64)
+    return torch.randn(12, 32, 384, generator=gen, dtype=torch.float64) * lam.sqrt()
+
+
+def lower_nulls(ws: list[torch.Tensor], seed: int) -> list[torch.Tensor]:
+    """Each W_O's exact-Gram mass redraws, 50 a layer, as the demo draws them."""
+    from prep.demos.pretrained import chunked
+
+    variances = [rbs.row_variances(w) for w in ws]
+    return chunked.draw_nulls(rbs.gram_nulls(variances, (12, 32), 50, seed))
+
+
+def test_lower_p_counts_draws_at_or_below() -> None:
+    assert rbs.lower_p(torch.tensor([0.1, 0.5, 0.6]), 0.5) == 3 / 4
+    assert rbs.lower_p(torch.tensor([0.6, 0.7]), 0.5) == 1 / 3
+    assert rbs.LOWER_SEED not in (1, 2, rbs.MASS_SEED)  # draws of its own
+
+
+def test_the_lower_tail_fails_in_the_null_world_and_with_a_shared_strong_direction() -> None:
+    """W_O drawn from N(0, C) in each of 6 layers (the null world: its exact-Gram redraws are its
+    law given the Gram) does not pass; every head writing one direction strongly does not pass
+    either (it sits above its redraws)."""
+    lam = rbs.row_variances(anisotropic_w_o(6))
+    gen = torch.Generator().manual_seed(12)
+    world = [(torch.randn(12, 32, 384, generator=gen) * lam.sqrt().float()) for _ in range(6)]
+    row = rbs.lower_check([rbs.observed_cosines(w) for w in world], lower_nulls(world, 13))
+    assert not row.passed and row.measured > rbs.LOWER_BAR and row.detail
+    shared = []
+    for w in world:
+        out = w.clone()
+        out[:, 0] = w[0, 0] / w[0, 0].norm() * 10 * float(w.norm(dim=-1).max())
+        shared.append(out)
+    row = rbs.lower_check([rbs.observed_cosines(w) for w in shared], lower_nulls(shared, 13))
+    assert not row.passed and row.measured > 0.5
+
+
+def test_the_lower_tail_passes_when_heads_are_pushed_apart() -> None:
+    """Power: block-diagonal W_O (every head in its own 32 coordinates: every Gram cosine 0) sits
+    below all its redraws in every layer: p_l = 1/51, X = 47.2, passes; so do four such layers
+    of six, and three do not (the bar, 0.005, between them)."""
+    lam = rbs.row_variances(anisotropic_w_o(6))
+    gen = torch.Generator().manual_seed(12)
+    world = [(torch.randn(12, 32, 384, generator=gen) * lam.sqrt().float()) for _ in range(6)]
+    apart = [rbs.block_diagonal(w) for w in world]
+    assert all(float(rbs.observed_cosines(w).abs().max()) == 0.0 for w in apart)
+    nulls = lower_nulls(apart, 13)
+    assert rbs.lower_check([rbs.observed_cosines(w) for w in apart], nulls).passed
+    mixed = [
+        rbs.observed_cosines(w if i < k else torch.ones_like(w))
+        for k in (4, 3)
+        for i, w in enumerate(apart)
+    ]
+    assert rbs.lower_check(mixed[:6], nulls).passed
+    assert not rbs.lower_check(mixed[6:], nulls).passed
