@@ -163,18 +163,20 @@ def q_ratio(s: Seed) -> float:
 def twin_row(seeds: list[Seed], layer: int) -> tuple[float, str]:
     """The worst seed's largest lower bound on a layer's excess attention over the twins, and
     per seed the head with the largest bound: its raw, twin and excess attention."""
-    bounds, parts = [], {"head": [], "raw": [], "twin": [], "excess": [], "se": []}
+    bounds: list[float] = []
+    heads: list[str] = []
+    parts: dict[str, list[float]] = {"raw": [], "twin": [], "excess": [], "se": []}
     for s in seeds:
         assert s.circuit.twins is not None, "measured without twins"
         t = s.circuit.twins[layer]
         bound = t.bound(Z_TWIN)  # (h,)
         h = int(bound.argmax())
         bounds.append(float(bound[h]))
-        parts["head"].append(f"L{layer}H{h}")
+        heads.append(f"L{layer}H{h}")
         for key in ("raw", "twin", "excess", "se"):
             parts[key].append(float(getattr(t, key)[h]))
     text = (
-        f"per seed {_per_seed(parts['raw'])} ({', '.join(parts['head'])}); on the twins "
+        f"per seed {_per_seed(parts['raw'])} ({', '.join(heads)}); on the twins "
         f"{_per_seed(parts['twin'])}; excess {_per_seed(parts['excess'])} (se "
         f"{_per_seed(parts['se'], 3)}); bound {_per_seed(bounds)}"
     )
