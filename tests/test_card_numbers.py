@@ -180,7 +180,7 @@ def composition_bullets(r: dict) -> list[str]:
         check(r, "in-context accuracy drop with all induction heads")["name"], "per seed "
     )
     dup_row = check(r, "layer 0: largest attention from a repeated token")["name"]
-    dup = [float(x) for x in dup_row.split("excess ", 1)[1].split(" (se", 1)[0].split(", ")]
+    dup = [float(x) for x in dup_row.split("per seed ", 1)[1].split(" (", 1)[0].split(", ")]
     keys = after(
         check(r, "drop with layer 0 removed from the queries only minus")["name"],
         "keys only, per seed ",
@@ -195,8 +195,8 @@ def composition_bullets(r: dict) -> list[str]:
     assert {fmt(abs(v), 1) for v in values} == {"0.0"}
     return [
         f"one ablated costs {span(singles)} of accuracy, all together {span(together)}",
-        f"duplicate-token heads ({span(dup)} more attention on the earlier copy than with no "
-        f"repeat); removing one from layer 1's queries costs {span(named_path(r))}.",
+        f"duplicate-token heads ({span(dup)} of attention on the earlier copy); removing only "
+        f"that head's write from layer 1's queries costs {span(named_path(r))}.",
         f"from its keys only {span(keys)}, from its values ~0, from all three at once {span(every)}",
     ]
 
@@ -449,22 +449,19 @@ PAIR = re.compile(
 
 
 def mass_structure(r: dict) -> str:
-    """The mass-weighted overlap rows (audit14's upper tail, audit15's lower) and the
-    pair-identity note (audit14)."""
+    """The mass-weighted overlap row (audit14's upper tail; "(" tells it from audit15's lower-tail
+    row, which no card quotes yet) and the pair-identity note (audit14)."""
     row = check(r, "layers 0-5: mass-weighted overlap (")
     layers = MASS_LINE.findall(row["name"])
     assert len(layers) == 6 and row["kind"] == "measurement" and row["passed"]
-    lower = check(r, "layers 0-5: mass-weighted overlap, lower tail")  # audit15
-    assert lower["kind"] == "measurement" and lower["passed"]
-    p = f"{lower['measured']:.0e}".replace("e-0", "e-")
     (note,) = [n for n in r["notes"] if n.startswith("Which heads pair")]
     pairs = PAIR.findall(note.replace("\n", " "))
     assert len(pairs) == 6
     named = [p for p in pairs if p[4] == "0"]
     top = max(named, key=lambda p: float(p[3]))
     return (
-        f"By write mass, less than the redraws ({span([float(x[1]) for x in layers], 3)} vs "
-        f"{span([float(x[2]) for x in layers], 3)}, p = {p}); yet in "
+        f"By write mass, no more than the redraws ({span([float(x[1]) for x in layers], 3)} vs "
+        f"{span([float(x[2]) for x in layers], 3)}, p = {float(row['measured']):.2f}); yet in "
         f"{len(named)} of 6 layers one pair stands out (layer {top[0]}: heads {top[1]} and "
         f"{top[2]}, {top[3]})"
     )

@@ -234,3 +234,15 @@ def test_the_lower_tail_passes_when_heads_are_pushed_apart() -> None:
     ]
     assert rbs.lower_check(mixed[:6], nulls).passed
     assert not rbs.lower_check(mixed[6:], nulls).passed
+
+
+def test_minilm_lower_tail_row_as_first_run(minilm) -> None:
+    """The seed-0 report: the lower-tail row is a measurement and passes (BARS.md's outcome (a):
+    below every fresh redraw in 5 of 6 layers); audit14's upper-tail row still passes too."""
+    from prep.demos.pretrained import pretrained as pt
+
+    report = pt.run_real(rbs.__name__, "small", "cpu", 0, real=minilm).to_dict()
+    (lower,) = [c for c in report["checks"] if "mass-weighted overlap, lower tail" in c["name"]]
+    (upper,) = [c for c in report["checks"] if "mass-weighted overlap (" in c["name"]]
+    assert lower["kind"] == harness.MEASUREMENT and lower["passed"] and upper["passed"]
+    assert lower["measured"] <= rbs.LOWER_BAR and lower["name"].count("(0 of 50 at or below") == 5
