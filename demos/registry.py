@@ -238,9 +238,9 @@ _ALL += [
         "the heads at random (Fisher's combination over the layers): heads share write "
         "directions with each other beyond the layer's anisotropy. Weighted by how strongly "
         "each direction is written (the cosine between two heads' write Grams), the mean over "
-        "head pairs is no more than those redraws give: the shared directions are not the ones "
-        "the heads write most, while each layer's most-overlapping pair stands out beyond every "
-        "redraw.",
+        "head pairs is less than fresh redraws give (a lower-tail test of its own): heads avoid "
+        "each other's most strongly written directions, while each layer's most-overlapping "
+        "pair stands out beyond every redraw.",
         weights="pretrained",
     ),
     _info(

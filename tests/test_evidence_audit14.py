@@ -206,7 +206,7 @@ def test_minilm_mass_row_and_pairs_as_the_cards_say(minilm) -> None:
     from prep.demos.pretrained import pretrained as pt
 
     report = pt.run_real(rbs.__name__, "small", "cpu", 0, real=minilm).to_dict()
-    (row,) = [c for c in report["checks"] if "mass-weighted overlap" in c["name"]]
+    (row,) = [c for c in report["checks"] if "mass-weighted overlap (" in c["name"]]
     assert row["passed"] and row["kind"] == harness.MEASUREMENT
     (note,) = [n for n in report["notes"] if n.startswith("Which heads pair")]
     assert "named: " in note

@@ -94,6 +94,56 @@ def duplicate_token_scores(pattern: Tensor, data: decoder.Batch) -> Tensor:
     return pattern[b, :, t, key].mean(0)  # (n_heads,)
 
 
+def repeat_twin(data: decoder.Batch, vocab: int, gen: torch.Generator) -> Tensor:
+    """Tokens (B, T): each sequence with every token of its second copy redrawn uniformly from
+    the vocabulary minus the token it copied, so no position t of it holds the token at t - L;
+    the first copy and every other token are kept (demos/BARS.md, audit15: the null of "attends
+    there because of the repeat")."""
+    tokens, pred = data.tokens, data.predictable  # (B, T), (B, T)
+    second = pred.clone()  # (B, T): the copyable positions and the one after the last
+    second[:, 1:] |= pred[:, :-1]
+    pos = torch.arange(tokens.shape[1], device=tokens.device)[None, :]  # (1, T)
+    earlier = tokens.gather(1, (pos - data.chunk[:, None]).clamp(min=0))  # (B, T)
+    shift = 1 + torch.randint(vocab - 1, tokens.shape, generator=gen, device=gen.device)
+    return torch.where(second, (earlier + shift.to(tokens.device)) % vocab, tokens)  # (B, T)
+
+
+def target_attention(pattern: Tensor, data: decoder.Batch, back: int) -> tuple[Tensor, Tensor]:
+    """Per sequence, the summed attention from its copyable positions t to key t - L + back
+    (0: the earlier occurrence, 1: the token after it), per head, and how many positions:
+    pattern (B, h, T, T) -> ((B, h), (B,))."""
+    b, t = data.predictable.nonzero(as_tuple=True)  # (N,), (N,)
+    values = pattern[b, :, t, t - data.chunk[b] + back].double()  # (N, h)
+    sums = torch.zeros(pattern.shape[0], pattern.shape[1], dtype=torch.float64, device=b.device)
+    return sums.index_add_(0, b, values), torch.bincount(b, minlength=pattern.shape[0])
+
+
+@dataclass
+class TwinAttention:
+    """One layer's heads' attention on a key with the repeat and on the twins without it (the
+    same positions), and the excess's standard error with the sequences as the units: (h,) each."""
+
+    raw: Tensor
+    twin: Tensor
+    excess: Tensor
+    se: Tensor
+
+    def bound(self, z: float) -> Tensor:
+        return self.excess - z * self.se  # (h,)
+
+
+def twin_attention(original: Tensor, twin: Tensor, data: decoder.Batch, back: int) -> TwinAttention:
+    """`target_attention` on the batch and on its twins (patterns (B, h, T, T) each), paired."""
+    s_orig, n = target_attention(original, data, back)  # (B, h), (B,)
+    s_twin, _ = target_attention(twin, data, back)  # (B, h)
+    total, batch = float(n.sum()), s_orig.shape[0]
+    diff = s_orig - s_twin  # (B, h): each sequence's summed paired differences
+    excess = diff.sum(0) / total  # (h,)
+    resid = diff - excess[None, :] * n[:, None]  # (B, h)
+    se = (batch / (batch - 1) * resid.pow(2).sum(0)).sqrt() / total  # (h,)
+    return TwinAttention(s_orig.sum(0) / total, s_twin.sum(0) / total, excess, se)
+
+
 class PathAblation:
     """Layer 1 of the 2-layer decoder run with layer 0's head writes mean-ablated in some of its
     paths: each projection (of the residual as it is, or with layer 0's writes at their mean)
@@ -181,13 +231,26 @@ class Circuit:
     drop: dict[str, float]  # path -> accuracy drop with layer 0 removed from that path only
     drop_all_paths: float  # accuracy drop with layer 0 removed from queries, keys and values
     patterns: list[Tensor]  # per layer (n_heads, T, T): attention on the longest-chunk sequence
+    # per layer (0: on the earlier occurrence, 1: on the token after it) with and without the
+    # repeat; None when measured without a twin generator
+    twins: list[TwinAttention] | None = None
 
 
 def measure(
     params: dict[str, Tensor], cfg: decoder.DecoderConfig, n_sequences: int, n_shuffles: int,
-    gen: torch.Generator,
+    gen: torch.Generator, twin_gen: torch.Generator | None = None,
 ) -> Circuit:  # fmt: skip
+    """`twin_gen`: draws the twins' tokens (`repeat_twin`), kept apart from `gen` so that every
+    other number is what it was without them."""
     obs = decoder.observe(cfg, params, n_sequences, gen)
+    twins = None
+    if twin_gen is not None:
+        with torch.no_grad():
+            _, twin_cache = decoder.forward(params, repeat_twin(obs.data, cfg.vocab, twin_gen))
+        twins = [
+            twin_attention(obs.cache.pattern[layer], twin_cache.pattern[layer], obs.data, layer)
+            for layer in (0, 1)
+        ]
     acc = obs.accuracy
     shown = int(obs.data.predictable.sum(1).argmax())  # the sequence with the longest chunk
     comp = {p: composition_table(params, p) for p in PATHS}
@@ -215,4 +278,5 @@ def measure(
         drop=drop,
         drop_all_paths=drop_all_paths,
         patterns=[pat[shown].detach().cpu() for pat in obs.cache.pattern],
+        twins=twins,
     )

@@ -40,6 +40,11 @@ Two measurements per layer of a real checkpoint, with their pass bars argued bef
    largest pair's cosine minus the layer's mean, against the same draws; a layer's top pair is
    named only where no draw reaches it, and pairs are named at all only when at least 2 layers
    do (P(K >= 2) = 0.0055 under the null; one layer alone, 0.11): a note, not a check.
+4. The mass-weighted overlap's lower tail (audit15; pre-registered in demos/BARS.md before its
+   first run, after audit14 had seen the heads below every redraw in 5 of 6 layers): the same
+   statistic against fresh exact-Gram draws (seed + 4), p_l = (1 + #{draws <= observed}) / 51,
+   Fisher's combination at P_BAR / 2 = 0.005 (the tail was chosen after seeing both): passes
+   where the heads avoid each other's strongly written directions (mass_overlap.py).
 
 Retired (audit13): the overlap was held, per layer, against blocks drawn from N(0, C), C the
 layer's row covariance, and passed when it did not exceed them ("no more than the covariance
@@ -97,7 +102,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -106,6 +110,19 @@ from prep.demos._torch import torch
 from prep.demos.harness import IDENTITY, MEASUREMENT, SANITY, Check
 from prep.demos.pretrained import chunked, overlap
 from prep.demos.pretrained import pretrained as pt
+from prep.demos.pretrained.mass_overlap import LOWER_BAR as LOWER_BAR
+from prep.demos.pretrained.mass_overlap import P_BAR as P_BAR
+from prep.demos.pretrained.mass_overlap import binomial_tail as binomial_tail
+from prep.demos.pretrained.mass_overlap import fisher_p as fisher_p
+from prep.demos.pretrained.mass_overlap import gram_nulls as gram_nulls
+from prep.demos.pretrained.mass_overlap import lower_check as lower_check
+from prep.demos.pretrained.mass_overlap import lower_p as lower_p
+from prep.demos.pretrained.mass_overlap import mass_check as mass_check
+from prep.demos.pretrained.mass_overlap import mass_sampler as mass_sampler
+from prep.demos.pretrained.mass_overlap import observed_cosines as observed_cosines
+from prep.demos.pretrained.mass_overlap import pair_lines as pair_lines
+from prep.demos.pretrained.mass_overlap import seed_of as seed_of
+from prep.demos.pretrained.mass_overlap import upper_p as upper_p
 
 NAME = "real-block-structure"
 DTYPE = torch.float32
@@ -113,11 +130,11 @@ CONTRAST_LABEL = (
     "layer 0's W_O made block-diagonal, and layer 0 with one write direction shared by every head"
 )
 CENTRAL = 0.99  # the share passes inside this central mass of its permutation null
-P_BAR = 0.01  # the overlap check: Fisher's combined upper-tail p at most this (demos/BARS.md)
 # The shipped all-MiniLM-L6-v2 (6 layers): a share per layer, one overlap check over the layers,
 # two contrast checks.
-CHECK_KINDS = {IDENTITY: 1, SANITY: 1, MEASUREMENT: 8}
+CHECK_KINDS = {IDENTITY: 1, SANITY: 1, MEASUREMENT: 9}
 MASS_SEED = 3  # the mass-weighted overlap's nulls draw from seed + 3 (1: Gaussian; 2: contrast)
+LOWER_SEED = 4  # its lower tail's fresh draws (audit15), from seed + 4
 
 
 @dataclass(frozen=True)
@@ -221,10 +238,6 @@ def mean_max_cosine(w_o: torch.Tensor) -> torch.Tensor:
     return top.clamp(0.0, 1.0).sqrt().mean(-1)  # (...,)
 
 
-def seed_of(gen: torch.Generator) -> int:
-    return int(torch.randint(2**62, (1,), generator=gen, device=gen.device))
-
-
 def gaussian_null(w_o: torch.Tensor, n: int, gen: torch.Generator) -> torch.Tensor:
     """The overlap statistic of n Gaussian matrices of W_O's shape (uniformly random subspaces)."""
     device = w_o.device
@@ -291,22 +304,6 @@ def gram_null(w_o: torch.Tensor, n: int, gen: torch.Generator) -> torch.Tensor:
     h, dh, _ = w_o.shape
     sample = gram_sampler(row_variances(w_o), h, dh)
     return chunked.draw_nulls([chunked.Null(sample, n, seed_of(gen))])[0]  # (n,)
-
-
-def upper_p(null: torch.Tensor, observed: float) -> float:
-    """The upper-tail Monte Carlo p-value (1 + #{null >= observed}) / (1 + n)."""
-    return (1 + int((null >= observed).sum())) / (1 + len(null))
-
-
-def fisher_p(ps: list[float]) -> tuple[float, float]:
-    """(X, combined p): Fisher's X = -2 sum ln p against chi-square with 2 len(ps) degrees of
-    freedom, whose upper tail for even df 2k is exp(-X/2) sum_{i<k} (X/2)^i / i!."""
-    x = -2.0 * sum(math.log(p) for p in ps)
-    term, tail = 1.0, 0.0
-    for i in range(len(ps)):
-        tail += term
-        term *= (x / 2) / (i + 1)
-    return x, math.exp(-x / 2) * tail
 
 
 def directions_for(w_o: torch.Tensor, share: float = 0.9) -> int:
@@ -393,112 +390,31 @@ def overlap_check(todo: list[Overlap], nulls: list[torch.Tensor], setup: Setup) 
     )
 
 
-def mass_sampler(
-    variances: torch.Tensor, h: int, dh: int
-) -> Callable[[int, torch.Generator], torch.Tensor]:
-    """sample(k, gen): overlap.mass_summary of k exact-Gram redraws W' = Q diag(s): (k, 2)."""
-    singular = variances.flip(0)[: min(h * dh, variances.numel())].sqrt().float()  # (r,)
-
-    def sample(k: int, gen: torch.Generator) -> torch.Tensor:
-        return overlap.sample_gram(k, (h, dh), singular, gen, overlap.gram_mass)  # (k, 2)
-
-    return sample
-
-
-def observed_cosines(w_o: torch.Tensor) -> torch.Tensor:
-    """overlap.gram_cosines of one W_O (h, dh, d) in float64: (pairs,)."""
-    return overlap.gram_cosines(w_o.detach().cpu().double()[None])[0]
-
-
-def mass_nulls(todo: list[Overlap], setup: Setup) -> list[chunked.Null]:
-    """Each layer's exact-Gram redraws for the mass-weighted overlap, from seeds of their own."""
-    gen = torch.Generator().manual_seed(setup.seed + MASS_SEED)
+def mass_nulls(todo: list[Overlap], setup: Setup, offset: int = MASS_SEED) -> list[chunked.Null]:
+    """Each layer's exact-Gram redraws for the mass-weighted overlap, from seeds of their own
+    (seed + MASS_SEED: the upper tail and the pairs; seed + LOWER_SEED: the lower tail)."""
     h, dh, _ = setup.W_O[0].shape
-    return [
-        chunked.Null(mass_sampler(o.variances, h, dh), setup.cfg.draws, seed_of(gen)) for o in todo
-    ]
-
-
-def binomial_tail(k: int, n: int, p: float) -> float:
-    """P(Binomial(n, p) >= k)."""
-    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1))
-
-
-def mass_check(cosines: list[torch.Tensor], nulls: list[torch.Tensor]) -> Check:
-    """Fisher's combination of each layer's upper-tail p for the mean mass-weighted overlap.
-
-    Pre-registered (demos/BARS.md, audit14) with both outcomes' wording; its first run gave
-    outcome (b), combined p = 1.0: weighted by write mass the heads overlap no more than their
-    Gram split at random (below every redraw in 5 of 6 layers). So the row states that, the
-    same statistic, null and level, and fails where heads share a strongly written direction."""
-    means = [float(c.mean()) for c in cosines]
-    ps = [upper_p(n[:, 0], m) for m, n in zip(means, nulls, strict=True)]
-    x, p = fisher_p(ps)
-    lines = "; ".join(
-        f"layer {i} {m:.3f} vs {float(n[:, 0].mean()):.3f} sd {float(n[:, 0].std()):.3f} "
-        f"({int((n[:, 0] >= m).sum())} of {len(n)} reach it)"
-        for i, (m, n) in enumerate(zip(means, nulls, strict=True))
-    )
-    return pt.measurement(
-        f"layers 0-{len(cosines) - 1}: mass-weighted overlap (cosine between two heads' write "
-        f"Grams A_i^T A_i, mean over head pairs), against {len(nulls[0])} redraws a layer of "
-        f"the same exact Gram, drawn apart: Fisher's combined upper-tail p. Heads vs null "
-        f"mean: {lines}",
-        p,
-        f"> {P_BAR:g}: weighted by how strongly each direction is written, heads overlap no "
-        f"more than the same Gram split at random (X = {x:.1f} on {2 * len(ps)} df; per-layer "
-        f"p {', '.join(f'{q:.3f}' for q in ps)})",
-        p > P_BAR,
-        "weighted by write mass, the heads overlap more than the layer's own Gram split among "
-        "heads at random gives: they share directions they write strongly",
-        bar="the conventional strict level, argued in demos/BARS.md (audit14) before the first "
-        "run, outcome (b); the statistic counts each write direction by its share of ||W_O||^2",
-    )
-
-
-def pair_lines(cosines: list[torch.Tensor], nulls: list[torch.Tensor]) -> list[str]:
-    """Which heads pair (BARS.md, audit14): per layer the top pair, how far it stands out from its
-    layer's mean against the redraws' same statistic, and the family's binomial tail."""
-    h = round((1 + math.sqrt(1 + 8 * len(cosines[0]))) / 2)
-    i, j = torch.triu_indices(h, h, 1)
-    named, lines = [], []
-    for layer, (c, n) in enumerate(zip(cosines, nulls, strict=True)):
-        top = int(c.argmax())
-        stand = float(c[top] - c.mean())
-        reach = int((n[:, 1] >= stand).sum())
-        pair = f"L{layer}H{int(i[top])}-H{int(j[top])}"
-        if reach == 0:
-            named.append(pair)
-        lines.append(
-            f"{pair} {float(c[top]):.3f} (+{stand:.3f} over the layer's mean; redraws' top pair "
-            f"+{float(n[:, 1].mean()):.3f}, {reach} of {len(n)} reach it)"
-        )
-    k = len(named)
-    tail = binomial_tail(k, len(cosines), 1 / (1 + len(nulls[0])))
-    verdict = (
-        f"named: {', '.join(named)} (p = 1/{1 + len(nulls[0])} each in its layer)"
-        if k >= 2
-        else "the data does not identify which heads pair"
-    )
-    return [
-        f"Which heads pair (mass-weighted; demos/BARS.md, audit14): each layer's top pair: "
-        f"{'; '.join(lines)}. {k} of {len(cosines)} layers' top pairs stand out beyond every "
-        f"redraw (P(K >= {k}) = {tail:.2g} under the null; pairs are named only at K >= 2): "
-        f"{verdict}."
-    ]
+    variances = [o.variances for o in todo]
+    return gram_nulls(variances, (h, dh), setup.cfg.draws, setup.seed + offset)
 
 
 def check(setup: Setup) -> list[Check]:
     gen = torch.Generator().manual_seed(setup.seed)
     todo = overlaps([(f"layer {i}", w) for i, w in enumerate(setup.W_O)], setup.cfg, gen)
-    mass = mass_nulls(todo, setup)
+    mass = mass_nulls(todo, setup) + mass_nulls(todo, setup, LOWER_SEED)
     with chunked.Drawing([o.null for o in todo] + mass) as drawing:  # the shares meanwhile
         shares = [share_check(f"layer {i}", w, setup.cfg, gen) for i, w in enumerate(setup.W_O)]
         cosines = [observed_cosines(w) for w in setup.W_O]
         drawn = drawing.result()
-    nulls, mass_drawn = drawn[: len(todo)], drawn[len(todo) :]
+    n = len(todo)
+    nulls, mass_drawn, lower_drawn = drawn[:n], drawn[n : 2 * n], drawn[2 * n :]
     setup.pairs = pair_lines(cosines, mass_drawn)
-    return [*shares, overlap_check(todo, nulls, setup), mass_check(cosines, mass_drawn)]
+    return [
+        *shares,
+        overlap_check(todo, nulls, setup),
+        mass_check(cosines, mass_drawn),
+        lower_check(cosines, lower_drawn),
+    ]
 
 
 def contrast(setup: Setup, gen: torch.Generator) -> list[Check]:
