@@ -79,6 +79,24 @@ def binomial_tail(k: int, n: int, p: float) -> float:
     return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1))
 
 
+def _combined(
+    cosines: list[torch.Tensor], nulls: list[torch.Tensor], *, upper: bool
+) -> tuple[list[float], float, float, str]:
+    """Each layer's tail p for the mean mass-weighted overlap (upper: the redraws reaching it;
+    else those at or below it), Fisher's (X, combined p) and the per-layer line: heads vs the
+    redraws' mean and sd, and how many redraws lie on the tail's side."""
+    means = [float(c.mean()) for c in cosines]
+    tail, side = (upper_p, "reach it") if upper else (lower_p, "at or below it")
+    ps = [tail(n[:, 0], m) for m, n in zip(means, nulls, strict=True)]
+    x, p = fisher_p(ps)
+    lines = "; ".join(
+        f"layer {i} {m:.3f} vs {float(n[:, 0].mean()):.3f} sd {float(n[:, 0].std()):.3f} "
+        f"({int(((n[:, 0] >= m) if upper else (n[:, 0] <= m)).sum())} of {len(n)} {side})"
+        for i, (m, n) in enumerate(zip(means, nulls, strict=True))
+    )
+    return ps, x, p, lines
+
+
 def mass_check(cosines: list[torch.Tensor], nulls: list[torch.Tensor]) -> Check:
     """Fisher's combination of each layer's upper-tail p for the mean mass-weighted overlap.
 
@@ -86,14 +104,7 @@ def mass_check(cosines: list[torch.Tensor], nulls: list[torch.Tensor]) -> Check:
     outcome (b), combined p = 1.0: weighted by write mass the heads overlap no more than their
     Gram split at random (below every redraw in 5 of 6 layers). So the row states that, the
     same statistic, null and level, and fails where heads share a strongly written direction."""
-    means = [float(c.mean()) for c in cosines]
-    ps = [upper_p(n[:, 0], m) for m, n in zip(means, nulls, strict=True)]
-    x, p = fisher_p(ps)
-    lines = "; ".join(
-        f"layer {i} {m:.3f} vs {float(n[:, 0].mean()):.3f} sd {float(n[:, 0].std()):.3f} "
-        f"({int((n[:, 0] >= m).sum())} of {len(n)} reach it)"
-        for i, (m, n) in enumerate(zip(means, nulls, strict=True))
-    )
+    ps, x, p, lines = _combined(cosines, nulls, upper=True)
     return pt.measurement(
         f"layers 0-{len(cosines) - 1}: mass-weighted overlap (cosine between two heads' write "
         f"Grams A_i^T A_i, mean over head pairs), against {len(nulls[0])} redraws a layer of "
@@ -115,14 +126,7 @@ def lower_check(cosines: list[torch.Tensor], nulls: list[torch.Tensor]) -> Check
     """Fisher's combination of each layer's lower-tail p for the mean mass-weighted overlap,
     against fresh exact-Gram draws (demos/BARS.md, audit15, pre-registered before its first run):
     passes at combined p <= LOWER_BAR, where the heads avoid each other's strong directions."""
-    means = [float(c.mean()) for c in cosines]
-    ps = [lower_p(n[:, 0], m) for m, n in zip(means, nulls, strict=True)]
-    x, p = fisher_p(ps)
-    lines = "; ".join(
-        f"layer {i} {m:.3f} vs {float(n[:, 0].mean()):.3f} sd {float(n[:, 0].std()):.3f} "
-        f"({int((n[:, 0] <= m).sum())} of {len(n)} at or below it)"
-        for i, (m, n) in enumerate(zip(means, nulls, strict=True))
-    )
+    ps, x, p, lines = _combined(cosines, nulls, upper=False)
     return pt.measurement(
         f"layers 0-{len(cosines) - 1}: mass-weighted overlap, lower tail, against {len(nulls[0])} "
         f"fresh redraws a layer of the same exact Gram: Fisher's combined lower-tail p. Heads vs "
