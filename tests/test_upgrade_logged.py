@@ -126,3 +126,30 @@ def test_every_card_of_a_larger_log_is_marked_across_pages(
         marks = _marks(store)
         assert marks == _expected(store)
         assert all(marks[c] is not None for c in cids)
+
+
+def test_the_walk_is_said_as_it_goes_and_the_percentage_adds_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A v16 database's upgrade (every learner's this release) is v17's walk of the log: its
+    percentage rises page by page and reaches most of the way before the commit, where it sat
+    at 0% through the whole walk (~17 s at 1M reviews), then jumped to 49% and to 100%: the
+    walk's weight was left out of the total and a conversion pass that never runs left in."""
+    from prep.engine.store import schema17
+    from prep.engine.store.schema import Upgrade
+
+    monkeypatch.setattr(schema17, "_PAGE", 3)
+    path = tmp_path / "prep.db"
+    with Store.open(path) as store:
+        for day in range(2):
+            for cid in [f"k{i:02d}" for i in range(10)]:
+                rate(store, cid, 3, T0 + timedelta(days=day))
+    _set_back(path)
+    seen: list[Upgrade] = []
+    Store.open(path, progress=seen.append).close()
+    assert {(u.from_version, u.to_version) for u in seen} == {(16, 17)}
+    fractions = [u.fraction for u in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and seen[-1].done
+    during = [f for f in fractions[:-1] if 0.0 < f < 1.0]
+    assert len(set(during)) >= 4, fractions  # pages of the walk, then the steps after it
+    assert fractions[-2] >= 0.9, fractions  # the steps' weights add up to the whole

@@ -515,21 +515,26 @@ class UpgradeTracker:
         # drops the old log and builds the indexes
         # (a store's upgrade from v4 or older past v13 does both in one: engine/store/fused13.py)
         self.straight_to_v13 = 0 < from_version < 5 and to_version >= 13
-        self.passes = (
+        conversions = (
             1
             if self.straight_to_v13
-            else max(1, (0 < from_version < 5) + (from_version < 13 <= to_version))
-        )
+            else (0 < from_version < 5) + (from_version < 13 <= to_version)
+        )  # 0 from v13 on: no pass of the log is weighed in (v16 -> v17 sat at 0% before)
+        self.passes = max(1, conversions)
         self.converted_rows = 0  # over all passes
         self.tail_done = 0.0
         per_pass = 1.0 + self.TAIL["drop"] + self.TAIL["index"]
-        self.total = reviews * (self.passes * per_pass + self.TAIL["commit"] + self.TAIL["vacuum"])
+        tail = self.TAIL["commit"] + self.TAIL["vacuum"]
+        if from_version < 17 <= to_version:  # v17's walk of the log (engine/store/schema17.py)
+            tail += self.TAIL["logged"]
+        self.total = reviews * (conversions * per_pass + tail)
+        self.partial = 0.0  # the share of a step under way (``part``), until it is finished
         self._report()
 
     def _report(self, done: bool = False) -> None:
         if self.callback is None:
             return
-        work = self.converted_rows + self.tail_done * self.reviews
+        work = self.converted_rows + (self.tail_done + self.partial) * self.reviews
         fraction = 1.0 if done else min(0.999, work / self.total) if self.total else 0.0
         self.callback(
             Upgrade(
@@ -548,8 +553,14 @@ class UpgradeTracker:
         self.converted_rows = min(self.reviews * self.passes, self.converted_rows + rows)
         self._report()
 
+    def part(self, step: str, fraction: float) -> None:
+        """``fraction`` of a long step after the conversion (TAIL: v17's walk) is done."""
+        self.partial = self.TAIL[step] * min(1.0, max(0.0, fraction))
+        self._report()
+
     def finished(self, step: str) -> None:
         """One of the steps after the conversion (TAIL) is done."""
+        self.partial = 0.0
         self.tail_done += self.TAIL[step]
         self._report()
 
