@@ -6,6 +6,7 @@ missing file says so and makes no database."""
 from __future__ import annotations
 
 import os
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from click.testing import CliRunner
 from prep.engine.store import Store
 from prep.engine.store import devices as local
 from prep.engine.sync.run import sync
+from prep.engine.sync.stale import STALE_TMP_S
 from prep.tui.cli import main
 from tests.test_sync import T0, rate
 
@@ -339,6 +341,14 @@ def test_a_stale_temporary_file_is_removed_only_when_it_is_its_own(tmp_path: Pat
     rate(a, "y", 3, T0 + timedelta(days=1))
     sync(a, folder)
     assert not own.exists() and foreign.read_text() == "someone's notes\n" and other.exists()
+    empty_old = elsewhere / ".tmp-00000000000000dd"  # killed before its first byte, long ago
+    empty_old.touch()
+    os.utime(empty_old, (time.time() - 2 * STALE_TMP_S,) * 2)
+    empty_new = elsewhere / ".tmp-00000000000000ee"  # perhaps being created right now
+    empty_new.touch()
+    rate(a, "x", 4, T0 + timedelta(days=1, hours=1))
+    sync(a, folder)  # (before: an empty one stayed for good, copied to every machine)
+    assert not empty_old.exists() and empty_new.exists() and other.exists()
     mine.unlink()  # a folder of its own in place (no link): the same rule
     elsewhere.rename(mine)
     rate(a, "z", 3, T0 + timedelta(days=2))

@@ -35,8 +35,8 @@ def written_by(fd: int) -> str | None:
 
 def remove(folder: Path, device: str, fcntl: Any) -> None:
     """Remove temporary files left by a sync of this device killed while writing: a regular
-    file named as write() names them, whose header names ``device``, that no prep holds
-    locked (one being written now, by another prep on the same database, is locked; with
+    file named as write() names them, whose header names ``device`` (or empty and an hour
+    old: killed before its first byte), that no prep holds locked (one being written now, by another prep on the same database, is locked; with
     ``fcntl`` None, where there are no advisory locks: one over STALE_TMP_S old). Any other
     file is left as it is (a folder kept elsewhere through a link may hold others')."""
     import time
@@ -52,10 +52,14 @@ def remove(folder: Path, device: str, fcntl: Any) -> None:
         with contextlib.suppress(OSError):
             fd = os.open(path, _NO_WAIT)  # (never a link followed, never a FIFO waited on)
             try:
-                if not stat.S_ISREG(os.fstat(fd).st_mode) or written_by(fd) != device:
+                st = os.fstat(fd)
+                # an empty one (a sync killed between creating and writing it) holds nothing to
+                # lose, and no header to prove whose it is: removed once it is an hour old
+                empty = st.st_size == 0 and time.time() - st.st_mtime > STALE_TMP_S
+                if not stat.S_ISREG(st.st_mode) or not (empty or written_by(fd) == device):
                     continue
                 if fcntl is None:
-                    if time.time() - os.fstat(fd).st_mtime > STALE_TMP_S:
+                    if time.time() - st.st_mtime > STALE_TMP_S:
                         path.unlink()
                     continue
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: in use
