@@ -515,18 +515,13 @@ class UpgradeTracker:
         # drops the old log and builds the indexes
         # (a store's upgrade from v4 or older past v13 does both in one: engine/store/fused13.py)
         self.straight_to_v13 = 0 < from_version < 5 and to_version >= 13
-        conversions = (
-            1
-            if self.straight_to_v13
-            else (0 < from_version < 5) + (from_version < 13 <= to_version)
-        )  # 0 from v13 on: no pass of the log is weighed in (v16 -> v17 sat at 0% before)
-        self.passes = max(1, conversions)
-        self.converted_rows = 0  # over all passes
-        self.tail_done = 0.0
+        rewrites = (0 < from_version < 5) + (from_version < 13 <= to_version)
+        conversions = 1 if self.straight_to_v13 else rewrites  # 0 from v13 on (v16 -> v17 sat
+        self.passes = max(1, conversions)  # at 0% when a pass that never runs was weighed in)
+        self.converted_rows, self.tail_done = 0, 0.0  # (rows: over all passes)
         per_pass = 1.0 + self.TAIL["drop"] + self.TAIL["index"]
-        tail = self.TAIL["commit"] + self.TAIL["vacuum"]
-        if from_version < 17 <= to_version:  # v17's walk of the log (engine/store/schema17.py)
-            tail += self.TAIL["logged"]
+        walk = self.TAIL["logged"] if from_version < 17 <= to_version else 0.0  # (schema17.py)
+        tail = self.TAIL["commit"] + self.TAIL["vacuum"] + walk
         self.total = reviews * (conversions * per_pass + tail)
         self.partial = 0.0  # the share of a step under way (``part``), until it is finished
         self._report()
