@@ -77,7 +77,7 @@ def card_from_fields(
 ) -> Card:
     """The Card of a deck cache row: ``data`` its fields, ``content_hash`` its ``chash``
     column (or None). The cache writes that column and ``data`` from one parsed card, each
-    parse path through Card.content_hash's formula (fastdeck's ``_cache_row`` and its fast
+    parse path through Card.content_hash's formula (fastdeck's ``cache_row`` and its fast
     path's copy of it; tests/test_cached_hash.py holds them equal), and the cache is reset
     when the loader or Card changes (deckcache.format_key): so a card shown takes its hash
     from the row, where it was computed again (JSON and sha256) each time it was built."""

@@ -110,7 +110,7 @@ def _format_key(loader: int, card_class: type, assembly: int) -> str:
     return sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
 
 
-def _state_digest(fmt_key: str) -> Any:
+def state_digest(fmt_key: str) -> Any:
     """The hash that names a state of the decks (the assembly's and the reconciliation's
     key): the cache's format, then each file's key (its real path) and text hash, the demos.
     Not how a path is shown: that depends on the working directory, and opening prep from
@@ -259,7 +259,7 @@ def _load(
     fill = _to_fill(files, cached, stats) if progress is not None else None
     order: list[tuple[str, str]] = []  # (cache key, shown) of each readable deck file
     read_errors: list[DeckError] = []
-    digest = _state_digest(fmt_key)
+    digest = state_digest(fmt_key)
     # both cores for a big fill: a worker parses each changed file as soon as it is read
     ahead = fill or (scan.pending if scan else None) or _to_fill(files, cached, stats)
     pool = ParsePool([], ahead.bytes_total, ahead.files_total)

@@ -307,11 +307,11 @@ def general_rows(
     """``parse_rows`` through ``parse_deck_text``: any deck, every error with file and line."""
     info, cards, errors = parse_deck_text(text, shown, stem)
     values = attrgetter(*_fields_of(Card))  # card_fields(c) is _TO_JSON(values(c)): a tuple
-    rows = [_cache_row(c, c.line, _TO_JSON(values(c))) for c in cards]
+    rows = [cache_row(c, c.line, _TO_JSON(values(c))) for c in cards]
     return info, rows, errors
 
 
-def _cache_row(c: Card, line: int, content: str) -> tuple[Any, ...]:
+def cache_row(c: Card, line: int, content: str) -> tuple[Any, ...]:
     """The row the cache stores for card ``c`` at ``line``; ``content``: its card_fields."""
     return (
         line,

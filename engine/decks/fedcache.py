@@ -69,8 +69,9 @@ def feed(store: Store, parsed: ParsedDecks) -> CachedCollection:
 def _feed(store: Store, parsed: ParsedDecks, *, retry: bool) -> CachedCollection:
     from prep.engine.decks import assembly
     from prep.engine.decks import deckcache as dc
+    from prep.engine.decks.cachedinfo import info_json as info_json_of
     from prep.engine.decks.collection import card_fields
-    from prep.engine.decks.fastdeck import _cache_row  # (imports yaml: only a feed needs it)
+    from prep.engine.decks.fastdeck import cache_row  # (imports yaml: only a feed needs it)
 
     fmt_key = dc.format_key()
     if store.deck_cache_format() != fmt_key:
@@ -78,7 +79,7 @@ def _feed(store: Store, parsed: ParsedDecks, *, retry: bool) -> CachedCollection
     groups: dict[str, list[Card]] = {name: [] for name in parsed.decks}
     for card in parsed.cards:
         groups.setdefault(card.deck, []).append(card)
-    digest = dc._state_digest(fmt_key)
+    digest = dc.state_digest(fmt_key)
     order: list[tuple[str, str]] = []
     cached = store.deck_cache_files()
     now_ns = time.time_ns()
@@ -90,8 +91,8 @@ def _feed(store: Store, parsed: ParsedDecks, *, retry: bool) -> CachedCollection
         lines = [c.line for c in cards]
         if not all(a < b for a, b in zip([0, *lines], lines, strict=False)):
             lines = list(range(1, len(cards) + 1))  # (built by hand: places in order)
-        rows = [_cache_row(c, line, card_fields(c)) for line, c in zip(lines, cards, strict=True)]
-        info_json = dc._info_json(info)
+        rows = [cache_row(c, line, card_fields(c)) for line, c in zip(lines, cards, strict=True)]
+        info_json = info_json_of(info)
         sha = sha256(json.dumps([shown, info_json, rows]).encode()).hexdigest()
         key = f"{PREFIX}{sha}"
         if key not in cached:

@@ -7,7 +7,7 @@ that changed the key or of the database that cleared the reconciliation's (at a 
 cards, about a minute).
 
 The key is predicted exactly when no file is to be read: it is the one ``deckcache._load``
-computes (``_state_digest``, then each file's key and text hash in order, then the demos).
+computes (``state_digest``, then each file's key and text hash in order, then the demos).
 When files are to be read it cannot be known without reading them, and the load is taken to
 redo the checks (a changed file usually changes the key)."""
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from prep.engine.decks.changed import Scan
-from prep.engine.decks.deckcache import _state_digest, format_key
+from prep.engine.decks.deckcache import format_key, state_digest
 
 if TYPE_CHECKING:
     from prep.engine.store import Store
@@ -65,7 +65,7 @@ def open_work(store: Store, scan: Scan, demo_names: Sequence[str] | None) -> Ope
 def state_key(scan: Scan, demo_names: Sequence[str] | None) -> str:
     """The decks' state key as ``deckcache._load`` computes it, for a scan whose every file's
     cached parse is used as it is (nothing to read)."""
-    digest = _state_digest(scan.format or "")
+    digest = state_digest(scan.format or "")
     for key, _, _ in scan.files:
         digest.update(f"{key}\0{scan.cached[key]['sha256']}\n".encode())
     digest.update(json.dumps(sorted(demo_names) if demo_names is not None else None).encode())

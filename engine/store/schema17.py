@@ -36,7 +36,11 @@ def v16_to_v17(db: Any, progress: UpgradeTracker | None = None) -> None:
     conn = db.conn
     cols = ", ".join(f"c.{c}" for c in CARD_COLUMNS)
     after = -1
-    last = conn.execute("SELECT max(n) FROM review_cards").fetchone()[0] or 0
+    last = (
+        0
+        if progress is None
+        else conn.execute("SELECT max(n) FROM review_cards").fetchone()[0] or 0
+    )
     while True:
         # a page of unmarked cards in the log's card order (read whole, so that no statement
         # writes a table another is still stepping through)
