@@ -251,3 +251,35 @@ def test_due_ids_serves_hand_edited_dues_after_the_due_cards(store: Store) -> No
     assert store.due_ids(now, state=2, limit=2) == ["early", "late"]
     assert store.due_ids(now, state=2, limit=3) == ["early", "late", "odd"]
     assert store.due_ids(now, not_state=2) == []
+
+
+def test_the_bench_counts_statements_not_trace_lines() -> None:
+    """answer_bench --profile printed trace lines as statements (fast15: "14" for 7): sqlite3's
+    callback repeats an INSERT's text for each trigger program it runs and shows a table
+    function's pragma as a comment. Counted on a real trace, with a real trigger."""
+    import sqlite3
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "benchmarks"))
+    try:
+        from answer_bench import _statements
+    finally:
+        sys.path.pop(0)
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(
+        "CREATE TABLE t(a); CREATE TABLE u(b);"
+        "CREATE TRIGGER tr AFTER INSERT ON t BEGIN INSERT INTO u VALUES (new.a); END;"
+    )
+    trace: list[str] = []
+    conn.set_trace_callback(trace.append)
+    conn.execute("INSERT INTO t VALUES (1)")
+    conn.execute("SELECT * FROM pragma_data_version()")
+    conn.execute("INSERT INTO u VALUES (2)")
+    conn.set_trace_callback(None)
+    assert len(trace) > 4  # the repeats the bench used to count
+    assert _statements(trace) == [
+        "BEGIN ",
+        "INSERT INTO t VALUES (1)",
+        "SELECT * FROM pragma_data_version()",
+        "INSERT INTO u VALUES (2)",
+    ]

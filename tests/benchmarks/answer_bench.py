@@ -78,6 +78,18 @@ def _wal_pages(wal: Path, start: int, page: int) -> list[int]:
     ]
 
 
+def _statements(trace: list[str]) -> list[str]:
+    """The statements run, from sqlite3's trace lines: Python's callback reports a trigger's
+    sub-program with its outer statement's text again (so a run of one text is one statement;
+    two real runs of the same text back to back would count once) and a table function's
+    pragma as an ``-- `` comment."""
+    return [
+        sql
+        for i, sql in enumerate(trace)
+        if not sql.startswith("-- ") and (i == 0 or sql != trace[i - 1])
+    ]
+
+
 def profile(db: Path, decks: str, n: int) -> None:
     from prep.engine.decks import deckcache
     from prep.engine.store import Store
@@ -103,7 +115,7 @@ def profile(db: Path, decks: str, n: int) -> None:
             (pgno, name) for name, pgno in store.conn.execute("SELECT name, pageno FROM dbstat")
         )
         trees: collections.Counter[str] = collections.Counter()
-        frames, statements = [], []
+        frames, statements, lines = [], [], []
         for i in range(n):
             size = wal.stat().st_size if wal.exists() else 0
             trace.clear()
@@ -113,12 +125,17 @@ def profile(db: Path, decks: str, n: int) -> None:
             if session.current is not None:
                 session.preview()
             store.conn.set_trace_callback(None)
-            statements.append(len(trace))
+            lines.append(len(trace))
+            statements.append(len(_statements([sql for _, sql in trace])))
             frames.append((wal.stat().st_size - size) // (page + 24))
             trees.update(owner.get(pgno, "(new page)") for pgno in _wal_pages(wal, size, page))
             if i == n // 2:
                 shown = list(trace)
-        print(f"statements per answer: median {statistics.median(statements)}")
+        print(
+            f"statements per answer: median {statistics.median(statements)} "
+            f"(trace lines {statistics.median(lines)}: sqlite3 repeats a statement's text for each "
+            "trigger program it runs, and a table function's pragma shows as a comment)"
+        )
         print(f"WAL pages per answer: median {statistics.median(frames)} ({page} B a page)")
         for name, count in trees.most_common():  # whose pages they are
             print(f"  {count / n:5.2f}  {name}")
