@@ -74,6 +74,11 @@ def test_a_missing_file_with_later_ones_is_named_and_the_sync_exits_2(
     )
     again = _cli("--db", db, "sync", str(folder))  # said at every sync while it is so
     assert again[0] == 2 and again[2] == err
+    code, out, _err = _cli("--db", db, "sync", "--status", str(folder))
+    assert out.endswith(
+        "\n1 journal file(s) not applied yet (1 wait for a file missing: prep sync names it): "
+        "run prep sync\n"
+    ), out
     kept.rename(second)  # it arrives
     code, out, err = _cli("--db", db, "sync", str(folder))
     assert code == 0 and err == "", out + err

@@ -217,7 +217,7 @@ def status(store: Store, folder: Path | None) -> dict[str, Any]:
         for r in rows
         if r[0] != me
     }
-    waiting = 0
+    waiting = behind = 0
     skipped: list[str] = []
     if folder is not None and Path(folder).is_dir():
         found: dict[str, str] = {}
@@ -234,6 +234,10 @@ def status(store: Store, folder: Path | None) -> dict[str, Any]:
                 unlisted: list[str] = []
                 files = journal.numbered_entries(f, unlisted)
                 waiting += len([n for n in files if n > devices[dev]["applied"]])
+                k = devices[dev]["applied"] + 1
+                while k in files:
+                    k += 1
+                behind += len([n for n in files if n > k])  # (a file missing before them)
                 skipped += [
                     f"{line}: its files skipped until it can be listed" for line in unlisted
                 ]
@@ -245,6 +249,7 @@ def status(store: Store, folder: Path | None) -> dict[str, Any]:
         "folder": None if folder is None else str(folder),
         "last_sync": last[0] if last else None,
         "files_waiting": waiting,
+        "files_behind_a_gap": behind,  # of those, the ones that wait for a file missing
         "reviews_set_aside": replaced.aside_count(conn),
         "journal_files_set_aside": applied.aside_count(conn),
         "skipped": skipped,  # entries of the folder skipped at every sync, one line each

@@ -134,8 +134,10 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
             for line in info["skipped"]:  # (a sync says each once: listed here always)
                 click.echo(one_line_safe(f"{line} (at every sync)"))
             if info["files_waiting"]:
+                behind = info["files_behind_a_gap"]
+                gap = f" ({behind} wait for a file missing: prep sync names it)" if behind else ""
                 click.echo(
-                    f"{info['files_waiting']} journal file(s) not applied yet: run prep sync"
+                    f"{info['files_waiting']} journal file(s) not applied yet{gap}: run prep sync"
                 )
             return
         if not where:
