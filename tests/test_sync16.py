@@ -271,8 +271,7 @@ def test_two_links_to_one_folder_read_it_once_as_its_devices(tmp_path: Path, bef
     # device's folder of this sync folder, not a device's journal folder: skipped")
     assert code == 0, out + err
     assert out.splitlines() == [
-        f"{extra}: a symbolic link to the same folder as {folder / dev} (read as that "
-        "device's): skipped.",
+        f"{extra}: a symbolic link to the same folder as {dev} (read as that device's): skipped.",
         "sent 0 reviews, received 1 review from laptop, 1 card rescheduled",
     ]
     assert os.path.islink(extra)
@@ -387,3 +386,29 @@ def test_a_share_that_answers_slowly_is_waited_for(tmp_path: Path, monkeypatch) 
     started = time.monotonic()
     assert watch.unanswered(folder, timeout=0.5) is None
     assert time.monotonic() - started >= 0.75  # (5 listings: longer than the limit in all)
+
+
+def test_a_second_link_to_this_devices_own_folder_is_skipped(tmp_path: Path) -> None:
+    """This device's folder kept elsewhere and linked (sync15), and a second link to it under
+    another device's name: that one is said and skipped, this device's journal written."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    with Store.open(tmp_path / "a.db") as a:
+        rate(a, "x", 3, T0)
+        sync(a, folder)
+        dev = local.device_id(a.conn)
+        rate(a, "y", 3, T0 + timedelta(days=1))
+    outside = tmp_path / "outside"
+    (folder / dev).rename(outside)
+    (folder / dev).symlink_to(outside)
+    extra = folder / ("0" * 16)
+    extra.symlink_to(outside)
+    code, out, err = _cli("--db", str(tmp_path / "a.db"), "sync", str(folder))
+    # (before: "…/0000000000000000/00000001.jsonl: line 1: the header names device '…', not
+    # its folder's; …", exit 2)
+    assert code == 0, out + err
+    assert out.splitlines() == [
+        f"{extra}: a symbolic link to the same folder as {dev} (read as that device's): skipped.",
+        "sent 1 review, received no review, 0 cards rescheduled",
+    ]
+    assert sorted(p.name for p in outside.iterdir()) == ["00000001.jsonl", "00000002.jsonl"]

@@ -95,8 +95,8 @@ def device_folders(root: Path, odd: dict[str, str] | None = None) -> dict[str, P
             for name in names:
                 if name != read and odd is not None:
                     odd[name] = (
-                        f"{root / name}: a symbolic link to the same folder as {root / read} "
-                        "(read as that device's): skipped"
+                        f"{root / name}: a symbolic link to the same folder as {read} (read "
+                        "as that device's): skipped"
                     )
     return out
 
