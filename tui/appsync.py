@@ -67,6 +67,7 @@ class AppSync:
             self.fetched.set()
 
     def _read(self, path: Path, folder: Path | None) -> None:
+        from prep.engine.paths import expand_user
         from prep.engine.store import Store, StoreError, backup
         from prep.engine.sync.run import JournalError, SyncError, read_pending, sync_out
         from prep.engine.sync.watch import unanswered
@@ -93,7 +94,8 @@ class AppSync:
                     self.app.call_from_thread(self._say, f"Daily backup not made: {exc}", True)
                 if folder is None:
                     return
-                line = unanswered(folder)  # (a share that hangs: said, not waited on)
+                # (a share that hangs: said, not waited on)
+                line = unanswered(expand_user(folder))
                 if line is not None:
                     self.unanswered = True
                     if not self.quitting:
@@ -172,9 +174,10 @@ class AppSync:
         if folder is None or self.unanswered:
             return
         self.between_cards()
+        from prep.engine.paths import expand_user
         from prep.engine.sync.watch import unanswered
 
-        if unanswered(folder) is not None:  # (the app closes all the same; nothing written)
+        if unanswered(expand_user(folder)) is not None:  # (the app closes; nothing written)
             return
         # (an error: the next `prep sync`, or the next start, says what is wrong)
         with contextlib.suppress(StoreError, SyncError, JournalError, backup.BackupError, OSError):
