@@ -281,19 +281,23 @@ def test_a_folder_whose_histories_start_with_a_missing_file_makes_no_database(
     (folder / b.name / "00000001.jsonl").unlink()
     code, out, err = _cli("--db", str(db), "sync", str(folder))
     assert code == 2 and "(and as much for 1 other device)" in err and not db.exists()
-    kept.rename(first)  # it arrives: a's reviews, b's wait as at any sync
+    kept.rename(first)  # it arrives: a's reviews, b's wait as at any sync (named: sync16)
     code, out, err = _cli("--db", str(db), "sync", str(folder))
-    assert code == 0 and "received 2 reviews from" in out, out + err
+    assert code == 2 and "received 2 reviews from" in out, out + err
+    assert err.startswith(f"prep: {folder / b.name / '00000001.jsonl'}: missing, and the 1 ")
 
 
 def test_a_gap_beside_a_device_with_reviews_still_brings_them(tmp_path: Path) -> None:
     folder = tmp_path / "shared"
     folder.mkdir()
-    (_two_files(tmp_path, "a", folder) / "00000001.jsonl").unlink()
-    _two_files(tmp_path, "b", folder)
+    a = _two_files(tmp_path, "a", folder)
+    _two_files(tmp_path, "b", folder)  # (before a's gap: since sync16 b's sync would name it)
+    (a / "00000001.jsonl").unlink()
     db = tmp_path / "p.db"
     code, out, err = _cli("--db", str(db), "sync", str(folder))
-    assert code == 0 and "received 2 reviews from" in out, out + err
+    # (the gap named, exit 2, since sync16: a sync that cannot complete; test_sync16.py)
+    assert code == 2 and "received 2 reviews from" in out, out + err
+    assert err.startswith("prep: ") and "00000001.jsonl: missing, and the 1 journal" in err
 
 
 # --- 5. this device's own folder kept elsewhere through a link ------------------------------

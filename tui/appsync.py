@@ -39,6 +39,7 @@ class AppSync:
         self.quitting = False  # the app is closing: the thread's backup copy stops (q)
         self._thread: threading.Thread | None = None
         self.copying = threading.Event()  # the thread is making a backup copy
+        self.unanswered = False  # the folder did not answer (a share that hangs): not on quit
 
     def folder(self, store: Store | None) -> Path | None:
         if store is None or store.path is None or store.read_only:
@@ -66,8 +67,10 @@ class AppSync:
             self.fetched.set()
 
     def _read(self, path: Path, folder: Path | None) -> None:
+        from prep.engine.paths import expand_user
         from prep.engine.store import Store, StoreError, backup
         from prep.engine.sync.run import JournalError, SyncError, read_pending, sync_out
+        from prep.engine.sync.watch import unanswered
 
         def stop() -> bool:
             return self.quitting
@@ -90,6 +93,13 @@ class AppSync:
                         return
                     self.app.call_from_thread(self._say, f"Daily backup not made: {exc}", True)
                 if folder is None:
+                    return
+                # (a share that hangs: said, not waited on)
+                line = unanswered(expand_user(folder))
+                if line is not None:
+                    self.unanswered = True
+                    if not self.quitting:
+                        self.app.call_from_thread(self._say, f"Sync failed: {line}", True)
                     return
                 out = sync_out(store, folder)
                 self.sent, self.forked = out.sent_reviews, out.forked
@@ -161,9 +171,14 @@ class AppSync:
             self._thread.join(QUIT_WAIT_S)  # (a killed thread would leave it)
         store = self.app.store
         folder = self.folder(store)
-        if folder is None:
+        if folder is None or self.unanswered:
             return
         self.between_cards()
+        from prep.engine.paths import expand_user
+        from prep.engine.sync.watch import unanswered
+
+        if unanswered(expand_user(folder)) is not None:  # (the app closes; nothing written)
+            return
         # (an error: the next `prep sync`, or the next start, says what is wrong)
         with contextlib.suppress(StoreError, SyncError, JournalError, backup.BackupError, OSError):
             sync(store, folder, backup=backup.make)

@@ -10,6 +10,7 @@ row id removed), so an id is never reused after an undo.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import sqlite3
 from collections.abc import Iterable
@@ -68,19 +69,44 @@ def name(conn: sqlite3.Connection) -> str:
 LABEL_ID = 4  # the fewest characters of a device id a label shows ("vm (a1b2)")
 
 
-def labels(conn: sqlite3.Connection) -> dict[str, str]:
+def labels(conn: sqlite3.Connection, given: dict[str, str] | None = None) -> dict[str, str]:
     """How sync's lines name each device known here, by id: its name (its id when it has
-    none); a name that two devices share (two machines both called "vm", two HOMEs of one
-    host) followed by the shortest start of each one's id that tells them apart, at least
-    LABEL_ID characters: "vm (a1b2)", "vm (77ff)". This device's name is name()'s."""
-    me = device(conn)
+    none), made unique by ``labels_of``; ``given``: the names that journal files read now
+    give devices (applied with them), over the ones stored, and devices not known here yet.
+    This device's name is name()'s."""
+    names = {dev_id: text for dev_id, text in conn.execute("SELECT id, name FROM sync_devices")}
+    names.update(given or {})
+    mine = device_id(conn)
+    return labels_of({d: name(conn) if d == mine else (t or d) for d, t in names.items()})
+
+
+# a name as a label that carries an id ends: "vm (a1b2)"
+_LABELLED = re.compile(r"(.*) \(([0-9a-fA-F]+)\)", re.DOTALL)
+
+
+def labels_of(names: dict[str, str]) -> dict[str, str]:
+    """Each device's label, by id, from its name (``names``: id -> name): one label a device,
+    naming it alone. A name only one device has is its label, unless it reads as another
+    device's label (a device literally called "vm (a1b2)" beside a "vm" whose id starts
+    a1b2); such a name, and a name several devices share (two machines both called "vm",
+    two HOMEs of one host), is followed by the shortest start of the device's id that tells
+    those of that name apart, at least LABEL_ID characters: "vm (a1b2)", "vm (77ff)",
+    "vm (a1b2) (c3d4)". A label so made is never another's: its name and id prefix name one
+    device (the last " (" of a label begins its id: an id has none)."""
     by_name: dict[str, list[str]] = {}
-    for n, dev_id, text in conn.execute("SELECT n, id, name FROM sync_devices"):
-        said = name(conn) if n == me else (text or dev_id)
+    for dev_id, said in names.items():
         by_name.setdefault(said, []).append(dev_id)
+
+    def reads_as_another(said: str, own: str) -> bool:
+        m = _LABELLED.fullmatch(said)
+        if m is None:
+            return False
+        base, start = m.group(1), m.group(2).lower()
+        return any(i != own and i.startswith(start) for i in by_name.get(base, ()))
+
     out: dict[str, str] = {}
     for said, ids in by_name.items():
-        if len(ids) == 1:
+        if len(ids) == 1 and not reads_as_another(said, ids[0]):
             out[ids[0]] = said
             continue
         k = LABEL_ID

@@ -17,9 +17,11 @@ from prep.engine.sync import applied, journal, replaced, stale
 from prep.engine.sync.journal import DEVICE_RE, JournalError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from prep.engine.store import Store
 
-__all__ = ["device_folders", "nothing_to_apply", "own_link", "status"]
+__all__ = ["device_folders", "gap_line", "nothing_to_apply", "own_link", "status"]
 
 # opening a file never waits (a FIFO) nor follows a link (journal.py's rule)
 _NO_WAIT = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
@@ -67,22 +69,53 @@ def device_folders(root: Path, odd: dict[str, str] | None = None) -> dict[str, P
     except OSError:
         return out
     if links:
-        real = set()
+        real: dict[tuple[int, int], str] = {}  # the folders of the sync folder
         for name in out:
             with contextlib.suppress(OSError):
                 st = os.stat(root / name)
-                real.add((st.st_dev, st.st_ino))
+                real[(st.st_dev, st.st_ino)] = name
+        targets: dict[tuple[int, int], list[str]] = {}  # the links to one folder elsewhere
         for name, st in sorted(links.items()):
-            if (st.st_dev, st.st_ino) in real:
-                if odd is not None:
+            key = (st.st_dev, st.st_ino)
+            if key not in real:
+                targets.setdefault(key, []).append(name)
+            elif odd is not None:
+                odd[name] = (
+                    f"{root / name}: a symbolic link to another device's folder of this "
+                    "sync folder, not a device's journal folder: skipped"
+                )
+        for names in targets.values():
+            # (two links to one folder: the one named as its files' device is read; the
+            # other would read them as its own and refuse each, naming another device)
+            read = names[0]
+            if len(names) > 1:
+                owner = next(_writers(root / names[0]), None)
+                read = owner if owner in names else read
+            out[read] = root / read
+            for name in names:
+                if name != read and odd is not None:
                     odd[name] = (
-                        f"{root / name}: a symbolic link to another device's folder of this "
-                        "sync folder, not a device's journal folder: skipped"
+                        f"{root / name}: a symbolic link to the same folder as {read} (read "
+                        "as that device's): skipped"
                     )
-                continue
-            real.add((st.st_dev, st.st_ino))
-            out[name] = root / name
     return out
+
+
+def _writers(folder: Path) -> Iterator[str]:
+    """The device each journal file of ``folder`` names in its header, in their order (only a
+    regular file is opened, never waited on nor followed: a FIFO, a link, a device skipped)."""
+    for _n, entry in sorted(journal.numbered_entries(folder).items()):
+        with contextlib.suppress(OSError):
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            fd = os.open(entry.path, _NO_WAIT)
+            try:
+                if stat.S_ISREG(os.fstat(fd).st_mode):
+                    dev = stale.written_by(fd)
+                    if dev is not None:
+                        yield dev
+            finally:
+                os.close(fd)
 
 
 def own_link(folder: Path, me: str) -> bool:
@@ -104,16 +137,8 @@ def own_link(folder: Path, me: str) -> bool:
     if not stat.S_ISDIR(mode):
         kind = odd_kind(mode) or "a file"
         raise JournalError(f"{folder}: this device's folder, a symbolic link to {kind}; {keep}")
-    for _n, entry in sorted(journal.numbered_entries(folder).items()):
-        with contextlib.suppress(OSError):
-            if not entry.is_file(follow_symlinks=False):
-                continue  # (never opened: a FIFO, a device, a link)
-            fd = os.open(entry.path, _NO_WAIT)
-            try:
-                if stat.S_ISREG(os.fstat(fd).st_mode) and stale.written_by(fd) == me:
-                    return True
-            finally:
-                os.close(fd)
+    if me in _writers(folder):
+        return True
     raise JournalError(
         f"{folder}: this device's folder, a symbolic link to a folder that holds no journal "
         "file of this device; prep writes through a link only into a folder of its own (sync "
@@ -160,6 +185,25 @@ def nothing_to_apply(root: Path) -> str | None:
     )
 
 
+def gap_line(conn: Any, dev: str, missing: Path, later: list[Path], names: dict[str, str]) -> str:
+    """The line naming device ``dev``'s journal file ``missing`` that its ``later`` files,
+    in the folder, wait for; it is labelled as the summary labels it once the files read now
+    are applied (``names``: the names they give), one not known here yet as their header
+    names it."""
+    given = dict(names)
+    if (
+        dev not in given
+        and not conn.execute("SELECT 1 FROM sync_devices WHERE id = ?", (dev,)).fetchone()
+    ):
+        given[dev] = journal.header_name(later[0]) or ""
+    label = local.labels(conn, given).get(dev, dev)
+    return (
+        f"{missing}: missing, and the {count(len(later), 'journal file')} of {label} after it "
+        f"wait for it: let the sync tool bring it from {label} (that machine on, its sync tool "
+        "running), or copy it from that machine's sync folder, then sync again"
+    )
+
+
 def status(store: Store, folder: Path | None) -> dict[str, Any]:
     """This device and every device seen (in the folder or applied before): name, id, the
     journal files applied, when its last file was written, when this device applied it."""
@@ -173,7 +217,7 @@ def status(store: Store, folder: Path | None) -> dict[str, Any]:
         for r in rows
         if r[0] != me
     }
-    waiting = 0
+    waiting = behind = 0
     skipped: list[str] = []
     if folder is not None and Path(folder).is_dir():
         found: dict[str, str] = {}
@@ -190,6 +234,10 @@ def status(store: Store, folder: Path | None) -> dict[str, Any]:
                 unlisted: list[str] = []
                 files = journal.numbered_entries(f, unlisted)
                 waiting += len([n for n in files if n > devices[dev]["applied"]])
+                k = devices[dev]["applied"] + 1
+                while k in files:
+                    k += 1
+                behind += len([n for n in files if n > k])  # (a file missing before them)
                 skipped += [
                     f"{line}: its files skipped until it can be listed" for line in unlisted
                 ]
@@ -201,6 +249,7 @@ def status(store: Store, folder: Path | None) -> dict[str, Any]:
         "folder": None if folder is None else str(folder),
         "last_sync": last[0] if last else None,
         "files_waiting": waiting,
+        "files_behind_a_gap": behind,  # of those, the ones that wait for a file missing
         "reviews_set_aside": replaced.aside_count(conn),
         "journal_files_set_aside": applied.aside_count(conn),
         "skipped": skipped,  # entries of the folder skipped at every sync, one line each

@@ -125,6 +125,12 @@ class Denied(JournalError):
         )
 
 
+class Missing(JournalError):
+    """A device's next journal file not in the folder while later ones are (the sync tool
+    has not brought it yet, or lost it): they wait for it; the line names the file, the
+    device and what to do."""
+
+
 @dataclass
 class Journal:
     path: Path
@@ -275,19 +281,30 @@ def _fsync_dir(folder: Path) -> None:
 def written_at(path: str | Path) -> str | None:
     """The ``written_at`` of a journal file's header (its first line only), or None when it
     cannot be read; what tells two files of one number apart (a folder made again)."""
+    value = _head(path).get("written_at")
+    return value if isinstance(value, str) else None
+
+
+def header_name(path: str | Path) -> str | None:
+    """The device name a journal file's header gives (its first line only), or None."""
+    value = _head(path).get("name")
+    return value[:64] if isinstance(value, str) and value.strip() else None
+
+
+def _head(path: str | Path) -> dict[str, Any]:
+    """A journal file's header (its first line), {} when it cannot be read."""
     try:  # (never blocks on a FIFO, never follows a link: read() refuses both anyway)
         fd = os.open(path, _NO_WAIT)
     except OSError:
-        return None
+        return {}
     try:
         with os.fdopen(fd, "rb") as f:
             if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                return None
+                return {}
             head = loads_strict(f.readline(1 << 20).decode("utf-8"))
     except (OSError, ValueError):
-        return None
-    value = head.get("written_at") if isinstance(head, dict) else None
-    return value if isinstance(value, str) else None
+        return {}
+    return head if isinstance(head, dict) else {}
 
 
 class _Bad(Exception):

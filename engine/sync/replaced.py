@@ -60,6 +60,7 @@ class Clashes:
     root: Path | None
     me: int = 0
     _auth: dict[str, dict[int, tuple] | None] = field(default_factory=dict)
+    _folders: dict[str, Path] | None = None  # every device's folder, as the applier reads it
     replaced: dict[str, int] = field(default_factory=dict)  # device id -> reviews
     moved: dict[str, int] = field(default_factory=dict)
     refused: dict[str, int] = field(default_factory=dict)
@@ -72,7 +73,13 @@ class Clashes:
         journal as the folder holds it now; None when its folder is not here or a file of it
         cannot be read (nothing is then known against what is held)."""
         if dev_id not in self._auth:
-            self._auth[dev_id] = _journal_reviews(self.root, dev_id)
+            if self._folders is None and self.root is not None:
+                from prep.engine.sync.folders import device_folders  # (it imports this module)
+
+                # (a folder that is a link is read as the applier reads it: sync14)
+                self._folders = device_folders(self.root)
+            folder = (self._folders or {}).get(dev_id)
+            self._auth[dev_id] = None if folder is None else _journal_reviews(folder, dev_id)
         return self._auth[dev_id]
 
     def judge(
@@ -193,11 +200,11 @@ def _holds(auth: dict[int, tuple] | None, seq: int, cid: str, rating: int, at: i
     return (orating, oat) == (rating, at) and ocid == cid
 
 
-def _journal_reviews(root: Path | None, dev_id: str) -> dict[int, tuple] | None:
-    if root is None or not (root / dev_id).is_dir() or (root / dev_id).is_symlink():
-        return None
+def _journal_reviews(folder: Path, dev_id: str) -> dict[int, tuple] | None:
+    """The reviews of ``dev_id``'s journal files in its folder ``folder`` (one that
+    folders.device_folders reads: a link to a folder too); None when one cannot be read."""
     out: dict[int, tuple] = {}
-    for _n, path in sorted(journal.numbered_files(root / dev_id).items()):
+    for _n, path in sorted(journal.numbered_files(folder).items()):
         try:
             j = journal.read(path, dev_id)
         except journal.JournalError:

@@ -315,8 +315,9 @@ def read_pending(store: Store, root: Path) -> Pending:
     out = Pending()
     held: set[str] = set()  # the devices with a file refused (or gone) this time
     odd: list[str] = []
+    gaps: dict[str, tuple[Path, list[Path]]] = {}
     try:
-        found = _pending(store, root, notes, odd)
+        found = _pending(store, root, notes, odd, gaps)
         said = set(local.json_meta(conn, ODD_KEY) or ())
         # (noted without the folder's path: the app's `~/Sync` and `prep sync .` are one)
         out.odd = [line.removeprefix(str(root)) for line in odd]
@@ -354,6 +355,12 @@ def read_pending(store: Store, root: Path) -> Pending:
                 )
             j.restart, j.stat = restart, st
             out.append(j)
+        # (a file missing with later ones there: they wait, as for a file refused; said)
+        names = {j.device: j.name for j in out if not j.aside}  # (as applied: the last)
+        for dev, (missing, later) in sorted(gaps.items()):
+            if dev not in held:
+                line = folders.gap_line(conn, dev, missing, later, names)
+                out.refused.append(journal.Missing(line))
     finally:
         if notes.dirty:
             with store.transaction():
@@ -370,7 +377,11 @@ def _skipped(conn, path: Path, dev: str, number: int) -> journal.Journal:
 
 
 def _pending(
-    store: Store, root: Path, notes: applied.Notes, odd: list[str] | None = None
+    store: Store,
+    root: Path,
+    notes: applied.Notes,
+    odd: list[str] | None = None,
+    gaps: dict[str, tuple[Path, list[Path]]] | None = None,
 ) -> list[tuple[str, Path, bool, bool]]:
     """``pending``, each file with whether it begins a series of files new here: a device
     that moved to this folder (or whose files in it were made again) numbers them from 1
@@ -378,7 +389,8 @@ def _pending(
     here is another file (another ``written_at``), or when all its files number below that
     and the last was written after it (cheap: one header line a device); and before them,
     flagged, every file applied whose file changed since (``notes``: one stat a file).
-    An entry named like a device's folder that is none: said in ``odd``, skipped."""
+    An entry named like a device's folder that is none: said in ``odd``, skipped. A device's
+    next file missing while later ones are there: in ``gaps`` (it, and the later ones)."""
     conn = store.conn
     me = local.device_id(conn)
     seen = {
@@ -409,6 +421,9 @@ def _pending(
         while k in files:
             out.append((dev, Path(files[k]), restart and k == 1, False))
             k += 1
+        if gaps is not None and files and max(files) > k:
+            later = [Path(files[n]) for n in sorted(files) if n > k]
+            gaps[dev] = (folder / journal.file_name(k), later)
     return out
 
 
@@ -532,7 +547,10 @@ def sync(
             raise problem from None
     result.applied = apply_journals(store, journals, now)
     problems += journals.refused
-    result.refused += [f"{p}; its device's later files wait for it" for p in journals.refused]
+    result.refused += [
+        str(p) if isinstance(p, journal.Missing) else f"{p}; its device's later files wait for it"
+        for p in journals.refused
+    ]
     if problems:  # (the rest done and committed: the first said as the error, with it)
         first = problems[0]
         first.after = result

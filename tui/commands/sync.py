@@ -34,6 +34,16 @@ def _folder_line(path: Path | None, given: bool, configured: str | None) -> str:
     return f"folder: {path}{state} (given){also}"
 
 
+def _answers(folder: str) -> None:
+    """UsageError (exit 2) naming the folder that did not answer (a network share whose server
+    is gone), before anything is written; engine/sync/watch.py."""
+    from prep.engine.sync.watch import unanswered
+
+    line = unanswered(expand_user(Path(folder)))
+    if line is not None:
+        raise UsageError(line)
+
+
 def _when(text: str | None, unset: str) -> str:
     """A stored UTC time as this machine's local ``2026-12-03 09:11`` (as the demo list shows
     a last run), ``unset`` when there is none."""
@@ -69,6 +79,7 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
     if not status:  # DIR checked before a database is opened: only a real folder makes one
         try:
             if folder is not None:
+                _answers(folder)  # (a share that hangs: said, nothing made)
                 root = sync_folder(Path(folder))
                 if not resolve_db_path(obj.db).exists():  # (the input checked before one made)
                     problem = nothing_to_apply(root)
@@ -82,6 +93,8 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
     with obj.store(reading=status, create=not status) as store:
         configured = sync_dir(store)
         where = folder or configured
+        if where and (status or folder is None):  # (else looked at above)
+            _answers(where)
         if status:
             path = expand_user(where).absolute() if where else None
             info = sync_status(store, path)
@@ -121,8 +134,10 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
             for line in info["skipped"]:  # (a sync says each once: listed here always)
                 click.echo(one_line_safe(f"{line} (at every sync)"))
             if info["files_waiting"]:
+                behind = info["files_behind_a_gap"]
+                gap = f" ({behind} wait for a file missing: prep sync names it)" if behind else ""
                 click.echo(
-                    f"{info['files_waiting']} journal file(s) not applied yet: run prep sync"
+                    f"{info['files_waiting']} journal file(s) not applied yet{gap}: run prep sync"
                 )
             return
         if not where:
