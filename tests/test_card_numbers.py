@@ -908,8 +908,8 @@ WHOLE = re.compile(
     r"(?<![\w.,^−-])\d{1,3}(?:,\d{3})+(?![\w.]|,\d)|(?<![\w.,^−-])\d+(?![\w.,]\d|\w)"
 )
 CODE_SPAN = re.compile(r"```.*?```|`[^`\n]+`", re.S)
-SYMBOL_BEFORE = re.compile(r"[\w)²√]\s?[·×*/+−-]\s?$")
-SYMBOL_AFTER = re.compile(r"^\s?[·×*/+−-]\s?[A-Za-z_(√]|^²|^\s?[·×*]\s?\d|^/\d")
+SYMBOL_BEFORE = re.compile(r"[\w)²√](?:[·×*/+−-]|\s[·×*/+−-]\s)$")
+SYMBOL_AFTER = re.compile(r"^(?:[·×*/+−-]|\s[·×*/+−-]\s)[A-Za-z_(√\d]|^²")
 
 
 @dataclass(frozen=True)
@@ -1167,6 +1167,12 @@ NOT_PRINTED_WHOLE: dict[tuple[str, str], WholeMark] = {
     ("wo-param-share", "1"): Example("W_O = 1/4 of attention"),
     ("wo-param-share", "8"): Example("d_ff ≈ 8/3 · d_model"),
     ("wo-rf-block-diagonal-cheaper", "2"): Example("the saving is 2×, not h×"),
+    ("wo-backward", "2"): Example("backward ≈ 2× the forward FLOPs"),
+    ("wo-flops", "3"): Example("training ≈ 3× that"),
+    ("wo-choice-fold-cost", "6"): Arithmetic(12 / 2, "h/2 at h = 12"),
+    ("wo-fold-into-values", "16"): Arithmetic(
+        32 * 4096**2 / (2 * 4096**2), "32 · 4096² / 2 · 4096²"
+    ),
     # Gemma 7B's published sizes; the card cites no source for them (audit16: noticed)
     **_examples("wo-production-keeps", "Gemma 7B: 16 × 256 = 4096 vs 3072"),
     ("wo-choice-fold-cost", "768"): Posed("the question's d_model"),
