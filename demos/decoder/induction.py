@@ -40,6 +40,10 @@ Pass bars, argued before the run (they did not move after it):
   second copy is redrawn (no query's token equals the token at t - L; same positions, lengths
   and first copy): at every seed some head's excess over its twins, minus Z_TWIN = 2.807 standard
   errors (sequences as units; one-sided 99% for each of the 4 heads), is at least ATTENTION_BAR.
+- the heads the ablation checks remove (audit16, demos/BARS.md, pre-registered before its first
+  run): each layer-1 head whose own twin-excess lower bound (the row above's test, per head) is at
+  least ATTENTION_BAR, not every head with raw attention >= ATTENTION_BAR (a positional head has
+  that). A raw-only head left out is printed beside.
 Uncertainty: every number is measured on each of the three seeds; a check holds only if it holds
 in the worst seed, and it prints every seed's value.
 
@@ -90,7 +94,8 @@ class Seed:
     seed: int
     circuit: circuit.Circuit
     dup: int  # the layer-0 head with the most attention on the earlier occurrence
-    inductors: list[int]  # layer-1 heads with induction attention >= ATTENTION_BAR
+    inductors: list[int]  # layer-1 heads whose twin-excess bound is >= ATTENTION_BAR (`select`)
+    raw_only: list[int]  # layer-1 heads with raw attention >= ATTENTION_BAR left out by the bound
     drop_all: float  # accuracy drop with every induction head mean-ablated at once
     drop_singles: list[float]  # per induction head: the drop with it alone mean-ablated
     dup_q_drop: float  # the drop with only the duplicate-token head removed from layer 1's queries
@@ -105,13 +110,25 @@ class Setup:
 def measure_one(seed: int, cfg: Config, params: dict, model_cfg, gen: torch.Generator) -> Seed:
     twin_gen = torch.Generator(device=gen.device).manual_seed(gen.initial_seed() + TWIN_SEED + seed)
     c = circuit.measure(params, model_cfg, cfg.n_sequences, cfg.n_shuffles, gen, twin_gen)
-    inductors = [h for h in range(model_cfg.n_heads) if float(c.induction[h]) >= ATTENTION_BAR]
+    inductors, raw_only = select(c)
     obs = decoder.observe(model_cfg, params, cfg.n_sequences, gen)
     acc = obs.accuracy
     drop_all = acc - obs.accuracy_without([(1, h) for h in inductors]) if inductors else 0.0
     singles = [acc - obs.accuracy_without([(1, h)]) for h in inductors]
     dup = int(c.duplicate.argmax())
-    return Seed(seed, c, dup, inductors, drop_all, singles, named_path_drop(obs, dup))
+    return Seed(seed, c, dup, inductors, raw_only, drop_all, singles, named_path_drop(obs, dup))
+
+
+def select(c: circuit.Circuit) -> tuple[list[int], list[int]]:
+    """The layer-1 heads the ablation checks remove: those whose excess attention on the token
+    after the earlier copy over their twins, less Z_TWIN se, is at least ATTENTION_BAR (the
+    layer-1 row's test, per head: demos/BARS.md, audit16); and the heads with raw attention
+    >= ATTENTION_BAR that this leaves out (the old rule's heads, printed beside)."""
+    assert c.twins is not None, "measured without twins"
+    bound = c.twins[1].bound(Z_TWIN)  # (h,)
+    chosen = [h for h in range(bound.shape[0]) if float(bound[h]) >= ATTENTION_BAR]
+    raw = [h for h in range(c.induction.shape[0]) if float(c.induction[h]) >= ATTENTION_BAR]
+    return chosen, [h for h in raw if h not in chosen]
 
 
 def named_path_drop(obs: decoder.Observed, head: int) -> float:
@@ -160,6 +177,21 @@ def q_ratio(s: Seed) -> float:
     return q_score(s) / s.circuit.null_max["q"]
 
 
+def head_list(s: Seed) -> str:
+    """'L0H2 duplicate-token, L1H0, L1H1 induction (bounds 0.68, 0.73)': the heads the ablation
+    checks remove, each with its twin-excess lower bound, and any raw-only head left out."""
+    assert s.circuit.twins is not None, "measured without twins"
+    bound = s.circuit.twins[1].bound(Z_TWIN)  # (h,)
+    out = f"L0H{s.dup} duplicate-token, " + (", ".join(f"L1H{h}" for h in s.inductors) or "no")
+    out += " induction"
+    if s.inductors:
+        out += f" (bounds {_per_seed([float(bound[h]) for h in s.inductors])})"
+    if s.raw_only:
+        left = ", ".join(f"L1H{h} {float(bound[h]):.2f}" for h in s.raw_only)
+        out += f", raw >= {ATTENTION_BAR:g} but bound below it: {left}"
+    return out
+
+
 def twin_row(seeds: list[Seed], layer: int) -> tuple[float, str]:
     """The worst seed's largest lower bound on a layer's excess attention over the twins, and
     per seed the head with the largest bound: its raw, twin and excess attention."""
@@ -199,12 +231,7 @@ def check(setup: Setup) -> list[Check]:
     # "redundant" (demos/BARS.md): together they cost more than one at a time, summed
     backup = [s.drop_all - sum(s.drop_singles) if s.drop_singles else float("nan") for s in seeds]
     backup = [float("nan")] if any(math.isnan(b) for b in backup) else backup
-    heads = "; ".join(
-        f"seed {s.seed}: L0H{s.dup} duplicate-token, "
-        + (", ".join(f"L1H{h}" for h in s.inductors) or "no")
-        + " induction"
-        for s in seeds
-    )
+    heads = "; ".join(f"seed {s.seed}: {head_list(s)}" for s in seeds)
     worst = f"worst of {n} seeds"
     attention_bar = (
         "half the attention, counted only where the repeat puts it: the same head on twins "
@@ -296,7 +323,9 @@ def check(setup: Setup) -> list[Check]:
         ),
         harness.at_least(
             f"in-context accuracy drop with all induction heads mean-ablated together, {worst}"
-            f" (per seed {_per_seed([s.drop_all for s in seeds])})",
+            f" (per seed {_per_seed([s.drop_all for s in seeds])}; heads per seed "
+            f"{', '.join(str(len(s.inductors)) for s in seeds)}, each attending because of the "
+            f"repeat: twin bound >= {ATTENTION_BAR:g})",
             min(s.drop_all for s in seeds),
             DROP_BAR,
             "removing the induction heads should break copying from the earlier occurrence",
