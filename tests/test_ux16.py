@@ -50,3 +50,60 @@ def test_study_more_left_open_across_the_rollover_counts_and_serves_the_new_day(
 
     with store:
         asyncio.run(run())
+
+
+def test_plain_prompt_waiting_across_the_rollover_rates_its_card_then_says_the_new_day(
+    new_york_local_time, tmp_path: Path
+) -> None:
+    """`prep quiz --plain` shows a card at 03:50 and its prompt waits past 04:00: the rating
+    lands on that card; before the next card it says once that a new study day began, with
+    the new day's limit lines (as at a start), and the next card's counts are a fresh
+    session's. Before: the counts changed under the user with nothing said, and the limit
+    lines said at the start ("2 left today") stayed the only ones."""
+    import io
+
+    from prep.engine.study.present import counts_text
+    from prep.engine.study.scheduler import Scheduler
+    from prep.engine.study.session import ReviewSession
+    from prep.tui.plain import run_plain, today_lines
+    from tests.test_ux15 import _fresh
+
+    store, coll, clock, rollover = _setup(tmp_path)
+
+    class Lines:
+        """stdin whose first line is typed after the rollover; it notes a fresh session's
+        counts at each prompt (what a counts line printed just before it should say)."""
+
+        def __init__(self, lines: list[str]) -> None:
+            self.lines = lines
+            self.fresh: list[tuple[int, int, int]] = []
+
+        def readline(self, _limit: int = -1) -> str:
+            if clock.now < rollover:
+                clock.now = rollover + timedelta(minutes=1)
+            self.fresh.append(_fresh(store, coll, clock))
+            return self.lines.pop(0) if self.lines else ""
+
+    with store:
+        session = ReviewSession(store, coll, clock=clock, scheduler=Scheduler(store.settings()))
+        shown = session.current
+        assert shown is not None and session.counts() == (2, 0, 0)
+
+        def today_at(now):
+            return today_lines(store, coll, now, None, None)
+
+        out = io.StringIO()
+        before = today_at(clock.now)
+        stdin = Lines(["\n", "3\n", "\n", "3\n", "q\n"])  # two cards rated, q at the third
+        assert run_plain(session, stdin, out, today=before, today_at=today_at) == 0
+        said = out.getvalue().splitlines()
+        assert [(r.card_id, r.rating) for r in store.reviews()][-2] == (shown.id, 3)
+        note = "A new study day has begun: the session goes on with today's cards."
+        assert said.count(note) == 1
+        at = said.index(note)
+        assert said[at - 1] == "" and said[at - 2].endswith("Saved: Good, next in 10 minutes.")
+        now_lines = today_at(clock.now)
+        assert now_lines and now_lines != before  # (the premise: the day's limit line moved)
+        assert said[at + 1 : at + 1 + len(now_lines)] == now_lines
+        counts_line = said[at + 1 + len(now_lines) + 1]  # (then the next card's prompt: #3)
+        assert counts_line.startswith(f"[{counts_text(stdin.fresh[2])}] ")
