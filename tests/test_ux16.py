@@ -8,7 +8,10 @@ from datetime import timedelta
 from pathlib import Path
 
 from prep.engine.study.queue import review_ahead_ids
+from tests.test_mock import coll
 from tests.test_ux15 import _app, _setup
+
+__all__ = ["coll"]  # (the fixture, from test_mock)
 
 
 def test_study_more_left_open_across_the_rollover_counts_and_serves_the_new_day(
@@ -107,3 +110,31 @@ def test_plain_prompt_waiting_across_the_rollover_rates_its_card_then_says_the_n
         assert said[at + 1 : at + 1 + len(now_lines)] == now_lines
         counts_line = said[at + 1 + len(now_lines) + 1]  # (then the next card's prompt: #3)
         assert counts_line.startswith(f"[{counts_text(stdin.fresh[2])}] ")
+
+
+def test_a_mock_open_across_the_rollover_keeps_its_chain_and_grades_at_the_new_time(
+    new_york_local_time, fresh_store, coll, clock
+) -> None:
+    """Checked, and kept (ux15 noted the mock keeps its own queue): a mock interview is one
+    interview's chain, not a day's queue, and shows no day's counts; left open across 04:00
+    it keeps its question and chain (a new pick would swap the question under the learner),
+    and a grade given after 04:00 is saved at that time, scheduled from it. (Passes before
+    too: it pins the decision.)"""
+    from prep.engine.study.scheduler import Rating
+    from prep.engine.timeutil import study_day_start
+    from tests.test_mock import FakeTimer, make_mock
+    from tests.test_ux15 import local
+
+    clock.now = local(2026, 3, 2, 3, 50)
+    mock = make_mock(fresh_store, coll, clock, FakeTimer(), minutes=4, main_id="why-wo")
+    chain = [step.card.id for step in mock.steps]
+    mock.start()
+    clock.now = study_day_start(clock.now, 1) + timedelta(minutes=1)  # 04:01
+    assert [step.card.id for step in mock.steps] == chain
+    assert mock.current is not None and mock.current.id == "why-wo"
+    mock.reveal()
+    mock.grade(Rating.Good)
+    state = fresh_store.card("why-wo")
+    assert state is not None and state.last_review == clock.now
+    assert [(r.card_id, r.reviewed_at) for r in fresh_store.reviews()] == [("why-wo", clock.now)]
+    assert mock.current is not None and mock.current.id == chain[1]
