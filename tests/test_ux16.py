@@ -138,3 +138,31 @@ def test_a_mock_open_across_the_rollover_keeps_its_chain_and_grades_at_the_new_t
     assert state is not None and state.last_review == clock.now
     assert [(r.card_id, r.reviewed_at) for r in fresh_store.reviews()] == [("why-wo", clock.now)]
     assert mock.current is not None and mock.current.id == chain[1]
+
+
+def test_study_more_is_drawn_over_home_with_its_own_keys_and_q_quits(tmp_path: Path) -> None:
+    """The user pass: under the study-more dialog the footer was home's ("s Stats", "q Quit"),
+    and neither key did anything there (a modal holds back the app's and home's keys), though
+    help says q quits from anywhere. Now the dialog's footer lists its own keys, home stays
+    drawn (dimmed) around it, and q quits, as over the demo picker."""
+    from prep.tui.screens.study_more import StudyMore
+    from prep.tui.testing import make_app
+    from tests.pilot import wait_until
+    from tests.test_narrow import _open_home, footer_keys
+    from tests.test_text_is_text import flat, screen_text
+
+    app = make_app()
+
+    async def run() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _open_home(pilot, app)
+            await pilot.press("n")
+            await wait_until(pilot, lambda: isinstance(app.screen, StudyMore))
+            await pilot.pause()
+            assert footer_keys(app) == ["1", "2", "escape", "q", "question_mark"]
+            drawn = flat(screen_text(app))
+            assert "Study more" in drawn and "to review" in drawn  # (home, around the box)
+            await pilot.press("q")
+            await wait_until(pilot, lambda: app.return_code is not None or not app.is_running)
+
+    asyncio.run(run())

@@ -20,14 +20,17 @@ from textual.screen import ModalScreen
 from prep.engine.store import StoreError
 from prep.engine.study.session import Limits
 from prep.tui.base import PrepScreen
+from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.text import Static
 
 EXTRA_NEW = 10  # the new cards one "study more" adds to today's limit
 AHEAD_DAYS = 7  # review ahead: cards due within this many days (learning ones too)
 
 
-class StudyMore(PrepScreen[str | None], ModalScreen[str | None]):
-    """(A PrepScreen: the app's day watch tells it of the rollover, as the screens under it.)"""
+class StudyMore(ModalScreen[str | None], PrepScreen[str | None]):
+    """(A PrepScreen too: the app's day watch tells it of the rollover, as the screens under
+    it. ModalScreen first: Textual takes a class's default CSS from its first base only, and
+    a modal's translucent background, over the screen it was opened from, is ModalScreen's.)"""
 
     DEFAULT_CSS = """
     StudyMore {
@@ -47,6 +50,8 @@ class StudyMore(PrepScreen[str | None], ModalScreen[str | None]):
         Binding("1", "choose('new')", f"+{EXTRA_NEW} new", tooltip="More new cards today"),
         Binding("2", "choose('ahead')", "Review ahead", tooltip="Cards due this week, now"),
         Binding("escape", "choose('')", "Cancel"),
+        # a modal screen holds back the app's keys: q quits from here too, as everywhere
+        Binding("q", "app.quit", "Quit"),
         # (a modal screen holds back the app's keys: ? opens help here too, at this section)
         Binding("question_mark", "app.help", "Help", tooltip="Every key"),
     ]
@@ -59,6 +64,7 @@ class StudyMore(PrepScreen[str | None], ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="more-box"):
             yield Static(self.text(), id="more-text")
+        yield Footer()  # its own keys, not those of the screen below (home's: held back here)
 
     def study_day_changed(self) -> None:
         """The new day's limits and review-ahead list (yesterday's list held cards due today,
