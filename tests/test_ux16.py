@@ -166,3 +166,30 @@ def test_study_more_is_drawn_over_home_with_its_own_keys_and_q_quits(tmp_path: P
             await wait_until(pilot, lambda: app.return_code is not None or not app.is_running)
 
     asyncio.run(run())
+
+
+def test_q_over_the_yes_no_question_quits_as_everywhere() -> None:
+    """The user pass: help says q quits prep from anywhere, but over the yes/no question
+    (leaving a mock, discarding a typed answer) q did nothing (a modal holds back the app's
+    keys). Now it quits, the question unanswered, and its keys line says so."""
+    from prep.tui.screens.confirm import Confirm
+    from prep.tui.screens.review import ReviewScreen
+    from prep.tui.testing import make_app
+    from tests.pilot import text_of, wait_until
+
+    app = make_app(review_first=True)
+    answered: list[bool] = []
+
+    async def run() -> None:
+        async with app.run_test(size=(100, 40)) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, ReviewScreen))
+            question = Confirm("Discard the answer you typed?")
+            app.push_screen(question, answered.append)
+            await wait_until(pilot, lambda: app.screen is question)
+            await pilot.pause()
+            assert "q  quit" in text_of(app, "#confirm-keys")
+            await pilot.press("q")
+            await wait_until(pilot, lambda: not app.is_running, timeout=5)
+
+    asyncio.run(run())
+    assert answered == []
