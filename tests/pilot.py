@@ -29,6 +29,20 @@ async def wait_until(pilot, condition, timeout: float = 30.0) -> None:
         await pilot.pause(0.05)
 
 
+def record_notes(app) -> list[str]:
+    """Every notification's message the app posts from now on, kept: ``app._notifications``
+    drops one once its timeout has passed (on a loaded machine, before the test looks)."""
+    posted: list[str] = []
+    notify = app.notify
+
+    def recording(message, *args, **kwargs):
+        posted.append(str(message))
+        return notify(message, *args, **kwargs)
+
+    app.notify = recording
+    return posted
+
+
 def text_of(app, selector: str) -> str:
     """The text a Static on the app's screen shows (rendered if it is not plain text)."""
     content = app.screen.query_one(selector, Static).content

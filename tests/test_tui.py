@@ -30,6 +30,7 @@ from prep.tui.screens.stats import StatsScreen
 from prep.tui.screens.summary import SummaryScreen
 from prep.tui.testing import NOW, add_history, fake_demo_command, make_app, write_decks
 from prep.tui.widgets.key_button import KeyButton
+from tests.pilot import record_notes
 
 
 def async_test(fn):
@@ -292,6 +293,7 @@ async def test_locked_database_does_not_advance_or_crash(tmp_path: Path) -> None
     store = Store.open(db)
     store.conn.execute("PRAGMA busy_timeout = 50")
     app = make_app(store=store)
+    posted = record_notes(app)  # (an 8 s notification can be gone before a loaded test looks)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("enter", "space")
         screen = app.screen
@@ -304,7 +306,7 @@ async def test_locked_database_does_not_advance_or_crash(tmp_path: Path) -> None
         assert screen.card.id == "two-roles" and screen.revealed and screen.saving
         await wait_until(pilot, lambda: not screen.saving)  # gave up after RETRY_SECONDS
         assert screen.card.id == "two-roles" and screen.revealed
-        assert any("Not saved" in str(n.message) for n in app._notifications)
+        assert any("Not saved" in message for message in posted)
         assert "Not saved; the card stays" in text_of(app, "#hint")
         # rate again; the other writer lets go while it retries: saved without another key
         screen.RETRY_SECONDS = 20

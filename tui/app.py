@@ -312,15 +312,21 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
         if self.store is None:
             return
         deck = self.selected_deck
-        try:
-            limits = self.limits(deck)
+
+        def read() -> tuple[Limits, list[str]]:  # (again at 4 am while the dialog is open)
+            assert self.store is not None
             ahead = review_ahead_ids(self.store, self.collection, self.now(), AHEAD_DAYS, deck)
+            return self.limits(deck), ahead
+
+        try:
+            dialog = StudyMore(read)
         except StoreError as exc:
             self.notify(f"Cannot read progress: {exc}", severity="error", timeout=8)
             return
 
         def chosen(choice: str | None) -> None:
             assert self.store is not None
+            limits, ahead = dialog.limits, dialog.ahead  # (what the dialog said when chosen)
             if choice == "new":
                 if limits.new_waiting == 0 and not limits.new_reached:
                     self.notify("No unseen cards wait in this deck.")
@@ -347,7 +353,7 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
                 self._pop_to_home()
                 self.push_screen(ReviewScreen(session))
 
-        self.push_screen(StudyMore(limits.new_waiting, len(ahead)), chosen)
+        self.push_screen(dialog, chosen)
 
     def new_session(self, deck: str | None) -> ReviewSession:
         assert self.store is not None

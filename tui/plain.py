@@ -39,6 +39,7 @@ from prep.engine.study.present import (
 from prep.engine.study.scheduler import RATING_NAMES, Outcome, Rating
 from prep.engine.study.session import NotCurrentCard, ReviewSession
 from prep.engine.study.takein import held_due
+from prep.engine.timeutil import study_day_start
 from prep.tui.mocktext import mock_summary_lines, took_text
 
 if TYPE_CHECKING:
@@ -115,10 +116,12 @@ class PlainQuiz:
         io: LineIO,
         grading: Grading | None = None,
         today: Sequence[str] = (),
+        today_at: Callable[[datetime], Sequence[str]] | None = None,
     ) -> None:
         self.session = session
         self.io = io
         self.today = today  # the plan and the daily limits, as home says them
+        self.today_at = today_at  # ... for a later study day (the session open across 4 am)
         self.runs = session.store.latest_demo_runs()
         self._grading = grading
 
@@ -153,12 +156,17 @@ class PlainQuiz:
         )
         for line in self.today:
             say(line)
+        day_end = study_day_start(session.clock(), 1)
         try:
             while not session.finished:
                 card = session.current
                 for notice in session.take_notices():
                     say(notice)
                 assert card is not None
+                now = session.clock()
+                if now >= day_end:  # (the rating waited at its prompt across 4 am: it landed)
+                    day_end = study_day_start(now, 1)
+                    self.new_day(now)
                 self.show_card(card)
         except Quit:
             pass
@@ -187,6 +195,15 @@ class PlainQuiz:
             )
             say(f"{lead} {wait}; {coming_text(s['due_by_tomorrow'])}.")
         return 2 if self.io.refused else 0
+
+    def new_day(self, now: datetime) -> None:
+        """Said at the first card after the study day rolled over (4 am) while a prompt
+        waited: the session goes on with the new day's cards (its counts, in the line over
+        the next card, are the new day's), and the day's plan and limits, as at a start."""
+        self.io.say("")
+        self.io.say("A new study day has begun: the session goes on with today's cards.")
+        for line in self.today_at(now) if self.today_at is not None else ():
+            self.io.say(line)
 
     def show_card(self, card: Card) -> None:
         session, say, ask = self.session, self.io.say, self.ask
@@ -291,10 +308,12 @@ def run_plain(
     stdout: TextIO,
     grading: Grading | None = None,
     today: Sequence[str] = (),
+    today_at: Callable[[datetime], Sequence[str]] | None = None,
 ) -> int:
     """The review session line by line; returns the exit code. ``today``: lines said after
-    the first (today_lines: the plan and the daily limits, as home says them)."""
-    return PlainQuiz(session, LineIO(stdin, stdout), grading, today).run()
+    the first (today_lines: the plan and the daily limits, as home says them); ``today_at``:
+    the same lines for a study day begun while the session is open (4 am), said then."""
+    return PlainQuiz(session, LineIO(stdin, stdout), grading, today, today_at).run()
 
 
 def today_lines(

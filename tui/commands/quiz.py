@@ -15,6 +15,8 @@ from prep.tui.commands.common import (
 )
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from prep.engine.decks.collection import CachedCollection
 
 
@@ -73,7 +75,11 @@ def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: 
         if behind is not None:
             click.echo(f"prep: {behind.line()}", err=True)
         today = today_lines(store, coll, session.clock(), deck, new)
-        sys.exit(run_plain(session, sys.stdin, sys.stdout, today=today))
+
+        def today_at(now: datetime) -> list[str]:  # (a study day begun while it is open)
+            return today_lines(store, coll, now, deck, new)
+
+        sys.exit(run_plain(session, sys.stdin, sys.stdout, today=today, today_at=today_at))
 
 
 def _known_deck(coll: CachedCollection, deck: str | None) -> None:

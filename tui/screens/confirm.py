@@ -36,12 +36,14 @@ class Confirm(ModalScreen[bool]):
         # (a modal screen holds back the app's keys: ? opens help here too, at this section;
         # Esc there comes back to the question, still asked)
         Binding("question_mark", "app.help", "Help", tooltip="Every key"),
+        # (and q quits from here too, as help says it does from anywhere; every rating is saved)
+        Binding("q", "app.quit", "Quit"),
     ]
 
     def __init__(self, question: str, yes: str = "y  yes", no: str = "n or Esc  no") -> None:
         super().__init__()
         self.question = question
-        self.keys = f"{yes}    {no}    ?  help"
+        self.keys = f"{yes}    {no}    ?  help    q  quit"
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-box"):
