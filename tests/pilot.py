@@ -40,7 +40,15 @@ def record_notes(app) -> list[str]:
         return notify(message, *args, **kwargs)
 
     app.notify = recording
+    app._recorded_notes = posted
     return posted
+
+
+def notes_of(app) -> list[str]:
+    """The messages ``record_notes(app)`` has kept so far (called on the app before it runs)."""
+    posted = getattr(app, "_recorded_notes", None)
+    assert posted is not None, "record_notes(app) was not called before the app ran"
+    return list(posted)
 
 
 def text_of(app, selector: str) -> str:

@@ -97,17 +97,19 @@ def test_the_app_says_it_once() -> None:
     import asyncio
 
     from prep.tui.testing import make_app
+    from tests.pilot import record_notes
 
     store = Store.memory()
     study_at(store, AHEAD, 2)
     app = make_app(store=store)
+    posted = record_notes(app)
 
     async def run() -> list[str]:
         async with app.run_test(size=(100, 30)) as pilot:
             await pilot.pause()
             await pilot.press("enter", "space", "3")  # a card shown and rated: still once
             await pilot.pause()
-            return [str(n.message) for n in app._notifications]
+            return list(posted)
 
     said = asyncio.run(run())
     assert sum("The clock is behind the review log" in m for m in said) == 1

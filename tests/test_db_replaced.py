@@ -173,11 +173,13 @@ def test_the_app_shows_not_saved_and_keeps_the_card(tmp_path: Path) -> None:
     import asyncio
 
     from prep.tui.testing import make_app
+    from tests.pilot import record_notes
     from tests.test_tui import text_of, wait_until
 
     db = tmp_path / "prep.db"
     store = Store.open(db)
     app = make_app(store=store)
+    posted = record_notes(app)
 
     async def go() -> None:
         async with app.run_test(size=(80, 24)) as pilot:
@@ -188,7 +190,7 @@ def test_the_app_shows_not_saved_and_keeps_the_card(tmp_path: Path) -> None:
             await pilot.press("3")
             await wait_until(pilot, lambda: not screen.saving)
             assert screen.card is card and screen.revealed
-            notes = [str(n.message) for n in app._notifications]
+            notes = list(posted)
             assert any("was removed while prep was running" in n for n in notes), notes
             assert "Not saved; the card stays. Restart prep" in text_of(app, "#hint")
             assert "Saved:" not in text_of(app, "#hint")
@@ -222,10 +224,12 @@ def test_the_app_says_so_at_its_heartbeat_before_any_rating(tmp_path: Path) -> N
     import asyncio
 
     from prep.tui.testing import make_app
+    from tests.pilot import record_notes
 
     db = tmp_path / "prep.db"
     store = Store.open(db)
     app = make_app(store=store)
+    posted = record_notes(app)
 
     async def go() -> None:
         async with app.run_test(size=(80, 24)) as pilot:
@@ -236,7 +240,7 @@ def test_the_app_says_so_at_its_heartbeat_before_any_rating(tmp_path: Path) -> N
             app.announce()  # (what the 30-second heartbeat runs)
             app.announce()
             await pilot.pause()
-            notes = [str(n.message) for n in app._notifications]
+            notes = list(posted)
             told = [n for n in notes if "was replaced while prep was running" in n]
             assert len(told) == 1, notes
 

@@ -14,7 +14,7 @@ from prep.tui.app import PrepApp
 from prep.tui.screens.home import HomeScreen
 from prep.tui.screens.review import ReviewScreen
 from prep.tui.testing import make_app
-from tests.pilot import async_test
+from tests.pilot import async_test, notes_of, record_notes
 from tests.pilot import wait_until as pilot_wait_until
 
 pytestmark = pytest.mark.usefixtures("utc_local_time")
@@ -44,7 +44,7 @@ def ratings(store: Store) -> list[tuple[str, int]]:
 
 
 def warnings(app: PrepApp) -> list[str]:
-    return [str(n.message) for n in app._notifications]
+    return notes_of(app)
 
 
 async def start(pilot, app: PrepApp) -> ReviewScreen:
@@ -58,6 +58,7 @@ async def start(pilot, app: PrepApp) -> ReviewScreen:
 async def test_u_pressed_while_saving_undoes_the_rating_once_saved() -> None:
     store = Store.memory()
     app = make_app(store=store)
+    record_notes(app)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await start(pilot, app)
         slow = SlowSave(screen)
@@ -77,6 +78,7 @@ async def test_u_pressed_while_saving_undoes_the_rating_once_saved() -> None:
 async def test_a_rating_key_pressed_while_saving_never_lands_on_the_next_card() -> None:
     store = Store.memory()
     app = make_app(store=store)
+    record_notes(app)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await start(pilot, app)
         slow = SlowSave(screen)
@@ -100,6 +102,7 @@ async def test_keys_read_while_the_commit_blocks_the_app_are_not_given_to_the_ne
     # are handled only after the next card is set up. Before, space revealed it and 4 rated it.
     store = Store.memory()
     app = make_app(store=store)
+    record_notes(app)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await start(pilot, app)
         real = screen.session.rate
@@ -123,6 +126,7 @@ async def test_keys_read_while_the_commit_blocks_the_app_are_not_given_to_the_ne
 async def test_a_failed_save_keeps_the_card_and_a_rating_pressed_meanwhile_applies_to_it() -> None:
     store = Store.memory()
     app = make_app(store=store)
+    record_notes(app)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await start(pilot, app)
         screen.RETRY_SECONDS = 0.3
@@ -139,6 +143,7 @@ async def test_a_failed_save_keeps_the_card_and_a_rating_pressed_meanwhile_appli
 async def test_escape_pressed_while_saving_goes_home_after_the_save() -> None:
     store = Store.memory()
     app = make_app(store=store)
+    record_notes(app)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await start(pilot, app)
         slow = SlowSave(screen)
@@ -154,6 +159,7 @@ async def test_escape_pressed_while_saving_goes_home_after_the_save() -> None:
 async def test_q_pressed_while_saving_quits_once_the_rating_is_saved() -> None:
     store = Store.memory()
     app = make_app(store=store)
+    record_notes(app)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await start(pilot, app)
         slow = SlowSave(screen)

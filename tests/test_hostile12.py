@@ -134,7 +134,7 @@ def test_an_unknown_prep_theme_opens_the_app_and_says_so(tmp_path: Path, monkeyp
     terminal's default theme and a notification names the value and the themes there are."""
     from prep.tui.app import PrepApp
     from prep.tui.testing import NOW, fixed_collection
-    from tests.pilot import async_test, wait_until
+    from tests.pilot import async_test, record_notes, wait_until
 
     monkeypatch.setenv("PREP_THEME", "nrod")
     monkeypatch.delenv("COLORFGBG", raising=False)
@@ -144,11 +144,12 @@ def test_an_unknown_prep_theme_opens_the_app_and_says_so(tmp_path: Path, monkeyp
         app = PrepApp(
             db=str(tmp_path / "p.db"), collection=fixed_collection(), clock=lambda: NOW, demos={}
         )
+        posted = record_notes(app)
         async with app.run_test(size=(100, 30)) as pilot:
             await wait_until(pilot, lambda: app.store is not None)
             await pilot.pause()
             assert app.theme == "textual-dark"
-            (said,) = [n.message for n in app._notifications if "PREP_THEME" in n.message]
+            (said,) = [n for n in posted if "PREP_THEME" in n]
             assert said.startswith("PREP_THEME='nrod' names no theme; showing textual-dark")
             assert "nord" in said  # (the themes there are)
 

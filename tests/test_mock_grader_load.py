@@ -20,6 +20,7 @@ from prep.engine.decks.deckcache import from_parsed
 from prep.engine.study.mock import MockInterview
 from prep.engine.study.scheduler import Rating
 from prep.tui.worker import WorkerError
+from tests.pilot import record_notes
 from tests.test_tui import async_test, wait_until
 
 pytestmark = pytest.mark.usefixtures("utc_local_time")
@@ -114,6 +115,7 @@ async def test_the_load_starts_with_the_mock_and_a_failure_is_said_at_once(fresh
     follow-up showed). One that fails is said at once, and answers are then not sent."""
     grading = LoadingGrading()
     app = _app(fresh_store, grading)
+    posted = record_notes(app)
     async with app.run_test(size=(100, 40)) as pilot:
         await wait_until(pilot, lambda: grading.warmed == 1)
         assert app.screen.mock.index == 0
@@ -122,9 +124,7 @@ async def test_the_load_starts_with_the_mock_and_a_failure_is_said_at_once(fresh
         grading.load.set_exception(WorkerError("model.safetensors: no such file"))
         await wait_until(
             pilot,
-            lambda: any(
-                "did not load: model.safetensors" in str(n.message) for n in app._notifications
-            ),
+            lambda: any("did not load: model.safetensors" in n for n in posted),
         )
         await _answer_the_follow_up(pilot, app)
         await wait_until(pilot, lambda: "Not graded: the grader did not load" in _reveal(app))

@@ -15,6 +15,7 @@ from textual.widgets import Input
 from prep.engine.decks.collection import CachedCollection
 from prep.engine.store import Store
 from prep.tui.screens.mock import MockScreen
+from tests.pilot import record_notes
 from tests.test_mock import FakeTimer, Host, coll, make_mock
 
 __all__ = ["coll"]  # (the fixture, from test_mock)
@@ -48,6 +49,7 @@ def test_keys_pressed_while_a_grade_saves_never_reveal_or_grade_the_next_questio
 
     async def run() -> None:
         app = Host(MockScreen(mock=mock))
+        posted = record_notes(app)
         async with app.run_test(size=(100, 30)) as pilot:
             await pilot.pause()
             screen = app.screen
@@ -61,7 +63,7 @@ def test_keys_pressed_while_a_grade_saves_never_reveal_or_grade_the_next_questio
             assert graded(fresh_store) == [("other-main", 2)]  # the follow-up: never graded
             assert mock.index == 1 and not screen.revealed  # shown, not revealed unseen
             assert screen.query_one("#mock-answer", Input).has_focus
-            notes = [str(n.message) for n in app._notifications]
+            notes = list(posted)
             assert any("not applied" in n and "enter" in n for n in notes), notes
             await pilot.press("enter", "3")  # pressed with the question on screen: they act
             await pilot.pause()

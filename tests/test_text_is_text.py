@@ -20,6 +20,7 @@ from prep.tui.screens.errors import ErrorScreen
 from prep.tui.screens.home import HomeScreen
 from prep.tui.screens.review import ReviewScreen
 from prep.tui.testing import NOW, add_history, make_app
+from tests.pilot import record_notes
 from tests.test_tui import async_test, wait_until
 
 pytestmark = pytest.mark.usefixtures("utc_local_time")
@@ -192,11 +193,12 @@ async def test_an_error_screen_quotes_brackets(tmp_path: Path) -> None:
 async def test_a_deck_option_with_brackets_is_text(tmp_path: Path) -> None:
     for deck in ("[/]", "[b]x", "W_O[h]"):
         app = make_app(deck=deck, review_first=True)
+        posted = record_notes(app)
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.pause()
             await pilot.pause(0.2)
             assert app.is_running
-            messages = [str(n.message) for n in app._notifications]
+            messages = list(posted)
             assert any(deck in m for m in messages) or deck in flat(screen_text(app)), messages
 
 

@@ -13,6 +13,7 @@ from prep.tui.app import PrepApp
 from prep.tui.screens.home import HomeScreen
 from prep.tui.screens.review import ReviewScreen
 from prep.tui.testing import make_app
+from tests.pilot import record_notes
 from tests.test_tui import async_test
 
 pytestmark = pytest.mark.usefixtures("utc_local_time")
@@ -156,6 +157,7 @@ async def test_mock_asks_before_discarding_a_typed_answer_and_says_saved_in_plac
 
     store = Store.memory()
     app = make_app(store=store)
+    posted = record_notes(app)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("down", "m")  # wo-core: two-roles, then its follow-up
         screen = app.screen
@@ -172,7 +174,7 @@ async def test_mock_asks_before_discarding_a_typed_answer_and_says_saved_in_plac
         assert [r.rating for r in store.reviews()] == [3]
         # the grade is confirmed where the answer will appear, not in a toast over the grades
         assert "Saved: Good, next review in" in text_of(app, "#mock-reveal")
-        assert not app._notifications
+        assert not posted
         await pilot.press("enter", "4")  # the follow-up, answered aloud
         await pilot.pause()
         summary = text_of(app, "#mock-reveal")
@@ -450,6 +452,7 @@ async def test_marks_from_the_review_screen_and_bullets_on_the_back(small_collec
 
     store = Store.memory()
     app = make_app(store=store, collection=small_collection)
+    posted = record_notes(app)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("enter")
         assert app.screen.card.id == "roles"
@@ -459,7 +462,7 @@ async def test_marks_from_the_review_screen_and_bullets_on_the_back(small_collec
         await pilot.press("f")
         assert "⚑ flagged" in text_of(app, "#where") and store.mark("roles").flagged
         # The toast says where flagged cards are listed (stats and `prep marks`).
-        told = [str(n.message) for n in app._notifications]
+        told = list(posted)
         assert any(m.startswith("Flagged (stats and `prep marks` list it") for m in told), told
         assert store.mark_counts(datetime.now(UTC))["flagged"] == 1
         await pilot.press("minus")  # bury: on to the next card
@@ -663,11 +666,10 @@ async def test_a_second_prep_on_the_database_is_told_and_undo_stays_honest(
     other = Store.open(db)
     other.announce("elsewhere:1:0", utcnow())  # another prep (another host), open just now
     app = make_app(store=Store.open(db))
+    posted = record_notes(app)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        assert any(
-            "Another prep has this database open" in str(n.message) for n in app._notifications
-        )
+        assert any("Another prep has this database open" in n for n in posted)
         await pilot.press("down", "enter", "space", "3")  # our rating: two-roles, Good
         await pilot.pause()
         assert "(u undoes)" in text_of(app, "#hint")
@@ -675,7 +677,7 @@ async def test_a_second_prep_on_the_database_is_told_and_undo_stays_honest(
         coll = app.collection
         ReviewSession(other, coll, queue=["per-head-sum"], clock=lambda: NOW).rate(Rating.Easy)
         await pilot.press("u")
-        assert any("another prep has rated" in str(n.message) for n in app._notifications)
+        assert any("another prep has rated" in n for n in posted)
         assert "Undo is not possible now" in text_of(app, "#hint")
         assert app.screen.card.id == "wo-shape"  # nothing moved back
     with Store.open(db) as store:

@@ -4,12 +4,12 @@ test that fails before its fix."""
 from __future__ import annotations
 
 from prep.tui.testing import make_app
-from tests.pilot import async_test, wait_until
+from tests.pilot import async_test, notes_of, record_notes, wait_until
 from tests.test_narrow import footer_keys as drawn_keys
 
 
 def notes(app) -> list[str]:
-    return [str(n.message) for n in app._notifications]
+    return notes_of(app)
 
 
 async def _first_card(app, pilot) -> None:
@@ -28,6 +28,7 @@ async def test_undo_is_not_offered_on_the_first_card_and_u_says_why() -> None:
     """`u Undo` was in the footer of a session's first card, with nothing to undo; the footer
     offers it once a rating or mark is made, and u before that says so in one line."""
     app = make_app()
+    record_notes(app)
     async with app.run_test(size=(120, 30)) as pilot:
         await _first_card(app, pilot)
         assert "u" not in drawn_keys(app)
@@ -71,6 +72,7 @@ async def test_the_summary_says_when_there_is_nothing_to_undo() -> None:
     from prep.tui.screens.summary import SummaryScreen
 
     app = make_app()
+    record_notes(app)
     async with app.run_test(size=(120, 30)) as pilot:
         await _first_card(app, pilot)
         app.screen.session.queue.clear()  # (the queue done: the summary comes next)
