@@ -14,7 +14,6 @@ preview had shown), or no key (the card id and its review count, before v2 of th
 
 from __future__ import annotations
 
-import random
 import re
 import zlib
 from dataclasses import dataclass, field, fields
@@ -22,9 +21,9 @@ from datetime import date, datetime, timedelta
 from typing import Any, TypeGuard
 
 import fsrs
-from fsrs.scheduler import FUZZ_RANGES
 
 from prep.engine.study import onepass
+from prep.engine.study.fuzz import _FirstDraw, _SeededFsrs
 from prep.engine.study.settingtext import (
     _DATE,
     _DECKS,
@@ -285,58 +284,10 @@ class Outcome:
     lapsed: bool
 
 
-class _FirstDraw:
-    """The first ``random()`` of ``random.Random(seed)``, drawn when first asked for (a fuzz is
-    drawn only for an interval of 3 days or more) and then kept: the four ratings of one
-    preview share their review's seed, and seeding (a SHA-512 of the text) costs more than
-    the rest of the fuzz. The same number a fresh ``Random(seed)`` gives, each time asked."""
-
-    __slots__ = ("_seed", "_value")
-
-    def __init__(self, seed: str) -> None:
-        self._seed = seed
-        self._value: float | None = None
-
-    def random(self) -> float:
-        if self._value is None:
-            self._value = random.Random(self._seed).random()
-        return self._value
-
-
-_FUZZ_RANGES = tuple((r["start"], r["end"], r["factor"]) for r in FUZZ_RANGES)
-
-
-class _SeededFsrs(fsrs.Scheduler):
-    """fsrs.Scheduler whose fuzz comes from ``self.rng`` instead of the global ``random``
-    (one draw a review: ``_get_fuzzed_interval`` below is the only caller)."""
-
-    rng: _FirstDraw
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # (min_ivl, max_ivl) of each interval in days: what fsrs's _get_fuzz_range computes
-        # from the days and maximum_interval alone (three of them for every card shown),
-        # computed once a scheduler (a change of settings is a new one)
-        self._ranges: dict[int, tuple[int, int]] = {}
-
-    def _get_fuzzed_interval(self, *, interval: timedelta) -> timedelta:
-        interval_days = interval.days
-        if interval_days < 2.5:
-            return interval
-        ranges = self._ranges
-        found = ranges.get(interval_days)
-        if found is None:
-            delta = 1.0
-            for start, end, factor in _FUZZ_RANGES:  # (fsrs's, in its order: the same sums)
-                delta += factor * max(min(float(interval_days), end) - start, 0.0)
-            min_ivl = max(2, round(interval_days - delta))
-            max_ivl = min(round(interval_days + delta), self.maximum_interval)
-            found = (min(min_ivl, max_ivl), max_ivl)
-            if len(ranges) < 40_000:  # (maximum_interval's days at most: 36,500 by default)
-                ranges[interval_days] = found
-        min_ivl, max_ivl = found
-        days = self.rng.random() * (max_ivl - min_ivl + 1) + min_ivl
-        return timedelta(days=min(round(days), self.maximum_interval))
+_RATINGS = (Rating.Again, Rating.Hard, Rating.Good, Rating.Easy)
+# a rating's new FSRS fields: state, step, stability, difficulty, due, last review (Outcome's
+# state as _outcome makes it from them)
+_Fields = tuple[int, int | None, float | None, float | None, datetime, datetime | None]
 
 
 # The settings that decide what a rating does to a card: stored with every review (v9), so
@@ -390,11 +341,12 @@ class Scheduler:
             enable_fuzzing=self.enable_fuzzing,
             **kwargs,
         )
-        # the last preview: (card, seed text, time, its four outcomes), which the reviews of
-        # the same card with the same seed take (``_from_preview``) instead of running fsrs
-        # again: a card's preview is computed when it is shown, then asked for when the
-        # answer is revealed, then its rating is one of the four (issue 26)
-        self._previewed: tuple[CardState, str, datetime, dict[Rating, Outcome]] | None = None
+        # the last preview: (card, seed text, time, its four ratings' new fields), which the
+        # reviews of the same card with the same seed take (``_kept``) instead of running fsrs
+        # again: a card's preview is computed when it is shown (``check``: no outcome made),
+        # then asked for when the answer is revealed, then its rating is one of the four
+        # (issue 26)
+        self._previewed: tuple[CardState, str, datetime, list[_Fields]] | None = None
         self._replay: dict | None = None
         # the last seed text made, with what made it (_seed): a card shown, its preview on
         # reveal and its rating each ask for the same state's (a CardState is frozen)
@@ -462,7 +414,7 @@ class Scheduler:
         seed = self._seed(card, key)
         kept = self._kept(card, seed, now)
         if kept is not None:
-            return _moved(kept[0][rating], now, kept[1])
+            return self._outcome(kept[0], rating, now, *kept[1][rating - 1])
         return self._review(card, rating, now, _FirstDraw(seed))
 
     def _review(
@@ -530,44 +482,77 @@ class Scheduler:
         the id the review will get, as review()). Kept for the reviews and previews of the
         same card and seed that follow (the rating among them), moved to their time."""
         now = to_utc(now)
+        kept, fields = self._keep(card, now, key)
+        outcome = self._outcome
+        return {rating: outcome(kept, rating, now, *fields[rating - 1]) for rating in _RATINGS}
+
+    def check(self, card: CardState, now: datetime, key: str | None = None) -> None:
+        """preview's computation, kept for the preview and the rating that follow, without its
+        outcomes made (a card shown: they are made when the answer is revealed); raises what
+        preview raises."""
+        self._keep(card, to_utc(now), key)
+
+    def _keep(
+        self, card: CardState, now: datetime, key: str | None
+    ) -> tuple[CardState, list[_Fields]]:
+        """The card the preview of ``card`` at ``now`` (UTC) is kept for and the new fields
+        each rating gives it at ``now`` (_Fields, in Rating order): the kept ones moved to
+        ``now``, or computed and kept."""
         seed = self._seed(card, key)
         kept = self._kept(card, seed, now)
         if kept is not None:
-            return {r: _moved(o, now, kept[1]) for r, o in kept[0].items()}
+            return kept
         draw = _FirstDraw(seed)
         try:  # the four in one pass (engine/study/onepass.py: fsrs's formulas, bit for bit)
-            outcomes = self._four(card, now, draw)
+            self._fsrs.rng = draw
+            fields = [
+                (state, step, stability, difficulty, due, now)
+                for _r, state, step, stability, difficulty, due in onepass.four(
+                    self._fsrs, card, now
+                )
+            ]
         except Exception:  # a state the pass cannot compute: fsrs says what is wrong with it
             fcard = card.to_fsrs(now)
-            outcomes = {r: self._review(card, r, now, draw, fcard) for r in Rating}
-        self._previewed = (card, seed, now, outcomes)
-        return dict(outcomes)
-
-    def _four(self, card: CardState, now: datetime, draw: _FirstDraw) -> dict[Rating, Outcome]:
-        """preview's outcomes from onepass.four (the same as ``_review`` of each rating)."""
-        self._fsrs.rng = draw
-        return {
-            rating: self._outcome(card, rating, now, state, step, stability, difficulty, due, now)
-            for rating, state, step, stability, difficulty, due in onepass.four(
-                self._fsrs, card, now
-            )
-        }
+            fields = []
+            for rating in _RATINGS:
+                self._fsrs.rng = draw
+                new, _log = self._fsrs.review_card(fcard, rating, now)
+                fields.append(
+                    (
+                        int(new.state),
+                        new.step,
+                        new.stability,
+                        new.difficulty,
+                        new.due,
+                        new.last_review,
+                    )
+                )
+        self._previewed = (card, seed, now, fields)
+        return card, fields
 
     def _kept(
         self, card: CardState, seed: str, now: datetime
-    ) -> tuple[dict[Rating, Outcome], timedelta] | None:
-        """The last preview's outcomes and the time passed since, when moving them by that
-        time gives what fsrs would give now: the same card state and seed, and the same whole
-        number of days since the card's last review (the only way fsrs reads the time besides
-        adding it to the interval: fsrs.Scheduler.review_card, its retrievability)."""
+    ) -> tuple[CardState, list[_Fields]] | None:
+        """The card the last preview was computed for and its fields moved to ``now``, when
+        moving them by the time passed since gives what fsrs would give now: the same card
+        state and seed, and the same whole number of days since the card's last review (the
+        only way fsrs reads the time besides adding it to the interval:
+        fsrs.Scheduler.review_card, its retrievability). Moved: fsrs's due is the review's time
+        plus the interval, its last review the review's time."""
         kept = self._previewed
         if kept is None or kept[1] != seed or (kept[0] is not card and kept[0] != card):
             return None
-        at, outcomes = kept[2], kept[3]
+        at, fields = kept[2], kept[3]
         last = card.last_review
         if last is not None and (now - last).days != (at - last).days:
             return None
-        return outcomes, now - at
+        if now == at:
+            return kept[0], fields
+        moved = now - at
+        return kept[0], [
+            (state, step, stability, difficulty, due + moved, now)
+            for state, step, stability, difficulty, due, _at in fields
+        ]
 
 
 _new, _set_dict = object.__new__, object.__setattr__
@@ -580,18 +565,3 @@ def _changed(card: CardState, /, **changes: Any) -> CardState:
     new = _new(CardState)
     _set_dict(new, "__dict__", values)
     return new
-
-
-def _moved(outcome: Outcome, now: datetime, moved: timedelta) -> Outcome:
-    """A previewed outcome as the same rating gives it ``moved`` later, at ``now``: fsrs's
-    due is the review's time plus the interval, its last review the review's time."""
-    if not moved:
-        return outcome
-    values = outcome.state.__dict__.copy()  # (_changed, inline: five an answer)
-    values["due"] = None if (due := values["due"]) is None else due + moved
-    values["last_review"] = now
-    state = _new(CardState)
-    _set_dict(state, "__dict__", values)
-    made = _new(Outcome)
-    _set_dict(made, "__dict__", {**outcome.__dict__, "state": state})
-    return made

@@ -285,7 +285,7 @@ class ReviewSession:
         why = state_problem(state)
         if why is None:
             try:
-                self.scheduler.preview(state, self.clock(), key)
+                self.scheduler.check(state, self.clock(), key)
             except (ArithmeticError, AssertionError, TypeError, ValueError) as exc:
                 why = f"the scheduler cannot rate it ({type(exc).__name__}: {exc})"
         if why is not None:
