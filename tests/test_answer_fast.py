@@ -15,6 +15,7 @@ previews, the outcomes, undo, the stored rows and the review log's bytes, across
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import sqlite3
 from datetime import UTC, datetime, timedelta
@@ -30,6 +31,7 @@ from prep.engine.study.scheduler import (
     Scheduler,
     Settings,
     _FirstDraw,
+    rating_of,
 )
 from prep.engine.study.session import ReviewSession
 from prep.engine.timeutil import to_utc
@@ -121,6 +123,16 @@ def test_shown_previewed_and_rated_is_fsrs_s_own_review_exactly(seed: int) -> No
         counts["again"] += card.state == 2 and rating == Rating.Again
     assert counts["compared"] > 300 and counts["refused"] > 5, counts
     assert counts["fuzzed"] > 80 and counts["kept"] > 150 and counts["again"] > 10, counts
+
+
+def test_a_rating_is_the_enum_s_own_member_or_error() -> None:
+    for value in (1, 2, 3, 4, True, 3.0, *Rating):
+        assert rating_of(value) is Rating(value)
+    for bad in (0, 5, 2.5, "3", None, [3], float("nan")):
+        with pytest.raises(Exception) as want:  # noqa: PT011 - compared with the enum's own
+            Rating(bad)  # type: ignore[arg-type]
+        with pytest.raises(want.type, match=re.escape(str(want.value))):
+            rating_of(bad)  # type: ignore[arg-type]
 
 
 def _rows(db: Path) -> tuple[list, list]:
