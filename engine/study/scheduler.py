@@ -470,22 +470,26 @@ class Scheduler:
         review or onepass's): the review count, lapses and leech mark counted here."""
         lapsed = card.state == _REVIEW and rating == _AGAIN
         lapses = card.lapses + (1 if lapsed else 0)
-        new_state = _changed(
-            card,
-            state=state,
-            step=step,
-            stability=stability,
-            difficulty=difficulty,
-            due=due,
-            last_review=last_review,
-            reps=card.reps + 1,
-            lapses=lapses,
-            leech=card.leech or lapses >= self.settings.leech_threshold,
-            changed=False,
+        # (_changed inline, its keywords' dict not made: five an answer)
+        values = card.__dict__.copy()
+        values["state"] = state
+        values["step"] = step
+        values["stability"] = stability
+        values["difficulty"] = difficulty
+        values["due"] = due
+        values["last_review"] = last_review
+        values["reps"] = card.reps + 1
+        values["lapses"] = lapses
+        values["leech"] = card.leech or lapses >= self.settings.leech_threshold
+        values["changed"] = False
+        new_state = _new(CardState)
+        _set_dict(new_state, "__dict__", values)
+        made = _new(Outcome)  # (as _changed makes a state)
+        _set_dict(
+            made,
+            "__dict__",
+            {"rating": rating, "state": new_state, "interval": due - now, "lapsed": lapsed},
         )
-        made = _new(Outcome)  # (as _changed makes a state: four a card shown)
-        values = {"rating": rating, "state": new_state, "interval": due - now, "lapsed": lapsed}
-        _set_dict(made, "__dict__", values)
         return made
 
     def preview(
@@ -569,12 +573,3 @@ class Scheduler:
 
 
 _new, _set_dict = object.__new__, object.__setattr__
-
-
-def _changed(card: CardState, /, **changes: Any) -> CardState:
-    """``dataclasses.replace`` for CardState, its fields' dict copied (no checks: issue 26)."""
-    values = card.__dict__.copy()
-    values.update(changes)
-    new = _new(CardState)
-    _set_dict(new, "__dict__", values)
-    return new
