@@ -522,7 +522,7 @@ class Scheduler:
         draw = _FirstDraw(seed)
         try:  # the four in one pass (engine/study/onepass.py: fsrs's formulas, bit for bit)
             self._fsrs.rng = draw
-            fields = [
+            fields: list[_Fields] = [
                 (state, step, stability, difficulty, due, now)
                 for _r, state, step, stability, difficulty, due in onepass.four(
                     self._fsrs, card, now
