@@ -20,7 +20,10 @@ def utcnow() -> datetime:
 
 def to_utc(dt: datetime) -> datetime:
     """An aware datetime converted to timezone.utc exactly; a naive one is taken as UTC."""
-    if dt.tzinfo is None:
+    zone = dt.tzinfo
+    if zone is UTC:  # (what astimezone(UTC) returns for it: the object itself; nine an answer)
+        return dt
+    if zone is None:
         return dt.replace(tzinfo=UTC)
     return dt.astimezone(UTC)
 

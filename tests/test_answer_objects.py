@@ -52,12 +52,31 @@ def _same(a: object, b: object) -> None:
 
 
 def test_a_changed_state_is_what_replace_makes() -> None:
+    """An outcome's state (made from the card's fields' dict, round 16 without a helper's
+    keywords) is what dataclasses.replace makes of the card."""
+    due = NOW + timedelta(days=3)
     for state in _states(60):
-        made = sched._changed(state, due=NOW, last_review=NOW, reps=state.reps + 1)
-        _same(made, dataclasses.replace(state, due=NOW, last_review=NOW, reps=state.reps + 1))
-        assert made.__dict__ is not state.__dict__ and state.due != NOW  # (a copy)
-        with pytest.raises(dataclasses.FrozenInstanceError):
-            made.due = None  # type: ignore[misc]
+        for rating in Rating:
+            made = Scheduler()._outcome(state, rating, NOW, 2, None, 5.5, 4.25, due, NOW).state
+            lapsed = state.state == 2 and rating == Rating.Again
+            lapses = state.lapses + lapsed
+            want = dataclasses.replace(
+                state,
+                state=2,
+                step=None,
+                stability=5.5,
+                difficulty=4.25,
+                due=due,
+                last_review=NOW,
+                reps=state.reps + 1,
+                lapses=lapses,
+                leech=state.leech or lapses >= 8,
+                changed=False,
+            )
+            _same(made, want)
+            assert made.__dict__ is not state.__dict__ and state.due != due  # (a copy)
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                made.due = None  # type: ignore[misc]
 
 
 def test_previews_moved_and_reviews_kept_are_what_the_dataclasses_make() -> None:

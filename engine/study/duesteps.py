@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from prep.engine.store import Store
-from prep.engine.study.due import interday, stored_interday
-from prep.engine.study.scheduler import CardState, State
+from prep.engine.study.due import _REVIEW, interday, stored_interday
+from prep.engine.study.scheduler import CardState
 from prep.engine.timeutil import fmt
 
 Mark = tuple[int, int]
@@ -85,7 +85,7 @@ class DueSteps:
         kept.due = [e for e in kept.due if e[1] != state.id]
         kept.odd = [e for e in kept.odd if e[1] != state.id]
         if (
-            state.state != int(State.Review)
+            state.state != _REVIEW
             and not interday(state.state, state.due, state.last_review)
             and not state.removed
             and state.due is not None

@@ -29,7 +29,13 @@ if TYPE_CHECKING:
     from prep.engine.study.scheduler import CardState
 
 _E = math.e
-_RATINGS = (Rating.Again, Rating.Hard, Rating.Good, Rating.Easy)
+# fsrs's enum members bound once: reading ``Rating.Again`` off the enum class costs about ten
+# times a global's read in Python 3.11 (~0.7 us; some 25 a card shown, issue 26). The same
+# objects, so every value and type is fsrs's.
+_AGAIN, _HARD, _GOOD, _EASY = Rating.Again, Rating.Hard, Rating.Good, Rating.Easy
+_LEARNING, _REVIEW, _RELEARNING = State.Learning, State.Review, State.Relearning
+_RATINGS = (_AGAIN, _HARD, _GOOD, _EASY)
+_STATE_OF = {int(s): s for s in State}  # (State(x) for the three values: a dict's look-up)
 # (rating, new state, new step, stability, difficulty, due)
 Computed = tuple[Rating, int, int | None, float, float, datetime]
 
@@ -37,22 +43,26 @@ Computed = tuple[Rating, int, int | None, float, float, datetime]
 def four(fs: fsrs.Scheduler, card: CardState, now: datetime) -> list[Computed]:
     """What each rating at ``now`` (UTC) gives ``card``, as fsrs's review_card would: the
     state, the step, the stability, the difficulty and the due time (last review: ``now``).
-    Raises what the arithmetic raises; the caller then asks fsrs."""
+    Raises what the arithmetic raises; the caller then asks fsrs.
+
+    What the ratings share (the retrievability's powers, the recall formula's product before
+    its rating's penalty or bonus, the mean-reversion target) is computed once, each value by
+    fsrs's operations in fsrs's order, so each rating's floats are the ones its own pass gives."""
     p = fs.parameters
-    state = State(card.state)
+    state = _STATE_OF.get(card.state) or State(card.state)
     step = card.step
-    if state == State.Learning and step is None:
+    if state is _LEARNING and step is None:
         step = 0  # (fsrs.Card's constructor)
     s, d = card.stability, card.difficulty
     last = card.last_review
     days = (now - last).days if last else None
-    if state == State.Learning:
+    if state is _LEARNING:
         steps = fs.learning_steps
         fresh = s is None or d is None
     else:
         assert s is not None
         assert d is not None
-        if state == State.Relearning:
+        if state is _RELEARNING:
             assert step is not None
         steps = fs.relearning_steps
         fresh = False
@@ -64,8 +74,16 @@ def four(fs: fsrs.Scheduler, card: CardState, now: datetime) -> list[Computed]:
             r: float = 0
         else:
             r = (1 + fs._FACTOR * max(0, (now - last).days) / s) ** fs._DECAY
-        mean_target = p[4] - (_E ** (p[5] * (Rating.Easy - 1))) + 1  # _initial_difficulty(Easy)
-    interval_of = _interval_of(fs)
+        mean_target = p[4] - (_E ** (p[5] * (_EASY - 1))) + 1  # _initial_difficulty(Easy)
+        if not short:  # _next_recall_stability's product up to its penalty and bonus
+            recall = (_E ** (p[8])) * (11 - d) * (s ** -p[9]) * ((_E ** ((1 - r) * p[10])) - 1)
+        # _next_difficulty's mean reversion: its target's share and the damped part's
+        target_part, damped_share, to_ten = p[7] * mean_target, (1 - p[7]), (10.0 - d)
+    factor, decay, most = fs._FACTOR, fs._DECAY, fs.maximum_interval
+    # fsrs's _next_interval: whole days for a stability, at least 1, at most the maximum
+    per_factor = (fs.desired_retention ** (1 / decay)) - 1
+    fuzz = fs.enable_fuzzing
+    count = len(steps)
     out: list[Computed] = []
     for rating in _RATINGS:
         new_state, new_step = state, step
@@ -78,10 +96,10 @@ def four(fs: fsrs.Scheduler, card: CardState, now: datetime) -> list[Computed]:
             assert s is not None and d is not None
             if short:  # _short_term_stability
                 inc = (_E ** (p[17] * (rating - 3 + p[18]))) * (s ** -p[19])
-                if rating != Rating.Again:
+                if rating is not _AGAIN:
                     inc = max(inc, 1.0)
                 stab = max(s * inc, STABILITY_MIN)
-            elif rating == Rating.Again:  # _next_forget_stability
+            elif rating is _AGAIN:  # _next_forget_stability
                 stab = max(
                     min(
                         p[11]
@@ -93,67 +111,40 @@ def four(fs: fsrs.Scheduler, card: CardState, now: datetime) -> list[Computed]:
                     STABILITY_MIN,
                 )
             else:  # _next_recall_stability
-                hard_penalty = p[15] if rating == Rating.Hard else 1
-                easy_bonus = p[16] if rating == Rating.Easy else 1
-                stab = max(
-                    s
-                    * (
-                        1
-                        + (_E ** (p[8]))
-                        * (11 - d)
-                        * (s ** -p[9])
-                        * ((_E ** ((1 - r) * p[10])) - 1)
-                        * hard_penalty
-                        * easy_bonus
-                    ),
-                    STABILITY_MIN,
-                )
+                hard_penalty = p[15] if rating is _HARD else 1
+                easy_bonus = p[16] if rating is _EASY else 1
+                stab = max(s * (1 + recall * hard_penalty * easy_bonus), STABILITY_MIN)
             # _next_difficulty: linear damping, then mean reversion towards Easy's start
             delta = -(p[6] * (rating - 3))
-            arg_2 = d + (10.0 - d) * delta / 9.0
-            diff = min(max(p[7] * mean_target + (1 - p[7]) * arg_2, MIN_DIFFICULTY), MAX_DIFFICULTY)
+            arg_2 = d + to_ten * delta / 9.0
+            diff = min(max(target_part + damped_share * arg_2, MIN_DIFFICULTY), MAX_DIFFICULTY)
         interval: timedelta
-        if state == State.Review:
-            if rating == Rating.Again and len(steps):
-                new_state, new_step = State.Relearning, 0
+        if state is _REVIEW:
+            if rating is _AGAIN and count:
+                new_state, new_step = _RELEARNING, 0
                 interval = steps[0]
             else:
-                interval = timedelta(days=interval_of(stab))
-        elif len(steps) == 0 or (step >= len(steps) and rating != Rating.Again):  # type: ignore[operator]
-            new_state, new_step = State.Review, None
-            interval = timedelta(days=interval_of(stab))
-        elif rating == Rating.Again:
+                interval = timedelta(days=min(max(round((stab / factor) * per_factor), 1), most))
+        elif count == 0 or (step >= count and rating is not _AGAIN):  # type: ignore[operator]
+            new_state, new_step = _REVIEW, None
+            interval = timedelta(days=min(max(round((stab / factor) * per_factor), 1), most))
+        elif rating is _AGAIN:
             new_step = 0
             interval = steps[0]
-        elif rating == Rating.Hard:
-            if step == 0 and len(steps) == 1:
+        elif rating is _HARD:
+            if step == 0 and count == 1:
                 interval = steps[0] * 1.5
-            elif step == 0 and len(steps) >= 2:
+            elif step == 0 and count >= 2:
                 interval = (steps[0] + steps[1]) / 2.0
             else:
                 interval = steps[step]  # type: ignore[index]
-        elif rating == Rating.Good and step + 1 != len(steps):  # type: ignore[operator]
+        elif rating is _GOOD and step + 1 != count:  # type: ignore[operator]
             new_step = step + 1  # type: ignore[operator]
             interval = steps[new_step]
         else:  # Good at the last step, or Easy: graduates
-            new_state, new_step = State.Review, None
-            interval = timedelta(days=interval_of(stab))
-        if fs.enable_fuzzing and new_state == State.Review:
+            new_state, new_step = _REVIEW, None
+            interval = timedelta(days=min(max(round((stab / factor) * per_factor), 1), most))
+        if fuzz and new_state is _REVIEW:
             interval = fs._get_fuzzed_interval(interval=interval)
         out.append((rating, int(new_state), new_step, stab, diff, now + interval))
     return out
-
-
-def _interval_of(fs: fsrs.Scheduler):
-    """fsrs's _next_interval: whole days for a stability, at least 1, at most the maximum."""
-    factor, decay, retention, most = (
-        fs._FACTOR,
-        fs._DECAY,
-        fs.desired_retention,
-        fs.maximum_interval,
-    )
-
-    def days(stability: float) -> int:
-        return min(max(round((stability / factor) * ((retention ** (1 / decay)) - 1)), 1), most)
-
-    return days

@@ -14,7 +14,6 @@ preview had shown), or no key (the card id and its review count, before v2 of th
 
 from __future__ import annotations
 
-import random
 import re
 import zlib
 from dataclasses import dataclass, field, fields
@@ -22,9 +21,10 @@ from datetime import date, datetime, timedelta
 from typing import Any, TypeGuard
 
 import fsrs
-from fsrs.scheduler import FUZZ_RANGES
 
 from prep.engine.study import onepass
+from prep.engine.study.fuzz import _FirstDraw, _SeededFsrs
+from prep.engine.study.onepass import _AGAIN, _LEARNING, _RATINGS, _RELEARNING, _REVIEW
 from prep.engine.study.settingtext import (
     _DATE,
     _DECKS,
@@ -228,6 +228,19 @@ def _number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+_STATE_NUMBERS = (int(_LEARNING), int(_REVIEW), int(_RELEARNING))
+_RATING_OF = {int(r): r for r in Rating}
+
+
+def rating_of(value: Rating | int) -> Rating:
+    """``Rating(value)``: the same member (or error), by a dict's look-up first (the enum's
+    call is two Python calls and reads its class's attributes: ~3 us, issue 26)."""
+    try:
+        return _RATING_OF[value]  # type: ignore[index]
+    except (KeyError, TypeError):
+        return Rating(value)
+
+
 def state_problem(card: CardState) -> str | None:
     """Why fsrs cannot schedule ``card`` (one line), or None when it can.
 
@@ -235,7 +248,7 @@ def state_problem(card: CardState) -> str | None:
     fsrs sees it: fsrs asserts on a review card without stability, divides by a zero
     stability and computes complex numbers from a negative one.
     """
-    if card.state not in (int(State.Learning), int(State.Review), int(State.Relearning)):
+    if card.state not in _STATE_NUMBERS:
         return f"state must be 1 (learning), 2 (review) or 3 (relearning), got {card.state!r}"
     for key in ("reps", "lapses"):
         value = getattr(card, key)
@@ -248,12 +261,12 @@ def state_problem(card: CardState) -> str | None:
         not isinstance(step, int) or isinstance(step, bool) or not 0 <= step <= MAX_STEP
     ):
         return f"step must be a whole number between 0 and {MAX_STEP}, got {step!r}"
-    if card.state in (State.Learning, State.Relearning) and step is None:
+    if card.state in (_LEARNING, _RELEARNING) and step is None:
         return "a learning or relearning card needs its step"
     if (card.stability is None) != (card.difficulty is None):
         return "stability and difficulty come together (both set, or both empty for a new card)"
     if card.stability is None:
-        if card.state != State.Learning:
+        if card.state != _LEARNING:
             return "a review or relearning card needs stability and difficulty"
     else:
         s, d = card.stability, card.difficulty
@@ -266,7 +279,7 @@ def state_problem(card: CardState) -> str | None:
             return (
                 f"difficulty must be between {DIFFICULTY_MIN:g} and {DIFFICULTY_MAX:g}, got {d!r}"
             )
-    if card.state != State.Learning and card.last_review is None:
+    if card.state != _LEARNING and card.last_review is None:
         return "a review or relearning card needs last_review"
     for key in ("due", "last_review"):
         value = getattr(card, key)
@@ -285,58 +298,9 @@ class Outcome:
     lapsed: bool
 
 
-class _FirstDraw:
-    """The first ``random()`` of ``random.Random(seed)``, drawn when first asked for (a fuzz is
-    drawn only for an interval of 3 days or more) and then kept: the four ratings of one
-    preview share their review's seed, and seeding (a SHA-512 of the text) costs more than
-    the rest of the fuzz. The same number a fresh ``Random(seed)`` gives, each time asked."""
-
-    __slots__ = ("_seed", "_value")
-
-    def __init__(self, seed: str) -> None:
-        self._seed = seed
-        self._value: float | None = None
-
-    def random(self) -> float:
-        if self._value is None:
-            self._value = random.Random(self._seed).random()
-        return self._value
-
-
-_FUZZ_RANGES = tuple((r["start"], r["end"], r["factor"]) for r in FUZZ_RANGES)
-
-
-class _SeededFsrs(fsrs.Scheduler):
-    """fsrs.Scheduler whose fuzz comes from ``self.rng`` instead of the global ``random``
-    (one draw a review: ``_get_fuzzed_interval`` below is the only caller)."""
-
-    rng: _FirstDraw
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # (min_ivl, max_ivl) of each interval in days: what fsrs's _get_fuzz_range computes
-        # from the days and maximum_interval alone (three of them for every card shown),
-        # computed once a scheduler (a change of settings is a new one)
-        self._ranges: dict[int, tuple[int, int]] = {}
-
-    def _get_fuzzed_interval(self, *, interval: timedelta) -> timedelta:
-        interval_days = interval.days
-        if interval_days < 2.5:
-            return interval
-        ranges = self._ranges
-        found = ranges.get(interval_days)
-        if found is None:
-            delta = 1.0
-            for start, end, factor in _FUZZ_RANGES:  # (fsrs's, in its order: the same sums)
-                delta += factor * max(min(float(interval_days), end) - start, 0.0)
-            min_ivl = max(2, round(interval_days - delta))
-            max_ivl = min(round(interval_days + delta), self.maximum_interval)
-            found = (min(min_ivl, max_ivl), max_ivl)
-            if len(ranges) < 40_000:  # (maximum_interval's days at most: 36,500 by default)
-                ranges[interval_days] = found
-        min_ivl, max_ivl = found
-        days = self.rng.random() * (max_ivl - min_ivl + 1) + min_ivl
-        return timedelta(days=min(round(days), self.maximum_interval))
+# a rating's new FSRS fields: state, step, stability, difficulty, due, last review (Outcome's
+# state as _outcome makes it from them)
+_Fields = tuple[int, int | None, float | None, float | None, datetime, datetime | None]
 
 
 # The settings that decide what a rating does to a card: stored with every review (v9), so
@@ -390,11 +354,12 @@ class Scheduler:
             enable_fuzzing=self.enable_fuzzing,
             **kwargs,
         )
-        # the last preview: (card, seed text, time, its four outcomes), which the reviews of
-        # the same card with the same seed take (``_from_preview``) instead of running fsrs
-        # again: a card's preview is computed when it is shown, then asked for when the
-        # answer is revealed, then its rating is one of the four (issue 26)
-        self._previewed: tuple[CardState, str, datetime, dict[Rating, Outcome]] | None = None
+        # the last preview: (card, seed text, time, its four ratings' new fields), which the
+        # reviews of the same card with the same seed take (``_kept``) instead of running fsrs
+        # again: a card's preview is computed when it is shown (``check``: no outcome made),
+        # then asked for when the answer is revealed, then its rating is one of the four
+        # (issue 26)
+        self._previewed: tuple[CardState, str, datetime, list[_Fields]] | None = None
         self._replay: dict | None = None
         # the last seed text made, with what made it (_seed): a card shown, its preview on
         # reveal and its rating each ask for the same state's (a CardState is frozen)
@@ -456,13 +421,13 @@ class Scheduler:
         card's id and review count, as reviews stored with the oldest parameters are. New
         reviews ("card") are seeded by the card and its history, whatever the key."""
         now = to_utc(now)
-        rating = Rating(rating)
+        rating = rating_of(rating)
         # Seeded by the review, not the clock: the interval previewed on a button is the
         # interval the same rating gives a moment later.
         seed = self._seed(card, key)
         kept = self._kept(card, seed, now)
         if kept is not None:
-            return _moved(kept[0][rating], now, kept[1])
+            return self._outcome(kept[0], rating, now, *kept[1][rating - 1])
         return self._review(card, rating, now, _FirstDraw(seed))
 
     def _review(
@@ -503,24 +468,28 @@ class Scheduler:
     ) -> Outcome:
         """The Outcome of rating ``card`` so, from the scheduler's new FSRS fields (fsrs's
         review or onepass's): the review count, lapses and leech mark counted here."""
-        lapsed = card.state == State.Review and rating == Rating.Again
+        lapsed = card.state == _REVIEW and rating == _AGAIN
         lapses = card.lapses + (1 if lapsed else 0)
-        new_state = _changed(
-            card,
-            state=state,
-            step=step,
-            stability=stability,
-            difficulty=difficulty,
-            due=due,
-            last_review=last_review,
-            reps=card.reps + 1,
-            lapses=lapses,
-            leech=card.leech or lapses >= self.settings.leech_threshold,
-            changed=False,
+        # (_changed inline, its keywords' dict not made: five an answer)
+        values = card.__dict__.copy()
+        values["state"] = state
+        values["step"] = step
+        values["stability"] = stability
+        values["difficulty"] = difficulty
+        values["due"] = due
+        values["last_review"] = last_review
+        values["reps"] = card.reps + 1
+        values["lapses"] = lapses
+        values["leech"] = card.leech or lapses >= self.settings.leech_threshold
+        values["changed"] = False
+        new_state = _new(CardState)
+        _set_dict(new_state, "__dict__", values)
+        made = _new(Outcome)  # (as _changed makes a state)
+        _set_dict(
+            made,
+            "__dict__",
+            {"rating": rating, "state": new_state, "interval": due - now, "lapsed": lapsed},
         )
-        made = _new(Outcome)  # (as _changed makes a state: four a card shown)
-        values = {"rating": rating, "state": new_state, "interval": due - now, "lapsed": lapsed}
-        _set_dict(made, "__dict__", values)
         return made
 
     def preview(
@@ -530,68 +499,77 @@ class Scheduler:
         the id the review will get, as review()). Kept for the reviews and previews of the
         same card and seed that follow (the rating among them), moved to their time."""
         now = to_utc(now)
+        kept, fields = self._keep(card, now, key)
+        outcome = self._outcome
+        return {rating: outcome(kept, rating, now, *fields[rating - 1]) for rating in _RATINGS}
+
+    def check(self, card: CardState, now: datetime, key: str | None = None) -> None:
+        """preview's computation, kept for the preview and the rating that follow, without its
+        outcomes made (a card shown: they are made when the answer is revealed); raises what
+        preview raises."""
+        self._keep(card, to_utc(now), key)
+
+    def _keep(
+        self, card: CardState, now: datetime, key: str | None
+    ) -> tuple[CardState, list[_Fields]]:
+        """The card the preview of ``card`` at ``now`` (UTC) is kept for and the new fields
+        each rating gives it at ``now`` (_Fields, in Rating order): the kept ones moved to
+        ``now``, or computed and kept."""
         seed = self._seed(card, key)
         kept = self._kept(card, seed, now)
         if kept is not None:
-            return {r: _moved(o, now, kept[1]) for r, o in kept[0].items()}
+            return kept
         draw = _FirstDraw(seed)
         try:  # the four in one pass (engine/study/onepass.py: fsrs's formulas, bit for bit)
-            outcomes = self._four(card, now, draw)
+            self._fsrs.rng = draw
+            fields: list[_Fields] = [
+                (state, step, stability, difficulty, due, now)
+                for _r, state, step, stability, difficulty, due in onepass.four(
+                    self._fsrs, card, now
+                )
+            ]
         except Exception:  # a state the pass cannot compute: fsrs says what is wrong with it
             fcard = card.to_fsrs(now)
-            outcomes = {r: self._review(card, r, now, draw, fcard) for r in Rating}
-        self._previewed = (card, seed, now, outcomes)
-        return dict(outcomes)
-
-    def _four(self, card: CardState, now: datetime, draw: _FirstDraw) -> dict[Rating, Outcome]:
-        """preview's outcomes from onepass.four (the same as ``_review`` of each rating)."""
-        self._fsrs.rng = draw
-        return {
-            rating: self._outcome(card, rating, now, state, step, stability, difficulty, due, now)
-            for rating, state, step, stability, difficulty, due in onepass.four(
-                self._fsrs, card, now
-            )
-        }
+            fields = []
+            for rating in _RATINGS:
+                self._fsrs.rng = draw
+                new, _log = self._fsrs.review_card(fcard, rating, now)
+                fields.append(
+                    (
+                        int(new.state),
+                        new.step,
+                        new.stability,
+                        new.difficulty,
+                        new.due,
+                        new.last_review,
+                    )
+                )
+        self._previewed = (card, seed, now, fields)
+        return card, fields
 
     def _kept(
         self, card: CardState, seed: str, now: datetime
-    ) -> tuple[dict[Rating, Outcome], timedelta] | None:
-        """The last preview's outcomes and the time passed since, when moving them by that
-        time gives what fsrs would give now: the same card state and seed, and the same whole
-        number of days since the card's last review (the only way fsrs reads the time besides
-        adding it to the interval: fsrs.Scheduler.review_card, its retrievability)."""
+    ) -> tuple[CardState, list[_Fields]] | None:
+        """The card the last preview was computed for and its fields moved to ``now``, when
+        moving them by the time passed since gives what fsrs would give now: the same card
+        state and seed, and the same whole number of days since the card's last review (the
+        only way fsrs reads the time besides adding it to the interval:
+        fsrs.Scheduler.review_card, its retrievability). Moved: fsrs's due is the review's time
+        plus the interval, its last review the review's time."""
         kept = self._previewed
         if kept is None or kept[1] != seed or (kept[0] is not card and kept[0] != card):
             return None
-        at, outcomes = kept[2], kept[3]
+        at, fields = kept[2], kept[3]
         last = card.last_review
         if last is not None and (now - last).days != (at - last).days:
             return None
-        return outcomes, now - at
+        if now == at:
+            return kept[0], fields
+        moved = now - at
+        return kept[0], [
+            (state, step, stability, difficulty, due + moved, now)
+            for state, step, stability, difficulty, due, _at in fields
+        ]
 
 
 _new, _set_dict = object.__new__, object.__setattr__
-
-
-def _changed(card: CardState, /, **changes: Any) -> CardState:
-    """``dataclasses.replace`` for CardState, its fields' dict copied (no checks: issue 26)."""
-    values = card.__dict__.copy()
-    values.update(changes)
-    new = _new(CardState)
-    _set_dict(new, "__dict__", values)
-    return new
-
-
-def _moved(outcome: Outcome, now: datetime, moved: timedelta) -> Outcome:
-    """A previewed outcome as the same rating gives it ``moved`` later, at ``now``: fsrs's
-    due is the review's time plus the interval, its last review the review's time."""
-    if not moved:
-        return outcome
-    values = outcome.state.__dict__.copy()  # (_changed, inline: five an answer)
-    values["due"] = None if (due := values["due"]) is None else due + moved
-    values["last_review"] = now
-    state = _new(CardState)
-    _set_dict(state, "__dict__", values)
-    made = _new(Outcome)
-    _set_dict(made, "__dict__", {**outcome.__dict__, "state": state})
-    return made

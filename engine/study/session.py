@@ -24,6 +24,7 @@ from prep.engine.study.collection import Cards
 from prep.engine.study.due import interday, next_due
 from prep.engine.study.duesteps import DueSteps
 from prep.engine.study.forecast import due_per_day
+from prep.engine.study.onepass import _AGAIN
 from prep.engine.study.queue import (  # re-exported: callers import them from here
     EXTRA_NEW_KEY,
     LEARN_AHEAD,
@@ -45,6 +46,7 @@ from prep.engine.study.scheduler import (
     Scheduler,
     Settings,
     State,
+    rating_of,
     state_problem,
 )
 from prep.engine.study.takein import kinds_of
@@ -285,7 +287,7 @@ class ReviewSession:
         why = state_problem(state)
         if why is None:
             try:
-                self.scheduler.preview(state, self.clock(), key)
+                self.scheduler.check(state, self.clock(), key)
             except (ArithmeticError, AssertionError, TypeError, ValueError) as exc:
                 why = f"the scheduler cannot rate it ({type(exc).__name__}: {exc})"
         if why is not None:
@@ -424,7 +426,7 @@ class ReviewSession:
         re-read an edited deck), the rating is kept for this card and its state is marked as
         changed, so it is shown as edited and reviewed on the new text."""
         card, entry = self._target(card_id, "rate")
-        rating = Rating(rating)
+        rating = rating_of(rating)
         seen = self._seen
         deck_hash = card.content_hash
         shown_hash = content_hash or card.content_hash
@@ -477,7 +479,7 @@ class ReviewSession:
         self.done.append(card.id)
         self.stats.reviewed += 1
         self.stats.ratings[int(rating)] += 1
-        self.stats.again += rating == Rating.Again
+        self.stats.again += rating is _AGAIN
         self.stats.seconds += duration_ms / 1000
         # when it comes back (an interview plan may bring a review forward)
         due = plan_mod.due_of(self.plan, self.collection, outcome.state)
