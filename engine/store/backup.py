@@ -199,9 +199,21 @@ def _snapshot(src: sqlite3.Connection) -> Iterator[None]:
         src.execute("COMMIT")
 
 
+# the files SQLite keeps beside a database: a half copy's go with it (a disk that filled up
+# as the copy left WAL mode kept the .part's -wal and -shm in backups/ for good)
+SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def _remove_half(tmp: Path) -> None:
+    tmp.unlink(missing_ok=True)
+    for suffix in SIDE_FILES:
+        with contextlib.suppress(OSError):
+            tmp.with_name(tmp.name + suffix).unlink(missing_ok=True)
+
+
 def _copy(src: sqlite3.Connection, target: Path, stop: Callable[[], bool] | None = None) -> None:
     tmp = target.with_name(target.name + ".part")
-    tmp.unlink(missing_ok=True)
+    _remove_half(tmp)
     try:
         dst = sqlite3.connect(tmp)
         try:
@@ -214,7 +226,7 @@ def _copy(src: sqlite3.Connection, target: Path, stop: Callable[[], bool] | None
             os.fsync(f.fileno())
         os.replace(tmp, target)
     except BaseException:  # a full disk, q, Ctrl-C: no half copy left in backups/
-        tmp.unlink(missing_ok=True)
+        _remove_half(tmp)
         raise
 
 
@@ -223,13 +235,14 @@ STALE_PART = 15 * 60  # seconds: a .part this long untouched was left by a kille
 
 def _sweep_parts(db_path: Path) -> None:
     """Remove the half copies a prep killed mid-backup left (SIGKILL skips _copy's cleanup):
-    this database's backup names + ".part" not written to for STALE_PART seconds. One being
-    written by another prep right now is touched every moment and kept."""
+    this database's backup names + ".part" (and its SIDE_FILES) not written to for STALE_PART
+    seconds. One being written by another prep right now is touched every moment and kept."""
     patterns = (_name(db_path), _legacy_name(db_path))
     where = folder(db_path)
     cutoff = time.time() - STALE_PART
     for n in _names(db_path):
-        if n.endswith(".part") and _matches(patterns, n[: -len(".part")]):
+        half = next((n[: -len(s)] for s in SIDE_FILES if n.endswith(".part" + s)), n)
+        if half.endswith(".part") and _matches(patterns, half[: -len(".part")]):
             part = where / n
             try:
                 if part.stat().st_mtime < cutoff:

@@ -1,0 +1,89 @@
+"""Round sixteen's hostile pass at the command line and the files prep writes: each test is a
+finding, reproduced (it failed before its fix)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import sqlite3
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from prep.engine.store import Store, backup
+from tests.test_sync import T0, rate
+
+
+class _FullAfterCopy(sqlite3.Connection):
+    """A backup copy's connection on a disk that fills up once the pages are copied (a
+    600 KB tmpfs with 520 KB free did this to a 480 KB database): leaving WAL mode makes the
+    copy's -wal and -shm, and SQLite cannot grow the -shm. Here a file size limit of 0 bytes
+    refuses that write as a full disk does, from the mode change until the connection is
+    closed (the disk stays full meanwhile)."""
+
+    limit: tuple[int, int] | None = None
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:  # type: ignore[override]
+        if sql.startswith("PRAGMA journal_mode") and self.limit is None:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            self.limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (0, self.limit[1]))
+        return super().execute(sql, *args)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            if self.limit is not None:
+                resource.setrlimit(resource.RLIMIT_FSIZE, self.limit)
+                signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+
+
+def test_a_backup_that_fails_after_its_copy_leaves_no_side_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The half copy (.part) was removed, its -wal and -shm were not: two files left in
+    backups/ for good (no sweep knew their names), after each failed backup or restore."""
+    db = tmp_path / "p.db"
+    real = sqlite3.connect
+
+    def connect(target: object, *args: object, **kwargs: object) -> sqlite3.Connection:
+        if str(target).endswith(".part"):
+            kwargs["factory"] = _FullAfterCopy
+        return real(target, *args, **kwargs)  # type: ignore[arg-type]
+
+    with Store.open(db) as store:
+        rate(store, "x", 3, T0)
+        monkeypatch.setattr(backup.sqlite3, "connect", connect)
+        with pytest.raises(backup.BackupError, match="cannot write a backup"):
+            backup.make(store, "manual", datetime(2026, 3, 2, tzinfo=UTC))
+        monkeypatch.undo()
+        assert sorted(p.name for p in backup.folder(db).iterdir()) == []
+        assert backup.make(store, "manual", datetime(2026, 3, 2, tzinfo=UTC)) is not None
+
+
+def test_a_killed_backups_side_files_are_swept_with_its_half_copy(tmp_path: Path) -> None:
+    """A prep killed while its copy's -wal/-shm were open left them beside the .part; the
+    sweep removed only the .part. Now the side files of a stale half copy go too (a fresh
+    one's stay: another prep may be writing it now), and no other file is touched."""
+    db = tmp_path / "p.db"
+    with Store.open(db) as store:
+        rate(store, "x", 3, T0)
+        where = backup.folder(db)
+        where.mkdir(parents=True)
+        stale = "p.db.20260301-000000-000000-daily.db.part"
+        fresh = "p.db.20260301-000001-000000-daily.db.part"
+        names = [f"{n}{s}" for n in (stale, fresh) for s in ("", "-wal", "-shm", "-journal")]
+        names += ["notes.txt.part-wal", "p.db.20260301-000000-000000-daily.db-wal"]
+        old = time.time() - backup.STALE_PART - 60
+        for name in names:
+            (where / name).write_bytes(b"half")
+            if not name.startswith(fresh):
+                os.utime(where / name, (old, old))
+        made = backup.make(store, "manual", datetime(2026, 3, 2, tzinfo=UTC))
+        assert made is not None
+    left = sorted(p.name for p in where.iterdir() if p != made)
+    assert left == sorted(n for n in names if not n.startswith(stale))
