@@ -87,3 +87,22 @@ def test_a_killed_backups_side_files_are_swept_with_its_half_copy(tmp_path: Path
         assert made is not None
     left = sorted(p.name for p in where.iterdir() if p != made)
     assert left == sorted(n for n in names if not n.startswith(stale))
+
+
+def test_a_dangling_link_is_said_to_lead_to_a_missing_folder_not_to_miss_its_own(
+    tmp_path: Path,
+) -> None:
+    """`prep export -o LINK` where LINK leads into a folder that does not exist said `no folder
+    .` (the link's own folder, which is there); it names where the link leads."""
+    from prep.engine.transfer.atomic import WriteError, write_files
+
+    link = tmp_path / "out.json"
+    link.symlink_to(tmp_path / "gone" / "x.json")
+    with pytest.raises(WriteError) as info:
+        write_files({link: "x"})
+    said = str(info.value)
+    assert said.endswith(
+        f"leads to {tmp_path / 'gone' / 'x.json'}, and there is no folder {tmp_path / 'gone'}"
+    )
+    assert "\n" not in said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
