@@ -106,3 +106,29 @@ def test_a_dangling_link_is_said_to_lead_to_a_missing_folder_not_to_miss_its_own
     )
     assert "\n" not in said
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "apkg"])
+def test_export_says_a_name_with_control_characters_escaped_on_one_line(
+    tmp_path: Path, fmt: str
+) -> None:
+    """`prep export -o NAME` printed NAME raw in its Wrote line: a newline in it split the line
+    and an escape sequence reached the terminal (every other command, `prep backup`, `import`,
+    `demo --plot`, `check`, `sync`, writes it as \\x07 and \\n)."""
+    from click.testing import CliRunner
+
+    from prep.tui.cli import main
+
+    db = tmp_path / "p.db"
+    with Store.open(db) as store:
+        rate(store, "x", 3, T0)
+    folder = tmp_path / "odd\x07\nname"
+    folder.mkdir()
+    out = folder / f"x.{fmt}"
+    done = CliRunner().invoke(main, ["--db", str(db), "export", "--format", fmt, "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    lines = done.output.splitlines()
+    assert "\x07" not in done.output
+    assert "odd\\x07\\nname" in lines[1 if fmt == "csv" else 0]
+    assert len(lines) == (7 if fmt == "csv" else 1)  # (csv: a count, then one file a line)
+    assert out.exists()
