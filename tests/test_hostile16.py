@@ -132,3 +132,35 @@ def test_export_says_a_name_with_control_characters_escaped_on_one_line(
     assert "odd\\x07\\nname" in lines[1 if fmt == "csv" else 0]
     assert len(lines) == (7 if fmt == "csv" else 1)  # (csv: a count, then one file a line)
     assert out.exists()
+
+
+def test_a_database_whose_version_row_is_gone_is_said_damaged_and_export_still_reads_it(
+    tmp_path: Path,
+) -> None:
+    """A prep database with its schema_version row deleted (by hand, a bad tool) was taken for a
+    new one: every command reran the migrations on its tables and failed with SQLite's "views may
+    not be indexed", `prep export` (the way out a damaged version names) included. Now it is
+    refused as a version that is not one prep wrote, and export (and stats) read it."""
+    import json
+
+    from click.testing import CliRunner
+
+    from prep.tui.cli import main
+
+    db = tmp_path / "p.db"
+    with Store.open(db) as store:
+        rate(store, "x", 3, T0)
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM meta WHERE key = 'schema_version'")
+    before = db.read_bytes()
+    for args in (["quiz", "--plain"], ["config", "new_per_day", "3"], ["backup"]):
+        done = CliRunner().invoke(main, ["--db", str(db), *args], input="")
+        assert done.exit_code == 2, done.output
+        assert "schema version" in done.output and "views" not in done.output, done.output
+    shown = CliRunner().invoke(main, ["--db", str(db), "stats"])  # (a reader, as export)
+    assert shown.exit_code == 0 and "total 1" in shown.output, shown.output
+    out = tmp_path / "rescue.json"
+    done = CliRunner().invoke(main, ["--db", str(db), "export", "--format", "json", "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    assert [r["card_id"] for r in json.loads(out.read_text())["reviews"]] == ["x"]
+    assert db.read_bytes() == before

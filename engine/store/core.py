@@ -491,16 +491,20 @@ class StoreCore:
             return 0
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         if row is None:
-            return 0
+            if not self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE name IN ('cards', 'revlog', 'reviews')"
+            ).fetchone():
+                return 0  # (a new database is made in one transaction, its version row in it)
+            row = (None,)  # its row deleted: rerunning every migration failed on its tables
         try:
             version = int(row[0])
         except (TypeError, ValueError):
             version = None
         if version is None or version < 1:  # 0 or -1 would rerun (or index) the migrations
+            said = "missing" if row[0] is None else f"{str(row[0])[:40]!r}"
             raise StoreError(
-                f"{self.path or ':memory:'}: the schema version in the database is "
-                f"{str(row[0])[:40]!r}, not one prep wrote (edited by hand?); `prep export` "
-                "still reads it",
+                f"{self.path or ':memory:'}: the schema version in the database is {said}, "
+                "not one prep wrote (edited by hand?); `prep export` still reads it",
                 kind="damaged",
             ) from None
         return version
