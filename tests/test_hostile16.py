@@ -164,3 +164,28 @@ def test_a_database_whose_version_row_is_gone_is_said_damaged_and_export_still_r
     assert done.exit_code == 0, done.output
     assert [r["card_id"] for r in json.loads(out.read_text())["reviews"]] == ["x"]
     assert db.read_bytes() == before
+
+
+def test_a_deeply_nested_rubric_or_answer_line_is_one_line_not_an_internal_error(
+    tmp_path: Path,
+) -> None:
+    """`prep grade --rubric R.yaml --answers A.jsonl`: a rubric of 19,000 nested brackets (38 KB,
+    well under its 1 MB cap) or an answers line of nested arrays ended in "internal error
+    (RecursionError ...)", exit 70; each is now a line naming the file, as every other bad
+    input of grade is (the deck and import readers already said "nested too deeply")."""
+    from prep.demos.pretrained.grader import batch
+    from prep.demos.pretrained.grader.rubric import RubricError, load_rubric
+
+    rubric = tmp_path / "r.yaml"
+    rubric.write_text("question: q\npoints: " + "[" * 19_000 + "]" * 19_000 + "\n")
+    with pytest.raises(RubricError) as info:
+        load_rubric(rubric)
+    assert str(info.value) == f"{rubric}: nested too deeply to be a rubric"
+    answers = tmp_path / "a.jsonl"
+    deep = "[" * 100_000 + "]" * 100_000
+    answers.write_text(
+        '{"answer_id": 1, "answer": "ok"}\n{"answer_id": 2, "answer": ' + deep + "}\n"
+    )
+    with pytest.raises(RubricError) as info:
+        batch.read_answers(answers)
+    assert str(info.value) == f"{answers}:2: not a JSON object (nested too deeply)"
