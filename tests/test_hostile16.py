@@ -189,3 +189,29 @@ def test_a_deeply_nested_rubric_or_answer_line_is_one_line_not_an_internal_error
     with pytest.raises(RubricError) as info:
         batch.read_answers(answers)
     assert str(info.value) == f"{answers}:2: not a JSON object (nested too deeply)"
+
+
+def test_a_plot_through_a_link_into_a_missing_folder_is_refused_before_the_demo_runs(
+    tmp_path: Path,
+) -> None:
+    """`prep demo NAME --plot LINK.svg`, LINK leading into a folder that does not exist: the
+    check before the run looked at the link's own folder (there), so the demo ran whole (minutes
+    at --scale large) and then failed to write with a bare "No such file or directory"."""
+    from tests.test_read_only_commands import prep
+
+    link = tmp_path / "figure.svg"
+    link.symlink_to(tmp_path / "gone" / "figure.svg")
+    done = prep("--db", str(tmp_path / "p.db"), "demo", "no-wo", "--no-plot", "--plot", str(link))
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert lines == [
+        f"prep demo: error: --plot {link}: it leads to {tmp_path / 'gone' / 'figure.svg'}, "
+        f"and there is no folder {tmp_path / 'gone'}"
+    ]
+    assert done.stdout == ""  # (refused before the demo ran: no report)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["figure.svg"]
+    loop = tmp_path / "loop.svg"  # (and a loop is one line too, not a RuntimeError)
+    loop.symlink_to(loop)
+    done = prep("--db", str(tmp_path / "p.db"), "demo", "no-wo", "--no-plot", "--plot", str(loop))
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert done.stderr.strip() == f"prep demo: error: --plot {loop}: a symbolic link loop"
