@@ -215,3 +215,19 @@ def test_a_plot_through_a_link_into_a_missing_folder_is_refused_before_the_demo_
     done = prep("--db", str(tmp_path / "p.db"), "demo", "no-wo", "--no-plot", "--plot", str(loop))
     assert done.returncode == 2 and done.stdout == "", done.stderr
     assert done.stderr.strip() == f"prep demo: error: --plot {loop}: a symbolic link loop"
+
+
+def test_a_sync_dir_that_is_a_link_loop_is_one_line(tmp_path: Path) -> None:
+    """`prep config sync_dir LOOP` (a symbolic link to itself) was "internal error (RuntimeError:
+    Symlink loop ...)", exit 70; `prep sync LOOP` already said it in one line."""
+    from click.testing import CliRunner
+
+    from prep.tui.cli import main
+
+    loop = tmp_path / "Sync"
+    loop.symlink_to(loop)
+    db = tmp_path / "p.db"
+    done = CliRunner().invoke(main, ["--db", str(db), "config", "sync_dir", str(loop)])
+    assert done.exit_code == 2, done.output
+    assert done.output.strip() == f"prep: sync_dir: {loop}: a symbolic link loop; nothing changed"
+    assert not db.exists()

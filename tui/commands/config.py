@@ -181,7 +181,10 @@ def _sync_dir_path(value: str) -> Path | None:
         )
     if value.strip().lower() == "none":
         return None
-    path = expand_user(value).resolve()
+    try:
+        path = expand_user(value).resolve()
+    except (OSError, RuntimeError):  # (3.11-3.12 raise RuntimeError on a loop)
+        raise UsageError(f"sync_dir: {value}: a symbolic link loop; nothing changed") from None
     try:  # (a name's bytes that are not UTF-8: the database keeps text, sqlite3 refuses it)
         str(path).encode("utf-8")
     except UnicodeEncodeError:
