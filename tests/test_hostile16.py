@@ -231,3 +231,30 @@ def test_a_sync_dir_that_is_a_link_loop_is_one_line(tmp_path: Path) -> None:
     assert done.exit_code == 2, done.output
     assert done.output.strip() == f"prep: sync_dir: {loop}: a symbolic link loop; nothing changed"
     assert not db.exists()
+
+
+def test_a_database_whose_name_is_not_utf8_imports_and_restores(tmp_path: Path) -> None:
+    """A database named with a byte that is not UTF-8 (`--db $'\\xff.db'`) studies, syncs and
+    backs up, but `prep import` and `prep backup --restore` were "internal error
+    (UnicodeEncodeError ...)", exit 70: the read-only URI SQLite opens it by was quoted as UTF-8
+    text. The URI now carries the name's own bytes."""
+    from click.testing import CliRunner
+
+    from prep.tui.cli import main
+
+    db = tmp_path / os.fsdecode(b"\xff.db")
+    with Store.open(db) as store:
+        rate(store, "x", 3, T0)
+    run = CliRunner().invoke
+    export = tmp_path / "e.json"
+    assert (
+        run(main, ["--db", str(db), "export", "--format", "json", "-o", str(export)]).exit_code == 0
+    )
+    assert run(main, ["--db", str(db), "backup"]).exit_code == 0
+    done = run(main, ["--db", str(db), "import", str(export)])
+    assert done.exit_code == 0 and "Imported" in done.output, done.output
+    name = next(p.name for p in backup.folder(db).iterdir() if p.name.endswith("-manual.db"))
+    done = run(main, ["--db", str(db), "backup", "--restore", name])
+    assert done.exit_code == 0 and done.output.startswith("restored \\xff.db."), done.output
+    with Store.open(db) as store:
+        assert store.conn.execute("SELECT count(*) FROM revlog").fetchone() == (1,)

@@ -28,7 +28,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prep.engine.paths import entry_kind
+from prep.engine.paths import entry_kind, sqlite_uri
 from prep.engine.store import known
 from prep.engine.timeutil import study_day_start, utcnow
 
@@ -286,10 +286,8 @@ def make(
 
 
 def _own_reader(db_path: Path) -> sqlite3.Connection:
-    from urllib.parse import quote
-
     try:
-        return sqlite3.connect(f"file:{quote(str(db_path))}?mode=ro", uri=True)
+        return sqlite3.connect(sqlite_uri(db_path, "mode=ro"), uri=True)
     except sqlite3.Error as exc:
         raise BackupError(f"{folder(db_path)}: cannot write a backup ({exc})") from None
 
@@ -380,10 +378,8 @@ def _bytes(n: int) -> str:
 
 def before_upgrade(db_path: Path, stop: Callable[[], bool] | None = None) -> Path | None:
     """Back up a database that is about to be upgraded (opened read-only for the copy)."""
-    from urllib.parse import quote
-
     try:
-        conn = sqlite3.connect(f"file:{quote(str(db_path))}?mode=ro", uri=True)
+        conn = sqlite3.connect(sqlite_uri(db_path, "mode=ro"), uri=True)
     except sqlite3.Error:
         return None
     try:
@@ -509,11 +505,10 @@ def restore(store: Store, name: str) -> tuple[Path, Path | None]:
 
     saved: Path | None = None
     try:
-        from urllib.parse import quote
-
         # quoted: a `#` or `?` in the path would end it, and the URI then names another
-        # file (created empty and restored over the database: everything lost)
-        src = sqlite3.connect(f"file:{quote(str(found[0]))}?mode=ro", uri=True)
+        # file (created empty and restored over the database: everything lost); its bytes
+        # quoted, not its text (a name that is not UTF-8 raised UnicodeEncodeError)
+        src = sqlite3.connect(sqlite_uri(found[0], "mode=ro"), uri=True)
         try:
             _refuse_not_prep(src, found[0])  # (before anything is written)
             older = _version(src)
