@@ -116,6 +116,12 @@ def _plot_problem(path: Path) -> str:
         return "is a folder"
     if not path.parent.is_dir():
         return f"folder {path.parent} does not exist"
+    try:
+        real = path.resolve()  # (a link: the file it leads to is the one written)
+    except (OSError, RuntimeError):  # (3.11-3.12 raise RuntimeError on a loop)
+        return "a symbolic link loop"
+    if not real.parent.is_dir():
+        return f"it leads to {real}, and there is no folder {real.parent}"
     return ""
 
 

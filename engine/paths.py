@@ -1,5 +1,6 @@
 """Paths the user names, read as a shell reads them; and what an entry on disk is, in words
-(the backups' folder and the sync folder name an entry that is no regular file alike)."""
+(the backups' folder and the sync folder name an entry that is no regular file alike); and the
+URI SQLite opens a file by."""
 
 from __future__ import annotations
 
@@ -18,6 +19,15 @@ def expand_user(path: str | os.PathLike[str]) -> Path:
         return p.expanduser()
     except RuntimeError:
         return p
+
+
+def sqlite_uri(path: str | os.PathLike[str], query: str) -> str:
+    """``file:PATH?QUERY`` for ``sqlite3.connect(..., uri=True)``: the path's own bytes quoted
+    (a name that is not UTF-8, ``\xff.db``, made quote() of its text raise UnicodeEncodeError),
+    and a ``#`` or ``?`` in it quoted, so the URI never names another file."""
+    from urllib.parse import quote
+
+    return f"file:{quote(os.fsencode(path))}?{query}"
 
 
 def odd_kind(mode: int) -> str | None:

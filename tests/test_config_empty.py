@@ -1,5 +1,7 @@
 """`prep config KEY ""` (what `"$UNSET_VAR"` gives) is refused in one line, exit 2, naming how to
-clear the setting on purpose; nothing saved changes. sync_dir "" still clears (by design)."""
+clear the setting on purpose; nothing saved changes. sync_dir too (round 16: `prep config sync_dir
+"$DIR"` with DIR unset cleared it, and every background sync stopped without a word, against
+README's "never with an empty value")."""
 
 from __future__ import annotations
 
@@ -69,8 +71,20 @@ def test_the_named_way_clears_on_purpose(
     assert getattr(saved(db), key) == cleared
 
 
-def test_an_empty_sync_dir_still_clears_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_sync_dir_is_refused_and_none_still_clears_it(tmp_path: Path, value: str) -> None:
     db = tmp_path / "p.db"
     assert config(db, "sync_dir", str(tmp_path)).exit_code == 0
-    done = config(db, "sync_dir", "")
+    done = config(db, "sync_dir", value)
+    assert done.exit_code == 2, done.output
+    said = done.output.strip()
+    assert "\n" not in said and "empty value" in said and "prep config sync_dir none" in said
+    assert config(db, "sync_dir").output.strip() == f"sync_dir = {tmp_path}"  # (kept)
+    done = config(db, "sync_dir", "none")
     assert done.exit_code == 0 and done.output.strip() == "sync_dir = none"
+
+
+def test_an_empty_sync_dir_makes_no_database(tmp_path: Path) -> None:
+    db = tmp_path / "p.db"
+    assert config(db, "sync_dir", "").exit_code == 2
+    assert not db.exists()

@@ -28,7 +28,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prep.engine.paths import entry_kind
+from prep.engine.paths import entry_kind, sqlite_uri
 from prep.engine.store import known
 from prep.engine.timeutil import study_day_start, utcnow
 
@@ -199,9 +199,21 @@ def _snapshot(src: sqlite3.Connection) -> Iterator[None]:
         src.execute("COMMIT")
 
 
+# the files SQLite keeps beside a database: a half copy's go with it (a disk that filled up
+# as the copy left WAL mode kept the .part's -wal and -shm in backups/ for good)
+SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def _remove_half(tmp: Path) -> None:
+    tmp.unlink(missing_ok=True)
+    for suffix in SIDE_FILES:
+        with contextlib.suppress(OSError):
+            tmp.with_name(tmp.name + suffix).unlink(missing_ok=True)
+
+
 def _copy(src: sqlite3.Connection, target: Path, stop: Callable[[], bool] | None = None) -> None:
     tmp = target.with_name(target.name + ".part")
-    tmp.unlink(missing_ok=True)
+    _remove_half(tmp)
     try:
         dst = sqlite3.connect(tmp)
         try:
@@ -214,7 +226,7 @@ def _copy(src: sqlite3.Connection, target: Path, stop: Callable[[], bool] | None
             os.fsync(f.fileno())
         os.replace(tmp, target)
     except BaseException:  # a full disk, q, Ctrl-C: no half copy left in backups/
-        tmp.unlink(missing_ok=True)
+        _remove_half(tmp)
         raise
 
 
@@ -223,13 +235,14 @@ STALE_PART = 15 * 60  # seconds: a .part this long untouched was left by a kille
 
 def _sweep_parts(db_path: Path) -> None:
     """Remove the half copies a prep killed mid-backup left (SIGKILL skips _copy's cleanup):
-    this database's backup names + ".part" not written to for STALE_PART seconds. One being
-    written by another prep right now is touched every moment and kept."""
+    this database's backup names + ".part" (and its SIDE_FILES) not written to for STALE_PART
+    seconds. One being written by another prep right now is touched every moment and kept."""
     patterns = (_name(db_path), _legacy_name(db_path))
     where = folder(db_path)
     cutoff = time.time() - STALE_PART
     for n in _names(db_path):
-        if n.endswith(".part") and _matches(patterns, n[: -len(".part")]):
+        half = next((n[: -len(s)] for s in SIDE_FILES if n.endswith(".part" + s)), n)
+        if half.endswith(".part") and _matches(patterns, half[: -len(".part")]):
             part = where / n
             try:
                 if part.stat().st_mtime < cutoff:
@@ -273,10 +286,8 @@ def make(
 
 
 def _own_reader(db_path: Path) -> sqlite3.Connection:
-    from urllib.parse import quote
-
     try:
-        return sqlite3.connect(f"file:{quote(str(db_path))}?mode=ro", uri=True)
+        return sqlite3.connect(sqlite_uri(db_path, "mode=ro"), uri=True)
     except sqlite3.Error as exc:
         raise BackupError(f"{folder(db_path)}: cannot write a backup ({exc})") from None
 
@@ -367,10 +378,8 @@ def _bytes(n: int) -> str:
 
 def before_upgrade(db_path: Path, stop: Callable[[], bool] | None = None) -> Path | None:
     """Back up a database that is about to be upgraded (opened read-only for the copy)."""
-    from urllib.parse import quote
-
     try:
-        conn = sqlite3.connect(f"file:{quote(str(db_path))}?mode=ro", uri=True)
+        conn = sqlite3.connect(sqlite_uri(db_path, "mode=ro"), uri=True)
     except sqlite3.Error:
         return None
     try:
@@ -496,11 +505,10 @@ def restore(store: Store, name: str) -> tuple[Path, Path | None]:
 
     saved: Path | None = None
     try:
-        from urllib.parse import quote
-
         # quoted: a `#` or `?` in the path would end it, and the URI then names another
-        # file (created empty and restored over the database: everything lost)
-        src = sqlite3.connect(f"file:{quote(str(found[0]))}?mode=ro", uri=True)
+        # file (created empty and restored over the database: everything lost); its bytes
+        # quoted, not its text (a name that is not UTF-8 raised UnicodeEncodeError)
+        src = sqlite3.connect(sqlite_uri(found[0], "mode=ro"), uri=True)
         try:
             _refuse_not_prep(src, found[0])  # (before anything is written)
             older = _version(src)

@@ -31,6 +31,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
+from prep.engine.paths import sqlite_uri
 from prep.engine.store import samefile
 from prep.engine.store.dbfile import (  # (the file's checks before the open; re-exported)
     StoreError,
@@ -361,17 +362,13 @@ class StoreCore:
         """(schema version, this prep's) when the database at ``path`` exists and open()
         would upgrade it, else None (also when it cannot be read: open() says why). Cheap:
         a front end asks before opening, to show the upgrade's progress."""
-        from urllib.parse import quote
-
         from prep.engine.store import Store  # the whole store: schema_version() is guarded
 
         target = resolve_db_path(path)
         if not target.is_file():
             return None
         try:
-            conn = sqlite3.connect(
-                f"file:{quote(str(target))}?mode=ro", uri=True, isolation_level=None
-            )
+            conn = sqlite3.connect(sqlite_uri(target, "mode=ro"), uri=True, isolation_level=None)
         except sqlite3.Error:
             return None
         try:
@@ -387,8 +384,6 @@ class StoreCore:
     @classmethod
     def _open_read_only(cls, target: Path) -> Self:
         """The database opened for reading only (a read-only file or folder)."""
-        from urllib.parse import quote
-
         last: Exception | None = None
         # immutable=1 when even the WAL index cannot be made (a read-only folder); but
         # immutable reads past a WAL, so committed reviews still in one are read from a copy
@@ -398,7 +393,7 @@ class StoreCore:
                 conn = _read_with_wal(target, wal)
             else:
                 conn = sqlite3.connect(
-                    f"file:{quote(str(target))}?{query}",
+                    sqlite_uri(target, query),
                     uri=True,
                     timeout=BUSY_TIMEOUT_MS / 1000,
                     isolation_level=None,
@@ -491,16 +486,20 @@ class StoreCore:
             return 0
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         if row is None:
-            return 0
+            if not self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE name IN ('cards', 'revlog', 'reviews')"
+            ).fetchone():
+                return 0  # (a new database is made in one transaction, its version row in it)
+            row = (None,)  # its row deleted: rerunning every migration failed on its tables
         try:
             version = int(row[0])
         except (TypeError, ValueError):
             version = None
         if version is None or version < 1:  # 0 or -1 would rerun (or index) the migrations
+            said = "missing" if row[0] is None else f"{str(row[0])[:40]!r}"
             raise StoreError(
-                f"{self.path or ':memory:'}: the schema version in the database is "
-                f"{str(row[0])[:40]!r}, not one prep wrote (edited by hand?); `prep export` "
-                "still reads it",
+                f"{self.path or ':memory:'}: the schema version in the database is {said}, "
+                "not one prep wrote (edited by hand?); `prep export` still reads it",
                 kind="damaged",
             ) from None
         return version

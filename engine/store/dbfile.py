@@ -9,9 +9,8 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-from urllib.parse import quote
 
-from prep.engine.paths import expand_user
+from prep.engine.paths import expand_user, sqlite_uri
 
 
 class StoreError(Exception):
@@ -153,7 +152,7 @@ def _discard_unmade(target: Path, folders: list[Path]) -> None:
 
     if target.is_file():
         try:
-            conn = sqlite3.connect(f"file:{quote(str(target))}?mode=ro", uri=True)
+            conn = sqlite3.connect(sqlite_uri(target, "mode=ro"), uri=True)
             try:
                 ours = conn.execute(
                     "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"

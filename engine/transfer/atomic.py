@@ -105,7 +105,12 @@ def _plan(target: str | os.PathLike[str]) -> _Plan:
         path = os.path.realpath(shown)  # a dangling link: create the file it points to
         folder = os.path.dirname(path)
         if not os.path.isdir(folder):
-            raise WriteError(f"cannot write {shown}: no folder {os.path.dirname(shown) or '.'}")
+            given = os.path.dirname(shown) or "."
+            if os.path.isdir(given):  # a link on the way leads elsewhere: say where
+                raise WriteError(
+                    f"cannot write {shown}: it leads to {path}, and there is no folder {folder}"
+                )
+            raise WriteError(f"cannot write {shown}: no folder {given}")
         return _Plan(shown, "replace", path=path)
     mode = info.st_mode
     if stat.S_ISDIR(mode):

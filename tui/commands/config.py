@@ -161,8 +161,8 @@ def _text(key: str, value: object) -> str:
 
 def _set_sync_dir(store: Store, value: str) -> None:
     """`prep config sync_dir DIR`: the folder (one that does not exist yet is kept: the sync
-    tool may make it); `none` (or an empty value) clears it, as `interview_date none` does,
-    rather than naming a folder "none" or the current one."""
+    tool may make it); `none` clears it, as `interview_date none` does, rather than naming a
+    folder "none" (an empty value is refused, as every setting's is)."""
     path = _sync_dir_path(value)
     if path is None:
         with store.transaction():
@@ -174,9 +174,17 @@ def _set_sync_dir(store: Store, value: str) -> None:
 
 def _sync_dir_path(value: str) -> Path | None:
     """The folder `prep config sync_dir VALUE` names (None: cleared), or UsageError."""
-    if value.strip().lower() in ("", "none"):
+    if not value.strip():  # `"$DIR"` unset: every background sync stopped without a word
+        raise UsageError(
+            "sync_dir: an empty value (an unset shell variable?) is not a folder; nothing "
+            "changed; to clear it on purpose: prep config sync_dir none"
+        )
+    if value.strip().lower() == "none":
         return None
-    path = expand_user(value).resolve()
+    try:
+        path = expand_user(value).resolve()
+    except (OSError, RuntimeError):  # (3.11-3.12 raise RuntimeError on a loop)
+        raise UsageError(f"sync_dir: {value}: a symbolic link loop; nothing changed") from None
     try:  # (a name's bytes that are not UTF-8: the database keeps text, sqlite3 refuses it)
         str(path).encode("utf-8")
     except UnicodeEncodeError:

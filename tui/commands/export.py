@@ -87,7 +87,9 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
             f"-o {output}: an apkg is binary; redirect it to a file, or give a file name"
         )
     report = (lambda text: click.echo(text, err=True)) if to_stdout else click.echo
-    shown = "standard output" if to_stdout else str(path)
+    from prep.engine.decks.deck import one_line_safe  # (a name's control characters: escaped)
+
+    shown = "standard output" if to_stdout else one_line_safe(str(path))
     if not to_stdout:
         _refuse_database_target(obj, path, fmt)
     # a file already there is replaced (you named it): said so, "Replaced FILE", not "Wrote"
@@ -115,7 +117,8 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
                 # six names do not fit one line: the count first, then one file a line
                 report(f"Wrote {count(len(written), 'file')}: {held_text(held)}.")
                 for file in written:
-                    report(f"  {file}" + (" (replaced)" if Path(file) in replaced else ""))
+                    said = one_line_safe(str(file))
+                    report(f"  {said}" + (" (replaced)" if Path(file) in replaced else ""))
             damaged = list(store.damaged_reviews)
         say_damaged(damaged, "exported")
     except ExportError as exc:

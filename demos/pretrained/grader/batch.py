@@ -41,6 +41,8 @@ def read_answers(path: str | Path) -> list[tuple[Any, str]]:
             row = json.loads(line)
         except ValueError:
             raise RubricError(f"{path}:{n}: not a JSON object") from None
+        except RecursionError:  # (json recurses once a level of nesting)
+            raise RubricError(f"{path}:{n}: not a JSON object (nested too deeply)") from None
         if not isinstance(row, dict) or "answer_id" not in row or "answer" not in row:
             raise RubricError(f'{path}:{n}: expected {{"answer_id": ..., "answer": "..."}}')
         aid, answer = row["answer_id"], row["answer"]

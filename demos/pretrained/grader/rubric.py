@@ -134,4 +134,6 @@ def load_rubric(path: str | Path) -> Rubric:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         raise RubricError(f"{path}{line}: not valid YAML") from None
+    except RecursionError:  # (PyYAML's composer recurses once a level: `[[[[...` in 38 KB)
+        raise RubricError(f"{path}: nested too deeply to be a rubric") from None
     return parse_rubric(data, str(path))
