@@ -11,6 +11,7 @@ import pytest
 from prep.engine.store import Store
 from prep.engine.store import devices as local
 from prep.engine.sync.run import sync
+from prep.tui.appsync import QUIT_LOOK_S
 from prep.tui.testing import NOW, fixed_collection, make_app
 from prep.tui.widgets.syncline import SyncLine
 from tests.test_sync import rate
@@ -57,10 +58,10 @@ async def test_a_folder_that_does_not_answer_is_said_and_not_synced_on_quit(
 ) -> None:
     folder = tmp_path / "shared"
     folder.mkdir()
-    looked: list[Path] = []
+    looked: list[tuple[Path, float | None]] = []
 
     def unanswered(root: Path, timeout: float | None = None) -> str:
-        looked.append(root)
+        looked.append((root, timeout))
         return f"{root}: did not answer for 30 s (…)"
 
     monkeypatch.setattr("prep.engine.sync.watch.unanswered", unanswered)
@@ -75,6 +76,43 @@ async def test_a_folder_that_does_not_answer_is_said_and_not_synced_on_quit(
         assert line_of(app.screen) == f"Sync failed: {folder}: did not answer for 30 s (…)"
         await pilot.press("ctrl+c")
         await pilot.pause()
-    assert looked == [folder]  # once: the sync on quit is not tried (nor waited for) again
+    # at quit a short look again (a share that came back would take the session's ratings),
+    # not another 30 s: still no answer, so no sync
+    assert looked == [(folder, None), (folder, QUIT_LOOK_S)]
     assert list(folder.iterdir()) == []  # nothing written there
+    a.close()
+
+
+@async_test
+async def test_a_folder_that_answers_again_by_quit_takes_the_sessions_ratings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A share that stalled at start and came back (a laptop resumed, a mount reconnected):
+    the sync at quit sends what the session rated (before: skipped for the whole session)."""
+    from prep.engine.sync import watch
+
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    real = watch.unanswered
+    stalls = [f"{folder}: did not answer for 30 s (…)"]  # the start's look only
+
+    def unanswered(root: Path, timeout: float | None = None) -> str | None:
+        return stalls.pop() if stalls else real(root, timeout)
+
+    monkeypatch.setattr("prep.engine.sync.watch.unanswered", unanswered)
+    a = Store.open(tmp_path / "a.db")
+    a.set_meta("sync_dir", str(folder))
+    app = make_app(store=a)
+    async with app.run_test(size=(200, 30)) as pilot:
+        await pilot.press("enter")
+        await sync_read(app)
+        await pilot.pause()
+        assert line_of(app.screen).startswith("Sync failed:")
+        await pilot.press("space", "3")  # a rating this session
+        await pilot.pause()
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+    (mine,) = [p for p in folder.iterdir() if p.name == local.device_id(a.conn)]
+    assert sorted(f.name for f in mine.glob("*.jsonl")) == ["00000001.jsonl"]
+    assert '"r"' in (mine / "00000001.jsonl").read_text()  # the rating went out
     a.close()

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 
 
 QUIT_WAIT_S = 10.0  # at most, for the thread to stop (a step of the copy: milliseconds)
+# a folder that did not answer at start is looked at again at quit, this long at most: a share
+# that came back (a laptop resumed) takes the session's ratings; one still hung delays the close
+# by this much, not by the look's 30 s
+QUIT_LOOK_S = 2.0
 
 
 class AppSync:
@@ -171,13 +175,14 @@ class AppSync:
             self._thread.join(QUIT_WAIT_S)  # (a killed thread would leave it)
         store = self.app.store
         folder = self.folder(store)
-        if folder is None or self.unanswered:
+        if folder is None:
             return
         self.between_cards()
         from prep.engine.paths import expand_user
         from prep.engine.sync.watch import unanswered
 
-        if unanswered(expand_user(folder)) is not None:  # (the app closes; nothing written)
+        look = QUIT_LOOK_S if self.unanswered else None
+        if unanswered(expand_user(folder), look) is not None:  # (the app closes; nothing written)
             return
         # (an error: the next `prep sync`, or the next start, says what is wrong)
         with contextlib.suppress(StoreError, SyncError, JournalError, backup.BackupError, OSError):

@@ -74,7 +74,8 @@ class StudyMore(ModalScreen[str | None], PrepScreen[str | None]):
         except StoreError as exc:
             self.notify(f"Cannot read progress: {exc}", severity="error", timeout=8)
             return
-        self.query_one("#more-text", Static).update(self.text())
+        for shown in self.query("#more-text").results(Static):  # (none yet: composed with it)
+            shown.update(self.text())
 
     def text(self) -> Text:
         text = Text.assemble(("Study more\n\n", "bold"))
