@@ -270,3 +270,44 @@ def test_a_device_whose_clock_is_far_ahead_leaves_the_others_and_what_it_sent_la
         me = local.device_id(s.conn)
     assert (folder / me).is_dir()
     assert _reviews(db) == ["v", "w", "x", "z"]
+
+
+# --- S1: a sync folder is trusted with undos; the sync backup is the way back --------------
+
+
+def test_a_foreign_undo_of_this_machines_review_is_undone_by_the_readmes_recipe(
+    tmp_path: Path,
+) -> None:
+    """By design an undo may name any machine's review (relays, imports), so a hostile or
+    buggy folder can undo this machine's own; README's way back, followed: remove that
+    machine's folder from the sync folder, restore the backup the sync made before applying
+    it, sync again: the review is back and stays, another machine's applied again."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    db = tmp_path / "b.db"
+    with Store.open(db) as s:
+        rate(s, "x", 3, T0)
+        me = local.device_id(s.conn)
+    assert _cli("--db", str(db), "sync", str(folder)).exit_code == 0
+    with Store.open(tmp_path / "c.db") as c:  # (what another machine sent meanwhile)
+        rate(c, "y", 3, T0 + timedelta(hours=2))
+        sync(c, folder)
+    _write(folder, [["u", me, 1, "x", to_us(T0 + timedelta(hours=1)), to_us(T0), 3]])
+    out = _cli("--db", str(db), "sync", str(folder))
+    assert "and 1 undo, 2 cards rescheduled" in out.output
+    assert _reviews(db) == ["y"]
+    (name,) = [
+        line.split()[0]
+        for line in _cli("--db", str(db), "backup", "--list").output.splitlines()
+        if line.split()[0].endswith("-sync.db")
+    ]
+    for path in (folder / EVIL).iterdir():
+        path.unlink()
+    (folder / EVIL).rmdir()
+    restored = _cli("--db", str(db), "backup", "--restore", name)
+    assert restored.exit_code == 0, restored.output
+    assert _reviews(db) == ["x"]
+    again = _cli("--db", str(db), "sync", str(folder))
+    assert again.exit_code == 0, again.output
+    assert "received 1 review from" in again.output
+    assert _reviews(db) == ["x", "y"]  # its own back, the other machine's applied again
