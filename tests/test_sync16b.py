@@ -311,3 +311,19 @@ def test_a_foreign_undo_of_this_machines_review_is_undone_by_the_readmes_recipe(
     assert again.exit_code == 0, again.output
     assert "received 1 review from" in again.output
     assert _reviews(db) == ["x", "y"]  # its own back, the other machine's applied again
+
+
+def test_a_new_machines_first_sync_of_only_a_far_review_makes_no_database(
+    tmp_path: Path,
+) -> None:
+    """As for a file refused (sync15): the line, exit 2, no empty database made; before, the
+    2280 review was taken into a new database."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    path = _write(folder, [["r", 1, "c", 3, to_us(FAR), 0, "1"]])
+    db = tmp_path / "new" / "p.db"
+    out = _cli("--db", str(db), "sync", str(folder))
+    assert out.exit_code == 2 and out.stdout == "", out.output
+    assert out.stderr.startswith(f"prep: {path}: line 2: a review dated 2280-05-01T12:00:00")
+    assert out.stderr.endswith("; no database made\n") and len(out.stderr.splitlines()) == 1
+    assert not db.parent.exists()
