@@ -495,16 +495,15 @@ def read(path: Path, device: str, now_us: int | None = None) -> Journal:
     from prep.engine.sync.lines import read_lines
 
     try:
-        lines = read_lines(path)
+        lines, ended = read_lines(path)
     except PermissionError as exc:
         raise Denied(path, exc.strerror or str(exc)) from None
     except OSError as exc:
         raise JournalError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    if not lines or not lines[-1].endswith("\n"):
+    if not ended:
         raise JournalError(
             f"{path}: damaged (cut short: no end of line at the end); nothing of it applied"
         )
-    lines = [line[:-1] for line in lines]
     line = 1
     try:
         if not lines:

@@ -49,26 +49,52 @@ def open_file(path: Path) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
-def read_lines(path: Path) -> list[str]:
-    """The lines of the journal file at ``path`` (each with its end of line), each read no
-    further than MAX_LINE bytes: a longer one is refused before the rest of it is read."""
+CHUNK = 1 << 20  # read this much at a time
+
+
+def read_lines(path: Path) -> tuple[list[str], bool]:
+    """The lines of the journal file at ``path`` (without their ends of line), and whether
+    the file ends with one (False: cut short, or empty). It is read a chunk at a time; a line
+    of MAX_LINE bytes or more (its end of line counted) is refused once that much of it is
+    read, before the rest of it."""
     lines: list[str] = []
-    total = 0
+    pending: list[bytes] = []  # the pieces of the line not ended yet
+    size = total = 0
     with open_file(path) as f:
-        while line := f.readline(MAX_LINE + 1):
-            total += len(line)
+        while chunk := f.read(CHUNK):
+            total += len(chunk)
             if total > MAX_FILE_BYTES:  # (grown since the look)
                 raise JournalError(f"{path}: more than a journal file can hold")
-            if len(line) > MAX_LINE:
-                start = line[:60].decode("utf-8", "replace")
-                raise JournalError(
-                    f"{path}: line {len(lines) + 1}: longer than {MAX_LINE:,} bytes, more than "
-                    f"a journal line holds (it starts {_cut(start)}); nothing of it applied"
-                )
-            try:
-                lines.append(line.decode("utf-8"))
+            end = chunk.rfind(b"\n")
+            if end < 0:
+                pending.append(chunk)
+                size += len(chunk)
+                if size >= MAX_LINE:
+                    _too_long(path, len(lines) + 1, pending[0])
+                continue
+            whole = b"".join([*pending, chunk[: end + 1]])  # (whole lines: ending in "\n")
+            pending, size = [chunk[end + 1 :]], len(chunk) - end - 1
+            parts = whole.split(b"\n")
+            parts.pop()
+            for n, part in enumerate(parts, len(lines) + 1):
+                if len(part) >= MAX_LINE:
+                    _too_long(path, n, part)
+            try:  # (a character never spans an end of line: whole lines decode alone)
+                lines += whole.decode("utf-8").split("\n")[:-1]
             except UnicodeDecodeError:
-                raise JournalError(
-                    f"{path}: line {len(lines) + 1}: damaged (not UTF-8 text); nothing of it applied"
-                ) from None
-    return lines
+                for n, part in enumerate(parts, len(lines) + 1):
+                    try:
+                        part.decode("utf-8")
+                    except UnicodeDecodeError:
+                        raise JournalError(
+                            f"{path}: line {n}: damaged (not UTF-8 text); nothing of it applied"
+                        ) from None
+                raise  # (never: one of the lines fails)
+    return lines, total > 0 and size == 0
+
+
+def _too_long(path: Path, line: int, start: bytes) -> None:
+    raise JournalError(
+        f"{path}: line {line}: longer than {MAX_LINE:,} bytes, more than a journal line holds "
+        f"(it starts {_cut(start[:60].decode('utf-8', 'replace'))}); nothing of it applied"
+    )
