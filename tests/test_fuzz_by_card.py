@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from prep.engine.store import Store, devices
+from prep.engine.store.reviewlog import from_us
 from prep.engine.study.scheduler import (
     FUZZ_BY_CARD,
     FUZZ_BY_REVIEW,
@@ -127,7 +128,10 @@ def test_older_reviews_replay_bit_for_bit_on_a_fresh_device(tmp_path: Path) -> N
     [(number, path)] = journal.numbered_files(mine).items()
     head = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
     assert number == 1 and head["version"] == 4  # "card": an older prep says to upgrade
-    sync(b, folder)
+    # (reviews months past T0, due years ahead: synced at a clock past the last of them, as
+    # an entry over a day ahead of the clock waits: sync16b)
+    last = max(r for (r,) in a.conn.execute("SELECT max(at) FROM reviews"))
+    sync(b, folder, now=from_us(last) + timedelta(days=1))
     assert {cid: s.due for cid, s in b.cards().items()} == before
     assert view(a) == view(b)
     a.close()

@@ -372,7 +372,8 @@ def _day_sync_statements(tmp_path: Path, history: int) -> tuple[int, float, floa
     sync(b, folder)
     statements: list[str] = []
     a.conn.set_trace_callback(statements.append)
-    got = sync(a, folder)
+    # (b's reviews are dated T0 + 400 days: sync16b's rule waits for what is a day ahead)
+    got = sync(a, folder, now=T0 + timedelta(days=401))
     a.conn.set_trace_callback(None)
     assert got.applied.reviews == 20 and got.applied.rescheduled == 20
     return len(statements), journal_per_review, db_per_review

@@ -12,13 +12,14 @@ import threading
 import time
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 from click.testing import CliRunner
 
 from prep.engine.store import Store, backup, dbfile
 from prep.engine.store import devices as local
-from prep.engine.sync import journal
+from prep.engine.sync import lines
 from prep.engine.sync.run import SyncError, apply_journals, read_pending, sync, sync_out
 from prep.tui.cli import main
 from tests.syncfaults import (
@@ -97,14 +98,14 @@ def test_a_device_folder_that_cannot_be_listed_is_said_once(
 
 def _deny(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
     """Reading ``path`` refused as a file of mode 000 is (the tests may run as root)."""
-    real = journal._read_bytes
+    real = lines.open_file
 
-    def read_bytes(p: Path) -> bytes:
+    def read_bytes(p: Path) -> BinaryIO:
         if Path(p) == path:
             raise PermissionError(13, "Permission denied", str(p))
         return real(p)
 
-    monkeypatch.setattr(journal, "_read_bytes", read_bytes)
+    monkeypatch.setattr(lines, "open_file", read_bytes)
 
 
 def test_a_file_of_its_own_folder_it_may_not_read_is_said_at_once(

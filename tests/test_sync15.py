@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from prep.engine.store import Store
 from prep.engine.store import devices as local
+from prep.engine.sync import journal
 from prep.engine.sync.run import sync
 from prep.engine.sync.stale import STALE_TMP_S
 from prep.tui.cli import main
@@ -269,11 +270,12 @@ def test_a_folder_whose_histories_start_with_a_missing_file_makes_no_database(
     code, out, err = _cli("--db", str(db), "sync", str(folder))
     # (before: "received no review", exit 0, an empty database made)
     assert code == 2 and out == "", out + err
+    # (one wording with any later sync's, the device named as its header names it: sync16b)
+    vm = journal.header_name(a / "00000002.jsonl")
     assert err == (
-        f"prep: {first}: missing, and the 1 journal file of its device after it wait for it, "
-        "so there is nothing to apply yet: let the sync tool finish bringing the folder (or "
-        "copy the file from the machine that wrote it), then run prep sync again; no "
-        "database made\n"
+        f"prep: {first}: missing, and the 1 journal file of {vm} after it wait for it: let the "
+        f"sync tool bring it from {vm} (that machine on, its sync tool running), or copy it "
+        "from that machine's sync folder, then sync again; no database made\n"
     )
     assert not db.exists() and not db.parent.exists()
     b = _two_files(tmp_path, "b", tmp_path / "elsewhere")  # a second device, the same

@@ -115,10 +115,10 @@ def test_a_device_folder_removed_while_another_syncs(
     folder, ids, _second = _three(tmp_path)
     real = journal.read
 
-    def read(path: Path, dev: str) -> journal.Journal:
+    def read(path: Path, dev: str, now_us: int | None = None) -> journal.Journal:
         if dev == ids["a"] and (folder / dev).exists():
             shutil.rmtree(folder / dev)
-        return real(path, dev)
+        return real(path, dev, now_us)
 
     monkeypatch.setattr(journal, "read", read)
     out = _cli(tmp_path, folder)

@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 
 from prep.engine.store import Store
 from prep.engine.store import devices as local
-from prep.engine.sync import journal
+from prep.engine.sync import journal, lines
 from prep.engine.sync.run import sync
 from prep.tui.cli import main
 from tests.syncfaults import cards, three, three_with_c_unlisted
@@ -184,8 +184,8 @@ def test_reading_never_opens_what_is_no_file(tmp_path: Path, monkeypatch) -> Non
         path = tmp_path / str(i) / "00000001.jsonl"
         path.parent.mkdir()
         make(path)
-        for look in (journal.entry_kind, lambda _p: None):
-            monkeypatch.setattr(journal, "entry_kind", look)
+        for look in (lines.entry_kind, lambda _p: None):
+            monkeypatch.setattr(lines, "entry_kind", look)
             done: list[BaseException] = []
 
             def read(path: Path = path, done: list[BaseException] = done) -> None:

@@ -134,9 +134,9 @@ def _reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     read: list[str] = []
     real = journal.read
 
-    def counting(path: Path, device: str) -> journal.Journal:
+    def counting(path: Path, device: str, now_us: int | None = None) -> journal.Journal:
         read.append(path.name)
-        return real(path, device)
+        return real(path, device, now_us)
 
     monkeypatch.setattr(journal, "read", counting)
     return read

@@ -148,19 +148,25 @@ def own_link(folder: Path, me: str) -> bool:
 
 def nothing_to_apply(root: Path) -> str | None:
     """Before a sync makes a new database: the line refusing it when a journal file of the
-    folder would be refused (damaged, of a newer prep, another device's), or is missing with
-    files after it (a gap: the sync tool has not brought it yet; they wait for it), and none
-    holds an entry to apply, so the sync would end in that error, or in an empty database
-    made and exit 0; None when it may go on (files to apply, the others waiting as at any
-    sync; or an empty folder, where a new machine starts)."""
+    folder would be refused (damaged, of a newer prep, another device's, dated over a day
+    after this clock), or is missing with files after it (a gap: the sync tool has not
+    brought it yet; they wait for it: said as gap_line says it), and none holds an entry to
+    apply, so the sync would end in that error, or in an empty database made and exit 0;
+    None when it may go on (files to apply, the others waiting as at any sync; or an empty
+    folder, where a new machine starts)."""
+    from prep.engine.store.reviewlog import to_us
+    from prep.engine.timeutil import utcnow
+
+    now_us = to_us(utcnow())
     refused = None
-    gaps: list[tuple[Path, int]] = []  # (the first file missing, how many after it wait)
+    names: dict[str, str] = {}  # (the names the headers give: labelled as a sync would)
+    gaps: list[tuple[str, Path, list[Path]]] = []  # (device, the file missing, those after)
     for dev, folder in sorted(device_folders(root).items()):
         files = journal.numbered_files(folder)
         k = 1
         while k in files:
             try:
-                j = journal.read(files[k], dev)
+                j = journal.read(files[k], dev, now_us)
             except journal.NotAFile:  # (set aside by a sync, its later files read)
                 k += 1
                 continue
@@ -169,20 +175,19 @@ def nothing_to_apply(root: Path) -> str | None:
                 break
             if j.entries:
                 return None
+            names[dev] = j.name
             k += 1
         else:
             if files and max(files) > k:
-                gaps.append((folder / journal.file_name(k), len([n for n in files if n > k])))
+                later = [files[n] for n in sorted(files) if n > k]
+                names.setdefault(dev, journal.header_name(later[0]) or "")
+                gaps.append((dev, folder / journal.file_name(k), later))
     if refused is not None or not gaps:
         return refused
-    (missing, waiting), others = gaps[0], len(gaps) - 1
+    (dev, missing, later), others = gaps[0], len(gaps) - 1
     also = f" (and as much for {count(others, 'other device')})" if others else ""
-    return (
-        f"{missing}: missing, and the {count(waiting, 'journal file')} of its device after it "
-        f"wait for it{also}, so there is nothing to apply yet: let the sync tool finish "
-        "bringing the folder (or copy the file from the machine that wrote it), then run "
-        "prep sync again"
-    )
+    labels = local.labels_of({d: t or d for d, t in names.items()})
+    return gap_text(missing, later, labels[dev], also)
 
 
 def gap_line(conn: Any, dev: str, missing: Path, later: list[Path], names: dict[str, str]) -> str:
@@ -196,11 +201,16 @@ def gap_line(conn: Any, dev: str, missing: Path, later: list[Path], names: dict[
         and not conn.execute("SELECT 1 FROM sync_devices WHERE id = ?", (dev,)).fetchone()
     ):
         given[dev] = journal.header_name(later[0]) or ""
-    label = local.labels(conn, given).get(dev, dev)
+    return gap_text(missing, later, local.labels(conn, given).get(dev, dev))
+
+
+def gap_text(missing: Path, later: list[Path], label: str, also: str = "") -> str:
+    """One wording for a gap, at any sync and at a new machine's first (``also``: the
+    other devices whose files wait as well)."""
     return (
         f"{missing}: missing, and the {count(len(later), 'journal file')} of {label} after it "
-        f"wait for it: let the sync tool bring it from {label} (that machine on, its sync tool "
-        "running), or copy it from that machine's sync folder, then sync again"
+        f"wait for it{also}: let the sync tool bring it from {label} (that machine on, its sync "
+        "tool running), or copy it from that machine's sync folder, then sync again"
     )
 
 

@@ -50,7 +50,6 @@ one line naming the file and line.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
@@ -61,7 +60,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from prep.engine.paths import entry_kind, odd_kind
+from prep.engine.paths import odd_kind
 from prep.engine.study.scheduler import FUZZ_BY_CARD, Scheduler, Settings
 from prep.engine.sync import stale
 from prep.engine.timeutil import fmt, parse
@@ -87,9 +86,26 @@ DEVICE_RE = re.compile(r"[0-9a-f]{16}")
 FILE_RE = re.compile(r"([0-9]{8})\.jsonl")
 LAST_FILE = 99_999_999  # the last number FILE_RE names
 MAX_FILE_BYTES = 1 << 30  # a first journal of a million reviews is ~60 MB
+# The longest line read: the largest a prep writes is a header with the most scheduler
+# parameters the reader takes (10,000, each ~1 KB with 21 weights and 10 steps a list at full
+# precision: 10.4 MB measured); an entry is under 1 KB (an "R" with a 200-character id of
+# 4-byte characters: 884 bytes). A longer line is refused once this much of it is read.
+MAX_LINE = 16 << 20
 MAX_ID = 200  # a card id's length
 MAX_US = 253_402_300_799_000_000  # 9999-12-31T23:59:59Z in microseconds since the epoch
 MAX_SEQ = 1 << 62
+# How far after this machine's clock another device's entry is applied: a day, as far as
+# `prep import` takes (engine/transfer/importer.AHEAD): a machine whose clock runs hours fast
+# (or keeps local time as UTC, at most 14 hours off) syncs; a review of 2280 is no review yet,
+# and once taken would be in every export of this database, which no import takes.
+AHEAD_US = 86_400_000_000
+# the clock of each kind of entry ("R", "M", "S": another device's, passed on: its origin's)
+_CLOCK = {
+    "r": (4, "a review"),
+    "u": (4, "an undo"),
+    "m": (3, "a mark"),
+    "s": (2, "a settings change"),
+}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -123,6 +139,12 @@ class Denied(JournalError):
             f"{path}: cannot read it ({why}): give this user read access to it "
             f"(chmod u+r, or chown it) and sync again"
         )
+
+
+class Ahead(JournalError):
+    """Another device's file with an entry dated more than AHEAD_US after this machine's
+    clock: not applied yet, never set aside; it and its device's later files wait until this
+    clock reaches it (read again at every sync), as ``prep import`` refuses such a file."""
 
 
 class Missing(JournalError):
@@ -313,25 +335,25 @@ class _Bad(Exception):
 
 def _int(v: Any, lo: int, hi: int, what: str) -> int:
     if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
-        raise _Bad(f"{what} must be a whole number between {lo} and {hi}, got {v!r:.40}")
+        raise _Bad(f"{what} must be a whole number between {lo} and {hi}, got {_cut(v)}")
     return v
 
 
 def _card_id(v: Any) -> str:
     if not isinstance(v, str) or not 0 < len(v) <= MAX_ID or _CONTROL.search(v):
-        raise _Bad(f"a card id must be text of 1 to {MAX_ID} printable characters, got {v!r:.40}")
+        raise _Bad(f"a card id must be text of 1 to {MAX_ID} printable characters, got {_cut(v)}")
     return v
 
 
 def _bit(v: Any, what: str) -> int:
     if v not in (0, 1) or isinstance(v, float):
-        raise _Bad(f"{what} must be 0 or 1, got {v!r:.40}")
+        raise _Bad(f"{what} must be 0 or 1, got {_cut(v)}")
     return int(v)
 
 
 def _device(v: Any) -> str:
     if not isinstance(v, str) or not DEVICE_RE.fullmatch(v):
-        raise _Bad(f"a device id must be 16 hex digits, got {v!r:.40}")
+        raise _Bad(f"a device id must be 16 hex digits, got {_cut(v)}")
     return v
 
 
@@ -354,7 +376,7 @@ def _check_entry(e: Any, params: dict[str, Any], version: int = VERSION) -> None
         if e[5] is not None:
             _int(e[5], 0, MAX_SEQ, "a duration")
         if not isinstance(e[6], str) or e[6] not in params:
-            raise _Bad(f"a review names scheduler parameters {e[6]!r:.20} the header lacks")
+            raise _Bad(f"a review names scheduler parameters {_cut(e[6], 20)} the header lacks")
     elif kind == "R" and n == 8:
         _device(e[1])
         _check_entry(["r", *e[2:]], params)
@@ -394,7 +416,7 @@ def _check_entry(e: Any, params: dict[str, Any], version: int = VERSION) -> None
         _device(e[1])  # another device's, passed on: the origin, then its own entry's fields
         _check_entry([kind.lower(), *e[2:]], params)
     else:
-        raise _Bad(f"unknown entry {kind!r:.20} with {n} fields")
+        raise _Bad(f"unknown entry {_cut(kind, 20)} with {n} fields")
 
 
 _RUN_TEXT = ("name", "device", "device_name", "dtype", "scale")
@@ -419,18 +441,18 @@ def _check_run(run: Any) -> None:
         if not (v is None and key not in ("name", "device")) and not (
             isinstance(v, str) and len(v) <= 200 and not _CONTROL.search(v)
         ):
-            raise _Bad(f"a demo run's {key} must be short printable text, got {v!r:.40}")
+            raise _Bad(f"a demo run's {key} must be short printable text, got {_cut(v)}")
     if run["seed"] is not None:
         _int(run["seed"], -(1 << 63), (1 << 63) - 1, "a demo run's seed")
     _bit(run["passed"], "a demo run's passed")
     s = run["seconds"]
     if not isinstance(s, int | float) or isinstance(s, bool) or not 0 <= s <= 1e9:
-        raise _Bad(f"a demo run's seconds must be a number of seconds, got {s!r:.40}")
+        raise _Bad(f"a demo run's seconds must be a number of seconds, got {_cut(s)}")
     if not isinstance(run["metrics"], dict) or _depth_over(run["metrics"], 64):
         raise _Bad("a demo run's metrics must be an object (nested at most 64 levels)")
     t = run["ran_at"]
     if not isinstance(t, str) or parse_time(t) is None:
-        raise _Bad(f"a demo run's ran_at must be a UTC time, got {t!r:.40}")
+        raise _Bad(f"a demo run's ran_at must be a UTC time, got {_cut(t)}")
 
 
 def parse_time(text: str) -> datetime | None:
@@ -441,56 +463,47 @@ def parse_time(text: str) -> datetime | None:
     return value if value is not None and fmt(value) == text else None
 
 
-def _read_bytes(path: Path) -> bytes:
-    """The bytes of the regular file at ``path``: an entry of another kind is never opened
-    (a FIFO would wait for a writer, a link may lead to /dev/zero): NotAFile; nor, when it
-    is put in place between the look and the open, read (no wait, no link followed)."""
-    kind = entry_kind(path)
-    if kind is not None:
-        raise NotAFile(path, kind)
-    try:
-        fd = os.open(path, _NO_WAIT)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.EMLINK):  # (a link put in place since the look)
-            raise NotAFile(path, "a symbolic link") from None
-        raise
-    try:
-        st = os.fstat(fd)
-    except OSError:
-        os.close(fd)
-        raise
-    kind = odd_kind(st.st_mode)
-    if kind is not None:
-        os.close(fd)
-        raise NotAFile(path, kind)
-    with os.fdopen(fd, "rb") as f:
-        if st.st_size > MAX_FILE_BYTES:
-            raise JournalError(f"{path}: {st.st_size:,} bytes, more than a journal file can hold")
-        data = f.read(st.st_size + 1)  # (a size that large is a buffer that large)
-        if len(data) > st.st_size:  # grown since the look (a regular file: it ends)
-            data += f.read()
-    if len(data) > MAX_FILE_BYTES:
-        raise JournalError(f"{path}: more than a journal file can hold")
-    return data
+def _cut(value: Any, n: int = 40) -> str:
+    """``value`` as Python writes it, cut to about ``n`` characters with an ellipsis when
+    longer (text still quoted whole: 'xxxx'…, never a quote left open)."""
+    quoted = repr(value)
+    if len(quoted) <= n:
+        return quoted
+    return f"{value[: n - 2]!r}…" if isinstance(value, str) else f"{quoted[:n]}…"
 
 
-def read(path: Path, device: str) -> Journal:
+def _dated_ahead(path: Path, entries: list[list[Any]], now_us: int) -> None:
+    """Ahead, naming the first entry dated more than AHEAD_US after ``now_us``."""
+    from prep.engine.store.reviewlog import from_us
+
+    for line, e in enumerate(entries, 2):
+        kind = e[0].lower() if e[0] in _PASSED_ON or e[0] == "R" else e[0]
+        i, what = _CLOCK.get(kind, (0, ""))
+        at = e[i + (kind != e[0])] if i else 0
+        if at > now_us + AHEAD_US:
+            raise Ahead(
+                f"{path}: line {line}: {what} dated {fmt(from_us(at))}, more than a day after "
+                f"this machine's clock ({fmt(from_us(now_us))}; is that machine's right?): "
+                "applied once this clock reaches it; nothing of the file applied yet"
+            )
+
+
+def read(path: Path, device: str, now_us: int | None = None) -> Journal:
     """Read and check one journal file of ``device``'s folder; JournalError (one line naming
-    the file and line) when it cannot be applied."""
+    the file and line) when it cannot be applied; with ``now_us`` (this machine's clock),
+    Ahead for a file with an entry dated more than a day after it (it waits)."""
+    from prep.engine.sync.lines import read_lines
+
     try:
-        text = _read_bytes(path).decode("utf-8")
-    except UnicodeDecodeError:
-        raise JournalError(f"{path}: damaged (not UTF-8 text); nothing of it applied") from None
+        lines, ended = read_lines(path)
     except PermissionError as exc:
         raise Denied(path, exc.strerror or str(exc)) from None
     except OSError as exc:
         raise JournalError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    lines = text.split("\n")
-    if not text.endswith("\n"):
+    if not ended:
         raise JournalError(
             f"{path}: damaged (cut short: no end of line at the end); nothing of it applied"
         )
-    lines.pop()
     line = 1
     try:
         if not lines:
@@ -500,7 +513,7 @@ def read(path: Path, device: str) -> Journal:
             raise _Bad(f"not a prep journal (format {FORMAT!r} expected)")
         version = head.get("version")
         if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-            raise _Bad(f"version must be a whole number, got {version!r:.20}")
+            raise _Bad(f"version must be a whole number, got {_cut(version, 20)}")
         if version > VERSION:
             raise NewerJournal(
                 f"{path}: written by a newer prep (journal v{version}; this prep reads "
@@ -524,15 +537,15 @@ def read(path: Path, device: str) -> Journal:
             raise _Bad("params must be an object")
         for key, p in params.items():
             if not isinstance(p, dict):
-                raise _Bad(f"params {key!r:.20} must be an object")
+                raise _Bad(f"params {_cut(key, 20)} must be an object")
             try:
                 Scheduler.from_replay_params(p)
             except (TypeError, ValueError, AttributeError) as exc:
-                raise _Bad(f"params {key!r:.20}: {str(exc).splitlines()[0]}") from None
+                raise _Bad(f"params {_cut(key, 20)}: {str(exc).splitlines()[0]}") from None
         count = head.get("entries")
         if count != len(lines) - 1:
             raise _Bad(
-                f"the header counts {count!r:.20} entries, the file has {len(lines) - 1} (cut short?)"
+                f"the header counts {_cut(count, 20)} entries, the file has {len(lines) - 1} (cut short?)"
             )
         journal = Journal(path, device, name, number, written, params)
         for i, text_line in enumerate(lines[1:], 2):
@@ -540,6 +553,8 @@ def read(path: Path, device: str) -> Journal:
             entry = loads_strict(text_line)
             _check_entry(entry, params, version)
             journal.entries.append(entry)
+        if now_us is not None:
+            _dated_ahead(path, journal.entries, now_us)
     except _Bad as exc:
         raise JournalError(f"{path}: line {line}: {exc}; nothing of it applied") from None
     except ValueError as exc:

@@ -301,15 +301,17 @@ class Pending(list[journal.Journal]):
         self.odd: list[str] | None = None
 
 
-def read_pending(store: Store, root: Path) -> Pending:
+def read_pending(store: Store, root: Path, now: datetime | None = None) -> Pending:
     """The journals to apply, read and checked (JournalError: one line): every other device's
     files not applied yet and the ones applied whose file changed since (another version put
     in place, an older one too). A file that cannot be read is set aside once it stays so
     (engine/sync/applied.py); until then one applied before is tried again at the next sync,
     and one not applied yet is refused (``refused``), as is a file of a newer format: its
     device's later files wait for it (as for a file not arrived yet), the other devices'
-    are read. A file gone since the folder was listed (a device's folder removed meanwhile)
-    is as if not there yet."""
+    are read, and one dated over a day after ``now`` (journal.Ahead). A file gone since the
+    folder was listed (a device's folder removed meanwhile) is as if not there yet."""
+    from prep.engine.store.reviewlog import to_us
+
     conn = store.conn
     notes = applied.Notes.load(conn)
     out = Pending()
@@ -328,7 +330,7 @@ def read_pending(store: Store, root: Path) -> Pending:
             st = applied.stat(path)
             kept = "what it held before kept" if again else "its later files applied"
             try:
-                j = journal.read(path, dev)
+                j = journal.read(path, dev, to_us(now or utcnow()))
             except journal.NotAFile as exc:  # never a journal: set aside at once, said once
                 j = _skipped(conn, path, dev, int(path.name.split(".")[0]))
                 out.lines.append(f"{exc}: skipped (read once a file takes its place); {kept}")
@@ -340,7 +342,7 @@ def read_pending(store: Store, root: Path) -> Pending:
                     held.update(() if again else (dev,))
                     continue
                 number = int(path.name.split(".")[0])
-                newer = isinstance(exc, journal.NewerJournal)  # (never set aside)
+                newer = isinstance(exc, journal.NewerJournal | journal.Ahead)  # (never aside)
                 if newer or not notes.aside(dev, number, path, stuck.STUCK_S):
                     if again and not newer:  # (being rewritten now? read again next time)
                         continue
@@ -536,7 +538,7 @@ def sync(
     result.refused = [f"{p}; nothing sent" for p in problems]
     if not apply:
         return result
-    journals = read_pending(store, root)
+    journals = read_pending(store, root, now)
     if any(j.entries for j in journals) and backup is not None:
         try:
             result.backup = backup(store, "sync")

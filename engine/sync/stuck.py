@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from prep.engine.paths import entry_kind
 from prep.engine.store import devices as local
 from prep.engine.sync import journal
 
@@ -82,7 +83,7 @@ def judge(
         st = _stat(files[n])
         seen = old.get(str(n))
         # (no regular file, never one a sync tool brings: no evidence, not arriving either)
-        ours = n in denied or journal.entry_kind(files[n]) is not None
+        ours = n in denied or entry_kind(files[n]) is not None
         ours = ours or journal.written_at(files[n]) in wrote_at.get(n, ())
         still = seen is not None and st is not None and (seen[0], seen[1]) == st
         # unchanged since: since its modification time, or, where that is ahead of this
@@ -111,7 +112,7 @@ def line(
     """What the sync that sets files aside says, in one line."""
     first = files[aside[0]]
     more = f" (and {len(aside) - 1} more)" if len(aside) > 1 else ""
-    kind = journal.entry_kind(first)
+    kind = entry_kind(first)
     if aside[0] in denied:
         return (
             f"{first}{more}: this device's journal file cannot be read (permission denied): "
