@@ -12,7 +12,7 @@ import pytest
 
 from prep.engine.store import Store
 from prep.tui.testing import make_app
-from tests.pilot import async_test
+from tests.pilot import async_test, record_notes
 from tests.pilot import wait_until as pilot_wait_until
 from tests.test_held_keys import SlowSave, ratings, start, warnings
 
@@ -25,6 +25,7 @@ wait_until = functools.partial(pilot_wait_until, timeout=20.0)
 async def test_a_click_on_the_rating_bar_while_saving_is_refused_in_one_line() -> None:
     store = Store.memory()
     app = make_app(store=store)
+    record_notes(app)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await start(pilot, app)
         slow = SlowSave(screen)
@@ -43,6 +44,7 @@ async def test_a_click_on_the_rating_bar_while_saving_is_refused_in_one_line() -
 async def test_a_click_while_a_save_fails_applies_to_the_card_it_was_meant_for() -> None:
     store = Store.memory()
     app = make_app(store=store)
+    record_notes(app)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await start(pilot, app)
         screen.RETRY_SECONDS = 0.3
@@ -61,6 +63,7 @@ async def test_a_click_read_while_the_commit_blocks_the_app_is_not_given_to_the_
     # "Show answer" button is where "Again" was once drawn. It must neither reveal nor rate that card.
     store = Store.memory()
     app = make_app(store=store)
+    record_notes(app)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await start(pilot, app)
         real = screen.session.rate
@@ -107,6 +110,7 @@ async def test_a_click_read_while_the_commit_blocks_the_app_is_not_given_to_the_
 async def test_ctrl_c_while_saving_quits_once_the_rating_is_saved() -> None:
     store = Store.memory()
     app = make_app(store=store)
+    record_notes(app)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await start(pilot, app)
         slow = SlowSave(screen)
@@ -123,6 +127,7 @@ async def test_ctrl_c_while_saving_quits_once_the_rating_is_saved() -> None:
 async def test_a_quit_held_over_a_save_that_fails_does_not_drop_the_rating_unsaid() -> None:
     store = Store.memory()
     app = make_app(store=store)
+    record_notes(app)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await start(pilot, app)
         screen.RETRY_SECONDS = 0.3

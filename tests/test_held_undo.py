@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from prep.engine.store import Store
 from prep.tui.testing import make_app
-from tests.pilot import async_test
+from tests.pilot import async_test, record_notes
 from tests.test_held_keys import SlowSave, ratings, start, wait_until, warnings
 
 
@@ -15,6 +15,7 @@ from tests.test_held_keys import SlowSave, ratings, start, wait_until, warnings
 async def test_u_held_during_a_failed_save_never_undoes_the_rating_before() -> None:
     store = Store.memory()
     app = make_app(store=store)
+    record_notes(app)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await start(pilot, app)
         await pilot.press("3")  # two-roles: saved
