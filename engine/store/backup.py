@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from prep.engine.paths import entry_kind, sqlite_uri
 from prep.engine.store import known
+from prep.engine.textsafe import quoted
 from prep.engine.timeutil import study_day_start, utcnow
 
 if TYPE_CHECKING:
@@ -494,7 +495,7 @@ def restore(store: Store, name: str) -> tuple[Path, Path | None]:
         )
         if kind != "gone" and _matches((_name(store.path), _legacy_name(store.path)), name):
             raise BackupError(f"{odd}: {kind}, not a backup file; nothing restored")
-        raise BackupError(f"no backup named {name!r} (see `prep backup --list`)")
+        raise BackupError(f"no backup named {quoted(name)} (see `prep backup --list`)")
     from prep.engine.store import samefile
 
     # the copy below writes through SQLite's backup API, not a transaction: the check a

@@ -52,6 +52,7 @@ from prep.engine.store.schema import (
     UpgradeTracker,
 )
 from prep.engine.study.scheduler import Settings
+from prep.engine.textsafe import quoted
 from prep.engine.timeutil import fmt
 
 if TYPE_CHECKING:
@@ -288,7 +289,7 @@ class StoreCore:
         if str(target) in (":memory:", "") or str(target).startswith("file:"):
             # sqlite3 would open an in-memory database: every rating "saved", then gone
             raise StoreError(
-                f"--db {str(target)!r}: names no file (SQLite would keep nothing); give the "
+                f"--db {quoted(str(target))}: names no file (SQLite would keep nothing); give the "
                 "path of the progress database"
             )
         if (reading or not create) and (not target.exists() or is_empty_file(target)):
@@ -496,7 +497,7 @@ class StoreCore:
         except (TypeError, ValueError):
             version = None
         if version is None or version < 1:  # 0 or -1 would rerun (or index) the migrations
-            said = "missing" if row[0] is None else f"{str(row[0])[:40]!r}"
+            said = "missing" if row[0] is None else quoted(str(row[0])[:40])
             raise StoreError(
                 f"{self.path or ':memory:'}: the schema version in the database is {said}, "
                 "not one prep wrote (edited by hand?); `prep export` still reads it",

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from prep.engine.paths import expand_user
+from prep.engine.textsafe import quoted, quoted_all
 from prep.tui.commands.common import (
     Ctx,
     UsageError,
@@ -48,14 +49,16 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool, yes: bool)
     if yes and not reset:
         raise UsageError("--yes goes with --reset (setting one value never asks)")
     if reset and key is not None:
-        raise UsageError(f"--reset restores every setting; it takes no setting name ({key!r})")
+        raise UsageError(
+            f"--reset restores every setting; it takes no setting name ({quoted(key)})"
+        )
     typed: Any = None
     if key is not None and key not in ("parameters", "sync_dir", "device_name"):
         # an unknown name or a value that does not parse is refused before the database is
         # opened: a mistyped `--db` path was created as an empty database for it
         if key not in Settings.settable():
             known = ", ".join([*Settings.settable(), "parameters"])
-            raise UsageError(f"unknown setting {key!r} (settings: {known})")
+            raise UsageError(f"unknown setting {quoted(key)} (settings: {known})")
         if value is not None:
             try:
                 typed = Settings.parse_value(key, value)  # the setting's own parse type
@@ -144,8 +147,7 @@ def _known_decks(named: list[str], decks: Collection[str]) -> None:
     unknown = [d for d in named if d not in decks]
     if unknown:
         raise UsageError(
-            f"plan_decks: no deck named {', '.join(map(repr, unknown))} "
-            f"(decks: {', '.join(decks) or 'none'})"
+            f"plan_decks: no deck named {quoted_all(unknown)} (decks: {', '.join(decks) or 'none'})"
         )
 
 
@@ -266,7 +268,7 @@ def _parse_parameters(value: str) -> tuple[float, ...] | None:
         try:
             weights.append(float(part))
         except ValueError:
-            raise UsageError(f"parameters: {part!r} is not a number") from None
+            raise UsageError(f"parameters: {quoted(part)} is not a number") from None
     try:
         updated = replace(Settings(), parameters=tuple(weights)).validated()
     except ValueError as exc:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from prep.engine.textsafe import quoted
 from prep.tui.commands.common import Ctx, NamedPath, UsageError
 
 
@@ -97,7 +98,7 @@ def grade(
 
             close = difflib.get_close_matches(card_id, [i for i, _, _ in coll.outline()], n=3)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
-            raise UsageError(f"no card {card_id!r}{hint}")
+            raise UsageError(f"no card {quoted(card_id)}{hint}")
     found = card_rubric(card)
     if found.problem:
         raise UsageError(f"card {card.id} has no usable rubric: {found.problem}")

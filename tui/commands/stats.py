@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from prep.engine.textsafe import quoted
 from prep.tui.commands.common import (
     Ctx,
     UsageError,
@@ -33,7 +34,9 @@ def stats(obj: Ctx, as_json: bool, since: str | None) -> None:
         try:
             since_dt = to_utc(datetime.fromisoformat(since).astimezone())
         except (ValueError, OverflowError):  # OverflowError: no UTC form (year 0 or 10000)
-            raise UsageError(f"--since {since!r} is not a date (expected YYYY-MM-DD)") from None
+            raise UsageError(
+                f"--since {quoted(since)} is not a date (expected YYYY-MM-DD)"
+            ) from None
     with obj.store(reading=True, empty_ok=True) as store:
         # through the deck cache, reconciled on load (a read-only database: a private cache)
         coll = obj.collection(strict=False, store=store)
