@@ -37,7 +37,18 @@ def test_quoted_writes_a_byte_that_is_not_utf8_as_one_line_safe_does() -> None:
         ["grade", ODD],
         ["backup", "--restore", ODD],
     ],
-    ids=lambda a: a[0] + ("-" + a[1] if a[1].startswith("-") or a[0] == "config" else ""),
+    ids=[
+        "cram",
+        "quiz",
+        "export",
+        "plan_decks",
+        "since",
+        "key",
+        "parameters",
+        "setting",
+        "grade",
+        "restore",
+    ],
 )
 def test_a_value_that_is_not_utf8_is_quoted_as_its_byte(
     args: list[str], small_deck_dir: Path, tmp_path: Path
@@ -49,3 +60,87 @@ def test_a_value_that_is_not_utf8_is_quoted_as_its_byte(
     done = CliRunner().invoke(main, ["--db", str(db), "--questions", str(small_deck_dir), *args])
     assert done.exit_code == 2, done.output
     assert "udc" not in done.stderr and "'d\\xffe'" in done.stderr, done.stderr
+
+
+# --- counts and their nouns: one helper (engine/words.count) -----------------------------------
+
+
+def test_one_review_is_one_review_not_1_reviews() -> None:
+    """`prep optimize` on a log of one review said "1 reviews in all"; the progress lines of
+    an upgrade and of a deck cache fill, and a one-point rubric's verdict ("1 of 1
+    points") counted the same way."""
+    from datetime import UTC, datetime
+
+    import fsrs
+
+    from prep.engine.decks.fill import DONE, Fill
+    from prep.engine.decks.fill import describe as fill_line
+    from prep.engine.store.schema import Upgrade
+    from prep.engine.study import optimize as opt
+    from prep.tui.upgrade import describe
+
+    one = [fsrs.ReviewLog(0, fsrs.Rating.Good, datetime(2026, 1, 1, tzinfo=UTC), None)]
+    with pytest.raises(opt.OptimizeError) as refused:
+        opt.check_enough(one)
+    assert "; 1 review in all)" in str(refused.value), refused.value
+    upgrade = Upgrade(3, 17, reviews=1, converted=1, fraction=1.0, elapsed=0.1, done=True)
+    assert "(schema 3 → 17, 1 review)" in describe(upgrade)
+    assert " of 1 review," in describe(Upgrade(3, 17, 1, 0, 0.5, 1.0)) + ","
+    fill = Fill(files_total=1, bytes_total=10, cards=1, stage=DONE)
+    assert fill_line(fill).startswith("read 1 card from 1 deck file into the cache")
+    fill = Fill(files_total=1, bytes_total=10, cards=1, file="a.yaml")
+    assert ", 1 card so far" in fill_line(fill)
+    from prep.demos.pretrained.grader.rubric import Grade, PointVerdict
+    from prep.tui.grading import verdict_lines, verdict_text
+
+    graded = Grade([PointVerdict("p", "the one point", True, 0.9, "it")])
+    assert verdict_lines(graded, 3)[0] == "1 of 1 point covered"
+    assert verdict_text(graded).plain.startswith("Your answer covers 1 of 1 point\n")
+
+
+@pytest.mark.parametrize("tz", ["UTC", "Pacific/Kiritimati", "America/Adak"])
+def test_since_out_of_range_says_the_range(
+    tz: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`stats --since 0001-01-01` said "is not a date": it is one, with no local midnight in
+    range. The line now says the range, whose ends work in every time zone."""
+    import time
+
+    monkeypatch.setenv("TZ", tz)
+    time.tzset()
+    try:
+        db = ["--db", str(tmp_path / "p.db")]
+        assert CliRunner().invoke(main, [*db, "config", "new_per_day", "20"]).exit_code == 0
+        done = CliRunner().invoke(main, [*db, "stats", "--since", "0001-01-01"])
+        assert done.exit_code == 2
+        assert done.stderr == (
+            "prep: --since '0001-01-01' is out of range: give a date from 0001-01-02 to 9999-12-30\n"
+        )
+        for end in ("0001-01-02", "9999-12-30"):
+            assert CliRunner().invoke(main, [*db, "stats", "--since", end]).exit_code == 0, end
+        done = CliRunner().invoke(main, [*db, "stats", "--since", "2026-02-30"])
+        assert (
+            done.exit_code == 2
+            and "'2026-02-30' is not a date (expected YYYY-MM-DD)" in done.stderr
+        )
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_parameters_out_of_bounds_are_one_short_line(tmp_path: Path) -> None:
+    """`config parameters` with 21 NaNs was one line of ~1,300 characters (each parameter and
+    its bounds): the first three are named, the rest counted."""
+    db = ["--db", str(tmp_path / "p.db")]
+    done = CliRunner().invoke(main, [*db, "config", "parameters", " ".join(["nan"] * 21)])
+    assert done.exit_code == 2
+    assert done.stderr == (
+        "prep: parameters: One or more parameters are out of bounds: parameters[0] = nan is out "
+        "of bounds: (0.001, 100.0); parameters[1] = nan is out of bounds: (0.001, 100.0); "
+        "parameters[2] = nan is out of bounds: (0.001, 100.0); and 18 more\n"
+    )
+    done = CliRunner().invoke(main, [*db, "config", "parameters", "1 2"])
+    assert (
+        done.exit_code == 2 and done.stderr == "prep: parameters: Expected 21 parameters, got 2.\n"
+    )
+    assert not (tmp_path / "p.db").exists()

@@ -272,10 +272,23 @@ def _parse_parameters(value: str) -> tuple[float, ...] | None:
     try:
         updated = replace(Settings(), parameters=tuple(weights)).validated()
     except ValueError as exc:
-        message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-        raise UsageError(f"parameters: {message}") from None
+        raise UsageError(f"parameters: {_fsrs_refusal(str(exc))}") from None
     assert updated.parameters is not None
     return tuple(updated.parameters)
+
+
+SHOWN_BOUNDS = 3  # the parameters out of bounds a refusal names; the others are counted
+
+
+def _fsrs_refusal(text: str) -> str:
+    """fsrs's refusal in one line of sensible length: its heading, the first SHOWN_BOUNDS
+    parameters out of bounds and how many more (21 NaNs were a line of 1,300 characters)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    head, items = (lines[0], lines[1:]) if lines else ("", [])
+    if len(items) > SHOWN_BOUNDS:
+        items = [*items[:SHOWN_BOUNDS], f"and {len(items) - SHOWN_BOUNDS} more"]
+    sep = " " if head.endswith(":") else "; "
+    return head + (sep + "; ".join(items) if items else "")
 
 
 def _changed(settings: Settings) -> list[str]:
