@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,59 @@ def test_parameters_out_of_bounds_are_one_short_line(tmp_path: Path) -> None:
         done.exit_code == 2 and done.stderr == "prep: parameters: Expected 21 parameters, got 2.\n"
     )
     assert not (tmp_path / "p.db").exists()
+
+
+# --- a full disk ------------------------------------------------------------------------------
+
+
+class _NoRoomForTheShm(sqlite3.Connection):
+    """The connection SQLite makes on a full disk: the database opens, but entering WAL mode
+    cannot make its -shm ("disk I/O error", SQLITE_IOERR_SHMOPEN), as on a full tmpfs."""
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:  # type: ignore[override]
+        if sql.startswith("PRAGMA journal_mode"):
+            exc = sqlite3.OperationalError("disk I/O error")
+            exc.sqlite_errorcode = 4618  # type: ignore[attr-defined]
+            raise exc
+        return super().execute(sql, *args)
+
+
+@pytest.mark.parametrize("free_blocks", [0, 100, 10_000])
+def test_a_full_disk_at_open_is_said_so(
+    free_blocks: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk at open said `cannot open the progress database: disk I/O error`: an I/O
+    error with under 1 MiB free in the database's folder now says the disk is full, naming
+    the folder; with room left, SQLite's own words stay (another I/O error)."""
+    from prep.engine.store import core, dbfile
+
+    db = tmp_path / "p.db"
+    assert CliRunner().invoke(main, ["--db", str(db), "config", "new_per_day", "20"]).exit_code == 0
+    real, statvfs = sqlite3.connect, os.statvfs
+
+    def connect(target: object, *args: object, **kwargs: object) -> sqlite3.Connection:
+        if str(target) == str(db):
+            kwargs["factory"] = _NoRoomForTheShm
+        return real(target, *args, **kwargs)  # type: ignore[arg-type]
+
+    def full(path: object) -> os.statvfs_result:
+        fs = statvfs(path)  # type: ignore[arg-type]
+        if Path(path) != tmp_path:  # type: ignore[arg-type]
+            return fs  # (the read-only mount check asks of the file)
+        return os.statvfs_result((4096, 4096, fs.f_blocks, free_blocks, free_blocks, *fs[5:]))
+
+    monkeypatch.setattr(core.sqlite3, "connect", connect)
+    monkeypatch.setattr(dbfile.os, "statvfs", full)
+    before = db.read_bytes()
+    for command in (["config", "new_per_day", "10"], ["quiz", "--plain"]):
+        done = CliRunner().invoke(main, ["--db", str(db), *command], input="q\n")
+        assert done.exit_code == 2, done.output
+        if free_blocks * 4096 < 1 << 20:
+            assert done.stderr == (
+                f"prep: {db}: cannot open the progress database: the disk holding {tmp_path} is "
+                f"full ({free_blocks * 4} KiB free); nothing saved is lost: free some space and "
+                "try again\n"
+            )
+        else:
+            assert done.stderr == f"prep: {db}: cannot open the progress database: disk I/O error\n"
+    assert db.read_bytes() == before

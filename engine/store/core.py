@@ -41,6 +41,7 @@ from prep.engine.store.dbfile import (  # (the file's checks before the open; re
     _not_writable,
     _read_with_wal,
     _refuse_foreign,
+    disk_full,
     is_empty_file,
     resolve_db_path,
 )
@@ -353,6 +354,11 @@ class StoreCore:
                     "PREP_DB)",
                     kind="read-only",
                 ) from exc
+            full = disk_full(target, exc)
+            if full is not None:
+                raise StoreError(
+                    f"{target}: cannot {verb} the progress database: {full}", kind="write"
+                ) from exc
             raise StoreError(
                 f"{target}: cannot {verb} the progress database: {exc}",
                 kind="busy" if "locked" in str(exc) else "other",
@@ -420,6 +426,9 @@ class StoreCore:
             except sqlite3.DatabaseError as exc:
                 conn.close()
                 last = exc
+        full = None if last is None else disk_full(target, last)
+        if full is not None:
+            raise StoreError(f"{target}: cannot open the progress database: {full}") from last
         raise StoreError(f"{target}: cannot open the progress database: {last}") from last
 
     @classmethod
