@@ -201,3 +201,61 @@ def test_a_full_disk_at_open_is_said_so(
         else:
             assert done.stderr == f"prep: {db}: cannot open the progress database: disk I/O error\n"
     assert db.read_bytes() == before
+
+
+# --- a restore that fails on a full disk --------------------------------------------------------
+
+
+def _failing_backup(code: int) -> type[sqlite3.Connection]:
+    class Failing(sqlite3.Connection):
+        """A backup file's connection whose copy onto the database fails as SQLite's does
+        (rolled back): SQLITE_FULL (13) on a full disk, SQLITE_IOERR (10) otherwise."""
+
+        def backup(self, *args: object, **kwargs: object) -> None:  # type: ignore[override]
+            exc = sqlite3.OperationalError(
+                "database or disk is full" if code == 13 else "disk I/O error"
+            )
+            exc.sqlite_errorcode = code  # type: ignore[attr-defined]
+            raise exc
+
+    return Failing
+
+
+@pytest.mark.parametrize("code", [13, 10])
+def test_a_restore_that_fails_says_what_became_of_its_rescue_copy(
+    code: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restore that failed on a full disk left its -restore.db rescue copy (480 KB on a
+    full disk) and its line did not say so. On a full disk SQLite rolled the copy back and
+    the database holds all the rescue copy does: it is removed and the line says the
+    database is as it was (seen on a full 1.2 MB tmpfs); after another error it is kept and
+    the line names it."""
+    from prep.engine.store import Store, backup
+    from tests.test_sync import T0, rate
+
+    db = tmp_path / "p.db"
+    with Store.open(db) as store:
+        rate(store, "x", 3, T0)
+        made = backup.make(store, "manual")
+        assert made is not None
+        rate(store, "y", 4, T0)
+    real = sqlite3.connect
+
+    def connect(target: object, *args: object, **kwargs: object) -> sqlite3.Connection:
+        if str(target).startswith("file:") and "manual" in str(target):
+            kwargs["factory"] = _failing_backup(code)
+        return real(target, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(backup.sqlite3, "connect", connect)
+    with Store.open(db) as store, pytest.raises(backup.BackupError) as failed:
+        backup.restore(store, made.name)
+    rescues = [p.name for p in backup.folder(db).iterdir() if p.name.endswith("-restore.db")]
+    said = str(failed.value)
+    assert said.startswith(f"{made}: cannot restore it (")
+    if code == 13:
+        assert rescues == [] and said.endswith("; nothing restored, the database is as it was")
+    else:
+        assert len(rescues) == 1
+        assert said.endswith(f"; the database as it was is kept in {rescues[0]}")
+    with Store.open(db) as store:
+        assert store.conn.execute("SELECT count(*) FROM revlog").fetchone() == (2,)

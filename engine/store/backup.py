@@ -478,6 +478,21 @@ def _refuse_not_prep(src: sqlite3.Connection, path: Path) -> None:
         ) from None
 
 
+def _rescue(saved: Path | None, exc: sqlite3.Error) -> str:
+    """What a restore that failed says of its rescue copy ``saved`` (the database as it was,
+    copied just before): on a full disk (SQLITE_FULL) the copy is removed, since SQLite rolled
+    the restore's one transaction back and the database holds all the copy does (a 480 KB copy
+    on a disk that is already full helps no one); after another error, where what reached
+    the file is less sure, the copy is kept and named."""
+    if saved is None:
+        return "; nothing restored"
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF == sqlite3.SQLITE_FULL:
+        saved.unlink(missing_ok=True)
+        return "; nothing restored, the database is as it was"
+    return f"; the database as it was is kept in {saved.name}"
+
+
 def restore(store: Store, name: str) -> tuple[Path, Path | None]:
     """Put the backup ``name`` (a file name from listing()) in place of ``store``'s content,
     after backing up the database as it is. The restored database gets a new device id for
@@ -531,7 +546,7 @@ def restore(store: Store, name: str) -> tuple[Path, Path | None]:
         finally:
             src.close()
     except sqlite3.Error as exc:
-        raise BackupError(f"{found[0]}: cannot restore it ({exc})") from None
+        raise BackupError(f"{found[0]}: cannot restore it ({exc}){_rescue(saved, exc)}") from None
     from prep.engine.store import devices as local
     from prep.engine.store.core import StoreError
 
