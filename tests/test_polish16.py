@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from pathlib import Path
@@ -259,3 +260,35 @@ def test_a_restore_that_fails_says_what_became_of_its_rescue_copy(
         assert said.endswith(f"; the database as it was is kept in {rescues[0]}")
     with Store.open(db) as store:
         assert store.conn.execute("SELECT count(*) FROM revlog").fetchone() == (2,)
+
+
+# --- grade --answers - ------------------------------------------------------------------------
+
+
+def test_grade_reads_its_answers_or_its_rubric_from_standard_input(tmp_path: Path) -> None:
+    """`grade --rubric R --answers -` said "-: cannot read it (no such file)": `-` is standard
+    input now (as `export -o -` is standard output), named so in the messages; --rubric -
+    too, but not both (one standard input)."""
+    rubric = tmp_path / "r.yaml"
+    rubric.write_text("question: q\npoints:\n  - id: p1\n    text: W_O mixes heads\n")
+    answers = tmp_path / "a.jsonl"
+    answers.write_text('{"answer_id": 7, "answer": ""}\n')
+    db = ["--db", str(tmp_path / "p.db"), "grade", "--json"]
+    run = CliRunner().invoke
+    done = run(main, [*db, "--rubric", str(rubric), "--answers", "-"], input=answers.read_text())
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout) == {
+        "answer_id": 7,
+        "empty": True,
+        "covered": None,
+        "scores": None,
+    }
+    done = run(main, [*db, "--rubric", "-", "--answers", str(answers)], input=rubric.read_text())
+    assert done.exit_code == 0 and json.loads(done.stdout)["answer_id"] == 7, done.output
+    done = run(main, [*db, "--rubric", str(rubric), "--answers", "-"], input="{\n")
+    assert done.exit_code == 2 and done.stderr == "prep: standard input:1: not a JSON object\n"
+    done = run(main, [*db, "--rubric", "-", "--answers", str(answers)], input="[: x\n")
+    assert done.exit_code == 2 and done.stderr == "prep: standard input:1: not valid YAML\n"
+    done = run(main, [*db, "--rubric", "-", "--answers", "-"], input="")
+    assert done.exit_code == 2
+    assert done.stderr == "prep: --rubric and --answers cannot both be - (standard input)\n"

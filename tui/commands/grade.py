@@ -26,14 +26,14 @@ from prep.tui.commands.common import Ctx, NamedPath, UsageError
     "rubric_path",
     type=NamedPath(path_type=Path),
     metavar="R.yaml",
-    help="A rubric file: question and points (a list of id and text).",
+    help="A rubric file: question and points (a list of id and text; - reads standard input).",
 )
 @click.option(
     "--answers",
     "answers_path",
     type=NamedPath(path_type=Path),
     metavar="A.jsonl",
-    help='One {"answer_id": ..., "answer": ...} a line.',
+    help='One {"answer_id": ..., "answer": ...} a line (- reads standard input).',
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (one object a line).")
 @click.pass_obj
@@ -61,6 +61,8 @@ def grade(
             raise UsageError(
                 "give a CARD_ID (answer on stdin), or --rubric R.yaml --answers A.jsonl"
             )
+        if str(rubric_path) == str(answers_path) == "-":
+            raise UsageError("--rubric and --answers cannot both be - (standard input)")
         try:
             rubric = load_rubric(rubric_path)
             answers = batch.read_answers(answers_path)

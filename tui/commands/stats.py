@@ -11,7 +11,6 @@ from prep.tui.commands.common import (
     demo_names,
 )
 
-
 # every time zone's local midnight of these days has a UTC form
 SINCE_RANGE = "0001-01-02 to 9999-12-30"
 
