@@ -1,4 +1,5 @@
-"""How a value from outside (an argument, a file name, a setting, a line of a file) is shown in
+"""Words in a message: how a count and its noun are written (``1 review``, ``2 reviews``), and
+how a value from outside (an argument, a file name, a setting, a line of a file) is shown in
 one line of a message: control characters as escapes, and a byte that is not UTF-8 (which
 Python decodes to a surrogate, \\udcff) as that byte, \\xff. One module at the engine's root
 so that every room (the store too, which may not import the decks) quotes alike.
@@ -58,3 +59,20 @@ def text_safe(text: str) -> str:
     """``text`` with its control characters written as escapes, lines and tabs kept: text from
     outside (a typed or pasted answer, an error) that a terminal must show, not obey."""
     return _SHOWN_CONTROL.sub(_escape, text)
+
+
+def count(n: int, noun: str, plural: str | None = None, *, grouped: bool = False) -> str:
+    """``1 day``, ``2 days``, ``0 reviews`` (``plural`` for irregular nouns; ``grouped``:
+    the number with thousands separators, ``40,000 cards``)."""
+    number = f"{n:,}" if grouped else str(n)
+    return f"{number} {noun if n == 1 else plural or noun + 's'}"
+
+
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8 (SQLite's text): an argument with a byte that
+    is not UTF-8 holds a surrogate (\\udcff), which cannot."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -17,7 +17,7 @@ from rich.text import Text
 from prep.demos.pretrained.grader.rubric import Grade, Rubric
 from prep.engine.decks.deck import Card, one_line_safe, text_safe
 from prep.engine.decks.rubric import card_rubric, suggest_rating
-from prep.engine.words import count
+from prep.engine.textsafe import count
 from prep.tui.worker import WorkerClient
 
 SYMBOL = {True: "✓", False: "✗"}

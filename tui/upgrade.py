@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from prep.engine.store.schema import Upgrade
-from prep.engine.words import count
+from prep.engine.textsafe import count
 
 if TYPE_CHECKING:
     import os

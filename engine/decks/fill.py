@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from prep.engine.words import count
+from prep.engine.textsafe import count
 
 PARSE, STORE, INDEX, CHECK, RECONCILE, DONE = (
     "parse",

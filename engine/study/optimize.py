@@ -23,7 +23,7 @@ from fsrs.scheduler import DEFAULT_PARAMETERS
 
 from prep.engine.store import Review, Store
 from prep.engine.study.scheduler import CardState, Rating, Scheduler, Settings
-from prep.engine.words import count
+from prep.engine.textsafe import count
 
 # fsrs.optimizer: `mini_batch_size = 512`; `if num_reviews < mini_batch_size: return defaults`.
 MIN_REVIEWS = 512

@@ -37,8 +37,8 @@ from fsrs.scheduler import DEFAULT_PARAMETERS
 
 from prep.engine.study.due import reviews_until
 from prep.engine.study.scheduler import LEVELS, CardState, Settings, State, interview_day
+from prep.engine.textsafe import count
 from prep.engine.timeutil import day_start, study_day_start, to_utc, today_span
-from prep.engine.words import count
 
 if TYPE_CHECKING:
     from prep.engine.store import Store

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from prep.engine.decks.deck import CHOICE_LETTERS, Card
 from prep.engine.study.plan import due_of, new_limit_text
 from prep.engine.study.scheduler import RATING_NAMES, Outcome, Rating
-from prep.engine.words import count as count  # (re-exported: present.count)
+from prep.engine.textsafe import count as count  # (re-exported: present.count)
 
 if TYPE_CHECKING:
     from prep.engine.study.collection import Cards
