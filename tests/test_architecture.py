@@ -136,7 +136,8 @@ def test_the_exception_is_only_where_it_is_documented() -> None:
 
 # The floor plan: engine/ grouped by purpose, demos/ by the evidence a demo rests on.
 ENGINE_ROOMS = {"store", "decks", "study", "transfer", "sync"}
-ENGINE_TOP = {"__init__.py", "timeutil.py", "paths.py"}  # (what every room reads)
+# (what every room reads: times, paths, and the words of a message: textsafe)
+ENGINE_TOP = {"__init__.py", "timeutil.py", "paths.py", "textsafe.py"}
 DEMO_ROOMS = {"synthetic": "synthetic", "decoder": "trained-here", "pretrained": "pretrained"}
 DEMO_TOP = {
     "__init__.py",

@@ -155,9 +155,11 @@ def test_stats_json_and_text(small_deck_dir: Path, db_path: Path) -> None:
         assert row.split()[1:4] == [str(m["cards"]), str(m["seen"]), str(m["mature"])]
     bad = run_cli("stats", "--since", "yesterday", db=db_path)
     assert bad.exit_code == 2 and "--since 'yesterday' is not a date" in bad.output
-    # parses, but has no UTC form (year 10000): was an OverflowError traceback
+    # parses, but has no UTC form (year 10000): was an OverflowError traceback, then "is not
+    # a date" (it is one: out of range, and the line says the range)
     bad = run_cli("stats", "--since", "9999-12-31T23:00:00-05:00", db=db_path)
-    assert bad.exit_code == 2 and "is not a date" in bad.output
+    assert bad.exit_code == 2
+    assert "is out of range: give a date from 0001-01-02 to 9999-12-30" in bad.output
 
 
 def test_config_show_set_and_reject(db_path: Path) -> None:

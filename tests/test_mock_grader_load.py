@@ -156,7 +156,7 @@ async def test_the_first_grade_says_it_waits_for_the_load_and_keys_still_grade(f
         grading.graded[0].set_result(
             Grade([PointVerdict("p1", "W_O mixes the heads.", True, 0.9, "")])
         )
-        await wait_until(pilot, lambda: "covers 1 of 1 points" in _reveal(app))
+        await wait_until(pilot, lambda: "covers 1 of 1 point" in _reveal(app))
         assert "Grading your answer" not in _reveal(app)
 
 

@@ -70,7 +70,7 @@ def test_the_load_starts_with_the_mock(fresh_store) -> None:
     # asked for before the first question (a choice: nothing to grade) was answered
     assert stdin.warmed_at_first_read is True
     assert grading.warmed == 1
-    assert "1 of 1 points covered" in out.getvalue()
+    assert "1 of 1 point covered" in out.getvalue()
     assert "still loading" not in out.getvalue()  # loaded while the questions were read
 
 
@@ -88,7 +88,7 @@ def test_the_first_grade_says_it_waits_for_the_load(fresh_store) -> None:
     text = out.getvalue()
     line = next(ln for ln in text.splitlines() if "still loading" in ln)
     assert line.startswith("The grader's model is still loading (once a mock, 1"), line
-    assert text.index(line) < text.index("1 of 1 points covered")
+    assert text.index(line) < text.index("1 of 1 point covered")
 
 
 def test_a_failed_load_is_one_line(fresh_store) -> None:
@@ -101,7 +101,7 @@ def test_a_failed_load_is_one_line(fresh_store) -> None:
     assert said == [
         "Not graded: the grader did not load (no model at /nowhere/grader.pt); grade it 1-4."
     ]
-    assert "Traceback" not in text and "points covered" not in text
+    assert "Traceback" not in text and " covered" not in text
     assert "Saved: Good" in text  # graded by hand all the same
 
 

@@ -17,6 +17,7 @@ import sys
 
 import click
 
+from prep.engine.textsafe import quoted
 from prep.tui.commands.common import UsageError  # (exit 2, one line)
 
 MAX_ANSWER = 1000  # characters: "yes" with room to spare, never a whole stream
@@ -58,5 +59,5 @@ def confirm(question: str, default: bool = False) -> bool:
         if answer in YES or answer in NO:
             return answer in YES
         if not tty:
-            raise UsageError(f"standard input: {answer[:40]!r} is not y or n; nothing saved")
+            raise UsageError(f"standard input: {quoted(answer[:40])} is not y or n; nothing saved")
         click.echo("Error: answer y or n", err=True)

@@ -22,6 +22,7 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
+from prep.engine.textsafe import quoted
 from prep.tui.startup import pause_gc
 
 EXIT_USAGE = 2
@@ -92,7 +93,7 @@ def local_time_problem() -> str | None:
         datetime.now().astimezone()
     except (ValueError, OverflowError, OSError) as exc:
         tz = os.environ.get("TZ")
-        where = f"TZ={tz[:40]!r}" if tz is not None else "the local time zone"
+        where = f"TZ={quoted(tz[:40])}" if tz is not None else "the local time zone"
         return f"{where} is not a usable time zone ({exc}); fix or unset it"
     import time
 

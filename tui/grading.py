@@ -17,6 +17,7 @@ from rich.text import Text
 from prep.demos.pretrained.grader.rubric import Grade, Rubric
 from prep.engine.decks.deck import Card, one_line_safe, text_safe
 from prep.engine.decks.rubric import card_rubric, suggest_rating
+from prep.engine.textsafe import count
 from prep.tui.worker import WorkerClient
 
 SYMBOL = {True: "✓", False: "✗"}
@@ -95,7 +96,9 @@ def suggestion(grade: Grade) -> int:
 def verdict_text(grade: Grade) -> Text:
     """✓/✗ per point with the sentence that covers it; card and answer text stay plain text."""
     covered = len(grade.points) - len(grade.missed)
-    text = Text.assemble((f"Your answer covers {covered} of {len(grade.points)} points", "bold"))
+    text = Text.assemble(
+        (f"Your answer covers {covered} of {count(len(grade.points), 'point')}", "bold")
+    )
     for p in grade.points:
         text.append("\n")
         text.append("✓ " if p.covered else "✗ ", style="bold green" if p.covered else "bold red")
@@ -129,7 +132,7 @@ def verdict_lines(result, rating: int) -> list[str]:  # noqa: ANN001 - a Grade
     """The point-by-point verdict as plain lines (the CLI and the line mode print these); the
     answer's sentences and a rubric file's points are shown, never obeyed by the terminal."""
     covered = len(result.points) - len(result.missed)
-    lines = [f"{covered} of {len(result.points)} points covered"]
+    lines = [f"{covered} of {count(len(result.points), 'point')} covered"]
     for p in result.points:
         lines.append(f"  {SYMBOL[p.covered]} {one_line_safe(p.text)}  ({p.score:.2f})")
         if p.covered and p.sentence:

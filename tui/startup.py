@@ -24,6 +24,8 @@ import threading
 from functools import partial
 from typing import TYPE_CHECKING
 
+from prep.engine.textsafe import quoted
+
 _paused = False
 
 
@@ -232,7 +234,8 @@ class Startup(_AppBase):
             self.notify(f"Could not update card states: {exc}", severity="warning")
         if self.selected_deck is not None and self.selected_deck not in self.collection.decks:
             self.notify(
-                f"No deck named {self.selected_deck!r}; showing all decks.", severity="warning"
+                f"No deck named {quoted(self.selected_deck)}; showing all decks.",
+                severity="warning",
             )
             self.selected_deck = None
         if self.mock_first is not None:  # `prep mock`: the mock over home, as `m` opens it

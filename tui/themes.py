@@ -12,6 +12,8 @@ import os
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
+from prep.engine.textsafe import quoted
+
 if TYPE_CHECKING:
     from textual.app import App
     from textual.theme import Theme
@@ -47,7 +49,7 @@ def first_theme(
     shown = pick_theme({k: v for k, v in environ.items() if k != "PREP_THEME"})
     app.theme = shown
     known = ", ".join(sorted(app.available_themes))
-    return f"PREP_THEME={name[:40]!r} names no theme; showing {shown} (themes: {known})"
+    return f"PREP_THEME={quoted(name[:40])} names no theme; showing {shown} (themes: {known})"
 
 
 class ThemeMemory:

@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from prep.engine.store.schema import Upgrade
+from prep.engine.textsafe import count
 
 if TYPE_CHECKING:
     import os
@@ -30,11 +31,11 @@ def describe(u: Upgrade, arrow: str = "→") -> str:
     3 → 7): 41% of 1,000,000 reviews, ~20 s left``."""
     versions = f"schema {u.from_version} {arrow} {u.to_version}"
     if u.done:
-        what = f", {u.reviews:,} reviews" if u.reviews else ""
+        what = f", {count(u.reviews, 'review', grouped=True)}" if u.reviews else ""
         return f"upgraded the progress database ({versions}{what}) in {_seconds(u.elapsed)}"
     text = f"upgrading the progress database ({versions}): {int(u.fraction * 100)}%"
     if u.reviews:
-        text += f" of {u.reviews:,} reviews"
+        text += f" of {count(u.reviews, 'review', grouped=True)}"
     if u.remaining is not None:
         text += f", ~{_seconds(u.remaining)} left"
     return text

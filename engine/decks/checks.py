@@ -75,7 +75,7 @@ def assemble(
                 DeckError(
                     shown,
                     info.line,
-                    f"deck name {info.name!r} is already used by {first.file}:{first.line}; "
+                    f"deck name {quoted(info.name)} is already used by {first.file}:{first.line}; "
                     "give this deck its own `deck:` name",
                 )
             )
@@ -125,7 +125,7 @@ def assemble(
                     from difflib import get_close_matches
 
                     close = get_close_matches(name, sorted(demo_set), n=1)
-                    hint = f" (did you mean {close[0]!r}?)" if close else ""
+                    hint = f" (did you mean {quoted(close[0])}?)" if close else ""
                     coll.errors.append(
                         DeckError(
                             card.file,

@@ -51,6 +51,10 @@ from typing import Any, TypeGuard
 from prep.engine.decks.digest import sha256
 from prep.engine.decks.refusal import MAX_DEPTH, Refused
 from prep.engine.decks.refusal import one_line as _one_line
+from prep.engine.textsafe import one_line_safe as one_line_safe  # (re-exported: callers)
+from prep.engine.textsafe import quoted
+from prep.engine.textsafe import quoted_all as quoted_all
+from prep.engine.textsafe import text_safe as text_safe
 
 KINDS = ("recall", "choice", "red-flag", "follow-up")
 CARD_KEYS = frozenset(
@@ -86,44 +90,6 @@ MAX_ERRORS_PER_FILE = 50  # a file with more says how many more, in one line
 # Control characters (C0 and C1, DEL) other than newline and tab: ESC starts the terminal
 # escape sequences (CSI, OSC) that recolour or retitle a terminal when a card is printed.
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def quoted(value: Any, limit: int = 60) -> str:
-    """``repr(value)`` shortened for an error message: a hostile value stays one short line."""
-    if isinstance(value, (dict, list)):
-        text = f"a {'mapping' if isinstance(value, dict) else 'list'} of {len(value)} item(s)"
-        return text
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-# ... and the surrogates: a file name's bytes that are not UTF-8 arrive as \udc80-\udcff
-# (surrogateescape); printed as they are they raise UnicodeEncodeError or show as "?"
-_ANY_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-_SHOWN_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
-
-
-def _escape(m: re.Match[str]) -> str:
-    """A control character as its Python escape (\\x1b, \\n); a byte of a file name that is
-    not UTF-8 as that byte (\\xff, as ``os.fsencode(name)`` holds it); another lone
-    surrogate as its escape (\\ud800)."""
-    char = m.group()
-    if "\udc80" <= char <= "\udcff":
-        return f"\\x{ord(char) - 0xDC00:02x}"
-    return repr(char)[1:-1]
-
-
-def one_line_safe(text: str) -> str:
-    """``text`` with every control character (newline and tab too) written as its escape, and
-    a file name's bytes that are not UTF-8 as \\xff: safe to print as one line on a
-    terminal, whatever its encoding (never a UnicodeEncodeError)."""
-    return _ANY_CONTROL.sub(_escape, text)
-
-
-def text_safe(text: str) -> str:
-    """``text`` with its control characters written as escapes, lines and tabs kept: text from
-    outside (a typed or pasted answer, an error) that a terminal must show, not obey."""
-    return _SHOWN_CONTROL.sub(_escape, text)
 
 
 def _control_problem(text: str) -> str | None:

@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from prep.engine.textsafe import count
+
 PARSE, STORE, INDEX, CHECK, RECONCILE, DONE = (
     "parse",
     "store",
@@ -88,8 +90,8 @@ def describe(fill: Fill) -> str:
         return f"brought the deck cache up to date in {_seconds(fill.elapsed)}"
     if fill.done:
         return (
-            f"read {fill.cards:,} cards from {fill.files_total} deck file"
-            f"{'s' if fill.files_total != 1 else ''} into the cache in {_seconds(fill.elapsed)}"
+            f"read {count(fill.cards, 'card', grouped=True)} from "
+            f"{count(fill.files_total, 'deck file')} into the cache in {_seconds(fill.elapsed)}"
         )
     if fill.files_total:
         head = "reading the decks into the cache (once; later starts skip this)"
@@ -110,7 +112,7 @@ def describe(fill: Fill) -> str:
         what = "matching your progress to the cards" + _matched(fill)
     text = f"{head}: {what}"
     if fill.cards:
-        text += f", {fill.cards:,} cards so far"
+        text += f", {count(fill.cards, 'card', grouped=True)} so far"
     if fill.remaining is not None and fill.stage == PARSE:
         text += f", ~{_seconds(fill.remaining)} left"
     return text

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from prep.engine.paths import entry_kind, sqlite_uri
 from prep.engine.store import known
+from prep.engine.textsafe import quoted
 from prep.engine.timeutil import study_day_start, utcnow
 
 if TYPE_CHECKING:
@@ -477,6 +478,21 @@ def _refuse_not_prep(src: sqlite3.Connection, path: Path) -> None:
         ) from None
 
 
+def _rescue(saved: Path | None, exc: sqlite3.Error) -> str:
+    """What a restore that failed says of its rescue copy ``saved`` (the database as it was,
+    copied just before): on a full disk (SQLITE_FULL) the copy is removed, since SQLite rolled
+    the restore's one transaction back and the database holds all the copy does (a 480 KB copy
+    on a disk that is already full helps no one); after another error, where what reached
+    the file is less sure, the copy is kept and named."""
+    if saved is None:
+        return "; nothing restored"
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF == sqlite3.SQLITE_FULL:
+        saved.unlink(missing_ok=True)
+        return "; nothing restored, the database is as it was"
+    return f"; the database as it was is kept in {saved.name}"
+
+
 def restore(store: Store, name: str) -> tuple[Path, Path | None]:
     """Put the backup ``name`` (a file name from listing()) in place of ``store``'s content,
     after backing up the database as it is. The restored database gets a new device id for
@@ -494,7 +510,7 @@ def restore(store: Store, name: str) -> tuple[Path, Path | None]:
         )
         if kind != "gone" and _matches((_name(store.path), _legacy_name(store.path)), name):
             raise BackupError(f"{odd}: {kind}, not a backup file; nothing restored")
-        raise BackupError(f"no backup named {name!r} (see `prep backup --list`)")
+        raise BackupError(f"no backup named {quoted(name)} (see `prep backup --list`)")
     from prep.engine.store import samefile
 
     # the copy below writes through SQLite's backup API, not a transaction: the check a
@@ -530,7 +546,7 @@ def restore(store: Store, name: str) -> tuple[Path, Path | None]:
         finally:
             src.close()
     except sqlite3.Error as exc:
-        raise BackupError(f"{found[0]}: cannot restore it ({exc})") from None
+        raise BackupError(f"{found[0]}: cannot restore it ({exc}){_rescue(saved, exc)}") from None
     from prep.engine.store import devices as local
     from prep.engine.store.core import StoreError
 

@@ -41,6 +41,7 @@ from prep.engine.store.dbfile import (  # (the file's checks before the open; re
     _not_writable,
     _read_with_wal,
     _refuse_foreign,
+    disk_full,
     is_empty_file,
     resolve_db_path,
 )
@@ -52,6 +53,7 @@ from prep.engine.store.schema import (
     UpgradeTracker,
 )
 from prep.engine.study.scheduler import Settings
+from prep.engine.textsafe import quoted
 from prep.engine.timeutil import fmt
 
 if TYPE_CHECKING:
@@ -288,7 +290,7 @@ class StoreCore:
         if str(target) in (":memory:", "") or str(target).startswith("file:"):
             # sqlite3 would open an in-memory database: every rating "saved", then gone
             raise StoreError(
-                f"--db {str(target)!r}: names no file (SQLite would keep nothing); give the "
+                f"--db {quoted(str(target))}: names no file (SQLite would keep nothing); give the "
                 "path of the progress database"
             )
         if (reading or not create) and (not target.exists() or is_empty_file(target)):
@@ -351,6 +353,11 @@ class StoreCore:
                     f"{_fix(readonly)}, or keep your progress elsewhere with --db PATH (or "
                     "PREP_DB)",
                     kind="read-only",
+                ) from exc
+            full = disk_full(target, exc)
+            if full is not None:
+                raise StoreError(
+                    f"{target}: cannot {verb} the progress database: {full}", kind="write"
                 ) from exc
             raise StoreError(
                 f"{target}: cannot {verb} the progress database: {exc}",
@@ -419,6 +426,9 @@ class StoreCore:
             except sqlite3.DatabaseError as exc:
                 conn.close()
                 last = exc
+        full = None if last is None else disk_full(target, last)
+        if full is not None:
+            raise StoreError(f"{target}: cannot open the progress database: {full}") from last
         raise StoreError(f"{target}: cannot open the progress database: {last}") from last
 
     @classmethod
@@ -496,7 +506,7 @@ class StoreCore:
         except (TypeError, ValueError):
             version = None
         if version is None or version < 1:  # 0 or -1 would rerun (or index) the migrations
-            said = "missing" if row[0] is None else f"{str(row[0])[:40]!r}"
+            said = "missing" if row[0] is None else quoted(str(row[0])[:40])
             raise StoreError(
                 f"{self.path or ':memory:'}: the schema version in the database is {said}, "
                 "not one prep wrote (edited by hand?); `prep export` still reads it",

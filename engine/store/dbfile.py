@@ -6,6 +6,7 @@ nothing here runs a statement of prep's own tables beyond reading what the file 
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 from pathlib import Path
@@ -141,6 +142,35 @@ def _cannot_write(exc: BaseException) -> bool:
         primary = None if code is None else code & 0xFF
         return primary in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM)
     return isinstance(exc, PermissionError)
+
+
+# Free space under which an I/O error is the disk being full. SQLite's WAL index (-shm) is
+# 32 KiB and a first commit writes a -wal of a few 4 KiB pages: with less than 1 MiB free, an
+# open that fails "disk I/O error" (SQLite's word when it cannot grow the -shm) is that.
+FULL_BELOW = 1 << 20
+
+
+def disk_full(target: Path, exc: BaseException) -> str | None:
+    """``the disk holding FOLDER is full (N KiB free)...`` when ``exc`` is an I/O error or a full
+    disk and the database's folder has (almost) no free space left; None otherwise."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    io = code is not None and code & 0xFF in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL)
+    io = io or isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    said = str(exc)
+    if not (io or "disk I/O error" in said or "database or disk is full" in said):
+        return None
+    folder = target.parent
+    try:
+        fs = os.statvfs(folder)
+    except (OSError, ValueError):
+        return None
+    free = fs.f_bavail * fs.f_frsize  # what a user (not root's reserve) may write
+    if free >= FULL_BELOW:
+        return None
+    return (
+        f"the disk holding {folder} is full ({free // 1024} KiB free); nothing saved is lost: "
+        "free some space and try again"
+    )
 
 
 def _discard_unmade(target: Path, folders: list[Path]) -> None:

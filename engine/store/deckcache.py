@@ -17,6 +17,7 @@ from typing import Any
 from prep.engine.store.core import StoreCore
 from prep.engine.store.schema14 import NOT_REVIEW_SQL
 from prep.engine.study.scheduler import State
+from prep.engine.textsafe import is_utf8
 from prep.engine.timeutil import fmt
 
 
@@ -331,6 +332,8 @@ class DeckCacheStore(StoreCore):
     def deck_cache_locate(self, card_id: str) -> list[tuple[int, int, str]]:
         """(file id, line, the file's sha256) of each cached card with id ``card_id`` (one
         probe of the id index; usually one row, more for an id that several files declare)."""
+        if not is_utf8(card_id):
+            return []
         return self.conn.execute(
             "SELECT dc.key >> 32, dc.key & 0xFFFFFFFF, f.sha256 FROM deck_cards dc "
             "JOIN deck_files f ON f.fid = dc.key >> 32 WHERE dc.id = ?",
@@ -342,6 +345,7 @@ class DeckCacheStore(StoreCore):
         ``card_ids``: ``deck_cache_locate`` for many ids in one statement per 500 (the id
         index probed once an id, not one query an id)."""
         rows: list[tuple[str, int, int, str]] = []
+        card_ids = [i for i in card_ids if is_utf8(i)]
         for i in range(0, len(card_ids), _LOCATE_BATCH):
             chunk = card_ids[i : i + _LOCATE_BATCH]
             rows += self.conn.execute(

@@ -21,6 +21,7 @@ from prep.engine.store.schema import CARD_COLUMNS
 from prep.engine.store.schema13 import card_number
 from prep.engine.store.schema14 import FOLD, TALLY_MARK, fold_tally
 from prep.engine.study.scheduler import CardState, State
+from prep.engine.textsafe import quoted
 from prep.engine.timeutil import EARLIEST, LATEST_STORED, clamp_duration, fmt, utcnow
 
 
@@ -49,7 +50,7 @@ class DamagedReview(NamedTuple):
     why: str
 
     def __str__(self) -> str:
-        return f"review {self.id} (card {self.card_id!r}): {self.why}"
+        return f"review {self.id} (card {quoted(self.card_id)}): {self.why}"
 
 
 def _row_problem(rating: Any, at: Any, dur: Any, prev_state: Any) -> str | None:
@@ -57,11 +58,11 @@ def _row_problem(rating: Any, at: Any, dur: Any, prev_state: Any) -> str | None:
     if type(rating) is not int or not 1 <= rating <= 4:
         return f"rating is {rating!r}, not 1 to 4"
     if type(at) is not int:
-        return f"its time is {str(at)[:40]!r}, not a time"
+        return f"its time is {quoted(str(at)[:40])}, not a time"
     if dur is not None and type(dur) is not int:
-        return f"duration_ms is {str(dur)[:40]!r}"
+        return f"duration_ms is {quoted(str(dur)[:40])}"
     if prev_state is not None and prev_state not in (1, 2, 3):
-        return f"prev_state is {str(prev_state)[:40]!r}"
+        return f"prev_state is {quoted(str(prev_state)[:40])}"
     return None
 
 

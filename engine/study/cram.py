@@ -16,6 +16,7 @@ from prep.engine.decks.deck import Card
 from prep.engine.study import plan as plan_mod
 from prep.engine.study.collection import Cards
 from prep.engine.study.present import first_line
+from prep.engine.textsafe import quoted
 
 if TYPE_CHECKING:
     from prep.engine.store import Store
@@ -42,7 +43,7 @@ class UnknownDeck(ValueError):
     def __init__(self, deck: str, decks: list[str]) -> None:
         self.deck = deck
         self.decks = decks
-        super().__init__(f"no deck named {deck!r} (decks: {', '.join(decks) or 'none'})")
+        super().__init__(f"no deck named {quoted(deck)} (decks: {', '.join(decks) or 'none'})")
 
 
 def is_main(card: Card) -> bool:

@@ -16,6 +16,7 @@ from prep.engine.decks.deck import one_line_safe
 from prep.engine.store import Mark, Store
 from prep.engine.study.collection import Cards
 from prep.engine.study.present import first_line
+from prep.engine.textsafe import quoted
 from prep.engine.timeutil import fmt
 
 KINDS = ("suspended", "buried", "flagged")
@@ -74,8 +75,7 @@ class UnknownCard(ValueError):
     def __init__(self, card_id: str) -> None:
         self.card_id = card_id
         super().__init__(
-            f"no card {one_line_safe(card_id)!r} in the decks or among the marked cards "
-            "(see `prep marks`)"
+            f"no card {quoted(card_id)} in the decks or among the marked cards (see `prep marks`)"
         )
 
 

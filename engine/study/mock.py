@@ -26,6 +26,7 @@ from prep.engine.study.due import is_due
 from prep.engine.study.present import Verdict, choice_verdict, clock_text, first_line, shorten
 from prep.engine.study.scheduler import RATING_NAMES, Outcome, Rating, Scheduler
 from prep.engine.study.session import ReviewSession
+from prep.engine.textsafe import quoted
 from prep.engine.timeutil import Clock, utcnow
 
 MAIN_WEIGHT = 2  # the main question's share of the time, relative to one follow-up
@@ -58,7 +59,7 @@ def follow_up_chain(collection: Cards, main_id: str) -> list[tuple[Card, int]]:
 
     main = collection.get(main_id)
     if main is None:
-        raise MockError(f"no card named {main_id!r}")
+        raise MockError(f"no card named {quoted(main_id)}")
     visit(main, 0)
     return out
 
@@ -75,10 +76,12 @@ def pick_main(
     ties broken by ``rng``. The day before an interview and the day itself, the chain whose
     root is weakest at the interview (lowest predicted recall then)."""
     if deck is not None and deck not in collection.decks:
-        raise MockError(f"no deck named {deck!r} (decks: {', '.join(collection.decks) or 'none'})")
+        raise MockError(
+            f"no deck named {quoted(deck)} (decks: {', '.join(collection.decks) or 'none'})"
+        )
     candidates = main_candidates(collection, deck)
     if not candidates:
-        where = f"deck {deck!r}" if deck else "the decks"
+        where = f"deck {quoted(deck)}" if deck else "the decks"
         raise MockError(
             f"no card in {where} has follow-up questions, so there is no mock interview to run"
         )

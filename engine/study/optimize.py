@@ -23,6 +23,7 @@ from fsrs.scheduler import DEFAULT_PARAMETERS
 
 from prep.engine.store import Review, Store
 from prep.engine.study.scheduler import CardState, Rating, Scheduler, Settings
+from prep.engine.textsafe import count
 
 # fsrs.optimizer: `mini_batch_size = 512`; `if num_reviews < mini_batch_size: return defaults`.
 MIN_REVIEWS = 512
@@ -117,7 +118,7 @@ def check_enough(logs: Sequence[fsrs.ReviewLog]) -> int:
         raise OptimizeError(
             f"not enough reviews to optimize: fsrs needs {MIN_REVIEWS} reviews made a day or more "
             f"after the card's previous one; you have {n} ({MIN_REVIEWS - n} more needed; "
-            f"{len(logs)} reviews in all). Keep reviewing and try again later"
+            f"{count(len(logs), 'review')} in all). Keep reviewing and try again later"
         )
     return n
 

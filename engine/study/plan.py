@@ -37,6 +37,7 @@ from fsrs.scheduler import DEFAULT_PARAMETERS
 
 from prep.engine.study.due import reviews_until
 from prep.engine.study.scheduler import LEVELS, CardState, Settings, State, interview_day
+from prep.engine.textsafe import count
 from prep.engine.timeutil import day_start, study_day_start, to_utc, today_span
 
 if TYPE_CHECKING:
@@ -88,11 +89,6 @@ def date_problem(day: date, today: date) -> str | None:
 def short_date(day: date) -> str:
     """``Fri 12 Dec`` (English names whatever the locale)."""
     return f"{WEEKDAYS[day.weekday()][:3]} {day.day} {MONTHS[day.month - 1]}"
-
-
-def count(n: int, noun: str) -> str:
-    """``1 card``, ``2 cards`` (present.count's, which imports this module)."""
-    return f"{n} {noun if n == 1 else noun + 's'}"
 
 
 def days_text(n: int) -> str:
@@ -321,7 +317,7 @@ class PlanDay:
             return "the weakest cards first (c crams them, m runs a mock interview)"
         reviews = f"{REVIEW_DAYS} reviews each {p.before_text()}"
         if self.to_see == 0:
-            seen = f"All {self.cards} cards seen" if not self.hidden else self.of_cards()
+            seen = f"All {count(self.cards, 'card')} seen" if not self.hidden else self.of_cards()
             return f"{seen}: {reviews}, due ones brought forward"
         if p.days_left < REVIEW_DAYS:  # the day before: no second study day is left for them
             weekday = WEEKDAYS[p.date.weekday()]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from prep.engine.decks.deck import CHOICE_LETTERS, Card
 from prep.engine.study.plan import due_of, new_limit_text
 from prep.engine.study.scheduler import RATING_NAMES, Outcome, Rating
+from prep.engine.textsafe import count as count  # (re-exported: present.count)
 
 if TYPE_CHECKING:
     from prep.engine.study.collection import Cards
@@ -140,11 +141,6 @@ def clock_text(seconds: float) -> str:
 def percent(x: float | None) -> str:
     """A share as a whole percentage; an em dash when there is nothing to divide."""
     return "—" if x is None else f"{100 * x:.0f}%"
-
-
-def count(n: int, noun: str, plural: str | None = None) -> str:
-    """``1 day``, ``2 days``, ``0 reviews`` (``plural`` for irregular nouns)."""
-    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def shorten(text: str, width: int = 60) -> str:

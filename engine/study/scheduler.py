@@ -34,6 +34,7 @@ from prep.engine.study.settingtext import (
     _WHOLE,
     parse_text,
 )
+from prep.engine.textsafe import quoted, quoted_all
 from prep.engine.timeutil import fmt, to_utc
 
 Rating = fsrs.Rating
@@ -136,7 +137,7 @@ class Settings:
             # bounded: the queue passes these to SQLite (LIMIT ?), which holds 64-bit ints
             if not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
                 raise ValueError(
-                    f"{key} must be a whole number between 0 and {MAX_COUNT}, got {value!r}"
+                    f"{key} must be a whole number between 0 and {MAX_COUNT}, got {quoted(value)}"
                 )
         if self.leech_threshold < 1 or self.maximum_interval < 1:
             raise ValueError("leech_threshold and maximum_interval must be at least 1")
@@ -151,7 +152,7 @@ class Settings:
                 if not ok or not 0 < step <= MAX_STEP_MIN:  # (also refuses nan)
                     raise ValueError(
                         f"{key}: each step must be a number of minutes above 0 and at most "
-                        f"{MAX_STEP_MIN}, got {step!r}"
+                        f"{MAX_STEP_MIN}, got {quoted(step)}"
                     )
         if self.parameters is not None:
             fsrs.Scheduler(parameters=self.parameters)  # fsrs validates the bounds
@@ -159,12 +160,12 @@ class Settings:
             interview_day(self.interview_date)
         if self.plan_level not in LEVELS:
             raise ValueError(
-                f"plan_level must be one of {', '.join(LEVELS)}, got {self.plan_level!r}"
+                f"plan_level must be one of {', '.join(LEVELS)}, got {quoted(self.plan_level)}"
             )
         if self.plan_decks is not None and not all(
             isinstance(d, str) and d for d in self.plan_decks
         ):
-            raise ValueError(f"plan_decks must be deck names, got {list(self.plan_decks)!r}")
+            raise ValueError(f"plan_decks must be deck names, got [{quoted_all(self.plan_decks)}]")
         return self
 
 
@@ -177,9 +178,13 @@ def interview_day(text: object) -> date:
             pass
         else:
             if not 1900 <= day.year <= 9998:  # local-time arithmetic stays inside datetime's
-                raise ValueError(f"interview_date must be in the years 1900 to 9998, got {text!r}")
+                raise ValueError(
+                    f"interview_date must be in the years 1900 to 9998, got {quoted(text)}"
+                )
             return day
-    raise ValueError(f"interview_date must be a date like 2026-12-11 (YYYY-MM-DD), got {text!r}")
+    raise ValueError(
+        f"interview_date must be a date like 2026-12-11 (YYYY-MM-DD), got {quoted(text)}"
+    )
 
 
 @dataclass(frozen=True)
@@ -255,12 +260,12 @@ def state_problem(card: CardState) -> str | None:
         if not (isinstance(value, int) and not isinstance(value, bool)) or not (
             0 <= value <= MAX_COUNT
         ):
-            return f"{key} must be a whole number between 0 and {MAX_COUNT}, got {value!r}"
+            return f"{key} must be a whole number between 0 and {MAX_COUNT}, got {quoted(value)}"
     step = card.step
     if step is not None and (
         not isinstance(step, int) or isinstance(step, bool) or not 0 <= step <= MAX_STEP
     ):
-        return f"step must be a whole number between 0 and {MAX_STEP}, got {step!r}"
+        return f"step must be a whole number between 0 and {MAX_STEP}, got {quoted(step)}"
     if card.state in (_LEARNING, _RELEARNING) and step is None:
         return "a learning or relearning card needs its step"
     if (card.stability is None) != (card.difficulty is None):
@@ -284,7 +289,7 @@ def state_problem(card: CardState) -> str | None:
     for key in ("due", "last_review"):
         value = getattr(card, key)
         if value is not None and (not isinstance(value, datetime) or value.utcoffset() is None):
-            return f"{key} must be a UTC time, got {value!r}"
+            return f"{key} must be a UTC time, got {quoted(value)}"
     return None
 
 

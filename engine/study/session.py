@@ -50,6 +50,7 @@ from prep.engine.study.scheduler import (
     state_problem,
 )
 from prep.engine.study.takein import kinds_of
+from prep.engine.textsafe import quoted
 from prep.engine.timeutil import Clock, clamp_duration, study_day_start, utcnow
 
 __all__ = [
@@ -408,7 +409,7 @@ class ReviewSession:
             raise NotCurrentCard(f"no card to {what}: the session is finished")
         if card_id is not None and found[0].id != card_id:
             raise NotCurrentCard(
-                f"cannot {what} card {card_id!r}: the card shown now is {found[0].id!r}"
+                f"cannot {what} card {quoted(card_id)}: the card shown now is {quoted(found[0].id)}"
             )
         return found
 

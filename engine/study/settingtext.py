@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from prep.engine.textsafe import quoted
+
 
 def _items(text: str) -> list[str]:
     """The items of a list setting, separated by commas or spaces ("1,10", "1, 10", "1 10"):
@@ -71,4 +73,4 @@ def parse_text(key: str, text: str, meta: Mapping[str, Any]) -> Any:
     try:
         return meta["parse"](text)
     except ValueError:
-        raise ValueError(f"{key}: {text!r} is not {meta['words']}") from None
+        raise ValueError(f"{key}: {quoted(text)} is not {meta['words']}") from None

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from prep.engine.paths import expand_user
+from prep.engine.textsafe import quoted, quoted_all
 from prep.tui.commands.common import (
     Ctx,
     UsageError,
@@ -48,14 +49,16 @@ def config(obj: Ctx, key: str | None, value: str | None, reset: bool, yes: bool)
     if yes and not reset:
         raise UsageError("--yes goes with --reset (setting one value never asks)")
     if reset and key is not None:
-        raise UsageError(f"--reset restores every setting; it takes no setting name ({key!r})")
+        raise UsageError(
+            f"--reset restores every setting; it takes no setting name ({quoted(key)})"
+        )
     typed: Any = None
     if key is not None and key not in ("parameters", "sync_dir", "device_name"):
         # an unknown name or a value that does not parse is refused before the database is
         # opened: a mistyped `--db` path was created as an empty database for it
         if key not in Settings.settable():
             known = ", ".join([*Settings.settable(), "parameters"])
-            raise UsageError(f"unknown setting {key!r} (settings: {known})")
+            raise UsageError(f"unknown setting {quoted(key)} (settings: {known})")
         if value is not None:
             try:
                 typed = Settings.parse_value(key, value)  # the setting's own parse type
@@ -144,8 +147,7 @@ def _known_decks(named: list[str], decks: Collection[str]) -> None:
     unknown = [d for d in named if d not in decks]
     if unknown:
         raise UsageError(
-            f"plan_decks: no deck named {', '.join(map(repr, unknown))} "
-            f"(decks: {', '.join(decks) or 'none'})"
+            f"plan_decks: no deck named {quoted_all(unknown)} (decks: {', '.join(decks) or 'none'})"
         )
 
 
@@ -266,14 +268,27 @@ def _parse_parameters(value: str) -> tuple[float, ...] | None:
         try:
             weights.append(float(part))
         except ValueError:
-            raise UsageError(f"parameters: {part!r} is not a number") from None
+            raise UsageError(f"parameters: {quoted(part)} is not a number") from None
     try:
         updated = replace(Settings(), parameters=tuple(weights)).validated()
     except ValueError as exc:
-        message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-        raise UsageError(f"parameters: {message}") from None
+        raise UsageError(f"parameters: {_fsrs_refusal(str(exc))}") from None
     assert updated.parameters is not None
     return tuple(updated.parameters)
+
+
+SHOWN_BOUNDS = 3  # the parameters out of bounds a refusal names; the others are counted
+
+
+def _fsrs_refusal(text: str) -> str:
+    """fsrs's refusal in one line of sensible length: its heading, the first SHOWN_BOUNDS
+    parameters out of bounds and how many more (21 NaNs were a line of 1,153 characters, now 233)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    head, items = (lines[0], lines[1:]) if lines else ("", [])
+    if len(items) > SHOWN_BOUNDS:
+        items = [*items[:SHOWN_BOUNDS], f"and {len(items) - SHOWN_BOUNDS} more"]
+    sep = " " if head.endswith(":") else "; "
+    return head + (sep + "; ".join(items) if items else "")
 
 
 def _changed(settings: Settings) -> list[str]:

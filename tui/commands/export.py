@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from prep.engine.paths import expand_user
+from prep.engine.textsafe import quoted
 from prep.tui.commands.common import (
     NAMED_PATH,
     Ctx,
@@ -101,7 +102,9 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
 
             with obj.cached_collection() as coll:
                 if deck is not None and deck not in coll.decks:
-                    raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
+                    raise UsageError(
+                        f"no deck named {quoted(deck)} (decks: {', '.join(coll.decks)})"
+                    )
                 notes = write_apkg(coll, path, deck=deck)
             report(f"{verb} {shown}: {count(notes, 'note')} for Anki (File > Import).")
             return

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from prep.engine.textsafe import quoted
 from prep.tui.commands.common import Ctx, NamedPath, UsageError
 
 
@@ -25,14 +26,14 @@ from prep.tui.commands.common import Ctx, NamedPath, UsageError
     "rubric_path",
     type=NamedPath(path_type=Path),
     metavar="R.yaml",
-    help="A rubric file: question and points (a list of id and text).",
+    help="A rubric file: question and points (a list of id and text; - reads standard input).",
 )
 @click.option(
     "--answers",
     "answers_path",
     type=NamedPath(path_type=Path),
     metavar="A.jsonl",
-    help='One {"answer_id": ..., "answer": ...} a line.',
+    help='One {"answer_id": ..., "answer": ...} a line (- reads standard input).',
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (one object a line).")
 @click.pass_obj
@@ -60,6 +61,8 @@ def grade(
             raise UsageError(
                 "give a CARD_ID (answer on stdin), or --rubric R.yaml --answers A.jsonl"
             )
+        if str(rubric_path) == str(answers_path) == "-":
+            raise UsageError("--rubric and --answers cannot both be - (standard input)")
         try:
             rubric = load_rubric(rubric_path)
             answers = batch.read_answers(answers_path)
@@ -97,7 +100,7 @@ def grade(
 
             close = difflib.get_close_matches(card_id, [i for i, _, _ in coll.outline()], n=3)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
-            raise UsageError(f"no card {card_id!r}{hint}")
+            raise UsageError(f"no card {quoted(card_id)}{hint}")
     found = card_rubric(card)
     if found.problem:
         raise UsageError(f"card {card.id} has no usable rubric: {found.problem}")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from prep.engine.textsafe import quoted
 from prep.tui.commands import common
 from prep.tui.commands.common import (
     Ctx,
@@ -84,4 +85,4 @@ def quiz(obj: Ctx, deck: str | None, new: int | None, limit: int | None, plain: 
 
 def _known_deck(coll: CachedCollection, deck: str | None) -> None:
     if deck is not None and deck not in coll.decks:
-        raise UsageError(f"no deck named {deck!r} (decks: {', '.join(coll.decks)})")
+        raise UsageError(f"no deck named {quoted(deck)} (decks: {', '.join(coll.decks)})")

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import click
 
+from prep.engine.textsafe import quoted
 from prep.tui.commands.common import (
     Ctx,
     UsageError,
     demo_names,
 )
+
+# every time zone's local midnight of these days has a UTC form
+SINCE_RANGE = "0001-01-02 to 9999-12-30"
 
 
 @click.command("stats")
@@ -31,9 +35,17 @@ def stats(obj: Ctx, as_json: bool, since: str | None) -> None:
         from datetime import datetime
 
         try:
-            since_dt = to_utc(datetime.fromisoformat(since).astimezone())
-        except (ValueError, OverflowError):  # OverflowError: no UTC form (year 0 or 10000)
-            raise UsageError(f"--since {since!r} is not a date (expected YYYY-MM-DD)") from None
+            typed = datetime.fromisoformat(since)
+        except ValueError:
+            raise UsageError(
+                f"--since {quoted(since)} is not a date (expected YYYY-MM-DD)"
+            ) from None
+        try:
+            since_dt = to_utc(typed.astimezone())
+        except (ValueError, OverflowError):  # no local or UTC form (the first or last day)
+            raise UsageError(
+                f"--since {quoted(since)} is out of range: give a date from {SINCE_RANGE}"
+            ) from None
     with obj.store(reading=True, empty_ok=True) as store:
         # through the deck cache, reconciled on load (a read-only database: a private cache)
         coll = obj.collection(strict=False, store=store)

@@ -28,10 +28,10 @@ def missing() -> str | None:
 
 def read_answers(path: str | Path) -> list[tuple[Any, str]]:
     """[(answer_id, answer)] from a JSONL file; RubricError (one line) on the first bad line."""
-    from prep.demos.pretrained.grader.inputs import MAX_ANSWERS_BYTES, read_text
+    from prep.demos.pretrained.grader.inputs import MAX_ANSWERS_BYTES, read_text, shown
 
-    path = Path(path)
     text = read_text(path, MAX_ANSWERS_BYTES)
+    path = shown(path)  # (in the messages: "standard input" for -)
     out: list[tuple[Any, str]] = []
     seen: set[str] = set()
     for n, line in enumerate(text.splitlines(), 1):

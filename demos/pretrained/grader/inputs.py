@@ -6,6 +6,7 @@ said in words (no such file, a folder, not UTF-8 text), one line for exit code 2
 from __future__ import annotations
 
 import errno
+import sys
 from pathlib import Path
 from typing import BinaryIO
 
@@ -13,6 +14,12 @@ from prep.demos.pretrained.grader.rubric import RubricError
 
 MAX_RUBRIC_BYTES = 1 << 20  # a rubric is a question and a few points
 MAX_ANSWERS_BYTES = 64 << 20  # thousands of answers of 20,000 characters
+STDIN = "-"  # a file named so is standard input (`--answers -`), as export's `-o -` is stdout
+
+
+def shown(path: str | Path) -> str:
+    """How a message names the file ``path``: "standard input" for ``-``."""
+    return "standard input" if str(path) == STDIN else str(path)
 
 
 def _why(exc: OSError) -> str:
@@ -37,7 +44,9 @@ def read_bounded(stream: BinaryIO, limit: int, where: str) -> str:
 
 def read_text(path: str | Path, limit: int) -> str:
     """The file ``path`` as UTF-8 text, read within ``limit`` bytes (a device or a FIFO too:
-    never more than the limit)."""
+    never more than the limit). ``-`` is standard input."""
+    if str(path) == STDIN:
+        return read_bounded(sys.stdin.buffer, limit, shown(path))
     try:
         with open(path, "rb") as f:
             return read_bounded(f, limit, str(path))

@@ -124,10 +124,10 @@ def load_rubric(path: str | Path) -> Rubric:
     """Read a rubric YAML file; RubricError (one line) when it is unreadable or malformed."""
     import yaml
 
-    from prep.demos.pretrained.grader.inputs import MAX_RUBRIC_BYTES, read_text
+    from prep.demos.pretrained.grader.inputs import MAX_RUBRIC_BYTES, read_text, shown
 
-    path = Path(path)
     text = read_text(path, MAX_RUBRIC_BYTES)
+    path = shown(path)  # (in the messages: "standard input" for -)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
