@@ -42,6 +42,7 @@ from prep.engine.store import devices as local
 from prep.engine.study.present import count
 from prep.engine.sync import adopted, folders, journal, merge, stuck
 from prep.engine.sync.journal import JournalError
+from prep.engine.textsafe import quoted
 
 if TYPE_CHECKING:
     from prep.engine.store import Store
@@ -141,7 +142,7 @@ def check(store: Store, root: Path) -> Checked:
         new, unsure = _split(store, own, root)
     line = (
         f"this database is a copy of another that syncs as device {me} ({name}); "
-        f"it now syncs as device {new}, named {local.name(conn)!r} "
+        f"it now syncs as device {new}, named {quoted(local.name(conn))} "
         "(prep config device_name NAME to name it)"
     )
     if unsure:  # (pre-v4 undos: which review each undid is not known; said, once)
