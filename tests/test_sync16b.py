@@ -224,9 +224,34 @@ def test_a_line_over_the_bound_is_refused_without_reading_it_whole(
     assert peak < lines.MAX_LINE + lines.CHUNK + (2 << 20) < big, peak
     message = str(caught.value)
     line = 1 if where == "header" else 2
-    assert message.startswith(f"{path}: line {line}: longer than 16,777,216 bytes")
+    assert message.startswith(f"{path}: line {line}: 16,777,216 bytes or more")
     assert re.search(r"it starts '[^']{30,40}'…\); nothing of it applied$", message), message
     assert len(message) < len(str(path)) + 200
+
+
+@pytest.mark.parametrize("first", [100, lines.CHUNK - 4, lines.CHUNK - 1])
+def test_a_long_lines_start_is_quoted_wherever_a_chunk_cuts_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first: int
+) -> None:
+    """The review's finding: the start quoted was the line's first piece of a chunk, so a line
+    beginning 1 or 4 bytes before a chunk's end was quoted '' or '["r' (closed, no '…')."""
+    monkeypatch.setattr(lines, "MAX_LINE", 3 * lines.CHUNK)
+    path = tmp_path / journal.file_name(1)
+    with path.open("wb") as f:
+        f.write(b"h" * (first - 1) + b"\n")  # line 1 ends `first` bytes into the first chunk
+        f.write(b'["r",1,"' + b"x" * (4 * lines.CHUNK) + b'",3,0,0,"1"]\n')
+    with pytest.raises(JournalError) as caught:
+        lines.read_lines(path)
+    message = str(caught.value)
+    assert f"line 2: {3 * lines.CHUNK:,} bytes or more" in message, message
+    assert 'it starts \'["r",1,"xxxxxxxx' in message and "'…)" in message, message
+
+
+def test_a_refused_list_or_mapping_is_said_by_kind_never_a_bracket_left_open() -> None:
+    """The review's finding: _cut of a long list gave "['xxxx…" (a quote and a bracket open)."""
+    assert journal._cut(["x" * 100]) == "a list of 1 item(s)"
+    assert journal._cut({"k": "x" * 100, "j": 1}) == "a mapping of 2 item(s)"
+    assert journal._cut("x" * 100).endswith("'…")
 
 
 def _head(entries: int) -> dict[str, Any]:
@@ -326,3 +351,37 @@ def test_a_new_machines_first_sync_of_only_a_far_review_makes_no_database(
     assert out.stderr.startswith(f"prep: {path}: line 2: a review dated 2280-05-01T12:00:00")
     assert out.stderr.endswith("; no database made\n") and len(out.stderr.splitlines()) == 1
     assert not db.parent.exists()
+
+
+def test_an_applied_file_changed_since_that_holds_an_entry_far_ahead_is_not_held(
+    tmp_path: Path,
+) -> None:
+    """The review's finding: a database that took a review dated 2280 (before the rule, here
+    a sync at a clock past it) and then met a new version of that file was refused at every
+    sync, its device's later files held, saying 'nothing of the file applied yet' (false)."""
+    from tests.test_sync import T0, rate
+
+    far = datetime(2280, 5, 1, 12, 0, tzinfo=UTC)
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    a, b = Store.open(tmp_path / "a.db"), Store.open(tmp_path / "b.db")
+    rate(a, "x", 3, T0)
+    sync(a, folder)
+    rate(a, "far", 3, far)
+    sync(a, folder, now=far)
+    rate(a, "next", 3, T0 + timedelta(days=1))
+    sync(a, folder, now=far)  # a's file 3: file 2 is no longer the last b applied
+    sync(b, folder, now=far + timedelta(hours=1))
+    (dev,) = [p for p in folder.iterdir() if p.is_dir()]
+    second = dev / "00000002.jsonl"
+    head, *rest = second.read_text().splitlines()
+    changed = {**json.loads(head), "written_at": "2026-12-03T10:00:00.000000Z"}
+    second.unlink()
+    second.write_text("\n".join([json.dumps(changed), *rest]) + "\n")
+    rate(a, "later", 3, T0 + timedelta(days=2))
+    sync(a, folder, now=far)  # a's file 4 (b's own journal was written at far)
+    sync(b, folder)  # today's clock: no JournalError, a's file 4 applied
+    cards = {r[0] for r in b.conn.execute("SELECT card_id FROM reviews")}
+    assert cards == {"x", "far", "next", "later"}
+    a.close()
+    b.close()

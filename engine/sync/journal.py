@@ -466,6 +466,8 @@ def parse_time(text: str) -> datetime | None:
 def _cut(value: Any, n: int = 40) -> str:
     """``value`` as Python writes it, cut to about ``n`` characters with an ellipsis when
     longer (text still quoted whole: 'xxxx'…, never a quote left open)."""
+    if isinstance(value, dict | list):  # (never a bracket left open: its kind and size)
+        return f"a {'mapping' if isinstance(value, dict) else 'list'} of {len(value)} item(s)"
     quoted = repr(value)
     if len(quoted) <= n:
         return quoted
@@ -483,7 +485,7 @@ def _dated_ahead(path: Path, entries: list[list[Any]], now_us: int) -> None:
         if at > now_us + AHEAD_US:
             raise Ahead(
                 f"{path}: line {line}: {what} dated {fmt(from_us(at))}, more than a day after "
-                f"this machine's clock ({fmt(from_us(now_us))}; is that machine's right?): "
+                f"this machine's clock ({fmt(from_us(now_us))}; is that machine's clock right, or is this one's behind?): "
                 "applied once this clock reaches it; nothing of the file applied yet"
             )
 

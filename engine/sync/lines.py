@@ -55,7 +55,7 @@ CHUNK = 1 << 20  # read this much at a time
 def read_lines(path: Path) -> tuple[list[str], bool]:
     """The lines of the journal file at ``path`` (without their ends of line), and whether
     the file ends with one (False: cut short, or empty). It is read a chunk at a time; a line
-    of MAX_LINE bytes or more (its end of line counted) is refused once that much of it is
+    of MAX_LINE bytes or more (its end of line not counted) is refused once that much of it is
     read, before the rest of it."""
     lines: list[str] = []
     pending: list[bytes] = []  # the pieces of the line not ended yet
@@ -70,7 +70,8 @@ def read_lines(path: Path) -> tuple[list[str], bool]:
                 pending.append(chunk)
                 size += len(chunk)
                 if size >= MAX_LINE:
-                    _too_long(path, len(lines) + 1, pending[0])
+                    # (the line's start: its first pieces, the first may be a few bytes)
+                    _too_long(path, len(lines) + 1, b"".join(p[:60] for p in pending))
                 continue
             whole = b"".join([*pending, chunk[: end + 1]])  # (whole lines: ending in "\n")
             pending, size = [chunk[end + 1 :]], len(chunk) - end - 1
@@ -95,6 +96,13 @@ def read_lines(path: Path) -> tuple[list[str], bool]:
 
 def _too_long(path: Path, line: int, start: bytes) -> None:
     raise JournalError(
-        f"{path}: line {line}: longer than {MAX_LINE:,} bytes, more than a journal line holds "
-        f"(it starts {_cut(start[:60].decode('utf-8', 'replace'))}); nothing of it applied"
+        f"{path}: line {line}: {MAX_LINE:,} bytes or more, more than a journal line holds "
+        f"(it starts {_started(start)}); nothing of it applied"
     )
+
+
+def _started(start: bytes) -> str:
+    """The start of a line too long, quoted and closed, always with an ellipsis after it
+    (the line goes on)."""
+    shown = _cut(start[:60].decode("utf-8", "replace"))
+    return shown if shown.endswith("…") else f"{shown}…"

@@ -344,7 +344,9 @@ def read_pending(store: Store, root: Path, now: datetime | None = None) -> Pendi
                 number = int(path.name.split(".")[0])
                 newer = isinstance(exc, journal.NewerJournal | journal.Ahead)  # (never aside)
                 if newer or not notes.aside(dev, number, path, stuck.STUCK_S):
-                    if again and not newer:  # (being rewritten now? read again next time)
+                    # (being rewritten now? read again next time; an applied file changed
+                    # that now holds an entry far ahead: as before, not held for good)
+                    if again and not isinstance(exc, journal.NewerJournal):
                         continue
                     held.add(dev)
                     out.refused.append(exc)
