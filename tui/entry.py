@@ -22,7 +22,6 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-from prep.engine.textsafe import quoted
 from prep.tui.startup import pause_gc
 
 EXIT_USAGE = 2
@@ -92,6 +91,8 @@ def local_time_problem() -> str | None:
     try:
         datetime.now().astimezone()
     except (ValueError, OverflowError, OSError) as exc:
+        from prep.engine.textsafe import quoted
+
         tz = os.environ.get("TZ")
         where = f"TZ={quoted(tz[:40])}" if tz is not None else "the local time zone"
         return f"{where} is not a usable time zone ({exc}); fix or unset it"
