@@ -63,6 +63,7 @@ from typing import Any
 from prep.engine.paths import odd_kind
 from prep.engine.study.scheduler import FUZZ_BY_CARD, Scheduler, Settings
 from prep.engine.sync import stale
+from prep.engine.textsafe import quoted
 from prep.engine.timeutil import fmt, parse
 from prep.engine.transfer.fields import loads_strict
 
@@ -466,12 +467,12 @@ def parse_time(text: str) -> datetime | None:
 def _cut(value: Any, n: int = 40) -> str:
     """``value`` as Python writes it, cut to about ``n`` characters with an ellipsis when
     longer (text still quoted whole: 'xxxx'…, never a quote left open)."""
-    if isinstance(value, dict | list):  # (never a bracket left open: its kind and size)
-        return f"a {'mapping' if isinstance(value, dict) else 'list'} of {len(value)} item(s)"
-    quoted = repr(value)
-    if len(quoted) <= n:
-        return quoted
-    return f"{value[: n - 2]!r}…" if isinstance(value, str) else f"{quoted[:n]}…"
+    if isinstance(value, dict | list):  # (never a bracket left open: textsafe says its kind)
+        return quoted(value)
+    text = repr(value)
+    if len(text) <= n:
+        return text
+    return f"{value[: n - 2]!r}…" if isinstance(value, str) else f"{text[:n]}…"
 
 
 def _dated_ahead(path: Path, entries: list[list[Any]], now_us: int) -> None:
