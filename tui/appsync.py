@@ -43,7 +43,7 @@ class AppSync:
         self.quitting = False  # the app is closing: the thread's backup copy stops (q)
         self._thread: threading.Thread | None = None
         self.copying = threading.Event()  # the thread is making a backup copy
-        self.unanswered = False  # the folder did not answer (a share that hangs): not on quit
+        self.unanswered = False  # the folder did not answer at start: a short look at quit
 
     def folder(self, store: Store | None) -> Path | None:
         if store is None or store.path is None or store.read_only:
