@@ -15,7 +15,8 @@ every commit), and prints both medians and the ratio.
 it waited (wall less CPU) an answer. ``--profile`` also prints, for one more round of answers on prep alone: every SQL statement
 of one answer with its time (sqlite3's trace callback), the WAL pages written per answer
 (autocheckpoint off for the count) and the b-tree each page belongs to (``dbstat``; a page
-the answer allocated shows as new), and where the Python time went (cProfile, top entries).
+the answer allocated shows as new), and where the Python time went (cProfile, top entries);
+then Anki's WAL pages an answer and their b-trees, on its own copy (anki_pages).
 Nothing asserts: read the numbers (tests/test_answer_cost.py holds the statement count).
 """
 
@@ -88,6 +89,47 @@ def _statements(trace: list[str]) -> list[str]:
         for i, sql in enumerate(trace)
         if not sql.startswith("-- ") and (i == 0 or sql != trace[i - 1])
     ]
+
+
+def anki_pages(anki: Path, n: int) -> None:
+    """Anki's side of ``profile``'s page count: the WAL pages one answer writes (its reviewer,
+    AnkiReviewer, rating Good; autocheckpoint off for the count) and the b-tree each belongs
+    to, so that each page prep writes is argued against what Anki writes. Anki's statements
+    run in its Rust core, out of sqlite3's trace callback's reach: not listed."""
+    from anki.collection import Collection
+
+    col = Collection(str(anki))
+    try:
+        for conf in col.decks.all_config():  # as answer_pairs raises them
+            conf["new"]["perDay"] = conf["rev"]["perDay"] = RAISED
+            col.decks.update_config(conf)
+        reviewer = anki_bench.AnkiReviewer(col)
+        col.db.execute("PRAGMA wal_autocheckpoint = 0")
+        col.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page = col.db.scalar("PRAGMA page_size")
+        side = sqlite3.connect(f"file:{anki}?mode=ro", uri=True)
+        try:
+            owner = dict(side.execute("SELECT pageno, name FROM dbstat"))
+        finally:
+            side.close()
+        wal = Path(f"{anki}-wal")
+        trees: collections.Counter[str] = collections.Counter()
+        frames = []
+        for _ in range(n):
+            size = wal.stat().st_size if wal.exists() else 0
+            if not reviewer.answer():
+                break
+            frames.append((wal.stat().st_size - size) // (page + 24))
+            trees.update(owner.get(pgno, "(new page)") for pgno in _wal_pages(wal, size, page))
+        if not frames:
+            print("Anki: no card left to answer")
+            return
+        print(f"Anki: WAL pages per answer: median {statistics.median(frames)} ({page} B a page)")
+        for name, count in trees.most_common():
+            print(f"  {count / len(frames):5.2f}  {name}")
+        col.db.execute("PRAGMA wal_autocheckpoint = 1000")
+    finally:
+        col.close()
 
 
 def profile(db: Path, decks: str, n: int) -> None:
@@ -287,10 +329,11 @@ def main() -> None:
         split(db, decks, anki, args.answers)
     if args.profile:
         fresh_copy(base, db)
+        fresh_copy(args.coll / "collection.anki2", anki)
         if args.warm:
-            fresh_copy(args.coll / "collection.anki2", anki)
             warm(db, decks, anki, args.warm)
         profile(db, decks, args.answers)
+        anki_pages(anki, args.answers)
     for path in (db, anki):
         for extra in ("", "-wal", "-shm"):
             Path(f"{path}{extra}").unlink(missing_ok=True)
