@@ -144,3 +144,79 @@ def test_the_cram_sheet_left_open_into_the_day_before_the_interview_goes_weakest
 
     with store:
         asyncio.run(run())
+
+
+def test_the_yes_no_box_shows_its_own_keys_not_the_screen_below_s() -> None:
+    """Leaving a mock with an answer typed asks yes/no; the footer under the box was the mock's
+    (Back, Reveal: keys held back by the box, which do nothing there). Now it is the box's own:
+    y, n, ? and q, each of which works there, and the mock stays drawn around the box."""
+    from prep.engine.study.mock import MockInterview
+    from prep.tui.screens.confirm import Confirm
+    from prep.tui.screens.mock import MockScreen
+    from prep.tui.testing import NOW, fixed_collection, make_app
+    from tests.pilot import wait_until
+    from tests.test_narrow import footer_keys
+    from tests.test_text_is_text import flat, screen_text
+
+    async def run() -> None:
+        store, coll = Store.memory(), fixed_collection()
+        mock = MockInterview(store, coll, main_id="two-roles", clock=lambda: NOW)
+        app = make_app(store=store, collection=coll, mock_first=mock)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, MockScreen))
+            await pilot.pause()
+            await pilot.press("a", "b", "escape", "escape")  # (leave the box, then the mock)
+            await wait_until(pilot, lambda: isinstance(app.screen, Confirm))
+            await pilot.pause()
+            assert footer_keys(app) == ["y", "n", "question_mark", "q"]
+            drawn = flat(screen_text(app))
+            assert "Leave the mock interview?" in drawn and "Reveal" not in drawn
+            assert "Main question" in drawn and "ab" in drawn  # (the mock, around the box)
+            await pilot.press("n")
+            await wait_until(pilot, lambda: isinstance(app.screen, MockScreen))
+
+    asyncio.run(run())
+
+
+def test_f1_opens_help_from_the_mock_s_answer_box_where_a_question_mark_is_typed() -> None:
+    """Before the reveal, the mock's answer box has the keys: ? is a character of the answer
+    (kept so: an answer may ask "why?"), and help was out of reach until the reveal. F1 opens
+    help there, at the mock's section, and the footer shows it; the answer typed stays. Once
+    the box is left, ? is Help again and F1 is not shown twice (it still opens help)."""
+    from textual.widgets import Input
+
+    from prep.engine.study.mock import MockInterview
+    from prep.tui.screens.help import HelpScreen
+    from prep.tui.screens.mock import MockScreen
+    from prep.tui.testing import NOW, fixed_collection, make_app
+    from tests.pilot import wait_until
+    from tests.test_narrow import footer_keys
+
+    async def run() -> None:
+        store, coll = Store.memory(), fixed_collection()
+        mock = MockInterview(store, coll, main_id="two-roles", clock=lambda: NOW)
+        app = make_app(store=store, collection=coll, mock_first=mock)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, MockScreen))
+            screen = app.screen
+            await pilot.pause()
+            box = screen.query_one("#mock-answer", Input)
+            await pilot.press("w", "h", "y", "question_mark")
+            await pilot.pause()
+            assert box.value == "why?" and isinstance(app.screen, MockScreen)
+            keys = footer_keys(app)
+            assert "f1" in keys and "question_mark" not in keys, keys
+            await pilot.press("f1")
+            await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+            assert app.screen.at == "MockScreen"
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: app.screen is screen)
+            assert box.value == "why?"
+            await pilot.press("escape")  # (out of the box: the answer stays)
+            await pilot.pause()
+            keys = footer_keys(app)
+            assert "question_mark" in keys and "f1" not in keys, keys
+            await pilot.press("f1")
+            await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+
+    asyncio.run(run())
