@@ -220,3 +220,51 @@ def test_f1_opens_help_from_the_mock_s_answer_box_where_a_question_mark_is_typed
             await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
 
     asyncio.run(run())
+
+
+def test_the_mock_s_grade_line_breaks_between_grades_never_inside_one() -> None:
+    """The user pass, at 80 columns: the revealed question's grade line wrapped inside its last
+    grade ("4 Easy" at the end of one row, "10d" alone on the next). Now the line breaks
+    between grades when it does not fit (here at 60 columns, and again after a resize to 44):
+    each grade and its interval on one row, as the rating bar shows them."""
+    from prep.engine.study.mock import MockInterview
+    from prep.engine.study.present import rating_choices
+    from prep.tui.mocktext import grades_text
+    from prep.tui.screens.mock import MockScreen
+    from prep.tui.testing import NOW, fixed_collection, make_app
+    from tests.pilot import wait_until
+    from tests.test_text_is_text import screen_text
+
+    options = ["1 Again 1m", "2 Hard 6m", "» 3 Good 10m", "4 Easy 10d"]
+    head = "Grade 1-4 (Enter = Good):"
+    assert grades_text(head, options, 200) == f"{head}  " + "   ".join(options)
+    assert grades_text(head, options, 76).split("\n") == [
+        f"{head}  1 Again 1m   2 Hard 6m   » 3 Good 10m",
+        "4 Easy 10d",
+    ]
+
+    async def run() -> None:
+        store, coll = Store.memory(), fixed_collection()
+        mock = MockInterview(store, coll, main_id="two-roles", clock=lambda: NOW)
+        app = make_app(store=store, collection=coll, mock_first=mock)
+        async with app.run_test(size=(60, 24)) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, MockScreen))
+            await pilot.pause()
+            await pilot.press("enter")  # (answered aloud: reveal)
+            await wait_until(pilot, lambda: mock.step is not None and mock.step.revealed)
+            await pilot.pause()
+            assert mock.step is not None
+            labels = [
+                ("» " if suggested else "") + label
+                for _, label, suggested in rating_choices(mock.preview(), mock.step.suggested)
+            ]
+            for width in (60, 44):
+                if width != 60:
+                    await pilot.resize_terminal(width, 24)
+                    await pilot.pause()
+                    await pilot.pause()
+                rows = screen_text(app).split("\n")
+                for label in labels:
+                    assert any(label in row for row in rows), (width, label, rows[-8:])
+
+    asyncio.run(run())
