@@ -74,6 +74,9 @@ def demo_infos() -> dict[str, str]:
     return {name: info.claim for name, info in DEMOS.items()}
 
 
+F1_HELP = "Every key (F1 from inside a text box too, where ? is typed)"
+
+
 class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
     """prep's terminal app.
 
@@ -96,6 +99,10 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
     BINDINGS = [
         Binding("q", "quit", "Quit", tooltip="Quit prep from any screen (every rating is saved)"),
         Binding("question_mark", "help", "Help", tooltip="Every key"),
+        # F1 opens help too, from inside a text box (the mock's answer, a typed answer: ? is a
+        # character there); the footer shows it where ? types (``check_action``)
+        Binding("f1", "help_in_box", "Help", tooltip=F1_HELP),
+        Binding("f1", "help", "Help", show=False, tooltip=F1_HELP),
         Binding(
             "ctrl+p",
             "command_palette",
@@ -424,6 +431,17 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
     def action_help(self) -> None:
         """Help, opened at the section of the screen you are on."""
         self.open_screen("help", at=type(self.screen).__name__)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """F1 is shown as Help where the focused widget types ``?`` (its other binding, not
+        shown, opens help elsewhere)."""
+        if action == "help_in_box":
+            focused = self.focused
+            return focused is not None and focused.check_consume_key("question_mark", "?")
+        return True
+
+    def action_help_in_box(self) -> None:
+        self.action_help()
 
     def action_help_quit(self) -> None:
         """ctrl+c (when no text is selected to copy) quits, as in any terminal program;

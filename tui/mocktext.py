@@ -3,6 +3,8 @@ front end imports the other's module for them."""
 
 from __future__ import annotations
 
+from rich.cells import cell_len
+
 from prep.engine.study.mock import MockInterview, MockStep
 from prep.engine.study.present import clock_text, count, first_line, shorten
 from prep.engine.study.scheduler import RATING_NAMES
@@ -40,3 +42,19 @@ def mock_summary_lines(mock: MockInterview) -> list[str]:
         for point in step.missed:
             lines.append(f"     {'  ' * step.depth}missed: {point}")
     return lines
+
+
+def grades_text(head: str, options: list[str], width: int) -> str:
+    """The revealed question's grade line, ``Grade 1-4 (Enter = Good):  1 Again 1m   2 Hard
+    6m ...``, in ``width`` cells: on one line when it fits, else broken between options, so
+    that a grade is never parted from its interval (``4 Easy`` at one line's end, ``10d`` on
+    the next, at 80 columns)."""
+    lines, line = [], head
+    for i, option in enumerate(options):
+        joined = f"{line}{'  ' if i == 0 else '   '}{option}"
+        if cell_len(joined) <= width:
+            line = joined
+        else:
+            lines.append(line)
+            line = option
+    return "\n".join([*lines, line])

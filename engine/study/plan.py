@@ -165,6 +165,18 @@ class Plan:
         here = self.decks & set(collection.decks)
         return self if here == self.decks else replace(self, decks=frozenset(here) or None)
 
+    def at(self, now: datetime) -> Plan:
+        """This plan seen at a later ``now``: its study day and whether the interview is still
+        ahead read again (the interview's day and moment are fixed times: kept)."""
+        return replace(self, now=to_utc(now), today=study_date(now))
+
+    @property
+    def until(self) -> datetime:
+        """When this view of the plan goes stale: the next study day's start (4 am: days
+        left), or the interview's moment first while it is ahead (``before``)."""
+        end = study_day_start(self.now, 1)
+        return min(end, self.moment) if self.before else end
+
     # --- where we are ---------------------------------------------------------------------
 
     @property

@@ -161,9 +161,9 @@ class ReviewSession:
         self.learning: list[tuple[datetime, str]] = []
         self._by_day: set[str] = set()  # those on an interday step: from its rollover, never early
         self.learn_ahead = timedelta(minutes=store.settings().learn_ahead_min)
-        self.plan = plan_mod.Plan.of(store.settings(), now)  # None without an interview date
-        if self.plan is not None:
-            self.plan = self.plan.on(collection)
+        self.plan: plan_mod.Plan | None = None  # None without an interview date
+        self._plan_until = now
+        takein.see_plan(self, now, store.settings())
         self.done: list[str] = []  # ids rated in this session, in order (for undo)
         self._requeued: list[bool] = []  # whether each of those ratings re-queued its card
         self._review_ids: list[int] = []  # the review rows those ratings wrote
@@ -380,6 +380,7 @@ class ReviewSession:
             self._settings_seen = saved
             self.scheduler = replace(self.scheduler, settings=saved)
             self.learn_ahead = timedelta(minutes=saved.learn_ahead_min)
+            takein.see_plan(self, self.clock(), saved)  # (an interview date set, moved or cleared)
 
     def preview(self) -> dict[Rating, Outcome]:
         """The outcome of each rating for the current card (for the rating buttons)."""
@@ -482,7 +483,10 @@ class ReviewSession:
         self.stats.ratings[int(rating)] += 1
         self.stats.again += rating is _AGAIN
         self.stats.seconds += duration_ms / 1000
-        # when it comes back (an interview plan may bring a review forward)
+        # when it comes back (an interview plan may bring a review forward): the plan as seen
+        # now (a comparison until its view goes stale)
+        if self.plan is not None and now >= self._plan_until:
+            takein.see_plan(self, now)
         due = plan_mod.due_of(self.plan, self.collection, outcome.state)
         requeued = (
             self.requeue and due is not None and due <= now + max(LEARN_AHEAD, self.learn_ahead)

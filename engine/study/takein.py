@@ -19,6 +19,7 @@ from prep.engine.timeutil import study_day_start
 
 if TYPE_CHECKING:
     from prep.engine.study.collection import Cards
+    from prep.engine.study.scheduler import Settings
     from prep.engine.study.session import ReviewSession
 
 
@@ -52,8 +53,7 @@ def take_in(session: ReviewSession) -> None:
     # the study day this queue is built for: at the next card after its end (the 4 am
     # rollover, a session left open overnight) the queue is the new day's (``_next``)
     session._day_end = study_day_start(now, 1)
-    plan = plan_mod.Plan.of(session.store.settings(), now)  # (days left: the new day's)
-    session.plan = None if plan is None else plan.on(session.collection)
+    see_plan(session, now, session.store.settings())  # (days left: the new day's)
     built = build_queue(
         session.store, session.collection, now, deck=session._deck, new_limit=new_limit
     )
@@ -81,6 +81,20 @@ def take_in(session: ReviewSession) -> None:
     session.total += len(ids) - len(session.queue)
     session.queue = deque(ids)
     session.kind_of.update(kinds)
+
+
+def see_plan(session: ReviewSession, now: datetime, settings: Settings | None = None) -> None:
+    """The session's interview plan as seen at ``now``: made from ``settings`` when given (at
+    its start, a take-in, settings saved since: a date set, moved or cleared), else the one held,
+    seen at ``now``. Whatever its queue, a session left open past 4 am or past the interview's
+    moment reads the plan as a new session would (its rating: ``_plan_until``)."""
+    if settings is not None:
+        plan = plan_mod.Plan.of(settings, now)
+        session.plan = None if plan is None else plan.on(session.collection)
+    elif session.plan is not None:
+        session.plan = session.plan.at(now)
+    if session.plan is not None:
+        session._plan_until = session.plan.until
 
 
 def held_due(session: ReviewSession) -> int:

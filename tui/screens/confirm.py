@@ -7,6 +7,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 
+from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.text import Static
 
 
@@ -49,6 +50,8 @@ class Confirm(ModalScreen[bool]):
         with Vertical(id="confirm-box"):
             yield Static(self.question, id="confirm-question")
             yield Static(self.keys, id="confirm-keys")
+        # its own keys, not those of the screen below (held back here: Reveal, Hint...)
+        yield Footer()
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)

@@ -124,6 +124,11 @@ class CramScreen(PrepScreen):
     def on_resize(self) -> None:
         self.render_sheet()
 
+    def study_day_changed(self) -> None:
+        """The day before the interview begins (or the day after it): weakest first, or deck
+        order again, as cram opened now would show it."""
+        self.render_sheet()
+
     def action_toggle_all(self) -> None:
         if self.deck is None:
             self.notify("Showing every deck (no deck selected).")

@@ -38,7 +38,7 @@ from prep.engine.study.scheduler import RATING_NAMES, Rating
 from prep.engine.timeutil import Clock, utcnow
 from prep.tui.answertext import answer_text
 from prep.tui.base import PrepScreen
-from prep.tui.mocktext import mock_summary_lines, took_text
+from prep.tui.mocktext import grades_text, mock_summary_lines, took_text
 from prep.tui.widgets.footer import Footer
 from prep.tui.widgets.text import Static
 
@@ -127,6 +127,7 @@ class MockScreen(PrepScreen):
         self.mock: MockInterview | None = mock
         self.error: str | None = None
         self.runs: dict[str, dict] = {}  # demo name -> its latest run, for the answer side
+        self._grades: tuple[str, list[str]] = ("", [])  # the grade line's head and options
 
     # --- building -------------------------------------------------------------------------
 
@@ -281,6 +282,16 @@ class MockScreen(PrepScreen):
             self._grade_note = self._waiting_note()
             self.query_one("#mock-reveal", Static).update(self._reveal_text())
 
+    def _show_grades(self) -> None:
+        """The grade line in the screen's width (less #mock-grades' padding of 2 a side)."""
+        grades = self.query_one("#mock-grades", Static)
+        grades.update(grades_text(*self._grades, max(20, self.size.width - 4)))
+        grades.display = True
+
+    def on_resize(self) -> None:
+        if self.revealed and self._grades[1]:
+            self._show_grades()
+
     def show_reveal(self) -> None:
         mock = self.mock
         assert mock is not None and mock.step is not None
@@ -293,9 +304,8 @@ class MockScreen(PrepScreen):
             for _rating, label, suggested in rating_choices(mock.preview(), mock.step.suggested)
         ]
         take = mock.step.suggested or Rating.Good
-        grades = self.query_one("#mock-grades", Static)
-        grades.update(f"Grade 1-4 (Enter = {RATING_NAMES[take]}):  " + "   ".join(parts))
-        grades.display = True
+        self._grades = (f"Grade 1-4 (Enter = {RATING_NAMES[take]}):", parts)
+        self._show_grades()
         self.query_one("#mock-body").focus()
         self.tick()
         self.refresh_bindings()

@@ -75,7 +75,7 @@ class Footer(_Footer):
             await self.recompose()
 
 
-KEPT = frozenset({"escape", "q", "question_mark"})  # the way back, out, and to every key
+KEPT = frozenset({"escape", "q", "question_mark", "f1"})  # the way back, out, to every key
 
 
 def _width(key: Widget, *, compact: bool = False) -> int:
