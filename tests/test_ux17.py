@@ -268,3 +268,46 @@ def test_the_mock_s_grade_line_breaks_between_grades_never_inside_one() -> None:
                     assert any(label in row for row in rows), (width, label, rows[-8:])
 
     asyncio.run(run())
+
+
+def test_f1_opens_help_on_the_modal_boxes_too_and_a_palette_on_top_shows_no_second_help() -> None:
+    """The review of ux17: README and help say F1 opens help everywhere, but a modal screen holds
+    back the app's keys, so F1 did nothing on the yes/no box (and on demo pick, study more and
+    help itself). Each now binds it beside its ?; on help it closes, as ? does. And the command
+    palette's text box (a modal on top) made the screen below count as typing ?, so home's
+    footer, redrawn under the palette, showed both ? Help and f1 Help."""
+    from textual.command import CommandPalette
+
+    from prep.engine.study.mock import MockInterview
+    from prep.tui.screens.confirm import Confirm
+    from prep.tui.screens.help import HelpScreen
+    from prep.tui.screens.mock import MockScreen
+    from prep.tui.testing import NOW, fixed_collection, make_app
+    from tests.pilot import wait_until
+
+    async def run() -> None:
+        store, coll = Store.memory(), fixed_collection()
+        mock = MockInterview(store, coll, main_id="two-roles", clock=lambda: NOW)
+        app = make_app(store=store, collection=coll, mock_first=mock)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, MockScreen))
+            await pilot.pause()
+            await pilot.press("a", "escape", "escape")
+            await wait_until(pilot, lambda: isinstance(app.screen, Confirm))
+            box = app.screen
+            await pilot.press("f1")
+            await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+            await pilot.press("f1")
+            await wait_until(pilot, lambda: app.screen is box)
+            await pilot.press("n")
+            await wait_until(pilot, lambda: isinstance(app.screen, MockScreen))
+            await pilot.press("escape")  # (out of the answer box: ? is Help on the mock)
+            await pilot.pause()
+            assert not app.check_action("help_in_box", ())
+            await pilot.press("ctrl+p")
+            await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
+            await pilot.pause()
+            assert app.focused is not None  # (the palette's own text box)
+            assert not app.check_action("help_in_box", ())
+
+    asyncio.run(run())

@@ -436,7 +436,10 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
         """F1 is shown as Help where the focused widget types ``?`` (its other binding, not
         shown, opens help elsewhere)."""
         if action == "help_in_box":
-            focused = self.focused
+            # the focus of the screen whose footer asks: a modal on top (the command palette)
+            # has its own keys, and its text box must not make the screen below show F1 too
+            screen = next((s for s in reversed(self.screen_stack) if not s.is_modal), self.screen)
+            focused = screen.focused
             return focused is not None and focused.check_consume_key("question_mark", "?")
         return True
 

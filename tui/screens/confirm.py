@@ -37,6 +37,7 @@ class Confirm(ModalScreen[bool]):
         # (a modal screen holds back the app's keys: ? opens help here too, at this section;
         # Esc there comes back to the question, still asked)
         Binding("question_mark", "app.help", "Help", tooltip="Every key"),
+        Binding("f1", "app.help", "Help", show=False),
         # (and q quits from here too, as help says it does from anywhere; every rating is saved)
         Binding("q", "app.quit", "Quit"),
     ]

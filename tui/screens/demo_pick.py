@@ -64,6 +64,7 @@ class DemoPick(ModalScreen[str | None]):
         Binding("q", "app.quit", "Quit"),
         # (a modal screen holds back the app's keys: ? opens help here too, at this section)
         Binding("question_mark", "app.help", "Help", tooltip="Every key"),
+        Binding("f1", "app.help", "Help", show=False),
     ]
 
     # the keys the list and on_key handle, for help (`?`)

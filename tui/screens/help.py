@@ -71,6 +71,7 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS = [
         Binding("escape", "close", "Close"),
         Binding("question_mark", "close", "Close", show=False),
+        Binding("f1", "close", "Close", show=False),
         # a modal screen holds back the app's keys: q quits from here too, as everywhere
         Binding("q", "app.quit", "Quit"),
     ]

@@ -54,6 +54,7 @@ class StudyMore(ModalScreen[str | None], PrepScreen[str | None]):
         Binding("q", "app.quit", "Quit"),
         # (a modal screen holds back the app's keys: ? opens help here too, at this section)
         Binding("question_mark", "app.help", "Help", tooltip="Every key"),
+        Binding("f1", "app.help", "Help", show=False),
     ]
 
     def __init__(self, read: Callable[[], tuple[Limits, list[str]]]) -> None:
