@@ -90,16 +90,37 @@ MAX_ERRORS_PER_FILE = 50  # a file with more says how many more, in one line
 # Control characters (C0 and C1, DEL) other than newline and tab: ESC starts the terminal
 # escape sequences (CSI, OSC) that recolour or retitle a terminal when a card is printed.
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Characters a terminal does not show that change what it shows: the bidirectional controls (a
+# right-to-left override, U+202E, makes a card read aloud other than it is stored), zero-width
+# and other format characters (Unicode's Cf: U+200B, U+2060, U+FEFF, the tag characters), and
+# the line and paragraph separators (Zl, Zp). Unicode 14's list (tests/test_polish17.py holds
+# it to unicodedata); a card's text holds none of them, nor a CONTROL.
+INVISIBLE = (
+    "\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f"
+)
+UNSHOWN = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{INVISIBLE}]")
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 def _control_problem(text: str) -> str | None:
     """Why ``text`` may not be shown on a terminal, or None when it may."""
-    match = CONTROL.search(text)
+    match = UNSHOWN.search(text)
     if match is None:
         return None
     char = match.group()
-    what = "an escape character (ESC)" if char == "\x1b" else "a control character"
-    return f"{what} {char!r} at position {match.start() + 1}; remove it"
+    where = f"at position {match.start() + 1}"
+    if CONTROL.match(char):
+        what = "an escape character (ESC)" if char == "\x1b" else "a control character"
+        return f"{what} {char!r} {where}; remove it"
+    import unicodedata
+
+    name = unicodedata.name(char, "")
+    point = f"U+{ord(char):04X}" + (f" ({name})" if name else "")
+    what = "a bidirectional control" if char in _BIDI else "an invisible character"
+    return f"{what} {point} {where} (a card must read as it is stored); remove it"
 
 
 @dataclass(frozen=True)
@@ -327,7 +348,7 @@ def _parse_card(
         texts += value
     # one search over every text first: the loop below only runs to say which field
     checked = ("prompt", "answer", "explain", "analogy", *lists)
-    for key in checked if CONTROL.search("\n".join(texts)) else ():
+    for key in checked if UNSHOWN.search("\n".join(texts)) else ():
         values = lists.get(key) or ((raw[key],) if _text(raw.get(key)) else ())
         for text in values:
             why = _control_problem(text)

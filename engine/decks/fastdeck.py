@@ -45,6 +45,7 @@ from prep.engine.decks.deck import (
     KINDS,
     LEVELS,
     SLUG,
+    UNSHOWN,
     Card,
     DeckError,
     DeckInfo,
@@ -266,6 +267,8 @@ def plain_rows(
     cards = ("\n" + body[:-1]).split(f"\n{indent}- ")  # (a value is one line: no split in one)
     if len(cards) < 2 or cards[0]:
         raise Undecided("the first line is not an item")
+    if UNSHOWN.search(body):  # (a bidi control or zero-width character: the general path's error)
+        raise Undecided("a character a card may not hold")
     info, parsed, errors = parse_deck_text(head + "cards: []\n", file, stem)
     if info is None or errors or parsed:
         raise Undecided("the header")

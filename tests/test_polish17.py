@@ -1,0 +1,122 @@
+"""Round seventeen's command-line leftovers: bidi and invisible characters in a card refused
+as control characters are; (more below, one section an item)."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import unicodedata
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from prep.engine.decks import deck as deck_mod
+from prep.engine.decks.fastdeck import general_rows, parse_rows
+from prep.tui.cli import main
+
+# --- a card's text holds no bidi control or invisible character --------------------------------
+
+PLAIN = """deck: d
+cards:
+  - id: c1
+    kind: recall
+    prompt: {prompt}
+    answer: a
+"""
+
+
+def check(*args: str, stdin: str | bytes | None = None):
+    return CliRunner().invoke(main, ["check", *args], input=stdin)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "what"),
+    [
+        ("prompt", "pay \u202emoc.lave", "a bidirectional control U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+        ("answer", '"two\\u200bwords"', "an invisible character U+200B (ZERO WIDTH SPACE)"),
+        ("explain", "x\u2066y\u2069", "a bidirectional control U+2066 (LEFT-TO-RIGHT ISOLATE)"),
+        ("tags", '[ok, "a\\u2028b"]', "an invisible character U+2028 (LINE SEPARATOR)"),
+        (
+            "bullets",
+            '["a\U000e0041"]',
+            "an invisible character U+E0041 (TAG LATIN CAPITAL LETTER A)",
+        ),
+        ("analogy", "soft\xadhyphen", "an invisible character U+00AD (SOFT HYPHEN)"),
+    ],
+    ids=["rlo", "zwsp-escaped", "isolate", "line-separator", "tag", "soft-hyphen"],
+)
+def test_a_bidi_or_invisible_character_in_a_card_is_refused(
+    tmp_path: Path, field: str, value: str, what: str
+) -> None:
+    """A right-to-left override made `pay \\u202emoc.lave` show as "pay evil.com" while the
+    card stored the other; `prep check` took it (only C0/C1 controls were refused)."""
+    fields = {"id": "c1", "kind": "recall", "prompt": "p", "answer": "a", field: value}
+    card = "".join(f"{'  - ' if k == 'id' else '    '}{k}: {v}\n" for k, v in fields.items())
+    (tmp_path / "d.yaml").write_text(f"cards:\n{card}", encoding="utf-8")
+    done = check(str(tmp_path / "d.yaml"))
+    assert done.exit_code == 2, done.output
+    line = 2 + list(fields).index(field)
+    position = re.search(r"at position (\d+)", done.stderr)
+    assert position, done.stderr
+    assert done.stderr.strip().endswith(
+        f"d.yaml:{line}: card 'c1': field {field!r} has {what} at position "
+        f"{position.group(1)} (a card must read as it is stored); remove it"
+    ), done.stderr
+
+
+def test_the_fast_path_declines_what_the_general_path_refuses() -> None:
+    """The cache's one-pass reader took any character above U+00A0 in a plain value: a card
+    that `prep check` refuses would have been served from the cache."""
+    text = PLAIN.format(prompt="pay \u202emoc.lave")
+    fast, general = parse_rows(text, "d.yaml", "d"), general_rows(text, "d.yaml", "d")
+    assert fast[1] == general[1] == [] and [str(e) for e in fast[2]] == [str(e) for e in general[2]]
+    assert "U+202E" in str(fast[2][0])
+    assert parse_rows(PLAIN.format(prompt="fine"), "d.yaml", "d")[1]  # (the shape still taken)
+
+
+def test_the_invisible_list_is_unicodes_format_and_separator_characters() -> None:
+    """INVISIBLE holds Unicode 14's Cf, Zl and Zp characters: nothing else (a letter refused
+    would be a card refused for nothing), and every one of the Basic Multilingual Plane's."""
+    listed = {
+        c for c in map(chr, range(sys.maxunicode + 1)) if re.match(f"[{deck_mod.INVISIBLE}]", c)
+    }
+    assert {unicodedata.category(c) for c in listed} == {"Cf", "Zl", "Zp"}
+    bmp = {chr(c) for c in range(0x10000) if unicodedata.category(chr(c)) in ("Cf", "Zl", "Zp")}
+    assert bmp <= listed
+    assert not deck_mod.UNSHOWN.search("tab\tnew\nline, é, ü, 中文, emoji 🙂, arrow →")
+
+
+def test_a_deck_title_with_a_bidi_control_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "d.yaml").write_text(
+        "title: a\u202eb\n" + PLAIN.format(prompt="p"), encoding="utf-8"
+    )
+    done = check(str(tmp_path / "d.yaml"))
+    assert (
+        done.exit_code == 2
+        and "d.yaml:1: deck field 'title': a bidirectional control U+202E" in done.stderr
+    )
+
+
+# --- one form for a value cut short: 'xxxx'… ---------------------------------------------------
+
+
+@pytest.mark.parametrize("limit", [5, 12, 40, 60])
+@pytest.mark.parametrize(
+    "value",
+    ["x" * 100, "\x1b" * 100, "a\x1b" * 50, os.fsdecode(b"\xff" * 100), "it's " * 30, "é" * 90],
+    ids=["plain", "escapes", "mixed", "bytes", "quote", "accents"],
+)
+def test_a_long_value_is_cut_with_its_quote_closed(value: str, limit: int) -> None:
+    """textsafe.quoted cut text with its quote open ('xxxx…) where journal._cut closed it
+    ('xxxx'…): now both close it, within the limit, and never cut an escape in half."""
+    from prep.engine.sync.journal import _cut
+    from prep.engine.textsafe import quoted
+
+    text = quoted(value, limit)
+    assert text.endswith(("'…", '"…')) and len(text) <= limit, text
+    whole = [quoted(value[:n], 10**6) for n in range(len(value))]  # each start, uncut
+    n = whole.index(text[:-1])  # what is shown is a start of the value, quoted whole...
+    assert len(whole[n + 1]) > limit - 1  # ...the longest that fits
+    assert _cut(value, limit) == text
