@@ -465,14 +465,9 @@ def parse_time(text: str) -> datetime | None:
 
 
 def _cut(value: Any, n: int = 40) -> str:
-    """``value`` as Python writes it, cut to about ``n`` characters with an ellipsis when
-    longer (text still quoted whole: 'xxxx'…, never a quote left open)."""
-    if isinstance(value, dict | list):  # (never a bracket left open: textsafe says its kind)
-        return quoted(value)
-    text = repr(value)
-    if len(text) <= n:
-        return text
-    return f"{value[: n - 2]!r}…" if isinstance(value, str) else f"{text[:n]}…"
+    """``value`` as textsafe.quoted writes it in at most ``n`` characters: text cut short
+    keeps its closing quote ('xxxx'…), a list or mapping is named by its kind and size."""
+    return quoted(value, n)
 
 
 def _dated_ahead(path: Path, entries: list[list[Any]], now_us: int) -> None:
