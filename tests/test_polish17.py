@@ -120,3 +120,53 @@ def test_a_long_value_is_cut_with_its_quote_closed(value: str, limit: int) -> No
     n = whole.index(text[:-1])  # what is shown is a start of the value, quoted whole...
     assert len(whole[n + 1]) > limit - 1  # ...the longest that fits
     assert _cut(value, limit) == text
+
+
+# --- sync: a file that waits for this clock is said to; a header over 1 MiB is read --------------
+
+
+def test_sync_status_says_a_file_waits_for_this_clock_and_until_when(tmp_path: Path) -> None:
+    """`prep sync --status` counted a file holding a review dated 2280 as "not applied yet:
+    run prep sync", which a sync then refused: now it says the file waits, until when."""
+    import json
+    from datetime import UTC, datetime
+
+    from prep.engine.sync import journal
+    from tests.test_sync16b import FAR, _far_review
+
+    db, _c, folder, second = _far_review(tmp_path, FAR)
+    done = CliRunner().invoke(main, ["--db", str(db), "sync", "--status", str(folder)])
+    assert done.exit_code == 0, done.output
+    until = f"{datetime(2280, 4, 30, 12, tzinfo=UTC).astimezone():%Y-%m-%d %H:%M}"
+    dev, name = second.parent.name, journal.header_name(second)
+    out = CliRunner().invoke(main, ["--db", str(db), "sync", "--status", "--json", str(folder)])
+    info = json.loads(out.stdout)
+    assert info["files_waiting_for_clock"] == [
+        {"id": dev, "files": 1, "until": "2280-04-30T12:00:00.000000Z"}
+    ]
+    lines = [line for line in done.stdout.splitlines() if "wait" in line or "applied yet" in line]
+    assert lines == [  # (the other device's files are not applied yet: a sync takes them)
+        f"1 journal file(s) of {name} ({dev}) wait for this machine's clock, until {until}: an "
+        "entry is dated over a day after this clock (is that machine's clock right, or is this "
+        "one's behind?)",
+        f"{info['files_waiting'] - 1} journal file(s) not applied yet: run prep sync",
+    ], done.stdout
+
+
+def test_a_journal_header_over_one_mib_is_read_whole(tmp_path: Path) -> None:
+    """_head read 1 MiB of the first line: a header with many parameter sets (a line may be
+    16 MiB) showed no written_at and no name, so a fork check took it for a foreign file."""
+    import json
+
+    from prep.engine.sync import journal
+
+    header = {"name": "laptop", "written_at": "2026-12-01T00:00:00.000000Z"}
+    path = tmp_path / "00000001.jsonl"
+    big = {**header, "params": {"p": "x" * (3 << 20)}}
+    path.write_text(json.dumps(big) + "\n" + "[]\n")
+    assert journal.written_at(path) == header["written_at"]
+    assert journal.header_name(path) == "laptop"
+    path.write_text(json.dumps({**header, "params": "x" * journal.MAX_LINE}) + "\n")
+    assert journal.written_at(path) is None  # (a line past the bound: never read whole)
+    os.mkfifo(tmp_path / "00000002.jsonl")
+    assert journal.written_at(tmp_path / "00000002.jsonl") is None  # (never waited on)

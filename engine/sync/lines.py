@@ -94,6 +94,24 @@ def read_lines(path: Path) -> tuple[list[str], bool]:
     return lines, total > 0 and size == 0
 
 
+def first_line(path: Path) -> bytes:
+    """The first line of the journal file at ``path`` (its header), without its end of line,
+    read as read_lines reads: a chunk at a time, refused (JournalError) at MAX_LINE bytes;
+    a header may hold many parameter sets, so it is read as far as any line may go."""
+    pieces: list[bytes] = []
+    size = 0
+    with open_file(path) as f:
+        while chunk := f.read(CHUNK):
+            end = chunk.find(b"\n")
+            pieces.append(chunk if end < 0 else chunk[:end])
+            size += len(pieces[-1])
+            if size >= MAX_LINE:
+                _too_long(path, 1, pieces[0][:60])
+            if end >= 0:
+                break
+    return b"".join(pieces)
+
+
 def _too_long(path: Path, line: int, start: bytes) -> None:
     raise JournalError(
         f"{path}: line {line}: {MAX_LINE:,} bytes or more, more than a journal line holds "

@@ -133,11 +133,23 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
                 )
             for line in info["skipped"]:  # (a sync says each once: listed here always)
                 click.echo(one_line_safe(f"{line} (at every sync)"))
-            if info["files_waiting"]:
+            names = {d["id"]: d["name"] for d in info["devices"]}
+            for wait in info["files_waiting_for_clock"]:  # (not applied by a sync before then)
+                click.echo(
+                    one_line_safe(
+                        f"{wait['files']} journal file(s) of {names.get(wait['id']) or '?'} "
+                        f"({wait['id']}) wait for this machine's clock, until "
+                        f"{_when(wait['until'], '?')}: an entry is dated over a day after "
+                        "this clock (is that machine's clock right, or is this one's behind?)"
+                    )
+                )
+            clocked = sum(wait["files"] for wait in info["files_waiting_for_clock"])
+            if info["files_waiting"] > clocked:
                 behind = info["files_behind_a_gap"]
                 gap = f" ({behind} wait for a file missing: prep sync names it)" if behind else ""
                 click.echo(
-                    f"{info['files_waiting']} journal file(s) not applied yet{gap}: run prep sync"
+                    f"{info['files_waiting'] - clocked} journal file(s) not applied yet{gap}: "
+                    "run prep sync"
                 )
             return
         if not where:
