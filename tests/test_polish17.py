@@ -170,3 +170,42 @@ def test_a_journal_header_over_one_mib_is_read_whole(tmp_path: Path) -> None:
     assert journal.written_at(path) is None  # (a line past the bound: never read whole)
     os.mkfifo(tmp_path / "00000002.jsonl")
     assert journal.written_at(tmp_path / "00000002.jsonl") is None  # (never waited on)
+
+
+# --- --model: a path-looking value that leads to no folder is refused at once ------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("loop", "a symbolic link loop, not a checkpoint folder"),
+        ("./loop", "a symbolic link loop, not a checkpoint folder"),
+        ("loop/config", "a symbolic link loop, not a checkpoint folder"),
+        ("gone", "a symbolic link to nothing, not a checkpoint folder"),
+        ("./nope", "no such folder"),
+        ("~nouser-polish17/x", "no such folder"),
+        ("./file", "not a folder (a checkpoint is a folder of config and weights)"),
+    ],
+)
+def test_a_model_path_that_leads_to_no_folder_is_refused_before_loading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, why: str
+) -> None:
+    """`--model LOOP` (a symbolic link to itself) was taken for a hub name: 48 s of retries
+    offline, then "couldn't connect to huggingface.co". Refused now before torch loads."""
+    from prep.demos import cli as demo_cli
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "loop").symlink_to("loop")
+    (tmp_path / "gone").symlink_to("not-there")
+    (tmp_path / "file").write_text("{}")
+
+    def loaded(*_: object) -> None:
+        raise AssertionError("the demo ran: torch and transformers loaded")
+
+    monkeypatch.setattr(demo_cli, "_run_demo", loaded)
+    done = CliRunner().invoke(main, ["demo", "real-ov-rank", "--model", name])
+    assert done.exit_code == 2, done.output
+    assert done.stderr.splitlines() == [f"prep demo: error: --model {name}: {why}"]
+    (tmp_path / "ckpt").mkdir()  # (a folder, and a hub name, go on to the loader)
+    for taken in ("ckpt", "./ckpt", "gpt2"):
+        assert demo_cli._model_problem(taken) is None
