@@ -209,3 +209,77 @@ def test_a_model_path_that_leads_to_no_folder_is_refused_before_loading(
     (tmp_path / "ckpt").mkdir()  # (a folder, and a hub name, go on to the loader)
     for taken in ("ckpt", "./ckpt", "gpt2"):
         assert demo_cli._model_problem(taken) is None
+
+
+# --- HOME naming a folder that is not there: said, nothing made ---------------------------------
+
+
+@pytest.fixture
+def an_export(tmp_path: Path) -> Path:
+    """A good export (of a database with a setting), for `prep import`."""
+    db, out = tmp_path / "made.db", tmp_path / "progress.json"
+    assert CliRunner().invoke(main, ["--db", str(db), "config", "new_per_day", "7"]).exit_code == 0
+    assert CliRunner().invoke(main, ["--db", str(db), "export", "-o", str(out)]).exit_code == 0
+    return out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["quiz", "--plain"],
+        ["mock", "--plain"],
+        ["config", "new_per_day", "5"],
+        ["import", "EXPORT"],
+        ["sync", "SYNCDIR"],
+        ["sync", "--status"],
+        ["stats"],
+        ["export", "-o", "OUT"],
+        ["backup"],
+        ["marks"],
+        ["optimize"],
+        ["unmark", "wo-two-roles"],
+    ],
+    ids=lambda a: " ".join(a[:2]),
+)
+def test_a_home_that_is_not_there_is_said_and_nothing_is_made(
+    tmp_path: Path, an_export: Path, args: list[str]
+) -> None:
+    """HOME=/nonexistent: `prep quiz` made /nonexistent/.local/share/prep/prep.db (the home
+    folder itself made, as root); now every command that opens the default database says
+    HOME is not there, exit 2, and makes nothing."""
+    home = tmp_path / "no-such-home"
+    (tmp_path / "sync").mkdir()
+    swap = {
+        "EXPORT": str(an_export),
+        "SYNCDIR": str(tmp_path / "sync"),
+        "OUT": str(tmp_path / "o.json"),
+    }
+    env = {"HOME": str(home), "PREP_DB": None, "XDG_DATA_HOME": None}
+    done = CliRunner().invoke(main, [swap.get(a, a) for a in args], env=env, input="")
+    assert done.exit_code == 2, done.output
+    assert done.stderr.splitlines() == [
+        f"prep: HOME {home} does not exist, and the progress database's default place is in it "
+        f"({home}/.local/share/prep/prep.db); set HOME to your home folder, or name the "
+        "database with --db PATH or PREP_DB; nothing made"
+    ], done.stderr
+    assert not home.exists() and not (tmp_path / "o.json").exists()
+    home.write_text("")  # (HOME naming a file: not a folder either)
+    done = CliRunner().invoke(main, [swap.get(a, a) for a in args], env=env, input="")
+    assert done.exit_code == 2 and f"HOME {home} is not a folder" in done.stderr, done.output
+
+
+def test_a_demo_run_is_not_recorded_where_home_is_not_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A demo that finished records its run (it may create the database): with HOME not
+    there it warns, in one line, and makes nothing; the demo's own exit code stands."""
+    from prep.tui.commands.demo import _record
+
+    home = tmp_path / "no-such-home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("PREP_DB", raising=False)
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    _record(None, object())  # type: ignore[arg-type]  # (never reached: no database to record in)
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"prep demo: warning: run not recorded: HOME {home} does not exist")
+    assert not home.exists()

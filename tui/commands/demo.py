@@ -73,6 +73,8 @@ def _record(db: str | None, report: Report) -> None:
         with open_store(db, create=True) as store:
             record_run(store, report)
     except StoreError as exc:
-        click.echo(
-            f"prep demo: warning: run not recorded in {resolve_db_path(db)}: {exc}", err=True
-        )
+        try:
+            where = f" in {resolve_db_path(db)}"
+        except StoreError:  # (no default place: HOME not there; exc says so)
+            where = ""
+        click.echo(f"prep demo: warning: run not recorded{where}: {exc}", err=True)
