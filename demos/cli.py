@@ -250,6 +250,8 @@ def _model_problem(model: str) -> str | None:
     import errno
     import os
 
+    if model == "-":
+        return "a checkpoint folder or hub name, not standard input (a folder named - is ./-)"
     looks_local = os.sep in model or (os.altsep or os.sep) in model or model[:1] in (".", "~")
     try:
         if os.path.isdir(model) or not (looks_local or os.path.lexists(model)):

@@ -283,3 +283,116 @@ def test_a_demo_run_is_not_recorded_where_home_is_not_there(
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(f"prep demo: warning: run not recorded: HOME {home} does not exist")
     assert not home.exists()
+
+
+# --- `-` is standard input where prep reads a file (import, check; grade did), said elsewhere ------
+
+
+@pytest.fixture
+def reviewed_export(tmp_path: Path) -> Path:
+    """A JSON export of a database with reviews of two cards (read twice by an import)."""
+    from datetime import timedelta
+
+    from prep.engine.store import Store
+    from tests.test_sync import T0, rate
+
+    db, out = tmp_path / "from.db", tmp_path / "from.json"
+    with Store.open(db) as store:
+        for n, cid in enumerate(("wo-two-roles", "wo-two-roles", "other-card")):
+            rate(store, cid, 3, T0 + timedelta(days=n))
+    assert CliRunner().invoke(main, ["--db", str(db), "export", "-o", str(out)]).exit_code == 0
+    return out
+
+
+def test_import_dash_reads_a_json_export_from_standard_input(
+    tmp_path: Path, reviewed_export: Path
+) -> None:
+    """`prep import -` said "-: no such file" (grade's --answers - reads standard input)."""
+    from prep.engine.store import Store
+
+    db = tmp_path / "to.db"
+    done = CliRunner().invoke(
+        main, ["--db", str(db), "import", "-"], input=reviewed_export.read_bytes()
+    )
+    assert done.exit_code == 0, done.output
+    assert done.stdout.startswith("Imported the export on standard input: ")
+    assert "3 reviews added" in done.stdout, done.stdout
+    with Store.open(db) as store:
+        held = sorted(r[0] for r in store.conn.execute("SELECT card_id FROM reviews"))
+    assert held == ["other-card", "wo-two-roles", "wo-two-roles"]
+    again = CliRunner().invoke(
+        main, ["--db", str(db), "import", "-"], input=reviewed_export.read_bytes()
+    )
+    assert again.exit_code == 0 and "0 reviews added" in again.stdout, again.output
+
+
+@pytest.mark.parametrize(
+    ("given", "line"),
+    [
+        (b"", "standard input: not a prep export (nothing came on it)"),
+        (b"\xff\xfe{", "standard input: not a prep export (not UTF-8 text)"),
+        (
+            b"PK\x03\x04\x14\x00\x08\x00\xa7\xb1",
+            "standard input: not a prep export (a zip archive, e.g. an Anki",
+        ),
+        (b"card_id,", "standard input: a CSV export is several files (FILE.csv with"),
+        (b"[" * 3000, "standard input: not a prep export ("),
+        (b"x" * 4096, "standard input: more than 4,000 bytes; too big to be read"),
+    ],
+    ids=["empty", "not-utf8", "zip", "csv", "nested", "too-big"],
+)
+def test_import_dash_refuses_bad_input_in_one_line_and_makes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: bytes, line: str
+) -> None:
+    from prep.engine.transfer import readers
+
+    monkeypatch.setattr(readers, "MAX_EXPORT_BYTES", 4000)  # (256 MB for real)
+    done = CliRunner().invoke(main, ["--db", str(tmp_path / "to.db"), "import", "-"], input=given)
+    assert done.exit_code == 2, done.output
+    (said,) = done.stderr.splitlines()
+    assert said.startswith(f"prep: {line}"), said
+    assert list(tmp_path.iterdir()) == []  # (no database made, no backup)
+
+
+def test_check_dash_reads_a_deck_from_standard_input(tmp_path: Path) -> None:
+    good = "deck: mine\ncards:\n  - id: m1\n    kind: recall\n    prompt: p\n    answer: a\n"
+    done = check("-", stdin=good)
+    assert done.exit_code == 0 and done.stdout.startswith("ok: "), done.output
+    bad = good.replace("prompt: p", 'prompt: "a\\u202eb"')
+    done = check("-", stdin=bad)
+    assert done.exit_code == 2
+    assert done.stderr.splitlines()[-1].startswith(
+        "standard input:5: card 'm1': field 'prompt' has a bidirectional control U+202E"
+    ), done.stderr
+    for args, stdin, line in [
+        (["-", "-"], good, "- (standard input) given twice; it holds one deck"),
+        (["-"], b"a\xffb", "standard input: not UTF-8 text (byte 2)"),
+        (["-"], b"#" * (deck_mod.MAX_DECK_BYTES + 1), "standard input: more than 2,097,152"),
+    ]:
+        done = check(*args, stdin=stdin)
+        assert done.exit_code == 2 and done.stderr.startswith(f"prep: {line}"), done.output
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["sync", "-"], "sync -: DIR is the sync folder that your machines share"),
+        (["sync", "--status", "-"], "sync -: DIR is the sync folder"),
+        (["--db", "-", "stats"], "--db -: the progress database is a file prep opens"),
+        (["--questions", "-", "check"], "--questions -: it names a folder or file of your own"),
+        (["backup", "--restore", "-"], "--restore -: a backup is restored by its name"),
+        (["demo", "real-ov-rank", "--model", "-"], "demo: error: --model -: a checkpoint"),
+    ],
+    ids=["sync", "status", "db", "questions", "restore", "model"],
+)
+def test_dash_where_no_standard_input_is_read_is_said_in_one_line(
+    tmp_path: Path, args: list[str], line: str
+) -> None:
+    """`prep sync -` said "-: no such folder (create it...)": now each names what it wants."""
+    done = CliRunner().invoke(
+        main, ["--db", str(tmp_path / "p.db"), *args] if args[0] != "--db" else args, input=""
+    )
+    assert done.exit_code == 2, done.output
+    (said,) = done.stderr.splitlines()
+    assert said.startswith(f"prep {line}" if "demo:" in line else f"prep: {line}"), said
+    assert "not standard input" in said and not (tmp_path / "p.db").exists()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from prep.engine.paths import expand_user
-from prep.tui.commands.common import EXIT_USAGE, NAMED_PATH, Ctx, UsageError
+from prep.tui.commands.common import EXIT_USAGE, NAMED_PATH, Ctx, UsageError, not_stdin
 
 if TYPE_CHECKING:
     from prep.engine.store import Store
@@ -76,6 +76,8 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
     from prep.engine.sync.run import JournalError, SyncError, sync, sync_folder
     from prep.engine.sync.run import status as sync_status
 
+    if folder == "-":
+        raise not_stdin("sync", "DIR is the sync folder that your machines share")
     if not status:  # DIR checked before a database is opened: only a real folder makes one
         try:
             if folder is not None:
@@ -201,6 +203,8 @@ def backup_cmd(obj: Ctx, as_list: bool, restore: str | None) -> None:
     from prep.engine.decks.deck import one_line_safe  # a name may hold a newline or an escape
     from prep.engine.store import backup
 
+    if restore == "-":
+        raise not_stdin("--restore", "a backup is restored by its name (see `prep backup --list`)")
     if restore == "":  # (an unset shell variable: `--restore "$NAME"` is never a new backup)
         raise UsageError("--restore '': an empty name; name a backup (see `prep backup --list`)")
     if as_list and restore is not None:
