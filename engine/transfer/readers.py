@@ -534,7 +534,7 @@ def read_export(
     name = "" if isinstance(path, Piped) else path.name.lower()
     if name.endswith(".json"):
         return read_json(path, watch)
-    if name.endswith(".csv"):
+    if name.endswith(".csv") and not isinstance(path, Piped):
         return read_csv(path, watch)
     try:
         with _open_text(path) as stream:
