@@ -96,20 +96,16 @@ def read_lines(path: Path) -> tuple[list[str], bool]:
 
 def first_line(path: Path) -> bytes:
     """The first line of the journal file at ``path`` (its header), without its end of line,
-    read as read_lines reads: a chunk at a time, refused (JournalError) at MAX_LINE bytes;
-    a header may hold many parameter sets, so it is read as far as any line may go."""
-    pieces: list[bytes] = []
-    size = 0
+    bounded as read_lines bounds a line (JournalError at MAX_LINE bytes): a header may hold
+    many parameter sets. Read through the file's buffer up to its end of line only (a look
+    at a header reads a few kB of a file of many MB)."""
     with open_file(path) as f:
-        while chunk := f.read(CHUNK):
-            end = chunk.find(b"\n")
-            pieces.append(chunk if end < 0 else chunk[:end])
-            size += len(pieces[-1])
-            if size >= MAX_LINE:
-                _too_long(path, 1, pieces[0][:60])
-            if end >= 0:
-                break
-    return b"".join(pieces)
+        line = f.readline(MAX_LINE)
+    if line.endswith(b"\n"):
+        return line[:-1]
+    if len(line) >= MAX_LINE:
+        _too_long(path, 1, line[:60])
+    return line
 
 
 def _too_long(path: Path, line: int, start: bytes) -> None:
