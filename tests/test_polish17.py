@@ -396,3 +396,36 @@ def test_dash_where_no_standard_input_is_read_is_said_in_one_line(
     (said,) = done.stderr.splitlines()
     assert said.startswith(f"prep {line}" if "demo:" in line else f"prep: {line}"), said
     assert "not standard input" in said and not (tmp_path / "p.db").exists()
+
+
+def test_the_app_shows_a_home_that_is_not_there_and_makes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`prep` alone (the app): Store.pending_upgrade let the StoreError through, a traceback;
+    now the app's error screen says it, and nothing is made."""
+    import asyncio
+
+    from prep.tui.app import PrepApp
+    from prep.tui.screens.errors import ErrorScreen
+
+    home = tmp_path / "no-such-home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("PREP_DB", raising=False)
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    app = PrepApp(db=None)
+    seen: dict[str, str] = {}
+
+    async def run() -> None:
+        async with app.run_test(size=(100, 30)) as pilot:
+            for _ in range(400):
+                if isinstance(app.screen, ErrorScreen):
+                    break
+                await pilot.pause(0.05)
+            assert isinstance(app.screen, ErrorScreen)
+            seen["lines"] = " ".join(app.screen.lines)
+            await pilot.pause(0.3)
+            await pilot.press("q")
+
+    asyncio.run(run())
+    assert f"HOME {home} does not exist" in seen["lines"], seen
+    assert not home.exists()
