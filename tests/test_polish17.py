@@ -279,6 +279,10 @@ def test_a_demo_run_is_not_recorded_where_home_is_not_there(
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("PREP_DB", raising=False)
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    from prep.tui.commands.common import Ctx
+    from prep.tui.commands.demo import _refuse_database_plot
+
+    _refuse_database_plot(Ctx(None, ()), ("--plot", "x.svg"))  # (no database to write over)
     _record(None, object())  # type: ignore[arg-type]  # (never reached: no database to record in)
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(f"prep demo: warning: run not recorded: HOME {home} does not exist")
