@@ -227,6 +227,9 @@ def run(
             "--model out for the shipped all-MiniLM-L6-v2"
         )
         return 2, None
+    if args.model is not None and (why := _model_problem(args.model)):
+        _say(f"{PROG}: error: --model {args.model}: {why}")
+        return 2, None
     if real and (missing := extra.missing(args.model)):
         _say(f"{PROG} {args.name}: {missing}")
         return 2, None
@@ -236,6 +239,33 @@ def run(
     except KeyboardInterrupt:  # 130 as a shell reports Ctrl-C; 1 would mean a check failed
         _say(f"{PROG}: interrupted")
         return 130, None
+
+
+def _model_problem(model: str) -> str | None:
+    """Why --model can be neither a checkpoint folder nor a hub name, seen before torch or
+    transformers loads: an entry on disk that leads to no folder (a symbolic link loop, a link
+    to nothing) or a name that looks like a path (a / in it, or starting with . or ~) that
+    is not there. Such a value was taken for a hub name: ~48 s of retries offline. None for a
+    folder, or a hub name (no / in it: the loader's own rule, pretrained.load)."""
+    import errno
+    import os
+
+    if model == "-":
+        return "a checkpoint folder or hub name, not standard input (a folder named - is ./-)"
+    looks_local = os.sep in model or (os.altsep or os.sep) in model or model[:1] in (".", "~")
+    try:
+        if os.path.isdir(model) or not (looks_local or os.path.lexists(model)):
+            return None  # (a folder; or a hub name, nothing of that name here)
+        os.stat(model)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link loop, not a checkpoint folder"
+        if os.path.islink(model):
+            return "a symbolic link to nothing, not a checkpoint folder"
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return "no such folder"
+        return f"cannot look at it ({exc.strerror or exc})"
+    return "not a folder (a checkpoint is a folder of config and weights)" if looks_local else None
 
 
 def _run_demo(

@@ -17,14 +17,28 @@ _REPR_BYTE = re.compile(r"(\\\\)|\\udc([89a-f][0-9a-f])")
 
 
 def quoted(value: Any, limit: int = 60) -> str:
-    """``repr(value)`` shortened for an error message: a hostile value stays one short line. A
-    byte that is not UTF-8 (an argument's or a file name's, ``$'\\xff'``) shows as \\xff, as
-    one_line_safe writes it, not as the surrogate \\udcff that Python decodes it to."""
+    """``repr(value)`` shortened for an error message: a hostile value stays one short line of
+    at most ``limit`` characters. A byte that is not UTF-8 (an argument's or a file name's,
+    ``$'\\xff'``) shows as \\xff, as one_line_safe writes it, not as the surrogate \\udcff
+    that Python decodes it to. Text cut short keeps its closing quote, then "…" ('xxxx'…):
+    where the value ends stays plain, and no escape is cut in half."""
     if isinstance(value, (dict, list)):
         text = f"a {'mapping' if isinstance(value, dict) else 'list'} of {len(value)} item(s)"
         return text
-    text = _REPR_BYTE.sub(lambda m: m.group(1) or f"\\x{m.group(2)}", repr(value))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    text = _shown(value)
+    if len(text) <= limit:
+        return text
+    if not isinstance(value, str):
+        return text[: limit - 1] + "…"
+    low, high = 0, limit  # the most characters whose quoted text fits: between the two
+    while high - low > 1:  # (an escape is longer than its character: a search, not a slice)
+        mid = (low + high) // 2
+        low, high = (mid, high) if len(_shown(value[:mid])) <= limit - 1 else (low, mid)
+    return _shown(value[:low]) + "…"
+
+
+def _shown(value: Any) -> str:
+    return _REPR_BYTE.sub(lambda m: m.group(1) or f"\\x{m.group(2)}", repr(value))
 
 
 def quoted_all(values: Iterable[Any], limit: int = 60) -> str:

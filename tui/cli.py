@@ -30,6 +30,7 @@ from prep.tui.commands.common import (
     UsageError,
     demo_names,
     line_mode_reason,
+    not_stdin,
 )
 from prep.tui.entry import (
     guarded,
@@ -141,10 +142,18 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
     _check_local_time()
     if db == "":  # `--db "$UNSET"`: never the default database in its place
         raise UsageError("--db '': an empty path; name the database file, or leave --db out")
+    if db == "-":
+        raise not_stdin("--db", "the progress database is a file prep opens and writes")
     given = "--questions"
     if not questions:
         questions, given = questions_from_env(), "PREP_QUESTIONS"
     for folder in questions:
+        if folder == "-":
+            raise not_stdin(
+                given,
+                "it names a folder or file of your own decks",
+                "`prep check -` checks a deck on it; ",
+            )
         if not expand_user(folder).exists():
             raise UsageError(f"{given} {folder}: no such folder or file (it names your own decks)")
     ctx.obj = Ctx(db, questions)

@@ -33,13 +33,16 @@ def parse_decks(
     *,
     demo_names: Sequence[str] | None = None,
     include_bundled: bool = True,
+    piped: str | None = None,
 ) -> ParsedDecks:
     """Parse and validate decks: the bundled ones (unless told not to) plus ``paths``.
 
     ``paths`` may name files or folders of ``*.yaml``. ``demo_names`` is the set of demos a
     ``demo:`` field may name; None skips that check (engine stays free of torch, so the
-    caller passes ``prep.demos.registry.names()``). Invalid cards are left out and every
-    problem is in ``ParsedDecks.errors``.
+    caller passes ``prep.demos.registry.names()``). ``piped``: the text of one more deck,
+    read from standard input (`prep check -`), named "standard input" in its errors, its
+    deck name "stdin" unless it gives one. Invalid cards are left out and every problem is
+    in ``ParsedDecks.errors``.
     """
     coll = ParsedDecks()
     parsed = []
@@ -51,6 +54,9 @@ def parse_decks(
         assert text is not None
         info, cards, errors = parse_deck_text(text, shown, path.stem)
         parsed.append((shown, info, errors, cards))
+    if piped is not None:
+        info, cards, errors = parse_deck_text(piped, "standard input", "stdin")
+        parsed.append(("standard input", info, errors, cards))
     assemble(coll, parsed, demo_names)
     return coll
 

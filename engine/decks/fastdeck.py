@@ -42,6 +42,7 @@ from prep.engine.decks.deck import (
     CARD_KEYS,
     CHOICE_LETTERS,
     DEFAULT_LEVEL,
+    INVISIBLE_RANGES,
     KINDS,
     LEVELS,
     SLUG,
@@ -76,8 +77,29 @@ _CARD_OK = _fields_of(Card) == _ORDER
 _CARDS = re.compile(r"^cards:\n", re.M)
 # The characters a value may hold: those fastyaml's reader allows (its _ODD: no tab, CR,
 # control, BOM...), as regex escapes; and the same without the double quote and backslash.
-_OK = r"\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff"
-_TEXT = r"\x20\x21\x23-\x5b\x5d-\x7e" + _OK[len(r"\x20-\x7e") :]
+# Less the characters a card may not hold (deck.INVISIBLE: a bidi control, a zero-width
+# character): a line with one is outside the shape, and the general path says why.
+_OK_RANGES = (
+    (0x20, 0x7E), (0xA0, 0x2027), (0x202A, 0xD7FF), (0xE000, 0xFEFE), (0xFF00, 0xFFFD),
+    (0x10000, 0x10FFFF),
+)  # fmt: skip
+
+
+def _less(ranges: tuple[tuple[int, int], ...], out: tuple[tuple[int, int], ...]) -> str:
+    """A regex class (of \\U escapes): the code points of ``ranges`` that are not in ``out``."""
+    kept = list(ranges)
+    for a, b in out:
+        kept = [
+            piece
+            for lo, hi in kept
+            for piece in ((lo, min(hi, a - 1)), (max(lo, b + 1), hi))
+            if piece[0] <= piece[1]
+        ]
+    return "".join(f"\\U{lo:08x}" + (f"-\\U{hi:08x}" if hi != lo else "") for lo, hi in kept)
+
+
+_OK = _less(_OK_RANGES, INVISIBLE_RANGES)
+_TEXT = r"\x20\x21\x23-\x5b\x5d-\x7e" + _less(_OK_RANGES, ((0x20, 0x7E), *INVISIBLE_RANGES))
 
 
 @cache

@@ -371,7 +371,10 @@ class StoreCore:
         a front end asks before opening, to show the upgrade's progress."""
         from prep.engine.store import Store  # the whole store: schema_version() is guarded
 
-        target = resolve_db_path(path)
+        try:
+            target = resolve_db_path(path)
+        except StoreError:  # (no default place: HOME not there; open() says so)
+            return None
         if not target.is_file():
             return None
         try:

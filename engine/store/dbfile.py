@@ -62,9 +62,24 @@ def _read_only_mount(path: Path) -> bool:
 
 
 def default_db_path() -> Path:
+    """prep.db in the user data folder (platformdirs': ~/.local/share/prep on Linux, or
+    $XDG_DATA_HOME/prep). StoreError when that lies in a home folder that is not there (HOME
+    naming a folder that does not exist, or a file): prep makes its own folders in the home
+    folder's data folder, never the home folder itself, and writes nowhere a user did not
+    choose; --db PATH or PREP_DB names the database instead."""
     from platformdirs import user_data_path
 
-    return user_data_path("prep", appauthor=False) / "prep.db"
+    path = user_data_path("prep", appauthor=False) / "prep.db"
+    home = expand_user("~")
+    if home in path.parents and not home.is_dir():
+        given = "HOME " if os.environ.get("HOME") else "the home folder "
+        what = "is not a folder" if os.path.lexists(home) else "does not exist"
+        raise StoreError(
+            f"{given}{home} {what}, and the progress database's default place is in it "
+            f"({path}); set HOME to your home folder, or name the database with --db PATH or "
+            "PREP_DB; nothing made",
+        )
+    return path
 
 
 def _read_with_wal(target: Path, wal: Path) -> sqlite3.Connection:

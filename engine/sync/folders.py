@@ -214,9 +214,15 @@ def gap_text(missing: Path, later: list[Path], label: str, also: str = "") -> st
     )
 
 
-def status(store: Store, folder: Path | None) -> dict[str, Any]:
+def status(store: Store, folder: Path | None, now_us: int | None = None) -> dict[str, Any]:
     """This device and every device seen (in the folder or applied before): name, id, the
-    journal files applied, when its last file was written, when this device applied it."""
+    journal files applied, when its last file was written, when this device applied it; the
+    files not applied yet, and of those the ones that wait for a file missing before them or
+    for this machine's clock (``now_us``: the clock, µs; the wall clock when None)."""
+    from prep.engine.store.reviewlog import from_us, to_us
+    from prep.engine.timeutil import fmt, utcnow
+
+    now_us = to_us(utcnow()) if now_us is None else now_us
     conn = store.conn
     me = local.device_id(conn)
     rows = conn.execute(
@@ -228,6 +234,7 @@ def status(store: Store, folder: Path | None) -> dict[str, Any]:
         if r[0] != me
     }
     waiting = behind = 0
+    clock: list[dict[str, Any]] = []  # the devices whose next file waits for this clock
     skipped: list[str] = []
     if folder is not None and Path(folder).is_dir():
         found: dict[str, str] = {}
@@ -248,6 +255,12 @@ def status(store: Store, folder: Path | None) -> dict[str, Any]:
                 while k in files:
                     k += 1
                 behind += len([n for n in files if n > k])  # (a file missing before them)
+                first = devices[dev]["applied"] + 1
+                if first in files:  # (read as a sync reads it: it and those after it wait)
+                    until = _waits_for_clock(Path(files[first]), dev, now_us)
+                    if until is not None:
+                        later = len([n for n in files if first <= n < k])
+                        clock.append({"id": dev, "files": later, "until": fmt(from_us(until))})
                 skipped += [
                     f"{line}: its files skipped until it can be listed" for line in unlisted
                 ]
@@ -260,8 +273,23 @@ def status(store: Store, folder: Path | None) -> dict[str, Any]:
         "last_sync": last[0] if last else None,
         "files_waiting": waiting,
         "files_behind_a_gap": behind,  # of those, the ones that wait for a file missing
+        # ...and those that wait for this clock, by device: how many, until when (UTC)
+        "files_waiting_for_clock": clock,
         "reviews_set_aside": replaced.aside_count(conn),
         "journal_files_set_aside": applied.aside_count(conn),
         "skipped": skipped,  # entries of the folder skipped at every sync, one line each
         "devices": list(devices.values()),
     }
+
+
+def _waits_for_clock(path: Path, dev: str, now_us: int) -> int | None:
+    """The clock (µs) from which the journal file at ``path`` is applied when it holds an
+    entry dated over a day after ``now_us`` (journal.Ahead: it waits); None otherwise (it is
+    applied at the next sync, or refused there, which the sync says)."""
+    try:
+        journal.read(path, dev, now_us)
+    except journal.Ahead as exc:
+        return exc.until_us
+    except (JournalError, OSError):
+        return None
+    return None

@@ -145,7 +145,10 @@ class Denied(JournalError):
 class Ahead(JournalError):
     """Another device's file with an entry dated more than AHEAD_US after this machine's
     clock: not applied yet, never set aside; it and its device's later files wait until this
-    clock reaches it (read again at every sync), as ``prep import`` refuses such a file."""
+    clock reaches it (read again at every sync), as ``prep import`` refuses such a file.
+    ``until_us``: the clock (µs since the epoch, UTC) from which the whole file is taken."""
+
+    until_us = 0
 
 
 class Missing(JournalError):
@@ -315,17 +318,14 @@ def header_name(path: str | Path) -> str | None:
 
 
 def _head(path: str | Path) -> dict[str, Any]:
-    """A journal file's header (its first line), {} when it cannot be read."""
-    try:  # (never blocks on a FIFO, never follows a link: read() refuses both anyway)
-        fd = os.open(path, _NO_WAIT)
-    except OSError:
-        return {}
+    """A journal file's header (its first line), {} when it cannot be read. Read as read()
+    reads it (lines.first_line: never a FIFO waited on, never a link followed, a line of
+    up to MAX_LINE bytes: a header with many parameter sets is over 1 MiB)."""
+    from prep.engine.sync.lines import first_line
+
     try:
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                return {}
-            head = loads_strict(f.readline(1 << 20).decode("utf-8"))
-    except (OSError, ValueError):
+        head = loads_strict(first_line(Path(path)).decode("utf-8"))
+    except (OSError, ValueError, JournalError):  # (no regular file, a line too long)
         return {}
     return head if isinstance(head, dict) else {}
 
@@ -465,30 +465,33 @@ def parse_time(text: str) -> datetime | None:
 
 
 def _cut(value: Any, n: int = 40) -> str:
-    """``value`` as Python writes it, cut to about ``n`` characters with an ellipsis when
-    longer (text still quoted whole: 'xxxx'…, never a quote left open)."""
-    if isinstance(value, dict | list):  # (never a bracket left open: textsafe says its kind)
-        return quoted(value)
-    text = repr(value)
-    if len(text) <= n:
-        return text
-    return f"{value[: n - 2]!r}…" if isinstance(value, str) else f"{text[:n]}…"
+    """``value`` as textsafe.quoted writes it in at most ``n`` characters: text cut short
+    keeps its closing quote ('xxxx'…), a list or mapping is named by its kind and size."""
+    return quoted(value, n)
 
 
 def _dated_ahead(path: Path, entries: list[list[Any]], now_us: int) -> None:
     """Ahead, naming the first entry dated more than AHEAD_US after ``now_us``."""
     from prep.engine.store.reviewlog import from_us
 
+    first = None
+    latest = 0  # (the file waits until this clock is a day short of its latest entry)
     for line, e in enumerate(entries, 2):
         kind = e[0].lower() if e[0] in _PASSED_ON or e[0] == "R" else e[0]
         i, what = _CLOCK.get(kind, (0, ""))
         at = e[i + (kind != e[0])] if i else 0
-        if at > now_us + AHEAD_US:
-            raise Ahead(
-                f"{path}: line {line}: {what} dated {fmt(from_us(at))}, more than a day after "
-                f"this machine's clock ({fmt(from_us(now_us))}; is that machine's clock right, or is this one's behind?): "
-                "applied once this clock reaches it; nothing of the file applied yet"
-            )
+        latest = max(latest, at)
+        if first is None and at > now_us + AHEAD_US:
+            first = (line, what, at)
+    if first is not None:
+        line, what, at = first
+        ahead = Ahead(
+            f"{path}: line {line}: {what} dated {fmt(from_us(at))}, more than a day after "
+            f"this machine's clock ({fmt(from_us(now_us))}; is that machine's clock right, or is this one's behind?): "
+            "applied once this clock reaches it; nothing of the file applied yet"
+        )
+        ahead.until_us = latest - AHEAD_US
+        raise ahead
 
 
 def read(path: Path, device: str, now_us: int | None = None) -> Journal:

@@ -94,6 +94,20 @@ def read_lines(path: Path) -> tuple[list[str], bool]:
     return lines, total > 0 and size == 0
 
 
+def first_line(path: Path) -> bytes:
+    """The first line of the journal file at ``path`` (its header), without its end of line,
+    bounded as read_lines bounds a line (JournalError at MAX_LINE bytes): a header may hold
+    many parameter sets. Read through the file's buffer up to its end of line only (a look
+    at a header reads a few kB of a file of many MB)."""
+    with open_file(path) as f:
+        line = f.readline(MAX_LINE)
+    if line.endswith(b"\n"):
+        return line[:-1]
+    if len(line) >= MAX_LINE:
+        _too_long(path, 1, line[:60])
+    return line
+
+
 def _too_long(path: Path, line: int, start: bytes) -> None:
     raise JournalError(
         f"{path}: line {line}: {MAX_LINE:,} bytes or more, more than a journal line holds "

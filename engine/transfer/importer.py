@@ -49,7 +49,7 @@ from prep.engine.timeutil import fmt, parse, utcnow
 from prep.engine.transfer import clocks
 from prep.engine.transfer.export import ExportError
 from prep.engine.transfer.fields import _review_key, loads_strict
-from prep.engine.transfer.readers import ExportData, read_csv, read_export, read_json
+from prep.engine.transfer.readers import ExportData, Piped, read_csv, read_export, read_json
 from prep.engine.transfer.rows import ReviewIds, Rows
 
 __all__ = [
@@ -459,7 +459,7 @@ def _log_newest(store: Store, rid: int | None, review: dict[str, Any]) -> bool:
 
 def import_file(
     store: Store,
-    path: Path,
+    path: Path | Piped,
     aliases: Mapping[str, str] | None = None,
     now: datetime | None = None,
     before_write: Callable[[], object] | None = None,
@@ -475,7 +475,7 @@ def import_file(
         return held[0].add
 
     with store.transaction():
-        data = read_export(Path(path), watch)
+        data = read_export(path if isinstance(path, Piped) else Path(path), watch)
         return import_data(
             store,
             data,

@@ -7,6 +7,7 @@ merges what is read into the store.
 from __future__ import annotations
 
 import csv
+import io
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
@@ -63,7 +64,24 @@ class ExportData:
     settings_clock: dict[str, Any] | None = None
 
 
-def _not_export(path: Path, why: str) -> ExportError:
+class Piped:
+    """An export read whole from standard input (`prep import -`, at most MAX_EXPORT_BYTES):
+    its bytes held, read again from memory where a file would be opened again (a pipe cannot
+    be), and named "standard input" in every message."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def __str__(self) -> str:
+        return STDIN
+
+
+STDIN = "standard input"
+_EMPTY = ("the file is empty", "nothing came on it")  # (a file, standard input)
+Source = Path | Piped  # (an export file, or the one on standard input)
+
+
+def _not_export(path: Source, why: str) -> ExportError:
     return ExportError(f"{path}: not a prep export ({why})")
 
 
@@ -79,11 +97,14 @@ _MAGIC = (
 )
 
 
-def _not_text(path: Path) -> ExportError:
+def _not_text(path: Source) -> ExportError:
     """The "not UTF-8 text" refusal, saying what the file is when its first bytes tell."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(16)
+        if isinstance(path, Piped):
+            head = path.data[:16]
+        else:
+            with open(path, "rb") as f:
+                head = f.read(16)
     except OSError:
         head = b""
     for magic, what in _MAGIC:
@@ -98,7 +119,7 @@ MAX_EXPORT_BYTES = 256 * 1024 * 1024
 
 
 def _rows(
-    path: Path, items: Any, parse_row: Callable[[dict[str, Any]], dict[str, Any]], what: str
+    path: Source, items: Any, parse_row: Callable[[dict[str, Any]], dict[str, Any]], what: str
 ) -> list[dict[str, Any]]:
     if not isinstance(items, list):
         raise _not_export(path, f"{what!r} must be a list")
@@ -113,9 +134,12 @@ def _rows(
     return out
 
 
-def _open_text(path: Path) -> IO[str]:
+def _open_text(path: Source) -> IO[str]:
     """The export file as a text stream (UTF-8, a BOM skipped), opened only when it is a
-    regular file within MAX_EXPORT_BYTES (read_regular_file's checks, without reading it)."""
+    regular file within MAX_EXPORT_BYTES (read_regular_file's checks, without reading it);
+    standard input's export from the bytes held."""
+    if isinstance(path, Piped):
+        return io.TextIOWrapper(io.BytesIO(path.data), encoding="utf-8-sig", newline="")
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
@@ -140,14 +164,14 @@ def _open_text(path: Path) -> IO[str]:
 
 
 def read_json(
-    path: Path, watch: Callable[[], Callable[[dict[str, Any], int], None]] | None = None
+    path: Source, watch: Callable[[], Callable[[dict[str, Any], int], None]] | None = None
 ) -> ExportData:
     """Read a JSON export as a stream (engine/transfer/jsonstream.py): each row of its lists
     is checked as it is read; neither the file's text nor its parsed tree is held whole, and
     its reviews and demo runs not at all: they are ``Rows``, read again when iterated."""
     from prep.engine.transfer.jsonstream import STREAMED, Empty, StreamError, read_object
 
-    path = Path(path)
+    path = path if isinstance(path, Piped) else Path(path)
     parsers = {
         "cards": _card_row,
         "reviews": _review_row,
@@ -161,7 +185,7 @@ def read_json(
     ids = ReviewIds(_review_key)
     param_refs: dict[str, int] = {}  # params key -> the first review that names it
     bad: dict[str, ExportError] = {}  # the first bad row of each list (said in list order)
-    when = stamp(path) if path.exists() else None
+    when = stamp(path) if not isinstance(path, Piped) and path.exists() else None
 
     def rows(key: str) -> Callable[[Any], None] | None:
         nonlocal ids
@@ -206,7 +230,7 @@ def read_json(
         with _open_text(path) as stream:
             data = read_object(stream, rows, parse_constant=_no_constant)
     except Empty:
-        raise _not_export(path, "the file is empty") from None
+        raise _not_export(path, _EMPTY[isinstance(path, Piped)]) from None
     except UnicodeDecodeError:
         raise _not_text(path) from None
     except StreamError as exc:
@@ -276,12 +300,12 @@ def read_json(
     )
 
 
-def _changed(path: Path, why: str = "") -> ExportError:
+def _changed(path: Source, why: str = "") -> ExportError:
     return ExportError(f"{path}: changed while it was being imported{why}; nothing imported")
 
 
 def _json_again(
-    path: Path,
+    path: Source,
     when: Any,
     key: str,
     occurrence: int,
@@ -291,7 +315,7 @@ def _json_again(
     """The rows of list ``key`` of a JSON export read_json read before, read again."""
     from prep.engine.transfer.jsonstream import iter_list
 
-    if stamp(path) != when:
+    if not isinstance(path, Piped) and stamp(path) != when:
         raise _changed(path)
     with _open_text(path) as stream:
         items = enumerate(iter_list(stream, key, occurrence, parse_constant=_no_constant))
@@ -311,7 +335,7 @@ def _json_again(
             yield change(row) if change else row
 
 
-def _params(path: Path, raw: Any) -> dict[str, dict[str, Any]]:
+def _params(path: Source, raw: Any) -> dict[str, dict[str, Any]]:
     """The export's scheduler parameters ({key: replay params}), each checked."""
     if not isinstance(raw, dict) or len(raw) > 100_000:
         raise _not_export(path, "'params' must be an object")
@@ -483,23 +507,34 @@ def read_csv(
     return ExportData(str(path), settings, cards, reviews, runs, marks, undone, settings_clock)
 
 
-def readable(path: Path) -> None:
+def readable(path: Source) -> None:
     """ExportError when ``path`` cannot be an export (missing, a folder, not a regular file,
     too large): the import says so before it opens the database (a mistyped name left a new
-    empty database, and a backup of it, behind)."""
-    _open_text(Path(path)).close()
+    empty database, and a backup of it, behind). Standard input's was read within bounds."""
+    _open_text(path if isinstance(path, Piped) else Path(path)).close()
+
+
+def read_piped(stream: IO[bytes]) -> Piped:
+    """The export on standard input, read whole within MAX_EXPORT_BYTES (`< /dev/zero` is
+    refused once past it, not read until the memory runs out): it is read twice, and a pipe
+    cannot be read again. ExportError, worded as `prep grade --answers -` words it."""
+    data = stream.read(MAX_EXPORT_BYTES + 1)
+    if len(data) > MAX_EXPORT_BYTES:
+        raise ExportError(f"{STDIN}: more than {MAX_EXPORT_BYTES:,} bytes; too big to be read")
+    return Piped(data)
 
 
 def read_export(
-    path: Path, watch: Callable[[], Callable[[dict[str, Any], int], None]] | None = None
+    path: Source, watch: Callable[[], Callable[[dict[str, Any], int], None]] | None = None
 ) -> ExportData:
     """Read a JSON or CSV export, told apart by extension, else by content. ``watch()``,
-    called as the reviews' list begins, gives what sees each checked review as it is read."""
-    path = Path(path)
-    name = path.name.lower()
+    called as the reviews' list begins, gives what sees each checked review as it is read.
+    Standard input holds a JSON export (a CSV export is several files)."""
+    path = path if isinstance(path, Piped) else Path(path)
+    name = "" if isinstance(path, Piped) else path.name.lower()
     if name.endswith(".json"):
         return read_json(path, watch)
-    if name.endswith(".csv"):
+    if name.endswith(".csv") and not isinstance(path, Piped):
         return read_csv(path, watch)
     try:
         with _open_text(path) as stream:
@@ -510,7 +545,12 @@ def read_export(
     if head == "{":
         return read_json(path, watch)
     if head == "":
-        raise _not_export(path, "the file is empty")
+        raise _not_export(path, _EMPTY[isinstance(path, Piped)])
     if start.startswith(REVIEW_COLUMNS[0]):
+        if isinstance(path, Piped):
+            raise ExportError(
+                f"{STDIN}: a CSV export is several files (FILE.csv with FILE.cards.csv beside "
+                "it): name FILE.csv; standard input takes a JSON export"
+            )
         return read_csv(path, watch)
     raise _not_export(path, "neither a JSON export nor a CSV review log")

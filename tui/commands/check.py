@@ -12,6 +12,7 @@ from prep.tui.commands.common import (
     EXIT_USAGE,
     Ctx,
     NamedPath,
+    UsageError,
     demo_names,
 )
 
@@ -24,7 +25,8 @@ if TYPE_CHECKING:
 @click.option("--rubrics", is_flag=True, help="List every card that has no usable rubric.")
 @click.pass_obj
 def check(obj: Ctx, paths: tuple[Path, ...], rubrics: bool) -> None:
-    """Validate decks: the bundled ones, --questions, and any PATHs given.
+    """Validate decks: the bundled ones, --questions, and any PATHs given (- reads a deck
+    from standard input).
 
     Errors are printed as FILE:LINE: message (all at once), exit 2."""
     from prep.engine.decks.checks import parse_decks
@@ -32,8 +34,10 @@ def check(obj: Ctx, paths: tuple[Path, ...], rubrics: bool) -> None:
     from prep.engine.decks.deckcache import gc_paused
     from prep.engine.study.present import count
 
+    piped = _piped_deck(paths)
+    files = [p for p in paths if str(p) != "-"]
     with gc_paused():  # every file parsed, as always: no cache here
-        coll = parse_decks([*obj.questions, *paths], demo_names=demo_names())
+        coll = parse_decks([*obj.questions, *files], demo_names=demo_names(), piped=piped)
     for warning in coll.warnings:
         click.echo(one_line_safe(f"warning: {warning.file}: {warning.message}"), err=True)
     for error in coll.errors:
@@ -53,3 +57,30 @@ def check(obj: Ctx, paths: tuple[Path, ...], rubrics: bool) -> None:
 
     for line in rubric_notes(coll.cards, every=rubrics):
         click.echo(line)
+
+
+def _piped_deck(paths: tuple[Path, ...]) -> str | None:
+    """The deck on standard input when a PATH is ``-`` (once): UTF-8 text of at most a deck's
+    size, read as `prep grade --answers -` reads (`< /dev/zero` refused once past it)."""
+    from prep.engine.decks.deck import MAX_DECK_BYTES
+    from prep.tui.commands import common
+
+    given = sum(1 for p in paths if str(p) == "-")
+    if not given:
+        return None
+    if given > 1:
+        raise UsageError("- (standard input) given twice; it holds one deck")
+    if common.stdin_closed:
+        raise UsageError("standard input is closed; `prep check -` reads a deck from it")
+    if sys.stdin.isatty():  # (never a wait for a deck typed by hand)
+        raise UsageError(
+            "standard input is a terminal; `prep check -` reads a deck piped in "
+            "(prep check - < DECK.yaml), or name the file"
+        )
+    data = sys.stdin.buffer.read(MAX_DECK_BYTES + 1)
+    if len(data) > MAX_DECK_BYTES:
+        raise UsageError(f"standard input: more than {MAX_DECK_BYTES:,} bytes; too big to be read")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"standard input: not UTF-8 text (byte {exc.start + 1})") from None

@@ -230,6 +230,14 @@ def demo_names() -> list[str]:
 stdin_closed = False
 
 
+def not_stdin(given: str, what: str, also: str = "") -> UsageError:
+    """The one line for ``-`` where prep reads no standard input (grade, import and check
+    read it): what the value names instead, and how to name a file or folder called -."""
+    return UsageError(
+        f"{given} -: {what}, not standard input ({also}a file or folder named - is ./-)"
+    )
+
+
 def need_stdin() -> None:
     """The line modes read the answers from stdin: a closed one is a one-line error."""
     if stdin_closed:

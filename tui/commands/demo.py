@@ -47,12 +47,18 @@ def _refuse_database_plot(obj: Ctx, args: tuple[str, ...]) -> None:
     argument that could be the figure's file (it ends in .svg) is checked before the run."""
     from pathlib import Path
 
-    from prep.engine.store import resolve_db_path
+    from prep.engine.store import StoreError, resolve_db_path
     from prep.engine.transfer.dbfiles import database_target
 
     names = [a.partition("=")[2] if a.startswith("--") else a for a in args]
     svgs = [Path(n) for n in names if n.lower().endswith(".svg")]
-    hit = database_target(svgs, resolve_db_path(obj.db)) if svgs else None
+    if not svgs:
+        return
+    try:
+        db = resolve_db_path(obj.db)
+    except StoreError:  # (no default place: HOME not there; no database to write over)
+        return
+    hit = database_target(svgs, db)
     if hit is not None:
         target, kept = hit
         raise UsageError(
@@ -73,6 +79,8 @@ def _record(db: str | None, report: Report) -> None:
         with open_store(db, create=True) as store:
             record_run(store, report)
     except StoreError as exc:
-        click.echo(
-            f"prep demo: warning: run not recorded in {resolve_db_path(db)}: {exc}", err=True
-        )
+        try:
+            where = f" in {resolve_db_path(db)}"
+        except StoreError:  # (no default place: HOME not there; exc says so)
+            where = ""
+        click.echo(f"prep demo: warning: run not recorded{where}: {exc}", err=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -14,26 +15,42 @@ from prep.tui.commands.common import (
 )
 
 if TYPE_CHECKING:
-    pass
+    from prep.engine.transfer.readers import Piped
 
 
 @click.command("import")
 @click.argument("file", type=NAMED_PATH, metavar="FILE")
 @click.pass_obj
 def import_cmd(obj: Ctx, file: str) -> None:
-    """Import a json or csv export (from `prep export`) into this database.
+    """Import a json or csv export (from `prep export`) into this database; FILE - reads a
+    json export from standard input.
 
     All or nothing: on a corrupt file or a conflicting review nothing changes. A card whose
     history went on both here and in the file is merged as `prep sync` merges; a card marked
     differently here keeps this database's mark. Importing the same file twice adds nothing
     twice. The database is backed up first."""
+    import sys
+
     from prep.engine.store import backup
     from prep.engine.transfer.export import ExportError
     from prep.engine.transfer.importer import import_file
-    from prep.engine.transfer.readers import readable
+    from prep.engine.transfer.readers import Piped, read_piped, readable
+    from prep.tui.commands import common
 
+    source: Path | Piped = expand_user(file)
     try:
-        readable(expand_user(file))  # (the file's own checks first: nothing opened for a typo)
+        if file == "-":  # (read whole first: it is read twice, and a pipe cannot be again)
+            if common.stdin_closed:
+                raise UsageError(
+                    "standard input is closed; `prep import -` reads an export from it"
+                )
+            if sys.stdin.isatty():  # (never a wait for an export typed by hand)
+                raise UsageError(
+                    "standard input is a terminal; `prep import -` reads an export piped in "
+                    "(prep import - < FILE.json), or name the file"
+                )
+            source = read_piped(sys.stdin.buffer)
+        readable(source)  # (the file's own checks first: nothing opened for a typo)
     except ExportError as exc:
         raise UsageError(str(exc)) from None
     # an export that names a merged-away card's id lands on the card that kept it (the
@@ -45,7 +62,7 @@ def import_cmd(obj: Ctx, file: str) -> None:
             # backed up once the file is read and checked (a refused file backs nothing up)
             result = import_file(
                 store,
-                expand_user(file),
+                source,
                 aliases,
                 before_write=None if made else lambda: backup.make(store, "import"),
             )
@@ -53,4 +70,5 @@ def import_cmd(obj: Ctx, file: str) -> None:
             raise UsageError(str(exc)) from None
     from prep.engine.decks.deck import one_line_safe  # (a file's name: escaped)
 
-    click.echo(one_line_safe(f"Imported {file}: {result.summary()}."))
+    shown = "the export on standard input" if isinstance(source, Piped) else file
+    click.echo(one_line_safe(f"Imported {shown}: {result.summary()}."))

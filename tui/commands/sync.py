@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from prep.engine.paths import expand_user
-from prep.tui.commands.common import EXIT_USAGE, NAMED_PATH, Ctx, UsageError
+from prep.tui.commands.common import EXIT_USAGE, NAMED_PATH, Ctx, UsageError, not_stdin
 
 if TYPE_CHECKING:
     from prep.engine.store import Store
@@ -76,6 +76,8 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
     from prep.engine.sync.run import JournalError, SyncError, sync, sync_folder
     from prep.engine.sync.run import status as sync_status
 
+    if folder == "-":
+        raise not_stdin("sync", "DIR is the sync folder that your machines share")
     if not status:  # DIR checked before a database is opened: only a real folder makes one
         try:
             if folder is not None:
@@ -133,11 +135,23 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
                 )
             for line in info["skipped"]:  # (a sync says each once: listed here always)
                 click.echo(one_line_safe(f"{line} (at every sync)"))
-            if info["files_waiting"]:
+            names = {d["id"]: d["name"] for d in info["devices"]}
+            for wait in info["files_waiting_for_clock"]:  # (not applied by a sync before then)
+                click.echo(
+                    one_line_safe(
+                        f"{wait['files']} journal file(s) of {names.get(wait['id']) or '?'} "
+                        f"({wait['id']}) wait for this machine's clock, until "
+                        f"{_when(wait['until'], '?')}: an entry is dated over a day after "
+                        "this clock (is that machine's clock right, or is this one's behind?)"
+                    )
+                )
+            clocked = sum(wait["files"] for wait in info["files_waiting_for_clock"])
+            if info["files_waiting"] > clocked:
                 behind = info["files_behind_a_gap"]
                 gap = f" ({behind} wait for a file missing: prep sync names it)" if behind else ""
                 click.echo(
-                    f"{info['files_waiting']} journal file(s) not applied yet{gap}: run prep sync"
+                    f"{info['files_waiting'] - clocked} journal file(s) not applied yet{gap}: "
+                    "run prep sync"
                 )
             return
         if not where:
@@ -189,6 +203,8 @@ def backup_cmd(obj: Ctx, as_list: bool, restore: str | None) -> None:
     from prep.engine.decks.deck import one_line_safe  # a name may hold a newline or an escape
     from prep.engine.store import backup
 
+    if restore == "-":
+        raise not_stdin("--restore", "a backup is restored by its name (see `prep backup --list`)")
     if restore == "":  # (an unset shell variable: `--restore "$NAME"` is never a new backup)
         raise UsageError("--restore '': an empty name; name a backup (see `prep backup --list`)")
     if as_list and restore is not None:
