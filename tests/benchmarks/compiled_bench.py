@@ -2,7 +2,7 @@
 mypyc build of the modules an answer runs, measured beside pure Python and Anki's engine.
 
     python tests/benchmarks/compiled_bench.py --coll bench-out/100000x10 --work bench-work
-        [--rebuild] [--answers 1500] [--rounds 2] [--pairs]
+        [--rebuild] [--answers 1500] [--rounds 2] [--pairs] [--cython all|compute]
 
 The build (``WORK/mypyc/prep``, ~40-60 s of gcc on one core) copies engine/, tui/, demos/ and
 questions/ as git lists them, makes the few source edits mypyc needs (``EDITS``: each is
@@ -122,18 +122,7 @@ EDITS = [
 def build(work: Path) -> Path:
     """The compiled copy under ``work/mypyc`` (its parent goes on PYTHONPATH)."""
     top = work / "mypyc"
-    shutil.rmtree(top, ignore_errors=True)
-    src = top / "prep"
-    files = subprocess.run(
-        ["git", "ls-files", "engine", "tui", "demos", "questions"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    for name in files:
-        (src / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / name, src / name)
+    src = _copy_sources(top)
     for name, old, new in EDITS:
         path = src / name
         text = path.read_text()
@@ -163,6 +152,68 @@ def build(work: Path) -> Path:
     return top
 
 
+# Cython (--cython): the unchanged .py sources compiled in pure-Python mode. Untyped, the code
+# keeps Python's object semantics: annotations are not types (annotation_typing=False), so no
+# boundary checks or boxing; functions are real function objects (binding=True), so patching
+# and introspection behave. ALL: every module an answer runs (cProfile over 300 bench answers:
+# these and nothing else of prep's); COMPUTE: the scheduler and time arithmetic alone.
+CYTHON_COMPUTE = [
+    "engine/study/onepass.py",
+    "engine/study/scheduler.py",
+    "engine/study/fuzz.py",
+    "engine/study/duesteps.py",
+    "engine/timeutil.py",
+]
+CYTHON_ALL = [
+    *CYTHON_COMPUTE,
+    "engine/study/session.py",
+    "engine/store/core.py",
+    "engine/store/cards.py",
+    "engine/store/reviews.py",
+    "engine/store/reviewlog.py",
+    "engine/store/devices.py",
+    "engine/decks/collection.py",
+]
+CYTHON_DIRECTIVES = ["language_level=3", "annotation_typing=False", "binding=True"]
+
+
+def _copy_sources(top: Path) -> Path:
+    shutil.rmtree(top, ignore_errors=True)
+    src = top / "prep"
+    files = subprocess.run(
+        ["git", "ls-files", "engine", "tui", "demos", "questions"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    for name in files:
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, src / name)
+    return src
+
+
+def build_cython(work: Path, subset: str) -> Path:
+    """The Cython-compiled copy under ``work/cython-SUBSET`` (its parent goes on PYTHONPATH):
+    each module's .so beside its unchanged .py (Python imports the .so first)."""
+    top = work / f"cython-{subset}"
+    src = _copy_sources(top)
+    modules = CYTHON_ALL if subset == "all" else CYTHON_COMPUTE
+    t = time.perf_counter()
+    cmd = [str(Path(sys.executable).parent / "cythonize"), "-i", "-q"]
+    for directive in CYTHON_DIRECTIVES:
+        cmd += ["-X", directive]
+    out = subprocess.run(
+        [*cmd, *(str(src / m) for m in modules)], cwd=top, capture_output=True, text=True
+    )
+    if out.returncode:
+        sys.exit(f"cythonize failed:\n{out.stdout[-4000:]}{out.stderr[-4000:]}")
+    print(
+        f"built {len(modules)} modules with Cython in {time.perf_counter() - t:.0f} s", flush=True
+    )
+    return top
+
+
 def _db(work: Path, name: str) -> Path:
     db = work / f"{name}-{os.getpid()}.db"
     for extra in ("-wal", "-shm"):
@@ -178,12 +229,19 @@ def _cleanup(path: Path) -> None:
 def alone_prep(work: Path, decks: str, base: Path, n: int, statements: bool) -> None:
     from anki_bench import RAISED
 
-    import prep.engine.study.session as session_mod
     from prep.engine.decks import deckcache
     from prep.engine.store import Store
     from prep.engine.study.session import ReviewSession
 
-    kind = "compiled" if session_mod.__file__.endswith(".so") else "pure"
+    kind = (
+        "compiled"
+        if any(
+            (getattr(m, "__file__", None) or "").endswith(".so")
+            for name, m in list(sys.modules.items())
+            if name.startswith("prep.")
+        )
+        else "pure"
+    )
     db = _db(work, "alone")
     shutil.copyfile(base, db)
     try:
@@ -301,6 +359,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--pairs", action="store_true", help="also answer_bench.py on each build")
+    ap.add_argument(
+        "--cython",
+        choices=["all", "compute"],
+        help="a Cython build (of CYTHON_ALL or CYTHON_COMPUTE) in place of mypyc's",
+    )
     ap.add_argument("--alone", choices=["prep", "prep+sql", "anki"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.work = args.work.resolve()
@@ -315,9 +378,14 @@ def main() -> None:
             alone_prep(args.work, decks, base, args.answers, args.alone == "prep+sql")
         return
     args.work.mkdir(parents=True, exist_ok=True)
-    top = args.work / "mypyc"
-    if args.rebuild or not any((top / "prep/engine/study").glob("session.*.so")):
-        top = build(args.work)
+    if args.cython:
+        top = args.work / f"cython-{args.cython}"
+        if args.rebuild or not any((top / "prep/engine/study").glob("onepass.*.so")):
+            top = build_cython(args.work, args.cython)
+    else:
+        top = args.work / "mypyc"
+        if args.rebuild or not any((top / "prep/engine/study").glob("session.*.so")):
+            top = build(args.work)
     compiled = {**os.environ, "PYTHONPATH": str(top)}
     me = [sys.executable, __file__, "--coll", str(args.coll), "--work", str(args.work)]
     me += ["--answers", str(args.answers)]
