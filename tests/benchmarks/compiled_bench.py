@@ -1,5 +1,6 @@
 """Would a compiled answer path close answer -> next's gap to Anki (issue 26)? A throwaway
-mypyc build of the modules an answer runs, measured beside pure Python and Anki's engine.
+mypyc build (or, with ``--cython``, a Cython build) of the modules an answer runs, measured
+beside pure Python and Anki's engine.
 
     python tests/benchmarks/compiled_bench.py --coll bench-out/100000x10 --work bench-work
         [--rebuild] [--answers 1500] [--rounds 2] [--pairs] [--cython all|compute]
@@ -33,6 +34,32 @@ at every boundary: no compiled Python answer path reaches 1.0x. Against the comp
 suite gives 33 failed, 3 errors of 1950: tests that patch or subclass the session and the
 scheduler, and hostile or legacy rows that pure Python refuses in its own words but native
 code meets as a TypeError at an annotated boundary.
+
+``--cython all|compute`` (fast17) builds ``WORK/cython-all`` or ``WORK/cython-compute``
+instead: no source edits, the unchanged .py compiled in pure-Python mode (``CYTHON_DIRECTIVES``:
+annotations are not types, functions bind), each .so beside its .py. ALL is the 12 modules
+cProfile finds on an answer's path, COMPUTE the scheduler and time arithmetic (5). Build time
+on the shared 2 cores (load 3-5): ALL 253 s, COMPUTE 87 s of cythonize + gcc, 19.6 MB of .so.
+
+What it showed (fast17, 2026-12-03, main bd8f33e, 100k cards x 10 reviews). It is correct:
+against ALL the bit-for-bit tests (test_answer_fast, test_onepass, test_answer_objects,
+test_answer_work, test_fuzz_by_card, test_engine_scheduler) give 63 passed, every other test
+file that runs a ReviewSession 362 passed, 1 skipped (a root-only skip), and the TUI ones
+(test_tui_flow, test_grade_tui, test_ux15, test_ux16) 59 passed: no failure, patching and
+subclassing work. It removes instructions: callgrind Ir an answer ((N=220 - N=20)/200,
+PYTHONHASHSEED=0) pure 1,103,523, COMPUTE 1,000,279 (-9.4%), ALL 952,814 (-13.7%); Anki
+576,255. The scheduler's own part (check + preview + review, in process): 100 -> 68 us (-32%).
+It does not remove time: answer_bench --warm 200 --cpu --rounds 3 --split, pure / ALL /
+COMPUTE alternated, 3 sets of 3 (load 4.6-7.7, 3.1-4.3 and 1.4-2.6), the median of the nine
+runs' medians: pure 1.37x Anki's CPU, ALL 1.41x, COMPUTE 1.39x (each set alike: ALL 1.28-1.45,
+pure 1.28-1.39). prep alone (600 answers a process, 6 interleaved triples, load 1.5-2.2): CPU
+an answer median pure 974 us, ALL 908 (per-triple ALL/pure 0.76-1.08, median 0.95), COMPUTE
+1028. The 32 us the scheduler gains is ~3% of an answer's ~1 ms, within the noise; what Cython
+removes is the eval loop's dispatch, cheap, well-predicted instructions, while an answer's
+time is in SQLite, allocation, the commit and the kernel, which no compile of prep's Python
+touches. The bar set before measuring (CPU at least 10% below pure, median of >= 3 interleaved
+rounds) is missed by the whole 10%: not shipped. Where a compiled path could still pay is the
+SQL an answer runs, not its Python.
 """
 
 from __future__ import annotations
