@@ -54,12 +54,15 @@ COMPUTE alternated, 3 sets of 3 (load 4.6-7.7, 3.1-4.3 and 1.4-2.6), the median 
 runs' medians: pure 1.37x Anki's CPU, ALL 1.41x, COMPUTE 1.39x (each set alike: ALL 1.28-1.45,
 pure 1.28-1.39). prep alone (600 answers a process, 6 interleaved triples, load 1.5-2.2): CPU
 an answer median pure 974 us, ALL 908 (per-triple ALL/pure 0.76-1.08, median 0.95), COMPUTE
-1028. The 32 us the scheduler gains is ~3% of an answer's ~1 ms, within the noise; what Cython
-removes is the eval loop's dispatch, cheap, well-predicted instructions, while an answer's
-time is in SQLite, allocation, the commit and the kernel, which no compile of prep's Python
-touches. The bar set before measuring (CPU at least 10% below pure, median of >= 3 interleaved
-rounds) is missed by the whole 10%: not shipped. Where a compiled path could still pay is the
-SQL an answer runs, not its Python.
+1028. Why fewer instructions buy so little: callgrind --cache-sim (same harness, an answer)
+gives pure / ALL 24.2k / 23.3k L1 instruction misses and 9.4k / 12.2k L1 data read misses
+(+30%), so callgrind's own cycle estimate (Ir + 10 x L1 misses) is 1,474k / 1,342k: -9% of the
+user part; an answer also spends ~0.3-0.5 ms of system time (the commit), which no compile
+touches, so at most ~5-6% of an answer's CPU, which is what prep alone shows and what the
+pairs with Anki at this load cannot tell from their noise. The bar set before measuring (CPU
+at least 10% below pure, median of >= 3 interleaved rounds) is missed: not shipped. What
+is left between prep and Anki is mostly the statements an answer runs and its commit, not
+the interpreter's dispatch.
 """
 
 from __future__ import annotations
