@@ -1,8 +1,9 @@
 """Would a compiled answer path close answer -> next's gap to Anki (issue 26)? A throwaway
-mypyc build of the modules an answer runs, measured beside pure Python and Anki's engine.
+mypyc build (or, with ``--cython``, a Cython build) of the modules an answer runs, measured
+beside pure Python and Anki's engine.
 
     python tests/benchmarks/compiled_bench.py --coll bench-out/100000x10 --work bench-work
-        [--rebuild] [--answers 1500] [--rounds 2] [--pairs]
+        [--rebuild] [--answers 1500] [--rounds 2] [--pairs] [--cython all|compute]
 
 The build (``WORK/mypyc/prep``, ~40-60 s of gcc on one core) copies engine/, tui/, demos/ and
 questions/ as git lists them, makes the few source edits mypyc needs (``EDITS``: each is
@@ -33,6 +34,35 @@ at every boundary: no compiled Python answer path reaches 1.0x. Against the comp
 suite gives 33 failed, 3 errors of 1950: tests that patch or subclass the session and the
 scheduler, and hostile or legacy rows that pure Python refuses in its own words but native
 code meets as a TypeError at an annotated boundary.
+
+``--cython all|compute`` (fast17) builds ``WORK/cython-all`` or ``WORK/cython-compute``
+instead: no source edits, the unchanged .py compiled in pure-Python mode (``CYTHON_DIRECTIVES``:
+annotations are not types, functions bind), each .so beside its .py. ALL is the 12 modules
+cProfile finds on an answer's path, COMPUTE the scheduler and time arithmetic (5). Build time
+on the shared 2 cores (load 3-5): ALL 253 s, COMPUTE 87 s of cythonize + gcc, 19.6 MB of .so.
+
+What it showed (fast17, 2026-12-03, main bd8f33e, 100k cards x 10 reviews). It is correct:
+against ALL the bit-for-bit tests (test_answer_fast, test_onepass, test_answer_objects,
+test_answer_work, test_fuzz_by_card, test_engine_scheduler) give 63 passed, every other test
+file that runs a ReviewSession 362 passed, 1 skipped (a root-only skip), and the TUI ones
+(test_tui_flow, test_grade_tui, test_ux15, test_ux16) 59 passed: no failure, patching and
+subclassing work. It removes instructions: callgrind Ir an answer ((N=220 - N=20)/200,
+PYTHONHASHSEED=0) pure 1,103,523, COMPUTE 1,000,279 (-9.4%), ALL 952,814 (-13.7%); Anki
+576,255. The scheduler's own part (check + preview + review, in process): 100 -> 68 us (-32%).
+It does not remove time: answer_bench --warm 200 --cpu --rounds 3 --split, pure / ALL /
+COMPUTE alternated, 3 sets of 3 (load 4.6-7.7, 3.1-4.3 and 1.4-2.6), the median of the nine
+runs' medians: pure 1.37x Anki's CPU, ALL 1.41x, COMPUTE 1.39x (each set alike: ALL 1.28-1.45,
+pure 1.28-1.39). prep alone (600 answers a process, 6 interleaved triples, load 1.5-2.2): CPU
+an answer median pure 974 us, ALL 908 (per-triple ALL/pure 0.76-1.08, median 0.95), COMPUTE
+1028. Why fewer instructions buy so little: callgrind --cache-sim (same harness, an answer)
+gives pure / ALL 24.2k / 23.3k L1 instruction misses and 9.4k / 12.2k L1 data read misses
+(+30%), so callgrind's own cycle estimate (Ir + 10 x L1 misses) is 1,474k / 1,342k: -9% of the
+user part; an answer also spends ~0.3-0.5 ms of system time (the commit), which no compile
+touches, so at most ~5-6% of an answer's CPU, which is what prep alone shows and what the
+pairs with Anki at this load cannot tell from their noise. The bar set before measuring (CPU
+at least 10% below pure, median of >= 3 interleaved rounds) is missed: not shipped. What
+is left between prep and Anki is mostly the statements an answer runs and its commit, not
+the interpreter's dispatch.
 """
 
 from __future__ import annotations
@@ -122,18 +152,7 @@ EDITS = [
 def build(work: Path) -> Path:
     """The compiled copy under ``work/mypyc`` (its parent goes on PYTHONPATH)."""
     top = work / "mypyc"
-    shutil.rmtree(top, ignore_errors=True)
-    src = top / "prep"
-    files = subprocess.run(
-        ["git", "ls-files", "engine", "tui", "demos", "questions"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    for name in files:
-        (src / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / name, src / name)
+    src = _copy_sources(top)
     for name, old, new in EDITS:
         path = src / name
         text = path.read_text()
@@ -163,6 +182,68 @@ def build(work: Path) -> Path:
     return top
 
 
+# Cython (--cython): the unchanged .py sources compiled in pure-Python mode. Untyped, the code
+# keeps Python's object semantics: annotations are not types (annotation_typing=False), so no
+# boundary checks or boxing; functions are real function objects (binding=True), so patching
+# and introspection behave. ALL: every module an answer runs (cProfile over 300 bench answers:
+# these and nothing else of prep's); COMPUTE: the scheduler and time arithmetic alone.
+CYTHON_COMPUTE = [
+    "engine/study/onepass.py",
+    "engine/study/scheduler.py",
+    "engine/study/fuzz.py",
+    "engine/study/duesteps.py",
+    "engine/timeutil.py",
+]
+CYTHON_ALL = [
+    *CYTHON_COMPUTE,
+    "engine/study/session.py",
+    "engine/store/core.py",
+    "engine/store/cards.py",
+    "engine/store/reviews.py",
+    "engine/store/reviewlog.py",
+    "engine/store/devices.py",
+    "engine/decks/collection.py",
+]
+CYTHON_DIRECTIVES = ["language_level=3", "annotation_typing=False", "binding=True"]
+
+
+def _copy_sources(top: Path) -> Path:
+    shutil.rmtree(top, ignore_errors=True)
+    src = top / "prep"
+    files = subprocess.run(
+        ["git", "ls-files", "engine", "tui", "demos", "questions"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    for name in files:
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, src / name)
+    return src
+
+
+def build_cython(work: Path, subset: str) -> Path:
+    """The Cython-compiled copy under ``work/cython-SUBSET`` (its parent goes on PYTHONPATH):
+    each module's .so beside its unchanged .py (Python imports the .so first)."""
+    top = work / f"cython-{subset}"
+    src = _copy_sources(top)
+    modules = CYTHON_ALL if subset == "all" else CYTHON_COMPUTE
+    t = time.perf_counter()
+    cmd = [str(Path(sys.executable).parent / "cythonize"), "-i", "-q"]
+    for directive in CYTHON_DIRECTIVES:
+        cmd += ["-X", directive]
+    out = subprocess.run(
+        [*cmd, *(str(src / m) for m in modules)], cwd=top, capture_output=True, text=True
+    )
+    if out.returncode:
+        sys.exit(f"cythonize failed:\n{out.stdout[-4000:]}{out.stderr[-4000:]}")
+    print(
+        f"built {len(modules)} modules with Cython in {time.perf_counter() - t:.0f} s", flush=True
+    )
+    return top
+
+
 def _db(work: Path, name: str) -> Path:
     db = work / f"{name}-{os.getpid()}.db"
     for extra in ("-wal", "-shm"):
@@ -178,12 +259,19 @@ def _cleanup(path: Path) -> None:
 def alone_prep(work: Path, decks: str, base: Path, n: int, statements: bool) -> None:
     from anki_bench import RAISED
 
-    import prep.engine.study.session as session_mod
     from prep.engine.decks import deckcache
     from prep.engine.store import Store
     from prep.engine.study.session import ReviewSession
 
-    kind = "compiled" if session_mod.__file__.endswith(".so") else "pure"
+    kind = (
+        "compiled"
+        if any(
+            (getattr(m, "__file__", None) or "").endswith(".so")
+            for name, m in list(sys.modules.items())
+            if name.startswith("prep.")
+        )
+        else "pure"
+    )
     db = _db(work, "alone")
     shutil.copyfile(base, db)
     try:
@@ -301,6 +389,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--pairs", action="store_true", help="also answer_bench.py on each build")
+    ap.add_argument(
+        "--cython",
+        choices=["all", "compute"],
+        help="a Cython build (of CYTHON_ALL or CYTHON_COMPUTE) in place of mypyc's",
+    )
     ap.add_argument("--alone", choices=["prep", "prep+sql", "anki"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.work = args.work.resolve()
@@ -315,9 +408,14 @@ def main() -> None:
             alone_prep(args.work, decks, base, args.answers, args.alone == "prep+sql")
         return
     args.work.mkdir(parents=True, exist_ok=True)
-    top = args.work / "mypyc"
-    if args.rebuild or not any((top / "prep/engine/study").glob("session.*.so")):
-        top = build(args.work)
+    if args.cython:
+        top = args.work / f"cython-{args.cython}"
+        if args.rebuild or not any((top / "prep/engine/study").glob("onepass.*.so")):
+            top = build_cython(args.work, args.cython)
+    else:
+        top = args.work / "mypyc"
+        if args.rebuild or not any((top / "prep/engine/study").glob("session.*.so")):
+            top = build(args.work)
     compiled = {**os.environ, "PYTHONPATH": str(top)}
     me = [sys.executable, __file__, "--coll", str(args.coll), "--work", str(args.work)]
     me += ["--answers", str(args.answers)]
