@@ -138,7 +138,9 @@ def test_the_plan_line_and_the_days(utc_local_time):
     assert on.line().startswith("the weakest cards first")
     # as home and `prep stats` put it after the date: "today" once ("today: Today: …" before)
     assert f"{on.plan.header()} · {on.line()}".lower().count("today") == 1
-    assert on.new_today == 5  # the morning of the day adds no new cards beyond the setting
+    # the day itself adds no new cards (day17: the setting's 5 were served before; "study
+    # more" still adds), and its line says so in the limit's words
+    assert on.new_today == 0 and "0 new on the day, 0 left" in on.line()
     assert plan_day(store, coll, ON_THE_DAY + timedelta(days=1), settings) is None
 
 
@@ -376,10 +378,10 @@ def test_a_suspended_card_is_not_planned_for_and_plan_decks_narrow_it(utc_local_
     queue = build_queue(store, coll, MONDAY)
     assert len(queue.new) == 7 and all(cid.startswith("beta-") for cid in queue.new)
     assert deck_counts(store, coll, MONDAY)[0].new == 7
-    # a deck chosen on its own still serves its own new cards (at the day's limit)
-    assert all(
-        cid.startswith("alpha-") for cid in build_queue(store, coll, MONDAY, deck="alpha").new
-    )
+    # a deck chosen on its own still serves its own new cards (outside the plan: at the
+    # setting's 5, not the plan's 7: test_day17)
+    alone = build_queue(store, coll, MONDAY, deck="alpha").new
+    assert len(alone) == 5 and all(cid.startswith("alpha-") for cid in alone)
 
 
 @pytest.mark.parametrize(

@@ -185,6 +185,7 @@ class MockInterview:
             requeue=False,  # a mock asks each question once
         )
         self._started: float | None = None
+        self._paused: float | None = None  # when the clock was paused (pause/resume)
 
     # --- where we are ----------------------------------------------------------------------
 
@@ -225,7 +226,21 @@ class MockInterview:
     def start(self) -> None:
         """Start (or restart) the current question's clock."""
         self._started = self.timer()
+        self._paused = None
         self.session.mark_shown()
+
+    def pause(self) -> None:
+        """Hold the current question's clock (help or a dialog is open over the question: as
+        Anki's answer timer, time spent there is not the answer's); resume() goes on."""
+        if self._paused is None and self._started is not None and not self.finished:
+            self._paused = self.timer()
+
+    def resume(self) -> None:
+        """Run the clock again after pause(), the paused time left out."""
+        if self._paused is not None:
+            if self._started is not None:
+                self._started += self.timer() - self._paused
+            self._paused = None
 
     def elapsed(self) -> float:
         step = self.step
@@ -236,7 +251,8 @@ class MockInterview:
         if self._started is None:
             self.start()
         assert self._started is not None
-        return max(0.0, self.timer() - self._started)
+        now = self.timer() if self._paused is None else self._paused
+        return max(0.0, now - self._started)
 
     def timer_text(self) -> str:
         """ "1:12 / 2:00" for the current question."""
@@ -284,7 +300,7 @@ class MockInterview:
         )
         step.rating, step.interval = rating, outcome.interval
         self.index += 1
-        self._started = None
+        self._started = self._paused = None
         if not self.finished:
             self.start()
         return outcome

@@ -5,7 +5,9 @@ With a date set, the days before it are planned backwards from it:
 - every card the plan covers (the decks in ``plan_decks``, every deck when unset; cards up to
   ``plan_level``) is introduced early enough to be studied on at least ``REVIEW_DAYS`` study
   days before the interview: new cards come in over the days up to the one before the last,
-  at least ``new_per_day`` a day and more when the unseen cards need it;
+  at least ``new_per_day`` a day and more when the unseen cards need it, none on the day
+  itself ("study more" still adds); a deck outside ``plan_decks`` studied alone keeps the
+  setting;
 - a review FSRS would put on or after the interview day is brought forward to the last useful
   day, the study day before the interview (unless the card was already studied that day);
 - a card (a review or a learning card) whose retrievability at the interview is still below
@@ -108,13 +110,19 @@ def interview_header(when: date, days_left: int) -> str:
     return f"Interview: {said}, {days_text(days_left)}"
 
 
-def new_limit_text(per_day: int, done: int, extra: int = 0) -> str:
+def new_limit_text(per_day: int, done: int, extra: int = 0, interview_day: bool = False) -> str:
     """Today's new-card limit and what is left of it, said the same way everywhere (home,
     stats, the plan, `prep config`, --plain): ``20 new a day, 18 left today``; with "study
     more" today, ``20 new a day + 10 today, 28 left today``. ``per_day``: the day's limit
-    (the setting, or the plan's), ``done``: new cards studied today."""
+    (the setting, or the plan's), ``done``: new cards studied today. On the interview day the
+    plan's limit is none: ``0 new on the day, 0 left``; with "study more", ``0 new on the day
+    + 10 more, 10 left``."""
+    left = max(0, per_day + extra - done)
+    if interview_day:  # (after "Interview: Mon 9 Mar, today · ": "today" is said there, once)
+        more = f" + {extra} more" if extra else ""
+        return f"{per_day} new on the day{more}, {left} left"
     more = f" + {extra} today" if extra else ""
-    return f"{per_day} new a day{more}, {max(0, per_day + extra - done)} left today"
+    return f"{per_day} new a day{more}, {left} left today"
 
 
 @dataclass(frozen=True)
@@ -307,8 +315,9 @@ class PlanDay:
 
     @property
     def new_today(self) -> int:
-        """Today's new-card limit: the setting, or more when the plan needs more."""
-        return max(self.setting, self.per_day)
+        """Today's new-card limit: the setting, or more when the plan needs more; none on the
+        interview day itself (its morning is for the weakest cards: "study more" still adds)."""
+        return 0 if self.plan.days_left == 0 else max(self.setting, self.per_day)
 
     @property
     def raised(self) -> bool:
@@ -325,8 +334,9 @@ class PlanDay:
                 "nearer one"
             )
         if p.days_left == 0:
-            # after "Interview: Tue 8 Dec, today · " (heading)
-            return "the weakest cards first (c crams them, m runs a mock interview)"
+            # after "Interview: Tue 8 Dec, today · " (heading): the day's limit, none by the plan
+            limit = new_limit_text(0, self.introduced, self.extra, interview_day=True)
+            return f"the weakest cards first: {limit} (c crams them, m runs a mock interview)"
         reviews = f"{REVIEW_DAYS} reviews each {p.before_text()}"
         if self.to_see == 0:
             seen = f"All {count(self.cards, 'card')} seen" if not self.hidden else self.of_cards()
@@ -407,12 +417,34 @@ def plan_day(
     )
 
 
-def new_per_day(store: Store, collection: Cards, now: datetime, settings: Settings) -> int:
-    """Today's new-card limit before "study more": the setting, raised by the plan."""
-    if settings.interview_date is None:
-        return settings.new_per_day
+def new_per_day(
+    store: Store, collection: Cards, now: datetime, settings: Settings, deck: str | None = None
+) -> int:
+    """Today's new-card limit before "study more" for ``deck`` (None: all decks together):
+    the setting, raised by the plan, none on the interview day. A deck outside ``plan_decks``
+    studied on its own follows the setting: the plan covers only its decks."""
+    return day_limit(store, collection, now, settings, deck)[0]
+
+
+def day_limit(
+    store: Store, collection: Cards, now: datetime, settings: Settings, deck: str | None = None
+) -> tuple[int, bool]:
+    """``new_per_day``'s limit, and whether it is the interview day's (none by the plan)."""
+    if settings.interview_date is None or outside_plan(settings, now, collection, deck):
+        return settings.new_per_day, False
     day = plan_day(store, collection, now, settings)
-    return settings.new_per_day if day is None else day.new_today
+    if day is None:
+        return settings.new_per_day, False
+    return day.new_today, day.plan.days_left == 0
+
+
+def outside_plan(settings: Settings, now: datetime, collection: Cards, deck: str | None) -> bool:
+    """Whether ``deck`` (None: all decks, never outside) is one ``plan_decks`` leaves out."""
+    if deck is None or settings.plan_decks is None:
+        return False
+    plan = Plan.of(settings, now)
+    decks = None if plan is None else plan.on(collection).decks
+    return decks is not None and deck not in decks
 
 
 def new_card_decks(

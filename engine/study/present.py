@@ -93,7 +93,8 @@ def limit_lines(limits: Any, shown: str = "") -> list[str]:
     already says ("29 new a day, 29 left today") is not said again."""
     lines = []
     extra = getattr(limits, "new_extra", 0)
-    said = new_limit_text(limits.new_per_day - extra, limits.new_done, extra)
+    day = getattr(limits, "interview_day", False)
+    said = new_limit_text(limits.new_per_day - extra, limits.new_done, extra, day)
     if re.search(rf"(?<!\d){re.escape(said)}", shown):  # ("9 new a day" is not "19 new a day")
         reached, caps = "Daily new-card limit reached (the plan's)", f"{NEW_LIMIT_CAPS} the plan's"
     else:
@@ -111,6 +112,15 @@ def limit_lines(limits: Any, shown: str = "") -> list[str]:
             "(prep config review_limit N raises it)."
         )
     return lines
+
+
+def after_parents_text(n: int) -> str:
+    """Home's line under the decks when All decks' New counts follow-ups no deck alone serves
+    (queue.DeckCounts.after_parents)."""
+    return (
+        f"All decks' New counts {count(n, 'follow-up')} that come after a parent from another "
+        "deck; a deck studied alone waits for those answers."
+    )
 
 
 def early_text(ahead: timedelta) -> str:

@@ -55,7 +55,7 @@ def build_queue(
     """Today's queue. ``new_limit``/``review_limit`` default to the stored settings minus
     what was already done today. ``seen`` (ids with stored progress) may be passed in when
     the caller already holds it."""
-    new_limit, review_limit = _limits_left(store, now, new_limit, review_limit, collection)
+    new_limit, review_limit = _limits_left(store, now, new_limit, review_limit, collection, deck)
     decks = None if deck is None else [deck]
     hidden = store.hidden_ids(now)  # suspended, or buried until a later day (a few ids)
     # learning steps by the minute, and interday steps by day (engine/study/due.py): few rows
@@ -105,9 +105,11 @@ def _limits_left(
     new_limit: int | None,
     review_limit: int | None,
     collection: Cards,
+    deck: str | None = None,
 ) -> tuple[int, int]:
     """Today's new-card and review limits: those given, else the settings (new cards raised
-    by an interview plan) minus what was already done today."""
+    by an interview plan, none on its day; a deck outside it: plan.new_per_day) minus what
+    was already done today."""
     settings = store.settings()
     today = today_span(now)  # (a review dated after today is not today's)
     if review_limit is None:
@@ -117,14 +119,16 @@ def _limits_left(
         review_limit = max(0, settings.review_limit - done)
     if new_limit is None:
         new_today = store.count_reviews(*today, new_only=True)
-        per_day = plan_mod.new_per_day(store, collection, now, settings)
+        per_day = plan_mod.new_per_day(store, collection, now, settings, deck)
         new_limit = max(0, per_day + extra_new_today(store, now) - new_today)
     return new_limit, review_limit
 
 
-def new_left(store: Store, collection: Cards, now: datetime, new_limit: int | None) -> int:
+def new_left(
+    store: Store, collection: Cards, now: datetime, new_limit: int | None, deck: str | None = None
+) -> int:
     """How many new cards today's queue may still take (``new_limit`` as build_queue's)."""
-    return _limits_left(store, now, new_limit, 0, collection)[0]
+    return _limits_left(store, now, new_limit, 0, collection, deck)[0]
 
 
 def reviews_done(store: Store, today: tuple[datetime, datetime]) -> int:
@@ -149,6 +153,9 @@ class DeckCounts:
     # (``due`` and the interday part of ``learning`` are capped by it)
     waiting: int = 0
     steps: int = 0  # the learning steps due by the minute (within the learn-ahead window)
+    # (all decks' row beside the decks') of ``new``, follow-ups served after their parent from
+    # another deck, also new today: their own deck's row, studied alone, waits for those answers
+    after_parents: int = 0
 
     @property
     def total(self) -> int:
@@ -176,7 +183,9 @@ def deck_counts(
     suspended or buried cards), the learning cards (few) are read from their index; the new
     cards are read only as far as the new-card limit needs."""
     collection.refresh(store)  # (a deck file another prep re-read since: its cards now)
+    given = new_limit
     new_limit, review_limit = _limits_left(store, now, new_limit, None, collection)
+    settings = store.settings()
     ahead = now + timedelta(minutes=store.settings().learn_ahead_min)
     hidden = store.hidden_ids(now)
     until = reviews_until(now)
@@ -217,8 +226,12 @@ def deck_counts(
         elif name is None:  # as build_queue: an interview plan on some decks takes theirs
             new_among = plan_mod.new_card_decks(store.settings(), now, collection, among)
             new = _new_cards(store, collection, None, hidden, new_limit, name, new_among)
+        elif given is None and plan_mod.outside_plan(settings, now, collection, name):
+            own = new_left(store, collection, now, None, name)  # (the setting's, not the plan's)
+            new = _new_cards(store, collection, None, hidden, own, name, among)
         else:
             new = _new_cards(store, collection, None, hidden, new_limit, name, among)
+        after = _after_parents(collection, new) if name is None and per_deck else 0
         rows.append(
             DeckCounts(
                 name=name or "",
@@ -229,9 +242,27 @@ def deck_counts(
                 due=fsrs + len(brought) - sum(brought),
                 waiting=interday + reviews + len(fwd),
                 steps=learning,
+                after_parents=after,
             )
         )
     return rows
+
+
+def _after_parents(collection: Cards, new: list[str]) -> int:
+    """How many of ``new`` (in queue order: a parent before its follow-ups) are follow-ups
+    served after a parent of another deck new among them, or after such a follow-up of their
+    own deck: counted by all decks together but by no deck alone (a follow-up waits until its
+    parent has been answered: ``_new_cards``)."""
+    queued, decks, after = set(new), {}, set()
+    for cid in new:
+        card = collection.get(cid)
+        if card is None:
+            continue
+        decks[cid] = card.deck
+        parent = card.parent
+        if parent in queued and (decks.get(parent) != card.deck or parent in after):
+            after.add(cid)
+    return len(after)
 
 
 def unseen_per_deck(store: Store, collection: Cards) -> dict[str, int]:
@@ -373,6 +404,7 @@ class Limits:
     reviews_waiting: bool  # due reviews beyond today's review limit
     new_served: int = 0  # new cards the queue serves now
     new_extra: int = 0  # of new_per_day, those added today with "study more"
+    interview_day: bool = False  # new_per_day is the interview day's (none by the plan)
 
     @property
     def new_reached(self) -> bool:
@@ -410,9 +442,9 @@ def limits_today(
     beyond = store.due_ids(
         reviews_until(now), decks=decks, state=int(State.Review), limit=capped + 1
     )
+    per_day, interview_day = plan_mod.day_limit(store, collection, now, settings, deck)
     return Limits(
-        new_per_day=plan_mod.new_per_day(store, collection, now, settings)
-        + extra_new_today(store, now),
+        new_per_day=per_day + extra_new_today(store, now),
         new_done=new_done,
         new_waiting=max(0, unseen - len(queue.new)),
         review_limit=settings.review_limit,
@@ -420,6 +452,7 @@ def limits_today(
         reviews_waiting=queue.interday_held or len(collection.known(beyond)) > capped,
         new_served=len(queue.new),
         new_extra=extra_new_today(store, now),
+        interview_day=interview_day,
     )
 
 

@@ -66,7 +66,7 @@ def take_in(session: ReviewSession) -> None:
     new = [cid for cid in mine if cid not in gone and cid in session.collection]
     kept = set(new)
     new += [cid for cid in built.new if cid not in kept]
-    new = new[: new_left(session.store, session.collection, now, new_limit)]
+    new = new[: new_left(session.store, session.collection, now, new_limit, session._deck)]
     ids = [cid for cid in [*built.due, *new] if cid not in held]
     if limit is not None:  # the session's size: what this session already did counts
         room = max(0, limit - len(set(session.done)))

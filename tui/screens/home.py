@@ -12,7 +12,7 @@ from textual.widgets import Header
 
 from prep.engine.store import StoreError
 from prep.engine.study.plan import PlanDay, plan_day
-from prep.engine.study.present import count, counts_text
+from prep.engine.study.present import after_parents_text, count, counts_text
 from prep.tui.base import PrepScreen
 from prep.tui.themes import rich_color
 from prep.tui.widgets.footer import Footer
@@ -191,7 +191,7 @@ class HomeScreen(PrepScreen):
             # (a limit the plan's line says above is not said again)
             shown = self._plan.line() if self._plan is not None else ""
             self._reasons[deck] = self.prep.limit_reasons(shown)
-        reasons = self._reasons[deck]
+        reasons = [*self._reasons[deck], *self._after_parents()]
         for reason in reasons:  # (the keys line below says n studies more)
             howto.append(reason + "\n", style="bold")
         howto.append_text(
@@ -207,6 +207,16 @@ class HomeScreen(PrepScreen):
             )
         )
         self.query_one("#howto", Static).update(howto)
+
+    def _after_parents(self) -> list[str]:
+        """Why All decks' New is more than its decks' add up to (ux17: 108 beside 96), when it
+        is: follow-ups served after their parents from other decks, which no deck alone serves
+        until those are answered. (Anki's parent deck never counts more than its children: here
+        all decks together serve a chain that no deck alone does.)"""
+        rows = self._counts[0] if self._counts else []
+        if not rows or not rows[0].after_parents or rows[0].new <= sum(r.new for r in rows[1:]):
+            return []
+        return [after_parents_text(rows[0].after_parents)]
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The highlighted row is the selected deck: Enter, c (cram) and m (mock) act on it,

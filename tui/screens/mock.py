@@ -375,8 +375,18 @@ class MockScreen(PrepScreen):
 
         run_card_demo(self.prep, step.card)
 
+    def on_screen_suspend(self) -> None:
+        """Help, a yes/no box, the palette or a demo over the question: its clock holds (as
+        Anki's answer timer while a dialog is open); it runs on when this screen is back."""
+        if self.mock is not None:
+            self.mock.pause()
+
     def on_screen_resume(self) -> None:
-        """Back from a demo: its run is the latest, shown beside its name."""
+        """Back from help or a box: the clock runs on. Back from a demo: its run is the latest,
+        shown beside its name."""
+        if self.mock is not None:
+            self.mock.resume()
+            self.tick()
         if self.mock is not None and not self.mock.finished and self.revealed:
             with suppress(StoreError):  # (unreadable: the runs shown before stay)
                 self.runs = self.mock.store.latest_demo_runs()
