@@ -35,6 +35,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -192,6 +193,13 @@ class AnkiReviewer:
         return True
 
 
+def raise_limits(col: Any) -> None:  # (an anki Collection)
+    """Anki's daily new and review limits raised to RAISED in every deck options group."""
+    for conf in col.decks.all_config():
+        conf["new"]["perDay"] = conf["rev"]["perDay"] = RAISED
+        col.decks.update_config(conf)
+
+
 def answer_pairs(
     db: Path, decks: str, anki_path: Path | None, n: int
 ) -> tuple[float, float | None]:
@@ -219,9 +227,7 @@ def answer_pairs(
             col = Collection(str(anki_path))
             # Anki's daily limits raised (at its default of 200 reviews a day an answer costs
             # ~4 ms, recounting the limit: that is not the engine's speed)
-            for conf in col.decks.all_config():
-                conf["new"]["perDay"] = conf["rev"]["perDay"] = RAISED
-                col.decks.update_config(conf)
+            raise_limits(col)
             anki = AnkiReviewer(col)
         try:
             for _ in range(n):

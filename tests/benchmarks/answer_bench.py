@@ -100,9 +100,7 @@ def anki_pages(anki: Path, n: int) -> None:
 
     col = Collection(str(anki))
     try:
-        for conf in col.decks.all_config():  # as answer_pairs raises them
-            conf["new"]["perDay"] = conf["rev"]["perDay"] = RAISED
-            col.decks.update_config(conf)
+        anki_bench.raise_limits(col)  # as answer_pairs raises them
         reviewer = anki_bench.AnkiReviewer(col)
         col.db.execute("PRAGMA wal_autocheckpoint = 0")
         col.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -217,9 +215,7 @@ def warm(db: Path, decks: str, anki: Path, n: int) -> None:
     col = Collection(str(anki))
     try:
         col.db.execute("PRAGMA synchronous = OFF")
-        for conf in col.decks.all_config():
-            conf["new"]["perDay"] = conf["rev"]["perDay"] = RAISED
-            col.decks.update_config(conf)
+        anki_bench.raise_limits(col)
         for _ in range(n):
             card = col.sched.getCard()
             if card is None:
@@ -252,9 +248,7 @@ def split(db: Path, decks: str, anki: Path, n: int) -> None:
         session.preview()
         col = Collection(str(anki))
         try:
-            for conf in col.decks.all_config():
-                conf["new"]["perDay"] = conf["rev"]["perDay"] = RAISED
-                col.decks.update_config(conf)
+            anki_bench.raise_limits(col)
             anki = anki_bench.AnkiReviewer(col)
             for _ in range(n):
                 if session.current is None or anki.top is None:

@@ -143,9 +143,7 @@ def floor_round(coll: Path, work: Path, n: int) -> tuple[float, float, bool]:
     conn, one = replayer(rep)
     col = Collection(str(anki))
     try:
-        for conf in col.decks.all_config():
-            conf["new"]["perDay"] = conf["rev"]["perDay"] = RAISED
-            col.decks.update_config(conf)
+        anki_bench.raise_limits(col)
         reviewer = anki_bench.AnkiReviewer(col)
         spent = [0.0, 0.0]
         for i, statements in enumerate(answers):

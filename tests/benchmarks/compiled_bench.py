@@ -350,16 +350,14 @@ def _statements(store: object, session: object, n: int) -> None:
 
 def alone_anki(work: Path, coll: Path, n: int) -> None:
     from anki.collection import Collection
-    from anki_bench import RAISED
+    from anki_bench import raise_limits
 
     path = work / f"alone-{os.getpid()}.anki2"
     shutil.copyfile(coll / "collection.anki2", path)
     col = Collection(str(path))
     try:
         col.db.execute("PRAGMA synchronous = OFF")
-        for conf in col.decks.all_config():
-            conf["new"]["perDay"] = conf["rev"]["perDay"] = RAISED
-            col.decks.update_config(conf)
+        raise_limits(col)
         card = col.sched.getCard()
         for _ in range(200):
             col.sched.answerCard(card, 3)
