@@ -192,3 +192,20 @@ def test_the_seen_count_per_deck_is_kept_by_every_write(tmp_path: Path) -> None:
         seen = sorted(store.seen_ids())
         store.adopt_aliases({seen[0]: seen[1]})  # an alias merged into a card it names
         assert same()
+
+
+def test_home_s_counts_build_no_card_at_a_large_new_card_limit(tmp_path: Path) -> None:
+    """Home's counts per deck (all decks' row included, with its follow-ups counted after
+    parents of other decks) come from the rows the new cards were read from: day17's first
+    count built every new card it counted (a review: 100,000 built at new_per_day 100,000 on
+    100k cards, 2.1 s -> 8.0 s). Built cards stay as few as the parents of the cards shown."""
+    decks = write_mixed_decks(tmp_path / "decks", size=400)
+    db = tmp_path / "prep.db"
+    with Store.open(db) as store:
+        deckcache.load(store, [decks], include_bundled=False)  # the cache filled once
+    with Store.open(db) as store:
+        store.update_settings(new_per_day=5000)
+        coll = deckcache.load(store, [decks], include_bundled=False)
+        rows = deck_counts(store, coll, FIXED_NOW, per_deck=True)
+        assert rows[0].new > 1000
+        assert len(coll._built) <= 2

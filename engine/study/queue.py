@@ -18,7 +18,7 @@ from typing import Any
 
 from prep.engine.store import Store
 from prep.engine.study import plan as plan_mod
-from prep.engine.study.collection import Cards
+from prep.engine.study.collection import Cards, Unseen
 from prep.engine.study.due import interday, is_due, reviews_until, split_steps
 from prep.engine.study.scheduler import State
 from prep.engine.timeutil import day_start, fmt, today_span
@@ -212,6 +212,7 @@ def deck_counts(
         sizes = collection.deck_sizes()  # (counted, not read, over the deck cache)
         decks += [(name, info.title, sizes.get(name, 0)) for name, info in collection.decks.items()]
     rows = []
+    all_rows: list[Unseen] = []  # (the rows all decks' new cards were read from)
     for name, title, size in decks:
         if name is None:
             learning, interday, reviews = (sum(n[i] for n in due.values()) for i in range(3))
@@ -225,13 +226,13 @@ def deck_counts(
             new = []
         elif name is None:  # as build_queue: an interview plan on some decks takes theirs
             new_among = plan_mod.new_card_decks(store.settings(), now, collection, among)
-            new = _new_cards(store, collection, None, hidden, new_limit, name, new_among)
+            new = _new_cards(store, collection, None, hidden, new_limit, name, new_among, all_rows)
         elif given is None and plan_mod.outside_plan(settings, now, collection, name):
             own = new_left(store, collection, now, None, name)  # (the setting's, not the plan's)
             new = _new_cards(store, collection, None, hidden, own, name, among)
         else:
             new = _new_cards(store, collection, None, hidden, new_limit, name, among)
-        after = _after_parents(collection, new) if name is None and per_deck else 0
+        after = _after_parents(all_rows) if name is None and per_deck else 0
         rows.append(
             DeckCounts(
                 name=name or "",
@@ -248,19 +249,17 @@ def deck_counts(
     return rows
 
 
-def _after_parents(collection: Cards, new: list[str]) -> int:
-    """How many of ``new`` (in queue order: a parent before its follow-ups) are follow-ups
-    served after a parent of another deck new among them, or after such a follow-up of their
-    own deck: counted by all decks together but by no deck alone (a follow-up waits until its
-    parent has been answered: ``_new_cards``)."""
-    queued, decks, after = set(new), {}, set()
-    for cid in new:
-        card = collection.get(cid)
-        if card is None:
-            continue
-        decks[cid] = card.deck
-        parent = card.parent
-        if parent in queued and (decks.get(parent) != card.deck or parent in after):
+def _after_parents(new: list[Unseen]) -> int:
+    """How many of ``new`` (the rows ``_new_cards`` took, in queue order: a parent before its
+    follow-ups) are follow-ups served after a parent of another deck new among them, or after
+    such a follow-up of their own deck: counted by all decks together but by no deck alone (a
+    follow-up waits until its parent has been answered: ``_new_cards``). From the rows read
+    for the count: no card is built."""
+    decks: dict[str, str] = {}
+    after: set[str] = set()
+    for _, cid, deck, _, parent, _ in new:
+        decks[cid] = deck
+        if parent in decks and (decks[parent] != deck or parent in after):
             after.add(cid)
     return len(after)
 
@@ -285,6 +284,7 @@ def _new_cards(
     limit: int,
     deck: str | None,
     among: AbstractSet[str] | None = None,
+    taken: list[Unseen] | None = None,
 ) -> list[str]:
     """Up to ``limit`` unseen cards in curriculum order: level by level (basics, core,
     advanced), and within a level one card of each kind in turn (recall, choice, red-flag,
@@ -326,10 +326,12 @@ def _new_cards(
         for group in groups:
             if group.level > levels[upto]:
                 continue  # a level's cards all come before the next level's
-            card = group.take(ready, hidden)
-            if card is not None:
-                new.append(card)
-                queued.add(card)
+            row = group.take(ready, hidden)
+            if row is not None:
+                new.append(row[1])
+                queued.add(row[1])
+                if taken is not None:  # (each card's row: its deck and parent, read already)
+                    taken.append(row)
                 progress = True
             if len(new) >= limit:
                 break
@@ -353,19 +355,19 @@ class _Group:
     def level(self) -> int:
         return self.position[0]
 
-    def take(self, ready: Callable[[tuple], bool], hidden: set[str]) -> str | None:
-        """The id of the group's first card that can be served now (removed from the group),
+    def take(self, ready: Callable[[tuple], bool], hidden: set[str]) -> tuple | None:
+        """The row of the group's first card that can be served now (removed from the group),
         reading on only when none of the cards read so far can."""
         for i, u in enumerate(self.pending):
             if ready(u):
                 del self.pending[i]
-                return u[1]
+                return u
         for source in self.sources:
             for u in source:
                 if u[1] in hidden:
                     continue
                 if ready(u):
-                    return u[1]
+                    return u
                 self.pending.append(u)
         return None
 
