@@ -182,6 +182,29 @@ def test_a_deck_outside_plan_decks_follows_the_setting(utc_local_time) -> None:
     assert rows == {"": 7, "alpha": 5, "beta": 7}, rows
 
 
+def test_a_deck_outside_plan_decks_is_not_told_its_limit_is_the_plan_s(utc_local_time) -> None:
+    """The review of day17: the limit line said "the plan's" whenever its words matched the
+    plan's line, and a deck the plan leaves out follows the setting, in the same words when the
+    numbers agree (new_per_day 20; the plan needs fewer): its line says the setting's limit."""
+    from prep.engine.study.plan import plan_day
+    from prep.engine.study.present import limit_lines
+    from prep.engine.study.queue import build_queue, limits_today
+    from tests.test_plan import MONDAY
+
+    store, coll, _ = _on_the_day(("beta",))
+    day = plan_day(store, coll, MONDAY)
+    assert day is not None
+    shown = day.line()
+    assert "20 new a day, 20 left today" in shown, shown
+    for deck, plans in (("alpha", False), ("beta", True), (None, True)):
+        queue = build_queue(store, coll, MONDAY, deck=deck)
+        lines = limit_lines(limits_today(store, coll, MONDAY, queue, deck), shown)
+        assert len(lines) == 1, lines
+        assert ("the plan's" in lines[0]) == plans, (deck, lines)
+        if not plans:
+            assert "20 new a day, 20 left today" in lines[0], lines
+
+
 # --- All decks' New beside its decks' --------------------------------------------------------------
 
 

@@ -428,14 +428,15 @@ def new_per_day(
 
 def day_limit(
     store: Store, collection: Cards, now: datetime, settings: Settings, deck: str | None = None
-) -> tuple[int, bool]:
-    """``new_per_day``'s limit, and whether it is the interview day's (none by the plan)."""
+) -> tuple[int, bool, bool]:
+    """``new_per_day``'s limit, whether it is the interview day's (none by the plan), and
+    whether it is the plan's at all (False: the setting's, as for a deck the plan leaves out)."""
     if settings.interview_date is None or outside_plan(settings, now, collection, deck):
-        return settings.new_per_day, False
+        return settings.new_per_day, False, False
     day = plan_day(store, collection, now, settings)
     if day is None:
-        return settings.new_per_day, False
-    return day.new_today, day.plan.days_left == 0
+        return settings.new_per_day, False, False
+    return day.new_today, day.plan.days_left == 0, True
 
 
 def outside_plan(settings: Settings, now: datetime, collection: Cards, deck: str | None) -> bool:

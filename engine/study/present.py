@@ -95,7 +95,10 @@ def limit_lines(limits: Any, shown: str = "") -> list[str]:
     extra = getattr(limits, "new_extra", 0)
     day = getattr(limits, "interview_day", False)
     said = new_limit_text(limits.new_per_day - extra, limits.new_done, extra, day)
-    if re.search(rf"(?<!\d){re.escape(said)}", shown):  # ("9 new a day" is not "19 new a day")
+    # the plan's line says the plan's limit: a deck the plan leaves out has the setting's,
+    # in the same words when the numbers agree, and says it
+    by_plan = getattr(limits, "by_plan", True)
+    if by_plan and re.search(rf"(?<!\d){re.escape(said)}", shown):  # (not "19 new a day")
         reached, caps = "Daily new-card limit reached (the plan's)", f"{NEW_LIMIT_CAPS} the plan's"
     else:
         reached, caps = f"Daily new-card limit reached ({said})", f"{NEW_LIMIT_CAPS} {said}"

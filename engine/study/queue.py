@@ -407,6 +407,7 @@ class Limits:
     new_served: int = 0  # new cards the queue serves now
     new_extra: int = 0  # of new_per_day, those added today with "study more"
     interview_day: bool = False  # new_per_day is the interview day's (none by the plan)
+    by_plan: bool = False  # new_per_day is the interview plan's (not the setting's)
 
     @property
     def new_reached(self) -> bool:
@@ -444,7 +445,7 @@ def limits_today(
     beyond = store.due_ids(
         reviews_until(now), decks=decks, state=int(State.Review), limit=capped + 1
     )
-    per_day, interview_day = plan_mod.day_limit(store, collection, now, settings, deck)
+    per_day, interview_day, by_plan = plan_mod.day_limit(store, collection, now, settings, deck)
     return Limits(
         new_per_day=per_day + extra_new_today(store, now),
         new_done=new_done,
@@ -455,6 +456,7 @@ def limits_today(
         new_served=len(queue.new),
         new_extra=extra_new_today(store, now),
         interview_day=interview_day,
+        by_plan=by_plan,
     )
 
 
