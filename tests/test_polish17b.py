@@ -1,0 +1,130 @@
+"""The review of polish17's fixes: `./-` is the file named -, never standard input; the home
+folder worked out as platformdirs does (an empty or relative HOME, no passwd entry); (more
+below, one section an item)."""
+
+from __future__ import annotations
+
+import pwd
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from click.testing import CliRunner
+
+from prep.tui.cli import main
+
+GOOD_DECK = "deck: fine\ncards:\n  - id: f1\n    kind: recall\n    prompt: p\n    answer: a\n"
+BAD_DECK = (
+    "deck: bad\ncards:\n  - id: b1\n    kind: recall\n    prompt: p\n    answer: a\n    bogus: 1\n"
+)
+
+
+def invoke(*args: str, stdin: str | None = None, env: dict[str, str | None] | None = None):
+    return CliRunner().invoke(main, list(args), input=stdin, env=env)
+
+
+# --- H1: only the argument "-" itself is standard input ---------------------------------------
+
+
+@pytest.mark.parametrize("given", ["./-", ".//-", "././-"])
+def test_check_dot_slash_dash_checks_the_file_named_dash_not_standard_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    """`prep check ./-` read standard input (Path("./-") is Path("-")), so a bad deck in the
+    file named - passed with exit 0 when a good one was piped in."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-").write_text(BAD_DECK)
+    done = invoke("check", given, stdin=GOOD_DECK)
+    assert done.exit_code == 2, done.output
+    assert done.stderr.splitlines() == [
+        "./-:7: card 'b1': unknown field 'bogus' (known fields: aliases, analogy, answer, "
+        "bullets, choices, correct, demo, explain, id, kind, level, parent, points, prompt, "
+        "sources, tags)"
+    ], done.stderr
+    # and "-" itself still reads standard input (the good deck: no error of the file's)
+    done = invoke("check", "-", stdin=GOOD_DECK)
+    assert done.exit_code == 0, done.output
+    assert "bogus" not in done.output
+
+
+def test_export_to_dot_slash_dash_writes_the_file_named_dash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`prep export -o ./- --format json` wrote the export to standard output (the writers
+    took Path("-") for stdout); now the file named - holds it and stdout only the report."""
+    monkeypatch.chdir(tmp_path)
+    db = str(tmp_path / "p.db")
+    assert invoke("--db", db, "config", "new_per_day", "5").exit_code == 0
+    done = invoke("--db", db, "export", "-o", "./-", "--format", "json")
+    assert done.exit_code == 0, done.output
+    assert '"prep-export"' in (tmp_path / "-").read_text()
+    assert done.stdout == "Wrote ./-: 0 reviews and the settings.\n", done.stdout
+    csv = invoke("--db", db, "export", "-o", "./-", "--format", "csv")  # a file name: allowed
+    assert csv.exit_code == 0, csv.output
+    assert (tmp_path / "-.cards.csv").exists()
+    to_stdout = invoke("--db", db, "export", "-o", "-")
+    assert to_stdout.exit_code == 0 and '"prep-export"' in to_stdout.stdout
+
+
+# --- M1, M2: the home folder as platformdirs works it out --------------------------------------
+
+
+@pytest.fixture
+def no_default_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.delenv("PREP_DB", raising=False)
+
+
+@pytest.mark.parametrize(
+    ("home", "said"), [("", "HOME is empty"), ("relhome", "HOME relhome is not an absolute path")]
+)
+def test_an_empty_or_relative_home_leads_to_the_password_home_which_is_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_default_env: None, home: str, said: str
+) -> None:
+    """HOME="" or a relative HOME: platformdirs takes it for unset and puts the database under
+    the password database's home; prep checked `~` expanded (/ or the relative folder)
+    instead, so a passwd home that is not there was made, folders and all."""
+    gone = tmp_path / "passwd-home"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", home)
+    monkeypatch.setattr(pwd, "getpwuid", lambda uid: SimpleNamespace(pw_dir=str(gone)))
+    done = invoke("config", "new_per_day", "5")
+    assert done.exit_code == 2, done.output
+    assert done.stderr.splitlines() == [
+        f"prep: {said}, and the home folder {gone} (the password database's) does not exist, "
+        f"and the progress database's default place is in it ({gone}/.local/share/prep/"
+        "prep.db); set HOME to your home folder, or name the database with --db PATH or "
+        "PREP_DB; nothing made"
+    ], done.stderr
+    assert not gone.exists() and not (tmp_path / "relhome").exists()
+
+
+@pytest.mark.parametrize("home", [None, "", "relhome"])
+def test_no_home_at_all_is_one_line_not_an_internal_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_default_env: None, home: str | None
+) -> None:
+    """No passwd entry and HOME unset, empty or relative (Docker's `--user 1000`):
+    platformdirs raised RuntimeError, and prep said "internal error", exit 70."""
+
+    def no_entry(uid: int) -> None:
+        raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+    monkeypatch.chdir(tmp_path)
+    if home is None:
+        monkeypatch.delenv("HOME", raising=False)
+    else:
+        monkeypatch.setenv("HOME", home)
+    monkeypatch.setattr(pwd, "getpwuid", no_entry)
+    for args in (["config", "new_per_day", "5"], ["stats"]):
+        done = invoke(*args)
+        assert done.exit_code == 2, done.output
+        (line,) = done.stderr.splitlines()
+        assert line.startswith("prep: no home folder: HOME "), line
+        assert line.endswith(
+            "has no home in the password database, so the progress database has no default "
+            "place; set HOME to your home folder, or name the database with --db PATH or "
+            "PREP_DB; nothing made"
+        ), line
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setenv("PREP_DB", str(tmp_path / "named.db"))  # the way out the line gives
+    assert invoke("config", "new_per_day", "5").exit_code == 0
