@@ -213,3 +213,39 @@ def test_what_hides_text_is_still_refused_with_what_to_write_instead(
     (error,) = [str(e) for e in general[2]]
     assert f"an invisible character {point} at position " in error, error
     assert f"(a card must read as it is stored); {instead}" in error, error
+
+
+# --- L1: sync --status says when the last waiting file is applied --------------------------------
+
+
+def test_sync_status_until_is_the_latest_date_the_waiting_files_need(tmp_path: Path) -> None:
+    """Files 2 and 3 of a device dated 2280 and 2300: --status said "until 2280-04-30", the
+    first file's date only, though file 3 waits twenty years more."""
+    import json
+    from datetime import UTC, datetime
+
+    from prep.engine.sync import journal
+    from prep.engine.sync.run import sync
+    from tests.syncfaults import three
+    from tests.test_sync import rate
+
+    a, b, c, folder = three(tmp_path)
+    rate(a, "y", 3, datetime(2280, 5, 1, 12, tzinfo=UTC))
+    sync(a, folder, now=datetime(2280, 5, 1, 12, tzinfo=UTC))
+    rate(a, "w", 3, datetime(2300, 5, 1, 12, tzinfo=UTC))
+    last = sync(a, folder, now=datetime(2300, 5, 1, 12, tzinfo=UTC)).journal
+    assert last is not None
+    db = Path(b.path)
+    for s in (a, b, c):
+        s.close()
+    done = invoke("--db", str(db), "sync", "--status", "--json", str(folder))
+    assert done.exit_code == 0, done.output
+    (wait,) = json.loads(done.stdout)["files_waiting_for_clock"]
+    assert wait == {"id": last.parent.name, "files": 2, "until": "2300-04-30T12:00:00.000000Z"}
+    text = invoke("--db", str(db), "sync", "--status", str(folder))
+    until = f"{datetime(2300, 4, 30, 12, tzinfo=UTC).astimezone():%Y-%m-%d %H:%M}"
+    name = journal.header_name(last)
+    assert (
+        f"2 journal file(s) of {name} ({last.parent.name}) wait for this machine's clock, until "
+        f"{until}: " in text.stdout
+    ), text.stdout
