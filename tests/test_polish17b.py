@@ -249,3 +249,25 @@ def test_sync_status_until_is_the_latest_date_the_waiting_files_need(tmp_path: P
         f"2 journal file(s) of {name} ({last.parent.name}) wait for this machine's clock, until "
         f"{until}: " in text.stdout
     ), text.stdout
+
+
+# --- L3: PREP_DB=- is named PREP_DB; L4: backup --restore - gives no ./- hint ------------------
+
+
+def test_prep_db_dash_names_the_environment_variable_not_the_option() -> None:
+    """`PREP_DB=- prep stats` said "--db -: ...", an option the user never gave."""
+    done = invoke("stats", env={"PREP_DB": "-"})
+    assert done.exit_code == 2, done.output
+    assert done.stderr.startswith("prep: PREP_DB -: the progress database is a file"), done.stderr
+    given = invoke("--db", "-", "stats", env={"PREP_DB": None})
+    assert given.exit_code == 2 and given.stderr.startswith("prep: --db -: "), given.stderr
+
+
+def test_backup_restore_dash_gives_no_path_hint(tmp_path: Path) -> None:
+    """`backup --restore -` suggested ./-, but a backup is named, not a path: ./- names none."""
+    done = invoke("--db", str(tmp_path / "p.db"), "backup", "--restore", "-")
+    assert done.exit_code == 2, done.output
+    assert done.stderr.splitlines() == [
+        "prep: --restore -: a backup is restored by its name (see `prep backup --list`), not "
+        "standard input"
+    ], done.stderr

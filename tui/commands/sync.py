@@ -204,7 +204,9 @@ def backup_cmd(obj: Ctx, as_list: bool, restore: str | None) -> None:
     from prep.engine.store import backup
 
     if restore == "-":
-        raise not_stdin("--restore", "a backup is restored by its name (see `prep backup --list`)")
+        raise not_stdin(  # (a name, not a path: no ./- hint)
+            "--restore", "a backup is restored by its name (see `prep backup --list`)", a_path=False
+        )
     if restore == "":  # (an unset shell variable: `--restore "$NAME"` is never a new backup)
         raise UsageError("--restore '': an empty name; name a backup (see `prep backup --list`)")
     if as_list and restore is not None:
