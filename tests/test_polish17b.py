@@ -271,3 +271,26 @@ def test_backup_restore_dash_gives_no_path_hint(tmp_path: Path) -> None:
         "prep: --restore -: a backup is restored by its name (see `prep backup --list`), not "
         "standard input"
     ], done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["import", "./-"], "./-: not a prep export"),
+        (["sync", "./-"], "{cwd}/-: no such folder"),
+        (["--db", "./-", "stats"], "{cwd}/-: no progress database here"),
+    ],
+    ids=["import", "sync", "db"],
+)
+def test_a_file_or_folder_named_dash_given_as_dot_slash_dash_is_never_named_dash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], said: str
+) -> None:
+    """`prep import ./-` said "-: not a prep export", `prep sync ./-` "-: no such folder":
+    the file or folder named - (Path("./-") prints "-") read as if standard input were meant."""
+    monkeypatch.chdir(tmp_path)
+    if args[0] == "import":
+        (tmp_path / "-").write_text("x\n")
+    db = [] if args[0] == "--db" else ["--db", str(tmp_path / "p.db")]
+    done = invoke(*db, *args, stdin="")
+    assert done.exit_code == 2, done.output
+    assert done.stderr.startswith(f"prep: {said.format(cwd=tmp_path)}"), done.stderr

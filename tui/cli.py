@@ -146,6 +146,8 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
         source = ctx.get_parameter_source("db")
         given = "PREP_DB" if source is click.core.ParameterSource.ENVIRONMENT else "--db"
         raise not_stdin(given, "the progress database is a file prep opens and writes")
+    if db is not None and os.path.normpath(db) == "-":  # ./-: the file named -, whose Path is
+        db = os.path.abspath(db)  # Path("-"): its messages name it whole, never "-: ..."
     given = "--questions"
     if not questions:
         questions, given = questions_from_env(), "PREP_QUESTIONS"

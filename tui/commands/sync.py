@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -78,6 +79,8 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
 
     if folder == "-":
         raise not_stdin("sync", "DIR is the sync folder that your machines share")
+    if folder is not None and os.path.normpath(folder) == "-":  # ./-: the folder named -,
+        folder = os.path.abspath(folder)  # named whole in messages (a Path of it prints "-")
     if not status:  # DIR checked before a database is opened: only a real folder makes one
         try:
             if folder is not None:
