@@ -294,3 +294,17 @@ def test_a_file_or_folder_named_dash_given_as_dot_slash_dash_is_never_named_dash
     done = invoke(*db, *args, stdin="")
     assert done.exit_code == 2, done.output
     assert done.stderr.startswith(f"prep: {said.format(cwd=tmp_path)}"), done.stderr
+
+
+def test_grade_rubric_dot_slash_dash_reads_the_file_named_dash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`prep grade --rubric ./-` took Path("./-"), which is Path("-"): standard input was read
+    in place of the file named - (a good rubric piped in hid the broken file)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-").write_text("question: [\n")
+    (tmp_path / "a.jsonl").write_text('{"answer_id": 1, "answer": ""}\n')
+    rubric = "question: q\npoints:\n  - id: p1\n    text: t\n"
+    done = invoke("grade", "--rubric", "./-", "--answers", "a.jsonl", stdin=rubric)
+    assert done.exit_code == 2, done.output
+    assert done.stderr.splitlines() == ["prep: ./-:2: not valid YAML"], done.stderr
