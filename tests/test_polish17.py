@@ -31,6 +31,14 @@ def check(*args: str, stdin: str | bytes | None = None):
     return CliRunner().invoke(main, ["check", *args], input=stdin)
 
 
+# what the line says to write instead (polish17b), where there is an obvious alternative
+INSTEAD = {
+    "answer": "use a plain space, or nothing",
+    "tags": "use a new line",
+    "analogy": "write a hyphen (-) where the word breaks, or nothing",
+}
+
+
 @pytest.mark.parametrize(
     ("field", "value", "what"),
     [
@@ -62,7 +70,7 @@ def test_a_bidi_or_invisible_character_in_a_card_is_refused(
     assert position, done.stderr
     assert done.stderr.strip().endswith(
         f"d.yaml:{line}: card 'c1': field {field!r} has {what} at position "
-        f"{position.group(1)} (a card must read as it is stored); remove it"
+        f"{position.group(1)} (a card must read as it is stored); {INSTEAD.get(field, 'remove it')}"
     ), done.stderr
 
 
@@ -78,13 +86,23 @@ def test_the_fast_path_declines_what_the_general_path_refuses() -> None:
 
 def test_the_invisible_list_is_unicodes_format_and_separator_characters() -> None:
     """INVISIBLE holds Unicode 14's Cf, Zl and Zp characters: nothing else (a letter refused
-    would be a card refused for nothing), and every one of the Basic Multilingual Plane's."""
+    would be a card refused for nothing); with the format characters a card may hold
+    (ALLOWED_FORMAT_RANGES, polish17b), every one of the Basic Multilingual Plane's."""
     listed = {
         c for c in map(chr, range(sys.maxunicode + 1)) if re.match(f"[{deck_mod.INVISIBLE}]", c)
     }
+    allowed = {chr(c) for lo, hi in deck_mod.ALLOWED_FORMAT_RANGES for c in range(lo, hi + 1)}
     assert {unicodedata.category(c) for c in listed} == {"Cf", "Zl", "Zp"}
+    assert {unicodedata.category(c) for c in allowed} == {"Cf"} and not allowed & listed
     bmp = {chr(c) for c in range(0x10000) if unicodedata.category(chr(c)) in ("Cf", "Zl", "Zp")}
-    assert bmp <= listed
+    assert bmp <= listed | allowed
+    every = {
+        chr(c)
+        for c in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(c)) in ("Cf", "Zl", "Zp")
+    }
+    if unicodedata.unidata_version == "14.0.0":  # (a later Unicode adds format characters)
+        assert every == listed | allowed
     assert not deck_mod.UNSHOWN.search("tab\tnew\nline, é, ü, 中文, emoji 🙂, arrow →")
 
 

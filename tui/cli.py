@@ -142,8 +142,12 @@ def main(ctx: click.Context, db: str | None, questions: tuple[str, ...]) -> None
     _check_local_time()
     if db == "":  # `--db "$UNSET"`: never the default database in its place
         raise UsageError("--db '': an empty path; name the database file, or leave --db out")
-    if db == "-":
-        raise not_stdin("--db", "the progress database is a file prep opens and writes")
+    if db == "-":  # (named as given: the option, or the environment variable)
+        source = ctx.get_parameter_source("db")
+        given = "PREP_DB" if source is click.core.ParameterSource.ENVIRONMENT else "--db"
+        raise not_stdin(given, "the progress database is a file prep opens and writes")
+    if db is not None and os.path.normpath(db) == "-":  # ./-: the file named -, whose Path is
+        db = os.path.abspath(db)  # Path("-"): its messages name it whole, never "-: ..."
     given = "--questions"
     if not questions:
         questions, given = questions_from_env(), "PREP_QUESTIONS"

@@ -51,6 +51,12 @@ from typing import Any, TypeGuard
 from prep.engine.decks.digest import sha256
 from prep.engine.decks.refusal import MAX_DEPTH, Refused
 from prep.engine.decks.refusal import one_line as _one_line
+from prep.engine.decks.unshown import ALLOWED_FORMAT_RANGES as ALLOWED_FORMAT_RANGES
+from prep.engine.decks.unshown import CONTROL as CONTROL  # (re-exported: callers)
+from prep.engine.decks.unshown import INVISIBLE as INVISIBLE
+from prep.engine.decks.unshown import INVISIBLE_RANGES as INVISIBLE_RANGES
+from prep.engine.decks.unshown import UNSHOWN
+from prep.engine.decks.unshown import control_problem as _control_problem
 from prep.engine.textsafe import one_line_safe as one_line_safe  # (re-exported: callers)
 from prep.engine.textsafe import quoted
 from prep.engine.textsafe import quoted_all as quoted_all
@@ -87,42 +93,6 @@ SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")  # \Z: "$" would take a trailin
 # A deck is a few dozen kB; anything past this is not a deck (and reading it would only cost memory).
 MAX_DECK_BYTES = 2 * 1024 * 1024
 MAX_ERRORS_PER_FILE = 50  # a file with more says how many more, in one line
-# Control characters (C0 and C1, DEL) other than newline and tab: ESC starts the terminal
-# escape sequences (CSI, OSC) that recolour or retitle a terminal when a card is printed.
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# Characters a terminal does not show that change what it shows: the bidirectional controls (a
-# right-to-left override, U+202E, makes a card read aloud other than it is stored), zero-width
-# and other format characters (Unicode's Cf: U+200B, U+2060, U+FEFF, the tag characters), and
-# the line and paragraph separators (Zl, Zp). Unicode 14's list (tests/test_polish17.py holds
-# it to unicodedata); a card's text holds none of them, nor a CONTROL.
-INVISIBLE_RANGES = (
-    (0xAD, 0xAD), (0x600, 0x605), (0x61C, 0x61C), (0x6DD, 0x6DD), (0x70F, 0x70F),
-    (0x890, 0x891), (0x8E2, 0x8E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x2028, 0x202E),
-    (0x2060, 0x2064), (0x2066, 0x206F), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB),
-    (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x13438), (0x1BCA0, 0x1BCA3),
-    (0x1D173, 0x1D17A), (0xE0001, 0xE0001), (0xE0020, 0xE007F),
-)  # fmt: skip
-INVISIBLE = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in INVISIBLE_RANGES)  # (a regex class)
-UNSHOWN = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{INVISIBLE}]")
-_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-
-
-def _control_problem(text: str) -> str | None:
-    """Why ``text`` may not be shown on a terminal, or None when it may."""
-    match = UNSHOWN.search(text)
-    if match is None:
-        return None
-    char = match.group()
-    where = f"at position {match.start() + 1}"
-    if CONTROL.match(char):
-        what = "an escape character (ESC)" if char == "\x1b" else "a control character"
-        return f"{what} {char!r} {where}; remove it"
-    import unicodedata
-
-    name = unicodedata.name(char, "")
-    point = f"U+{ord(char):04X}" + (f" ({name})" if name else "")
-    what = "a bidirectional control" if char in _BIDI else "an invisible character"
-    return f"{what} {point} {where} (a card must read as it is stored); remove it"
 
 
 @dataclass(frozen=True)

@@ -95,7 +95,7 @@ ASSEMBLY_VERSION = 2
 # or parses differently), Card's fields read from the dataclass itself (adding, removing,
 # renaming or retyping a field changes the key with no version to remember) and the assembly's
 # version; the store keeps it beside the cached rows.
-LOADER_VERSION = 3  # (3: a card's text holds no bidi control or zero-width character)
+LOADER_VERSION = 4  # (4: ZWNJ, ZWJ, the displaying Arabic signs, subdivision flags taken)
 
 
 def format_key() -> str:

@@ -32,6 +32,8 @@ def display_path(path: Path | str) -> str:
                 break
     except (ValueError, OSError):
         pass
+    if shown == "-":  # the file named - (given as ./-): never "-:5:", which reads as stdin
+        shown = os.curdir + os.sep + "-"
     # a file name is printed on the user's terminal too, in a one-line message: escape what
     # would control the terminal or break the line
     return one_line_safe(shown)

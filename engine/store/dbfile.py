@@ -64,22 +64,66 @@ def _read_only_mount(path: Path) -> bool:
 def default_db_path() -> Path:
     """prep.db in the user data folder (platformdirs': ~/.local/share/prep on Linux, or
     $XDG_DATA_HOME/prep). StoreError when that lies in a home folder that is not there (HOME
-    naming a folder that does not exist, or a file): prep makes its own folders in the home
-    folder's data folder, never the home folder itself, and writes nowhere a user did not
-    choose; --db PATH or PREP_DB names the database instead."""
+    naming a folder that does not exist, or a file; an empty or relative HOME, which
+    platformdirs takes for unset, leading to a password-database home that is not there),
+    or when there is no home folder at all (HOME unset or not absolute, and no password
+    entry: a container's `--user 1000`): prep makes its own folders in the home folder's
+    data folder, never the home folder itself, and writes nowhere a user did not choose;
+    --db PATH or PREP_DB names the database instead."""
     from platformdirs import user_data_path
 
-    path = user_data_path("prep", appauthor=False) / "prep.db"
-    home = expand_user("~")
-    if home in path.parents and not home.is_dir():
-        given = "HOME " if os.environ.get("HOME") else "the home folder "
-        what = "is not a folder" if os.path.lexists(home) else "does not exist"
+    fix = "set HOME to your home folder, or name the database with --db PATH or PREP_DB"
+    try:
+        path = user_data_path("prep", appauthor=False) / "prep.db"
+    except RuntimeError:  # (platformdirs: no absolute home to be found)
         raise StoreError(
-            f"{given}{home} {what}, and the progress database's default place is in it "
-            f"({path}); set HOME to your home folder, or name the database with --db PATH or "
-            "PREP_DB; nothing made",
+            f"no home folder: {_home_said()} and user id {os.getuid()} has no home in the "
+            f"password database, so the progress database has no default place; {fix}; "
+            "nothing made"
+        ) from None
+    home = _home()
+    if home is not None and home in path.parents and not home.is_dir():
+        what = "is not a folder" if os.path.lexists(home) else "does not exist"
+        if _home_env_absolute():
+            said = f"HOME {home} {what}"
+        else:
+            said = f"{_home_said()}, and the home folder {home} (the password database's) {what}"
+        raise StoreError(
+            f"{said}, and the progress database's default place is in it ({path}); {fix}; "
+            "nothing made",
         )
     return path
+
+
+def _home_env_absolute() -> bool:
+    return os.path.isabs(os.environ.get("HOME") or "")
+
+
+def _home() -> Path | None:
+    """The home folder as platformdirs works it out on POSIX: HOME when it is an absolute
+    path, else (unset, empty or relative) the user's password-database entry; None when
+    there is none. (``~`` expanded would give / for an empty HOME and the relative folder
+    itself for a relative one: not where platformdirs puts the data folder.)"""
+    home = os.environ.get("HOME")
+    if home is not None and os.path.isabs(home):
+        return Path(home)
+    try:
+        import pwd
+
+        entry = pwd.getpwuid(os.getuid()).pw_dir
+    except (ImportError, KeyError):
+        return None
+    return Path(entry) if os.path.isabs(entry) else None
+
+
+def _home_said() -> str:
+    """HOME as a message says it when it is not an absolute path."""
+    home = os.environ.get("HOME")
+    if home is None:
+        return "HOME is not set"
+    if home == "":
+        return "HOME is empty"
+    return f"HOME {home} is not an absolute path"
 
 
 def _read_with_wal(target: Path, wal: Path) -> sqlite3.Connection:

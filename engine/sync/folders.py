@@ -259,6 +259,10 @@ def status(store: Store, folder: Path | None, now_us: int | None = None) -> dict
                 if first in files:  # (read as a sync reads it: it and those after it wait)
                     until = _waits_for_clock(Path(files[first]), dev, now_us)
                     if until is not None:
+                        # ...each until its own entries are due: the latest of them is when
+                        # the last is applied (file 2 dated 2280, file 3 2300: 2300)
+                        for n in range(first + 1, k):
+                            until = max(until, _waits_for_clock(Path(files[n]), dev, now_us) or 0)
                         later = len([n for n in files if first <= n < k])
                         clock.append({"id": dev, "files": later, "until": fmt(from_us(until))})
                 skipped += [
@@ -273,7 +277,8 @@ def status(store: Store, folder: Path | None, now_us: int | None = None) -> dict
         "last_sync": last[0] if last else None,
         "files_waiting": waiting,
         "files_behind_a_gap": behind,  # of those, the ones that wait for a file missing
-        # ...and those that wait for this clock, by device: how many, until when (UTC)
+        # ...and those that wait for this clock, by device: how many, until when (UTC: the
+        # latest date any of them needs, when the last of them is applied)
         "files_waiting_for_clock": clock,
         "reviews_set_aside": replaced.aside_count(conn),
         "journal_files_set_aside": applied.aside_count(conn),

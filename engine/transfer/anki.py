@@ -28,7 +28,7 @@ import genanki
 from prep.engine.decks.deck import Card
 from prep.engine.study.collection import Cards
 from prep.engine.study.present import answer_sections, first_line
-from prep.engine.transfer.atomic import WriteError, write_files
+from prep.engine.transfer.atomic import WriteError, is_stdout_name, write_files
 from prep.engine.transfer.export import ExportError
 
 MODEL_NAME = "prep W_O card"
@@ -143,7 +143,7 @@ def build_package(collection: Cards, deck: str | None = None) -> genanki.Package
 
 
 def write_apkg(
-    collection: Cards, path: Path, *, deck: str | None = None, timestamp: float | None = None
+    collection: Cards, path: Path | str, *, deck: str | None = None, timestamp: float | None = None
 ) -> int:
     """Write the package to ``path`` (via a temporary file, so a failure leaves nothing
     behind). Returns the number of notes. Raises ExportError when the path is unwritable."""
@@ -168,7 +168,7 @@ def write_apkg(
                 zf.writestr("media", "{}")
 
     try:
-        write_files({Path(path): write})
+        write_files({path if is_stdout_name(path) else Path(path): write})
     except WriteError as exc:
         raise ExportError(str(exc)) from None
     return notes

@@ -41,6 +41,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 STDOUT = "-"
+"""Standard output, only as this exact string: a Path is never it (``Path("./-")`` is
+``Path("-")``, and `-o ./-` names the file called -, as prep's own hint says)."""
 
 Content = str | bytes | Callable[[Path], None]
 """Text (written as UTF-8), bytes, or a function that writes the file at the path it is given."""
@@ -56,10 +58,15 @@ _OWN_FDS = {
 }
 
 
+def is_stdout_name(target: object) -> bool:
+    """Whether ``target`` is the string ``-`` itself (a Path never is: see STDOUT)."""
+    return isinstance(target, str) and target == STDOUT
+
+
 def is_stdout(target: str | os.PathLike[str]) -> bool:
     """Whether ``target`` names this process's standard output (``-``, /dev/stdout, ...)."""
     name = os.fspath(target)
-    return name == STDOUT or _OWN_FDS.get(os.path.normpath(os.path.abspath(name))) == 1
+    return is_stdout_name(target) or _OWN_FDS.get(os.path.normpath(os.path.abspath(name))) == 1
 
 
 class WriteError(Exception):
@@ -88,7 +95,7 @@ def _why(exc: OSError) -> str:
 
 def _plan(target: str | os.PathLike[str]) -> _Plan:
     shown = os.fspath(target)
-    if shown == STDOUT:
+    if is_stdout_name(target):
         return _Plan(shown, "fd", fd=1)
     absolute = os.path.normpath(os.path.abspath(shown))
     if absolute in _OWN_FDS:

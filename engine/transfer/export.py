@@ -49,7 +49,7 @@ from typing import Any
 
 from prep.engine.store import Store
 from prep.engine.store.schema import CARD_COLUMNS, DEMO_RUN_COLUMNS, MARK_COLUMNS, REVIEW_COLUMNS
-from prep.engine.transfer.atomic import Content, WriteError, write_files
+from prep.engine.transfer.atomic import Content, WriteError, is_stdout_name, write_files
 from prep.engine.transfer.clocks import progress, read_transaction
 from prep.engine.transfer.fields import CLOCK_COLUMNS, UNDONE_COLUMNS
 
@@ -257,7 +257,15 @@ def _write(files: Mapping[str | os.PathLike[str], Content]) -> None:
         raise ExportError(str(exc)) from None
 
 
-def export_json(store: Store, path: Path, now: datetime, counts: Counts | None = None) -> None:
+def _target(path: Path | str) -> Path | str:
+    """What the files are written to: ``-`` (the string) is standard output, anything else a
+    path (a Path, or a string such as ``./-``: the file named -)."""
+    return path if is_stdout_name(path) else Path(path)
+
+
+def export_json(
+    store: Store, path: Path | str, now: datetime, counts: Counts | None = None
+) -> None:
     """Write the JSON export to ``path``, streamed (engine/transfer/jsonout.py): its memory
     does not grow with the review log. ``counts`` gets the rows written per part."""
     from prep.engine.transfer.jsonout import write_json
@@ -268,15 +276,15 @@ def export_json(store: Store, path: Path, now: datetime, counts: Counts | None =
             fh.flush()
             os.fsync(fh.fileno())
 
-    _write({Path(path): stream})
+    _write({_target(path): stream})
 
 
-def export_csv(store: Store, path: Path, counts: Counts | None = None) -> list[Path]:
+def export_csv(store: Store, path: Path | str, counts: Counts | None = None) -> list[Path]:
     """Write the CSV export, streamed: its memory does not grow with the review log. Returns
     the files written (reviews file first); ``counts`` gets the rows written per part. The other five
     files are named after ``path``, so ``path`` must be a file (or not exist yet): beside a
     device, a FIFO or standard output (/dev/null.cards.csv) they would be files nobody named."""
-    if str(path) == "-" or (os.path.exists(path) and not os.path.isfile(path)):
+    if is_stdout_name(path) or (os.path.exists(path) and not os.path.isfile(path)):
         raise ExportError(
             f"{path}: a csv export is six files named after it; give a file name (or --format json)"
         )

@@ -10,8 +10,8 @@ import click
 
 from prep.tui.commands.common import (
     EXIT_USAGE,
+    NAMED_PATH,
     Ctx,
-    NamedPath,
     UsageError,
     demo_names,
 )
@@ -21,10 +21,10 @@ if TYPE_CHECKING:
 
 
 @click.command("check")
-@click.argument("paths", nargs=-1, type=NamedPath(path_type=Path))
+@click.argument("paths", nargs=-1, type=NAMED_PATH)  # (as given: ./- is not -)
 @click.option("--rubrics", is_flag=True, help="List every card that has no usable rubric.")
 @click.pass_obj
-def check(obj: Ctx, paths: tuple[Path, ...], rubrics: bool) -> None:
+def check(obj: Ctx, paths: tuple[str, ...], rubrics: bool) -> None:
     """Validate decks: the bundled ones, --questions, and any PATHs given (- reads a deck
     from standard input).
 
@@ -35,7 +35,9 @@ def check(obj: Ctx, paths: tuple[Path, ...], rubrics: bool) -> None:
     from prep.engine.study.present import count
 
     piped = _piped_deck(paths)
-    files = [p for p in paths if str(p) != "-"]
+    # only the argument "-" itself is standard input: ./- (a Path of it is Path("-")) is the
+    # file named -, and its errors are labelled ./-:LINE: (files.display_path)
+    files = [Path(p) for p in paths if p != "-"]
     with gc_paused():  # every file parsed, as always: no cache here
         coll = parse_decks([*obj.questions, *files], demo_names=demo_names(), piped=piped)
     for warning in coll.warnings:
@@ -59,13 +61,13 @@ def check(obj: Ctx, paths: tuple[Path, ...], rubrics: bool) -> None:
         click.echo(line)
 
 
-def _piped_deck(paths: tuple[Path, ...]) -> str | None:
+def _piped_deck(paths: tuple[str, ...]) -> str | None:
     """The deck on standard input when a PATH is ``-`` (once): UTF-8 text of at most a deck's
     size, read as `prep grade --answers -` reads (`< /dev/zero` refused once past it)."""
     from prep.engine.decks.deck import MAX_DECK_BYTES
     from prep.tui.commands import common
 
-    given = sum(1 for p in paths if str(p) == "-")
+    given = sum(1 for p in paths if p == "-")
     if not given:
         return None
     if given > 1:

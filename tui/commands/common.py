@@ -230,12 +230,12 @@ def demo_names() -> list[str]:
 stdin_closed = False
 
 
-def not_stdin(given: str, what: str, also: str = "") -> UsageError:
+def not_stdin(given: str, what: str, also: str = "", *, a_path: bool = True) -> UsageError:
     """The one line for ``-`` where prep reads no standard input (grade, import and check
-    read it): what the value names instead, and how to name a file or folder called -."""
-    return UsageError(
-        f"{given} -: {what}, not standard input ({also}a file or folder named - is ./-)"
-    )
+    read it): what the value names instead, and how to name a file or folder called -
+    (``a_path``: only where the value is a path; a backup's name is not)."""
+    hint = f"{also}a file or folder named - is ./-" if a_path else also.removesuffix("; ")
+    return UsageError(f"{given} -: {what}, not standard input" + (f" ({hint})" if hint else ""))
 
 
 def need_stdin() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -65,11 +66,14 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
     """
     from prep.engine.study.present import count
     from prep.engine.timeutil import utcnow
-    from prep.engine.transfer.atomic import is_stdout
+    from prep.engine.transfer.atomic import STDOUT, is_stdout, is_stdout_name
     from prep.engine.transfer.export import ExportError
 
     to_stdout = is_stdout(output)  # "-" or /dev/stdout: the report goes to stderr
+    # only the string "-" itself is standard output: `-o ./-` is the file named - (a Path of
+    # it is Path("-"), so the writers are given the string "-", never a Path, for stdout)
     path = expand_user(output)
+    target: Path | str = STDOUT if is_stdout_name(output) else path
     if fmt is None:
         # `-o -` alone is json, as the help and README say (stdout has no extension to go by)
         fmt = "json" if to_stdout else _EXPORT_FORMATS.get(path.suffix.lower())
@@ -90,7 +94,7 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
     report = (lambda text: click.echo(text, err=True)) if to_stdout else click.echo
     from prep.engine.decks.deck import one_line_safe  # (a name's control characters: escaped)
 
-    shown = "standard output" if to_stdout else one_line_safe(str(path))
+    shown = "standard output" if to_stdout else one_line_safe(_shown(path))
     if not to_stdout:
         _refuse_database_target(obj, path, fmt)
     # a file already there is replaced (you named it): said so, "Replaced FILE", not "Wrote"
@@ -105,7 +109,7 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
                     raise UsageError(
                         f"no deck named {quoted(deck)} (decks: {', '.join(coll.decks)})"
                     )
-                notes = write_apkg(coll, path, deck=deck)
+                notes = write_apkg(coll, target, deck=deck)
             report(f"{verb} {shown}: {count(notes, 'note')} for Anki (File > Import).")
             return
         from prep.engine.transfer.export import export_csv, export_json, held_text
@@ -113,10 +117,10 @@ def export_cmd(obj: Ctx, fmt: str | None, output: str, deck: str | None) -> None
         held: dict[str, int] = {}  # what the file holds, counted as it is written
         with obj.store(reading=True) as store:
             if fmt == "json":
-                export_json(store, path, utcnow(), held)
+                export_json(store, target, utcnow(), held)
                 report(f"{verb} {shown}: {held_text(held)}.")
             else:
-                written = export_csv(store, path, held)
+                written = export_csv(store, target, held)
                 # six names do not fit one line: the count first, then one file a line
                 report(f"Wrote {count(len(written), 'file')}: {held_text(held)}.")
                 for file in written:
@@ -154,3 +158,9 @@ def _refuse_database_target(obj: Ctx, path: Path, fmt: str) -> None:
             f"-o {target}: that is the progress database's own file ({kept}); exporting over "
             "it would replace your progress. Name another file"
         )
+
+
+def _shown(path: Path) -> str:
+    """The file written, as a message names it: the file named - as ./- (never "-", which
+    would read as standard output)."""
+    return os.curdir + os.sep + "-" if str(path) == "-" else str(path)

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import click
 
 from prep.engine.textsafe import quoted
-from prep.tui.commands.common import Ctx, NamedPath, UsageError
+from prep.tui.commands.common import NAMED_PATH, Ctx, UsageError
 
 
 @click.command("grade")
@@ -24,14 +23,14 @@ from prep.tui.commands.common import Ctx, NamedPath, UsageError
 @click.option(
     "--rubric",
     "rubric_path",
-    type=NamedPath(path_type=Path),
+    type=NAMED_PATH,  # (as given: only "-" itself is standard input, ./- is a file)
     metavar="R.yaml",
     help="A rubric file: question and points (a list of id and text; - reads standard input).",
 )
 @click.option(
     "--answers",
     "answers_path",
-    type=NamedPath(path_type=Path),
+    type=NAMED_PATH,  # (as given: only "-" itself is standard input, ./- is a file)
     metavar="A.jsonl",
     help='One {"answer_id": ..., "answer": ...} a line (- reads standard input).',
 )
@@ -40,8 +39,8 @@ from prep.tui.commands.common import Ctx, NamedPath, UsageError
 def grade(
     obj: Ctx,
     card_id: str | None,
-    rubric_path: Path | None,
-    answers_path: Path | None,
+    rubric_path: str | None,
+    answers_path: str | None,
     as_json: bool,
 ) -> None:
     """Grade a typed answer point by point: CARD_ID reads one answer from stdin; --rubric with
@@ -61,7 +60,7 @@ def grade(
             raise UsageError(
                 "give a CARD_ID (answer on stdin), or --rubric R.yaml --answers A.jsonl"
             )
-        if str(rubric_path) == str(answers_path) == "-":
+        if rubric_path == answers_path == "-":
             raise UsageError("--rubric and --answers cannot both be - (standard input)")
         try:
             rubric = load_rubric(rubric_path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,7 +53,7 @@ def import_cmd(obj: Ctx, file: str) -> None:
             source = read_piped(sys.stdin.buffer)
         readable(source)  # (the file's own checks first: nothing opened for a typo)
     except ExportError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(_labelled(str(exc), file, source)) from None
     # an export that names a merged-away card's id lands on the card that kept it (the
     # decks are read, not synced: a refused import changes nothing)
     aliases = obj.collection(strict=False).aliases()
@@ -66,9 +67,19 @@ def import_cmd(obj: Ctx, file: str) -> None:
                 aliases,
                 before_write=None if made else lambda: backup.make(store, "import"),
             )
-        except (ExportError, backup.BackupError) as exc:
+        except ExportError as exc:
+            raise UsageError(_labelled(str(exc), file, source)) from None
+        except backup.BackupError as exc:
             raise UsageError(str(exc)) from None
     from prep.engine.decks.deck import one_line_safe  # (a file's name: escaped)
 
     shown = "the export on standard input" if isinstance(source, Piped) else file
     click.echo(one_line_safe(f"Imported {shown}: {result.summary()}."))
+
+
+def _labelled(message: str, file: str, source: object) -> str:
+    """An export's error as the user named the file: the file named - given as ./- is
+    Path("-"), whose errors would read "-: ..." as if about standard input; "./-: ..."."""
+    if file != "-" and str(source) == "-" and message.startswith("-:"):
+        return os.curdir + os.sep + message
+    return message

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -78,6 +79,8 @@ def sync_cmd(obj: Ctx, folder: str | None, status: bool, as_json: bool) -> None:
 
     if folder == "-":
         raise not_stdin("sync", "DIR is the sync folder that your machines share")
+    if folder is not None and os.path.normpath(folder) == "-":  # ./-: the folder named -,
+        folder = os.path.abspath(folder)  # named whole in messages (a Path of it prints "-")
     if not status:  # DIR checked before a database is opened: only a real folder makes one
         try:
             if folder is not None:
@@ -204,7 +207,9 @@ def backup_cmd(obj: Ctx, as_list: bool, restore: str | None) -> None:
     from prep.engine.store import backup
 
     if restore == "-":
-        raise not_stdin("--restore", "a backup is restored by its name (see `prep backup --list`)")
+        raise not_stdin(  # (a name, not a path: no ./- hint)
+            "--restore", "a backup is restored by its name (see `prep backup --list`)", a_path=False
+        )
     if restore == "":  # (an unset shell variable: `--restore "$NAME"` is never a new backup)
         raise UsageError("--restore '': an empty name; name a backup (see `prep backup --list`)")
     if as_list and restore is not None:
