@@ -107,3 +107,35 @@ async def test_nothing_typed_nothing_asked() -> None:
         await pilot.press("t", "escape")  # the box opened, nothing typed, closed
         await pilot.press("escape")
         await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+
+
+@async_test
+async def test_the_palette_on_a_deck_error_screen_does_not_start_around_it(tmp_path) -> None:
+    """Start-up stopped at a deck error (r reloads, Enter goes on): ctrl+p's "Start today's
+    session" (and Study more, Stats, Mock) started from there anyway, past what start-up does
+    after the errors (the busy timeout, the heartbeat, the cards reconciled)."""
+    from prep.tui.app import PrepApp
+    from prep.tui.screens.errors import ErrorScreen
+    from prep.tui.testing import DEMOS, write_decks
+
+    folder = write_decks(tmp_path / "decks")
+    (folder / "broken.yaml").write_text("deck: broken\ncards:\n  - id: [unclosed\n")
+    app = PrepApp(
+        db=str(tmp_path / "p.db"),
+        questions=[folder],
+        include_bundled=False,
+        demos=dict(DEMOS),
+        theme="textual-dark",
+    )
+
+    def titles() -> set[str]:
+        return {command.title for command in app.get_system_commands(app.screen)}
+
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, ErrorScreen))
+        shown = titles()
+        assert "Reload decks" in shown  # what the screen offers stays
+        assert not {"Start today's session", "Study more", "Statistics", "Mock interview"} & shown
+        await pilot.press("enter")  # continue anyway: start-up finishes, then all of them
+        await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
+        assert {"Start today's session", "Study more", "Reload decks"} <= titles()

@@ -501,16 +501,27 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         from prep.tui.screens import registry as screen_registry
+        from prep.tui.screens.errors import ErrorScreen
 
-        yield SystemCommand("Start today's session", "Review the cards due now", self.action_start)
+        # start-up stopped at an error (the decks', the database's): Reload, or Enter to go on
+        # (what boot does after it: the busy timeout, the heartbeat, the cards reconciled);
+        # a session or a progress screen from here skipped all that
+        stopped = isinstance(screen, ErrorScreen)
+        if not stopped:
+            yield SystemCommand(
+                "Start today's session", "Review the cards due now", self.action_start
+            )
         for spec in screen_registry.commands():  # the screens, as registered
             assert spec.command is not None
+            if stopped and spec.needs_store:
+                continue
             title, about = spec.command
             opener = getattr(self, f"action_{spec.name}", None)
             yield SystemCommand(title, about, opener or (lambda n=spec.name: self.open_screen(n)))
-        yield SystemCommand(
-            "Study more", "More new cards today, or review ahead", self.action_study_more
-        )
+        if not stopped:
+            yield SystemCommand(
+                "Study more", "More new cards today, or review ahead", self.action_study_more
+            )
         yield SystemCommand("Reload decks", "Read the deck files again", self.action_reload)
         for name, claim in self.demos.items():
             yield SystemCommand(
