@@ -224,7 +224,7 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
 
     def action_reload(self) -> None:
         """Reload the decks from disk (after fixing an error) and go home."""
-        self.boot()
+        self.unless_typing_kept(self.boot)
 
     def on_unmount(self) -> None:
         if self.demo_worker is not None:
@@ -357,8 +357,12 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
                     scheduler=self.scheduler,
                     clock=self.clock,
                 )
-                self._pop_to_home()
-                self.push_screen(ReviewScreen(session))
+
+                def ahead_now() -> None:
+                    self._pop_to_home()
+                    self.push_screen(ReviewScreen(session))
+
+                self.unless_typing_kept(ahead_now)
 
         self.push_screen(dialog, chosen)
 
@@ -378,6 +382,26 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
 
     def action_start(self, deck: str | None = None) -> None:
         """Start today's session (on ``deck``, else the selected deck)."""
+        self.unless_typing_kept(lambda: self._start(deck))
+
+    def unless_typing_kept(self, go: Callable[[], object]) -> None:
+        """``go`` (which closes the screens above home), at once, or only after a yes when one
+        of them holds a typed answer not yet handed in: the palette's commands (start, study
+        more, reload) and Esc asked nothing and threw it away, where Esc from the box asks."""
+        from prep.tui.base import PrepScreen
+
+        if not any(isinstance(s, PrepScreen) and s.unsaved_typing() for s in self.screen_stack):
+            go()
+            return
+        from prep.tui.screens.confirm import Confirm
+
+        def answered(discard: bool | None) -> None:
+            if discard:
+                go()
+
+        self.push_screen(Confirm("Discard the answer you typed?"), answered)
+
+    def _start(self, deck: str | None) -> None:
         if self.store is None:
             self.notify("The progress database is not open.", severity="error")
             return
@@ -407,7 +431,11 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
             self.pop_screen()
 
     def go_home(self) -> None:
-        """Show home: the one below when there is one, else a new one."""
+        """Show home: the one below when there is one, else a new one (asking first when
+        that throws a typed answer away)."""
+        self.unless_typing_kept(self._go_home)
+
+    def _go_home(self) -> None:
         self._pop_to_home()
         if not getattr(self.screen, "is_home", False):
             from prep.tui.screens.home import HomeScreen
@@ -473,16 +501,27 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         from prep.tui.screens import registry as screen_registry
+        from prep.tui.screens.errors import ErrorScreen
 
-        yield SystemCommand("Start today's session", "Review the cards due now", self.action_start)
+        # start-up stopped at an error (the decks', the database's): Reload, or Enter to go on
+        # (what boot does after it: the busy timeout, the heartbeat, the cards reconciled);
+        # a session or a progress screen from here skipped all that
+        stopped = isinstance(screen, ErrorScreen)
+        if not stopped:
+            yield SystemCommand(
+                "Start today's session", "Review the cards due now", self.action_start
+            )
         for spec in screen_registry.commands():  # the screens, as registered
             assert spec.command is not None
+            if stopped and spec.needs_store:
+                continue
             title, about = spec.command
             opener = getattr(self, f"action_{spec.name}", None)
             yield SystemCommand(title, about, opener or (lambda n=spec.name: self.open_screen(n)))
-        yield SystemCommand(
-            "Study more", "More new cards today, or review ahead", self.action_study_more
-        )
+        if not stopped:
+            yield SystemCommand(
+                "Study more", "More new cards today, or review ahead", self.action_study_more
+            )
         yield SystemCommand("Reload decks", "Read the deck files again", self.action_reload)
         for name, claim in self.demos.items():
             yield SystemCommand(

@@ -23,6 +23,11 @@ class PrepScreen(Screen[ResultType], Generic[ResultType]):
     def prep(self) -> PrepApp:
         return cast("PrepApp", self.app)
 
+    def unsaved_typing(self) -> bool:
+        """Whether this screen holds a typed answer that leaving it would throw away (the
+        palette's commands and Esc ask first then, as Esc from the box does)."""
+        return False
+
     def study_day_changed(self) -> None:
         """The study day rolled over (4 am) while this screen was open (PrepApp's day watch):
         a screen that shows today's numbers reads them again. Nothing here by default."""

@@ -392,6 +392,12 @@ class MockScreen(PrepScreen):
                 self.runs = self.mock.store.latest_demo_runs()
             self.show_reveal()
 
+    def unsaved_typing(self) -> bool:
+        """An answer typed to the question on screen, before its reveal (not saved)."""
+        if self.revealed or self.mock is None or self.mock.finished:
+            return False
+        return bool(answer_text(self.query_one("#mock-answer", Input).value))
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         self.action_reveal()
@@ -535,11 +541,10 @@ class MockScreen(PrepScreen):
         q quits and Esc leaves the mock); otherwise leave the mock, asking first when a typed
         answer would be thrown away."""
         box = self.query_one("#mock-answer", Input)
-        typed = answer_text(box.value)
-        if box.has_focus and typed:
+        if box.has_focus and answer_text(box.value):
             self.set_focus(None)  # what was typed stays (the footer says: Esc Back, q Quit)
             return
-        if typed and not self.revealed and self.mock is not None and not self.mock.finished:
+        if self.unsaved_typing():
             from prep.tui.screens.confirm import Confirm
 
             question = "Leave the mock interview? Your typed answer is not saved."

@@ -50,6 +50,10 @@ class TypedAnswer:
     def box_open(self) -> bool:
         return self._box is not None
 
+    def unsaved_typing(self) -> bool:
+        """An answer typed in the box, not yet handed in (leaving the card would lose it)."""
+        return self._box is not None and bool(answer_text(self._box.text))
+
     # --- the box ------------------------------------------------------------------------------
 
     def action_type_answer(self) -> None:
