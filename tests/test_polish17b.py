@@ -184,7 +184,21 @@ def test_text_that_needs_a_format_character_is_taken_on_both_paths(
         ("a\u2029b", "U+2029 (PARAGRAPH SEPARATOR)", "use a blank line"),
         ("a\ufeffb", "U+FEFF (ZERO WIDTH NO-BREAK SPACE)", "remove it (a no-break space"),
         ("a\u2060b", "U+2060 (WORD JOINER)", "remove it (a no-break space"),
-        ("\ufff9a\ufffab\ufffb", "U+FFF9 (INTERLINEAR ANNOTATION ANCHOR)", "remove it"),
+        (
+            "\ufff9a\ufffab\ufffb",
+            "U+FFF9 (INTERLINEAR ANNOTATION ANCHOR)",
+            "remove it",
+        ),  # (a flag of tag spaces and capitals: ASCII hidden behind a flag; the review of polish17b)
+        (
+            "\U0001f3f4\U000e0049\U000e0047\U000e004e\U000e0020\U000e007f",
+            "U+E0049 (TAG LATIN CAPITAL LETTER I)",
+            "remove it",
+        ),
+        (
+            "\U0001f3f4" + "\U000e0061" * 40 + "\U000e007f",
+            "U+E0061 (TAG LATIN SMALL LETTER A)",
+            "remove it",
+        ),
     ],
     ids=[
         "stray-tag",
@@ -197,6 +211,8 @@ def test_text_that_needs_a_format_character_is_taken_on_both_paths(
         "bom-inside",
         "word-joiner",
         "annotation",
+        "hidden-ascii-flag",
+        "long-tag-run",
     ],
 )
 def test_what_hides_text_is_still_refused_with_what_to_write_instead(

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 # (4: cards carry `points` and `aliases`, fields the cached JSON of older parses lacks;
 # 5: a card's text holds no bidi control or zero-width character; 6: it may hold ZWNJ, ZWJ,
 # the displaying Arabic signs and subdivision flags, so a file refused by 5 is parsed again)
-PARSER_SALT = b"parser 6\n"
+PARSER_SALT = b"parser 7\n"
 RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's mtime tick we expect
 
 

@@ -95,7 +95,9 @@ ASSEMBLY_VERSION = 2
 # or parses differently), Card's fields read from the dataclass itself (adding, removing,
 # renaming or retyping a field changes the key with no version to remember) and the assembly's
 # version; the store keeps it beside the cached rows.
-LOADER_VERSION = 4  # (4: ZWNJ, ZWJ, the displaying Arabic signs, subdivision flags taken)
+LOADER_VERSION = (
+    5  # (5: a subdivision flag only as UTS #51 spells one; 4: ZWNJ, ZWJ, Arabic signs taken)
+)
 
 
 def format_key() -> str:

@@ -39,8 +39,16 @@ ALLOWED_FORMAT_RANGES = (
 INVISIBLE = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in INVISIBLE_RANGES)  # (a regex class)
 UNSHOWN = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{INVISIBLE}]")
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-# an emoji tag sequence: a black flag, tag characters, a cancel tag (a subdivision flag)
-_TAG_SEQUENCE = re.compile("\U0001f3f4[\U000e0020-\U000e007e]+\U000e007f")
+# an emoji tag sequence as Unicode's subdivision flags are spelled (UTS #51: a black flag, a
+# region code of 2 tag letters and a subdivision of 1-4 tag letters or digits, a cancel tag:
+# the flag of Scotland is "gbsct"), nothing more: tag spaces, capitals or a long run would be
+# ASCII text hidden in a card behind a flag
+_TAG_SEQUENCE = (
+    "\U0001f3f4[\U000e0061-\U000e007a]{2}[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,4}"
+    "\U000e007f"
+)
+# one scan: a flag is taken whole (and passes), anything else refused is a match of its own
+_SCAN = re.compile(f"{_TAG_SEQUENCE}|{UNSHOWN.pattern}")
 # what to write instead, where there is an obvious alternative (else: remove it)
 _INSTEAD = {
     "\u00ad": "write a hyphen (-) where the word breaks, or nothing",
@@ -57,12 +65,10 @@ _INSTEAD = {
 
 def control_problem(text: str) -> str | None:
     """Why ``text`` may not be shown on a terminal, or None when it may."""
-    for match in UNSHOWN.finditer(text):
+    for match in _SCAN.finditer(text):  # (linear: each flag is matched once, as a whole)
         char = match.group()
-        if "\U000e0020" <= char <= "\U000e007f" and any(
-            seq.start() < match.start() < seq.end() for seq in _TAG_SEQUENCE.finditer(text)
-        ):
-            continue  # (in a subdivision flag: shown as the flag)
+        if len(char) > 1:
+            continue  # (a subdivision flag: shown as the flag)
         where = f"at position {match.start() + 1}"
         if CONTROL.match(char):
             what = "an escape character (ESC)" if char == "\x1b" else "a control character"
