@@ -136,6 +136,43 @@ async def test_the_palette_on_a_deck_error_screen_does_not_start_around_it(tmp_p
         shown = titles()
         assert "Reload decks" in shown  # what the screen offers stays
         assert not {"Start today's session", "Study more", "Statistics", "Mock interview"} & shown
+        # help (or cram, a demo) opened over the error screen is above it, not past it: the
+        # palette from there offered Start again (the review of hostile17)
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "HelpScreen")
+        assert (
+            not {"Start today's session", "Study more", "Statistics", "Mock interview"} & titles()
+        )
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, ErrorScreen))
         await pilot.press("enter")  # continue anyway: start-up finishes, then all of them
         await wait_until(pilot, lambda: isinstance(app.screen, HomeScreen))
         assert {"Start today's session", "Study more", "Reload decks"} <= titles()
+
+
+@async_test
+async def test_more_new_cards_over_a_typed_answer_adds_none_when_the_answer_is_kept() -> None:
+    """Study more's "more new cards" saved today's 10 more before asking whether the typed
+    answer may go: a No left the limit raised with nothing started, and each try raised it
+    again (the review of hostile17). Now nothing is saved until the yes."""
+    from prep.engine.study.queue import extra_new_today
+
+    store = Store.memory()
+    store.update_settings(new_per_day=1)  # (unseen cards wait beyond the day's one)
+    app = make_app(store=store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await on_a_typed_card(pilot, app)
+        await palette(pilot, app, "study more", "Study more")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "StudyMore")
+        await pilot.press("1")
+        await wait_until(pilot, lambda: isinstance(app.screen, Confirm))
+        await pilot.press("n")
+        await wait_until(pilot, lambda: app.screen is screen)
+        assert extra_new_today(store, app.now()) == 0
+        await palette(pilot, app, "study more", "Study more")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "StudyMore")
+        await pilot.press("1")
+        await wait_until(pilot, lambda: isinstance(app.screen, Confirm))
+        await pilot.press("y")
+        await wait_until(pilot, lambda: screen not in app.screen_stack)
+        assert extra_new_today(store, app.now()) == 10

@@ -338,14 +338,19 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
                 if limits.new_waiting == 0 and not limits.new_reached:
                     self.notify("No unseen cards wait in this deck.")
                     return
-                try:
-                    add_new_today(self.store, self.now(), EXTRA_NEW)
-                except StoreError as exc:
-                    self.notify(f"Not saved: {exc}", severity="error", timeout=8)
-                    return
-                if self.new_limit is not None:  # `--new N` for this run: N more, as asked
-                    self.new_limit += EXTRA_NEW
-                self.action_start(deck or "")
+
+                def more_now() -> None:  # (saved only once a typed answer may go: a No adds none)
+                    assert self.store is not None
+                    try:
+                        add_new_today(self.store, self.now(), EXTRA_NEW)
+                    except StoreError as exc:
+                        self.notify(f"Not saved: {exc}", severity="error", timeout=8)
+                        return
+                    if self.new_limit is not None:  # `--new N` for this run: N more, as asked
+                        self.new_limit += EXTRA_NEW
+                    self._start(deck or "")
+
+                self.unless_typing_kept(more_now)
             elif choice == "ahead":
                 if not ahead:
                     self.notify(f"No card is due in the next {AHEAD_DAYS} days.")
@@ -506,7 +511,8 @@ class PrepApp(Startup, CloseAfterMount, ClickTime, ShortTerminal, App[int]):
         # start-up stopped at an error (the decks', the database's): Reload, or Enter to go on
         # (what boot does after it: the busy timeout, the heartbeat, the cards reconciled);
         # a session or a progress screen from here skipped all that
-        stopped = isinstance(screen, ErrorScreen)
+        # (anywhere below: cram or help opened over the error screen are above it, not past it)
+        stopped = any(isinstance(s, ErrorScreen) for s in self.screen_stack)
         if not stopped:
             yield SystemCommand(
                 "Start today's session", "Review the cards due now", self.action_start
