@@ -429,6 +429,7 @@ def test_the_app_shows_a_home_that_is_not_there_and_makes_nothing(
 
     from prep.tui.app import PrepApp
     from prep.tui.screens.errors import ErrorScreen
+    from tests.pilot import wait_until
 
     home = tmp_path / "no-such-home"
     monkeypatch.setenv("HOME", str(home))
@@ -439,10 +440,7 @@ def test_the_app_shows_a_home_that_is_not_there_and_makes_nothing(
 
     async def run() -> None:
         async with app.run_test(size=(100, 30)) as pilot:
-            for _ in range(400):
-                if isinstance(app.screen, ErrorScreen):
-                    break
-                await pilot.pause(0.05)
+            await wait_until(pilot, lambda: isinstance(app.screen, ErrorScreen))
             assert isinstance(app.screen, ErrorScreen)
             seen["lines"] = " ".join(app.screen.lines)
             await pilot.pause(0.3)

@@ -19,6 +19,17 @@ from tests.test_plan import INTERVIEW, MONDAY, ON_THE_DAY, week_collection
 from tests.test_ux15 import _app, local
 
 
+def _on_the_mock():
+    """An app that opens on a mock interview of the fixed collection (its clock stopped at
+    NOW), and that mock."""
+    from prep.engine.study.mock import MockInterview
+    from prep.tui.testing import NOW, fixed_collection, make_app
+
+    store, coll = Store.memory(), fixed_collection()
+    mock = MockInterview(store, coll, main_id="two-roles", clock=lambda: NOW)
+    return make_app(store=store, collection=coll, mock_first=mock), mock
+
+
 def _reviews(store: Store, ids: list[str]) -> None:
     """Review cards due on MONDAY, well learnt (a Good puts them weeks ahead: past the
     interview, so a plan brings them to the day before it)."""
@@ -150,18 +161,14 @@ def test_the_yes_no_box_shows_its_own_keys_not_the_screen_below_s() -> None:
     """Leaving a mock with an answer typed asks yes/no; the footer under the box was the mock's
     (Back, Reveal: keys held back by the box, which do nothing there). Now it is the box's own:
     y, n, ? and q, each of which works there, and the mock stays drawn around the box."""
-    from prep.engine.study.mock import MockInterview
     from prep.tui.screens.confirm import Confirm
     from prep.tui.screens.mock import MockScreen
-    from prep.tui.testing import NOW, fixed_collection, make_app
     from tests.pilot import wait_until
     from tests.test_narrow import footer_keys
     from tests.test_text_is_text import flat, screen_text
 
     async def run() -> None:
-        store, coll = Store.memory(), fixed_collection()
-        mock = MockInterview(store, coll, main_id="two-roles", clock=lambda: NOW)
-        app = make_app(store=store, collection=coll, mock_first=mock)
+        app, mock = _on_the_mock()
         async with app.run_test(size=(100, 30)) as pilot:
             await wait_until(pilot, lambda: isinstance(app.screen, MockScreen))
             await pilot.pause()
@@ -185,17 +192,13 @@ def test_f1_opens_help_from_the_mock_s_answer_box_where_a_question_mark_is_typed
     the box is left, ? is Help again and F1 is not shown twice (it still opens help)."""
     from textual.widgets import Input
 
-    from prep.engine.study.mock import MockInterview
     from prep.tui.screens.help import HelpScreen
     from prep.tui.screens.mock import MockScreen
-    from prep.tui.testing import NOW, fixed_collection, make_app
     from tests.pilot import wait_until
     from tests.test_narrow import footer_keys
 
     async def run() -> None:
-        store, coll = Store.memory(), fixed_collection()
-        mock = MockInterview(store, coll, main_id="two-roles", clock=lambda: NOW)
-        app = make_app(store=store, collection=coll, mock_first=mock)
+        app, mock = _on_the_mock()
         async with app.run_test(size=(100, 30)) as pilot:
             await wait_until(pilot, lambda: isinstance(app.screen, MockScreen))
             screen = app.screen
@@ -227,11 +230,9 @@ def test_the_mock_s_grade_line_breaks_between_grades_never_inside_one() -> None:
     grade ("4 Easy" at the end of one row, "10d" alone on the next). Now the line breaks
     between grades when it does not fit (here at 60 columns, and again after a resize to 44):
     each grade and its interval on one row, as the rating bar shows them."""
-    from prep.engine.study.mock import MockInterview
     from prep.engine.study.present import rating_choices
     from prep.tui.mocktext import grades_text
     from prep.tui.screens.mock import MockScreen
-    from prep.tui.testing import NOW, fixed_collection, make_app
     from tests.pilot import wait_until
     from tests.test_text_is_text import screen_text
 
@@ -244,9 +245,7 @@ def test_the_mock_s_grade_line_breaks_between_grades_never_inside_one() -> None:
     ]
 
     async def run() -> None:
-        store, coll = Store.memory(), fixed_collection()
-        mock = MockInterview(store, coll, main_id="two-roles", clock=lambda: NOW)
-        app = make_app(store=store, collection=coll, mock_first=mock)
+        app, mock = _on_the_mock()
         async with app.run_test(size=(60, 24)) as pilot:
             await wait_until(pilot, lambda: isinstance(app.screen, MockScreen))
             await pilot.pause()
@@ -278,17 +277,13 @@ def test_f1_opens_help_on_the_modal_boxes_too_and_a_palette_on_top_shows_no_seco
     footer, redrawn under the palette, showed both ? Help and f1 Help."""
     from textual.command import CommandPalette
 
-    from prep.engine.study.mock import MockInterview
     from prep.tui.screens.confirm import Confirm
     from prep.tui.screens.help import HelpScreen
     from prep.tui.screens.mock import MockScreen
-    from prep.tui.testing import NOW, fixed_collection, make_app
     from tests.pilot import wait_until
 
     async def run() -> None:
-        store, coll = Store.memory(), fixed_collection()
-        mock = MockInterview(store, coll, main_id="two-roles", clock=lambda: NOW)
-        app = make_app(store=store, collection=coll, mock_first=mock)
+        app, mock = _on_the_mock()
         async with app.run_test(size=(100, 30)) as pilot:
             await wait_until(pilot, lambda: isinstance(app.screen, MockScreen))
             await pilot.pause()
