@@ -72,14 +72,8 @@ def _piped_deck(paths: tuple[str, ...]) -> str | None:
         return None
     if given > 1:
         raise UsageError("- (standard input) given twice; it holds one deck")
-    if common.stdin_closed:
-        raise UsageError("standard input is closed; `prep check -` reads a deck from it")
-    if sys.stdin.isatty():  # (never a wait for a deck typed by hand)
-        raise UsageError(
-            "standard input is a terminal; `prep check -` reads a deck piped in "
-            "(prep check - < DECK.yaml), or name the file"
-        )
-    data = sys.stdin.buffer.read(MAX_DECK_BYTES + 1)
+    stdin = common.piped_stdin("prep check -", "a deck", "prep check - < DECK.yaml")
+    data = stdin.read(MAX_DECK_BYTES + 1)
     if len(data) > MAX_DECK_BYTES:
         raise UsageError(f"standard input: more than {MAX_DECK_BYTES:,} bytes; too big to be read")
     try:

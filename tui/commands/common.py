@@ -7,6 +7,7 @@ Import weight matters: only click at the top (`prep --help` imports this module 
 from __future__ import annotations
 
 import contextlib
+import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -236,6 +237,20 @@ def not_stdin(given: str, what: str, also: str = "", *, a_path: bool = True) -> 
     (``a_path``: only where the value is a path; a backup's name is not)."""
     hint = f"{also}a file or folder named - is ./-" if a_path else also.removesuffix("; ")
     return UsageError(f"{given} -: {what}, not standard input" + (f" ({hint})" if hint else ""))
+
+
+def piped_stdin(command: str, what: str, example: str) -> IO[bytes]:
+    """Standard input for ``command -`` (`prep check -`, `prep import -`), which reads
+    ``what`` piped in: one line when it is closed, or a terminal (never a wait for a file
+    typed by hand; ``example`` shows the pipe)."""
+    if stdin_closed:
+        raise UsageError(f"standard input is closed; `{command}` reads {what} from it")
+    if sys.stdin.isatty():
+        raise UsageError(
+            f"standard input is a terminal; `{command}` reads {what} piped in ({example}), "
+            "or name the file"
+        )
+    return sys.stdin.buffer
 
 
 def need_stdin() -> None:

@@ -30,7 +30,6 @@ def import_cmd(obj: Ctx, file: str) -> None:
     history went on both here and in the file is merged as `prep sync` merges; a card marked
     differently here keeps this database's mark. Importing the same file twice adds nothing
     twice. The database is backed up first."""
-    import sys
 
     from prep.engine.store import backup
     from prep.engine.transfer.export import ExportError
@@ -41,16 +40,8 @@ def import_cmd(obj: Ctx, file: str) -> None:
     source: Path | Piped = expand_user(file)
     try:
         if file == "-":  # (read whole first: it is read twice, and a pipe cannot be again)
-            if common.stdin_closed:
-                raise UsageError(
-                    "standard input is closed; `prep import -` reads an export from it"
-                )
-            if sys.stdin.isatty():  # (never a wait for an export typed by hand)
-                raise UsageError(
-                    "standard input is a terminal; `prep import -` reads an export piped in "
-                    "(prep import - < FILE.json), or name the file"
-                )
-            source = read_piped(sys.stdin.buffer)
+            stdin = common.piped_stdin("prep import -", "an export", "prep import - < FILE.json")
+            source = read_piped(stdin)
         readable(source)  # (the file's own checks first: nothing opened for a typo)
     except ExportError as exc:
         raise UsageError(_labelled(str(exc), file, source)) from None
