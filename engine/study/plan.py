@@ -441,11 +441,21 @@ def day_limit(
 
 def outside_plan(settings: Settings, now: datetime, collection: Cards, deck: str | None) -> bool:
     """Whether ``deck`` (None: all decks, never outside) is one ``plan_decks`` leaves out."""
-    if deck is None or settings.plan_decks is None:
+    if deck is None:
         return False
-    plan = Plan.of(settings, now)
-    decks = None if plan is None else plan.on(collection).decks
+    decks = plan_decks_here(settings, now, collection)
     return decks is not None and deck not in decks
+
+
+def plan_decks_here(
+    settings: Settings, now: datetime, collection: Cards
+) -> AbstractSet[str] | None:
+    """The decks of ``plan_decks`` that ``collection`` holds while a plan is set (None: no
+    plan, or one on every deck): a deck not among them is outside the plan."""
+    if settings.plan_decks is None:
+        return None
+    plan = Plan.of(settings, now)
+    return None if plan is None else plan.on(collection).decks
 
 
 def new_card_decks(

@@ -186,7 +186,7 @@ def deck_counts(
     given = new_limit
     new_limit, review_limit = _limits_left(store, now, new_limit, None, collection)
     settings = store.settings()
-    ahead = now + timedelta(minutes=store.settings().learn_ahead_min)
+    ahead = now + timedelta(minutes=settings.learn_ahead_min)
     hidden = store.hidden_ids(now)
     until = reviews_until(now)
     # per deck: [steps due by the learn-ahead window, interday steps due today, reviews]
@@ -213,6 +213,9 @@ def deck_counts(
         decks += [(name, info.title, sizes.get(name, 0)) for name, info in collection.decks.items()]
     rows = []
     all_rows: list[Unseen] = []  # (the rows all decks' new cards were read from)
+    # a deck outside an interview plan on some decks follows the setting, the same for each
+    planned = None if given is not None else plan_mod.plan_decks_here(settings, now, collection)
+    own: int | None = None  # (the setting's limit left today: read once, if a deck needs it)
     for name, title, size in decks:
         if name is None:
             learning, interday, reviews = (sum(n[i] for n in due.values()) for i in range(3))
@@ -225,10 +228,11 @@ def deck_counts(
         if name is not None and name not in among:
             new = []
         elif name is None:  # as build_queue: an interview plan on some decks takes theirs
-            new_among = plan_mod.new_card_decks(store.settings(), now, collection, among)
+            new_among = plan_mod.new_card_decks(settings, now, collection, among)
             new = _new_cards(store, collection, None, hidden, new_limit, name, new_among, all_rows)
-        elif given is None and plan_mod.outside_plan(settings, now, collection, name):
-            own = new_left(store, collection, now, None, name)  # (the setting's, not the plan's)
+        elif planned is not None and name not in planned:
+            if own is None:  # (the setting's, not the plan's)
+                own = new_left(store, collection, now, None, name)
             new = _new_cards(store, collection, None, hidden, own, name, among)
         else:
             new = _new_cards(store, collection, None, hidden, new_limit, name, among)
