@@ -251,11 +251,10 @@ def status(store: Store, folder: Path | None, now_us: int | None = None) -> dict
                 unlisted: list[str] = []
                 files = journal.numbered_entries(f, unlisted)
                 waiting += len([n for n in files if n > devices[dev]["applied"]])
-                k = devices[dev]["applied"] + 1
+                first = k = devices[dev]["applied"] + 1  # (files first..k-1: the run present)
                 while k in files:
                     k += 1
                 behind += len([n for n in files if n > k])  # (a file missing before them)
-                first = devices[dev]["applied"] + 1
                 if first in files:  # (read as a sync reads it: it and those after it wait)
                     until = _waits_for_clock(Path(files[first]), dev, now_us)
                     if until is not None:
@@ -263,8 +262,7 @@ def status(store: Store, folder: Path | None, now_us: int | None = None) -> dict
                         # the last is applied (file 2 dated 2280, file 3 2300: 2300)
                         for n in range(first + 1, k):
                             until = max(until, _waits_for_clock(Path(files[n]), dev, now_us) or 0)
-                        later = len([n for n in files if first <= n < k])
-                        clock.append({"id": dev, "files": later, "until": fmt(from_us(until))})
+                        clock.append({"id": dev, "files": k - first, "until": fmt(from_us(until))})
                 skipped += [
                     f"{line}: its files skipped until it can be listed" for line in unlisted
                 ]
